@@ -1,0 +1,71 @@
+"""Legacy dtype objects (`flow.float32`, …): numpy dtype, checkpoint `DataType` enum name, and the aliases."""
+import numpy as np
+
+
+class DType:
+    __slots__ = ("name", "np", "enum_name", "enum_value")
+
+    def __init__(self, name, np_dtype, enum_name, enum_value):
+        self.name = name
+        self.np = np.dtype(np_dtype) if np_dtype is not None else None
+        self.enum_name = enum_name
+        self.enum_value = enum_value
+
+    def __repr__(self):
+        return "<dtype: oneflow.%s>" % self.name
+
+    @property
+    def is_floating(self):
+        return self.np is not None and self.np.kind == "f"
+
+
+char = DType("char", np.int8, "kChar", 1)
+float32 = DType("float32", np.float32, "kFloat", 2)
+float64 = DType("float64", np.float64, "kDouble", 3)
+int8 = DType("int8", np.int8, "kInt8", 4)
+int32 = DType("int32", np.int32, "kInt32", 5)
+int64 = DType("int64", np.int64, "kInt64", 6)
+uint8 = DType("uint8", np.uint8, "kUInt8", 7)
+record = DType("record", None, "kOFRecord", 8)
+float16 = DType("float16", np.float16, "kFloat16", 9)
+tensor_buffer = DType("tensor_buffer", object, "kTensorBuffer", 10)
+
+float = float32  # noqa: A001 - the legacy names shadow builtins on purpose
+double = float64
+half = float16
+int = int32  # noqa: A001
+long = int64
+
+ALL = (char, float32, float64, int8, int32, int64, uint8, record, float16, tensor_buffer)
+_BY_NP = {}
+for _d in (float32, float64, int8, int32, int64, uint8, float16):
+    _BY_NP.setdefault(_d.np, _d)
+_BY_ENUM_NAME = {d.enum_name: d for d in ALL}
+_BY_ENUM_VALUE = {d.enum_value: d for d in ALL}
+
+
+def from_numpy(np_dtype):
+    """The legacy dtype of a numpy dtype (int8 maps to `int8`, not `char`)."""
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError("numpy dtype %s has no oneflow counterpart" % np.dtype(np_dtype)) from None
+
+
+def from_enum_name(name):
+    return _BY_ENUM_NAME[name]
+
+
+def from_enum_value(value):
+    return _BY_ENUM_VALUE[value]
+
+
+def as_dtype(x):
+    """Accepts a DType, a numpy dtype/type or None (None stays None)."""
+    if x is None or isinstance(x, DType):
+        return x
+    return from_numpy(x)
+
+
+def convert_oneflow_dtype_to_numpy_dtype(dtype):
+    return as_dtype(dtype).np
