@@ -1,0 +1,56 @@
+"""oneflow_compat: OneFlow v0.3's legacy lazy "job function" API on numpy/CuPy, in one process or over MPI.
+
+Scripts keep `import oneflow as flow`; see README.md for how the `oneflow` name is provided.
+"""
+from oneflow_compat.ops import (activation_ops, array_ops, math_ops, system_ops)  # noqa: F401  (registers ops)
+
+from oneflow_compat.framework.dtypes import (  # noqa: F401
+    char, double, float, float16, float32, float64, half, int, int8, int32, int64, long, record, tensor_buffer,
+    uint8, convert_oneflow_dtype_to_numpy_dtype)
+from oneflow_compat.framework.function_config import FunctionConfig  # noqa: F401
+from oneflow_compat.framework.job_function import global_function  # noqa: F401
+from oneflow_compat.framework.session import clear_default_session, sync_default_session  # noqa: F401
+
+from oneflow_compat import (  # noqa: F401
+    checkpoint, config, data, distribute, env, layers, losses, math, nn, optimizer, regularizers, scope, train,
+    typing)
+from oneflow_compat.checkpoint import get_all_variables, load_variables  # noqa: F401
+from oneflow_compat.initializer import (  # noqa: F401
+    constant_initializer, empty_initializer, glorot_normal_initializer, glorot_uniform_initializer,
+    kaiming_initializer, ones_initializer, random_normal_initializer, random_uniform_initializer, truncated_normal,
+    truncated_normal_initializer, variance_scaling_initializer, xavier_normal_initializer,
+    xavier_uniform_initializer, zeros_initializer)
+from oneflow_compat.ops_api import (  # noqa: F401
+    cast, cast_to_current_logical_view, constant, constant_like, constant_scalar, get_variable, identity, matmul,
+    ones, ones_like, parallel_cast, reshape, reshape_like, watch, watch_diff, zeros, zeros_like)
+
+function_config = FunctionConfig
+ExecutionConfig = FunctionConfig
+name_scope = scope.namespace
+fixed_placement = scope.placement
+device_prior_placement = scope.placement
+load = checkpoint.get
+save = checkpoint.save
+
+
+def current_scope():
+    from oneflow_compat.framework import builder
+
+    return builder.current_or_none()
+
+
+def enable_eager_execution(val=True):
+    from oneflow_compat.framework import session as sess
+
+    s = sess.default_session()
+    if s.job_functions:
+        raise NotImplementedError("no avaliable function found.\n  condition `no global function defined` failed: "
+                                  "flow.enable_eager_execution must be called before any global function is defined")
+    sess._EAGER_FLAG[0] = bool(val)
+    s.eager = bool(val)
+
+
+def eager_execution_enabled():
+    from oneflow_compat.framework import session as sess
+
+    return sess.default_session().eager

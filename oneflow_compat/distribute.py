@@ -1,0 +1,86 @@
+"""`flow.distribute`: SBP hints. `split(axis)` returns a per-axis singleton (legacy code compares with `is`)."""
+from oneflow_compat.framework import sbp as S
+
+
+class Distribute:
+    pass
+
+
+class SplitDistribute(Distribute):
+    def __init__(self, axis):
+        self.axis = axis
+
+    def __repr__(self):
+        return "split(%d)" % self.axis
+
+
+class BroadcastDistribute(Distribute):
+    def __repr__(self):
+        return "broadcast()"
+
+
+class AutoDistribute(Distribute):
+    def __repr__(self):
+        return "auto()"
+
+
+_SPLITS = {}
+_BROADCAST = BroadcastDistribute()
+_AUTO = AutoDistribute()
+
+
+def split(axis):
+    assert type(axis) is int
+    d = _SPLITS.get(axis)
+    if d is None:
+        d = _SPLITS[axis] = SplitDistribute(axis)
+    return d
+
+
+def broadcast():
+    return _BROADCAST
+
+
+def auto():
+    return _AUTO
+
+
+def to_sbp(distribute):
+    """Hint object (or 'S(0)'/'B' string, or an SBP) -> SBP; auto()/None -> None."""
+    if distribute is None or distribute is _AUTO:
+        return None
+    if isinstance(distribute, SplitDistribute):
+        return S.S(distribute.axis)
+    if distribute is _BROADCAST:
+        return S.B
+    if isinstance(distribute, str):
+        return S.parse(distribute)
+    if isinstance(distribute, (S.Split, S.Broadcast, S.PartialSum)):
+        return distribute
+    raise TypeError("invalid distribute %r: use flow.distribute.split(axis), broadcast() or auto()" % (distribute,))
+
+
+def to_distribute(sbp):
+    if sbp is None:
+        return _AUTO
+    if S.is_split(sbp):
+        return split(sbp.axis)
+    if sbp == S.B:
+        return _BROADCAST
+    return _AUTO
+
+
+def mirrored_strategy():
+    from oneflow_compat import scope
+
+    return scope.mirrored_view()
+
+
+def consistent_strategy():
+    from oneflow_compat import scope
+
+    return scope.consistent_view()
+
+
+def deprecated_consistent_strategy():
+    return consistent_strategy()

@@ -1,0 +1,69 @@
+"""`flow.env.*`: the cluster. Machine addresses are not used to connect (MPI does that); the machine list's length
+fixes the machine count, which must equal the MPI world size."""
+from oneflow_compat.framework import session as sess
+
+ENV_NOTHING = "Nothing happened because environment has been initialized"
+
+
+def _env_setter(fn):
+    def wrapper(*args, **kwargs):
+        if sess.ENV.initialized:
+            print(ENV_NOTHING)
+            return False
+        return fn(*args, **kwargs)
+
+    wrapper.__name__ = fn.__name__
+    return wrapper
+
+
+@_env_setter
+def machine(*val):
+    if len(val) == 1 and isinstance(val[0], (list, tuple)):
+        val = val[0]
+    addrs = []
+    for m in val:
+        addr = m["addr"] if isinstance(m, dict) else m
+        assert isinstance(addr, str), "machine address must be a string, got %r" % (addr,)
+        assert addr not in addrs, "duplicate machine address %s" % addr
+        addrs.append(addr)
+    sess.ENV.machines = addrs
+
+
+@_env_setter
+def ctrl_port(val):
+    sess.ENV.ctrl_port = int(val)
+
+
+@_env_setter
+def data_port(val):
+    sess.ENV.data_port = int(val)
+
+
+@_env_setter
+def log_dir(val):
+    sess.ENV.log_dir = val
+
+
+@_env_setter
+def logtostderr(val):
+    pass
+
+
+@_env_setter
+def logbuflevel(val):
+    pass
+
+
+def init():
+    sess.default_session().init_runtime()
+    return True
+
+
+def current_resource():
+    return sess.default_session().resource
+
+
+def current_machine_id():
+    s = sess.default_session()
+    s.init_runtime()
+    return s.runtime.machine_id

@@ -1,0 +1,87 @@
+"""The context in which a job function's body runs: which job receives new ops, and the current scope
+(placement, logical view, namespace, section).
+
+Lazy mode appends ops; eager mode also runs each op as it is added (see `framework/eager.py`).
+"""
+from oneflow_compat.framework.ir import LazyBlob
+
+_STACK = []
+
+
+class BuildContext:
+    def __init__(self, job, session, placement, view, eager=None):
+        self.job = job
+        self.session = session
+        self.placements = [placement]
+        self.views = [view]
+        self.namespaces = []
+        self.section = "forward"
+        self.eager = eager  # an eager.EagerRunner, or None in lazy mode
+
+    @property
+    def placement(self):
+        return self.placements[-1]
+
+    @property
+    def view(self):
+        return self.views[-1]
+
+    def as_input(self, x, op_type):
+        if not isinstance(x, LazyBlob):
+            raise TypeError("op '%s' expects blobs as inputs, got %s" % (op_type, type(x).__name__))
+        if x.op.job is not self.job:
+            raise ValueError("op '%s' received blob %s of job '%s' inside job '%s': a blob cannot cross job "
+                             "functions" % (op_type, x.logical_blob_name, x.op.job.name, self.job.name))
+        if self.view == "mirrored" and x.op.view != "mirrored" and op_type not in _VIEW_CASTS:
+            from oneflow_compat.ops import registry
+
+            cast = registry.apply("cast_to_mirrored", [x])
+            return cast
+        if self.view == "consistent" and x.op.view == "mirrored" and op_type not in _VIEW_CASTS:
+            from oneflow_compat.ops import registry
+
+            return registry.apply("cast_from_mirrored", [x])
+        return x
+
+    def add_op(self, op):
+        self.job.add(op)
+        if self.eager is not None:
+            self.eager.run_op(op)
+
+
+_VIEW_CASTS = ("cast_to_mirrored", "cast_from_mirrored")
+
+
+def push(ctx):
+    _STACK.append(ctx)
+    return ctx
+
+
+def pop(ctx):
+    assert _STACK and _STACK[-1] is ctx
+    _STACK.pop()
+
+
+def current(what="this"):
+    if not _STACK:
+        raise RuntimeError("%s can only be used inside a job function (a function decorated with "
+                           "@flow.global_function) while it is being built" % what)
+    return _STACK[-1]
+
+
+def current_or_none():
+    return _STACK[-1] if _STACK else None
+
+
+class Scoped:
+    """Runs a body with `ctx` current and restores the stack even when the body raises."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def __enter__(self):
+        return push(self.ctx)
+
+    def __exit__(self, *exc):
+        pop(self.ctx)
+        return False

@@ -1,0 +1,266 @@
+"""The logical graph: ops, the blobs they produce, and the job that holds them.
+
+A `LazyBlob` is what user code sees inside a job function: a logical tensor with a static (for dynamic blobs:
+maximum) shape, a dtype and no value. Ops are appended to their job in creation order, which is a topological
+order; passes append more ops (backward, optimizer) the same way.
+"""
+import itertools
+
+
+class TensorMeta:
+    __slots__ = ("shape", "dtype", "is_dynamic")
+
+    def __init__(self, shape, dtype, is_dynamic=False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = dtype
+        self.is_dynamic = bool(is_dynamic)
+
+    def __repr__(self):
+        return "TensorMeta(%s, %s%s)" % (self.shape, self.dtype.name, ", dynamic" if self.is_dynamic else "")
+
+
+class Op:
+    __slots__ = ("name", "type", "inputs", "attrs", "outputs", "placement", "view", "in_hints", "out_hints",
+                 "grad_hints", "sbp_in", "sbp_out", "job", "defn", "section", "eager_outputs")
+
+    def __init__(self, job, name, op_type, defn, inputs, attrs, placement, view):
+        self.job = job
+        self.name = name
+        self.type = op_type
+        self.defn = defn
+        self.inputs = list(inputs)
+        self.attrs = attrs
+        self.outputs = []
+        self.placement = placement
+        self.view = view  # "consistent" or "mirrored"
+        self.in_hints = {}  # input index -> SBP the consumer must read (with_distribute)
+        self.out_hints = {}  # output index -> SBP the op must produce (variables, parallel_cast)
+        self.grad_hints = {}  # input index -> SBP of that input's gradient (parallel_cast gradient_distribute)
+        self.sbp_in = None  # chosen by SBP inference
+        self.sbp_out = None
+        self.section = "forward"  # forward | backward | optimizer
+
+    def __repr__(self):
+        return "<op %s:%s>" % (self.name, self.type)
+
+
+class LazyBlob:
+    """A logical tensor inside a job function (the legacy `BlobDesc` / consistent or mirrored blob)."""
+
+    __array_priority__ = 1000  # so that `ndarray + blob` defers to the blob's reflected operator
+
+    def __init__(self, op, index, meta, hint=None):
+        self.op = op
+        self.index = index
+        self.meta = meta
+        self.hint = hint  # SBP a consumer must read this handle with (with_distribute)
+
+    # --- static description -------------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return self.meta.shape
+
+    @property
+    def static_shape(self):
+        return self.meta.shape
+
+    @property
+    def dtype(self):
+        return self.meta.dtype
+
+    @property
+    def is_dynamic(self):
+        return self.meta.is_dynamic
+
+    @property
+    def is_tensor_list(self):
+        return False
+
+    @property
+    def op_name(self):
+        return self.op.name
+
+    @property
+    def blob_name(self):
+        return "out" if self.index == 0 else "out_%d" % self.index
+
+    @property
+    def logical_blob_name(self):
+        return "%s/%s" % (self.op.name, self.blob_name)
+
+    unique_name = logical_blob_name
+    lbn = logical_blob_name
+
+    @property
+    def parallel_conf(self):
+        return self.op.placement
+
+    @property
+    def placement(self):
+        return self.op.placement
+
+    @property
+    def is_mirrored(self):
+        return self.op.view == "mirrored"
+
+    @property
+    def distribute(self):
+        from oneflow_compat import distribute as d
+
+        return d.to_distribute(self.hint if self.hint is not None else self.op.out_hints.get(self.index))
+
+    @property
+    def split_axis(self):
+        return 0
+
+    batch_axis = split_axis
+
+    def with_distribute(self, distribute):
+        from oneflow_compat import distribute as d
+
+        return LazyBlob(self.op, self.index, self.meta, hint=d.to_sbp(distribute))
+
+    def with_split_distribute(self, axis):
+        from oneflow_compat import distribute as d
+
+        return self.with_distribute(d.split(axis))
+
+    def with_broadcast_distribute(self):
+        from oneflow_compat import distribute as d
+
+        return self.with_distribute(d.broadcast())
+
+    def same_value(self, other):
+        return self.op is other.op and self.index == other.index
+
+    def key(self):
+        return (self.op.name, self.index)
+
+    def numpy(self, *args):
+        from oneflow_compat.framework import eager
+
+        return eager.blob_numpy(self, *args)
+
+    def __repr__(self):
+        return "LazyBlob(name=%s, shape=%s, dtype=%s%s)" % (
+            self.logical_blob_name, self.shape, self.dtype.name, ", dynamic" if self.is_dynamic else "")
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __bool__(self):
+        raise TypeError("a lazy blob has no truth value inside a job function (blob %s)" % self.logical_blob_name)
+
+    __hash__ = object.__hash__
+
+    # --- operators: the legacy blob_trait mapping to flow.math.* -------------------------------------------
+    def __add__(self, o):
+        from oneflow_compat import math as m
+        return m.add(self, o)
+
+    def __radd__(self, o):
+        from oneflow_compat import math as m
+        return m.add(o, self)
+
+    def __sub__(self, o):
+        from oneflow_compat import math as m
+        return m.subtract(self, o)
+
+    def __rsub__(self, o):
+        from oneflow_compat import math as m
+        return m.subtract(o, self)
+
+    def __mul__(self, o):
+        from oneflow_compat import math as m
+        return m.multiply(self, o)
+
+    def __rmul__(self, o):
+        from oneflow_compat import math as m
+        return m.multiply(o, self)
+
+    def __truediv__(self, o):
+        from oneflow_compat import math as m
+        return m.divide(self, o)
+
+    def __rtruediv__(self, o):
+        from oneflow_compat import math as m
+        return m.divide(o, self)
+
+    __div__ = __truediv__
+    __rdiv__ = __rtruediv__
+
+    def __mod__(self, o):
+        from oneflow_compat import math as m
+        return m.mod(self, o)
+
+    def __neg__(self):
+        from oneflow_compat import math as m
+        return m.negative(self)
+
+    def __pow__(self, o):
+        from oneflow_compat import math as m
+        return m.pow(self, o)
+
+    def __matmul__(self, o):
+        from oneflow_compat import ops_api
+        return ops_api.matmul(self, o)
+
+    def __eq__(self, o):
+        from oneflow_compat import math as m
+        return m.equal(self, o)
+
+    def __ne__(self, o):
+        from oneflow_compat import math as m
+        return m.not_equal(self, o)
+
+    def __lt__(self, o):
+        from oneflow_compat import math as m
+        return m.less(self, o)
+
+    def __le__(self, o):
+        from oneflow_compat import math as m
+        return m.less_equal(self, o)
+
+    def __gt__(self, o):
+        from oneflow_compat import math as m
+        return m.greater(self, o)
+
+    def __ge__(self, o):
+        from oneflow_compat import math as m
+        return m.greater_equal(self, o)
+
+
+class Job:
+    """One job function's logical graph plus what the passes need to know about it."""
+
+    def __init__(self, name, job_type, config):
+        self.name = name
+        self.type = job_type  # "train" | "predict"
+        self.config = config
+        self.ops = []
+        self.op_names = {}
+        self.inputs = []  # input ops, in parameter order
+        self.output_blobs = []  # flat list of returned blobs
+        self.output_structure = None
+        self.losses = []
+        self.optimizer = None
+        self.diff_watches = []  # (blob, handler): watch_diff requests, built by autodiff
+        self.variable_ops = {}  # full variable name -> variable op of this job
+        self._ids = itertools.count()
+
+    @property
+    def is_train(self):
+        return self.type == "train"
+
+    def unique_name(self, prefix):
+        while True:
+            name = "%s_%d" % (prefix, next(self._ids))
+            if name not in self.op_names:
+                return name
+
+    def add(self, op):
+        if op.name in self.op_names:
+            raise ValueError("op name '%s' is used twice in job '%s'" % (op.name, self.name))
+        self.ops.append(op)
+        self.op_names[op.name] = op
+        return op

@@ -1,0 +1,70 @@
+"""`@flow.global_function`: registers a job function with the default session and makes it callable."""
+import functools
+import inspect
+import sys
+import traceback
+
+from oneflow_compat.framework import function_config as fc
+from oneflow_compat.framework import session as sess
+from oneflow_compat.framework import signature
+
+
+def global_function(type="predict", function_config=None):  # noqa: A002 - the legacy keyword is `type`
+    if isinstance(type, fc.FunctionConfig):
+        caller = traceback.extract_stack()[-2]
+        print("WARNING: flow.global_function(func_config) is deprecated. Please replace it with "
+              "flow.global_function(type, func_config).")
+        print("  File \"%s\", line %d, in %s" % (caller.filename, caller.lineno, caller.name))
+        function_config, job_type = type, type.job_type or "predict"
+    else:
+        assert type in ["train", "predict"]
+        job_type = type
+    config = (function_config or fc.FunctionConfig()).clone()
+    config.job_type = job_type
+
+    def decorator(func):
+        session = sess.default_session()
+        if session.eager:
+            from oneflow_compat.framework import eager
+
+            return eager.EagerJobFunction(func, job_type, config)
+        if session.status != "open":
+            raise NotImplementedError(
+                "no avaliable function found.\n"
+                "  condition `session not initialized` failed: job function '%s' is defined after the session "
+                "started (the first job call or checkpoint call compiles all job functions; define every job "
+                "function before that, or call flow.clear_default_session() first)" % func.__name__)
+        jf = JobFunction(func, job_type, config, session)
+        session.add_job_function(jf)
+        return jf.wrapper
+
+    return decorator
+
+
+class JobFunction:
+    def __init__(self, func, job_type, config, session):
+        self.func = func
+        self.name = func.__name__
+        self.job_type = job_type
+        self.config = config
+        self.session = session
+        self.params = signature.parse_params(func)
+        self.ret = signature.parse_return(func)
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            if kwargs:
+                raise TypeError("job function '%s' does not accept keyword arguments (got %s); pass inputs "
+                                "positionally" % (self.name, ", ".join(sorted(kwargs))))
+            return self.call(args)
+
+        wrapper.__oneflow_job_function__ = self
+        self.wrapper = wrapper
+
+    def call(self, args):
+        session = self.session
+        session.check_open("job function '%s'" % self.name)
+        session.try_init()
+        assert len(args) == len(self.params), "job function '%s' takes %d argument(s), %d given" % (
+            self.name, len(self.params), len(args))
+        return session.compiled[self.name].call(args, self)

@@ -1,0 +1,73 @@
+"""Placements: a device tag and an ordered list of (machine, device) pairs (the parallel order).
+
+The parallel order is machines ascending, then devices ascending, duplicates removed; device index i of a placement
+is the i-th pair. Global device ids number every (machine, device) of the cluster as machine * devices_per_machine
++ device, so that MPI rank r (= machine r) owns a contiguous block.
+"""
+import re
+
+_RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+
+
+class Placement:
+    __slots__ = ("device_tag", "pairs", "_hash")
+
+    def __init__(self, device_tag, pairs):
+        self.device_tag = device_tag
+        self.pairs = tuple(sorted(set(pairs)))
+        self._hash = hash((self.device_tag, self.pairs))
+
+    @classmethod
+    def parse(cls, device_tag, machine_device_ids):
+        if device_tag not in ("gpu", "cpu"):
+            raise ValueError("device_tag must be 'gpu' or 'cpu', got %r" % (device_tag,))
+        if isinstance(machine_device_ids, str):
+            machine_device_ids = [machine_device_ids]
+        if not isinstance(machine_device_ids, (list, tuple)) or not machine_device_ids:
+            raise TypeError("machine_device_ids must be a string like '0:0-1' or a list of them, got %r"
+                            % (machine_device_ids,))
+        pairs = []
+        for item in machine_device_ids:
+            m = _RANGE.match(item) if isinstance(item, str) else None
+            if m is None:
+                raise ValueError("invalid machine_device_ids %r: expected '<machine>:<device>' or "
+                                 "'<machine>:<first>-<last>'" % (item,))
+            machine, first = int(m.group(1)), int(m.group(2))
+            last = int(m.group(3)) if m.group(3) is not None else first
+            if first > last:
+                raise ValueError("invalid device range %r: first %d > last %d" % (item, first, last))
+            pairs.extend((machine, d) for d in range(first, last + 1))
+        return cls(device_tag, pairs)
+
+    @property
+    def parallel_num(self):
+        return len(self.pairs)
+
+    @property
+    def machines(self):
+        return sorted({m for m, _ in self.pairs})
+
+    def __eq__(self, other):
+        return isinstance(other, Placement) and self.device_tag == other.device_tag and self.pairs == other.pairs
+
+    def __hash__(self):
+        return self._hash
+
+    def same_devices(self, other):
+        return self.pairs == other.pairs
+
+    def __repr__(self):
+        return "%s %s" % (self.device_tag, format_pairs(self.pairs))
+
+
+def format_pairs(pairs):
+    by_machine = {}
+    for m, d in pairs:
+        by_machine.setdefault(m, []).append(d)
+    parts = []
+    for m, ds in sorted(by_machine.items()):
+        if ds == list(range(ds[0], ds[-1] + 1)) and len(ds) > 1:
+            parts.append("%d:%d-%d" % (m, ds[0], ds[-1]))
+        else:
+            parts.extend("%d:%d" % (m, d) for d in ds)
+    return ",".join(parts)

@@ -1,0 +1,81 @@
+"""Runs a job function's body once on placeholder blobs and records the logical graph (a Job)."""
+from oneflow_compat.framework import builder, placement as placement_mod, signature
+from oneflow_compat.framework.ir import Job
+from oneflow_compat.ops import registry
+
+
+def default_placement(session, config):
+    from oneflow_compat.runtime import devices
+
+    if config is not None and config.default_placement_scope_ is not None:
+        return config.default_placement_scope_.resolve(session)
+    res = session.resource
+    tag = devices.resolve_tag(res.default_device_tag)
+    n = res.devices_per_machine
+    pairs = [(m, d) for m in range(session.machine_num()) for d in range(n)]
+    return placement_mod.Placement(tag, pairs)
+
+
+def trace_job(session, jf, eager_runner=None):
+    job = Job(jf.name, jf.job_type, jf.config)
+    ctx = builder.BuildContext(job, session, default_placement(session, jf.config), jf.config.default_logical_view_,
+                               eager=eager_runner)
+    with builder.Scoped(ctx):
+        args = []
+        flat_index = 0
+        for spec in jf.params:
+            blobs = []
+            for ph in spec.flat():
+                blobs.append(make_input(ctx, ph, flat_index))
+                flat_index += 1
+            args.append(tuple(blobs) if spec.tuple_of is not None else blobs[0])
+        if eager_runner is not None:
+            eager_runner.bind_inputs(job)
+        returned = jf.func(*args)
+        flat, template = signature.flatten_returned(jf.ret, returned, jf.name)
+        job.output_blobs = flat
+        job.output_structure = template
+        finish_train_conf(session, job)
+    return job
+
+
+def make_input(ctx, ph, flat_index):
+    attrs = {"shape": ph.shape, "dtype": ph.dtype, "kind": ph.kind, "index": flat_index,
+             "batch_axis": ph.batch_axis}
+    if ph.kind == "numpy":
+        if ctx.view == "mirrored":
+            # a consistent input in a mirrored job: each device gets its slice (legacy casts automatically)
+            ctx.views.append("consistent")
+            try:
+                op = registry.new_op("input", [], attrs, name=ctx.job.unique_name("Input"))
+            finally:
+                ctx.views.pop()
+        else:
+            op = registry.new_op("input", [], attrs, name=ctx.job.unique_name("Input"))
+    else:
+        if ctx.view != "mirrored":
+            raise AssertionError("%s is a mirrored (dynamic) placeholder: it is only valid in mirrored view; set "
+                                 "function_config.default_logical_view(flow.scope.mirrored_view())" % (ph,))
+        op = registry.new_op("input", [], attrs, name=ctx.job.unique_name("Input"))
+    ctx.job.inputs.append(op)
+    return op.outputs[0]
+
+
+def finish_train_conf(session, job):
+    cfg = job.config
+    if cfg.model_update_conf_ is not None or cfg.primary_lr_ is not None:
+        if job.optimizer is not None:
+            raise RuntimeError("job '%s': Use model update conf and optimizer conf at same time" % job.name)
+        if job.is_train:
+            from oneflow_compat.optimizer import legacy_conf
+
+            job.optimizer = legacy_conf.optimizer_from_model_update_conf(
+                cfg.model_update_conf_ or {"naive_conf": {}}, cfg.primary_lr_, cfg.secondary_lr_)
+            if cfg.loss_scale_factor_ is not None:
+                job.optimizer.loss_scale_factor = cfg.loss_scale_factor_
+    if job.is_train and job.optimizer is None:
+        raise RuntimeError("train job '%s' has no optimizer: call flow.optimizer.<Optimizer>(...).minimize(loss) "
+                           "inside it (legacy: Check failed: job().job_conf().train_conf().has_model_update_conf())"
+                           % job.name)
+    if job.is_train and not job.losses:
+        raise RuntimeError("train job '%s' has no loss to minimize" % job.name)

@@ -1,0 +1,63 @@
+"""Creating and reusing variables inside a job (what `flow.get_variable` and the layers call)."""
+from oneflow_compat.framework import builder, dtypes
+from oneflow_compat.framework import sbp as sbp_mod
+from oneflow_compat.ops import registry
+from oneflow_compat.runtime.variables import VarSpec, default_seed
+
+
+def full_name(ctx, name):
+    return "-".join(ctx.namespaces + [name]) if ctx.namespaces else name
+
+
+def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None, model_name=None,
+                 random_seed=None, sbp=None, reuse=True, init_value=None, placement=None, apply_namespace=True):
+    ctx = builder.current("flow.get_variable")
+    if shape is not None and not isinstance(shape, (list, tuple)):
+        raise AssertionError("param shape should be a list or tuple of dimension")
+    fname = full_name(ctx, name) if apply_namespace else name
+    job, session = ctx.job, ctx.session
+    if fname in job.variable_ops:
+        if not reuse:
+            raise AssertionError("variable '%s' already exists, getting the same variable is not allowed when param "
+                                 "reuse is False" % fname)
+        return job.variable_ops[fname].outputs[0]
+    spec = session.vars.get(fname)
+    if dtype is None:
+        dtype = job.config.default_data_type_ if job.config is not None else dtypes.float32
+    dtype = dtypes.as_dtype(dtype)
+    if spec is None:
+        if shape is None:
+            raise ValueError("variable '%s' does not exist yet, so its shape must be given" % fname)
+        if initializer is None and init_value is None and job.config is not None:
+            initializer = job.config.default_initializer_conf_
+        if initializer is None and init_value is None:
+            raise ValueError("variable '%s' has no initializer (pass initializer=..., or set "
+                             "function_config.default_initializer_conf)" % fname)
+        seed = random_seed if random_seed is not None else default_seed(session.root_seed or 0, fname)
+        pl = placement or ctx.placement
+        spec = VarSpec(fname, tuple(int(d) for d in shape), dtype, initializer, regularizer,
+                       True if trainable is None else bool(trainable), seed, pl,
+                       sbp if sbp is not None else sbp_mod.B, model_name, init_value)
+        session.vars.add(spec)
+        if ctx.eager is not None:
+            session.vars.initialize(spec)
+    else:
+        if shape is not None and tuple(shape) != spec.shape:
+            raise ValueError("variable '%s' already exists with shape %s; requested shape %s" % (
+                fname, spec.shape, tuple(shape)))
+        if dtypes.as_dtype(dtype) is not spec.dtype and dtype is not None and shape is not None:
+            raise ValueError("variable '%s' already exists with dtype %s; requested %s" % (
+                fname, spec.dtype.name, dtype.name))
+    ctx.placements.append(spec.placement)
+    ctx.views.append("consistent")
+    try:
+        op = registry.new_op("variable", [], {"name": fname, "spec": spec}, name=fname,
+                             out_hints={0: spec.sbp} if spec.placement.parallel_num > 1 else None)
+    finally:
+        ctx.placements.pop()
+        ctx.views.pop()
+    job.variable_ops[fname] = op
+    out = op.outputs[0]
+    if ctx.view == "mirrored":
+        out = registry.apply("cast_to_mirrored", [out])
+    return out

@@ -1,0 +1,179 @@
+"""`flow.math.*`: elementwise math, reductions, activations. Binary ops follow the legacy dispatch: Python int or
+float -> scalar op; otherwise numpy-style broadcasting between blobs."""
+import numpy as np
+
+from oneflow_compat.framework import dtypes
+from oneflow_compat.framework.ir import LazyBlob
+from oneflow_compat.ops.registry import apply
+
+
+def _is_scalar(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) or isinstance(x, np.float64)
+
+
+def _check_blob(x, what):
+    if not isinstance(x, LazyBlob):
+        raise TypeError("%s expects a blob or a Python int/float, got %s" % (what, type(x).__name__))
+    return x
+
+
+def add(x, y, name=None):
+    if _is_scalar(y):
+        return apply("scalar_add", [_check_blob(x, "flow.math.add")], {"value": float(y)}, name=name)
+    if _is_scalar(x):
+        return apply("scalar_add", [_check_blob(y, "flow.math.add")], {"value": float(x)}, name=name)
+    return apply("add", [_check_blob(x, "flow.math.add"), _check_blob(y, "flow.math.add")], name=name)
+
+
+def subtract(x, y, name=None):
+    if _is_scalar(y):
+        return apply("scalar_add", [_check_blob(x, "flow.math.subtract")], {"value": -float(y)}, name=name)
+    if _is_scalar(x):
+        return apply("scalar_rsub", [_check_blob(y, "flow.math.subtract")], {"value": float(x)}, name=name)
+    return apply("subtract", [_check_blob(x, "flow.math.subtract"), _check_blob(y, "flow.math.subtract")], name=name)
+
+
+def multiply(x, y, name=None):
+    if _is_scalar(y):
+        return apply("scalar_mul", [_check_blob(x, "flow.math.multiply")], {"value": float(y)}, name=name)
+    if _is_scalar(x):
+        return apply("scalar_mul", [_check_blob(y, "flow.math.multiply")], {"value": float(x)}, name=name)
+    return apply("multiply", [_check_blob(x, "flow.math.multiply"), _check_blob(y, "flow.math.multiply")], name=name)
+
+
+def divide(x, y, name=None):
+    if _is_scalar(y):
+        return apply("scalar_mul", [_check_blob(x, "flow.math.divide")], {"value": 1.0 / float(y)}, name=name)
+    if _is_scalar(x):
+        return apply("scalar_rdiv", [_check_blob(y, "flow.math.divide")], {"value": float(x)}, name=name)
+    return apply("divide", [_check_blob(x, "flow.math.divide"), _check_blob(y, "flow.math.divide")], name=name)
+
+
+def mod(x, y, name=None):
+    if _is_scalar(y):
+        return apply("scalar_mod", [x], {"value": float(y)}, name=name)
+    return apply("floor_mod", [x, y], name=name)
+
+
+floor_mod = mod
+
+
+def pow(x, y, name=None):  # noqa: A001
+    if _is_scalar(y):
+        return apply("scalar_pow", [x], {"value": float(y)}, name=name)
+    return apply("pow", [x, y], name=name)
+
+
+def _binary_blob(op_type):
+    def f(x, y, name=None):
+        if _is_scalar(y):
+            y = _constant_like(x, y)
+        if _is_scalar(x):
+            x = _constant_like(y, x)
+        return apply(op_type, [x, y], name=name)
+
+    f.__name__ = op_type
+    return f
+
+
+def _constant_like(x, value):
+    return apply("fill_like", [x], {"value": float(value)})
+
+
+maximum = _binary_blob("maximum")
+minimum = _binary_blob("minimum")
+equal = _binary_blob("equal")
+not_equal = _binary_blob("not_equal")
+less = _binary_blob("less")
+less_equal = _binary_blob("less_equal")
+greater = _binary_blob("greater")
+greater_equal = _binary_blob("greater_equal")
+logical_and = _binary_blob("logical_and")
+
+
+def _unary(op_type):
+    def f(x, name=None):
+        return apply(op_type, [x], name=name)
+
+    f.__name__ = op_type
+    return f
+
+
+negative = _unary("negative")
+exp = _unary("exp")
+log = _unary("log")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+square = _unary("square")
+abs = _unary("abs")  # noqa: A001
+sign = _unary("sign")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001
+reciprocal = _unary("reciprocal")
+reciprocal_no_nan = reciprocal
+sin = _unary("sin")
+cos = _unary("cos")
+log1p = _unary("log1p")
+expm1 = _unary("expm1")
+logical_not = _unary("logical_not")
+relu = _unary("relu")
+sigmoid = _unary("sigmoid")
+tanh = _unary("tanh")
+
+
+def leaky_relu(x, alpha=0.2, name=None):
+    return apply("leaky_relu", [x], {"alpha": float(alpha)}, name=name)
+
+
+def softmax(logits, axis=None, name=None):
+    return apply("softmax", [logits], {"axis": -1 if axis is None else int(axis)}, name=name)
+
+
+def _axis_list(axis):
+    if axis is None:
+        return None
+    if isinstance(axis, int):
+        return [axis]
+    return list(axis)
+
+
+def _reduce(op_type):
+    def f(input_tensor, axis=None, keepdims=False, name=None):
+        return apply(op_type, [input_tensor], {"axis": _axis_list(axis), "keepdims": bool(keepdims)}, name=name)
+
+    f.__name__ = op_type
+    return f
+
+
+reduce_sum = _reduce("reduce_sum")
+reduce_mean = _reduce("reduce_mean")
+reduce_max = _reduce("reduce_max")
+reduce_min = _reduce("reduce_min")
+reduce_prod = _reduce("reduce_prod")
+reduce_any = _reduce("reduce_any")
+reduce_all = _reduce("reduce_all")
+
+
+def argmax(input, name=None):  # noqa: A002
+    return apply("argmax", [input], name=name)
+
+
+def add_n(inputs, name=None):
+    inputs = list(inputs)
+    if len(inputs) == 1:
+        return apply("identity", inputs, name=name)
+    return apply("add_n", inputs, name=name)
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
+    return sqrt(reduce_sum(square(input_tensor), axis, keepdims), name=name)
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    mean = reduce_mean(input_tensor, axis, True)
+    return reduce_mean(square(subtract(input_tensor, mean)), axis, keepdims, name=name)
+
+
+def cast(x, dtype, name=None):
+    return apply("cast", [x], {"dtype": dtypes.as_dtype(dtype)}, name=name)

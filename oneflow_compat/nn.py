@@ -1,0 +1,130 @@
+"""`flow.nn.*`: activations, convolution, pooling, dropout, losses."""
+from oneflow_compat import math as _math
+from oneflow_compat.framework import builder
+from oneflow_compat.ops.registry import apply
+
+relu = _math.relu
+sigmoid = _math.sigmoid
+tanh = _math.tanh
+softmax = _math.softmax
+leaky_relu = _math.leaky_relu
+
+
+def bias_add(value, bias, data_format=None, name=None):
+    nd = len(value.shape)
+    if data_format is None or data_format in ("NHWC", "channels_last", "NWC", "NDHWC"):
+        axis = nd - 1
+    elif data_format.startswith("NC") or data_format == "channels_first":
+        axis = 1
+    else:
+        raise ValueError("bias_add: unknown data_format %r" % (data_format,))
+    return apply("bias_add", [value, bias], {"axis": axis}, name=name)
+
+
+def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    assert labels is not None and logits is not None, "labels and logits are required"
+    if len(labels.shape) == len(logits.shape):
+        assert labels.shape[-1] == 1, "labels of shape %s do not fit logits of shape %s" % (labels.shape, logits.shape)
+        labels = apply("reshape", [labels], {"shape": tuple(labels.shape[:-1])})
+    if tuple(labels.shape) != tuple(logits.shape[:-1]):
+        raise ValueError("sparse_softmax_cross_entropy_with_logits: labels shape %s must be logits shape %s without "
+                         "its last axis" % (labels.shape, logits.shape))
+    if labels.dtype.np.kind not in "iu":
+        raise TypeError("sparse_softmax_cross_entropy_with_logits: labels must be int32/int64, got %s" % labels.dtype.name)
+    loss, _ = apply("sparse_softmax_cross_entropy", [logits, labels], name=name)
+    return loss
+
+
+def _pair(v, what, n=2):
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(v)
+    if len(v) == 1:
+        return v * n
+    if len(v) != n:
+        raise ValueError("{} should be of length 1 or {} but was {}".format(what, n, len(v)))
+    return v
+
+
+def _spatial(x, data_format):
+    return tuple(x.shape[2:4]) if data_format.startswith("NC") else tuple(x.shape[1:3])
+
+
+def pads_for(padding, in_hw, k_hw, strides, dilations, data_format, what):
+    """Explicit ((top, bottom), (left, right)) from 'VALID' / 'SAME' (= SAME_LOWER) / 'SAME_UPPER' / a list."""
+    if isinstance(padding, str):
+        p = padding.upper()
+        if p == "VALID":
+            return ((0, 0), (0, 0))
+        if p not in ("SAME", "SAME_LOWER", "SAME_UPPER"):
+            raise ValueError("%s: padding must be 'VALID', 'SAME', 'SAME_LOWER', 'SAME_UPPER' or explicit pairs, "
+                             "got %r" % (what, padding))
+        lower = p != "SAME_UPPER"
+        out = []
+        for i, k, s, d in zip(in_hw, k_hw, strides, dilations):
+            o = -(-i // s)
+            need = max(0, (o - 1) * s + (k - 1) * d + 1 - i)
+            big, small = need - need // 2, need // 2
+            out.append((big, small) if lower else (small, big))
+        return tuple(out)
+    pads = [tuple(int(v) for v in pr) for pr in padding]
+    if len(pads) == 4:
+        pads = pads[2:] if data_format.startswith("NC") else pads[1:3]
+    if len(pads) != 2 or any(len(pr) != 2 for pr in pads):
+        raise ValueError("%s: explicit padding must be per-dimension pairs, got %r" % (what, padding))
+    return tuple(pads)
+
+
+def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None, groups=1, name=None):  # noqa: A002
+    data_format = _norm_format(data_format)
+    strides = _pair(strides, "strides")
+    dilations = _pair(dilations if dilations is not None else 1, "dilations")
+    k_hw = tuple(filters.shape[2:4]) if data_format == "NCHW" else tuple(filters.shape[1:3])
+    pads = pads_for(padding, _spatial(input, data_format), k_hw, strides, dilations, data_format, "conv2d")
+    return apply("conv2d", [input, filters], {"strides": strides, "pads": pads, "dilations": dilations,
+                                              "groups": int(groups), "data_format": data_format}, name=name)
+
+
+def _norm_format(f):
+    if f in ("NCHW", "channels_first"):
+        return "NCHW"
+    if f in ("NHWC", "channels_last"):
+        return "NHWC"
+    raise ValueError("data_format must be 'NCHW' or 'NHWC', got %r" % (f,))
+
+
+def _pool(op_type, input, ksize, strides, padding, data_format, ceil_mode, name):  # noqa: A002
+    data_format = _norm_format(data_format)
+    ksize = _pair(ksize, "ksize")
+    strides = _pair(strides, "strides")
+    pads = pads_for(padding, _spatial(input, data_format), ksize, strides, (1, 1), data_format, op_type)
+    return apply(op_type, [input], {"ksize": ksize, "strides": strides, "pads": pads, "data_format": data_format,
+                                    "ceil_mode": bool(ceil_mode)}, name=name)
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NCHW", ceil_mode=False, name=None):  # noqa: A002
+    return _pool("max_pool2d", input, ksize, strides, padding, data_format, ceil_mode, name)
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NCHW", ceil_mode=False, name=None):  # noqa: A002
+    return _pool("avg_pool2d", input, ksize, strides, padding, data_format, ceil_mode, name)
+
+
+def dropout(x, rate, noise_shape=None, seed=None, name=None):
+    assert 0 <= rate < 1, "rate must be in [0, 1), got %r" % (rate,)
+    if seed is not None:
+        assert name is not None, "dropout with a seed requires a name"
+    ctx = builder.current("flow.nn.dropout")
+    if not ctx.job.is_train or rate == 0:
+        return x
+    if name is None:
+        name = ctx.job.unique_name("Dropout")
+    return apply("dropout", [x], {"rate": float(rate), "seed": seed}, name=name)
+
+
+def softmax_cross_entropy_with_logits(labels, logits, name=None):
+    return apply("softmax_cross_entropy", [logits, labels], name=name)
+
+
+def sigmoid_cross_entropy_with_logits(labels, logits, name=None):
+    return apply("sigmoid_cross_entropy", [logits, labels], name=name)

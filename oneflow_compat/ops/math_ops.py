@@ -1,0 +1,384 @@
+"""Elementwise, scalar, reduction and matrix ops."""
+import numpy as np
+
+from oneflow_compat.framework import dtypes
+from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.ops import sbp_rules
+from oneflow_compat.ops.registry import OpDef, apply, register
+
+
+def _same_meta(op):
+    x = op.inputs[0]
+    return [TensorMeta(x.shape, x.dtype, x.is_dynamic)]
+
+
+def _unbroadcast(g, shape):
+    """Gradient of a broadcast input: sum back to its shape (no-op when shapes agree)."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    return apply("reduce_to_shape", [g], {"shape": tuple(shape)})
+
+
+def _reduce_to_shape(xp, g, shape):
+    nd = g.ndim
+    lead = nd - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and g.shape[i + lead] != 1)
+    out = g.sum(axis=axes, keepdims=True) if axes else g
+    return out.reshape(shape)
+
+
+def _reduce_to_shape_sbp(op):
+    from oneflow_compat.framework.sbp import B, P, S
+
+    g, shape = op.inputs[0].shape, op.attrs["shape"]
+    lead = len(g) - len(shape)
+    sigs = []
+    for i in range(len(g)):
+        j = i - lead
+        if j >= 0 and shape[j] == g[i]:
+            sigs.append(((S(i),), (S(j),)))
+        else:
+            sigs.append(((S(i),), (P,)))
+    return sigs + [((B,), (B,)), ((P,), (P,))]
+
+
+register(OpDef("reduce_to_shape", infer=lambda op: [TensorMeta(op.attrs["shape"], op.inputs[0].dtype)],
+               kernel=_reduce_to_shape, kernel_attrs=lambda op: {"shape": op.attrs["shape"]}, sbp=_reduce_to_shape_sbp,
+               local_attrs=lambda op, dev: {"shape": dev.out_shapes[0]}))
+
+
+# --- binary elementwise (numpy broadcasting) ------------------------------------------------------------------
+def _broadcast_meta(op):
+    a, b = op.inputs
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    dt = op.attrs.get("out_dtype") or a.dtype
+    return [TensorMeta(shape, dt, a.is_dynamic or b.is_dynamic)]
+
+
+def _add_grad(op, dys):
+    a, b = op.inputs
+    return [_unbroadcast(dys[0], a.shape), _unbroadcast(dys[0], b.shape)]
+
+
+def _sub_grad(op, dys):
+    a, b = op.inputs
+    return [_unbroadcast(dys[0], a.shape), _unbroadcast(apply("negative", [dys[0]]), b.shape)]
+
+
+def _mul_grad(op, dys):
+    a, b = op.inputs
+    dy = dys[0]
+    return [_unbroadcast(apply("multiply", [dy, b]), a.shape), _unbroadcast(apply("multiply", [dy, a]), b.shape)]
+
+
+def _div_grad(op, dys):
+    a, b = op.inputs
+    y, dy = op.outputs[0], dys[0]
+    da = apply("divide", [dy, b])
+    db = apply("negative", [apply("multiply", [da, y])])
+    return [_unbroadcast(da, a.shape), _unbroadcast(db, b.shape)]
+
+
+def _binary(name, fn, grad=None, partial=None, out_dtype=None):
+    def sbp(op):
+        return sbp_rules.broadcast_elementwise(op, partial=partial)
+
+    infer = _broadcast_meta
+    if out_dtype is not None:
+        def infer(op):
+            m = _broadcast_meta(op)[0]
+            return [TensorMeta(m.shape, out_dtype, m.is_dynamic)]
+    register(OpDef(name, infer=infer, kernel=fn, grad=grad, sbp=sbp))
+
+
+_binary("add", lambda xp, a, b: a + b, _add_grad, partial="all")
+_binary("subtract", lambda xp, a, b: a - b, _sub_grad, partial="all")
+_binary("multiply", lambda xp, a, b: a * b, _mul_grad, partial="one")
+_binary("divide", lambda xp, a, b: a / b, _div_grad, partial=None)
+_binary("maximum", lambda xp, a, b: xp.maximum(a, b),
+        lambda op, dys: _minmax_grad(op, dys, "greater_equal"))
+_binary("minimum", lambda xp, a, b: xp.minimum(a, b),
+        lambda op, dys: _minmax_grad(op, dys, "less_equal"))
+_binary("pow", lambda xp, a, b: xp.power(a, b), lambda op, dys: _pow_grad(op, dys))
+_binary("floor_mod", lambda xp, a, b: xp.mod(a, b))
+for _name, _f in [("equal", lambda xp, a, b: (a == b).astype("int8")),
+                  ("not_equal", lambda xp, a, b: (a != b).astype("int8")),
+                  ("less", lambda xp, a, b: (a < b).astype("int8")),
+                  ("less_equal", lambda xp, a, b: (a <= b).astype("int8")),
+                  ("greater", lambda xp, a, b: (a > b).astype("int8")),
+                  ("greater_equal", lambda xp, a, b: (a >= b).astype("int8")),
+                  ("logical_and", lambda xp, a, b: ((a != 0) & (b != 0)).astype("int8"))]:
+    _binary(_name, _f, out_dtype=dtypes.int8)
+
+
+def _minmax_grad(op, dys, cmp):
+    a, b = op.inputs
+    mask = apply("cast", [apply(cmp, [a, b])], {"dtype": a.dtype})
+    da = apply("multiply", [dys[0], mask])
+    db = apply("subtract", [dys[0], da])
+    return [_unbroadcast(da, a.shape), _unbroadcast(db, b.shape)]
+
+
+def _pow_grad(op, dys):
+    a, b = op.inputs
+    y, dy = op.outputs[0], dys[0]
+    da = apply("multiply", [dy, apply("multiply", [b, apply("pow", [a, apply("scalar_add", [b], {"value": -1.0})])])])
+    db = apply("multiply", [dy, apply("multiply", [y, apply("log", [a])])])
+    return [_unbroadcast(da, a.shape), _unbroadcast(db, b.shape)]
+
+
+# --- scalar ops ------------------------------------------------------------------------------------------------
+def _scalar(name, fn, grad, linear=False):
+    register(OpDef(name, infer=_same_meta, kernel=fn, kernel_attrs=lambda op: {"value": op.attrs["value"]},
+                   sbp=sbp_rules.unary_linear if linear else sbp_rules.unary, grad=grad))
+
+
+def _cast_scalar(x, v):
+    return x.dtype.type(v)
+
+
+_scalar("scalar_add", lambda xp, x, value: x + _cast_scalar(x, value), lambda op, dys: [dys[0]])
+_scalar("scalar_pow", lambda xp, x, value: x ** _cast_scalar(x, value),
+        lambda op, dys: [apply("multiply", [dys[0], apply("scalar_mul", [
+            apply("scalar_pow", [op.inputs[0]], {"value": op.attrs["value"] - 1})], {"value": op.attrs["value"]})])])
+_scalar("scalar_rsub", lambda xp, x, value: _cast_scalar(x, value) - x,  # value - x
+        lambda op, dys: [apply("negative", [dys[0]])])
+_scalar("scalar_rdiv", lambda xp, x, value: _cast_scalar(x, value) / x,  # value / x
+        lambda op, dys: [apply("negative", [apply("multiply", [dys[0], apply("divide", [op.outputs[0], op.inputs[0]])])])])
+_scalar("scalar_mod", lambda xp, x, value: xp.mod(x, _cast_scalar(x, value)), None)
+
+
+# --- unary math ------------------------------------------------------------------------------------------------
+def _unary(name, fn, grad=None, linear=False):
+    register(OpDef(name, infer=_same_meta, kernel=fn, grad=grad,
+                   sbp=sbp_rules.unary_linear if linear else sbp_rules.unary))
+
+
+def _mul(a, b):
+    return apply("multiply", [a, b])
+
+
+_unary("negative", lambda xp, x: -x, lambda op, dys: [apply("negative", [dys[0]])], linear=True)
+_unary("exp", lambda xp, x: xp.exp(x), lambda op, dys: [_mul(dys[0], op.outputs[0])])
+_unary("log", lambda xp, x: xp.log(x), lambda op, dys: [apply("divide", [dys[0], op.inputs[0]])])
+_unary("sqrt", lambda xp, x: xp.sqrt(x),
+       lambda op, dys: [apply("divide", [apply("scalar_mul", [dys[0]], {"value": 0.5}), op.outputs[0]])])
+_unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x),
+       lambda op, dys: [_mul(dys[0], apply("scalar_mul", [apply("scalar_pow", [op.outputs[0]], {"value": 3.0})],
+                                           {"value": -0.5}))])
+_unary("square", lambda xp, x: x * x,
+       lambda op, dys: [_mul(dys[0], apply("scalar_mul", [op.inputs[0]], {"value": 2.0}))])
+_unary("abs", lambda xp, x: xp.abs(x), lambda op, dys: [_mul(dys[0], apply("sign", [op.inputs[0]]))])
+_unary("sign", lambda xp, x: xp.sign(x), None)
+_unary("floor", lambda xp, x: xp.floor(x), None)
+_unary("ceil", lambda xp, x: xp.ceil(x), None)
+_unary("round", lambda xp, x: xp.rint(x), None)
+_unary("reciprocal", lambda xp, x: 1 / x,
+       lambda op, dys: [apply("negative", [_mul(dys[0], apply("square", [op.outputs[0]]))])])
+_unary("sin", lambda xp, x: xp.sin(x), lambda op, dys: [_mul(dys[0], apply("cos", [op.inputs[0]]))])
+_unary("cos", lambda xp, x: xp.cos(x),
+       lambda op, dys: [apply("negative", [_mul(dys[0], apply("sin", [op.inputs[0]]))])])
+_unary("log1p", lambda xp, x: xp.log1p(x),
+       lambda op, dys: [apply("divide", [dys[0], apply("scalar_add", [op.inputs[0]], {"value": 1.0})])])
+_unary("expm1", lambda xp, x: xp.expm1(x),
+       lambda op, dys: [_mul(dys[0], apply("scalar_add", [op.outputs[0]], {"value": 1.0}))])
+_unary("logical_not", lambda xp, x: (x == 0).astype("int8"), None)
+
+
+# --- cast ------------------------------------------------------------------------------------------------------
+def _cast_meta(op):
+    x = op.inputs[0]
+    return [TensorMeta(x.shape, op.attrs["dtype"], x.is_dynamic)]
+
+
+register(OpDef("cast", infer=_cast_meta, kernel=lambda xp, x, dtype: x.astype(dtype),
+               kernel_attrs=lambda op: {"dtype": op.attrs["dtype"].np}, sbp=sbp_rules.unary_linear,
+               grad=lambda op, dys: [apply("cast", [dys[0]], {"dtype": op.inputs[0].dtype})]
+               if op.inputs[0].dtype.is_floating else [None]))
+
+
+# --- reductions ------------------------------------------------------------------------------------------------
+def _reduced_shape(shape, axes, keepdims):
+    nd = len(shape)
+    axes = set(range(nd)) if axes is None else {a % nd for a in axes}
+    out = tuple(1 if i in axes else d for i, d in enumerate(shape)) if keepdims else \
+        tuple(d for i, d in enumerate(shape) if i not in axes)
+    return out if out else (1,)
+
+
+def _reduce_meta(op):
+    x = op.inputs[0]
+    return [TensorMeta(_reduced_shape(x.shape, op.attrs["axis"], op.attrs["keepdims"]),
+                       op.attrs.get("out_dtype") or x.dtype, x.is_dynamic)]
+
+
+def _reduce_kernel(fn):
+    def k(xp, x, axis, keepdims):
+        out = fn(xp, x, axis, keepdims)
+        out = xp.asarray(out, dtype=x.dtype) if fn is not _argmax else out
+        return out.reshape((1,)) if out.ndim == 0 else out
+    return k
+
+
+def _argmax(xp, x, axis, keepdims):
+    return xp.argmax(x, axis=axis).astype("int32")
+
+
+def _reduce_attrs(op):
+    a = op.attrs["axis"]
+    return {"axis": tuple(a) if a is not None else None, "keepdims": op.attrs["keepdims"]}
+
+
+def _grad_expand(op, dy):
+    """Broadcasts the reduced gradient back over the input's shape."""
+    x = op.inputs[0]
+    kept = _reduced_shape(x.shape, op.attrs["axis"], True)
+    return apply("broadcast_like", [apply("reshape", [dy], {"shape": kept}), x])
+
+
+def _reduce_sum_grad(op, dys):
+    return [_grad_expand(op, dys[0])]
+
+
+def _reduce_mean_grad(op, dys):
+    x = op.inputs[0]
+    n = int(np.prod(x.shape)) // max(1, int(np.prod(_reduced_shape(x.shape, op.attrs["axis"], True))))
+    return [_grad_expand(op, apply("scalar_mul", [dys[0]], {"value": 1.0 / n}))]
+
+
+def _reduce_minmax_grad(op, dys):
+    x, y = op.inputs[0], op.outputs[0]
+    kept = _reduced_shape(x.shape, op.attrs["axis"], True)
+    yb = apply("broadcast_like", [apply("reshape", [y], {"shape": kept}), x])
+    mask = apply("cast", [apply("equal", [x, yb])], {"dtype": x.dtype})
+    cnt = apply("broadcast_like", [apply("reshape", [apply("reduce_sum", [mask], {"axis": op.attrs["axis"],
+                                                                                   "keepdims": False})],
+                                         {"shape": kept}), x])
+    return [apply("divide", [apply("multiply", [_grad_expand(op, dys[0]), mask]), cnt])]
+
+
+def _reduction(name, fn, grad, linear):
+    register(OpDef(name, infer=_reduce_meta, kernel=_reduce_kernel(fn), kernel_attrs=_reduce_attrs, grad=grad,
+                   sbp=lambda op: sbp_rules.reduction(op, op.attrs["axis"], op.attrs["keepdims"], linear)))
+
+
+_reduction("reduce_sum", lambda xp, x, a, k: xp.sum(x, axis=a, keepdims=k), _reduce_sum_grad, True)
+_reduction("reduce_mean", lambda xp, x, a, k: xp.mean(x, axis=a, keepdims=k), _reduce_mean_grad, False)
+_reduction("reduce_max", lambda xp, x, a, k: xp.max(x, axis=a, keepdims=k), _reduce_minmax_grad, False)
+_reduction("reduce_min", lambda xp, x, a, k: xp.min(x, axis=a, keepdims=k), _reduce_minmax_grad, False)
+_reduction("reduce_prod", lambda xp, x, a, k: xp.prod(x, axis=a, keepdims=k),
+           lambda op, dys: [apply("divide", [_mul(_grad_expand(op, dys[0]), apply("broadcast_like", [
+               apply("reshape", [op.outputs[0]], {"shape": _reduced_shape(op.inputs[0].shape, op.attrs["axis"], True)}),
+               op.inputs[0]])), op.inputs[0]])], False)
+_reduction("reduce_any", lambda xp, x, a, k: xp.any(x != 0, axis=a, keepdims=k), None, False)
+_reduction("reduce_all", lambda xp, x, a, k: xp.all(x != 0, axis=a, keepdims=k), None, False)
+
+
+def _argmax_meta(op):
+    x = op.inputs[0]
+    return [TensorMeta(x.shape[:-1] if len(x.shape) > 1 else (1,), dtypes.int32, x.is_dynamic)]
+
+
+register(OpDef("argmax", infer=_argmax_meta, kernel=lambda xp, x: xp.argmax(x, axis=-1).astype("int32").reshape(
+    x.shape[:-1] if x.ndim > 1 else (1,)),
+    sbp=lambda op: [((sbp_rules.S(i),), (sbp_rules.S(i),)) for i in range(len(op.inputs[0].shape) - 1)]
+    + [((sbp_rules.B,), (sbp_rules.B,))]))
+
+
+def _broadcast_like_sbp(op):
+    from oneflow_compat.framework.sbp import B, P, S
+
+    x, like = op.inputs[0].shape, op.inputs[1].shape
+    sigs = []
+    for i in range(len(like)):
+        sigs.append(((S(i) if x[i] == like[i] else B, S(i)), (S(i),)))
+    return sigs + [((B, B), (B,)), ((P, B), (P,))]
+
+
+def _broadcast_like_grad(op, dys):
+    return [_unbroadcast(dys[0], op.inputs[0].shape), None]
+
+
+register(OpDef("broadcast_like", infer=lambda op: [TensorMeta(op.inputs[1].shape, op.inputs[0].dtype,
+                                                              op.inputs[1].is_dynamic)],
+               kernel=lambda xp, x, like: xp.broadcast_to(x, like.shape), sbp=_broadcast_like_sbp,
+               grad=_broadcast_like_grad))
+
+
+# --- matmul and bias_add ----------------------------------------------------------------------------------------
+def _matmul_meta(op):
+    a, b = op.inputs
+    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
+    m = a.shape[-1] if ta else a.shape[-2]
+    ka = a.shape[-2] if ta else a.shape[-1]
+    kb = b.shape[-1] if tb else b.shape[-2]
+    n = b.shape[-2] if tb else b.shape[-1]
+    if ka != kb or len(a.shape) != len(b.shape) or a.shape[:-2] != b.shape[:-2]:
+        raise ValueError("matmul '%s': shapes %s and %s do not match (transpose_a=%s, transpose_b=%s)" % (
+            op.name, a.shape, b.shape, ta, tb))
+    return [TensorMeta(a.shape[:-2] + (m, n), a.dtype, a.is_dynamic or b.is_dynamic)]
+
+
+def _matmul_kernel(xp, a, b, transpose_a=False, transpose_b=False, alpha=1.0):
+    if transpose_a:
+        a = xp.swapaxes(a, -1, -2)
+    if transpose_b:
+        b = xp.swapaxes(b, -1, -2)
+    out = xp.matmul(a, b)
+    return out if alpha == 1.0 else out * out.dtype.type(alpha)
+
+
+def _mm(a, b, ta=False, tb=False, alpha=1.0):
+    return apply("matmul", [a, b], {"transpose_a": ta, "transpose_b": tb, "alpha": alpha})
+
+
+def _matmul_grad(op, dys):
+    a, b = op.inputs
+    ta, tb, al = op.attrs["transpose_a"], op.attrs["transpose_b"], op.attrs.get("alpha", 1.0)
+    dy = dys[0]
+    if not ta:
+        da = _mm(dy, b, False, not tb, al)
+    else:
+        da = _mm(b, dy, tb, True, al)
+    if not tb:
+        db = _mm(a, dy, not ta, False, al)
+    else:
+        db = _mm(dy, a, True, ta, al)
+    return [da, db]
+
+
+register(OpDef("matmul", infer=_matmul_meta, kernel=_matmul_kernel,
+               kernel_attrs=lambda op: {"transpose_a": op.attrs["transpose_a"], "transpose_b": op.attrs["transpose_b"],
+                                        "alpha": op.attrs.get("alpha", 1.0)},
+               grad=_matmul_grad, sbp=lambda op: sbp_rules.matmul(op, op.attrs["transpose_a"], op.attrs["transpose_b"])))
+
+
+def _bias_add_kernel(xp, x, b, axis):
+    if axis == x.ndim - 1 or axis == -1:
+        return x + b
+    shape = [1] * x.ndim
+    shape[axis] = b.shape[0]
+    return x + b.reshape(shape)
+
+
+def _bias_add_grad(op, dys):
+    x = op.inputs[0]
+    nd = len(x.shape)
+    axis = op.attrs["axis"] % nd
+    db = apply("reduce_sum", [dys[0]], {"axis": [i for i in range(nd) if i != axis], "keepdims": False})
+    return [dys[0], db]
+
+
+def _bias_add_sbp(op):
+    from oneflow_compat.framework.sbp import B, P, S
+
+    nd = len(op.inputs[0].shape)
+    axis = op.attrs["axis"] % nd
+    sigs = [((S(i), B), (S(i),)) for i in range(nd) if i != axis]
+    sigs += [((S(axis), S(0)), (S(axis),)), ((B, B), (B,)), ((P, P), (P,))]
+    return sigs
+
+
+register(OpDef("bias_add", infer=_same_meta, kernel=_bias_add_kernel,
+               kernel_attrs=lambda op: {"axis": op.attrs["axis"] % len(op.inputs[0].shape)},
+               grad=_bias_add_grad, sbp=_bias_add_sbp))

@@ -1,0 +1,270 @@
+"""Ops the framework itself inserts: inputs, variables, boxing, view casts, watches, and the training machinery
+(loss seeds, gradient scaling, learning rate, optimizer updates, the step counter)."""
+import numpy as np
+
+from oneflow_compat.framework import dtypes
+from oneflow_compat.framework import sbp as S
+from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.ops import sbp_rules
+from oneflow_compat.ops.registry import OpDef, apply, register
+
+PASSTHROUGH = "passthrough"  # sbp marker: the op reads its input in whatever layout it was produced
+
+
+def _same_meta(op):
+    return [TensorMeta(x.shape, x.dtype, x.is_dynamic) for x in op.inputs[:1]]
+
+
+# --- sources ---------------------------------------------------------------------------------------------------
+def _input_sbp(op):
+    ax = op.attrs["batch_axis"]
+    if ax is None:
+        return [((), (S.B,))]
+    return [((), (S.S(ax),)), ((), (S.B,))]
+
+
+register(OpDef("input", infer=lambda op: [TensorMeta(op.attrs["shape"], op.attrs["dtype"],
+                                                     op.attrs["kind"] != "numpy")],
+               sbp=_input_sbp))
+
+
+def _var_meta(op):
+    spec = op.attrs["spec"]
+    return [TensorMeta(spec.shape, spec.dtype)]
+
+
+register(OpDef("variable", infer=_var_meta, sbp=lambda op: [((), (op.attrs["spec"].sbp,))]))
+
+
+# --- boxing and view casts -----------------------------------------------------------------------------------
+def _boxing_build(op, session):
+    from oneflow_compat.runtime import boxing_impl, distributed
+
+    rt = session.runtime
+    a = op.attrs
+    if distributed.all_local(rt, a["src_placement"]) and distributed.all_local(rt, a["dst_placement"]):
+        dst = a["dst_placement"]
+        return boxing_impl.make_local(a, rt.xp(a["src_placement"]), rt.xp(dst), lambda v: rt.to_device(v, dst))
+    return distributed.make_boxing(rt, a, op.inputs[0].meta)
+
+
+_boxing = register(OpDef("boxing", infer=_same_meta))
+_boxing.collective = True
+_boxing.build_collective = _boxing_build
+
+
+def _cast_to_mirrored_meta(op):
+    x = op.inputs[0]
+    n = op.placement.parallel_num
+    return [TensorMeta(S.local_shape(x.shape, S.S(0), 0, n) if n > 1 and _splits_batch(x) else x.shape, x.dtype,
+                       True)]
+
+
+def _splits_batch(x):
+    return x.op.type == "input" and x.op.attrs["batch_axis"] == 0
+
+
+def _cast_to_mirrored_sbp(op, ins):
+    pl, s = ins[0]
+    if op.placement.parallel_num == 1:
+        return [S.B], [S.M]
+    if s == S.P:
+        s = S.B
+    if S.is_split(s) and s.axis != 0:
+        s = S.S(0)
+    return [s], [S.M]
+
+
+def _cast_to_mirrored_grad(op, dys):
+    return [apply("cast_from_mirrored", [dys[0]], {"grad_of": op})]
+
+
+def _cast_from_mirrored_meta(op):
+    x = op.inputs[0]
+    sbp = op.attrs.get("sbp", S.S(0))
+    if "grad_of" in op.attrs:
+        fwd_in = op.attrs["grad_of"].inputs[0]
+        return [TensorMeta(fwd_in.shape, x.dtype, fwd_in.is_dynamic)]
+    n = op.placement.parallel_num
+    shape = x.shape if sbp == S.P or not x.shape else (x.shape[0] * n,) + tuple(x.shape[1:])
+    return [TensorMeta(shape, x.dtype, x.is_dynamic)]
+
+
+def _cast_from_mirrored_sbp(op, ins):
+    if "grad_of" in op.attrs:
+        fwd = op.attrs["grad_of"]
+        s = fwd.sbp_in[0]
+        return [S.M], [S.P if s == S.B else s]
+    return [S.M], [op.attrs.get("sbp", S.S(0))]
+
+
+def _cast_from_mirrored_grad(op, dys):
+    return [apply("cast_to_mirrored", [dys[0]])]
+
+
+register(OpDef("cast_to_mirrored", infer=_cast_to_mirrored_meta, kernel=lambda xp, x: x,
+               mirrored_sbp=_cast_to_mirrored_sbp, grad=_cast_to_mirrored_grad))
+register(OpDef("cast_from_mirrored", infer=_cast_from_mirrored_meta, kernel=lambda xp, x: x,
+               mirrored_sbp=_cast_from_mirrored_sbp, grad=_cast_from_mirrored_grad))
+
+
+def _identity_grad(op, dys):
+    return [apply("identity", [dys[0]])]
+
+
+register(OpDef("identity", infer=_same_meta, kernel=lambda xp, x: x, sbp=sbp_rules.unary_linear,
+               grad=_identity_grad))
+
+
+# --- watch ---------------------------------------------------------------------------------------------------
+def _watch_build(op, session):
+    from oneflow_compat.runtime import watch
+
+    return watch.make_watch_fn(op, session)
+
+
+_watch = register(OpDef("watch", infer=lambda op: [], sbp=PASSTHROUGH, stateful=True))
+_watch.collective = True
+_watch.build_collective = _watch_build
+
+
+# --- training machinery --------------------------------------------------------------------------------------
+register(OpDef("fill_like", infer=_same_meta, kernel=lambda xp, x, value: xp.full_like(x, value),
+               kernel_attrs=lambda op: {"value": op.attrs["value"]}, sbp=sbp_rules.unary))
+
+
+def _add_n(xp, *xs):
+    out = xs[0] + xs[1]
+    for x in xs[2:]:
+        out += x
+    return out
+
+
+def _add_n_sbp(op):
+    n, nd = len(op.inputs), len(op.outputs[0].shape)
+    return [((S.S(i),) * n, (S.S(i),)) for i in range(nd)] + [((S.B,) * n, (S.B,)), ((S.P,) * n, (S.P,))]
+
+
+register(OpDef("add_n", infer=_same_meta, kernel=_add_n, sbp=_add_n_sbp,
+               grad=lambda op, dys: [dys[0]] * len(op.inputs)))
+
+
+def _scalar_mul(xp, x, value):
+    return x * x.dtype.type(value)
+
+
+register(OpDef("scalar_mul", infer=_same_meta, kernel=_scalar_mul, kernel_attrs=lambda op: {"value": op.attrs["value"]},
+               sbp=sbp_rules.unary_linear,
+               grad=lambda op, dys: [apply("scalar_mul", [dys[0]], {"value": op.attrs["value"]})]))
+
+
+def _by_scalar_tensor_sbp(op):
+    nd = len(op.inputs[0].shape)
+    return ([((S.S(i), S.B), (S.S(i),)) for i in range(nd)] + [((S.B, S.B), (S.B,)), ((S.P, S.B), (S.P,))])
+
+
+register(OpDef("mul_by_scalar_tensor", infer=_same_meta, kernel=lambda xp, x, s: x * s, sbp=_by_scalar_tensor_sbp))
+register(OpDef("div_by_scalar_tensor", infer=_same_meta, kernel=lambda xp, x, s: x / s, sbp=_by_scalar_tensor_sbp))
+
+
+def _axis0_count(xp, x):
+    return xp.asarray([x.shape[0]], dtype=x.dtype if x.dtype.kind == "f" else "float32")
+
+
+register(OpDef("axis0_count", infer=lambda op: [TensorMeta((1,), op.inputs[0].dtype if op.inputs[0].dtype.is_floating
+                                                           else dtypes.float32)],
+               kernel=_axis0_count))
+
+
+def _sum_square(xp, g):
+    return xp.reshape(xp.sum(g * g), (1,))
+
+
+register(OpDef("reduce_sum_square", infer=lambda op: [TensorMeta((1,), op.inputs[0].dtype)], kernel=_sum_square,
+               sbp=lambda op: [((S.S(i),), (S.P,)) for i in range(len(op.inputs[0].shape))] + [((S.B,), (S.B,))]))
+
+
+def _clip_scale(xp, total, clip_norm):
+    # source-faithful (legacy-api.md §2.13): min(1/‖g‖, 1/clip_norm), not TensorFlow's clip_norm/max(‖g‖, clip_norm)
+    return xp.minimum(1.0 / xp.sqrt(total), total.dtype.type(1.0 / clip_norm))
+
+
+register(OpDef("global_norm_clip_scale", infer=_same_meta, kernel=_clip_scale,
+               kernel_attrs=lambda op: {"clip_norm": op.attrs["clip_norm"]}, sbp=sbp_rules.all_broadcast))
+
+
+def _add_regularization(xp, g, w, l1, l2):
+    from oneflow_compat.kernels import optim
+
+    return optim.add_regularization(xp, g, w, l1=l1, l2=l2)
+
+
+def _two_same_sbp(op):
+    nd = len(op.inputs[0].shape)
+    return [((S.S(i), S.S(i)), (S.S(i),)) for i in range(nd)] + [((S.B, S.B), (S.B,))]
+
+
+register(OpDef("add_regularization", infer=_same_meta, kernel=_add_regularization,
+               kernel_attrs=lambda op: {"l1": op.attrs["l1"], "l2": op.attrs["l2"]}, sbp=_two_same_sbp))
+
+
+def _lr_build(op, dev):
+    sched = op.attrs["scheduler"]
+    xp = dev.xp
+    cache = {}
+
+    def lr(step):
+        t = int(step[0])
+        v = cache.get(t)
+        if v is None:
+            v = cache[t] = xp.asarray([sched.lr_at(t)], dtype=np.float32)
+            if len(cache) > 64:
+                cache.clear()
+                cache[t] = v
+        return v
+
+    return lr
+
+
+register(OpDef("learning_rate", infer=lambda op: [TensorMeta((1,), dtypes.float32)], build=_lr_build,
+               sbp=sbp_rules.all_broadcast))
+
+
+def _hinted_sig(op):
+    return [(tuple(op.in_hints[i] for i in range(len(op.inputs))), ())]
+
+
+def _update_build(op, dev):
+    opt, wd, xp = op.attrs["optimizer"], op.attrs["weight_decay"], dev.xp
+
+    def update(w, g, lr, step, *states):
+        opt.update(xp, w, g, list(states), lr=float(lr[0]), step=int(step[0]), weight_decay=wd)
+
+    return update
+
+
+register(OpDef("optimizer_update", infer=lambda op: [], build=_update_build, sbp=_hinted_sig, stateful=True))
+
+
+def _increment_build(op, dev):
+    def inc(step):
+        step += 1
+
+    return inc
+
+
+register(OpDef("increment", infer=lambda op: [], build=_increment_build, sbp=sbp_rules.all_broadcast, stateful=True))
+
+
+def _moving_average_build(op, dev):
+    momentum = op.attrs["momentum"]
+
+    def update(moving, stat):
+        moving *= moving.dtype.type(momentum)
+        moving += stat.astype(moving.dtype) * moving.dtype.type(1 - momentum)
+
+    return update
+
+
+register(OpDef("moving_average_update", infer=lambda op: [], build=_moving_average_build, sbp=_hinted_sig,
+               stateful=True))

@@ -1,0 +1,108 @@
+"""Reverse-mode autodiff over a job: gradient ops built from each op's grad rule, placed with the forward op."""
+from oneflow_compat.framework import builder
+from oneflow_compat.ops import registry
+
+
+class GradScope:
+    """Puts new ops on the forward op's placement and view while its gradient is built."""
+
+    def __init__(self, ctx, op, section="backward"):
+        self.ctx, self.op, self.section = ctx, op, section
+
+    def __enter__(self):
+        self.ctx.placements.append(self.op.placement)
+        self.ctx.views.append(self.op.view)
+        self.saved_section, self.ctx.section = self.ctx.section, self.section
+
+    def __exit__(self, *exc):
+        self.ctx.placements.pop()
+        self.ctx.views.pop()
+        self.ctx.section = self.saved_section
+        return False
+
+
+def trainable_variable_ops(job):
+    opt_vars = getattr(job.optimizer, "variables", None)
+    names = None
+    if opt_vars is not None and not callable(opt_vars):
+        names = [v if isinstance(v, str) else v.op.attrs["name"] for v in opt_vars]
+    out = []
+    for name, op in job.variable_ops.items():
+        spec = op.attrs["spec"]
+        if not spec.trainable or not spec.dtype.is_floating:
+            continue
+        if names is not None and name not in names:
+            continue
+        out.append(op)
+    return out
+
+
+def build_backward(ctx, job, loss_scale=None):
+    """Adds the backward ops of `job`; returns {variable name: gradient blob} (unscaled: d Σ losses / d var)."""
+    var_ops = trainable_variable_ops(job)
+    watched = {}
+    for blob, handler in job.diff_watches:
+        watched.setdefault(blob.key(), []).append(handler)
+    # which blobs depend on a trainable variable
+    needs = set()
+    for op in var_ops:
+        needs.add(op.outputs[0].key())
+    fwd_ops = list(job.ops)
+    for op in fwd_ops:
+        # ops without a grad rule (comparisons, argmax, ...) stop the gradient
+        if op.defn.grad is not None and any(x.key() in needs for x in op.inputs):
+            for y in op.outputs:
+                needs.add(y.key())
+    for key in watched:
+        needs.add(key)
+    grads = {}
+
+    def add_grad(key, g):
+        grads.setdefault(key, []).append(g)
+
+    for loss in job.losses:
+        if loss.key() not in needs:
+            continue
+        with GradScope(ctx, loss.op):
+            seed = registry.apply("fill_like", [loss], {"value": 1.0 if loss_scale is None else float(loss_scale)},
+                                  name=ctx.job.unique_name(loss.op.name + "-loss_seed"))
+        add_grad(loss.key(), seed)
+
+    def total(key, op):
+        gs = grads.get(key)
+        if not gs:
+            return None
+        if len(gs) > 1:
+            with GradScope(ctx, op):
+                gs[:] = [registry.apply("add_n", gs)]
+        return gs[0]
+
+    for op in reversed(fwd_ops):
+        if not any(y.key() in needs for y in op.outputs):
+            continue
+        dys = [total(y.key(), op) for y in op.outputs]
+        for y, dy in zip(op.outputs, dys):
+            if dy is not None and y.key() in watched:
+                for handler in watched[y.key()]:
+                    with GradScope(ctx, op):
+                        registry.new_op("watch", [dy], {"handler": handler.handler, "kind": handler.kind,
+                                                        "what": "diff of " + y.logical_blob_name})
+        if op.type == "variable" or all(d is None for d in dys):
+            continue
+        if op.defn.grad is None or not any(x.key() in needs for x in op.inputs):
+            continue
+        with GradScope(ctx, op):
+            dxs = op.defn.grad(op, dys)
+        for i, (x, dx) in enumerate(zip(op.inputs, dxs)):
+            if dx is not None and x.key() in needs:
+                hint = op.grad_hints.get(i)
+                if hint is not None:
+                    with GradScope(ctx, op):
+                        dx = registry.apply("identity", [dx], in_hints={0: hint}, out_hints={0: hint})
+                add_grad(x.key(), dx)
+    out = {}
+    for op in var_ops:
+        g = total(op.outputs[0].key(), op)
+        if g is not None:
+            out[op.attrs["name"]] = (op, g)
+    return out

@@ -1,0 +1,63 @@
+"""Inserts a `boxing` op wherever a producer's (placement, SBP) differs from what its consumer reads."""
+import warnings
+
+from oneflow_compat.framework import sbp as S
+from oneflow_compat.framework.ir import LazyBlob, Op
+from oneflow_compat.ops import registry
+from oneflow_compat.passes.sbp_infer import boxing_cost, nbytes
+from oneflow_compat.runtime.boxing_impl import collective_name
+
+
+class ImplicitBoxingError(RuntimeError):
+    pass
+
+
+def needs_boxing(src_pl, src, dst_pl, dst):
+    if src_pl.pairs != dst_pl.pairs or src_pl.device_tag != dst_pl.device_tag:
+        return True
+    if src_pl.parallel_num == 1:
+        return False
+    return src != dst
+
+
+def insert(job):
+    mode = job.config.implicit_boxing_ if job.config is not None else "silent"
+    produced = {}
+    cache = {}
+    new_ops = []
+    defn = registry.get("boxing")
+    for op in job.ops:
+        for i, x in enumerate(op.inputs):
+            src_pl, src = produced[x.key()]
+            dst_pl, dst = op.placement, op.sbp_in[i]
+            if not needs_boxing(src_pl, src, dst_pl, dst):
+                continue
+            key = (x.key(), dst_pl, dst)
+            b = cache.get(key)
+            if b is None:
+                name = job.unique_name("boxing-%s-to-%s" % (x.op.name, op.name))
+                bop = Op(job, name, "boxing", defn, [x],
+                         {"src_placement": src_pl, "src_sbp": src, "dst_placement": dst_pl, "dst_sbp": dst,
+                          "bytes": boxing_cost(src_pl, src, dst_pl, dst, nbytes(x.meta)),
+                          "producer": x.op.name, "consumer": op.name,
+                          "collective": collective_name(src_pl, src, dst_pl, dst)},
+                         dst_pl, "mirrored" if dst == S.M else "consistent")
+                bop.section = op.section
+                bop.sbp_in, bop.sbp_out = [src], [dst]
+                bop.outputs = [LazyBlob(bop, 0, x.meta)]
+                job.op_names[name] = bop
+                new_ops.append(bop)
+                b = cache[key] = bop.outputs[0]
+                implicit = i not in op.in_hints and src_pl.pairs == dst_pl.pairs
+                if implicit and mode != "silent" and op.section == "forward":
+                    msg = ("job '%s': implicit boxing %s -> %s of %s for op '%s' (%s, %d bytes per call)" % (
+                        job.name, src, dst, x.logical_blob_name, op.name, bop.attrs["collective"],
+                        int(bop.attrs["bytes"])))
+                    if mode == "error":
+                        raise ImplicitBoxingError(msg)
+                    warnings.warn(msg, stacklevel=2)
+            op.inputs[i] = b
+        for y, s in zip(op.outputs, op.sbp_out):
+            produced[y.key()] = (op.placement, s)
+        new_ops.append(op)
+    job.ops = new_ops

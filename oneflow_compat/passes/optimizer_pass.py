@@ -1,0 +1,115 @@
+"""Train jobs: backward, gradient post-processing (legacy-api.md §2.12) and the optimizer's update ops.
+
+Order, as OneFlow: 1/N loss-instance scaling -> loss-scale division -> regularization -> clipping -> update.
+Forward results of the call are computed with the pre-update variables; updates come last.
+"""
+from oneflow_compat.framework import builder, dtypes, variable_ops
+from oneflow_compat.framework import sbp as sbp_mod
+from oneflow_compat.ops import registry
+from oneflow_compat.passes import autodiff
+from oneflow_compat.passes.autodiff import GradScope
+
+
+def build(session, job, ctx=None):
+    own_ctx = ctx is None
+    if own_ctx:
+        from oneflow_compat.framework.trace import default_placement
+
+        ctx = builder.BuildContext(job, session, default_placement(session, job.config), "consistent")
+    with builder.Scoped(ctx):
+        _build(session, job, ctx)
+
+
+def _loss_instance_scale(ctx, job, grads):
+    """1/N with N the element count of the (logical) loss, or for dynamic (mirrored) losses the global axis-0
+    size, counted at run time."""
+    loss = job.losses[0]
+    shapes = {tuple(l.shape) for l in job.losses}
+    if len(shapes) != 1:
+        raise ValueError("job '%s': all losses must have the same shape to be scaled together, got %s" % (
+            job.name, sorted(shapes)))
+    if not loss.is_dynamic:
+        n = 1
+        for d in loss.shape:
+            n *= d
+        if n == 1:
+            return grads
+        out = {}
+        for name, (vop, g) in grads.items():
+            with GradScope(ctx, g.op, "optimizer"):
+                out[name] = (vop, registry.apply("scalar_mul", [g], {"value": 1.0 / n}))
+        return out
+    with GradScope(ctx, loss.op, "optimizer"):
+        count = registry.apply("axis0_count", [loss])  # mirrored: each device its rows, as float
+        count = registry.apply("cast_from_mirrored", [count], {"sbp": sbp_mod.P})
+    out = {}
+    for name, (vop, g) in grads.items():
+        with GradScope(ctx, g.op, "optimizer"):
+            out[name] = (vop, registry.apply("div_by_scalar_tensor", [g, count]))
+    return out
+
+
+def _build(session, job, ctx):
+    opt = job.optimizer
+    factor = getattr(opt, "loss_scale_factor", None)
+    policy = getattr(opt, "loss_scale_policy", None)
+    if policy is not None and getattr(policy, "loss_scale_factor", None) is not None:
+        factor = policy.loss_scale_factor
+    elif policy is not None:
+        raise NotImplementedError("dynamic loss scaling is not supported by oneflow_compat (job '%s'); use "
+                                  "loss_scale_factor or static_loss_scale" % job.name)
+    grads = autodiff.build_backward(ctx, job, loss_scale=factor)
+    if not grads:
+        raise RuntimeError("train job '%s': no trainable variable receives a gradient from the loss" % job.name)
+    grads = _loss_instance_scale(ctx, job, grads)
+    if factor is not None and factor != 1:
+        for name, (vop, g) in list(grads.items()):
+            with GradScope(ctx, vop, "optimizer"):
+                grads[name] = (vop, registry.apply("scalar_mul", [g], {"value": 1.0 / factor}))
+    for name, (vop, g) in list(grads.items()):
+        reg = vop.attrs["spec"].regularizer
+        if reg is not None and (reg.l1 or reg.l2):
+            with GradScope(ctx, vop, "optimizer"):
+                grads[name] = (vop, registry.apply("add_regularization", [g, vop.outputs[0]],
+                                                   {"l1": float(reg.l1), "l2": float(reg.l2)}))
+    clip = getattr(opt, "grad_clipping", None)
+    if clip is not None:
+        grads = _clip_by_global_norm(ctx, job, grads, clip)
+    _add_updates(session, job, ctx, opt, grads)
+
+
+def _clip_by_global_norm(ctx, job, grads, clip):
+    sq = []
+    for name, (vop, g) in grads.items():
+        with GradScope(ctx, vop, "optimizer"):
+            sq.append(registry.apply("reduce_sum_square", [g]))
+    ctx.section = "optimizer"
+    total = sq[0] if len(sq) == 1 else registry.apply("add_n", sq)
+    scale = registry.apply("global_norm_clip_scale", [total], {"clip_norm": float(clip.clip_norm)})
+    out = {}
+    for name, (vop, g) in grads.items():
+        with GradScope(ctx, vop, "optimizer"):
+            out[name] = (vop, registry.apply("mul_by_scalar_tensor", [g, scale]))
+    return out
+
+
+def _add_updates(session, job, ctx, opt, grads):
+    ctx.section = "optimizer"
+    step = variable_ops.get_variable("System-Train-TrainStep-" + job.name, shape=(1,), dtype=dtypes.int64,
+                                     trainable=False, init_value=0, apply_namespace=False,
+                                     placement=ctx.placements[0])
+    lr = registry.apply("learning_rate", [step], {"scheduler": opt.lr_scheduler})
+    for name, (vop, g) in grads.items():
+        spec = vop.attrs["spec"]
+        states = []
+        for suffix, init in opt.state_specs(name, spec.shape, spec.dtype.np):
+            states.append(variable_ops.get_variable(
+                "%s-%s" % (name, suffix), shape=spec.shape, dtype=spec.dtype, trainable=False, init_value=init,
+                apply_namespace=False, placement=spec.placement, sbp=spec.sbp))
+        with GradScope(ctx, vop, "optimizer"):
+            hints = {i: spec.sbp for i in [0, 1] + [4 + k for k in range(len(states))]}
+            hints.update({2: sbp_mod.B, 3: sbp_mod.B})
+            registry.new_op("optimizer_update", [vop.outputs[0], g, lr, step] + states,
+                            {"optimizer": opt, "var": name, "weight_decay": opt.weight_decay_rate(name)},
+                            name=job.unique_name(name + "-update"), in_hints=hints)
+    registry.new_op("increment", [step], {}, name=job.unique_name("System-Train-TrainStep-increment"))

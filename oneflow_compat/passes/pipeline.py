@@ -1,0 +1,31 @@
+"""The compile pipeline: each pass is a function of the job, applied in order."""
+import hashlib
+
+from oneflow_compat.passes import boxing, optimizer_pass, sbp_infer
+from oneflow_compat.runtime.plan import CompiledJob
+
+
+def compile_job(session, job):
+    if job.is_train:
+        optimizer_pass.build(session, job)
+    sbp_infer.infer(job)
+    boxing.insert(job)
+    return CompiledJob(session, job)
+
+
+def fingerprint(job):
+    """One line per op: what every rank must agree on before running the job together."""
+    lines = []
+    for op in job.ops:
+        lines.append("%s %s %s in=%s out=%s shapes=%s" % (
+            op.name, op.type, op.placement, op.sbp_in, op.sbp_out, [tuple(y.shape) for y in op.outputs]))
+    return lines
+
+
+def check_same_plans_across_ranks(session, compiled):
+    comm = session.runtime.comm
+    if comm.size == 1:
+        return
+    for name in sorted(compiled):
+        comm.check_same(fingerprint(compiled[name].job), "plan of job '%s'" % name)
+    comm.check_same(sorted(compiled), "job list")

@@ -1,0 +1,92 @@
+"""Greedy SBP inference: op by op in topological order, the declared signature that needs the cheapest boxing
+of its inputs (bytes moved, legacy-api.md §2.7 / design.md §4); ties go to the first declared. Users' hints
+(`with_distribute`, `model_distribute`, `get_variable(distribute=)`, `parallel_cast`) are constraints."""
+from oneflow_compat.framework import sbp as S
+
+_CASTS = ("cast_to_mirrored", "cast_from_mirrored")
+
+
+def nbytes(meta):
+    n = meta.dtype.np.itemsize if meta.dtype.np is not None else 8
+    for d in meta.shape:
+        n *= d
+    return n
+
+
+def boxing_cost(src_pl, src, dst_pl, dst, size):
+    """Bytes a transition moves (theoretical, per call)."""
+    if src_pl.pairs == dst_pl.pairs:
+        p = src_pl.parallel_num
+        if p == 1 or src == dst:
+            return 0.0
+        if src == S.P and dst == S.B:
+            return 2.0 * size * (p - 1) / p
+        if (S.is_split(src) and dst == S.B) or (src == S.P and S.is_split(dst)):
+            return 1.0 * size * (p - 1) / p
+        if src == S.B and S.is_split(dst):
+            return 0.0
+        if S.is_split(src) and S.is_split(dst):
+            return 1.0 * size * (p - 1) / p
+        if src == S.B and dst == S.P:
+            return 0.0
+        return float(size)
+    # a change of placement: every destination piece is copied once (pieces that stay on a device are free)
+    return float(size) + (size * (src_pl.parallel_num - 1) if src == S.P else 0.0)
+
+
+def _normalize(pl, s):
+    return S.B if pl.parallel_num == 1 and s != S.M else s
+
+
+def infer(job):
+    produced = {}  # blob key -> (placement, sbp)
+    for op in job.ops:
+        n = op.placement.parallel_num
+        nin, nout = len(op.inputs), len(op.outputs)
+        ins = [produced[x.key()] for x in op.inputs]
+        if op.defn.sbp == "passthrough":
+            sig = ([s for _, s in ins], [s for _, s in ins][:nout])
+        elif op.type in _CASTS:
+            sig = op.defn.mirrored_sbp(op, ins)
+        elif op.view == "mirrored":
+            sig = ([S.M] * nin, [S.M] * nout)
+        elif n == 1:
+            sig = ([S.B] * nin, [S.B] * nout)  # on one device every hint is satisfied by the one full copy
+        else:
+            sig = _choose(op, ins)
+        op.sbp_in, op.sbp_out = list(sig[0]), list(sig[1])
+        for y, s in zip(op.outputs, op.sbp_out):
+            produced[y.key()] = (op.placement, _normalize(op.placement, s))
+        op.sbp_in = [_normalize(op.placement, s) for s in op.sbp_in]
+
+
+def _choose(op, ins):
+    sigs = op.defn.sbp(op) if op.defn.sbp is not None else None
+    if not sigs:
+        raise ValueError("op '%s' (%s) has no SBP signature for %d devices (%s)" % (
+            op.name, op.type, op.placement.parallel_num, op.placement))
+    ok = []
+    for sig in sigs:
+        in_s, out_s = sig
+        if any(in_s[i] != h for i, h in op.in_hints.items() if i < len(in_s)):
+            continue
+        if any(out_s[i] != h for i, h in op.out_hints.items() if i < len(out_s)):
+            continue
+        ok.append(sig)
+    if not ok:
+        raise ValueError("op '%s' (%s): none of its SBP signatures satisfies the distribute hints (inputs %s, "
+                         "outputs %s); its signatures are %s" % (
+                             op.name, op.type, _fmt(op.in_hints), _fmt(op.out_hints),
+                             ", ".join("%s->%s" % (list(a), list(b)) for a, b in sigs)))
+    best, best_cost = None, None
+    for sig in ok:
+        cost = 0.0
+        for x, (pl, s), want in zip(op.inputs, ins, sig[0]):
+            cost += boxing_cost(pl, s, op.placement, want, nbytes(x.meta))
+        if best is None or cost < best_cost - 1e-9:
+            best, best_cost = sig, cost
+    return best
+
+
+def _fmt(h):
+    return "{%s}" % ", ".join("%d: %s" % kv for kv in sorted(h.items()))

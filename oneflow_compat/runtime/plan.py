@@ -1,0 +1,212 @@
+"""A compiled job: a flat register file and a flat list of steps, built once per session.
+
+Each (blob, device) gets a register. An ordinary op becomes one step per local device (a closure calling its
+kernel); a boxing or watch op becomes one step over all its local pieces. A call feeds the input registers, runs
+the steps, and converts the fetched outputs: O(inputs + outputs) Python work plus the kernels.
+"""
+import functools
+
+import numpy as np
+
+from oneflow_compat.framework import sbp as S
+from oneflow_compat.framework import signature
+from oneflow_compat.runtime import results
+
+
+class DeviceSlot:
+    """What an op's builder knows about one device it runs on."""
+
+    __slots__ = ("index", "parallel_num", "placement", "xp", "in_shapes", "out_shapes", "sbp_in", "sbp_out",
+                 "session", "job")
+
+    def __init__(self, op, index, xp, session):
+        n = op.placement.parallel_num
+        self.index, self.parallel_num, self.placement, self.xp = index, n, op.placement, xp
+        self.sbp_in, self.sbp_out = op.sbp_in, op.sbp_out
+        self.in_shapes = [S.local_shape(x.shape, s, index, n) for x, s in zip(op.inputs, op.sbp_in)]
+        self.out_shapes = [S.local_shape(y.shape, s, index, n) for y, s in zip(op.outputs, op.sbp_out)]
+        self.session, self.job = session, op.job
+
+
+def device_fn(op, dev):
+    d = op.defn
+    if d.build is not None:
+        return d.build(op, dev)
+    attrs = d.kernel_attrs(op) if d.kernel_attrs is not None else {}
+    if d.local_attrs is not None:
+        attrs = dict(attrs, **d.local_attrs(op, dev))
+    return functools.partial(d.kernel, dev.xp, **attrs) if attrs else functools.partial(d.kernel, dev.xp)
+
+
+def _step(regs, fn, ins, outs):
+    if len(outs) == 1:
+        o = outs[0]
+        if len(ins) == 0:
+            def step():
+                regs[o] = fn()
+        elif len(ins) == 1:
+            a = ins[0]
+
+            def step():
+                regs[o] = fn(regs[a])
+        elif len(ins) == 2:
+            a, b = ins
+
+            def step():
+                regs[o] = fn(regs[a], regs[b])
+        else:
+            def step():
+                regs[o] = fn(*[regs[i] for i in ins])
+    elif len(outs) == 0:
+        def step():
+            fn(*[regs[i] for i in ins])
+    else:
+        def step():
+            res = fn(*[regs[i] for i in ins])
+            for o, v in zip(outs, res):
+                regs[o] = v
+    return step
+
+
+class CompiledJob:
+    def __init__(self, session, job):
+        self.session, self.job = session, job
+        rt = session.runtime
+        self.regs = []
+        self.slot = {}  # (blob key, device index) -> register
+        self.steps = []
+        self.step_ops = []  # op of each step, for error messages
+        self.var_slots = []  # (register, spec, device index) bound at bind()
+        self.input_slots = []  # per flat input: (op, [(device index, register)])
+        self.fetches = []
+        fetch_positions = {}
+        for op in job.ops:
+            for y in op.outputs:
+                for i in self._out_indices(op):
+                    self.slot[(y.key(), i)] = self._new_reg()
+        out_keys = {}
+        for k, (blob, kind) in enumerate(job.output_blobs):
+            out_keys.setdefault(blob.key(), []).append(k)
+        self.results = [None] * len(job.output_blobs)
+        for op in job.ops:
+            self._build_op(op, rt)
+            for y in op.outputs:
+                for k in out_keys.get(y.key(), ()):
+                    self._add_fetch(k, y, op)
+
+    def _new_reg(self):
+        self.regs.append(None)
+        return len(self.regs) - 1
+
+    def _out_indices(self, op):
+        return self.session.runtime.local_indices(op.placement)
+
+    def _build_op(self, op, rt):
+        local = rt.local_indices(op.placement)
+        if op.type == "input":
+            self.input_slots.append((op, [(i, self.slot[(op.outputs[0].key(), i)]) for i in local]))
+            return
+        if op.type == "variable":
+            spec = op.attrs["spec"]
+            for i in local:
+                self.var_slots.append((self.slot[(op.outputs[0].key(), i)], spec, i))
+            return
+        if getattr(op.defn, "collective", False):
+            src_pl = op.inputs[0].op.placement if op.inputs else op.placement
+            ins = []
+            for x in op.inputs:
+                ins.extend(self.slot[(x.key(), i)] for i in rt.local_indices(x.op.placement))
+            outs = [self.slot[(y.key(), i)] for y in op.outputs for i in local]
+            fn = op.defn.build_collective(op, self.session)
+            self._add_step(_step(self.regs, fn, ins, outs), op)
+            return
+        xp = rt.xp(op.placement)
+        for i in local:
+            dev = DeviceSlot(op, i, xp, self.session)
+            fn = device_fn(op, dev)
+            ins = [self.slot[(x.key(), i)] for x in op.inputs]
+            outs = [self.slot[(y.key(), i)] for y in op.outputs]
+            self._add_step(_step(self.regs, fn, ins, outs), op)
+
+    def _add_step(self, step, op):
+        self.steps.append(step)
+        self.step_ops.append(op)
+
+    def _add_fetch(self, k, blob, op):
+        rt = self.session.runtime
+        pl = op.placement
+        regs_of = [self.slot[(blob.key(), i)] for i in rt.local_indices(pl)]
+        sbp = op.sbp_out[blob.index]
+        regs, results = self.regs, self.results
+        if sbp == S.M:
+            def fetch():
+                results[k] = results_mod_list(rt, [regs[r] for r in regs_of], pl)
+        else:
+            shape, dtype = blob.shape, blob.dtype.np
+
+            def fetch():
+                shards = dict(zip(rt.local_indices(pl), [regs[r] for r in regs_of]))
+                results[k] = rt.assemble(shards, shape, dtype, pl, sbp)
+        if op.type == "variable":
+            # a variable's value is fetched before this call's update, as legacy train jobs return it
+            self.steps.insert(0, fetch)
+            self.step_ops.insert(0, op)
+        else:
+            self._add_step(fetch, op)
+
+    # --- runtime ------------------------------------------------------------------------------------------
+    def bind(self):
+        for reg, spec, i in self.var_slots:
+            self.regs[reg] = spec.shards[i]
+
+    def feed(self, args, jf):
+        # check every argument first: a rejected call changes nothing
+        flat_ops = iter(self.input_slots)
+        checked = []
+        for spec, value in zip(jf.params, args):
+            ops = [next(flat_ops) for _ in spec.flat()]
+            ndev = ops[0][0].placement.parallel_num
+            checked.extend(zip(ops, signature.check_feed(jf.name, spec, value, ndev)))
+        rt = self.session.runtime
+        for (op, slots), value in checked:
+            sbp = op.sbp_out[0]
+            n = op.placement.parallel_num
+            to_dev = rt.to_device
+            if sbp == S.M:
+                for i, r in slots:
+                    self.regs[r] = to_dev(value[i], op.placement)
+            elif n == 1 or sbp == S.B:
+                for i, r in slots:
+                    self.regs[r] = to_dev(value, op.placement)
+            else:
+                for i, r in slots:
+                    self.regs[r] = to_dev(np.ascontiguousarray(value[S.local_slices(value.shape, sbp, i, n)]),
+                                          op.placement)
+
+    def run(self):
+        ops = self.step_ops
+        k = 0
+        try:
+            for k, step in enumerate(self.steps):
+                step()
+        except Exception as e:
+            op = ops[k]
+            if hasattr(e, "add_note"):
+                e.add_note("(while running op '%s' of type '%s' in job '%s')" % (op.name, op.type, self.job.name))
+            raise
+
+    def call(self, args, jf):
+        self.feed(args, jf)
+        self.run()
+        return results.convert(self, jf)
+
+
+def results_mod_list(rt, pieces, placement):
+    from oneflow_compat.runtime import devices
+
+    local = [np.asarray(devices.to_host(p)) for p in pieces]
+    if len(rt.local_indices(placement)) == placement.parallel_num:
+        return local
+    from oneflow_compat.runtime import distributed
+
+    return distributed.gather_mirrored(rt, local, placement)

@@ -1,0 +1,109 @@
+"""Turning fetched values into what the return annotation promises (legacy-api.md §2.3.4)."""
+import numpy as np
+
+from oneflow_compat.framework import signature
+
+
+class LocalBlob:
+    """An unannotated result or watch-handler argument: numpy-like, with `.numpy()` / `.numpy_list()`."""
+
+    def __init__(self, value, is_mirrored=False):
+        self._value = value  # ndarray, or list of per-device ndarrays for mirrored blobs
+        self._mirrored = is_mirrored
+
+    def numpy(self, index=None):
+        if self._mirrored:
+            if index is None:
+                if len(self._value) == 1:
+                    return self._value[0]
+                return np.concatenate(self._value, axis=0)
+            return self._value[index]
+        return self._value
+
+    def numpy_list(self):
+        return list(self._value) if self._mirrored else [self._value]
+
+    ndarray = numpy
+    ndarray_list = numpy_list
+
+    @property
+    def is_dynamic(self):
+        return self._mirrored
+
+    def __getattr__(self, name):
+        return getattr(self.numpy(), name)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self):
+        return "LocalBlob(%r)" % (self.numpy(),)
+
+    def __len__(self):
+        return len(self.numpy())
+
+    def __getitem__(self, k):
+        return self.numpy()[k]
+
+    def __iter__(self):
+        return iter(self.numpy())
+
+
+def _forward(name):
+    def f(self, *args):
+        return getattr(self.numpy(), name)(*args)
+
+    f.__name__ = name
+    return f
+
+
+for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+           "__neg__", "__abs__", "__pow__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__float__",
+           "__int__", "__matmul__", "__mod__"):
+    setattr(LocalBlob, _n, _forward(_n))
+
+
+def leaf_value(value, kind, is_mirrored):
+    if kind == "numpy":
+        return value
+    if kind == "list_numpy":
+        return list(value) if is_mirrored else [value]
+    if kind == "list_list_numpy":
+        return [[v] for v in value] if is_mirrored else [[value]]
+    return LocalBlob(value, is_mirrored)
+
+
+class Future:
+    """Legacy result of a job function without return annotation: `.get()` or `.async_get(cb)`, once."""
+
+    def __init__(self, value):
+        self._value = value
+        self._delivered = False
+
+    def get(self):
+        assert not self._delivered, "the result of this job call was already delivered"
+        self._delivered = True
+        return self._value
+
+    def async_get(self, callback):
+        callback(self.get())
+
+
+def convert(compiled, jf):
+    job = compiled.job
+    leaves = []
+    for k, (blob, kind) in enumerate(job.output_blobs):
+        leaves.append(leaf_value(compiled.results[k], kind, blob.op.sbp_out[blob.index].__class__.__name__ == "Mirrored"))
+    compiled.results[:] = [None] * len(compiled.results)
+    kind = jf.ret.kind
+    value = signature.build_value(job.output_structure, leaves)
+    if kind == "none":
+        return None
+    if kind == "future":
+        return Future(value)
+    if kind == "callback":
+        def register(callback):
+            callback(value)
+        return register
+    return value

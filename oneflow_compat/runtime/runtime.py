@@ -1,0 +1,53 @@
+"""The process-level runtime: which devices are local, moving pieces to devices, assembling logical values."""
+import numpy as np
+
+from oneflow_compat.framework import sbp as sbp_mod
+from oneflow_compat.runtime import devices
+
+
+class Runtime:
+    def __init__(self, comm, machine_id):
+        self.comm = comm
+        self.machine_id = machine_id
+
+    def local_indices(self, placement):
+        """Indices (in parallel order) of the placement's devices that live in this process."""
+        return [i for i, (m, _) in enumerate(placement.pairs) if m == self.machine_id]
+
+    def owner(self, placement, index):
+        return placement.pairs[index][0]
+
+    def xp(self, placement):
+        return devices.array_module(placement.device_tag)
+
+    def to_device(self, array, placement):
+        if placement.device_tag == "gpu":
+            return devices.array_module("gpu").asarray(array)
+        return array
+
+    def assemble(self, shards, shape, np_dtype, placement, sbp):
+        """Full logical value from the pieces (`shards`: index -> array for the local devices)."""
+        n = placement.parallel_num
+        pieces = self.gather_pieces(shards, placement)
+        if n == 1 or sbp == sbp_mod.B:
+            return np.asarray(devices.to_host(pieces[0]))
+        if sbp == sbp_mod.P:
+            out = np.asarray(devices.to_host(pieces[0])).copy()
+            for p in pieces[1:]:
+                out += devices.to_host(p)
+            return out
+        if sbp_mod.is_split(sbp):
+            return np.concatenate([devices.to_host(p) for p in pieces], axis=sbp.axis)
+        raise ValueError("cannot assemble a logical value from sbp %r" % (sbp,))
+
+    def gather_pieces(self, shards, placement):
+        """All pieces in parallel order; under MPI, the remote ones are fetched from their processes."""
+        n = placement.parallel_num
+        if all(i in shards for i in range(n)):
+            return [shards[i] for i in range(n)]
+        return self.comm_gather_pieces(shards, placement)
+
+    def comm_gather_pieces(self, shards, placement):
+        from oneflow_compat.runtime import distributed
+
+        return distributed.gather_pieces(self, shards, placement)

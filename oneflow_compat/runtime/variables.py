@@ -1,0 +1,78 @@
+"""Session variables: one spec per full name, its storage as per-device pieces of the logical tensor."""
+import zlib
+
+import numpy as np
+
+from oneflow_compat.framework import sbp as sbp_mod
+
+
+class VarSpec:
+    def __init__(self, name, shape, dtype, initializer, regularizer, trainable, seed, placement, sbp,
+                 model_name=None, init_value=None):
+        self.name = name
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.initializer = initializer
+        self.regularizer = regularizer
+        self.trainable = trainable
+        self.seed = seed
+        self.placement = placement
+        self.sbp = sbp
+        self.model_name = model_name
+        self.init_value = init_value  # a constant fill (optimizer state, step counter), instead of initializer
+        self.shards = {}  # device index in placement -> array (only devices of this process)
+
+    def __repr__(self):
+        return "VarSpec(%s, %s, %s, %s %s)" % (self.name, self.shape, self.dtype.name, self.placement, self.sbp)
+
+
+def default_seed(root_seed, name):
+    """A variable's seed when none is given: a function of the session's root seed and the variable's name only,
+    so every rank and every device count agrees on it."""
+    return (root_seed * 1000003 + zlib.crc32(name.encode())) % (2 ** 63)
+
+
+class VarStore:
+    def __init__(self, session):
+        self.session = session
+        self.specs = {}
+
+    def __contains__(self, name):
+        return name in self.specs
+
+    def get(self, name):
+        return self.specs.get(name)
+
+    def add(self, spec):
+        self.specs[spec.name] = spec
+
+    # --- values -------------------------------------------------------------------------------------------
+    def initial_value(self, spec):
+        if spec.init_value is not None:
+            return np.full(spec.shape, spec.init_value, dtype=spec.dtype.np)
+        from oneflow_compat import initializer
+
+        conf = spec.initializer
+        if conf is None:
+            raise ValueError("variable '%s' has no initializer (give one, or set "
+                             "function_config.default_initializer_conf)" % spec.name)
+        value = initializer.generate(conf, spec.shape, spec.dtype.np, spec.seed)
+        return np.ascontiguousarray(value, dtype=spec.dtype.np)
+
+    def initialize(self, spec):
+        self.set_full(spec, self.initial_value(spec), fresh=True)
+
+    def set_full(self, spec, value, fresh=False):
+        """Stores the full logical `value` into the local pieces (in place, so compiled plans keep seeing them)."""
+        rt = self.session.runtime
+        n = spec.placement.parallel_num
+        for i in rt.local_indices(spec.placement):
+            piece = value[sbp_mod.local_slices(spec.shape, spec.sbp, i, n)]
+            if fresh or i not in spec.shards:
+                spec.shards[i] = rt.to_device(np.array(piece, copy=True, order="C"), spec.placement)
+            else:
+                spec.shards[i][...] = rt.to_device(piece, spec.placement)
+
+    def get_full(self, spec):
+        """The full logical value on the host (gathered from every process under MPI)."""
+        return self.session.runtime.assemble(spec.shards, spec.shape, spec.dtype.np, spec.placement, spec.sbp)
