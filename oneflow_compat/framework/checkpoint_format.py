@@ -1,0 +1,351 @@
+"""OneFlow's on-disk checkpoint format (model IO v2, legacy-api.md §2.9), as pure file functions.
+
+Layout written by `flow.checkpoint.save`::
+
+    <path>/<variable name>/out     raw C-order little-endian bytes of the variable, no header
+    <path>/<variable name>/meta    protobuf text format of VariableMetaInfo (shape + DataType enum name)
+    <path>/snapshot_done           empty, written last
+
+The legacy model IO (`enable_legacy_model_io`) writes the same tree without `meta` files; such variables get their
+shape and dtype from the variable they are loaded into (`FileBackendVariableBlob.bind`).
+
+Saving is atomic: everything goes into a hidden sibling folder that is renamed onto `path` only once complete,
+so a crash mid-save never leaves a loadable-looking folder at `path`.
+"""
+import os
+import re
+import secrets
+import shutil
+
+import numpy as np
+
+from oneflow_compat.framework import dtypes
+
+DATA_FILENAME = "out"
+META_FILENAME = "meta"
+SNAPSHOT_DONE_FILENAME = "snapshot_done"
+
+# Hidden temporary folders of an unfinished save: `.<name>.partial-<hex>`. Never listed as variables.
+_PARTIAL_MARK = ".partial-"
+
+
+def _is_partial_save_dir(entry_name):
+    return entry_name.startswith(".") and _PARTIAL_MARK in entry_name
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# meta files
+# ---------------------------------------------------------------------------------------------------------------
+
+def format_meta(shape, dtype):
+    """The exact text protobuf's text_format writes for VariableMetaInfo{shape, data_type}."""
+    dims = "".join("  dim: %d\n" % int(d) for d in shape)
+    return "shape {\n%s}\ndata_type: %s\n" % (dims, dtypes.as_dtype(dtype).enum_name)
+
+
+_META_TOKEN = re.compile(r"\s*(?:#[^\n]*\n?\s*)*([{}:]|[A-Za-z_][A-Za-z0-9_]*|-?\d+)")
+
+
+def parse_meta(text, file_path="<meta>"):
+    """(shape tuple, DType) from a meta file's text; accepts any text-format spacing and numeric enums."""
+    tokens, pos = [], 0
+    text = text.rstrip()
+    while pos < len(text):
+        match = _META_TOKEN.match(text, pos)
+        if match is None:
+            raise ValueError("checkpoint meta file %s: cannot parse near %r" % (file_path, text[pos:pos + 20]))
+        tokens.append(match.group(1))
+        pos = match.end()
+
+    def fail(what):
+        raise ValueError("checkpoint meta file %s: %s" % (file_path, what))
+
+    shape, dtype, i = None, None, 0
+
+    def expect(token):
+        nonlocal i
+        if i >= len(tokens) or tokens[i] != token:
+            fail("expected %r" % token)
+        i += 1
+
+    while i < len(tokens):
+        field = tokens[i]
+        i += 1
+        if field == "shape":
+            if i < len(tokens) and tokens[i] == ":":
+                i += 1
+            expect("{")
+            dims = []
+            while i < len(tokens) and tokens[i] != "}":
+                if tokens[i] != "dim":
+                    fail("unknown field %r in shape" % tokens[i])
+                i += 1
+                expect(":")
+                if i >= len(tokens) or not re.fullmatch(r"-?\d+", tokens[i]):
+                    fail("dim is not an integer")
+                dims.append(int(tokens[i]))
+                i += 1
+            expect("}")
+            shape = tuple(dims)
+        elif field == "data_type":
+            expect(":")
+            if i >= len(tokens):
+                fail("data_type has no value")
+            value = tokens[i]
+            i += 1
+            try:
+                dtype = dtypes.from_enum_value(int(value)) if value.lstrip("-").isdigit() else \
+                    dtypes.from_enum_name(value)
+            except KeyError:
+                fail("unknown data_type %s" % value)
+        else:
+            fail("unknown field %r" % field)
+    if shape is None or dtype is None:
+        fail("needs both shape and data_type")
+    if dtype.np is None or dtype.np == np.dtype(object):
+        fail("data_type %s cannot be stored as raw bytes" % dtype.enum_name)
+    return shape, dtype
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# reading
+# ---------------------------------------------------------------------------------------------------------------
+
+def _element_count(shape):
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count
+
+
+class FileBackendVariableBlob:
+    """One saved variable folder (`<dir>/out` [+ `<dir>/meta`]); reads the bytes only on `.numpy()`.
+
+    A folder without `meta` (legacy model IO) has unknown shape/dtype (`None`) until `bind(shape, dtype)`
+    returns a bound copy; `numpy(shape, dtype)` does the same in one step.
+    """
+
+    def __init__(self, var_dir, dtype=None, shape=None, name=None):
+        self.var_dir = os.fspath(var_dir)
+        self.name = name if name is not None else os.path.basename(os.path.normpath(self.var_dir))
+        if not os.path.isfile(self.file_path):
+            raise FileNotFoundError("checkpoint variable '%s': data file %s not found" % (self.name, self.file_path))
+        meta_path = os.path.join(self.var_dir, META_FILENAME)
+        self.has_meta_info = os.path.exists(meta_path)
+        if self.has_meta_info:
+            if dtype is not None or shape is not None:
+                raise ValueError("checkpoint variable '%s' has a meta file: shape and dtype come from %s"
+                                 % (self.name, meta_path))
+            with open(meta_path) as f:
+                self._shape, self._dtype = parse_meta(f.read(), meta_path)
+        elif (shape is None) != (dtype is None):
+            raise ValueError("checkpoint variable '%s': give both or neither of shape and dtype" % self.name)
+        else:
+            self._shape = None if shape is None else tuple(int(d) for d in shape)
+            self._dtype = dtypes.as_dtype(dtype)
+        if self._shape is not None:
+            self._check_file_size()
+
+    @property
+    def file_path(self):
+        return os.path.join(self.var_dir, DATA_FILENAME)
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def is_bound(self):
+        return self._shape is not None
+
+    def _check_file_size(self):
+        expected = _element_count(self._shape) * self._dtype.np.itemsize
+        actual = os.path.getsize(self.file_path)
+        if actual != expected:
+            raise ValueError(
+                "checkpoint variable '%s': file %s has %d bytes, expected %d (shape %s, dtype %s): "
+                "unexpected model snapshot size" % (self.name, self.file_path, actual, expected,
+                                                    self._shape, self._dtype.name))
+
+    def bind(self, shape, dtype):
+        """This blob with the given shape/dtype (validated against the file size); blobs with meta must agree."""
+        dtype = dtypes.as_dtype(dtype)
+        shape = tuple(int(d) for d in shape)
+        if self.is_bound:
+            if shape != self._shape or dtype.np != self._dtype.np:
+                raise ValueError("checkpoint variable '%s' is %s %s, not %s %s"
+                                 % (self.name, self._shape, self._dtype.name, shape, dtype.name))
+            return self
+        return FileBackendVariableBlob(self.var_dir, dtype=dtype, shape=shape, name=self.name)
+
+    def numpy(self, shape=None, dtype=None):
+        blob = self if shape is None and dtype is None else self.bind(shape, dtype)
+        if not blob.is_bound:
+            raise RuntimeError("checkpoint variable '%s' (%s) has no meta file: its shape and dtype are unknown "
+                               "until it is loaded into a variable" % (self.name, self.var_dir))
+        stored = blob._dtype.np.newbyteorder("<")
+        array = np.fromfile(blob.file_path, dtype=stored).reshape(blob._shape)
+        return array.astype(blob._dtype.np, copy=False)
+
+    def __repr__(self):
+        return "FileBackendVariableBlob(%r, shape=%s, dtype=%s)" % (
+            self.var_dir, self._shape, None if self._dtype is None else self._dtype.name)
+
+
+def load_checkpoint_dir(path):
+    """`flow.checkpoint.get(path)`: a blob if `path/out` exists, else {sub-folder: blob} of sub-folders with `out`."""
+    path = os.fspath(path)
+    assert os.path.isdir(path), "Directory {} doesn't exist!".format(path)
+    if os.path.isfile(os.path.join(path, DATA_FILENAME)):
+        return FileBackendVariableBlob(path)
+    blobs = {}
+    for entry in sorted(os.listdir(path)):
+        if _is_partial_save_dir(entry):
+            continue
+        var_dir = os.path.join(path, entry)
+        if os.path.isfile(os.path.join(var_dir, DATA_FILENAME)):
+            blobs[entry] = FileBackendVariableBlob(var_dir, name=entry)
+    return blobs
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# assignment checks
+# ---------------------------------------------------------------------------------------------------------------
+
+def check_assignable(var_name, var_shape, var_np_dtype, value):
+    """The ndarray to copy into variable `var_name`, after checking shape and dtype match exactly.
+
+    `value`: ndarray, FileBackendVariableBlob (legacy blobs without meta take the variable's shape/dtype) or
+    anything with `.numpy()`. Nothing is modified: callers validate every value first, then copy.
+    """
+    var_shape = tuple(int(d) for d in var_shape)
+    var_np_dtype = np.dtype(var_np_dtype)
+    if isinstance(value, FileBackendVariableBlob):
+        if value.is_bound:
+            _check_shape_dtype(var_name, var_shape, var_np_dtype, value.shape, value.dtype.np)
+            return value.numpy()
+        try:
+            return value.numpy(var_shape, dtypes.from_numpy(var_np_dtype))
+        except ValueError as e:
+            raise ValueError("variable '%s': %s" % (var_name, e)) from None
+    if not isinstance(value, np.ndarray):
+        if not callable(getattr(value, "numpy", None)):
+            raise TypeError("variable '%s': cannot assign a value of type %s (expected numpy.ndarray, a checkpoint "
+                            "entry or a variable blob)" % (var_name, type(value).__name__))
+        value = np.asarray(value.numpy())
+    _check_shape_dtype(var_name, var_shape, var_np_dtype, value.shape, value.dtype)
+    return value
+
+
+def _check_shape_dtype(var_name, var_shape, var_np_dtype, value_shape, value_np_dtype):
+    if tuple(value_shape) != var_shape:
+        raise ValueError("variable '%s': shape %s vs value shape %s" % (var_name, var_shape, tuple(value_shape)))
+    # Byte order is a storage detail, not a different type.
+    if np.dtype(value_np_dtype).newbyteorder("=") != var_np_dtype.newbyteorder("="):
+        raise ValueError("variable '%s': dtype %s vs value dtype %s"
+                         % (var_name, var_np_dtype.name, np.dtype(value_np_dtype).name))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# writing
+# ---------------------------------------------------------------------------------------------------------------
+
+def _refuse_existing(path):
+    if os.path.isfile(path) or (os.path.isdir(path) and len(os.listdir(path)) != 0):
+        raise AssertionError(
+            "{} is a file or non-empty directory! Note that flow.save is different from torch.save. It saves each "
+            "weight as a separated file so that a directory instead of a file should be given.".format(path))
+
+
+def _check_variable_name(name):
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or os.sep in name or "\0" in name:
+        raise ValueError("cannot save variable %r: a variable name must be a non-empty folder name without '/'"
+                         % (name,))
+
+
+def _as_host_array(name, value):
+    if not isinstance(value, np.ndarray):
+        if not callable(getattr(value, "numpy", None)):
+            raise TypeError("cannot save variable '%s': value of type %s has no .numpy()"
+                            % (name, type(value).__name__))
+        value = np.asarray(value.numpy())
+    try:
+        dtype = dtypes.from_numpy(value.dtype.newbyteorder("="))
+    except TypeError:
+        raise TypeError("cannot save variable '%s': dtype %s has no OneFlow DataType" % (name, value.dtype)) from None
+    return value, dtype
+
+
+def _write_file(file_path, payload):
+    with open(file_path, "wb") as f:
+        f.write(payload)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(dir_path):
+    try:
+        fd = os.open(dir_path, os.O_RDONLY)
+    except OSError:  # platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _make_partial_dir(parent, base):
+    while True:
+        candidate = os.path.join(parent, ".%s%s%s" % (base, _PARTIAL_MARK, secrets.token_hex(6)))
+        try:
+            os.mkdir(candidate)
+            return candidate
+        except FileExistsError:
+            continue
+
+
+def _write_variable(root, name, array, dtype, write_meta):
+    var_dir = os.path.join(root, name)
+    os.mkdir(var_dir)
+    # Raw bytes in little-endian C order; on little-endian hosts this is a view, not a copy.
+    contiguous = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    _write_file(os.path.join(var_dir, DATA_FILENAME), memoryview(contiguous.reshape(-1)).cast("B"))
+    if write_meta:
+        _write_file(os.path.join(var_dir, META_FILENAME), format_meta(array.shape, dtype).encode())
+    _fsync_dir(var_dir)
+
+
+def save_tensors(path, tensors, write_legacy=False):
+    """Write `tensors` ({variable name: ndarray}) as a checkpoint folder at `path`, atomically.
+
+    `path` must not exist or be an empty directory. `write_legacy=True` omits the `meta` files (legacy model IO).
+    On any error the temporary folder is removed and `path` is left as it was.
+    """
+    path = os.fspath(path)
+    _refuse_existing(path)
+    prepared = []
+    for name, value in tensors.items():
+        _check_variable_name(name)
+        prepared.append((name,) + _as_host_array(name, value))
+
+    target = os.path.abspath(path)
+    parent, base = os.path.split(target)
+    os.makedirs(parent, exist_ok=True)
+    partial = _make_partial_dir(parent, base)
+    try:
+        for name, array, dtype in prepared:
+            _write_variable(partial, name, array, dtype, write_meta=not write_legacy)
+        _write_file(os.path.join(partial, SNAPSHOT_DONE_FILENAME), b"")
+        _fsync_dir(partial)
+        # rename() replaces an absent or empty directory in one step; a non-empty one (created meanwhile) fails.
+        os.rename(partial, target)
+        _fsync_dir(parent)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
