@@ -24,7 +24,7 @@ def test_int32_packed_bytes_including_negative_ten_byte_varint():
 
 def test_int64_extremes_bytes():
     msg = pb.Int64List(value=[-(1 << 63), (1 << 63) - 1, 0])
-    # -2^63 = 0x8000...0 -> nine 0x80 bytes then 0x01; 2^63-1 -> nine 0xff... no: eight 0xff then 0x7f
+    # -2^63 (64 bits, top one set) -> nine 0x80 then 0x01; 2^63-1 (63 ones) -> eight 0xff then 0x7f; 0 -> 00
     expected = bytes([0x0A, 20] + [0x80] * 9 + [0x01] + [0xFF] * 8 + [0x7F] + [0x00])
     assert msg.SerializeToString() == expected
     assert pb.Int64List.FromString(expected).value == [-(1 << 63), (1 << 63) - 1, 0]
