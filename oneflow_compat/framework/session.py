@@ -81,8 +81,11 @@ class Session:
         from oneflow_compat.framework import trace
         from oneflow_compat.passes import pipeline
 
-        if not self.eager:
-            assert len(self.job_functions) > 0, "no job function is defined (decorate one with @flow.global_function)"
+        if self.eager:
+            self.init_runtime()
+            self.status = "running"
+            return
+        assert len(self.job_functions) > 0, "no job function is defined (decorate one with @flow.global_function)"
         self.init_runtime()
         jobs = {}
         for name, jf in self.job_functions.items():

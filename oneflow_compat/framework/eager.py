@@ -1,0 +1,142 @@
+"""Eager mode (`flow.enable_eager_execution()`, legacy-api.md §2.2): every call re-runs the body, each op runs as
+soon as it is added, and `minimize` runs backward and the update before the call returns.
+
+It reuses the lazy machinery op by op: the same trace builder, the same per-device kernels (`runtime/plan.py`)
+and the same autodiff/optimizer passes, on one logical device.
+"""
+from oneflow_compat.framework import builder, signature
+from oneflow_compat.framework import sbp as S
+from oneflow_compat.runtime import results
+
+
+class EagerRunner:
+    def __init__(self, session, job, args, jf):
+        self.session, self.job, self.args, self.jf = session, job, args, jf
+        self.values = {}
+
+    def bind_inputs(self, job):
+        values = []
+        for spec, value in zip(self.jf.params, self.args):
+            values.extend(signature.check_feed(job.name, spec, value, 1))
+        for op, value in zip(job.inputs, values):
+            op.sbp_in, op.sbp_out = [], [S.M if op.attrs["kind"] != "numpy" else S.B]
+            self.values[op.outputs[0].key()] = value[0] if op.attrs["kind"] != "numpy" else value
+
+    def run_op(self, op):
+        from oneflow_compat.runtime.plan import DeviceSlot, device_fn
+
+        if op.type == "input":
+            return
+        mirrored = op.view == "mirrored"
+        op.sbp_in = [S.M if mirrored else S.B] * len(op.inputs)
+        op.sbp_out = [S.M if mirrored else S.B] * len(op.outputs)
+        if op.type == "variable":
+            spec = op.attrs["spec"]
+            if 0 not in spec.shards:
+                self.session.vars.initialize(spec)
+            self.values[op.outputs[0].key()] = spec.shards[0]
+            return
+        ins = [self.values[x.key()] for x in op.inputs]
+        if op.type == "watch":
+            handler, kind = op.attrs["handler"], op.attrs["kind"]
+            handler(results.leaf_value(ins[0] if not mirrored else [ins[0]], kind or "numpy", mirrored))
+            return
+        if getattr(op.defn, "collective", False):
+            raise RuntimeError("op '%s' (%s) cannot run in eager mode" % (op.name, op.type))
+        dev = DeviceSlot(op, 0, self.session.runtime.xp(op.placement), self.session)
+        dev.parallel_num = 1
+        out = device_fn(op, dev)(*ins)
+        if len(op.outputs) == 1:
+            out = (out,)
+        for y, v in zip(op.outputs, out or ()):
+            self.values[y.key()] = v
+
+    def minimize_requested(self, job):
+        pass  # backward and update run once the body has returned (all losses known)
+
+
+class EagerJobFunction:
+    """What `@flow.global_function` returns in eager mode: each call runs the body on real data."""
+
+    def __init__(self, func, job_type, config):
+        self.func = func
+        self.name = func.__name__
+        self.job_type = job_type
+        self.config = config
+        self.params = signature.parse_params(func)
+        self.ret = signature.parse_return(func)
+
+    def __call__(self, *args, **kwargs):
+        from oneflow_compat.framework import session as sess
+        from oneflow_compat.framework import trace
+        from oneflow_compat.passes import optimizer_pass
+
+        if kwargs:
+            raise TypeError("job function '%s' does not accept keyword arguments" % self.name)
+        assert len(args) == len(self.params), "job function '%s' takes %d argument(s), %d given" % (
+            self.name, len(self.params), len(args))
+        session = sess.default_session()
+        session.init_runtime()
+        session.status = "running"
+        runner = None
+
+        def make_runner(job):
+            nonlocal runner
+            runner = EagerRunner(session, job, args, self)
+            return runner
+
+        job = trace.trace_job(session, self, eager_runner=_LazyRunner(make_runner))
+        if job.is_train:
+            ctx = builder.BuildContext(job, session, trace.default_placement(session, self.config), "consistent",
+                                       eager=runner)
+            optimizer_pass.build(session, job, ctx)
+        leaves = []
+        for blob, kind in job.output_blobs:
+            v = runner.values[blob.key()]
+            mirrored = blob.op.view == "mirrored"
+            leaves.append(results.leaf_value([v] if mirrored else v, kind, mirrored))
+        value = signature.build_value(job.output_structure, leaves)
+        kind = self.ret.kind
+        if kind == "none":
+            return None
+        if kind == "future":
+            return results.Future(value)
+        if kind == "callback":
+            return lambda callback: callback(value)
+        return value
+
+
+class _LazyRunner:
+    """Creates the runner once the job exists (the trace creates the job)."""
+
+    def __init__(self, make):
+        self._make = make
+        self._runner = None
+
+    def _get(self, job):
+        if self._runner is None:
+            self._runner = self._make(job)
+        return self._runner
+
+    def bind_inputs(self, job):
+        self._get(job).bind_inputs(job)
+
+    def run_op(self, op):
+        self._get(op.job).run_op(op)
+
+    def minimize_requested(self, job):
+        self._get(job).minimize_requested(job)
+
+
+def blob_numpy(blob, *args):
+    from oneflow_compat.runtime import devices
+
+    ctx = builder.current_or_none()
+    runner = getattr(ctx, "eager", None) if ctx is not None else None
+    if runner is None:
+        raise RuntimeError("blob %s has no value: .numpy() works on blobs only in eager mode "
+                           "(flow.enable_eager_execution()); in lazy mode return the blob or use flow.watch"
+                           % blob.logical_blob_name)
+    if isinstance(runner, _LazyRunner):
+        runner = runner._get(blob.op.job)
+    return devices.to_host(runner.values[blob.key()])
