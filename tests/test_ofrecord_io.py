@@ -1,6 +1,5 @@
 """OFRecord part files: framing, part naming, the batching reader, and the raw/bytes/image decoders."""
 import io
-import os
 import struct
 import sys
 

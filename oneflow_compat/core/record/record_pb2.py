@@ -133,6 +133,20 @@ def _text_escape(text):
 # Scalar element types of the repeated fields
 # ---------------------------------------------------------------------------------------------------------------
 
+_PLAIN_INT, _PLAIN_NUMBERS = {int}, {int, float}
+
+
+def _as_list(values):
+    """A list of the elements; array-likes with tolist() (numpy) convert in one C call to Python scalars."""
+    if isinstance(values, list):
+        return values
+    tolist = getattr(values, "tolist", None)
+    if tolist is not None and not isinstance(values, (str, bytes)):
+        values = tolist()
+        return values if isinstance(values, list) else [values]
+    return list(values)
+
+
 def _type_error(value, expected):
     return TypeError("%r has type %s, but expected one of: %s" % (value, type(value).__name__, expected))
 
@@ -156,6 +170,14 @@ class _IntType:
         if not self.low <= value <= self.high:
             raise ValueError("Value out of range: %d" % value)
         return value
+
+    def check_many(self, values):
+        values = _as_list(values)
+        # Fast path for plain ints (what numpy's tolist() gives); anything else is checked one by one.
+        if set(map(type, values)) <= _PLAIN_INT and (not values or
+                                                    (self.low <= min(values) and max(values) <= self.high)):
+            return values
+        return [self.check(v) for v in values]
 
     def encode_packed(self, values):
         return b"".join(_encode_varint(v & _UINT64_MASK) for v in values)
@@ -197,6 +219,17 @@ class _FloatType:
                 value = math.copysign(math.inf, value)
         return value
 
+    def check_many(self, values):
+        values = _as_list(values)
+        if not set(map(type, values)) <= _PLAIN_NUMBERS:
+            return [self.check(v) for v in values]
+        try:
+            # Packing validates range and rounds to float32 in one C call; unpacking gives the stored values.
+            return list(struct.unpack("<%d%s" % (len(values), self.fmt),
+                                      struct.pack("<%d%s" % (len(values), self.fmt), *values)))
+        except (OverflowError, struct.error):
+            return [self.check(v) for v in values]  # out of float32 range: becomes inf, as one by one
+
     def encode_packed(self, values):
         return struct.pack("<%d%s" % (len(values), self.fmt), *values)
 
@@ -236,6 +269,9 @@ class _BytesType:
         if not isinstance(value, bytes):
             raise _type_error(value, "bytes")
         return value
+
+    def check_many(self, values):
+        return [self.check(v) for v in _as_list(values)]
 
     def text(self, value):
         return '"%s"' % _c_escape(value)
@@ -309,9 +345,14 @@ class RepeatedScalarContainer(collections.abc.MutableSequence):
         self._owner._modified()
 
     def extend(self, values):
-        check = self._element.check
-        self._values.extend([check(v) for v in values])
+        if isinstance(values, RepeatedScalarContainer) and values._element is self._element:
+            self._values.extend(values._values)  # already checked when they were stored there
+        else:
+            self._values.extend(self._element.check_many(values))
         self._owner._modified()
+
+    def __iter__(self):
+        return iter(self._values)
 
     def MergeFrom(self, other):
         self.extend(other)
