@@ -1,0 +1,182 @@
+"""Optimizer update kernels (legacy-api.md §2.13), one source for numpy and cupy.
+
+Every `*_update` function updates its parameter `w` and state arrays IN PLACE and returns None; only
+gradient-sized temporaries are allocated. The gradient `g` is the fully post-processed one (1/N scaling,
+loss-scale division, `add_regularization`, clipping already applied by the caller).
+
+Arithmetic follows OneFlow's update functors (`model_update_kernel_util.h`): hyper-parameters (lr, betas,
+epsilon, weight decay) are C++ `float` attributes, so they are rounded to float32 here and combined with the
+arrays in the arrays' dtype (float32 stays float32; float64 parameters see float32-rounded coefficients, as in
+OneFlow), with the same operation order so float32 results match OneFlow's to the last bit where the
+operations are the same. Host-side scalars are plain numpy float32 values, which cupy accepts too.
+"""
+import numpy as np
+
+_ONE = np.float32(1)
+
+
+def _f32(x):
+    return np.float32(x)
+
+
+def squared_l2_norm(xp, x):
+    """Σ x² as a 0-d array (or scalar) of x's dtype; what OneFlow reduced for global-norm clipping, LARS, LAMB."""
+    return xp.vdot(x, x)
+
+
+def add_regularization(xp, g, w, *, l1=0.0, l2=0.0):
+    """`g + l1·sign(w) + l2·w` (a variable's `flow.regularizers` terms). Returns a new array, or `g` itself when
+    both coefficients are 0; never modifies its inputs."""
+    if l1 == 0 and l2 == 0:
+        return g
+    out = g + _f32(l1) * xp.sign(w) if l1 != 0 else g.copy()
+    if l2 != 0:
+        out += _f32(l2) * w
+    return out
+
+
+def sgd_update(xp, w, g, *, lr, weight_decay=0.0):
+    """`w ← w − lr·(g + wd·w)` (SGD without momentum, `naive_conf`)."""
+    if weight_decay != 0:
+        delta = _f32(weight_decay) * w
+        delta += g
+    else:
+        delta = g.copy()
+    delta *= _f32(lr)
+    w -= delta
+
+
+def momentum_update(xp, w, m, g, *, lr, beta, weight_decay=0.0):
+    """TF-style momentum: `m ← β·m − lr·g; w ← w + m − lr·wd·w` (no dampening, no Nesterov)."""
+    decay = _f32(lr) * _f32(weight_decay) * w if weight_decay != 0 else None
+    m *= _f32(beta)
+    m -= _f32(lr) * g
+    w += m
+    if decay is not None:
+        w -= decay
+
+
+def adam_bias_corrected_lr(lr, beta1, beta2, step):
+    """`lr·√(1−β2^(step+1)) / (1−β1^(step+1))` in float32, as OneFlow's bias-correction kernel computes it."""
+    exponent = float(int(step) + 1)
+    beta1_power = _f32(float(_f32(beta1)) ** exponent)
+    beta2_power = _f32(float(_f32(beta2)) ** exponent)
+    return _f32(lr) * np.sqrt(_ONE - beta2_power) / (_ONE - beta1_power)
+
+
+def adam_update(xp, w, m, v, g, *, lr, beta1, beta2, epsilon, weight_decay=0.0, do_bias_correction=False, step=0):
+    """`m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²; w ← w − lr'·(m/(√v + ε) + wd·w)`, with `lr' = lr` or, when
+    `do_bias_correction`, `lr·√(1−β2^(step+1))/(1−β1^(step+1))` (`step` = train step before increment)."""
+    b1, b2 = _f32(beta1), _f32(beta2)
+    m *= b1
+    m += (_ONE - b1) * g
+    g_squared = (_ONE - b2) * g
+    g_squared *= g
+    v *= b2
+    v += g_squared
+    effective_lr = adam_bias_corrected_lr(lr, beta1, beta2, step) if do_bias_correction else _f32(lr)
+    delta = xp.sqrt(v)
+    delta += _f32(epsilon)
+    xp.divide(m, delta, out=delta)
+    if weight_decay != 0:
+        delta += _f32(weight_decay) * w
+    delta *= effective_lr
+    w -= delta
+
+
+def lazy_adam_update(xp, w, m, v, g, *, lr, beta1, beta2, epsilon, step):
+    """LazyAdam with a dense gradient: Adam with bias correction always on and no weight decay. (OneFlow's
+    lazy variant differs only for indexed-slices gradients, where untouched rows keep their m/v.)"""
+    adam_update(xp, w, m, v, g, lr=lr, beta1=beta1, beta2=beta2, epsilon=epsilon, weight_decay=0.0,
+                do_bias_correction=True, step=step)
+
+
+def _rmsprop_apply(xp, w, g, denominator, *, lr, epsilon):
+    # w ← w − lr·g·rsqrt(d + ε); `denominator` is a temporary that gets overwritten.
+    denominator += _f32(epsilon)
+    xp.sqrt(denominator, out=denominator)
+    xp.divide(_ONE, denominator, out=denominator)
+    delta = _f32(lr) * g
+    delta *= denominator
+    w -= delta
+
+
+def rmsprop_update(xp, w, ms, g, *, lr, decay_rate, epsilon):
+    """`ms ← (1−ρ)·g² + ρ·ms; w ← w − lr·g/√(ms + ε)` (ε inside the root, unlike torch; no weight decay)."""
+    rho = _f32(decay_rate)
+    g_squared = (_ONE - rho) * g
+    g_squared *= g
+    ms *= rho
+    ms += g_squared
+    _rmsprop_apply(xp, w, g, ms.copy(), lr=lr, epsilon=epsilon)
+
+
+def rmsprop_centered_update(xp, w, ms, mg, g, *, lr, decay_rate, epsilon):
+    """Centered RMSProp: also `mg ← (1−ρ)·g + ρ·mg`, and the root is of `ms − mg² + ε`."""
+    rho = _f32(decay_rate)
+    g_squared = (_ONE - rho) * g
+    g_squared *= g
+    ms *= rho
+    ms += g_squared
+    mg *= rho
+    mg += (_ONE - rho) * g
+    denominator = mg * mg
+    xp.subtract(ms, denominator, out=denominator)
+    _rmsprop_apply(xp, w, g, denominator, lr=lr, epsilon=epsilon)
+
+
+def _guarded_ratio(xp, numerator, denominator, valid, dtype):
+    # numerator/denominator where `valid`, else 1, without dividing by a zero that `valid` excludes.
+    one = dtype.type(1)
+    safe = xp.where(valid, denominator, one)
+    return xp.where(valid, numerator / safe, one)
+
+
+def lars_update(xp, w, m, g, *, lr, momentum_beta, epsilon, lars_coefficient, weight_decay=0.0):
+    """LARS (OneFlow v0.4.0 form): `trust = coef·‖w‖/(ε + ‖g‖ + wd·‖w‖)` (1 if either norm is 0),
+    `llr = lr·trust; m ← β·m − llr·g; w ← w + m − llr·wd·w`."""
+    w_norm = xp.sqrt(squared_l2_norm(xp, w))
+    g_norm = xp.sqrt(squared_l2_norm(xp, g))
+    valid = (w_norm > 0) & (g_norm > 0)
+    trust = _guarded_ratio(xp, _f32(lars_coefficient) * w_norm,
+                           (_f32(epsilon) + g_norm) + _f32(weight_decay) * w_norm, valid, w.dtype)
+    local_lr = _f32(lr) * trust
+    decay = (local_lr * _f32(weight_decay)) * w if weight_decay != 0 else None
+    m *= _f32(momentum_beta)
+    m -= local_lr * g
+    w += m
+    if decay is not None:
+        w -= decay
+
+
+def lamb_update(xp, w, m, v, beta1_t, beta2_t, g, *, lr, beta1, beta2, epsilon, weight_decay=0.0):
+    """LAMB as OneFlow v0.3/v0.4 ran it. `beta1_t`, `beta2_t` are the step-power states (initialized to β1, β2);
+    they are multiplied by β *before* use, so the first step corrects with β² (off by one vs. the paper):
+    `u = (m/(1−β1_t)) / √(v/(1−β2_t) + ε)` (ε inside the root, as in OneFlow's LambGradFunctor),
+    `r = ‖w‖/‖u‖` (1 if either is 0), `w ← w − lr·r·(u + wd·w)`."""
+    b1, b2 = _f32(beta1), _f32(beta2)
+    beta1_t *= b1
+    beta2_t *= b2
+    # OneFlow's beta_t states have shape (1,); a state of the variable's shape (all entries equal) works too.
+    b1_t = beta1_t.reshape(()) if beta1_t.size == 1 else beta1_t
+    b2_t = beta2_t.reshape(()) if beta2_t.size == 1 else beta2_t
+    m *= b1
+    m += (_ONE - b1) * g
+    g_squared = (_ONE - b2) * g
+    g_squared *= g
+    v *= b2
+    v += g_squared
+    direction = m / (_ONE - b1_t)
+    root = v / (_ONE - b2_t)
+    root += _f32(epsilon)
+    xp.sqrt(root, out=root)
+    direction /= root
+    w_norm = xp.sqrt(squared_l2_norm(xp, w))
+    u_norm = xp.sqrt(squared_l2_norm(xp, direction))
+    trust = _guarded_ratio(xp, w_norm, u_norm, (w_norm > 0) & (u_norm > 0), w.dtype)
+    # OneFlow keeps the trust-scaled learning rate in a C++ float.
+    local_lr = (_f32(lr) * trust).astype(np.float32)
+    if weight_decay != 0:
+        direction += _f32(weight_decay) * w
+    direction *= local_lr
+    w -= direction
