@@ -24,6 +24,8 @@ from oneflow_compat.ops_api import (  # noqa: F401
     cast, cast_to_current_logical_view, constant, constant_like, constant_scalar, get_variable, identity, matmul,
     ones, ones_like, parallel_cast, reshape, reshape_like, watch, watch_diff, zeros, zeros_like)
 
+from oneflow_compat.typing import FixedTensorDef, MirroredTensorDef  # noqa: F401,E402
+
 function_config = FunctionConfig
 ExecutionConfig = FunctionConfig
 name_scope = scope.namespace

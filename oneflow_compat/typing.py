@@ -63,3 +63,17 @@ def is_placeholder(x):
 
 def is_placeholder_class(x):
     return isinstance(x, type) and issubclass(x, PlaceholderDef)
+
+
+def _deprecated_def(cls, legacy_name):
+    class Def(cls):
+        def __init__(self, shape, dtype=dtypes.float32, batch_axis=0, name=None):
+            print("WARNING: flow.%s is deprecated; annotate the parameter with oneflow.typing instead." % legacy_name)
+            super().__init__(tuple(shape), dtype, batch_axis)
+
+    Def.__name__ = Def.__qualname__ = legacy_name
+    return Def
+
+
+FixedTensorDef = _deprecated_def(Numpy.Placeholder, "FixedTensorDef")
+MirroredTensorDef = _deprecated_def(ListNumpy.Placeholder, "MirroredTensorDef")

@@ -30,7 +30,8 @@ class Runtime:
         n = placement.parallel_num
         pieces = self.gather_pieces(shards, placement)
         if n == 1 or sbp == sbp_mod.B:
-            return np.asarray(devices.to_host(pieces[0]))
+            # a copy: the piece may be a variable's storage, which later steps update in place
+            return np.array(devices.to_host(pieces[0]), copy=True)
         if sbp == sbp_mod.P:
             out = np.asarray(devices.to_host(pieces[0])).copy()
             for p in pieces[1:]:

@@ -1,0 +1,29 @@
+import os
+import sys
+
+import pytest
+
+os.environ.setdefault("ONEFLOW_COMPAT_SEED", "1234")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MNIST = os.path.join(HERE, "..", "..", "shared", "data", "mnist.npz")
+
+
+@pytest.fixture(autouse=True)
+def fresh_session():
+    """Every test starts with a new default session (and lazy mode)."""
+    import oneflow_compat as flow
+    from oneflow_compat.framework import session as sess
+
+    sess._EAGER_FLAG[0] = False
+    flow.clear_default_session()
+    yield
+    sess._EAGER_FLAG[0] = False
+    flow.clear_default_session()
+
+
+@pytest.fixture
+def mnist_path():
+    if not os.path.exists(MNIST):
+        pytest.skip("../shared/data/mnist.npz is not present")
+    return os.path.abspath(MNIST)
