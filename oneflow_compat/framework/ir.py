@@ -246,6 +246,7 @@ class Job:
         self.optimizer = None
         self.diff_watches = []  # (blob, handler): watch_diff requests, built by autodiff
         self.variable_ops = {}  # full variable name -> variable op of this job
+        self.raw_grads = []  # train jobs: each variable's gradient before scaling (summed by grad accumulation)
         self._ids = itertools.count()
 
     @property

@@ -40,7 +40,15 @@ def trace_job(session, jf, eager_runner=None):
 
 
 def make_input(ctx, ph, flat_index):
-    attrs = {"shape": ph.shape, "dtype": ph.dtype, "kind": ph.kind, "index": flat_index,
+    shape = ph.shape
+    k = micro_batches(ctx.job)
+    if k > 1 and ph.kind == "numpy":
+        # gradient accumulation: the body sees one micro-batch; a call feeds the whole batch (runtime/plan.py)
+        if shape[0] % k:
+            raise ValueError("placeholder %s: batch size %d is not divisible by num_gradient_accumulation_steps(%d)"
+                             % (ph, shape[0], k))
+        shape = (shape[0] // k,) + tuple(shape[1:])
+    attrs = {"shape": shape, "dtype": ph.dtype, "kind": ph.kind, "index": flat_index,
              "batch_axis": ph.batch_axis}
     if ph.kind == "numpy":
         if ctx.view == "mirrored":
@@ -79,3 +87,9 @@ def finish_train_conf(session, job):
                            % job.name)
     if job.is_train and not job.losses:
         raise RuntimeError("train job '%s' has no loss to minimize" % job.name)
+
+
+def micro_batches(job):
+    if not job.is_train or job.config is None:
+        return 1
+    return job.config.num_gradient_accumulation_steps_

@@ -16,6 +16,7 @@ nothing else switches on op types.
 from oneflow_compat.framework.ir import LazyBlob, Op
 
 _REGISTRY = {}
+_CAST_VIEWS = {"cast_to_mirrored": "mirrored", "cast_from_mirrored": "consistent"}
 
 
 class OpDef:
@@ -65,7 +66,9 @@ def new_op(op_type, inputs, attrs=None, name=None, in_hints=None, out_hints=None
     inputs = [ctx.as_input(x, op_type) for x in inputs]
     if name is None:
         name = ctx.job.unique_name(op_type)
-    op = Op(ctx.job, name, op_type, defn, inputs, attrs, ctx.placement, ctx.view)
+    # a view cast lives in the view it casts to, so that its consumers see the right view
+    view = _CAST_VIEWS.get(op_type, ctx.view)
+    op = Op(ctx.job, name, op_type, defn, inputs, attrs, ctx.placement, view)
     op.section = ctx.section
     for i, x in enumerate(inputs):
         if x.hint is not None:

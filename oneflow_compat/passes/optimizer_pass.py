@@ -3,7 +3,7 @@
 Order, as OneFlow: 1/N loss-instance scaling -> loss-scale division -> regularization -> clipping -> update.
 Forward results of the call are computed with the pre-update variables; updates come last.
 """
-from oneflow_compat.framework import builder, dtypes, variable_ops
+from oneflow_compat.framework import builder, dtypes, trace, variable_ops
 from oneflow_compat.framework import sbp as sbp_mod
 from oneflow_compat.ops import registry
 from oneflow_compat.passes import autodiff
@@ -36,7 +36,7 @@ def _loss_instance_scale(ctx, job, grads):
             return grads
         out = {}
         for name, (vop, g) in grads.items():
-            with GradScope(ctx, g.op, "optimizer"):
+            with GradScope(ctx, vop, "optimizer"):
                 out[name] = (vop, registry.apply("scalar_mul", [g], {"value": 1.0 / n}))
         return out
     with GradScope(ctx, loss.op, "optimizer"):
@@ -44,7 +44,7 @@ def _loss_instance_scale(ctx, job, grads):
         count = registry.apply("cast_from_mirrored", [count], {"sbp": sbp_mod.P})
     out = {}
     for name, (vop, g) in grads.items():
-        with GradScope(ctx, g.op, "optimizer"):
+        with GradScope(ctx, vop, "optimizer"):
             out[name] = (vop, registry.apply("div_by_scalar_tensor", [g, count]))
     return out
 
@@ -61,7 +61,13 @@ def _build(session, job, ctx):
     grads = autodiff.build_backward(ctx, job, loss_scale=factor)
     if not grads:
         raise RuntimeError("train job '%s': no trainable variable receives a gradient from the loss" % job.name)
+    job.raw_grads = [g for _, g in grads.values()]  # what gradient accumulation sums over micro-batches
     grads = _loss_instance_scale(ctx, job, grads)
+    k = trace.micro_batches(job)
+    if k > 1:
+        for name, (vop, g) in list(grads.items()):
+            with GradScope(ctx, vop, "optimizer"):
+                grads[name] = (vop, registry.apply("scalar_mul", [g], {"value": 1.0 / k}))
     if factor is not None and factor != 1:
         for name, (vop, g) in list(grads.items()):
             with GradScope(ctx, vop, "optimizer"):

@@ -68,6 +68,15 @@ def _step(regs, fn, ins, outs):
     return step
 
 
+def _collective_step(regs, fn, ins, outs):
+    """Collectives take every local input piece and return a tuple with every local output piece."""
+    def step():
+        res = fn(*[regs[i] for i in ins])
+        for o, v in zip(outs, res or ()):
+            regs[o] = v
+    return step
+
+
 class CompiledJob:
     def __init__(self, session, job):
         self.session, self.job = session, job
@@ -78,8 +87,7 @@ class CompiledJob:
         self.step_ops = []  # op of each step, for error messages
         self.var_slots = []  # (register, spec, device index) bound at bind()
         self.input_slots = []  # per flat input: (op, [(device index, register)])
-        self.fetches = []
-        fetch_positions = {}
+        self._first_optimizer_step = None
         for op in job.ops:
             for y in op.outputs:
                 for i in self._out_indices(op):
@@ -118,7 +126,7 @@ class CompiledJob:
                 ins.extend(self.slot[(x.key(), i)] for i in rt.local_indices(x.op.placement))
             outs = [self.slot[(y.key(), i)] for y in op.outputs for i in local]
             fn = op.defn.build_collective(op, self.session)
-            self._add_step(_step(self.regs, fn, ins, outs), op)
+            self._add_step(_collective_step(self.regs, fn, ins, outs), op)
             return
         xp = rt.xp(op.placement)
         for i in local:
@@ -131,6 +139,8 @@ class CompiledJob:
     def _add_step(self, step, op):
         self.steps.append(step)
         self.step_ops.append(op)
+        if op.section == "optimizer" and self._first_optimizer_step is None:
+            self._first_optimizer_step = step
 
     def _add_fetch(self, k, blob, op):
         rt = self.session.runtime
@@ -159,14 +169,17 @@ class CompiledJob:
         for reg, spec, i in self.var_slots:
             self.regs[reg] = spec.shards[i]
 
-    def feed(self, args, jf):
+    def feed(self, args, jf, check_shapes=True):
         # check every argument first: a rejected call changes nothing
         flat_ops = iter(self.input_slots)
         checked = []
         for spec, value in zip(jf.params, args):
             ops = [next(flat_ops) for _ in spec.flat()]
-            ndev = ops[0][0].placement.parallel_num
-            checked.extend(zip(ops, signature.check_feed(jf.name, spec, value, ndev)))
+            if check_shapes:
+                ndev = ops[0][0].placement.parallel_num
+                checked.extend(zip(ops, signature.check_feed(jf.name, spec, value, ndev)))
+            else:
+                checked.extend(zip(ops, value if spec.tuple_of is not None else [value]))
         rt = self.session.runtime
         for (op, slots), value in checked:
             sbp = op.sbp_out[0]
@@ -183,11 +196,12 @@ class CompiledJob:
                     self.regs[r] = to_dev(np.ascontiguousarray(value[S.local_slices(value.shape, sbp, i, n)]),
                                           op.placement)
 
-    def run(self):
+    def run(self, start=0, stop=None):
         ops = self.step_ops
-        k = 0
+        steps = self.steps if start == 0 and stop is None else self.steps[start:stop]
+        k = start
         try:
-            for k, step in enumerate(self.steps):
+            for k, step in enumerate(steps, start):
                 step()
         except Exception as e:
             op = ops[k]
@@ -196,8 +210,35 @@ class CompiledJob:
             raise
 
     def call(self, args, jf):
+        from oneflow_compat.framework.trace import micro_batches
+
+        k = micro_batches(self.job)
+        if k > 1:
+            return self._call_accumulating(args, jf, k)
         self.feed(args, jf)
         self.run()
+        return results.convert(self, jf)
+
+    def _call_accumulating(self, args, jf, k):
+        """num_gradient_accumulation_steps(k): the batch runs as k micro-batches through forward and backward,
+        their raw gradients are summed, and the optimizer section runs once (equal to the full batch)."""
+        for spec, value in zip(jf.params, args):  # full-batch checks first: a rejected call changes nothing
+            signature.check_feed(jf.name, spec, value, 1)
+        split = self.steps.index(self._first_optimizer_step) if self._first_optimizer_step else len(self.steps)
+        grad_regs = [self.slot[(g.key(), i)] for g in self.job.raw_grads
+                     for i in self.session.runtime.local_indices(g.op.placement)]
+        acc, outs = {}, []
+        for m in range(k):
+            micro = [_micro_slice(spec, v, m, k) for spec, v in zip(jf.params, args)]
+            self.feed(micro, jf, check_shapes=False)
+            self.run(0, split)
+            for r in grad_regs:
+                acc[r] = self.regs[r].copy() if m == 0 else acc[r] + self.regs[r]
+            outs.append(list(self.results))
+        for r in grad_regs:
+            self.regs[r] = acc[r]
+        self.run(split, len(self.steps))
+        self.results[:] = [_join([o[j] for o in outs]) for j in range(len(self.results))]
         return results.convert(self, jf)
 
 
@@ -210,3 +251,21 @@ def results_mod_list(rt, pieces, placement):
     from oneflow_compat.runtime import distributed
 
     return distributed.gather_mirrored(rt, local, placement)
+
+
+def _micro_slice(spec, value, m, k):
+    def piece(ph, v):
+        if ph.kind != "numpy":
+            return v
+        n = v.shape[0] // k
+        return np.ascontiguousarray(v[m * n:(m + 1) * n], dtype=ph.dtype.np)
+
+    if spec.tuple_of is not None:
+        return [piece(ph, v) for ph, v in zip(spec.tuple_of, value)]
+    return piece(spec.placeholder, value)
+
+
+def _join(values):
+    if isinstance(values[0], np.ndarray):
+        return np.concatenate(values, axis=0)
+    return values[-1]

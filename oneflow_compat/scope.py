@@ -1,0 +1,106 @@
+"""`flow.scope`: placement, logical view and namespace scopes."""
+from oneflow_compat.framework import builder
+from oneflow_compat.framework import placement as placement_mod
+
+
+class PlacementScope:
+    """`flow.scope.placement(tag, ids)`: a context manager inside job functions; outside, an inert value for
+    `function_config.default_placement_scope`."""
+
+    def __init__(self, device_tag, machine_device_ids, hierarchy=None):
+        self.parsed = placement_mod.Placement.parse(device_tag, machine_device_ids)
+        self.hierarchy = hierarchy
+
+    def resolve(self, session):
+        from oneflow_compat.runtime import devices
+
+        p = self.parsed
+        tag = devices.resolve_tag(p.device_tag)
+        if p.device_tag == "gpu" and session is not None:
+            n = session.resource.devices_per_machine
+            for m, d in p.pairs:
+                if d >= n:
+                    raise ValueError("placement %s uses gpu device %d of machine %d, but only %d device(s) per "
+                                     "machine are configured (flow.config.gpu_device_num)" % (p, d, m, n))
+        return placement_mod.Placement(tag, p.pairs)
+
+    def __enter__(self):
+        ctx = builder.current("flow.scope.placement as a context")
+        ctx.placements.append(self.resolve(ctx.session))
+        self._ctx = ctx
+        return self
+
+    def __exit__(self, *exc):
+        self._ctx.placements.pop()
+        return False
+
+
+def placement(device_tag, machine_device_ids, hierarchy=None):
+    return PlacementScope(device_tag, machine_device_ids, hierarchy)
+
+
+class _View:
+    name = None
+
+    def __enter__(self):
+        ctx = builder.current("flow.scope.%s_view() as a context" % self.name)
+        ctx.views.append(self.name)
+        self._ctx = ctx
+        return self
+
+    def __exit__(self, *exc):
+        self._ctx.views.pop()
+        return False
+
+
+class MirroredView(_View):
+    name = "mirrored"
+
+
+class ConsistentView(_View):
+    name = "consistent"
+
+
+def mirrored_view():
+    return MirroredView()
+
+
+def consistent_view():
+    return ConsistentView()
+
+
+DistributeMirroredStrategy = MirroredView
+DistributeConsistentStrategy = ConsistentView
+
+
+def view_name(view):
+    if isinstance(view, _View):
+        return view.name
+    if isinstance(view, type) and issubclass(view, _View):
+        return view.name
+    raise TypeError("expected flow.scope.mirrored_view() or flow.scope.consistent_view(), got %r" % (view,))
+
+
+def mirrored_view_enabled():
+    ctx = builder.current_or_none()
+    return ctx is not None and ctx.view == "mirrored"
+
+
+def consistent_view_enabled():
+    ctx = builder.current_or_none()
+    return ctx is None or ctx.view == "consistent"
+
+
+class namespace:  # noqa: N801 - legacy name
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        ctx = builder.current("flow.scope.namespace")
+        ctx.namespaces.append(self.name)
+        self._ctx = ctx
+        return self
+
+    def __exit__(self, *exc):
+        self._ctx.namespaces.pop()
+        return False

@@ -1,0 +1,103 @@
+"""Parallelism never changes the numbers: the same job on 1..4 in-process devices (data, model, pipeline,
+mirrored, gradient accumulation, uneven batches) gives the same losses and weights as on one device."""
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+import oneflow_compat.typing as tp
+
+RNG = np.random.default_rng(7)
+IN, HID, OUT = 12, 16, 6
+
+
+def _weights():
+    r = np.random.default_rng(3)
+    return {"h-weight": r.normal(0, 0.3, (HID, IN)).astype(np.float32), "h-bias": np.zeros(HID, np.float32),
+            "o-weight": r.normal(0, 0.3, (OUT, HID)).astype(np.float32), "o-bias": np.zeros(OUT, np.float32)}
+
+
+def _train(devices, batch, variant, steps=3, momentum=0.9, accumulate=1):
+    flow.clear_default_session()
+    flow.config.cpu_device_num(devices)
+    cfg = flow.function_config()
+    if variant == "mirrored":
+        cfg.default_logical_view(flow.scope.mirrored_view())
+    if accumulate > 1:
+        cfg.train.num_gradient_accumulation_steps(accumulate)
+    last = "0:%d" % (devices - 1)
+
+    def model(x, y):
+        h = flow.layers.dense(x, HID, activation=flow.nn.relu, name="h")
+        if variant == "pipeline":
+            with flow.scope.placement("cpu", "0:0"):
+                h = flow.math.relu(h)
+            with flow.scope.placement("cpu", last):
+                logits = flow.layers.dense(h, OUT, name="o")
+        else:
+            dist = flow.distribute.split(0) if variant == "model" else flow.distribute.broadcast()
+            logits = flow.layers.dense(h, OUT, name="o", model_distribute=dist)
+        return flow.nn.sparse_softmax_cross_entropy_with_logits(y, logits)
+
+    sgd = flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.2]), momentum=momentum)
+    if variant == "mirrored":
+        per = -(-batch // devices)  # the largest piece
+
+        @flow.global_function(type="train", function_config=cfg)
+        def train(x: tp.ListNumpy.Placeholder((per, IN)),
+                  y: tp.ListNumpy.Placeholder((per,), dtype=flow.int32)) -> tp.ListNumpy:
+            loss = model(x, y)
+            sgd.minimize(loss)
+            return loss
+    else:
+        @flow.global_function(type="train", function_config=cfg)
+        def train(x: tp.Numpy.Placeholder((batch, IN)),
+                  y: tp.Numpy.Placeholder((batch,), dtype=flow.int32)) -> tp.Numpy:
+            loss = model(x, y)
+            sgd.minimize(loss)
+            return loss
+
+    flow.load_variables(_weights())
+    losses = []
+    for s in range(steps):
+        x = np.random.default_rng(100 + s).normal(size=(batch, IN)).astype(np.float32)
+        y = np.random.default_rng(200 + s).integers(0, OUT, batch).astype(np.int32)
+        if variant == "mirrored":
+            xs = np.array_split(x, devices)
+            ys = np.array_split(y, devices)
+            out = train(list(xs), list(ys))
+            losses.append(np.concatenate(out))
+        else:
+            losses.append(train(x, y))
+    weights = {k: v.numpy() for k, v in flow.get_all_variables().items()}
+    return np.array(losses), weights
+
+
+def _assert_same(ref, got):
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-4, atol=1e-6)
+    for name, w in ref[1].items():
+        np.testing.assert_allclose(got[1][name], w, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("variant", ["data", "model", "pipeline"])
+@pytest.mark.parametrize("devices", [2, 3, 4])
+@pytest.mark.parametrize("batch", [12, 10])
+def test_consistent_variants_equal_one_device(variant, devices, batch):
+    ref = _train(1, batch, "data")
+    _assert_same(ref, _train(devices, batch, variant))
+
+
+@pytest.mark.parametrize("devices", [2, 3, 4])
+def test_mirrored_equals_consistent(devices):
+    ref = _train(1, 12, "data")
+    _assert_same(ref, _train(devices, 12, "mirrored"))
+
+
+def test_mirrored_uneven_pieces_use_global_loss_count():
+    ref = _train(1, 10, "data")
+    _assert_same(ref, _train(3, 10, "mirrored"))  # pieces of 4, 3, 3 rows
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_gradient_accumulation_equals_full_batch(devices):
+    ref = _train(1, 12, "data", momentum=0.0)
+    _assert_same(ref, _train(devices, 12, "data", momentum=0.0, accumulate=3))
