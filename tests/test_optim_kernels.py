@@ -319,3 +319,43 @@ def test_float32_hyper_parameters_are_rounded_like_oneflows_float_attributes():
     lr32, beta32 = float(np.float32(0.1)), float(np.float32(0.9))
     assert m[0] == beta32 * -lr32 - lr32
     assert m[0] != 0.9 * -0.1 - 0.1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the same kernels on CuPy (skipped without a usable GPU)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _cupy_or_skip():
+    cupy = pytest.importorskip("cupy")
+    try:
+        cupy.cuda.runtime.getDeviceCount()
+        cupy.zeros(1).sum()
+    except Exception as e:  # no driver / no device
+        pytest.skip("cupy has no usable GPU: %s" % e)
+    return cupy
+
+
+@pytest.mark.parametrize("name, n_states, attrs", [
+    ("sgd_update", 0, dict(lr=LR, weight_decay=WD)),
+    ("momentum_update", 1, dict(lr=LR, beta=0.875, weight_decay=WD)),
+    ("adam_update", 2, dict(lr=LR, beta1=BETA1, beta2=BETA2, epsilon=EPS, weight_decay=WD, do_bias_correction=True,
+                            step=3)),
+    ("lazy_adam_update", 2, dict(lr=LR, beta1=BETA1, beta2=BETA2, epsilon=EPS, step=3)),
+    ("rmsprop_update", 1, dict(lr=LR, decay_rate=0.875, epsilon=EPS)),
+    ("rmsprop_centered_update", 2, dict(lr=LR, decay_rate=0.875, epsilon=EPS)),
+    ("lars_update", 1, dict(lr=LR, momentum_beta=0.875, epsilon=EPS, lars_coefficient=2.0 ** -10, weight_decay=WD)),
+    ("lamb_update", 4, dict(lr=LR, beta1=BETA1, beta2=BETA2, epsilon=EPS, weight_decay=WD)),
+])
+def test_kernels_on_cupy_match_numpy(name, n_states, attrs):
+    cupy = _cupy_or_skip()
+    kernel = getattr(optim, name)
+    w, grads = _data(np.float32, seed=9)
+    states = [np.full(w.shape if i < 2 or name != "lamb_update" else (1,), 0.5, np.float32) for i in range(n_states)]
+    w_gpu, states_gpu = cupy.asarray(w), [cupy.asarray(s) for s in states]
+    for g in grads:
+        kernel(np, w, *states, g, **attrs)
+        kernel(cupy, w_gpu, *states_gpu, cupy.asarray(g), **attrs)
+    assert w_gpu.dtype == np.float32
+    np.testing.assert_allclose(cupy.asnumpy(w_gpu), w, rtol=1e-5, atol=1e-6)
+    for s, s_gpu in zip(states, states_gpu):
+        np.testing.assert_allclose(cupy.asnumpy(s_gpu), s, rtol=1e-5, atol=1e-6)
