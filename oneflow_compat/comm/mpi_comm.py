@@ -1,0 +1,511 @@
+"""`MPIComm`: the process comm on mpi4py, with raw numpy buffers and no way to hang forever.
+
+Every operation is issued nonblocking and completed by a polling loop with a timeout
+(`ONEFLOW_COMPAT_COMM_TIMEOUT` seconds, default 300; `set_timeout()`). While it polls, a rank answers "where are
+you?" queries that arrive on a second, private communicator (the *control* communicator). When a collective times
+out, the rank asks every other member; members that answer within `QUERY_WINDOW_S` are waiting somewhere (in this
+collective, or in another one: then the ranks issue collectives in different orders), members that do not answer
+are busy outside any collective, stuck, or dead. `CollectiveTimeout` reports all of it; uncaught, it ends the
+whole job through the failure handlers (`install_failure_handlers`).
+
+Sub-communicators for rank subsets are created once per subset with `Create_group`, which only the members call.
+Because `Create_group` itself blocks, the members first meet in a polled, timed rendezvous, so a member that never
+arrives is reported like a missing member of any other collective.
+"""
+import os
+import pickle
+import sys
+import threading
+import time
+import traceback
+import zlib
+
+import numpy as np
+from mpi4py import MPI
+
+from .process_comm import CollectiveTimeout, CommError, ProcessComm, balanced_sizes, check_ranks
+
+TIMEOUT_ENV = "ONEFLOW_COMPAT_COMM_TIMEOUT"
+DEFAULT_TIMEOUT_S = 300.0
+QUERY_WINDOW_S = 1.0      # how long a timed-out rank waits for the other members to say where they are
+
+# Tags on the data communicator (user-level send/recv and the subset rendezvous must not match each other).
+_TAG_P2P = 1
+_TAG_RENDEZVOUS = 2
+_TAG_CREATE_GROUP = 3
+# Tags on the control communicator.
+_TAG_QUERY = 11
+_TAG_REPLY = 12
+
+# Polling schedule: spin first (the common case completes in microseconds to milliseconds), then yield the
+# core, then sleep, so that ranks waiting on a slow peer do not steal its CPU on an oversubscribed host.
+_SPIN_S = 0.002
+_YIELD_S = 0.05
+_SLEEP_S = 0.0005
+_SERVE_EVERY_S = 0.005
+
+
+def timeout_from_env():
+    text = os.environ.get(TIMEOUT_ENV)
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("%s=%r is not a number of seconds" % (TIMEOUT_ENV, text)) from None
+    if value <= 0:
+        raise ValueError("%s must be positive, got %r" % (TIMEOUT_ENV, text))
+    return value
+
+
+class _Subset:
+    """A communicator over a sorted tuple of world ranks, with this rank's index and a count of its collectives."""
+    __slots__ = ("ranks", "comm", "index", "count")
+
+    def __init__(self, ranks, comm, index):
+        self.ranks = ranks
+        self.comm = comm
+        self.index = index
+        self.count = 0
+
+
+class _Activity:
+    """What this rank is waiting for: shown to other ranks that ask, and in timeout messages."""
+    __slots__ = ("name", "ranks", "number")
+
+    def __init__(self, name, ranks, number):
+        self.name = name
+        self.ranks = ranks
+        self.number = number
+
+    def key(self):
+        return (self.name, self.ranks, self.number)
+
+    def describe(self):
+        return "%s #%d over ranks %s" % (self.name, self.number, _ranks_text(self.ranks))
+
+
+def _ranks_text(ranks):
+    return "(%s)" % ", ".join(map(str, ranks))
+
+
+def _reduce_buffer(array):
+    """The buffer and MPI op that sum `array` (bools sum as logical or, like numpy's `+`)."""
+    if array.dtype == np.bool_:
+        return array.view(np.uint8), MPI.BOR
+    return array, MPI.SUM
+
+
+def _contiguous(array):
+    if not isinstance(array, np.ndarray):
+        raise TypeError("process comm collectives take numpy arrays, got %s" % type(array).__name__)
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
+def _axis_first(array, axis):
+    """`array` with `axis` moved to the front, C-contiguous (no copy when axis is 0 and it already is)."""
+    return _contiguous(np.moveaxis(array, axis, 0) if axis else array)
+
+
+def _axis_back(front, axis):
+    return np.ascontiguousarray(np.moveaxis(front, 0, axis)) if axis else front
+
+
+def _byte_layout(counts):
+    displs, total = [], 0
+    for count in counts:
+        displs.append(total)
+        total += count
+    return displs, total
+
+
+class MPIComm(ProcessComm):
+    """The process comm over an MPI communicator (MPI_COMM_WORLD by default), which it duplicates twice."""
+
+    def __init__(self, base_comm=None, timeout=None):
+        base = MPI.COMM_WORLD if base_comm is None else base_comm
+        self._timeout = timeout_from_env() if timeout is None else float(timeout)
+        self._rank = base.Get_rank()
+        self._size = base.Get_size()
+        self._current = None
+        self._replies_in_flight = []
+        self._query_serial = 0
+        self._p2p_count = 0
+        # Private duplicates: the job's traffic never matches user code on COMM_WORLD, and the control
+        # queries never match data messages. Idup keeps even this first step under the timeout.
+        self._data = self._idup(base, "data")
+        self._ctrl = self._idup(base, "control")
+        world = _Subset(tuple(range(self._size)), self._data, self._rank)
+        self._subsets = {world.ranks: world}
+
+    # ----- basics -------------------------------------------------------------------------------------------
+
+    @property
+    def rank(self):
+        return self._rank
+
+    @property
+    def size(self):
+        return self._size
+
+    @property
+    def timeout(self):
+        return self._timeout
+
+    def set_timeout(self, seconds):
+        seconds = float(seconds)
+        if seconds <= 0:
+            raise ValueError("timeout must be positive, got %r" % (seconds,))
+        self._timeout = seconds
+
+    def abort(self, exit_code=1):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        MPI.COMM_WORLD.Abort(exit_code)
+
+    # ----- waiting without hanging -------------------------------------------------------------------------
+
+    def _idup(self, base, purpose):
+        comm, request = base.Idup()
+        started = time.perf_counter()
+        while not request.Test():
+            if time.perf_counter() - started > self._timeout:
+                raise CollectiveTimeout(
+                    "rank %d: creating the %s communicator did not complete within %.1f s: some rank never "
+                    "started its process comm (the missing ranks cannot be named before the control "
+                    "channel exists)" % (self._rank, purpose, self._timeout))
+            time.sleep(_SLEEP_S)
+        return comm
+
+    def _complete(self, requests, activity, statuses=None):
+        """Poll `requests` to completion; on timeout find out where the other members are and raise."""
+        if MPI.Request.Testall(requests, statuses):
+            return
+        self._current = activity
+        try:
+            started = now = time.perf_counter()
+            deadline = started + self._timeout
+            next_serve = started + _SERVE_EVERY_S
+            while not MPI.Request.Testall(requests, statuses):
+                now = time.perf_counter()
+                if now >= next_serve:
+                    self._serve_queries()
+                    next_serve = now + _SERVE_EVERY_S
+                if now >= deadline:
+                    raise CollectiveTimeout(self._timeout_message(activity, now - started))
+                waited = now - started
+                if waited >= _YIELD_S:
+                    time.sleep(_SLEEP_S)
+                elif waited >= _SPIN_S:
+                    time.sleep(0)
+        finally:
+            self._current = None
+
+    def _serve_queries(self):
+        """Answer every pending "where are you?" query with what this rank is waiting for."""
+        while True:
+            message = self._ctrl.improbe(source=MPI.ANY_SOURCE, tag=_TAG_QUERY)
+            if message is None:
+                break
+            asker, serial = message.recv()
+            state = None if self._current is None else self._current.key()
+            self._replies_in_flight.append(self._ctrl.isend((serial, self._rank, state), dest=asker, tag=_TAG_REPLY))
+        self._replies_in_flight = [r for r in self._replies_in_flight if not r.Test()]
+
+    def _ask_where(self, members):
+        """{rank: state} for the members that answer within QUERY_WINDOW_S; state = _Activity.key() or None."""
+        self._query_serial += 1
+        serial = self._query_serial
+        for member in members:
+            self._replies_in_flight.append(self._ctrl.isend((self._rank, serial), dest=member, tag=_TAG_QUERY))
+        answers = {}
+        deadline = time.perf_counter() + QUERY_WINDOW_S
+        while len(answers) < len(members) and time.perf_counter() < deadline:
+            self._serve_queries()  # the others may be timing out too and asking us
+            message = self._ctrl.improbe(source=MPI.ANY_SOURCE, tag=_TAG_REPLY)
+            if message is None:
+                time.sleep(0.001)
+                continue
+            reply_serial, member, state = message.recv()
+            if reply_serial == serial:  # late answers to an earlier question are dropped
+                answers[member] = state
+        return answers
+
+    def _timeout_message(self, activity, waited):
+        others = [r for r in activity.ranks if r != self._rank]
+        answers = self._ask_where(others)
+        missing = [r for r in others if r not in answers]
+        same = [r for r in others if answers.get(r) == activity.key()]
+        elsewhere = [(r, answers[r]) for r in others if r in answers and answers[r] != activity.key()]
+        lines = ["rank %d: %s did not complete within %.1f s." % (self._rank, activity.describe(), waited)]
+        if missing:
+            lines.append("Missing rank%s %s: no answer within %.0f s (busy outside any collective, stuck, or dead)."
+                         % ("" if len(missing) == 1 else "s", ", ".join(map(str, missing)), QUERY_WINDOW_S))
+        if same:
+            lines.append("Waiting in the same collective: rank%s %s."
+                         % ("" if len(same) == 1 else "s", ", ".join(map(str, same))))
+        for r, state in _describe_states(elsewhere):
+            lines.append("Rank %d is in a different operation: %s (the ranks issue collectives in different "
+                         "orders)." % (r, state))
+        return " ".join(lines)
+
+    # ----- subsets -------------------------------------------------------------------------------------------
+
+    def _subset(self, ranks):
+        subset = self._subsets.get(ranks)
+        if subset is None:
+            ranks = check_ranks(ranks, self._rank, self._size)
+            subset = self._subsets.get(ranks)
+        if subset is None:
+            subset = self._create_subset(ranks)
+            self._subsets[ranks] = subset
+        return subset
+
+    def _create_subset(self, ranks):
+        activity = _Activity("communicator creation", ranks, 0)
+        others = [r for r in ranks if r != self._rank]
+        # The token names the subset, so members that create subsets in different orders get an error, not
+        # a communicator over the wrong ranks.
+        token = np.array([zlib.crc32(repr(ranks).encode())], np.int64)
+        inbox = np.zeros(len(others), np.int64)
+        requests = [self._data.Isend(token, dest=r, tag=_TAG_RENDEZVOUS) for r in others]
+        requests += [self._data.Irecv(inbox[i:i + 1], source=r, tag=_TAG_RENDEZVOUS) for i, r in enumerate(others)]
+        self._complete(requests, activity)
+        wrong = [r for r, got in zip(others, inbox) if got != token[0]]
+        if wrong:
+            raise CommError("rank %d creates the communicator over ranks %s while rank%s %s create%s another one: "
+                            "the ranks issue collectives over rank subsets in different orders"
+                            % (self._rank, _ranks_text(ranks), "" if len(wrong) == 1 else "s",
+                               ", ".join(map(str, wrong)), "s" if len(wrong) == 1 else ""))
+        # Every member is now at this call, so the blocking Create_group cannot wait on an absent one.
+        group = self._data.Get_group().Incl(list(ranks))
+        comm = self._data.Create_group(group, tag=_TAG_CREATE_GROUP)
+        group.Free()
+        return _Subset(ranks, comm, ranks.index(self._rank))
+
+    def _begin(self, name, ranks):
+        subset = self._subset(ranks if isinstance(ranks, tuple) else tuple(ranks))
+        subset.count += 1
+        return subset, _Activity(name, subset.ranks, subset.count)
+
+    # ----- collectives over subsets ----------------------------------------------------------------------
+
+    def barrier(self):
+        subset, activity = self._begin("barrier", tuple(range(self._size)))
+        self._complete([subset.comm.Ibarrier()], activity)
+
+    def allreduce_(self, buf, ranks):
+        subset, activity = self._begin("allreduce", ranks)
+        work = _contiguous(buf)
+        if len(subset.ranks) > 1:
+            data, op = _reduce_buffer(work)
+            self._complete([subset.comm.Iallreduce(MPI.IN_PLACE, data, op=op)], activity)
+            if work is not buf:
+                buf[...] = work
+        return buf
+
+    def _exchange_counts(self, subset, activity, value):
+        counts = np.empty(len(subset.ranks), np.int64)
+        self._complete([subset.comm.Iallgather(np.array([value], np.int64), counts)], activity)
+        return [int(c) for c in counts]
+
+    def allgatherv(self, local, ranks, axis=0, sizes=None):
+        subset, activity = self._begin("allgatherv", ranks)
+        local = np.asarray(local)
+        axis = axis % local.ndim
+        if sizes is None:
+            sizes = self._exchange_counts(subset, activity, local.shape[axis])
+        sizes = [int(s) for s in sizes]
+        if len(sizes) != len(subset.ranks) or sizes[subset.index] != local.shape[axis]:
+            raise ValueError("allgatherv on rank %d: sizes %r do not fit %d members and the local size %d"
+                             % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
+        front = _axis_first(local, axis)
+        rest = front.shape[1:]
+        row_bytes = front.dtype.itemsize * int(np.prod(rest, dtype=np.int64))
+        counts = [s * row_bytes for s in sizes]
+        displs, _ = _byte_layout(counts)
+        out = np.empty((sum(sizes),) + rest, front.dtype)
+        self._complete([subset.comm.Iallgatherv([front, MPI.BYTE], [out, (counts, displs), MPI.BYTE])], activity)
+        return _axis_back(out, axis)
+
+    def reduce_scatter(self, buf, ranks, axis=0):
+        subset, activity = self._begin("reduce_scatter", ranks)
+        buf = np.asarray(buf)
+        axis = axis % buf.ndim
+        front = _axis_first(buf, axis)
+        sizes = balanced_sizes(front.shape[0], len(subset.ranks))
+        row_elems = int(np.prod(front.shape[1:], dtype=np.int64))
+        out = np.empty((sizes[subset.index],) + front.shape[1:], front.dtype)
+        if len(subset.ranks) == 1:
+            out[...] = front
+        else:
+            send, op = _reduce_buffer(front)
+            recv, _ = _reduce_buffer(out)
+            counts = [s * row_elems for s in sizes]
+            self._complete([subset.comm.Ireduce_scatter(send, recv, counts, op=op)], activity)
+        return _axis_back(out, axis)
+
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+        subset, activity = self._begin("alltoallv", ranks)
+        members = len(subset.ranks)
+        if len(pieces) != members:
+            raise ValueError("alltoallv on rank %d: %d pieces for %d members" % (self._rank, len(pieces), members))
+        pieces = [np.asarray(p) for p in pieces]
+        own = pieces[subset.index]
+        axis = axis % own.ndim
+        for p in pieces:
+            if p.dtype != own.dtype or p.ndim != own.ndim:
+                raise ValueError("alltoallv on rank %d: pieces differ in dtype or rank (%s %s vs %s %s)"
+                                 % (self._rank, p.dtype, p.shape, own.dtype, own.shape))
+        if recv_sizes is None:
+            sent = np.array([p.shape[axis] for p in pieces], np.int64)
+            got = np.empty(members, np.int64)
+            self._complete([subset.comm.Ialltoall(sent, got)], activity)
+            recv_sizes = got
+        recv_sizes = [int(s) for s in recv_sizes]
+        send_counts = [p.nbytes for p in pieces]
+        send_displs, send_total = _byte_layout(send_counts)
+        sendbuf = np.empty(send_total, np.uint8)
+        for p, start, count in zip(pieces, send_displs, send_counts):
+            sendbuf[start:start + count] = _contiguous(p).reshape(-1).view(np.uint8)
+        shapes = []
+        for size in recv_sizes:
+            shape = list(own.shape)
+            shape[axis] = size
+            shapes.append(tuple(shape))
+        recv_counts = [int(np.prod(s, dtype=np.int64)) * own.dtype.itemsize for s in shapes]
+        recv_displs, recv_total = _byte_layout(recv_counts)
+        recvbuf = np.empty(recv_total, np.uint8)
+        self._complete([subset.comm.Ialltoallv([sendbuf, (send_counts, send_displs), MPI.BYTE],
+                                               [recvbuf, (recv_counts, recv_displs), MPI.BYTE])], activity)
+        return [recvbuf[start:start + count].view(own.dtype).reshape(shape)
+                for start, count, shape in zip(recv_displs, recv_counts, shapes)]
+
+    def bcast_(self, buf, root, ranks):
+        subset, activity = self._begin("bcast", ranks)
+        if root not in subset.ranks:
+            raise ValueError("bcast_ root %r is not one of the member ranks %r" % (root, subset.ranks))
+        work = _contiguous(buf)
+        if len(subset.ranks) > 1:
+            self._complete([subset.comm.Ibcast([work, MPI.BYTE], root=subset.ranks.index(root))], activity)
+            if work is not buf:
+                buf[...] = work
+        return buf
+
+    # ----- point to point -------------------------------------------------------------------------------------
+
+    def _peer(self, peer, what):
+        peer = int(peer)
+        if not 0 <= peer < self._size or peer == self._rank:
+            raise ValueError("%s: rank %d cannot exchange with rank %r (world size %d)"
+                             % (what, self._rank, peer, self._size))
+        self._p2p_count += 1
+        return peer, _Activity("%s rank %d" % (what, peer), tuple(sorted((self._rank, peer))), self._p2p_count)
+
+    def send(self, buf, dst):
+        dst, activity = self._peer(dst, "send to")
+        work = _contiguous(buf)
+        self._complete([self._data.Isend([work, MPI.BYTE], dest=dst, tag=_TAG_P2P)], activity)
+
+    def recv(self, buf_or_shape, src, dtype=np.float32):
+        src, activity = self._peer(src, "recv from")
+        if isinstance(buf_or_shape, np.ndarray):
+            buf = buf_or_shape
+        else:
+            buf = np.empty(tuple(buf_or_shape), dtype)
+        work = _contiguous(buf)
+        status = MPI.Status()
+        self._complete([self._data.Irecv([work, MPI.BYTE], source=src, tag=_TAG_P2P)], activity, [status])
+        received = status.Get_count(MPI.BYTE)
+        if received != work.nbytes:
+            raise ValueError("recv on rank %d: expected %d bytes from rank %d for %s %s, got %d"
+                             % (self._rank, work.nbytes, src, buf.dtype, buf.shape, received))
+        if work is not buf:
+            buf[...] = work
+        return buf
+
+    # ----- small control data over the world ------------------------------------------------------------
+
+    def bcast_object(self, obj, root=0):
+        subset, activity = self._begin("bcast_object", tuple(range(self._size)))
+        if not 0 <= root < self._size:
+            raise ValueError("bcast_object root %r out of range for world size %d" % (root, self._size))
+        if self._size == 1:
+            return obj
+        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL) if self._rank == root else b""
+        length = np.array([len(payload)], np.int64)
+        self._complete([subset.comm.Ibcast(length, root=root)], activity)
+        data = np.frombuffer(payload, np.uint8).copy() if self._rank == root else np.empty(int(length[0]), np.uint8)
+        self._complete([subset.comm.Ibcast([data, MPI.BYTE], root=root)], activity)
+        return obj if self._rank == root else pickle.loads(data.tobytes())
+
+    def allgather_object(self, obj):
+        subset, activity = self._begin("allgather_object", tuple(range(self._size)))
+        if self._size == 1:
+            return [obj]
+        payload = np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
+        counts = self._exchange_counts(subset, activity, payload.size)
+        displs, total = _byte_layout(counts)
+        data = np.empty(total, np.uint8)
+        self._complete([subset.comm.Iallgatherv([payload, MPI.BYTE], [data, (counts, displs), MPI.BYTE])], activity)
+        return [obj if r == self._rank else pickle.loads(data[displs[r]:displs[r] + counts[r]].tobytes())
+                for r in range(self._size)]
+
+
+def _describe_states(pairs):
+    """(rank, readable text) for ranks that answered with a state other than the timed-out collective."""
+    for rank, state in pairs:
+        if state is None:
+            yield rank, "outside any collective"
+        else:
+            name, ranks, number = state
+            yield rank, _Activity(name, ranks, number).describe()
+
+
+_handlers_installed = False
+
+
+def install_failure_handlers():
+    """Make an uncaught exception on any rank (main thread or any other thread) end every rank within seconds.
+
+    The traceback goes to stderr with every line prefixed `[rank r] `, then MPI_COMM_WORLD is aborted with
+    exit code 1. Idempotent.
+    """
+    global _handlers_installed
+    if _handlers_installed:
+        return
+    _handlers_installed = True
+    rank = MPI.COMM_WORLD.Get_rank()
+
+    def report_and_abort(exc_type, exc_value, exc_traceback, where=""):
+        from .output import unprefixed_stderr
+        prefix = "[rank %d] " % rank
+        text = "".join(traceback.format_exception(exc_type, exc_value, exc_traceback))
+        header = "%suncaught exception%s; aborting all ranks\n" % (prefix, where)
+        lines = "".join(prefix + line + "\n" for line in text.rstrip("\n").split("\n"))
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        try:
+            stream = unprefixed_stderr()
+            stream.write(header + lines)
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+        MPI.COMM_WORLD.Abort(1)
+
+    def excepthook(exc_type, exc_value, exc_traceback):
+        report_and_abort(exc_type, exc_value, exc_traceback)
+
+    def thread_excepthook(args):
+        if args.exc_type is SystemExit:
+            return  # a thread calling sys.exit ends only itself, as in plain Python
+        name = getattr(args.thread, "name", "?")
+        report_and_abort(args.exc_type, args.exc_value, args.exc_traceback, " in thread %r" % name)
+
+    sys.excepthook = excepthook
+    threading.excepthook = thread_excepthook

@@ -1,0 +1,110 @@
+"""One program's output from N ranks: stdout appears once, stderr stays visible and says which rank wrote it.
+
+Under MPI with size > 1 (every rank runs the script, SPMD):
+* ranks != 0 have stdout sent to /dev/null — both Python's `sys.stdout` and file descriptor 1, so output from C
+  libraries and child processes is silenced as well;
+* with `ONEFLOW_COMPAT_OUTPUT=all` nothing is silenced and every rank's stdout lines start with `[rank r] `;
+* stderr is never silenced; on ranks != 0 its lines start with `[rank r] ` (Python-level writes only).
+"""
+import io
+import os
+import sys
+
+OUTPUT_ENV = "ONEFLOW_COMPAT_OUTPUT"
+
+_configured = None          # (rank, size, mode) once set up; makes setup_rank_output idempotent
+_unprefixed_stderr = None   # the stderr stream as it was before any prefixing
+
+
+class PrefixedLineWriter(io.TextIOBase):
+    """A text stream that writes `prefix` at the start of every line to an underlying text stream.
+
+    Complete lines go out in one write + flush, so that the lines of different ranks, merged by the launcher,
+    never interleave mid-line; a partial line waits for its end (or for `flush()`).
+    """
+
+    def __init__(self, stream, prefix):
+        super().__init__()
+        self.stream = stream
+        self.prefix = prefix
+        self._partial = ""           # text of the current, unfinished line
+        self._partial_started = False  # whether a piece of the current line has already been flushed
+
+    def write(self, text):
+        if not text:
+            return 0
+        written = len(text)
+        text = self._partial + text
+        end = text.rfind("\n") + 1
+        self._partial = text[end:]
+        if end:
+            lines = text[:end].splitlines(keepends=True)
+            head = "" if self._partial_started else self.prefix
+            self.stream.write(head + lines[0] + "".join(self.prefix + line for line in lines[1:]))
+            self.stream.flush()
+            self._partial_started = False
+        return written
+
+    def flush(self):
+        if self._partial:
+            self.stream.write(("" if self._partial_started else self.prefix) + self._partial)
+            self._partial = ""
+            self._partial_started = True
+        self.stream.flush()
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self.stream.fileno()
+
+    def isatty(self):
+        return self.stream.isatty()
+
+    @property
+    def encoding(self):
+        return getattr(self.stream, "encoding", "utf-8")
+
+    @property
+    def errors(self):
+        return getattr(self.stream, "errors", "strict")
+
+
+def output_mode():
+    """'all' when every rank's stdout is wanted (`ONEFLOW_COMPAT_OUTPUT=all`), else 'rank0'."""
+    mode = os.environ.get(OUTPUT_ENV, "").strip().lower()
+    return "all" if mode == "all" else "rank0"
+
+
+def unprefixed_stderr():
+    """The stderr stream without the rank prefix (for writers that add their own, like the failure hook)."""
+    return _unprefixed_stderr if _unprefixed_stderr is not None else sys.stderr
+
+
+def _silence_stdout():
+    sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+    except OSError:
+        pass  # no fd 1 (embedded interpreter): the Python-level redirection below still applies
+    finally:
+        os.close(devnull)
+    sys.stdout = open(os.devnull, "w")
+
+
+def setup_rank_output(rank, size):
+    """Apply the output rules above for this process (no-op for size <= 1; calling it again changes nothing)."""
+    global _configured, _unprefixed_stderr
+    if size <= 1 or _configured is not None:
+        return
+    mode = output_mode()
+    _configured = (rank, size, mode)
+    prefix = "[rank %d] " % rank
+    _unprefixed_stderr = sys.stderr
+    if mode == "all":
+        sys.stdout = PrefixedLineWriter(sys.stdout, prefix)
+    elif rank != 0:
+        _silence_stdout()
+    if rank != 0:
+        sys.stderr = PrefixedLineWriter(sys.stderr, prefix)

@@ -1,0 +1,267 @@
+"""Process-level communication: the interface every backend implements, and the single-process backend.
+
+A *process comm* connects the processes of one job (MPI rank r = machine r). The device-level boxing of the
+runtime is built on top of it: the in-process part of a collective is direct array work, the cross-process part
+is exactly one call of this interface, issued in the same plan order on every member.
+
+Conventions shared by all collectives:
+* `ranks` is a sorted tuple of world ranks, the members of the collective; only members call it, and every
+  member calls the collectives over a given subset in the same order.
+* Array arguments are numpy arrays moved as raw buffers (never pickled). Methods whose name ends in `_`
+  work in place on their argument and also return it.
+* The split of a size `n` over `k` parts is the balanced one used everywhere in the project: the first
+  `n % k` parts get one extra element (`balanced_sizes`).
+* Picklable objects travel only in `bcast_object` / `allgather_object` / `check_same` (small control data).
+"""
+import hashlib
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+
+class CommError(RuntimeError):
+    """Base class of the errors raised by the process comm."""
+
+
+class PlanMismatchError(CommError):
+    """Raised on every rank when `check_same` finds that the ranks disagree (e.g. on a compiled plan)."""
+
+
+class CollectiveTimeout(CommError):
+    """A collective did not complete in time; the message names the collective, its ranks and the missing ones."""
+
+
+def balanced_sizes(n, k):
+    """Sizes of the `k` balanced parts of `n`: the first `n % k` parts get one extra element."""
+    base, extra = divmod(int(n), int(k))
+    return [base + 1 if i < extra else base for i in range(k)]
+
+
+def balanced_offsets(n, k):
+    """Start offsets of the balanced parts of `n` over `k` (length k + 1: the last entry is `n`)."""
+    offsets = [0]
+    for size in balanced_sizes(n, k):
+        offsets.append(offsets[-1] + size)
+    return offsets
+
+
+def check_ranks(ranks, rank, size):
+    """Normalise and validate a member list; returns it as a tuple of ints."""
+    ranks = tuple(int(r) for r in ranks)
+    if not ranks:
+        raise ValueError("a collective needs at least one member rank")
+    if list(ranks) != sorted(set(ranks)):
+        raise ValueError("member ranks must be sorted and distinct, got %r" % (ranks,))
+    if ranks[0] < 0 or ranks[-1] >= size:
+        raise ValueError("member ranks %r out of range for world size %d" % (ranks, size))
+    if rank not in ranks:
+        raise ValueError("rank %d called a collective over ranks %r it is not a member of" % (rank, ranks))
+    return ranks
+
+
+def fingerprint_digest(items):
+    """A short digest of a fingerprint list; equal lists give equal digests (used to compare plans cheaply)."""
+    h = hashlib.sha256()
+    for item in items:
+        data = str(item).encode("utf-8")
+        # Length-prefixed so that ['ab', 'c'] and ['a', 'bc'] differ.
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    h.update(len(items).to_bytes(8, "little"))
+    return h.hexdigest()
+
+
+def describe_mismatch(lists_by_rank, what, item_kind="item", max_chars=160):
+    """The message for differing fingerprint lists (`lists_by_rank[r]` is rank r's list), or None if all equal.
+
+    Names the first differing index and, grouped by value, which ranks hold what there.
+    """
+    lists_by_rank = [list(map(str, items)) for items in lists_by_rank]
+    if all(items == lists_by_rank[0] for items in lists_by_rank):
+        return None
+    index = 0
+    while all(index < len(items) for items in lists_by_rank) and \
+            all(items[index] == lists_by_rank[0][index] for items in lists_by_rank):
+        index += 1
+
+    def shown(items):
+        if index >= len(items):
+            return "nothing (its list ends after %d %ss)" % (len(items), item_kind)
+        text = items[index]
+        if len(text) > max_chars:
+            text = text[:max_chars - 1] + "\u2026"
+        return repr(text)
+
+    groups = {}
+    for r, items in enumerate(lists_by_rank):
+        groups.setdefault(shown(items), []).append(r)
+    parts = []
+    for value, group in groups.items():
+        who = ("rank %d" % group[0]) if len(group) == 1 else ("ranks %s" % ",".join(map(str, group)))
+        parts.append("%s %s %s" % (who, "has" if len(group) == 1 else "have", value))
+    return "%s differs across ranks at %s #%d: %s" % (what, item_kind, index, ", ".join(parts))
+
+
+class ProcessComm(ABC):
+    """The collectives among the processes of one job. See the module docstring for the conventions."""
+
+    @property
+    @abstractmethod
+    def rank(self):
+        """This process's world rank (= machine id)."""
+
+    @property
+    @abstractmethod
+    def size(self):
+        """Number of processes in the job (= number of machines)."""
+
+    @property
+    def world_ranks(self):
+        return tuple(range(self.size))
+
+    def set_timeout(self, seconds):
+        """Seconds a collective may wait before `CollectiveTimeout` (backends that cannot hang ignore it)."""
+
+    @abstractmethod
+    def barrier(self):
+        """Wait until every rank of the world has reached the barrier."""
+
+    @abstractmethod
+    def allreduce_(self, buf, ranks):
+        """Sum `buf` elementwise over the members, in place; returns `buf`."""
+
+    @abstractmethod
+    def allgatherv(self, local, ranks, axis=0, sizes=None):
+        """Concatenation along `axis` of every member's `local`, in member order (a new array).
+
+        The members' arrays may differ only in their size along `axis`; pass `sizes` (one per member, e.g.
+        from `balanced_sizes`) when the caller knows them, otherwise they are exchanged first.
+        """
+
+    @abstractmethod
+    def reduce_scatter(self, buf, ranks, axis=0):
+        """This member's balanced slice along `axis` of the elementwise sum of every member's `buf` (a new array)."""
+
+    @abstractmethod
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+        """Send `pieces[j]` to member j; returns the list of pieces received, `[j]` coming from member j.
+
+        The pieces received all have the shape of `pieces[me]` (what this member keeps for itself) except
+        along `axis`, where the piece from member j has size `recv_sizes[j]` (exchanged first when None).
+        This is the shape pattern of an `S(i) -> S(j)` re-split with `axis = i`. The received pieces are views
+        of one buffer; concatenated along `axis` they form this member's new block.
+        """
+
+    @abstractmethod
+    def bcast_(self, buf, root, ranks):
+        """Overwrite `buf` on every member with the root's `buf` (`root` is a world rank); returns `buf`."""
+
+    @abstractmethod
+    def send(self, buf, dst):
+        """Send the array `buf` to world rank `dst` (completes when the buffer may be reused)."""
+
+    @abstractmethod
+    def recv(self, buf_or_shape, src, dtype=np.float32):
+        """Receive an array from world rank `src` into `buf_or_shape` (an array, or a shape to allocate)."""
+
+    @abstractmethod
+    def bcast_object(self, obj, root=0):
+        """Rank `root`'s picklable `obj`, on every rank of the world."""
+
+    @abstractmethod
+    def allgather_object(self, obj):
+        """List of every world rank's picklable `obj`, indexed by rank."""
+
+    def check_same(self, items, what, item_kind="item"):
+        """Raise `PlanMismatchError` on every rank unless every rank passes the same list of strings.
+
+        Only a digest travels unless the lists differ; then the lists are gathered to name the first differing
+        index and which ranks hold what there, e.g. with `what="plan of job 'train_job'"`, `item_kind="op"`:
+        "plan of job 'train_job' differs across ranks at op #12: rank 0 has 'dense1-matmul …', rank 1 has '…'".
+        """
+        items = [str(item) for item in items]
+        digests = self.allgather_object(fingerprint_digest(items))
+        if all(d == digests[0] for d in digests):
+            return
+        message = describe_mismatch(self.allgather_object(items), what, item_kind)
+        raise PlanMismatchError(message)
+
+    @abstractmethod
+    def abort(self, exit_code=1):
+        """End every process of the job now with `exit_code`."""
+
+
+def _as_array(x):
+    if not isinstance(x, np.ndarray):
+        raise TypeError("process comm collectives take numpy arrays, got %s" % type(x).__name__)
+    return x
+
+
+class SingleProcessComm(ProcessComm):
+    """The world of one process: every collective over `(0,)` is the identity (copies where a new array is due)."""
+
+    @property
+    def rank(self):
+        return 0
+
+    @property
+    def size(self):
+        return 1
+
+    def _members(self, ranks):
+        return check_ranks(ranks, 0, 1)
+
+    def barrier(self):
+        pass
+
+    def allreduce_(self, buf, ranks):
+        self._members(ranks)
+        return _as_array(buf)
+
+    def allgatherv(self, local, ranks, axis=0, sizes=None):
+        self._members(ranks)
+        local = _as_array(local)
+        if sizes is not None and list(sizes) != [local.shape[axis]]:
+            raise ValueError("allgatherv: sizes %r do not match the local size %d" % (sizes, local.shape[axis]))
+        return local.copy()
+
+    def reduce_scatter(self, buf, ranks, axis=0):
+        self._members(ranks)
+        return _as_array(buf).copy()
+
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+        self._members(ranks)
+        if len(pieces) != 1:
+            raise ValueError("alltoallv over 1 member takes 1 piece, got %d" % len(pieces))
+        piece = _as_array(pieces[0])
+        if recv_sizes is not None and list(recv_sizes) != [piece.shape[axis]]:
+            raise ValueError("alltoallv: recv_sizes %r do not match the piece's size %d"
+                             % (recv_sizes, piece.shape[axis]))
+        return [piece.copy()]
+
+    def bcast_(self, buf, root, ranks):
+        self._members(ranks)
+        if root != 0:
+            raise ValueError("bcast_ root %r is not a member of ranks (0,)" % (root,))
+        return _as_array(buf)
+
+    def send(self, buf, dst):
+        raise ValueError("send to rank %r: a single-process world has no other rank" % (dst,))
+
+    def recv(self, buf_or_shape, src, dtype=np.float32):
+        raise ValueError("recv from rank %r: a single-process world has no other rank" % (src,))
+
+    def bcast_object(self, obj, root=0):
+        if root != 0:
+            raise ValueError("bcast_object root %r out of range for world size 1" % (root,))
+        return obj
+
+    def allgather_object(self, obj):
+        return [obj]
+
+    def abort(self, exit_code=1):
+        import os
+        import sys
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exit_code)
