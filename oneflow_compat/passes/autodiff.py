@@ -21,20 +21,27 @@ class GradScope:
         return False
 
 
+def _name(v):
+    return v if isinstance(v, str) else v.op.attrs["name"]
+
+
+def variable_owners(job):
+    """{variable name: leaf optimizer} for the trainable variables the job's optimizer updates."""
+    opt = job.optimizer
+    trainable = [n for n, op in job.variable_ops.items()
+                 if op.attrs["spec"].trainable and op.attrs["spec"].dtype.is_floating]
+    owners = {}
+    for leaf in opt.leaf_optimizers():
+        for v in leaf.resolve_variables(trainable):
+            name = _name(v)
+            if name in job.variable_ops and name in trainable:
+                owners[name] = leaf
+    return owners
+
+
 def trainable_variable_ops(job):
-    opt_vars = getattr(job.optimizer, "variables", None)
-    names = None
-    if opt_vars is not None and not callable(opt_vars):
-        names = [v if isinstance(v, str) else v.op.attrs["name"] for v in opt_vars]
-    out = []
-    for name, op in job.variable_ops.items():
-        spec = op.attrs["spec"]
-        if not spec.trainable or not spec.dtype.is_floating:
-            continue
-        if names is not None and name not in names:
-            continue
-        out.append(op)
-    return out
+    owners = variable_owners(job)
+    return [op for name, op in job.variable_ops.items() if name in owners]
 
 
 def build_backward(ctx, job, loss_scale=None):

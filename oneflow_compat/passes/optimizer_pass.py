@@ -78,10 +78,16 @@ def _build(session, job, ctx):
             with GradScope(ctx, vop, "optimizer"):
                 grads[name] = (vop, registry.apply("add_regularization", [g, vop.outputs[0]],
                                                    {"l1": float(reg.l1), "l2": float(reg.l2)}))
-    clip = getattr(opt, "grad_clipping", None)
-    if clip is not None:
-        grads = _clip_by_global_norm(ctx, job, grads, clip)
-    _add_updates(session, job, ctx, opt, grads)
+    owners = autodiff.variable_owners(job)
+    groups = []  # (leaf optimizer, its gradients): each leaf clips and schedules on its own
+    for leaf in opt.leaf_optimizers():
+        group = {n: vg for n, vg in grads.items() if owners.get(n) is leaf}
+        if not group:
+            continue
+        if getattr(leaf, "grad_clipping", None) is not None:
+            group = _clip_by_global_norm(ctx, job, group, leaf.grad_clipping)
+        groups.append((leaf, group))
+    _add_updates(session, job, ctx, groups)
 
 
 def _clip_by_global_norm(ctx, job, grads, clip):
@@ -99,23 +105,38 @@ def _clip_by_global_norm(ctx, job, grads, clip):
     return out
 
 
-def _add_updates(session, job, ctx, opt, grads):
+def _add_updates(session, job, ctx, groups):
     ctx.section = "optimizer"
     step = variable_ops.get_variable("System-Train-TrainStep-" + job.name, shape=(1,), dtype=dtypes.int64,
                                      trainable=False, init_value=0, apply_namespace=False,
                                      placement=ctx.placements[0])
-    lr = registry.apply("learning_rate", [step], {"scheduler": opt.lr_scheduler})
-    for name, (vop, g) in grads.items():
-        spec = vop.attrs["spec"]
-        states = []
-        for suffix, init in opt.state_specs(name, spec.shape, spec.dtype.np):
-            states.append(variable_ops.get_variable(
-                "%s-%s" % (name, suffix), shape=spec.shape, dtype=spec.dtype, trainable=False, init_value=init,
-                apply_namespace=False, placement=spec.placement, sbp=spec.sbp))
-        with GradScope(ctx, vop, "optimizer"):
-            hints = {i: spec.sbp for i in [0, 1] + [4 + k for k in range(len(states))]}
-            hints.update({2: sbp_mod.B, 3: sbp_mod.B})
-            registry.new_op("optimizer_update", [vop.outputs[0], g, lr, step] + states,
-                            {"optimizer": opt, "var": name, "weight_decay": opt.weight_decay_rate(name)},
-                            name=job.unique_name(name + "-update"), in_hints=hints)
+    for opt, grads in groups:
+        lr = registry.apply("learning_rate", [step], {"scheduler": opt.lr_scheduler})
+        for name, (vop, g) in grads.items():
+            _add_update(job, ctx, opt, name, vop, g, lr, step)
     registry.new_op("increment", [step], {}, name=job.unique_name("System-Train-TrainStep-increment"))
+
+
+def _add_update(job, ctx, opt, name, vop, g, lr, step):
+    spec = vop.attrs["spec"]
+    states, hints = [], {0: spec.sbp, 1: spec.sbp, 2: sbp_mod.B, 3: sbp_mod.B}
+    for suffix, init in opt.state_specs(name, spec.shape, spec.dtype.np):
+        shape = opt.state_shape(suffix, spec.shape)
+        # scalar states (LAMB's beta1_t/beta2_t) are replicated; the others live like their variable
+        sbp = spec.sbp if tuple(shape) == tuple(spec.shape) else sbp_mod.B
+        hints[4 + len(states)] = sbp
+        states.append(variable_ops.get_variable(
+            "%s-%s" % (name, suffix), shape=shape, dtype=spec.dtype, trainable=False, init_value=init,
+            apply_namespace=False, placement=spec.placement, sbp=sbp))
+    if type(opt).__name__ in _WHOLE_TENSOR_NORMS and sbp_mod.is_split(spec.sbp) and spec.placement.parallel_num > 1:
+        raise ValueError("job '%s': %s needs the norm of the whole variable, but variable '%s' is split (%s) over %d "
+                         "devices; create it broadcast to train it with %s" % (
+                             job.name, type(opt).__name__, name, spec.sbp, spec.placement.parallel_num,
+                             type(opt).__name__))
+    with GradScope(ctx, vop, "optimizer"):
+        registry.new_op("optimizer_update", [vop.outputs[0], g, lr, step] + states,
+                        {"optimizer": opt, "var": name, "weight_decay": opt.weight_decay_rate(name)},
+                        name=job.unique_name(name + "-update"), in_hints=hints)
+
+
+_WHOLE_TENSOR_NORMS = ("LARS", "LAMB")
