@@ -12,6 +12,7 @@ Sub-communicators for rank subsets are created once per subset with `Create_grou
 Because `Create_group` itself blocks, the members first meet in a polled, timed rendezvous, so a member that never
 arrives is reported like a missing member of any other collective.
 """
+import functools
 import os
 import pickle
 import sys
@@ -180,22 +181,29 @@ class MPIComm(ProcessComm):
             time.sleep(_SLEEP_S)
         return comm
 
-    def _complete(self, requests, activity, statuses=None):
-        """Poll `requests` to completion; on timeout find out where the other members are and raise."""
-        if MPI.Request.Testall(requests, statuses):
+    def _complete(self, request, activity, status=None):
+        """Poll `request` (one Request, or a list of them) to completion; on timeout find out where the other
+        members are and raise `CollectiveTimeout`."""
+        if isinstance(request, list):
+            test = functools.partial(MPI.Request.Testall, request)
+        elif status is not None:
+            test = functools.partial(request.Test, status)
+        else:
+            test = request.Test
+        if test():
             return
         self._current = activity
         try:
-            started = now = time.perf_counter()
+            started = time.perf_counter()
             deadline = started + self._timeout
             next_serve = started + _SERVE_EVERY_S
-            while not MPI.Request.Testall(requests, statuses):
+            while not test():
                 now = time.perf_counter()
                 if now >= next_serve:
                     self._serve_queries()
                     next_serve = now + _SERVE_EVERY_S
-                if now >= deadline:
-                    raise CollectiveTimeout(self._timeout_message(activity, now - started))
+                    if now >= deadline:
+                        raise CollectiveTimeout(self._timeout_message(activity, now - started))
                 waited = now - started
                 if waited >= _YIELD_S:
                     time.sleep(_SLEEP_S)
@@ -295,21 +303,21 @@ class MPIComm(ProcessComm):
 
     def barrier(self):
         subset, activity = self._begin("barrier", tuple(range(self._size)))
-        self._complete([subset.comm.Ibarrier()], activity)
+        self._complete(subset.comm.Ibarrier(), activity)
 
     def allreduce_(self, buf, ranks):
         subset, activity = self._begin("allreduce", ranks)
         work = _contiguous(buf)
         if len(subset.ranks) > 1:
             data, op = _reduce_buffer(work)
-            self._complete([subset.comm.Iallreduce(MPI.IN_PLACE, data, op=op)], activity)
+            self._complete(subset.comm.Iallreduce(MPI.IN_PLACE, data, op=op), activity)
             if work is not buf:
                 buf[...] = work
         return buf
 
     def _exchange_counts(self, subset, activity, value):
         counts = np.empty(len(subset.ranks), np.int64)
-        self._complete([subset.comm.Iallgather(np.array([value], np.int64), counts)], activity)
+        self._complete(subset.comm.Iallgather(np.array([value], np.int64), counts), activity)
         return [int(c) for c in counts]
 
     def allgatherv(self, local, ranks, axis=0, sizes=None):
@@ -328,7 +336,7 @@ class MPIComm(ProcessComm):
         counts = [s * row_bytes for s in sizes]
         displs, _ = _byte_layout(counts)
         out = np.empty((sum(sizes),) + rest, front.dtype)
-        self._complete([subset.comm.Iallgatherv([front, MPI.BYTE], [out, (counts, displs), MPI.BYTE])], activity)
+        self._complete(subset.comm.Iallgatherv([front, MPI.BYTE], [out, (counts, displs), MPI.BYTE]), activity)
         return _axis_back(out, axis)
 
     def reduce_scatter(self, buf, ranks, axis=0):
@@ -345,7 +353,7 @@ class MPIComm(ProcessComm):
             send, op = _reduce_buffer(front)
             recv, _ = _reduce_buffer(out)
             counts = [s * row_elems for s in sizes]
-            self._complete([subset.comm.Ireduce_scatter(send, recv, counts, op=op)], activity)
+            self._complete(subset.comm.Ireduce_scatter(send, recv, counts, op=op), activity)
         return _axis_back(out, axis)
 
     def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
@@ -363,7 +371,7 @@ class MPIComm(ProcessComm):
         if recv_sizes is None:
             sent = np.array([p.shape[axis] for p in pieces], np.int64)
             got = np.empty(members, np.int64)
-            self._complete([subset.comm.Ialltoall(sent, got)], activity)
+            self._complete(subset.comm.Ialltoall(sent, got), activity)
             recv_sizes = got
         recv_sizes = [int(s) for s in recv_sizes]
         send_counts = [p.nbytes for p in pieces]
@@ -379,8 +387,8 @@ class MPIComm(ProcessComm):
         recv_counts = [int(np.prod(s, dtype=np.int64)) * own.dtype.itemsize for s in shapes]
         recv_displs, recv_total = _byte_layout(recv_counts)
         recvbuf = np.empty(recv_total, np.uint8)
-        self._complete([subset.comm.Ialltoallv([sendbuf, (send_counts, send_displs), MPI.BYTE],
-                                               [recvbuf, (recv_counts, recv_displs), MPI.BYTE])], activity)
+        self._complete(subset.comm.Ialltoallv([sendbuf, (send_counts, send_displs), MPI.BYTE],
+                                              [recvbuf, (recv_counts, recv_displs), MPI.BYTE]), activity)
         return [recvbuf[start:start + count].view(own.dtype).reshape(shape)
                 for start, count, shape in zip(recv_displs, recv_counts, shapes)]
 
@@ -390,7 +398,7 @@ class MPIComm(ProcessComm):
             raise ValueError("bcast_ root %r is not one of the member ranks %r" % (root, subset.ranks))
         work = _contiguous(buf)
         if len(subset.ranks) > 1:
-            self._complete([subset.comm.Ibcast([work, MPI.BYTE], root=subset.ranks.index(root))], activity)
+            self._complete(subset.comm.Ibcast([work, MPI.BYTE], root=subset.ranks.index(root)), activity)
             if work is not buf:
                 buf[...] = work
         return buf
@@ -408,7 +416,7 @@ class MPIComm(ProcessComm):
     def send(self, buf, dst):
         dst, activity = self._peer(dst, "send to")
         work = _contiguous(buf)
-        self._complete([self._data.Isend([work, MPI.BYTE], dest=dst, tag=_TAG_P2P)], activity)
+        self._complete(self._data.Isend([work, MPI.BYTE], dest=dst, tag=_TAG_P2P), activity)
 
     def recv(self, buf_or_shape, src, dtype=np.float32):
         src, activity = self._peer(src, "recv from")
@@ -418,7 +426,7 @@ class MPIComm(ProcessComm):
             buf = np.empty(tuple(buf_or_shape), dtype)
         work = _contiguous(buf)
         status = MPI.Status()
-        self._complete([self._data.Irecv([work, MPI.BYTE], source=src, tag=_TAG_P2P)], activity, [status])
+        self._complete(self._data.Irecv([work, MPI.BYTE], source=src, tag=_TAG_P2P), activity, status)
         received = status.Get_count(MPI.BYTE)
         if received != work.nbytes:
             raise ValueError("recv on rank %d: expected %d bytes from rank %d for %s %s, got %d"
@@ -437,9 +445,9 @@ class MPIComm(ProcessComm):
             return obj
         payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL) if self._rank == root else b""
         length = np.array([len(payload)], np.int64)
-        self._complete([subset.comm.Ibcast(length, root=root)], activity)
+        self._complete(subset.comm.Ibcast(length, root=root), activity)
         data = np.frombuffer(payload, np.uint8).copy() if self._rank == root else np.empty(int(length[0]), np.uint8)
-        self._complete([subset.comm.Ibcast([data, MPI.BYTE], root=root)], activity)
+        self._complete(subset.comm.Ibcast([data, MPI.BYTE], root=root), activity)
         return obj if self._rank == root else pickle.loads(data.tobytes())
 
     def allgather_object(self, obj):
@@ -450,7 +458,8 @@ class MPIComm(ProcessComm):
         counts = self._exchange_counts(subset, activity, payload.size)
         displs, total = _byte_layout(counts)
         data = np.empty(total, np.uint8)
-        self._complete([subset.comm.Iallgatherv([payload, MPI.BYTE], [data, (counts, displs), MPI.BYTE])], activity)
+        request = subset.comm.Iallgatherv([payload, MPI.BYTE], [data, (counts, displs), MPI.BYTE])
+        self._complete(request, activity)
         return [obj if r == self._rank else pickle.loads(data[displs[r]:displs[r] + counts[r]].tobytes())
                 for r in range(self._size)]
 
