@@ -1,0 +1,304 @@
+"""2-D convolution and pooling, forward and backward, NCHW or NHWC.
+
+Padding is always explicit: pads = ((top, bottom), (left, right)); the op layer turns
+"SAME"/"VALID" into pads with `same_pads`. Internally everything works on an NCHW
+*view* of the data (a transpose, no copy, for NHWC), and results are made contiguous
+in the caller's layout at the end.
+
+Convolution is im2col + one batched matmul over the groups. The patch matrix is laid
+out as (C, kh, kw, N, OH, OW): its innermost run is a row of output pixels, which is
+contiguous in the input for stride 1, so building it is a fast strided copy; the
+matmul then yields the output as (F, N, OH, OW). Pooling and col2im loop only over
+the kh*kw window offsets, each step one strided-slice operation over all windows.
+"""
+
+_FORMATS = ("NCHW", "NHWC")
+
+
+# --- geometry helpers (pure Python, shared with the op layer) ---------------------
+
+def _pair(value, name):
+    if isinstance(value, int):
+        return (value, value)
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * 2
+    if len(value) != 2:
+        raise ValueError("%s should be of length 1 or 2 but was %d" % (name, len(value)))
+    return value
+
+
+def _pads(pads):
+    if isinstance(pads, int):
+        return ((pads, pads), (pads, pads))
+    (top, bottom), (left, right) = pads
+    pads = ((int(top), int(bottom)), (int(left), int(right)))
+    if min(top, bottom, left, right) < 0:
+        raise ValueError("pads must be non-negative, got %s" % (pads,))
+    return pads
+
+
+def same_pads(in_hw, kernel_hw, strides, dilations=1, lower=True):
+    """Explicit pads for "SAME" padding: out = ceil(in / stride),
+    need = max(0, (out - 1) * stride + (k - 1) * d + 1 - in).
+
+    SAME_LOWER (lower=True, the legacy meaning of "SAME") puts ceil(need / 2) before
+    and floor(need / 2) after; SAME_UPPER (TF's "SAME") the opposite.
+    Returns ((top, bottom), (left, right)).
+    """
+    pads = []
+    for size, k, s, d in zip(_pair(in_hw, "in_hw"), _pair(kernel_hw, "kernel_hw"),
+                             _pair(strides, "strides"), _pair(dilations, "dilations")):
+        out = -(-size // s)
+        need = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        small, large = need // 2, need - need // 2
+        pads.append((large, small) if lower else (small, large))
+    return tuple(pads)
+
+
+def conv_out_hw(in_hw, kernel_hw, strides, pads, dilations=1, ceil_mode=False):
+    """Output (height, width) of a window op over explicitly padded input.
+
+    floor((in + pads - ((k - 1) * d + 1)) / s) + 1, or with ceil_mode the ceiling,
+    dropping a last window that would start inside the bottom/right padding (the
+    PyTorch rule), so every window overlaps the input.
+    """
+    out = []
+    for size, k, s, d, (before, after) in zip(_pair(in_hw, "in_hw"), _pair(kernel_hw, "kernel_hw"),
+                                             _pair(strides, "strides"), _pair(dilations, "dilations"),
+                                             _pads(pads)):
+        span = size + before + after - ((k - 1) * d + 1)
+        if span < 0:
+            raise ValueError("window %d (dilation %d) larger than padded input %d"
+                             % (k, d, size + before + after))
+        if ceil_mode:
+            n = -(-span // s) + 1
+            if (n - 1) * s >= size + before:
+                n -= 1
+        else:
+            n = span // s + 1
+        out.append(n)
+    return tuple(out)
+
+
+# --- layout helpers ----------------------------------------------------------------
+
+def _check_format(data_format):
+    if data_format not in _FORMATS:
+        raise ValueError("data_format must be 'NCHW' or 'NHWC', got %r" % (data_format,))
+
+
+def _as_nchw(x, data_format):
+    return x if data_format == "NCHW" else x.transpose(0, 3, 1, 2)
+
+
+def _nchw_shape(shape, data_format):
+    n, a, b, c = shape
+    return (n, a, b, c) if data_format == "NCHW" else (n, c, a, b)
+
+
+def _from_nchw(xp, y, data_format):
+    return xp.ascontiguousarray(y if data_format == "NCHW" else y.transpose(0, 2, 3, 1))
+
+
+def _from_cnhw(xp, y, data_format):
+    """(C, N, H, W) working layout -> caller's layout, contiguous."""
+    return xp.ascontiguousarray(y.transpose((1, 0, 2, 3) if data_format == "NCHW" else (1, 2, 3, 0)))
+
+
+def _weight_as_fchw(w, data_format):
+    return w if data_format == "NCHW" else w.transpose(0, 3, 1, 2)
+
+
+def _pad_nchw(xp, x, pads, fill, extra=(0, 0)):
+    """Spatially padded copy of an NCHW(-view) array; `extra` adds cells at the
+    bottom/right (ceil_mode windows). Returns x itself when nothing is padded."""
+    (top, bottom), (left, right) = pads
+    bottom += extra[0]
+    right += extra[1]
+    if top == bottom == left == right == 0:
+        return x
+    n, c, h, w = x.shape
+    out = xp.full((n, c, h + top + bottom, w + left + right), fill, dtype=x.dtype)
+    out[:, :, top:top + h, left:left + w] = x
+    return out
+
+
+def _window(a, i, j, out_hw, strides):
+    """The cells at offset (i, j) of every window: a strided slice of the last 2 axes."""
+    (oh, ow), (sh, sw) = out_hw, strides
+    return a[..., i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+
+
+# --- convolution -------------------------------------------------------------------
+
+def _conv_setup(x_shape, w_shape, strides, pads, dilations, groups, data_format):
+    _check_format(data_format)
+    n, c, h, w = _nchw_shape(x_shape, data_format)
+    f, cg, kh, kw = w_shape if data_format == "NCHW" else (w_shape[0], w_shape[3], w_shape[1], w_shape[2])
+    if groups < 1 or c != cg * groups or f % groups:
+        raise ValueError("conv2d: %d input channels, weight of %d filters x %d channels and groups=%d "
+                         "do not fit" % (c, f, cg, groups))
+    strides, dilations, pads = _pair(strides, "strides"), _pair(dilations, "dilations"), _pads(pads)
+    out_hw = conv_out_hw((h, w), (kh, kw), strides, pads, dilations)
+    return (n, c, h, w), (f, cg, kh, kw), strides, pads, dilations, out_hw
+
+
+def _im2col(xp, x_nchw, kernel_hw, strides, pads, dilations, out_hw):
+    """Patch matrix (C * kh * kw, N * OH * OW), rows ordered (c, i, j)."""
+    padded = _pad_nchw(xp, x_nchw, pads, 0)
+    n, c = padded.shape[:2]
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel_hw, strides, dilations, out_hw
+    s_n, s_c, s_h, s_w = padded.strides
+    patches = xp.lib.stride_tricks.as_strided(
+        padded, shape=(c, kh, kw, n, oh, ow),
+        strides=(s_c, s_h * dh, s_w * dw, s_n, s_h * sh, s_w * sw))
+    return xp.ascontiguousarray(patches).reshape(c * kh * kw, n * oh * ow)
+
+
+def conv2d(xp, x, w, *, strides=1, pads=((0, 0), (0, 0)), dilations=1, groups=1, data_format="NCHW"):
+    """Cross-correlation. Weight layout: NCHW (F, C/groups, kh, kw); NHWC (F, kh, kw, C/groups)."""
+    (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, (oh, ow) = _conv_setup(
+        x.shape, w.shape, strides, pads, dilations, groups, data_format)
+    cols = _im2col(xp, _as_nchw(x, data_format), (kh, kw), strides, pads, dilations, (oh, ow))
+    weights = _weight_as_fchw(w, data_format).reshape(groups, f // groups, cg * kh * kw)
+    out = xp.matmul(weights, cols.reshape(groups, cg * kh * kw, n * oh * ow))
+    return _from_cnhw(xp, out.reshape(f, n, oh, ow), data_format)
+
+
+def _dy_as_groups(dy, data_format, groups):
+    """dy -> (groups, F / groups, N * OH * OW), the layout conv2d's matmul produced."""
+    n, f, oh, ow = _nchw_shape(dy.shape, data_format)
+    return _as_nchw(dy, data_format).transpose(1, 0, 2, 3).reshape(groups, f // groups, n * oh * ow)
+
+
+def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 0)), dilations=1,
+                       groups=1, data_format="NCHW"):
+    """d weight of `conv2d`, in `weight_shape` (the caller's weight layout)."""
+    (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, out_hw = _conv_setup(
+        x.shape, weight_shape, strides, pads, dilations, groups, data_format)
+    cols = _im2col(xp, _as_nchw(x, data_format), (kh, kw), strides, pads, dilations, out_hw)
+    cols = cols.reshape(groups, cg * kh * kw, -1)
+    dw = xp.matmul(_dy_as_groups(dy, data_format, groups), cols.transpose(0, 2, 1))
+    dw = dw.reshape(f, cg, kh, kw)
+    return xp.ascontiguousarray(dw if data_format == "NCHW" else dw.transpose(0, 2, 3, 1))
+
+
+def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)), dilations=1,
+                      groups=1, data_format="NCHW"):
+    """d input of `conv2d`, in `input_shape`: patch gradients by one matmul, then
+    col2im adds them back, one strided-slice add per kernel offset."""
+    (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, (oh, ow) = _conv_setup(
+        input_shape, w.shape, strides, pads, dilations, groups, data_format)
+    weights = _weight_as_fchw(w, data_format).reshape(groups, f // groups, cg * kh * kw)
+    dcols = xp.matmul(weights.transpose(0, 2, 1), _dy_as_groups(dy, data_format, groups))
+    dcols = dcols.reshape(c, kh, kw, n, oh, ow)
+    (top, bottom), (left, right) = pads
+    (dh, dw) = dilations
+    dx = xp.zeros((c, n, h + top + bottom, wd + left + right), dtype=dy.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            _window(dx, i * dh, j * dw, (oh, ow), strides)[...] += dcols[:, i, j]
+    return _from_cnhw(xp, dx[:, :, top:top + h, left:left + wd], data_format)
+
+
+# --- pooling -----------------------------------------------------------------------
+
+def _pool_setup(x_shape, ksize, strides, pads, data_format, ceil_mode):
+    _check_format(data_format)
+    n, c, h, w = _nchw_shape(x_shape, data_format)
+    ksize, strides, pads = _pair(ksize, "ksize"), _pair(strides, "strides"), _pads(pads)
+    out_hw = conv_out_hw((h, w), ksize, strides, pads, 1, ceil_mode)
+    # ceil_mode windows may reach past the bottom/right padding: pad those cells too
+    extra = tuple(max(0, (o - 1) * s + k - (size + before + after))
+                  for o, s, k, size, (before, after) in zip(out_hw, strides, ksize, (h, w), pads))
+    return (h, w), ksize, strides, pads, out_hw, extra
+
+
+def _lowest(xp, dtype):
+    return -xp.inf if xp.dtype(dtype).kind == "f" else xp.iinfo(dtype).min
+
+
+def max_pool2d(xp, x, *, ksize, strides, pads=((0, 0), (0, 0)), data_format="NCHW", ceil_mode=False):
+    """Window maximum; padded cells hold the lowest value, so they never win."""
+    _, ksize, strides, pads, out_hw, extra = _pool_setup(x.shape, ksize, strides, pads, data_format,
+                                                         ceil_mode)
+    padded = _pad_nchw(xp, _as_nchw(x, data_format), pads, _lowest(xp, x.dtype), extra)
+    out = _window(padded, 0, 0, out_hw, strides).copy()
+    for i in range(ksize[0]):
+        for j in range(ksize[1]):
+            if i or j:
+                xp.maximum(out, _window(padded, i, j, out_hw, strides), out=out)
+    return _from_nchw(xp, out, data_format)
+
+
+def _valid_cells(xp, hw, pads, extra):
+    """Bool (Hp, Wp) map of the padded plane: True on real input cells."""
+    (h, w), ((top, bottom), (left, right)) = hw, pads
+    valid = xp.zeros((h + top + bottom + extra[0], w + left + right + extra[1]), dtype=bool)
+    valid[top:top + h, left:left + w] = True
+    return valid
+
+
+def max_pool2d_grad(xp, dy, x, y, *, ksize, strides, pads=((0, 0), (0, 0)), data_format="NCHW",
+                    ceil_mode=False):
+    """d input of `max_pool2d`: each window's dy goes to its arg-max cell.
+
+    On ties the first maximal cell in window order (row-major over the window:
+    top row first, left to right) gets all of dy. `y` is the forward output.
+    """
+    hw, ksize, strides, pads, out_hw, extra = _pool_setup(x.shape, ksize, strides, pads, data_format,
+                                                          ceil_mode)
+    padded = _pad_nchw(xp, _as_nchw(x, data_format), pads, _lowest(xp, x.dtype), extra)
+    valid = _valid_cells(xp, hw, pads, extra)
+    y_nchw, dy_nchw = _as_nchw(y, data_format), _as_nchw(dy, data_format)
+    dx = xp.zeros(padded.shape, dtype=dy.dtype)
+    taken = xp.zeros(y_nchw.shape, dtype=bool)
+    for i in range(ksize[0]):
+        for j in range(ksize[1]):
+            hit = (_window(padded, i, j, out_hw, strides) == y_nchw) & ~taken
+            hit &= _window(valid, i, j, out_hw, strides)
+            _window(dx, i, j, out_hw, strides)[...] += xp.where(hit, dy_nchw, 0)
+            taken |= hit
+    (top, _), (left, _) = pads
+    h, w = hw
+    return _from_nchw(xp, dx[:, :, top:top + h, left:left + w], data_format)
+
+
+def _valid_counts(xp, hw, ksize, strides, pads, out_hw, dtype):
+    """(OH, OW) number of real input cells under each window."""
+    counts = []
+    for size, k, s, (before, _), o in zip(hw, ksize, strides, pads, out_hw):
+        start = xp.arange(o) * s - before
+        counts.append(xp.minimum(start + k, size) - xp.maximum(start, 0))
+    return (counts[0][:, None] * counts[1][None, :]).astype(dtype)
+
+
+def avg_pool2d(xp, x, *, ksize, strides, pads=((0, 0), (0, 0)), data_format="NCHW", ceil_mode=False):
+    """Window mean over the real (unpadded) cells only: divisor = their count."""
+    hw, ksize, strides, pads, out_hw, extra = _pool_setup(x.shape, ksize, strides, pads, data_format,
+                                                          ceil_mode)
+    padded = _pad_nchw(xp, _as_nchw(x, data_format), pads, 0, extra)
+    total = _window(padded, 0, 0, out_hw, strides).copy()
+    for i in range(ksize[0]):
+        for j in range(ksize[1]):
+            if i or j:
+                total += _window(padded, i, j, out_hw, strides)
+    total /= _valid_counts(xp, hw, ksize, strides, pads, out_hw, x.dtype)
+    return _from_nchw(xp, total, data_format)
+
+
+def avg_pool2d_grad(xp, dy, *, input_shape, ksize, strides, pads=((0, 0), (0, 0)), data_format="NCHW",
+                    ceil_mode=False):
+    """d input of `avg_pool2d`: dy / count spread over each window's real cells."""
+    hw, ksize, strides, pads, out_hw, extra = _pool_setup(input_shape, ksize, strides, pads,
+                                                          data_format, ceil_mode)
+    share = _as_nchw(dy, data_format) / _valid_counts(xp, hw, ksize, strides, pads, out_hw, dy.dtype)
+    (top, bottom), (left, right) = pads
+    h, w = hw
+    n, c = share.shape[:2]
+    dx = xp.zeros((n, c, h + top + bottom + extra[0], w + left + right + extra[1]), dtype=dy.dtype)
+    for i in range(ksize[0]):
+        for j in range(ksize[1]):
+            _window(dx, i, j, out_hw, strides)[...] += share
+    return _from_nchw(xp, dx[:, :, top:top + h, left:left + w], data_format)
