@@ -1,0 +1,346 @@
+"""Convolution, pooling, dropout and the dense-label / sigmoid cross-entropy losses.
+
+Kernels come from `kernels/nn.py`, `kernels/random.py` and `kernels/loss.py`. Shape attrs that depend on the
+device's piece (the input shape a gradient op must produce) are given per device by `local_attrs`, and the batch
+dimension is re-read from the incoming gradient at call time, so dynamic (mirrored) batches work as well.
+"""
+import weakref
+import zlib
+
+from oneflow_compat.framework import dtypes
+from oneflow_compat.framework import sbp as S
+from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.kernels import loss as loss_k
+from oneflow_compat.kernels import nn as nn_k
+from oneflow_compat.kernels import random as random_k
+from oneflow_compat.ops.registry import OpDef, apply, register
+
+_WINDOW_ATTRS = ("strides", "pads", "dilations", "groups", "data_format")
+_POOL_ATTRS = ("ksize", "strides", "pads", "data_format", "ceil_mode")
+
+
+def _nchw(shape, data_format):
+    n, a, b, c = shape
+    return (n, a, b, c) if data_format == "NCHW" else (n, c, a, b)
+
+
+def _channel_axis(data_format):
+    return 1 if data_format == "NCHW" else 3
+
+
+def _with_batch(shape, batch):
+    return (int(batch),) + tuple(shape[1:])
+
+
+def _sig(ins, outs):
+    return (tuple(ins), tuple(outs))
+
+
+# --- conv2d -------------------------------------------------------------------------------------------------------
+def _conv_attrs(op):
+    return {k: op.attrs[k] for k in _WINDOW_ATTRS}
+
+
+def _conv_meta(op):
+    x, w = op.inputs
+    a = op.attrs
+    fmt = a["data_format"]
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        raise ValueError("conv2d '%s': input %s and filters %s must both be 4-D" % (op.name, x.shape, w.shape))
+    n, c, h, wd = _nchw(x.shape, fmt)
+    f, cg, kh, kw = w.shape if fmt == "NCHW" else (w.shape[0], w.shape[3], w.shape[1], w.shape[2])
+    g = a["groups"]
+    if g < 1 or c != cg * g or f % g:
+        raise ValueError("conv2d '%s': input of %d channels (%s) and filters %s do not fit groups=%d" % (
+            op.name, c, fmt, w.shape, g))
+    if x.dtype is not w.dtype:
+        raise TypeError("conv2d '%s': input dtype %s differs from filters dtype %s" % (op.name, x.dtype.name,
+                                                                                       w.dtype.name))
+    try:
+        oh, ow = nn_k.conv_out_hw((h, wd), (kh, kw), a["strides"], a["pads"], a["dilations"])
+    except ValueError as e:
+        raise ValueError("conv2d '%s': %s" % (op.name, e)) from None
+    shape = (n, f, oh, ow) if fmt == "NCHW" else (n, oh, ow, f)
+    return [TensorMeta(shape, x.dtype, x.is_dynamic)]
+
+
+def _conv_sbp(op):
+    """Batch split with replicated filters first (legacy conv_op: in S(0), weight B -> out S(0)); filters split
+    over output channels; input channels split with filters split the same way -> partial sums (groups == 1)."""
+    fmt, g = op.attrs["data_format"], op.attrs["groups"]
+    c_ax = _channel_axis(fmt)
+    sigs = [_sig([S.S(0), S.B], [S.S(0)])]
+    if g == 1:
+        sigs += [_sig([S.B, S.S(0)], [S.S(c_ax)]), _sig([S.S(c_ax), S.S(c_ax)], [S.P])]
+    return sigs + [_sig([S.B, S.B], [S.B]), _sig([S.P, S.B], [S.P]), _sig([S.B, S.P], [S.P])]
+
+
+def _conv_grad(op, dys):
+    x, w = op.inputs
+    dy = dys[0]
+    dx = apply("conv2d_grad_input", [dy, w], dict(_conv_attrs(op), input_shape=tuple(x.shape)))
+    dw = apply("conv2d_grad_weight", [dy, x], dict(_conv_attrs(op), weight_shape=tuple(w.shape)))
+    return [dx, dw]
+
+
+def _conv_grad_input_kernel(xp, dy, w, input_shape, **attrs):
+    return nn_k.conv2d_grad_input(xp, dy, w, input_shape=_with_batch(input_shape, dy.shape[0]), **attrs)
+
+
+def _conv_grad_input_sbp(op):
+    """[dy, w] -> dx. Linear in each input; channel splits need groups == 1."""
+    fmt, g = op.attrs["data_format"], op.attrs["groups"]
+    c_ax = _channel_axis(fmt)
+    sigs = [_sig([S.S(0), S.B], [S.S(0)])]
+    if g == 1:
+        # dy split over output channels with the matching filters: each device adds part of every dx element;
+        # filters split over input channels: each device makes its slice of dx's channels
+        sigs += [_sig([S.S(c_ax), S.S(0)], [S.P]), _sig([S.B, S.S(c_ax)], [S.S(c_ax)])]
+    return sigs + [_sig([S.B, S.B], [S.B]), _sig([S.P, S.B], [S.P]), _sig([S.B, S.P], [S.P])]
+
+
+def _conv_grad_weight_sbp(op):
+    """[dy, x] -> dw: a sum over the batch, so batch splits give partial sums."""
+    fmt, g = op.attrs["data_format"], op.attrs["groups"]
+    c_ax = _channel_axis(fmt)
+    sigs = [_sig([S.S(0), S.S(0)], [S.P])]
+    if g == 1:
+        sigs += [_sig([S.S(c_ax), S.B], [S.S(0)]), _sig([S.B, S.S(c_ax)], [S.S(c_ax)])]
+    return sigs + [_sig([S.B, S.B], [S.B]), _sig([S.P, S.B], [S.P]), _sig([S.B, S.P], [S.P])]
+
+
+register(OpDef("conv2d", infer=_conv_meta, kernel=nn_k.conv2d, kernel_attrs=_conv_attrs, grad=_conv_grad,
+               sbp=_conv_sbp))
+register(OpDef("conv2d_grad_input", infer=lambda op: [TensorMeta(op.attrs["input_shape"], op.inputs[0].dtype,
+                                                                 op.inputs[0].is_dynamic)],
+               kernel=_conv_grad_input_kernel, kernel_attrs=_conv_attrs,
+               local_attrs=lambda op, dev: {"input_shape": tuple(dev.out_shapes[0])}, sbp=_conv_grad_input_sbp))
+register(OpDef("conv2d_grad_weight", infer=lambda op: [TensorMeta(op.attrs["weight_shape"], op.inputs[0].dtype)],
+               kernel=nn_k.conv2d_grad_weight, kernel_attrs=_conv_attrs,
+               local_attrs=lambda op, dev: {"weight_shape": tuple(dev.out_shapes[0])}, sbp=_conv_grad_weight_sbp))
+
+
+# --- pooling ------------------------------------------------------------------------------------------------------
+def _pool_attrs(op):
+    return {k: op.attrs[k] for k in _POOL_ATTRS}
+
+
+def _pool_meta(op):
+    x = op.inputs[0]
+    a = op.attrs
+    if len(x.shape) != 4:
+        raise ValueError("%s '%s': input must be 4-D, got shape %s" % (op.type, op.name, x.shape))
+    n, c, h, w = _nchw(x.shape, a["data_format"])
+    try:
+        oh, ow = nn_k.conv_out_hw((h, w), a["ksize"], a["strides"], a["pads"], 1, a["ceil_mode"])
+    except ValueError as e:
+        raise ValueError("%s '%s': %s" % (op.type, op.name, e)) from None
+    shape = (n, c, oh, ow) if a["data_format"] == "NCHW" else (n, oh, ow, c)
+    return [TensorMeta(shape, x.dtype, x.is_dynamic)]
+
+
+def _pool_sbp(op, linear):
+    """Windows never cross the batch or channel axes."""
+    c_ax = _channel_axis(op.attrs["data_format"])
+    k = len(op.inputs)
+    sigs = [_sig([S.S(0)] * k, [S.S(0)]), _sig([S.S(c_ax)] * k, [S.S(c_ax)]), _sig([S.B] * k, [S.B])]
+    if linear:
+        sigs.append(_sig([S.P] * k, [S.P]))
+    return sigs
+
+
+def _max_pool_grad_sbp(op):
+    # [dy, x, y]: linear in dy only
+    return _pool_sbp(op, False) + [_sig([S.P, S.B, S.B], [S.P])]
+
+
+def _same_as_input(op, i):
+    x = op.inputs[i]
+    return [TensorMeta(x.shape, op.inputs[0].dtype, x.is_dynamic)]
+
+
+def _avg_pool_grad_kernel(xp, dy, input_shape, **attrs):
+    return nn_k.avg_pool2d_grad(xp, dy, input_shape=_with_batch(input_shape, dy.shape[0]), **attrs)
+
+
+register(OpDef("max_pool2d", infer=_pool_meta, kernel=nn_k.max_pool2d, kernel_attrs=_pool_attrs,
+               sbp=lambda op: _pool_sbp(op, False),
+               grad=lambda op, dys: [apply("max_pool2d_grad", [dys[0], op.inputs[0], op.outputs[0]], op.attrs)]))
+register(OpDef("max_pool2d_grad", infer=lambda op: _same_as_input(op, 1), kernel=nn_k.max_pool2d_grad,
+               kernel_attrs=_pool_attrs, sbp=_max_pool_grad_sbp))
+register(OpDef("avg_pool2d", infer=_pool_meta, kernel=nn_k.avg_pool2d, kernel_attrs=_pool_attrs,
+               sbp=lambda op: _pool_sbp(op, True),
+               grad=lambda op, dys: [apply("avg_pool2d_grad", [dys[0]],
+                                           dict(op.attrs, input_shape=tuple(op.inputs[0].shape)))]))
+register(OpDef("avg_pool2d_grad", infer=lambda op: [TensorMeta(op.attrs["input_shape"], op.inputs[0].dtype,
+                                                               op.inputs[0].is_dynamic)],
+               kernel=_avg_pool_grad_kernel, kernel_attrs=_pool_attrs,
+               local_attrs=lambda op, dev: {"input_shape": tuple(dev.out_shapes[0])},
+               sbp=lambda op: _pool_sbp(op, True)))
+
+
+# --- dropout ------------------------------------------------------------------------------------------------------
+_MASK64 = (1 << 64) - 1
+
+
+def _mix64(z):
+    """splitmix64's finalizer: nearby (seed, call) pairs give unrelated generator keys."""
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _MASK64
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _MASK64
+    return z ^ (z >> 31)
+
+
+def call_key(seed, call, device=0):
+    """The generator key of one call of a dropout op (and, in mirrored view, of one device)."""
+    z = (int(seed) + 0x9E3779B97F4A7C15 * (call + 1) + 0xD1B54A32D192ED03 * device) & _MASK64
+    return _mix64(z)
+
+
+def dropout_seed(op, session):
+    """The op's seed: the user's, else one derived from the session's root seed and the job and op names, so every
+    rank and device count agrees on it."""
+    if op.attrs.get("seed") is not None:
+        return int(op.attrs["seed"])
+    root = (session.root_seed if session is not None and session.root_seed is not None else 0)
+    return (root * 1000003 + zlib.crc32(("%s/%s" % (op.job.name, op.name)).encode())) % (1 << 63)
+
+
+_COUNTERS = weakref.WeakKeyDictionary()  # session -> {(job, op, device): calls so far}
+
+
+def _call_counters(session):
+    """Call counts live with the session, not with one built closure: eager mode rebuilds the op on every call of
+    the job, and the mask must still change from call to call."""
+    if session is None:
+        return {}
+    counters = _COUNTERS.get(session)
+    if counters is None:
+        counters = _COUNTERS[session] = {}
+    return counters
+
+
+def _dropout_build(op, dev):
+    """Each call draws a fresh mask; the mask of the logical tensor depends only on (seed, call index, logical
+    shape), and each device takes its piece of it, so 1 and N devices give the same numbers."""
+    xp, rate = dev.xp, op.attrs["rate"]
+    seed = dropout_seed(op, dev.session)
+    logical = tuple(op.inputs[0].shape)
+    sbp = dev.sbp_in[0]
+    mirrored = sbp == S.M
+    piece = S.local_slices(logical, sbp, dev.index, dev.parallel_num)
+    calls = _call_counters(dev.session)
+    counter = (op.job.name, op.name, dev.index)
+
+    def run(x):
+        call = calls.get(counter, 0)
+        calls[counter] = call + 1
+        if mirrored:
+            # each device holds an independent tensor (its batch may be dynamic): its own stream, its own shape
+            mask = random_k.dropout_mask(xp, call_key(seed, call, dev.index), tuple(x.shape), rate)
+        else:
+            mask = random_k.dropout_mask(xp, call_key(seed, call), logical, rate, piece)
+        return random_k.dropout(xp, x, mask, rate=rate), mask
+
+    return run
+
+
+def _dropout_meta(op):
+    x = op.inputs[0]
+    if not x.dtype.is_floating:
+        raise TypeError("dropout '%s': input must be floating, got %s" % (op.name, x.dtype.name))
+    return [TensorMeta(x.shape, x.dtype, x.is_dynamic), TensorMeta(x.shape, dtypes.int8, x.is_dynamic)]
+
+
+def _dropout_sbp(op):
+    # a partial-sum input is scaled by the same full mask on every device (dropout is linear in x)
+    nd = len(op.inputs[0].shape)
+    return [_sig([S.S(i)], [S.S(i), S.S(i)]) for i in range(nd)] + [_sig([S.B], [S.B, S.B]),
+                                                                    _sig([S.P], [S.P, S.B])]
+
+
+def _dropout_grad(op, dys):
+    if dys[0] is None:
+        return [None]
+    return [apply("dropout_grad", [dys[0], op.outputs[1]], {"rate": op.attrs["rate"]})]
+
+
+def _dropout_grad_sbp(op):
+    nd = len(op.inputs[0].shape)
+    return [_sig([S.S(i), S.S(i)], [S.S(i)]) for i in range(nd)] + [_sig([S.B, S.B], [S.B]),
+                                                                    _sig([S.P, S.B], [S.P])]
+
+
+register(OpDef("dropout", infer=_dropout_meta, build=_dropout_build, grad=_dropout_grad, sbp=_dropout_sbp,
+               num_outputs=2))
+register(OpDef("dropout_grad", infer=lambda op: _same_as_input(op, 0), kernel=random_k.dropout_grad,
+               kernel_attrs=lambda op: {"rate": op.attrs["rate"]}, sbp=_dropout_grad_sbp))
+
+
+# --- cross entropy with dense labels ------------------------------------------------------------------------------
+def _check_pair(op):
+    logits, labels = op.inputs
+    if tuple(logits.shape) != tuple(labels.shape):
+        raise ValueError("%s '%s': labels shape %s differs from logits shape %s" % (
+            op.type, op.name, labels.shape, logits.shape))
+    if not logits.dtype.is_floating or labels.dtype is not logits.dtype:
+        raise TypeError("%s '%s': logits and labels must have the same floating dtype, got %s and %s" % (
+            op.type, op.name, logits.dtype.name, labels.dtype.name))
+    return logits, labels
+
+
+def _softmax_ce_meta(op):
+    logits, labels = _check_pair(op)
+    if len(logits.shape) < 2:
+        raise ValueError("softmax_cross_entropy '%s': logits must have a class axis, got shape %s" % (
+            op.name, logits.shape))
+    return [TensorMeta(logits.shape[:-1], logits.dtype, logits.is_dynamic or labels.is_dynamic)]
+
+
+def _softmax_ce_kernel(xp, logits, labels):
+    return loss_k.softmax_cross_entropy(xp, logits, labels)[0]
+
+
+def _softmax_ce_grad(op, dys):
+    # labels get no gradient (legacy); the probabilities are recomputed rather than kept from the forward
+    logits, labels = op.inputs
+    prob = apply("softmax", [logits], {"axis": -1})
+    return [apply("softmax_cross_entropy_grad", [dys[0], prob, labels]), None]
+
+
+def _rows_sbp(op, n_in, linear_first):
+    """Ops over whole rows of the last axis: every leading axis may be split."""
+    nd = len(op.inputs[-1].shape)
+    sigs = [_sig([S.S(i)] * n_in, [S.S(i)]) for i in range(nd - 1)] + [_sig([S.B] * n_in, [S.B])]
+    if linear_first:
+        sigs.append(_sig([S.P] + [S.B] * (n_in - 1), [S.P]))
+    return sigs
+
+
+def _elementwise_sbp(op, n_in, linear_first):
+    nd = len(op.inputs[-1].shape)
+    sigs = [_sig([S.S(i)] * n_in, [S.S(i)]) for i in range(nd)] + [_sig([S.B] * n_in, [S.B])]
+    if linear_first:
+        sigs.append(_sig([S.P] + [S.B] * (n_in - 1), [S.P]))
+    return sigs
+
+
+register(OpDef("softmax_cross_entropy", infer=_softmax_ce_meta, kernel=_softmax_ce_kernel, grad=_softmax_ce_grad,
+               sbp=lambda op: _rows_sbp(op, 2, False)))
+register(OpDef("softmax_cross_entropy_grad", infer=lambda op: _same_as_input(op, 1),
+               kernel=loss_k.softmax_cross_entropy_grad, sbp=lambda op: _rows_sbp(op, 3, True)))
+
+
+def _sigmoid_ce_meta(op):
+    logits, labels = _check_pair(op)
+    return [TensorMeta(logits.shape, logits.dtype, logits.is_dynamic or labels.is_dynamic)]
+
+
+def _sigmoid_ce_grad(op, dys):
+    logits, labels = op.inputs
+    return [apply("sigmoid_cross_entropy_grad", [dys[0], logits, labels]), None]
+
+
+register(OpDef("sigmoid_cross_entropy", infer=_sigmoid_ce_meta, kernel=loss_k.sigmoid_cross_entropy,
+               grad=_sigmoid_ce_grad, sbp=lambda op: _elementwise_sbp(op, 2, False)))
+register(OpDef("sigmoid_cross_entropy_grad", infer=lambda op: _same_as_input(op, 1),
+               kernel=loss_k.sigmoid_cross_entropy_grad, sbp=lambda op: _elementwise_sbp(op, 3, True)))
