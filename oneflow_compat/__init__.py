@@ -2,6 +2,13 @@
 
 Scripts keep `import oneflow as flow`; see README.md for how the `oneflow` name is provided.
 """
+from oneflow_compat.comm import world as _world
+
+# Under mpiexec: BLAS threads to this rank's share of the cores (effective if numpy is not loaded yet), and the
+# one-program behaviour (output once, any failure ends every rank) from the first line the script prints.
+_world.limit_blas_threads()
+if (_world.detect_mpi_world() or (0, 1))[1] > 1:
+    _world.get_process_comm()
 from oneflow_compat.ops import (activation_ops, array_ops, math_ops, system_ops)  # noqa: F401  (registers ops)
 
 from oneflow_compat.framework.dtypes import (  # noqa: F401

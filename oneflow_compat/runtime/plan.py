@@ -85,6 +85,7 @@ class CompiledJob:
         self.slot = {}  # (blob key, device index) -> register
         self.steps = []
         self.step_ops = []  # op of each step, for error messages
+        self.calls = []  # (kernel, input registers) of each step, None for fetches: lets benchmarks time kernels alone
         self.var_slots = []  # (register, spec, device index) bound at bind()
         self.input_slots = []  # per flat input: (op, [(device index, register)])
         self._first_optimizer_step = None
@@ -126,7 +127,7 @@ class CompiledJob:
                 ins.extend(self.slot[(x.key(), i)] for i in rt.local_indices(x.op.placement))
             outs = [self.slot[(y.key(), i)] for y in op.outputs for i in local]
             fn = op.defn.build_collective(op, self.session)
-            self._add_step(_collective_step(self.regs, fn, ins, outs), op)
+            self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins))
             return
         xp = rt.xp(op.placement)
         for i in local:
@@ -134,11 +135,12 @@ class CompiledJob:
             fn = device_fn(op, dev)
             ins = [self.slot[(x.key(), i)] for x in op.inputs]
             outs = [self.slot[(y.key(), i)] for y in op.outputs]
-            self._add_step(_step(self.regs, fn, ins, outs), op)
+            self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins))
 
-    def _add_step(self, step, op):
+    def _add_step(self, step, op, call=None):
         self.steps.append(step)
         self.step_ops.append(op)
+        self.calls.append(call)
         if op.section == "optimizer" and self._first_optimizer_step is None:
             self._first_optimizer_step = step
 
@@ -161,6 +163,7 @@ class CompiledJob:
             # a variable's value is fetched before this call's update, as legacy train jobs return it
             self.steps.insert(0, fetch)
             self.step_ops.insert(0, op)
+            self.calls.insert(0, None)
         else:
             self._add_step(fetch, op)
 
@@ -181,6 +184,11 @@ class CompiledJob:
             else:
                 checked.extend(zip(ops, value if spec.tuple_of is not None else [value]))
         rt = self.session.runtime
+        if rt.comm.size > 1:
+            from oneflow_compat.runtime import distributed
+
+            checked = [((op, slots), _map_arrays(lambda a: distributed.feed_from_rank0(rt, a), value))
+                       for (op, slots), value in checked]
         for (op, slots), value in checked:
             sbp = op.sbp_out[0]
             n = op.placement.parallel_num
@@ -269,3 +277,9 @@ def _join(values):
     if isinstance(values[0], np.ndarray):
         return np.concatenate(values, axis=0)
     return values[-1]
+
+
+def _map_arrays(fn, value):
+    if isinstance(value, list):
+        return [_map_arrays(fn, v) for v in value]
+    return fn(value)

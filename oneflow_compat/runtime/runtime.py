@@ -26,9 +26,14 @@ class Runtime:
         return array
 
     def assemble(self, shards, shape, np_dtype, placement, sbp):
-        """Full logical value from the pieces (`shards`: index -> array for the local devices)."""
+        """Full logical value from the pieces (`shards`: index -> array for the local devices); under MPI every
+        rank gets it."""
         n = placement.parallel_num
-        pieces = self.gather_pieces(shards, placement)
+        if self.comm.size > 1:
+            from oneflow_compat.runtime import distributed
+
+            return np.array(distributed.assemble(self, shards, shape, np_dtype, placement, sbp), copy=True)
+        pieces = [shards[i] for i in range(n)]
         if n == 1 or sbp == sbp_mod.B:
             # a copy: the piece may be a variable's storage, which later steps update in place
             return np.array(devices.to_host(pieces[0]), copy=True)
@@ -40,15 +45,3 @@ class Runtime:
         if sbp_mod.is_split(sbp):
             return np.concatenate([devices.to_host(p) for p in pieces], axis=sbp.axis)
         raise ValueError("cannot assemble a logical value from sbp %r" % (sbp,))
-
-    def gather_pieces(self, shards, placement):
-        """All pieces in parallel order; under MPI, the remote ones are fetched from their processes."""
-        n = placement.parallel_num
-        if all(i in shards for i in range(n)):
-            return [shards[i] for i in range(n)]
-        return self.comm_gather_pieces(shards, placement)
-
-    def comm_gather_pieces(self, shards, placement):
-        from oneflow_compat.runtime import distributed
-
-        return distributed.gather_pieces(self, shards, placement)
