@@ -1,0 +1,250 @@
+"""What a compiled job does on its devices: each op's placement and SBP, and every boxing transition with the
+bytes it moves per call.
+
+    report = oneflow_compat.explain(train_job)   # the function @flow.global_function returned
+    print(report)
+    report.total_bytes("optimizer")
+
+`python -m oneflow_compat explain script.py [args]` runs a legacy script until its first job call, compiles
+instead of running it, prints the report of every job of the session, and exits 0.
+"""
+import dataclasses
+import os
+import runpy
+import sys
+
+from oneflow_compat.framework import session as sess
+
+SECTIONS = ("forward", "backward", "optimizer")
+
+
+@dataclasses.dataclass
+class OpEntry:
+    job: str
+    name: str
+    type: str
+    placement: object
+    sbp_in: list
+    sbp_out: list
+    section: str
+
+
+@dataclasses.dataclass
+class BoxingEntry:
+    job: str
+    name: str
+    producer: str
+    consumer: str
+    blob: str  # logical blob name of what is moved
+    shape: tuple
+    dtype: str
+    src_placement: object
+    src_sbp: object
+    dst_placement: object
+    dst_sbp: object
+    collective: str
+    bytes: float  # per call, as the SBP cost model counts them (design.md §4)
+    section: str
+
+
+class Report:
+    """Ops and boxing of one or more compiled jobs, in plan order."""
+
+    def __init__(self, jobs, ops, boxing):
+        self.jobs = list(jobs)  # [(name, type)]
+        self.ops = list(ops)
+        self.boxing = list(boxing)
+
+    def total_bytes(self, section=None):
+        return sum(b.bytes for b in self.boxing if section is None or b.section == section)
+
+    def by_collective(self):
+        """{collective: (count, bytes)}."""
+        out = {}
+        for b in self.boxing:
+            n, total = out.get(b.collective, (0, 0.0))
+            out[b.collective] = (n + 1, total + b.bytes)
+        return out
+
+    def op(self, name):
+        for o in self.ops:
+            if o.name == name:
+                return o
+        raise KeyError("no op named %r in the report" % (name,))
+
+    def __add__(self, other):
+        return Report(self.jobs + other.jobs, self.ops + other.ops, self.boxing + other.boxing)
+
+    def __str__(self):
+        parts = []
+        for job, job_type in self.jobs:
+            ops = [o for o in self.ops if o.job == job]
+            boxing = [b for b in self.boxing if b.job == job]
+            parts.append(_format_job(job, job_type, ops, boxing))
+        return "\n\n".join(parts)
+
+    __repr__ = __str__
+
+
+def _sbps(sbps):
+    return "[%s]" % ", ".join(map(repr, sbps or []))
+
+
+def _table(header, rows):
+    rows = [tuple(str(c) for c in r) for r in rows]
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header] + rows)
+
+
+def _fmt_bytes(n):
+    return ("%d" % n) if float(n).is_integer() else ("%.1f" % n)
+
+
+def _format_job(job, job_type, ops, boxing):
+    lines = ["job '%s' (%s): %d ops, %d boxing" % (job, job_type, len(ops), len(boxing))]
+    lines.append(_table(("op", "type", "placement", "sbp in", "sbp out", "section"),
+                        [(o.name, o.type, o.placement, _sbps(o.sbp_in), _sbps(o.sbp_out), o.section) for o in ops]))
+    if boxing:
+        lines.append("")
+        lines.append("boxing (bytes per call):")
+        lines.append(_table(("blob", "shape", "from", "to", "collective", "bytes", "consumer", "section"),
+                            [(b.blob, "x".join(map(str, b.shape)) + " " + b.dtype,
+                              "%s %r" % (b.src_placement, b.src_sbp), "%s %r" % (b.dst_placement, b.dst_sbp),
+                              b.collective, _fmt_bytes(b.bytes), b.consumer, b.section) for b in boxing]))
+    per_section = ", ".join("%s %s" % (s, _fmt_bytes(sum(b.bytes for b in boxing if b.section == s)))
+                            for s in SECTIONS)
+    lines.append("total: %s bytes per call (%s)" % (_fmt_bytes(sum(b.bytes for b in boxing)), per_section))
+    return "\n".join(lines)
+
+
+def report_of_job(job):
+    ops, boxing = [], []
+    for op in job.ops:
+        ops.append(OpEntry(job.name, op.name, op.type, op.placement, list(op.sbp_in or []), list(op.sbp_out or []),
+                           op.section))
+        if op.type == "boxing":
+            a = op.attrs
+            x = op.inputs[0]
+            boxing.append(BoxingEntry(job.name, op.name, a["producer"], a["consumer"], x.logical_blob_name,
+                                      tuple(x.shape), x.dtype.name, a["src_placement"], a["src_sbp"],
+                                      a["dst_placement"], a["dst_sbp"], a["collective"], float(a["bytes"]),
+                                      op.section))
+    return Report([(job.name, job.type)], ops, boxing)
+
+
+def _job_function_of(job_function):
+    from oneflow_compat.framework.job_function import JobFunction
+
+    if isinstance(job_function, JobFunction):
+        return job_function
+    jf = getattr(job_function, "__oneflow_job_function__", None)
+    if jf is None:
+        raise TypeError("explain() expects a function decorated with @flow.global_function, got %r"
+                        % (job_function,))
+    return jf
+
+
+def _compiled_session(session):
+    if session.eager:
+        raise RuntimeError("explain: the session runs in eager mode (flow.enable_eager_execution); there is no "
+                           "compiled plan to explain")
+    session.try_init()
+    return session
+
+
+def explain(job_function):
+    """The report of one job function's compiled plan (compiles the session when it has not started)."""
+    jf = _job_function_of(job_function)
+    session = _compiled_session(jf.session)
+    job = session.jobs.get(jf.name)
+    if job is None:
+        raise KeyError("job function '%s' is not among the session's compiled jobs %s" % (
+            jf.name, sorted(session.jobs)))
+    return report_of_job(job)
+
+
+def explain_session(session=None):
+    """One report over every job of the (default) session, compiling it if needed."""
+    session = _compiled_session(session or sess.default_session())
+    reports = [report_of_job(session.jobs[name]) for name in session.jobs]
+    out = Report([], [], [])
+    for r in reports:
+        out = out + r
+    return out
+
+
+# --- the CLI: run a script, compile at its first job call, print, exit --------------------------------------------
+class _Explained(SystemExit):
+    """Raised out of the script at its first job call, after the report is printed."""
+
+
+def _print_session_report(session, out):
+    report = explain_session(session)
+    print(report, file=out)
+    out.flush()
+
+
+def run_script(script, args, out=None):
+    """Runs `script` with `args` until a job is called; returns the process exit status (0 when explained)."""
+    from oneflow_compat.framework.job_function import JobFunction
+
+    import oneflow_compat_alias
+
+    out = out or sys.stdout
+    oneflow_compat_alias.install_override()
+    original = JobFunction.call
+
+    def compile_and_explain(self, call_args):
+        _print_session_report(self.session, out)
+        raise _Explained(0)
+
+    saved_argv, saved_path0 = list(sys.argv), sys.path[0] if sys.path else None
+    sys.argv = [script] + list(args)
+    script_dir = os.path.dirname(os.path.abspath(script))
+    sys.path.insert(0, script_dir)
+    JobFunction.call = compile_and_explain
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except _Explained:
+        return 0
+    finally:
+        JobFunction.call = original
+        sys.argv = saved_argv
+        if sys.path and sys.path[0] == script_dir:
+            sys.path.pop(0)
+    session = sess.default_session()
+    if session.eager:
+        print("explain: %s runs in eager mode; nothing is compiled" % script, file=out)
+        return 1
+    if session.status == "open" and not session.job_functions:
+        print("explain: %s defines no job function" % script, file=out)
+        return 1
+    # the script never called a job (or only compiled through a checkpoint call): explain what it defined
+    _print_session_report(session, out)
+    return 0
+
+
+USAGE = "usage: python -m oneflow_compat explain script.py [args ...]"
+
+
+def main(argv=None):
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr if not args else sys.stdout)
+        return 2 if not args else 0
+    if not os.path.isfile(args[0]):
+        print("explain: no such script: %s" % args[0], file=sys.stderr)
+        return 2
+    return run_script(args[0], args[1:])
+
+
+class _CallableModule(type(sys)):
+    """`oneflow_compat.explain` is both this module and the function: `oneflow_compat.explain(job)` calls
+    `explain(job)` while `oneflow_compat.explain.Report` etc. stay reachable (a function of the same name bound in
+    the package would shadow the submodule for `import oneflow_compat.explain as m`)."""
+
+    def __call__(self, job_function):
+        return explain(job_function)
+
+
+sys.modules[__name__].__class__ = _CallableModule
