@@ -131,3 +131,14 @@ def test_launcher_returns_the_job_exit_code():
                   str(SCRIPTS / "comm_raise.py")], timeout=30)
     assert result.returncode != 0
     assert "[rank 1] ValueError: boom on purpose on the last rank" in result.stderr
+
+
+def test_timeout_says_which_operation_the_other_rank_is_in():
+    result = mpirun(2, "comm_timeout_order.py", timeout=30)
+    assert result.returncode != 0
+    assert result.elapsed < 10, result.elapsed
+    from_rank0 = ("rank 0: allreduce #2 over ranks (0, 1) did not complete within 3.0 s. Rank 1 is in a different "
+                  "operation: recv from rank 0 #1 over ranks (0, 1)")
+    from_rank1 = ("rank 1: recv from rank 0 #1 over ranks (0, 1) did not complete within 3.0 s. Rank 0 is in a "
+                  "different operation: allreduce #2 over ranks (0, 1)")
+    assert from_rank0 in result.stderr or from_rank1 in result.stderr, result.stderr

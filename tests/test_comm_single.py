@@ -174,9 +174,10 @@ def test_plain_python_never_imports_mpi4py():
 
 
 def test_mpi_size_above_one_without_mpi4py_is_a_clear_error():
+    # (the package itself may already ask for the process comm at import time under MPI)
     code = ("import sys\nsys.modules['mpi4py'] = None  # as if not installed\n"
-            "import oneflow_compat.comm as c\n"
-            "try:\n    c.get_process_comm()\nexcept c.MPIUnavailableError as e:\n    print('ERR', e)\n")
+            "try:\n    import oneflow_compat.comm as c\n    c.get_process_comm()\n"
+            "except Exception as e:\n    print('ERR' if type(e).__name__ == 'MPIUnavailableError' else 'OTHER', e)\n")
     result = run_python(code, PMI_RANK="1", PMI_SIZE="2")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ERR this process is rank 1 of an MPI job of 2 processes, but mpi4py")
