@@ -234,11 +234,25 @@ def _hinted_sig(op):
     return [(tuple(op.in_hints[i] for i in range(len(op.inputs))), ())]
 
 
+# ops whose output is a fresh array that nothing else aliases (for in-place gradient scaling)
+FRESH_OUTPUT_OPS = frozenset(["matmul", "reduce_sum", "add_n", "conv2d_grad_weight", "scalar_mul",
+                              "mul_by_scalar_tensor", "div_by_scalar_tensor"])
+
+
+def _grad_owned(op, dev):
+    g = op.inputs[1]
+    consumers = sum(1 for o in op.job.ops for x in o.inputs if x.key() == g.key())
+    return g.op.type in FRESH_OUTPUT_OPS and consumers == 1
+
+
 def _update_build(op, dev):
     opt, wd, xp = op.attrs["optimizer"], op.attrs["weight_decay"], dev.xp
+    scale = op.attrs.get("grad_scale", 1.0)
+    owned = _grad_owned(op, dev)
 
     def update(w, g, lr, step, *states):
-        opt.update(xp, w, g, list(states), lr=float(lr[0]), step=int(step[0]), weight_decay=wd)
+        opt.update_scaled(xp, w, g, list(states), lr=float(lr[0]), step=int(step[0]), weight_decay=wd,
+                          grad_scale=scale, grad_owned=owned)
 
     return update
 

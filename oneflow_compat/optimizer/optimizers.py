@@ -13,6 +13,8 @@ Constructor signatures are OneFlow v0.4.0's (a superset of v0.3.4's). What the f
 """
 import re
 
+import numpy as np
+
 from oneflow_compat.kernels import optim as optim_kernels
 from oneflow_compat.optimizer.loss_scale import LossScalePolicy, StaticLossScalePolicy
 
@@ -47,6 +49,18 @@ class Optimizer:
 
     def leaf_optimizers(self):
         return [self]
+
+    def update_scaled(self, xp, w, g, states, *, lr, step, weight_decay, grad_scale=1.0, grad_owned=False):
+        """`update` with the gradient first multiplied by `grad_scale` (the static 1/N loss-instance, gradient
+        accumulation and loss-scale factors, folded here by the framework). `grad_owned`: `g` is a temporary
+        nobody else reads, so it may be scaled in place instead of copied."""
+        if grad_scale != 1.0:
+            scale = g.dtype.type(grad_scale)
+            if grad_owned:
+                g *= scale
+            else:
+                g = g * scale
+        self.update(xp, w, g, states, lr=lr, step=step, weight_decay=weight_decay)
 
     def resolve_variables(self, job_variable_names):
         """`variables` as a list: None (the default) means every variable of the job, a callable is called."""
@@ -108,6 +122,20 @@ class _MomentumSGD(Optimizer):
 
     def state_specs(self, var_name, shape, np_dtype):
         return [] if self.momentum == 0 else [("momentum", 0.0)]
+
+    def update_scaled(self, xp, w, g, states, *, lr, step, weight_decay, grad_scale=1.0, grad_owned=False):
+        if not grad_owned or weight_decay != 0:
+            return super().update_scaled(xp, w, g, states, lr=lr, step=step, weight_decay=weight_decay,
+                                         grad_scale=grad_scale, grad_owned=grad_owned)
+        # fused: one pass scales the owned gradient by lr·scale, one applies it (no temporaries)
+        g *= g.dtype.type(np.float32(lr) * np.float32(grad_scale))
+        if self.momentum == 0:
+            w -= g
+        else:
+            m = states[0]
+            m *= m.dtype.type(self.momentum)
+            m -= g
+            w += m
 
     def update(self, xp, w, g, states, *, lr, step, weight_decay):
         if self.momentum == 0:

@@ -21,8 +21,8 @@ def build(session, job, ctx=None):
 
 
 def _loss_instance_scale(ctx, job, grads):
-    """1/N with N the element count of the (logical) loss, or for dynamic (mirrored) losses the global axis-0
-    size, counted at run time."""
+    """1/N with N the element count of the (logical) loss — returned as a static factor — or, for dynamic
+    (mirrored) losses, the global axis-0 size counted at run time (applied here as ops; factor 1)."""
     loss = job.losses[0]
     shapes = {tuple(l.shape) for l in job.losses}
     if len(shapes) != 1:
@@ -32,13 +32,7 @@ def _loss_instance_scale(ctx, job, grads):
         n = 1
         for d in loss.shape:
             n *= d
-        if n == 1:
-            return grads
-        out = {}
-        for name, (vop, g) in grads.items():
-            with GradScope(ctx, vop, "optimizer"):
-                out[name] = (vop, registry.apply("scalar_mul", [g], {"value": 1.0 / n}))
-        return out
+        return 1.0 / n, grads
     with GradScope(ctx, loss.op, "optimizer"):
         count = registry.apply("axis0_count", [loss])  # mirrored: each device its rows, as float
         count = registry.apply("cast_from_mirrored", [count], {"sbp": sbp_mod.P})
@@ -46,7 +40,7 @@ def _loss_instance_scale(ctx, job, grads):
     for name, (vop, g) in grads.items():
         with GradScope(ctx, vop, "optimizer"):
             out[name] = (vop, registry.apply("div_by_scalar_tensor", [g, count]))
-    return out
+    return 1.0, out
 
 
 def _build(session, job, ctx):
@@ -56,37 +50,43 @@ def _build(session, job, ctx):
     if policy is not None and getattr(policy, "loss_scale_factor", None) is not None:
         factor = policy.loss_scale_factor
     elif policy is not None:
-        raise NotImplementedError("dynamic loss scaling is not supported by oneflow_compat (job '%s'); use "
-                                  "loss_scale_factor or static_loss_scale" % job.name)
+        raise ValueError("job '%s': dynamic loss scaling is not supported by oneflow_compat; use "
+                         "loss_scale_factor=... or flow.optimizer.loss_scale.static_loss_scale(...)" % job.name)
     grads = autodiff.build_backward(ctx, job, loss_scale=factor)
     if not grads:
         raise RuntimeError("train job '%s': no trainable variable receives a gradient from the loss" % job.name)
     job.raw_grads = [g for _, g in grads.values()]  # what gradient accumulation sums over micro-batches
-    grads = _loss_instance_scale(ctx, job, grads)
-    k = trace.micro_batches(job)
-    if k > 1:
-        for name, (vop, g) in list(grads.items()):
-            with GradScope(ctx, vop, "optimizer"):
-                grads[name] = (vop, registry.apply("scalar_mul", [g], {"value": 1.0 / k}))
-    if factor is not None and factor != 1:
-        for name, (vop, g) in list(grads.items()):
-            with GradScope(ctx, vop, "optimizer"):
-                grads[name] = (vop, registry.apply("scalar_mul", [g], {"value": 1.0 / factor}))
-    for name, (vop, g) in list(grads.items()):
-        reg = vop.attrs["spec"].regularizer
-        if reg is not None and (reg.l1 or reg.l2):
-            with GradScope(ctx, vop, "optimizer"):
-                grads[name] = (vop, registry.apply("add_regularization", [g, vop.outputs[0]],
-                                                   {"l1": float(reg.l1), "l2": float(reg.l2)}))
+    # 1/N, 1/micro-batches and 1/loss-scale are one static factor: folded into the update unless a regularizer
+    # or clipping must see the scaled gradient first
+    static, grads = _loss_instance_scale(ctx, job, grads)
+    static /= trace.micro_batches(job)
+    if factor is not None:
+        static /= factor
     owners = autodiff.variable_owners(job)
-    groups = []  # (leaf optimizer, its gradients): each leaf clips and schedules on its own
+    groups = []  # (leaf optimizer, its gradients, folded scale per variable)
     for leaf in opt.leaf_optimizers():
         group = {n: vg for n, vg in grads.items() if owners.get(n) is leaf}
         if not group:
             continue
-        if getattr(leaf, "grad_clipping", None) is not None:
-            group = _clip_by_global_norm(ctx, job, group, leaf.grad_clipping)
-        groups.append((leaf, group))
+        clip = getattr(leaf, "grad_clipping", None)
+        folded = {}
+        for name, (vop, g) in list(group.items()):
+            reg = vop.attrs["spec"].regularizer
+            has_reg = reg is not None and (reg.l1 or reg.l2)
+            if not has_reg and clip is None:
+                folded[name] = static
+                continue
+            with GradScope(ctx, vop, "optimizer"):
+                if static != 1.0:
+                    g = registry.apply("scalar_mul", [g], {"value": static})
+                if has_reg:
+                    g = registry.apply("add_regularization", [g, vop.outputs[0]],
+                                       {"l1": float(reg.l1), "l2": float(reg.l2)})
+            group[name] = (vop, g)
+            folded[name] = 1.0
+        if clip is not None:
+            group = _clip_by_global_norm(ctx, job, group, clip)
+        groups.append((leaf, group, folded))
     _add_updates(session, job, ctx, groups)
 
 
@@ -110,14 +110,14 @@ def _add_updates(session, job, ctx, groups):
     step = variable_ops.get_variable("System-Train-TrainStep-" + job.name, shape=(1,), dtype=dtypes.int64,
                                      trainable=False, init_value=0, apply_namespace=False,
                                      placement=ctx.placements[0])
-    for opt, grads in groups:
+    for opt, grads, folded in groups:
         lr = registry.apply("learning_rate", [step], {"scheduler": opt.lr_scheduler})
         for name, (vop, g) in grads.items():
-            _add_update(job, ctx, opt, name, vop, g, lr, step)
+            _add_update(job, ctx, opt, name, vop, g, lr, step, folded[name])
     registry.new_op("increment", [step], {}, name=job.unique_name("System-Train-TrainStep-increment"))
 
 
-def _add_update(job, ctx, opt, name, vop, g, lr, step):
+def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale):
     spec = vop.attrs["spec"]
     states, hints = [], {0: spec.sbp, 1: spec.sbp, 2: sbp_mod.B, 3: sbp_mod.B}
     for suffix, init in opt.state_specs(name, spec.shape, spec.dtype.np):
@@ -135,7 +135,8 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step):
                              type(opt).__name__))
     with GradScope(ctx, vop, "optimizer"):
         registry.new_op("optimizer_update", [vop.outputs[0], g, lr, step] + states,
-                        {"optimizer": opt, "var": name, "weight_decay": opt.weight_decay_rate(name)},
+                        {"optimizer": opt, "var": name, "weight_decay": opt.weight_decay_rate(name),
+                         "grad_scale": grad_scale},
                         name=job.unique_name(name + "-update"), in_hints=hints)
 
 
