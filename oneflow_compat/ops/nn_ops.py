@@ -83,8 +83,30 @@ def _conv_grad(op, dys):
     return [dx, dw]
 
 
+# A device's piece may be empty (a split axis shorter than the device count): it then contributes zeros of its
+# (empty or partial-sum) output shape, without asking the kernel about an empty matrix product.
+def _conv_kernel(xp, x, w, **attrs):
+    if x.size and w.size:
+        return nn_k.conv2d(xp, x, w, **attrs)
+    fmt = attrs["data_format"]
+    n, c, h, wd = _nchw(x.shape, fmt)
+    k_hw = w.shape[2:4] if fmt == "NCHW" else w.shape[1:3]
+    oh, ow = nn_k.conv_out_hw((h, wd), k_hw, attrs["strides"], attrs["pads"], attrs["dilations"])
+    f = w.shape[0]
+    return xp.zeros((n, f, oh, ow) if fmt == "NCHW" else (n, oh, ow, f), dtype=x.dtype)
+
+
 def _conv_grad_input_kernel(xp, dy, w, input_shape, **attrs):
-    return nn_k.conv2d_grad_input(xp, dy, w, input_shape=_with_batch(input_shape, dy.shape[0]), **attrs)
+    input_shape = _with_batch(input_shape, dy.shape[0])
+    if dy.size and w.size:
+        return nn_k.conv2d_grad_input(xp, dy, w, input_shape=input_shape, **attrs)
+    return xp.zeros(input_shape, dtype=dy.dtype)
+
+
+def _conv_grad_weight_kernel(xp, dy, x, weight_shape, **attrs):
+    if dy.size and x.size:
+        return nn_k.conv2d_grad_weight(xp, dy, x, weight_shape=weight_shape, **attrs)
+    return xp.zeros(tuple(weight_shape), dtype=dy.dtype)
 
 
 def _conv_grad_input_sbp(op):
@@ -109,14 +131,14 @@ def _conv_grad_weight_sbp(op):
     return sigs + [_sig([S.B, S.B], [S.B]), _sig([S.P, S.B], [S.P]), _sig([S.B, S.P], [S.P])]
 
 
-register(OpDef("conv2d", infer=_conv_meta, kernel=nn_k.conv2d, kernel_attrs=_conv_attrs, grad=_conv_grad,
+register(OpDef("conv2d", infer=_conv_meta, kernel=_conv_kernel, kernel_attrs=_conv_attrs, grad=_conv_grad,
                sbp=_conv_sbp))
 register(OpDef("conv2d_grad_input", infer=lambda op: [TensorMeta(op.attrs["input_shape"], op.inputs[0].dtype,
                                                                  op.inputs[0].is_dynamic)],
                kernel=_conv_grad_input_kernel, kernel_attrs=_conv_attrs,
                local_attrs=lambda op, dev: {"input_shape": tuple(dev.out_shapes[0])}, sbp=_conv_grad_input_sbp))
 register(OpDef("conv2d_grad_weight", infer=lambda op: [TensorMeta(op.attrs["weight_shape"], op.inputs[0].dtype)],
-               kernel=nn_k.conv2d_grad_weight, kernel_attrs=_conv_attrs,
+               kernel=_conv_grad_weight_kernel, kernel_attrs=_conv_attrs,
                local_attrs=lambda op, dev: {"weight_shape": tuple(dev.out_shapes[0])}, sbp=_conv_grad_weight_sbp))
 
 
