@@ -27,17 +27,47 @@ def environment(**extra):
     return env
 
 
+class Finished:
+    def __init__(self, returncode, stdout, stderr, elapsed):
+        self.returncode, self.stdout, self.stderr, self.elapsed = returncode, stdout, stderr, elapsed
+
+
+def start(command, **extra_env):
+    process = subprocess.Popen(command, cwd=ROOT, env=environment(**extra_env), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    return process, time.perf_counter()
+
+
+def finish(started, timeout=60):
+    process, t0 = started
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    return Finished(process.returncode, stdout, stderr, time.perf_counter() - t0)
+
+
+def mpi_command(n, script, *args):
+    return [str(MPIEXEC), "-n", str(n), sys.executable, "-m", "mpi4py", str(SCRIPTS / script)] + list(args)
+
+
 def run(command, timeout=60, **extra_env):
-    started = time.perf_counter()
-    result = subprocess.run(command, cwd=ROOT, env=environment(**extra_env), capture_output=True, text=True,
-                            timeout=timeout)
-    result.elapsed = time.perf_counter() - started
-    return result
+    return finish(start(command, **extra_env), timeout)
 
 
-def mpirun(n, script, timeout=60, **extra_env):
-    command = [str(MPIEXEC), "-n", str(n), sys.executable, "-m", "mpi4py", str(SCRIPTS / script)]
-    return run(command, timeout=timeout, **extra_env)
+def mpirun(n, script, *args, timeout=60, **extra_env):
+    return run(mpi_command(n, script, *args), timeout=timeout, **extra_env)
+
+
+@pytest.fixture(scope="module")
+def timeout_runs():
+    """The jobs that wait for a 3 s timeout, started together so that their waits overlap."""
+    jobs = {"missing-2": mpi_command(2, "comm_timeout.py"), "missing-4": mpi_command(4, "comm_timeout.py"),
+            "order-2": mpi_command(2, "comm_timeout_order.py")}
+    started = {name: start(command) for name, command in jobs.items()}
+    return {name: finish(job, timeout=30) for name, job in started.items()}
 
 
 @pytest.mark.parametrize("n", [2, 4])
@@ -74,9 +104,17 @@ def test_exception_on_one_rank_ends_all_ranks(n):
     assert "[rank %d] ValueError: boom on purpose on the last rank" % last in result.stderr
 
 
+def test_exception_in_a_thread_ends_all_ranks():
+    result = mpirun(2, "comm_raise.py", "thread", timeout=30)
+    assert result.returncode != 0
+    assert result.elapsed < 10
+    assert "[rank 1] uncaught exception in thread 'helper'; aborting all ranks" in result.stderr
+    assert "[rank 1] ValueError: boom on purpose in a thread of the last rank" in result.stderr
+
+
 @pytest.mark.parametrize("n", [2, 4])
-def test_rank_missing_from_collective_times_out_naming_it(n):
-    result = mpirun(n, "comm_timeout.py", timeout=30)
+def test_rank_missing_from_collective_times_out_naming_it(n, timeout_runs):
+    result = timeout_runs["missing-%d" % n]
     assert result.returncode != 0
     assert result.elapsed < 10, result.elapsed  # 3 s timeout + 1 s asking around + start-up
     everyone = "(%s)" % ", ".join(map(str, range(n)))
@@ -133,8 +171,8 @@ def test_launcher_returns_the_job_exit_code():
     assert "[rank 1] ValueError: boom on purpose on the last rank" in result.stderr
 
 
-def test_timeout_says_which_operation_the_other_rank_is_in():
-    result = mpirun(2, "comm_timeout_order.py", timeout=30)
+def test_timeout_says_which_operation_the_other_rank_is_in(timeout_runs):
+    result = timeout_runs["order-2"]
     assert result.returncode != 0
     assert result.elapsed < 10, result.elapsed
     from_rank0 = ("rank 0: allreduce #2 over ranks (0, 1) did not complete within 3.0 s. Rank 1 is in a different "
