@@ -222,6 +222,115 @@ EXAMPLES = {
 }
 
 
+def _conv_attrs(fmt="NCHW", strides=(1, 1), pads=((1, 1), (0, 1)), dilations=(1, 1), groups=1, **extra):
+    return dict({"strides": strides, "pads": pads, "dilations": dilations, "groups": groups, "data_format": fmt},
+                **extra)
+
+
+def _pool_attrs(fmt="NCHW", ksize=(2, 2), strides=(2, 2), pads=((0, 0), (0, 0)), ceil_mode=False, **extra):
+    return dict({"ksize": ksize, "strides": strides, "pads": pads, "data_format": fmt, "ceil_mode": ceil_mode},
+                **extra)
+
+
+def _conv_out(x_shape, w_shape, attrs):
+    from oneflow_compat.kernels import nn as nn_k
+
+    return nn_k.conv2d(np, np.zeros(x_shape), np.zeros(w_shape), **attrs).shape
+
+
+def _max_pool_grad_inputs(x_shape, attrs):
+    def make(r):
+        from oneflow_compat.kernels import nn as nn_k
+
+        x = r.standard_normal(x_shape)
+        y = nn_k.max_pool2d(np, x, **attrs)
+        return [r.standard_normal(y.shape), x, y]
+    return make
+
+
+def _avg_pool_grad_inputs(x_shape, attrs):
+    def make(r):
+        from oneflow_compat.kernels import nn as nn_k
+
+        return [r.standard_normal(nn_k.avg_pool2d(np, np.zeros(x_shape), **attrs).shape)]
+    return make
+
+
+def _probabilities(*shape):
+    return _softmax_rows(shape, len(shape) - 1)
+
+
+# (x shape, w shape, attrs): NCHW, NHWC, strided/dilated, grouped
+_CONV_CASES = [((5, 4, 6, 6), (6, 4, 3, 3), _conv_attrs()),
+               ((5, 6, 6, 4), (6, 3, 3, 4), _conv_attrs("NHWC")),
+               ((5, 4, 7, 7), (3, 4, 2, 3), _conv_attrs(strides=(2, 1), dilations=(1, 2))),
+               ((5, 4, 6, 6), (6, 2, 3, 3), _conv_attrs(groups=2))]
+_POOL_CASES = [((5, 4, 6, 6), _pool_attrs()),
+               ((5, 6, 7, 4), _pool_attrs("NHWC", ksize=(3, 2), strides=(2, 1), pads=((1, 0), (0, 1)),
+                                          ceil_mode=True))]
+
+EXAMPLES.update({
+    "conv2d": [Example(_inputs(_normal(*xs), _normal(*ws)), a) for xs, ws, a in _CONV_CASES],
+    "conv2d_grad_input": [Example(_inputs(_normal(*_conv_out(xs, ws, a)), _normal(*ws)), dict(a, input_shape=xs))
+                          for xs, ws, a in _CONV_CASES],
+    "conv2d_grad_weight": [Example(_inputs(_normal(*_conv_out(xs, ws, a)), _normal(*xs)), dict(a, weight_shape=ws))
+                           for xs, ws, a in _CONV_CASES],
+    "max_pool2d": [Example(_inputs(_normal(*xs)), a) for xs, a in _POOL_CASES],
+    "max_pool2d_grad": [Example(_max_pool_grad_inputs(xs, a), a) for xs, a in _POOL_CASES],
+    "avg_pool2d": [Example(_inputs(_normal(*xs)), a) for xs, a in _POOL_CASES],
+    "avg_pool2d_grad": [Example(_avg_pool_grad_inputs(xs, a), dict(a, input_shape=xs)) for xs, a in _POOL_CASES],
+    "dropout": [Example(_inputs(_normal(5, 7)), {"rate": 0.3, "seed": 7}),
+                Example(_inputs(_normal(4, 5, 6, dtype=np.float32)), {"rate": 0.5, "seed": None},
+                        note="session seed")],
+    "dropout_grad": [Example(lambda r: [r.standard_normal((5, 7)), r.integers(0, 2, (5, 7)).astype(np.int8)],
+                             {"rate": 0.3})],
+    "softmax_cross_entropy": [Example(lambda r: [r.standard_normal((6, 5)), _probabilities(6, 5)(r)]),
+                              Example(lambda r: [r.standard_normal((4, 3, 5)), _probabilities(4, 3, 5)(r)])],
+    "softmax_cross_entropy_grad": [Example(lambda r: [r.standard_normal(6), _probabilities(6, 5)(r),
+                                                      _probabilities(6, 5)(r)])],
+    "sigmoid_cross_entropy": [Example(lambda r: [r.standard_normal((5, 7)), r.uniform(0, 1, (5, 7))])],
+    "sigmoid_cross_entropy_grad": [Example(lambda r: [r.standard_normal((5, 7)), r.standard_normal((5, 7)),
+                                                      r.uniform(0, 1, (5, 7))])],
+    "transpose": [Example(_inputs(_normal(4, 5, 6)), {"perm": (2, 0, 1)}),
+                  Example(_inputs(_normal(5, 7)), {"perm": (1, 0)})],
+    "concat": [Example(_inputs(_normal(5, 3), _normal(5, 4)), {"axis": 1}),
+               Example(_inputs(_normal(3, 7), _normal(4, 7), _normal(2, 7)), {"axis": 0})],
+    "split_like": [Example(_inputs(_normal(5, 7), _normal(5, 3), _normal(5, 4)), {"axis": 1}),
+                   Example(_inputs(_normal(7, 5), _normal(2, 5), _normal(5, 5)), {"axis": 0})],
+    "slice": [Example(_inputs(_normal(5, 7, 4)), {"slice_tup": [(None, None, None), (1, 6, 2), (None, None, None)]}),
+              Example(_inputs(_normal(6, 7)), {"slice_tup": [(1, None, None), (None, None, None)]})],
+    "slice_grad": [Example(_inputs(_normal(5, 3, 4), _normal(5, 7, 4)),
+                           {"slice_tup": [(None, None, None), (1, 6, 2), (None, None, None)]})],
+    "expand_dims": [Example(_inputs(_normal(5, 7)), {"axis": 1}), Example(_inputs(_normal(5, 7)), {"axis": 2}),
+                    Example(_inputs(_normal(5, 7)), {"axis": 0})],
+    "squeeze": [Example(_inputs(_normal(5, 1, 7)), {"axes": (1,)}),
+                Example(_inputs(_normal(1, 6, 1)), {"axes": (0, 2)})],
+    "flatten": [Example(_inputs(_normal(4, 5, 6)), {"start_dim": 1, "end_dim": 2}),
+                Example(_inputs(_normal(4, 5, 6)), {"start_dim": 0, "end_dim": 1}),
+                Example(_inputs(_normal(4, 5, 6)), {"start_dim": 1, "end_dim": 1})],
+    "gather": [Example(_inputs(_normal(7, 5), _ints(4, high=7)), {"axis": 0}),
+               Example(_inputs(_normal(4, 7, 3), _ints(2, 5, high=7)), {"axis": 1})],
+    "gather_grad": [Example(_inputs(_normal(4, 5), _ints(4, high=7), _normal(7, 5)), {"axis": 0}),
+                    Example(_inputs(_normal(4, 2, 5, 3), _ints(2, 5, high=7), _normal(4, 7, 3)), {"axis": 1})],
+    "batch_gather": [Example(_inputs(_normal(5, 7, 3), _ints(5, 4, high=7))),
+                     Example(_inputs(_normal(4, 5, 6), _ints(4, 5, 2, high=6)), note="2 batch dims")],
+    "batch_gather_grad": [Example(_inputs(_normal(5, 4, 3), _ints(5, 4, high=7), _normal(5, 7, 3)))],
+    "one_hot": [Example(_inputs(_ints(5, high=6)), {"depth": 6, "on_value": 1, "off_value": 0,
+                                                     "dtype": dtypes.float32, "axis": 1}),
+                Example(_inputs(_ints(4, 5, high=3)), {"depth": 3, "on_value": 2, "off_value": -1,
+                                                        "dtype": dtypes.int32, "axis": 0})],
+    "pad": [Example(_inputs(_normal(5, 7)), {"paddings": ((0, 0), (1, 2)), "constant_value": 0}),
+            Example(_inputs(_normal(5, 7)), {"paddings": ((2, 0), (0, 0)), "constant_value": 1.5})],
+    "pad_grad": [Example(_inputs(_normal(5, 10)), {"paddings": ((0, 0), (1, 2))})],
+    "where": [Example(_inputs(_ints(5, 7, high=2, dtype=np.int8), _normal(5, 7), _normal(5, 7))),
+              Example(_inputs(_ints(5, 1, high=2, dtype=np.int8), _normal(5, 7), _normal(7)), note="broadcast")],
+    "clip_by_value": [Example(_inputs(_normal(5, 7)), {"min_value": -0.5, "max_value": 0.5}),
+                      Example(_inputs(_normal(5, 7)), {"min_value": None, "max_value": 0.1})],
+    "clip_by_value_grad": [Example(_inputs(_normal(5, 7), _normal(5, 7)), {"min_value": -0.5, "max_value": 0.5})],
+    "top_k": [Example(_inputs(_normal(5, 7)), {"k": 3}), Example(_inputs(_normal(4, 5, 6)), {"k": 2})],
+})
+
+
 # --- building the op and replaying its signatures ----------------------------------------------------------------
 def load_all_ops():
     """Imports every op module of the package, so that every op type that exists is registered."""
@@ -249,7 +358,8 @@ def build_op(op_type, inputs, attrs, n):
 
 
 def _validation_session():
-    """A detached session for DeviceSlot.session (a few ops read its root seed); never the default session."""
+    """A detached session for DeviceSlot.session (random ops read its root seed and keep per-session call
+    counters); never the default session. Each run gets a fresh one, so every run is a job's first call."""
     from oneflow_compat.framework.session import Session
 
     s = Session()
@@ -306,9 +416,10 @@ def _max_error(a, b):
     return "%d of %d elements differ" % (int(np.sum(a != b)), a.size)
 
 
-def run_pieces(op, session, pieces_per_input):
+def run_pieces(op, pieces_per_input):
     """Runs the op's per-device function on each device's pieces; returns [device][output] arrays."""
     n = op.placement.parallel_num
+    session = _validation_session()
     outs = []
     for i in range(n):
         dev = plan.DeviceSlot(op, i, np, session)
@@ -354,11 +465,10 @@ def check_op(op_type, inputs, attrs, device_counts=(2, 3, 4), example="", seed=0
     """Every declared signature of one op instance on each device count: a list of Check (passes and failures)."""
     inputs = [np.asarray(x) for x in inputs]
     attrs = dict(attrs or {})
-    session = _validation_session()
     rng = np.random.default_rng(seed)
     single = build_op(op_type, inputs, attrs, 1)
     single.sbp_in, single.sbp_out = [S.B] * len(inputs), [S.B] * len(single.outputs)
-    reference = run_pieces(single, session, [[x] for x in inputs])[0]
+    reference = run_pieces(single, [[x] for x in inputs])[0]
     for y, ref in zip(single.outputs, reference):
         if tuple(ref.shape) != y.shape or ref.dtype != y.dtype.np:
             return [Check(op_type, example, "1 device", 1, False, "kernel gives %s %s but infer says %s %s" % (
@@ -370,11 +480,11 @@ def check_op(op_type, inputs, attrs, device_counts=(2, 3, 4), example="", seed=0
         if not sigs:
             checks.append(Check(op_type, example, "-", n, False, "no signature declared"))
         for sig in sigs:
-            checks.append(_check_signature(op, sig, inputs, reference, session, rng, example))
+            checks.append(_check_signature(op, sig, inputs, reference, rng, example))
     return checks
 
 
-def _check_signature(op, sig, inputs, reference, session, rng, example):
+def _check_signature(op, sig, inputs, reference, rng, example):
     n = op.placement.parallel_num
     ins, outs = tuple(sig[0]), tuple(sig[1])
     label = _format_sig(sig)
@@ -388,7 +498,7 @@ def _check_signature(op, sig, inputs, reference, session, rng, example):
     op.sbp_in, op.sbp_out = list(ins), list(outs)
     try:
         pieces = [split_input(x, s, n, rng) for x, s in zip(inputs, ins)]
-        per_device = run_pieces(op, session, pieces)
+        per_device = run_pieces(op, pieces)
         for k, (y, s) in enumerate(zip(op.outputs, outs)):
             value = assemble_output([d[k] for d in per_device], s, y.meta, n)
             if not _close(value, reference[k], reference[k].dtype):
