@@ -24,6 +24,7 @@ import zlib
 import numpy as np
 from mpi4py import MPI
 
+from .world import detect_local_size, usable_cores
 from .process_comm import CollectiveTimeout, CommError, ProcessComm, balanced_sizes, check_ranks
 
 TIMEOUT_ENV = "ONEFLOW_COMPAT_COMM_TIMEOUT"
@@ -39,8 +40,11 @@ _TAG_QUERY = 11
 _TAG_REPLY = 12
 
 # Polling schedule: spin first (the common case completes in microseconds to milliseconds), then yield the
-# core, then sleep, so that ranks waiting on a slow peer do not steal its CPU on an oversubscribed host.
-_SPIN_S = 0.002
+# core, then sleep. With at most one rank per core a waiting rank owns its core, so it spins for the whole
+# first phase, like a blocking MPI call; with more ranks than cores it yields almost at once, so that the
+# peer it waits for can run.
+_SPIN_OWN_CORE_S = 0.05
+_SPIN_SHARED_CORE_S = 0.0002
 _YIELD_S = 0.05
 _SLEEP_S = 0.0005
 _SERVE_EVERY_S = 0.005
@@ -126,6 +130,8 @@ class MPIComm(ProcessComm):
     def __init__(self, base_comm=None, timeout=None):
         base = MPI.COMM_WORLD if base_comm is None else base_comm
         self._timeout = timeout_from_env() if timeout is None else float(timeout)
+        oversubscribed = detect_local_size() > usable_cores()
+        self._spin_s = _SPIN_SHARED_CORE_S if oversubscribed else _SPIN_OWN_CORE_S
         self._rank = base.Get_rank()
         self._size = base.Get_size()
         self._current = None
@@ -207,7 +213,7 @@ class MPIComm(ProcessComm):
                 waited = now - started
                 if waited >= _YIELD_S:
                     time.sleep(_SLEEP_S)
-                elif waited >= _SPIN_S:
+                elif waited >= self._spin_s:
                     time.sleep(0)
         finally:
             self._current = None
