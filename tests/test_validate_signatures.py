@@ -153,6 +153,18 @@ def test_kernel_output_disagreeing_with_infer_is_caught():
     assert len(bad) == 1 and "infer says" in bad[0].message
 
 
+def test_kernel_writing_its_input_is_caught():
+    def scale_in_place(xp, x):
+        x *= 2
+        return x
+
+    defn = registry.OpDef("validate_test_bogus_inplace", infer=_same_meta, kernel=scale_in_place,
+                          sbp=sbp_rules.unary)
+    with _TempOp(defn) as t:
+        bad = validate.validate_op(t, [np.ones((4, 4))], {})
+    assert len(bad) == 1 and bad[0].devices == 1 and "modified its input 0 in place" in bad[0].message
+
+
 def test_cli_table(capsys):
     assert validate.main(["matmul", "relu"]) == 0
     out = capsys.readouterr().out
