@@ -1,0 +1,576 @@
+"""Array ops beyond reshape: transpose, concat (and the split that is its gradient), slice, expand_dims, squeeze,
+flatten, gather / batch_gather, one_hot, pad, where, clip_by_value, top_k.
+
+Kernels work on each device's local piece and read sizes from the arrays they get (not from the logical shape), so
+the same kernel serves split pieces, mirrored pieces and dynamic batches. SBP signatures list only layouts whose
+local results assemble into the single-device result.
+"""
+import numpy as np
+
+from oneflow_compat.framework import dtypes
+from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.framework.sbp import B, P, S, balanced_ranges, is_split
+from oneflow_compat.kernels import shape as K
+from oneflow_compat.ops.registry import OpDef, apply, register
+
+
+def _sig(ins, outs):
+    return (tuple(ins), tuple(outs))
+
+
+def _unbroadcast(g, shape):
+    if tuple(g.shape) == tuple(shape):
+        return g
+    return apply("reduce_to_shape", [g], {"shape": tuple(shape)})
+
+
+def _zeros_like(x):
+    return apply("fill_like", [x], {"value": 0.0})
+
+
+# --- transpose -------------------------------------------------------------------------------------------------
+def _transpose_meta(op):
+    x, perm = op.inputs[0], op.attrs["perm"]
+    return [TensorMeta(tuple(x.shape[p] for p in perm), x.dtype, x.is_dynamic)]
+
+
+def _transpose_sbp(op):
+    perm = op.attrs["perm"]
+    # output axis j holds input axis perm[j]
+    return [_sig([S(perm[j])], [S(j)]) for j in range(len(perm))] + [_sig([B], [B]), _sig([P], [P])]
+
+
+register(OpDef("transpose", infer=_transpose_meta, kernel=K.transpose,
+               kernel_attrs=lambda op: {"perm": op.attrs["perm"]}, sbp=_transpose_sbp,
+               grad=lambda op, dys: [apply("transpose", [dys[0]], {"perm": K.inverse_perm(op.attrs["perm"])})]))
+
+
+# --- concat and split_like -------------------------------------------------------------------------------------
+def _concat_meta(op):
+    axis, xs = op.attrs["axis"], op.inputs
+    first = xs[0]
+    for x in xs[1:]:
+        if x.dtype is not first.dtype:
+            raise ValueError("concat '%s': all inputs must have one dtype, got %s and %s"
+                             % (op.name, first.dtype.name, x.dtype.name))
+        if len(x.shape) != len(first.shape) or any(
+                a != b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != axis):
+            raise ValueError("concat '%s': shapes %s and %s differ outside axis %d"
+                             % (op.name, first.shape, x.shape, axis))
+    dynamic = any(x.is_dynamic for x in xs)
+    size = sum(x.shape[axis] for x in xs)
+    if dynamic and op.attrs.get("max_dim_size") is not None:
+        size = op.attrs["max_dim_size"]  # the static bound of a dynamic axis
+    shape = list(first.shape)
+    shape[axis] = size
+    return [TensorMeta(shape, first.dtype, dynamic)]
+
+
+def _concat_sbp(op):
+    n, axis = len(op.inputs), op.attrs["axis"]
+    nd = len(op.outputs[0].shape)
+    sigs = [_sig([S(i)] * n, [S(i)]) for i in range(nd) if i != axis]
+    return sigs + [_sig([B] * n, [B]), _sig([P] * n, [P])]
+
+
+def _concat_grad(op, dys):
+    parts = apply("split_like", [dys[0]] + list(op.inputs), {"axis": op.attrs["axis"]})
+    return parts if isinstance(parts, list) else [parts]
+
+
+register(OpDef("concat", infer=_concat_meta, kernel=K.concat, kernel_attrs=lambda op: {"axis": op.attrs["axis"]},
+               sbp=_concat_sbp, grad=_concat_grad))
+
+
+def _split_like(xp, x, *likes, axis):
+    pieces = K.split(xp, x, sizes=[like.shape[axis] for like in likes], axis=axis)
+    return pieces[0] if len(pieces) == 1 else pieces
+
+
+def _split_like_sbp(op):
+    n, axis = len(op.outputs), op.attrs["axis"]
+    nd = len(op.inputs[0].shape)
+    sigs = [_sig([S(i)] * (n + 1), [S(i)] * n) for i in range(nd) if i != axis]
+    return sigs + [_sig([B] * (n + 1), [B] * n), _sig([P] + [B] * n, [P] * n)]
+
+
+def _split_like_grad(op, dys):
+    parts = [dy if dy is not None else _zeros_like(like) for dy, like in zip(dys, op.inputs[1:])]
+    dx = parts[0] if len(parts) == 1 else apply("concat", parts, {"axis": op.attrs["axis"]})
+    return [dx] + [None] * len(parts)
+
+
+register(OpDef("split_like", infer=lambda op: [TensorMeta(like.shape, op.inputs[0].dtype, like.is_dynamic)
+                                               for like in op.inputs[1:]],
+               kernel=_split_like, kernel_attrs=lambda op: {"axis": op.attrs["axis"]}, sbp=_split_like_sbp,
+               grad=_split_like_grad))
+
+
+# --- slice (start, stop, step per axis, None = Python's default) -----------------------------------------------
+def slice_length(entry, dim):
+    return len(range(*slice(*entry).indices(dim)))
+
+
+def _full_axes(shape, slice_tup):
+    """Axes the slice keeps whole and in order: splits along them survive the slice."""
+    return [i for i, (entry, d) in enumerate(zip(slice_tup, shape)) if slice(*entry).indices(d) == (0, d, 1)]
+
+
+def _slice_meta(op):
+    x = op.inputs[0]
+    shape = tuple(slice_length(e, d) for e, d in zip(op.attrs["slice_tup"], x.shape))
+    return [TensorMeta(shape, x.dtype, x.is_dynamic)]
+
+
+def _local_slice_tup(slice_tup, sbp):
+    # a split axis is sliced whole: the device takes its entire piece (the logical bounds do not apply to it)
+    if is_split(sbp):
+        slice_tup = list(slice_tup)
+        slice_tup[sbp.axis] = (None, None, None)
+    return tuple(slice_tup)
+
+
+def _slice_sbp(op):
+    full = _full_axes(op.inputs[0].shape, op.attrs["slice_tup"])
+    return [_sig([S(i)], [S(i)]) for i in full] + [_sig([B], [B]), _sig([P], [P])]
+
+
+register(OpDef("slice", infer=_slice_meta, kernel=K.slice_nd, sbp=_slice_sbp,
+               local_attrs=lambda op, dev: {"slice_tup": _local_slice_tup(op.attrs["slice_tup"], dev.sbp_in[0])},
+               grad=lambda op, dys: [apply("slice_grad", [dys[0], op.inputs[0]],
+                                           {"slice_tup": op.attrs["slice_tup"]})]))
+
+
+def _slice_grad_kernel(xp, dy, like, slice_tup):
+    return K.slice_grad(xp, dy, input_shape=like.shape, slice_tup=slice_tup)
+
+
+def _slice_grad_sbp(op):
+    full = _full_axes(op.inputs[1].shape, op.attrs["slice_tup"])
+    return [_sig([S(i), S(i)], [S(i)]) for i in full] + [_sig([B, B], [B]), _sig([P, B], [P])]
+
+
+register(OpDef("slice_grad", infer=lambda op: [TensorMeta(op.inputs[1].shape, op.inputs[0].dtype,
+                                                          op.inputs[1].is_dynamic)],
+               kernel=_slice_grad_kernel, sbp=_slice_grad_sbp,
+               local_attrs=lambda op, dev: {"slice_tup": _local_slice_tup(op.attrs["slice_tup"], dev.sbp_in[1])},
+               grad=lambda op, dys: [apply("slice", [dys[0]], {"slice_tup": op.attrs["slice_tup"]}), None]))
+
+
+# --- expand_dims / squeeze / flatten (views of the input's data) -----------------------------------------------
+def _expand_dims_meta(op):
+    x, axis = op.inputs[0], op.attrs["axis"]
+    return [TensorMeta(x.shape[:axis] + (1,) + x.shape[axis:], x.dtype, x.is_dynamic)]
+
+
+def _expand_dims_sbp(op):
+    axis = op.attrs["axis"]
+    return [_sig([S(i)], [S(i if i < axis else i + 1)]) for i in range(len(op.inputs[0].shape))] + [
+        _sig([B], [B]), _sig([P], [P])]
+
+
+register(OpDef("expand_dims", infer=_expand_dims_meta, kernel=lambda xp, x, axis: xp.expand_dims(x, axis),
+               kernel_attrs=lambda op: {"axis": op.attrs["axis"]}, sbp=_expand_dims_sbp,
+               grad=lambda op, dys: [apply("squeeze", [dys[0]], {"axes": (op.attrs["axis"],)})]))
+
+
+def _squeezed(shape, axes):
+    # removing every axis leaves (1,), as the legacy op does
+    return tuple(d for i, d in enumerate(shape) if i not in axes) or (1,)
+
+
+def _squeeze_meta(op):
+    x, axes = op.inputs[0], op.attrs["axes"]
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError("squeeze '%s': axis %d of shape %s is not 1" % (op.name, a, x.shape))
+    return [TensorMeta(_squeezed(x.shape, axes), x.dtype, x.is_dynamic)]
+
+
+def _squeeze_sbp(op):
+    axes = op.attrs["axes"]
+    sigs = [_sig([S(i)], [S(i - sum(1 for a in axes if a < i))])
+            for i in range(len(op.inputs[0].shape)) if i not in axes]
+    return sigs + [_sig([B], [B]), _sig([P], [P])]
+
+
+def _squeeze_grad(op, dys):
+    x, axes = op.inputs[0], op.attrs["axes"]
+    dy = dys[0]
+    if len(axes) == len(x.shape):
+        return [apply("reshape_like", [dy, x])]
+    for a in sorted(axes):
+        dy = apply("expand_dims", [dy], {"axis": a})
+    return [dy]
+
+
+register(OpDef("squeeze", infer=_squeeze_meta,
+               kernel=lambda xp, x, axes: x.reshape(_squeezed(x.shape, axes)),
+               kernel_attrs=lambda op: {"axes": op.attrs["axes"]}, sbp=_squeeze_sbp, grad=_squeeze_grad))
+
+
+def _flattened(shape, start, end):
+    return tuple(shape[:start]) + (int(np.prod(shape[start:end + 1], dtype=np.int64)),) + tuple(shape[end + 1:])
+
+
+def _flatten_meta(op):
+    x = op.inputs[0]
+    return [TensorMeta(_flattened(x.shape, op.attrs["start_dim"], op.attrs["end_dim"]), x.dtype, x.is_dynamic)]
+
+
+def _flatten_sbp(op):
+    start, end = op.attrs["start_dim"], op.attrs["end_dim"]
+    # a split on a merged axis would need other boundaries than the balanced split of the merged axis
+    sigs = [_sig([S(i)], [S(i)]) for i in range(start)]
+    if start == end:
+        sigs.append(_sig([S(start)], [S(start)]))
+    sigs += [_sig([S(i)], [S(i - (end - start))]) for i in range(end + 1, len(op.inputs[0].shape))]
+    return sigs + [_sig([B], [B]), _sig([P], [P])]
+
+
+register(OpDef("flatten", infer=_flatten_meta,
+               kernel=lambda xp, x, start_dim, end_dim: x.reshape(_flattened(x.shape, start_dim, end_dim)),
+               kernel_attrs=lambda op: {"start_dim": op.attrs["start_dim"], "end_dim": op.attrs["end_dim"]},
+               sbp=_flatten_sbp, grad=lambda op, dys: [apply("reshape_like", [dys[0], op.inputs[0]])]))
+
+
+# --- gather ----------------------------------------------------------------------------------------------------
+def _check_indices(op, indices):
+    if indices.dtype.np is None or indices.dtype.np.kind not in "iu":
+        raise TypeError("%s '%s': indices must be an integer blob, got %s" % (op.type, op.name, indices.dtype.name))
+
+
+def _gather_meta(op):
+    params, indices = op.inputs
+    _check_indices(op, indices)
+    a = op.attrs["axis"]
+    return [TensorMeta(params.shape[:a] + indices.shape + params.shape[a + 1:], params.dtype,
+                       params.is_dynamic or indices.is_dynamic)]
+
+
+def _no_negative(xp, indices, what):
+    if indices.size and int(xp.min(indices)) < 0:
+        raise ValueError("%s: negative index %d" % (what, int(xp.min(indices))))
+
+
+def _local_rows(xp, indices, offset, n):
+    """Indices shifted into the local range [0, n), and which of them fall inside it."""
+    idx = indices.astype(xp.int64) - offset if offset else indices.astype(xp.int64)
+    valid = (idx >= 0) & (idx < n)
+    return xp.where(valid, idx, 0), valid
+
+
+def _gather(xp, params, indices, axis, offset=0):
+    """params.take(indices, axis); rows of indices outside this piece's range [offset, offset + n) read zeros (the
+    legacy kernel's rule, which also makes a params split along `axis` give partial sums)."""
+    _no_negative(xp, indices, "gather")
+    n = params.shape[axis]
+    out_shape = params.shape[:axis] + indices.shape + params.shape[axis + 1:]
+    if n == 0:
+        return xp.zeros(out_shape, dtype=params.dtype)
+    safe, valid = _local_rows(xp, indices, offset, n)
+    out = xp.take(params, safe, axis=axis)
+    mask = valid.reshape((1,) * axis + indices.shape + (1,) * (params.ndim - axis - 1))
+    return xp.where(mask, out, xp.zeros((), dtype=params.dtype))
+
+
+def _scatter_add(xp, target, index, values):
+    """target[:, index, :] += values with repeated indices accumulating (numpy `add.at`; cupyx on old CuPy)."""
+    if hasattr(xp.add, "at"):
+        xp.add.at(target, (slice(None), index), values)
+    else:  # pragma: no cover - CuPy without ufunc.at
+        import cupyx
+
+        cupyx.scatter_add(target, (slice(None), index), values)
+
+
+def _gather_grad(xp, dy, indices, like, axis, offset=0):
+    """Gradient of `_gather` w.r.t. params: dy rows summed into the rows they were read from (this piece's only)."""
+    shape = like.shape
+    n = shape[axis]
+    out = xp.zeros(shape, dtype=dy.dtype)
+    if n == 0 or indices.size == 0:
+        return out
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    safe, valid = _local_rows(xp, indices.reshape(-1), offset, n)
+    contrib = dy.reshape(outer, indices.size, inner) * valid.reshape(1, -1, 1).astype(dy.dtype)
+    _scatter_add(xp, out.reshape(outer, n, inner), safe, contrib)
+    return out
+
+
+def _split_offset(sbp, axis, logical_size, dev):
+    if sbp == S(axis) and dev.parallel_num > 1:
+        return balanced_ranges(logical_size, dev.parallel_num)[dev.index][0]
+    return 0
+
+
+def _gather_local(op, dev):
+    a = op.attrs["axis"]
+    return {"offset": _split_offset(dev.sbp_in[0], a, op.inputs[0].shape[a], dev)}
+
+
+def _gather_sbp(op):
+    params, indices = op.inputs
+    a, m = op.attrs["axis"], len(indices.shape)
+    sigs = [_sig([B, S(j)], [S(a + j)]) for j in range(m)]
+    for i in range(len(params.shape)):
+        if i != a:
+            sigs.append(_sig([S(i), B], [S(i if i < a else i + m - 1)]))
+    return sigs + [_sig([S(a), B], [P]), _sig([B, B], [B]), _sig([P, B], [P])]
+
+
+def _gather_grad_rule(op, dys):
+    params, indices = op.inputs
+    return [apply("gather_grad", [dys[0], indices, params], {"axis": op.attrs["axis"]}), None]
+
+
+register(OpDef("gather", infer=_gather_meta, kernel=_gather, kernel_attrs=lambda op: {"axis": op.attrs["axis"]},
+               local_attrs=_gather_local, sbp=_gather_sbp, grad=_gather_grad_rule))
+
+
+def _gather_grad_local(op, dev):
+    a = op.attrs["axis"]
+    return {"offset": _split_offset(dev.sbp_in[2], a, op.inputs[2].shape[a], dev)}
+
+
+def _gather_grad_sbp(op):
+    dy, indices, like = op.inputs
+    a, m = op.attrs["axis"], len(indices.shape)
+    sigs = [_sig([S(a + j), S(j), B], [P]) for j in range(m)]
+    for i in range(len(like.shape)):
+        if i != a:
+            sigs.append(_sig([S(i if i < a else i + m - 1), B, S(i)], [S(i)]))
+    return sigs + [_sig([B, B, S(a)], [S(a)]), _sig([B, B, B], [B]), _sig([P, B, B], [P])]
+
+
+register(OpDef("gather_grad", infer=lambda op: [TensorMeta(op.inputs[2].shape, op.inputs[0].dtype)],
+               kernel=_gather_grad, kernel_attrs=lambda op: {"axis": op.attrs["axis"]},
+               local_attrs=_gather_grad_local, sbp=_gather_grad_sbp,
+               grad=lambda op, dys: [apply("gather", [dys[0], op.inputs[1]], {"axis": op.attrs["axis"]}),
+                                     None, None]))
+
+
+# --- batch_gather: params (b..., n, r...), indices (b..., k) -> (b..., k, r...) ---------------------------------
+def _batch_gather_meta(op):
+    params, indices = op.inputs
+    _check_indices(op, indices)
+    nb = len(indices.shape) - 1
+    if len(params.shape) <= nb or params.shape[:nb] != indices.shape[:nb]:
+        raise ValueError("batch_gather '%s': indices %s must share the leading %d dims of params %s"
+                         % (op.name, indices.shape, nb, params.shape))
+    return [TensorMeta(indices.shape + params.shape[nb + 1:], params.dtype, params.is_dynamic or indices.is_dynamic)]
+
+
+def _batch_flat(params_shape, indices):
+    nb = indices.ndim - 1
+    batch = int(np.prod(indices.shape[:nb], dtype=np.int64))
+    inner = int(np.prod(params_shape[nb + 1:], dtype=np.int64))
+    return nb, batch, params_shape[nb], inner
+
+
+def _check_batch_indices(xp, indices, n):
+    if indices.size and (int(xp.min(indices)) < 0 or int(xp.max(indices)) >= n):
+        raise ValueError("batch_gather: indices must lie in [0, %d)" % n)
+
+
+def _batch_gather(xp, params, indices):
+    nb, batch, n, inner = _batch_flat(params.shape, indices)
+    _check_batch_indices(xp, indices, n)
+    k = indices.shape[-1]
+    rows = xp.arange(batch).reshape(batch, 1)
+    out = params.reshape(batch, n, inner)[rows, indices.reshape(batch, k).astype(xp.int64)]
+    return out.reshape(indices.shape + params.shape[nb + 1:])
+
+
+def _batch_gather_grad(xp, dy, indices, like):
+    nb, batch, n, inner = _batch_flat(like.shape, indices)
+    k = indices.shape[-1]
+    out = xp.zeros(like.shape, dtype=dy.dtype)
+    flat_rows = (xp.arange(batch).reshape(batch, 1) * n + indices.reshape(batch, k).astype(xp.int64)).reshape(-1)
+    _scatter_add(xp, out.reshape(1, batch * n, inner), flat_rows, dy.reshape(1, batch * k, inner))
+    return out
+
+
+def _batch_gather_sbp(op):
+    nb = len(op.inputs[1].shape) - 1
+    return [_sig([S(i), S(i)], [S(i)]) for i in range(nb)] + [_sig([B, B], [B]), _sig([P, B], [P])]
+
+
+def _batch_gather_grad_sbp(op):
+    nb = len(op.inputs[1].shape) - 1
+    return [_sig([S(i), S(i), S(i)], [S(i)]) for i in range(nb)] + [_sig([B, B, B], [B]), _sig([P, B, B], [P])]
+
+
+register(OpDef("batch_gather", infer=_batch_gather_meta, kernel=_batch_gather, sbp=_batch_gather_sbp,
+               grad=lambda op, dys: [apply("batch_gather_grad", [dys[0], op.inputs[1], op.inputs[0]]), None]))
+register(OpDef("batch_gather_grad", infer=lambda op: [TensorMeta(op.inputs[2].shape, op.inputs[0].dtype)],
+               kernel=_batch_gather_grad, sbp=_batch_gather_grad_sbp,
+               grad=lambda op, dys: [apply("batch_gather", [dys[0], op.inputs[1]]), None, None]))
+
+
+# --- one_hot ---------------------------------------------------------------------------------------------------
+def _one_hot_meta(op):
+    x = op.inputs[0]
+    _check_indices(op, x)
+    a = op.attrs["axis"]
+    return [TensorMeta(x.shape[:a] + (op.attrs["depth"],) + x.shape[a:], op.attrs["dtype"], x.is_dynamic)]
+
+
+def _one_hot_attrs(op):
+    dt = op.attrs["dtype"]
+    cast = float if dt.is_floating else int
+    return {"depth": op.attrs["depth"], "on_value": cast(op.attrs["on_value"]),
+            "off_value": cast(op.attrs["off_value"]), "dtype": dt.np, "axis": op.attrs["axis"]}
+
+
+def _one_hot_sbp(op):
+    a = op.attrs["axis"]
+    return [_sig([S(i)], [S(i if i < a else i + 1)]) for i in range(len(op.inputs[0].shape))] + [_sig([B], [B])]
+
+
+register(OpDef("one_hot", infer=_one_hot_meta, kernel=K.one_hot, kernel_attrs=_one_hot_attrs, sbp=_one_hot_sbp))
+
+
+# --- pad -------------------------------------------------------------------------------------------------------
+def _pad_meta(op):
+    x = op.inputs[0]
+    shape = tuple(d + b + a for d, (b, a) in zip(x.shape, op.attrs["paddings"]))
+    return [TensorMeta(shape, x.dtype, x.is_dynamic)]
+
+
+def _unpadded_axes(paddings):
+    return [i for i, (b, a) in enumerate(paddings) if b == 0 and a == 0]
+
+
+def _pad_sbp(op):
+    sigs = [_sig([S(i)], [S(i)]) for i in _unpadded_axes(op.attrs["paddings"])] + [_sig([B], [B])]
+    if op.attrs["constant_value"] == 0:
+        sigs.append(_sig([P], [P]))  # a non-zero border would be counted once per device
+    return sigs
+
+
+register(OpDef("pad", infer=_pad_meta, kernel=K.pad, sbp=_pad_sbp,
+               kernel_attrs=lambda op: {"paddings": op.attrs["paddings"], "constant_value": op.attrs["constant_value"]},
+               grad=lambda op, dys: [apply("pad_grad", [dys[0]], {"paddings": op.attrs["paddings"]})]))
+
+
+def _pad_grad_meta(op):
+    dy = op.inputs[0]
+    shape = tuple(d - b - a for d, (b, a) in zip(dy.shape, op.attrs["paddings"]))
+    return [TensorMeta(shape, dy.dtype, dy.is_dynamic)]
+
+
+register(OpDef("pad_grad", infer=_pad_grad_meta, kernel=K.pad_grad,
+               kernel_attrs=lambda op: {"paddings": op.attrs["paddings"]},
+               sbp=lambda op: [_sig([S(i)], [S(i)]) for i in _unpadded_axes(op.attrs["paddings"])]
+               + [_sig([B], [B]), _sig([P], [P])],
+               grad=lambda op, dys: [apply("pad", [dys[0]], {"paddings": op.attrs["paddings"],
+                                                              "constant_value": 0})]))
+
+
+# --- where -----------------------------------------------------------------------------------------------------
+def _where_meta(op):
+    cond, x, y = op.inputs
+    if x.dtype is not y.dtype:
+        raise ValueError("where '%s': x and y must have one dtype, got %s and %s" % (op.name, x.dtype.name,
+                                                                                  y.dtype.name))
+    try:
+        shape = np.broadcast_shapes(cond.shape, x.shape, y.shape)
+    except ValueError:
+        raise ValueError("where '%s': shapes %s, %s and %s do not broadcast together" % (
+            op.name, cond.shape, x.shape, y.shape)) from None
+    return [TensorMeta(shape, x.dtype, cond.is_dynamic or x.is_dynamic or y.is_dynamic)]
+
+
+def _where_sbp(op):
+    out_shape = op.outputs[0].shape
+    nd = len(out_shape)
+    sigs = []
+    for ax in range(nd):
+        ins = []
+        for t in op.inputs:
+            off = nd - len(t.shape)
+            full = ax >= off and t.shape[ax - off] == out_shape[ax]
+            ins.append(S(ax - off) if full and out_shape[ax] > 1 else B)
+        if any(s != B for s in ins):
+            sigs.append(_sig(ins, [S(ax)]))
+    # where(c, x1 + x2, y1 + y2) = where(c, x1, y1) + where(c, x2, y2)
+    return sigs + [_sig([B, B, B], [B]), _sig([B, P, P], [P])]
+
+
+def _where_grad(op, dys):
+    cond, x, y = op.inputs
+    dy = dys[0]
+    zeros = _zeros_like(dy)
+    dx = apply("where", [cond, dy, zeros])
+    dyy = apply("where", [cond, zeros, dy])
+    return [None, _unbroadcast(dx, x.shape), _unbroadcast(dyy, y.shape)]
+
+
+register(OpDef("where", infer=_where_meta, kernel=lambda xp, c, x, y: xp.where(c != 0, x, y),
+               sbp=_where_sbp, grad=_where_grad))
+
+
+# --- clip_by_value ---------------------------------------------------------------------------------------------
+def _bound(x, v):
+    return None if v is None else x.dtype.type(v)
+
+
+def _clip(xp, x, min_value, max_value):
+    lo, hi = _bound(x, min_value), _bound(x, max_value)
+    out = x if lo is None else xp.maximum(x, lo)
+    return out if hi is None else xp.minimum(out, hi)
+
+
+def _clip_grad(xp, dy, x, min_value, max_value):
+    """dy where min <= x <= max (bounds included), else 0."""
+    lo, hi = _bound(x, min_value), _bound(x, max_value)
+    keep = xp.ones(x.shape, dtype=bool)
+    if lo is not None:
+        keep &= x >= lo
+    if hi is not None:
+        keep &= x <= hi
+    return xp.where(keep, dy, xp.zeros((), dtype=dy.dtype))
+
+
+def _clip_attrs(op):
+    return {"min_value": op.attrs["min_value"], "max_value": op.attrs["max_value"]}
+
+
+def _same_meta(op):
+    x = op.inputs[0]
+    return [TensorMeta(x.shape, x.dtype, x.is_dynamic)]
+
+
+def _elementwise_sbp(op):
+    nd = len(op.inputs[0].shape)
+    return [_sig([S(i)], [S(i)]) for i in range(nd)] + [_sig([B], [B])]
+
+
+def _clip_grad_sbp(op):
+    nd = len(op.inputs[0].shape)
+    return [_sig([S(i), S(i)], [S(i)]) for i in range(nd)] + [_sig([B, B], [B]), _sig([P, B], [P])]
+
+
+register(OpDef("clip_by_value", infer=_same_meta, kernel=_clip, kernel_attrs=_clip_attrs, sbp=_elementwise_sbp,
+               grad=lambda op, dys: [apply("clip_by_value_grad", [dys[0], op.inputs[0]], dict(op.attrs))]))
+register(OpDef("clip_by_value_grad", infer=_same_meta, kernel=_clip_grad, kernel_attrs=_clip_attrs,
+               sbp=_clip_grad_sbp))
+
+
+# --- top_k (indices only, along the last axis) ------------------------------------------------------------------
+def _top_k_meta(op):
+    x = op.inputs[0]
+    return [TensorMeta(x.shape[:-1] + (min(op.attrs["k"], x.shape[-1]),), dtypes.int32, x.is_dynamic)]
+
+
+def _top_k(xp, x, k):
+    """Indices of the k largest entries of each row, largest first; ties go to the lower index (legacy order)."""
+    key = x.astype(xp.int64) if x.dtype.kind in "ub" else x
+    order = xp.argsort(-key, axis=-1, kind="stable")
+    return xp.ascontiguousarray(order[..., :k]).astype(xp.int32)
+
+
+register(OpDef("top_k", infer=_top_k_meta, kernel=_top_k, kernel_attrs=lambda op: {"k": op.attrs["k"]},
+               sbp=lambda op: [_sig([S(i)], [S(i)]) for i in range(len(op.inputs[0].shape) - 1)] + [_sig([B], [B])]))
