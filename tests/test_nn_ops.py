@@ -178,14 +178,14 @@ def test_dense_and_sigmoid_cross_entropy_match_torch():
 SHAPE = (12, 50)
 
 
-def _dropout(x, rate, seed, name):
-    """The train-job path of flow.nn.dropout: output 0 of the dropout op (output 1 is the mask)."""
+def _raw_dropout(x, rate, seed, name):
+    """Output 0 of the dropout op itself (output 1 is the mask)."""
     from oneflow_compat.ops.registry import apply
 
     return apply("dropout", [x], {"rate": float(rate), "seed": seed}, name=name)[0]
 
 
-def _dropout_calls(devices, rate, calls=2, seed=3, x=None, dropout=_dropout):
+def _dropout_calls(devices, rate, calls=2, seed=3, x=None, dropout=flow.nn.dropout):
     """Outputs of `calls` train calls of y = dropout(x + v) (v a zero variable: the job trains something)."""
     flow.clear_default_session()
     flow.config.cpu_device_num(devices)
@@ -247,9 +247,47 @@ def test_dropout_is_identity_in_predict_jobs():
     np.testing.assert_array_equal(y, x)
 
 
-@pytest.mark.xfail(strict=True, reason="oneflow_compat/nn.py: flow.nn.dropout returns apply('dropout')'s output "
-                                       "list (y, mask); it must return y = output 0")
-def test_public_dropout_in_a_train_job_returns_one_blob():
-    ref = _dropout_calls(1, 0.3, calls=1)
-    got = _dropout_calls(1, 0.3, calls=1, dropout=flow.nn.dropout)
+def test_public_dropout_in_a_train_job_returns_the_op_output():
+    ref = _dropout_calls(1, 0.3, calls=1, dropout=_raw_dropout)
+    got = _dropout_calls(1, 0.3, calls=1)
     np.testing.assert_array_equal(got[0], ref[0])
+
+
+def test_dropout_in_eager_mode_draws_per_call_and_trains_with_that_mask():
+    flow.enable_eager_execution(True)
+    x = np.ones((4, 6))
+
+    @flow.global_function(type="train")
+    def train(a: tp.Numpy.Placeholder((4, 6), dtype=flow.double)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(4, 6), dtype=flow.double, initializer=flow.zeros_initializer())
+        y = flow.nn.dropout(a + v, rate=0.5, seed=1, name="d")
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(y)
+        return y
+
+    y1 = train(x)
+    y2 = train(x)
+    assert not np.array_equal(y1 != 0, y2 != 0)
+    # v moved by -lr * (mask / (1 - rate)) / 24 per call (loss of 24 elements), with each call's own mask
+    v = flow.get_all_variables()["v"].numpy()
+    kept = (y1 != 0).astype(np.float64) + (y2 != 0)
+    np.testing.assert_allclose(v, -kept * 2.0 / 24, rtol=1e-15)
+
+
+def test_dropout_in_mirrored_view_scales_each_device_piece():
+    flow.config.cpu_device_num(2)
+    cfg = flow.function_config()
+    cfg.default_logical_view(flow.scope.mirrored_view())
+
+    @flow.global_function(type="train", function_config=cfg)
+    def train(a: tp.ListNumpy.Placeholder((30, 6), dtype=flow.double)) -> tp.ListNumpy:
+        v = flow.get_variable("v", shape=(1, 6), dtype=flow.double, initializer=flow.zeros_initializer())
+        y = flow.nn.dropout(a + v, rate=0.25, seed=5, name="d")
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(y)
+        return y
+
+    pieces = train([np.ones((30, 6)), np.ones((20, 6))])  # a dynamic batch: 30 and 20 rows
+    assert [p.shape for p in pieces] == [(30, 6), (20, 6)]
+    for p in pieces:
+        np.testing.assert_allclose(p[p != 0], 1 / 0.75, rtol=1e-15)
+        assert 0.5 < np.mean(p != 0) < 0.95
+    assert not np.array_equal(pieces[0][:20] != 0, pieces[1] != 0), "devices draw independent masks"
