@@ -1,16 +1,15 @@
 """2-D convolution and pooling, forward and backward, NCHW or NHWC.
 
 Padding is always explicit: pads = ((top, bottom), (left, right)); the op layer turns
-"SAME"/"VALID" into pads with `same_pads`. Internally everything works on an NCHW
-*view* of the data (a transpose, no copy, for NHWC), and results are made contiguous
-in the caller's layout at the end.
+"SAME"/"VALID" into pads with `same_pads`. Pooling works on an NCHW *view* of the
+data (a transpose, no copy, for NHWC); every result is made contiguous in the
+caller's layout at the end.
 
-Convolution is im2col + one batched matmul over the groups. The patch matrix is laid
-out as (C, kh, kw, N, OH, OW): its innermost run is a row of output pixels, which is
-contiguous in the input for stride 1, so building it is a fast strided copy; the
-matmul then yields the output as (F, N, OH, OW). Pooling and col2im loop only over
-the kh*kw window offsets, each step one strided-slice operation over all windows.
+Convolution is im2col + one batched matmul over the groups, in a (C, H, W, N)
+working layout (see the convolution section). Pooling and col2im loop only over the
+kh*kw window offsets, each step one strided-slice operation over all windows.
 """
+import threading
 
 _FORMATS = ("NCHW", "NHWC")
 
@@ -101,11 +100,6 @@ def _from_nchw(xp, y, data_format):
     return xp.ascontiguousarray(y if data_format == "NCHW" else y.transpose(0, 2, 3, 1))
 
 
-def _from_cnhw(xp, y, data_format):
-    """(C, N, H, W) working layout -> caller's layout, contiguous."""
-    return xp.ascontiguousarray(y.transpose((1, 0, 2, 3) if data_format == "NCHW" else (1, 2, 3, 0)))
-
-
 def _weight_as_fchw(w, data_format):
     return w if data_format == "NCHW" else w.transpose(0, 3, 1, 2)
 
@@ -131,6 +125,45 @@ def _window(a, i, j, out_hw, strides):
 
 
 # --- convolution -------------------------------------------------------------------
+#
+# The kernels work in one of two layouts, both channel-major so that the patch matrix
+# rows (c, i, j) match the weight's:
+#   batch inner (C, H, W, N): a window offset (i, j) selects, per channel, rows of
+#     OW * N contiguous elements (stride 1), so im2col and col2im move long runs;
+#     but the output and dy need a costly transpose with the batch innermost.
+#   batch outer (C, N, H, W): runs of only OW elements, but cheap transposes.
+# The copy/add work of im2col/col2im grows with C * kh * kw, the transposes do not,
+# so layers with many patch rows use batch inner and thin ones (e.g. a first layer
+# with one input channel) batch outer. Patch columns follow the layout: (oh, ow, n)
+# or (n, oh, ow).
+
+_BATCH_INNER_MIN_PATCH_ROWS = 128
+
+_workspaces = threading.local()
+
+
+def _workspace(xp, shape, dtype):
+    """Scratch array for patch matrices, reused across calls of the same thread.
+
+    Freshly allocated buffers of this size (tens of MB) cost as much in page faults
+    as the copy into them; reusing one per thread (grown on demand) avoids that.
+    The contents never leave the kernel that asked for it. numpy only: CuPy's
+    memory pool already reuses device memory.
+    """
+    if xp.__name__ != "numpy":
+        return xp.empty(shape, dtype=dtype)
+    size = 1
+    for dim in shape:
+        size *= dim
+    dtype = xp.dtype(dtype)
+    buffers = getattr(_workspaces, "buffers", None)
+    if buffers is None:
+        buffers = _workspaces.buffers = {}
+    buffer = buffers.get(dtype)
+    if buffer is None or buffer.size < size:
+        buffer = buffers[dtype] = xp.empty(size, dtype=dtype)
+    return buffer[:size].reshape(shape)
+
 
 def _conv_setup(x_shape, w_shape, strides, pads, dilations, groups, data_format):
     _check_format(data_format)
@@ -144,32 +177,75 @@ def _conv_setup(x_shape, w_shape, strides, pads, dilations, groups, data_format)
     return (n, c, h, w), (f, cg, kh, kw), strides, pads, dilations, out_hw
 
 
-def _im2col(xp, x_nchw, kernel_hw, strides, pads, dilations, out_hw):
-    """Patch matrix (C * kh * kw, N * OH * OW), rows ordered (c, i, j)."""
-    padded = _pad_nchw(xp, x_nchw, pads, 0)
-    n, c = padded.shape[:2]
+class _Layout:
+    """Axis bookkeeping of a working layout (see the section comment)."""
+
+    def __init__(self, batch_inner):
+        self.batch_inner = batch_inner
+        # NCHW -> working, and working -> NCHW / NHWC
+        self.from_nchw = (1, 2, 3, 0) if batch_inner else (1, 0, 2, 3)
+        self.to_nchw = (3, 0, 1, 2) if batch_inner else (1, 0, 2, 3)
+        self.to_nhwc = (3, 1, 2, 0) if batch_inner else (1, 2, 3, 0)
+
+    def shape(self, c, n, h, w):
+        return (c, h, w, n) if self.batch_inner else (c, n, h, w)
+
+    def spatial(self, rows, cols):
+        """Index selecting `rows` x `cols` of the spatial axes of a working array."""
+        return (slice(None), rows, cols, slice(None)) if self.batch_inner else (slice(None), slice(None), rows, cols)
+
+    def to_working(self, a, data_format):
+        """Caller-layout array -> working-layout view."""
+        return _as_nchw(a, data_format).transpose(self.from_nchw)
+
+    def to_caller(self, xp, a, data_format):
+        """Working-layout array -> caller's layout, contiguous."""
+        return xp.ascontiguousarray(a.transpose(self.to_nchw if data_format == "NCHW" else self.to_nhwc))
+
+
+def _layout_for(c, kh, kw):
+    return _Layout(c * kh * kw >= _BATCH_INNER_MIN_PATCH_ROWS)
+
+
+def _im2col(xp, x, data_format, layout, kernel_hw, strides, pads, dilations, out_hw):
+    """Patch matrix (C * kh * kw, OH * OW * N) in a workspace; rows (c, i, j)."""
+    n, c, h, w = _nchw_shape(x.shape, data_format)
+    (top, bottom), (left, right) = pads
+    padded = xp.zeros(layout.shape(c, n, h + top + bottom, w + left + right), dtype=x.dtype)
+    padded[layout.spatial(slice(top, top + h), slice(left, left + w))] = layout.to_working(x, data_format)
     (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel_hw, strides, dilations, out_hw
-    s_n, s_c, s_h, s_w = padded.strides
-    patches = xp.lib.stride_tricks.as_strided(
-        padded, shape=(c, kh, kw, n, oh, ow),
-        strides=(s_c, s_h * dh, s_w * dw, s_n, s_h * sh, s_w * sw))
-    return xp.ascontiguousarray(patches).reshape(c * kh * kw, n * oh * ow)
+    if layout.batch_inner:
+        s_c, s_h, s_w, s_n = padded.strides
+        shape, strides_ = (c, kh, kw, oh, ow, n), (s_c, s_h * dh, s_w * dw, s_h * sh, s_w * sw, s_n)
+    else:
+        s_c, s_n, s_h, s_w = padded.strides
+        shape, strides_ = (c, kh, kw, n, oh, ow), (s_c, s_h * dh, s_w * dw, s_n, s_h * sh, s_w * sw)
+    patches = xp.lib.stride_tricks.as_strided(padded, shape=shape, strides=strides_)
+    cols = _workspace(xp, shape, x.dtype)
+    cols[...] = patches
+    return cols.reshape(c * kh * kw, oh * ow * n)
+
+
+def _weight_groups(w, data_format, groups):
+    """Weight as (groups, F / groups, C / groups * kh * kw), rows (c, i, j) like the patches."""
+    f = w.shape[0]
+    return _weight_as_fchw(w, data_format).reshape(groups, f // groups, -1)
 
 
 def conv2d(xp, x, w, *, strides=1, pads=((0, 0), (0, 0)), dilations=1, groups=1, data_format="NCHW"):
     """Cross-correlation. Weight layout: NCHW (F, C/groups, kh, kw); NHWC (F, kh, kw, C/groups)."""
     (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, (oh, ow) = _conv_setup(
         x.shape, w.shape, strides, pads, dilations, groups, data_format)
-    cols = _im2col(xp, _as_nchw(x, data_format), (kh, kw), strides, pads, dilations, (oh, ow))
-    weights = _weight_as_fchw(w, data_format).reshape(groups, f // groups, cg * kh * kw)
-    out = xp.matmul(weights, cols.reshape(groups, cg * kh * kw, n * oh * ow))
-    return _from_cnhw(xp, out.reshape(f, n, oh, ow), data_format)
+    layout = _layout_for(c, kh, kw)
+    cols = _im2col(xp, x, data_format, layout, (kh, kw), strides, pads, dilations, (oh, ow))
+    out = xp.matmul(_weight_groups(w, data_format, groups), cols.reshape(groups, cg * kh * kw, -1))
+    return layout.to_caller(xp, out.reshape(layout.shape(f, n, oh, ow)), data_format)
 
 
-def _dy_as_groups(dy, data_format, groups):
-    """dy -> (groups, F / groups, N * OH * OW), the layout conv2d's matmul produced."""
-    n, f, oh, ow = _nchw_shape(dy.shape, data_format)
-    return _as_nchw(dy, data_format).transpose(1, 0, 2, 3).reshape(groups, f // groups, n * oh * ow)
+def _dy_groups(xp, dy, data_format, layout, groups):
+    """dy -> (groups, F / groups, OH * OW * N), the layout conv2d's matmul produced."""
+    dy_work = xp.ascontiguousarray(layout.to_working(dy, data_format))
+    return dy_work.reshape(groups, dy_work.shape[0] // groups, -1)
 
 
 def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 0)), dilations=1,
@@ -177,9 +253,10 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
     """d weight of `conv2d`, in `weight_shape` (the caller's weight layout)."""
     (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, out_hw = _conv_setup(
         x.shape, weight_shape, strides, pads, dilations, groups, data_format)
-    cols = _im2col(xp, _as_nchw(x, data_format), (kh, kw), strides, pads, dilations, out_hw)
+    layout = _layout_for(c, kh, kw)
+    cols = _im2col(xp, x, data_format, layout, (kh, kw), strides, pads, dilations, out_hw)
     cols = cols.reshape(groups, cg * kh * kw, -1)
-    dw = xp.matmul(_dy_as_groups(dy, data_format, groups), cols.transpose(0, 2, 1))
+    dw = xp.matmul(_dy_groups(xp, dy, data_format, layout, groups), cols.transpose(0, 2, 1))
     dw = dw.reshape(f, cg, kh, kw)
     return xp.ascontiguousarray(dw if data_format == "NCHW" else dw.transpose(0, 2, 3, 1))
 
@@ -190,16 +267,20 @@ def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)
     col2im adds them back, one strided-slice add per kernel offset."""
     (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, (oh, ow) = _conv_setup(
         input_shape, w.shape, strides, pads, dilations, groups, data_format)
-    weights = _weight_as_fchw(w, data_format).reshape(groups, f // groups, cg * kh * kw)
-    dcols = xp.matmul(weights.transpose(0, 2, 1), _dy_as_groups(dy, data_format, groups))
-    dcols = dcols.reshape(c, kh, kw, n, oh, ow)
+    layout = _layout_for(c, kh, kw)
+    dcols = _workspace(xp, (groups, cg * kh * kw, oh * ow * n), dy.dtype)
+    xp.matmul(_weight_groups(w, data_format, groups).transpose(0, 2, 1),
+              _dy_groups(xp, dy, data_format, layout, groups), out=dcols)
+    dcols = dcols.reshape((c, kh, kw) + layout.shape(1, n, oh, ow)[1:])
     (top, bottom), (left, right) = pads
-    (dh, dw) = dilations
-    dx = xp.zeros((c, n, h + top + bottom, wd + left + right), dtype=dy.dtype)
+    (sh, sw), (dh, dw) = strides, dilations
+    dx = xp.zeros(layout.shape(c, n, h + top + bottom, wd + left + right), dtype=dy.dtype)
     for i in range(kh):
         for j in range(kw):
-            _window(dx, i * dh, j * dw, (oh, ow), strides)[...] += dcols[:, i, j]
-    return _from_cnhw(xp, dx[:, :, top:top + h, left:left + wd], data_format)
+            window = layout.spatial(slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+                                    slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+            dx[window] += dcols[:, i, j]
+    return layout.to_caller(xp, dx[layout.spatial(slice(top, top + h), slice(left, left + wd))], data_format)
 
 
 # --- pooling -----------------------------------------------------------------------

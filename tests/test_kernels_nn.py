@@ -58,6 +58,15 @@ def test_conv_out_hw_floor_and_ceil():
 
 # --- convolution -------------------------------------------------------------------
 
+@pytest.fixture(params=["batch_outer", "batch_inner"])
+def conv_layout(request, monkeypatch):
+    """Run a conv test under each of the kernels' two working layouts (normally
+    chosen by the patch-row count; small test shapes would only reach one)."""
+    threshold = 0 if request.param == "batch_inner" else 10 ** 9
+    monkeypatch.setattr(K, "_BATCH_INNER_MIN_PATCH_ROWS", threshold)
+    return request.param
+
+
 def conv_reference(x, w, strides, pads, dilations, groups):
     """Direct definition (NCHW): y[n,f,p,q] = sum_{c,i,j} xpad[n, group(f)c, p*s+i*d, q*s+j*d] w[f,c,i,j]."""
     (top, bottom), (left, right) = pads
@@ -100,7 +109,7 @@ def make_conv_case(case, dtype=np.float64, seed=0):
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
-def test_conv2d_forward_matches_direct_definition(case, data_format):
+def test_conv2d_forward_matches_direct_definition(case, data_format, conv_layout):
     x, w, attrs = make_conv_case(case)
     expected = conv_reference(x, w, attrs["strides"], attrs["pads"], attrs["dilations"], attrs["groups"])
     if data_format == "NCHW":
@@ -122,7 +131,7 @@ def test_same_lower_differs_from_upper_in_result():
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
-def test_conv2d_grads_match_finite_differences(case, data_format):
+def test_conv2d_grads_match_finite_differences(case, data_format, conv_layout):
     x, w, attrs = make_conv_case(case, seed=1)
     if data_format == "NHWC":
         x, w = to_nhwc(x), to_nhwc(w)
@@ -140,7 +149,7 @@ def test_conv2d_grads_match_finite_differences(case, data_format):
 
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
-def test_conv2d_float32_matches_torch(case):
+def test_conv2d_float32_matches_torch(case, conv_layout):
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
     x, w, attrs = make_conv_case(case, dtype=np.float32, seed=3)
