@@ -177,3 +177,12 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
 
 def cast(x, dtype, name=None):
     return apply("cast", [x], {"dtype": dtypes.as_dtype(dtype)}, name=name)
+
+
+def __getattr__(name):
+    # shape-family functions that legacy also exports under flow.math (defined with the array ops)
+    if name in ("top_k", "clip_by_value", "clip_by_scalar", "clip"):
+        from oneflow_compat import array_api
+
+        return getattr(array_api, name)
+    raise AttributeError("module 'oneflow.math' has no attribute %r" % name)

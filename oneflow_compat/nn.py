@@ -119,7 +119,8 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
         return x
     if name is None:
         name = ctx.job.unique_name("Dropout")
-    return apply("dropout", [x], {"rate": float(rate), "seed": seed}, name=name)
+    out = apply("dropout", [x], {"rate": float(rate), "seed": seed}, name=name)
+    return out[0] if isinstance(out, list) else out  # (y, mask): the mask only feeds the gradient
 
 
 def softmax_cross_entropy_with_logits(labels, logits, name=None):

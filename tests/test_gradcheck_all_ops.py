@@ -161,11 +161,7 @@ def _mirrored_square(blobs):
 
 
 def _view_casts(r):
-    # on N devices the round trip consistent -> mirrored -> consistent of a computed (non-input) blob changes its
-    # shape (each device gets the whole blob, then the pieces are concatenated): see
-    # test_view_cast_round_trip_keeps_the_shape_on_two_devices
-    return [C("cast_to_mirrored", [normal(r, 4, 3)], body=_mirrored_square, label="mirrored square",
-              multi_device=False)]
+    return [C("cast_to_mirrored", [normal(r, 4, 3)], body=_mirrored_square, label="mirrored square")]
 
 
 def _floats_away_from(rng, shape, bounds, margin=0.1):
@@ -325,8 +321,6 @@ def test_gradient(op_type):
             gc.compare_devices(case, devices, reference)
 
 
-@pytest.mark.xfail(strict=True, reason="framework: cast_to_mirrored of a computed blob gives every device the whole "
-                                       "blob, and cast_from_mirrored then concatenates the copies")
 def test_view_cast_round_trip_keeps_the_shape_on_two_devices():
     case = _view_casts(np.random.default_rng(0))[0]
     reference = gc.check_op(case)

@@ -56,23 +56,20 @@ _boxing.build_collective = _boxing_build
 def _cast_to_mirrored_meta(op):
     x = op.inputs[0]
     n = op.placement.parallel_num
-    return [TensorMeta(S.local_shape(x.shape, S.S(0), 0, n) if n > 1 and _splits_batch(x) else x.shape, x.dtype,
-                       True)]
+    shape = x.shape if _broadcast_to_mirrored(x) or n == 1 else S.local_shape(x.shape, S.S(0), 0, n)
+    return [TensorMeta(shape, x.dtype, True)]
 
 
-def _splits_batch(x):
-    return x.op.type == "input" and x.op.attrs["batch_axis"] == 0
+def _broadcast_to_mirrored(x):
+    """Variables reach every device whole (legacy: they stay consistent and are cast to mirrored); every other
+    consistent blob is split along axis 0, each device taking its rows, as placeholder inputs are."""
+    return x.op.type == "variable" or not x.shape
 
 
 def _cast_to_mirrored_sbp(op, ins):
-    pl, s = ins[0]
     if op.placement.parallel_num == 1:
         return [S.B], [S.M]
-    if s == S.P:
-        s = S.B
-    if S.is_split(s) and s.axis != 0:
-        s = S.S(0)
-    return [s], [S.M]
+    return [S.B if _broadcast_to_mirrored(op.inputs[0]) else S.S(0)], [S.M]
 
 
 def _cast_to_mirrored_grad(op, dys):
