@@ -1,13 +1,14 @@
 """The compile pipeline: each pass is a function of the job, applied in order."""
 import hashlib
 
-from oneflow_compat.passes import boxing, optimizer_pass, sbp_infer
+from oneflow_compat.passes import boxing, optimizer_pass, prune, sbp_infer
 from oneflow_compat.runtime.plan import CompiledJob
 
 
 def compile_job(session, job):
     if job.is_train:
         optimizer_pass.build(session, job)
+    prune.prune(job)
     sbp_infer.infer(job)
     boxing.insert(job)
     return CompiledJob(session, job)
