@@ -5,10 +5,11 @@ Padding is always explicit: pads = ((top, bottom), (left, right)); the op layer 
 data (a transpose, no copy, for NHWC); every result is made contiguous in the
 caller's layout at the end.
 
-Convolution is im2col + one batched matmul over the groups, in a (C, H, W, N)
-working layout (see the convolution section). Pooling and col2im loop only over the
+Convolution is im2col + one batched matmul over the groups, in a channel-major
+working layout with the batch innermost or outermost (see the convolution section). Pooling and col2im loop only over the
 kh*kw window offsets, each step one strided-slice operation over all windows.
 """
+import numbers
 import threading
 
 _FORMATS = ("NCHW", "NHWC")
@@ -17,7 +18,7 @@ _FORMATS = ("NCHW", "NHWC")
 # --- geometry helpers (pure Python, shared with the op layer) ---------------------
 
 def _pair(value, name):
-    if isinstance(value, int):
+    if isinstance(value, numbers.Integral):
         return (value, value)
     value = tuple(int(v) for v in value)
     if len(value) == 1:
@@ -28,7 +29,7 @@ def _pair(value, name):
 
 
 def _pads(pads):
-    if isinstance(pads, int):
+    if isinstance(pads, numbers.Integral):
         return ((pads, pads), (pads, pads))
     (top, bottom), (left, right) = pads
     pads = ((int(top), int(bottom)), (int(left), int(right)))
