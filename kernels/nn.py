@@ -19,7 +19,7 @@ _FORMATS = ("NCHW", "NHWC")
 
 def _pair(value, name):
     if isinstance(value, numbers.Integral):
-        return (value, value)
+        return (int(value), int(value))
     value = tuple(int(v) for v in value)
     if len(value) == 1:
         return value * 2
@@ -30,7 +30,7 @@ def _pair(value, name):
 
 def _pads(pads):
     if isinstance(pads, numbers.Integral):
-        return ((pads, pads), (pads, pads))
+        return ((int(pads), int(pads)), (int(pads), int(pads)))
     (top, bottom), (left, right) = pads
     pads = ((int(top), int(bottom)), (int(left), int(right)))
     if min(top, bottom, left, right) < 0:
