@@ -247,8 +247,12 @@ def _update_build(op, dev):
     scale = op.attrs.get("grad_scale", 1.0)
     owned = _grad_owned(op, dev)
 
-    def update(w, g, lr, step, *states):
-        opt.update_scaled(xp, w, g, list(states), lr=float(lr[0]), step=int(step[0]), weight_decay=wd,
+    n_states = op.attrs.get("n_states", len(op.inputs) - 4)
+
+    def update(w, g, lr, step, *rest):
+        if len(rest) > n_states and float(rest[n_states][0]) > 0:
+            return  # dynamic loss scaling: this step's gradients overflowed
+        opt.update_scaled(xp, w, g, list(rest[:n_states]), lr=float(lr[0]), step=int(step[0]), weight_decay=wd,
                           grad_scale=scale, grad_owned=owned)
 
     return update
@@ -279,3 +283,35 @@ def _moving_average_build(op, dev):
 
 register(OpDef("moving_average_update", infer=lambda op: [], build=_moving_average_build, sbp=_hinted_sig,
                stateful=True))
+
+
+def _fill_like_tensor_sbp(op):
+    nd = len(op.inputs[0].shape)
+    return [((S.S(i), S.B), (S.S(i),)) for i in range(nd)] + [((S.B, S.B), (S.B,))]
+
+
+register(OpDef("fill_like_tensor", infer=_same_meta,
+               kernel=lambda xp, x, v: xp.full_like(x, v.reshape(()).astype(x.dtype)), sbp=_fill_like_tensor_sbp))
+
+
+def _count_nonfinite(xp, g):
+    return xp.reshape(xp.sum(~xp.isfinite(g)).astype("float32"), (1,))
+
+
+register(OpDef("count_nonfinite", infer=lambda op: [TensorMeta((1,), dtypes.float32)], kernel=_count_nonfinite,
+               sbp=lambda op: [((S.S(i),), (S.P,)) for i in range(len(op.inputs[0].shape))] + [((S.B,), (S.B,))]))
+
+
+def _loss_scale_update_build(op, dev):
+    policy = op.attrs["policy"]
+
+    def update(scale, good, nonfinite):
+        new_scale, new_good, _ = policy.next_state(float(scale[0]), int(good[0]), float(nonfinite[0]) == 0)
+        scale[0] = new_scale
+        good[0] = new_good
+
+    return update
+
+
+register(OpDef("loss_scale_update", infer=lambda op: [], build=_loss_scale_update_build,
+               sbp=sbp_rules.all_broadcast, stateful=True))

@@ -1,5 +1,6 @@
 """Reverse-mode autodiff over a job: gradient ops built from each op's grad rule, placed with the forward op."""
 from oneflow_compat.framework import builder
+from oneflow_compat.framework.ir import LazyBlob
 from oneflow_compat.ops import registry
 
 
@@ -71,8 +72,12 @@ def build_backward(ctx, job, loss_scale=None):
         if loss.key() not in needs:
             continue
         with GradScope(ctx, loss.op):
-            seed = registry.apply("fill_like", [loss], {"value": 1.0 if loss_scale is None else float(loss_scale)},
-                                  name=ctx.job.unique_name(loss.op.name + "-loss_seed"))
+            name = ctx.job.unique_name(loss.op.name + "-loss_seed")
+            if isinstance(loss_scale, LazyBlob):  # dynamic loss scaling: the scale is a variable
+                seed = registry.apply("fill_like_tensor", [loss, loss_scale], name=name)
+            else:
+                seed = registry.apply("fill_like", [loss], {"value": 1.0 if loss_scale is None else float(loss_scale)},
+                                      name=name)
         add_grad(loss.key(), seed)
 
     def total(key, op):

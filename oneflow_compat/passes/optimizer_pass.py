@@ -4,6 +4,7 @@ Order, as OneFlow: 1/N loss-instance scaling -> loss-scale division -> regulariz
 Forward results of the call are computed with the pre-update variables; updates come last.
 """
 from oneflow_compat.framework import builder, dtypes, trace, variable_ops
+from oneflow_compat.optimizer import loss_scale
 from oneflow_compat.framework import sbp as sbp_mod
 from oneflow_compat.ops import registry
 from oneflow_compat.passes import autodiff
@@ -49,13 +50,15 @@ def _build(session, job, ctx):
     policy = getattr(opt, "loss_scale_policy", None)
     if policy is not None and getattr(policy, "loss_scale_factor", None) is not None:
         factor = policy.loss_scale_factor
-    elif policy is not None:
-        raise ValueError("job '%s': dynamic loss scaling is not supported by oneflow_compat; use "
-                         "loss_scale_factor=... or flow.optimizer.loss_scale.static_loss_scale(...)" % job.name)
-    grads = autodiff.build_backward(ctx, job, loss_scale=factor)
+    dynamic = None
+    if isinstance(policy, loss_scale.DynamicLossScalePolicy):
+        dynamic = _DynamicScale(ctx, job, policy)
+    grads = autodiff.build_backward(ctx, job, loss_scale=dynamic.scale if dynamic else factor)
     if not grads:
         raise RuntimeError("train job '%s': no trainable variable receives a gradient from the loss" % job.name)
     job.raw_grads = [g for _, g in grads.values()]  # what gradient accumulation sums over micro-batches
+    if dynamic is not None:
+        grads = dynamic.unscale(grads)
     # 1/N, 1/micro-batches and 1/loss-scale are one static factor: folded into the update unless a regularizer
     # or clipping must see the scaled gradient first
     static, grads = _loss_instance_scale(ctx, job, grads)
@@ -87,7 +90,7 @@ def _build(session, job, ctx):
         if clip is not None:
             group = _clip_by_global_norm(ctx, job, group, clip)
         groups.append((leaf, group, folded))
-    _add_updates(session, job, ctx, groups)
+    _add_updates(session, job, ctx, groups, dynamic)
 
 
 def _clip_by_global_norm(ctx, job, grads, clip):
@@ -105,7 +108,40 @@ def _clip_by_global_norm(ctx, job, grads, clip):
     return out
 
 
-def _add_updates(session, job, ctx, groups):
+class _DynamicScale:
+    """Dynamic loss scaling: the loss gradient is seeded with the current scale (a variable), gradients are divided
+    by it, a step whose gradients hold inf/nan skips every update, and the policy's state machine moves the scale."""
+
+    def __init__(self, ctx, job, policy):
+        self.policy = policy
+        scale0, good0 = policy.initial_state()
+        pl = ctx.placements[0]
+        self.scale = variable_ops.get_variable("System-Train-LossScale-" + job.name, shape=(1,), dtype=dtypes.float32,
+                                               trainable=False, init_value=scale0, apply_namespace=False,
+                                               placement=pl)
+        self.good = variable_ops.get_variable("System-Train-LossScaleGoodSteps-" + job.name, shape=(1,),
+                                              dtype=dtypes.int64, trainable=False, init_value=good0,
+                                              apply_namespace=False, placement=pl)
+        self.ctx = ctx
+        self.nonfinite = None
+
+    def unscale(self, grads):
+        out, counts = {}, []
+        for name, (vop, g) in grads.items():
+            with GradScope(self.ctx, vop, "optimizer"):
+                g = registry.apply("div_by_scalar_tensor", [g, registry.apply("cast", [self.scale], {"dtype": g.dtype})])
+                counts.append(registry.apply("count_nonfinite", [g]))
+            out[name] = (vop, g)
+        self.ctx.section = "optimizer"
+        self.nonfinite = counts[0] if len(counts) == 1 else registry.apply("add_n", counts)
+        return out
+
+    def finish(self):
+        registry.new_op("loss_scale_update", [self.scale, self.good, self.nonfinite], {"policy": self.policy},
+                        name=self.ctx.job.unique_name("System-Train-LossScale-update"))
+
+
+def _add_updates(session, job, ctx, groups, dynamic=None):
     ctx.section = "optimizer"
     step = variable_ops.get_variable("System-Train-TrainStep-" + job.name, shape=(1,), dtype=dtypes.int64,
                                      trainable=False, init_value=0, apply_namespace=False,
@@ -113,11 +149,13 @@ def _add_updates(session, job, ctx, groups):
     for opt, grads, folded in groups:
         lr = registry.apply("learning_rate", [step], {"scheduler": opt.lr_scheduler})
         for name, (vop, g) in grads.items():
-            _add_update(job, ctx, opt, name, vop, g, lr, step, folded[name])
+            _add_update(job, ctx, opt, name, vop, g, lr, step, folded[name], dynamic)
+    if dynamic is not None:
+        dynamic.finish()
     registry.new_op("increment", [step], {}, name=job.unique_name("System-Train-TrainStep-increment"))
 
 
-def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale):
+def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None):
     spec = vop.attrs["spec"]
     states, hints = [], {0: spec.sbp, 1: spec.sbp, 2: sbp_mod.B, 3: sbp_mod.B}
     for suffix, init in opt.state_specs(name, spec.shape, spec.dtype.np):
@@ -133,10 +171,14 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale):
                          "devices; create it broadcast to train it with %s" % (
                              job.name, type(opt).__name__, name, spec.sbp, spec.placement.parallel_num,
                              type(opt).__name__))
+    skip = []  # dynamic loss scaling: the count of non-finite gradient values; any skips the update
+    if dynamic is not None:
+        hints[4 + len(states)] = sbp_mod.B
+        skip = [dynamic.nonfinite]
     with GradScope(ctx, vop, "optimizer"):
-        registry.new_op("optimizer_update", [vop.outputs[0], g, lr, step] + states,
+        registry.new_op("optimizer_update", [vop.outputs[0], g, lr, step] + states + skip,
                         {"optimizer": opt, "var": name, "weight_decay": opt.weight_decay_rate(name),
-                         "grad_scale": grad_scale},
+                         "grad_scale": grad_scale, "n_states": len(states)},
                         name=job.unique_name(name + "-update"), in_hints=hints)
 
 
