@@ -38,6 +38,7 @@ SKIPPED = {
     "watch": "a callback on the fetched value; its SBP is whatever its input has (passthrough)",
     "boxing": "boxing is the transition itself (tests/test_boxing_transitions.py)",
     "moving_average_update": "updates session variables in place; covered by the normalization tests",
+    "loss_scale_update": "updates the dynamic loss-scale state variables in place",
 }
 
 _RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
@@ -256,6 +257,15 @@ def _avg_pool_grad_inputs(x_shape, attrs):
     return make
 
 
+def _with_nonfinite(*shape):
+    def make(r):
+        g = r.standard_normal(shape)
+        flat = g.reshape(-1)
+        flat[r.choice(flat.size, 6, replace=False)] = [np.inf, -np.inf, np.nan, np.nan, np.inf, np.nan]
+        return [g]
+    return make
+
+
 def _probabilities(*shape):
     return _softmax_rows(shape, len(shape) - 1)
 
@@ -327,6 +337,9 @@ EXAMPLES.update({
     "clip_by_value": [Example(_inputs(_normal(5, 7)), {"min_value": -0.5, "max_value": 0.5}),
                       Example(_inputs(_normal(5, 7)), {"min_value": None, "max_value": 0.1})],
     "clip_by_value_grad": [Example(_inputs(_normal(5, 7), _normal(5, 7)), {"min_value": -0.5, "max_value": 0.5})],
+    "fill_like_tensor": [Example(_inputs(_normal(5, 7), _normal(1))),
+                         Example(_inputs(_ints(4, 5), _normal(1)), note="int like")],
+    "count_nonfinite": [Example(_with_nonfinite(5, 7)), Example(_with_nonfinite(4, 5, 6))],
     "top_k": [Example(_inputs(_normal(5, 7)), {"k": 3}), Example(_inputs(_normal(4, 5, 6)), {"k": 2})],
 })
 
