@@ -186,29 +186,36 @@ def _print_session_report(session, out):
 
 def run_script(script, args, out=None):
     """Runs `script` with `args` until a job is called; returns the process exit status (0 when explained)."""
+    from oneflow_compat.framework.eager import EagerJobFunction
     from oneflow_compat.framework.job_function import JobFunction
 
     import oneflow_compat_alias
 
     out = out or sys.stdout
     oneflow_compat_alias.install_override()
-    original = JobFunction.call
+    original, original_eager = JobFunction.call, EagerJobFunction.__call__
 
     def compile_and_explain(self, call_args):
         _print_session_report(self.session, out)
         raise _Explained(0)
 
+    def refuse_eager(self, *call_args, **kwargs):
+        # eager jobs run op by op as they are called: there is no plan, and running would train
+        print("explain: %s runs in eager mode (flow.enable_eager_execution); nothing is compiled" % script,
+              file=out)
+        raise _Explained(1)
+
     saved_argv, saved_path0 = list(sys.argv), sys.path[0] if sys.path else None
     sys.argv = [script] + list(args)
     script_dir = os.path.dirname(os.path.abspath(script))
     sys.path.insert(0, script_dir)
-    JobFunction.call = compile_and_explain
+    JobFunction.call, EagerJobFunction.__call__ = compile_and_explain, refuse_eager
     try:
         runpy.run_path(script, run_name="__main__")
-    except _Explained:
-        return 0
+    except _Explained as done:
+        return done.code
     finally:
-        JobFunction.call = original
+        JobFunction.call, EagerJobFunction.__call__ = original, original_eager
         sys.argv = saved_argv
         if sys.path and sys.path[0] == script_dir:
             sys.path.pop(0)

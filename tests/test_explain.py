@@ -183,6 +183,17 @@ def test_cli_explain_compiles_instead_of_running(tmp_path):
     assert "total: 0 bytes per call" in r.stdout
 
 
+def test_cli_explain_refuses_eager_scripts(tmp_path):
+    script = tmp_path / "eager_script.py"
+    script.write_text(SCRIPT.replace("flow.config.cpu_device_num", "flow.enable_eager_execution(True)\n"
+                                     "flow.config.cpu_device_num"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-m", "oneflow_compat", "explain", str(script), "1"], capture_output=True,
+                       text=True, env=env, cwd=str(tmp_path), timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "eager mode" in r.stdout and "result" not in r.stdout
+
+
 def test_cli_usage_and_errors(tmp_path):
     r = _run([], tmp_path)
     assert r.returncode == 2 and "explain script.py" in r.stderr
