@@ -20,8 +20,8 @@ from oneflow_compat.framework.job_function import global_function  # noqa: F401
 from oneflow_compat.framework.session import clear_default_session, sync_default_session  # noqa: F401
 
 from oneflow_compat import (  # noqa: F401
-    checkpoint, config, data, distribute, env, layers, losses, math, nn, optimizer, regularizers, scope, train,
-    typing)
+    checkpoint, config, data, distribute, env, explain, layers, losses, math, nn, optimizer, regularizers, scope,
+    train, typing)
 from oneflow_compat.array_api import (  # noqa: F401
     broadcast_like, clamp, clip, clip_by_scalar, clip_by_value, concat, expand_dims, flatten, gather, masked_fill,
     one_hot, pad, reverse, slice, slice_v2, squeeze, stack, transpose, where)

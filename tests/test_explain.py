@@ -115,9 +115,6 @@ def test_model_parallel_dense_gathers_its_input(p):
     assert ("total: %s bytes per call" % explain_mod._fmt_bytes(report.total_bytes())) in text
 
 
-@pytest.mark.xfail(strict=True, reason="core: greedy SBP inference all-gathers a model_distribute=split(0) weight "
-                                       "when it is smaller than the layer's input, instead of the legacy "
-                                       "B x S(0) -> S(1) pattern (legacy-api.md §2.7)")
 def test_model_parallel_dense_keeps_weight_split_for_large_batches():
     report = flow.explain(_mlp(2, 16, 4, model_parallel=True))
     assert report.op("d2-matmul").sbp_in == [S.B, S.S(0)]

@@ -28,11 +28,7 @@ def test_examples_name_registered_ops():
 # Core bugs the validator found (see the report of the consistent-view issue): op type -> (why, the exact failing
 # (example index, signature, devices) set). A test fails when the failures differ from this set, in either direction,
 # so a fix shows up as a failure asking to remove its entry here.
-KNOWN_CORE_BUGS = {
-    "cast": ("cast declares P->P, but float->int truncation is not linear: sum(int(x_i)) != int(sum(x_i))",
-             {("2", "(P)->(P)", n) for n in (2, 3, 4)}),
-    "logical_not": ("infer keeps the input dtype while the kernel returns int8", {("0", "1 device", 1)}),
-}
+KNOWN_CORE_BUGS = {}  # op type -> (reason, {failing checks}) for bugs found and not fixed yet
 
 
 @pytest.mark.parametrize("op_type", sorted(validate.EXAMPLES))

@@ -182,7 +182,8 @@ _unary("log1p", lambda xp, x: xp.log1p(x),
        lambda op, dys: [apply("divide", [dys[0], apply("scalar_add", [op.inputs[0]], {"value": 1.0})])])
 _unary("expm1", lambda xp, x: xp.expm1(x),
        lambda op, dys: [_mul(dys[0], apply("scalar_add", [op.outputs[0]], {"value": 1.0}))])
-_unary("logical_not", lambda xp, x: (x == 0).astype("int8"), None)
+register(OpDef("logical_not", infer=lambda op: [TensorMeta(op.inputs[0].shape, dtypes.int8, op.inputs[0].is_dynamic)],
+               kernel=lambda xp, x: (x == 0).astype("int8"), sbp=sbp_rules.unary))
 
 
 # --- cast ------------------------------------------------------------------------------------------------------
@@ -191,8 +192,14 @@ def _cast_meta(op):
     return [TensorMeta(x.shape, op.attrs["dtype"], x.is_dynamic)]
 
 
+def _cast_sbp(op):
+    # partial sums survive a cast only when it is linear: float -> int truncation is not
+    linear = op.attrs["dtype"].is_floating or not op.inputs[0].dtype.is_floating
+    return sbp_rules.identity_like(op, linear=linear)
+
+
 register(OpDef("cast", infer=_cast_meta, kernel=lambda xp, x, dtype: x.astype(dtype),
-               kernel_attrs=lambda op: {"dtype": op.attrs["dtype"].np}, sbp=sbp_rules.unary_linear,
+               kernel_attrs=lambda op: {"dtype": op.attrs["dtype"].np}, sbp=_cast_sbp,
                grad=lambda op, dys: [apply("cast", [dys[0]], {"dtype": op.inputs[0].dtype})]
                if op.inputs[0].dtype.is_floating else [None]))
 

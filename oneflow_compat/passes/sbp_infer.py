@@ -83,9 +83,16 @@ def _choose(op, ins):
         cost = 0.0
         for x, (pl, s), want in zip(op.inputs, ins, sig[0]):
             cost += boxing_cost(pl, s, op.placement, want, nbytes(x.meta))
+            if x.op.type == "variable" and x.op.out_hints and want != s:
+                # a variable the user distributed explicitly (model parallelism) is read as it lies: moving the
+                # weights instead of the activations would undo the user's choice
+                cost += _LAST_RESORT
         if best is None or cost < best_cost - 1e-9:
             best, best_cost = sig, cost
     return best
+
+
+_LAST_RESORT = 1e15
 
 
 def _fmt(h):
