@@ -21,7 +21,7 @@ from oneflow_compat.framework.session import clear_default_session, sync_default
 
 from oneflow_compat import (  # noqa: F401
     checkpoint, config, data, distribute, env, explain, layers, losses, math, nn, optimizer, regularizers, scope,
-    train, typing)
+    train, typing, unittest)
 from oneflow_compat.array_api import (  # noqa: F401
     broadcast_like, clamp, clip, clip_by_scalar, clip_by_value, concat, expand_dims, flatten, gather, masked_fill,
     one_hot, pad, reverse, slice, slice_v2, squeeze, stack, transpose, where)
@@ -44,6 +44,26 @@ fixed_placement = scope.placement
 device_prior_placement = scope.placement
 load = checkpoint.get
 save = checkpoint.save
+
+
+def current_global_function_desc():
+    """The description of the job being built (legacy: `IsTrainable()` on it)."""
+    from oneflow_compat.framework import builder
+
+    ctx = builder.current("flow.current_global_function_desc")
+    return _FunctionDesc(ctx.job)
+
+
+class _FunctionDesc:
+    def __init__(self, job):
+        self.job = job
+
+    def IsTrainable(self):  # noqa: N802 - legacy name
+        return self.job.is_train
+
+    @property
+    def job_config(self):
+        return self.job.config
 
 
 def current_scope():

@@ -120,3 +120,29 @@ def test_eval_between_train_calls_sees_updated_variable_and_train_returns_pre_up
     np.testing.assert_allclose(train(x), np.full((2, 5), 0.95), rtol=1e-6)
     steps = flow.get_all_variables()["System-Train-TrainStep-train"].numpy()
     assert steps.dtype == np.int64 and steps.tolist() == [2]
+
+
+def test_current_global_function_desc_and_unittest_base():
+    seen = []
+
+    @flow.global_function()
+    def p(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+        seen.append(flow.current_global_function_desc().IsTrainable())
+        return x
+
+    p(np.zeros(2, np.float32))
+    assert seen == [False]
+    assert issubclass(flow.unittest.TestCase, __import__("unittest").TestCase)
+
+
+def test_tensor_list_placeholder_is_a_clear_error():
+    flow.config.cpu_device_num(1)
+    cfg = flow.function_config()
+    cfg.default_logical_view(flow.scope.mirrored_view())
+
+    @flow.global_function(function_config=cfg)
+    def f(x: tp.ListListNumpy.Placeholder((2,))) -> tp.ListListNumpy:
+        return x
+
+    with pytest.raises(NotImplementedError, match="tensor-list placeholders"):
+        f([[np.ones(2, np.float32)]])

@@ -60,6 +60,11 @@ def make_input(ctx, ph, flat_index):
                 ctx.views.pop()
         else:
             op = registry.new_op("input", [], attrs, name=ctx.job.unique_name("Input"))
+    elif ph.kind == "list_list_numpy":
+        # tensor-list blobs (a variable number of tensors per device) have no op that consumes them here
+        raise NotImplementedError("%s: tensor-list placeholders (tp.ListListNumpy, removed in OneFlow v0.4.0) are not "
+                                  "supported by oneflow_compat; feed one tensor per device with "
+                                  "tp.ListNumpy.Placeholder instead" % (ph,))
     else:
         if ctx.view != "mirrored":
             raise AssertionError("%s is a mirrored (dynamic) placeholder: it is only valid in mirrored view; set "
