@@ -101,7 +101,8 @@ def _check_one(job_name, pname, ph, value, ndev, idx=None):
 def _as_dtype(x, ph, what):
     want = ph.dtype.np
     if x.dtype == want:
-        return np.array(x, copy=True, order="C")
+        # no copy: a call consumes its inputs before it returns (legacy copied because it ran asynchronously)
+        return np.ascontiguousarray(x)
     if x.dtype.kind not in "biuf" or (want.kind in "iu" and x.dtype.kind == "f"):
         # v0.3.x cast silently through pybind11; a float into an int placeholder or a non-numeric array would
         # silently corrupt the batch, so those stay errors.
