@@ -417,14 +417,14 @@ def test_gpu_device_beyond_configured_count_is_rejected():
 # two devices: mirrored_strategy.py (en and cn), hybrid_parallelism_mlp.py, mixed_parallel_lenet.py
 
 
-def _mirrored_train_job():
+def _mirrored_train_job(per_device):
     config = flow.function_config()
     config.default_data_type(flow.float)
     config.default_logical_view(flow.scope.mirrored_view())
 
     @flow.global_function(type="train", function_config=config)
-    def train_job(images: tp.ListNumpy.Placeholder((B // 2, 1, 4, 4), dtype=flow.float),
-                  labels: tp.ListNumpy.Placeholder((B // 2,), dtype=flow.int32)) -> tp.ListNumpy:
+    def train_job(images: tp.ListNumpy.Placeholder((per_device, 1, 4, 4), dtype=flow.float),
+                  labels: tp.ListNumpy.Placeholder((per_device,), dtype=flow.int32)) -> tp.ListNumpy:
         logits = _mlp(images)
         loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
         _sgd(loss)
@@ -434,12 +434,12 @@ def _mirrored_train_job():
 
 
 def test_mirrored_list_numpy_returns_one_array_per_device():
-    x, y = _batch(11)
+    half = 50  # the scripts' BATCH_SIZE_PER_GPU
+    x, y = _batch(11, n=2 * half)
     flow.config.gpu_device_num(2)
-    train_job = _mirrored_train_job()
+    train_job = _mirrored_train_job(half)
     flow.train.CheckPoint().init()
     before = _variables()
-    half = B // 2
     loss = train_job([x[:half], x[half:]], [y[:half], y[half:]])
     # en: np.array([*loss[0], *loss[1]]); cn: np.array(train_job(...)) of shape (devices, per-device batch)
     assert isinstance(loss, list) and len(loss) == 2
