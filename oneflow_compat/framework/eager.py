@@ -41,7 +41,7 @@ class EagerRunner:
             handler, kind = op.attrs["handler"], op.attrs["kind"]
             handler(results.leaf_value(ins[0] if not mirrored else [ins[0]], kind or "numpy", mirrored))
             return
-        if getattr(op.defn, "collective", False):
+        if op.defn.collective:
             raise RuntimeError("op '%s' (%s) cannot run in eager mode" % (op.name, op.type))
         dev = DeviceSlot(op, 0, self.session.runtime.xp(op.placement), self.session)
         dev.parallel_num = 1

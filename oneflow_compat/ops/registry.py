@@ -8,8 +8,10 @@ nothing else switches on op types.
 * `kernel_attrs(op) -> dict` — the keyword attributes the kernel takes (default: none).
 * `local_attrs(op, dev) -> dict` — per-device attributes when they depend on the device's piece (reshape targets,
   random offsets); `dev` is a `runtime.plan.DeviceSlot`.
-* `build(op, dev, runtime) -> callable(*arrays)` — for ops whose kernel needs the session (inputs, variables,
-  watches, updates); overrides kernel/kernel_attrs.
+* `build(op, dev) -> callable(*arrays)` — for ops whose kernel needs the session (learning rate, updates,
+  dropout's call counter); overrides kernel/kernel_attrs.
+* `collective=True` with `build_collective(op, session) -> callable(*all local input pieces) -> tuple of all
+  local output pieces` — for ops that see every device at once (boxing, watch).
 * `grad(op, dys) -> [blob | None]` — input gradients built from other ops with `apply`.
 * `sbp(op) -> [(in_sbps, out_sbps)]` — legal signatures on >1 devices, in order of preference.
 """
@@ -21,7 +23,8 @@ _CAST_VIEWS = {"cast_to_mirrored": "mirrored", "cast_from_mirrored": "consistent
 
 class OpDef:
     def __init__(self, type, infer, kernel=None, kernel_attrs=None, local_attrs=None, build=None, grad=None,
-                 sbp=None, num_outputs=1, stateful=False, mirrored_sbp=None):
+                 sbp=None, num_outputs=1, stateful=False, mirrored_sbp=None, collective=False,
+                 build_collective=None):
         self.type = type
         self.infer = infer
         self.kernel = kernel
@@ -33,6 +36,8 @@ class OpDef:
         self.num_outputs = num_outputs
         self.stateful = stateful  # has side effects: never pruned, never reordered across
         self.mirrored_sbp = mirrored_sbp
+        self.collective = collective
+        self.build_collective = build_collective
 
     def __repr__(self):
         return "<OpDef %s>" % self.type

@@ -48,9 +48,7 @@ def _boxing_build(op, session):
     return distributed.make_boxing(rt, a, op.inputs[0].meta)
 
 
-_boxing = register(OpDef("boxing", infer=_same_meta))
-_boxing.collective = True
-_boxing.build_collective = _boxing_build
+register(OpDef("boxing", infer=_same_meta, collective=True, build_collective=_boxing_build))
 
 
 def _cast_to_mirrored_meta(op):
@@ -120,9 +118,8 @@ def _watch_build(op, session):
     return watch.make_watch_fn(op, session)
 
 
-_watch = register(OpDef("watch", infer=lambda op: [], sbp=PASSTHROUGH, stateful=True))
-_watch.collective = True
-_watch.build_collective = _watch_build
+register(OpDef("watch", infer=lambda op: [], sbp=PASSTHROUGH, stateful=True, collective=True,
+               build_collective=_watch_build))
 
 
 # --- training machinery --------------------------------------------------------------------------------------

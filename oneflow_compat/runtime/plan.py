@@ -91,7 +91,7 @@ class CompiledJob:
         self._first_optimizer_step = None
         for op in job.ops:
             for y in op.outputs:
-                for i in self._out_indices(op):
+                for i in rt.local_indices(op.placement):
                     self.slot[(y.key(), i)] = self._new_reg()
         out_keys = {}
         for k, (blob, kind) in enumerate(job.output_blobs):
@@ -107,9 +107,6 @@ class CompiledJob:
         self.regs.append(None)
         return len(self.regs) - 1
 
-    def _out_indices(self, op):
-        return self.session.runtime.local_indices(op.placement)
-
     def _build_op(self, op, rt):
         local = rt.local_indices(op.placement)
         if op.type == "input":
@@ -120,8 +117,7 @@ class CompiledJob:
             for i in local:
                 self.var_slots.append((self.slot[(op.outputs[0].key(), i)], spec, i))
             return
-        if getattr(op.defn, "collective", False):
-            src_pl = op.inputs[0].op.placement if op.inputs else op.placement
+        if op.defn.collective:
             ins = []
             for x in op.inputs:
                 ins.extend(self.slot[(x.key(), i)] for i in rt.local_indices(x.op.placement))
