@@ -101,3 +101,31 @@ def test_mirrored_uneven_pieces_use_global_loss_count():
 def test_gradient_accumulation_equals_full_batch(devices):
     ref = _train(1, 12, "data", momentum=0.0)
     _assert_same(ref, _train(devices, 12, "data", momentum=0.0, accumulate=3))
+
+
+def _implicit_job(mode):
+    flow.clear_default_session()
+    flow.config.cpu_device_num(2)
+    cfg = flow.function_config()
+    cfg.implicit_boxing(mode)
+
+    @flow.global_function(function_config=cfg)
+    def f(x: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+        # the reduction over the split batch axis leaves partial sums that the softmax must all-reduce
+        return flow.nn.softmax(flow.math.reduce_sum(x, axis=0, keepdims=True))
+
+    return f
+
+
+def test_implicit_boxing_can_warn_or_fail():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    expected = np.exp(x.sum(0)) / np.exp(x.sum(0)).sum()
+    np.testing.assert_allclose(_implicit_job("silent")(x)[0], expected, rtol=1e-5)
+    with pytest.warns(UserWarning, match="implicit boxing P -> "):
+        np.testing.assert_allclose(_implicit_job("warn")(x)[0], expected, rtol=1e-5)
+    from oneflow_compat.passes.boxing import ImplicitBoxingError
+
+    with pytest.raises(ImplicitBoxingError, match="reduce_sum_1.*softmax"):
+        _implicit_job("error")(x)
+    with pytest.raises(ValueError, match="implicit_boxing must be"):
+        flow.function_config().implicit_boxing("loud")
