@@ -150,6 +150,13 @@ def test_reader_and_decoder_errors(tmp_path):
         not_records(np.zeros((2, 1), np.float32))
 
 
+def test_split_reader_needs_a_batch_divisible_by_the_devices(tmp_path):
+    flow.config.gpu_device_num(2)
+    _numeric_dataset(tmp_path, parts=2, per_part=3, width=1)
+    with pytest.raises(ValueError, match="batch_size 5 is not divisible by the 2 devices"):
+        _reader_job(tmp_path, batch=5, parts=2, width=1)()
+
+
 # --- training from decoded features ------------------------------------------------------------------------------
 @pytest.mark.parametrize("devices", [1, 2])
 def test_dense_layer_trains_on_decoded_features(tmp_path, devices):
@@ -276,6 +283,14 @@ def test_resize_uint8_rounds_and_auto_picks_area_when_shrinking():
     assert data_ops.resolve_interpolation("auto", 4, 4, 8, 8) == "bilinear"
     assert data_ops.resolve_interpolation("auto", 4, 4, 2, 8) == "bilinear"  # same area: not shrinking
     assert data_ops.resolve_interpolation("auto", 4, 4, 2, 7) == "area"
+
+
+def test_area_shrink_by_a_fractional_factor_averages_pixel_overlaps():
+    # 3 -> 2 pixels: each destination pixel covers 1.5 source pixels, the middle one shared by half
+    x = np.array([2.0, 4.0, 8.0], np.float32)
+    image = x[:, None, None] * x[None, :, None]  # separable, so the 2-d result is the outer product
+    line = np.array([(x[0] + 0.5 * x[1]) / 1.5, (0.5 * x[1] + x[2]) / 1.5])
+    np.testing.assert_allclose(data_ops.resize_image(image, 2, 2, "area")[..., 0], np.outer(line, line), rtol=1e-6)
 
 
 def test_keep_aspect_ratio_size():
@@ -436,3 +451,31 @@ def test_lenet_style_training_from_png_records(tmp_path):
 
     losses = [float(train_job()[0]) for _ in range(30)]
     assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
+
+
+def test_bytes_decoder_image_decode_random_crop_and_target_resize(tmp_path):
+    pytest.importorskip("PIL")
+    rng = np.random.default_rng(4)
+    images = [rng.integers(0, 256, (9, 6, 3)).astype(np.uint8), rng.integers(0, 256, (5, 10, 3)).astype(np.uint8)]
+    _image_dataset(tmp_path, images)
+
+    @flow.global_function(type="predict")
+    def pipeline() -> Tuple[tp.Numpy, tp.Numpy, tp.Numpy, tp.Numpy, tp.Numpy]:
+        raw = D.OFRecordBytesDecoder(D.ofrecord_reader(str(tmp_path), batch_size=2), "images")
+        decoded = D.decode(raw, color_space="RGB")
+        cropped = D.random_crop(decoded, random_area=(1.0, 1.0), random_aspect_ratio=(0.5, 2.0))
+        resized, new_size, scale = D.target_resize(decoded, target_size=3)
+        return raw, decoded, cropped, resized, new_size
+
+    raw, decoded, cropped, resized, new_size = pipeline()
+    assert raw[0].dtype == np.int8 and raw[0].tobytes() == _png(images[0])
+    for got, want in zip(decoded, images):
+        np.testing.assert_array_equal(got, want)
+    # all of the area: a window of (nearly, after rounding) the whole image
+    h, w = cropped[0].shape[:2]
+    assert h * w >= 0.85 * 54 and any(np.array_equal(cropped[0], images[0][y:y + h, x:x + w])
+                                      for y in range(10 - h) for x in range(7 - w))
+    # 5x10 (ratio 2.0, the top of the range): a fitting draw of area 50 and the fallback are both the whole image
+    np.testing.assert_array_equal(cropped[1], images[1])
+    np.testing.assert_array_equal(new_size, [[3, 4], [6, 3]])  # shorter side 3: 9x6 -> 4.5 rounds to even 4
+    assert [r.shape for r in resized] == [(4, 3, 3), (3, 6, 3)]

@@ -86,16 +86,17 @@ def _source_sbp(op):
     return [((), (S.S(0),))]
 
 
-def _buffer_meta(op, dtype=dtypes.tensor_buffer):
-    return [TensorMeta((op.inputs[0].shape[0],), dtype)]
+def _buffer_meta(op):
+    return [TensorMeta((op.inputs[0].shape[0],), dtypes.tensor_buffer)]
 
 
 # --- reader ----------------------------------------------------------------------------------------------------
 def _reader_build(op, dev):
     a = op.attrs
     batch = a["batch_size"]
-    split = _is_split(dev) or (dev.parallel_num > 1 and dev.sbp_out[0] == S.M)
-    if split and dev.sbp_out[0] != S.M and batch % dev.parallel_num:
+    # split (S(0)) or mirrored: each device reads from its own share of the part files
+    shares_parts = dev.parallel_num > 1 and dev.sbp_out[0] != S.B
+    if _is_split(dev) and batch % dev.parallel_num:
         raise ValueError("ofrecord_reader '%s': batch_size %d is not divisible by the %d devices of its placement"
                          % (op.name, batch, dev.parallel_num))
     local_batch = dev.out_shapes[0][0]
@@ -106,7 +107,7 @@ def _reader_build(op, dev):
         reader = state[key] = ofrecord_io.RecordReader(
             a["ofrecord_dir"], local_batch, a["data_part_num"], a["part_name_prefix"], a["part_name_suffix_length"],
             a["random_shuffle"], a["shuffle_buffer_size"], a["shuffle_after_epoch"], seed=op_seed(op, dev.session),
-            parallel_id=dev.index if split else 0, parallel_num=dev.parallel_num if split else 1)
+            parallel_id=dev.index if shares_parts else 0, parallel_num=dev.parallel_num if shares_parts else 1)
 
     def read():
         return object_array(reader.next_batch())
@@ -131,7 +132,7 @@ register(OpDef("ofrecord_raw_decoder", infer=_raw_decoder_meta, kernel=_raw_deco
                kernel_attrs=lambda op: {"name": op.attrs["name"], "shape": tuple(op.attrs["shape"]),
                                         "np_dtype": op.attrs["dtype"].np,
                                         "allow_short": op.attrs["dim1_varying_length"] or op.attrs["truncate"]},
-               local_attrs=lambda op, dev: {"shape": tuple(dev.out_shapes[0][1:])}, sbp=_batch_sbp))
+               sbp=_batch_sbp))
 
 
 def _bytes_decode(xp, records, name):
@@ -265,29 +266,27 @@ def _cubic_weights(f):
     return [w0, w1, w2, 1 - w0 - w1 - w2]
 
 
-def axis_weights(in_size, out_size, method, box_area=False):
-    """(out_size, in_size) matrix M with resized = M @ rows, for one axis, with OpenCV's cv::resize conventions:
-    pixel centres at +0.5, taps outside the image clamped to the border. `method`: 'nearest', 'bilinear',
-    'bicubic' or 'area'. INTER_AREA averages exact pixel overlaps when the image shrinks along both axes
-    (`box_area`), and otherwise interpolates linearly between the two pixels a destination pixel's area spans."""
+def axis_taps(in_size, out_size, method, box_area=False):
+    """How one axis is resampled, as (index, weight) arrays of shape (out_size, taps): destination pixel j is
+    sum_k weight[j, k] * source[index[j, k]]. OpenCV's cv::resize conventions: pixel centres at +0.5, taps outside
+    the image clamped to the border. `method`: 'nearest', 'bilinear', 'bicubic' or 'area'. INTER_AREA averages
+    exact pixel overlaps when the image shrinks along both axes (`box_area`), and otherwise interpolates linearly
+    between the two pixels a destination pixel's area spans."""
     scale = in_size / out_size
     dst = np.arange(out_size)
-    weights = np.zeros((out_size, in_size), dtype=np.float64)
     last = in_size - 1
     if method == "nearest":
-        weights[dst, np.minimum(np.floor(dst * scale).astype(np.int64), last)] = 1.0
-        return weights
+        return np.minimum(np.floor(dst * scale).astype(np.int64), last)[:, None], np.ones((out_size, 1))
     if method == "area" and box_area:
         start, stop = dst * scale, (dst + 1) * scale
-        for j in range(out_size):
-            for i in range(int(math.floor(start[j])), min(int(math.ceil(stop[j] - 1e-12)), in_size)):
-                weights[j, i] += (min(stop[j], i + 1) - max(start[j], i)) / scale
-        return weights
+        index = np.floor(start).astype(np.int64)[:, None] + np.arange(int(math.ceil(scale)) + 1)
+        overlap = np.minimum(stop[:, None], index + 1) - np.maximum(start[:, None], index)
+        return np.minimum(index, last), np.clip(overlap, 0.0, None) / scale
     if method == "area":
         sx = np.floor(dst * scale).astype(np.int64)
         f = (dst + 1) - (sx + 1) / scale
         f = np.where(f <= 0, 0.0, f - np.floor(f))
-        taps, tap_weights = [sx, sx + 1], [1 - f, f]
+        taps, weights = [sx, sx + 1], [1 - f, f]
     else:
         fx = (dst + 0.5) * scale - 0.5
         sx = np.floor(fx).astype(np.int64)
@@ -298,14 +297,22 @@ def axis_weights(in_size, out_size, method, box_area=False):
             sx = np.maximum(sx, 0)
             f = np.where(sx >= last, 0.0, f)
             sx = np.minimum(sx, last)
-            taps, tap_weights = [sx, sx + 1], [1 - f, f]
+            taps, weights = [sx, sx + 1], [1 - f, f]
         elif method == "bicubic":
-            taps, tap_weights = [sx - 1, sx, sx + 1, sx + 2], _cubic_weights(f)
+            taps, weights = [sx - 1, sx, sx + 1, sx + 2], _cubic_weights(f)
         else:
             raise ValueError("unknown interpolation %r" % (method,))
-    for tap, w in zip(taps, tap_weights):
-        np.add.at(weights, (dst, np.clip(tap, 0, last)), w)
-    return weights
+    return np.clip(np.stack(taps, axis=1), 0, last), np.stack(weights, axis=1)
+
+
+def _resample(values, axis, index, weights):
+    """`values` resampled along `axis` (0 or 1 of an HWC array) with the taps of `axis_taps`."""
+    shape = [1, 1, 1]
+    shape[axis] = index.shape[0]
+    out = 0.0
+    for k in range(index.shape[1]):
+        out = out + weights[:, k].reshape(shape) * np.take(values, index[:, k], axis=axis)
+    return out
 
 
 _INTERPOLATIONS = ("bilinear", "nearest_neighbor", "nn", "bicubic", "area", "auto")
@@ -328,10 +335,8 @@ def resize_image(image, out_h, out_w, interpolation_type="auto"):
     in_h, in_w = image.shape[0], image.shape[1]
     method = resolve_interpolation(interpolation_type, in_h, in_w, out_h, out_w)
     box = method == "area" and in_h >= out_h and in_w >= out_w
-    wy = axis_weights(in_h, out_h, method, box)
-    wx = axis_weights(in_w, out_w, method, box)
-    rows = np.tensordot(wy, image.astype(np.float64), axes=(1, 0))  # (out_h, in_w, C)
-    out = np.tensordot(rows, wx, axes=(1, 1)).transpose(0, 2, 1)  # (out_h, out_w, C)
+    rows = _resample(image.astype(np.float64), 0, *axis_taps(in_h, out_h, method, box))
+    out = _resample(rows, 1, *axis_taps(in_w, out_w, method, box))
     if image.dtype.kind in "iu":
         info = np.iinfo(image.dtype)
         return np.clip(np.rint(out), info.min, info.max).astype(image.dtype)
