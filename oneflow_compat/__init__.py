@@ -9,8 +9,8 @@ from oneflow_compat.comm import world as _world
 _world.limit_blas_threads()
 if (_world.detect_mpi_world() or (0, 1))[1] > 1:
     _world.get_process_comm()
-from oneflow_compat.ops import (activation_ops, array_ops, math_ops, nn_ops, shape_ops,  # noqa: F401 (registers)
-                                system_ops)
+from oneflow_compat.ops import (activation_ops, array_ops, data_ops, math_ops, nn_ops,  # noqa: F401 (registers)
+                                shape_ops, system_ops)
 
 from oneflow_compat.framework.dtypes import (  # noqa: F401
     char, double, float, float16, float32, float64, half, int, int8, int32, int64, long, record, tensor_buffer,
@@ -20,12 +20,15 @@ from oneflow_compat.framework.job_function import global_function  # noqa: F401
 from oneflow_compat.framework.session import clear_default_session, sync_default_session  # noqa: F401
 
 from oneflow_compat import (  # noqa: F401
-    checkpoint, config, data, distribute, env, explain, layers, losses, math, nn, optimizer, regularizers, scope,
-    train, typing, unittest)
+    checkpoint, config, data, distribute, env, explain, image, layers, losses, math, nn, optimizer, random,
+    regularizers, scope, train, typing, unittest)
 from oneflow_compat.array_api import (  # noqa: F401
     broadcast_like, clamp, clip, clip_by_scalar, clip_by_value, concat, expand_dims, flatten, gather, masked_fill,
     one_hot, pad, reverse, slice, slice_v2, squeeze, stack, transpose, where)
 from oneflow_compat.checkpoint import get_all_variables, load_variables  # noqa: F401
+from oneflow_compat.data_api import (  # noqa: F401
+    decode as image_decode, random_crop as image_random_crop, Resize as image_resize,
+    target_resize as image_target_resize)
 from oneflow_compat.initializer import (  # noqa: F401
     constant_initializer, empty_initializer, glorot_normal_initializer, glorot_uniform_initializer,
     kaiming_initializer, ones_initializer, random_normal_initializer, random_uniform_initializer, truncated_normal,

@@ -1,4 +1,8 @@
-"""`flow.data.*`: MNIST loading (and the OFRecord readers)."""
+"""`flow.data.*`: MNIST loading and the OFRecord readers/decoders (ops in `ops/data_ops.py`)."""
+from oneflow_compat.data_api import (  # noqa: F401
+    BlobConf, OFRecordBytesDecoder, OFRecordImageDecoder, OFRecordImageDecoderRandomCrop, OFRecordRawDecoder,
+    RawCodec, decode_ofrecord, ofrecord_bytes_decoder, ofrecord_image_decoder, ofrecord_image_decoder_random_crop,
+    ofrecord_loader, ofrecord_raw_decoder, ofrecord_reader)
 
 
 def load_mnist(train_batch_size=100, test_batch_size=100, data_format="NCHW",

@@ -345,6 +345,39 @@ EXAMPLES.update({
 
 
 # --- building the op and replaying its signatures ----------------------------------------------------------------
+
+# --- data ops (oneflow_compat/ops/data_ops.py) ------------------------------------------------------------------
+def _uint8_images(r):
+    return [r.integers(0, 256, (5, 6, 7, 3)).astype(np.uint8), r.integers(0, 2, 5).astype(np.int8)]
+
+
+_CMN = {"color_space": "RGB", "crop_h": 4, "crop_w": 5, "crop_pos_y": 0.5, "crop_pos_x": 0.3,
+        "mean": [1.0, 2.0, 3.0], "std": [2.0, 4.0, 8.0], "output_layout": "NCHW"}
+EXAMPLES.update({
+    "crop_mirror_normalize_from_uint8": [
+        Example(_uint8_images, _CMN, note="crop+mirror, NCHW"),
+        Example(lambda r: _uint8_images(r)[:1], dict(_CMN, crop_h=0, crop_w=0, output_layout="NHWC", mean=[0.5],
+                                                     std=[255.0]), note="no crop, NHWC")],
+    "coin_flip": [Example(lambda r: [], {"batch_size": 7, "probability": 0.3, "seed": 5}),
+                  Example(lambda r: [], {"batch_size": 6, "probability": 0.5, "seed": None}, note="session seed")],
+})
+_NOT_NUMERIC = "its rows are %s, which numeric examples cannot express; covered by tests/test_data_ops.py"
+SKIPPED.update({
+    "ofrecord_reader": "reads part files; its S(0) pieces (each device its share of the parts) are covered by "
+                       "tests/test_data_ops.py",
+    "ofrecord_raw_decoder": _NOT_NUMERIC % "OFRecord messages",
+    "ofrecord_bytes_decoder": _NOT_NUMERIC % "OFRecord messages",
+    "ofrecord_image_decoder": _NOT_NUMERIC % "OFRecord messages",
+    "ofrecord_image_decoder_random_crop": _NOT_NUMERIC % "OFRecord messages",
+    "image_decode": _NOT_NUMERIC % "tensor buffers",
+    "image_random_crop": _NOT_NUMERIC % "tensor buffers",
+    "image_resize_to_fixed": _NOT_NUMERIC % "tensor buffers",
+    "image_resize_keep_aspect_ratio": _NOT_NUMERIC % "tensor buffers",
+    "crop_mirror_normalize_from_tensorbuffer": _NOT_NUMERIC % "tensor buffers",
+})
+
+
+
 def load_all_ops():
     """Imports every op module of the package, so that every op type that exists is registered."""
     import oneflow_compat.ops as ops_pkg

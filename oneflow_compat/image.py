@@ -1,0 +1,3 @@
+"""`flow.image.*`: image ops of the OFRecord pipeline (ops in `ops/data_ops.py`)."""
+from oneflow_compat.data_api import (  # noqa: F401
+    CropMirrorNormalize, Resize, crop_mirror_normalize, decode, random_crop, resize, target_resize)
