@@ -88,7 +88,11 @@ class CompiledJob:
         self.calls = []  # (kernel, input registers) of each step, None for fetches: lets benchmarks time kernels alone
         self.var_slots = []  # (register, spec, device index) bound at bind()
         self.input_slots = []  # per flat input: (op, [(device index, register)])
+        self._feeders = {}  # input op name -> function writing a fed value into its registers
         self._first_optimizer_step = None
+        from oneflow_compat.framework.trace import micro_batches
+
+        self._micro_batches = micro_batches(job)
         for op in job.ops:
             for y in op.outputs:
                 for i in rt.local_indices(op.placement):
@@ -110,7 +114,9 @@ class CompiledJob:
     def _build_op(self, op, rt):
         local = rt.local_indices(op.placement)
         if op.type == "input":
-            self.input_slots.append((op, [(i, self.slot[(op.outputs[0].key(), i)]) for i in local]))
+            slots = [(i, self.slot[(op.outputs[0].key(), i)]) for i in local]
+            self.input_slots.append((op, slots))
+            self._feeders[op.name] = self._make_feeder(op, slots)
             return
         if op.type == "variable":
             spec = op.attrs["spec"]
@@ -185,20 +191,26 @@ class CompiledJob:
 
             checked = [((op, slots), _map_arrays(lambda a: distributed.feed_from_rank0(rt, a), value))
                        for (op, slots), value in checked]
-        for (op, slots), value in checked:
-            sbp = op.sbp_out[0]
-            n = op.placement.parallel_num
-            to_dev = rt.to_device
-            if sbp == S.M:
+        for (op, _), value in checked:
+            self._feeders[op.name](value)
+
+    def _make_feeder(self, op, slots):
+        """Writes one fed value into the input's registers: whole, per device (mirrored), or sliced (split)."""
+        regs, sbp, n, pl = self.regs, op.sbp_out[0], op.placement.parallel_num, op.placement
+        to_dev = self.session.runtime.to_device
+        if sbp is S.M:
+            def feed(value):
                 for i, r in slots:
-                    self.regs[r] = to_dev(value[i], op.placement)
-            elif n == 1 or sbp == S.B:
+                    regs[r] = to_dev(value[i], pl)
+        elif n == 1 or sbp is S.B:
+            def feed(value):
+                for _, r in slots:
+                    regs[r] = to_dev(value, pl)
+        else:
+            def feed(value):
                 for i, r in slots:
-                    self.regs[r] = to_dev(value, op.placement)
-            else:
-                for i, r in slots:
-                    self.regs[r] = to_dev(np.ascontiguousarray(value[S.local_slices(value.shape, sbp, i, n)]),
-                                          op.placement)
+                    regs[r] = to_dev(np.ascontiguousarray(value[S.local_slices(value.shape, sbp, i, n)]), pl)
+        return feed
 
     def run(self, start=0, stop=None):
         ops = self.step_ops
@@ -214,11 +226,8 @@ class CompiledJob:
             raise
 
     def call(self, args, jf):
-        from oneflow_compat.framework.trace import micro_batches
-
-        k = micro_batches(self.job)
-        if k > 1:
-            return self._call_accumulating(args, jf, k)
+        if self._micro_batches > 1:
+            return self._call_accumulating(args, jf, self._micro_batches)
         self.feed(args, jf)
         self.run()
         return results.convert(self, jf)
