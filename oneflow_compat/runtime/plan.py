@@ -11,6 +11,7 @@ import numpy as np
 from oneflow_compat.framework import sbp as S
 from oneflow_compat.framework import signature
 from oneflow_compat.runtime import results
+from oneflow_compat.runtime.variables import shares_replicas
 
 
 class DeviceSlot:
@@ -132,6 +133,9 @@ class CompiledJob:
             self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins))
             return
         xp = rt.xp(op.placement)
+        if op.defn.stateful and all(shares_replicas(op.placement, s) for s in op.sbp_in):
+            # an in-place update of broadcast variables, whose replicas on this process are one array: once
+            local = local[:1]
         for i in local:
             dev = DeviceSlot(op, i, xp, self.session)
             fn = device_fn(op, dev)

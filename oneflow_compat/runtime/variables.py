@@ -26,6 +26,12 @@ class VarSpec:
         return "VarSpec(%s, %s, %s, %s %s)" % (self.name, self.shape, self.dtype.name, self.placement, self.sbp)
 
 
+def shares_replicas(placement, sbp):
+    """Whether the replicas of a broadcast blob on this process's CPU devices are one array: in-process CPU
+    "devices" share memory, so keeping n copies of a variable (and updating each) would only cost time."""
+    return placement.device_tag == "cpu" and placement.parallel_num > 1 and sbp == sbp_mod.B
+
+
 def default_seed(root_seed, name):
     """A variable's seed when none is given: a function of the session's root seed and the variable's name only,
     so every rank and every device count agrees on it."""
@@ -66,7 +72,17 @@ class VarStore:
         """Stores the full logical `value` into the local pieces (in place, so compiled plans keep seeing them)."""
         rt = self.session.runtime
         n = spec.placement.parallel_num
-        for i in rt.local_indices(spec.placement):
+        local = rt.local_indices(spec.placement)
+        if shares_replicas(spec.placement, spec.sbp) and local:
+            # the CPU devices of one process hold a broadcast variable in one array (updated once per step)
+            if fresh or local[0] not in spec.shards:
+                shared = np.array(value, copy=True, order="C")
+                for i in local:
+                    spec.shards[i] = shared
+            else:
+                spec.shards[local[0]][...] = value
+            return
+        for i in local:
             piece = value[sbp_mod.local_slices(spec.shape, spec.sbp, i, n)]
             if fresh or i not in spec.shards:
                 spec.shards[i] = rt.to_device(np.array(piece, copy=True, order="C"), spec.placement)
