@@ -34,14 +34,15 @@ def worker_allreduce():
         n = mb * 1024 * 1024 // 4
         meta = TensorMeta((n,), dtypes.float32)
         box = distributed.make_boxing(rt, {"src_placement": pl, "src_sbp": sbp.P, "dst_placement": pl,
-                                           "dst_sbp": sbp.B}, meta)
+                                           "dst_sbp": sbp.B}, meta, owned=True)  # as for a matmul's gradient
         grad = np.random.default_rng(comm.rank).random(n, dtype=np.float32)
         raw_buf = np.empty_like(grad)
         ours, raw = [], []
         for _ in range(15):
+            fresh = grad.copy()  # each step's gradient is a fresh array, reduced in place
             MPI.COMM_WORLD.Barrier()
             t = time.perf_counter()
-            box(grad)
+            box(fresh)
             ours.append(time.perf_counter() - t)
             MPI.COMM_WORLD.Barrier()
             t = time.perf_counter()

@@ -6,7 +6,9 @@ from oneflow_compat.comm import world as _world
 
 # Under mpiexec: BLAS threads to this rank's share of the cores (effective if numpy is not loaded yet), and the
 # one-program behaviour (output once, any failure ends every rank) from the first line the script prints.
-_world.limit_blas_threads()
+_chosen = _world.limit_blas_threads()
+if _chosen and "numpy" in __import__("sys").modules:  # too late for the variables: tell loaded BLAS directly
+    _world.limit_loaded_blas_threads(int(next(iter(_chosen.values()))))
 if (_world.detect_mpi_world() or (0, 1))[1] > 1:
     _world.get_process_comm()
 from oneflow_compat.ops import (activation_ops, array_ops, data_ops, math_ops, nn_ops,  # noqa: F401 (registers)

@@ -88,6 +88,36 @@ def limit_blas_threads(environ=None):
     return chosen
 
 
+_SET_THREADS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
+                "scipy_openblas_set_num_threads", "MKL_Set_Num_Threads")
+
+
+def limit_loaded_blas_threads(threads):
+    """Tell BLAS libraries that are already loaded (numpy imported before oneflow) to use `threads` threads —
+    the thread variables only work before that. Finds them in /proc/self/maps (Linux); returns their paths."""
+    import ctypes
+    import re
+
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return []
+    done = []
+    for path in sorted(set(re.findall(r"(/\S*(?:openblas|mkl_rt)\S*\.so[\w.]*)", maps))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in _SET_THREADS:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn(ctypes.c_int(int(threads)))
+                done.append(path)
+                break
+    return done
+
+
 class MPIUnavailableError(RuntimeError):
     """The environment says this is one rank of a multi-process MPI job, but mpi4py cannot be imported."""
 

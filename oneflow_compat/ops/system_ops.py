@@ -44,8 +44,9 @@ def _boxing_build(op, session):
     a = op.attrs
     if distributed.all_local(rt, a["src_placement"]) and distributed.all_local(rt, a["dst_placement"]):
         dst = a["dst_placement"]
-        return boxing_impl.make_local(a, rt.xp(a["src_placement"]), rt.xp(dst), lambda v: rt.to_device(v, dst))
-    return distributed.make_boxing(rt, a, op.inputs[0].meta)
+        return boxing_impl.make_local(a, rt.xp(a["src_placement"]), rt.xp(dst), lambda v: rt.to_device(v, dst),
+                                      owned=input_owned(op, 0))
+    return distributed.make_boxing(rt, a, op.inputs[0].meta, owned=input_owned(op, 0))
 
 
 register(OpDef("boxing", infer=_same_meta, collective=True, build_collective=_boxing_build))
@@ -233,16 +234,17 @@ FRESH_OUTPUT_OPS = frozenset(["matmul", "reduce_sum", "add_n", "conv2d_grad_weig
                               "mul_by_scalar_tensor", "div_by_scalar_tensor"])
 
 
-def _grad_owned(op, dev):
-    g = op.inputs[1]
-    consumers = sum(1 for o in op.job.ops for x in o.inputs if x.key() == g.key())
-    return g.op.type in FRESH_OUTPUT_OPS and consumers == 1
+def input_owned(op, index):
+    """Whether `op` may overwrite input `index`: a fresh array (see FRESH_OUTPUT_OPS) that nothing else reads."""
+    x = op.inputs[index]
+    consumers = sum(1 for o in op.job.ops for y in o.inputs if y.key() == x.key())
+    return x.op.type in FRESH_OUTPUT_OPS and consumers == 1
 
 
 def _update_build(op, dev):
     opt, wd, xp = op.attrs["optimizer"], op.attrs["weight_decay"], dev.xp
     scale = op.attrs.get("grad_scale", 1.0)
-    owned = _grad_owned(op, dev)
+    owned = input_owned(op, 1)
 
     n_states = op.attrs.get("n_states", len(op.inputs) - 4)
 

@@ -56,8 +56,9 @@ def pieces_from_logical(xp, value, sbp, n, indices):
     raise ValueError("no pieces for sbp %r" % (sbp,))
 
 
-def make_local(attrs, xp_src, xp_dst, to_dst):
-    """A boxing function for when every src and dst piece is in this process: fn(*src_pieces) -> dst pieces."""
+def make_local(attrs, xp_src, xp_dst, to_dst, owned=False):
+    """A boxing function for when every src and dst piece is in this process: fn(*src_pieces) -> dst pieces.
+    `owned`: the src pieces are temporaries nothing else reads (partial sums may accumulate into the first)."""
     src, dst = attrs["src_sbp"], attrs["dst_sbp"]
     src_pl, dst_pl = attrs["src_placement"], attrs["dst_placement"]
     n_dst = dst_pl.parallel_num
@@ -65,7 +66,12 @@ def make_local(attrs, xp_src, xp_dst, to_dst):
     same = src_pl.pairs == dst_pl.pairs and src_pl.device_tag == dst_pl.device_tag
     if same and src == S.P and dst == S.B:
         def all_reduce(*pieces):
-            total = logical_from_pieces(xp_src, pieces, S.P)
+            if owned:
+                total = pieces[0]
+                for p in pieces[1:]:
+                    total += p
+            else:
+                total = logical_from_pieces(xp_src, pieces, S.P)
             return tuple(total for _ in idx)
         return all_reduce
     if same and S.is_split(src) and S.is_split(dst) and src.axis == dst.axis:

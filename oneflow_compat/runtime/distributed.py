@@ -24,16 +24,22 @@ def _host(x):
     return np.ascontiguousarray(devices.to_host(x))
 
 
-def materialize(rt, local, placement, sbp, shape, np_dtype, ranks):
+def materialize(rt, local, placement, sbp, shape, np_dtype, ranks, owned=False):
     """The full logical value on every member of `ranks` (sorted world ranks, a superset of the owners).
 
-    `local` lists this rank's pieces in parallel order (empty on ranks that own none)."""
+    `local` lists this rank's pieces in parallel order (empty on ranks that own none); `owned`: the pieces are
+    temporaries nothing else reads, so partial sums may be reduced in place instead of in a copy."""
     comm = rt.comm
     n = placement.parallel_num
     if sbp == S.P:
-        acc = np.zeros(shape, np_dtype)
-        for p in local:
-            acc += _host(p)
+        if local:  # this rank's addend (the collective works in place: a copy unless owned) + other local pieces
+            first = _host(local[0])
+            acc = first if owned and first.dtype == np_dtype and first.flags.c_contiguous else \
+                np.array(first, dtype=np_dtype, copy=True)
+            for p in local[1:]:
+                acc += _host(p)
+        else:
+            acc = np.zeros(shape, np_dtype)
         return comm.allreduce_(acc, ranks) if len(ranks) > 1 else acc
     if S.is_split(sbp) and n > 1:
         ax = sbp.axis
@@ -57,7 +63,7 @@ def materialize(rt, local, placement, sbp, shape, np_dtype, ranks):
     return buf
 
 
-def make_boxing(rt, attrs, meta):
+def make_boxing(rt, attrs, meta, owned=False):
     src_pl, src, dst_pl, dst = attrs["src_placement"], attrs["src_sbp"], attrs["dst_placement"], attrs["dst_sbp"]
     ranks = sorted(set(owners(src_pl)) | set(owners(dst_pl)))
     me = rt.machine_id
@@ -74,7 +80,7 @@ def make_boxing(rt, attrs, meta):
         return lambda *pieces: tuple(p[S.local_slices(shape, dst, i, n_dst)] for p, i in zip(pieces, dst_local))
 
     def box(*pieces):
-        value = materialize(rt, list(pieces), src_pl, src, shape, np_dtype, ranks)
+        value = materialize(rt, list(pieces), src_pl, src, shape, np_dtype, ranks, owned)
         if not dst_local:
             return ()
         value = rt.to_device(value, dst_pl)
