@@ -351,6 +351,9 @@ def max_pool2d_grad(xp, dy, x, y, *, ksize, strides, pads=((0, 0), (0, 0)), data
     """
     hw, ksize, strides, pads, out_hw, extra = _pool_setup(x.shape, ksize, strides, pads, data_format,
                                                           ceil_mode)
+    if (tuple(ksize) == tuple(strides) and pads == ((0, 0), (0, 0)) and tuple(extra) == (0, 0)
+            and hw[0] % ksize[0] == 0 and hw[1] % ksize[1] == 0):
+        return _max_pool2d_grad_tiled(xp, dy, x, y, ksize, data_format)
     padded = _pad_nchw(xp, _as_nchw(x, data_format), pads, _lowest(xp, x.dtype), extra)
     valid = _valid_cells(xp, hw, pads, extra)
     y_nchw, dy_nchw = _as_nchw(y, data_format), _as_nchw(dy, data_format)
@@ -365,6 +368,25 @@ def max_pool2d_grad(xp, dy, x, y, *, ksize, strides, pads=((0, 0), (0, 0)), data
     (top, _), (left, _) = pads
     h, w = hw
     return _from_nchw(xp, dx[:, :, top:top + h, left:left + w], data_format)
+
+
+def _max_pool2d_grad_tiled(xp, dy, x, y, ksize, data_format):
+    """Windows that tile the input exactly (k == stride, no padding, the usual 2x2/2): the kernel offsets are
+    plain views of the input and of dx, so no padded copy and no validity mask; same first-maximum rule."""
+    xn, yn, dyn = _as_nchw(x, data_format), _as_nchw(y, data_format), _as_nchw(dy, data_format)
+    n, c, h, w = xn.shape
+    (kh, kw), (oh, ow) = ksize, (h // ksize[0], w // ksize[1])
+    xr = xn.reshape(n, c, oh, kh, ow, kw)
+    dx = xp.zeros((n, c, oh, kh, ow, kw), dtype=dy.dtype)
+    taken = xp.zeros(yn.shape, dtype=bool)
+    hit = xp.empty(yn.shape, dtype=bool)
+    for i in range(kh):
+        for j in range(kw):
+            xp.equal(xr[:, :, :, i, :, j], yn, out=hit)
+            hit &= ~taken
+            xp.multiply(dyn, hit, out=dx[:, :, :, i, :, j])
+            taken |= hit
+    return _from_nchw(xp, dx.reshape(n, c, h, w), data_format)
 
 
 def _valid_counts(xp, hw, ksize, strides, pads, out_hw, dtype):

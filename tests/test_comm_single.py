@@ -228,3 +228,20 @@ def test_launcher_without_mpiexec_says_how_to_install(monkeypatch, tmp_path):
     with pytest.raises(launch.LaunchError, match="pip install mpich mpi4py"):
         launch.find_mpiexec()
     assert launch.main(["-n", "2", "script.py"]) == 2
+
+
+def test_limit_loaded_blas_threads_reaches_numpys_openblas():
+    import ctypes
+
+    import numpy as np  # noqa: F401  (loads its BLAS)
+
+    from oneflow_compat.comm import world
+
+    libs = world.limit_loaded_blas_threads(1)
+    try:
+        assert libs and all("blas" in p or "mkl" in p for p in libs)
+        lib = ctypes.CDLL(libs[0])
+        get = getattr(lib, "scipy_openblas_get_num_threads64_", None) or getattr(lib, "openblas_get_num_threads")
+        assert get() == 1
+    finally:
+        world.limit_loaded_blas_threads(world.usable_cores())
