@@ -25,7 +25,7 @@ from oneflow_compat.framework import sbp as S
 from oneflow_compat.framework.ir import Job
 from oneflow_compat.framework.placement import Placement
 from oneflow_compat.ops import registry
-from oneflow_compat.runtime import plan
+from oneflow_compat.runtime import boxing_impl, plan
 
 # Ops whose per-device function needs the running session (variables, fed inputs, schedules, collectives) or
 # that exist only as framework plumbing: they have no stand-alone kernel to replay.
@@ -498,13 +498,8 @@ def assemble_output(pieces, sbp, meta, n):
                 raise AssertionError("B output differs between device 0 and device %d (%s)" % (
                     i, _max_error(p, pieces[0])))
         return pieces[0]
-    if sbp == S.P:
-        total = pieces[0].copy()
-        for p in pieces[1:]:
-            total += p
-        return total
-    if S.is_split(sbp):
-        return np.concatenate(pieces, axis=sbp.axis)
+    if sbp == S.P or S.is_split(sbp):
+        return boxing_impl.logical_from_pieces(np, pieces, sbp)
     raise AssertionError("output sbp %r cannot be assembled" % (sbp,))
 
 
