@@ -56,7 +56,6 @@ class Session:
         self.runtime = None
         self.eager = False
         self.root_seed = None
-        self.placement_scopes_made = 0
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     @property

@@ -14,9 +14,6 @@ class Runtime:
         """Indices (in parallel order) of the placement's devices that live in this process."""
         return [i for i, (m, _) in enumerate(placement.pairs) if m == self.machine_id]
 
-    def owner(self, placement, index):
-        return placement.pairs[index][0]
-
     def xp(self, placement):
         return devices.array_module(placement.device_tag)
 
