@@ -63,11 +63,11 @@ def mpirun(n, script, *args, timeout=60, **extra_env):
 
 @pytest.fixture(scope="module")
 def timeout_runs():
-    """The jobs that wait for a 3 s timeout, started together so that their waits overlap."""
+    """The jobs that wait for a 3 s timeout, one after the other: run together (8 processes on a 2-core machine)
+    a rank could miss the 1 s window in which waiting ranks answer, and be reported missing."""
     jobs = {"missing-2": mpi_command(2, "comm_timeout.py"), "missing-4": mpi_command(4, "comm_timeout.py"),
             "order-2": mpi_command(2, "comm_timeout_order.py")}
-    started = {name: start(command) for name, command in jobs.items()}
-    return {name: finish(job, timeout=30) for name, job in started.items()}
+    return {name: finish(start(command), timeout=30) for name, command in jobs.items()}
 
 
 @pytest.mark.parametrize("n", [2, 4])

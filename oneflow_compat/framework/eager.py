@@ -10,8 +10,8 @@ from oneflow_compat.runtime import results
 
 
 class EagerRunner:
-    def __init__(self, session, job, args, jf):
-        self.session, self.job, self.args, self.jf = session, job, args, jf
+    def __init__(self, session, args, jf):
+        self.session, self.args, self.jf = session, args, jf
         self.values = {}
 
     def bind_inputs(self, job):
@@ -51,9 +51,6 @@ class EagerRunner:
         for y, v in zip(op.outputs, out or ()):
             self.values[y.key()] = v
 
-    def minimize_requested(self, job):
-        pass  # backward and update run once the body has returned (all losses known)
-
 
 class EagerJobFunction:
     """What `@flow.global_function` returns in eager mode: each call runs the body on real data."""
@@ -78,14 +75,8 @@ class EagerJobFunction:
         session = sess.default_session()
         session.init_runtime()
         session.status = "running"
-        runner = None
-
-        def make_runner(job):
-            nonlocal runner
-            runner = EagerRunner(session, job, args, self)
-            return runner
-
-        job = trace.trace_job(session, self, eager_runner=_LazyRunner(make_runner))
+        runner = EagerRunner(session, args, self)
+        job = trace.trace_job(session, self, eager_runner=runner)
         if job.is_train:
             ctx = builder.BuildContext(job, session, trace.default_placement(session, self.config), "consistent",
                                        eager=runner)
@@ -95,37 +86,7 @@ class EagerJobFunction:
             v = runner.values[blob.key()]
             mirrored = blob.op.view == "mirrored"
             leaves.append(results.leaf_value([v] if mirrored else v, kind, mirrored))
-        value = signature.build_value(job.output_structure, leaves)
-        kind = self.ret.kind
-        if kind == "none":
-            return None
-        if kind == "future":
-            return results.Future(value)
-        if kind == "callback":
-            return lambda callback: callback(value)
-        return value
-
-
-class _LazyRunner:
-    """Creates the runner once the job exists (the trace creates the job)."""
-
-    def __init__(self, make):
-        self._make = make
-        self._runner = None
-
-    def _get(self, job):
-        if self._runner is None:
-            self._runner = self._make(job)
-        return self._runner
-
-    def bind_inputs(self, job):
-        self._get(job).bind_inputs(job)
-
-    def run_op(self, op):
-        self._get(op.job).run_op(op)
-
-    def minimize_requested(self, job):
-        self._get(job).minimize_requested(job)
+        return results.deliver(self.ret.kind, signature.build_value(job.output_structure, leaves))
 
 
 def blob_numpy(blob, *args):
@@ -137,6 +98,4 @@ def blob_numpy(blob, *args):
         raise RuntimeError("blob %s has no value: .numpy() works on blobs only in eager mode "
                            "(flow.enable_eager_execution()); in lazy mode return the blob or use flow.watch"
                            % blob.logical_blob_name)
-    if isinstance(runner, _LazyRunner):
-        runner = runner._get(blob.op.job)
     return devices.to_host(runner.values[blob.key()])

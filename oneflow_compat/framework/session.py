@@ -179,9 +179,7 @@ def register_minimize(optimizer, loss):
     losses = list(loss) if isinstance(loss, (list, tuple)) else [loss]
     # Legacy: one optimizer per job; a second minimize replaces the whole train conf, losses included.
     job.optimizer = optimizer
-    job.losses = losses
-    if ctx.eager is not None:
-        ctx.eager.minimize_requested(job)
+    job.losses = losses  # (eager mode runs backward and the update once the body has returned)
 
 
 def add_loss(loss):

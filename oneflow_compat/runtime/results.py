@@ -96,8 +96,11 @@ def convert(compiled, jf):
     for k, (blob, kind) in enumerate(job.output_blobs):
         leaves.append(leaf_value(compiled.results[k], kind, blob.op.sbp_out[blob.index].__class__.__name__ == "Mirrored"))
     compiled.results[:] = [None] * len(compiled.results)
-    kind = jf.ret.kind
-    value = signature.build_value(job.output_structure, leaves)
+    return deliver(jf.ret.kind, signature.build_value(job.output_structure, leaves))
+
+
+def deliver(kind, value):
+    """The call's result as its return annotation asks: nothing, a future, a callback registrar, or the value."""
     if kind == "none":
         return None
     if kind == "future":
