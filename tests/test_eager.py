@@ -44,11 +44,31 @@ def test_eager_training_matches_lazy_training():
         np.testing.assert_allclose(b, a, rtol=1e-5)
 
 
-def test_enable_eager_after_defining_a_job_fails():
+def test_job_defined_before_enabling_eager_runs_eagerly_but_not_after_a_lazy_call():
+    seen = []
+
     @flow.global_function()
     def f(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+        y = x * 3
+        seen.append(y.numpy().copy())  # a value inside the body: the job really runs eagerly
+        return y
+
+    flow.enable_eager_execution(True)  # as the docs' eager_mlp_mnist.py does, after decorating its job
+    np.testing.assert_allclose(f(np.ones(2, np.float32)), [3, 3])
+    np.testing.assert_allclose(f(np.ones(2, np.float32) * 2), [6, 6])
+    np.testing.assert_allclose(seen[1], [6, 6])
+
+    flow.clear_default_session()
+    from oneflow_compat.framework import session as sess
+
+    sess._EAGER_FLAG[0] = False
+    flow.clear_default_session()
+
+    @flow.global_function()
+    def g(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
         return x
 
+    g(np.ones(2, np.float32))
     with pytest.raises(NotImplementedError, match="no avaliable function found"):
         flow.enable_eager_execution(True)
 

@@ -50,6 +50,7 @@ class JobFunction:
         self.session = session
         self.params = signature.parse_params(func)
         self.ret = signature.parse_return(func)
+        self._eager = None
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
@@ -64,6 +65,12 @@ class JobFunction:
     def call(self, args):
         session = self.session
         session.check_open("job function '%s'" % self.name)
+        if session.eager:  # defined in lazy mode, then flow.enable_eager_execution() before any call
+            if self._eager is None:
+                from oneflow_compat.framework import eager
+
+                self._eager = eager.EagerJobFunction(self.func, self.job_type, self.config)
+            return self._eager(*args)
         session.try_init()
         assert len(args) == len(self.params), "job function '%s' takes %d argument(s), %d given" % (
             self.name, len(self.params), len(args))
