@@ -506,10 +506,17 @@ def test_layers_placed_on_different_devices_pipeline():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# eager_mlp_mnist.py (stored versions): enable_eager_execution after a global function is defined
+# eager_mlp_mnist.py (stored versions): enable_eager_execution after a global function is defined, then train
 
 
-def test_enable_eager_after_a_global_function_is_defined_fails_like_oneflow():
-    _train_job()
-    with pytest.raises(NotImplementedError, match="^no avaliable function found"):
-        flow.enable_eager_execution(True)
+def test_job_decorated_before_enable_eager_trains_eagerly():
+    x, y = _batch(17)
+    train_job = _train_job()
+    flow.enable_eager_execution(True)
+    flow.train.CheckPoint().init()
+    train_job(x, y)  # creates and initializes the variables, and takes the first step
+    before = _variables()
+    np.testing.assert_allclose(train_job(x, y), _sparse_ce(_mlp_logits(before, x), y), rtol=1e-4, atol=1e-5)
+    after = _variables()
+    for name, value in _sgd_step_reference(before, x, y).items():
+        np.testing.assert_allclose(after[name], value, rtol=1e-4, atol=1e-6)
