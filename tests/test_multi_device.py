@@ -1,5 +1,6 @@
-"""Parallelism never changes the numbers: the same job on 1..4 in-process devices (data, model, pipeline,
-mirrored, gradient accumulation, uneven batches) gives the same losses and weights as on one device."""
+"""Parallelism never changes the numbers: the same conv -> dense -> dense job on 1..4 in-process devices (data,
+model, pipeline, mirrored, gradient accumulation, uneven batches) gives the same losses and weights as on one
+device."""
 import numpy as np
 import pytest
 
@@ -7,12 +8,14 @@ import oneflow_compat as flow
 import oneflow_compat.typing as tp
 
 RNG = np.random.default_rng(7)
-IN, HID, OUT = 12, 16, 6
+IN, HID, OUT = 16, 16, 6  # inputs are 1x4x4 images
+CONV = 2  # filters of the 3x3 convolution
 
 
 def _weights():
     r = np.random.default_rng(3)
-    return {"h-weight": r.normal(0, 0.3, (HID, IN)).astype(np.float32), "h-bias": np.zeros(HID, np.float32),
+    return {"h-weight": r.normal(0, 0.3, (HID, CONV * IN)).astype(np.float32),
+            "h-bias": np.zeros(HID, np.float32),
             "o-weight": r.normal(0, 0.3, (OUT, HID)).astype(np.float32), "o-bias": np.zeros(OUT, np.float32)}
 
 
@@ -27,7 +30,10 @@ def _train(devices, batch, variant, steps=3, momentum=0.9, accumulate=1):
     last = "0:%d" % (devices - 1)
 
     def model(x, y):
-        h = flow.layers.dense(x, HID, activation=flow.nn.relu, name="h")
+        c = flow.reshape(x, [x.shape[0], 1, 4, 4])
+        c = flow.layers.conv2d(c, CONV, 3, padding="SAME", activation=flow.nn.relu, name="c",
+                               kernel_initializer=flow.random_uniform_initializer(-0.5, 0.5))
+        h = flow.layers.dense(flow.reshape(c, [c.shape[0], -1]), HID, activation=flow.nn.relu, name="h")
         if variant == "pipeline":
             with flow.scope.placement("cpu", "0:0"):
                 h = flow.math.relu(h)

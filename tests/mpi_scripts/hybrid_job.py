@@ -13,7 +13,8 @@ import oneflow_compat as flow
 import oneflow_compat.typing as tp
 
 variant, per_machine, batch, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-IN, HID, OUT = 12, 16, 6
+IN, HID, OUT = 16, 16, 6  # inputs are 1x4x4 images
+CONV = 2  # filters of the 3x3 convolution
 flow.config.cpu_device_num(per_machine)
 cfg = flow.function_config()
 if variant == "mirrored":
@@ -26,7 +27,10 @@ last = "%d:%d" % (machines - 1, per_machine - 1)
 
 
 def model(x, y):
-    h = flow.layers.dense(x, HID, activation=flow.nn.relu, name="h")
+    c = flow.reshape(x, [x.shape[0], 1, 4, 4])
+    c = flow.layers.conv2d(c, CONV, 3, padding="SAME", activation=flow.nn.relu, name="c",
+                           kernel_initializer=flow.random_uniform_initializer(-0.5, 0.5))
+    h = flow.layers.dense(flow.reshape(c, [c.shape[0], -1]), HID, activation=flow.nn.relu, name="h")
     if variant == "pipeline":
         with flow.scope.placement("cpu", "0:0"):
             h = flow.math.relu(h)
@@ -57,7 +61,8 @@ else:
         return loss
 
 r = np.random.default_rng(3)
-flow.load_variables({"h-weight": r.normal(0, 0.3, (HID, IN)).astype(np.float32), "h-bias": np.zeros(HID, np.float32),
+flow.load_variables({"h-weight": r.normal(0, 0.3, (HID, CONV * IN)).astype(np.float32),
+                     "h-bias": np.zeros(HID, np.float32),
                      "o-weight": r.normal(0, 0.3, (OUT, HID)).astype(np.float32), "o-bias": np.zeros(OUT, np.float32)})
 losses = []
 for s in range(3):
