@@ -1,22 +1,17 @@
 """Parallelism never changes the numbers: the same conv -> dense -> dense job on 1..4 in-process devices (data,
 model, pipeline, mirrored, gradient accumulation, uneven batches) gives the same losses and weights as on one
 device."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
 
-RNG = np.random.default_rng(7)
-IN, HID, OUT = 16, 16, 6  # inputs are 1x4x4 images
-CONV = 2  # filters of the 3x3 convolution
-
-
-def _weights():
-    r = np.random.default_rng(3)
-    return {"h-weight": r.normal(0, 0.3, (HID, CONV * IN)).astype(np.float32),
-            "h-bias": np.zeros(HID, np.float32),
-            "o-weight": r.normal(0, 0.3, (OUT, HID)).astype(np.float32), "o-bias": np.zeros(OUT, np.float32)}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_scripts"))
+from hybrid_model import IN, batch as make_batch, initial_weights, loss as hybrid_loss  # noqa: E402
 
 
 def _train(devices, batch, variant, steps=3, momentum=0.9, accumulate=1):
@@ -30,19 +25,7 @@ def _train(devices, batch, variant, steps=3, momentum=0.9, accumulate=1):
     last = "0:%d" % (devices - 1)
 
     def model(x, y):
-        c = flow.reshape(x, [x.shape[0], 1, 4, 4])
-        c = flow.layers.conv2d(c, CONV, 3, padding="SAME", activation=flow.nn.relu, name="c",
-                               kernel_initializer=flow.random_uniform_initializer(-0.5, 0.5))
-        h = flow.layers.dense(flow.reshape(c, [c.shape[0], -1]), HID, activation=flow.nn.relu, name="h")
-        if variant == "pipeline":
-            with flow.scope.placement("cpu", "0:0"):
-                h = flow.math.relu(h)
-            with flow.scope.placement("cpu", last):
-                logits = flow.layers.dense(h, OUT, name="o")
-        else:
-            dist = flow.distribute.split(0) if variant == "model" else flow.distribute.broadcast()
-            logits = flow.layers.dense(h, OUT, name="o", model_distribute=dist)
-        return flow.nn.sparse_softmax_cross_entropy_with_logits(y, logits)
+        return hybrid_loss(x, y, variant, last)
 
     sgd = flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.2]), momentum=momentum)
     if variant == "mirrored":
@@ -62,11 +45,10 @@ def _train(devices, batch, variant, steps=3, momentum=0.9, accumulate=1):
             sgd.minimize(loss)
             return loss
 
-    flow.load_variables(_weights())
+    flow.load_variables(initial_weights())
     losses = []
     for s in range(steps):
-        x = np.random.default_rng(100 + s).normal(size=(batch, IN)).astype(np.float32)
-        y = np.random.default_rng(200 + s).integers(0, OUT, batch).astype(np.int32)
+        x, y = make_batch(s, batch)
         if variant == "mirrored":
             xs = np.array_split(x, devices)
             ys = np.array_split(y, devices)

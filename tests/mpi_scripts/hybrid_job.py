@@ -5,6 +5,7 @@
 
 VARIANT: data | model | pipeline | mirrored. Trains 3 steps from fixed weights; rank 0 writes losses and weights.
 """
+import os
 import sys
 
 import numpy as np
@@ -12,9 +13,11 @@ import numpy as np
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hybrid_model  # noqa: E402  (beside this script)
+from hybrid_model import IN  # noqa: E402
+
 variant, per_machine, batch, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-IN, HID, OUT = 16, 16, 6  # inputs are 1x4x4 images
-CONV = 2  # filters of the 3x3 convolution
 flow.config.cpu_device_num(per_machine)
 cfg = flow.function_config()
 if variant == "mirrored":
@@ -27,19 +30,7 @@ last = "%d:%d" % (machines - 1, per_machine - 1)
 
 
 def model(x, y):
-    c = flow.reshape(x, [x.shape[0], 1, 4, 4])
-    c = flow.layers.conv2d(c, CONV, 3, padding="SAME", activation=flow.nn.relu, name="c",
-                           kernel_initializer=flow.random_uniform_initializer(-0.5, 0.5))
-    h = flow.layers.dense(flow.reshape(c, [c.shape[0], -1]), HID, activation=flow.nn.relu, name="h")
-    if variant == "pipeline":
-        with flow.scope.placement("cpu", "0:0"):
-            h = flow.math.relu(h)
-        with flow.scope.placement("cpu", last):
-            logits = flow.layers.dense(h, OUT, name="o")
-    else:
-        dist = flow.distribute.split(0) if variant == "model" else flow.distribute.broadcast()
-        logits = flow.layers.dense(h, OUT, name="o", model_distribute=dist)
-    return flow.nn.sparse_softmax_cross_entropy_with_logits(y, logits)
+    return hybrid_model.loss(x, y, variant, last)
 
 
 sgd = flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.2]), momentum=0.9)
@@ -60,14 +51,10 @@ else:
         sgd.minimize(loss)
         return loss
 
-r = np.random.default_rng(3)
-flow.load_variables({"h-weight": r.normal(0, 0.3, (HID, CONV * IN)).astype(np.float32),
-                     "h-bias": np.zeros(HID, np.float32),
-                     "o-weight": r.normal(0, 0.3, (OUT, HID)).astype(np.float32), "o-bias": np.zeros(OUT, np.float32)})
+flow.load_variables(hybrid_model.initial_weights())
 losses = []
 for s in range(3):
-    x = np.random.default_rng(100 + s).normal(size=(batch, IN)).astype(np.float32)
-    y = np.random.default_rng(200 + s).integers(0, OUT, batch).astype(np.int32)
+    x, y = hybrid_model.batch(s, batch)
     if variant == "mirrored":
         losses.append(np.concatenate(train(list(np.array_split(x, ndev)), list(np.array_split(y, ndev)))))
     else:
