@@ -64,16 +64,21 @@ def adam_bias_corrected_lr(lr, beta1, beta2, step):
     return _f32(lr) * np.sqrt(_ONE - beta2_power) / (_ONE - beta1_power)
 
 
-def adam_update(xp, w, m, v, g, *, lr, beta1, beta2, epsilon, weight_decay=0.0, do_bias_correction=False, step=0):
-    """`m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²; w ← w − lr'·(m/(√v + ε) + wd·w)`, with `lr' = lr` or, when
-    `do_bias_correction`, `lr·√(1−β2^(step+1))/(1−β1^(step+1))` (`step` = train step before increment)."""
-    b1, b2 = _f32(beta1), _f32(beta2)
+def _adam_moments(m, v, g, b1, b2):
+    """In place: `m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²` (shared by Adam, AdamW, LazyAdam and LAMB)."""
     m *= b1
     m += (_ONE - b1) * g
     g_squared = (_ONE - b2) * g
     g_squared *= g
     v *= b2
     v += g_squared
+
+
+def adam_update(xp, w, m, v, g, *, lr, beta1, beta2, epsilon, weight_decay=0.0, do_bias_correction=False, step=0):
+    """`m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²; w ← w − lr'·(m/(√v + ε) + wd·w)`, with `lr' = lr` or, when
+    `do_bias_correction`, `lr·√(1−β2^(step+1))/(1−β1^(step+1))` (`step` = train step before increment)."""
+    b1, b2 = _f32(beta1), _f32(beta2)
+    _adam_moments(m, v, g, b1, b2)
     effective_lr = adam_bias_corrected_lr(lr, beta1, beta2, step) if do_bias_correction else _f32(lr)
     delta = xp.sqrt(v)
     delta += _f32(epsilon)
@@ -160,12 +165,7 @@ def lamb_update(xp, w, m, v, beta1_t, beta2_t, g, *, lr, beta1, beta2, epsilon, 
     # OneFlow's beta_t states have shape (1,); a state of the variable's shape (all entries equal) works too.
     b1_t = beta1_t.reshape(()) if beta1_t.size == 1 else beta1_t
     b2_t = beta2_t.reshape(()) if beta2_t.size == 1 else beta2_t
-    m *= b1
-    m += (_ONE - b1) * g
-    g_squared = (_ONE - b2) * g
-    g_squared *= g
-    v *= b2
-    v += g_squared
+    _adam_moments(m, v, g, b1, b2)
     direction = m / (_ONE - b1_t)
     root = v / (_ONE - b2_t)
     root += _f32(epsilon)

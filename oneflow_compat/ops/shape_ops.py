@@ -11,6 +11,7 @@ from oneflow_compat.framework import dtypes
 from oneflow_compat.framework.ir import TensorMeta
 from oneflow_compat.framework.sbp import B, P, S, balanced_ranges, is_split
 from oneflow_compat.kernels import shape as K
+from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.registry import OpDef, apply, register
 
 
@@ -484,19 +485,8 @@ def _where_meta(op):
 
 
 def _where_sbp(op):
-    out_shape = op.outputs[0].shape
-    nd = len(out_shape)
-    sigs = []
-    for ax in range(nd):
-        ins = []
-        for t in op.inputs:
-            off = nd - len(t.shape)
-            full = ax >= off and t.shape[ax - off] == out_shape[ax]
-            ins.append(S(ax - off) if full and out_shape[ax] > 1 else B)
-        if any(s != B for s in ins):
-            sigs.append(_sig(ins, [S(ax)]))
-    # where(c, x1 + x2, y1 + y2) = where(c, x1, y1) + where(c, x2, y2)
-    return sigs + [_sig([B, B, B], [B]), _sig([B, P, P], [P])]
+    # where(c, x1 + x2, y1 + y2) = where(c, x1, y1) + where(c, x2, y2): partial sums pass through x and y together
+    return sbp_rules.broadcast_elementwise(op) + [_sig([B, P, P], [P])]
 
 
 def _where_grad(op, dys):
