@@ -21,8 +21,8 @@ def worker_allreduce():
     from mpi4py import MPI
 
     from oneflow_compat.comm import world
-    from oneflow_compat.framework import dtypes, placement, sbp
-    from oneflow_compat.framework.ir import TensorMeta
+    from oneflow_compat.ir import dtypes, placement, sbp
+    from oneflow_compat.ir.graph import TensorMeta
     from oneflow_compat.runtime import distributed
     from oneflow_compat.runtime.runtime import Runtime
 

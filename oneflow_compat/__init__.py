@@ -14,7 +14,7 @@ if (_world.detect_mpi_world() or (0, 1))[1] > 1:
 from oneflow_compat.ops import (activation_ops, array_ops, data_ops, math_ops, nn_ops,  # noqa: F401 (registers)
                                 shape_ops, system_ops)
 
-from oneflow_compat.framework.dtypes import (  # noqa: F401
+from oneflow_compat.ir.dtypes import (  # noqa: F401
     char, double, float, float16, float32, float64, half, int, int8, int32, int64, long, record, tensor_buffer,
     uint8, convert_oneflow_dtype_to_numpy_dtype)
 from oneflow_compat.framework.function_config import FunctionConfig  # noqa: F401
@@ -22,21 +22,22 @@ from oneflow_compat.framework.job_function import global_function  # noqa: F401
 from oneflow_compat.framework.session import clear_default_session, sync_default_session  # noqa: F401
 
 from oneflow_compat import (  # noqa: F401
-    checkpoint, config, data, distribute, env, explain, image, layers, losses, math, nn, optimizer, random,
-    regularizers, scope, train, typing, unittest)
-from oneflow_compat.array_api import (  # noqa: F401
+    checkpoint, config, data, distribute, env, image, layers, losses, math, nn, optimizer, random, regularizers,
+    scope, train, typing, unittest)
+from oneflow_compat.tools import explain
+from oneflow_compat._api.array_api import (  # noqa: F401
     broadcast_like, clamp, clip, clip_by_scalar, clip_by_value, concat, expand_dims, flatten, gather, masked_fill,
     one_hot, pad, reverse, slice, slice_v2, squeeze, stack, transpose, where)
 from oneflow_compat.checkpoint import get_all_variables, load_variables  # noqa: F401
-from oneflow_compat.data_api import (  # noqa: F401
-    decode as image_decode, random_crop as image_random_crop, Resize as image_resize,
-    target_resize as image_target_resize)
+from oneflow_compat._api.data_api import (  # noqa: F401
+    decode as image_decode, random_crop as image_random_crop, Resize as image_resize, target_resize as
+    image_target_resize)
 from oneflow_compat.initializer import (  # noqa: F401
     constant_initializer, empty_initializer, glorot_normal_initializer, glorot_uniform_initializer,
     kaiming_initializer, ones_initializer, random_normal_initializer, random_uniform_initializer, truncated_normal,
     truncated_normal_initializer, variance_scaling_initializer, xavier_normal_initializer,
     xavier_uniform_initializer, zeros_initializer)
-from oneflow_compat.ops_api import (  # noqa: F401
+from oneflow_compat._api.ops_api import (  # noqa: F401
     cast, cast_to_current_logical_view, constant, constant_like, constant_scalar, get_variable, identity, matmul,
     ones, ones_like, parallel_cast, reshape, reshape_like, watch, watch_diff, zeros, zeros_like)
 
@@ -53,7 +54,7 @@ save = checkpoint.save
 
 def current_global_function_desc():
     """The description of the job being built (legacy: `IsTrainable()` on it)."""
-    from oneflow_compat.framework import builder
+    from oneflow_compat.ir import builder
 
     ctx = builder.current("flow.current_global_function_desc")
     return _FunctionDesc(ctx.job)
@@ -72,7 +73,7 @@ class _FunctionDesc:
 
 
 def current_scope():
-    from oneflow_compat.framework import builder
+    from oneflow_compat.ir import builder
 
     return builder.current_or_none()
 

@@ -37,11 +37,11 @@ def main(argv=None):
         print(USAGE)
         return 0
     if command == "explain":
-        from oneflow_compat import explain
+        from oneflow_compat.tools import explain
 
         return explain.main(rest)
     if command == "validate":
-        from oneflow_compat import validate
+        from oneflow_compat.tools import validate
 
         return validate.main(rest)
     return run_script(command, rest)

@@ -19,7 +19,7 @@ def _setter(fn):
 @_setter
 def gpu_device_num(res, val):
     """GPUs per machine; without a usable CUDA device, that many CPU devices (as OneFlow's CPU-only builds)."""
-    from oneflow_compat.runtime import devices
+    from oneflow_compat.backend import devices
 
     assert type(val) is int and val >= 0, "gpu_device_num must be a non-negative int"
     if devices.cuda_usable():

@@ -1,5 +1,5 @@
 """`flow.data.*`: MNIST loading and the OFRecord readers/decoders (ops in `ops/data_ops.py`)."""
-from oneflow_compat.data_api import (  # noqa: F401
+from oneflow_compat._api.data_api import (
     BlobConf, OFRecordBytesDecoder, OFRecordImageDecoder, OFRecordImageDecoderRandomCrop, OFRecordRawDecoder,
     RawCodec, decode_ofrecord, ofrecord_bytes_decoder, ofrecord_image_decoder, ofrecord_image_decoder_random_crop,
     ofrecord_loader, ofrecord_raw_decoder, ofrecord_reader)

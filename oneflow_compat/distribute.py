@@ -1,5 +1,5 @@
 """`flow.distribute`: SBP hints. `split(axis)` returns a per-axis singleton (legacy code compares with `is`)."""
-from oneflow_compat.framework import sbp as S
+from oneflow_compat.ir import sbp as S
 
 
 class Distribute:

@@ -1,3 +1,3 @@
 """`flow.image.*`: image ops of the OFRecord pipeline (ops in `ops/data_ops.py`)."""
-from oneflow_compat.data_api import (  # noqa: F401
+from oneflow_compat._api.data_api import (
     CropMirrorNormalize, Resize, crop_mirror_normalize, decode, random_crop, resize, target_resize)

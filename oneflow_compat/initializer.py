@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from oneflow_compat.framework import dtypes
+from oneflow_compat.ir import dtypes
 
 _KINDS = (
     "constant", "constant_int", "random_uniform", "random_uniform_int", "random_normal", "truncated_normal",

@@ -2,10 +2,10 @@
 from oneflow_compat import distribute as dist
 from oneflow_compat import initializer as init
 from oneflow_compat import nn
-from oneflow_compat import ops_api
+from oneflow_compat._api import ops_api
 from oneflow_compat import scope
-from oneflow_compat.framework import builder
-from oneflow_compat.framework import sbp as S
+from oneflow_compat.ir import builder
+from oneflow_compat.ir import sbp as S
 from oneflow_compat.ops.registry import apply, new_op
 
 
@@ -58,7 +58,7 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
         kernel_initializer = init.xavier_uniform_initializer(data_format=data_format)
     ctx = builder.current("flow.layers.conv2d")
     wname = weight_name if weight_name is not None else "-".join(ctx.namespaces + [name, "weight"])
-    from oneflow_compat.framework import variable_ops
+    from oneflow_compat.ops import variable_ops
 
     weight = variable_ops.get_variable(wname, shape, inputs.dtype, kernel_initializer, kernel_regularizer,
                                        trainable, "weight", None, None, False, apply_namespace=False)
@@ -84,7 +84,8 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
     axis = axis % nd
     c = inputs.shape[axis]
     ctx = builder.current("flow.layers.batch_normalization")
-    from oneflow_compat.framework import dtypes, variable_ops
+    from oneflow_compat.ir import dtypes
+    from oneflow_compat.ops import variable_ops
 
     vdtype = dtypes.float32 if inputs.dtype is dtypes.float16 else inputs.dtype
 

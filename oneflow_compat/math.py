@@ -2,8 +2,8 @@
 float -> scalar op; otherwise numpy-style broadcasting between blobs."""
 import numpy as np
 
-from oneflow_compat.framework import dtypes
-from oneflow_compat.framework.ir import LazyBlob
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir.graph import LazyBlob
 from oneflow_compat.ops.registry import apply
 
 
@@ -182,7 +182,7 @@ def cast(x, dtype, name=None):
 def __getattr__(name):
     # shape-family functions that legacy also exports under flow.math (defined with the array ops)
     if name in ("top_k", "clip_by_value", "clip_by_scalar", "clip"):
-        from oneflow_compat import array_api
+        from oneflow_compat._api import array_api
 
         return getattr(array_api, name)
     raise AttributeError("module 'oneflow.math' has no attribute %r" % name)

@@ -1,6 +1,6 @@
 """`flow.nn.*`: activations, convolution, pooling, dropout, losses."""
 from oneflow_compat import math as _math
-from oneflow_compat.framework import builder
+from oneflow_compat.ir import builder
 from oneflow_compat.ops.registry import apply
 
 relu = _math.relu

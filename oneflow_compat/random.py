@@ -1,2 +1,2 @@
 """`flow.random.*`: random data ops (ops in `ops/data_ops.py`)."""
-from oneflow_compat.data_api import CoinFlip, coin_flip  # noqa: F401
+from oneflow_compat._api.data_api import CoinFlip, coin_flip

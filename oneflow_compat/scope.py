@@ -1,6 +1,6 @@
 """`flow.scope`: placement, logical view and namespace scopes."""
-from oneflow_compat.framework import builder
-from oneflow_compat.framework import placement as placement_mod
+from oneflow_compat.ir import builder
+from oneflow_compat.ir import placement as placement_mod
 
 
 class PlacementScope:
@@ -12,7 +12,7 @@ class PlacementScope:
         self.hierarchy = hierarchy
 
     def resolve(self, session):
-        from oneflow_compat.runtime import devices
+        from oneflow_compat.backend import devices
 
         p = self.parsed
         tag = devices.resolve_tag(p.device_tag)

@@ -1,7 +1,7 @@
 """`oneflow.typing` (imported by scripts as `tp`): placeholder and return annotations of job functions."""
 import typing
 
-from oneflow_compat.framework import dtypes
+from oneflow_compat.ir import dtypes
 
 T = typing.TypeVar("T")
 

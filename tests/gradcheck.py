@@ -18,7 +18,7 @@ import numpy as np
 
 import oneflow_compat as flow
 from oneflow_compat import typing as tp
-from oneflow_compat.framework import dtypes
+from oneflow_compat.ir import dtypes
 from oneflow_compat.ops import registry
 
 _SGD_LR = 1.0

@@ -1,7 +1,7 @@
 """Array ops (ops/shape_ops.py) and their legacy functions (array_api.py).
 
 * every declared SBP signature of every op reproduces the one-device result on 2, 3 and 4 simulated devices
-  (`oneflow_compat.validate`, with the examples below);
+  (`oneflow_compat.tools.validate`, with the examples below);
 * every gradient rule equals central differences in float64 through a whole train job, and on 2 and 3 devices
   outputs and gradients equal the single-device ones (`tests/gradcheck.py`, with the cases below);
 * the public functions give numpy's results on 1, 2 and 3 devices, follow the legacy argument rules, and their
@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import oneflow_compat as flow
-from oneflow_compat import array_api as A
+from oneflow_compat._api import array_api as A
 from oneflow_compat import typing as tp
-from oneflow_compat import validate
-from oneflow_compat.framework import dtypes
+from oneflow_compat.tools import validate
+from oneflow_compat.ir import dtypes
 from oneflow_compat.ops import registry, shape_ops  # noqa: F401  (registers the ops)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

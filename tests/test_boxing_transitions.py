@@ -11,8 +11,8 @@ import pytest
 
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
-from oneflow_compat import explain as explain_mod
-from oneflow_compat.framework import sbp as S
+from oneflow_compat.tools import explain as explain_mod
+from oneflow_compat.ir import sbp as S
 from oneflow_compat.framework import session as sess
 
 SHAPE = (7, 5)  # 7 rows and 5 columns: uneven balanced splits on 2, 3 and 4 devices

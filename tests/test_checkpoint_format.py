@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from oneflow_compat.framework import checkpoint_format as cf
-from oneflow_compat.framework import dtypes
+from oneflow_compat.ir import dtypes
 
 NOT_EMPTY_MESSAGE = ("{} is a file or non-empty directory! Note that flow.save is different from torch.save. It saves "
                      "each weight as a separated file so that a directory instead of a file should be given.")

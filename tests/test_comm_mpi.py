@@ -147,13 +147,13 @@ def test_launcher_selftest_then_script():
     script = str(SCRIPTS / "comm_output.py")
     env = {k: v for k, v in environment().items() if not k.endswith("_NUM_THREADS")}
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "oneflow_compat.launch", "-n", "2", "--selftest", script],
+    result = subprocess.run([sys.executable, "-m", "oneflow_compat.tools.launch", "-n", "2", "--selftest", script],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert time.perf_counter() - started < 20
     assert result.returncode == 0, result.stderr
     share = world.threads_per_rank(2)
     lines = result.stdout.splitlines()
-    assert lines[0] == "oneflow_compat.launch self-test: 2 ranks on 1 host"
+    assert lines[0] == "oneflow_compat.tools.launch self-test: 2 ranks on 1 host"
     assert re.fullmatch(r"  host \S+: ranks 0, 1", lines[1])
     assert lines[2] == "  all-reduce sum over all ranks: correct"
     assert re.fullmatch(r"  all-reduce of 4 MB float32: [\d.]+ ms per call, [\d.]+ GB/s algorithm bandwidth, "
@@ -165,7 +165,7 @@ def test_launcher_selftest_then_script():
 
 
 def test_launcher_returns_the_job_exit_code():
-    result = run([sys.executable, "-m", "oneflow_compat.launch", "-n", "2", "--output", "all",
+    result = run([sys.executable, "-m", "oneflow_compat.tools.launch", "-n", "2", "--output", "all",
                   str(SCRIPTS / "comm_raise.py")], timeout=30)
     assert result.returncode != 0
     assert "[rank 1] ValueError: boom on purpose on the last rank" in result.stderr

@@ -12,7 +12,7 @@ from oneflow_compat.comm import world
 from oneflow_compat.comm.output import PrefixedLineWriter
 from oneflow_compat.comm.process_comm import (PlanMismatchError, SingleProcessComm, balanced_offsets,
                                               balanced_sizes, check_ranks, describe_mismatch, fingerprint_digest)
-from oneflow_compat import launch
+from oneflow_compat.tools import launch
 
 MPI_VARIABLE_PREFIXES = ("PMI_", "OMPI_", "MV2_", "PMIX_", "MPI_LOCAL", "HYDRA_", "SLURM_")
 

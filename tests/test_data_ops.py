@@ -9,8 +9,8 @@ import pytest
 
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
-from oneflow_compat import data_api as D
-from oneflow_compat import validate
+from oneflow_compat._api import data_api as D
+from oneflow_compat.tools import validate
 from oneflow_compat.core.record import record_pb2 as pb
 from oneflow_compat.datasets import ofrecord_io
 from oneflow_compat.ops import data_ops

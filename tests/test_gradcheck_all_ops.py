@@ -15,7 +15,7 @@ import pytest
 
 import oneflow_compat as flow
 import oneflow_compat.ops as ops_pkg
-from oneflow_compat.framework import dtypes
+from oneflow_compat.ir import dtypes
 from oneflow_compat.ops import registry
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

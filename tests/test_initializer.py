@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from oneflow_compat import initializer as init
-from oneflow_compat.framework import dtypes
+from oneflow_compat.ir import dtypes
 
 TRUNCATED_STD_RATIO = 0.87962566103423978  # std of N(0,1) truncated at ±2
 

@@ -390,7 +390,7 @@ def test_two_machines_listed_but_one_process_is_a_clear_error(monkeypatch):
 
 
 def test_gpu_placement_runs_on_cpu_when_no_cuda():
-    from oneflow_compat.runtime import devices
+    from oneflow_compat.backend import devices
 
     if devices.cuda_usable():
         pytest.skip("a CUDA device is usable here")

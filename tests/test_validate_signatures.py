@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import oneflow_compat  # noqa: F401  (registers the ops)
-from oneflow_compat import validate
-from oneflow_compat.framework import dtypes
-from oneflow_compat.framework import sbp as S
-from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.tools import validate
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ops import registry, sbp_rules
 
 validate.load_all_ops()
@@ -15,7 +15,7 @@ validate.load_all_ops()
 
 def test_every_op_with_signatures_has_examples():
     missing = validate.missing_examples()
-    assert missing == [], ("ops with SBP signatures but no example inputs in oneflow_compat.validate.EXAMPLES "
+    assert missing == [], ("ops with SBP signatures but no example inputs in oneflow_compat.tools.validate.EXAMPLES "
                            "(add one per new op): %s" % missing)
 
 

@@ -19,7 +19,7 @@ import shutil
 
 import numpy as np
 
-from oneflow_compat.framework import dtypes
+from oneflow_compat.ir import dtypes
 
 DATA_FILENAME = "out"
 META_FILENAME = "meta"

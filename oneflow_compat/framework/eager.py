@@ -4,8 +4,9 @@ soon as it is added, and `minimize` runs backward and the update before the call
 It reuses the lazy machinery op by op: the same trace builder, the same per-device kernels (`runtime/plan.py`)
 and the same autodiff/optimizer passes, on one logical device.
 """
-from oneflow_compat.framework import builder, signature
-from oneflow_compat.framework import sbp as S
+from oneflow_compat.ir import builder
+from oneflow_compat.framework import signature
+from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import results
 
 
@@ -23,7 +24,7 @@ class EagerRunner:
             self.values[op.outputs[0].key()] = value[0] if op.attrs["kind"] != "numpy" else value
 
     def run_op(self, op):
-        from oneflow_compat.runtime.plan import DeviceSlot, device_fn
+        from oneflow_compat.passes.plan import DeviceSlot, device_fn
 
         if op.type == "input":
             return
@@ -90,7 +91,7 @@ class EagerJobFunction:
 
 
 def blob_numpy(blob, *args):
-    from oneflow_compat.runtime import devices
+    from oneflow_compat.backend import devices
 
     ctx = builder.current_or_none()
     runner = getattr(ctx, "eager", None) if ctx is not None else None

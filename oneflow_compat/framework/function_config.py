@@ -1,7 +1,7 @@
 """`flow.function_config()`: per-job options (legacy-api.md §2.4)."""
 import copy
 
-from oneflow_compat.framework import dtypes
+from oneflow_compat.ir import dtypes
 
 # Performance/backend knobs of the C++ runtime: accepted (bool setters default to True) and ignored.
 _IGNORED_FLAGS = {

@@ -5,7 +5,7 @@ import atexit
 import os
 import random
 
-from oneflow_compat.framework import builder
+from oneflow_compat.ir import builder
 from oneflow_compat.runtime.variables import VarStore
 
 NOTHING_HAPPENED = "Nothing happened because the session is running"
@@ -13,7 +13,7 @@ NOTHING_HAPPENED = "Nothing happened because the session is running"
 
 class ResourceConfig:
     def __init__(self):
-        from oneflow_compat.runtime import devices
+        from oneflow_compat.backend import devices
 
         self.gpu_device_num = 1 if devices.cuda_usable() else 0
         self.cpu_device_num = 1

@@ -183,7 +183,7 @@ def _parse_ann(ann, top=False):
 
 def flatten_returned(spec, value, job_name):
     """Checks what the body returned against the annotation; returns (flat blob list, structure template)."""
-    from oneflow_compat.framework.ir import LazyBlob
+    from oneflow_compat.ir.graph import LazyBlob
 
     flat = []
 

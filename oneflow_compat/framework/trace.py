@@ -1,11 +1,12 @@
 """Runs a job function's body once on placeholder blobs and records the logical graph (a Job)."""
-from oneflow_compat.framework import builder, placement as placement_mod, signature
-from oneflow_compat.framework.ir import Job
+from oneflow_compat.ir import builder, placement as placement_mod
+from oneflow_compat.framework import signature
+from oneflow_compat.ir.graph import Job
 from oneflow_compat.ops import registry
 
 
 def default_placement(session, config):
-    from oneflow_compat.runtime import devices
+    from oneflow_compat.backend import devices
 
     if config is not None and config.default_placement_scope_ is not None:
         return config.default_placement_scope_.resolve(session)
@@ -43,7 +44,7 @@ def make_input(ctx, ph, flat_index):
     shape = ph.shape
     k = micro_batches(ctx.job)
     if k > 1 and ph.kind == "numpy":
-        # gradient accumulation: the body sees one micro-batch; a call feeds the whole batch (runtime/plan.py)
+        # gradient accumulation: the body sees one micro-batch; a call feeds the whole batch (passes/plan.py)
         if shape[0] % k:
             raise ValueError("placeholder %s: batch size %d is not divisible by num_gradient_accumulation_steps(%d)"
                              % (ph, shape[0], k))

@@ -1,6 +1,6 @@
 """Activations, softmax and the classification losses."""
-from oneflow_compat.framework import sbp as S
-from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.registry import OpDef, apply, register
 

@@ -1,8 +1,8 @@
 """Shape ops: reshape, transpose, concat, slice, expand/squeeze, constants."""
 import numpy as np
 
-from oneflow_compat.framework import sbp as S
-from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.registry import OpDef, apply, register
 

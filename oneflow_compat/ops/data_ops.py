@@ -19,9 +19,9 @@ import weakref
 import numpy as np
 
 from oneflow_compat.datasets import ofrecord_io
-from oneflow_compat.framework import dtypes
-from oneflow_compat.framework import sbp as S
-from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ops.nn_ops import dropout_seed as op_seed
 from oneflow_compat.ops.registry import OpDef, register
 

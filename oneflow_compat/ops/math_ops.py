@@ -1,8 +1,8 @@
 """Elementwise, scalar, reduction and matrix ops."""
 import numpy as np
 
-from oneflow_compat.framework import dtypes
-from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.registry import OpDef, apply, register
 
@@ -28,7 +28,7 @@ def _reduce_to_shape(xp, g, shape):
 
 
 def _reduce_to_shape_sbp(op):
-    from oneflow_compat.framework.sbp import B, P, S
+    from oneflow_compat.ir.sbp import B, P, S
 
     g, shape = op.inputs[0].shape, op.attrs["shape"]
     lead = len(g) - len(shape)
@@ -293,7 +293,7 @@ register(OpDef("argmax", infer=_argmax_meta, kernel=lambda xp, x: xp.argmax(x, a
 
 
 def _broadcast_like_sbp(op):
-    from oneflow_compat.framework.sbp import B, P, S
+    from oneflow_compat.ir.sbp import B, P, S
 
     x, like = op.inputs[0].shape, op.inputs[1].shape
     sigs = []
@@ -377,7 +377,7 @@ def _bias_add_grad(op, dys):
 
 
 def _bias_add_sbp(op):
-    from oneflow_compat.framework.sbp import B, P, S
+    from oneflow_compat.ir.sbp import B, P, S
 
     nd = len(op.inputs[0].shape)
     axis = op.attrs["axis"] % nd

@@ -7,9 +7,9 @@ dimension is re-read from the incoming gradient at call time, so dynamic (mirror
 import weakref
 import zlib
 
-from oneflow_compat.framework import dtypes
-from oneflow_compat.framework import sbp as S
-from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import loss as loss_k
 from oneflow_compat.kernels import nn as nn_k
 from oneflow_compat.kernels import random as random_k

@@ -7,7 +7,7 @@ nothing else switches on op types.
 * `kernel(xp, *arrays, **kernel_attrs)` — a pure array function from `kernels/` (or a small lambda over `xp`).
 * `kernel_attrs(op) -> dict` — the keyword attributes the kernel takes (default: none).
 * `local_attrs(op, dev) -> dict` — per-device attributes when they depend on the device's piece (reshape targets,
-  random offsets); `dev` is a `runtime.plan.DeviceSlot`.
+  random offsets); `dev` is a `passes.plan.DeviceSlot`.
 * `build(op, dev) -> callable(*arrays)` — for ops whose kernel needs the session (learning rate, updates,
   dropout's call counter); overrides kernel/kernel_attrs.
 * `collective=True` with `build_collective(op, session) -> callable(*all local input pieces) -> tuple of all
@@ -15,7 +15,7 @@ nothing else switches on op types.
 * `grad(op, dys) -> [blob | None]` — input gradients built from other ops with `apply`.
 * `sbp(op) -> [(in_sbps, out_sbps)]` — legal signatures on >1 devices, in order of preference.
 """
-from oneflow_compat.framework.ir import LazyBlob, Op
+from oneflow_compat.ir.graph import LazyBlob, Op
 
 _REGISTRY = {}
 _CAST_VIEWS = {"cast_to_mirrored": "mirrored", "cast_from_mirrored": "consistent"}
@@ -63,7 +63,7 @@ def all_types():
 
 def new_op(op_type, inputs, attrs=None, name=None, in_hints=None, out_hints=None):
     """Adds an op to the job being built (in eager mode: also runs it) and returns the Op."""
-    from oneflow_compat.framework import builder
+    from oneflow_compat.ir import builder
 
     ctx = builder.current("op '%s'" % op_type)
     defn = get(op_type)

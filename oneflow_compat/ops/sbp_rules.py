@@ -1,5 +1,5 @@
 """Generators for the SBP signatures ops declare (as data: lists of (input SBPs, output SBPs))."""
-from oneflow_compat.framework.sbp import B, P, S
+from oneflow_compat.ir.sbp import B, P, S
 
 
 def _sig(ins, outs):

@@ -7,9 +7,9 @@ local results assemble into the single-device result.
 """
 import numpy as np
 
-from oneflow_compat.framework import dtypes
-from oneflow_compat.framework.ir import TensorMeta
-from oneflow_compat.framework.sbp import B, P, S, balanced_ranges, is_split
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.ir.sbp import B, P, S, balanced_ranges, is_split
 from oneflow_compat.kernels import shape as K
 from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.registry import OpDef, apply, register

@@ -2,9 +2,9 @@
 (loss seeds, gradient scaling, learning rate, optimizer updates, the step counter)."""
 import numpy as np
 
-from oneflow_compat.framework import dtypes
-from oneflow_compat.framework import sbp as S
-from oneflow_compat.framework.ir import TensorMeta
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.registry import OpDef, apply, register
 
@@ -38,7 +38,8 @@ register(OpDef("variable", infer=_var_meta, sbp=lambda op: [((), (op.attrs["spec
 
 # --- boxing and view casts -----------------------------------------------------------------------------------
 def _boxing_build(op, session):
-    from oneflow_compat.runtime import boxing_impl, distributed
+    from oneflow_compat.ops import transitions as boxing_impl
+    from oneflow_compat.runtime import distributed
 
     rt = session.runtime
     a = op.attrs

@@ -1,11 +1,11 @@
 """Inserts a `boxing` op wherever a producer's (placement, SBP) differs from what its consumer reads."""
 import warnings
 
-from oneflow_compat.framework import sbp as S
-from oneflow_compat.framework.ir import LazyBlob, Op
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import LazyBlob, Op
 from oneflow_compat.ops import registry
 from oneflow_compat.passes.sbp_infer import boxing_cost, nbytes
-from oneflow_compat.runtime.boxing_impl import collective_name
+from oneflow_compat.ops.transitions import collective_name
 
 
 class ImplicitBoxingError(RuntimeError):

@@ -3,9 +3,11 @@
 Order, as OneFlow: 1/N loss-instance scaling -> loss-scale division -> regularization -> clipping -> update.
 Forward results of the call are computed with the pre-update variables; updates come last.
 """
-from oneflow_compat.framework import builder, dtypes, trace, variable_ops
+from oneflow_compat.ir import builder, dtypes
+from oneflow_compat.framework import trace
+from oneflow_compat.ops import variable_ops
 from oneflow_compat.optimizer import loss_scale
-from oneflow_compat.framework import sbp as sbp_mod
+from oneflow_compat.ir import sbp as sbp_mod
 from oneflow_compat.ops import registry
 from oneflow_compat.passes import autodiff
 from oneflow_compat.passes.autodiff import GradScope

@@ -2,7 +2,7 @@
 import hashlib
 
 from oneflow_compat.passes import boxing, optimizer_pass, prune, sbp_infer
-from oneflow_compat.runtime.plan import CompiledJob
+from oneflow_compat.passes.plan import CompiledJob
 
 
 def compile_job(session, job):

@@ -1,7 +1,7 @@
 """Greedy SBP inference: op by op in topological order, the declared signature that needs the cheapest boxing
 of its inputs (bytes moved, legacy-api.md §2.7 / design.md §4); ties go to the first declared. Users' hints
 (`with_distribute`, `model_distribute`, `get_variable(distribute=)`, `parallel_cast`) are constraints."""
-from oneflow_compat.framework import sbp as S
+from oneflow_compat.ir import sbp as S
 
 _CASTS = ("cast_to_mirrored", "cast_from_mirrored")
 

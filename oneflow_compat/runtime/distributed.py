@@ -8,8 +8,9 @@ plan, so the members of each collective issue it in the same order.
 """
 import numpy as np
 
-from oneflow_compat.framework import sbp as S
-from oneflow_compat.runtime import boxing_impl, devices
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ops import transitions as boxing_impl
+from oneflow_compat.backend import devices
 
 
 def all_local(rt, placement):

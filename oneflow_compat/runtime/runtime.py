@@ -1,8 +1,8 @@
 """The process-level runtime: which devices are local, moving pieces to devices, assembling logical values."""
 import numpy as np
 
-from oneflow_compat.framework import sbp as sbp_mod
-from oneflow_compat.runtime import devices
+from oneflow_compat.ir import sbp as sbp_mod
+from oneflow_compat.backend import devices
 
 
 class Runtime:

@@ -3,7 +3,7 @@ import zlib
 
 import numpy as np
 
-from oneflow_compat.framework import sbp as sbp_mod
+from oneflow_compat.ir import sbp as sbp_mod
 
 
 class VarSpec:

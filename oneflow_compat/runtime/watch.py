@@ -3,7 +3,7 @@ import inspect
 import traceback
 
 from oneflow_compat import typing as tp
-from oneflow_compat.framework import sbp as S
+from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import results
 
 
@@ -48,7 +48,7 @@ def make_watch_fn(op, session):
 
     def watch(*pieces):
         if mirrored:
-            from oneflow_compat.runtime.plan import results_mod_list
+            from oneflow_compat.passes.plan import results_mod_list
 
             value = results_mod_list(rt, list(pieces), pl)
         else:

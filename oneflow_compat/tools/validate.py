@@ -4,14 +4,14 @@ An op is correct on N devices only if every signature its `sbp` rule declares co
 one device. For each op type with example inputs, this module builds the op in a throwaway job on 1, 2, 3 and 4
 simulated devices (so the op's own `infer` and `sbp` rules run), and for every declared signature:
 
-* cuts each logical input into the pieces the signature names: `S(k)` balanced slices (`framework.sbp`), `B` a full
+* cuts each logical input into the pieces the signature names: `S(k)` balanced slices (`ir.sbp`), `B` a full
   copy per device, `P` random addends that sum to the value;
-* runs the op's per-device function on each piece exactly as the plan does (`runtime.plan.DeviceSlot` +
+* runs the op's per-device function on each piece exactly as the plan does (`passes.plan.DeviceSlot` +
   `device_fn`);
 * assembles each output per its SBP (concatenate / sum / take one, checking that `B` copies agree and that every
   piece has the shape the plan expects) and compares it with the one-device result.
 
-`python -m oneflow_compat.validate [op_type ...]` prints one line per (op, example, signature, device count).
+`python -m oneflow_compat.tools.validate [op_type ...]` prints one line per (op, example, signature, device count).
 """
 import dataclasses
 import importlib
@@ -20,12 +20,13 @@ import sys
 
 import numpy as np
 
-from oneflow_compat.framework import builder, dtypes
-from oneflow_compat.framework import sbp as S
-from oneflow_compat.framework.ir import Job
-from oneflow_compat.framework.placement import Placement
+from oneflow_compat.ir import builder, dtypes
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import Job
+from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import registry
-from oneflow_compat.runtime import boxing_impl, plan
+from oneflow_compat.ops import transitions as boxing_impl
+from oneflow_compat.passes import plan
 
 # Ops whose per-device function needs the running session (variables, fed inputs, schedules, collectives) or
 # that exist only as framework plumbing: they have no stand-alone kernel to replay.
@@ -600,7 +601,7 @@ def validate_all(op_types=None, device_counts=(2, 3, 4)):
         elif t in SKIPPED:
             checks.append(Check(t, "-", "skipped", 0, True, SKIPPED[t]))
         else:
-            checks.append(Check(t, "-", "-", 0, False, "no example inputs in oneflow_compat.validate.EXAMPLES"))
+            checks.append(Check(t, "-", "-", 0, False, "no example inputs in oneflow_compat.tools.validate.EXAMPLES"))
     return checks
 
 

@@ -202,7 +202,7 @@ class LazyBlob:
         return m.pow(self, o)
 
     def __matmul__(self, o):
-        from oneflow_compat import ops_api
+        from oneflow_compat._api import ops_api
         return ops_api.matmul(self, o)
 
     def __eq__(self, o):

@@ -3,8 +3,8 @@
 from `ops/shape_ops.py`."""
 import numbers
 
-from oneflow_compat.framework import dtypes
-from oneflow_compat.framework.ir import LazyBlob
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir.graph import LazyBlob
 from oneflow_compat.ops import shape_ops  # noqa: F401  (registers the ops used here)
 from oneflow_compat.ops.registry import apply
 

@@ -4,7 +4,7 @@ Every transition of legacy-api.md §2.7 is one function of (src placement, src S
 one process all pieces are at hand and each collective is direct array work; across processes the same
 transitions go through the process comm (`runtime/distributed.py`).
 """
-from oneflow_compat.framework import sbp as S
+from oneflow_compat.ir import sbp as S
 
 
 def collective_name(src_pl, src, dst_pl, dst):

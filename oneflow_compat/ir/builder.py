@@ -3,7 +3,7 @@
 
 Lazy mode appends ops; eager mode also runs each op as it is added (see `framework/eager.py`).
 """
-from oneflow_compat.framework.ir import LazyBlob
+from oneflow_compat.ir.graph import LazyBlob
 
 _STACK = []
 

@@ -1,6 +1,6 @@
 """Creating and reusing variables inside a job (what `flow.get_variable` and the layers call)."""
-from oneflow_compat.framework import builder, dtypes
-from oneflow_compat.framework import sbp as sbp_mod
+from oneflow_compat.ir import builder, dtypes
+from oneflow_compat.ir import sbp as sbp_mod
 from oneflow_compat.ops import registry
 from oneflow_compat.runtime.variables import VarSpec, default_seed
 

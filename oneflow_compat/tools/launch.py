@@ -1,4 +1,4 @@
-"""Run a script as an MPI job: `python -m oneflow_compat.launch -n 4 [options] script.py args…`.
+"""Run a script as an MPI job: `python -m oneflow_compat.tools.launch -n 4 [options] script.py args…`.
 
 Each rank runs the whole script (rank r is machine r of `flow.env.machine`), as
 
@@ -35,7 +35,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .comm.world import THREAD_VARIABLES, threads_per_rank
+from oneflow_compat.comm.world import THREAD_VARIABLES, threads_per_rank
 
 SELFTEST_BYTES = 4 * 1024 * 1024
 SELFTEST_TIMEOUT_S = 120
@@ -121,11 +121,11 @@ def _exit_code(code):
 
 def run_selftest(n, hosts, env):
     """Run the all-reduce self-test job; returns its exit code (0 when the sum was right everywhere)."""
-    command = mpiexec_command(n, ["-m", "oneflow_compat.launch", "--selftest-worker"], hosts)
+    command = mpiexec_command(n, ["-m", "oneflow_compat.tools.launch", "--selftest-worker"], hosts)
     try:
         return run_child(command, env, timeout=SELFTEST_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        print("oneflow_compat.launch: the self-test did not finish within %d s" % SELFTEST_TIMEOUT_S,
+        print("oneflow_compat.tools.launch: the self-test did not finish within %d s" % SELFTEST_TIMEOUT_S,
               file=sys.stderr)
         return 1
 
@@ -137,7 +137,7 @@ def selftest_worker():
 
     import numpy as np
 
-    from .comm import get_process_comm
+    from oneflow_compat.comm import get_process_comm
     comm = get_process_comm()
     everyone = tuple(range(comm.size))
     hosts = comm.allgather_object(socket.gethostname())
@@ -164,7 +164,7 @@ def selftest_worker():
         algbw = SELFTEST_BYTES / per_call / 1e9
         busbw = algbw * 2 * (comm.size - 1) / comm.size
         wrong = [r for r, ok in enumerate(correct) if not ok]
-        lines = ["oneflow_compat.launch self-test: %d rank%s on %d host%s"
+        lines = ["oneflow_compat.tools.launch self-test: %d rank%s on %d host%s"
                  % (comm.size, "" if comm.size == 1 else "s", len(by_host), "" if len(by_host) == 1 else "s")]
         for host, ranks in by_host.items():
             lines.append("  host %s: ranks %s" % (host, ", ".join(map(str, ranks))))
@@ -181,7 +181,7 @@ def selftest_worker():
 
 def build_parser():
     parser = argparse.ArgumentParser(
-        prog="python -m oneflow_compat.launch",
+        prog="python -m oneflow_compat.tools.launch",
         description="Run a oneflow_compat script on N MPI ranks (one rank per machine of the job).")
     parser.add_argument("-n", "--np", dest="n", type=int, help="number of ranks")
     parser.add_argument("--selftest", action="store_true", help="check and time an all-reduce first")
@@ -206,13 +206,13 @@ def main(argv=None):
         ranks_per_host(options.n, options.hosts)
         find_mpiexec()
     except LaunchError as error:
-        print("oneflow_compat.launch: %s" % error, file=sys.stderr)
+        print("oneflow_compat.tools.launch: %s" % error, file=sys.stderr)
         return 2
     env = child_environment(options.n, options.hosts, options.output)
     if options.selftest:
         code = run_selftest(options.n, options.hosts, env)
         if code != 0:
-            print("oneflow_compat.launch: self-test failed (exit code %d); not running the script" % code,
+            print("oneflow_compat.tools.launch: self-test failed (exit code %d); not running the script" % code,
                   file=sys.stderr)
             return code
         if options.script is None:

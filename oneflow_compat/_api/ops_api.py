@@ -1,8 +1,9 @@
 """Top-level op functions of `flow.*` (reshape, matmul, constant, get_variable, watch, parallel_cast, …)."""
 from oneflow_compat import distribute as dist
-from oneflow_compat.framework import builder, dtypes, variable_ops
-from oneflow_compat.framework import sbp as S
-from oneflow_compat.framework.ir import LazyBlob
+from oneflow_compat.ir import builder, dtypes
+from oneflow_compat.ops import variable_ops
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import LazyBlob
 from oneflow_compat.ops.registry import apply, new_op
 
 

@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from oneflow_compat.framework import sbp as S
+from oneflow_compat.ir import sbp as S
 from oneflow_compat.framework import signature
 from oneflow_compat.runtime import results
 from oneflow_compat.runtime.variables import shares_replicas
@@ -260,7 +260,7 @@ class CompiledJob:
 
 
 def results_mod_list(rt, pieces, placement):
-    from oneflow_compat.runtime import devices
+    from oneflow_compat.backend import devices
 
     local = [np.asarray(devices.to_host(p)) for p in pieces]
     if len(rt.local_indices(placement)) == placement.parallel_num:

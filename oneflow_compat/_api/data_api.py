@@ -9,7 +9,7 @@ Which module exports which names: `DATA_NAMES` (`flow.data.*`), `IMAGE_NAMES` (`
 import traceback
 
 from oneflow_compat.datasets import ofrecord_io
-from oneflow_compat.framework import builder, dtypes
+from oneflow_compat.ir import builder, dtypes
 from oneflow_compat.ops import data_ops  # noqa: F401  (registers the ops)
 from oneflow_compat.ops.registry import apply
 
