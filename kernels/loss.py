@@ -1,8 +1,8 @@
 """Cross-entropy losses over the last axis, with their gradients.
 
-The softmax losses return the probabilities too, so the gradient kernels need not
-recompute them. Log-probabilities go through the legacy "safe log",
-log(max(p, 1e-20)), so a vanishing probability gives a large finite loss.
+The sparse softmax loss returns the probabilities too (its op's second output), so its gradient kernel need not
+recompute them. Log-probabilities go through the legacy "safe log", log(max(p, 1e-20)), so a vanishing
+probability gives a large finite loss.
 """
 from . import activation
 
@@ -10,44 +10,25 @@ _SAFE_LOG_FLOOR = 1e-20
 
 
 def _safe_log(xp, p):
-    return xp.log(xp.maximum(p, _SAFE_LOG_FLOOR))
-
-
-def _squeeze_labels(logits, labels):
-    leading = tuple(logits.shape[:-1])
-    if tuple(labels.shape) == leading:
-        return labels
-    if tuple(labels.shape) == leading + (1,):
-        return labels.reshape(leading)
-    raise ValueError("sparse cross entropy: labels shape %s does not match logits shape %s"
-                     % (tuple(labels.shape), tuple(logits.shape)))
+    return xp.log(xp.maximum(p, p.dtype.type(_SAFE_LOG_FLOOR)))
 
 
 def _check_labels(xp, labels, depth):
-    if labels.dtype.kind not in "iu":
-        raise TypeError("sparse cross entropy: labels must be int32 or int64, got %s" % labels.dtype)
     if labels.size == 0:
         return
     low, high = int(xp.min(labels)), int(xp.max(labels))
-    if low < 0:
-        raise ValueError("sparse cross entropy: label %d is out of range [0, %d)" % (low, depth))
-    if high >= depth:
-        raise ValueError("sparse cross entropy: label %d is out of range [0, %d)" % (high, depth))
-
-
-def _one_hot_like(xp, labels, prob):
-    return (labels[..., None] == xp.arange(prob.shape[-1], dtype=labels.dtype)).astype(prob.dtype)
+    if low < 0 or high >= depth:
+        raise ValueError("sparse_softmax_cross_entropy: label %d is out of range [0, %d)"
+                         % (low if low < 0 else high, depth))
 
 
 def sparse_softmax_cross_entropy(xp, logits, labels):
     """-> (loss, prob). loss[i] = -log(max(softmax(logits)[i, labels[i]], 1e-20)).
 
-    labels: integers of shape logits.shape[:-1] (a trailing 1 is accepted), each in
-    [0, depth) with depth = logits.shape[-1]; otherwise ValueError naming the label.
+    labels: integers of shape logits.shape[:-1], each in [0, depth) with depth = logits.shape[-1]; otherwise
+    ValueError naming the label.
     """
-    depth = logits.shape[-1]
-    labels = _squeeze_labels(logits, labels)
-    _check_labels(xp, labels, depth)
+    _check_labels(xp, labels, logits.shape[-1])
     prob = activation.softmax(xp, logits, axis=-1)
     picked = xp.take_along_axis(prob, labels[..., None].astype(xp.int64), axis=-1)[..., 0]
     loss = -_safe_log(xp, picked)
@@ -55,20 +36,22 @@ def sparse_softmax_cross_entropy(xp, logits, labels):
 
 
 def sparse_softmax_cross_entropy_grad(xp, dloss, prob, labels):
-    """d logits = (prob - onehot(labels)) * dloss[..., None]."""
-    labels = _squeeze_labels(prob, labels)
-    return (prob - _one_hot_like(xp, labels, prob)) * dloss[..., None]
+    """d logits = (prob - onehot(labels)) * dloss[..., None]; the one-hot is subtracted at the labels only."""
+    grad = prob.copy()
+    index = labels[..., None].astype(xp.int64)
+    xp.put_along_axis(grad, index, xp.take_along_axis(grad, index, axis=-1) - 1, axis=-1)
+    grad *= dloss[..., None]
+    return grad
 
 
 def softmax_cross_entropy(xp, logits, labels):
-    """-> (loss, prob) with dense labels (a distribution per row):
-    loss = -sum(labels * log(max(softmax(logits), 1e-20)), axis=-1)."""
+    """Loss with dense labels (a distribution per row): -sum(labels * log(max(softmax(logits), 1e-20)), axis=-1)."""
     if tuple(labels.shape) != tuple(logits.shape):
         raise ValueError("softmax cross entropy: labels shape %s differs from logits shape %s"
                          % (tuple(labels.shape), tuple(logits.shape)))
     prob = activation.softmax(xp, logits, axis=-1)
     loss = -xp.sum(labels * _safe_log(xp, prob), axis=-1)
-    return loss.astype(logits.dtype, copy=False), prob
+    return loss.astype(logits.dtype, copy=False)
 
 
 def softmax_cross_entropy_grad(xp, dloss, prob, labels):

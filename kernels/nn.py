@@ -237,6 +237,9 @@ def conv2d(xp, x, w, *, strides=1, pads=((0, 0), (0, 0)), dilations=1, groups=1,
     """Cross-correlation. Weight layout: NCHW (F, C/groups, kh, kw); NHWC (F, kh, kw, C/groups)."""
     (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, (oh, ow) = _conv_setup(
         x.shape, w.shape, strides, pads, dilations, groups, data_format)
+    if x.size == 0 or w.size == 0:
+        # an empty piece (a split axis shorter than the device count) contributes zeros
+        return xp.zeros((n, f, oh, ow) if data_format == "NCHW" else (n, oh, ow, f), dtype=x.dtype)
     layout = _layout_for(c, kh, kw)
     cols = _im2col(xp, x, data_format, layout, (kh, kw), strides, pads, dilations, (oh, ow))
     out = _group_matmul(xp, _weight_groups(w, data_format, groups), cols.reshape(groups, cg * kh * kw, -1))
@@ -272,6 +275,8 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
     """d weight of `conv2d`, in `weight_shape` (the caller's weight layout)."""
     (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, out_hw = _conv_setup(
         x.shape, weight_shape, strides, pads, dilations, groups, data_format)
+    if dy.size == 0 or x.size == 0:
+        return xp.zeros(tuple(weight_shape), dtype=dy.dtype)
     layout = _layout_for(c, kh, kw)
     cols = _im2col(xp, x, data_format, layout, (kh, kw), strides, pads, dilations, out_hw)
     cols = cols.reshape(groups, cg * kh * kw, -1)
@@ -284,10 +289,14 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
 
 def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)), dilations=1,
                       groups=1, data_format="NCHW"):
-    """d input of `conv2d`, in `input_shape`: patch gradients by one matmul, then
-    col2im adds them back, one strided-slice add per kernel offset."""
+    """d input of `conv2d`, in `input_shape` with dy's batch size (a dynamic batch may hold fewer rows than the
+    static shape says): patch gradients by one matmul, then col2im adds them back, one strided-slice add per
+    kernel offset."""
+    input_shape = (dy.shape[0],) + tuple(input_shape[1:])
     (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, (oh, ow) = _conv_setup(
         input_shape, w.shape, strides, pads, dilations, groups, data_format)
+    if dy.size == 0 or w.size == 0:
+        return xp.zeros(input_shape, dtype=dy.dtype)
     layout = _layout_for(c, kh, kw)
     dcols = _workspace(xp, (groups, cg * kh * kw, oh * ow * n), dy.dtype)
     _group_matmul(xp, _weight_groups(w, data_format, groups).transpose(0, 2, 1),
@@ -414,7 +423,8 @@ def avg_pool2d(xp, x, *, ksize, strides, pads=((0, 0), (0, 0)), data_format="NCH
 
 def avg_pool2d_grad(xp, dy, *, input_shape, ksize, strides, pads=((0, 0), (0, 0)), data_format="NCHW",
                     ceil_mode=False):
-    """d input of `avg_pool2d`: dy / count spread over each window's real cells."""
+    """d input of `avg_pool2d`: dy / count spread over each window's real cells. The batch size is dy's; only
+    the spatial size is read from `input_shape`."""
     hw, ksize, strides, pads, out_hw, extra = _pool_setup(input_shape, ksize, strides, pads,
                                                           data_format, ceil_mode)
     share = _as_nchw(dy, data_format) / _valid_counts(xp, hw, ksize, strides, pads, out_hw, dy.dtype)

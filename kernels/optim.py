@@ -1,4 +1,5 @@
-"""Optimizer update kernels (legacy-api.md §2.13), one source for numpy and cupy.
+"""Optimizer update kernels (legacy-api.md §2.13) and the gradient post-processing before them (regularization,
+global-norm clipping, the non-finite check of dynamic loss scaling), one source for numpy and cupy.
 
 Every `*_update` function updates its parameter `w` and state arrays IN PLACE and returns None; only
 gradient-sized temporaries are allocated. The gradient `g` is the fully post-processed one (1/N scaling,
@@ -33,6 +34,28 @@ def add_regularization(xp, g, w, *, l1=0.0, l2=0.0):
     if l2 != 0:
         out += _f32(l2) * w
     return out
+
+
+def sum_of_squares(xp, g):
+    """Σ g² as a (1,) array: one addend of the global norm that gradient clipping scales by."""
+    return xp.reshape(squared_l2_norm(xp, g), (1,))
+
+
+def global_norm_clip_scale(xp, total, *, clip_norm):
+    """The factor applied to every gradient by `flow.optimizer.grad_clipping.by_global_norm`, from the summed squares
+    `total`: min(1/‖g‖, 1/clip_norm), as OneFlow's source (legacy-api.md §2.13), not TensorFlow's
+    clip_norm / max(‖g‖, clip_norm)."""
+    return xp.minimum(1.0 / xp.sqrt(total), total.dtype.type(1.0 / clip_norm))
+
+
+def count_nonfinite(xp, g):
+    """How many entries of g are inf or nan, as a float32 (1,) array (dynamic loss scaling skips such steps)."""
+    return xp.reshape(xp.sum(~xp.isfinite(g)).astype(xp.float32), (1,))
+
+
+def increment(xp, step):
+    """The train-step counter, one more, in place."""
+    step += 1
 
 
 def sgd_update(xp, w, g, *, lr, weight_decay=0.0):

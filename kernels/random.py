@@ -9,10 +9,35 @@ concatenating slices gives exactly the whole, whatever the number of devices.
 
 Numbers are generated on the host with numpy and moved to `xp` (cupy) afterwards.
 """
+import zlib
+
 import numpy
 
 _OUTPUTS_PER_COUNTER = 4  # Philox4x64 yields four 64-bit words per counter value
 _SEED_MASK = (1 << 64) - 1
+
+
+def derived_seed(seed, name):
+    """The seed of one named consumer of `seed`: a variable without its own seed, a random op, a data reader.
+
+    The one op-seed rule. It depends on the parent seed and the name only, never on a rank or a device count, so
+    every process derives the same value; the name goes through crc32 so that similar names give distant seeds.
+    """
+    return (int(seed) * 1000003 + zlib.crc32(str(name).encode())) % (1 << 63)
+
+
+def _mix64(z):
+    """splitmix64's finalizer: nearby inputs give unrelated 64-bit outputs."""
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _SEED_MASK
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _SEED_MASK
+    return z ^ (z >> 31)
+
+
+def call_key(seed, call, device=0):
+    """The generator key of call number `call` of a random op seeded `seed` (and, for per-device draws in mirrored
+    view, of one device): a fresh, unrelated stream per call."""
+    z = (int(seed) + 0x9E3779B97F4A7C15 * (call + 1) + 0xD1B54A32D192ED03 * device) & _SEED_MASK
+    return _mix64(z)
 
 
 def _uniform_host(seed, start, stop):
@@ -68,7 +93,7 @@ def dropout_mask(xp, seed, logical_shape, rate, index_slices=()):
     if flat.size == 0:
         return xp.zeros(flat.shape, dtype=xp.int8)
     low, high = int(flat.min()), int(flat.max()) + 1
-    uniforms = _uniform_host(seed, low, high)
+    uniforms = uniform_slice(numpy, seed, logical_shape, low, high)
     mask = (uniforms[flat - low] > rate).astype(numpy.int8)
     return xp.asarray(mask)
 
@@ -82,3 +107,13 @@ def dropout(xp, x, mask, *, rate):
 def dropout_grad(xp, dy, mask, *, rate):
     scale = 1.0 / (1.0 - rate)
     return (dy * mask * scale).astype(dy.dtype, copy=False)
+
+
+def coin_flips(xp, seed, call, device, batch_size, probability, start, stop):
+    """int8 flags, 1 with `probability`, of rows [start, stop) of a batch of `batch_size` (the coin_flip op).
+
+    The whole logical batch is drawn from one stream of (seed, call, device) and each piece keeps its rows, so any
+    split of the batch gives the same flips.
+    """
+    draws = numpy.random.default_rng([int(seed), int(call), int(device)]).random(batch_size)
+    return xp.asarray((draws[start:stop] < probability).astype(numpy.int8))

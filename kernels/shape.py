@@ -1,33 +1,46 @@
-"""Shape-manipulating kernels: slicing, concat/split, transpose, pad, one-hot.
+"""Shape-manipulating kernels: reshapes, slicing, concat/split, transpose, pad, one-hot.
 
-Every kernel returns a fresh array (never a view of an input), so the runtime may
-reuse or write into outputs without aliasing its inputs.
-
-`balanced_ranges` is the project-wide rule for splitting a size over parts.
+The reshape family (reshape, reshape_like, expand_dims, squeeze, flatten) returns views of its input: those ops only
+relabel the data. Every other kernel here returns a fresh array, never a view of an input.
 """
 
 
-def balanced_ranges(n, k):
-    """Split `n` items over `k` parts as [(start, stop), ...].
-
-    The first `n % k` parts get one extra item. Used by S(axis) splits, boxing,
-    variables and checkpoints alike, so it must never change.
-    """
-    n, k = int(n), int(k)
-    if k <= 0:
-        raise ValueError("balanced_ranges: number of parts must be positive, got %d" % k)
-    if n < 0:
-        raise ValueError("balanced_ranges: size must be non-negative, got %d" % n)
-    base, extra = divmod(n, k)
-    ranges = []
-    start = 0
-    for part in range(k):
-        stop = start + base + (1 if part < extra else 0)
-        ranges.append((start, stop))
-        start = stop
-    return ranges
+# --- views ------------------------------------------------------------------------------------------------------
+def reshape(xp, x, *, shape):
+    return x.reshape(shape)
 
 
+def reshape_like(xp, x, like):
+    return x.reshape(like.shape)
+
+
+def expand_dims(xp, x, *, axis):
+    return xp.expand_dims(x, axis)
+
+
+def squeezed_shape(shape, axes):
+    """`shape` without `axes` (each of size 1); removing every axis leaves (1,), as the legacy op does."""
+    return tuple(d for i, d in enumerate(shape) if i not in axes) or (1,)
+
+
+def squeeze(xp, x, *, axes):
+    return x.reshape(squeezed_shape(x.shape, axes))
+
+
+def flattened_shape(shape, start_dim, end_dim):
+    """`shape` with axes start_dim..end_dim (inclusive, negative counting from the end) merged into one."""
+    start_dim, end_dim = start_dim % len(shape), end_dim % len(shape)
+    merged = 1
+    for d in shape[start_dim:end_dim + 1]:
+        merged *= int(d)
+    return tuple(shape[:start_dim]) + (merged,) + tuple(shape[end_dim + 1:])
+
+
+def flatten(xp, x, *, start_dim, end_dim):
+    return x.reshape(flattened_shape(x.shape, start_dim, end_dim))
+
+
+# --- copies -----------------------------------------------------------------------------------------------------
 def _as_slice(entry):
     if isinstance(entry, slice):
         return entry
@@ -51,10 +64,10 @@ def slice_nd(xp, x, *, slice_tup):
     return x[normalize_slice_tup(slice_tup, x.ndim)].copy()
 
 
-def slice_grad(xp, dy, *, input_shape, slice_tup):
-    """Gradient of `slice_nd`: dy scattered into zeros of `input_shape`."""
-    dx = xp.zeros(tuple(input_shape), dtype=dy.dtype)
-    dx[normalize_slice_tup(slice_tup, len(input_shape))] = dy
+def slice_grad(xp, dy, like, *, slice_tup):
+    """Gradient of `slice_nd`: dy scattered into zeros shaped like `like` (the sliced input)."""
+    dx = xp.zeros(like.shape, dtype=dy.dtype)
+    dx[normalize_slice_tup(slice_tup, like.ndim)] = dy
     return dx
 
 
@@ -62,24 +75,21 @@ def concat(xp, *xs, axis=0):
     return xp.concatenate(xs, axis=axis)
 
 
-def split_sizes(shapes, axis):
-    """Sizes along `axis` of the inputs of a concat: what `split` needs for its grad."""
-    return [int(shape[axis]) for shape in shapes]
-
-
-def split(xp, x, *, sizes, axis):
-    """Cut `x` along `axis` into consecutive pieces of the given sizes (concat's grad)."""
+def split_like(xp, x, *likes, axis):
+    """Cut `x` along `axis` into consecutive pieces as long as each of `likes` is there (concat's gradient); one
+    piece is returned as an array, several as a tuple."""
     axis = axis % x.ndim
+    sizes = [like.shape[axis] for like in likes]
     if sum(sizes) != x.shape[axis]:
-        raise ValueError("split: sizes %s do not add up to dimension %d of shape %s"
-                         % (list(sizes), x.shape[axis], tuple(x.shape)))
+        raise ValueError("split_like: sizes %s do not add up to dimension %d of shape %s"
+                         % (sizes, x.shape[axis], tuple(x.shape)))
     pieces = []
     start = 0
     for size in sizes:
         index = (slice(None),) * axis + (slice(start, start + size),)
         pieces.append(x[index].copy())
         start += size
-    return tuple(pieces)
+    return pieces[0] if len(pieces) == 1 else tuple(pieces)
 
 
 def transpose(xp, x, *, perm):

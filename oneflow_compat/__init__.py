@@ -2,7 +2,12 @@
 
 Scripts keep `import oneflow as flow`; see README.md for how the `oneflow` name is provided.
 """
-from oneflow_compat.comm import world as _world
+from oneflow_compat.backend import kernels_location as _kernels_location
+
+# Before anything imports a kernel: a checkout's package takes the checkout's kernels/ (a wheel carries its own).
+_kernels_location.attach_checkout_kernels(__name__, __file__)
+
+from oneflow_compat.comm import world as _world  # noqa: E402
 
 # Under mpiexec: BLAS threads to this rank's share of the cores (effective if numpy is not loaded yet), and the
 # one-program behaviour (output once, any failure ends every rank) from the first line the script prints.
@@ -19,7 +24,8 @@ from oneflow_compat.ir.dtypes import (  # noqa: F401
     uint8, convert_oneflow_dtype_to_numpy_dtype)
 from oneflow_compat.framework.function_config import FunctionConfig  # noqa: F401
 from oneflow_compat.framework.job_function import global_function  # noqa: F401
-from oneflow_compat.framework.session import clear_default_session, sync_default_session  # noqa: F401
+from oneflow_compat.framework.session import (  # noqa: F401
+    clear_default_session, eager_execution_enabled, enable_eager_execution, sync_default_session)
 
 from oneflow_compat import (  # noqa: F401
     checkpoint, config, data, distribute, env, image, layers, losses, math, nn, optimizer, random, regularizers,
@@ -42,6 +48,9 @@ from oneflow_compat._api.ops_api import (  # noqa: F401
     ones, ones_like, parallel_cast, reshape, reshape_like, watch, watch_diff, zeros, zeros_like)
 
 from oneflow_compat.typing import FixedTensorDef, MirroredTensorDef  # noqa: F401,E402
+from oneflow_compat._api import blob_methods as _blob_methods
+
+_blob_methods.install()
 
 function_config = FunctionConfig
 ExecutionConfig = FunctionConfig
@@ -76,22 +85,3 @@ def current_scope():
     from oneflow_compat.ir import builder
 
     return builder.current_or_none()
-
-
-def enable_eager_execution(val=True):
-    """Switch to eager mode. Job functions defined before it (the docs' eager_mlp_mnist.py decorates its job at
-    import) then run eagerly too; only once lazy jobs were compiled (a first job call) is it too late."""
-    from oneflow_compat.framework import session as sess
-
-    s = sess.default_session()
-    if s.status != "open" and not s.eager:
-        raise NotImplementedError("no avaliable function found.\n  condition `session not initialized` failed: "
-                                  "flow.enable_eager_execution must be called before the first job call")
-    sess._EAGER_FLAG[0] = bool(val)
-    s.eager = bool(val)
-
-
-def eager_execution_enabled():
-    from oneflow_compat.framework import session as sess
-
-    return sess.default_session().eager

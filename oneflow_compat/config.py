@@ -19,13 +19,14 @@ def _setter(fn):
 @_setter
 def gpu_device_num(res, val):
     """GPUs per machine; without a usable CUDA device, that many CPU devices (as OneFlow's CPU-only builds)."""
-    from oneflow_compat.backend import devices
+    from oneflow_compat.backend import devices, notices
 
     assert type(val) is int and val >= 0, "gpu_device_num must be a non-negative int"
     if devices.cuda_usable():
         res.gpu_device_num = val
     else:
-        print("INFO: no usable CUDA device; flow.config.gpu_device_num(%d) sets cpu_device_num(%d) instead" % (val, val))
+        notices.notice("INFO: no usable CUDA device; flow.config.gpu_device_num(%d) sets cpu_device_num(%d) instead",
+                       val, val)
         res.gpu_device_num = 0
         res.cpu_device_num = max(1, val)
 

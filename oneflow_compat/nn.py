@@ -1,6 +1,7 @@
 """`flow.nn.*`: activations, convolution, pooling, dropout, losses."""
 from oneflow_compat import math as _math
 from oneflow_compat.ir import builder
+from oneflow_compat.kernels import nn as nn_k
 from oneflow_compat.ops.registry import apply
 
 relu = _math.relu
@@ -59,14 +60,7 @@ def pads_for(padding, in_hw, k_hw, strides, dilations, data_format, what):
         if p not in ("SAME", "SAME_LOWER", "SAME_UPPER"):
             raise ValueError("%s: padding must be 'VALID', 'SAME', 'SAME_LOWER', 'SAME_UPPER' or explicit pairs, "
                              "got %r" % (what, padding))
-        lower = p != "SAME_UPPER"
-        out = []
-        for i, k, s, d in zip(in_hw, k_hw, strides, dilations):
-            o = -(-i // s)
-            need = max(0, (o - 1) * s + (k - 1) * d + 1 - i)
-            big, small = need - need // 2, need // 2
-            out.append((big, small) if lower else (small, big))
-        return tuple(out)
+        return nn_k.same_pads(in_hw, k_hw, strides, dilations, lower=p != "SAME_UPPER")
     pads = [tuple(int(v) for v in pr) for pr in padding]
     if len(pads) == 4:
         pads = pads[2:] if data_format.startswith("NC") else pads[1:3]

@@ -73,14 +73,6 @@ DistributeMirroredStrategy = MirroredView
 DistributeConsistentStrategy = ConsistentView
 
 
-def view_name(view):
-    if isinstance(view, _View):
-        return view.name
-    if isinstance(view, type) and issubclass(view, _View):
-        return view.name
-    raise TypeError("expected flow.scope.mirrored_view() or flow.scope.consistent_view(), got %r" % (view,))
-
-
 def mirrored_view_enabled():
     ctx = builder.current_or_none()
     return ctx is not None and ctx.view == "mirrored"

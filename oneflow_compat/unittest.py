@@ -2,6 +2,8 @@
 import os
 import unittest as _unittest
 
+from oneflow_compat.framework import session as sess
+
 
 def _device_num():
     return int(os.environ.get("ONEFLOW_TEST_DEVICE_NUM", "1"))
@@ -15,13 +17,10 @@ class TestCase(_unittest.TestCase):
     """Each test starts in a fresh default session (eager when ONEFLOW_TEST_ENABLE_EAGER=1)."""
 
     def setUp(self):
-        import oneflow_compat as flow
-        from oneflow_compat.framework import session as sess
-
         sess._EAGER_FLAG[0] = False
-        flow.clear_default_session()
+        sess.clear_default_session()
         if os.environ.get("ONEFLOW_TEST_ENABLE_EAGER") == "1":
-            flow.enable_eager_execution(True)
+            sess.enable_eager_execution(True)
 
 
 def _skip_unless(nodes, devices):

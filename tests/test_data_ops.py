@@ -1,6 +1,7 @@
 """The OFRecord data-pipeline ops in jobs: reader + raw decoder batch after batch (1 and 2 devices), training from
-decoded features, CoinFlip statistics, crop-mirror-normalize and resize against independent references, the
-random crop window, and (with Pillow) the image decode -> resize -> normalize pipelines of the legacy scripts."""
+decoded features, CoinFlip statistics, crop-mirror-normalize against an independent reference, and (with Pillow)
+the image decode -> resize -> normalize pipelines of the legacy scripts. The image kernels themselves (resize, crop
+windows) are tested in test_kernels_image.py."""
 import io
 from typing import Tuple
 
@@ -13,7 +14,6 @@ from oneflow_compat._api import data_api as D
 from oneflow_compat.tools import validate
 from oneflow_compat.core.record import record_pb2 as pb
 from oneflow_compat.datasets import ofrecord_io
-from oneflow_compat.ops import data_ops
 
 
 def _feature_record(x, y):
@@ -256,64 +256,6 @@ def test_crop_mirror_normalize_arguments_are_checked():
 
     with pytest.raises(ValueError, match=r"must be \(N, H, W, 3\)"):
         bad(np.zeros((2, 4, 4, 1), np.uint8))
-
-
-# --- resize and crop windows (pure functions) ------------------------------------------------------------------
-@pytest.mark.parametrize("method, size", [("bilinear", (9, 13)), ("bilinear", (4, 3)), ("nearest_neighbor", (9, 5)),
-                                          ("bicubic", (11, 7)), ("area", (3, 4))])
-def test_resize_matches_torch_interpolate(method, size):
-    torch = pytest.importorskip("torch")
-    rng = np.random.default_rng(0)
-    image = rng.uniform(0, 255, (6, 8, 3)).astype(np.float32)
-    out = data_ops.resize_image(image, size[0], size[1], method)
-    modes = {"bilinear": "bilinear", "nearest_neighbor": "nearest", "bicubic": "bicubic", "area": "area"}
-    kwargs = {"align_corners": False} if method in ("bilinear", "bicubic") else {}
-    ref = torch.nn.functional.interpolate(torch.from_numpy(image).permute(2, 0, 1)[None], size=size,
-                                          mode=modes[method], **kwargs)[0].permute(1, 2, 0).numpy()
-    assert out.shape == size + (3,) and out.dtype == np.float32
-    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-3)
-
-
-def test_resize_uint8_rounds_and_auto_picks_area_when_shrinking():
-    image = np.arange(16, dtype=np.uint8).reshape(4, 4, 1) * 10
-    out = data_ops.resize_image(image, 2, 2)  # auto -> area: 2x2 block means
-    blocks = image.reshape(2, 2, 2, 2).transpose(0, 2, 1, 3).reshape(2, 2, 4).astype(np.float64).mean(-1)
-    np.testing.assert_array_equal(out[..., 0], np.rint(blocks))
-    assert out.dtype == np.uint8
-    assert data_ops.resolve_interpolation("auto", 4, 4, 8, 8) == "bilinear"
-    assert data_ops.resolve_interpolation("auto", 4, 4, 2, 8) == "bilinear"  # same area: not shrinking
-    assert data_ops.resolve_interpolation("auto", 4, 4, 2, 7) == "area"
-
-
-def test_area_shrink_by_a_fractional_factor_averages_pixel_overlaps():
-    # 3 -> 2 pixels: each destination pixel covers 1.5 source pixels, the middle one shared by half
-    x = np.array([2.0, 4.0, 8.0], np.float32)
-    image = x[:, None, None] * x[None, :, None]  # separable, so the 2-d result is the outer product
-    line = np.array([(x[0] + 0.5 * x[1]) / 1.5, (0.5 * x[1] + x[2]) / 1.5])
-    np.testing.assert_allclose(data_ops.resize_image(image, 2, 2, "area")[..., 0], np.outer(line, line), rtol=1e-6)
-
-
-def test_keep_aspect_ratio_size():
-    # legacy docs: a 349x367 image, shorter side to 256 -> 256 x 269
-    assert data_ops.keep_aspect_ratio_size(349, 367, 256, max_size=512) == (269, 256)
-    assert data_ops.keep_aspect_ratio_size(367, 349, 256, max_size=260) == (247, 260)  # longer side capped
-    assert data_ops.keep_aspect_ratio_size(100, 400, 200, resize_longer=True, min_size=80) == (320, 80)
-
-
-def test_crop_window_samples_inside_the_ranges():
-    rng = np.random.default_rng(1)
-    areas, ratios = [], []
-    for _ in range(300):
-        y, x, h, w = data_ops.crop_window(rng, 40, 60, (0.2, 0.7), (0.75, 1.333333))
-        assert 0 <= y and y + h <= 40 and 0 <= x and x + w <= 60
-        areas.append(h * w / 2400.0)
-        ratios.append(w / h)
-    assert 0.18 < min(areas) and max(areas) < 0.72 and np.mean(areas) == pytest.approx(0.45, abs=0.05)
-    assert 0.75 <= min(ratios) and max(ratios) <= 1.333333
-    # no attempt left: the whole image narrowed to the widest allowed ratio (40 * 1.333333 = 53 columns)
-    y, x, h, w = data_ops.crop_window(rng, 40, 60, (0.08, 1.0), (0.75, 1.333333), num_attempts=0)
-    assert (h, w) == (40, 53) and y == 0 and 0 <= x <= 7
-    assert data_ops.crop_window(rng, 40, 60, (1.0, 1.0), (1.5, 1.5)) == (0, 0, 40, 60)
 
 
 # --- the SBP validator's cases for these ops ------------------------------------------------------------------

@@ -5,6 +5,7 @@ import pytest
 
 from oneflow_compat import initializer as init
 from oneflow_compat.ir import dtypes
+from oneflow_compat.ops import initial_values
 
 TRUNCATED_STD_RATIO = 0.87962566103423978  # std of N(0,1) truncated at ±2
 
@@ -157,11 +158,11 @@ def test_empty_scalar_and_zero_size_shapes():
 
 def test_slices_follow_oneflows_32mib_rule():
     mib32 = 32 * 1024 * 1024
-    assert init._slice_lengths((512, 3136), 4) == [512 * 3136]
-    assert init._slice_lengths((10000, 1000), 4) == [8388 * 1000, 1612 * 1000]
-    assert init._slice_lengths((2, 9000000), 4) == [mib32 // 4, 9000000 - mib32 // 4] * 2
-    assert init._slice_lengths((), 4) == [1]
-    assert init._slice_lengths((3, 0), 4) == []
+    assert initial_values._slice_lengths((512, 3136), 4) == [512 * 3136]
+    assert initial_values._slice_lengths((10000, 1000), 4) == [8388 * 1000, 1612 * 1000]
+    assert initial_values._slice_lengths((2, 9000000), 4) == [mib32 // 4, 9000000 - mib32 // 4] * 2
+    assert initial_values._slice_lengths((), 4) == [1]
+    assert initial_values._slice_lengths((3, 0), 4) == []
 
 
 def test_truncated_normal_above_32mib_is_drawn_per_slice():

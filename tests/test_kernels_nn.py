@@ -1,11 +1,16 @@
 """Convolution and pooling kernels: forward against direct numpy definitions and
 PyTorch (when installed), backward against float64 finite differences and PyTorch."""
 import itertools
+import os
+import sys
 
 import numpy as np
 import pytest
 
 from oneflow_compat.kernels import nn as K
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernel_testing import host, xp  # noqa: E402,F401  (xp: fixture)
 
 
 def numeric_grad(loss, x, eps=1e-6):
@@ -308,3 +313,61 @@ def test_pools_float32_match_torch(case):
         assert y.dtype == dx.dtype == np.float32
         np.testing.assert_allclose(y, yt.detach().numpy(), rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# --- every array module, and empty pieces --------------------------------------------------------------------
+
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_kernels_on_each_array_module_match_numpy(xp, data_format, conv_layout):
+    x, w, attrs = make_conv_case(CONV_CASES[-1], dtype=np.float32, seed=10)
+    if data_format == "NHWC":
+        x, w = to_nhwc(x), to_nhwc(w)
+    attrs = dict(attrs, data_format=data_format)
+    y = K.conv2d(np, x, w, **attrs)
+    dy = np.random.default_rng(11).standard_normal(y.shape).astype(np.float32)
+    pool = dict(ksize=(3, 2), strides=(2, 2), pads=((1, 0), (0, 1)), ceil_mode=True, data_format=data_format)
+    y_max, y_avg = K.max_pool2d(np, x, **pool), K.avg_pool2d(np, x, **pool)
+    dp = np.random.default_rng(12).standard_normal(y_max.shape).astype(np.float32)
+    pairs = [
+        (K.conv2d(xp, xp.asarray(x), xp.asarray(w), **attrs), y),
+        (K.conv2d_grad_input(xp, xp.asarray(dy), xp.asarray(w), input_shape=x.shape, **attrs),
+         K.conv2d_grad_input(np, dy, w, input_shape=x.shape, **attrs)),
+        (K.conv2d_grad_weight(xp, xp.asarray(dy), xp.asarray(x), weight_shape=w.shape, **attrs),
+         K.conv2d_grad_weight(np, dy, x, weight_shape=w.shape, **attrs)),
+        (K.max_pool2d(xp, xp.asarray(x), **pool), y_max),
+        (K.avg_pool2d(xp, xp.asarray(x), **pool), y_avg),
+        (K.max_pool2d_grad(xp, xp.asarray(dp), xp.asarray(x), xp.asarray(y_max), **pool),
+         K.max_pool2d_grad(np, dp, x, y_max, **pool)),
+        (K.avg_pool2d_grad(xp, xp.asarray(dp), input_shape=x.shape, **pool),
+         K.avg_pool2d_grad(np, dp, input_shape=x.shape, **pool)),
+    ]
+    for ours, reference in pairs:
+        assert ours.dtype == np.float32 and ours.shape == reference.shape
+        np.testing.assert_allclose(host(ours), reference, rtol=1e-5, atol=1e-5)
+
+
+def test_empty_pieces_give_zeros_of_the_right_shape():
+    # a split axis shorter than the device count leaves some device an empty piece: its share is zeros
+    attrs = dict(strides=1, pads=((1, 1), (1, 1)), dilations=1, groups=1)
+    x, w = np.ones((2, 0, 5, 5)), np.ones((4, 0, 3, 3))  # no input channels on this device
+    y = K.conv2d(np, x, w, **attrs)
+    assert y.shape == (2, 4, 5, 5) and not y.any()
+    dy = np.ones((2, 4, 5, 5))
+    assert K.conv2d_grad_weight(np, dy, x, weight_shape=w.shape, **attrs).shape == (4, 0, 3, 3)
+    dx = K.conv2d_grad_input(np, np.ones((2, 0, 5, 5)), np.ones((0, 3, 3, 3)), input_shape=(2, 3, 5, 5), **attrs)
+    assert dx.shape == (2, 3, 5, 5) and not dx.any()
+    empty_batch = K.conv2d(np, np.ones((0, 3, 5, 5)), np.ones((4, 3, 3, 3)), **attrs)
+    assert empty_batch.shape == (0, 4, 5, 5)
+
+
+def test_gradient_kernels_take_the_batch_size_from_dy():
+    # a dynamic (mirrored) batch may hold fewer rows than the static input shape
+    attrs = dict(strides=1, pads=((0, 0), (0, 0)), dilations=1, groups=1)
+    w = np.random.default_rng(13).standard_normal((2, 3, 3, 3))
+    x = np.random.default_rng(14).standard_normal((3, 3, 6, 6))
+    dy = np.random.default_rng(15).standard_normal((3, 2, 4, 4))
+    dx = K.conv2d_grad_input(np, dy, w, input_shape=(8, 3, 6, 6), **attrs)
+    np.testing.assert_array_equal(dx, K.conv2d_grad_input(np, dy, w, input_shape=x.shape, **attrs))
+    pool = dict(ksize=2, strides=2)
+    dp = np.ones((3, 3, 3, 3))
+    assert K.avg_pool2d_grad(np, dp, input_shape=(8, 3, 6, 6), **pool).shape == (3, 3, 6, 6)

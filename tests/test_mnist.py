@@ -34,7 +34,7 @@ def no_network(monkeypatch):
     monkeypatch.setattr(mnist, "_download", refuse)
 
 
-def test_batches_and_normalisation_nchw(tmp_path, capsys, no_network):
+def test_batches_and_normalisation_nchw(tmp_path, capsys, caplog, no_network):
     arrays = _write_npz(tmp_path / "mnist.npz")
     (x, y), (xt, yt) = mnist.load_mnist(50, 25, out_dir=str(tmp_path))
     assert x.shape == (4, 50, 1, 28, 28) and x.dtype == np.float32
@@ -44,9 +44,10 @@ def test_batches_and_normalisation_nchw(tmp_path, capsys, no_network):
     np.testing.assert_array_equal(x, expected)
     np.testing.assert_array_equal(y.ravel(), arrays["y_train"].astype(np.int32))
     np.testing.assert_array_equal(xt[3, 24, 0], arrays["x_test"][99] / np.float32(255.0))
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "File mnist.npz already exist, path: %s" % os.path.join(str(tmp_path), "mnist.npz")
-    assert len(out) == 2 and out[1].startswith("Note: ") and "not OneFlow's copy" in out[1]
+    out = capsys.readouterr().out.splitlines()  # OneFlow's own message, printed as OneFlow did
+    assert out == ["File mnist.npz already exist, path: %s" % os.path.join(str(tmp_path), "mnist.npz")]
+    notes = [r.getMessage() for r in caplog.records if r.name == "oneflow_compat"]  # this project's notice
+    assert len(notes) == 1 and notes[0].startswith("Note: ") and "not OneFlow's copy" in notes[0]
 
 
 def test_nhwc_for_any_other_format(tmp_path, no_network):
@@ -196,15 +197,14 @@ def test_real_mnist_shapes(tmp_path, no_network):
     assert np.bincount(yt.ravel()).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
 
 
-def test_real_downloader_on_a_file_url(tmp_path, capsys):
+def test_real_downloader_on_a_file_url(tmp_path, capsys, caplog):
     # urllib serves file:// URLs too, which exercises the real download path without any network.
     source = tmp_path / "source.npz"
     _write_npz(source)
     destination = tmp_path / "copy.part"
     mnist._download(source.as_uri(), str(destination))
     assert destination.read_bytes() == source.read_bytes()
-    err = capsys.readouterr().err
-    assert "Downloading file://" in err and "100%" in err
+    assert "Downloading file://" in caplog.text and "100%" in capsys.readouterr().err
 
 
 def test_loader_downloads_through_urllib(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ import traceback
 
 from oneflow_compat.datasets import ofrecord_io
 from oneflow_compat.ir import builder, dtypes
+from oneflow_compat.kernels import image as image_k
 from oneflow_compat.ops import data_ops  # noqa: F401  (registers the ops)
 from oneflow_compat.ops.registry import apply
 
@@ -208,7 +209,7 @@ def Resize(image, target_size=None, min_size=None, max_size=None, keep_aspect_ra
         deprecated_used = True
         target_size, keep_aspect_ratio, resize_side = resize_shorter, True, "shorter"
     _check_dtype(image, dtypes.tensor_buffer, "image.Resize")
-    data_ops.resolve_interpolation(interpolation_type, 1, 1, 1, 1)  # rejects unknown names now
+    image_k.resolve_interpolation(interpolation_type, 1, 1, 1, 1)  # rejects unknown names now
     name = _op_name(name, "ImageResize")
 
     if keep_aspect_ratio:

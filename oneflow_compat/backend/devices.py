@@ -1,6 +1,8 @@
 """Which array module runs a device tag, and the one notice when "gpu" falls back to CPU devices."""
 import numpy as np
 
+from oneflow_compat.backend import notices
+
 _CUDA = None
 _NOTICED = False
 
@@ -23,7 +25,8 @@ def resolve_tag(tag):
     if tag == "gpu" and not cuda_usable():
         if not _NOTICED:
             _NOTICED = True
-            print("NOTICE: no usable CUDA device (or CuPy is not installed): 'gpu' placements run on CPU devices.")
+            notices.warn("NOTICE: no usable CUDA device (or CuPy is not installed): 'gpu' placements run on CPU "
+                         "devices.")
         return "cpu"
     return tag
 

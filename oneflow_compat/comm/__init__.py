@@ -4,8 +4,8 @@
 its device-level collectives on it. Importing this package loads neither numpy nor mpi4py (so that
 `limit_blas_threads()` can still take effect); the names below that need numpy are loaded on first access.
 """
-from .world import (MPIUnavailableError, detect_local_size, detect_mpi_world, get_process_comm,
-                    limit_blas_threads, threads_per_rank)
+from .environment import detect_local_size, detect_mpi_world, limit_blas_threads, threads_per_rank
+from .world import MPIUnavailableError, get_process_comm
 
 _LAZY = {
     "ProcessComm": "process_comm",

@@ -24,7 +24,7 @@ import zlib
 import numpy as np
 from mpi4py import MPI
 
-from .world import detect_local_size, usable_cores
+from .environment import detect_local_size, usable_cores
 from .process_comm import CollectiveTimeout, CommError, ProcessComm, balanced_sizes, check_ranks
 
 TIMEOUT_ENV = "ONEFLOW_COMPAT_COMM_TIMEOUT"
@@ -171,6 +171,7 @@ class MPIComm(ProcessComm):
                 stream.flush()
             except (OSError, ValueError):
                 pass
+        wait_until_output_is_read()
         MPI.COMM_WORLD.Abort(exit_code)
 
     # ----- waiting without hanging -------------------------------------------------------------------------
@@ -480,6 +481,57 @@ def _describe_states(pairs):
             yield rank, _Activity(name, ranks, number).describe()
 
 
+# MPI_Abort makes the launcher kill every rank at once, and the launcher may do that before it has read what this
+# rank just wrote into the pipes of its stdout/stderr: the failing rank's traceback, the one message that matters,
+# would be lost (a few % of failures under load). So the rank first waits, a bounded time, until the launcher has
+# read its pipes empty. Where the unread byte count cannot be known, a short fixed pause stands in for it.
+OUTPUT_DRAIN_LIMIT_S = 2.0
+_OUTPUT_DRAIN_FALLBACK_S = 0.25
+
+
+def _unread_bytes(fd):
+    """Bytes written to `fd` that its reader has not taken yet: for a pipe or a socket, else 0; None when this
+    platform cannot tell."""
+    import fcntl
+    import stat
+    import struct
+    import termios
+
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return 0
+    if stat.S_ISFIFO(mode):
+        request = termios.FIONREAD      # Linux: on either end of a pipe, the bytes in the pipe
+    elif stat.S_ISSOCK(mode):
+        request = termios.TIOCOUTQ      # Linux SIOCOUTQ: bytes sent but not yet taken by the peer
+    else:
+        return 0                        # a terminal or a file: the write itself delivered it
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, request, b"\0\0\0\0"))[0]
+    except OSError:
+        return None
+
+
+def wait_until_output_is_read(limit_s=OUTPUT_DRAIN_LIMIT_S):
+    """Return once the launcher has read this process's stdout and stderr pipes (or after `limit_s`)."""
+    deadline = time.monotonic() + limit_s
+    pending = [1, 2]
+    while pending:
+        try:
+            counts = [(fd, _unread_bytes(fd)) for fd in pending]
+        except (ImportError, AttributeError):  # no fcntl/termios (not a POSIX system)
+            counts = [(fd, None) for fd in pending]
+        if any(n is None for _, n in counts):
+            time.sleep(min(_OUTPUT_DRAIN_FALLBACK_S, max(0.0, deadline - time.monotonic())))
+            return
+        pending = [fd for fd, n in counts if n > 0]
+        if pending:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.002)
+
+
 _handlers_installed = False
 
 
@@ -511,6 +563,7 @@ def install_failure_handlers():
             stream.flush()
         except (OSError, ValueError):
             pass
+        wait_until_output_is_read()
         MPI.COMM_WORLD.Abort(1)
 
     def excepthook(exc_type, exc_value, exc_traceback):

@@ -18,6 +18,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from oneflow_compat.backend.balanced_split import balanced_sizes
+
 
 class CommError(RuntimeError):
     """Base class of the errors raised by the process comm."""
@@ -29,12 +31,6 @@ class PlanMismatchError(CommError):
 
 class CollectiveTimeout(CommError):
     """A collective did not complete in time; the message names the collective, its ranks and the missing ones."""
-
-
-def balanced_sizes(n, k):
-    """Sizes of the `k` balanced parts of `n`: the first `n % k` parts get one extra element."""
-    base, extra = divmod(int(n), int(k))
-    return [base + 1 if i < extra else base for i in range(k)]
 
 
 def balanced_offsets(n, k):

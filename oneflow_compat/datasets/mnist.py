@@ -1,7 +1,7 @@
 """`flow.data.load_mnist`: MNIST from a Keras-layout `mnist.npz`, batched the legacy way.
 
 Differences from the legacy loader, all in the direction of working offline and never crashing half-way:
-* a local file with the right layout is used whatever its sha256 (one printed note when it is not OneFlow's copy);
+* a local file with the right layout is used whatever its sha256 (one note when it is not OneFlow's copy);
 * downloads go through urllib (no requests/tqdm), fall back to the Keras mirror, land in a temporary file in the
   same folder and are renamed into place only once complete and valid, so concurrent ranks never read a partial
   file;
@@ -15,6 +15,8 @@ import urllib.request
 import zipfile
 
 import numpy as np
+
+from oneflow_compat.backend import notices
 
 __all__ = ["load_mnist", "ONEFLOW_MNIST_URL", "ONEFLOW_MNIST_SHA256", "KERAS_MNIST_URL"]
 
@@ -41,8 +43,8 @@ def load_mnist(train_batch_size=100, test_batch_size=100, data_format="NCHW", ur
     if hash_check:
         digest = _sha256(path)
         if digest != hash_check:
-            print("Note: %s is not OneFlow's copy (sha256 %s); it has the right layout and is used as is."
-                  % (path, digest))
+            notices.notice("Note: %s is not OneFlow's copy (sha256 %s); it has the right layout and is used as is.",
+                           path, digest)
     train = _batched(arrays["x_train"], arrays["y_train"], train_batch_size, data_format, "train", path)
     test = _batched(arrays["x_test"], arrays["y_test"], test_batch_size, data_format, "test", path)
     return train, test
@@ -132,8 +134,9 @@ def _remove_quietly(path):
 
 
 def _download(url, destination):
-    """Writes the body of `url` to `destination`, with a progress line on stderr."""
-    print("Downloading %s" % url, file=sys.stderr)
+    """Writes the body of `url` to `destination`, with a notice and a progress line on stderr."""
+    notices.notice("Downloading %s", url)
+    show = notices.progress_enabled()
     with urllib.request.urlopen(url, timeout=_DOWNLOAD_TIMEOUT_S) as response, open(destination, "wb") as out:
         total = int(response.headers.get("Content-Length") or 0)
         done = 0
@@ -145,12 +148,13 @@ def _download(url, destination):
             out.write(chunk)
             done += len(chunk)
             step = 100 * done // total if total else done >> 20  # percent, or MiB when the size is unknown
-            if step != shown:
+            if show and step != shown:
                 shown = step
                 _show_progress(done, total)
         if total and done != total:
             raise OSError("download of %s ended after %d of %d bytes" % (url, done, total))
-    print(file=sys.stderr)
+    if show:
+        sys.stderr.write("\n")
 
 
 def _show_progress(done, total):

@@ -14,7 +14,9 @@ import struct
 
 import numpy as np
 
+from oneflow_compat.backend.balanced_split import balanced_ranges
 from oneflow_compat.core.record import record_pb2
+from oneflow_compat.kernels.random import derived_seed
 
 __all__ = ["write_part", "iter_serialized", "iter_records", "part_name", "part_paths", "RecordReader",
            "decode_raw", "decode_bytes", "decode_image"]
@@ -85,13 +87,6 @@ def part_paths(ofrecord_dir, data_part_num, part_name_prefix="part-", part_name_
     return paths
 
 
-def _balanced_range(total, parts, index):
-    """Contiguous share `index` of `total` items over `parts` holders; the first `total % parts` get one more."""
-    base, extra = divmod(total, parts)
-    start = index * base + min(index, extra)
-    return start, start + base + (1 if index < extra else 0)
-
-
 class RecordReader:
     """Endless iterator of batches (lists of `batch_size` parsed OFRecords) over a dataset directory.
 
@@ -117,14 +112,14 @@ class RecordReader:
             raise ValueError("%d data-parallel readers need at least as many part files, but data_part_num=%d"
                              % (parallel_num, len(self._paths)))
         self.batch_size = int(batch_size)
-        self._range = _balanced_range(len(self._paths), parallel_num, parallel_id)
+        self._range = balanced_ranges(len(self._paths), parallel_num)[parallel_id]
         self._random_shuffle = bool(random_shuffle)
         self._buffer_size = int(shuffle_buffer_size)
         self._shuffle_after_epoch = bool(shuffle_after_epoch)
         # Part-order shuffles must agree between the data-parallel readers (each takes its share of the same
         # permutation), so they use their own generator, seeded identically everywhere (OneFlow: a fixed seed).
         self._epoch_rng = random.Random(0 if seed is None else seed)
-        self._record_rng = random.Random(None if seed is None else int(seed) * 1000003 + parallel_id)
+        self._record_rng = random.Random(None if seed is None else derived_seed(seed, "reader-%d" % parallel_id))
         self._stream = self._record_stream()
         self._buffer = []
 

@@ -1,7 +1,7 @@
 """Eager mode (`flow.enable_eager_execution()`, legacy-api.md §2.2): every call re-runs the body, each op runs as
 soon as it is added, and `minimize` runs backward and the update before the call returns.
 
-It reuses the lazy machinery op by op: the same trace builder, the same per-device kernels (`runtime/plan.py`)
+It reuses the lazy machinery op by op: the same trace builder, the same per-device kernels (`passes/plan.py`)
 and the same autodiff/optimizer passes, on one logical device.
 """
 from oneflow_compat.ir import builder
@@ -79,8 +79,7 @@ class EagerJobFunction:
         runner = EagerRunner(session, args, self)
         job = trace.trace_job(session, self, eager_runner=runner)
         if job.is_train:
-            ctx = builder.BuildContext(job, session, trace.default_placement(session, self.config), "consistent",
-                                       eager=runner)
+            ctx = builder.BuildContext(job, session, job.default_placement, "consistent", eager=runner)
             optimizer_pass.build(session, job, ctx)
         leaves = []
         for blob, kind in job.output_blobs:

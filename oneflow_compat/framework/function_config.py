@@ -22,6 +22,15 @@ _IGNORED_FLAGS = {
 }
 
 
+def _view_name(view):
+    """The view name ("mirrored" or "consistent") of flow.scope.mirrored_view() / consistent_view(), instance or
+    class: the surface's view objects carry it as `name`."""
+    name = getattr(view, "name", None)
+    if name not in ("mirrored", "consistent"):
+        raise TypeError("expected flow.scope.mirrored_view() or flow.scope.consistent_view(), got %r" % (view,))
+    return name
+
+
 class _Namespace:
     def __init__(self, cfg, prefix):
         object.__setattr__(self, "_cfg", cfg)
@@ -52,9 +61,7 @@ class FunctionConfig:
         self.default_data_type_ = dtypes.as_dtype(value)
 
     def default_logical_view(self, view):
-        from oneflow_compat import scope
-
-        self.default_logical_view_ = scope.view_name(view)
+        self.default_logical_view_ = _view_name(view)
 
     def default_distribute_strategy(self, view):
         print("WARNING: function_config.default_distribute_strategy will be removed soon. "
@@ -62,9 +69,8 @@ class FunctionConfig:
         self.default_logical_view(view)
 
     def default_placement_scope(self, placement_scope):
-        from oneflow_compat import scope
-
-        if not isinstance(placement_scope, scope.PlacementScope):
+        # a flow.scope.placement(...) value: what tracing needs of it is its resolve(session)
+        if not callable(getattr(placement_scope, "resolve", None)):
             raise TypeError("default_placement_scope expects flow.scope.placement(...), got %r" % (placement_scope,))
         self.default_placement_scope_ = placement_scope
 

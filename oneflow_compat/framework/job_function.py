@@ -1,7 +1,5 @@
 """`@flow.global_function`: registers a job function with the default session and makes it callable."""
 import functools
-import inspect
-import sys
 import traceback
 
 from oneflow_compat.framework import function_config as fc

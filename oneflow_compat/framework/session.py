@@ -79,6 +79,7 @@ class Session:
     def init(self):
         from oneflow_compat.framework import trace
         from oneflow_compat.passes import pipeline
+        from oneflow_compat.runtime.executor import CompiledJob
 
         if self.eager:
             self.init_runtime()
@@ -89,7 +90,7 @@ class Session:
         jobs = {}
         for name, jf in self.job_functions.items():
             jobs[name] = trace.trace_job(self, jf)
-        compiled = {name: pipeline.compile_job(self, job) for name, job in jobs.items()}
+        compiled = {name: CompiledJob(self, pipeline.compile_job(self, job)) for name, job in jobs.items()}
         pipeline.check_same_plans_across_ranks(self, compiled)
         self.jobs, self.compiled = jobs, compiled
         for spec in self.vars.specs.values():
@@ -158,6 +159,21 @@ def sync_default_session():
 
 
 _EAGER_FLAG = [False]
+
+
+def enable_eager_execution(val=True):
+    """Switch to eager mode. Job functions defined before it (the docs' eager_mlp_mnist.py decorates its job at
+    import) then run eagerly too; only once lazy jobs were compiled (a first job call) is it too late."""
+    s = default_session()
+    if s.status != "open" and not s.eager:
+        raise NotImplementedError("no avaliable function found.\n  condition `session not initialized` failed: "
+                                  "flow.enable_eager_execution must be called before the first job call")
+    _EAGER_FLAG[0] = bool(val)
+    s.eager = bool(val)
+
+
+def eager_execution_enabled():
+    return default_session().eager
 
 
 @atexit.register

@@ -5,7 +5,7 @@ import typing
 
 import numpy as np
 
-from oneflow_compat import typing as tp
+from oneflow_compat.framework import annotations as tp
 
 
 # ----------------------------------------------------------------------------------------------- parameters

@@ -19,7 +19,10 @@ def default_placement(session, config):
 
 def trace_job(session, jf, eager_runner=None):
     job = Job(jf.name, jf.job_type, jf.config)
-    ctx = builder.BuildContext(job, session, default_placement(session, jf.config), jf.config.default_logical_view_,
+    job.default_placement = default_placement(session, jf.config)
+    if job.is_train:
+        job.micro_batches = jf.config.num_gradient_accumulation_steps_
+    ctx = builder.BuildContext(job, session, job.default_placement, jf.config.default_logical_view_,
                                eager=eager_runner)
     with builder.Scoped(ctx):
         args = []
@@ -42,9 +45,9 @@ def trace_job(session, jf, eager_runner=None):
 
 def make_input(ctx, ph, flat_index):
     shape = ph.shape
-    k = micro_batches(ctx.job)
+    k = ctx.job.micro_batches
     if k > 1 and ph.kind == "numpy":
-        # gradient accumulation: the body sees one micro-batch; a call feeds the whole batch (passes/plan.py)
+        # gradient accumulation: the body sees one micro-batch; a call feeds the whole batch (runtime/executor.py)
         if shape[0] % k:
             raise ValueError("placeholder %s: batch size %d is not divisible by num_gradient_accumulation_steps(%d)"
                              % (ph, shape[0], k))
@@ -75,15 +78,26 @@ def make_input(ctx, ph, flat_index):
     return op.outputs[0]
 
 
+# The deprecated `func_config.train.model_update_conf` names optimizers of the surface (SGD, Adam, ...): the
+# surface registers the conversion (`optimizer/legacy_conf.py`, imported with the package) so that tracing does
+# not import it.
+_LEGACY_OPTIMIZER_FROM_CONF = None
+
+
+def set_legacy_optimizer_factory(factory):
+    """`factory(model_update_conf, primary_lr, secondary_lr) -> optimizer`, used for jobs configured with
+    func_config.train.*."""
+    global _LEGACY_OPTIMIZER_FROM_CONF
+    _LEGACY_OPTIMIZER_FROM_CONF = factory
+
+
 def finish_train_conf(session, job):
     cfg = job.config
     if cfg.model_update_conf_ is not None or cfg.primary_lr_ is not None:
         if job.optimizer is not None:
             raise RuntimeError("job '%s': Use model update conf and optimizer conf at same time" % job.name)
         if job.is_train:
-            from oneflow_compat.optimizer import legacy_conf
-
-            job.optimizer = legacy_conf.optimizer_from_model_update_conf(
+            job.optimizer = _LEGACY_OPTIMIZER_FROM_CONF(
                 cfg.model_update_conf_ or {"naive_conf": {}}, cfg.primary_lr_, cfg.secondary_lr_)
             if cfg.loss_scale_factor_ is not None:
                 job.optimizer.loss_scale_factor = cfg.loss_scale_factor_
@@ -94,8 +108,3 @@ def finish_train_conf(session, job):
     if job.is_train and not job.losses:
         raise RuntimeError("train job '%s' has no loss to minimize" % job.name)
 
-
-def micro_batches(job):
-    if not job.is_train or job.config is None:
-        return 1
-    return job.config.num_gradient_accumulation_steps_

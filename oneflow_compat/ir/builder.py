@@ -26,30 +26,19 @@ class BuildContext:
     def view(self):
         return self.views[-1]
 
-    def as_input(self, x, op_type):
+    def check_input(self, x, op_type):
+        """`x` may feed an op of this job: a blob of the same job function (view casts are the op factory's)."""
         if not isinstance(x, LazyBlob):
             raise TypeError("op '%s' expects blobs as inputs, got %s" % (op_type, type(x).__name__))
         if x.op.job is not self.job:
             raise ValueError("op '%s' received blob %s of job '%s' inside job '%s': a blob cannot cross job "
                              "functions" % (op_type, x.logical_blob_name, x.op.job.name, self.job.name))
-        if self.view == "mirrored" and x.op.view != "mirrored" and op_type not in _VIEW_CASTS:
-            from oneflow_compat.ops import registry
-
-            cast = registry.apply("cast_to_mirrored", [x])
-            return cast
-        if self.view == "consistent" and x.op.view == "mirrored" and op_type not in _VIEW_CASTS:
-            from oneflow_compat.ops import registry
-
-            return registry.apply("cast_from_mirrored", [x])
         return x
 
     def add_op(self, op):
         self.job.add(op)
         if self.eager is not None:
             self.eager.run_op(op)
-
-
-_VIEW_CASTS = ("cast_to_mirrored", "cast_from_mirrored")
 
 
 def push(ctx):

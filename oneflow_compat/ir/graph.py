@@ -45,7 +45,12 @@ class Op:
 
 
 class LazyBlob:
-    """A logical tensor inside a job function (the legacy `BlobDesc` / consistent or mirrored blob)."""
+    """A logical tensor inside a job function (the legacy `BlobDesc` / consistent or mirrored blob).
+
+    What the IR knows of a blob is defined here. Its operators (`a + b` is `flow.math.add`), `distribute` /
+    `with_distribute` and eager `.numpy()` are API built on top of it: the surface installs them
+    (`_api/blob_methods.py`), as JAX installs array methods on its tracers from above.
+    """
 
     __array_priority__ = 1000  # so that `ndarray + blob` defers to the blob's reflected operator
 
@@ -104,42 +109,16 @@ class LazyBlob:
         return self.op.view == "mirrored"
 
     @property
-    def distribute(self):
-        from oneflow_compat import distribute as d
-
-        return d.to_distribute(self.hint if self.hint is not None else self.op.out_hints.get(self.index))
-
-    @property
     def split_axis(self):
         return 0
 
     batch_axis = split_axis
-
-    def with_distribute(self, distribute):
-        from oneflow_compat import distribute as d
-
-        return LazyBlob(self.op, self.index, self.meta, hint=d.to_sbp(distribute))
-
-    def with_split_distribute(self, axis):
-        from oneflow_compat import distribute as d
-
-        return self.with_distribute(d.split(axis))
-
-    def with_broadcast_distribute(self):
-        from oneflow_compat import distribute as d
-
-        return self.with_distribute(d.broadcast())
 
     def same_value(self, other):
         return self.op is other.op and self.index == other.index
 
     def key(self):
         return (self.op.name, self.index)
-
-    def numpy(self, *args):
-        from oneflow_compat.framework import eager
-
-        return eager.blob_numpy(self, *args)
 
     def __repr__(self):
         return "LazyBlob(name=%s, shape=%s, dtype=%s%s)" % (
@@ -151,83 +130,7 @@ class LazyBlob:
     def __bool__(self):
         raise TypeError("a lazy blob has no truth value inside a job function (blob %s)" % self.logical_blob_name)
 
-    __hash__ = object.__hash__
-
-    # --- operators: the legacy blob_trait mapping to flow.math.* -------------------------------------------
-    def __add__(self, o):
-        from oneflow_compat import math as m
-        return m.add(self, o)
-
-    def __radd__(self, o):
-        from oneflow_compat import math as m
-        return m.add(o, self)
-
-    def __sub__(self, o):
-        from oneflow_compat import math as m
-        return m.subtract(self, o)
-
-    def __rsub__(self, o):
-        from oneflow_compat import math as m
-        return m.subtract(o, self)
-
-    def __mul__(self, o):
-        from oneflow_compat import math as m
-        return m.multiply(self, o)
-
-    def __rmul__(self, o):
-        from oneflow_compat import math as m
-        return m.multiply(o, self)
-
-    def __truediv__(self, o):
-        from oneflow_compat import math as m
-        return m.divide(self, o)
-
-    def __rtruediv__(self, o):
-        from oneflow_compat import math as m
-        return m.divide(o, self)
-
-    __div__ = __truediv__
-    __rdiv__ = __rtruediv__
-
-    def __mod__(self, o):
-        from oneflow_compat import math as m
-        return m.mod(self, o)
-
-    def __neg__(self):
-        from oneflow_compat import math as m
-        return m.negative(self)
-
-    def __pow__(self, o):
-        from oneflow_compat import math as m
-        return m.pow(self, o)
-
-    def __matmul__(self, o):
-        from oneflow_compat._api import ops_api
-        return ops_api.matmul(self, o)
-
-    def __eq__(self, o):
-        from oneflow_compat import math as m
-        return m.equal(self, o)
-
-    def __ne__(self, o):
-        from oneflow_compat import math as m
-        return m.not_equal(self, o)
-
-    def __lt__(self, o):
-        from oneflow_compat import math as m
-        return m.less(self, o)
-
-    def __le__(self, o):
-        from oneflow_compat import math as m
-        return m.less_equal(self, o)
-
-    def __gt__(self, o):
-        from oneflow_compat import math as m
-        return m.greater(self, o)
-
-    def __ge__(self, o):
-        from oneflow_compat import math as m
-        return m.greater_equal(self, o)
+    __hash__ = object.__hash__  # blobs stay usable as keys although the surface gives them an elementwise __eq__
 
 
 class Job:
@@ -247,6 +150,9 @@ class Job:
         self.diff_watches = []  # (blob, handler): watch_diff requests, built by autodiff
         self.variable_ops = {}  # full variable name -> variable op of this job
         self.raw_grads = []  # train jobs: each variable's gradient before scaling (summed by grad accumulation)
+        # set when the job is traced, read by the passes and the plan (which never look at the config's scopes)
+        self.default_placement = None  # where ops go outside any placement scope
+        self.micro_batches = 1  # train jobs: num_gradient_accumulation_steps; a call runs this many micro-batches
         self._ids = itertools.count()
 
     @property

@@ -3,9 +3,11 @@
 `S(axis)` balanced slices along `axis`, `B` a full copy on each device, `P` an addend on each device (the logical
 value is the sum), and `M` for mirrored blobs (each device holds an independent local tensor). One balanced-split
 rule serves inputs, variables, kernels, boxing and checkpoints: size n over k parts, the first n % k parts get one
-more element.
+more element (`backend/balanced_split.py`).
 """
 from dataclasses import dataclass
+
+from oneflow_compat.backend.balanced_split import balanced_ranges
 
 
 @dataclass(frozen=True)
@@ -49,17 +51,6 @@ def S(axis):
 
 def is_split(sbp):
     return type(sbp) is Split
-
-
-def balanced_ranges(n, k):
-    """[(start, stop)] of `n` items over `k` parts; the first n % k parts hold one extra item."""
-    base, extra = divmod(n, k)
-    out, start = [], 0
-    for i in range(k):
-        stop = start + base + (1 if i < extra else 0)
-        out.append((start, stop))
-        start = stop
-    return out
 
 
 def local_shape(shape, sbp, index, parallel_num):

@@ -3,6 +3,8 @@ import numpy as np
 
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.kernels import array as array_k
+from oneflow_compat.kernels import shape as shape_k
 from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.registry import OpDef, apply, register
 
@@ -49,7 +51,7 @@ def _reshape_local(op, dev):
     return {"shape": tuple(dev.out_shapes[0])}
 
 
-register(OpDef("reshape", infer=_reshape_meta, kernel=lambda xp, x, shape: x.reshape(shape),
+register(OpDef("reshape", infer=_reshape_meta, kernel=shape_k.reshape,
                local_attrs=_reshape_local, sbp=_reshape_sbp,
                grad=lambda op, dys: [apply("reshape_like", [dys[0], op.inputs[0]])]))
 
@@ -67,7 +69,7 @@ def _reshape_like_sbp(op):
 
 register(OpDef("reshape_like", infer=lambda op: [TensorMeta(op.inputs[1].shape, op.inputs[0].dtype,
                                                             op.inputs[1].is_dynamic)],
-               kernel=lambda xp, x, like: x.reshape(like.shape), sbp=_reshape_like_sbp,
+               kernel=shape_k.reshape_like, sbp=_reshape_like_sbp,
                grad=lambda op, dys: [apply("reshape_like", [dys[0], op.inputs[0]]), None]))
 
 
@@ -80,6 +82,6 @@ def _constant_local(op, dev):
 
 
 register(OpDef("constant", infer=_constant_meta,
-               kernel=lambda xp, shape, value, dtype: xp.full(shape, value, dtype=dtype),
+               kernel=array_k.full,
                kernel_attrs=lambda op: {"value": op.attrs["value"], "dtype": op.attrs["dtype"].np},
                local_attrs=_constant_local, sbp=sbp_rules.source))

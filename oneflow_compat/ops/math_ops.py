@@ -3,6 +3,9 @@ import numpy as np
 
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.kernels import elementwise as E
+from oneflow_compat.kernels import linalg
+from oneflow_compat.kernels import reduce as R
 from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.registry import OpDef, apply, register
 
@@ -17,14 +20,6 @@ def _unbroadcast(g, shape):
     if tuple(g.shape) == tuple(shape):
         return g
     return apply("reduce_to_shape", [g], {"shape": tuple(shape)})
-
-
-def _reduce_to_shape(xp, g, shape):
-    nd = g.ndim
-    lead = nd - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and g.shape[i + lead] != 1)
-    out = g.sum(axis=axes, keepdims=True) if axes else g
-    return out.reshape(shape)
 
 
 def _reduce_to_shape_sbp(op):
@@ -43,7 +38,7 @@ def _reduce_to_shape_sbp(op):
 
 
 register(OpDef("reduce_to_shape", infer=lambda op: [TensorMeta(op.attrs["shape"], op.inputs[0].dtype)],
-               kernel=_reduce_to_shape, kernel_attrs=lambda op: {"shape": op.attrs["shape"]}, sbp=_reduce_to_shape_sbp,
+               kernel=R.reduce_to_shape, kernel_attrs=lambda op: {"shape": op.attrs["shape"]}, sbp=_reduce_to_shape_sbp,
                local_attrs=lambda op, dev: {"shape": dev.out_shapes[0]}))
 
 
@@ -91,24 +86,21 @@ def _binary(name, fn, grad=None, partial=None, out_dtype=None):
     register(OpDef(name, infer=infer, kernel=fn, grad=grad, sbp=sbp))
 
 
-_binary("add", lambda xp, a, b: a + b, _add_grad, partial="all")
-_binary("subtract", lambda xp, a, b: a - b, _sub_grad, partial="all")
-_binary("multiply", lambda xp, a, b: a * b, _mul_grad, partial="one")
-_binary("divide", lambda xp, a, b: a / b, _div_grad, partial=None)
-_binary("maximum", lambda xp, a, b: xp.maximum(a, b),
-        lambda op, dys: _minmax_grad(op, dys, "greater_equal"))
-_binary("minimum", lambda xp, a, b: xp.minimum(a, b),
-        lambda op, dys: _minmax_grad(op, dys, "less_equal"))
-_binary("pow", lambda xp, a, b: xp.power(a, b), lambda op, dys: _pow_grad(op, dys))
-_binary("floor_mod", lambda xp, a, b: xp.mod(a, b))
-for _name, _f in [("equal", lambda xp, a, b: (a == b).astype("int8")),
-                  ("not_equal", lambda xp, a, b: (a != b).astype("int8")),
-                  ("less", lambda xp, a, b: (a < b).astype("int8")),
-                  ("less_equal", lambda xp, a, b: (a <= b).astype("int8")),
-                  ("greater", lambda xp, a, b: (a > b).astype("int8")),
-                  ("greater_equal", lambda xp, a, b: (a >= b).astype("int8")),
-                  ("logical_and", lambda xp, a, b: ((a != 0) & (b != 0)).astype("int8"))]:
-    _binary(_name, _f, out_dtype=dtypes.int8)
+_binary("add", E.add, _add_grad, partial="all")
+_binary("subtract", E.subtract, _sub_grad, partial="all")
+_binary("multiply", E.multiply, _mul_grad, partial="one")
+_binary("divide", E.divide, _div_grad, partial=None)
+_binary("maximum", E.maximum, lambda op, dys: _minmax_grad(op, dys, "greater_equal"))
+_binary("minimum", E.minimum, lambda op, dys: _minmax_grad(op, dys, "less_equal"))
+_binary("pow", E.power, lambda op, dys: _pow_grad(op, dys))
+_binary("floor_mod", E.floor_mod)
+_binary("equal", E.equal, out_dtype=dtypes.int8)
+_binary("not_equal", E.not_equal, out_dtype=dtypes.int8)
+_binary("less", E.less, out_dtype=dtypes.int8)
+_binary("less_equal", E.less_equal, out_dtype=dtypes.int8)
+_binary("greater", E.greater, out_dtype=dtypes.int8)
+_binary("greater_equal", E.greater_equal, out_dtype=dtypes.int8)
+_binary("logical_and", E.logical_and, out_dtype=dtypes.int8)
 
 
 def _minmax_grad(op, dys, cmp):
@@ -133,19 +125,14 @@ def _scalar(name, fn, grad, linear=False):
                    sbp=sbp_rules.unary_linear if linear else sbp_rules.unary, grad=grad))
 
 
-def _cast_scalar(x, v):
-    return x.dtype.type(v)
-
-
-_scalar("scalar_add", lambda xp, x, value: x + _cast_scalar(x, value), lambda op, dys: [dys[0]])
-_scalar("scalar_pow", lambda xp, x, value: x ** _cast_scalar(x, value),
+_scalar("scalar_add", E.scalar_add, lambda op, dys: [dys[0]])
+_scalar("scalar_pow", E.scalar_pow,
         lambda op, dys: [apply("multiply", [dys[0], apply("scalar_mul", [
             apply("scalar_pow", [op.inputs[0]], {"value": op.attrs["value"] - 1})], {"value": op.attrs["value"]})])])
-_scalar("scalar_rsub", lambda xp, x, value: _cast_scalar(x, value) - x,  # value - x
-        lambda op, dys: [apply("negative", [dys[0]])])
-_scalar("scalar_rdiv", lambda xp, x, value: _cast_scalar(x, value) / x,  # value / x
+_scalar("scalar_rsub", E.scalar_rsub, lambda op, dys: [apply("negative", [dys[0]])])
+_scalar("scalar_rdiv", E.scalar_rdiv,
         lambda op, dys: [apply("negative", [apply("multiply", [dys[0], apply("divide", [op.outputs[0], op.inputs[0]])])])])
-_scalar("scalar_mod", lambda xp, x, value: xp.mod(x, _cast_scalar(x, value)), None)
+_scalar("scalar_mod", E.scalar_mod, None)
 
 
 # --- unary math ------------------------------------------------------------------------------------------------
@@ -158,32 +145,29 @@ def _mul(a, b):
     return apply("multiply", [a, b])
 
 
-_unary("negative", lambda xp, x: -x, lambda op, dys: [apply("negative", [dys[0]])], linear=True)
-_unary("exp", lambda xp, x: xp.exp(x), lambda op, dys: [_mul(dys[0], op.outputs[0])])
-_unary("log", lambda xp, x: xp.log(x), lambda op, dys: [apply("divide", [dys[0], op.inputs[0]])])
-_unary("sqrt", lambda xp, x: xp.sqrt(x),
+_unary("negative", E.negative, lambda op, dys: [apply("negative", [dys[0]])], linear=True)
+_unary("exp", E.exp, lambda op, dys: [_mul(dys[0], op.outputs[0])])
+_unary("log", E.log, lambda op, dys: [apply("divide", [dys[0], op.inputs[0]])])
+_unary("sqrt", E.sqrt,
        lambda op, dys: [apply("divide", [apply("scalar_mul", [dys[0]], {"value": 0.5}), op.outputs[0]])])
-_unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x),
+_unary("rsqrt", E.rsqrt,
        lambda op, dys: [_mul(dys[0], apply("scalar_mul", [apply("scalar_pow", [op.outputs[0]], {"value": 3.0})],
                                            {"value": -0.5}))])
-_unary("square", lambda xp, x: x * x,
-       lambda op, dys: [_mul(dys[0], apply("scalar_mul", [op.inputs[0]], {"value": 2.0}))])
-_unary("abs", lambda xp, x: xp.abs(x), lambda op, dys: [_mul(dys[0], apply("sign", [op.inputs[0]]))])
-_unary("sign", lambda xp, x: xp.sign(x), None)
-_unary("floor", lambda xp, x: xp.floor(x), None)
-_unary("ceil", lambda xp, x: xp.ceil(x), None)
-_unary("round", lambda xp, x: xp.rint(x), None)
-_unary("reciprocal", lambda xp, x: 1 / x,
+_unary("square", E.square, lambda op, dys: [_mul(dys[0], apply("scalar_mul", [op.inputs[0]], {"value": 2.0}))])
+_unary("abs", E.absolute, lambda op, dys: [_mul(dys[0], apply("sign", [op.inputs[0]]))])
+_unary("sign", E.sign, None)
+_unary("floor", E.floor, None)
+_unary("ceil", E.ceil, None)
+_unary("round", E.rint, None)
+_unary("reciprocal", E.reciprocal,
        lambda op, dys: [apply("negative", [_mul(dys[0], apply("square", [op.outputs[0]]))])])
-_unary("sin", lambda xp, x: xp.sin(x), lambda op, dys: [_mul(dys[0], apply("cos", [op.inputs[0]]))])
-_unary("cos", lambda xp, x: xp.cos(x),
-       lambda op, dys: [apply("negative", [_mul(dys[0], apply("sin", [op.inputs[0]]))])])
-_unary("log1p", lambda xp, x: xp.log1p(x),
+_unary("sin", E.sin, lambda op, dys: [_mul(dys[0], apply("cos", [op.inputs[0]]))])
+_unary("cos", E.cos, lambda op, dys: [apply("negative", [_mul(dys[0], apply("sin", [op.inputs[0]]))])])
+_unary("log1p", E.log1p,
        lambda op, dys: [apply("divide", [dys[0], apply("scalar_add", [op.inputs[0]], {"value": 1.0})])])
-_unary("expm1", lambda xp, x: xp.expm1(x),
-       lambda op, dys: [_mul(dys[0], apply("scalar_add", [op.outputs[0]], {"value": 1.0}))])
+_unary("expm1", E.expm1, lambda op, dys: [_mul(dys[0], apply("scalar_add", [op.outputs[0]], {"value": 1.0}))])
 register(OpDef("logical_not", infer=lambda op: [TensorMeta(op.inputs[0].shape, dtypes.int8, op.inputs[0].is_dynamic)],
-               kernel=lambda xp, x: (x == 0).astype("int8"), sbp=sbp_rules.unary))
+               kernel=E.logical_not, sbp=sbp_rules.unary))
 
 
 # --- cast ------------------------------------------------------------------------------------------------------
@@ -198,7 +182,7 @@ def _cast_sbp(op):
     return sbp_rules.identity_like(op, linear=linear)
 
 
-register(OpDef("cast", infer=_cast_meta, kernel=lambda xp, x, dtype: x.astype(dtype),
+register(OpDef("cast", infer=_cast_meta, kernel=E.cast,
                kernel_attrs=lambda op: {"dtype": op.attrs["dtype"].np}, sbp=_cast_sbp,
                grad=lambda op, dys: [apply("cast", [dys[0]], {"dtype": op.inputs[0].dtype})]
                if op.inputs[0].dtype.is_floating else [None]))
@@ -217,18 +201,6 @@ def _reduce_meta(op):
     x = op.inputs[0]
     return [TensorMeta(_reduced_shape(x.shape, op.attrs["axis"], op.attrs["keepdims"]),
                        op.attrs.get("out_dtype") or x.dtype, x.is_dynamic)]
-
-
-def _reduce_kernel(fn):
-    def k(xp, x, axis, keepdims):
-        out = fn(xp, x, axis, keepdims)
-        out = xp.asarray(out, dtype=x.dtype) if fn is not _argmax else out
-        return out.reshape((1,)) if out.ndim == 0 else out
-    return k
-
-
-def _argmax(xp, x, axis, keepdims):
-    return xp.argmax(x, axis=axis).astype("int32")
 
 
 def _reduce_attrs(op):
@@ -264,21 +236,21 @@ def _reduce_minmax_grad(op, dys):
     return [apply("divide", [apply("multiply", [_grad_expand(op, dys[0]), mask]), cnt])]
 
 
-def _reduction(name, fn, grad, linear):
-    register(OpDef(name, infer=_reduce_meta, kernel=_reduce_kernel(fn), kernel_attrs=_reduce_attrs, grad=grad,
+def _reduction(name, kernel, grad, linear):
+    register(OpDef(name, infer=_reduce_meta, kernel=kernel, kernel_attrs=_reduce_attrs, grad=grad,
                    sbp=lambda op: sbp_rules.reduction(op, op.attrs["axis"], op.attrs["keepdims"], linear)))
 
 
-_reduction("reduce_sum", lambda xp, x, a, k: xp.sum(x, axis=a, keepdims=k), _reduce_sum_grad, True)
-_reduction("reduce_mean", lambda xp, x, a, k: xp.mean(x, axis=a, keepdims=k), _reduce_mean_grad, False)
-_reduction("reduce_max", lambda xp, x, a, k: xp.max(x, axis=a, keepdims=k), _reduce_minmax_grad, False)
-_reduction("reduce_min", lambda xp, x, a, k: xp.min(x, axis=a, keepdims=k), _reduce_minmax_grad, False)
-_reduction("reduce_prod", lambda xp, x, a, k: xp.prod(x, axis=a, keepdims=k),
+_reduction("reduce_sum", R.reduce_sum, _reduce_sum_grad, True)
+_reduction("reduce_mean", R.reduce_mean, _reduce_mean_grad, False)
+_reduction("reduce_max", R.reduce_max, _reduce_minmax_grad, False)
+_reduction("reduce_min", R.reduce_min, _reduce_minmax_grad, False)
+_reduction("reduce_prod", R.reduce_prod,
            lambda op, dys: [apply("divide", [_mul(_grad_expand(op, dys[0]), apply("broadcast_like", [
                apply("reshape", [op.outputs[0]], {"shape": _reduced_shape(op.inputs[0].shape, op.attrs["axis"], True)}),
                op.inputs[0]])), op.inputs[0]])], False)
-_reduction("reduce_any", lambda xp, x, a, k: xp.any(x != 0, axis=a, keepdims=k), None, False)
-_reduction("reduce_all", lambda xp, x, a, k: xp.all(x != 0, axis=a, keepdims=k), None, False)
+_reduction("reduce_any", R.reduce_any, None, False)
+_reduction("reduce_all", R.reduce_all, None, False)
 
 
 def _argmax_meta(op):
@@ -286,10 +258,9 @@ def _argmax_meta(op):
     return [TensorMeta(x.shape[:-1] if len(x.shape) > 1 else (1,), dtypes.int32, x.is_dynamic)]
 
 
-register(OpDef("argmax", infer=_argmax_meta, kernel=lambda xp, x: xp.argmax(x, axis=-1).astype("int32").reshape(
-    x.shape[:-1] if x.ndim > 1 else (1,)),
-    sbp=lambda op: [((sbp_rules.S(i),), (sbp_rules.S(i),)) for i in range(len(op.inputs[0].shape) - 1)]
-    + [((sbp_rules.B,), (sbp_rules.B,))]))
+register(OpDef("argmax", infer=_argmax_meta, kernel=R.argmax,
+               sbp=lambda op: [((sbp_rules.S(i),), (sbp_rules.S(i),)) for i in range(len(op.inputs[0].shape) - 1)]
+               + [((sbp_rules.B,), (sbp_rules.B,))]))
 
 
 def _broadcast_like_sbp(op):
@@ -308,7 +279,7 @@ def _broadcast_like_grad(op, dys):
 
 register(OpDef("broadcast_like", infer=lambda op: [TensorMeta(op.inputs[1].shape, op.inputs[0].dtype,
                                                               op.inputs[1].is_dynamic)],
-               kernel=lambda xp, x, like: xp.broadcast_to(x, like.shape), sbp=_broadcast_like_sbp,
+               kernel=R.broadcast_like, sbp=_broadcast_like_sbp,
                grad=_broadcast_like_grad))
 
 
@@ -324,15 +295,6 @@ def _matmul_meta(op):
         raise ValueError("matmul '%s': shapes %s and %s do not match (transpose_a=%s, transpose_b=%s)" % (
             op.name, a.shape, b.shape, ta, tb))
     return [TensorMeta(a.shape[:-2] + (m, n), a.dtype, a.is_dynamic or b.is_dynamic)]
-
-
-def _matmul_kernel(xp, a, b, transpose_a=False, transpose_b=False, alpha=1.0):
-    if transpose_a:
-        a = xp.swapaxes(a, -1, -2)
-    if transpose_b:
-        b = xp.swapaxes(b, -1, -2)
-    out = xp.matmul(a, b)
-    return out if alpha == 1.0 else out * out.dtype.type(alpha)
 
 
 def _mm(a, b, ta=False, tb=False, alpha=1.0):
@@ -354,18 +316,10 @@ def _matmul_grad(op, dys):
     return [da, db]
 
 
-register(OpDef("matmul", infer=_matmul_meta, kernel=_matmul_kernel,
+register(OpDef("matmul", infer=_matmul_meta, kernel=linalg.matmul,
                kernel_attrs=lambda op: {"transpose_a": op.attrs["transpose_a"], "transpose_b": op.attrs["transpose_b"],
                                         "alpha": op.attrs.get("alpha", 1.0)},
                grad=_matmul_grad, sbp=lambda op: sbp_rules.matmul(op, op.attrs["transpose_a"], op.attrs["transpose_b"])))
-
-
-def _bias_add_kernel(xp, x, b, axis):
-    if axis == x.ndim - 1 or axis == -1:
-        return x + b
-    shape = [1] * x.ndim
-    shape[axis] = b.shape[0]
-    return x + b.reshape(shape)
 
 
 def _bias_add_grad(op, dys):
@@ -386,6 +340,6 @@ def _bias_add_sbp(op):
     return sigs
 
 
-register(OpDef("bias_add", infer=_same_meta, kernel=_bias_add_kernel,
+register(OpDef("bias_add", infer=_same_meta, kernel=E.bias_add,
                kernel_attrs=lambda op: {"axis": op.attrs["axis"] % len(op.inputs[0].shape)},
                grad=_bias_add_grad, sbp=_bias_add_sbp))

@@ -1,11 +1,11 @@
 """Convolution, pooling, dropout and the dense-label / sigmoid cross-entropy losses.
 
 Kernels come from `kernels/nn.py`, `kernels/random.py` and `kernels/loss.py`. Shape attrs that depend on the
-device's piece (the input shape a gradient op must produce) are given per device by `local_attrs`, and the batch
-dimension is re-read from the incoming gradient at call time, so dynamic (mirrored) batches work as well.
+device's piece (the input shape a gradient op must produce) are given per device by `local_attrs`; the kernels take
+the batch dimension from the incoming gradient at call time, so dynamic (mirrored) batches work as well, and an
+empty piece (a split axis shorter than the device count) gives zeros.
 """
 import weakref
-import zlib
 
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
@@ -26,10 +26,6 @@ def _nchw(shape, data_format):
 
 def _channel_axis(data_format):
     return 1 if data_format == "NCHW" else 3
-
-
-def _with_batch(shape, batch):
-    return (int(batch),) + tuple(shape[1:])
 
 
 def _sig(ins, outs):
@@ -83,32 +79,6 @@ def _conv_grad(op, dys):
     return [dx, dw]
 
 
-# A device's piece may be empty (a split axis shorter than the device count): it then contributes zeros of its
-# (empty or partial-sum) output shape, without asking the kernel about an empty matrix product.
-def _conv_kernel(xp, x, w, **attrs):
-    if x.size and w.size:
-        return nn_k.conv2d(xp, x, w, **attrs)
-    fmt = attrs["data_format"]
-    n, c, h, wd = _nchw(x.shape, fmt)
-    k_hw = w.shape[2:4] if fmt == "NCHW" else w.shape[1:3]
-    oh, ow = nn_k.conv_out_hw((h, wd), k_hw, attrs["strides"], attrs["pads"], attrs["dilations"])
-    f = w.shape[0]
-    return xp.zeros((n, f, oh, ow) if fmt == "NCHW" else (n, oh, ow, f), dtype=x.dtype)
-
-
-def _conv_grad_input_kernel(xp, dy, w, input_shape, **attrs):
-    input_shape = _with_batch(input_shape, dy.shape[0])
-    if dy.size and w.size:
-        return nn_k.conv2d_grad_input(xp, dy, w, input_shape=input_shape, **attrs)
-    return xp.zeros(input_shape, dtype=dy.dtype)
-
-
-def _conv_grad_weight_kernel(xp, dy, x, weight_shape, **attrs):
-    if dy.size and x.size:
-        return nn_k.conv2d_grad_weight(xp, dy, x, weight_shape=weight_shape, **attrs)
-    return xp.zeros(tuple(weight_shape), dtype=dy.dtype)
-
-
 def _conv_grad_input_sbp(op):
     """[dy, w] -> dx. Linear in each input; channel splits need groups == 1."""
     fmt, g = op.attrs["data_format"], op.attrs["groups"]
@@ -131,14 +101,14 @@ def _conv_grad_weight_sbp(op):
     return sigs + [_sig([S.B, S.B], [S.B]), _sig([S.P, S.B], [S.P]), _sig([S.B, S.P], [S.P])]
 
 
-register(OpDef("conv2d", infer=_conv_meta, kernel=_conv_kernel, kernel_attrs=_conv_attrs, grad=_conv_grad,
+register(OpDef("conv2d", infer=_conv_meta, kernel=nn_k.conv2d, kernel_attrs=_conv_attrs, grad=_conv_grad,
                sbp=_conv_sbp))
 register(OpDef("conv2d_grad_input", infer=lambda op: [TensorMeta(op.attrs["input_shape"], op.inputs[0].dtype,
                                                                  op.inputs[0].is_dynamic)],
-               kernel=_conv_grad_input_kernel, kernel_attrs=_conv_attrs,
+               kernel=nn_k.conv2d_grad_input, kernel_attrs=_conv_attrs,
                local_attrs=lambda op, dev: {"input_shape": tuple(dev.out_shapes[0])}, sbp=_conv_grad_input_sbp))
 register(OpDef("conv2d_grad_weight", infer=lambda op: [TensorMeta(op.attrs["weight_shape"], op.inputs[0].dtype)],
-               kernel=_conv_grad_weight_kernel, kernel_attrs=_conv_attrs,
+               kernel=nn_k.conv2d_grad_weight, kernel_attrs=_conv_attrs,
                local_attrs=lambda op, dev: {"weight_shape": tuple(dev.out_shapes[0])}, sbp=_conv_grad_weight_sbp))
 
 
@@ -181,10 +151,6 @@ def _same_as_input(op, i):
     return [TensorMeta(x.shape, op.inputs[0].dtype, x.is_dynamic)]
 
 
-def _avg_pool_grad_kernel(xp, dy, input_shape, **attrs):
-    return nn_k.avg_pool2d_grad(xp, dy, input_shape=_with_batch(input_shape, dy.shape[0]), **attrs)
-
-
 register(OpDef("max_pool2d", infer=_pool_meta, kernel=nn_k.max_pool2d, kernel_attrs=_pool_attrs,
                sbp=lambda op: _pool_sbp(op, False),
                grad=lambda op, dys: [apply("max_pool2d_grad", [dys[0], op.inputs[0], op.outputs[0]], op.attrs)]))
@@ -196,35 +162,19 @@ register(OpDef("avg_pool2d", infer=_pool_meta, kernel=nn_k.avg_pool2d, kernel_at
                                            dict(op.attrs, input_shape=tuple(op.inputs[0].shape)))]))
 register(OpDef("avg_pool2d_grad", infer=lambda op: [TensorMeta(op.attrs["input_shape"], op.inputs[0].dtype,
                                                                op.inputs[0].is_dynamic)],
-               kernel=_avg_pool_grad_kernel, kernel_attrs=_pool_attrs,
+               kernel=nn_k.avg_pool2d_grad, kernel_attrs=_pool_attrs,
                local_attrs=lambda op, dev: {"input_shape": tuple(dev.out_shapes[0])},
                sbp=lambda op: _pool_sbp(op, True)))
 
 
 # --- dropout ------------------------------------------------------------------------------------------------------
-_MASK64 = (1 << 64) - 1
-
-
-def _mix64(z):
-    """splitmix64's finalizer: nearby (seed, call) pairs give unrelated generator keys."""
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _MASK64
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _MASK64
-    return z ^ (z >> 31)
-
-
-def call_key(seed, call, device=0):
-    """The generator key of one call of a dropout op (and, in mirrored view, of one device)."""
-    z = (int(seed) + 0x9E3779B97F4A7C15 * (call + 1) + 0xD1B54A32D192ED03 * device) & _MASK64
-    return _mix64(z)
-
-
 def dropout_seed(op, session):
     """The op's seed: the user's, else one derived from the session's root seed and the job and op names, so every
     rank and device count agrees on it."""
     if op.attrs.get("seed") is not None:
         return int(op.attrs["seed"])
     root = (session.root_seed if session is not None and session.root_seed is not None else 0)
-    return (root * 1000003 + zlib.crc32(("%s/%s" % (op.job.name, op.name)).encode())) % (1 << 63)
+    return random_k.derived_seed(root, "%s/%s" % (op.job.name, op.name))
 
 
 _COUNTERS = weakref.WeakKeyDictionary()  # session -> {(job, op, device): calls so far}
@@ -258,9 +208,9 @@ def _dropout_build(op, dev):
         calls[counter] = call + 1
         if mirrored:
             # each device holds an independent tensor (its batch may be dynamic): its own stream, its own shape
-            mask = random_k.dropout_mask(xp, call_key(seed, call, dev.index), tuple(x.shape), rate)
+            mask = random_k.dropout_mask(xp, random_k.call_key(seed, call, dev.index), tuple(x.shape), rate)
         else:
-            mask = random_k.dropout_mask(xp, call_key(seed, call), logical, rate, piece)
+            mask = random_k.dropout_mask(xp, random_k.call_key(seed, call), logical, rate, piece)
         return random_k.dropout(xp, x, mask, rate=rate), mask
 
     return run
@@ -318,10 +268,6 @@ def _softmax_ce_meta(op):
     return [TensorMeta(logits.shape[:-1], logits.dtype, logits.is_dynamic or labels.is_dynamic)]
 
 
-def _softmax_ce_kernel(xp, logits, labels):
-    return loss_k.softmax_cross_entropy(xp, logits, labels)[0]
-
-
 def _softmax_ce_grad(op, dys):
     # labels get no gradient (legacy); the probabilities are recomputed rather than kept from the forward
     logits, labels = op.inputs
@@ -346,7 +292,8 @@ def _elementwise_sbp(op, n_in, linear_first):
     return sigs
 
 
-register(OpDef("softmax_cross_entropy", infer=_softmax_ce_meta, kernel=_softmax_ce_kernel, grad=_softmax_ce_grad,
+register(OpDef("softmax_cross_entropy", infer=_softmax_ce_meta, kernel=loss_k.softmax_cross_entropy,
+               grad=_softmax_ce_grad,
                sbp=lambda op: _rows_sbp(op, 2, False)))
 register(OpDef("softmax_cross_entropy_grad", infer=lambda op: _same_as_input(op, 1),
                kernel=loss_k.softmax_cross_entropy_grad, sbp=lambda op: _rows_sbp(op, 3, True)))

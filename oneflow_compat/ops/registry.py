@@ -4,14 +4,17 @@ Adding an op touches one place: `register(OpDef(...))` in the module of its fami
 nothing else switches on op types.
 
 * `infer(op) -> [TensorMeta]` — logical output metas from `op.inputs[i].meta` and `op.attrs`.
-* `kernel(xp, *arrays, **kernel_attrs)` — a pure array function from `kernels/` (or a small lambda over `xp`).
+* `kernel(xp, *arrays, **kernel_attrs)` — a pure array function from `kernels/`, never one written in an op module
+  (tests/test_kernel_set.py checks).
 * `kernel_attrs(op) -> dict` — the keyword attributes the kernel takes (default: none).
 * `local_attrs(op, dev) -> dict` — per-device attributes when they depend on the device's piece (reshape targets,
   random offsets); `dev` is a `passes.plan.DeviceSlot`.
 * `build(op, dev) -> callable(*arrays)` — for ops whose kernel needs the session (learning rate, updates,
-  dropout's call counter); overrides kernel/kernel_attrs.
+  dropout's call counter); overrides kernel/kernel_attrs, and calls `kernels/` functions for the array work.
 * `collective=True` with `build_collective(op, session) -> callable(*all local input pieces) -> tuple of all
-  local output pieces` — for ops that see every device at once (boxing, watch).
+  local output pieces` — for ops that see every device at once (boxing); a collective whose function needs the
+  runtime itself (watch, which calls a Python handler) gets it from the runtime instead (`runtime/executor.py`).
+* Inputs of the other logical view get a view cast (`cast_to_mirrored` / `cast_from_mirrored`) from `new_op`.
 * `grad(op, dys) -> [blob | None]` — input gradients built from other ops with `apply`.
 * `sbp(op) -> [(in_sbps, out_sbps)]` — legal signatures on >1 devices, in order of preference.
 """
@@ -68,7 +71,7 @@ def new_op(op_type, inputs, attrs=None, name=None, in_hints=None, out_hints=None
     ctx = builder.current("op '%s'" % op_type)
     defn = get(op_type)
     attrs = dict(attrs or {})
-    inputs = [ctx.as_input(x, op_type) for x in inputs]
+    inputs = [_in_view(ctx, ctx.check_input(x, op_type), op_type) for x in inputs]
     if name is None:
         name = ctx.job.unique_name(op_type)
     # a view cast lives in the view it casts to, so that its consumers see the right view
@@ -84,6 +87,14 @@ def new_op(op_type, inputs, attrs=None, name=None, in_hints=None, out_hints=None
     op.outputs = [LazyBlob(op, i, m) for i, m in enumerate(metas)]
     ctx.add_op(op)
     return op
+
+
+def _in_view(ctx, x, op_type):
+    """`x` as an op in the current view reads it: a blob of the other view goes through a view cast (legacy
+    inserted these casts implicitly)."""
+    if op_type in _CAST_VIEWS or (x.op.view == "mirrored") == (ctx.view == "mirrored"):
+        return x
+    return apply("cast_to_mirrored" if ctx.view == "mirrored" else "cast_from_mirrored", [x])
 
 
 def apply(op_type, inputs, attrs=None, name=None, **hints):

@@ -10,6 +10,8 @@ import numpy as np
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ir.sbp import B, P, S, balanced_ranges, is_split
+from oneflow_compat.kernels import elementwise as E
+from oneflow_compat.kernels import indexing
 from oneflow_compat.kernels import shape as K
 from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.registry import OpDef, apply, register
@@ -83,11 +85,6 @@ register(OpDef("concat", infer=_concat_meta, kernel=K.concat, kernel_attrs=lambd
                sbp=_concat_sbp, grad=_concat_grad))
 
 
-def _split_like(xp, x, *likes, axis):
-    pieces = K.split(xp, x, sizes=[like.shape[axis] for like in likes], axis=axis)
-    return pieces[0] if len(pieces) == 1 else pieces
-
-
 def _split_like_sbp(op):
     n, axis = len(op.outputs), op.attrs["axis"]
     nd = len(op.inputs[0].shape)
@@ -103,7 +100,7 @@ def _split_like_grad(op, dys):
 
 register(OpDef("split_like", infer=lambda op: [TensorMeta(like.shape, op.inputs[0].dtype, like.is_dynamic)
                                                for like in op.inputs[1:]],
-               kernel=_split_like, kernel_attrs=lambda op: {"axis": op.attrs["axis"]}, sbp=_split_like_sbp,
+               kernel=K.split_like, kernel_attrs=lambda op: {"axis": op.attrs["axis"]}, sbp=_split_like_sbp,
                grad=_split_like_grad))
 
 
@@ -142,10 +139,6 @@ register(OpDef("slice", infer=_slice_meta, kernel=K.slice_nd, sbp=_slice_sbp,
                                            {"slice_tup": op.attrs["slice_tup"]})]))
 
 
-def _slice_grad_kernel(xp, dy, like, slice_tup):
-    return K.slice_grad(xp, dy, input_shape=like.shape, slice_tup=slice_tup)
-
-
 def _slice_grad_sbp(op):
     full = _full_axes(op.inputs[1].shape, op.attrs["slice_tup"])
     return [_sig([S(i), S(i)], [S(i)]) for i in full] + [_sig([B, B], [B]), _sig([P, B], [P])]
@@ -153,7 +146,7 @@ def _slice_grad_sbp(op):
 
 register(OpDef("slice_grad", infer=lambda op: [TensorMeta(op.inputs[1].shape, op.inputs[0].dtype,
                                                           op.inputs[1].is_dynamic)],
-               kernel=_slice_grad_kernel, sbp=_slice_grad_sbp,
+               kernel=K.slice_grad, sbp=_slice_grad_sbp,
                local_attrs=lambda op, dev: {"slice_tup": _local_slice_tup(op.attrs["slice_tup"], dev.sbp_in[1])},
                grad=lambda op, dys: [apply("slice", [dys[0]], {"slice_tup": op.attrs["slice_tup"]}), None]))
 
@@ -170,14 +163,9 @@ def _expand_dims_sbp(op):
         _sig([B], [B]), _sig([P], [P])]
 
 
-register(OpDef("expand_dims", infer=_expand_dims_meta, kernel=lambda xp, x, axis: xp.expand_dims(x, axis),
+register(OpDef("expand_dims", infer=_expand_dims_meta, kernel=K.expand_dims,
                kernel_attrs=lambda op: {"axis": op.attrs["axis"]}, sbp=_expand_dims_sbp,
                grad=lambda op, dys: [apply("squeeze", [dys[0]], {"axes": (op.attrs["axis"],)})]))
-
-
-def _squeezed(shape, axes):
-    # removing every axis leaves (1,), as the legacy op does
-    return tuple(d for i, d in enumerate(shape) if i not in axes) or (1,)
 
 
 def _squeeze_meta(op):
@@ -185,7 +173,7 @@ def _squeeze_meta(op):
     for a in axes:
         if x.shape[a] != 1:
             raise ValueError("squeeze '%s': axis %d of shape %s is not 1" % (op.name, a, x.shape))
-    return [TensorMeta(_squeezed(x.shape, axes), x.dtype, x.is_dynamic)]
+    return [TensorMeta(K.squeezed_shape(x.shape, axes), x.dtype, x.is_dynamic)]
 
 
 def _squeeze_sbp(op):
@@ -205,18 +193,14 @@ def _squeeze_grad(op, dys):
     return [dy]
 
 
-register(OpDef("squeeze", infer=_squeeze_meta,
-               kernel=lambda xp, x, axes: x.reshape(_squeezed(x.shape, axes)),
+register(OpDef("squeeze", infer=_squeeze_meta, kernel=K.squeeze,
                kernel_attrs=lambda op: {"axes": op.attrs["axes"]}, sbp=_squeeze_sbp, grad=_squeeze_grad))
-
-
-def _flattened(shape, start, end):
-    return tuple(shape[:start]) + (int(np.prod(shape[start:end + 1], dtype=np.int64)),) + tuple(shape[end + 1:])
 
 
 def _flatten_meta(op):
     x = op.inputs[0]
-    return [TensorMeta(_flattened(x.shape, op.attrs["start_dim"], op.attrs["end_dim"]), x.dtype, x.is_dynamic)]
+    return [TensorMeta(K.flattened_shape(x.shape, op.attrs["start_dim"], op.attrs["end_dim"]), x.dtype,
+                       x.is_dynamic)]
 
 
 def _flatten_sbp(op):
@@ -229,8 +213,7 @@ def _flatten_sbp(op):
     return sigs + [_sig([B], [B]), _sig([P], [P])]
 
 
-register(OpDef("flatten", infer=_flatten_meta,
-               kernel=lambda xp, x, start_dim, end_dim: x.reshape(_flattened(x.shape, start_dim, end_dim)),
+register(OpDef("flatten", infer=_flatten_meta, kernel=K.flatten,
                kernel_attrs=lambda op: {"start_dim": op.attrs["start_dim"], "end_dim": op.attrs["end_dim"]},
                sbp=_flatten_sbp, grad=lambda op, dys: [apply("reshape_like", [dys[0], op.inputs[0]])]))
 
@@ -247,57 +230,6 @@ def _gather_meta(op):
     a = op.attrs["axis"]
     return [TensorMeta(params.shape[:a] + indices.shape + params.shape[a + 1:], params.dtype,
                        params.is_dynamic or indices.is_dynamic)]
-
-
-def _no_negative(xp, indices, what):
-    if indices.size and int(xp.min(indices)) < 0:
-        raise ValueError("%s: negative index %d" % (what, int(xp.min(indices))))
-
-
-def _local_rows(xp, indices, offset, n):
-    """Indices shifted into the local range [0, n), and which of them fall inside it."""
-    idx = indices.astype(xp.int64) - offset if offset else indices.astype(xp.int64)
-    valid = (idx >= 0) & (idx < n)
-    return xp.where(valid, idx, 0), valid
-
-
-def _gather(xp, params, indices, axis, offset=0):
-    """params.take(indices, axis); rows of indices outside this piece's range [offset, offset + n) read zeros (the
-    legacy kernel's rule, which also makes a params split along `axis` give partial sums)."""
-    _no_negative(xp, indices, "gather")
-    n = params.shape[axis]
-    out_shape = params.shape[:axis] + indices.shape + params.shape[axis + 1:]
-    if n == 0:
-        return xp.zeros(out_shape, dtype=params.dtype)
-    safe, valid = _local_rows(xp, indices, offset, n)
-    out = xp.take(params, safe, axis=axis)
-    mask = valid.reshape((1,) * axis + indices.shape + (1,) * (params.ndim - axis - 1))
-    return xp.where(mask, out, xp.zeros((), dtype=params.dtype))
-
-
-def _scatter_add(xp, target, index, values):
-    """target[:, index, :] += values with repeated indices accumulating (numpy `add.at`; cupyx on old CuPy)."""
-    if hasattr(xp.add, "at"):
-        xp.add.at(target, (slice(None), index), values)
-    else:  # pragma: no cover - CuPy without ufunc.at
-        import cupyx
-
-        cupyx.scatter_add(target, (slice(None), index), values)
-
-
-def _gather_grad(xp, dy, indices, like, axis, offset=0):
-    """Gradient of `_gather` w.r.t. params: dy rows summed into the rows they were read from (this piece's only)."""
-    shape = like.shape
-    n = shape[axis]
-    out = xp.zeros(shape, dtype=dy.dtype)
-    if n == 0 or indices.size == 0:
-        return out
-    outer = int(np.prod(shape[:axis], dtype=np.int64))
-    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
-    safe, valid = _local_rows(xp, indices.reshape(-1), offset, n)
-    contrib = dy.reshape(outer, indices.size, inner) * valid.reshape(1, -1, 1).astype(dy.dtype)
-    _scatter_add(xp, out.reshape(outer, n, inner), safe, contrib)
-    return out
 
 
 def _split_offset(sbp, axis, logical_size, dev):
@@ -326,7 +258,7 @@ def _gather_grad_rule(op, dys):
     return [apply("gather_grad", [dys[0], indices, params], {"axis": op.attrs["axis"]}), None]
 
 
-register(OpDef("gather", infer=_gather_meta, kernel=_gather, kernel_attrs=lambda op: {"axis": op.attrs["axis"]},
+register(OpDef("gather", infer=_gather_meta, kernel=indexing.gather, kernel_attrs=lambda op: {"axis": op.attrs["axis"]},
                local_attrs=_gather_local, sbp=_gather_sbp, grad=_gather_grad_rule))
 
 
@@ -346,7 +278,7 @@ def _gather_grad_sbp(op):
 
 
 register(OpDef("gather_grad", infer=lambda op: [TensorMeta(op.inputs[2].shape, op.inputs[0].dtype)],
-               kernel=_gather_grad, kernel_attrs=lambda op: {"axis": op.attrs["axis"]},
+               kernel=indexing.gather_grad, kernel_attrs=lambda op: {"axis": op.attrs["axis"]},
                local_attrs=_gather_grad_local, sbp=_gather_grad_sbp,
                grad=lambda op, dys: [apply("gather", [dys[0], op.inputs[1]], {"axis": op.attrs["axis"]}),
                                      None, None]))
@@ -363,36 +295,6 @@ def _batch_gather_meta(op):
     return [TensorMeta(indices.shape + params.shape[nb + 1:], params.dtype, params.is_dynamic or indices.is_dynamic)]
 
 
-def _batch_flat(params_shape, indices):
-    nb = indices.ndim - 1
-    batch = int(np.prod(indices.shape[:nb], dtype=np.int64))
-    inner = int(np.prod(params_shape[nb + 1:], dtype=np.int64))
-    return nb, batch, params_shape[nb], inner
-
-
-def _check_batch_indices(xp, indices, n):
-    if indices.size and (int(xp.min(indices)) < 0 or int(xp.max(indices)) >= n):
-        raise ValueError("batch_gather: indices must lie in [0, %d)" % n)
-
-
-def _batch_gather(xp, params, indices):
-    nb, batch, n, inner = _batch_flat(params.shape, indices)
-    _check_batch_indices(xp, indices, n)
-    k = indices.shape[-1]
-    rows = xp.arange(batch).reshape(batch, 1)
-    out = params.reshape(batch, n, inner)[rows, indices.reshape(batch, k).astype(xp.int64)]
-    return out.reshape(indices.shape + params.shape[nb + 1:])
-
-
-def _batch_gather_grad(xp, dy, indices, like):
-    nb, batch, n, inner = _batch_flat(like.shape, indices)
-    k = indices.shape[-1]
-    out = xp.zeros(like.shape, dtype=dy.dtype)
-    flat_rows = (xp.arange(batch).reshape(batch, 1) * n + indices.reshape(batch, k).astype(xp.int64)).reshape(-1)
-    _scatter_add(xp, out.reshape(1, batch * n, inner), flat_rows, dy.reshape(1, batch * k, inner))
-    return out
-
-
 def _batch_gather_sbp(op):
     nb = len(op.inputs[1].shape) - 1
     return [_sig([S(i), S(i)], [S(i)]) for i in range(nb)] + [_sig([B, B], [B]), _sig([P, B], [P])]
@@ -403,10 +305,10 @@ def _batch_gather_grad_sbp(op):
     return [_sig([S(i), S(i), S(i)], [S(i)]) for i in range(nb)] + [_sig([B, B, B], [B]), _sig([P, B, B], [P])]
 
 
-register(OpDef("batch_gather", infer=_batch_gather_meta, kernel=_batch_gather, sbp=_batch_gather_sbp,
+register(OpDef("batch_gather", infer=_batch_gather_meta, kernel=indexing.batch_gather, sbp=_batch_gather_sbp,
                grad=lambda op, dys: [apply("batch_gather_grad", [dys[0], op.inputs[1], op.inputs[0]]), None]))
 register(OpDef("batch_gather_grad", infer=lambda op: [TensorMeta(op.inputs[2].shape, op.inputs[0].dtype)],
-               kernel=_batch_gather_grad, sbp=_batch_gather_grad_sbp,
+               kernel=indexing.batch_gather_grad, sbp=_batch_gather_grad_sbp,
                grad=lambda op, dys: [apply("batch_gather", [dys[0], op.inputs[1]]), None, None]))
 
 
@@ -498,32 +400,11 @@ def _where_grad(op, dys):
     return [None, _unbroadcast(dx, x.shape), _unbroadcast(dyy, y.shape)]
 
 
-register(OpDef("where", infer=_where_meta, kernel=lambda xp, c, x, y: xp.where(c != 0, x, y),
+register(OpDef("where", infer=_where_meta, kernel=E.where,
                sbp=_where_sbp, grad=_where_grad))
 
 
 # --- clip_by_value ---------------------------------------------------------------------------------------------
-def _bound(x, v):
-    return None if v is None else x.dtype.type(v)
-
-
-def _clip(xp, x, min_value, max_value):
-    lo, hi = _bound(x, min_value), _bound(x, max_value)
-    out = x if lo is None else xp.maximum(x, lo)
-    return out if hi is None else xp.minimum(out, hi)
-
-
-def _clip_grad(xp, dy, x, min_value, max_value):
-    """dy where min <= x <= max (bounds included), else 0."""
-    lo, hi = _bound(x, min_value), _bound(x, max_value)
-    keep = xp.ones(x.shape, dtype=bool)
-    if lo is not None:
-        keep &= x >= lo
-    if hi is not None:
-        keep &= x <= hi
-    return xp.where(keep, dy, xp.zeros((), dtype=dy.dtype))
-
-
 def _clip_attrs(op):
     return {"min_value": op.attrs["min_value"], "max_value": op.attrs["max_value"]}
 
@@ -543,9 +424,10 @@ def _clip_grad_sbp(op):
     return [_sig([S(i), S(i)], [S(i)]) for i in range(nd)] + [_sig([B, B], [B]), _sig([P, B], [P])]
 
 
-register(OpDef("clip_by_value", infer=_same_meta, kernel=_clip, kernel_attrs=_clip_attrs, sbp=_elementwise_sbp,
+register(OpDef("clip_by_value", infer=_same_meta, kernel=E.clip_by_value, kernel_attrs=_clip_attrs,
+               sbp=_elementwise_sbp,
                grad=lambda op, dys: [apply("clip_by_value_grad", [dys[0], op.inputs[0]], dict(op.attrs))]))
-register(OpDef("clip_by_value_grad", infer=_same_meta, kernel=_clip_grad, kernel_attrs=_clip_attrs,
+register(OpDef("clip_by_value_grad", infer=_same_meta, kernel=E.clip_by_value_grad, kernel_attrs=_clip_attrs,
                sbp=_clip_grad_sbp))
 
 
@@ -555,12 +437,5 @@ def _top_k_meta(op):
     return [TensorMeta(x.shape[:-1] + (min(op.attrs["k"], x.shape[-1]),), dtypes.int32, x.is_dynamic)]
 
 
-def _top_k(xp, x, k):
-    """Indices of the k largest entries of each row, largest first; ties go to the lower index (legacy order)."""
-    key = x.astype(xp.int64) if x.dtype.kind in "ub" else x
-    order = xp.argsort(-key, axis=-1, kind="stable")
-    return xp.ascontiguousarray(order[..., :k]).astype(xp.int32)
-
-
-register(OpDef("top_k", infer=_top_k_meta, kernel=_top_k, kernel_attrs=lambda op: {"k": op.attrs["k"]},
+register(OpDef("top_k", infer=_top_k_meta, kernel=indexing.top_k, kernel_attrs=lambda op: {"k": op.attrs["k"]},
                sbp=lambda op: [_sig([S(i)], [S(i)]) for i in range(len(op.inputs[0].shape) - 1)] + [_sig([B], [B])]))

@@ -5,7 +5,12 @@ import numpy as np
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
-from oneflow_compat.ops import sbp_rules
+from oneflow_compat.kernels import array as array_k
+from oneflow_compat.kernels import elementwise as E
+from oneflow_compat.kernels import norm as norm_k
+from oneflow_compat.kernels import optim as optim_k
+from oneflow_compat.kernels import reduce as reduce_k
+from oneflow_compat.ops import sbp_rules, transitions
 from oneflow_compat.ops.registry import OpDef, apply, register
 
 PASSTHROUGH = "passthrough"  # sbp marker: the op reads its input in whatever layout it was produced
@@ -38,16 +43,8 @@ register(OpDef("variable", infer=_var_meta, sbp=lambda op: [((), (op.attrs["spec
 
 # --- boxing and view casts -----------------------------------------------------------------------------------
 def _boxing_build(op, session):
-    from oneflow_compat.ops import transitions as boxing_impl
-    from oneflow_compat.runtime import distributed
-
-    rt = session.runtime
-    a = op.attrs
-    if distributed.all_local(rt, a["src_placement"]) and distributed.all_local(rt, a["dst_placement"]):
-        dst = a["dst_placement"]
-        return boxing_impl.make_local(a, rt.xp(a["src_placement"]), rt.xp(dst), lambda v: rt.to_device(v, dst),
-                                      owned=input_owned(op, 0))
-    return distributed.make_boxing(rt, a, op.inputs[0].meta, owned=input_owned(op, 0))
+    # the transition table has the executors, in one process and across processes
+    return transitions.executor(session.runtime, op.attrs, op.inputs[0].meta, owned=input_owned(op, 0))
 
 
 register(OpDef("boxing", infer=_same_meta, collective=True, build_collective=_boxing_build))
@@ -99,9 +96,9 @@ def _cast_from_mirrored_grad(op, dys):
     return [apply("cast_to_mirrored", [dys[0]])]
 
 
-register(OpDef("cast_to_mirrored", infer=_cast_to_mirrored_meta, kernel=lambda xp, x: x,
+register(OpDef("cast_to_mirrored", infer=_cast_to_mirrored_meta, kernel=array_k.identity,
                mirrored_sbp=_cast_to_mirrored_sbp, grad=_cast_to_mirrored_grad))
-register(OpDef("cast_from_mirrored", infer=_cast_from_mirrored_meta, kernel=lambda xp, x: x,
+register(OpDef("cast_from_mirrored", infer=_cast_from_mirrored_meta, kernel=array_k.identity,
                mirrored_sbp=_cast_from_mirrored_sbp, grad=_cast_from_mirrored_grad))
 
 
@@ -109,31 +106,18 @@ def _identity_grad(op, dys):
     return [apply("identity", [dys[0]])]
 
 
-register(OpDef("identity", infer=_same_meta, kernel=lambda xp, x: x, sbp=sbp_rules.unary_linear,
+register(OpDef("identity", infer=_same_meta, kernel=array_k.identity, sbp=sbp_rules.unary_linear,
                grad=_identity_grad))
 
 
 # --- watch ---------------------------------------------------------------------------------------------------
-def _watch_build(op, session):
-    from oneflow_compat.runtime import watch
-
-    return watch.make_watch_fn(op, session)
-
-
-register(OpDef("watch", infer=lambda op: [], sbp=PASSTHROUGH, stateful=True, collective=True,
-               build_collective=_watch_build))
+# Its function hands the full logical value to a Python handler, so the runtime builds it (runtime/watch.py).
+register(OpDef("watch", infer=lambda op: [], sbp=PASSTHROUGH, stateful=True, collective=True))
 
 
 # --- training machinery --------------------------------------------------------------------------------------
-register(OpDef("fill_like", infer=_same_meta, kernel=lambda xp, x, value: xp.full_like(x, value),
+register(OpDef("fill_like", infer=_same_meta, kernel=array_k.fill_like,
                kernel_attrs=lambda op: {"value": op.attrs["value"]}, sbp=sbp_rules.unary))
-
-
-def _add_n(xp, *xs):
-    out = xs[0] + xs[1]
-    for x in xs[2:]:
-        out += x
-    return out
 
 
 def _add_n_sbp(op):
@@ -141,15 +125,11 @@ def _add_n_sbp(op):
     return [((S.S(i),) * n, (S.S(i),)) for i in range(nd)] + [((S.B,) * n, (S.B,)), ((S.P,) * n, (S.P,))]
 
 
-register(OpDef("add_n", infer=_same_meta, kernel=_add_n, sbp=_add_n_sbp,
+register(OpDef("add_n", infer=_same_meta, kernel=E.add_n, sbp=_add_n_sbp,
                grad=lambda op, dys: [dys[0]] * len(op.inputs)))
 
 
-def _scalar_mul(xp, x, value):
-    return x * x.dtype.type(value)
-
-
-register(OpDef("scalar_mul", infer=_same_meta, kernel=_scalar_mul, kernel_attrs=lambda op: {"value": op.attrs["value"]},
+register(OpDef("scalar_mul", infer=_same_meta, kernel=E.scalar_mul, kernel_attrs=lambda op: {"value": op.attrs["value"]},
                sbp=sbp_rules.unary_linear,
                grad=lambda op, dys: [apply("scalar_mul", [dys[0]], {"value": op.attrs["value"]})]))
 
@@ -159,40 +139,22 @@ def _by_scalar_tensor_sbp(op):
     return ([((S.S(i), S.B), (S.S(i),)) for i in range(nd)] + [((S.B, S.B), (S.B,)), ((S.P, S.B), (S.P,))])
 
 
-register(OpDef("mul_by_scalar_tensor", infer=_same_meta, kernel=lambda xp, x, s: x * s, sbp=_by_scalar_tensor_sbp))
-register(OpDef("div_by_scalar_tensor", infer=_same_meta, kernel=lambda xp, x, s: x / s, sbp=_by_scalar_tensor_sbp))
-
-
-def _axis0_count(xp, x):
-    return xp.asarray([x.shape[0]], dtype=x.dtype if x.dtype.kind == "f" else "float32")
+register(OpDef("mul_by_scalar_tensor", infer=_same_meta, kernel=E.mul_by_scalar_tensor, sbp=_by_scalar_tensor_sbp))
+register(OpDef("div_by_scalar_tensor", infer=_same_meta, kernel=E.div_by_scalar_tensor, sbp=_by_scalar_tensor_sbp))
 
 
 register(OpDef("axis0_count", infer=lambda op: [TensorMeta((1,), op.inputs[0].dtype if op.inputs[0].dtype.is_floating
                                                            else dtypes.float32)],
-               kernel=_axis0_count))
+               kernel=reduce_k.axis0_count))
 
 
-def _sum_square(xp, g):
-    return xp.reshape(xp.sum(g * g), (1,))
-
-
-register(OpDef("reduce_sum_square", infer=lambda op: [TensorMeta((1,), op.inputs[0].dtype)], kernel=_sum_square,
+register(OpDef("reduce_sum_square", infer=lambda op: [TensorMeta((1,), op.inputs[0].dtype)],
+               kernel=optim_k.sum_of_squares,
                sbp=lambda op: [((S.S(i),), (S.P,)) for i in range(len(op.inputs[0].shape))] + [((S.B,), (S.B,))]))
 
 
-def _clip_scale(xp, total, clip_norm):
-    # source-faithful (legacy-api.md §2.13): min(1/‖g‖, 1/clip_norm), not TensorFlow's clip_norm/max(‖g‖, clip_norm)
-    return xp.minimum(1.0 / xp.sqrt(total), total.dtype.type(1.0 / clip_norm))
-
-
-register(OpDef("global_norm_clip_scale", infer=_same_meta, kernel=_clip_scale,
+register(OpDef("global_norm_clip_scale", infer=_same_meta, kernel=optim_k.global_norm_clip_scale,
                kernel_attrs=lambda op: {"clip_norm": op.attrs["clip_norm"]}, sbp=sbp_rules.all_broadcast))
-
-
-def _add_regularization(xp, g, w, l1, l2):
-    from oneflow_compat.kernels import optim
-
-    return optim.add_regularization(xp, g, w, l1=l1, l2=l2)
 
 
 def _two_same_sbp(op):
@@ -200,7 +162,7 @@ def _two_same_sbp(op):
     return [((S.S(i), S.S(i)), (S.S(i),)) for i in range(nd)] + [((S.B, S.B), (S.B,))]
 
 
-register(OpDef("add_regularization", infer=_same_meta, kernel=_add_regularization,
+register(OpDef("add_regularization", infer=_same_meta, kernel=optim_k.add_regularization,
                kernel_attrs=lambda op: {"l1": op.attrs["l1"], "l2": op.attrs["l2"]}, sbp=_two_same_sbp))
 
 
@@ -261,28 +223,12 @@ def _update_build(op, dev):
 register(OpDef("optimizer_update", infer=lambda op: [], build=_update_build, sbp=_hinted_sig, stateful=True))
 
 
-def _increment_build(op, dev):
-    def inc(step):
-        step += 1
-
-    return inc
-
-
-register(OpDef("increment", infer=lambda op: [], build=_increment_build, sbp=sbp_rules.all_broadcast, stateful=True))
-
-
-def _moving_average_build(op, dev):
-    momentum = op.attrs["momentum"]
-
-    def update(moving, stat):
-        moving *= moving.dtype.type(momentum)
-        moving += stat.astype(moving.dtype) * moving.dtype.type(1 - momentum)
-
-    return update
-
-
-register(OpDef("moving_average_update", infer=lambda op: [], build=_moving_average_build, sbp=_hinted_sig,
+register(OpDef("increment", infer=lambda op: [], kernel=optim_k.increment, sbp=sbp_rules.all_broadcast,
                stateful=True))
+
+
+register(OpDef("moving_average_update", infer=lambda op: [], kernel=norm_k.moving_average_update,
+               kernel_attrs=lambda op: {"momentum": op.attrs["momentum"]}, sbp=_hinted_sig, stateful=True))
 
 
 def _fill_like_tensor_sbp(op):
@@ -291,14 +237,11 @@ def _fill_like_tensor_sbp(op):
 
 
 register(OpDef("fill_like_tensor", infer=_same_meta,
-               kernel=lambda xp, x, v: xp.full_like(x, v.reshape(()).astype(x.dtype)), sbp=_fill_like_tensor_sbp))
+               kernel=array_k.fill_like_tensor, sbp=_fill_like_tensor_sbp))
 
 
-def _count_nonfinite(xp, g):
-    return xp.reshape(xp.sum(~xp.isfinite(g)).astype("float32"), (1,))
-
-
-register(OpDef("count_nonfinite", infer=lambda op: [TensorMeta((1,), dtypes.float32)], kernel=_count_nonfinite,
+register(OpDef("count_nonfinite", infer=lambda op: [TensorMeta((1,), dtypes.float32)],
+               kernel=optim_k.count_nonfinite,
                sbp=lambda op: [((S.S(i),), (S.P,)) for i in range(len(op.inputs[0].shape))] + [((S.B,), (S.B,))]))
 
 

@@ -1,8 +1,41 @@
-"""Creating and reusing variables inside a job (what `flow.get_variable` and the layers call)."""
+"""Variables inside a job: their specs, and creating or reusing them (what `flow.get_variable`, the layers and
+the optimizer pass call). The session keeps the specs and their storage (`runtime/variables.py`)."""
 from oneflow_compat.ir import builder, dtypes
 from oneflow_compat.ir import sbp as sbp_mod
+from oneflow_compat.kernels.random import derived_seed
 from oneflow_compat.ops import registry
-from oneflow_compat.runtime.variables import VarSpec, default_seed
+
+
+class VarSpec:
+    def __init__(self, name, shape, dtype, initializer, regularizer, trainable, seed, placement, sbp,
+                 model_name=None, init_value=None):
+        self.name = name
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.initializer = initializer
+        self.regularizer = regularizer
+        self.trainable = trainable
+        self.seed = seed
+        self.placement = placement
+        self.sbp = sbp
+        self.model_name = model_name
+        self.init_value = init_value  # a constant fill (optimizer state, step counter), instead of initializer
+        self.shards = {}  # device index in placement -> array (only devices of this process)
+
+    def __repr__(self):
+        return "VarSpec(%s, %s, %s, %s %s)" % (self.name, self.shape, self.dtype.name, self.placement, self.sbp)
+
+
+def shares_replicas(placement, sbp):
+    """Whether the replicas of a broadcast blob on this process's CPU devices are one array: in-process CPU
+    "devices" share memory, so keeping n copies of a variable (and updating each) would only cost time."""
+    return placement.device_tag == "cpu" and placement.parallel_num > 1 and sbp == sbp_mod.B
+
+
+def default_seed(root_seed, name):
+    """A variable's seed when none is given: a function of the session's root seed and the variable's name only,
+    so every rank and every device count agrees on it."""
+    return derived_seed(root_seed, name)
 
 
 def full_name(ctx, name):

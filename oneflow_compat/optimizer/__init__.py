@@ -1,5 +1,5 @@
 """`flow.optimizer.*`: optimizers, learning-rate schedules, warmup, clipping and loss scaling."""
-from oneflow_compat.optimizer import grad_clipping, loss_scale, warmup  # noqa: F401
+from oneflow_compat.optimizer import grad_clipping, legacy_conf, loss_scale, warmup  # noqa: F401
 from oneflow_compat.optimizer.lr_scheduler import (  # noqa: F401
     CosineScheduler, CustomScheduler, ExponentialScheduler, InverseTimeScheduler, LinearCosineScheduler,
     NaturalExpScheduler, PiecewiseConstantScheduler, PiecewiseScalingScheduler, PolynomialSchduler,

@@ -7,6 +7,7 @@ names of `NormalModelUpdateOpUserConf` (job_conf.proto) and `learning_rate_sched
 `{"momentum_conf": {"beta": 0.9}, "learning_rate_decay": {"cosine_conf": {"decay_batches": 1000}},
 "warmup_conf": {"linear_conf": {"warmup_batches": 100, "start_multiplier": 0.1}}}`.
 """
+from oneflow_compat.framework import trace
 from oneflow_compat.optimizer import grad_clipping, lr_scheduler, warmup
 from oneflow_compat.optimizer.optimizers import LAMB, LARS, Adam, LazyAdam, RMSProp, SGD
 
@@ -159,3 +160,6 @@ def optimizer_from_model_update_conf(conf, primary_lr, secondary_lr=None):
         excludes = _patterns("excludes", decay["excludes"]) if "excludes" in decay else None
         optimizer.set_weight_decay(decay["weight_decay_rate"], includes, excludes)
     return optimizer
+
+
+trace.set_legacy_optimizer_factory(optimizer_from_model_update_conf)

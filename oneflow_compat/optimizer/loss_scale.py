@@ -11,7 +11,9 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class LossScalePolicy:
-    """Base of the loss-scale policies."""
+    """Base of the loss-scale policies. `dynamic`: the scale is a variable that `next_state` moves each step."""
+
+    dynamic = False
 
 
 class StaticLossScalePolicy(LossScalePolicy):
@@ -23,6 +25,8 @@ class StaticLossScalePolicy(LossScalePolicy):
 
 
 class DynamicLossScalePolicy(LossScalePolicy):
+    dynamic = True
+
     def __init__(self, initial_loss_scale=2 ** 30, increment_period=2000, multiplier=2.0):
         self.initial_loss_scale = initial_loss_scale
         self.increment_period = increment_period

@@ -10,6 +10,8 @@ Constructor signatures are OneFlow v0.4.0's (a superset of v0.3.4's). What the f
   `f"{var_name}-{suffix}"` and has shape `state_shape(suffix, shape)` and the variable's dtype.
 * `weight_decay_rate(var_name)`; `update(xp, w, g, states, lr=, step=, weight_decay=)` updates in place.
 * `lr_scheduler`, `loss_scale_factor`, `loss_scale_policy`, `grad_clipping`, `variables`, `train_step_lbn`.
+* `needs_whole_tensor_norms` — the update reads norms of the whole variable (LARS, LAMB), so it cannot run on
+  the pieces of a split variable.
 """
 import re
 
@@ -21,6 +23,8 @@ from oneflow_compat.optimizer.loss_scale import LossScalePolicy, StaticLossScale
 
 class Optimizer:
     """Common part: loss scaling, variables and the weight-decay filter."""
+
+    needs_whole_tensor_norms = False
 
     def __init__(self, loss_scale_factor=None, train_step_lbn=None, loss_scale_policy=None):
         self.train_step_lbn = train_step_lbn
@@ -243,6 +247,8 @@ class RMSProp(Optimizer):
 
 
 class LARS(Optimizer):
+    needs_whole_tensor_norms = True
+
     def __init__(self, lr_scheduler, momentum_beta=0.9, epsilon=1e-9, lars_coefficient=0.0001,
                  loss_scale_factor=None, weight_decay=None, weight_decay_includes=None, weight_decay_excludes=None,
                  grad_clipping=None, train_step_lbn=None, loss_scale_policy=None, variables=None):
@@ -263,6 +269,7 @@ class LARS(Optimizer):
 
 
 class LAMB(Optimizer):
+    needs_whole_tensor_norms = True
     _SCALAR_STATES = ("beta1_t", "beta2_t")
 
     def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-6, loss_scale_factor=None,

@@ -1,5 +1,4 @@
 """Reverse-mode autodiff over a job: gradient ops built from each op's grad rule, placed with the forward op."""
-from oneflow_compat.ir import builder
 from oneflow_compat.ir.graph import LazyBlob
 from oneflow_compat.ops import registry
 

@@ -1,23 +1,14 @@
-"""Inserts a `boxing` op wherever a producer's (placement, SBP) differs from what its consumer reads."""
+"""Inserts a `boxing` op wherever a producer's (placement, SBP) differs from what its consumer reads: wherever the
+transition table (`ops/transitions.py`) has another transition than `identity`, whose name and bytes the op keeps."""
 import warnings
 
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import LazyBlob, Op
-from oneflow_compat.ops import registry
-from oneflow_compat.passes.sbp_infer import boxing_cost, nbytes
-from oneflow_compat.ops.transitions import collective_name
+from oneflow_compat.ops import registry, transitions
 
 
 class ImplicitBoxingError(RuntimeError):
     pass
-
-
-def needs_boxing(src_pl, src, dst_pl, dst):
-    if src_pl.pairs != dst_pl.pairs or src_pl.device_tag != dst_pl.device_tag:
-        return True
-    if src_pl.parallel_num == 1:
-        return False
-    return src != dst
 
 
 def insert(job):
@@ -30,7 +21,9 @@ def insert(job):
         for i, x in enumerate(op.inputs):
             src_pl, src = produced[x.key()]
             dst_pl, dst = op.placement, op.sbp_in[i]
-            if not needs_boxing(src_pl, src, dst_pl, dst):
+            move = transitions.Move(src_pl, src, dst_pl, dst)
+            t = transitions.transition_of(move)
+            if t is transitions.IDENTITY:
                 continue
             key = (x.key(), dst_pl, dst)
             b = cache.get(key)
@@ -38,9 +31,8 @@ def insert(job):
                 name = job.unique_name("boxing-%s-to-%s" % (x.op.name, op.name))
                 bop = Op(job, name, "boxing", defn, [x],
                          {"src_placement": src_pl, "src_sbp": src, "dst_placement": dst_pl, "dst_sbp": dst,
-                          "bytes": boxing_cost(src_pl, src, dst_pl, dst, nbytes(x.meta)),
-                          "producer": x.op.name, "consumer": op.name,
-                          "collective": collective_name(src_pl, src, dst_pl, dst)},
+                          "bytes": t.cost(move, transitions.blob_bytes(x.meta)),
+                          "producer": x.op.name, "consumer": op.name, "collective": t.collective},
                          dst_pl, "mirrored" if dst == S.M else "consistent")
                 bop.section = op.section
                 bop.sbp_in, bop.sbp_out = [src], [dst]

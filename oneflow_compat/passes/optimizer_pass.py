@@ -2,11 +2,14 @@
 
 Order, as OneFlow: 1/N loss-instance scaling -> loss-scale division -> regularization -> clipping -> update.
 Forward results of the call are computed with the pre-update variables; updates come last.
+
+The optimizer reaches this pass as data on the job (`job.optimizer`, `job.losses`, `job.micro_batches`) and is
+read by its attributes only (the protocol in `optimizer/optimizers.py`): `leaf_optimizers()`, `lr_scheduler`,
+`grad_clipping`, `loss_scale_factor`, `loss_scale_policy` (`dynamic`, `initial_state()`, `next_state()`),
+`state_specs`, `state_shape`, `weight_decay_rate`, `update_scaled` and `needs_whole_tensor_norms`.
 """
 from oneflow_compat.ir import builder, dtypes
-from oneflow_compat.framework import trace
 from oneflow_compat.ops import variable_ops
-from oneflow_compat.optimizer import loss_scale
 from oneflow_compat.ir import sbp as sbp_mod
 from oneflow_compat.ops import registry
 from oneflow_compat.passes import autodiff
@@ -14,11 +17,8 @@ from oneflow_compat.passes.autodiff import GradScope
 
 
 def build(session, job, ctx=None):
-    own_ctx = ctx is None
-    if own_ctx:
-        from oneflow_compat.framework.trace import default_placement
-
-        ctx = builder.BuildContext(job, session, default_placement(session, job.config), "consistent")
+    if ctx is None:
+        ctx = builder.BuildContext(job, session, job.default_placement, "consistent")
     with builder.Scoped(ctx):
         _build(session, job, ctx)
 
@@ -53,7 +53,7 @@ def _build(session, job, ctx):
     if policy is not None and getattr(policy, "loss_scale_factor", None) is not None:
         factor = policy.loss_scale_factor
     dynamic = None
-    if isinstance(policy, loss_scale.DynamicLossScalePolicy):
+    if getattr(policy, "dynamic", False):
         dynamic = _DynamicScale(ctx, job, policy)
     grads = autodiff.build_backward(ctx, job, loss_scale=dynamic.scale if dynamic else factor)
     if not grads:
@@ -64,7 +64,7 @@ def _build(session, job, ctx):
     # 1/N, 1/micro-batches and 1/loss-scale are one static factor: folded into the update unless a regularizer
     # or clipping must see the scaled gradient first
     static, grads = _loss_instance_scale(ctx, job, grads)
-    static /= trace.micro_batches(job)
+    static /= job.micro_batches
     if factor is not None:
         static /= factor
     owners = autodiff.variable_owners(job)
@@ -168,7 +168,8 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None)
         states.append(variable_ops.get_variable(
             "%s-%s" % (name, suffix), shape=shape, dtype=spec.dtype, trainable=False, init_value=init,
             apply_namespace=False, placement=spec.placement, sbp=sbp))
-    if type(opt).__name__ in _WHOLE_TENSOR_NORMS and sbp_mod.is_split(spec.sbp) and spec.placement.parallel_num > 1:
+    split = sbp_mod.is_split(spec.sbp) and spec.placement.parallel_num > 1
+    if split and getattr(opt, "needs_whole_tensor_norms", False):
         raise ValueError("job '%s': %s needs the norm of the whole variable, but variable '%s' is split (%s) over %d "
                          "devices; create it broadcast to train it with %s" % (
                              job.name, type(opt).__name__, name, spec.sbp, spec.placement.parallel_num,
@@ -183,5 +184,3 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None)
                          "grad_scale": grad_scale, "n_states": len(states)},
                         name=job.unique_name(name + "-update"), in_hints=hints)
 
-
-_WHOLE_TENSOR_NORMS = ("LARS", "LAMB")

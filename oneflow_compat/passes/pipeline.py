@@ -1,8 +1,6 @@
-"""The compile pipeline: each pass is a function of the job, applied in order."""
-import hashlib
-
+"""The compile pipeline: each pass is a function of the job, applied in order; the runtime then builds the job's
+plan and executor (`runtime/executor.py`)."""
 from oneflow_compat.passes import boxing, optimizer_pass, prune, sbp_infer
-from oneflow_compat.passes.plan import CompiledJob
 
 
 def compile_job(session, job):
@@ -11,7 +9,7 @@ def compile_job(session, job):
     prune.prune(job)
     sbp_infer.infer(job)
     boxing.insert(job)
-    return CompiledJob(session, job)
+    return job
 
 
 def fingerprint(job):

@@ -1,17 +1,15 @@
-"""A compiled job: a flat register file and a flat list of steps, built once per session.
+"""A compiled job's plan: a flat register file and a flat list of steps, built once per session.
 
-Each (blob, device) gets a register. An ordinary op becomes one step per local device (a closure calling its
-kernel); a boxing or watch op becomes one step over all its local pieces. A call feeds the input registers, runs
-the steps, and converts the fetched outputs: O(inputs + outputs) Python work plus the kernels.
+Each (blob, device of this process) gets a register. An ordinary op becomes one step per local device (a closure
+calling its kernel); a collective op (boxing, watch) becomes one step over all its local pieces; a job output
+becomes a fetch step right after its producer. The plan knows ops and devices only: the runtime supplies the
+functions of collectives and the conversion of fetched pieces, and feeds, runs and accumulates
+(`runtime/executor.py`).
 """
 import functools
 
-import numpy as np
-
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.framework import signature
-from oneflow_compat.runtime import results
-from oneflow_compat.runtime.variables import shares_replicas
+from oneflow_compat.ops.variable_ops import shares_replicas
 
 
 class DeviceSlot:
@@ -78,10 +76,17 @@ def _collective_step(regs, fn, ins, outs):
     return step
 
 
-class CompiledJob:
-    def __init__(self, session, job):
-        self.session, self.job = session, job
-        rt = session.runtime
+class Plan:
+    """Registers and steps of one job on this process's devices.
+
+    `rt` tells which devices are local (`local_indices(placement)`) and their array module (`xp(placement)`);
+    `session` is handed to the ops' builders (DeviceSlot.session). From the runtime:
+    `collective_fn(op) -> f(*all local input pieces) -> tuple of all local output pieces`, and
+    `fetch_fn(blob, sbp) -> f(list of local pieces) -> the fetched value`.
+    """
+
+    def __init__(self, job, rt, session, collective_fn, fetch_fn):
+        self.job, self.session = job, session
         self.regs = []
         self.slot = {}  # (blob key, device index) -> register
         self.steps = []
@@ -89,11 +94,9 @@ class CompiledJob:
         self.calls = []  # (kernel, input registers) of each step, None for fetches: lets benchmarks time kernels alone
         self.var_slots = []  # (register, spec, device index) bound at bind()
         self.input_slots = []  # per flat input: (op, [(device index, register)])
-        self._feeders = {}  # input op name -> function writing a fed value into its registers
+        self.results = [None] * len(job.output_blobs)  # written by the fetch steps
+        self._rt, self._collective_fn, self._fetch_fn = rt, collective_fn, fetch_fn
         self._first_optimizer_step = None
-        from oneflow_compat.framework.trace import micro_batches
-
-        self._micro_batches = micro_batches(job)
         for op in job.ops:
             for y in op.outputs:
                 for i in rt.local_indices(op.placement):
@@ -101,23 +104,25 @@ class CompiledJob:
         out_keys = {}
         for k, (blob, kind) in enumerate(job.output_blobs):
             out_keys.setdefault(blob.key(), []).append(k)
-        self.results = [None] * len(job.output_blobs)
         for op in job.ops:
-            self._build_op(op, rt)
+            self._build_op(op)
             for y in op.outputs:
                 for k in out_keys.get(y.key(), ()):
                     self._add_fetch(k, y, op)
+        # where the optimizer section starts (variable fetches were inserted in front): gradient accumulation
+        # runs the steps before it once per micro-batch
+        first = self._first_optimizer_step
+        self.optimizer_start = self.steps.index(first) if first is not None else len(self.steps)
 
     def _new_reg(self):
         self.regs.append(None)
         return len(self.regs) - 1
 
-    def _build_op(self, op, rt):
+    def _build_op(self, op):
+        rt = self._rt
         local = rt.local_indices(op.placement)
         if op.type == "input":
-            slots = [(i, self.slot[(op.outputs[0].key(), i)]) for i in local]
-            self.input_slots.append((op, slots))
-            self._feeders[op.name] = self._make_feeder(op, slots)
+            self.input_slots.append((op, [(i, self.slot[(op.outputs[0].key(), i)]) for i in local]))
             return
         if op.type == "variable":
             spec = op.attrs["spec"]
@@ -129,7 +134,7 @@ class CompiledJob:
             for x in op.inputs:
                 ins.extend(self.slot[(x.key(), i)] for i in rt.local_indices(x.op.placement))
             outs = [self.slot[(y.key(), i)] for y in op.outputs for i in local]
-            fn = op.defn.build_collective(op, self.session)
+            fn = self._collective_fn(op)
             self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins))
             return
         xp = rt.xp(op.placement)
@@ -151,20 +156,13 @@ class CompiledJob:
             self._first_optimizer_step = step
 
     def _add_fetch(self, k, blob, op):
-        rt = self.session.runtime
-        pl = op.placement
-        regs_of = [self.slot[(blob.key(), i)] for i in rt.local_indices(pl)]
-        sbp = op.sbp_out[blob.index]
+        regs_of = [self.slot[(blob.key(), i)] for i in self._rt.local_indices(op.placement)]
+        convert = self._fetch_fn(blob, op.sbp_out[blob.index])
         regs, results = self.regs, self.results
-        if sbp == S.M:
-            def fetch():
-                results[k] = results_mod_list(rt, [regs[r] for r in regs_of], pl)
-        else:
-            shape, dtype = blob.shape, blob.dtype.np
 
-            def fetch():
-                shards = dict(zip(rt.local_indices(pl), [regs[r] for r in regs_of]))
-                results[k] = rt.assemble(shards, shape, dtype, pl, sbp)
+        def fetch():
+            results[k] = convert([regs[r] for r in regs_of])
+
         if op.type == "variable":
             # a variable's value is fetched before this call's update, as legacy train jobs return it
             self.steps.insert(0, fetch)
@@ -172,123 +170,3 @@ class CompiledJob:
             self.calls.insert(0, None)
         else:
             self._add_step(fetch, op)
-
-    # --- runtime ------------------------------------------------------------------------------------------
-    def bind(self):
-        for reg, spec, i in self.var_slots:
-            self.regs[reg] = spec.shards[i]
-
-    def feed(self, args, jf, check_shapes=True):
-        # check every argument first: a rejected call changes nothing
-        flat_ops = iter(self.input_slots)
-        checked = []
-        for spec, value in zip(jf.params, args):
-            ops = [next(flat_ops) for _ in spec.flat()]
-            if check_shapes:
-                ndev = ops[0][0].placement.parallel_num
-                checked.extend(zip(ops, signature.check_feed(jf.name, spec, value, ndev)))
-            else:
-                checked.extend(zip(ops, value if spec.tuple_of is not None else [value]))
-        rt = self.session.runtime
-        if rt.comm.size > 1:
-            from oneflow_compat.runtime import distributed
-
-            checked = [((op, slots), _map_arrays(lambda a: distributed.feed_from_rank0(rt, a), value))
-                       for (op, slots), value in checked]
-        for (op, _), value in checked:
-            self._feeders[op.name](value)
-
-    def _make_feeder(self, op, slots):
-        """Writes one fed value into the input's registers: whole, per device (mirrored), or sliced (split)."""
-        regs, sbp, n, pl = self.regs, op.sbp_out[0], op.placement.parallel_num, op.placement
-        to_dev = self.session.runtime.to_device
-        if sbp is S.M:
-            def feed(value):
-                for i, r in slots:
-                    regs[r] = to_dev(value[i], pl)
-        elif n == 1 or sbp is S.B:
-            def feed(value):
-                for _, r in slots:
-                    regs[r] = to_dev(value, pl)
-        else:
-            def feed(value):
-                for i, r in slots:
-                    regs[r] = to_dev(np.ascontiguousarray(value[S.local_slices(value.shape, sbp, i, n)]), pl)
-        return feed
-
-    def run(self, start=0, stop=None):
-        ops = self.step_ops
-        steps = self.steps if start == 0 and stop is None else self.steps[start:stop]
-        k = start
-        try:
-            for k, step in enumerate(steps, start):
-                step()
-        except Exception as e:
-            op = ops[k]
-            if hasattr(e, "add_note"):
-                e.add_note("(while running op '%s' of type '%s' in job '%s')" % (op.name, op.type, self.job.name))
-            raise
-
-    def call(self, args, jf):
-        if self._micro_batches > 1:
-            return self._call_accumulating(args, jf, self._micro_batches)
-        self.feed(args, jf)
-        self.run()
-        return results.convert(self, jf)
-
-    def _call_accumulating(self, args, jf, k):
-        """num_gradient_accumulation_steps(k): the batch runs as k micro-batches through forward and backward,
-        their raw gradients are summed, and the optimizer section runs once (equal to the full batch)."""
-        for spec, value in zip(jf.params, args):  # full-batch checks first: a rejected call changes nothing
-            signature.check_feed(jf.name, spec, value, 1)
-        split = self.steps.index(self._first_optimizer_step) if self._first_optimizer_step else len(self.steps)
-        grad_regs = [self.slot[(g.key(), i)] for g in self.job.raw_grads
-                     for i in self.session.runtime.local_indices(g.op.placement)]
-        acc, outs = {}, []
-        for m in range(k):
-            micro = [_micro_slice(spec, v, m, k) for spec, v in zip(jf.params, args)]
-            self.feed(micro, jf, check_shapes=False)
-            self.run(0, split)
-            for r in grad_regs:
-                acc[r] = self.regs[r].copy() if m == 0 else acc[r] + self.regs[r]
-            outs.append(list(self.results))
-        for r in grad_regs:
-            self.regs[r] = acc[r]
-        self.run(split, len(self.steps))
-        self.results[:] = [_join([o[j] for o in outs]) for j in range(len(self.results))]
-        return results.convert(self, jf)
-
-
-def results_mod_list(rt, pieces, placement):
-    from oneflow_compat.backend import devices
-
-    local = [np.asarray(devices.to_host(p)) for p in pieces]
-    if len(rt.local_indices(placement)) == placement.parallel_num:
-        return local
-    from oneflow_compat.runtime import distributed
-
-    return distributed.gather_mirrored(rt, local, placement)
-
-
-def _micro_slice(spec, value, m, k):
-    def piece(ph, v):
-        if ph.kind != "numpy":
-            return v
-        n = v.shape[0] // k
-        return np.ascontiguousarray(v[m * n:(m + 1) * n], dtype=ph.dtype.np)
-
-    if spec.tuple_of is not None:
-        return [piece(ph, v) for ph, v in zip(spec.tuple_of, value)]
-    return piece(spec.placeholder, value)
-
-
-def _join(values):
-    if isinstance(values[0], np.ndarray):
-        return np.concatenate(values, axis=0)
-    return values[-1]
-
-
-def _map_arrays(fn, value):
-    if isinstance(value, list):
-        return [_map_arrays(fn, v) for v in value]
-    return fn(value)

@@ -1,37 +1,11 @@
 """Greedy SBP inference: op by op in topological order, the declared signature that needs the cheapest boxing
-of its inputs (bytes moved, legacy-api.md §2.7 / design.md §4); ties go to the first declared. Users' hints
-(`with_distribute`, `model_distribute`, `get_variable(distribute=)`, `parallel_cast`) are constraints."""
+of its inputs (bytes moved, as the transition table `ops/transitions.py` counts them); ties go to the first
+declared. Users' hints (`with_distribute`, `model_distribute`, `get_variable(distribute=)`, `parallel_cast`) are
+constraints."""
 from oneflow_compat.ir import sbp as S
+from oneflow_compat.ops import transitions
 
 _CASTS = ("cast_to_mirrored", "cast_from_mirrored")
-
-
-def nbytes(meta):
-    n = meta.dtype.np.itemsize if meta.dtype.np is not None else 8
-    for d in meta.shape:
-        n *= d
-    return n
-
-
-def boxing_cost(src_pl, src, dst_pl, dst, size):
-    """Bytes a transition moves (theoretical, per call)."""
-    if src_pl.pairs == dst_pl.pairs:
-        p = src_pl.parallel_num
-        if p == 1 or src == dst:
-            return 0.0
-        if src == S.P and dst == S.B:
-            return 2.0 * size * (p - 1) / p
-        if (S.is_split(src) and dst == S.B) or (src == S.P and S.is_split(dst)):
-            return 1.0 * size * (p - 1) / p
-        if src == S.B and S.is_split(dst):
-            return 0.0
-        if S.is_split(src) and S.is_split(dst):
-            return 1.0 * size * (p - 1) / p
-        if src == S.B and dst == S.P:
-            return 0.0
-        return float(size)
-    # a change of placement: every destination piece is copied once (pieces that stay on a device are free)
-    return float(size) + (size * (src_pl.parallel_num - 1) if src == S.P else 0.0)
 
 
 def _normalize(pl, s):
@@ -82,7 +56,7 @@ def _choose(op, ins):
     for sig in ok:
         cost = 0.0
         for x, (pl, s), want in zip(op.inputs, ins, sig[0]):
-            cost += boxing_cost(pl, s, op.placement, want, nbytes(x.meta))
+            cost += transitions.cost(pl, s, op.placement, want, transitions.blob_bytes(x.meta))
             if x.op.type == "variable" and x.op.out_hints and want != s:
                 # a variable the user distributed explicitly (model parallelism) is read as it lies: moving the
                 # weights instead of the activations would undo the user's choice

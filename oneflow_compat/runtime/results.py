@@ -1,7 +1,10 @@
 """Turning fetched values into what the return annotation promises (legacy-api.md §2.3.4)."""
 import numpy as np
 
+from oneflow_compat.backend import devices
 from oneflow_compat.framework import signature
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.runtime import distributed
 
 
 class LocalBlob:
@@ -90,11 +93,20 @@ class Future:
         callback(self.get())
 
 
+def gather_mirrored_pieces(rt, pieces, placement):
+    """A mirrored blob's value: every device's piece on the host, in parallel order (gathered from every rank
+    under MPI)."""
+    local = [np.asarray(devices.to_host(p)) for p in pieces]
+    if len(rt.local_indices(placement)) == placement.parallel_num:
+        return local
+    return distributed.gather_mirrored(rt, local, placement)
+
+
 def convert(compiled, jf):
     job = compiled.job
     leaves = []
     for k, (blob, kind) in enumerate(job.output_blobs):
-        leaves.append(leaf_value(compiled.results[k], kind, blob.op.sbp_out[blob.index].__class__.__name__ == "Mirrored"))
+        leaves.append(leaf_value(compiled.results[k], kind, blob.op.sbp_out[blob.index] == S.M))
     compiled.results[:] = [None] * len(compiled.results)
     return deliver(jf.ret.kind, signature.build_value(job.output_structure, leaves))
 

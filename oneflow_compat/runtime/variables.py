@@ -1,41 +1,9 @@
 """Session variables: one spec per full name, its storage as per-device pieces of the logical tensor."""
-import zlib
-
 import numpy as np
 
 from oneflow_compat.ir import sbp as sbp_mod
-
-
-class VarSpec:
-    def __init__(self, name, shape, dtype, initializer, regularizer, trainable, seed, placement, sbp,
-                 model_name=None, init_value=None):
-        self.name = name
-        self.shape = tuple(shape)
-        self.dtype = dtype
-        self.initializer = initializer
-        self.regularizer = regularizer
-        self.trainable = trainable
-        self.seed = seed
-        self.placement = placement
-        self.sbp = sbp
-        self.model_name = model_name
-        self.init_value = init_value  # a constant fill (optimizer state, step counter), instead of initializer
-        self.shards = {}  # device index in placement -> array (only devices of this process)
-
-    def __repr__(self):
-        return "VarSpec(%s, %s, %s, %s %s)" % (self.name, self.shape, self.dtype.name, self.placement, self.sbp)
-
-
-def shares_replicas(placement, sbp):
-    """Whether the replicas of a broadcast blob on this process's CPU devices are one array: in-process CPU
-    "devices" share memory, so keeping n copies of a variable (and updating each) would only cost time."""
-    return placement.device_tag == "cpu" and placement.parallel_num > 1 and sbp == sbp_mod.B
-
-
-def default_seed(root_seed, name):
-    """A variable's seed when none is given: a function of the session's root seed and the variable's name only,
-    so every rank and every device count agrees on it."""
-    return (root_seed * 1000003 + zlib.crc32(name.encode())) % (2 ** 63)
+from oneflow_compat.ops import initial_values
+from oneflow_compat.ops.variable_ops import shares_replicas
 
 
 class VarStore:
@@ -56,13 +24,11 @@ class VarStore:
     def initial_value(self, spec):
         if spec.init_value is not None:
             return np.full(spec.shape, spec.init_value, dtype=spec.dtype.np)
-        from oneflow_compat import initializer
-
         conf = spec.initializer
         if conf is None:
             raise ValueError("variable '%s' has no initializer (give one, or set "
                              "function_config.default_initializer_conf)" % spec.name)
-        value = initializer.generate(conf, spec.shape, spec.dtype.np, spec.seed)
+        value = initial_values.generate(conf, spec.shape, spec.dtype.np, spec.seed)
         return np.ascontiguousarray(value, dtype=spec.dtype.np)
 
     def initialize(self, spec):

@@ -2,7 +2,7 @@
 import inspect
 import traceback
 
-from oneflow_compat import typing as tp
+from oneflow_compat.framework import annotations as tp
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import results
 
@@ -48,9 +48,7 @@ def make_watch_fn(op, session):
 
     def watch(*pieces):
         if mirrored:
-            from oneflow_compat.passes.plan import results_mod_list
-
-            value = results_mod_list(rt, list(pieces), pl)
+            value = results.gather_mirrored_pieces(rt, list(pieces), pl)
         else:
             value = rt.assemble(dict(zip(indices, pieces)), x.shape, x.dtype.np, pl, sbp)
         arg = results.leaf_value(value, kind or "numpy", mirrored)

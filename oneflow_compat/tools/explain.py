@@ -43,7 +43,7 @@ class BoxingEntry:
     dst_placement: object
     dst_sbp: object
     collective: str
-    bytes: float  # per call, as the SBP cost model counts them (design.md §4)
+    bytes: float  # per call, as the transition table counts them (ops/transitions.py)
     section: str
 
 

@@ -35,7 +35,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from oneflow_compat.comm.world import THREAD_VARIABLES, threads_per_rank
+from oneflow_compat.comm.environment import THREAD_VARIABLES, threads_per_rank
 
 SELFTEST_BYTES = 4 * 1024 * 1024
 SELFTEST_TIMEOUT_S = 120

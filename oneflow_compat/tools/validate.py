@@ -31,7 +31,7 @@ from oneflow_compat.passes import plan
 # Ops whose per-device function needs the running session (variables, fed inputs, schedules, collectives) or
 # that exist only as framework plumbing: they have no stand-alone kernel to replay.
 SKIPPED = {
-    "input": "fed from the job call (its pieces come from runtime.plan.CompiledJob.feed)",
+    "input": "fed from the job call (its pieces come from runtime.executor.CompiledJob.feed)",
     "variable": "its pieces are the session's variable shards",
     "optimizer_update": "updates session variables in place; covered by the training tests",
     "learning_rate": "reads the session's LR scheduler; all-broadcast by construction",

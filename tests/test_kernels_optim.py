@@ -1,12 +1,18 @@
-"""Update kernels against independent float64 references (step by step) and against torch.optim where the
-formulas coincide. Hyper-parameters are exact in float32 (powers of two), so float64 runs must agree with the
+"""kernels/optim.py: update kernels against independent float64 references (step by step) and against torch.optim
+where the formulas coincide; the gradient post-processing kernels (regularization, clipping factor, non-finite
+count, step counter). Hyper-parameters are exact in float32 (powers of two), so float64 runs must agree with the
 references to ~1e-14 and float32 runs to float32 precision."""
 import math
+import os
+import sys
 
 import numpy as np
 import pytest
 
 from oneflow_compat.kernels import optim
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernel_testing import CUPY, host, xp  # noqa: E402,F401  (xp: fixture)
 
 LR, WD = 0.0625, 0.015625
 BETA1, BETA2, EPS = 0.875, 0.96875, 2.0 ** -20
@@ -243,9 +249,31 @@ def test_add_regularization():
     assert optim.add_regularization(np, g, w, l1=0, l2=0) is g
 
 
-def test_squared_l2_norm():
-    x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    assert float(optim.squared_l2_norm(np, x)) == 55.0
+def test_squared_l2_norm_and_sum_of_squares(xp):
+    x = xp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert float(optim.squared_l2_norm(xp, x)) == 55.0
+    total = optim.sum_of_squares(xp, x)
+    assert total.shape == (1,) and total.dtype == np.float32 and host(total).tolist() == [55.0]
+
+
+def test_global_norm_clip_scale_is_min_of_inverse_norm_and_inverse_clip_norm(xp):
+    # legacy-api.md §2.13: min(1/‖g‖, 1/clip_norm) -- not TensorFlow's clip_norm / max(‖g‖, clip_norm)
+    for total, expected in [(16.0, 0.25), (0.25, 0.5)]:
+        out = optim.global_norm_clip_scale(xp, xp.asarray([total], dtype=np.float32), clip_norm=2.0)
+        assert out.dtype == np.float32 and host(out).tolist() == [expected]
+
+
+def test_count_nonfinite(xp):
+    g = xp.asarray([[1.0, np.inf], [np.nan, -np.inf], [0.0, 3.0]], dtype=np.float32)
+    out = optim.count_nonfinite(xp, g)
+    assert out.dtype == np.float32 and host(out).tolist() == [3.0]
+    assert host(optim.count_nonfinite(xp, xp.zeros(4))).tolist() == [0.0]
+
+
+def test_increment_in_place(xp):
+    step = xp.asarray([41], dtype=np.int64)
+    assert optim.increment(xp, step) is None
+    assert host(step).tolist() == [42]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -326,13 +354,9 @@ def test_float32_hyper_parameters_are_rounded_like_oneflows_float_attributes():
 # ---------------------------------------------------------------------------------------------------------------
 
 def _cupy_or_skip():
-    cupy = pytest.importorskip("cupy")
-    try:
-        cupy.cuda.runtime.getDeviceCount()
-        cupy.zeros(1).sum()
-    except Exception as e:  # no driver / no device
-        pytest.skip("cupy has no usable GPU: %s" % e)
-    return cupy
+    if CUPY is None:
+        pytest.skip("CuPy with a usable GPU is not available")
+    return CUPY
 
 
 @pytest.mark.parametrize("name, n_states, attrs", [

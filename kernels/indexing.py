@@ -1,0 +1,96 @@
+"""Reading rows by index and writing them back: gather, batch_gather, their gradients, top_k.
+
+Sizes come from the arrays given (a device's piece), never from a logical shape. `offset` is where this piece of
+`params` starts along the gathered axis when params is split along it: indices outside the piece read zeros, so
+the pieces' results add up to the whole (partial sums).
+"""
+import numpy
+
+
+def _no_negative(xp, indices, what):
+    if indices.size and int(xp.min(indices)) < 0:
+        raise ValueError("%s: negative index %d" % (what, int(xp.min(indices))))
+
+
+def _local_rows(xp, indices, offset, n):
+    """Indices shifted into the local range [0, n), and which of them fall inside it."""
+    idx = indices.astype(xp.int64) - offset if offset else indices.astype(xp.int64)
+    valid = (idx >= 0) & (idx < n)
+    return xp.where(valid, idx, 0), valid
+
+
+def _scatter_add(xp, target, index, values):
+    """target[:, index, :] += values with repeated indices accumulating (numpy `add.at`; cupyx on old CuPy)."""
+    if hasattr(xp.add, "at"):
+        xp.add.at(target, (slice(None), index), values)
+    else:  # pragma: no cover - CuPy without ufunc.at
+        import cupyx
+
+        cupyx.scatter_add(target, (slice(None), index), values)
+
+
+def gather(xp, params, indices, *, axis, offset=0):
+    """params.take(indices, axis); indices outside this piece's rows [offset, offset + n) read zeros (the legacy
+    kernel's rule)."""
+    _no_negative(xp, indices, "gather")
+    n = params.shape[axis]
+    out_shape = params.shape[:axis] + indices.shape + params.shape[axis + 1:]
+    if n == 0:
+        return xp.zeros(out_shape, dtype=params.dtype)
+    safe, valid = _local_rows(xp, indices, offset, n)
+    out = xp.take(params, safe, axis=axis)
+    mask = valid.reshape((1,) * axis + indices.shape + (1,) * (params.ndim - axis - 1))
+    return xp.where(mask, out, xp.zeros((), dtype=params.dtype))
+
+
+def gather_grad(xp, dy, indices, like, *, axis, offset=0):
+    """d params of `gather`, shaped like `like` (this piece of params): dy's rows summed into the rows they were
+    read from, repeated indices accumulating."""
+    shape = like.shape
+    n = shape[axis]
+    out = xp.zeros(shape, dtype=dy.dtype)
+    if n == 0 or indices.size == 0:
+        return out
+    outer = int(numpy.prod(shape[:axis], dtype=numpy.int64))
+    inner = int(numpy.prod(shape[axis + 1:], dtype=numpy.int64))
+    safe, valid = _local_rows(xp, indices.reshape(-1), offset, n)
+    contrib = dy.reshape(outer, indices.size, inner) * valid.reshape(1, -1, 1).astype(dy.dtype)
+    _scatter_add(xp, out.reshape(outer, n, inner), safe, contrib)
+    return out
+
+
+# --- batch_gather: params (b..., n, r...), indices (b..., k) -> (b..., k, r...) ---------------------------------
+def _batch_flat(params_shape, indices):
+    nb = indices.ndim - 1
+    batch = int(numpy.prod(indices.shape[:nb], dtype=numpy.int64))
+    inner = int(numpy.prod(params_shape[nb + 1:], dtype=numpy.int64))
+    return nb, batch, params_shape[nb], inner
+
+
+def batch_gather(xp, params, indices):
+    """out[b..., j, r...] = params[b..., indices[b..., j], r...]; every index must lie in [0, n)."""
+    nb, batch, n, inner = _batch_flat(params.shape, indices)
+    if indices.size and (int(xp.min(indices)) < 0 or int(xp.max(indices)) >= n):
+        raise ValueError("batch_gather: indices must lie in [0, %d)" % n)
+    k = indices.shape[-1]
+    rows = xp.arange(batch).reshape(batch, 1)
+    out = params.reshape(batch, n, inner)[rows, indices.reshape(batch, k).astype(xp.int64)]
+    return out.reshape(indices.shape + params.shape[nb + 1:])
+
+
+def batch_gather_grad(xp, dy, indices, like):
+    """d params of `batch_gather`, shaped like `like`."""
+    nb, batch, n, inner = _batch_flat(like.shape, indices)
+    k = indices.shape[-1]
+    out = xp.zeros(like.shape, dtype=dy.dtype)
+    flat_rows = (xp.arange(batch).reshape(batch, 1) * n + indices.reshape(batch, k).astype(xp.int64)).reshape(-1)
+    _scatter_add(xp, out.reshape(1, batch * n, inner), flat_rows, dy.reshape(1, batch * k, inner))
+    return out
+
+
+def top_k(xp, x, *, k):
+    """int32 indices of the k largest entries of each row (last axis), largest first; ties go to the lower index
+    (the legacy order)."""
+    key = x.astype(xp.int64) if x.dtype.kind in "ub" else x
+    order = xp.argsort(-key, axis=-1, kind="stable")
+    return xp.ascontiguousarray(order[..., :k]).astype(xp.int32)

@@ -1,0 +1,119 @@
+"""Which process of which job is this, and how many cores may it use? Read from the launcher's environment only.
+
+Nothing here imports mpi4py or numpy: a plain `python script.py` must not need, load or initialise MPI, and the
+thread limits below only work if they are set before numpy loads its BLAS. Both the MPI comm (`mpi_comm.py`, for
+the host layout) and the comm chooser (`world.py`) read it, so that neither has to import the other.
+"""
+import os
+
+# (rank variable, size variable) pairs set by the common launchers, most specific first.
+_RANK_SIZE_VARIABLES = (
+    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),   # Open MPI (mpirun / prte)
+    ("PMI_RANK", "PMI_SIZE"),                           # MPICH / Intel MPI hydra, Slurm with PMI-1/PMI-2
+    ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),     # MVAPICH2 (mpirun_rsh)
+    ("PMIX_RANK", "PMIX_SIZE"),                         # PMIx launchers that export the size
+    ("PMIX_RANK", "SLURM_STEP_NUM_TASKS"),              # Slurm `srun --mpi=pmix`
+)
+
+# Number of ranks on this host, as the launchers export it.
+_LOCAL_SIZE_VARIABLES = (
+    "MPI_LOCALNRANKS",              # MPICH hydra
+    "OMPI_COMM_WORLD_LOCAL_SIZE",   # Open MPI
+    "MV2_COMM_WORLD_LOCAL_SIZE",    # MVAPICH2
+    "SLURM_STEP_TASKS_PER_NODE",    # Slurm (may read "4(x2)": the leading count is used)
+)
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _parse_count(name, text):
+    digits = text.strip().split("(")[0].split(",")[0]
+    try:
+        return int(digits)
+    except ValueError:
+        raise ValueError("environment variable %s=%r is not an integer" % (name, text)) from None
+
+
+def detect_mpi_world(environ=None):
+    """`(rank, size)` when this process was started by an MPI launcher, else None (environment only)."""
+    environ = os.environ if environ is None else environ
+    for rank_var, size_var in _RANK_SIZE_VARIABLES:
+        if rank_var in environ and size_var in environ:
+            rank = _parse_count(rank_var, environ[rank_var])
+            size = _parse_count(size_var, environ[size_var])
+            if size < 1 or not 0 <= rank < size:
+                raise ValueError("inconsistent MPI environment: %s=%d, %s=%d" % (rank_var, rank, size_var, size))
+            return rank, size
+    return None
+
+
+def detect_local_size(environ=None):
+    """How many ranks of this job run on this host (1 when not under MPI or unknown)."""
+    environ = os.environ if environ is None else environ
+    for name in _LOCAL_SIZE_VARIABLES:
+        if name in environ:
+            return max(1, _parse_count(name, environ[name]))
+    world = detect_mpi_world(environ)
+    return 1 if world is None else world[1]  # unknown layout: assume every rank shares this host
+
+
+def usable_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def threads_per_rank(ranks_on_host, cores=None):
+    """Each rank's share of the host's cores: max(1, cores // ranks on the host)."""
+    cores = usable_cores() if cores is None else cores
+    return max(1, cores // max(1, ranks_on_host))
+
+
+def limit_blas_threads(environ=None):
+    """Under MPI with several ranks on this host, set the unset BLAS/OpenMP thread variables to this rank's share.
+
+    N ranks each running BLAS with one thread per core oversubscribe the machine and are slower than one rank.
+    Effective only before numpy (or torch) is imported — call it first thing. Variables the user set are kept.
+    Returns the dict of variables it set.
+    """
+    environ = os.environ if environ is None else environ
+    if detect_mpi_world(environ) is None:
+        return {}
+    local = detect_local_size(environ)
+    if local <= 1:
+        return {}
+    share = str(threads_per_rank(local))
+    chosen = {name: share for name in THREAD_VARIABLES if name not in environ}
+    environ.update(chosen)
+    return chosen
+
+
+_SET_THREADS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
+                "scipy_openblas_set_num_threads", "MKL_Set_Num_Threads")
+
+
+def limit_loaded_blas_threads(threads):
+    """Tell BLAS libraries that are already loaded (numpy imported before oneflow) to use `threads` threads —
+    the thread variables only work before that. Finds them in /proc/self/maps (Linux); returns their paths."""
+    import ctypes
+    import re
+
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return []
+    done = []
+    for path in sorted(set(re.findall(r"(/\S*(?:openblas|mkl_rt)\S*\.so[\w.]*)", maps))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in _SET_THREADS:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn(ctypes.c_int(int(threads)))
+                done.append(path)
+                break
+    return done

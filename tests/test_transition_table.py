@@ -1,0 +1,294 @@
+"""The transition table (`ops/transitions.py`) on its own: every move the boxing pass can meet has a row, the rows'
+names and costs are the documented ones, and a row's two executors — in one process, and across processes through
+the process comm — produce the same pieces on random data, with no communication where the cost says none.
+
+Several processes are simulated in-process: one thread per machine, each with its own `Runtime` over a comm whose
+collectives meet in shared memory (`ThreadComm`); the single-process comm stand-in runs the cross-process executor
+where every piece is local."""
+import threading
+
+import numpy as np
+import pytest
+
+from oneflow_compat.comm.process_comm import SingleProcessComm
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.ir.placement import Placement
+from oneflow_compat.ops import transitions as T
+from oneflow_compat.runtime.runtime import Runtime
+
+SHAPE = (7, 5)  # uneven balanced splits over 2, 3 and 4 devices along both axes
+META = TensorMeta(SHAPE, dtypes.float64)
+SIZE = 8 * 7 * 5
+SBPS = [S.S(0), S.S(1), S.B, S.P]
+NAMES = {S.S(0): "S0", S.S(1): "S1", S.B: "B", S.P: "P", S.M: "M"}
+
+
+def cpu(*pairs):
+    return Placement("cpu", pairs)
+
+
+def _normal(pl, sbp):
+    return S.B if pl.parallel_num == 1 and sbp != S.M else sbp  # what SBP inference gives on one device
+
+
+# (src, dst) placements of 2 machines x 2 devices: same devices, 1 <-> N, stages, overlaps, machine to machine
+ALL4 = cpu((0, 0), (0, 1), (1, 0), (1, 1))
+PLACEMENT_PAIRS = [
+    (ALL4, ALL4), (cpu((0, 0), (0, 1)), cpu((0, 0), (0, 1))), (cpu((0, 0), (1, 0)), cpu((0, 0), (1, 0))),
+    (cpu((0, 0)), ALL4), (ALL4, cpu((1, 1))), (cpu((0, 0), (0, 1)), cpu((1, 0), (1, 1))),
+    (cpu((0, 0), (1, 0)), cpu((0, 1), (1, 1))), (cpu((0, 1)), cpu((1, 0))), (cpu((0, 0)), cpu((0, 1))),
+    (cpu((0, 0), (0, 1), (1, 0)), cpu((0, 1), (1, 0), (1, 1))), (cpu((1, 1)), cpu((0, 0), (1, 0), (1, 1))),
+]
+MOVES = [(a, s, b, d) for a, b in PLACEMENT_PAIRS for s in SBPS for d in SBPS]
+
+
+def _label(move):
+    a, s, b, d = move
+    return "%s %s -> %s %s" % (a, NAMES[s], b, NAMES[d])
+
+
+# --- rows: names and costs ---------------------------------------------------------------------------------------
+SAME_PLACEMENT = {  # legacy-api.md §2.7
+    ("P", "B"): "all-reduce", ("P", "S0"): "reduce-scatter", ("P", "S1"): "reduce-scatter",
+    ("S0", "B"): "all-gather", ("S1", "B"): "all-gather", ("B", "S0"): "local-slice", ("B", "S1"): "local-slice",
+    ("S0", "S1"): "all-to-all", ("S1", "S0"): "all-to-all", ("B", "P"): "b2p-zeros",
+    ("S0", "P"): "copy", ("S1", "P"): "copy",
+}
+
+
+@pytest.mark.parametrize("p", [2, 3, 4])
+def test_same_placement_rows_names_and_bytes(p):
+    pl = Placement("cpu", [(0, i) for i in range(p)])
+    ring = SIZE * (p - 1) / p
+    want_bytes = {"all-reduce": 2 * ring, "reduce-scatter": ring, "all-gather": ring, "all-to-all": ring,
+                  "local-slice": 0.0, "b2p-zeros": 0.0, "copy": float(SIZE), "identity": 0.0}
+    for src in SBPS + [S.M]:
+        for dst in SBPS + [S.M]:
+            name = T.collective_name(pl, src, pl, dst)
+            if src == dst:
+                want = "identity"
+            elif S.M in (src, dst):
+                want = "view-cast"
+            else:
+                want = SAME_PLACEMENT[(NAMES[src], NAMES[dst])]
+            assert name == want, (src, dst)
+            expected = float(SIZE) if want == "view-cast" else want_bytes[want]
+            assert T.cost(pl, src, pl, dst, SIZE) == pytest.approx(expected, rel=1e-12)
+
+
+def test_one_device_and_unchanged_layouts_are_the_identity():
+    one = cpu((0, 1))
+    assert T.lookup(one, S.B, one, S.B) is T.IDENTITY
+    assert T.lookup(one, S.M, one, S.B) is T.IDENTITY  # on one device every layout is the one full copy
+    for s in SBPS:
+        assert T.lookup(ALL4, s, ALL4, s) is T.IDENTITY
+    # the same devices under another device tag is a move between placements (host <-> GPU)
+    gpu = Placement("gpu", ALL4.pairs)
+    assert T.lookup(ALL4, S.B, gpu, S.B).collective == "slice-boxing"
+
+
+@pytest.mark.parametrize("src_pl,dst_pl", PLACEMENT_PAIRS[3:], ids=[str(p) for p in PLACEMENT_PAIRS[3:]])
+def test_placement_change_rows(src_pl, dst_pl):
+    for src in SBPS:
+        for dst in SBPS:
+            s, d = _normal(src_pl, src), _normal(dst_pl, dst)
+            t = T.lookup(src_pl, s, dst_pl, d)
+            n_src, n_dst = src_pl.parallel_num, dst_pl.parallel_num
+            if n_dst == 1 and s == S.P:
+                assert t.collective == "reduce"
+            elif n_src == 1 and n_dst > 1 and d == S.B:
+                assert t.collective == "broadcast"
+            elif n_src > 1 and n_dst == 1 and S.is_split(s):
+                assert t.collective == "gather"
+            else:
+                assert t.collective == "slice-boxing"
+            # every destination piece is copied once; partial sums come from every source device
+            assert T.cost(src_pl, s, dst_pl, d, SIZE) == SIZE * (n_src if s == S.P else 1)
+
+
+def test_every_row_is_reached_and_every_move_has_one():
+    reached = {T.lookup(a, _normal(a, s), b, _normal(b, d)).collective for a, s, b, d in MOVES}
+    reached.add(T.collective_name(ALL4, S.M, ALL4, S.B))
+    assert reached == {t.collective for t in T.TABLE}
+    assert len({t.collective for t in T.TABLE}) == len(T.TABLE)
+
+
+# --- executors: in one process vs across processes -----------------------------------------------------------------
+class ThreadWorld:
+    """Shared state of a simulated world of processes: each collective call meets its peers' in `slots`."""
+
+    def __init__(self, size):
+        self.size = size
+        self.cond = threading.Condition()
+        self.slots = {}
+        self.calls = []  # (rank, collective, ranks)
+
+
+class ThreadComm:
+    """The process comm's collectives that boxing uses, for one thread-simulated process of a ThreadWorld."""
+
+    def __init__(self, world, rank):
+        self.world, self.rank, self.size = world, rank, world.size
+        self.seq = {}
+
+    def _meet(self, name, ranks, value):
+        ranks = tuple(ranks)
+        assert self.rank in ranks and list(ranks) == sorted(set(ranks))
+        k = self.seq[ranks] = self.seq.get(ranks, -1) + 1
+        w = self.world
+        with w.cond:
+            w.calls.append((self.rank, name, ranks))
+            slot = w.slots.setdefault((ranks, k), {})
+            slot[self.rank] = value
+            w.cond.notify_all()
+            assert w.cond.wait_for(lambda: len(slot) == len(ranks), timeout=20), "a member never came"
+        return [slot[r] for r in ranks]
+
+    def allreduce_(self, buf, ranks):
+        parts = self._meet("allreduce", ranks, buf.copy())
+        buf[...] = sum(parts[1:], parts[0].copy())
+        return buf
+
+    def allgatherv(self, local, ranks, axis=0, sizes=None):
+        parts = self._meet("allgatherv", ranks, local.copy())
+        assert sizes is None or list(sizes) == [p.shape[axis] for p in parts]
+        return np.concatenate(parts, axis=axis)
+
+    def bcast_(self, buf, root, ranks):
+        parts = self._meet("bcast", ranks, buf.copy() if self.rank == root else None)
+        buf[...] = parts[list(ranks).index(root)]
+        return buf
+
+
+def _on_one_machine(pl):
+    """The same parallel order with every device on machine 0 (machines ascending, then devices)."""
+    return cpu(*[(0, 2 * m + d) for m, d in pl.pairs])
+
+
+def _source_pieces(rng, logical, pl, sbp):
+    n = pl.parallel_num
+    if sbp == S.P and n > 1:  # genuine addends
+        pieces = [rng.standard_normal(logical.shape) for _ in range(n)]
+        pieces[0] = logical - sum(pieces[1:])
+        return pieces
+    return T.pieces_from_logical(np, logical, sbp, n, range(n))
+
+
+def _check_logical(pieces, logical, pl, sbp):
+    n = pl.parallel_num
+    assert sorted(pieces) == list(range(n))
+    if sbp == S.P:
+        np.testing.assert_allclose(sum(pieces.values()), logical, rtol=1e-12, atol=1e-12)
+    for i, p in pieces.items():
+        if sbp != S.P:
+            np.testing.assert_allclose(p, logical[S.local_slices(logical.shape, sbp, i, n)], rtol=1e-12,
+                                       atol=1e-12)
+
+
+def _attrs(src_pl, src, dst_pl, dst):
+    return {"src_placement": src_pl, "src_sbp": src, "dst_placement": dst_pl, "dst_sbp": dst}
+
+
+def _in_process(src_pl, src, dst_pl, dst, pieces, **kw):
+    rt = Runtime(SingleProcessComm(), 0)
+    out = T.executor(rt, _attrs(src_pl, src, dst_pl, dst), META, **kw)(*[p.copy() for p in pieces])
+    return dict(zip(range(dst_pl.parallel_num), out))
+
+
+def _across_processes(src_pl, src, dst_pl, dst, pieces, owned=False):
+    """Runs the move on 2 thread-simulated processes; returns ({dst index: piece}, comm calls)."""
+    world = ThreadWorld(2)
+    results, errors = {}, []
+
+    def rank_main(r):
+        try:
+            rt = Runtime(ThreadComm(world, r), r)
+            fn = T.executor(rt, _attrs(src_pl, src, dst_pl, dst), META, owned=owned)
+            mine = [pieces[i].copy() for i in rt.local_indices(src_pl)]
+            out = fn(*mine)
+            idx = rt.local_indices(dst_pl)
+            assert len(out) == len(idx)
+            results.update(zip(idx, out))
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    if errors:
+        raise errors[0]
+    return results, world.calls
+
+
+@pytest.mark.parametrize("move", MOVES, ids=[_label(m) for m in MOVES])
+def test_executors_agree_on_random_data(move):
+    src_pl, src, dst_pl, dst = move
+    src, dst = _normal(src_pl, src), _normal(dst_pl, dst)
+    t = T.lookup(src_pl, src, dst_pl, dst)
+    rng = np.random.default_rng(len(_label(move)))
+    logical = rng.standard_normal(SHAPE)
+    pieces = _source_pieces(rng, logical, src_pl, src)
+    one_pl, one_dst = _on_one_machine(src_pl), _on_one_machine(dst_pl)
+    assert T.lookup(one_pl, src, one_dst, dst) is t  # the row depends on the devices' order, not their machines
+
+    local = _in_process(one_pl, src, one_dst, dst, pieces)
+    _check_logical(local, logical, dst_pl, dst)
+    # the cross-process executor over the single-process comm, every piece local
+    via_comm = _in_process(one_pl, src, one_dst, dst, pieces, over_processes=True)
+    remote, calls = _across_processes(src_pl, src, dst_pl, dst, pieces)
+    for other in (via_comm, remote):
+        assert sorted(other) == sorted(local)
+        for i in local:
+            np.testing.assert_allclose(np.asarray(other[i]), np.asarray(local[i]), rtol=1e-12, atol=1e-12)
+    # hierarchical: at most one collective per process; none where the table says the move is free
+    per_rank = [sum(1 for r, _, _ in calls if r == rank) for rank in range(2)]
+    assert max(per_rank) <= 1, calls
+    if t.cost(T.Move(src_pl, src, dst_pl, dst), SIZE) == 0:
+        assert calls == []
+    elif set(src_pl.machines) | set(dst_pl.machines) == {0, 1}:
+        assert per_rank == [1, 1], calls
+
+
+def test_free_paths_do_not_copy():
+    pl = cpu((0, 0), (0, 1), (0, 2))
+    x = np.arange(35.0).reshape(SHAPE)
+    split = T.pieces_from_logical(np, x, S.S(1), 3, range(3))
+    out = _in_process(pl, S.S(1), pl, S.S(1), split)  # the same split: the pieces themselves
+    rt = Runtime(SingleProcessComm(), 0)
+    for kw in ({}, {"over_processes": True}):
+        same = T.executor(rt, _attrs(pl, S.S(1), pl, S.S(1)), META, **kw)(*split)
+        assert all(a is b for a, b in zip(same, split))
+        sliced = T.executor(rt, _attrs(pl, S.B, pl, S.S(0)), META, **kw)(x, x, x)  # B -> S: views of the copies
+        assert all(np.shares_memory(p, x) for p in sliced)
+    assert sorted(out) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("owned", [False, True])
+def test_partial_sums_reduced_in_place_only_when_owned(owned):
+    pl = cpu((0, 0), (0, 1))
+    a, b = np.ones(SHAPE), np.full(SHAPE, 2.0)
+    rt = Runtime(SingleProcessComm(), 0)
+    for kw in ({}, {"over_processes": True}):
+        first = a.copy()
+        out = T.executor(rt, _attrs(pl, S.P, pl, S.B), META, owned=owned, **kw)(first, b)
+        np.testing.assert_array_equal(out[0], np.full(SHAPE, 3.0))
+        assert (out[0] is first) == owned
+        np.testing.assert_array_equal(first, np.full(SHAPE, 3.0) if owned else a)
+
+
+@pytest.mark.parametrize("sbp", SBPS, ids=[NAMES[s] for s in SBPS])
+def test_assemble_is_a_fresh_logical_value(sbp):
+    pl = cpu((0, 0), (0, 1), (0, 2))
+    x = np.random.default_rng(3).standard_normal(SHAPE)
+    pieces = _source_pieces(np.random.default_rng(4), x, pl, sbp)
+    before = [p.copy() for p in pieces]
+    rt = Runtime(SingleProcessComm(), 0)
+    value = rt.assemble(dict(enumerate(pieces)), SHAPE, np.float64, pl, sbp)
+    np.testing.assert_allclose(value, x, rtol=1e-12, atol=1e-12)
+    assert not any(np.shares_memory(value, p) for p in pieces)
+    for p, q in zip(pieces, before):
+        np.testing.assert_array_equal(p, q)
