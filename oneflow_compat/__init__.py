@@ -48,6 +48,27 @@ from oneflow_compat._api.ops_api import (  # noqa: F401
     ones, ones_like, parallel_cast, reshape, reshape_like, watch, watch_diff, zeros, zeros_like)
 
 from oneflow_compat.typing import FixedTensorDef, MirroredTensorDef  # noqa: F401,E402
+
+# --- the global-tensor API of OneFlow 0.5-0.9 beside the legacy one; names both use dispatch on their arguments
+from oneflow_compat import autograd, cuda, sbp  # noqa: F401,E402
+from oneflow_compat._global.placement import placement  # noqa: F401,E402
+from oneflow_compat._global.size import Size  # noqa: F401,E402
+from oneflow_compat._global.tensor import BOOL as bool, Tensor, device  # noqa: F401,E402,A001
+from oneflow_compat._global.creation import (  # noqa: F401,E402
+    arange, as_tensor, empty, from_numpy, full, full_like, linspace, rand, randint, randn, randperm, tensor)
+from oneflow_compat._global.generators import (  # noqa: F401,E402
+    Generator, default_generator, initial_seed, manual_seed, seed)
+from oneflow_compat._global.functional import (  # noqa: F401,E402
+    abs, add, allclose, argmax, argmin, bmm, cat, ceil, clone, cos, div, dot, eq, equal, exp, expm1, floor, ge,
+    greater, greater_equal, gt, is_tensor, le, less, less_equal, log, log1p, log_softmax, logical_not, lt,
+    maximum, max, mean, min, minimum, mm, mul, ne, neg, negative, not_equal, numel, permute, pow, prod,
+    reciprocal, relu, round, rsqrt, sigmoid, sign, sin, softmax, sqrt, square, std, sub, sum, t, tanh, unsqueeze,
+    var, view)
+from oneflow_compat._global.shared_names import (  # noqa: F401,E402
+    cast, clamp, clip, concat, flatten, gather, masked_fill, matmul, one_hot, ones, ones_like, reshape, squeeze,
+    stack, transpose, where, zeros, zeros_like)
+from oneflow_compat.runtime.autograd import (  # noqa: F401,E402
+    enable_grad, is_grad_enabled, no_grad, set_grad_enabled)
 from oneflow_compat._api import blob_methods as _blob_methods
 
 _blob_methods.install()
@@ -57,8 +78,8 @@ ExecutionConfig = FunctionConfig
 name_scope = scope.namespace
 fixed_placement = scope.placement
 device_prior_placement = scope.placement
-load = checkpoint.get
-save = checkpoint.save
+from oneflow_compat._global.serialization import load, save  # noqa: E402 (legacy checkpoint or state dicts)
+from oneflow_compat import optim  # noqa: E402,F401
 
 
 def current_global_function_desc():

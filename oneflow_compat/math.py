@@ -120,6 +120,7 @@ logical_not = _unary("logical_not")
 relu = _unary("relu")
 sigmoid = _unary("sigmoid")
 tanh = _unary("tanh")
+gelu = _unary("gelu")
 
 
 def leaky_relu(x, alpha=0.2, name=None):

@@ -20,6 +20,7 @@ import oneflow_compat as flow
 from oneflow_compat import typing as tp
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ops import registry
+from oneflow_compat.tools import validate
 
 _SGD_LR = 1.0
 # N devices vs one: the same math up to summation order (partial sums, split reductions)
@@ -37,12 +38,13 @@ class Case:
     eps / rtol / atol: finite-difference step and the tolerance (atol is raised by rtol · max|numeric grad|);
     body: instead of the single op, a function of the input blobs returning a list of output blobs (for ops that
           only make sense inside a construct, e.g. view casts);
-    n_outputs: the output count (default: the op's declared num_outputs; 1 for a body);
-    multi_device: False to skip `compare_devices` (say why where the case is written).
+    n_outputs: the output count (default: as many as the op builds on these inputs; 1 for a body).
+
+    The rows of oneflow_compat/ops/examples.py carry the same fields.
     """
 
     def __init__(self, op_type, inputs, attrs=None, wrt=None, outputs=None, splits=None, layouts=(), eps=1e-6,
-                 rtol=1e-6, atol=1e-9, label="", body=None, n_outputs=None, multi_device=True):
+                 rtol=1e-6, atol=1e-9, label="", body=None, n_outputs=None):
         self.op_type = op_type
         self.inputs = [np.asarray(x) for x in inputs]
         self.attrs = dict(attrs or {})
@@ -52,9 +54,9 @@ class Case:
         self.layouts = [self.splits] + [list(lay) for lay in layouts]
         self.body = body
         if n_outputs is None:
-            n_outputs = 1 if body is not None else registry.get(op_type).num_outputs
+            # variadic ops (split_like) have as many outputs as their inputs say
+            n_outputs = 1 if body is not None else len(validate.build_op(op_type, self.inputs, self.attrs, 1).outputs)
         self.n_outputs = n_outputs
-        self.multi_device = multi_device
         self.eps, self.rtol, self.atol = eps, rtol, atol
         self.label = label
 

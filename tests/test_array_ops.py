@@ -1,14 +1,9 @@
 """Array ops (ops/shape_ops.py) and their legacy functions (array_api.py).
 
-* every declared SBP signature of every op reproduces the one-device result on 2, 3 and 4 simulated devices
-  (`oneflow_compat.tools.validate`, with the examples below);
-* every gradient rule equals central differences in float64 through a whole train job, and on 2 and 3 devices
-  outputs and gradients equal the single-device ones (`tests/gradcheck.py`, with the cases below);
-* the public functions give numpy's results on 1, 2 and 3 devices, follow the legacy argument rules, and their
-  composite gradients (variable + one SGD step) equal central differences.
-
-SHAPE_OP_EXAMPLES / GRAD_CASES have the format of validate.EXAMPLES / test_gradcheck_all_ops.CASES, so that the
-coverage tests there can take them over.
+The ops' declared SBP signatures and gradient rules are checked from their rows in oneflow_compat/ops/examples.py
+(tests/test_validate_signatures.py, tests/test_gradcheck_all_ops.py). Here: the public functions give numpy's
+results on 1, 2 and 3 devices, follow the legacy argument rules, and their composite gradients (variable + one SGD
+step) equal central differences.
 """
 import os
 import sys
@@ -19,173 +14,10 @@ import pytest
 import oneflow_compat as flow
 from oneflow_compat._api import array_api as A
 from oneflow_compat import typing as tp
-from oneflow_compat.tools import validate
 from oneflow_compat.ir import dtypes
-from oneflow_compat.ops import registry, shape_ops  # noqa: F401  (registers the ops)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gradcheck as gc  # noqa: E402
-
-Example = validate.Example
-
-
-def _inputs(*makers):
-    return lambda r: [m(r) for m in makers]
-
-
-def _normal(*shape):
-    return lambda r: r.standard_normal(shape)
-
-
-def _ints(*shape, high=4):
-    return lambda r: r.integers(0, high, shape).astype(np.int32)
-
-
-def _tup(*entries):
-    return {"slice_tup": tuple(entries)}
-
-
-# --- SBP signature examples (shapes 5 / 7 so that 2, 3 and 4 devices give uneven pieces) -------------------------
-SHAPE_OP_EXAMPLES = {
-    "transpose": [Example(_inputs(_normal(5, 7)), {"perm": (1, 0)}),
-                  Example(_inputs(_normal(4, 5, 6)), {"perm": (2, 0, 1)})],
-    "concat": [Example(_inputs(_normal(5, 3), _normal(5, 4)), {"axis": 1, "max_dim_size": None}),
-               Example(_inputs(_normal(2, 5, 3), _normal(3, 5, 3), _normal(1, 5, 3)), {"axis": 0,
-                                                                                      "max_dim_size": None})],
-    "split_like": [Example(_inputs(_normal(5, 7), _normal(5, 3), _normal(5, 4)), {"axis": 1}),
-                   Example(_inputs(_normal(6, 5, 2), _normal(2, 5, 2), _normal(4, 5, 2)), {"axis": 0})],
-    "slice": [Example(_inputs(_normal(5, 7)), _tup((None, None, None), (1, 6, 2))),
-              Example(_inputs(_normal(4, 5, 6)), _tup((1, 3, 1), (None, None, None), (-2, None, None))),
-              Example(_inputs(_normal(5, 7)), _tup((None, None, -1), (0, 7, 1)), note="reversed axis 0")],
-    "slice_grad": [Example(_inputs(_normal(5, 3), _normal(5, 7)), _tup((None, None, None), (1, 6, 2))),
-                   Example(_inputs(_normal(2, 5, 2), _normal(4, 5, 6)),
-                           _tup((1, 3, 1), (None, None, None), (-2, None, None)))],
-    "expand_dims": [Example(_inputs(_normal(5, 7)), {"axis": 0}), Example(_inputs(_normal(5, 7)), {"axis": 1}),
-                    Example(_inputs(_normal(5, 7)), {"axis": 2})],
-    "squeeze": [Example(_inputs(_normal(5, 1, 7)), {"axes": (1,)}),
-                Example(_inputs(_normal(1, 5, 1)), {"axes": (0, 2)}),
-                Example(_inputs(_normal(1, 1)), {"axes": (0, 1)}, note="all axes -> (1,)")],
-    "flatten": [Example(_inputs(_normal(5, 3, 2, 7)), {"start_dim": 1, "end_dim": 2}),
-                Example(_inputs(_normal(5, 3, 7)), {"start_dim": 0, "end_dim": 2}),
-                Example(_inputs(_normal(5, 3, 7)), {"start_dim": 1, "end_dim": 1}, note="nothing merged")],
-    "gather": [Example(_inputs(_normal(7, 3), _ints(5, high=7)), {"axis": 0}),
-               Example(_inputs(_normal(5, 7, 2), _ints(3, 2, high=9)), {"axis": 1}, note="some out of range"),
-               Example(_inputs(_normal(4, 6), _ints(5, high=6)), {"axis": 1})],
-    "gather_grad": [Example(_inputs(_normal(5, 3), _ints(5, high=7), _normal(7, 3)), {"axis": 0}),
-                    Example(_inputs(_normal(5, 3, 2, 2), _ints(3, 2, high=9), _normal(5, 7, 2)), {"axis": 1})],
-    "batch_gather": [Example(_inputs(_normal(5, 7, 3), _ints(5, 4, high=7))),
-                     Example(_inputs(_normal(5, 4, 7), _ints(5, 4, 3, high=7)), note="2 batch dims")],
-    "batch_gather_grad": [Example(_inputs(_normal(5, 4, 3), _ints(5, 4, high=7), _normal(5, 7, 3))),
-                          Example(_inputs(_normal(5, 4, 3), _ints(5, 4, 3, high=7), _normal(5, 4, 7)))],
-    "one_hot": [Example(_inputs(_ints(5, 3, high=6)), {"depth": 6, "on_value": 2.0, "off_value": -1.0,
-                                                        "dtype": dtypes.float32, "axis": 2}),
-                Example(_inputs(_ints(5, 3, high=6)), {"depth": 7, "on_value": 1, "off_value": 0,
-                                                        "dtype": dtypes.int32, "axis": 1})],
-    "pad": [Example(_inputs(_normal(5, 7)), {"paddings": ((0, 0), (1, 2)), "constant_value": 0.0}),
-            Example(_inputs(_normal(5, 3, 7)), {"paddings": ((1, 0), (0, 0), (0, 0)), "constant_value": 1.5})],
-    "pad_grad": [Example(_inputs(_normal(5, 10)), {"paddings": ((0, 0), (1, 2))}),
-                 Example(_inputs(_normal(6, 3, 7)), {"paddings": ((1, 0), (0, 0), (0, 0))})],
-    "where": [Example(_inputs(_ints(5, 7, high=2), _normal(5, 7), _normal(5, 7))),
-              Example(_inputs(_ints(5, 1, high=2), _normal(7), _normal(4, 5, 7)), note="broadcast")],
-    "clip_by_value": [Example(_inputs(_normal(5, 7)), {"min_value": -0.5, "max_value": 0.7}),
-                      Example(_inputs(_normal(5, 7)), {"min_value": None, "max_value": 0.2}),
-                      Example(_inputs(_ints(5, 7, high=9)), {"min_value": 2, "max_value": None})],
-    "clip_by_value_grad": [Example(_inputs(_normal(5, 7), _normal(5, 7)), {"min_value": -0.5, "max_value": 0.7})],
-    "top_k": [Example(_inputs(_normal(5, 7)), {"k": 3, "sorted": True}),
-              Example(_inputs(_normal(4, 5, 6)), {"k": 9, "sorted": True}, note="k > size")],
-}
-
-
-def _shape_op_types():
-    return [t for t in registry.all_types() if registry.get(t).infer.__module__ == shape_ops.__name__]
-
-
-@pytest.mark.parametrize("op_type", sorted(SHAPE_OP_EXAMPLES))
-def test_declared_signatures_match_one_device(op_type):
-    checks = []
-    for k, ex in enumerate(SHAPE_OP_EXAMPLES[op_type]):
-        inputs = ex.make(np.random.default_rng(100 + k))
-        checks += validate.check_op(op_type, inputs, ex.attrs, example=str(k), seed=k)
-    assert any(c.devices > 1 and c.signature.count("S(") for c in checks), "no split signature was exercised"
-    failed = [str(c) for c in checks if not c.ok]
-    assert failed == []
-
-
-def test_every_shape_op_has_examples():
-    ours = [t for t in _shape_op_types() if registry.get(t).sbp is not None]
-    assert sorted(ours) == sorted(SHAPE_OP_EXAMPLES)
-
-
-# --- gradient cases (float64; inputs away from clip bounds) ----------------------------------------------------
-def C(op_type, inputs, attrs=None, **kw):
-    return gc.Case(op_type, inputs, attrs, **kw)
-
-
-def _n(r, *shape):
-    return r.standard_normal(shape)
-
-
-def _idx(r, high, *shape):
-    return r.integers(0, high, shape).astype(np.int32)
-
-
-def _away_from(r, bounds, *shape):
-    x = r.uniform(-1.5, 1.5, shape)
-    for b in bounds:
-        x = np.where(np.abs(x - b) < 0.05, x + 0.1, x)
-    return x
-
-
-GRAD_CASES = {
-    "transpose": lambda r: [C("transpose", [_n(r, 3, 4, 2)], {"perm": (2, 0, 1)}, layouts=[[1], [2]])],
-    "concat": lambda r: [C("concat", [_n(r, 3, 2), _n(r, 3, 4)], {"axis": 1, "max_dim_size": None},
-                           layouts=[[None, None], [1, None]]),
-                         C("concat", [_n(r, 2, 3), _n(r, 3, 3), _n(r, 1, 3)], {"axis": 0, "max_dim_size": None},
-                           label="axis 0", splits=[1, 1, 1])],
-    # two outputs: gradcheck takes the output count from `body` (OpDef.num_outputs is 1 for variadic ops)
-    "split_like": lambda r: [C("split_like", [_n(r, 3, 5), _n(r, 3, 2), _n(r, 3, 3)], wrt=[0], n_outputs=2,
-                               body=lambda b: registry.apply("split_like", b, {"axis": 1}))],
-    "slice": lambda r: [C("slice", [_n(r, 4, 5)], _tup((None, None, None), (1, 5, 2))),
-                        C("slice", [_n(r, 4, 3, 5)], _tup((-3, None, 1), (None, None, None), (4, 0, -2)),
-                          label="negative", layouts=[[1]])],
-    "slice_grad": lambda r: [C("slice_grad", [_n(r, 4, 2), _n(r, 4, 5)], _tup((None, None, None), (1, 5, 2)),
-                               wrt=[0])],
-    "expand_dims": lambda r: [C("expand_dims", [_n(r, 3, 4)], {"axis": 1}, layouts=[[1]])],
-    "squeeze": lambda r: [C("squeeze", [_n(r, 3, 1, 4)], {"axes": (1,)}, layouts=[[2]]),
-                          C("squeeze", [_n(r, 1, 1)], {"axes": (0, 1)}, label="all axes")],
-    "flatten": lambda r: [C("flatten", [_n(r, 3, 2, 2, 2)], {"start_dim": 1, "end_dim": 2}, layouts=[[3]])],
-    "gather": lambda r: [C("gather", [_n(r, 5, 3), _idx(r, 7, 4)], {"axis": 0}, splits=[None, 0],
-                           layouts=[[0, None], [1, None]]),
-                         C("gather", [_n(r, 3, 5, 2), _idx(r, 5, 2, 3)], {"axis": 1}, label="axis 1",
-                           layouts=[[2, None], [None, 1]])],
-    "gather_grad": lambda r: [C("gather_grad", [_n(r, 4, 3), _idx(r, 5, 4), _n(r, 5, 3)], {"axis": 0}, wrt=[0])],
-    "batch_gather": lambda r: [C("batch_gather", [_n(r, 3, 5, 2), _idx(r, 5, 3, 4)], layouts=[[2, None]])],
-    "batch_gather_grad": lambda r: [C("batch_gather_grad", [_n(r, 3, 4, 2), _idx(r, 5, 3, 4), _n(r, 3, 5, 2)],
-                                      wrt=[0])],
-    "pad": lambda r: [C("pad", [_n(r, 3, 4)], {"paddings": ((0, 0), (2, 1)), "constant_value": 0.5})],
-    "pad_grad": lambda r: [C("pad_grad", [_n(r, 4, 5)], {"paddings": ((1, 0), (0, 0))}, layouts=[[1]])],
-    "where": lambda r: [C("where", [_idx(r, 2, 3, 4), _n(r, 3, 4), _n(r, 3, 4)], splits=[0, 0, 0]),
-                        C("where", [_idx(r, 2, 3, 1), _n(r, 4), _n(r, 2, 3, 4)], label="broadcast",
-                          splits=[None, None, 1])],
-    "clip_by_value": lambda r: [C("clip_by_value", [_away_from(r, (-0.5, 0.7), 4, 5)],
-                                  {"min_value": -0.5, "max_value": 0.7}),
-                                C("clip_by_value", [_away_from(r, (0.2,), 3, 4)],
-                                  {"min_value": None, "max_value": 0.2}, label="max only")],
-}
-
-
-@pytest.mark.parametrize("op_type", sorted(GRAD_CASES))
-def test_gradient(op_type):
-    rng = np.random.default_rng(sum(map(ord, op_type)))
-    for case in GRAD_CASES[op_type](rng):
-        reference = gc.check_op(case)
-        for devices in (2, 3):
-            gc.compare_devices(case, devices, reference)
-
-
-def test_every_shape_op_grad_rule_has_cases():
-    ours = [t for t in _shape_op_types() if registry.get(t).grad is not None]
-    assert sorted(ours) == sorted(GRAD_CASES)
 
 
 # --- the public functions, forward, on 1, 2 and 3 devices ------------------------------------------------------

@@ -1,5 +1,6 @@
 """kernels/activation.py: forward values against independent float64 formulas, gradients against central
 differences, dtypes kept, sigmoid without overflow, and everything against PyTorch when installed."""
+import math
 import os
 import sys
 import warnings
@@ -22,6 +23,8 @@ ELEMENTWISE = {
     "leaky_relu": (lambda xp, x: A.leaky_relu(xp, x, alpha=0.1),
                    lambda xp, dy, x, y: A.leaky_relu_grad(xp, dy, x, alpha=0.1),
                    lambda x: np.where(x > 0, x, 0.1 * x)),
+    "gelu": (A.gelu, lambda xp, dy, x, y: A.gelu_grad(xp, dy, x),
+             lambda x: x * np.vectorize(lambda v: 0.5 * math.erfc(-v / math.sqrt(2)))(x)),
 }
 
 
@@ -89,6 +92,7 @@ def test_activations_match_torch():
          lambda t: torch.softmax(t, -1)),
         (A.leaky_relu, lambda dy, x, y: A.leaky_relu_grad(np, dy, x),
          lambda t: torch.nn.functional.leaky_relu(t, 0.2)),
+        (A.gelu, lambda dy, x, y: A.gelu_grad(np, dy, x), torch.nn.functional.gelu),
     ]
     for forward, grad, torch_fn in cases:
         xt = torch.tensor(x, requires_grad=True)
@@ -97,3 +101,18 @@ def test_activations_match_torch():
         y = forward(np, x)
         np.testing.assert_allclose(y, yt.detach().numpy(), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(grad(dy, x, y), xt.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_gelu_tails_keep_their_relative_precision(xp):
+    """Φ(x) is read from erfc on both sides: far left, x Φ(x) is tiny but exact to about 1e-14 relative (where
+    1 + erf(x / √2) would cancel to 0), and ±inf / NaN give what PyTorch gives."""
+    x = np.array([-11.0, -9.0, -6.0, -3.0, 1e-8, 3.0, 9.0, 50.0])
+    want = x * np.array([0.5 * math.erfc(-v / math.sqrt(2)) for v in x])
+    np.testing.assert_allclose(host(A.gelu(xp, xp.asarray(x))), want, rtol=1e-13, atol=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        special = host(A.gelu(xp, xp.asarray([np.nan, np.inf, -np.inf, -1e200, 1e200])))
+        special_grad = host(A.gelu_grad(xp, xp.ones(3), xp.asarray([-1e200, 1e200, np.inf])))
+    np.testing.assert_array_equal(special, [np.nan, np.inf, np.nan, -0.0, 1e200])
+    np.testing.assert_array_equal(special_grad, [0.0, 1.0, np.nan])
+    assert A.gelu(xp, xp.asarray([-1.0, 2.0], dtype=np.float16)).dtype == np.float16

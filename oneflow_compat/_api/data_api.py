@@ -262,11 +262,8 @@ def CropMirrorNormalize(input_blob, mirror_blob=None, color_space="BGR", output_
     """Crop (crop_h x crop_w at relative position crop_pos_y/x; 0 = whole image, uint8 input only), mirror
     horizontally the rows whose int8 `mirror_blob` flag is 1, then (x - mean) / std per channel: a float32 tensor
     in `output_layout` ("NCHW" or "NHWC"). Input: a tensor buffer of images or a uint8 (N, H, W, C) tensor."""
-    if input_blob.dtype is dtypes.tensor_buffer:
-        op_type = "crop_mirror_normalize_from_tensorbuffer"
-    elif input_blob.dtype is dtypes.uint8:
-        op_type = "crop_mirror_normalize_from_uint8"
-    else:
+    from_uint8 = input_blob.dtype is dtypes.uint8
+    if not from_uint8 and input_blob.dtype is not dtypes.tensor_buffer:
         print("ERROR! oneflow.data.crop_mirror_normalize op", " NOT support input data type : ", input_blob.dtype)
         raise NotImplementedError("CropMirrorNormalize: input must be a tensor buffer or uint8, got %s"
                                   % input_blob.dtype.name)
@@ -281,7 +278,7 @@ def CropMirrorNormalize(input_blob, mirror_blob=None, color_space="BGR", output_
             raise ValueError("CropMirrorNormalize: %s needs 1 or %d values for color_space %s, got %d"
                              % (what, channels, color_space, len(values)))
     crop_h, crop_w = int(crop_h), int(crop_w)
-    if op_type == "crop_mirror_normalize_from_uint8":
+    if from_uint8:
         if len(input_blob.shape) != 4 or input_blob.shape[3] != channels:
             raise ValueError("CropMirrorNormalize: a uint8 input must be (N, H, W, %d) for color_space %s, got %s"
                              % (channels, color_space, input_blob.shape))
@@ -296,6 +293,7 @@ def CropMirrorNormalize(input_blob, mirror_blob=None, color_space="BGR", output_
         inputs.append(mirror_blob)
     attrs = {"color_space": color_space, "output_layout": output_layout, "crop_h": crop_h, "crop_w": crop_w,
              "crop_pos_y": float(crop_pos_y), "crop_pos_x": float(crop_pos_x), "mean": mean, "std": std}
+    op_type = "crop_mirror_normalize_from_uint8" if from_uint8 else "crop_mirror_normalize_from_tensorbuffer"
     return apply(op_type, inputs, attrs, name=_op_name(name, "CropMirrorNormalize"))
 
 

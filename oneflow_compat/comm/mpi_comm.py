@@ -19,17 +19,20 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 import zlib
 
 import numpy as np
 from mpi4py import MPI
 
 from .environment import detect_local_size, usable_cores
+from .output import unprefixed_stderr, wait_until_output_is_read
 from .process_comm import CollectiveTimeout, CommError, ProcessComm, balanced_sizes, check_ranks
 
 TIMEOUT_ENV = "ONEFLOW_COMPAT_COMM_TIMEOUT"
 DEFAULT_TIMEOUT_S = 300.0
 QUERY_WINDOW_S = 1.0      # how long a timed-out rank waits for the other members to say where they are
+PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act on a failed rank's MPI_Abort
 
 # Tags on the data communicator (user-level send/recv and the subset rendezvous must not match each other).
 _TAG_P2P = 1
@@ -38,6 +41,7 @@ _TAG_CREATE_GROUP = 3
 # Tags on the control communicator.
 _TAG_QUERY = 11
 _TAG_REPLY = 12
+_TAG_FAILED = 13          # "this rank failed and is aborting the job", sent to every other member
 
 # Polling schedule: spin first (the common case completes in microseconds to milliseconds), then yield the
 # core, then sleep. With at most one rank per core a waiting rank owns its core, so it spins for the whole
@@ -124,8 +128,13 @@ def _byte_layout(counts):
     return displs, total
 
 
+_live_comms = weakref.WeakSet()  # every MPIComm of this process: each tells its members when this rank fails
+
+
 class MPIComm(ProcessComm):
     """The process comm over an MPI communicator (MPI_COMM_WORLD by default), which it duplicates twice."""
+
+    context = None  # a callable naming what this rank runs (or None), shown in timeout reports
 
     def __init__(self, base_comm=None, timeout=None):
         base = MPI.COMM_WORLD if base_comm is None else base_comm
@@ -142,6 +151,7 @@ class MPIComm(ProcessComm):
         # queries never match data messages. Idup keeps even this first step under the timeout.
         self._data = self._idup(base, "data")
         self._ctrl = self._idup(base, "control")
+        _live_comms.add(self)
         world = _Subset(tuple(range(self._size)), self._data, self._rank)
         self._subsets = {world.ranks: world}
 
@@ -220,7 +230,11 @@ class MPIComm(ProcessComm):
             self._current = None
 
     def _serve_queries(self):
-        """Answer every pending "where are you?" query with what this rank is waiting for."""
+        """Answer every pending "where are you?" query with what this rank is waiting for (and end this rank if
+        another one reported its failure)."""
+        failed = self._ctrl.improbe(source=MPI.ANY_SOURCE, tag=_TAG_FAILED)
+        if failed is not None:
+            self._end_after_peer_failure(failed.recv())
         while True:
             message = self._ctrl.improbe(source=MPI.ANY_SOURCE, tag=_TAG_QUERY)
             if message is None:
@@ -267,6 +281,28 @@ class MPIComm(ProcessComm):
                          "orders)." % (r, state))
         return " ".join(lines)
 
+    # ----- failures ------------------------------------------------------------------------------------------
+
+    def tell_others_this_rank_fails(self, limit_s=0.5):
+        """Tell every other member that this rank is aborting the job (bounded wait for the sends)."""
+        requests = [self._ctrl.isend(self._rank, dest=r, tag=_TAG_FAILED) for r in range(self._size) if r != self._rank]
+        deadline = time.monotonic() + limit_s
+        while requests and not MPI.Request.Testall(requests) and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    def _end_after_peer_failure(self, failed_rank):
+        # The launcher normally kills this rank right after the failed rank's MPI_Abort; only if it has not
+        # (a launcher that lost the abort), end this rank too, so that a failure never turns into a hang.
+        time.sleep(PEER_FAILURE_GRACE_S)
+        try:
+            stream = unprefixed_stderr()
+            stream.write("[rank %d] rank %d failed (its report is above) and the launcher has not ended this rank "
+                         "within %.0f s; aborting\n" % (self._rank, failed_rank, PEER_FAILURE_GRACE_S))
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+        self.abort(1)
+
     # ----- subsets -------------------------------------------------------------------------------------------
 
     def _subset(self, ranks):
@@ -304,6 +340,9 @@ class MPIComm(ProcessComm):
     def _begin(self, name, ranks):
         subset = self._subset(ranks if isinstance(ranks, tuple) else tuple(ranks))
         subset.count += 1
+        where = self.context() if self.context is not None else None
+        if where:  # what the caller is running (an eager global op): timeout reports name it on every rank
+            name = "%s in %s" % (name, where)
         return subset, _Activity(name, subset.ranks, subset.count)
 
     # ----- collectives over subsets ----------------------------------------------------------------------
@@ -481,65 +520,15 @@ def _describe_states(pairs):
             yield rank, _Activity(name, ranks, number).describe()
 
 
-# MPI_Abort makes the launcher kill every rank at once, and the launcher may do that before it has read what this
-# rank just wrote into the pipes of its stdout/stderr: the failing rank's traceback, the one message that matters,
-# would be lost (a few % of failures under load). So the rank first waits, a bounded time, until the launcher has
-# read its pipes empty. Where the unread byte count cannot be known, a short fixed pause stands in for it.
-OUTPUT_DRAIN_LIMIT_S = 2.0
-_OUTPUT_DRAIN_FALLBACK_S = 0.25
-
-
-def _unread_bytes(fd):
-    """Bytes written to `fd` that its reader has not taken yet: for a pipe or a socket, else 0; None when this
-    platform cannot tell."""
-    import fcntl
-    import stat
-    import struct
-    import termios
-
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return 0
-    if stat.S_ISFIFO(mode):
-        request = termios.FIONREAD      # Linux: on either end of a pipe, the bytes in the pipe
-    elif stat.S_ISSOCK(mode):
-        request = termios.TIOCOUTQ      # Linux SIOCOUTQ: bytes sent but not yet taken by the peer
-    else:
-        return 0                        # a terminal or a file: the write itself delivered it
-    try:
-        return struct.unpack("i", fcntl.ioctl(fd, request, b"\0\0\0\0"))[0]
-    except OSError:
-        return None
-
-
-def wait_until_output_is_read(limit_s=OUTPUT_DRAIN_LIMIT_S):
-    """Return once the launcher has read this process's stdout and stderr pipes (or after `limit_s`)."""
-    deadline = time.monotonic() + limit_s
-    pending = [1, 2]
-    while pending:
-        try:
-            counts = [(fd, _unread_bytes(fd)) for fd in pending]
-        except (ImportError, AttributeError):  # no fcntl/termios (not a POSIX system)
-            counts = [(fd, None) for fd in pending]
-        if any(n is None for _, n in counts):
-            time.sleep(min(_OUTPUT_DRAIN_FALLBACK_S, max(0.0, deadline - time.monotonic())))
-            return
-        pending = [fd for fd, n in counts if n > 0]
-        if pending:
-            if time.monotonic() >= deadline:
-                return
-            time.sleep(0.002)
-
-
 _handlers_installed = False
 
 
 def install_failure_handlers():
     """Make an uncaught exception on any rank (main thread or any other thread) end every rank within seconds.
 
-    The traceback goes to stderr with every line prefixed `[rank r] `, then MPI_COMM_WORLD is aborted with
-    exit code 1. Idempotent.
+    The traceback goes to stderr with every line prefixed `[rank r] `; once the launcher has read it (bounded
+    wait), the other ranks are told (they end themselves should the launcher not act on the abort) and
+    MPI_COMM_WORLD is aborted with exit code 1. Idempotent.
     """
     global _handlers_installed
     if _handlers_installed:
@@ -548,7 +537,6 @@ def install_failure_handlers():
     rank = MPI.COMM_WORLD.Get_rank()
 
     def report_and_abort(exc_type, exc_value, exc_traceback, where=""):
-        from .output import unprefixed_stderr
         prefix = "[rank %d] " % rank
         text = "".join(traceback.format_exception(exc_type, exc_value, exc_traceback))
         header = "%suncaught exception%s; aborting all ranks\n" % (prefix, where)
@@ -564,6 +552,11 @@ def install_failure_handlers():
         except (OSError, ValueError):
             pass
         wait_until_output_is_read()
+        for comm in list(_live_comms):
+            try:
+                comm.tell_others_this_rank_fails()
+            except Exception:  # noqa: BLE001 (a broken comm must not keep this rank from aborting)
+                pass
         MPI.COMM_WORLD.Abort(1)
 
     def excepthook(exc_type, exc_value, exc_traceback):

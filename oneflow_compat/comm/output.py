@@ -4,11 +4,13 @@ Under MPI with size > 1 (every rank runs the script, SPMD):
 * ranks != 0 have stdout sent to /dev/null — both Python's `sys.stdout` and file descriptor 1, so output from C
   libraries and child processes is silenced as well;
 * with `ONEFLOW_COMPAT_OUTPUT=all` nothing is silenced and every rank's stdout lines start with `[rank r] `;
-* stderr is never silenced; on ranks != 0 its lines start with `[rank r] ` (Python-level writes only).
+* stderr is never silenced; on ranks != 0 its lines start with `[rank r] ` (Python-level writes only);
+* a rank about to abort the job first waits until the launcher has read what it wrote (`wait_until_output_is_read`).
 """
 import io
 import os
 import sys
+import time
 
 OUTPUT_ENV = "ONEFLOW_COMPAT_OUTPUT"
 
@@ -108,3 +110,54 @@ def setup_rank_output(rank, size):
         _silence_stdout()
     if rank != 0:
         sys.stderr = PrefixedLineWriter(sys.stderr, prefix)
+
+
+# MPI_Abort makes the launcher kill every rank at once, and the launcher may do that before it has read what the
+# aborting rank just wrote into the pipes of its stdout/stderr: the failing rank's traceback, the one message that
+# matters, was lost in a few % of failures under load. So that rank first waits, a bounded time, until the launcher
+# has read its pipes empty. Where the unread byte count cannot be known, a short fixed pause stands in for it.
+OUTPUT_DRAIN_LIMIT_S = 2.0
+_OUTPUT_DRAIN_FALLBACK_S = 0.25
+
+
+def _unread_bytes(fd):
+    """Bytes written to `fd` that its reader has not taken yet: for a pipe or a socket, else 0; None when this
+    platform cannot tell."""
+    import fcntl
+    import stat
+    import struct
+    import termios
+
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return 0
+    if stat.S_ISFIFO(mode):
+        request = termios.FIONREAD      # Linux: on either end of a pipe, the bytes in the pipe
+    elif stat.S_ISSOCK(mode):
+        request = termios.TIOCOUTQ      # Linux SIOCOUTQ: bytes sent but not yet taken by the peer
+    else:
+        return 0                        # a terminal or a file: the write itself delivered it
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, request, b"\0\0\0\0"))[0]
+    except OSError:
+        return None
+
+
+def wait_until_output_is_read(limit_s=OUTPUT_DRAIN_LIMIT_S):
+    """Return once the launcher has read this process's stdout and stderr pipes (or after `limit_s`)."""
+    deadline = time.monotonic() + limit_s
+    pending = [1, 2]
+    while pending:
+        try:
+            counts = [(fd, _unread_bytes(fd)) for fd in pending]
+        except (ImportError, AttributeError):  # no fcntl/termios (not a POSIX system)
+            counts = [(fd, None) for fd in pending]
+        if any(n is None for _, n in counts):
+            time.sleep(min(_OUTPUT_DRAIN_FALLBACK_S, max(0.0, deadline - time.monotonic())))
+            return
+        pending = [fd for fd, n in counts if n > 0]
+        if pending:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.002)

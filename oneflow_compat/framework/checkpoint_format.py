@@ -321,10 +321,11 @@ def _write_variable(root, name, array, dtype, write_meta):
     _fsync_dir(var_dir)
 
 
-def save_tensors(path, tensors, write_legacy=False):
+def save_tensors(path, tensors, write_legacy=False, extra_files=None):
     """Write `tensors` ({variable name: ndarray}) as a checkpoint folder at `path`, atomically.
 
     `path` must not exist or be an empty directory. `write_legacy=True` omits the `meta` files (legacy model IO).
+    `extra_files` ({file name: bytes}) are written beside the variable folders, inside the same atomic save.
     On any error the temporary folder is removed and `path` is left as it was.
     """
     path = os.fspath(path)
@@ -341,6 +342,8 @@ def save_tensors(path, tensors, write_legacy=False):
     try:
         for name, array, dtype in prepared:
             _write_variable(partial, name, array, dtype, write_meta=not write_legacy)
+        for file_name, payload in (extra_files or {}).items():
+            _write_file(os.path.join(partial, file_name), payload)
         _write_file(os.path.join(partial, SNAPSHOT_DONE_FILENAME), b"")
         _fsync_dir(partial)
         # rename() replaces an absent or empty directory in one step; a non-empty one (created meanwhile) fails.

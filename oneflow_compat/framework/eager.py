@@ -10,6 +10,15 @@ from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import results
 
 
+def _watch_now(op, ins, mirrored):
+    handler, kind = op.attrs["handler"], op.attrs["kind"]
+    handler(results.leaf_value(ins[0] if not mirrored else [ins[0]], kind or "numpy", mirrored))
+
+
+# what the ops whose function the runtime supplies (`runtime_hook`) do on the one eager device
+_EAGER_HOOKS = {"watch": _watch_now}
+
+
 class EagerRunner:
     def __init__(self, session, args, jf):
         self.session, self.args, self.jf = session, args, jf
@@ -26,21 +35,20 @@ class EagerRunner:
     def run_op(self, op):
         from oneflow_compat.passes.plan import DeviceSlot, device_fn
 
-        if op.type == "input":
+        if op.defn.role == "input":
             return
         mirrored = op.view == "mirrored"
         op.sbp_in = [S.M if mirrored else S.B] * len(op.inputs)
         op.sbp_out = [S.M if mirrored else S.B] * len(op.outputs)
-        if op.type == "variable":
+        if op.defn.role == "variable":
             spec = op.attrs["spec"]
             if 0 not in spec.shards:
                 self.session.vars.initialize(spec)
             self.values[op.outputs[0].key()] = spec.shards[0]
             return
         ins = [self.values[x.key()] for x in op.inputs]
-        if op.type == "watch":
-            handler, kind = op.attrs["handler"], op.attrs["kind"]
-            handler(results.leaf_value(ins[0] if not mirrored else [ins[0]], kind or "numpy", mirrored))
+        if op.defn.runtime_hook is not None:
+            _EAGER_HOOKS[op.defn.runtime_hook](op, ins, mirrored)
             return
         if op.defn.collective:
             raise RuntimeError("op '%s' (%s) cannot run in eager mode" % (op.name, op.type))

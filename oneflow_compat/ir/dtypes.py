@@ -12,7 +12,10 @@ class DType:
         self.enum_value = enum_value
 
     def __repr__(self):
-        return "<dtype: oneflow.%s>" % self.name
+        return "oneflow.%s" % self.name  # as OneFlow 0.5+ prints dtypes
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
 
     @property
     def is_floating(self):
@@ -50,6 +53,13 @@ def from_numpy(np_dtype):
         return _BY_NP[np.dtype(np_dtype)]
     except KeyError:
         raise TypeError("numpy dtype %s has no oneflow counterpart" % np.dtype(np_dtype)) from None
+
+
+def _by_name(name):
+    for d in ALL:
+        if d.name == name:
+            return d
+    raise ValueError("no dtype named %r" % (name,))
 
 
 def from_enum_name(name):

@@ -23,6 +23,11 @@ register(OpDef("tanh", infer=_same_meta, kernel=K.tanh, sbp=sbp_rules.unary,
 register(OpDef("tanh_grad", infer=_same_meta, kernel=K.tanh_grad, sbp=lambda op: _pairwise(op)))
 
 
+register(OpDef("gelu", infer=_same_meta, kernel=K.gelu, sbp=sbp_rules.unary,
+               grad=lambda op, dys: [apply("gelu_grad", [dys[0], op.inputs[0]])]))
+register(OpDef("gelu_grad", infer=_same_meta, kernel=K.gelu_grad, sbp=lambda op: _pairwise(op)))
+
+
 def _leaky_relu_grad(op, dys):
     return [apply("leaky_relu_grad", [dys[0], op.inputs[0]], {"alpha": op.attrs["alpha"]})]
 

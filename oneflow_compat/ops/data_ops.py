@@ -212,16 +212,19 @@ def _cmn_attrs(op):
     a = op.attrs
     attrs = {k: a[k] for k in ("crop_h", "crop_w", "crop_pos_y", "crop_pos_x", "output_layout")}
     attrs.update(mean=tuple(a["mean"]), std=tuple(a["std"]))
-    if op.type == "crop_mirror_normalize_from_tensorbuffer":
-        attrs["channels"] = _cmn_channels(op)
     return attrs
+
+
+def _cmn_tensorbuffer_attrs(op):
+    # decoded images carry no channel count of their own
+    return dict(_cmn_attrs(op), channels=_cmn_channels(op))
 
 
 register(OpDef("crop_mirror_normalize_from_uint8", infer=_cmn_meta,
                kernel=image_k.crop_mirror_normalize_from_uint8, kernel_attrs=_cmn_attrs, sbp=_batch_sbp))
 register(OpDef("crop_mirror_normalize_from_tensorbuffer", infer=_cmn_meta,
                kernel=image_k.crop_mirror_normalize_from_tensorbuffer,
-               kernel_attrs=_cmn_attrs, sbp=_batch_sbp))
+               kernel_attrs=_cmn_tensorbuffer_attrs, sbp=_batch_sbp))
 
 
 # --- coin flip -------------------------------------------------------------------------------------------------

@@ -236,12 +236,13 @@ def _reduce_minmax_grad(op, dys):
     return [apply("divide", [apply("multiply", [_grad_expand(op, dys[0]), mask]), cnt])]
 
 
-def _reduction(name, kernel, grad, linear):
+def _reduction(name, kernel, grad, linear, **properties):
     register(OpDef(name, infer=_reduce_meta, kernel=kernel, kernel_attrs=_reduce_attrs, grad=grad,
-                   sbp=lambda op: sbp_rules.reduction(op, op.attrs["axis"], op.attrs["keepdims"], linear)))
+                   sbp=lambda op: sbp_rules.reduction(op, op.attrs["axis"], op.attrs["keepdims"], linear),
+                   **properties))
 
 
-_reduction("reduce_sum", R.reduce_sum, _reduce_sum_grad, True)
+_reduction("reduce_sum", R.reduce_sum, _reduce_sum_grad, True, fresh_output=True)
 _reduction("reduce_mean", R.reduce_mean, _reduce_mean_grad, False)
 _reduction("reduce_max", R.reduce_max, _reduce_minmax_grad, False)
 _reduction("reduce_min", R.reduce_min, _reduce_minmax_grad, False)
@@ -319,7 +320,8 @@ def _matmul_grad(op, dys):
 register(OpDef("matmul", infer=_matmul_meta, kernel=linalg.matmul,
                kernel_attrs=lambda op: {"transpose_a": op.attrs["transpose_a"], "transpose_b": op.attrs["transpose_b"],
                                         "alpha": op.attrs.get("alpha", 1.0)},
-               grad=_matmul_grad, sbp=lambda op: sbp_rules.matmul(op, op.attrs["transpose_a"], op.attrs["transpose_b"])))
+               grad=_matmul_grad, sbp=lambda op: sbp_rules.matmul(op, op.attrs["transpose_a"], op.attrs["transpose_b"]),
+               fresh_output=True))
 
 
 def _bias_add_grad(op, dys):

@@ -109,7 +109,8 @@ register(OpDef("conv2d_grad_input", infer=lambda op: [TensorMeta(op.attrs["input
                local_attrs=lambda op, dev: {"input_shape": tuple(dev.out_shapes[0])}, sbp=_conv_grad_input_sbp))
 register(OpDef("conv2d_grad_weight", infer=lambda op: [TensorMeta(op.attrs["weight_shape"], op.inputs[0].dtype)],
                kernel=nn_k.conv2d_grad_weight, kernel_attrs=_conv_attrs,
-               local_attrs=lambda op, dev: {"weight_shape": tuple(dev.out_shapes[0])}, sbp=_conv_grad_weight_sbp))
+               local_attrs=lambda op, dev: {"weight_shape": tuple(dev.out_shapes[0])}, sbp=_conv_grad_weight_sbp,
+               fresh_output=True))
 
 
 # --- pooling ------------------------------------------------------------------------------------------------------

@@ -1,7 +1,11 @@
-"""One declaration per op: shape/dtype rule, SBP signatures, gradient rule, kernel.
+"""One declaration per op: shape/dtype rule, SBP signatures, gradient rule, kernel, and the properties the passes
+and the runtime act on.
 
-Adding an op touches one place: `register(OpDef(...))` in the module of its family. Passes look ops up here by type;
-nothing else switches on op types.
+Adding an op: its kernel in `kernels/`, `register(OpDef(...))` in the module of its family, its example rows in
+`ops/examples.py`, and its surface function. Passes and the runtime read an op's declaration (`op.defn`), never
+its type name (tests/test_op_properties.py checks).
+
+What an op computes:
 
 * `infer(op) -> [TensorMeta]` — logical output metas from `op.inputs[i].meta` and `op.attrs`.
 * `kernel(xp, *arrays, **kernel_attrs)` — a pure array function from `kernels/`, never one written in an op module
@@ -11,23 +15,50 @@ nothing else switches on op types.
   random offsets); `dev` is a `passes.plan.DeviceSlot`.
 * `build(op, dev) -> callable(*arrays)` — for ops whose kernel needs the session (learning rate, updates,
   dropout's call counter); overrides kernel/kernel_attrs, and calls `kernels/` functions for the array work.
-* `collective=True` with `build_collective(op, session) -> callable(*all local input pieces) -> tuple of all
-  local output pieces` — for ops that see every device at once (boxing); a collective whose function needs the
-  runtime itself (watch, which calls a Python handler) gets it from the runtime instead (`runtime/executor.py`).
-* Inputs of the other logical view get a view cast (`cast_to_mirrored` / `cast_from_mirrored`) from `new_op`.
+* `build_collective(op, session) -> callable(*all local input pieces) -> tuple of all local output pieces` — for
+  ops that see every device at once (`collective=True`).
 * `grad(op, dys) -> [blob | None]` — input gradients built from other ops with `apply`.
-* `sbp(op) -> [(in_sbps, out_sbps)]` — legal signatures on >1 devices, in order of preference.
+* `sbp(op) -> [(in_sbps, out_sbps)]` — legal signatures on >1 devices, in order of preference; `mirrored_sbp(op,
+  ins)` the one signature of a view cast.
+
+Properties (what the passes and the runtime need to know about an op, declared instead of looked up by name):
+
+* `role` — "compute" (default); "input": fed by the job call (the plan gives it input registers, the executor
+  writes them, eager mode binds the argument); "variable": reads a session variable (registers bound to the
+  variable's storage, fetched before the call's updates, where gradients end in autodiff, read as it lies when
+  the user distributed it). Inputs and variables are never pruned.
+* `view_cast` — None, or the logical view ("mirrored" | "consistent") a cast between views produces: the op
+  factory inserts it where a blob of the other view is read (`new_op`), it lives in that view, and SBP inference
+  takes its `mirrored_sbp`.
+* `stateful` — has side effects: never pruned, never reordered across.
+* `in_place` — updates the storage of its inputs (variables, optimizer state) instead of producing outputs;
+  implies `stateful`. Where the replicas of a broadcast input are one array (in-process CPU devices) it runs once.
+* `fresh_output` — its output is a newly allocated array that no other register aliases: a consumer that is its
+  only reader may overwrite it (the optimizer's in-place gradient scaling, `system_ops.input_owned`).
+* `collective` — one step over every local device at once (`build_collective`, or the runtime's hook).
+* `boxing` — a transition inserted by the boxing pass (its attrs name the transition of `ops/transitions.py`, its
+  collective and bytes): `explain` lists these.
+* `runtime_hook` — None, or the name under which the runtime supplies the op's function because it needs the
+  runtime itself (a watch hands the full logical value to a Python handler): `runtime/executor.py` and eager mode
+  keep the table of hooks.
 """
 from oneflow_compat.ir.graph import LazyBlob, Op
 
 _REGISTRY = {}
-_CAST_VIEWS = {"cast_to_mirrored": "mirrored", "cast_from_mirrored": "consistent"}
+_VIEW_CASTS = {}  # view -> the type of the cast op producing it
+ROLES = ("compute", "input", "variable")
+VIEWS = ("mirrored", "consistent")
 
 
 class OpDef:
     def __init__(self, type, infer, kernel=None, kernel_attrs=None, local_attrs=None, build=None, grad=None,
                  sbp=None, num_outputs=1, stateful=False, mirrored_sbp=None, collective=False,
-                 build_collective=None):
+                 build_collective=None, role="compute", view_cast=None, in_place=False, fresh_output=False,
+                 boxing=False, runtime_hook=None):
+        if role not in ROLES:
+            raise ValueError("op %r: role must be one of %s, got %r" % (type, ROLES, role))
+        if view_cast is not None and view_cast not in VIEWS:
+            raise ValueError("op %r: view_cast must be one of %s, got %r" % (type, VIEWS, view_cast))
         self.type = type
         self.infer = infer
         self.kernel = kernel
@@ -37,10 +68,17 @@ class OpDef:
         self.grad = grad
         self.sbp = sbp
         self.num_outputs = num_outputs
-        self.stateful = stateful  # has side effects: never pruned, never reordered across
         self.mirrored_sbp = mirrored_sbp
-        self.collective = collective
         self.build_collective = build_collective
+        # properties (see the module docstring)
+        self.role = role
+        self.view_cast = view_cast
+        self.in_place = in_place
+        self.stateful = stateful or in_place
+        self.fresh_output = fresh_output
+        self.collective = collective
+        self.boxing = boxing
+        self.runtime_hook = runtime_hook
 
     def __repr__(self):
         return "<OpDef %s>" % self.type
@@ -49,6 +87,11 @@ class OpDef:
 def register(defn):
     if defn.type in _REGISTRY:
         raise ValueError("op type %r registered twice" % defn.type)
+    if defn.view_cast is not None:
+        if defn.view_cast in _VIEW_CASTS:
+            raise ValueError("op types %r and %r both cast to the %s view" % (
+                _VIEW_CASTS[defn.view_cast], defn.type, defn.view_cast))
+        _VIEW_CASTS[defn.view_cast] = defn.type
     _REGISTRY[defn.type] = defn
     return defn
 
@@ -71,11 +114,11 @@ def new_op(op_type, inputs, attrs=None, name=None, in_hints=None, out_hints=None
     ctx = builder.current("op '%s'" % op_type)
     defn = get(op_type)
     attrs = dict(attrs or {})
-    inputs = [_in_view(ctx, ctx.check_input(x, op_type), op_type) for x in inputs]
+    inputs = [_in_view(ctx, ctx.check_input(x, op_type), defn) for x in inputs]
     if name is None:
         name = ctx.job.unique_name(op_type)
     # a view cast lives in the view it casts to, so that its consumers see the right view
-    view = _CAST_VIEWS.get(op_type, ctx.view)
+    view = defn.view_cast or ctx.view
     op = Op(ctx.job, name, op_type, defn, inputs, attrs, ctx.placement, view)
     op.section = ctx.section
     for i, x in enumerate(inputs):
@@ -89,12 +132,12 @@ def new_op(op_type, inputs, attrs=None, name=None, in_hints=None, out_hints=None
     return op
 
 
-def _in_view(ctx, x, op_type):
-    """`x` as an op in the current view reads it: a blob of the other view goes through a view cast (legacy
-    inserted these casts implicitly)."""
-    if op_type in _CAST_VIEWS or (x.op.view == "mirrored") == (ctx.view == "mirrored"):
+def _in_view(ctx, x, defn):
+    """`x` as an op of the current view reads it: a blob of the other view goes through the view cast to this
+    view (legacy inserted these casts implicitly)."""
+    if defn.view_cast is not None or (x.op.view == "mirrored") == (ctx.view == "mirrored"):
         return x
-    return apply("cast_to_mirrored" if ctx.view == "mirrored" else "cast_from_mirrored", [x])
+    return apply(_VIEW_CASTS["mirrored" if ctx.view == "mirrored" else "consistent"], [x])
 
 
 def apply(op_type, inputs, attrs=None, name=None, **hints):

@@ -22,6 +22,8 @@ def _same_meta(op):
 
 # --- sources ---------------------------------------------------------------------------------------------------
 def _input_sbp(op):
+    if op.attrs.get("sbp") is not None:  # an eager global value enters its one-op job as it lies
+        return [((), (op.attrs["sbp"],))]
     ax = op.attrs["batch_axis"]
     if ax is None:
         return [((), (S.B,))]
@@ -30,7 +32,7 @@ def _input_sbp(op):
 
 register(OpDef("input", infer=lambda op: [TensorMeta(op.attrs["shape"], op.attrs["dtype"],
                                                      op.attrs["kind"] != "numpy")],
-               sbp=_input_sbp))
+               sbp=_input_sbp, role="input"))
 
 
 def _var_meta(op):
@@ -38,7 +40,7 @@ def _var_meta(op):
     return [TensorMeta(spec.shape, spec.dtype)]
 
 
-register(OpDef("variable", infer=_var_meta, sbp=lambda op: [((), (op.attrs["spec"].sbp,))]))
+register(OpDef("variable", infer=_var_meta, sbp=lambda op: [((), (op.attrs["spec"].sbp,))], role="variable"))
 
 
 # --- boxing and view casts -----------------------------------------------------------------------------------
@@ -47,7 +49,7 @@ def _boxing_build(op, session):
     return transitions.executor(session.runtime, op.attrs, op.inputs[0].meta, owned=input_owned(op, 0))
 
 
-register(OpDef("boxing", infer=_same_meta, collective=True, build_collective=_boxing_build))
+register(OpDef("boxing", infer=_same_meta, collective=True, build_collective=_boxing_build, boxing=True))
 
 
 def _cast_to_mirrored_meta(op):
@@ -60,7 +62,7 @@ def _cast_to_mirrored_meta(op):
 def _broadcast_to_mirrored(x):
     """Variables reach every device whole (legacy: they stay consistent and are cast to mirrored); every other
     consistent blob is split along axis 0, each device taking its rows, as placeholder inputs are."""
-    return x.op.type == "variable" or not x.shape
+    return x.op.defn.role == "variable" or not x.shape
 
 
 def _cast_to_mirrored_sbp(op, ins):
@@ -97,9 +99,9 @@ def _cast_from_mirrored_grad(op, dys):
 
 
 register(OpDef("cast_to_mirrored", infer=_cast_to_mirrored_meta, kernel=array_k.identity,
-               mirrored_sbp=_cast_to_mirrored_sbp, grad=_cast_to_mirrored_grad))
+               mirrored_sbp=_cast_to_mirrored_sbp, grad=_cast_to_mirrored_grad, view_cast="mirrored"))
 register(OpDef("cast_from_mirrored", infer=_cast_from_mirrored_meta, kernel=array_k.identity,
-               mirrored_sbp=_cast_from_mirrored_sbp, grad=_cast_from_mirrored_grad))
+               mirrored_sbp=_cast_from_mirrored_sbp, grad=_cast_from_mirrored_grad, view_cast="consistent"))
 
 
 def _identity_grad(op, dys):
@@ -112,7 +114,7 @@ register(OpDef("identity", infer=_same_meta, kernel=array_k.identity, sbp=sbp_ru
 
 # --- watch ---------------------------------------------------------------------------------------------------
 # Its function hands the full logical value to a Python handler, so the runtime builds it (runtime/watch.py).
-register(OpDef("watch", infer=lambda op: [], sbp=PASSTHROUGH, stateful=True, collective=True))
+register(OpDef("watch", infer=lambda op: [], sbp=PASSTHROUGH, stateful=True, collective=True, runtime_hook="watch"))
 
 
 # --- training machinery --------------------------------------------------------------------------------------
@@ -126,12 +128,12 @@ def _add_n_sbp(op):
 
 
 register(OpDef("add_n", infer=_same_meta, kernel=E.add_n, sbp=_add_n_sbp,
-               grad=lambda op, dys: [dys[0]] * len(op.inputs)))
+               grad=lambda op, dys: [dys[0]] * len(op.inputs), fresh_output=True))
 
 
 register(OpDef("scalar_mul", infer=_same_meta, kernel=E.scalar_mul, kernel_attrs=lambda op: {"value": op.attrs["value"]},
                sbp=sbp_rules.unary_linear,
-               grad=lambda op, dys: [apply("scalar_mul", [dys[0]], {"value": op.attrs["value"]})]))
+               grad=lambda op, dys: [apply("scalar_mul", [dys[0]], {"value": op.attrs["value"]})], fresh_output=True))
 
 
 def _by_scalar_tensor_sbp(op):
@@ -139,8 +141,10 @@ def _by_scalar_tensor_sbp(op):
     return ([((S.S(i), S.B), (S.S(i),)) for i in range(nd)] + [((S.B, S.B), (S.B,)), ((S.P, S.B), (S.P,))])
 
 
-register(OpDef("mul_by_scalar_tensor", infer=_same_meta, kernel=E.mul_by_scalar_tensor, sbp=_by_scalar_tensor_sbp))
-register(OpDef("div_by_scalar_tensor", infer=_same_meta, kernel=E.div_by_scalar_tensor, sbp=_by_scalar_tensor_sbp))
+register(OpDef("mul_by_scalar_tensor", infer=_same_meta, kernel=E.mul_by_scalar_tensor, sbp=_by_scalar_tensor_sbp,
+               fresh_output=True))
+register(OpDef("div_by_scalar_tensor", infer=_same_meta, kernel=E.div_by_scalar_tensor, sbp=_by_scalar_tensor_sbp,
+               fresh_output=True))
 
 
 register(OpDef("axis0_count", infer=lambda op: [TensorMeta((1,), op.inputs[0].dtype if op.inputs[0].dtype.is_floating
@@ -192,16 +196,12 @@ def _hinted_sig(op):
     return [(tuple(op.in_hints[i] for i in range(len(op.inputs))), ())]
 
 
-# ops whose output is a fresh array that nothing else aliases (for in-place gradient scaling)
-FRESH_OUTPUT_OPS = frozenset(["matmul", "reduce_sum", "add_n", "conv2d_grad_weight", "scalar_mul",
-                              "mul_by_scalar_tensor", "div_by_scalar_tensor"])
-
-
 def input_owned(op, index):
-    """Whether `op` may overwrite input `index`: a fresh array (see FRESH_OUTPUT_OPS) that nothing else reads."""
+    """Whether `op` may overwrite input `index`: a fresh array (its producer declares `fresh_output`) that nothing
+    else reads."""
     x = op.inputs[index]
     consumers = sum(1 for o in op.job.ops for y in o.inputs if y.key() == x.key())
-    return x.op.type in FRESH_OUTPUT_OPS and consumers == 1
+    return x.op.defn.fresh_output and consumers == 1
 
 
 def _update_build(op, dev):
@@ -220,15 +220,15 @@ def _update_build(op, dev):
     return update
 
 
-register(OpDef("optimizer_update", infer=lambda op: [], build=_update_build, sbp=_hinted_sig, stateful=True))
+register(OpDef("optimizer_update", infer=lambda op: [], build=_update_build, sbp=_hinted_sig, in_place=True))
 
 
 register(OpDef("increment", infer=lambda op: [], kernel=optim_k.increment, sbp=sbp_rules.all_broadcast,
-               stateful=True))
+               in_place=True))
 
 
 register(OpDef("moving_average_update", infer=lambda op: [], kernel=norm_k.moving_average_update,
-               kernel_attrs=lambda op: {"momentum": op.attrs["momentum"]}, sbp=_hinted_sig, stateful=True))
+               kernel_attrs=lambda op: {"momentum": op.attrs["momentum"]}, sbp=_hinted_sig, in_place=True))
 
 
 def _fill_like_tensor_sbp(op):
@@ -257,4 +257,4 @@ def _loss_scale_update_build(op, dev):
 
 
 register(OpDef("loss_scale_update", infer=lambda op: [], build=_loss_scale_update_build,
-               sbp=sbp_rules.all_broadcast, stateful=True))
+               sbp=sbp_rules.all_broadcast, in_place=True))

@@ -104,7 +104,7 @@ def pieces_from_logical(xp, value, sbp, n, indices):
 
 
 def _host(x):
-    return np.ascontiguousarray(devices.to_host(x))
+    return np.asarray(devices.to_host(x), order="C")  # (ascontiguousarray would make a 0-d array 1-d)
 
 
 def materialize(comm, local, placement, sbp, shape, np_dtype, ranks, owned=False):

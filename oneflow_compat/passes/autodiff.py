@@ -98,7 +98,7 @@ def build_backward(ctx, job, loss_scale=None):
                     with GradScope(ctx, op):
                         registry.new_op("watch", [dy], {"handler": handler.handler, "kind": handler.kind,
                                                         "what": "diff of " + y.logical_blob_name})
-        if op.type == "variable" or all(d is None for d in dys):
+        if op.defn.role == "variable" or all(d is None for d in dys):
             continue
         if op.defn.grad is None or not any(x.key() in needs for x in op.inputs):
             continue

@@ -121,10 +121,10 @@ class Plan:
     def _build_op(self, op):
         rt = self._rt
         local = rt.local_indices(op.placement)
-        if op.type == "input":
+        if op.defn.role == "input":
             self.input_slots.append((op, [(i, self.slot[(op.outputs[0].key(), i)]) for i in local]))
             return
-        if op.type == "variable":
+        if op.defn.role == "variable":
             spec = op.attrs["spec"]
             for i in local:
                 self.var_slots.append((self.slot[(op.outputs[0].key(), i)], spec, i))
@@ -138,7 +138,7 @@ class Plan:
             self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins))
             return
         xp = rt.xp(op.placement)
-        if op.defn.stateful and all(shares_replicas(op.placement, s) for s in op.sbp_in):
+        if op.defn.in_place and all(shares_replicas(op.placement, s) for s in op.sbp_in):
             # an in-place update of broadcast variables, whose replicas on this process are one array: once
             local = local[:1]
         for i in local:
@@ -163,7 +163,7 @@ class Plan:
         def fetch():
             results[k] = convert([regs[r] for r in regs_of])
 
-        if op.type == "variable":
+        if op.defn.role == "variable":
             # a variable's value is fetched before this call's update, as legacy train jobs return it
             self.steps.insert(0, fetch)
             self.step_ops.insert(0, op)

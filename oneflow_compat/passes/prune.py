@@ -7,7 +7,7 @@ def prune(job):
     needed = {blob.key() for blob, _ in job.output_blobs}
     keep = []
     for op in reversed(job.ops):
-        if op.defn.stateful or op.type in ("input", "variable") or any(y.key() in needed for y in op.outputs):
+        if op.defn.stateful or op.defn.role != "compute" or any(y.key() in needed for y in op.outputs):
             keep.append(op)
             for x in op.inputs:
                 needed.add(x.key())

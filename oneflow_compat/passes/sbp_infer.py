@@ -5,14 +5,14 @@ constraints."""
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ops import transitions
 
-_CASTS = ("cast_to_mirrored", "cast_from_mirrored")
-
 
 def _normalize(pl, s):
     return S.B if pl.parallel_num == 1 and s != S.M else s
 
 
-def infer(job):
+def infer(job, exact_first=False):
+    """`exact_first` (eager global ops): a signature that reads every input as it lies wins over one whose only
+    boxing is free (B -> S slices), as OneFlow's eager inference does (matmul(B, B) stays B)."""
     produced = {}  # blob key -> (placement, sbp)
     for op in job.ops:
         n = op.placement.parallel_num
@@ -20,21 +20,21 @@ def infer(job):
         ins = [produced[x.key()] for x in op.inputs]
         if op.defn.sbp == "passthrough":
             sig = ([s for _, s in ins], [s for _, s in ins][:nout])
-        elif op.type in _CASTS:
+        elif op.defn.view_cast is not None:
             sig = op.defn.mirrored_sbp(op, ins)
         elif op.view == "mirrored":
             sig = ([S.M] * nin, [S.M] * nout)
         elif n == 1:
             sig = ([S.B] * nin, [S.B] * nout)  # on one device every hint is satisfied by the one full copy
         else:
-            sig = _choose(op, ins)
+            sig = _choose(op, ins, exact_first)
         op.sbp_in, op.sbp_out = list(sig[0]), list(sig[1])
         for y, s in zip(op.outputs, op.sbp_out):
             produced[y.key()] = (op.placement, _normalize(op.placement, s))
         op.sbp_in = [_normalize(op.placement, s) for s in op.sbp_in]
 
 
-def _choose(op, ins):
+def _choose(op, ins, exact_first=False):
     sigs = op.defn.sbp(op) if op.defn.sbp is not None else None
     if not sigs:
         raise ValueError("op '%s' (%s) has no SBP signature for %d devices (%s)" % (
@@ -57,7 +57,9 @@ def _choose(op, ins):
         cost = 0.0
         for x, (pl, s), want in zip(op.inputs, ins, sig[0]):
             cost += transitions.cost(pl, s, op.placement, want, transitions.blob_bytes(x.meta))
-            if x.op.type == "variable" and x.op.out_hints and want != s:
+            if exact_first and (want != s or pl != op.placement):
+                cost += _MISMATCH
+            if x.op.defn.role == "variable" and x.op.out_hints and want != s:
                 # a variable the user distributed explicitly (model parallelism) is read as it lies: moving the
                 # weights instead of the activations would undo the user's choice
                 cost += _LAST_RESORT
@@ -67,6 +69,7 @@ def _choose(op, ins):
 
 
 _LAST_RESORT = 1e15
+_MISMATCH = 1e-3  # below any byte count: only breaks ties between free and no boxing
 
 
 def _fmt(h):

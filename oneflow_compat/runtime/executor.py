@@ -11,12 +11,14 @@ from oneflow_compat.ir import sbp as S
 from oneflow_compat.passes.plan import Plan
 from oneflow_compat.runtime import distributed, results, watch
 
-# collectives whose function needs the runtime itself, keyed by op type; the others bring `build_collective`
-_COLLECTIVE_BUILDERS = {"watch": watch.make_watch_fn}
+# collective functions that need the runtime itself, by the `runtime_hook` an op declares; the other collectives
+# bring their `build_collective`
+RUNTIME_HOOKS = {"watch": watch.make_watch_fn}
 
 
 def collective_fn(op, session):
-    build = _COLLECTIVE_BUILDERS.get(op.type) or op.defn.build_collective
+    hook = op.defn.runtime_hook
+    build = RUNTIME_HOOKS[hook] if hook is not None else op.defn.build_collective
     return build(op, session)
 
 

@@ -6,7 +6,9 @@ bytes it moves per call.
     report.total_bytes("optimizer")
 
 `python -m oneflow_compat explain script.py [args]` runs a legacy script until its first job call, compiles
-instead of running it, prints the report of every job of the session, and exits 0.
+instead of running it, prints the report of every job of the session, and exits 0. A global-tensor program runs
+to its end, then every boxing its eager ops performed is listed (`oneflow_compat.explain()` gives that report
+from inside a program).
 """
 import dataclasses
 import os
@@ -122,7 +124,7 @@ def report_of_job(job):
     for op in job.ops:
         ops.append(OpEntry(job.name, op.name, op.type, op.placement, list(op.sbp_in or []), list(op.sbp_out or []),
                            op.section))
-        if op.type == "boxing":
+        if op.defn.boxing:
             a = op.attrs
             x = op.inputs[0]
             boxing.append(BoxingEntry(job.name, op.name, a["producer"], a["consumer"], x.logical_blob_name,
@@ -171,6 +173,51 @@ def explain_session(session=None):
     for r in reports:
         out = out + r
     return out
+
+
+# --- eager global programs: the boxing their ops performed ---------------------------------------------------------
+class EagerReport:
+    """Every boxing the eager global ops of this process took part in (`runtime/global_eager.py` counts them):
+    one row per distinct transfer (op, shape, layouts), with its bytes per call and its number of calls."""
+
+    def __init__(self, rows):
+        self.rows = list(rows)  # [(global_eager.BoxingRecord, calls)]
+
+    def total_bytes(self):
+        return sum(rec.bytes * calls for rec, calls in self.rows)
+
+    def by_collective(self):
+        """{collective: (calls, bytes)}."""
+        out = {}
+        for rec, calls in self.rows:
+            n, total = out.get(rec.collective, (0, 0.0))
+            out[rec.collective] = (n + calls, total + rec.bytes * calls)
+        return out
+
+    def __str__(self):
+        from oneflow_compat.runtime import global_eager
+
+        calls = sum(c for _, c in self.rows)
+        lines = ["eager global ops: %d boxing transfer%s (%d call%s), %s bytes in all" % (
+            len(self.rows), "" if len(self.rows) == 1 else "s", calls, "" if calls == 1 else "s",
+            _fmt_bytes(self.total_bytes()))]
+        if self.rows:
+            text = global_eager.placement_text
+            lines.append(_table(("op", "shape", "from", "to", "collective", "bytes per call", "calls"),
+                                [(rec.op, "x".join(map(str, rec.shape)) + " " + rec.dtype,
+                                  "%s %r" % (text(rec.src_placement), rec.src_sbp),
+                                  "%s %r" % (text(rec.dst_placement), rec.dst_sbp), rec.collective,
+                                  _fmt_bytes(rec.bytes), calls) for rec, calls in self.rows]))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain_eager():
+    """The report of the boxing this process's eager global ops performed so far."""
+    from oneflow_compat.runtime import global_eager
+
+    return EagerReport(global_eager.boxing_log())
 
 
 # --- the CLI: run a script, compile at its first job call, print, exit --------------------------------------------
@@ -224,7 +271,13 @@ def run_script(script, args, out=None):
         print("explain: %s runs in eager mode; nothing is compiled" % script, file=out)
         return 1
     if session.status == "open" and not session.job_functions:
-        print("explain: %s defines no job function" % script, file=out)
+        from oneflow_compat.runtime import global_eager
+
+        if global_eager.started():  # an eager global-tensor program: the boxing its ops performed
+            print(explain_eager(), file=out)
+            out.flush()
+            return 0
+        print("explain: %s defines no job function and runs no global tensor op" % script, file=out)
         return 1
     # the script never called a job (or only compiled through a checkpoint call): explain what it defined
     _print_session_report(session, out)
@@ -250,8 +303,8 @@ class _CallableModule(type(sys)):
     `explain(job)` while `oneflow_compat.explain.Report` etc. stay reachable (a function of the same name bound in
     the package would shadow the submodule for `import oneflow_compat.explain as m`)."""
 
-    def __call__(self, job_function):
-        return explain(job_function)
+    def __call__(self, job_function=None):
+        return explain_eager() if job_function is None else explain(job_function)
 
 
 sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,273 @@
+"""Creating tensors: `flow.tensor`, `zeros/ones/full/empty`, `randn/rand/randint`, `arange`, `*_like`,
+`from_numpy`; local by default, global with `placement=` and `sbp=` (both or neither).
+
+A global creation op is called by every rank of the world: member ranks make their own piece (constants) or
+take it from the full logical value (random numbers, `generators.py`); ranks outside the placement hold an
+empty piece and know the meta. `flow.tensor(data, placement=, sbp=)` treats each rank's `data` as the whole
+logical value and keeps the placement's first rank's (as a local -> global broadcast does).
+"""
+import numpy as np
+
+from oneflow_compat import sbp as flow_sbp
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.runtime import global_eager
+from oneflow_compat._global import generators
+from oneflow_compat._global.size import Size
+from oneflow_compat._global.tensor import (Tensor, as_dtype, check_placement, device_tag, dtype_of_numpy,
+                                           normalize_sbp, parse_device)
+
+
+def _size(size, what):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = size[0]
+    out = []
+    for d in size:
+        if isinstance(d, Tensor):
+            d = d.item()
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError("%s(): size must be ints, got %r" % (what, tuple(size)))
+        if d < 0:
+            raise ValueError("%s(): negative dimension %d in size %s" % (what, d, tuple(size)))
+        out.append(int(d))
+    return tuple(out)
+
+
+def _layout(placement, sbp, ndim, what):
+    """(flow.placement, compiler sbp, sbp shown) of a creation op, or (None, None, None) for a local tensor."""
+    if placement is None and sbp is None:
+        return None, None, None
+    if placement is None or sbp is None:
+        raise ValueError("%s(): placement and sbp must be given together (got placement=%r, sbp=%r)"
+                         % (what, placement, sbp))
+    check_placement(placement, what)
+    shown = tuple(sbp) if isinstance(sbp, (list, tuple)) else (sbp,)
+    ir_sbp = normalize_sbp(flow_sbp.to_ir(shown, what + "(): sbp"), ndim, what)
+    return placement, ir_sbp, shown
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _local(array, dtype, device, requires_grad):
+    kind = parse_device(device)
+    pl = global_eager.local_placement(device_tag(kind))
+    value = global_eager.Value(TensorMeta(array.shape, dtype), pl, S.B, [global_eager.to_device(array, pl)])
+    return _finish(Tensor._make(value, device=kind), requires_grad)
+
+
+def _global(shape, dtype, placement, ir_sbp, shown, piece_of, requires_grad):
+    """`piece_of(index, n, piece shape)` makes member `index`'s host piece."""
+    pl = placement.ir()
+    pieces = []
+    rank = global_eager.rank()
+    ranks = placement.rank_list
+    if rank in ranks:
+        index, n = ranks.index(rank), len(ranks)
+        piece = piece_of(index, n, S.local_shape(shape, ir_sbp, index, n))
+        pieces = [global_eager.to_device(np.asarray(piece, order="C"), pl)]
+    value = global_eager.Value(TensorMeta(shape, dtype), pl, ir_sbp if len(ranks) > 1 else S.B, pieces)
+    return _finish(Tensor._make(value, placement, shown), requires_grad)
+
+
+def _from_full(full, dtype, placement, ir_sbp, shown, requires_grad, device=None):
+    """A tensor holding the full logical host value `full` (every member rank computed it alike)."""
+    if placement is None:
+        return _local(full, dtype, device, requires_grad)
+
+    def piece_of(index, n, piece_shape):
+        if ir_sbp == S.P and index > 0:
+            return np.zeros(piece_shape, full.dtype)
+        return full[S.local_slices(full.shape, ir_sbp, index, n)]
+
+    return _global(tuple(full.shape), dtype, placement, ir_sbp, shown, piece_of, requires_grad)
+
+
+def _constant(size, value, dtype, device, placement, sbp, requires_grad, what):
+    shape = _size(size, what)
+    dtype = as_dtype(dtype) or dtypes.float32
+    placement, ir_sbp, shown = _layout(placement, sbp, len(shape), what)
+    np_dtype = dtype.np
+    if placement is None:
+        return _local(np.full(shape, value, np_dtype), dtype, device, requires_grad)
+
+    def piece_of(index, n, piece_shape):
+        return np.full(piece_shape, 0 if (ir_sbp == S.P and index > 0) else value, np_dtype)
+
+    return _global(shape, dtype, placement, ir_sbp, shown, piece_of, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    return _constant(size, 0, dtype, device, placement, sbp, requires_grad, "zeros")
+
+
+def ones(*size, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    return _constant(size, 1, dtype, device, placement, sbp, requires_grad, "ones")
+
+
+def empty(*size, dtype=None, device=None, placement=None, sbp=None, requires_grad=False, pin_memory=False):
+    return _constant(size, 0, dtype, device, placement, sbp, requires_grad, "empty")
+
+
+def full(size, fill_value, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    if dtype is None:
+        dtype = dtypes.float32 if isinstance(fill_value, float) else (
+            tensor_bool() if isinstance(fill_value, bool) else dtypes.int64)
+    return _constant((size,) if isinstance(size, int) else tuple(size), fill_value, dtype, device, placement, sbp,
+                     requires_grad, "full")
+
+
+def tensor_bool():
+    from oneflow_compat._global.tensor import BOOL
+
+    return BOOL
+
+
+def _like(input, dtype, requires_grad, value, what):  # noqa: A002
+    dtype = as_dtype(dtype) or input.dtype
+    if input.is_global:
+        return _constant(tuple(input.shape), value, dtype, None, input.placement, list(input.sbp), requires_grad,
+                         what)
+    return _constant(tuple(input.shape), value, dtype, input._device, None, None, requires_grad, what)
+
+
+def zeros_like(input, dtype=None, requires_grad=False, **_):  # noqa: A002
+    return _like(input, dtype, requires_grad, 0, "zeros_like")
+
+
+def ones_like(input, dtype=None, requires_grad=False, **_):  # noqa: A002
+    return _like(input, dtype, requires_grad, 1, "ones_like")
+
+
+def full_like(input, fill_value, dtype=None, requires_grad=False, **_):  # noqa: A002
+    return _like(input, dtype, requires_grad, fill_value, "full_like")
+
+
+# --- random ---------------------------------------------------------------------------------------------------
+def _generator(placement, generator):
+    if generator is not None:
+        return generator
+    return generators.global_generator() if placement is not None else generators.default_generator()
+
+
+def _random(draw, size, dtype, default, generator, device, placement, sbp, requires_grad, what):
+    shape = _size(size, what)
+    dtype = as_dtype(dtype) or default
+    placement, ir_sbp, shown = _layout(placement, sbp, len(shape), what)
+    full_value = draw(_generator(placement, generator), shape, dtype.np)
+    return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
+
+
+def randn(*size, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    if dtype is not None and not as_dtype(dtype).is_floating:
+        raise TypeError("randn(): dtype must be floating, got %s" % as_dtype(dtype).name)
+    return _random(lambda g, shape, t: g.normal(shape, t), size, dtype, dtypes.float32, generator, device,
+                   placement, sbp, requires_grad, "randn")
+
+
+def rand(*size, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    return _random(lambda g, shape, t: g.uniform(shape, t), size, dtype, dtypes.float32, generator, device,
+                   placement, sbp, requires_grad, "rand")
+
+
+def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, device=None, placement=None,
+            sbp=None, requires_grad=False):
+    """`randint(low, high, size)` or `randint(high, size)` (int64 unless `dtype`)."""
+    args = list(args)
+    if size is None and args and isinstance(args[-1], (tuple, list, Size)):
+        size = args.pop()
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        if high is None:
+            low, high = (0, args[0]) if low is None else (low, args[0])
+        else:
+            low = args[0]
+    if low is None:
+        low = 0
+    if high is None or size is None:
+        raise TypeError("randint() needs high and size: randint(low, high, size)")
+    lo, hi = int(low), int(high)
+    if lo >= hi:
+        raise ValueError("randint(): low (%d) must be less than high (%d)" % (lo, hi))
+    return _random(lambda g, shape, t: g.integers(lo, hi, shape, t), tuple(size), dtype, dtypes.int64,
+                   generator, device, placement, sbp, requires_grad, "randint")
+
+
+def randperm(n, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    dtype = as_dtype(dtype) or dtypes.int64
+    placement, ir_sbp, shown = _layout(placement, sbp, 1, "randperm")
+    full_value = _generator(placement, generator).permutation(int(n)).astype(dtype.np)
+    return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
+
+
+def manual_seed(seed):
+    return generators.manual_seed(seed)
+
+
+# --- from data ------------------------------------------------------------------------------------------------
+def _array_of(data, dtype):
+    if isinstance(data, Tensor):
+        array = np.array(data.numpy(), copy=True)
+    else:
+        array = np.array(data)
+        if dtype is None and not isinstance(data, np.ndarray) and array.dtype.kind == "f":
+            array = array.astype(np.float32)
+        elif dtype is None and not isinstance(data, np.ndarray) and array.dtype.kind in "iu":
+            array = array.astype(np.int64)
+    if dtype is not None:
+        array = array.astype(dtype.np)
+    if array.dtype == object:
+        raise TypeError("tensor(): cannot make a tensor of %r" % (data,))
+    return np.asarray(array, order="C")
+
+
+def tensor(data, dtype=None, device=None, placement=None, sbp=None, requires_grad=False, pin_memory=False):
+    """A tensor holding a copy of `data` (a list, number, numpy array or tensor)."""
+    dtype = as_dtype(dtype)
+    array = _array_of(data, dtype)
+    dt = dtype or dtype_of_numpy(array.dtype)
+    if placement is None and sbp is None:
+        if device is None and isinstance(data, Tensor) and data.is_local:
+            device = data._device
+        return _local(array, dt, device, requires_grad)
+    placement, ir_sbp, shown = _layout(placement, sbp, array.ndim, "tensor")
+    local = _local(array, dt, None, False)
+    t = local.to_global(placement, flow_sbp.broadcast)
+    if ir_sbp != S.B:
+        t = t.to_global(placement, list(shown))
+    return _finish(Tensor._make(t._value, placement, shown), requires_grad)
+
+
+def from_numpy(array):
+    """A local tensor sharing `array`'s memory."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError("from_numpy() expects a numpy array, got %s" % type(array).__name__)
+    return _local(array, dtype_of_numpy(array.dtype), "cpu", False)
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype):
+        return data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def arange(start=0, end=None, step=1, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    values = np.arange(start, end, step)
+    dtype = as_dtype(dtype) or (dtypes.int64 if values.dtype.kind in "iu" else dtypes.float32)
+    values = values.astype(dtype.np)
+    placement, ir_sbp, shown = _layout(placement, sbp, 1, "arange")
+    return _from_full(values, dtype, placement, ir_sbp, shown, requires_grad, device)
+
+
+def linspace(start, end, steps, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    dtype = as_dtype(dtype) or dtypes.float32
+    values = np.linspace(start, end, int(steps)).astype(dtype.np)
+    placement, ir_sbp, shown = _layout(placement, sbp, 1, "linspace")
+    return _from_full(values, dtype, placement, ir_sbp, shown, requires_grad, device)

@@ -1,0 +1,74 @@
+"""Applying one registered op to Tensors: the entry point every functional op (and module) goes through.
+
+`apply_op(op_type, inputs, attrs)` checks that the inputs are all local or all global on one placement, runs the
+op eagerly (`runtime/global_eager.py`: the op's declared SBP signatures choose the output layout, boxing moves
+inputs as needed), and records an autograd node when an input requires a gradient and the op has a grad rule.
+"""
+from oneflow_compat.ops import registry
+from oneflow_compat.runtime import autograd, global_eager
+from oneflow_compat._global.tensor import Tensor
+
+
+def _where(inputs, op_type):
+    first = inputs[0]
+    for i, t in enumerate(inputs[1:], 1):
+        if t.is_global != first.is_global:
+            raise RuntimeError("op '%s': expected all tensors to be global or all local, but input 0 is %s and "
+                               "input %d is %s" % (op_type, "global" if first.is_global else "local", i,
+                                                   "global" if t.is_global else "local"))
+        if first.is_global and t.placement != first.placement:
+            raise ValueError("Expected all tensors to be on the same placement, but found at least two placements, "
+                             "%r (positional 0) and %r (positional %d)! (op '%s')"
+                             % (first.placement, t.placement, i, op_type))
+    return first
+
+
+def apply_op(op_type, inputs, attrs=None, requires_grad=None):
+    """Runs op `op_type` on `inputs` (Tensors) with `attrs`; returns a Tensor, or a list for several outputs."""
+    outs = apply_op_list(op_type, inputs, attrs, requires_grad)
+    return outs[0] if len(outs) == 1 else outs
+
+
+def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError("op '%s' expects Tensors as inputs, got %s" % (op_type, type(t).__name__))
+    first = _where(inputs, op_type)
+    values = [t._value for t in inputs]
+    outs = global_eager.run_op(op_type, attrs, values)
+    placement, device = first._placement, first._device
+    tensors = [Tensor._make(v, placement, None, device) for v in outs]
+    if requires_grad is None:
+        requires_grad = autograd.is_grad_enabled() and any(t.requires_grad_flag for t in inputs)
+    if requires_grad and registry.get(op_type).grad is not None:
+        node = autograd.OpNode(op_type, dict(attrs or {}), values, outs, [t._edge() for t in inputs])
+        for k, t in enumerate(tensors):
+            if t.dtype.is_floating:
+                t.requires_grad_flag, t.grad_fn, t._out_index = True, node, k
+    return tensors
+
+
+def make_source(op_type, attrs, like):
+    """Runs an op without inputs (a constant) on the layout of tensor `like`'s placement."""
+    outs = global_eager.run_op(op_type, attrs, [], placement=like._value.placement)
+    return [Tensor._make(v, like._placement, None, like._device) for v in outs]
+
+
+def backward(tensors, grad_tensors=None, retain_graph=False):
+    """`flow.autograd.backward`: backpropagates from `tensors` (every rank calls it for global tensors)."""
+    grad_tensors = grad_tensors or [None] * len(tensors)
+    roots = []
+    for t, g in zip(tensors, grad_tensors):
+        if not t.requires_grad_flag:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            gv = autograd.seed_gradient(t._value)
+        else:
+            if tuple(g.shape) != tuple(t.shape):
+                raise RuntimeError("backward: gradient of shape %s does not fit the tensor's shape %s"
+                                   % (tuple(g.shape), tuple(t.shape)))
+            gv = g._value
+        roots.append((t._edge(), gv))
+    autograd.backward(roots, lambda leaf, value: leaf._accumulate_grad(value), retain_graph)

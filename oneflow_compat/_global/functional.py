@@ -1,0 +1,648 @@
+"""Ops as functions on Tensors (`flow.matmul`, `flow.add`, `flow.sum`, `flow.relu`, `flow.softmax`, …), local or
+global alike. Each is one or a few registered ops (`ops/*_ops.py`, the declarations legacy jobs use) applied
+through `dispatch.apply_op`; the op's SBP signatures decide the output layout (matmul(S0, B) -> S0, matmul(B, S1)
+-> S1, matmul(S1, S0) -> P, a sum over a split axis -> P) and autograd uses its gradient rule.
+
+Python numbers mix with tensors (`x + 1`, `2 * x`, `x ** 2`); dtypes are promoted as OneFlow does (an integer
+tensor with a float number or a float tensor becomes floating). Reductions over every axis give 0-d tensors.
+"""
+import builtins
+import collections
+
+import numpy as np
+
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ops.array_ops import infer_reshape
+from oneflow_compat.runtime import global_eager
+from oneflow_compat._global import creation
+from oneflow_compat._global.dispatch import apply_op, apply_op_list
+from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype
+
+_Number = (int, float, bool, np.number, np.bool_)
+
+
+def _is_number(x):
+    return isinstance(x, _Number)
+
+
+def _check(x, what):
+    if not isinstance(x, Tensor):
+        raise TypeError("%s(): expected a Tensor, got %s" % (what, type(x).__name__))
+    return x
+
+
+def _const(value, like, dtype=None):
+    """A 0-d tensor holding `value`, local or broadcast on `like`'s placement."""
+    from oneflow_compat import sbp as flow_sbp
+
+    dtype = dtype or like.dtype
+    if like.is_global:
+        return creation.full((), value, dtype=dtype, placement=like.placement, sbp=flow_sbp.broadcast)
+    return creation.full((), value, dtype=dtype, device=like._device)
+
+
+# --- dtypes ---------------------------------------------------------------------------------------------------
+def _promote(a, b):
+    if a is b:
+        return a
+    if a.is_floating != b.is_floating:
+        return a if a.is_floating else b
+    if a.is_floating:
+        return a if a.np.itemsize >= b.np.itemsize else b
+    if a is BOOL:
+        return b
+    if b is BOOL:
+        return a
+    if a.np.kind == b.np.kind:
+        return a if a.np.itemsize >= b.np.itemsize else b
+    return dtypes.int64
+
+
+def _scalar_dtype(t, value):
+    """The dtype of `t op value` for a Python number `value`."""
+    if isinstance(value, (float, np.floating)) and not t.dtype.is_floating:
+        return dtypes.float32
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and t.dtype is BOOL:
+        return dtypes.int64
+    return t.dtype
+
+
+def cast(input, dtype):  # noqa: A002
+    dtype = as_dtype(dtype)
+    if input.dtype is dtype:
+        return input
+    return apply_op("cast", [input], {"dtype": dtype})
+
+
+def _same_dtype(x, y):
+    dt = _promote(x.dtype, y.dtype)
+    return cast(x, dt), cast(y, dt)
+
+
+def _tensor_pair(x, y, what):
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        raise TypeError("%s(): expected a Tensor argument" % what)
+    if not isinstance(x, Tensor):
+        x = _const(x, y, _scalar_dtype(y, x))
+    if not isinstance(y, Tensor):
+        y = _const(y, x, _scalar_dtype(x, y))
+    return _same_dtype(x, y)
+
+
+# --- arithmetic -----------------------------------------------------------------------------------------------
+def add(input, other, alpha=1):  # noqa: A002
+    if alpha != 1:
+        other = mul(other, alpha)
+    if isinstance(input, Tensor) and _is_number(other):
+        x = cast(input, _scalar_dtype(input, other))
+        return apply_op("scalar_add", [x], {"value": other}) if other != 0 else x
+    if isinstance(other, Tensor) and _is_number(input):
+        return add(other, input)
+    x, y = _tensor_pair(input, other, "add")
+    return apply_op("add", [x, y])
+
+
+def sub(input, other, alpha=1):  # noqa: A002
+    if alpha != 1:
+        other = mul(other, alpha)
+    if isinstance(input, Tensor) and _is_number(other):
+        x = cast(input, _scalar_dtype(input, other))
+        return apply_op("scalar_add", [x], {"value": -other}) if other != 0 else x
+    if isinstance(other, Tensor) and _is_number(input):
+        x = cast(other, _scalar_dtype(other, input))
+        return apply_op("scalar_rsub", [x], {"value": input})
+    x, y = _tensor_pair(input, other, "sub")
+    return apply_op("subtract", [x, y])
+
+
+def mul(input, other):  # noqa: A002
+    if isinstance(input, Tensor) and _is_number(other):
+        x = cast(input, _scalar_dtype(input, other))
+        return apply_op("scalar_mul", [x], {"value": other})
+    if isinstance(other, Tensor) and _is_number(input):
+        return mul(other, input)
+    x, y = _tensor_pair(input, other, "mul")
+    return apply_op("multiply", [x, y])
+
+
+def _floating(x):
+    return x if x.dtype.is_floating else cast(x, dtypes.float32)
+
+
+def div(input, other, rounding_mode=None):  # noqa: A002
+    if rounding_mode is not None:
+        raise NotImplementedError("div(): rounding_mode=%r is not supported" % (rounding_mode,))
+    if isinstance(input, Tensor) and _is_number(other):
+        return apply_op("scalar_mul", [_floating(input)], {"value": 1.0 / other})
+    if isinstance(other, Tensor) and _is_number(input):
+        return apply_op("scalar_rdiv", [_floating(other)], {"value": input})
+    x, y = _tensor_pair(input, other, "div")
+    return apply_op("divide", [_floating(x), _floating(y)])
+
+
+def pow(input, exponent):  # noqa: A001,A002
+    if isinstance(input, Tensor) and _is_number(exponent):
+        x = cast(input, _scalar_dtype(input, exponent))
+        return apply_op("scalar_pow", [x], {"value": exponent})
+    x, y = _tensor_pair(input, exponent, "pow")
+    return apply_op("pow", [x, y])
+
+
+def _unary(op_type, floating=False):
+    def fn(input):  # noqa: A002
+        x = _check(input, op_type)
+        return apply_op(op_type, [_floating(x) if floating else x])
+
+    fn.__name__ = op_type
+    return fn
+
+
+neg = negative = _unary("negative")
+exp = _unary("exp", True)
+log = _unary("log", True)
+sqrt = _unary("sqrt", True)
+rsqrt = _unary("rsqrt", True)
+square = _unary("square")
+abs = _unary("abs")  # noqa: A001
+sign = _unary("sign")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001
+reciprocal = _unary("reciprocal", True)
+sin = _unary("sin", True)
+cos = _unary("cos", True)
+log1p = _unary("log1p", True)
+expm1 = _unary("expm1", True)
+relu = _unary("relu")
+sigmoid = _unary("sigmoid", True)
+tanh = _unary("tanh", True)
+
+
+def leaky_relu(input, negative_slope=0.01):  # noqa: A002
+    return apply_op("leaky_relu", [input], {"alpha": float(negative_slope)})
+
+
+def maximum(input, other):  # noqa: A002
+    x, y = _tensor_pair(input, other, "maximum")
+    return apply_op("maximum", [x, y])
+
+
+def minimum(input, other):  # noqa: A002
+    x, y = _tensor_pair(input, other, "minimum")
+    return apply_op("minimum", [x, y])
+
+
+def clamp(input, min=None, max=None):  # noqa: A002
+    if min is None and max is None:
+        raise ValueError("clamp(): at least one of min and max must be given")
+    return apply_op("clip_by_value", [input], {"min_value": min, "max_value": max})
+
+
+clip = clamp
+
+
+# --- comparisons (OneFlow's bool results) ------------------------------------------------------------------------
+def _compare(op_type):
+    def fn(input, other):  # noqa: A002
+        x, y = _tensor_pair(input, other, op_type)
+        return cast(apply_op(op_type, [x, y], requires_grad=False), BOOL)
+
+    fn.__name__ = op_type
+    return fn
+
+
+eq = equal = _compare("equal")
+ne = not_equal = _compare("not_equal")
+lt = less = _compare("less")
+le = less_equal = _compare("less_equal")
+gt = greater = _compare("greater")
+ge = greater_equal = _compare("greater_equal")
+
+
+def logical_not(input):  # noqa: A002
+    return cast(apply_op("logical_not", [input], requires_grad=False), BOOL)
+
+
+# --- matrix products --------------------------------------------------------------------------------------------
+def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # noqa: A002
+    a, b = _check(input, "matmul"), _check(other, "matmul")
+    a, b = _same_dtype(a, b)
+    if a.ndim == 1 and b.ndim == 1:
+        return sum(mul(a, b))
+    if a.ndim == 1:
+        return squeeze(matmul(unsqueeze(a, 0), b, transpose_a, transpose_b, alpha), -2)
+    if b.ndim == 1:
+        return squeeze(matmul(a, unsqueeze(b, 1), transpose_a, transpose_b, alpha), -1)
+    attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b), "alpha": float(alpha)}
+    if a.ndim > 2 and b.ndim == 2 and not transpose_a:
+        lead = tuple(a.shape[:-1])
+        out = apply_op("matmul", [reshape(a, (-1, a.shape[-1])), b], attrs)
+        return reshape(out, lead + (out.shape[-1],))
+    if a.ndim != b.ndim:
+        raise ValueError("matmul(): shapes %s and %s are not supported (batch dims must match)"
+                         % (tuple(a.shape), tuple(b.shape)))
+    return apply_op("matmul", [a, b], attrs)
+
+
+mm = matmul
+bmm = matmul
+
+
+def dot(input, other):  # noqa: A002
+    return sum(mul(input, other))
+
+
+def linear(input, weight, bias=None):  # noqa: A002
+    """input @ weightᵀ + bias (nn.Linear)."""
+    out = matmul(input, weight, transpose_b=True)
+    return out if bias is None else add(out, bias)
+
+
+# --- reductions -------------------------------------------------------------------------------------------------
+def _axes(dim, ndim):
+    if dim is None:
+        return list(range(ndim))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    out = []
+    for d in dims:
+        n = builtins.max(ndim, 1)
+        if not -n <= d < n:
+            raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
+                             % (-n, n - 1, d))
+        out.append(d % n)
+    return sorted(set(out))
+
+
+def _reduced(shape, axes, keepdim):
+    return tuple((1 if i in axes else d) for i, d in enumerate(shape) if keepdim or i not in axes)
+
+
+def _reduce(op_type, x, dim, keepdim):
+    axes = _axes(dim, x.ndim)
+    if x.ndim == 0:
+        return x
+    out = apply_op(op_type, [x], {"axis": axes, "keepdims": bool(keepdim)})
+    want = _reduced(tuple(x.shape), axes, keepdim)
+    return out if tuple(out.shape) == want else reshape(out, want)
+
+
+def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001,A002
+    x = _check(input, "sum")
+    if dtype is not None:
+        x = cast(x, dtype)
+    elif not x.dtype.is_floating and x.dtype is not dtypes.int64:
+        x = cast(x, dtypes.int64)  # bool / int8 / int32 sums do not wrap
+    return _reduce("reduce_sum", x, dim, keepdim)
+
+
+def mean(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """Sum, then a scale: linear like OneFlow's, so the mean over a split axis is a partial sum."""
+    x = _check(input, "mean")
+    if dtype is not None:
+        x = cast(x, dtype)
+    if not x.dtype.is_floating:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                           "complex dtype. Got: %s" % x.dtype.name.capitalize())
+    axes = _axes(dim, x.ndim)
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    return mul(_reduce("reduce_sum", x, dim, keepdim), 1.0 / builtins.max(count, 1))
+
+
+def prod(input, dim=None, keepdim=False):  # noqa: A002
+    return _reduce("reduce_prod", _check(input, "prod"), dim, keepdim)
+
+
+def var(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
+    x = _floating(_check(input, "var"))
+    axes = _axes(dim, x.ndim)
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    centered = sub(x, mean(x, axes, keepdim=True))
+    return mul(sum(square(centered), axes, keepdim), 1.0 / builtins.max(count - (1 if unbiased else 0), 1))
+
+
+def std(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
+    return sqrt(var(input, dim, unbiased, keepdim))
+
+
+_MaxResult = collections.namedtuple("max", ["values", "indices"])
+_MinResult = collections.namedtuple("min", ["values", "indices"])
+
+
+def max(input, dim=None, keepdim=False):  # noqa: A001,A002
+    """max(x) -> 0-d; max(x, dim) -> (values, indices); max(x, y) -> elementwise maximum."""
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
+    x = _check(input, "max")
+    if dim is None:
+        return _reduce("reduce_max", x, None, False)
+    return _MaxResult(_reduce("reduce_max", x, dim, keepdim), argmax(x, dim, keepdim))
+
+
+def min(input, dim=None, keepdim=False):  # noqa: A001,A002
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
+    x = _check(input, "min")
+    if dim is None:
+        return _reduce("reduce_min", x, None, False)
+    return _MinResult(_reduce("reduce_min", x, dim, keepdim), argmin(x, dim, keepdim))
+
+
+def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    """Indices (int64) of the first maximum along `dim` (of the flattened tensor when dim is None)."""
+    x = _check(input, "argmax")
+    if dim is None:
+        out = apply_op("argmax", [reshape(x, (-1,))], requires_grad=False)
+        out = reshape(cast(out, dtypes.int64), ())
+        return reshape(out, (1,) * x.ndim) if keepdim else out
+    d = _axes(dim, x.ndim)[0]
+    last = x.ndim - 1
+    if d != last:
+        perm = [i for i in range(x.ndim) if i != d] + [d]
+        x = permute(x, perm)
+    out = cast(apply_op("argmax", [x], requires_grad=False), dtypes.int64)
+    want = tuple(input.shape[:d]) + tuple(input.shape[d + 1:])
+    if tuple(out.shape) != want:
+        out = reshape(out, want)
+    return unsqueeze(out, d) if keepdim else out
+
+
+def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    return argmax(neg(input), dim, keepdim)
+
+
+# --- softmax and losses -------------------------------------------------------------------------------------------
+def _softmax_dim(ndim):
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, dtype=None):  # noqa: A002
+    x = _floating(_check(input, "softmax"))
+    if dtype is not None:
+        x = cast(x, dtype)
+    d = _softmax_dim(x.ndim) if dim is None else _axes(dim, x.ndim)[0]
+    return apply_op("softmax", [x], {"axis": d})
+
+
+def log_softmax(input, dim=None):  # noqa: A002
+    x = _floating(_check(input, "log_softmax"))
+    d = _softmax_dim(x.ndim) if dim is None else _axes(dim, x.ndim)[0]
+    shifted = sub(x, max(x, d, keepdim=True).values.detach())
+    return sub(shifted, log(sum(exp(shifted), d, keepdim=True)))
+
+
+def _reduce_loss(loss, reduction, what):
+    if reduction == "mean":
+        return mean(loss)
+    if reduction == "sum":
+        return sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError("%s: reduction must be 'mean', 'sum' or 'none', got %r" % (what, reduction))
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",  # noqa: A002
+                  label_smoothing=0.0):
+    """Softmax cross entropy of logits `input` (N, C, ...) with class indices `target` (N, ...), or with
+    probabilities `target` shaped like `input`."""
+    if weight is not None:
+        raise NotImplementedError("cross_entropy(): class weights are not supported")
+    if label_smoothing:
+        raise NotImplementedError("cross_entropy(): label_smoothing is not supported")
+    x = _floating(_check(input, "cross_entropy"))
+    t = _check(target, "cross_entropy")
+    if x.ndim > 2:  # (N, C, d...) -> (N, d..., C)
+        x = permute(x, [0] + list(range(2, x.ndim)) + [1])
+    if t.dtype.is_floating:
+        if x.ndim > 2:
+            t = permute(t, [0] + list(range(2, t.ndim)) + [1])
+        loss = apply_op("softmax_cross_entropy", [x, cast(t, x.dtype)])
+    else:
+        if tuple(t.shape) != tuple(x.shape[:-1]):
+            raise ValueError("cross_entropy(): target of shape %s does not fit input of shape %s"
+                             % (tuple(target.shape), tuple(input.shape)))
+        loss = apply_op_list("sparse_softmax_cross_entropy", [x, t])[0]
+    return _reduce_loss(loss, reduction, "cross_entropy")
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002
+    if weight is not None:
+        raise NotImplementedError("nll_loss(): class weights are not supported")
+    picked = reshape(gather(input, 1, unsqueeze(target, 1)), tuple(target.shape))
+    return _reduce_loss(neg(picked), reduction, "nll_loss")
+
+
+def mse_loss(input, target, reduction="mean"):  # noqa: A002
+    return _reduce_loss(square(sub(input, target)), reduction, "mse_loss")
+
+
+def l1_loss(input, target, reduction="mean"):  # noqa: A002
+    return _reduce_loss(abs(sub(input, target)), reduction, "l1_loss")
+
+
+# --- shapes -----------------------------------------------------------------------------------------------------
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(d) for d in shape)
+
+
+def reshape(input, *shape):  # noqa: A002
+    x = _check(input, "reshape")
+    target = infer_reshape(tuple(x.shape), _shape_arg(shape), "reshape")
+    if target == tuple(x.shape):
+        return x
+    return apply_op("reshape", [x], {"shape": target})
+
+
+view = reshape
+
+
+def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
+    x = _check(input, "flatten")
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s, e = start_dim % x.ndim, end_dim % x.ndim
+    if s >= e:
+        return x
+    return apply_op("flatten", [x], {"start_dim": s, "end_dim": e})
+
+
+def permute(input, *dims):  # noqa: A002
+    x = _check(input, "permute")
+    perm = tuple(d % x.ndim for d in _shape_arg(dims))
+    if sorted(perm) != list(range(x.ndim)):
+        raise ValueError("permute(): %s is not a permutation of %d dims" % (perm, x.ndim))
+    if perm == tuple(range(x.ndim)):
+        return x
+    return apply_op("transpose", [x], {"perm": perm})
+
+
+def transpose(input, dim0, dim1):  # noqa: A002
+    x = _check(input, "transpose")
+    perm = list(range(x.ndim))
+    a, b = dim0 % x.ndim, dim1 % x.ndim
+    perm[a], perm[b] = perm[b], perm[a]
+    return permute(x, perm)
+
+
+def t(input):  # noqa: A002
+    return input if input.ndim < 2 else transpose(input, 0, 1)
+
+
+def squeeze(input, dim=None):  # noqa: A002
+    x = _check(input, "squeeze")
+    if dim is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    else:
+        axes = [a for a in _axes(dim, x.ndim) if x.shape[a] == 1]
+    if not axes or x.ndim == 0:
+        return x
+    return apply_op("squeeze", [x], {"axes": tuple(axes)})
+
+
+def unsqueeze(input, dim):  # noqa: A002
+    x = _check(input, "unsqueeze")
+    if not -x.ndim - 1 <= dim <= x.ndim:
+        raise IndexError("unsqueeze(): dim %d out of range for %d dims" % (dim, x.ndim))
+    return apply_op("expand_dims", [x], {"axis": dim % (x.ndim + 1)})
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat(): expected a non-empty list of tensors")
+    dt = tensors[0].dtype
+    for x in tensors[1:]:
+        dt = _promote(dt, x.dtype)
+    tensors = [cast(_check(x, "cat"), dt) for x in tensors]
+    d = _axes(dim, tensors[0].ndim)[0]
+    if len(tensors) == 1:
+        return tensors[0]
+    return apply_op("concat", tensors, {"axis": d, "max_dim_size": None})
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    nd = tensors[0].ndim
+    d = dim % (nd + 1)
+    return cat([unsqueeze(x, d) for x in tensors], d)
+
+
+def where(condition, input=None, other=None):  # noqa: A002
+    if input is None and other is None:
+        raise NotImplementedError("where(condition) (the indices of non-zero elements) is not supported")
+    like = next(v for v in (condition, input, other) if isinstance(v, Tensor))
+    if not isinstance(input, Tensor):
+        input = _const(input, like, _scalar_dtype(other, input) if isinstance(other, Tensor) else None)  # noqa: A001
+    if not isinstance(other, Tensor):
+        other = _const(other, input, _scalar_dtype(input, other))
+    x, y = _same_dtype(input, other)
+    return apply_op("where", [condition, x, y])
+
+
+def masked_fill(input, mask, value):  # noqa: A002
+    return where(mask, _const(value, input), input)
+
+
+def gather(input, dim, index):  # noqa: A002
+    """out[i][j] = input[i][index[i][j]] along `dim` (index sized like input outside `dim`)."""
+    x, idx = _check(input, "gather"), _check(index, "gather")
+    d = _axes(dim, x.ndim)[0]
+    last = x.ndim - 1
+    if d != last:
+        perm = [i for i in range(x.ndim) if i != d] + [d]
+        inverse = [perm.index(i) for i in range(x.ndim)]
+        out = apply_op("batch_gather", [permute(x, perm), permute(idx, perm)])
+        return permute(out, inverse)
+    return apply_op("batch_gather", [x, idx])
+
+
+def one_hot(input, num_classes=-1, on_value=1, off_value=0):  # noqa: A002
+    if num_classes < 0:
+        num_classes = int(max(input).item()) + 1
+    return apply_op("one_hot", [input], {"depth": int(num_classes), "on_value": on_value, "off_value": off_value,
+                                          "dtype": dtypes.int64, "axis": input.ndim}, requires_grad=False)
+
+
+def index(input, key):  # noqa: A002
+    """`input[key]` for ints, slices and Ellipsis (a view op: `slice` then `reshape`)."""
+    x = input
+    if not isinstance(key, tuple):
+        key = (key,)
+    if builtins.any(isinstance(k, Tensor) or isinstance(k, (list, np.ndarray)) for k in key):
+        raise NotImplementedError("indexing with tensors or lists is not supported; use gather")
+    if builtins.sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    n_real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > x.ndim:
+        raise IndexError("too many indices for tensor of dimension %d" % x.ndim)
+    expanded = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (x.ndim - n_real))
+        else:
+            expanded.append(k)
+    slices, out_shape, axis = [], [], 0
+    for k in expanded:
+        if k is None:
+            out_shape.append(1)
+            continue
+        dim = x.shape[axis]
+        if isinstance(k, (int, np.integer)):
+            i = int(k)
+            if not -dim <= i < dim:
+                raise IndexError("index %d is out of bounds for dimension %d with size %d" % (i, axis, dim))
+            i %= dim
+            slices.append((i, i + 1, 1))
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(dim)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            slices.append((start, stop, step))
+            out_shape.append(len(range(start, stop, step)))
+        else:
+            raise TypeError("invalid index %r" % (k,))
+        axis += 1
+    for d in x.shape[axis:]:
+        slices.append((0, d, 1))
+        out_shape.append(d)
+    out = x
+    if builtins.any(s != (0, d, 1) for s, d in zip(slices, x.shape)):
+        out = apply_op("slice", [x], {"slice_tup": tuple(slices)})
+    return reshape(out, tuple(out_shape)) if tuple(out_shape) != tuple(out.shape) else out
+
+
+def clone(input):  # noqa: A002
+    """A copy (floating tensors keep their autograd history: the copy is `input * 1`)."""
+    if input.dtype.is_floating:
+        return mul(input, 1)
+    v = input._value
+    copy = global_eager.Value(v.meta, v.placement, v.sbp, [p.copy() for p in v.pieces])
+    return Tensor._make(copy, input._placement, input._sbp, input._device)
+
+
+def numel(input):  # noqa: A002
+    return input.numel()
+
+
+def is_tensor(x):
+    return isinstance(x, Tensor)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    return bool(np.allclose(input.numpy(), other.numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def zeros_like(input, dtype=None, requires_grad=False):  # noqa: A002
+    return creation.zeros_like(input, dtype=dtype, requires_grad=requires_grad)
+
+
+def ones_like(input, dtype=None, requires_grad=False):  # noqa: A002
+    return creation.ones_like(input, dtype=dtype, requires_grad=requires_grad)

@@ -1,0 +1,132 @@
+"""Random generators of the global-tensor API (this project's rule, stronger than OneFlow's).
+
+* The GLOBAL generator draws global random tensors. A draw's values depend only on (seed, the generator's draw
+  counter, logical shape, dtype, distribution): every member rank generates the full logical value with a
+  counter-based generator (numpy's Philox keyed by the seed and the draw number) and keeps its piece. So
+  `randn(4, 5, sbp=split(0))`, `randn(4, 5, sbp=broadcast)` and a one-rank `randn(4, 5)` are the same numbers
+  under one seed. Every rank of the world calls every global creation op (OneFlow requires it too), so the
+  counters advance alike on every rank. Its default seed is rank 0's, broadcast at the first draw.
+* The LOCAL generator of each rank draws local tensors (and module initialisers). Default seeds differ per rank,
+  like OneFlow's per-process seeds (with ONEFLOW_COMPAT_SEED set, both default seeds derive from it).
+* `flow.manual_seed(s)` seeds the global generator and every rank's local generator alike.
+"""
+import random as _py_random
+
+import numpy as np
+
+from oneflow_compat.kernels import random as random_k
+
+
+def _fresh_seed(shared):
+    """A default seed: from ONEFLOW_COMPAT_SEED when set (the project's reproducibility switch; a rank's local
+    generator then derives its own seed from it and the rank), else drawn from the system."""
+    import os
+
+    text = os.environ.get("ONEFLOW_COMPAT_SEED")
+    if text is None:
+        return _py_random.SystemRandom().randrange(2 ** 63)
+    if shared:
+        return int(text) % (1 << 63)
+    from oneflow_compat.runtime import global_eager
+
+    return random_k.derived_seed(int(text), "local generator of rank %d" % global_eager.rank())
+
+
+class Generator:
+    """`flow.Generator()`: a seed and a draw counter; each draw gets its own Philox stream."""
+
+    def __init__(self, device="cpu", seed=None, shared=False):
+        self.device = device
+        self._seed = seed
+        self._shared = shared  # the global generator: default seed from rank 0
+        self._draws = 0
+
+    def manual_seed(self, seed):
+        self._seed = int(seed) % (1 << 63)
+        self._draws = 0
+        return self
+
+    def initial_seed(self):
+        return self.seed()
+
+    def seed(self):
+        if self._seed is None:
+            seed = _fresh_seed(self._shared)
+            if self._shared:
+                from oneflow_compat.runtime import global_eager
+
+                c = global_eager.comm()
+                seed = c.bcast_object(seed, root=0) if c.size > 1 else seed
+            self._seed = seed
+        return self._seed
+
+    def get_state(self):
+        return (self.seed(), self._draws)
+
+    def set_state(self, state):
+        self._seed, self._draws = int(state[0]), int(state[1])
+
+    def _next_rng(self):
+        key = random_k.call_key(self.seed(), self._draws)
+        self._draws += 1
+        return np.random.Generator(np.random.Philox(key=key))
+
+    # --- draws (full logical values, host arrays) ----------------------------------------------------------
+    def normal(self, shape, np_dtype, mean=0.0, std=1.0):
+        rng = self._next_rng()
+        kind = np.dtype(np_dtype)
+        if kind == np.float32:
+            out = rng.standard_normal(shape, dtype=np.float32)
+        else:
+            out = rng.standard_normal(shape).astype(kind, copy=False)
+        if std != 1.0 or mean != 0.0:
+            out = (out * kind.type(std) + kind.type(mean)).astype(kind, copy=False)
+        return out
+
+    def uniform(self, shape, np_dtype, low=0.0, high=1.0):
+        rng = self._next_rng()
+        kind = np.dtype(np_dtype)
+        if kind == np.float32:
+            out = rng.random(shape, dtype=np.float32)
+        else:
+            out = rng.random(shape).astype(kind, copy=False)
+        if low != 0.0 or high != 1.0:
+            out = (out * kind.type(high - low) + kind.type(low)).astype(kind, copy=False)
+        return out
+
+    def integers(self, low, high, shape, np_dtype):
+        rng = self._next_rng()
+        return rng.integers(low, high, size=shape, dtype=np.int64).astype(np_dtype, copy=False)
+
+    def permutation(self, n):
+        return self._next_rng().permutation(n)
+
+
+_GLOBAL = Generator(shared=True)
+_LOCAL = Generator()
+
+
+def global_generator():
+    return _GLOBAL
+
+
+def default_generator():
+    """The rank's local generator (`flow.default_generator`)."""
+    return _LOCAL
+
+
+def manual_seed(seed):
+    """Seeds the global generator and this rank's local generator (every rank calls it alike)."""
+    _GLOBAL.manual_seed(seed)
+    _LOCAL.manual_seed(seed)
+    return _LOCAL
+
+
+def initial_seed():
+    return _LOCAL.initial_seed()
+
+
+def seed():
+    s = _py_random.SystemRandom().randrange(2 ** 63)
+    _LOCAL.manual_seed(s)
+    return s

@@ -1,0 +1,92 @@
+"""`Tensor.to_global` / `to_consistent`: local -> global and global -> global, both differentiable.
+
+Local -> global (every rank of the world calls it): split(d) concatenates the ranks' local tensors along d (their
+sizes must follow the balanced split), broadcast takes the placement's first rank's value, partial_sum adds the
+local tensors; ranks outside the placement hold an empty piece. The gradient of a rank's local tensor is its
+piece of the global gradient laid out like the forward (a partial-sum input's gradient is the whole gradient:
+each addend moves the sum one for one).
+
+Global -> global: any SBP transition and any placement change through the boxing (`global_eager.transfer`); the
+gradient goes back to the source placement, with the source SBP or `grad_sbp`. The same placement and SBP give
+the same tensor object.
+"""
+from oneflow_compat import sbp as flow_sbp
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.runtime import autograd, global_eager
+from oneflow_compat._global.tensor import Tensor, check_placement, normalize_sbp
+
+
+def _sbp_arg(sbp, ndim, what):
+    return normalize_sbp(flow_sbp.to_ir(sbp, what + ": sbp"), ndim, what)
+
+
+def to_global(t, placement=None, sbp=None, grad_sbp=None):
+    what = "to_global"
+    if t.is_local:
+        if placement is None or sbp is None:
+            raise ValueError("to_global of a local tensor needs both placement and sbp, got placement=%r, sbp=%r"
+                             % (placement, sbp))
+        return _local_to_global(t, check_placement(placement, what), sbp, grad_sbp)
+    placement = t.placement if placement is None else check_placement(placement, what)
+    shown = t.sbp if sbp is None else _shown(sbp)
+    dst = _sbp_arg(shown, t.ndim, what)
+    if placement == t.placement and shown == t.sbp:
+        return t
+    src = t._value
+    out = global_eager.transfer(src, placement.ir(), dst)
+    result = Tensor._make(out, placement, shown)
+    gsbp = None if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp")
+    if autograd.is_grad_enabled() and t.requires_grad_flag:
+        src_pl, src_sbp = src.placement, src.sbp if gsbp is None else gsbp
+
+        def to_global_backward(dys):
+            return [autograd.box(dys[0], src_pl, src_sbp)]
+
+        result.requires_grad_flag = True
+        result.grad_fn = autograd.FunctionNode("ToGlobalBackward", [t._edge()], to_global_backward)
+    return result
+
+
+def _shown(sbp):
+    if isinstance(sbp, (list, tuple)):
+        return tuple(sbp)
+    return (sbp,)
+
+
+def _local_to_global(t, placement, sbp, grad_sbp):
+    what = "to_global"
+    shown = _shown(sbp)
+    ir_sbp = _sbp_arg(shown, t.ndim, what)
+    local = t._value
+    out = global_eager.from_local(local, placement.ir(), ir_sbp, what)
+    result = Tensor._make(out, placement, (flow_sbp.from_ir(ir_sbp),))
+    if autograd.is_grad_enabled() and t.requires_grad_flag:
+        back = ir_sbp if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp")
+        if back == S.P:
+            back = S.B
+        pl, meta = out.placement, local.meta
+
+        def local_to_global_backward(dys):
+            g = autograd.box(dys[0], pl, back)
+            if not g.pieces:
+                return [None]
+            return [global_eager.Value(meta, local.placement, S.B, [g.pieces[0]])]
+
+        result.requires_grad_flag = True
+        result.grad_fn = autograd.FunctionNode("LocalToGlobalBackward", [t._edge()], local_to_global_backward)
+    return result
+
+
+def as_layout_of(src, like):
+    """`src` (a tensor, array or number) as a tensor laid out like `like` (same placement and SBP)."""
+    from oneflow_compat._global import creation
+
+    if not isinstance(src, Tensor):
+        src = creation.tensor(src, dtype=like.dtype)
+        if like.is_global:
+            src = src.to_global(like.placement, flow_sbp.broadcast)
+    if like.is_global:
+        if src.is_local:
+            raise RuntimeError("copy_: cannot copy a local tensor into a global one; convert it with to_global")
+        return src.to_global(like.placement, like.sbp)
+    return src

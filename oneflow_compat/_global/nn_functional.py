@@ -1,0 +1,6 @@
+"""`flow.nn.functional` names built on the functional ops (the modules helper re-exports this module from
+`flow.nn`, adding its own layers' functions such as dropout)."""
+from oneflow_compat._global.functional import (  # noqa: F401
+    cross_entropy, l1_loss, leaky_relu, linear, log_softmax, mse_loss, nll_loss, one_hot, relu, sigmoid, softmax,
+    tanh)
+from oneflow_compat._global.dropout import dropout  # noqa: F401,E402

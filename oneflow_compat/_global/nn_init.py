@@ -1,0 +1,131 @@
+"""`flow.nn.init`: fill a tensor in place with random or constant values (OneFlow's / PyTorch's formulas).
+
+Random fills draw from the generator the tensor's kind calls for (`generators.py`): a LOCAL tensor from this
+rank's local generator (so a module built locally and then converted with `to_global(..., broadcast)` takes the
+first rank's values, as in OneFlow), a GLOBAL tensor from the global generator as one full logical value of
+which each rank keeps its piece (the same numbers whatever the placement and SBP).
+"""
+import math
+
+import numpy as np
+
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.runtime import global_eager
+from oneflow_compat._global import generators
+
+
+def _fill(tensor, full):
+    """Writes the full logical host value `full` into `tensor`'s storage (this rank's piece of it)."""
+    value = tensor._value
+    full = np.asarray(full, dtype=value.meta.dtype.np)
+    if tensor.is_local:
+        for piece in value.pieces:
+            piece[...] = global_eager.to_device(full, value.placement)
+        return tensor
+    ranks = [m for m, _ in value.placement.pairs]
+    me = global_eager.rank()
+    for piece in value.pieces:
+        index = ranks.index(me)
+        if value.sbp == S.P:  # the logical value is the sum of the pieces: the first one holds it all
+            part = full if index == 0 else np.zeros_like(full)
+        else:
+            part = full[S.local_slices(full.shape, value.sbp, index, len(ranks))]
+        piece[...] = global_eager.to_device(np.ascontiguousarray(part), value.placement)
+    return tensor
+
+
+def _generator(tensor, generator):
+    if generator is not None:
+        return generator
+    return generators.global_generator() if tensor.is_global else generators.default_generator()
+
+
+def _shape(tensor):
+    return tuple(tensor.shape)
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """Values drawn uniformly from [a, b)."""
+    gen = _generator(tensor, generator)
+    return _fill(tensor, gen.uniform(_shape(tensor), tensor.dtype.np, low=float(a), high=float(b)))
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    gen = _generator(tensor, generator)
+    return _fill(tensor, gen.normal(_shape(tensor), tensor.dtype.np, mean=float(mean), std=float(std)))
+
+
+def constant_(tensor, val):
+    return _fill(tensor, np.full(_shape(tensor), val))
+
+
+def zeros_(tensor):
+    return constant_(tensor, 0)
+
+
+def ones_(tensor):
+    return constant_(tensor, 1)
+
+
+def calculate_gain(nonlinearity, param=None):
+    """The recommended gain of an activation (PyTorch's table, which OneFlow copies)."""
+    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+    if nonlinearity in linear or nonlinearity == "sigmoid":
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError("negative_slope {} not a valid number".format(param))
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError("Unsupported nonlinearity {}".format(nonlinearity))
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    shape = _shape(tensor)
+    if len(shape) < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    receptive = 1
+    for d in shape[2:]:
+        receptive *= d
+    return shape[1] * receptive, shape[0] * receptive
+
+
+def _fan(tensor, mode):
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError("Mode {} not supported, please use one of fan_in, fan_out".format(mode))
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """U(−bound, bound) with bound = gain·√(3 / fan): He et al. (2015)."""
+    gain = calculate_gain(nonlinearity, a)
+    bound = math.sqrt(3.0) * gain / math.sqrt(_fan(tensor, mode))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def xavier_uniform_(tensor, gain=1.0, generator=None):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return normal_(tensor, 0.0, std, generator)

@@ -1,0 +1,209 @@
+"""`flow.save` / `flow.load` for both API generations, told apart by their arguments.
+
+* Legacy (v0.3): `flow.save(path, var_dict=None)` / `flow.load(path)` — the checkpoint of job-function
+  variables (`oneflow_compat/checkpoint.py`), used when the first argument of `save` is a path, and by `load`
+  while the legacy API is in use (a job function is defined, or eager execution was enabled).
+* Modern (0.5–0.9): `flow.save(obj, path)` / `flow.load(path)` of a state dict. A dict of tensors (what
+  `Module.state_dict()` returns) is written as OneFlow 0.5 wrote it, the legacy checkpoint layout — one folder per
+  tensor with `out` (raw little-endian bytes) and `meta` (shape and dtype), then `snapshot_done` — so either API
+  can read the other's files. Anything else (an optimizer's state dict, nested containers, numbers, one tensor)
+  keeps its tensors in the same per-tensor folders and its structure in a `structure.pickle` file (a pickle
+  restricted on load to plain containers and the tensor references).
+
+Saving is a collective when a global tensor is saved (its value is gathered); rank 0 writes, atomically (a
+temporary folder renamed into place); an existing earlier save at `path` is replaced only once the new one is
+complete. Loaded tensors are local (or, with `global_src_rank`, global: that rank's value broadcast on every rank).
+"""
+import collections
+import io
+import os
+import pickle
+import secrets
+import shutil
+
+from oneflow_compat.framework import checkpoint_format as fmt
+from oneflow_compat.runtime import global_eager
+from oneflow_compat._global.tensor import Tensor
+
+STRUCTURE_FILENAME = "structure.pickle"
+
+
+def _legacy_in_use():
+    from oneflow_compat.framework import session
+
+    s = session.default_session()
+    return bool(s.job_functions) or s.eager
+
+
+# --- save -------------------------------------------------------------------------------------------------------
+def save(obj=None, path=None, var_dict=None, global_dst_rank=None):
+    """`flow.save(obj, path)` (state dicts) or the legacy `flow.save(path, var_dict=None)`; see the module
+    docstring."""
+    if obj is None or isinstance(obj, (str, os.PathLike)):
+        from oneflow_compat import checkpoint
+
+        target = obj if obj is not None else path
+        variables = var_dict if var_dict is not None else (path if obj is not None else None)
+        return checkpoint.save(target, variables)
+    if path is None:
+        raise TypeError("flow.save(obj, path): path is missing")
+    if global_dst_rank is not None and int(global_dst_rank) != 0:
+        raise NotImplementedError("flow.save: global_dst_rank=%r — this implementation writes from rank 0"
+                                  % (global_dst_rank,))
+    tensors, extra = _flatten(obj)
+    arrays = collections.OrderedDict((name, t.numpy()) for name, t in tensors.items())  # collective for globals
+    comm = global_eager.comm()
+    error = None
+    if comm.rank == 0:
+        try:
+            _write(os.fspath(path), arrays, extra)
+        except BaseException as e:  # every rank must learn of the failure, not only the writer
+            error = e
+    if comm.size > 1:
+        message = comm.bcast_object(None if error is None else "%s: %s" % (type(error).__name__, error), root=0)
+        if message is not None and error is None:
+            raise RuntimeError("flow.save to %s failed on rank 0: %s" % (path, message))
+    if error is not None:
+        raise error
+
+
+def _is_flat_state_dict(obj):
+    return (isinstance(obj, collections.abc.Mapping) and len(obj) > 0
+            and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items())
+            and all(_valid_name(k) for k in obj))
+
+
+def _valid_name(name):
+    try:
+        fmt._check_variable_name(name)
+    except ValueError:
+        return False
+    return name != STRUCTURE_FILENAME and name != fmt.SNAPSHOT_DONE_FILENAME and not name.startswith(".")
+
+
+def _flatten(obj):
+    """({folder name: tensor}, {file name: bytes}) to write for `obj`."""
+    if _is_flat_state_dict(obj):
+        return collections.OrderedDict(obj), {}
+    names = {}  # id(tensor) -> folder name, named by the tensor's path in the containers where possible
+    tensors = collections.OrderedDict()
+
+    def visit(x, path):
+        if isinstance(x, Tensor):
+            if id(x) not in names:
+                name = ".".join(path) if path else "tensor"
+                if not _valid_name(name) or name in tensors:
+                    name = "tensor_%d" % len(tensors)
+                names[id(x)] = name
+                tensors[name] = x
+        elif isinstance(x, collections.abc.Mapping):
+            for k, v in x.items():
+                visit(v, path + [str(k)])
+        elif isinstance(x, (list, tuple)):
+            for i, v in enumerate(x):
+                visit(v, path + [str(i)])
+
+    visit(obj, [])
+
+    class _Pickler(pickle.Pickler):
+        def persistent_id(self, x):
+            return ("tensor", names[id(x)]) if isinstance(x, Tensor) else None
+
+    buffer = io.BytesIO()
+    try:
+        _Pickler(buffer, protocol=4).dump(obj)
+    except (pickle.PicklingError, TypeError, AttributeError) as e:
+        raise TypeError("flow.save: cannot save %r: %s" % (type(obj).__name__, e)) from None
+    return tensors, {STRUCTURE_FILENAME: buffer.getvalue()}
+
+
+def _is_earlier_save(path):
+    entries = set(os.listdir(path))
+    return fmt.SNAPSHOT_DONE_FILENAME in entries or STRUCTURE_FILENAME in entries
+
+
+def _write(path, arrays, extra):
+    if not (os.path.isdir(path) and os.listdir(path) and _is_earlier_save(path)):
+        fmt.save_tensors(path, arrays, extra_files=extra)  # refuses a file or a folder of other things
+        return
+    # replace an earlier save: write the new one completely beside it, then swap
+    parent, base = os.path.split(os.path.abspath(path))
+    fresh = os.path.join(parent, ".%s.new-%s" % (base, secrets.token_hex(6)))
+    old = os.path.join(parent, ".%s.old-%s" % (base, secrets.token_hex(6)))
+    fmt.save_tensors(fresh, arrays, extra_files=extra)
+    try:
+        os.rename(path, old)
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    os.rename(fresh, path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+# --- load -------------------------------------------------------------------------------------------------------
+class _Unpickler(pickle.Unpickler):
+    """Plain containers and tensor references only: a saved structure never runs code when loaded."""
+
+    _ALLOWED = {("collections", "OrderedDict"): collections.OrderedDict}
+
+    def __init__(self, file, load_tensor):
+        super().__init__(file)
+        self._load_tensor = load_tensor
+
+    def find_class(self, module, name):
+        found = self._ALLOWED.get((module, name))
+        if found is None:
+            raise pickle.UnpicklingError("flow.load: %s.%s is not allowed in a saved structure" % (module, name))
+        return found
+
+    def persistent_load(self, pid):
+        kind, name = pid
+        if kind != "tensor":
+            raise pickle.UnpicklingError("flow.load: unknown reference %r" % (pid,))
+        return self._load_tensor(name)
+
+
+def load(path, global_src_rank=None, map_location=None):
+    """`flow.load(path)`: what `flow.save` wrote (see the module docstring); the legacy checkpoint reader while
+    the legacy API is in use."""
+    if _legacy_in_use() and global_src_rank is None and map_location is None:
+        from oneflow_compat import checkpoint
+
+        return checkpoint.get(path)
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError("Directory {} doesn't exist!".format(path))
+
+    def tensor_of(blob):
+        if not blob.is_bound:
+            raise ValueError("flow.load: %s has no meta file (legacy model IO): its shape and dtype are unknown; "
+                             "load it into a legacy job's variables with flow.load_variables" % blob.var_dir)
+        return _as_tensor(blob.numpy(), global_src_rank, map_location)
+
+    structure = os.path.join(path, STRUCTURE_FILENAME)
+    if os.path.isfile(structure):
+        with open(structure, "rb") as f:
+            payload = f.read()
+        return _Unpickler(io.BytesIO(payload),
+                          lambda name: tensor_of(fmt.FileBackendVariableBlob(os.path.join(path, name)))).load()
+    found = fmt.load_checkpoint_dir(path)
+    if isinstance(found, fmt.FileBackendVariableBlob):
+        return tensor_of(found)
+    return collections.OrderedDict((name, tensor_of(blob)) for name, blob in found.items())
+
+
+def _as_tensor(array, global_src_rank, map_location):
+    from oneflow_compat import sbp as flow_sbp
+    from oneflow_compat._global import creation
+    from oneflow_compat._global.placement import placement
+
+    device = None
+    if map_location is not None:
+        device = map_location if isinstance(map_location, str) else getattr(map_location, "type", None)
+    t = creation.tensor(array, device=device)
+    if global_src_rank is None:
+        return t
+    kind = "cuda" if device is not None and str(device).startswith("cuda") else "cpu"
+    # the source rank's value is the one every rank gets (each rank read the files, but only its copy counts)
+    t = t.to_global(placement(kind, [int(global_src_rank)]), flow_sbp.broadcast)
+    return t.to_global(placement.all(kind), flow_sbp.broadcast)

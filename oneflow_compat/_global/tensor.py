@@ -1,0 +1,418 @@
+"""`flow.Tensor`: a local tensor (this rank's value) or a global tensor (a logical value on a placement, laid out
+by an SBP, of which this rank holds its piece).
+
+A tensor wraps a `runtime.global_eager.Value` (`_value`: meta, compiler placement and SBP, this rank's pieces).
+Local tensors are values on this rank's one device, so both kinds run through the same eager ops
+(`_global/dispatch.py`). Arithmetic operators and methods such as `.sum()` / `.reshape()` are installed from the
+functional ops (`_global/tensor_methods.py`).
+
+For code building on this class (modules, optimizers): `Tensor._make(value, ...)` wraps a Value without copying;
+`t._value.pieces` are this rank's arrays (in-place updates of them are in-place updates of the tensor);
+`t._set_value(v)` replaces the value in place (same object, e.g. after `to_global` of a Parameter's data).
+"""
+import numpy as np
+
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.runtime import autograd, global_eager
+from oneflow_compat import sbp as flow_sbp
+from oneflow_compat._global import printing
+from oneflow_compat._global.placement import placement as Placement
+from oneflow_compat._global.size import Size
+
+_DEFAULT_FLOAT = dtypes.float32
+
+
+# OneFlow's `flow.bool` (comparisons give it); the legacy API has no boolean dtype
+BOOL = dtypes.DType("bool", np.bool_, "kBool", 11)
+global_eager.register_dtype(BOOL)
+
+
+def dtype_of_numpy(np_dtype):
+    np_dtype = np.dtype(np_dtype)
+    if np_dtype == np.bool_:
+        return BOOL
+    return dtypes.from_numpy(np_dtype)
+
+
+def as_dtype(d):
+    if d is None or isinstance(d, dtypes.DType):
+        return d
+    if d is bool:
+        return BOOL
+    if d is float:
+        return dtypes.float32
+    if d is int:
+        return dtypes.int64
+    return dtype_of_numpy(d)
+
+
+def device_tag(device_type):
+    """The compiler's device tag running a local tensor of `device_type` ("cuda" runs where "gpu" runs)."""
+    from oneflow_compat.backend import devices
+
+    return devices.resolve_tag("gpu") if device_type == "cuda" else "cpu"
+
+
+def parse_device(device):
+    """'cpu' / 'cuda' / 'cuda:0' / flow.device -> device type."""
+    if device is None:
+        return "cpu"
+    kind = getattr(device, "type", device)
+    if not isinstance(kind, str):
+        raise TypeError("device must be a string like 'cpu' or 'cuda:0', got %r" % (device,))
+    kind = kind.split(":")[0]
+    if kind not in ("cpu", "cuda"):
+        raise ValueError("Expected one of cpu, cuda device type at start of device string: %s" % (device,))
+    return kind
+
+
+class device:  # noqa: N801 - OneFlow's name
+    """`flow.device("cuda:0")`: a local tensor's device."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type="cpu", index=None):  # noqa: A002
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        if ":" in type:
+            type, idx = type.split(":", 1)
+            index = int(idx)
+        self.type = parse_device(type)
+        self.index = 0 if index is None else int(index)
+
+    def __repr__(self):
+        return "device(type='%s', index=%d)" % (self.type, self.index)
+
+    def __str__(self):
+        return "%s:%d" % (self.type, self.index)
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+
+def _world_size():
+    return global_eager.world_size()
+
+
+def normalize_sbp(ir_sbp, ndim, what):
+    if S.is_split(ir_sbp):
+        axis = ir_sbp.axis
+        if not -ndim <= axis < max(ndim, 1) or ndim == 0:
+            raise ValueError("%s: split(dim=%d) is out of range for a tensor with %d dimension(s)"
+                             % (what, axis, ndim))
+        return S.S(axis % ndim)
+    return ir_sbp
+
+
+def check_placement(p, what):
+    if not isinstance(p, Placement):
+        raise TypeError("%s: placement must be a flow.placement, got %r" % (what, p))
+    p.check_valid(_world_size(), what)
+    if p.is_nd:
+        raise NotImplementedError("%s: the nd placement %r needs 2-D SBP, which this implementation does not "
+                                  "support" % (what, p))
+    return p
+
+
+class Tensor:
+    """A local or global tensor (see the module docstring)."""
+
+    __array_priority__ = 1000  # `ndarray + tensor` defers to the tensor
+
+    # every instance sets these (`_make`, `_adopt`); the class values are the defaults of a fresh local leaf
+    _value = None
+    _placement = None
+    _sbp = None
+    _device = "cpu"
+    requires_grad_flag = False
+    grad_fn = None
+    _out_index = 0
+    _grad = None
+
+    # --- construction (`__init__`, `flow.Tensor(data)` / `flow.Tensor(*shape)`, is installed by
+    # `_global/tensor_methods.py` together with the methods built on ops) --------------------------------------
+    def _adopt(self, t):
+        self._value = t._value
+        self._placement = t._placement
+        self._sbp = t._sbp
+        self._device = t._device
+        self.requires_grad_flag = t.requires_grad_flag
+        self.grad_fn = t.grad_fn
+        self._out_index = t._out_index
+        self._grad = t._grad
+
+    @classmethod
+    def _make(cls, value, placement=None, sbp=None, device="cpu", requires_grad=False, grad_fn=None,
+              out_index=0):
+        """Wraps a Value. `placement` (flow.placement) makes it global; `sbp` (tuple of flow.sbp) overrides the
+        SBP shown (a one-rank placement keeps the SBP the user asked for)."""
+        t = object.__new__(cls)
+        t._value = value
+        t._placement = placement
+        t._sbp = sbp
+        t._device = device
+        t.requires_grad_flag = bool(requires_grad)
+        t.grad_fn = grad_fn
+        t._out_index = out_index
+        t._grad = None
+        return t
+
+    def _set_value(self, value, placement=None, sbp=None):
+        self._value = value
+        if placement is not None:
+            self._placement = placement
+        self._sbp = sbp
+
+    # --- metadata -------------------------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._value.meta.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self._value.meta.shape[dim]
+
+    @property
+    def dtype(self):
+        return self._value.meta.dtype
+
+    @property
+    def ndim(self):
+        return len(self._value.meta.shape)
+
+    def dim(self):
+        return self.ndim
+
+    def nelement(self):
+        return self.numel()
+
+    def numel(self):
+        n = 1
+        for d in self._value.meta.shape:
+            n *= d
+        return n
+
+    def __len__(self):
+        if not self._value.meta.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._value.meta.shape[0]
+
+    @property
+    def is_global(self):
+        return self._placement is not None
+
+    @property
+    def is_consistent(self):
+        return self.is_global
+
+    @property
+    def is_local(self):
+        return self._placement is None
+
+    @property
+    def placement(self):
+        if self._placement is None:
+            raise RuntimeError("Only global tensors have placement; this tensor is local (its device is %s)"
+                               % self.device)
+        return self._placement
+
+    @property
+    def sbp(self):
+        if self._placement is None:
+            raise RuntimeError("Only global tensors have sbp; this tensor is local")
+        if self._sbp is not None:
+            return self._sbp
+        return (flow_sbp.from_ir(self._value.sbp),)
+
+    @property
+    def device(self):
+        if self._placement is not None:
+            raise RuntimeError("Only local tensors have 'device'; this global tensor has placement %r"
+                               % self._placement)
+        return device(self._device, 0)
+
+    @property
+    def is_cuda(self):
+        if self._placement is not None:
+            return self._placement.type == "cuda"
+        return self._device == "cuda"
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def requires_grad(self):
+        return self.requires_grad_flag
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if requires_grad and not self.dtype.is_floating:
+            raise RuntimeError("only Tensors of floating point can require gradients (this one is %s)"
+                               % self.dtype.name)
+        self.requires_grad_flag = bool(requires_grad)
+        return self
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError("assigned grad must be a Tensor or None, got %s" % type(value).__name__)
+        self._grad = value
+
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, other):
+        self._set_value(other._value, other._placement, other._sbp)
+        self._placement = other._placement
+        self._device = other._device
+
+    def _edge(self):
+        if not self.requires_grad_flag:
+            return None
+        if self.grad_fn is not None:
+            return ("node", self.grad_fn, self._out_index)
+        return ("leaf", self)
+
+    # --- values ---------------------------------------------------------------------------------------------
+    def numpy(self):
+        """Local: the array (shared with the tensor on CPU). Global: the whole logical value on every rank (a
+        collective: every rank of the world must call it)."""
+        if self._placement is None:
+            return _host(self._value.pieces[0])
+        return global_eager.full_value(self._value)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a.astype(dtype) if dtype is not None else a
+
+    def item(self):
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars (shape %s)"
+                             % (tuple(self.shape),))
+        return self.numpy().reshape(()).item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __format__(self, spec):
+        if self.numel() == 1 and spec:
+            return format(self.item(), spec)
+        return format(str(self), spec)
+
+    def __repr__(self):
+        return printing.tensor_repr(self)
+
+    __str__ = __repr__
+
+    __hash__ = object.__hash__
+
+    # --- layouts --------------------------------------------------------------------------------------------
+    def to_local(self):
+        """This rank's piece (no communication); ranks outside the placement get an empty tensor with the
+        logical number of dimensions."""
+        if self._placement is None:
+            raise RuntimeError("Expected global tensor for to_local but got local tensor!")
+        v = self._value
+        if v.pieces:
+            piece = v.pieces[0]
+        else:
+            piece = global_eager.xp(v.placement).zeros((0,) * max(1, len(v.meta.shape)), dtype=v.meta.dtype.np)
+        local = global_eager.Value(TensorMeta(piece.shape, v.meta.dtype), global_eager.local_placement(
+            v.placement.device_tag), S.B, [piece])
+        out = Tensor._make(local, device=self._placement.type)
+        src = v
+        if autograd.is_grad_enabled() and self.requires_grad_flag:
+            def to_local_backward(dys):
+                dy = dys[0]
+                return [global_eager.Value(src.meta, src.placement, src.sbp, dy.pieces if src.pieces else [])]
+
+            node = autograd.FunctionNode("ToLocalBackward", [self._edge()], to_local_backward)
+            out.requires_grad_flag, out.grad_fn = True, node
+        return out
+
+    # --- autograd -------------------------------------------------------------------------------------------
+    def detach(self):
+        return Tensor._make(self._value, self._placement, self._sbp, self._device)
+
+    def retain_grad(self):
+        return self
+
+    def _accumulate_grad(self, value):
+        """Adds a gradient (any layout) into `.grad`, boxed to this tensor's own placement and SBP."""
+        own = self._value
+        value = autograd.box(value, own.placement, own.sbp)
+        if self._grad is None or self._grad._value.meta.shape != own.meta.shape:
+            pieces = [p.copy() for p in value.pieces]  # the gradient may share memory with other values
+            self._grad = Tensor._make(global_eager.Value(own.meta, own.placement, own.sbp, pieces),
+                                      self._placement, self._sbp, self._device)
+        else:
+            g = self._grad._value
+            if g.placement != own.placement or g.sbp != own.sbp:
+                g = autograd.box(g, own.placement, own.sbp)
+                g = global_eager.Value(g.meta, g.placement, g.sbp, [p.copy() for p in g.pieces])
+                self._grad._set_value(g, self._grad._placement, self._grad._sbp)
+            for p, q in zip(g.pieces, value.pieces):
+                p += q
+
+    # --- in-place helpers -----------------------------------------------------------------------------------
+    def zero_(self):
+        for p in self._value.pieces:
+            p[...] = 0
+        return self
+
+    def fill_(self, value):
+        for p in self._value.pieces:
+            p[...] = value
+        return self
+
+    def _check_inplace(self):
+        if autograd.is_grad_enabled() and self.requires_grad_flag and self.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def _host(x):
+    from oneflow_compat.backend import devices
+
+    return devices.to_host(x)
+
+
+def is_tensor(x):
+    return isinstance(x, Tensor)

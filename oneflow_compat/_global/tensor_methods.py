@@ -1,0 +1,181 @@
+"""The `Tensor` methods built on ops, creation and layouts, installed on the class from here (the class itself,
+`tensor.py`, sits below those modules): construction (`flow.Tensor(data)` / `flow.Tensor(*shape)`), operators with
+broadcasting and Python numbers, `to_global`/`to_consistent`, `backward`, and the functional ops as methods."""
+import numpy as np
+
+from oneflow_compat.ir import dtypes
+from oneflow_compat._global import creation, dispatch, functional as F, layouts
+from oneflow_compat._global.size import Size
+from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, parse_device
+
+
+def _init(self, *args, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    """`flow.Tensor(data)` (a list, array or tensor; float32 unless `dtype`), or `flow.Tensor(*shape)` (here
+    zeros: OneFlow leaves the memory uninitialised)."""
+    dt = as_dtype(dtype) or dtypes.float32
+    if len(args) == 1 and not isinstance(args[0], (int, np.integer, Size)):
+        t = creation.tensor(args[0], dtype=dt, device=device, placement=placement, sbp=sbp,
+                            requires_grad=requires_grad)
+    else:
+        shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+        t = creation.zeros(*shape, dtype=dt, device=device, placement=placement, sbp=sbp,
+                           requires_grad=requires_grad)
+    self._adopt(t)
+
+
+def _to_global(self, placement=None, sbp=None, grad_sbp=None, check_meta=True, copy=False):
+    """Local -> global (every rank of the world calls it) or global -> global (any SBP and placement)."""
+    return layouts.to_global(self, placement, sbp, grad_sbp)
+
+
+def _to_consistent(self, placement=None, sbp=None, grad_sbp=None):
+    """OneFlow 0.5's name of `to_global`."""
+    return layouts.to_global(self, placement, sbp, grad_sbp)
+
+
+def _backward(self, gradient=None, retain_graph=False, create_graph=False):
+    dispatch.backward([self], [gradient], retain_graph)
+
+
+def _copy_(self, other):
+    """Copies `other` (boxed to this tensor's layout) into this tensor's storage."""
+    src = layouts.as_layout_of(other, self)
+    if tuple(src.shape) != tuple(self.shape):
+        src = F.reshape(src, tuple(self.shape)) if src.numel() == self.numel() else src
+    for p, q in zip(self._value.pieces, src._value.pieces):
+        p[...] = q
+    return self
+
+
+def _rebind(self, result):
+    """In-place op: storage updated in place when nothing records gradients, else the tensor takes the result."""
+    self._check_inplace()
+    v, r = self._value, result._value
+    same = (r.meta.shape == v.meta.shape and r.placement == v.placement and r.sbp == v.sbp)
+    if result.grad_fn is None and same:
+        for p, q in zip(v.pieces, r.pieces):
+            p[...] = q
+        return self
+    self._value, self._placement, self._sbp = r, result._placement, result._sbp
+    self.grad_fn, self._out_index, self.requires_grad_flag = result.grad_fn, result._out_index, \
+        result.requires_grad_flag
+    return self
+
+
+def _inplace(fn):
+    def method(self, *args, **kwargs):
+        return _rebind(self, fn(self, *args, **kwargs))
+    return method
+
+
+def _reflected(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _to(self, *args, **kwargs):
+    """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)`."""
+    dtype, device = kwargs.get("dtype"), kwargs.get("device")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.dtype
+            if a.is_local:
+                device = a._device
+        elif isinstance(a, dtypes.DType) or a in (float, int, bool):
+            dtype = a
+        elif a is not None:
+            device = a
+    out = self
+    if device is not None:
+        kind = parse_device(device)
+        if self.is_global:
+            raise RuntimeError("to(device) is for local tensors; use to_global(placement=...) on a global tensor")
+        if kind != self._device:
+            out = creation.tensor(self, device=kind)
+            if self.requires_grad:
+                out.requires_grad_(True)
+    if dtype is not None:
+        out = F.cast(out, dtype)
+    return out
+
+
+def _getitem(self, key):
+    return F.index(self, key)
+
+
+def _setitem(self, key, value):
+    if self.is_global:
+        raise NotImplementedError("item assignment is supported on local tensors only")
+    self._check_inplace()
+    piece = self._value.pieces[0]
+    piece[key] = value.numpy() if isinstance(value, Tensor) else value
+
+
+def _size_args(*shape):
+    return shape
+
+
+def _T(self):  # noqa: N802
+    return F.permute(self, list(reversed(range(self.ndim)))) if self.ndim >= 2 else self
+
+
+def _expand_as_shape(self, other):
+    return F.reshape(self, tuple(other.shape))
+
+
+_METHODS = {
+    "__init__": _init,
+    "to_global": _to_global,
+    "to_consistent": _to_consistent,
+    "backward": _backward,
+    "copy_": _copy_,
+    "to": _to,
+    "__getitem__": _getitem,
+    "__setitem__": _setitem,
+    # operators
+    "__add__": F.add, "__radd__": _reflected(F.add), "__iadd__": _inplace(F.add),
+    "__sub__": F.sub, "__rsub__": _reflected(F.sub), "__isub__": _inplace(F.sub),
+    "__mul__": F.mul, "__rmul__": _reflected(F.mul), "__imul__": _inplace(F.mul),
+    "__truediv__": F.div, "__rtruediv__": _reflected(F.div), "__itruediv__": _inplace(F.div),
+    "__pow__": F.pow, "__rpow__": _reflected(F.pow),
+    "__matmul__": F.matmul, "__rmatmul__": _reflected(F.matmul),
+    "__neg__": F.neg, "__pos__": lambda self: self, "__abs__": F.abs,
+    "__eq__": F.eq, "__ne__": F.ne, "__lt__": F.lt, "__le__": F.le, "__gt__": F.gt, "__ge__": F.ge,
+    "__invert__": F.logical_not,
+    # arithmetic
+    "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "abs": F.abs,
+    "add_": _inplace(F.add), "sub_": _inplace(F.sub), "mul_": _inplace(F.mul), "div_": _inplace(F.div),
+    "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "rsqrt": F.rsqrt, "square": F.square, "sign": F.sign,
+    "floor": F.floor, "ceil": F.ceil, "round": F.round, "reciprocal": F.reciprocal, "sin": F.sin, "cos": F.cos,
+    "log1p": F.log1p, "expm1": F.expm1, "relu": F.relu, "sigmoid": F.sigmoid, "tanh": F.tanh,
+    "clamp": F.clamp, "clip": F.clamp, "maximum": F.maximum, "minimum": F.minimum,
+    "eq": F.eq, "ne": F.ne, "lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge, "logical_not": F.logical_not,
+    "matmul": F.matmul, "mm": F.matmul, "dot": F.dot,
+    # reductions
+    "sum": F.sum, "mean": F.mean, "prod": F.prod, "var": F.var, "std": F.std, "max": F.max, "min": F.min,
+    "argmax": F.argmax, "argmin": F.argmin, "softmax": F.softmax, "log_softmax": F.log_softmax,
+    # shapes
+    "reshape": lambda self, *shape: F.reshape(self, *shape),
+    "view": lambda self, *shape: F.reshape(self, *shape),
+    "view_as": _expand_as_shape, "reshape_as": _expand_as_shape,
+    "flatten": F.flatten, "permute": lambda self, *dims: F.permute(self, *dims), "transpose": F.transpose,
+    "t": F.t, "squeeze": F.squeeze, "unsqueeze": F.unsqueeze, "gather": F.gather, "masked_fill": F.masked_fill,
+    "contiguous": lambda self: self, "is_contiguous": lambda self: True,
+    "clone": F.clone,
+    # dtypes and devices
+    "float": lambda self: F.cast(self, dtypes.float32), "double": lambda self: F.cast(self, dtypes.float64),
+    "half": lambda self: F.cast(self, dtypes.float16), "int": lambda self: F.cast(self, dtypes.int32),
+    "long": lambda self: F.cast(self, dtypes.int64), "bool": lambda self: F.cast(self, BOOL),
+    "type_as": lambda self, other: F.cast(self, other.dtype),
+    "cpu": lambda self: _to(self, "cpu") if self.is_local else self,
+    "cuda": lambda self, device=None: _to(self, "cuda") if self.is_local else self,
+    "numel": Tensor.numel,
+}
+
+
+def install():
+    for name, fn in _METHODS.items():
+        setattr(Tensor, name, fn)
+    Tensor.T = property(_T)
+
+
+install()

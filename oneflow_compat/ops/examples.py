@@ -1,0 +1,469 @@
+"""Example instances of every op type: one table that the SBP validator (`tools/validate.py`), the numeric
+gradient check (`tests/test_gradcheck_all_ops.py`) and the kernel tests read.
+
+Data only. A row is the op's inputs, made by `make(rng) -> [arrays]` from a numpy Generator, and its attrs; the
+validator runs every row on 1, 2, 3 and 4 simulated devices under each SBP signature the op declares, and the
+gradient check runs the rows with `grad=True` of every op with a gradient rule (float64 inputs, central
+differences, then 2 and 3 devices with the inputs split as `splits` / `layouts` say).
+
+Shapes use sizes that 2, 3 and 4 devices do not all divide (5, 7, 6), so uneven balanced splits are exercised.
+Inputs of non-smooth ops keep away from their kinks (0 for relu/abs, ties for max/min and pools, clip bounds) by
+far more than the finite-difference step. An op with neither rows nor a reason in WITHOUT_EXAMPLES fails the
+coverage tests, and so does a differentiable op without a gradient row: a new op comes with its rows.
+"""
+import numpy as np
+
+from oneflow_compat.ir import dtypes
+from oneflow_compat.kernels import nn as nn_k
+
+
+class Example:
+    """One instance of an op.
+
+    make: rng -> list of input arrays; attrs: the op's attrs; note: what the row exercises (shown by the checks).
+    For the gradient check: grad (False: not a gradient row; the note says why), wrt (indices of the inputs to
+    differentiate; default every floating input), outputs (indices of the outputs in the loss; default every
+    floating output), splits (per input, the batch axis of its placeholder on >1 devices, None = broadcast;
+    default axis 0 where it has 2 rows), layouts (more `splits` to try), eps/rtol/atol (step and tolerance).
+    """
+
+    def __init__(self, make, attrs=None, note="", grad=True, wrt=None, outputs=None, splits=None, layouts=(),
+                 eps=1e-6, rtol=1e-6, atol=1e-9):
+        self.make = make
+        self.attrs = dict(attrs or {})
+        self.note = note
+        self.grad = grad
+        self.wrt, self.outputs, self.splits, self.layouts = wrt, outputs, splits, list(layouts)
+        self.eps, self.rtol, self.atol = eps, rtol, atol
+
+    def __repr__(self):
+        return "Example(%s%s)" % (self.attrs, ", " + self.note if self.note else "")
+
+
+# --- value makers: each returns rng -> array ---------------------------------------------------------------------
+def normal(*shape, dtype=np.float64, scale=1.0):
+    return lambda r: (r.standard_normal(shape) * scale).astype(dtype)
+
+
+def positive(*shape, dtype=np.float64, low=0.5, high=2.0):
+    return lambda r: r.uniform(low, high, shape).astype(dtype)
+
+
+def uniform(*shape, low=0.0, high=1.0):
+    return lambda r: r.uniform(low, high, shape)
+
+
+def away_from_zero(*shape, dtype=np.float64):
+    return lambda r: (r.uniform(0.5, 2.0, shape) * r.choice([-1.0, 1.0], shape)).astype(dtype)
+
+
+def ints(*shape, low=0, high=4, dtype=np.int32):
+    return lambda r: r.integers(low, high, shape).astype(dtype)
+
+
+def fixed(values, dtype=np.int32):
+    return lambda r: np.array(values, dtype=dtype)
+
+
+def distinct(*shape):
+    """Values at least 0.04 apart (no ties for max/min and pools)."""
+    def make(r):
+        n = int(np.prod(shape))
+        return (r.permutation(n) * 0.05 - n * 0.025 + r.uniform(0, 0.01, n)).reshape(shape)
+    return make
+
+
+def away_from(bounds, *shape, margin=0.1):
+    """Floats in (-2, 2) that keep `margin` away from each of `bounds` (the kinks of clip_by_value)."""
+    def make(r):
+        x = r.uniform(-2.0, 2.0, shape)
+        for b in bounds:
+            x = np.where(np.abs(x - b) < margin, x + 3 * margin, x)
+        return x
+    return make
+
+
+def with_nonfinite(*shape):
+    """Normal values with six of them inf, -inf or nan."""
+    def make(r):
+        g = r.standard_normal(shape)
+        flat = g.reshape(-1)
+        flat[r.choice(flat.size, 6, replace=False)] = [np.inf, -np.inf, np.nan, np.nan, np.inf, np.nan]
+        return g
+    return make
+
+
+def distributions(*shape, axis=-1):
+    """Rows of positive numbers summing to 1 along `axis` (softmax outputs, soft labels)."""
+    def make(r):
+        p = r.uniform(0.1, 1.0, shape)
+        return p / p.sum(axis=axis, keepdims=True)
+    return make
+
+
+def inputs(*makers):
+    return lambda r: [m(r) for m in makers]
+
+
+def apart(shape_a, shape_b):
+    """Two inputs whose elements differ by at least 0.1 under any broadcast (no ties for maximum/minimum)."""
+    return lambda r: [r.uniform(1.1, 2.0, shape_a) * r.choice([-1.0, 1.0], shape_a), r.uniform(-1.0, 1.0, shape_b)]
+
+
+# --- row families ------------------------------------------------------------------------------------------------
+def unary(make=normal, **attrs):
+    return [Example(inputs(make(5, 7)), attrs), Example(inputs(make(4, 5, 6)), attrs, note="3-d")]
+
+
+def binary(a=normal, b=normal):
+    return [Example(inputs(a(5, 7), b(5, 7)), note="same shape"),
+            Example(inputs(a(4, 5, 1), b(5, 7)), note="broadcast both"),
+            Example(inputs(a(6, 7), b(7)), note="rank-1 b", layouts=[[1, 0]])]
+
+
+def compare(make=normal):
+    return [Example(inputs(make(5, 7), make(5, 7))), Example(inputs(make(4, 5, 1), make(5, 7)), note="broadcast")]
+
+
+def reduction(make=normal):
+    return [Example(inputs(make(5, 7)), {"axis": [1], "keepdims": False}),
+            Example(inputs(make(5, 7)), {"axis": [0], "keepdims": True}),
+            Example(inputs(make(4, 5, 6)), {"axis": [0, 2], "keepdims": False}),
+            Example(inputs(make(4, 5, 6)), {"axis": [0, 2], "keepdims": True}, layouts=[[1]]),
+            Example(inputs(make(4, 5, 6)), {"axis": None, "keepdims": False}, note="all")]
+
+
+def pair(make_dy, make_x, *shape, **attrs):
+    """Gradient kernels: dy and a forward tensor of the same shape."""
+    return [Example(inputs(make_dy(*shape), make_x(*shape)), attrs)]
+
+
+EXAMPLES = {
+    # --- elementwise (math_ops) ----------------------------------------------------------------------------------
+    "add": binary(),
+    "subtract": binary(),
+    "multiply": binary(),
+    "divide": binary(b=away_from_zero),
+    "pow": binary(a=positive),
+    "maximum": [Example(apart((5, 7), (5, 7)), note="same shape"),
+                Example(apart((4, 5, 1), (5, 7)), note="broadcast both"),
+                Example(apart((6, 7), (7,)), note="rank-1 b", layouts=[[1, 0]])],
+    "minimum": [Example(apart((5, 7), (5, 7)), note="same shape"),
+                Example(apart((4, 5, 1), (5, 7)), note="broadcast both"),
+                Example(apart((6, 7), (7,)), note="rank-1 b", layouts=[[1, 0]])],
+    "floor_mod": binary(b=away_from_zero),
+    "equal": compare(ints),
+    "not_equal": [Example(inputs(ints(5, 7), ints(5, 7)))],
+    "less": binary(),
+    "less_equal": [Example(inputs(ints(5, 7), ints(5, 7)))],
+    "greater": binary(),
+    "greater_equal": [Example(inputs(ints(5, 7), ints(4, 1, 7)))],
+    "logical_and": [Example(inputs(ints(5, 7, high=2), ints(5, 7, high=2)))],
+    "scalar_add": unary(value=1.5),
+    "scalar_mul": unary(value=-1.25) + [
+        Example(inputs(normal(5, 7, dtype=np.float32)), {"value": 0.1}, note="float32", grad=False)],
+    "scalar_pow": unary(positive, value=2.5),
+    "scalar_rsub": unary(value=3.0),
+    "scalar_rdiv": unary(away_from_zero, value=2.0),
+    "scalar_mod": [Example(inputs(normal(5, 7)), {"value": 0.7})],
+    "negative": unary(),
+    "exp": unary(),
+    "log": unary(positive),
+    "sqrt": unary(positive),
+    "rsqrt": unary(positive),
+    "square": unary(),
+    "abs": unary(away_from_zero),
+    "sign": unary(),
+    "floor": unary(),
+    "ceil": unary(),
+    "round": unary(),
+    "reciprocal": unary(away_from_zero),
+    "sin": unary(),
+    "cos": unary(),
+    "log1p": unary(positive),
+    "expm1": unary(),
+    "logical_not": [Example(inputs(ints(5, 7, high=2)))],
+    "identity": unary(),
+    "cast": [Example(inputs(normal(5, 7)), {"dtype": dtypes.float64}),
+             Example(inputs(normal(5, 7)), {"dtype": dtypes.float32}, note="to float32", eps=1e-2, rtol=1e-4),
+             Example(inputs(ints(5, 7, low=-9, high=9)), {"dtype": dtypes.float64}, note="int -> float",
+                     grad=False),
+             Example(inputs(uniform(5, 7, low=-9.0, high=9.0)), {"dtype": dtypes.int32}, note="float -> int",
+                     grad=False)],
+    "reduce_to_shape": [Example(inputs(normal(4, 5, 6)), {"shape": (5, 1)}),
+                        Example(inputs(normal(4, 5, 6)), {"shape": (4, 1, 6)}),
+                        Example(inputs(normal(7, 3)), {"shape": (3,)})],
+    "reduce_sum": reduction(),
+    "reduce_mean": reduction(),
+    "reduce_max": reduction(distinct),
+    "reduce_min": reduction(distinct),
+    "reduce_prod": reduction(positive),
+    "reduce_any": reduction(lambda *s: ints(*s, high=2)),
+    "reduce_all": reduction(lambda *s: ints(*s, low=0, high=5)),
+    "argmax": [Example(inputs(normal(5, 7))), Example(inputs(normal(4, 5, 6))), Example(inputs(normal(7)))],
+    "broadcast_like": [Example(inputs(normal(1, 7), normal(5, 7)), wrt=[0]),
+                       Example(inputs(normal(4, 1, 6), normal(4, 5, 6)), wrt=[0]),
+                       Example(inputs(normal(5, 7), normal(5, 7)), note="no broadcast", wrt=[0])],
+    "matmul": [Example(inputs(normal(5, 6), normal(6, 7)), {"transpose_a": False, "transpose_b": False, "alpha": 0.5},
+                       layouts=[[None, 0], [1, 0]]),
+               Example(inputs(normal(6, 5), normal(6, 7)), {"transpose_a": True, "transpose_b": False},
+                       layouts=[[None, 0], [1, 0]]),
+               Example(inputs(normal(5, 6), normal(7, 6)), {"transpose_a": False, "transpose_b": True,
+                                                            "alpha": 0.5}, layouts=[[None, 0], [1, 0]]),
+               Example(inputs(normal(6, 5), normal(7, 6)), {"transpose_a": True, "transpose_b": True},
+                       layouts=[[None, 0], [1, 0]]),
+               Example(inputs(normal(3, 5, 6), normal(3, 6, 4)), {"transpose_a": False, "transpose_b": False},
+                       note="batched"),
+               Example(inputs(normal(5, 6, dtype=np.float32), normal(6, 7, dtype=np.float32)),
+                       {"transpose_a": False, "transpose_b": False}, note="float32", grad=False)],
+    "bias_add": [Example(inputs(normal(5, 7), normal(7)), {"axis": 1}),
+                 Example(inputs(normal(4, 6, 5), normal(6)), {"axis": 1}),
+                 Example(inputs(normal(5, 7), normal(7)), {"axis": -1}),
+                 Example(inputs(normal(2, 3, 2, 2), normal(3)), {"axis": 1}, note="NCHW", layouts=[[1, 0]])],
+    "add_n": [Example(inputs(normal(5, 7), normal(5, 7), normal(5, 7))),
+              Example(inputs(normal(5, 7), normal(5, 7)))],
+    "constant": [Example(lambda r: [], {"shape": (5, 3), "value": 2.5, "dtype": dtypes.float32}),
+                 Example(lambda r: [], {"shape": (7,), "value": 4, "dtype": dtypes.int32})],
+    # --- activations and losses (activation_ops) -------------------------------------------------------------------
+    "relu": unary(away_from_zero),
+    "sigmoid": unary(),
+    "tanh": unary(),
+    "leaky_relu": unary(away_from_zero, alpha=0.2),
+    "gelu": unary(),
+    "relu_grad": pair(normal, positive, 5, 7) + [Example(inputs(normal(5, 7), normal(5, 7)), note="y<=0")],
+    "sigmoid_grad": pair(normal, positive, 5, 7),
+    "tanh_grad": pair(normal, normal, 5, 7),
+    "leaky_relu_grad": pair(normal, normal, 5, 7, alpha=0.2),
+    "gelu_grad": pair(normal, normal, 5, 7),
+    "softmax": [Example(inputs(normal(5, 7)), {"axis": -1}),
+                Example(inputs(normal(4, 5, 6)), {"axis": 1}, layouts=[[2]])],
+    "softmax_grad": [Example(inputs(normal(5, 7), distributions(5, 7)), {"axis": -1}),
+                     Example(inputs(normal(4, 5, 6), distributions(4, 5, 6, axis=1)), {"axis": 1})],
+    "sparse_softmax_cross_entropy": [Example(inputs(normal(6, 5), ints(6, high=5)), outputs=[0]),
+                                     Example(inputs(normal(4, 3, 5), ints(4, 3, high=5)), note="2-d labels",
+                                             outputs=[0])],
+    "sparse_softmax_cross_entropy_grad": [Example(inputs(normal(6), distributions(6, 5), ints(6, high=5)))],
+    # --- training machinery (system_ops) ---------------------------------------------------------------------------
+    "fill_like": [Example(inputs(normal(5, 7)), {"value": 3.0})],
+    "mul_by_scalar_tensor": [Example(inputs(normal(5, 7), normal(1)))],
+    "div_by_scalar_tensor": [Example(inputs(normal(5, 7), positive(1)))],
+    "reduce_sum_square": [Example(inputs(normal(5, 7))), Example(inputs(normal(4, 5, 6)))],
+    "global_norm_clip_scale": [Example(inputs(positive(1, low=0.1, high=9.0)), {"clip_norm": 1.0})],
+    "add_regularization": [Example(inputs(normal(5, 7), normal(5, 7)), {"l1": 0.1, "l2": 0.01})],
+    "fill_like_tensor": [Example(inputs(normal(5, 7), normal(1))),
+                         Example(inputs(ints(4, 5), normal(1)), note="int like")],
+}
+
+
+# --- convolutions and pools (nn_ops) -----------------------------------------------------------------------------
+def _conv_attrs(fmt="NCHW", strides=(1, 1), pads=((1, 1), (0, 1)), dilations=(1, 1), groups=1, **extra):
+    return dict({"strides": strides, "pads": pads, "dilations": dilations, "groups": groups, "data_format": fmt},
+                **extra)
+
+
+def _pool_attrs(fmt="NCHW", ksize=(2, 2), strides=(2, 2), pads=((0, 0), (0, 0)), ceil_mode=False):
+    return {"ksize": ksize, "strides": strides, "pads": pads, "data_format": fmt, "ceil_mode": ceil_mode}
+
+
+def _conv_out(x_shape, w_shape, attrs):
+    return nn_k.conv2d(np, np.zeros(x_shape), np.zeros(w_shape), **attrs).shape
+
+
+def _max_pool_grad_inputs(x_shape, attrs):
+    def make(r):
+        x = r.standard_normal(x_shape)
+        y = nn_k.max_pool2d(np, x, **attrs)
+        return [r.standard_normal(y.shape), x, y]
+    return make
+
+
+def _avg_pool_grad_inputs(x_shape, attrs):
+    return lambda r: [r.standard_normal(nn_k.avg_pool2d(np, np.zeros(x_shape), **attrs).shape)]
+
+
+_BIG = "large: the smaller rows check the gradient"
+# (x shape, w shape, attrs, gradient row?, note, layouts): NCHW, NHWC, strided/dilated, grouped, SAME pads
+_CONV_CASES = [((5, 4, 6, 6), (6, 4, 3, 3), _conv_attrs(), False, _BIG, ()),
+               ((5, 6, 6, 4), (6, 3, 3, 4), _conv_attrs("NHWC"), False, "NHWC; " + _BIG, ()),
+               ((5, 4, 7, 7), (3, 4, 2, 3), _conv_attrs(strides=(2, 1), dilations=(1, 2)), False,
+                "strided/dilated; " + _BIG, ()),
+               ((5, 4, 6, 6), (6, 2, 3, 3), _conv_attrs(groups=2), False, "groups=2; " + _BIG, ()),
+               ((2, 3, 5, 5), (4, 3, 5, 5), _conv_attrs(pads=((2, 2), (2, 2))), True, "5x5 SAME",
+                [[None, 0], [1, 1]]),
+               ((3, 2, 6, 5), (4, 2, 3, 2), _conv_attrs(strides=(2, 1), pads=((1, 0), (0, 1)), dilations=(1, 2)),
+                True, "stride/dilation/odd pads", ()),
+               ((2, 4, 5, 4), (6, 2, 3, 3), _conv_attrs(pads=((1, 1), (1, 1)), groups=2), True, "groups=2",
+                [[None, None], [None, 0]]),
+               ((2, 5, 5, 3), (4, 3, 3, 3), _conv_attrs("NHWC", strides=(2, 2), pads=((1, 1), (1, 1))), True,
+                "NHWC", [[None, 0], [3, 3]]),
+               ((2, 4, 4, 3), (3, 2, 2, 3), _conv_attrs("NHWC", pads=((1, 0), (1, 0))), True, "NHWC odd SAME pads",
+                ())]
+# (x shape, attrs, values, gradient row?, note, layouts)
+_POOL_CASES = [((5, 4, 6, 6), _pool_attrs(), normal, False, _BIG, ()),
+               ((5, 6, 7, 4), _pool_attrs("NHWC", ksize=(3, 2), strides=(2, 1), pads=((1, 0), (0, 1)), ceil_mode=True),
+                normal, False, "NHWC ceil_mode; " + _BIG, ()),
+               ((2, 3, 4, 6), _pool_attrs(), distinct, True, "2x2/2", [[1]]),
+               ((2, 3, 5, 5), _pool_attrs(ksize=(3, 3), pads=((1, 1), (1, 1))), distinct, True, "3x3/2 SAME", ()),
+               ((3, 2, 5, 6), _pool_attrs(ksize=(3, 2), strides=(2, 1), pads=((1, 0), (0, 1))), distinct, True,
+                "odd pads", ()),
+               ((2, 5, 5, 3), _pool_attrs("NHWC", ceil_mode=True), distinct, True, "NHWC ceil_mode", [[3]])]
+
+EXAMPLES.update({
+    "conv2d": [Example(inputs(normal(*xs), normal(*ws)), a, note=note, grad=g, layouts=lay)
+               for xs, ws, a, g, note, lay in _CONV_CASES],
+    "conv2d_grad_input": [Example(inputs(normal(*_conv_out(xs, ws, a)), normal(*ws)), dict(a, input_shape=xs))
+                          for xs, ws, a, _, _, _ in _CONV_CASES[:4]],
+    "conv2d_grad_weight": [Example(inputs(normal(*_conv_out(xs, ws, a)), normal(*xs)), dict(a, weight_shape=ws))
+                           for xs, ws, a, _, _, _ in _CONV_CASES[:4]],
+    "max_pool2d": [Example(inputs(values(*xs)), a, note=note, grad=g, layouts=lay)
+                   for xs, a, values, g, note, lay in _POOL_CASES],
+    "max_pool2d_grad": [Example(_max_pool_grad_inputs(xs, a), a) for xs, a, _, _, _, _ in _POOL_CASES[:2]],
+    "avg_pool2d": [Example(inputs(values(*xs)), a, note=note, grad=g, layouts=lay)
+                   for xs, a, values, g, note, lay in _POOL_CASES],
+    "avg_pool2d_grad": [Example(_avg_pool_grad_inputs(xs, a), dict(a, input_shape=xs))
+                        for xs, a, _, _, _, _ in _POOL_CASES[:2]],
+    "dropout": [Example(inputs(normal(5, 7)), {"rate": 0.3, "seed": 7}, grad=False,
+                        note="random per call: its gradient has a test of its own"),
+                Example(inputs(normal(4, 5, 6, dtype=np.float32)), {"rate": 0.5, "seed": None}, grad=False,
+                        note="session seed")],
+    "dropout_grad": [Example(inputs(normal(5, 7), ints(5, 7, high=2, dtype=np.int8)), {"rate": 0.3})],
+    "softmax_cross_entropy": [Example(inputs(normal(6, 5), distributions(6, 5)), wrt=[0]),
+                              Example(inputs(normal(4, 3, 5), distributions(4, 3, 5)), note="3-d", wrt=[0],
+                                      layouts=[[1, 1]])],
+    "softmax_cross_entropy_grad": [Example(inputs(normal(6), distributions(6, 5), distributions(6, 5)))],
+    "sigmoid_cross_entropy": [Example(inputs(normal(5, 7, scale=3.0), uniform(5, 7)), wrt=[0], layouts=[[1, 1]])],
+    "sigmoid_cross_entropy_grad": [Example(inputs(normal(5, 7), normal(5, 7), uniform(5, 7)))],
+})
+
+
+# --- array ops (shape_ops) ---------------------------------------------------------------------------------------
+def _slices(*entries):
+    return {"slice_tup": tuple(entries)}
+
+
+_ALL = (None, None, None)
+
+EXAMPLES.update({
+    "reshape": [Example(inputs(normal(6, 4)), {"shape": (6, 2, 2)}),
+                Example(inputs(normal(4, 5, 6)), {"shape": (4, -1)}),
+                Example(inputs(normal(4, 5, 6)), {"shape": (20, 6)}, note="merge"),
+                Example(inputs(normal(4, 5, 6)), {"shape": (4, 5, 3, 2)})],
+    "reshape_like": [Example(inputs(normal(4, 6), normal(4, 2, 3)), wrt=[0]),
+                     Example(inputs(normal(4, 6), normal(24)), wrt=[0])],
+    "transpose": [Example(inputs(normal(4, 5, 6)), {"perm": (2, 0, 1)}, layouts=[[1], [2]]),
+                  Example(inputs(normal(5, 7)), {"perm": (1, 0)})],
+    "concat": [Example(inputs(normal(5, 3), normal(5, 4)), {"axis": 1}, layouts=[[None, None], [1, None]]),
+               Example(inputs(normal(3, 7), normal(4, 7), normal(2, 7)), {"axis": 0}),
+               Example(inputs(normal(2, 5, 3), normal(3, 5, 3), normal(1, 5, 3)), {"axis": 0, "max_dim_size": None},
+                       splits=[1, 1, 1])],
+    "split_like": [Example(inputs(normal(5, 7), normal(5, 3), normal(5, 4)), {"axis": 1}, wrt=[0]),
+                   Example(inputs(normal(7, 5), normal(2, 5), normal(5, 5)), {"axis": 0}, wrt=[0]),
+                   Example(inputs(normal(6, 5, 2), normal(2, 5, 2), normal(4, 5, 2)), {"axis": 0}, wrt=[0])],
+    "slice": [Example(inputs(normal(5, 7, 4)), _slices(_ALL, (1, 6, 2), _ALL)),
+              Example(inputs(normal(6, 7)), _slices((1, None, None), _ALL)),
+              Example(inputs(normal(4, 5, 6)), _slices((1, 3, 1), _ALL, (-2, None, None))),
+              Example(inputs(normal(5, 7)), _slices((None, None, -1), (0, 7, 1)), note="reversed axis 0"),
+              Example(inputs(normal(4, 6)), _slices(_ALL, (5, 0, -2)), note="negative step"),
+              Example(inputs(normal(4, 3, 5)), _slices((-3, None, 1), _ALL, (4, 0, -2)), note="negative",
+                      layouts=[[1]])],
+    "slice_grad": [Example(inputs(normal(5, 3, 4), normal(5, 7, 4)), _slices(_ALL, (1, 6, 2), _ALL), wrt=[0]),
+                   Example(inputs(normal(2, 5, 2), normal(4, 5, 6)), _slices((1, 3, 1), _ALL, (-2, None, None)),
+                           wrt=[0])],
+    "expand_dims": [Example(inputs(normal(5, 7)), {"axis": 1}, layouts=[[1]]),
+                    Example(inputs(normal(5, 7)), {"axis": 2}),
+                    Example(inputs(normal(5, 7)), {"axis": 0})],
+    "squeeze": [Example(inputs(normal(5, 1, 7)), {"axes": (1,)}, layouts=[[2]]),
+                Example(inputs(normal(1, 6, 1)), {"axes": (0, 2)}),
+                Example(inputs(normal(1, 1)), {"axes": (0, 1)}, note="all axes -> (1,)")],
+    "flatten": [Example(inputs(normal(4, 5, 6)), {"start_dim": 1, "end_dim": 2}),
+                Example(inputs(normal(4, 5, 6)), {"start_dim": 0, "end_dim": 1}),
+                Example(inputs(normal(4, 5, 6)), {"start_dim": 1, "end_dim": 1}, note="nothing merged"),
+                Example(inputs(normal(5, 3, 7)), {"start_dim": 0, "end_dim": 2}, note="all axes"),
+                Example(inputs(normal(5, 3, 2, 3)), {"start_dim": 1, "end_dim": 2}, layouts=[[3]])],
+    "gather": [Example(inputs(normal(7, 5), fixed([3, 0, 3, 1])), {"axis": 0}, note="repeated index",
+                       wrt=[0], layouts=[[0, None], [None, 0], [1, 0]]),
+               Example(inputs(normal(4, 7, 3), ints(2, 5, high=7)), {"axis": 1}, wrt=[0], layouts=[[1, None]]),
+               Example(inputs(normal(5, 7, 2), ints(3, 2, high=9)), {"axis": 1}, note="some out of range",
+                       wrt=[0]),
+               Example(inputs(normal(4, 6), ints(5, high=6)), {"axis": 1}, wrt=[0], layouts=[[None, 0]])],
+    "gather_grad": [Example(inputs(normal(4, 5), fixed([3, 0, 3, 1]), normal(7, 5)), {"axis": 0}, wrt=[0],
+                            layouts=[[0, 0, None], [None, None, 0]]),
+                    Example(inputs(normal(4, 2, 5, 3), ints(2, 5, high=7), normal(4, 7, 3)), {"axis": 1}, wrt=[0]),
+                    Example(inputs(normal(5, 3, 2, 2), ints(3, 2, high=9), normal(5, 7, 2)), {"axis": 1},
+                            note="some out of range", wrt=[0])],
+    "batch_gather": [Example(inputs(normal(5, 7, 3), ints(5, 4, high=7)), layouts=[[2, None]]),
+                     Example(inputs(normal(4, 5, 6), ints(4, 5, 2, high=6)), note="2 batch dims")],
+    "batch_gather_grad": [Example(inputs(normal(5, 4, 3), ints(5, 4, high=7), normal(5, 7, 3)), wrt=[0]),
+                          Example(inputs(normal(5, 4, 3), ints(5, 4, 3, high=7), normal(5, 4, 7)), wrt=[0],
+                                  note="2 batch dims")],
+    "one_hot": [Example(inputs(ints(5, high=6)), {"depth": 6, "on_value": 1, "off_value": 0,
+                                                   "dtype": dtypes.float32, "axis": 1}),
+                Example(inputs(ints(4, 5, high=3)), {"depth": 3, "on_value": 2, "off_value": -1,
+                                                      "dtype": dtypes.int32, "axis": 0}),
+                Example(inputs(ints(5, 3, high=6)), {"depth": 6, "on_value": 2.0, "off_value": -1.0,
+                                                      "dtype": dtypes.float32, "axis": 2})],
+    "pad": [Example(inputs(normal(5, 7)), {"paddings": ((0, 0), (1, 2)), "constant_value": 0}),
+            Example(inputs(normal(5, 7)), {"paddings": ((2, 0), (0, 0)), "constant_value": 1.5}, layouts=[[None]]),
+            Example(inputs(normal(5, 3, 7)), {"paddings": ((1, 0), (0, 0), (0, 0)), "constant_value": 1.5}),
+            Example(inputs(normal(3, 4)), {"paddings": ((1, 0), (2, 1)), "constant_value": 0.5})],
+    "pad_grad": [Example(inputs(normal(5, 10)), {"paddings": ((0, 0), (1, 2))}),
+                 Example(inputs(normal(6, 3, 7)), {"paddings": ((1, 0), (0, 0), (0, 0))}, layouts=[[1]]),
+                 Example(inputs(normal(4, 7)), {"paddings": ((1, 0), (2, 1))})],
+    "where": [Example(inputs(ints(5, 7, high=2, dtype=np.int8), normal(5, 7), normal(5, 7))),
+              Example(inputs(ints(5, 1, high=2, dtype=np.int8), normal(5, 7), normal(7)), note="broadcast"),
+              Example(inputs(ints(5, 1, high=2), normal(7), normal(4, 5, 7)), note="broadcast, int32 condition",
+                      splits=[None, None, 1])],
+    "clip_by_value": [Example(inputs(away_from((-0.5, 0.5), 5, 7)), {"min_value": -0.5, "max_value": 0.5}),
+                      Example(inputs(away_from((0.1,), 5, 7)), {"min_value": None, "max_value": 0.1},
+                              note="max only"),
+                      Example(inputs(ints(5, 7, high=9)), {"min_value": 2, "max_value": None}, note="int, min only",
+                              grad=False)],
+    "clip_by_value_grad": [Example(inputs(normal(5, 7), normal(5, 7)), {"min_value": -0.5, "max_value": 0.5})],
+    "count_nonfinite": [Example(inputs(with_nonfinite(5, 7))), Example(inputs(with_nonfinite(4, 5, 6)))],
+    "top_k": [Example(inputs(normal(5, 7)), {"k": 3}), Example(inputs(normal(4, 5, 6)), {"k": 2}),
+              Example(inputs(normal(4, 5, 6)), {"k": 9, "sorted": True}, note="k > size")],
+})
+
+
+# --- data ops (data_ops) -----------------------------------------------------------------------------------------
+def _uint8_images(r):
+    return [r.integers(0, 256, (5, 6, 7, 3)).astype(np.uint8), r.integers(0, 2, 5).astype(np.int8)]
+
+
+_CMN = {"color_space": "RGB", "crop_h": 4, "crop_w": 5, "crop_pos_y": 0.5, "crop_pos_x": 0.3,
+        "mean": [1.0, 2.0, 3.0], "std": [2.0, 4.0, 8.0], "output_layout": "NCHW"}
+EXAMPLES.update({
+    "crop_mirror_normalize_from_uint8": [
+        Example(_uint8_images, _CMN, note="crop+mirror, NCHW"),
+        Example(lambda r: _uint8_images(r)[:1], dict(_CMN, crop_h=0, crop_w=0, output_layout="NHWC", mean=[0.5],
+                                                     std=[255.0]), note="no crop, NHWC")],
+    "coin_flip": [Example(lambda r: [], {"batch_size": 7, "probability": 0.3, "seed": 5}),
+                  Example(lambda r: [], {"batch_size": 6, "probability": 0.5, "seed": None}, note="session seed")],
+})
+
+
+# Ops with SBP signatures but no rows, and why: their per-device function needs the running session (variables,
+# fed inputs, schedules, collectives), or their values are not numeric arrays.
+_NOT_NUMERIC = "its rows are %s, which numeric examples cannot express; covered by tests/test_data_ops.py"
+WITHOUT_EXAMPLES = {
+    "input": "fed from the job call (its pieces come from runtime.executor.CompiledJob.feed)",
+    "variable": "its pieces are the session's variable shards",
+    "optimizer_update": "updates session variables in place; covered by the training tests",
+    "learning_rate": "reads the session's LR scheduler; all-broadcast by construction",
+    "increment": "updates the session's step counter in place",
+    "watch": "a callback on the fetched value; its SBP is whatever its input has (passthrough)",
+    "boxing": "boxing is the transition itself (tests/test_boxing_transitions.py)",
+    "moving_average_update": "updates session variables in place; covered by the normalization tests",
+    "loss_scale_update": "updates the dynamic loss-scale state variables in place",
+    "ofrecord_reader": "reads part files; its S(0) pieces (each device its share of the parts) are covered by "
+                       "tests/test_data_ops.py",
+    "ofrecord_raw_decoder": _NOT_NUMERIC % "OFRecord messages",
+    "ofrecord_bytes_decoder": _NOT_NUMERIC % "OFRecord messages",
+    "ofrecord_image_decoder": _NOT_NUMERIC % "OFRecord messages",
+    "ofrecord_image_decoder_random_crop": _NOT_NUMERIC % "OFRecord messages",
+    "image_decode": _NOT_NUMERIC % "tensor buffers",
+    "image_random_crop": _NOT_NUMERIC % "tensor buffers",
+    "image_resize_to_fixed": _NOT_NUMERIC % "tensor buffers",
+    "image_resize_keep_aspect_ratio": _NOT_NUMERIC % "tensor buffers",
+    "crop_mirror_normalize_from_tensorbuffer": _NOT_NUMERIC % "tensor buffers",
+}

@@ -1,0 +1,227 @@
+"""The base of `flow.optim` optimizers: parameter groups, per-parameter state, `zero_grad`, `state_dict`.
+
+An eager `step()` updates each parameter in place on THIS rank's piece, with the same kernels the legacy
+optimizers use (`kernels/optim.py`): a parameter's gradient has already been boxed to the parameter's own
+placement and SBP by the backward pass (a data-parallel gradient is all-reduced), and its state tensors (momentum,
+Adam moments) are laid out like the parameter, so every piece updates independently and ranks outside a
+placement have nothing to do. This is what OneFlow's eager optimizers do on global tensors.
+"""
+import collections
+
+from oneflow_compat.backend import devices
+from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.runtime import global_eager
+from oneflow_compat._global.tensor import Tensor
+
+
+class ParamGroup(dict):
+    """One parameter group: its options (`lr`, `momentum`, …) and, under "params", its parameters (OneFlow's
+    `ParamGroup`; also reachable as `.parameters`)."""
+
+    @property
+    def parameters(self):
+        return self["params"]
+
+    @property
+    def options(self):
+        return {k: v for k, v in self.items() if k != "params"}
+
+
+class _State:
+    """Per-parameter state, keyed by the parameter object itself (`optimizer.state[param]`)."""
+
+    def __init__(self):
+        self._entries = {}
+
+    def __getitem__(self, param):
+        return self._entries[id(param)][1]
+
+    def __setitem__(self, param, value):
+        self._entries[id(param)] = (param, value)
+
+    def __contains__(self, param):
+        return id(param) in self._entries
+
+    def get(self, param, default=None):
+        entry = self._entries.get(id(param))
+        return default if entry is None else entry[1]
+
+    def setdefault(self, param, default):
+        if param not in self:
+            self[param] = default
+        return self[param]
+
+    def items(self):
+        return [(p, v) for p, v in self._entries.values()]
+
+    def __len__(self):
+        return len(self._entries)
+
+
+def pieces(t):
+    """This rank's arrays of tensor `t` (in-place updates of them update the tensor); [] outside its placement."""
+    return t._value.pieces
+
+
+def array_module(array):
+    return devices.array_module("gpu" if type(array).__module__.startswith("cupy") else "cpu")
+
+
+def zeros_like(t):
+    """A zero tensor laid out like `t` (same placement, SBP and device), for optimizer state."""
+    v = t._value
+    arrays = []
+    for p in v.pieces:
+        xp = array_module(p)
+        arrays.append(xp.zeros(p.shape, dtype=p.dtype))
+    value = global_eager.Value(TensorMeta(v.meta.shape, v.meta.dtype), v.placement, v.sbp, arrays)
+    return Tensor._make(value, t._placement, t._sbp, t._device)
+
+
+class Optimizer:
+    """Base class: `params` is an iterable of parameters or of dicts (one per group, with per-group options);
+    `defaults` are the options of groups that do not set them."""
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        self.param_groups = []
+        self.state = _State()
+        self._step_count = 0
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            "but got a Tensor")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError("param group must be a dict, got %s" % type(param_group).__name__)
+        group = ParamGroup(param_group)
+        params = group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is %s"
+                                % type(p).__name__)
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        group["params"] = params
+        for key, default in self.defaults.items():
+            group.setdefault(key, default)
+        self._check_group(group)
+        self.param_groups.append(group)
+
+    def _check_group(self, group):
+        """Validates a group's options (subclasses)."""
+
+    def zero_grad(self, set_to_none=False):
+        """Zeroes every parameter's gradient (or drops it: `set_to_none=True`)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.zero_()
+
+    def step(self, closure=None):
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                self._update(group, p, self.state.setdefault(p, {}))
+        self._step_count += 1
+        return loss
+
+    def _update(self, group, param, state):
+        """Updates `param` (and its `state` dict) in place from `param.grad` on this rank's pieces."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _grad_pieces(param):
+        """The gradient's pieces on the parameter's own layout (it is already there unless the user assigned
+        another gradient)."""
+        g = param.grad
+        if g.is_global and (g.placement != param.placement or g.sbp != param.sbp):
+            g = g.to_global(param.placement, param.sbp)
+        return pieces(g)
+
+    # --- state dict ------------------------------------------------------------------------------------------
+    def state_dict(self):
+        """{"state": {parameter index: {name: value}}, "param_groups": [options + "params": [indices]]} — the
+        parameters numbered in group order, as OneFlow and PyTorch do."""
+        index, groups = {}, []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                packed["params"].append(index[id(p)])
+            groups.append(packed)
+        state = collections.OrderedDict()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p in self.state:
+                    state[index[id(p)]] = {k: (v.detach() if isinstance(v, Tensor) else v)
+                                           for k, v in self.state[p].items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Restores options and state saved by `state_dict()` into this optimizer's parameters (matched by
+        position); state tensors are copied onto each parameter's layout."""
+        from oneflow_compat._global import state_values
+
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for mine, saved in zip(self.param_groups, groups):
+            if len(mine["params"]) != len(saved["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                                 "optimizer's group")
+        by_index = {}
+        for mine, saved in zip(self.param_groups, groups):
+            for p, i in zip(mine["params"], saved["params"]):
+                by_index[i] = p
+        restored = []
+        for i, entries in state_dict["state"].items():
+            p = by_index.get(int(i))
+            if p is None:
+                continue
+            entry = {}
+            for name, value in entries.items():
+                if isinstance(value, Tensor) or hasattr(value, "numpy"):
+                    problem = state_values.check(value, p)
+                    if problem is not None:
+                        raise ValueError("optimizer state '%s' of parameter %d: %s" % (name, int(i), problem))
+                    target = zeros_like(p)
+                    state_values.copy_into(target, value)
+                    entry[name] = target
+                else:
+                    entry[name] = value
+            restored.append((p, entry))
+        for mine, saved in zip(self.param_groups, groups):
+            for key, value in saved.items():
+                if key != "params":
+                    mine[key] = value
+        self.state = _State()
+        for p, entry in restored:
+            self.state[p] = entry
+
+    def __repr__(self):
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append("Parameter Group %d" % i)
+            for key in sorted(k for k in group if k != "params"):
+                lines.append("    %s: %s" % (key, group[key]))
+        lines.append(")")
+        return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""`flow.optim.SGD` (OneFlow 0.9's eager formulas, which are PyTorch's).
+
+`weight_decay` is an L2 term added to the gradient (OneFlow passes it as the kernel's `l2`): g ← g + wd·w.
+Without momentum: w ← w − lr·g (the legacy `sgd_update` kernel). With momentum β (buffer starting at zero):
+buf ← β·buf + (1 − dampening)·g; w ← w − lr·buf, or w ← w − lr·(g + β·buf) with `nesterov` (and `+` instead of
+`−` with `maximize`). For a constant lr and no dampening this equals OneFlow 0.5's momentum kernel
+(m ← β·m − lr·g; w ← w + m, with m = −lr·buf).
+"""
+import numpy as np
+
+from oneflow_compat.kernels import optim as optim_kernels
+from oneflow_compat.optim.optimizer import Optimizer, array_module, pieces, zeros_like
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=0.001, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
+                 maximize=False):
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _check_group(self, group):
+        if group["lr"] < 0:
+            raise ValueError("Invalid learning rate: %r" % (group["lr"],))
+        if group["momentum"] < 0:
+            raise ValueError("Invalid momentum: %r" % (group["momentum"],))
+        if group["weight_decay"] < 0:
+            raise ValueError("Invalid weight_decay: %r" % (group["weight_decay"],))
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+
+    def _update(self, group, param, state):
+        lr, wd, beta = group["lr"], group["weight_decay"], group["momentum"]
+        grads = self._grad_pieces(param)
+        if beta == 0:
+            for w, g in zip(pieces(param), grads):
+                if group["maximize"]:
+                    g = -g
+                optim_kernels.sgd_update(array_module(w), w, g, lr=lr, weight_decay=wd)
+            return
+        if "momentum_buf" not in state:
+            state["momentum_buf"] = zeros_like(param)
+        f32 = np.float32
+        for w, g, buf in zip(pieces(param), grads, pieces(state["momentum_buf"])):
+            xp = array_module(w)
+            g = optim_kernels.add_regularization(xp, g, w, l2=wd)
+            buf *= f32(beta)
+            buf += f32(1 - group["dampening"]) * g
+            step = g + f32(beta) * buf if group["nesterov"] else buf
+            if group["maximize"]:
+                w += f32(lr) * step
+            else:
+                w -= f32(lr) * step

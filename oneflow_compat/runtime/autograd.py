@@ -1,0 +1,219 @@
+"""Reverse-mode autodiff of eager (global and local) ops: a tape of nodes, walked backward by `backward()`.
+
+Each eager op that needs a gradient records a node: the op type, its attrs, its input and output values, and
+where each input came from (an edge to another node's output, a leaf, or nothing). `backward()` walks the nodes
+in reverse creation order (every rank creates the same nodes in the same order, so the collectives of the
+backward pass line up across ranks) and computes input gradients by compiling the op's declared gradient rule
+into a tiny cached backward job (`global_eager.run_grad`: the rules legacy autodiff uses). Gradients of one
+value are summed with an `add_n` op (boxing as needed). A leaf's gradient is finally boxed to the leaf's own
+placement and SBP — data-parallel P gradients of B weights become B (an all-reduce) — and handed to the surface,
+which accumulates it into `.grad`.
+
+Edges are tuples: `("node", node, output index)`, `("leaf", leaf)` (an opaque object of the surface), or None.
+"""
+import itertools
+
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.runtime import global_eager
+
+_ENABLED = [True]
+_SEQ = itertools.count()
+
+
+def is_grad_enabled():
+    return _ENABLED[-1]
+
+
+class set_grad_enabled:  # noqa: N801 - OneFlow's name
+    """Context manager (and decorator) switching gradient recording on or off; also a plain call."""
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+        self._prev = _ENABLED[-1]
+        _ENABLED[-1] = self.mode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _ENABLED[-1] = self._prev
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        mode = self.mode
+        _ENABLED[-1] = self._prev  # used as a decorator: the call above must not change the state
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with _Grad(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class _Grad:
+    def __init__(self, mode):
+        self.mode = mode
+
+    def __enter__(self):
+        _ENABLED.append(self.mode)
+        return self
+
+    def __exit__(self, *exc):
+        _ENABLED.pop()
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with _Grad(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_Grad):  # noqa: N801
+    """`with flow.no_grad():`, `@flow.no_grad()` or `@flow.no_grad`: ops record no gradient."""
+
+    def __new__(cls, fn=None):
+        self = super().__new__(cls)
+        if callable(fn):  # used as a decorator without parentheses
+            self.__init__()
+            return self(fn)
+        return self
+
+    def __init__(self, fn=None):
+        super().__init__(False)
+
+
+class enable_grad(_Grad):  # noqa: N801
+    def __init__(self):
+        super().__init__(True)
+
+
+class Node:
+    """One recorded op. `next_edges[i]` says where input i came from; `backward(dys)` gives input gradients."""
+
+    def __init__(self, name, next_edges, num_outputs):
+        self.name = name
+        self.next_edges = list(next_edges)
+        self.num_outputs = num_outputs
+        self.seq = next(_SEQ)
+
+    def backward(self, dys):
+        raise NotImplementedError
+
+    def release(self):
+        """Drop saved values once a backward pass used them (retain_graph=False)."""
+
+    def __repr__(self):
+        return "<%s>" % self.name
+
+
+class OpNode(Node):
+    """An op of the registry: its gradient comes from its declared grad rule."""
+
+    def __init__(self, op_type, attrs, inputs, outputs, next_edges):
+        super().__init__(_backward_name(op_type), next_edges, len(outputs))
+        self.op_type, self.attrs = op_type, attrs
+        self.inputs, self.outputs = list(inputs), list(outputs)
+
+    def backward(self, dys):
+        if self.inputs is None:
+            raise RuntimeError("Trying to backward through the graph a second time (or directly access saved "
+                               "tensors after they have already been freed). Specify retain_graph=True when "
+                               "calling backward the first time.")
+        needed = [e is not None for e in self.next_edges]
+        return global_eager.run_grad(self.op_type, self.attrs, self.inputs, self.outputs, dys, needed)
+
+    def release(self):
+        self.inputs = self.outputs = None
+
+
+class FunctionNode(Node):
+    """A node with its own backward function (layout casts: to_global, to_local)."""
+
+    def __init__(self, name, next_edges, fn, num_outputs=1):
+        super().__init__(name, next_edges, num_outputs)
+        self.fn = fn
+
+    def backward(self, dys):
+        return self.fn(dys)
+
+
+def _backward_name(op_type):
+    return "".join(p.capitalize() for p in op_type.split("_")) + "Backward"
+
+
+def add(values):
+    """The sum of gradients of one value (same placement and shape)."""
+    values = [v for v in values if v is not None]
+    if len(values) <= 1:
+        return values[0] if values else None
+    return global_eager.run_op("add_n", {}, values)[0]
+
+
+def box(value, placement, sbp):
+    """`value` on (placement, sbp); unchanged when it already lies so."""
+    if value.placement == placement and (value.sbp == sbp or placement.parallel_num == 1):
+        return value
+    return global_eager.transfer(value, placement, sbp)
+
+
+def backward(roots, accumulate_leaf, retain_graph=False):
+    """Backpropagates from `roots` = [(edge, gradient value)]; calls `accumulate_leaf(leaf, value, layout)` once
+    per leaf reached with its summed gradient (not yet boxed: the surface boxes it to the leaf's layout)."""
+    pending = {}  # node -> [list of grads per output]
+    leaves = {}  # id(leaf) -> (leaf, [grads])
+    nodes = {}
+
+    def send(edge, value):
+        if edge is None or value is None:
+            return
+        if edge[0] == "leaf":
+            leaf = edge[1]
+            leaves.setdefault(id(leaf), (leaf, []))[1].append(value)
+            return
+        node, index = edge[1], edge[2]
+        slots = pending.get(node)
+        if slots is None:
+            slots = pending[node] = [[] for _ in range(node.num_outputs)]
+            nodes[node.seq] = node
+        slots[index].append(value)
+
+    for edge, value in roots:
+        send(edge, value)
+    # every node's consumers were created after it: handling nodes latest-first sees all of a node's gradients
+    # before the node itself, and every rank handles them in the same order
+    done = []
+    while nodes:
+        seq = max(nodes)
+        node = nodes.pop(seq)
+        dys = [add(g) for g in pending.pop(node)]
+        if all(d is None for d in dys):
+            continue
+        dxs = node.backward(dys)
+        done.append(node)
+        for edge, dx in zip(node.next_edges, dxs):
+            send(edge, dx)
+    if not retain_graph:
+        for node in done:
+            node.release()
+    for leaf, grads in leaves.values():
+        accumulate_leaf(leaf, add(grads))
+
+
+def seed_gradient(value):
+    """Ones shaped like `value` in a layout whose logical value is all ones (a partial sum becomes B)."""
+    sbp = S.B if value.sbp == S.P else value.sbp
+    xp = global_eager.xp(value.placement)
+    pieces = [xp.ones(p.shape, dtype=p.dtype) for p in value.pieces]
+    if value.sbp == S.P:
+        pieces = [xp.ones(value.meta.shape, dtype=value.meta.dtype.np) for _ in value.pieces]
+    return global_eager.Value(value.meta, value.placement, sbp, pieces)

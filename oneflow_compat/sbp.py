@@ -1,0 +1,88 @@
+"""`flow.sbp`: how a global tensor lies on the ranks of its placement (OneFlow 0.5–0.9 spellings).
+
+`flow.sbp.split(dim)` (also `split(0)` and the older keyword `split(axis=0)`), `flow.sbp.broadcast` and
+`flow.sbp.partial_sum` are interned symbols; `broadcast`/`partial_sum` are also callable and return themselves
+(0.7+). Their reprs are OneFlow 0.8's: `oneflow.sbp.split(dim=0)`, `oneflow.sbp.broadcast`,
+`oneflow.sbp.partial_sum`. Each symbol stands for one SBP of the compiler (`ir/sbp.py`: `S(dim)`, `B`, `P`).
+"""
+from oneflow_compat.ir import sbp as _ir
+
+
+class sbp:  # noqa: N801 - OneFlow's class name (`flow.sbp.sbp`)
+    """One SBP symbol. Compare with `==`; symbols are interned, so `is` works too."""
+
+    __slots__ = ("_ir", "_text")
+
+    def __init__(self, ir_sbp, text):
+        self._ir = ir_sbp
+        self._text = text
+
+    def __repr__(self):
+        return self._text
+
+    def __eq__(self, other):
+        return isinstance(other, sbp) and self._ir == other._ir
+
+    def __hash__(self):
+        return hash(self._ir)
+
+    def __reduce__(self):
+        return (from_ir, (self._ir,))
+
+
+class _CallableSbp(sbp):
+    """`broadcast` and `partial_sum`: objects that may also be called (`flow.sbp.broadcast()` is itself)."""
+
+    __slots__ = ()
+
+    def __call__(self):
+        return self
+
+
+broadcast = _CallableSbp(_ir.B, "oneflow.sbp.broadcast")
+partial_sum = _CallableSbp(_ir.P, "oneflow.sbp.partial_sum")
+_SPLITS = {}
+
+
+def split(dim=None, axis=None):
+    """`split(dim)` (0.8+ keyword `dim=`; `axis=` is the 0.5–0.7 keyword)."""
+    if dim is None:
+        dim = axis
+    elif axis is not None:
+        raise TypeError("flow.sbp.split() takes dim or axis, not both")
+    if dim is None:
+        raise TypeError("flow.sbp.split() missing required argument 'dim'")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError("flow.sbp.split(): dim must be an int, got %r" % (dim,))
+    s = _SPLITS.get(dim)
+    if s is None:
+        s = _SPLITS[dim] = sbp(_ir.S(dim), "oneflow.sbp.split(dim=%d)" % dim)
+    return s
+
+
+def from_ir(ir_sbp):
+    """The symbol of a compiler SBP (`S(d)`, `B`, `P`)."""
+    if ir_sbp == _ir.B:
+        return broadcast
+    if ir_sbp == _ir.P:
+        return partial_sum
+    if _ir.is_split(ir_sbp):
+        return split(ir_sbp.axis)
+    raise ValueError("no flow.sbp symbol for %r" % (ir_sbp,))
+
+
+def to_ir(value, what="sbp"):
+    """The compiler SBP of an `sbp=` argument: one symbol, or a list/tuple with one symbol (one placement
+    dimension). Lists of several symbols (2-D SBP over an nd placement) are refused."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != 1:
+            if len(value) == 0:
+                raise ValueError("%s: an empty sbp list" % what)
+            raise NotImplementedError(
+                "%s: 2-D SBP %s (one symbol per dimension of an nd placement) is not supported by this "
+                "implementation; give one flow.sbp symbol" % (what, tuple(value)))
+        value = value[0]
+    if isinstance(value, sbp):
+        return value._ir
+    raise TypeError("%s must be a flow.sbp symbol (flow.sbp.split(dim), flow.sbp.broadcast, "
+                    "flow.sbp.partial_sum) or a list of one, got %r" % (what, value))

@@ -1,0 +1,314 @@
+"""The global-tensor API in one process (a world of one rank): placements, SBP symbols, tensors and their printing,
+creation, eager ops against numpy, autograd, random numbers, and the names the legacy API shares.
+Multi-rank behaviour is in test_global_mpi.py."""
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+from oneflow_compat.runtime import global_eager
+
+
+def np_softmax(x, axis):
+    e = np.exp(x - x.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+# --- placement and sbp ---------------------------------------------------------------------------------------------
+def test_placement_spellings_attributes_and_repr():
+    a = flow.placement(type="cuda", ranks=[0, 1])
+    b = flow.placement("cuda", [0, 1])
+    c = flow.placement("cuda", {0: [0, 1]})  # OneFlow 0.5: node 0, local devices 0 and 1
+    d = flow.placement(device_type="cuda", ranks=[1, 0])
+    assert a == b == c == d and hash(a) == hash(b) == hash(c) == hash(d)
+    assert a != flow.placement("cpu", [0, 1]) and a != flow.placement("cuda", [0])
+    assert repr(a) == 'oneflow.placement(type="cuda", ranks=[0, 1])'
+    assert a.type == a.device_type == "cuda" and a.ranks == [0, 1]
+    assert repr(a.hierarchy) == "oneflow.Size([2])"
+    nd = flow.placement("cpu", [[0, 1], [2, 3]])
+    assert repr(nd) == 'oneflow.placement(type="cpu", ranks=[[0, 1], [2, 3]])' and tuple(nd.hierarchy) == (2, 2)
+    assert flow.placement("cpu", {0: [0]}) == flow.placement("cpu", [0])
+    assert flow.placement("cpu", 0).ranks == [0]
+    with pytest.raises(ValueError, match='type must be "cpu" or "cuda"'):
+        flow.placement("tpu", [0])
+
+
+def test_a_rank_outside_the_world_is_refused_when_a_tensor_is_made():
+    p = flow.placement("cuda", [0, 1])
+    with pytest.raises(RuntimeError, match="Placement is invalid because rank must be less than world size!"):
+        flow.randn(4, 5, placement=p, sbp=flow.sbp.split(dim=0))
+    with pytest.raises(RuntimeError, match="Placement is invalid because rank must be less than world size!"):
+        flow.randn(4, 5).to_global(placement=p, sbp=flow.sbp.broadcast)
+
+
+def test_sbp_symbols():
+    s = flow.sbp
+    assert repr(s.split(dim=0)) == "oneflow.sbp.split(dim=0)" and repr(s.split(1)) == "oneflow.sbp.split(dim=1)"
+    assert s.split(0) is s.split(dim=0) is s.split(axis=0)
+    assert repr(s.broadcast) == "oneflow.sbp.broadcast" and repr(s.partial_sum) == "oneflow.sbp.partial_sum"
+    assert s.broadcast() is s.broadcast and s.partial_sum() is s.partial_sum
+    assert isinstance(s.broadcast, s.sbp) and s.split(0) != s.split(1)
+    p = flow.placement("cpu", [0])
+    assert flow.zeros(2, 3, placement=p, sbp=[s.broadcast]).sbp == (s.broadcast,)
+    with pytest.raises(NotImplementedError, match="2-D SBP"):
+        flow.zeros(2, 3, placement=p, sbp=[s.broadcast, s.split(0)])
+
+
+def test_size_and_dtype_reprs():
+    assert repr(flow.Size([4, 5])) == "oneflow.Size([4, 5])" and flow.Size([4, 5]) == (4, 5)
+    assert repr(flow.float32) == "oneflow.float32" and repr(flow.int64) == "oneflow.int64"
+    assert repr(flow.bool) == "oneflow.bool"
+    assert flow.randn(4, 5).shape == flow.Size([4, 5]) and repr(flow.randn(4, 5).shape) == "oneflow.Size([4, 5])"
+
+
+# --- tensors -----------------------------------------------------------------------------------------------------
+def test_creation_dtypes_and_values():
+    assert flow.tensor([1, 2]).dtype is flow.int64 and flow.tensor([1.0, 2]).dtype is flow.float32
+    assert flow.tensor(np.zeros(3)).dtype is flow.float64 and flow.tensor([True]).dtype is flow.bool
+    assert flow.Tensor([1, 2]).dtype is flow.float32 and flow.Tensor(2, 3).shape == (2, 3)
+    assert flow.tensor([1, 2], dtype=flow.float32).dtype is flow.float32
+    np.testing.assert_array_equal(flow.ones(2, 3).numpy(), np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(flow.zeros((2, 3), dtype=flow.int32).numpy(), np.zeros((2, 3), np.int32))
+    np.testing.assert_array_equal(flow.arange(5).numpy(), np.arange(5))
+    assert flow.arange(0, 1, 0.25).dtype is flow.float32
+    r = flow.randint(0, 10, (100,))
+    assert r.dtype is flow.int64 and 0 <= r.numpy().min() and r.numpy().max() < 10
+    u = flow.rand(1000).numpy()
+    assert u.dtype == np.float32 and 0 <= u.min() and u.max() < 1
+    t = flow.tensor([[1.0, 2.0]], requires_grad=True)
+    assert t.requires_grad and t.is_leaf and t.is_local and not t.is_global and not t.is_consistent
+    assert t.ndim == 2 and t.dim() == 2 and t.numel() == 2 and t.size() == (1, 2) and t.size(1) == 2
+    assert flow.tensor(3.5).shape == () and flow.tensor(3.5).item() == 3.5
+    assert flow.tensor([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
+
+
+def test_repr_as_oneflow_prints():
+    assert repr(flow.tensor([[1.0, 2.5], [3.0, -4.0]])) == (
+        "tensor([[ 1.0000,  2.5000],\n        [ 3.0000, -4.0000]], dtype=oneflow.float32)")
+    assert repr(flow.tensor([1, 2, 3])) == "tensor([1, 2, 3], dtype=oneflow.int64)"
+    assert repr(flow.tensor([1.0, 2.0])) == "tensor([1., 2.], dtype=oneflow.float32)"
+    assert repr(flow.tensor(3.5)) == "tensor(3.5000, dtype=oneflow.float32)"
+    assert repr(flow.tensor([1e-5, 1e3])) == "tensor([1.0000e-05, 1.0000e+03], dtype=oneflow.float32)"
+    assert repr(flow.zeros(0)) == "tensor([], dtype=oneflow.float32)"
+    assert repr(flow.tensor([1.0], requires_grad=True)) == "tensor([1.], dtype=oneflow.float32, requires_grad=True)"
+    big = repr(flow.zeros(2000))
+    assert big.startswith("tensor([0., 0., 0.,  ..., 0., 0., 0.]")
+    g = flow.tensor([[1.0, 2.0]]).to_global(placement=flow.placement("cuda", [0]), sbp=flow.sbp.split(0))
+    assert repr(g) == ('tensor([[1., 2.]], placement=oneflow.placement(type="cuda", ranks=[0]),\n'
+                       '       sbp=(oneflow.sbp.split(dim=0),), dtype=oneflow.float32)')
+    loss = flow.tensor(0.25)
+    assert f"loss: {loss:>7f}" == "loss: 0.250000"
+
+
+def test_to_local_to_global_on_one_rank():
+    p = flow.placement("cpu", [0])
+    x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+    g = x.to_global(placement=p, sbp=flow.sbp.split(0))
+    assert g.is_global and g.is_consistent and g.placement == p and g.sbp == (flow.sbp.split(dim=0),)
+    np.testing.assert_array_equal(g.to_local().numpy(), x.numpy())
+    assert g.to_local().is_local
+    assert g.to_consistent(p, flow.sbp.split(0)) is g
+    b = g.to_global(sbp=flow.sbp.broadcast)
+    assert b.sbp == (flow.sbp.broadcast,)
+    with pytest.raises(RuntimeError, match="Expected global tensor for to_local but got local tensor!"):
+        x.to_local()
+    with pytest.raises(ValueError, match="needs both placement and sbp"):
+        x.to_global(placement=p)
+    with pytest.raises(RuntimeError, match="Only global tensors have sbp"):
+        x.sbp
+
+
+# --- ops ---------------------------------------------------------------------------------------------------------
+@pytest.fixture(params=["local", "global"])
+def lay(request):
+    """Makes tensors local, or global on the one-rank placement."""
+    if request.param == "local":
+        return lambda a, **kw: flow.tensor(a, **kw)
+    p = flow.placement("cpu", [0])
+    return lambda a, **kw: flow.tensor(a, placement=p, sbp=flow.sbp.broadcast, **kw)
+
+
+def test_elementwise_and_reductions_match_numpy(lay):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4,)).astype(np.float32)
+    x, y = lay(a), lay(b)
+    close = np.testing.assert_allclose
+    close((x + y).numpy(), a + b, rtol=1e-6)
+    close((x - y).numpy(), a - b, rtol=1e-6)
+    close((x * y).numpy(), a * b, rtol=1e-6)
+    close((x / (y * y + 1)).numpy(), a / (b * b + 1), rtol=1e-6)
+    close((2 - x).numpy(), 2 - a, rtol=1e-6)
+    close((1 / (x * x + 1)).numpy(), 1 / (a * a + 1), rtol=1e-6)
+    close((x ** 2).numpy(), a ** 2, rtol=1e-6)
+    close((-x).numpy(), -a)
+    close(flow.exp(x).numpy(), np.exp(a), rtol=1e-6)
+    close(flow.log(x.abs() + 1).numpy(), np.log(np.abs(a) + 1), rtol=1e-6)
+    close(x.sum().numpy(), a.sum(), rtol=1e-5)
+    assert x.sum().shape == () and x.sum(1).shape == (3,) and x.sum(1, keepdim=True).shape == (3, 1)
+    close(flow.sum(x, dim=0).numpy(), a.sum(0), rtol=1e-5)
+    close(x.mean(dim=1, keepdim=True).numpy(), a.mean(1, keepdims=True), rtol=1e-5)
+    values, indices = flow.max(x, dim=1)
+    close(values.numpy(), a.max(1))
+    np.testing.assert_array_equal(indices.numpy(), a.argmax(1))
+    assert x.argmax().item() == a.argmax() and x.argmax(0).dtype is flow.int64
+    close(x.max().numpy(), a.max())
+    close(flow.softmax(x, dim=1).numpy(), np_softmax(a, 1), rtol=1e-5)
+    close(x.log_softmax(1).numpy(), np.log(np_softmax(a, 1)), rtol=1e-5)
+    close(flow.relu(x).numpy(), np.maximum(a, 0))
+    assert (x > 0).dtype is flow.bool
+    np.testing.assert_array_equal((x > 0).numpy(), a > 0)
+    assert (x > 0).sum().item() == (a > 0).sum()
+    ints = lay(np.array([1, 2, 3]))
+    assert (ints + 1).dtype is flow.int64 and (ints + 0.5).dtype is flow.float32
+    close((ints / 2).numpy(), np.array([0.5, 1.0, 1.5], np.float32))
+
+
+def test_matmul_and_shapes_match_numpy(lay):
+    rng = np.random.default_rng(1)
+    a, w = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((5, 8)).astype(np.float32)
+    x, y = lay(a), lay(w)
+    close = np.testing.assert_allclose
+    close(flow.matmul(x, y).numpy(), a @ w, rtol=1e-5)
+    close((x @ y).numpy(), a @ w, rtol=1e-5)
+    b3 = rng.standard_normal((2, 4, 5)).astype(np.float32)
+    close(flow.matmul(lay(b3), y).numpy(), b3 @ w, rtol=1e-5)
+    close(flow.reshape(x, (2, 10)).numpy(), a.reshape(2, 10))
+    close(x.view(-1).numpy(), a.reshape(-1))
+    close(flow.flatten(lay(b3), 1).numpy(), b3.reshape(2, 20))
+    close(flow.transpose(x, 0, 1).numpy(), a.T)
+    close(x.T.numpy(), a.T)
+    close(lay(b3).permute(2, 0, 1).numpy(), b3.transpose(2, 0, 1))
+    close(flow.cat([x, x], dim=1).numpy(), np.concatenate([a, a], 1))
+    close(flow.stack([x, x]).numpy(), np.stack([a, a]))
+    close(x.unsqueeze(1).numpy(), a[:, None])
+    close(flow.squeeze(x.unsqueeze(0)).numpy(), a)
+    close(x[1:3, ::2].numpy(), a[1:3, ::2])
+    close(x[-1].numpy(), a[-1])
+    close(x[..., 2].numpy(), a[..., 2])
+    idx = np.array([[0, 4], [1, 1], [2, 3], [4, 0]])
+    close(flow.gather(x, 1, lay(idx)).numpy(), np.take_along_axis(a, idx, 1))
+    close(flow.where(x > 0, x, 0.0).numpy(), np.where(a > 0, a, 0))
+
+
+def test_cross_entropy_and_losses(lay):
+    rng = np.random.default_rng(2)
+    logits, labels = rng.standard_normal((6, 4)).astype(np.float32), rng.integers(0, 4, 6)
+    x, y = lay(logits), lay(labels)
+    logp = np.log(np_softmax(logits, 1))
+    ce = flow.nn.functional.cross_entropy(x, y)
+    assert ce.shape == ()
+    np.testing.assert_allclose(ce.numpy(), -logp[np.arange(6), labels].mean(), rtol=1e-5)
+    np.testing.assert_allclose(flow.nn.functional.cross_entropy(x, y, reduction="sum").numpy(),
+                               -logp[np.arange(6), labels].sum(), rtol=1e-5)
+    target = rng.standard_normal((6, 4)).astype(np.float32)
+    np.testing.assert_allclose(flow.nn.functional.mse_loss(x, lay(target)).numpy(),
+                               ((logits - target) ** 2).mean(), rtol=1e-5)
+
+
+# --- autograd ----------------------------------------------------------------------------------------------------
+def test_gradients_of_a_small_mlp_match_the_formula(lay):
+    rng = np.random.default_rng(3)
+    xa, w1a, w2a = (rng.standard_normal(s).astype(np.float32) for s in [(5, 3), (3, 6), (6, 2)])
+    labels = rng.integers(0, 2, 5)
+    w1, w2 = lay(w1a, requires_grad=True), lay(w2a, requires_grad=True)
+    h = flow.relu(flow.matmul(lay(xa), w1))
+    loss = flow.nn.functional.cross_entropy(flow.matmul(h, w2), lay(labels))
+    loss.backward()
+    ha = np.maximum(xa @ w1a, 0)
+    dlogits = np_softmax(ha @ w2a, 1)
+    dlogits[np.arange(5), labels] -= 1
+    dlogits /= 5
+    np.testing.assert_allclose(w2.grad.numpy(), ha.T @ dlogits, rtol=1e-5, atol=1e-7)
+    dh = (dlogits @ w2a.T) * (ha > 0)
+    np.testing.assert_allclose(w1.grad.numpy(), xa.T @ dh, rtol=1e-5, atol=1e-7)
+    assert not loss.is_leaf and "grad_fn=<" in repr(loss)
+
+
+def test_gradients_accumulate_and_grad_modes():
+    x = flow.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (x * x).sum().backward()
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [5.0, 7.0, 9.0])
+    x.grad.zero_()
+    with flow.no_grad():
+        y = x * 2
+    assert not y.requires_grad and y.grad_fn is None
+    assert not (x.detach() * 2).requires_grad
+
+    @flow.no_grad()
+    def f(t):
+        return t * 2
+
+    assert not f(x).requires_grad and (x * 2).requires_grad
+    z = (x * 2).sum()
+    z.backward(retain_graph=True)
+    z.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 4.0, 4.0])
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+        (x * 2).backward()
+    with pytest.raises(RuntimeError, match="only Tensors of floating point can require gradients"):
+        flow.tensor([1, 2]).requires_grad_()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x += 1
+    with flow.no_grad():
+        storage = x._value.pieces[0]
+        x -= 1
+    assert x._value.pieces[0] is storage  # an update in place, as optimizers need
+    np.testing.assert_allclose(x.numpy(), [0.0, 1.0, 2.0])
+
+
+def test_gradient_through_to_global_and_to_local():
+    p = flow.placement("cpu", [0])
+    x = flow.tensor([[1.0, 2.0]], requires_grad=True)
+    g = x.to_global(placement=p, sbp=flow.sbp.split(0))
+    (g * 3).to_local().sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[3.0, 3.0]])
+
+
+# --- random numbers ----------------------------------------------------------------------------------------------
+def test_random_numbers_do_not_depend_on_the_layout():
+    p = flow.placement("cuda", [0])
+    values = []
+    for make in [lambda: flow.randn(5, 7), lambda: flow.randn(5, 7, placement=p, sbp=flow.sbp.split(1)),
+                 lambda: flow.randn(5, 7, placement=p, sbp=flow.sbp.broadcast)]:
+        flow.manual_seed(7)
+        values.append(make().numpy())
+    for v in values[1:]:
+        np.testing.assert_array_equal(v, values[0])
+    flow.manual_seed(7)
+    a, b = flow.randn(5, 7).numpy(), flow.randn(5, 7).numpy()
+    assert not np.array_equal(a, b)  # each draw advances the generator
+    np.testing.assert_array_equal(a, values[0])
+
+
+# --- names shared with the legacy API ------------------------------------------------------------------------------
+def test_shared_names_dispatch_on_their_arguments():
+    import oneflow_compat.typing as tp
+
+    x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(flow.matmul(x, x).numpy(), x.numpy() @ x.numpy())
+    np.testing.assert_allclose(flow.reshape(x, (4,)).numpy(), [1, 2, 3, 4])
+    assert isinstance(flow.zeros(2, 3), flow.Tensor) and isinstance(flow.ones(2), flow.Tensor)
+    np.testing.assert_allclose(flow.concat([x, x], dim=0).numpy(), np.concatenate([x.numpy()] * 2))
+    assert flow.cast(x, flow.int64).dtype is flow.int64
+
+    @flow.global_function()
+    def job(a: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
+        return flow.matmul(flow.reshape(a, (2, 2)), a) + flow.zeros((2, 2)) + flow.ones((2, 2))
+
+    a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    np.testing.assert_allclose(job(a), a @ a + 1)
+
+
+def test_eager_plans_are_cached():
+    x = flow.randn(3, 4)
+    flow.relu(x)
+    before = global_eager.cache_info()["entries"]
+    for _ in range(5):
+        flow.relu(x)
+    assert global_eager.cache_info()["entries"] == before
+
+
+def test_explain_lists_no_boxing_on_one_rank():
+    flow.relu(flow.randn(2, 2, placement=flow.placement("cpu", [0]), sbp=flow.sbp.split(0)))
+    report = flow.explain()
+    assert str(report).startswith("eager global ops:") and report.total_bytes() == 0
