@@ -25,6 +25,10 @@ class _AliasLoader(importlib.abc.Loader):
         self.real_spec, self.real_loader = module.__spec__, getattr(module, "__loader__", None)
         return module
 
+    def get_code(self, fullname):
+        # `python -m oneflow.x.y` (runpy) runs the real module's code as __main__
+        return importlib.util.find_spec(self.target).loader.get_code(self.target)
+
     def exec_module(self, module):
         # The module already ran under its real name; the import machinery has just stamped the alias spec on
         # it, which would make `importlib.reload` and pickling see the wrong name: put the real one back.
@@ -45,9 +49,11 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
         elif getattr(sys.modules.get(_SRC), "__name__", None) != _DST:
             return None
         real = _DST + fullname[len(_SRC):]
-        if importlib.util.find_spec(real) is None:
+        real_spec = importlib.util.find_spec(real)
+        if real_spec is None:
             return None
-        return importlib.util.spec_from_loader(fullname, _AliasLoader(real), is_package=True)
+        return importlib.util.spec_from_loader(fullname, _AliasLoader(real), origin=real_spec.origin,
+                                               is_package=real_spec.submodule_search_locations is not None)
 
 
 _FINDER = _AliasFinder()

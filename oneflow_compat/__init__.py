@@ -14,7 +14,7 @@ from oneflow_compat.comm import world as _world  # noqa: E402
 _chosen = _world.limit_blas_threads()
 if _chosen and "numpy" in __import__("sys").modules:  # too late for the variables: tell loaded BLAS directly
     _world.limit_loaded_blas_threads(int(next(iter(_chosen.values()))))
-if (_world.detect_mpi_world() or (0, 1))[1] > 1:
+if _world.job_size() > 1:  # MPI, or the launch variables (several MPI worlds join here)
     _world.get_process_comm()
 from oneflow_compat.ops import (activation_ops, array_ops, data_ops, math_ops, nn_ops,  # noqa: F401 (registers)
                                 shape_ops, system_ops)
@@ -48,6 +48,9 @@ from oneflow_compat._api.ops_api import (  # noqa: F401
     ones, ones_like, parallel_cast, reshape, reshape_like, watch, watch_diff, zeros, zeros_like)
 
 from oneflow_compat.typing import FixedTensorDef, MirroredTensorDef  # noqa: F401,E402
+from oneflow_compat import experimental  # noqa: F401,E402
+from oneflow_compat.custom_ops import (  # noqa: F401,E402 (refused with an error naming the op)
+    consistent_user_op_builder, consistent_user_op_module_builder, user_op_builder, user_op_module_builder)
 
 # --- the global-tensor API of OneFlow 0.5-0.9 beside the legacy one; names both use dispatch on their arguments
 from oneflow_compat import autograd, cuda, sbp  # noqa: F401,E402
@@ -81,28 +84,6 @@ device_prior_placement = scope.placement
 from oneflow_compat._global.serialization import load, save  # noqa: E402 (legacy checkpoint or state dicts)
 from oneflow_compat import optim  # noqa: E402,F401
 
-
-def current_global_function_desc():
-    """The description of the job being built (legacy: `IsTrainable()` on it)."""
-    from oneflow_compat.ir import builder
-
-    ctx = builder.current("flow.current_global_function_desc")
-    return _FunctionDesc(ctx.job)
-
-
-class _FunctionDesc:
-    def __init__(self, job):
-        self.job = job
-
-    def IsTrainable(self):  # noqa: N802 - legacy name
-        return self.job.is_train
-
-    @property
-    def job_config(self):
-        return self.job.config
-
-
-def current_scope():
-    from oneflow_compat.ir import builder
-
-    return builder.current_or_none()
+from oneflow_compat._api.job_desc import current_global_function_desc, current_scope  # noqa: E402,F401
+# `import oneflow.compatible.single_client as flow`: the legacy API alone (importing it chooses the legacy API)
+from oneflow_compat import compatible  # noqa: E402,F401

@@ -1,10 +1,13 @@
 """`flow.config.*`: resources of the session. After the session started every setter is a no-op that prints the
 legacy message and returns False."""
+from oneflow_compat.framework import client_mode
+from oneflow_compat import custom_ops
 from oneflow_compat.framework import session as sess
 
 
 def _setter(fn):
     def wrapper(*args, **kwargs):
+        client_mode.use(client_mode.LEGACY, "flow.config.%s" % fn.__name__)
         s = sess.default_session()
         if s.status != "open":
             print(sess.NOTHING_HAPPENED)
@@ -29,6 +32,7 @@ def gpu_device_num(res, val):
                        val, val)
         res.gpu_device_num = 0
         res.cpu_device_num = max(1, val)
+        res.gpu_requested = val > 0
 
 
 @_setter
@@ -64,7 +68,13 @@ def enable_debug_mode(res, val=True):
 
 @_setter
 def load_library(res, val):
-    res.load_lib_paths.append(val)
+    """Refused (see `custom_ops.refuse_library`): a missing file names the file; an existing one names it too."""
+    custom_ops.refuse_library("flow.config.load_library", val)
+
+
+@_setter
+def load_library_now(res, val):
+    custom_ops.refuse_library("flow.config.load_library_now", val)
 
 
 def _ignored(name):
@@ -81,7 +91,7 @@ for _name in ("comm_net_worker_num", "max_mdsave_worker_num", "enable_numa_aware
               "reserved_device_mem_mbyte", "use_rdma", "thread_enable_local_message_queue",
               "save_downloaded_file_to_local_fs", "persistence_buf_byte", "collect_act_event",
               "enable_tensor_float_32_compute", "enable_mem_chain_merge", "nccl_use_compute_stream",
-              "disable_group_boxing_by_dst_parallel", "load_library_now", "enable_fusion", "enable_cudnn_conv_heuristic_search_algo"):
+              "disable_group_boxing_by_dst_parallel", "enable_fusion", "enable_cudnn_conv_heuristic_search_algo"):
     globals()[_name] = _ignored(_name)
 
 

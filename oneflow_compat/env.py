@@ -1,5 +1,14 @@
-"""`flow.env.*`: the cluster. Machine addresses are not used to connect (MPI does that); the machine list's length
-fixes the machine count, which must equal the MPI world size."""
+"""`flow.env.*`: the cluster.
+
+Legacy API (v0.3): machine addresses are not used to connect (MPI does that); the machine list's length fixes the
+machine count, which must equal the MPI world size.
+
+Global-tensor API (0.5-0.9): `get_rank()`, `get_world_size()`, `get_local_rank()`, `get_node_size()` describe this
+process's place in the job. They come from OneFlow's launch variables (RANK, WORLD_SIZE, LOCAL_RANK; set by
+`python -m oneflow.distributed.launch`), else from the MPI launcher (plain `mpiexec -n N`), else a world of one;
+they never start MPI. As in OneFlow, the five launch variables must be all set or all unset.
+"""
+from oneflow_compat.comm import world as _world
 from oneflow_compat.framework import session as sess
 
 ENV_NOTHING = "Nothing happened because environment has been initialized"
@@ -67,3 +76,23 @@ def current_machine_id():
     s = sess.default_session()
     s.init_runtime()
     return s.runtime.machine_id
+
+
+def get_rank():
+    """This process's rank (0 .. world size - 1)."""
+    return _world.job_rank()
+
+
+def get_world_size():
+    """The number of processes of the job."""
+    return _world.job_size()
+
+
+def get_local_rank():
+    """This process's index on its node (its device: `cuda:<local rank>`)."""
+    return _world.job_local_rank()
+
+
+def get_node_size():
+    """The number of nodes (the launcher's --nnodes)."""
+    return _world.job_node_size()

@@ -4,9 +4,10 @@ from oneflow_compat import initializer as init
 from oneflow_compat import nn
 from oneflow_compat._api import ops_api
 from oneflow_compat import scope
-from oneflow_compat.ir import builder
+from oneflow_compat.ir import builder, dtypes
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.ops.registry import apply, new_op
+from oneflow_compat.ops import variable_ops
+from oneflow_compat.ops.registry import new_op
 
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None,
@@ -56,19 +57,19 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
     shape = (filters, channels // groups, kh, kw) if fmt == "NCHW" else (filters, kh, kw, channels // groups)
     if kernel_initializer is None:
         kernel_initializer = init.xavier_uniform_initializer(data_format=data_format)
-    ctx = builder.current("flow.layers.conv2d")
-    wname = weight_name if weight_name is not None else "-".join(ctx.namespaces + [name, "weight"])
-    from oneflow_compat.ops import variable_ops
-
-    weight = variable_ops.get_variable(wname, shape, inputs.dtype, kernel_initializer, kernel_regularizer,
-                                       trainable, "weight", None, None, False, apply_namespace=False)
+    builder.current("flow.layers.conv2d")  # outside a job function: the error names this layer
+    # `weight_name` / `bias_name` replace `<name>-weight` / `<name>-bias` but, like any get_variable name, still take
+    # the enclosing flow.scope.namespace prefix (v0.3.4/v0.4.0 ops/layers.py `conv2d` calls flow.get_variable with
+    # them outside its own namespace(name) block): namespace("ns") + weight_name="wB" -> "ns-wB".
+    weight = variable_ops.get_variable(weight_name if weight_name is not None else name + "-weight", shape,
+                                       inputs.dtype, kernel_initializer, kernel_regularizer, trainable, "weight",
+                                       reuse=False)
     out = nn.conv2d(inputs, weight, strides, padding, fmt, dilation_rate, groups, name=name)
     if use_bias:
-        bname = bias_name if bias_name is not None else "-".join(ctx.namespaces + [name, "bias"])
-        bias = variable_ops.get_variable(bname, (filters,), inputs.dtype,
-                                         bias_initializer if bias_initializer is not None else
-                                         init.constant_initializer(0), bias_regularizer, trainable, "bias", None,
-                                         None, False, apply_namespace=False)
+        bias = variable_ops.get_variable(bias_name if bias_name is not None else name + "-bias", (filters,),
+                                         inputs.dtype, bias_initializer if bias_initializer is not None else
+                                         init.constant_initializer(0), bias_regularizer, trainable, "bias",
+                                         reuse=False)
         out = nn.bias_add(out, bias, data_format=fmt, name="%s-bias_add" % name)
     if callable(activation):
         out = activation(out, name="%s-activation" % name)
@@ -81,18 +82,19 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
                         trainable=True, training=True, name="BatchNorm", gamma_name=None, beta_name=None,
                         moving_mean_name=None, moving_variance_name=None):
     nd = len(inputs.shape)
-    axis = axis % nd
+    if axis < 0:
+        axis += nd
+    assert 0 <= axis < nd, "axis %r out of range for inputs of shape %s" % (axis, inputs.shape)
     c = inputs.shape[axis]
     ctx = builder.current("flow.layers.batch_normalization")
-    from oneflow_compat.ir import dtypes
-    from oneflow_compat.ops import variable_ops
-
     vdtype = dtypes.float32 if inputs.dtype is dtypes.float16 else inputs.dtype
 
     def var(suffix, given, initializer, default, regularizer, is_trainable):
-        vname = given if given is not None else "-".join(ctx.namespaces + [name, suffix])
-        return variable_ops.get_variable(vname, (c,), vdtype, initializer if initializer is not None else default,
-                                         regularizer, is_trainable, suffix, None, None, False, apply_namespace=False)
+        # a given name (v0.4.0 gamma_name=, …) takes the enclosing namespace prefix, as in OneFlow's
+        # ops/layers.py `_get_batch_normalization_variables` (flow.get_variable outside namespace(name))
+        return variable_ops.get_variable(given if given is not None else name + "-" + suffix, (c,), vdtype,
+                                         initializer if initializer is not None else default, regularizer,
+                                         is_trainable, suffix, reuse=False)
 
     beta = var("beta", beta_name, beta_initializer, init.zeros_initializer(), beta_regularizer, trainable) \
         if center else None
@@ -109,7 +111,10 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
         mean = m.reduce_mean(inputs, reduce_axes, keepdims=True)
         centered = m.subtract(inputs, mean)
         variance = m.reduce_mean(m.square(centered), reduce_axes, keepdims=True)
-        for moving, stat in ((moving_mean, mean), (moving_var, variance)):
+        moving_var_stat = variance
+        if ctx.placement.requested_tag == "gpu":
+            moving_var_stat = m.multiply(variance, _unbiased_factor(inputs.shape, reduce_axes))
+        for moving, stat in ((moving_mean, mean), (moving_var, moving_var_stat)):
             new_op("moving_average_update", [moving, ops_api.reshape(stat, (c,))], {"momentum": float(momentum)},
                    name=ctx.job.unique_name("%s-%s-update" % (name, moving.op.name)),
                    in_hints={0: S.B, 1: S.B})
@@ -123,6 +128,24 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
     if beta is not None:
         out = m.add(out, ops_api.reshape(beta, bshape))
     return ops_api.identity(out, name=name)
+
+
+def _unbiased_factor(shape, reduce_axes):
+    """n/(n-1) over the n values per channel: the moving variance of OneFlow's GPU path.
+
+    OneFlow v0.3.4/v0.4.0 `layers.batch_normalization` branches on the placement's device tag. "cpu": flow.nn.moments
+    (population variance) and `moving <- momentum * moving + (1 - momentum) * variance` in Python. Otherwise the
+    fused `normalization` op, whose GPU kernel (user/kernels/normalization_kernel.cu, NormalizationTrainKernel)
+    passes `1 - momentum` as exponentialAverageFactor to cudnnBatchNormalizationForwardTraining; cuDNN updates the
+    running variance with the unbiased estimate (later OneFlow CPU kernels copy it: normalization_kernel.cpp,
+    `unbias_reduce_count = reduce_count - 1`). The output y is normalized with the population variance on both paths.
+    The rule follows the tag the script asked for ("gpu" computes what OneFlow on a GPU computed even where it runs
+    on CPU devices here). One value per channel leaves the estimate undefined: the population variance (0) is kept.
+    """
+    n = 1
+    for a in reduce_axes:
+        n *= shape[a]
+    return n / (n - 1) if n > 1 else 1.0
 
 
 def layer_norm(inputs, center=True, scale=True, trainable=True, begin_norm_axis=1, begin_params_axis=-1,

@@ -2,6 +2,7 @@
 float -> scalar op; otherwise numpy-style broadcasting between blobs."""
 import numpy as np
 
+from oneflow_compat._api import array_api
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import LazyBlob
 from oneflow_compat.ops.registry import apply
@@ -156,8 +157,25 @@ reduce_any = _reduce("reduce_any")
 reduce_all = _reduce("reduce_all")
 
 
-def argmax(input, name=None):  # noqa: A002
-    return apply("argmax", [input], name=name)
+def argmax(input, axis=-1, name=None):  # noqa: A002
+    """int32 index of the largest entry along `axis` (first one on ties), that axis removed. The argmax op works on
+    the last axis; another axis is moved there and back, as OneFlow v0.3.4/v0.4.0 `math_ops.argmax` did."""
+    x = _check_blob(input, "flow.math.argmax")
+    nd = len(x.shape)
+    axis = axis if axis >= 0 else axis + nd
+    assert 0 <= axis < nd, "axis out of range"
+    if axis == nd - 1:
+        return apply("argmax", [x], name=name)
+    perm = [i for i in range(nd) if i != axis] + [axis]
+    inverse = [perm.index(i) for i in range(nd)]
+    y = array_api.transpose(x, perm, name=_suffixed(name, "_transpose"))
+    y = array_api.expand_dims(apply("argmax", [y], name=name), -1, name=_suffixed(name, "_expand_dims"))
+    y = array_api.transpose(y, inverse, name=_suffixed(name, "_inverse_transpose"))
+    return array_api.squeeze(y, [axis], name=_suffixed(name, "_squeeze"))
+
+
+def _suffixed(name, suffix):
+    return None if name is None else name + suffix
 
 
 def add_n(inputs, name=None):
@@ -183,7 +201,5 @@ def cast(x, dtype, name=None):
 def __getattr__(name):
     # shape-family functions that legacy also exports under flow.math (defined with the array ops)
     if name in ("top_k", "clip_by_value", "clip_by_scalar", "clip"):
-        from oneflow_compat._api import array_api
-
         return getattr(array_api, name)
     raise AttributeError("module 'oneflow.math' has no attribute %r" % name)

@@ -83,6 +83,15 @@ def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None,
                                               "groups": int(groups), "data_format": data_format}, name=name)
 
 
+def compat_conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None, groups=1,  # noqa: A002
+                  name=None):
+    """`conv2d` with TensorFlow's "SAME": the odd padding cell goes after (bottom/right), i.e. "SAME_UPPER"
+    (v0.3.4/v0.4.0 ops/nn_ops.py `tf_conv2d`, exported as nn.compat_conv2d); `conv2d`'s "SAME" is SAME_LOWER."""
+    if isinstance(padding, str) and padding.upper() == "SAME":
+        padding = "SAME_UPPER"
+    return conv2d(input, filters, strides, padding, data_format, dilations, groups, name)
+
+
 def _norm_format(f):
     if f in ("NCHW", "channels_first"):
         return "NCHW"
@@ -109,12 +118,16 @@ def avg_pool2d(input, ksize, strides, padding, data_format="NCHW", ceil_mode=Fal
 
 
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
-    assert 0 <= rate < 1, "rate must be in [0, 1), got %r" % (rate,)
-    if seed is not None:
-        assert name is not None, "dropout with a seed requires a name"
+    # The order of checks is OneFlow's (v0.3.4/v0.4.0 ops/nn_ops.py `dropout`, then `random_mask_like`): an
+    # untrainable job or rate 0 returns x before `seed` and `noise_shape` are looked at.
+    assert rate is not None and 0 <= rate < 1, "rate must be in [0, 1), got %r" % (rate,)
     ctx = builder.current("flow.nn.dropout")
     if not ctx.job.is_train or rate == 0:
         return x
+    if seed is not None:
+        assert name is not None, "dropout with a seed requires a name"
+    if noise_shape is not None:
+        raise AssertionError("noise_shape will be supported later.")
     if name is None:
         name = ctx.job.unique_name("Dropout")
     out = apply("dropout", [x], {"rate": float(rate), "seed": seed}, name=name)
@@ -135,8 +148,11 @@ from oneflow_compat._global import nn_init as init  # noqa: E402
 from oneflow_compat._global.losses import CrossEntropyLoss, MSELoss  # noqa: E402,F401
 from oneflow_compat._global.modules import (  # noqa: E402,F401
     Dropout, Flatten, Identity, Linear, Module, ModuleList, Parameter, ReLU, Sequential)
+from oneflow_compat._global import graph  # noqa: E402 (`flow.nn.graph.GraphModule`)
+from oneflow_compat._global.graph import Graph  # noqa: E402,F401
 
 # `import oneflow.nn.functional as F` needs a module of that name: this module is not a package, so register its
 # two namespaces under their public names (as `os.path` is registered).
 _sys.modules.setdefault(__name__ + ".functional", functional)
 _sys.modules.setdefault(__name__ + ".init", init)
+_sys.modules.setdefault(__name__ + ".graph", graph)

@@ -1,4 +1,5 @@
 """`flow.scope`: placement, logical view and namespace scopes."""
+from oneflow_compat.framework import client_mode
 from oneflow_compat.ir import builder
 from oneflow_compat.ir import placement as placement_mod
 
@@ -8,6 +9,7 @@ class PlacementScope:
     `function_config.default_placement_scope`."""
 
     def __init__(self, device_tag, machine_device_ids, hierarchy=None):
+        client_mode.use(client_mode.LEGACY, "flow.scope.placement")
         self.parsed = placement_mod.Placement.parse(device_tag, machine_device_ids)
         self.hierarchy = hierarchy
 
@@ -22,7 +24,7 @@ class PlacementScope:
                 if d >= n:
                     raise ValueError("placement %s uses gpu device %d of machine %d, but only %d device(s) per "
                                      "machine are configured (flow.config.gpu_device_num)" % (p, d, m, n))
-        return placement_mod.Placement(tag, p.pairs)
+        return placement_mod.Placement(tag, p.pairs, requested_tag=p.device_tag)
 
     def __enter__(self):
         ctx = builder.current("flow.scope.placement as a context")

@@ -11,15 +11,20 @@ MNIST = os.path.join(HERE, "..", "..", "shared", "data", "mnist.npz")
 
 @pytest.fixture(autouse=True)
 def fresh_session():
-    """Every test starts with a new default session (and lazy mode)."""
+    """Every test starts with a new default session (and lazy mode), and with neither of OneFlow's two APIs chosen:
+    one process runs either legacy job functions or global tensors (framework/client_mode.py), and this suite runs
+    tests of both in one process."""
     import oneflow_compat as flow
+    from oneflow_compat.framework import client_mode
     from oneflow_compat.framework import session as sess
 
     sess._EAGER_FLAG[0] = False
     flow.clear_default_session()
+    client_mode.reset()
     yield
     sess._EAGER_FLAG[0] = False
     flow.clear_default_session()
+    client_mode.reset()
 
 
 @pytest.fixture

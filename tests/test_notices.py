@@ -58,7 +58,8 @@ def test_informational_notices_reach_the_logger(monkeypatch, caplog):
 
 @pytest.mark.parametrize("env, shown", [({}, True), ({"PMI_RANK": "0", "PMI_SIZE": "2"}, True),
                                         ({"PMI_RANK": "1", "PMI_SIZE": "2"}, False),
-                                        ({"PMI_RANK": "1", "PMI_SIZE": "2", "ONEFLOW_COMPAT_OUTPUT": "all"}, True)])
+                                        ({"PMI_RANK": "1", "PMI_SIZE": "2", "ONEFLOW_COMPAT_OUTPUT": "all"}, True),
+                                        ({"PMI_RANK": "1", "PMI_SIZE": "2", "ONEFLOW_COMPAT_OUTPUT": "raw"}, True)])
 def test_default_output_once_per_program_under_mpi(monkeypatch, env, shown):
     from oneflow_compat.backend import notices
 

@@ -3,9 +3,13 @@
 `apply_op(op_type, inputs, attrs)` checks that the inputs are all local or all global on one placement, runs the
 op eagerly (`runtime/global_eager.py`: the op's declared SBP signatures choose the output layout, boxing moves
 inputs as needed), and records an autograd node when an input requires a gradient and the op has a grad rule.
+
+While an `nn.Graph` traces its `build`, the same entry points add the op to the graph's job instead (`lazy.py`):
+this is the one place where eager and graph execution part.
 """
 from oneflow_compat.ops import registry
 from oneflow_compat.runtime import autograd, global_eager
+from oneflow_compat._global import lazy
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -34,6 +38,8 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
         if not isinstance(t, Tensor):
             raise TypeError("op '%s' expects Tensors as inputs, got %s" % (op_type, type(t).__name__))
     first = _where(inputs, op_type)
+    if lazy.tracer_active():
+        return lazy.apply(op_type, inputs, attrs)
     values = [t._value for t in inputs]
     outs = global_eager.run_op(op_type, attrs, values)
     placement, device = first._placement, first._device
@@ -50,6 +56,8 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
 
 def make_source(op_type, attrs, like):
     """Runs an op without inputs (a constant) on the layout of tensor `like`'s placement."""
+    if lazy.tracer_active():
+        return lazy.apply_source(op_type, attrs, like)
     outs = global_eager.run_op(op_type, attrs, [], placement=like._value.placement)
     return [Tensor._make(v, like._placement, None, like._device) for v in outs]
 
@@ -57,6 +65,10 @@ def make_source(op_type, attrs, like):
 def backward(tensors, grad_tensors=None, retain_graph=False):
     """`flow.autograd.backward`: backpropagates from `tensors` (every rank calls it for global tensors)."""
     grad_tensors = grad_tensors or [None] * len(tensors)
+    if lazy.tracer_active():
+        for t, g in zip(tensors, grad_tensors):
+            lazy.backward(t, g, retain_graph)
+        return
     roots = []
     for t, g in zip(tensors, grad_tensors):
         if not t.requires_grad_flag:

@@ -13,6 +13,7 @@ the same tensor object.
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import autograd, global_eager
+from oneflow_compat._global import lazy
 from oneflow_compat._global.tensor import Tensor, check_placement, normalize_sbp
 
 
@@ -22,6 +23,8 @@ def _sbp_arg(sbp, ndim, what):
 
 def to_global(t, placement=None, sbp=None, grad_sbp=None):
     what = "to_global"
+    if lazy.tracer_active():
+        return _in_graph(t, placement, sbp, grad_sbp)
     if t.is_local:
         if placement is None or sbp is None:
             raise ValueError("to_global of a local tensor needs both placement and sbp, got placement=%r, sbp=%r"
@@ -45,6 +48,17 @@ def to_global(t, placement=None, sbp=None, grad_sbp=None):
         result.requires_grad_flag = True
         result.grad_fn = autograd.FunctionNode("ToGlobalBackward", [t._edge()], to_global_backward)
     return result
+
+
+def _in_graph(t, placement, sbp, grad_sbp):
+    """Inside nn.Graph.build: an op of the graph's job (a boxing between stages when the placement changes)."""
+    what = "to_global"
+    if t.is_local:
+        return lazy.to_global(t, placement, None, None)  # refused, with OneFlow's message
+    placement = t.placement if placement is None else check_placement(placement, what)
+    shown = t.sbp if sbp is None else _shown(sbp)
+    gsbp = None if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp")
+    return lazy.to_global(t, placement, _sbp_arg(shown, t.ndim, what), shown, gsbp)
 
 
 def _shown(sbp):

@@ -15,9 +15,10 @@ import collections.abc
 import itertools
 import math
 
+from oneflow_compat.framework import client_mode
 from oneflow_compat.runtime import autograd
 from oneflow_compat._global import dropout as dropout_fn
-from oneflow_compat._global import functional, nn_init
+from oneflow_compat._global import functional, lazy, nn_init
 from oneflow_compat._global import state_values
 from oneflow_compat._global.tensor import Tensor
 
@@ -70,6 +71,7 @@ class Module:
     """Base class of every layer and model (see the module docstring)."""
 
     def __init__(self):
+        client_mode.use(client_mode.GLOBAL, "creating a flow.nn.Module (%s)" % type(self).__name__)
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", collections.OrderedDict())
         object.__setattr__(self, "_buffers", collections.OrderedDict())
@@ -83,6 +85,11 @@ class Module:
         raise NotImplementedError('Module [%s] is missing the required "forward" function' % type(self).__name__)
 
     def __call__(self, *args, **kwargs):
+        if lazy.tracer_active():  # inside nn.Graph.build: the graph knows this module's path and stage
+            return lazy.module_call(self, lambda a, k: self._call(*a, **k), args, kwargs)
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args, **kwargs):
         for hook in list(self._forward_pre_hooks.values()):
             changed = hook(self, args)
             if changed is not None:

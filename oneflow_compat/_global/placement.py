@@ -11,6 +11,7 @@ one notice, when no CUDA device is usable; `.type` still says "cuda".
 """
 from oneflow_compat.backend import devices
 from oneflow_compat.comm import environment
+from oneflow_compat.framework import client_mode
 from oneflow_compat.ir.placement import Placement as _IrPlacement
 from oneflow_compat._global.size import Size
 
@@ -84,6 +85,7 @@ class placement:  # noqa: N801 - OneFlow's name
     def __init__(self, type=None, ranks=None, hierarchy=None, *, device_type=None,  # noqa: A002
                  machine_device_ids=None, device_ids=None, device_tag=None):
         what = "flow.placement"
+        client_mode.use(client_mode.GLOBAL, what)
         kind = next((t for t in (type, device_type, device_tag) if t is not None), None)
         if kind not in _TYPES:
             raise ValueError('%s: type must be "cpu" or "cuda", got %r' % (what, kind))

@@ -29,10 +29,10 @@ STRUCTURE_FILENAME = "structure.pickle"
 
 
 def _legacy_in_use():
-    from oneflow_compat.framework import session
+    from oneflow_compat.framework import client_mode, session
 
     s = session.default_session()
-    return bool(s.job_functions) or s.eager
+    return client_mode.current() == client_mode.LEGACY or bool(s.job_functions) or s.eager
 
 
 # --- save -------------------------------------------------------------------------------------------------------

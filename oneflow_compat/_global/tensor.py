@@ -12,10 +12,12 @@ For code building on this class (modules, optimizers): `Tensor._make(value, ...)
 """
 import numpy as np
 
+from oneflow_compat.framework import client_mode
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.runtime import autograd, global_eager
+from oneflow_compat.runtime.graph_trace import LAZY_VALUE_MESSAGE, LazyValue
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import printing
 from oneflow_compat._global.placement import placement as Placement
@@ -153,6 +155,7 @@ class Tensor:
               out_index=0):
         """Wraps a Value. `placement` (flow.placement) makes it global; `sbp` (tuple of flow.sbp) overrides the
         SBP shown (a one-rank placement keeps the SBP the user asked for)."""
+        client_mode.use(client_mode.GLOBAL, "creating a flow.Tensor")  # every tensor, op results included
         t = object.__new__(cls)
         t._value = value
         t._placement = placement
@@ -216,6 +219,11 @@ class Tensor:
     @property
     def is_local(self):
         return self._placement is None
+
+    @property
+    def is_lazy(self):
+        """Whether this tensor lives inside an nn.Graph's build() (it has no value there)."""
+        return isinstance(self._value, LazyValue)
 
     @property
     def placement(self):
@@ -299,6 +307,8 @@ class Tensor:
     def numpy(self):
         """Local: the array (shared with the tensor on CPU). Global: the whole logical value on every rank (a
         collective: every rank of the world must call it)."""
+        if isinstance(self._value, LazyValue):
+            raise RuntimeError(LAZY_VALUE_MESSAGE % "numpy()")
         if self._placement is None:
             return _host(self._value.pieces[0])
         return global_eager.full_value(self._value)
@@ -338,6 +348,8 @@ class Tensor:
         return format(str(self), spec)
 
     def __repr__(self):
+        if isinstance(self._value, LazyValue):
+            return _lazy_repr(self)
         return printing.tensor_repr(self)
 
     __str__ = __repr__
@@ -348,6 +360,8 @@ class Tensor:
     def to_local(self):
         """This rank's piece (no communication); ranks outside the placement get an empty tensor with the
         logical number of dimensions."""
+        if isinstance(self._value, LazyValue):
+            raise RuntimeError("global_tensor.to_local() is not supported within nn.Graph for now")
         if self._placement is None:
             raise RuntimeError("Expected global tensor for to_local but got local tensor!")
         v = self._value
@@ -406,6 +420,18 @@ class Tensor:
     def _check_inplace(self):
         if autograd.is_grad_enabled() and self.requires_grad_flag and self.is_leaf:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def _lazy_repr(t):
+    """A tensor inside nn.Graph.build(): its description, no values (OneFlow shows `is_lazy='True'`)."""
+    parts = []
+    if t.is_global:
+        parts.append("placement=%r" % (t._placement,))
+        parts.append("sbp=(%s)" % "".join("%r," % s for s in t.sbp))
+    parts.append("is_lazy='True'")
+    parts.append("size=%s" % (tuple(t.shape),))
+    parts.append("dtype=oneflow.%s" % t.dtype.name)
+    return "tensor(..., %s)" % ", ".join(parts)
 
 
 def _host(x):

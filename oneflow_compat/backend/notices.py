@@ -7,7 +7,7 @@ redirect or format it like any other library's log:
 * silence: `logging.getLogger("oneflow_compat").setLevel(logging.ERROR)` (WARNING keeps the warnings and drops
   the informational notices and the download progress);
 * by default (the application configured no logging), a fallback handler prints the bare message to stderr —
-  once per program under MPI (rank 0, or every rank with `ONEFLOW_COMPAT_OUTPUT=all`), like stdout;
+  once per program under MPI (rank 0; every rank with `ONEFLOW_COMPAT_OUTPUT=all` or `raw`), like stdout;
 * once the application has a handler of its own (e.g. `logging.basicConfig()`), the records go there only.
 
 The logger's level is set to INFO at import unless the user already set one, so that the informational notices
@@ -57,7 +57,7 @@ def _shown_on_this_rank():
         world = detect_mpi_world()
     except ValueError:  # an inconsistent launcher environment is reported elsewhere; never hide a notice for it
         return True
-    return world is None or world[0] == 0 or output_mode() == "all"
+    return world is None or world[0] == 0 or output_mode() in ("all", "raw")
 
 
 for _old in [h for h in logger.handlers if getattr(h, "is_oneflow_compat_fallback", False)]:

@@ -129,6 +129,13 @@ def _byte_layout(counts):
 
 
 _live_comms = weakref.WeakSet()  # every MPIComm of this process: each tells its members when this rank fails
+# The communicator whose MPI_Abort ends the whole job (failure reports name ranks in it): MPI_COMM_WORLD, or the
+# communicator joining several MPI worlds (join.py) — aborting MPI_COMM_WORLD there would end one world only.
+_job = {"comm": MPI.COMM_WORLD}
+
+
+def set_job_communicator(comm):
+    _job["comm"] = comm
 
 
 class MPIComm(ProcessComm):
@@ -182,7 +189,7 @@ class MPIComm(ProcessComm):
             except (OSError, ValueError):
                 pass
         wait_until_output_is_read()
-        MPI.COMM_WORLD.Abort(exit_code)
+        _job["comm"].Abort(exit_code)
 
     # ----- waiting without hanging -------------------------------------------------------------------------
 
@@ -534,7 +541,7 @@ def install_failure_handlers():
     if _handlers_installed:
         return
     _handlers_installed = True
-    rank = MPI.COMM_WORLD.Get_rank()
+    rank = _job["comm"].Get_rank()
 
     def report_and_abort(exc_type, exc_value, exc_traceback, where=""):
         prefix = "[rank %d] " % rank
@@ -557,7 +564,7 @@ def install_failure_handlers():
                 comm.tell_others_this_rank_fails()
             except Exception:  # noqa: BLE001 (a broken comm must not keep this rank from aborting)
                 pass
-        MPI.COMM_WORLD.Abort(1)
+        _job["comm"].Abort(1)
 
     def excepthook(exc_type, exc_value, exc_traceback):
         report_and_abort(exc_type, exc_value, exc_traceback)

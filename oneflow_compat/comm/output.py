@@ -4,6 +4,8 @@ Under MPI with size > 1 (every rank runs the script, SPMD):
 * ranks != 0 have stdout sent to /dev/null — both Python's `sys.stdout` and file descriptor 1, so output from C
   libraries and child processes is silenced as well;
 * with `ONEFLOW_COMPAT_OUTPUT=all` nothing is silenced and every rank's stdout lines start with `[rank r] `;
+* with `ONEFLOW_COMPAT_OUTPUT=raw` (what `python -m oneflow.distributed.launch` sets, OneFlow's behaviour) every
+  rank writes to its stdout and stderr untouched;
 * stderr is never silenced; on ranks != 0 its lines start with `[rank r] ` (Python-level writes only);
 * a rank about to abort the job first waits until the launcher has read what it wrote (`wait_until_output_is_read`).
 """
@@ -73,9 +75,10 @@ class PrefixedLineWriter(io.TextIOBase):
 
 
 def output_mode():
-    """'all' when every rank's stdout is wanted (`ONEFLOW_COMPAT_OUTPUT=all`), else 'rank0'."""
+    """'all' (every rank's stdout, prefixed: `ONEFLOW_COMPAT_OUTPUT=all`), 'raw' (every rank's output untouched:
+    `ONEFLOW_COMPAT_OUTPUT=raw`), else 'rank0'."""
     mode = os.environ.get(OUTPUT_ENV, "").strip().lower()
-    return "all" if mode == "all" else "rank0"
+    return mode if mode in ("all", "raw") else "rank0"
 
 
 def unprefixed_stderr():
@@ -102,6 +105,12 @@ def setup_rank_output(rank, size):
         return
     mode = output_mode()
     _configured = (rank, size, mode)
+    if mode == "raw":
+        try:  # whole lines, as soon as they are complete: the ranks' lines interleave, but not within a line
+            sys.stdout.reconfigure(line_buffering=True, write_through=False)
+        except (AttributeError, ValueError):
+            pass
+        return
     prefix = "[rank %d] " % rank
     _unprefixed_stderr = sys.stderr
     if mode == "all":

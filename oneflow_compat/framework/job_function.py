@@ -2,6 +2,7 @@
 import functools
 import traceback
 
+from oneflow_compat.framework import client_mode
 from oneflow_compat.framework import function_config as fc
 from oneflow_compat.framework import session as sess
 from oneflow_compat.framework import signature
@@ -21,6 +22,8 @@ def global_function(type="predict", function_config=None):  # noqa: A002 - the l
     config.job_type = job_type
 
     def decorator(func):
+        client_mode.use(client_mode.LEGACY, "defining the job function '%s' (@flow.global_function)"
+                        % getattr(func, "__name__", func))
         session = sess.default_session()
         if session.eager:
             from oneflow_compat.framework import eager

@@ -20,7 +20,7 @@ class ResourceConfig:
         self.machine_num = None  # None: from flow.env.machine / the MPI world
         self.legacy_model_io = False
         self.debug_mode = False
-        self.load_lib_paths = []
+        self.gpu_requested = False  # flow.config.gpu_device_num(n > 0) without a usable CUDA device
 
     @property
     def devices_per_machine(self):
@@ -29,6 +29,11 @@ class ResourceConfig:
     @property
     def default_device_tag(self):
         return "gpu" if self.gpu_device_num > 0 else "cpu"
+
+    @property
+    def requested_device_tag(self):
+        """The default tag as the script asked: `gpu_device_num(n)` asks for "gpu" even where it falls back to CPU."""
+        return "gpu" if self.gpu_device_num > 0 or self.gpu_requested else "cpu"
 
 
 class EnvConfig:
@@ -164,6 +169,9 @@ _EAGER_FLAG = [False]
 def enable_eager_execution(val=True):
     """Switch to eager mode. Job functions defined before it (the docs' eager_mlp_mnist.py decorates its job at
     import) then run eagerly too; only once lazy jobs were compiled (a first job call) is it too late."""
+    from oneflow_compat.framework import client_mode
+
+    client_mode.use(client_mode.LEGACY, "flow.enable_eager_execution")
     s = default_session()
     if s.status != "open" and not s.eager:
         raise NotImplementedError("no avaliable function found.\n  condition `session not initialized` failed: "

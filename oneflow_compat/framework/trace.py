@@ -14,7 +14,7 @@ def default_placement(session, config):
     tag = devices.resolve_tag(res.default_device_tag)
     n = res.devices_per_machine
     pairs = [(m, d) for m in range(session.machine_num()) for d in range(n)]
-    return placement_mod.Placement(tag, pairs)
+    return placement_mod.Placement(tag, pairs, requested_tag=res.requested_device_tag)
 
 
 def trace_job(session, jf, eager_runner=None):

@@ -10,12 +10,15 @@ _RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
 class Placement:
-    __slots__ = ("device_tag", "pairs", "_hash")
+    __slots__ = ("device_tag", "pairs", "_hash", "requested_tag")
 
-    def __init__(self, device_tag, pairs):
+    def __init__(self, device_tag, pairs, requested_tag=None):
         self.device_tag = device_tag
         self.pairs = tuple(sorted(set(pairs)))
         self._hash = hash((self.device_tag, self.pairs))
+        # The tag the script asked for: "gpu" even where those devices fall back to CPU. Not part of equality; read
+        # only by rules where OneFlow's GPU kernels computed differently (batch norm's moving variance).
+        self.requested_tag = requested_tag or device_tag
 
     @classmethod
     def parse(cls, device_tag, machine_device_ids):

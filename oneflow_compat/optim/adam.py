@@ -36,7 +36,7 @@ class Adam(Optimizer):
             raise ValueError("Invalid weight_decay value: %r" % (group["weight_decay"],))
 
     def _update(self, group, param, state):
-        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        lr = group["lr"]
         beta1, beta2 = group["betas"]
         if group["do_bias_correction"]:
             t = self._step_count + 1
@@ -50,14 +50,20 @@ class Adam(Optimizer):
         if group["amsgrad"]:
             moments.append(pieces(state["max_exp_avg_sq"]))
         for w, g, *mv in zip(pieces(param), self._grad_pieces(param), *moments):
-            xp = array_module(w)
-            g = optim_kernels.add_regularization(xp, g, w, l2=wd)
-            if not group["amsgrad"]:
-                root_bc2 = math.sqrt(bc2)
-                optim_kernels.adam_update(xp, w, mv[0], mv[1], g, lr=lr * root_bc2 / bc1, beta1=beta1,
-                                          beta2=beta2, epsilon=eps * root_bc2)
-                continue
-            _amsgrad_update(xp, w, g, *mv, lr=lr, beta1=beta1, beta2=beta2, eps=eps, bc1=bc1, bc2=bc2)
+            piece_update(array_module(w), w, g, mv, lr, bc1, bc2, group)
+
+
+def piece_update(xp, w, g, moments, lr, bc1, bc2, group):
+    """One Adam step of one piece in place (`moments`: m, v and, with amsgrad, max v), with `group`'s options and
+    the bias corrections bc1, bc2 (the eager step and nn.Graph's compiled step both run it)."""
+    eps, beta1, beta2 = group["eps"], group["betas"][0], group["betas"][1]
+    g = optim_kernels.add_regularization(xp, g, w, l2=group["weight_decay"])
+    if not group["amsgrad"]:
+        root_bc2 = math.sqrt(bc2)
+        optim_kernels.adam_update(xp, w, moments[0], moments[1], g, lr=lr * root_bc2 / bc1, beta1=beta1,
+                                  beta2=beta2, epsilon=eps * root_bc2)
+        return
+    _amsgrad_update(xp, w, g, *moments, lr=lr, beta1=beta1, beta2=beta2, eps=eps, bc1=bc1, bc2=bc2)
 
 
 def _amsgrad_update(xp, w, g, m, v, max_v, *, lr, beta1, beta2, eps, bc1, bc2):

@@ -30,24 +30,35 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
 
     def _update(self, group, param, state):
-        lr, wd, beta = group["lr"], group["weight_decay"], group["momentum"]
+        lr = group["lr"]
         grads = self._grad_pieces(param)
-        if beta == 0:
+        if group["momentum"] == 0:
             for w, g in zip(pieces(param), grads):
-                if group["maximize"]:
-                    g = -g
-                optim_kernels.sgd_update(array_module(w), w, g, lr=lr, weight_decay=wd)
+                plain_update(array_module(w), w, g, lr, group)
             return
         if "momentum_buf" not in state:
             state["momentum_buf"] = zeros_like(param)
-        f32 = np.float32
         for w, g, buf in zip(pieces(param), grads, pieces(state["momentum_buf"])):
-            xp = array_module(w)
-            g = optim_kernels.add_regularization(xp, g, w, l2=wd)
-            buf *= f32(beta)
-            buf += f32(1 - group["dampening"]) * g
-            step = g + f32(beta) * buf if group["nesterov"] else buf
-            if group["maximize"]:
-                w += f32(lr) * step
-            else:
-                w -= f32(lr) * step
+            momentum_update(array_module(w), w, g, buf, lr, group)
+
+
+def plain_update(xp, w, g, lr, group):
+    """One step without momentum of one piece in place (the eager step and nn.Graph's compiled step)."""
+    if group["maximize"]:
+        g = -g
+    optim_kernels.sgd_update(xp, w, g, lr=lr, weight_decay=group["weight_decay"])
+
+
+def momentum_update(xp, w, g, buf, lr, group):
+    """One momentum step of one piece in place, with `group`'s options (the eager step and nn.Graph's compiled
+    step both run it)."""
+    f32 = np.float32
+    beta = group["momentum"]
+    g = optim_kernels.add_regularization(xp, g, w, l2=group["weight_decay"])
+    buf *= f32(beta)
+    buf += f32(1 - group["dampening"]) * g
+    step = g + f32(beta) * buf if group["nesterov"] else buf
+    if group["maximize"]:
+        w += f32(lr) * step
+    else:
+        w -= f32(lr) * step

@@ -155,7 +155,11 @@ def _compiled_session(session):
 
 
 def explain(job_function):
-    """The report of one job function's compiled plan (compiles the session when it has not started)."""
+    """The report of one job function's compiled plan (compiles the session when it has not started), or of a
+    called `nn.Graph`'s plan (its stages and the bytes each boxing moves per micro-batch)."""
+    graph_report = getattr(job_function, "explain_report", None)
+    if graph_report is not None:
+        return graph_report()
     jf = _job_function_of(job_function)
     session = _compiled_session(jf.session)
     job = session.jobs.get(jf.name)
@@ -275,6 +279,11 @@ def run_script(script, args, out=None):
 
         if global_eager.started():  # an eager global-tensor program: the boxing its ops performed
             print(explain_eager(), file=out)
+            from oneflow_compat.runtime import graph_report
+
+            for compiled in graph_report.compiled_graphs():  # and the plans of the nn.Graphs it called
+                print("", file=out)
+                print(graph_report.graph_report(compiled), file=out)
             out.flush()
             return 0
         print("explain: %s defines no job function and runs no global tensor op" % script, file=out)

@@ -1,0 +1,604 @@
+"""`flow.nn.Graph` (OneFlow 0.5–0.9): a model's training or evaluation step traced once into the legacy compiler's
+`Job`, compiled through the same passes, and run as a plan on every later call (`flow.nn.graph` is this module).
+
+    class PipelineGraph(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.module_pipeline = module_pipeline          # wrapped into a Block
+            self.module_pipeline.m_stage0.config.stage_id = 0
+            self.config.set_gradient_accumulation_steps(2)
+            self.add_optimizer(sgd)
+
+        def build(self, x, y):
+            loss = self.loss_fn(self.module_pipeline(x), y)
+            loss.backward()                                 # marks the loss
+            return loss
+
+The first call traces `build` with lazy tensors (`lazy.py`: every op adds an op to the job; the module's
+parameters become the job's variables named by attribute path and bound to the parameters' own storage), then
+compiles and runs (`runtime/graph_runtime.py`); later calls only run. Inputs and outputs are global tensors (each
+rank feeds its own pieces; outputs keep theirs, empty on ranks outside their placement) or, in a local graph,
+local tensors.
+
+Modules assigned to the graph are wrapped in a `Block` (0.9: the proxy) that reads through to the module and
+carries the per-module graph configuration: the pipeline stage in its three spellings — `block.config.stage_id = i`
+(0.5), `block.config.set_stage(i, placement)` (0.8), `block.to(flow.nn.graph.GraphModule).set_stage(stage_id=i,
+placement=P)` (0.9). A placed stage moves the module's tensor inputs onto its placement (SBP kept).
+"""
+import collections
+import time
+
+from oneflow_compat.ir.placement import Placement as IrPlacement
+from oneflow_compat.runtime import global_eager
+from oneflow_compat.runtime.graph_runtime import CompiledGraph
+from oneflow_compat.runtime.graph_trace import GraphTrace, layout_of
+from oneflow_compat._global import lazy
+from oneflow_compat._global.graph_optim import GraphOptimizers
+from oneflow_compat._global.modules import Module
+from oneflow_compat._global.placement import placement as Placement
+from oneflow_compat._global.tensor import Tensor
+
+__all__ = ["Graph", "GraphConfig", "GraphModule", "Block", "BlockConfig"]
+
+
+# --- per-module configuration --------------------------------------------------------------------------------
+class BlockConfig:
+    """What a graph knows of one module: its pipeline stage (and the placement a placed stage moves inputs to),
+    and whether activation checkpointing was asked for (accepted; it changes memory, not numbers)."""
+
+    def __init__(self):
+        self._stage_id = None
+        self._stage_placement = None
+        self.activation_checkpointing = False
+
+    @property
+    def stage_id(self):
+        return self._stage_id
+
+    @stage_id.setter
+    def stage_id(self, value):
+        self.set_stage(value)
+
+    @property
+    def stage_placement(self):
+        return self._stage_placement
+
+    def set_stage(self, stage_id=None, placement=None):
+        if stage_id is not None and (isinstance(stage_id, bool) or not isinstance(stage_id, int) or stage_id < 0):
+            raise ValueError("stage_id must be a non-negative int, got %r" % (stage_id,))
+        if placement is not None and not isinstance(placement, Placement):
+            raise TypeError("set_stage: placement must be a flow.placement, got %r" % (placement,))
+        self._stage_id = stage_id
+        self._stage_placement = placement
+
+    def __repr__(self):
+        parts = []
+        if self._stage_id is not None:
+            parts.append("stage_id=%d" % self._stage_id)
+        if self._stage_placement is not None:
+            parts.append("placement=%r" % (self._stage_placement,))
+        if self.activation_checkpointing:
+            parts.append("activation_checkpointing=True")
+        return ", ".join(parts)
+
+
+class GraphModule:
+    """`block.to(flow.nn.graph.GraphModule)` (OneFlow 0.9): the graph's side of one module."""
+
+    def __init__(self, block):
+        self._block = block
+
+    @property
+    def name(self):
+        return self._block._name
+
+    @property
+    def stage_id(self):
+        return self._block._config.stage_id
+
+    @stage_id.setter
+    def stage_id(self, value):
+        self._block._config.set_stage(value)
+
+    def set_stage(self, stage_id=None, placement=None):
+        self._block._config.set_stage(stage_id, placement)
+
+    @property
+    def activation_checkpointing(self):
+        return self._block._config.activation_checkpointing
+
+    @activation_checkpointing.setter
+    def activation_checkpointing(self, value):
+        self._block._config.activation_checkpointing = bool(value)
+
+    def __repr__(self):
+        return "GraphModule(%s%s)" % (self.name, (", " + repr(self._block._config)) if repr(self._block._config)
+                                      else "")
+
+
+class Block:
+    """A module as an attribute of an `nn.Graph` (OneFlow 0.5–0.8's Block, 0.9's proxy): attribute reads go to
+    the module (submodules come back as Blocks), calls run the module, `config` is the graph's configuration of
+    this module."""
+
+    def __init__(self, name, module, graph):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_graph", graph)
+        object.__setattr__(self, "_config", BlockConfig())
+        object.__setattr__(self, "_children", collections.OrderedDict())
+        for child_name, child in module.named_children():
+            self._children[child_name] = Block(name + "." + child_name, child, graph)
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def name(self):
+        return self._name
+
+    def to(self, kind):
+        """`to(flow.nn.graph.GraphModule)`: the graph's side of this module; `to(flow.nn.Module)`: the module."""
+        if kind is GraphModule:
+            return GraphModule(self)
+        if isinstance(kind, type) and issubclass(kind, Module):
+            return self._module
+        raise TypeError("Block.to() takes flow.nn.graph.GraphModule or flow.nn.Module, got %r" % (kind,))
+
+    def __call__(self, *args, **kwargs):
+        return self._module(*args, **kwargs)
+
+    def __getattr__(self, name):
+        children = self.__dict__.get("_children")
+        if children is not None and name in children:
+            return children[name]
+        return getattr(self.__dict__["_module"], name)
+
+    def __setattr__(self, name, value):
+        setattr(self._module, name, value)
+
+    def _blocks(self):
+        yield self
+        for child in self._children.values():
+            yield from child._blocks()
+
+    def __repr__(self):
+        head = "(MODULE:%s:%s()%s)" % (self._name, type(self._module).__name__,
+                                       (", " + repr(self._config)) if repr(self._config) else "")
+        lines = []
+        for pname, p in self._module._parameters.items():
+            if p is not None:
+                lines.append("(PARAMETER:%s.%s:%s): ()" % (self._name, pname, _tensor_text(p)))
+        for bname, b in self._module._buffers.items():
+            if b is not None:
+                lines.append("(BUFFER:%s.%s:%s): ()" % (self._name, bname, _tensor_text(b)))
+        for child in self._children.values():
+            lines.append(repr(child))
+        if not lines:
+            return head + ": ()"
+        return head + ": (\n" + "\n".join(_indent(line, 2) for line in lines) + "\n)"
+
+
+def _tensor_text(t):
+    parts = []
+    if t.is_global:
+        parts.append("placement=%r" % (t.placement,))
+        parts.append("sbp=(%s)" % "".join("%r," % s for s in t.sbp))
+    parts.append("size=%s" % (tuple(t.shape),))
+    parts.append("dtype=oneflow.%s" % t.dtype.name)
+    if t.requires_grad:
+        parts.append("requires_grad=True")
+    return "tensor(..., %s)" % ", ".join(parts)
+
+
+def _indent(text, n):
+    return "\n".join(" " * n + line for line in text.split("\n"))
+
+
+# --- the graph's configuration -------------------------------------------------------------------------------
+class GraphConfig:
+    """`graph.config`: gradient accumulation (OneFlow's meaning: a call is a mini-batch cut into micro-batches),
+    and the optimisation switches OneFlow offers that do not change numbers (accepted, recorded)."""
+
+    def __init__(self):
+        self._training = False
+        self._accumulation_steps = 1
+        self._amp = False
+        self._switches = {}
+
+    @property
+    def training(self):
+        return self._training
+
+    def _train(self, mode=True):
+        self._training = bool(mode)
+
+    def set_gradient_accumulation_steps(self, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError("set_gradient_accumulation_steps: value must be an int >= 1, got %r" % (value,))
+        self._accumulation_steps = value
+
+    @property
+    def gradient_accumulation_steps(self):
+        return self._accumulation_steps
+
+    def enable_amp(self, mode=True):
+        """Automatic mixed precision changes the numbers (float16 compute): refused when the graph compiles."""
+        self._amp = bool(mode)
+
+    def _switch(name):  # noqa: N805 - builds methods
+        def set_switch(self, mode=True, *args, **kwargs):
+            self._switches[name] = mode
+
+        set_switch.__name__ = name
+        set_switch.__doc__ = "Accepted and recorded: an optimisation that does not change the numbers."
+        return set_switch
+
+    allow_fuse_model_update_ops = _switch("allow_fuse_model_update_ops")
+    allow_fuse_add_to_output = _switch("allow_fuse_add_to_output")
+    allow_fuse_cast_scale = _switch("allow_fuse_cast_scale")
+    enable_cudnn_conv_heuristic_search_algo = _switch("enable_cudnn_conv_heuristic_search_algo")
+    enable_fuse_model_update_ops = _switch("enable_fuse_model_update_ops")
+    enable_fuse_add_to_output = _switch("enable_fuse_add_to_output")
+    enable_fuse_cast_scale = _switch("enable_fuse_cast_scale")
+    enable_straighten_algorithm = _switch("enable_straighten_algorithm")
+    enable_compress_memory = _switch("enable_compress_memory")
+    set_outputs_buffer_size = _switch("set_outputs_buffer_size")
+    del _switch
+
+    def __repr__(self):
+        items = ["training=%s" % self._training]
+        if self._accumulation_steps != 1:
+            items.append("gradient_accumulation_steps=%d" % self._accumulation_steps)
+        if self._amp:
+            items.append("amp=True")
+        return "(CONFIG:config:GraphConfig(%s))" % ", ".join(items)
+
+
+# --- the graph -------------------------------------------------------------------------------------------------
+class Graph:
+    """Base class of a compiled training or evaluation step (see the module docstring)."""
+
+    _instances = collections.Counter()
+
+    def __init__(self):
+        cls = type(self).__name__
+        d = self.__dict__
+        d["_name"] = "%s_%d" % (cls, Graph._instances[cls])
+        Graph._instances[cls] += 1
+        d["config"] = GraphConfig()
+        d["_blocks"] = collections.OrderedDict()
+        d["_opts"] = []  # [(optimizer, lr scheduler or None)]
+        d["_compiled"] = None
+        d["_graph_optimizers"] = None
+        d["_args_repr"] = []
+        d["_outs_repr"] = []
+        d["_out_struct"] = None
+        d["_in_struct"] = None
+        d["_debug"] = -1
+        d["_debug_ranks"] = [0]
+        d["_to_load"] = collections.OrderedDict()  # graph states loaded before the first call
+
+    def build(self, *args, **kwargs):
+        raise NotImplementedError("nn.Graph subclass %s must override build()" % type(self).__name__)
+
+    # --- attributes ------------------------------------------------------------------------------------------
+    def __setattr__(self, name, value):
+        if "_blocks" not in self.__dict__:
+            raise AttributeError("cannot assign %s before nn.Graph.__init__() call (call super().__init__() "
+                                 "first)" % name)
+        if isinstance(value, Module):
+            if self.__dict__["_compiled"] is not None:
+                raise RuntimeError("nn.Graph '%s' is compiled: modules cannot be added any more" % self._name)
+            self._blocks[name] = Block(name, value, self)
+            self.__dict__.pop(name, None)
+            return
+        if isinstance(value, Block):
+            self._blocks[name] = value
+            return
+        self._blocks.pop(name, None)
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        blocks = self.__dict__.get("_blocks")
+        if blocks is not None and name in blocks:
+            return blocks[name]
+        raise AttributeError("'%s' object has no attribute '%s'" % (type(self).__name__, name))
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def training(self):
+        return self.config.training
+
+    @property
+    def is_compiled(self):
+        return self._compiled is not None
+
+    # --- training -------------------------------------------------------------------------------------------
+    def add_optimizer(self, optim, *, lr_sch=None, is_sparse=False):
+        """Adds a `flow.optim` optimizer (and a learning-rate scheduler over it): the graph then trains, and every
+        call runs backward, the update, zero_grad and the scheduler's step inside the compiled step."""
+        from oneflow_compat.optim.optimizer import Optimizer
+
+        assert optim is not None, "optimizer cannot be None"
+        assert isinstance(optim, Optimizer), "optimizer must be an instance of Optimizer"
+        if is_sparse:
+            raise NotImplementedError("nn.Graph.add_optimizer: sparse optimizers are not supported")
+        if lr_sch is not None:
+            assert getattr(lr_sch, "optimizer", None) is optim, \
+                "lr_scheduler's optimizer must be the same optimizer in add_optimizer."
+        if self._compiled is not None:
+            raise RuntimeError("nn.Graph '%s' is compiled: add optimizers before its first call" % self._name)
+        self._opts.append((optim, lr_sch))
+        self.config._train(True)
+
+    def set_grad_scaler(self, grad_scaler=None):
+        raise NotImplementedError("nn.Graph.set_grad_scaler: loss scaling for mixed precision is not supported "
+                                  "(AMP is not supported)")
+
+    # --- calling ---------------------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        flat, struct = _flatten((args, kwargs))
+        tensors = [x for x in flat if isinstance(x, Tensor)]
+        for t in tensors:
+            if t.is_lazy:
+                raise RuntimeError("nn.Graph '%s' was called with a lazy tensor: graphs cannot be nested"
+                                   % self._name)
+        if self._compiled is None:
+            self._compile(flat, struct, tensors)
+        elif struct != self._in_struct:
+            raise ValueError("nn.Graph '%s' was compiled for arguments shaped as %s, got %s (a graph's inputs are "
+                             "fixed by its first call)" % (self._name, self._in_struct, struct))
+        values = [t._value for t in tensors]
+        self._compiled.check_inputs(values, [t.is_global for t in tensors])
+        outs = self._compiled.run(values)
+        if self._graph_optimizers is not None:
+            self._graph_optimizers.after_step()
+        it = iter(outs)
+        results = []
+        for kind, info in self._out_struct[0]:
+            if kind == "tensor":
+                placement, device = info
+                results.append(Tensor._make(next(it), placement, None, device))
+            else:
+                results.append(info)
+        return _unflatten(self._out_struct[1], iter(results))
+
+    def _compile(self, flat, struct, tensors):
+        if self.config._amp:
+            raise NotImplementedError("nn.Graph '%s': config.enable_amp(True) is not supported (mixed precision "
+                                      "would change the numbers; this implementation computes in float32)"
+                                      % self._name)
+        started = time.perf_counter()
+        self._log(0, "(GRAPH:%s:%s) start building graph." % (self._name, type(self).__name__))
+        params_global = [p.is_global for b in self._blocks.values() for p in b._module.parameters()]
+        is_global = any(t.is_global for t in tensors) or any(params_global)
+        if is_global:
+            first = next((t for t in tensors if t.is_global), None)
+            tag = first._value.placement.device_tag if first is not None else next(
+                p._value.placement.device_tag for b in self._blocks.values() for p in b._module.parameters()
+                if p.is_global)
+            # where the step counter and learning rates live: every rank
+            default = IrPlacement(tag, [(r, 0) for r in range(global_eager.world_size())])
+        else:
+            default = global_eager.local_placement(tensors[0]._value.placement.device_tag if tensors else "cpu")
+        n = self.config.gradient_accumulation_steps
+        trace = GraphTrace(self._name, "train" if self.training else "predict", default, n)
+        scope = self._scope()
+        lazy_args = []
+        for i, x in enumerate(flat):
+            if isinstance(x, Tensor):
+                v = trace.add_input(len(trace.inputs), x._value)
+                lazy_args.append(Tensor._make(v, x._placement, x._sbp, x._device))
+                self._args_repr.append("(INPUT:_%s_input.%d:%s)" % (self._name, i, _tensor_text(x)))
+            else:
+                lazy_args.append(x)
+        args, kwargs = _unflatten(struct, iter(lazy_args))
+        with lazy.tracing(trace, scope):
+            returned = self.build(*args, **kwargs)
+        out_flat, out_struct = _flatten(returned)
+        out_values, kinds = [], []
+        for k, x in enumerate(out_flat):
+            if isinstance(x, Tensor):
+                if not x.is_lazy:  # an eager tensor returned as it is: read through its variable
+                    with lazy.tracing(trace, scope):
+                        x = lazy.apply("identity", [x], {})[0]
+                out_values.append(x._value)
+                kinds.append(("tensor", (x._placement, x._device)))
+                self._outs_repr.append("(OUTPUT:_%s_output.%d:%s)" % (self._name, k, _lazy_text(x)))
+            else:
+                kinds.append(("value", x))
+        if trace.job.is_train and not trace.job.losses:
+            raise RuntimeError("nn.Graph '%s' has an optimizer but build() called no loss.backward()" % self._name)
+        self._log(0, "(GRAPH:%s:%s) end building graph, %d ops." % (self._name, type(self).__name__,
+                                                                  len(trace.job.ops)))
+        if trace.job.is_train:
+            names = scope.names
+            opts = GraphOptimizers(self._opts, names)
+            trace.job.optimizer = opts
+            self.__dict__["_graph_optimizers"] = opts
+        compiled = CompiledGraph(trace, [layout_of(t._value, t.is_global) for t in tensors], out_values, self._name,
+                                 check_across_ranks=is_global)
+        for name, tensor in trace.bindings.items():
+            compiled.bind(name, _piece_getter(lambda t=tensor: t))
+        if self._graph_optimizers is not None:
+            for name, getter in self._graph_optimizers.state_getters().items():
+                compiled.bind(name, _piece_getter(getter))
+        compiled.finish_binding()
+        self.__dict__["_compiled"] = compiled
+        self.__dict__["_in_struct"] = struct
+        self.__dict__["_out_struct"] = (kinds, out_struct)
+        self._load_additional()
+        self._log(0, "(GRAPH:%s:%s) compiled: %d ops, %d steps on this rank, %.3f s." % (
+            self._name, type(self).__name__, len(compiled.job.ops), len(compiled.plan.steps),
+            time.perf_counter() - started))
+        if self._debug >= 1:
+            self._log(1, str(self.explain_report()))
+
+    def _scope(self):
+        modules, names = {}, {}
+        for top, block in self._blocks.items():
+            for b in block._blocks():
+                cfg = b._config
+                if id(b._module) not in modules:
+                    modules[id(b._module)] = (b._name, cfg.stage_id, cfg.stage_placement)
+            for pname, p in block._module.named_parameters(prefix=top):
+                names.setdefault(id(p), pname)
+            for bname, buf in block._module.named_buffers(prefix=top):
+                names.setdefault(id(buf), bname)
+        trainable = {id(p) for opt, _ in self._opts for g in opt.param_groups for p in g["params"]
+                     if p.requires_grad}
+        return lazy.GraphScope(modules, names, trainable)
+
+    # --- state -----------------------------------------------------------------------------------------------
+    def state_dict(self, destination=None):
+        """{block name: its module's state dict} and, once compiled, the graph's other states (optimizer state,
+        the train step counter) by variable name."""
+        if destination is None:
+            destination = collections.OrderedDict()
+        for name, block in self._blocks.items():
+            destination[name] = block._module.state_dict()
+        if self._compiled is None:
+            destination.update(self._to_load)
+            return destination
+        for name, tensor in self._additional_states().items():
+            destination[name] = tensor
+        return destination
+
+    def _additional_states(self):
+        out = collections.OrderedDict()
+        compiled = self._compiled
+        getters = self._graph_optimizers.state_getters() if self._graph_optimizers is not None else {}
+        for spec in compiled.variable_specs():
+            if spec.name in compiled.trace.bindings:
+                continue
+            if spec.name in getters:
+                out[spec.name] = getters[spec.name]().detach()
+            else:
+                out[spec.name] = Tensor._make(global_eager.Value(_meta(spec), spec.placement, spec.sbp,
+                                                                 [spec.shards[i] for i in sorted(spec.shards)]),
+                                              _flow_placement(spec.placement), None,
+                                              "cuda" if spec.placement.device_tag == "gpu" else "cpu")
+        return out
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Loads each block's module state; the other entries (optimizer states, step counter) are copied into the
+        graph's states when it compiles. Only before the first call, as OneFlow."""
+        assert self._compiled is None, "nn.Graph's state dict can only be loaded before the first call of a graph."
+        for name, item in state_dict.items():
+            if name in self._blocks:
+                self._blocks[name]._module.load_state_dict(item, strict)
+            else:
+                assert isinstance(item, Tensor), "graph state '%s' must be a tensor" % name
+                self._to_load[name] = item
+
+    def _load_additional(self):
+        if not self._to_load:
+            return
+        from oneflow_compat._global import state_values
+
+        states = self._additional_states()
+        unknown = [k for k in self._to_load if k not in states]
+        if unknown:
+            raise KeyError("nn.Graph '%s': loaded states %s are not states of this graph (it has %s)"
+                           % (self._name, unknown, list(states)))
+        getters = self._graph_optimizers.state_getters() if self._graph_optimizers is not None else {}
+        for name, value in self._to_load.items():
+            target = getters[name]() if name in getters else states[name]
+            state_values.copy_into(target, value)
+        self._to_load.clear()
+
+    # --- showing -----------------------------------------------------------------------------------------------
+    def debug(self, v_level=0, *, ranks=None, mode=True, max_py_stack_depth=2, only_user_py_stack=True,
+              op_repr_with_py_stack=False):
+        """Debug output while the graph builds and compiles (printed by the chosen ranks, rank 0 by default):
+        v_level 0 the build stages, 1 also the compiled plan (`explain_report`); -1 turns it off."""
+        assert isinstance(v_level, int) and -1 <= v_level <= 3, "v_level must be an int in [-1, 3]"
+        if ranks is None:
+            ranks = [0]
+        elif isinstance(ranks, int):
+            ranks = [ranks]
+        elif not isinstance(ranks, list):
+            raise ValueError("ranks must be int or List[int].")
+        self.__dict__["_debug"] = v_level if mode else -1
+        self.__dict__["_debug_ranks"] = list(ranks)
+
+    def _log(self, level, text):
+        if self._debug >= level and (-1 in self._debug_ranks or global_eager.rank() in self._debug_ranks):
+            print(text, flush=True)
+
+    def explain_report(self):
+        """The compiled plan (`flow.explain(graph)`): its ops per pipeline stage and every boxing with the bytes it
+        moves per micro-batch (`runtime/graph_report.py`)."""
+        from oneflow_compat.runtime.graph_report import graph_report
+
+        if self._compiled is None:
+            raise RuntimeError("nn.Graph '%s' is not compiled yet: call it once before explaining it" % self._name)
+        return graph_report(self._compiled)
+
+    def __repr__(self):
+        lines = [repr(self.config)]
+        lines.extend(self._args_repr)
+        lines.extend(repr(b) for b in self._blocks.values())
+        lines.extend(self._outs_repr)
+        head = "(GRAPH:%s:%s)" % (self._name, type(self).__name__)
+        return head + ": (\n" + "\n".join(_indent(line, 2) for line in lines) + "\n)"
+
+
+def _lazy_text(t):
+    parts = []
+    if t.is_global:
+        parts.append("placement=%r" % (t.placement,))
+    parts.append("size=%s" % (tuple(t.shape),))
+    parts.append("dtype=oneflow.%s" % t.dtype.name)
+    return "tensor(..., %s)" % ", ".join(parts)
+
+
+def _piece_getter(tensor_of):
+    def piece():
+        return tensor_of()._value.pieces[0]
+    return piece
+
+
+def _meta(spec):
+    from oneflow_compat.ir.graph import TensorMeta
+
+    return TensorMeta(spec.shape, spec.dtype)
+
+
+def _flow_placement(ir_placement):
+    tag = "cuda" if ir_placement.device_tag == "gpu" else "cpu"
+    return Placement(tag, [m for m, _ in ir_placement.pairs])
+
+
+# --- arguments and results as flat lists -----------------------------------------------------------------------
+def _flatten(obj):
+    """(flat leaves, structure): tuples, lists and dicts are walked; everything else is a leaf."""
+    flat = []
+
+    def walk(x):
+        if isinstance(x, tuple) and not hasattr(x, "_fields"):
+            return ("tuple", tuple(walk(v) for v in x))
+        if isinstance(x, list):
+            return ("list", tuple(walk(v) for v in x))
+        if isinstance(x, dict):
+            return ("dict", tuple((k, walk(v)) for k, v in x.items()))
+        flat.append(x)
+        return ("leaf",)
+
+    return flat, walk(obj)
+
+
+def _unflatten(struct, leaves):
+    kind = struct[0]
+    if kind == "leaf":
+        return next(leaves)
+    if kind == "tuple":
+        return tuple(_unflatten(s, leaves) for s in struct[1])
+    if kind == "list":
+        return [_unflatten(s, leaves) for s in struct[1]]
+    return {k: _unflatten(s, leaves) for k, s in struct[1]}

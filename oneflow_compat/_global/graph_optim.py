@@ -1,0 +1,128 @@
+"""`nn.Graph.add_optimizer`: a modern optimizer (`flow.optim.SGD`, `Adam`) as the job's optimizer description, so
+that the optimizer pass (`passes/optimizer_pass.py`) builds the compiled step's update ops from it.
+
+Each parameter group is one leaf optimizer of the legacy protocol (`optimizer/optimizers.py` lists it): its
+variables are the group's parameters (by their names in the job), its learning rate is the group's `lr` when the
+step runs (a scheduler added with the optimizer moves it after every call, as `lr_sch.step()` after
+`optimizer.step()` does eagerly), and its update is the eager optimizer's own per-piece update
+(`optim.sgd.momentum_update` / `plain_update`, `optim.adam.piece_update`): one formula, one set of kernels, in
+eager steps and compiled steps alike. The state variables (momentum, Adam moments) are bound to the eager
+optimizer's state tensors, so the graph and eager steps continue each other's state; Adam's bias correction
+counts the optimizer's steps (`_step_count`, advanced after every graph call like `step()` advances it).
+"""
+from oneflow_compat.optim import adam as adam_mod
+from oneflow_compat.optim import sgd as sgd_mod
+from oneflow_compat.optim.optimizer import zeros_like
+
+
+class _GroupRate:
+    """The learning-rate schedule the job's `learning_rate` op reads: the group's current `lr`."""
+
+    def __init__(self, group):
+        self.group = group
+
+    def lr_at(self, step):
+        return float(self.group["lr"])
+
+
+class GroupLeaf:
+    """One parameter group of a modern optimizer, driven by the compiled step."""
+
+    needs_whole_tensor_norms = False
+    grad_clipping = None
+
+    def __init__(self, optimizer, group, names):
+        self.optimizer, self.group = optimizer, group
+        self.lr_scheduler = _GroupRate(group)
+        self.params = {}  # variable name -> parameter
+        for p in group["params"]:
+            name = names.get(id(p))
+            if name is not None and p.requires_grad:
+                self.params[name] = p
+        if isinstance(optimizer, sgd_mod.SGD):
+            self.kind = "momentum" if group["momentum"] != 0 else "sgd"
+            self.states = ("momentum_buf",) if self.kind == "momentum" else ()
+        elif isinstance(optimizer, adam_mod.Adam):
+            self.kind = "adam"
+            self.states = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
+        else:
+            raise NotImplementedError("nn.Graph.add_optimizer: %s is not supported in a graph (SGD and Adam are)"
+                                      % type(optimizer).__name__)
+
+    # --- the legacy leaf-optimizer protocol -------------------------------------------------------------------
+    def resolve_variables(self, job_variable_names):
+        names = set(job_variable_names)
+        return [n for n in self.params if n in names]
+
+    def state_specs(self, var_name, shape, np_dtype):
+        return [(s, 0.0) for s in self.states]
+
+    def state_shape(self, suffix, var_shape):
+        return tuple(var_shape)
+
+    def weight_decay_rate(self, var_name):
+        return 0.0  # the group's weight decay is part of the update formula itself
+
+    def update_scaled(self, xp, w, g, states, *, lr, step, weight_decay, grad_scale=1.0, grad_owned=False):
+        if grad_scale != 1.0:
+            scale = g.dtype.type(grad_scale)
+            if grad_owned:
+                g *= scale
+            else:
+                g = g * scale
+        group = self.group
+        if self.kind == "sgd":
+            sgd_mod.plain_update(xp, w, g, lr, group)
+        elif self.kind == "momentum":
+            sgd_mod.momentum_update(xp, w, g, states[0], lr, group)
+        else:
+            beta1, beta2 = group["betas"]
+            if group["do_bias_correction"]:
+                t = self.optimizer._step_count + 1
+                bc1, bc2 = 1 - beta1 ** t, 1 - beta2 ** t
+            else:
+                bc1 = bc2 = 1.0
+            adam_mod.piece_update(xp, w, g, states, lr, bc1, bc2, group)
+
+    # --- storage of the state variables ---------------------------------------------------------------------
+    def state_tensor(self, var_name, suffix):
+        """The eager optimizer's state tensor `suffix` of the parameter named `var_name` (made if missing)."""
+        p = self.params[var_name]
+        state = self.optimizer.state.setdefault(p, {})
+        if suffix not in state:
+            state[suffix] = zeros_like(p)
+        return state[suffix]
+
+
+class GraphOptimizers:
+    """Every optimizer added to a graph, as one job optimizer (the legacy CombinedOptimizer's role)."""
+
+    loss_scale_factor = None
+    loss_scale_policy = None
+
+    def __init__(self, added, names):
+        self.added = list(added)  # [(optimizer, lr scheduler or None)]
+        self.leaves = [GroupLeaf(opt, group, names) for opt, _ in self.added for group in opt.param_groups]
+
+    def leaf_optimizers(self):
+        return list(self.leaves)
+
+    def state_getters(self):
+        """{state variable name: () -> the eager state tensor} for every state the optimizer pass created."""
+        out = {}
+        for leaf in self.leaves:
+            for var_name in leaf.params:
+                for suffix in leaf.states:
+                    out["%s-%s" % (var_name, suffix)] = _state_getter(leaf, var_name, suffix)
+        return out
+
+    def after_step(self):
+        """What a call of the graph does after its update: the optimizer counts a step, schedulers step."""
+        for opt, lr_sch in self.added:
+            opt._step_count += 1
+            if lr_sch is not None:
+                lr_sch.step()
+
+
+def _state_getter(leaf, var_name, suffix):
+    return lambda: leaf.state_tensor(var_name, suffix)

@@ -1,0 +1,154 @@
+"""Tensors inside `nn.Graph.build`: while a graph traces its `build`, ops on tensors add ops to the graph's job
+instead of running (the switch is made here, for `dispatch.apply_op`, `to_global` and `backward`).
+
+A lazy tensor is a `Tensor` whose `_value` is a `runtime.graph_trace.LazyValue`. An eager tensor reaching an op
+inside `build` is read through the job's variable bound to it (a module parameter, named by its attribute path,
+or a captured constant). Calls of modules are observed (`module_call`): the graph knows each registered module's
+attribute path (op names) and pipeline stage (ops are recorded per stage; a stage placed with
+`set_stage(i, placement)` moves the module's tensor inputs onto that placement, keeping their SBP).
+"""
+from oneflow_compat import sbp as flow_sbp
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.runtime.graph_trace import LAZY_VALUE_MESSAGE, LazyValue
+from oneflow_compat._global.tensor import Tensor
+
+_TRACES = []  # (GraphTrace, GraphScope) of the graphs whose build is being traced, innermost last
+
+
+class GraphScope:
+    """What the tracing graph knows of the modules it holds: {id(module): (path, stage id, placement)} and
+    {id(tensor): variable name} of their parameters and buffers."""
+
+    def __init__(self, modules, names, trainable):
+        self.modules = modules
+        self.names = names
+        self.trainable = trainable  # ids of the parameters the graph's optimizers update
+
+
+class tracing:  # noqa: N801 - a context manager
+    def __init__(self, trace, scope):
+        self.entry = (trace, scope)
+
+    def __enter__(self):
+        _TRACES.append(self.entry)
+        return self.entry[0]
+
+    def __exit__(self, *exc):
+        _TRACES.remove(self.entry)
+        return False
+
+
+def current():
+    """The GraphTrace of the build being traced, or None."""
+    return _TRACES[-1][0] if _TRACES else None
+
+
+def is_lazy(t):
+    return isinstance(t._value, LazyValue)
+
+
+def _lazy_value(trace, scope, t):
+    """The LazyValue `t` is read as inside the trace: its own, or its variable's for an eager tensor."""
+    v = t._value
+    if isinstance(v, LazyValue):
+        if v.trace is not trace:
+            raise RuntimeError("a lazy tensor of another nn.Graph's build() was used in this graph's build()")
+        return v
+    name = scope.names.get(id(t))
+    trainable = id(t) in scope.trainable
+    return trace.variable_for(t, name, trainable)
+
+
+def _wrap(value, like, requires_grad):
+    t = Tensor._make(value, like._placement, None, like._device)
+    t.requires_grad_flag = bool(requires_grad) and value.meta.dtype.is_floating
+    return t
+
+
+def apply(op_type, inputs, attrs):
+    """Adds op `op_type` on `inputs` (Tensors) to the graph being traced; returns its outputs as lazy Tensors."""
+    trace, scope = _TRACES[-1]
+    values = [_lazy_value(trace, scope, t) for t in inputs]
+    first = inputs[0]
+    outs = trace.apply(op_type, attrs, values, values[0].placement)
+    rg = any(t.requires_grad_flag for t in inputs)
+    return [_wrap(v, first, rg) for v in outs]
+
+
+def apply_source(op_type, attrs, like):
+    """An op without inputs on `like`'s placement."""
+    trace = current()
+    outs = trace.apply(op_type, attrs, [], like._value.placement)
+    return [_wrap(v, like, False) for v in outs]
+
+
+def to_global(t, placement, ir_sbp, shown, grad_sbp=None):
+    """`t.to_global(placement, sbp)` inside build: an op of the job that the boxing pass turns into the transfer."""
+    trace, scope = _TRACES[-1]
+    if t.is_local:
+        raise RuntimeError("local_tensor.to_global() is not supported within nn.Graph for now")
+    value = _lazy_value(trace, scope, t)
+    out = trace.to_global(value, placement.ir(), ir_sbp, grad_sbp)
+    result = Tensor._make(out, placement, shown, t._device)
+    result.requires_grad_flag = t.requires_grad_flag
+    return result
+
+
+def backward(t, gradient=None, retain_graph=False):
+    """`loss.backward()` inside build: marks the loss of the graph's training step."""
+    if not is_lazy(t):
+        raise AssertionError("nn.Graph only accept lazy tensor to call backward() in lazy mode.")
+    if t.numel() != 1:
+        raise AssertionError(" loss_tensor.backward(), loss_tensor must be a scalar in nn.Graph, please use "
+                             "loss_tensor.sum() or loss_tensor.mean() to make it a scalar tensor.")
+    if gradient is not None:
+        raise AssertionError("nn.Graph donot accept 'gradient' argument in backward() at the moment.")
+    if retain_graph:
+        raise AssertionError("nn.Graph donot accept 'retain_graph' argument in backward() at the moment.")
+    trace = current()
+    if not trace.job.is_train:
+        raise RuntimeError("loss.backward() in nn.Graph '%s'.build() needs an optimizer: call "
+                           "self.add_optimizer(optimizer) in the graph's __init__" % trace.job.name)
+    trace.mark_loss(t._value)
+
+
+def refuse(t, what):
+    """The error for reading a lazy tensor's value (`numpy()`, `to_local()`, printing its values …)."""
+    if what == "to_local()":
+        return RuntimeError("global_tensor.to_local() is not supported within nn.Graph for now")
+    return RuntimeError(LAZY_VALUE_MESSAGE % what)
+
+
+# --- module calls inside build ------------------------------------------------------------------------------------
+def module_call(module, call, args, kwargs):
+    """How `Module.__call__` runs while a graph traces: `call(args, kwargs)` inside the module's scope (its path
+    names the ops, its stage is recorded; `set_stage(i, placement)` moves tensor inputs onto the placement)."""
+    if not _TRACES:
+        return call(args, kwargs)
+    trace, scope = _TRACES[-1]
+    path, stage, placement = scope.modules.get(id(module), ("", None, None))
+    if placement is not None:
+        args = tuple(_onto(a, placement) for a in args)
+        kwargs = {k: _onto(v, placement) for k, v in kwargs.items()}
+    trace.scopes.append((path, stage))
+    try:
+        return call(args, kwargs)
+    finally:
+        trace.scopes.pop()
+
+
+def _onto(x, placement):
+    if isinstance(x, (list, tuple)):
+        return type(x)(_onto(v, placement) for v in x)
+    if not isinstance(x, Tensor) or x.is_local or x.placement == placement:
+        return x
+    ir_sbp = x._value.sbp
+    if S.is_split(ir_sbp) or ir_sbp in (S.B, S.P):
+        shown = (flow_sbp.from_ir(ir_sbp),)
+    else:
+        ir_sbp, shown = S.B, (flow_sbp.broadcast,)
+    return to_global(x, placement, ir_sbp, shown)
+
+
+def tracer_active():
+    return bool(_TRACES)

@@ -1,0 +1,83 @@
+"""Which of OneFlow's two APIs this process uses: the legacy job functions or the global tensors ("client mode").
+
+The `oneflow` namespace carries both APIs, but one process runs one of them. They differ in what a process is
+(legacy: a machine driving `flow.config.gpu_device_num(n)` devices, jobs compiled together on the first call;
+global tensors: one rank = one device, every op eager) — OneFlow 0.5 kept them apart too: importing
+`oneflow.compatible.single_client` switched the process to the legacy single client, and the two could not be
+used together. So the first use of either API chooses the mode for the process, and the first use of the other one
+is an error that says what was mixed, where, and what to do. Importing `oneflow` chooses nothing, and what both
+APIs share (`flow.env`, `flow.sbp`, the dtypes, names such as `flow.matmul` that dispatch on their arguments)
+chooses nothing either.
+
+First uses (each entry point calls `use(...)`):
+* legacy: defining a `@flow.global_function`, a `flow.config.*` resource call, `flow.scope.placement(...)`,
+  `flow.enable_eager_execution()`, importing `oneflow.compatible.single_client`;
+* global tensors: creating a `flow.Tensor` (every creation op and every op result), `flow.placement(...)`,
+  creating a `flow.nn.Module`.
+
+`reset()` forgets the choice. A program has no reason to call it (`flow.clear_default_session()` does not lift
+the choice: live tensors or job functions of the other API may still exist); the test suite, which runs both
+families of tests in one process, calls it between tests (tests/conftest.py).
+"""
+import importlib
+import os
+import sys
+
+LEGACY = "legacy"
+GLOBAL = "global"
+
+_API = {
+    LEGACY: "the legacy job-function API (@flow.global_function, flow.config, flow.scope.placement)",
+    GLOBAL: "the global-tensor API of OneFlow 0.5+ (flow.Tensor, flow.placement, flow.nn.Module)",
+}
+
+# [mode, what chose it, where] — a list so that the fast path in `use` is one item read and one comparison
+_CHOICE = [None, None, None]
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# frames skipped when naming the user's call: this package (and a checkout's kernels/), the `oneflow` alias hook,
+# and the import machinery (an import of oneflow.compatible.single_client passes through importlib)
+_INTERNAL = (_PACKAGE_DIR + os.sep,
+             os.path.join(os.path.dirname(_PACKAGE_DIR), "kernels") + os.sep,
+             os.path.join(os.path.dirname(_PACKAGE_DIR), "oneflow_compat_alias.py"),
+             os.path.dirname(importlib.__file__) + os.sep)
+
+
+def current():
+    """`LEGACY`, `GLOBAL`, or None while neither API was used."""
+    return _CHOICE[0]
+
+
+def use(mode, what):
+    """Records that `what` (e.g. "creating a flow.Tensor") uses the API `mode`; an error if the process already
+    uses the other one. Cheap when the mode is already `mode` (it runs for every tensor an op creates)."""
+    if _CHOICE[0] == mode:
+        return
+    if _CHOICE[0] is None:
+        _CHOICE[:] = [mode, what, _caller()]
+        return
+    raise RuntimeError(mixing_message(mode, what, _caller()))
+
+
+def mixing_message(mode, what, where):
+    old, first, first_where = _CHOICE
+    return ("mixing OneFlow's two APIs in one process: %s at %s belongs to %s, but this process already uses %s "
+            "since %s at %s. A process runs one of them, as in OneFlow 0.5: keep the program to one API, or run "
+            "each part as a separate program." % (what, where, _API[mode], _API[old], first, first_where))
+
+
+def reset():
+    """Forgets the mode chosen (for the test suite; see the module docstring)."""
+    _CHOICE[:] = [None, None, None]
+
+
+def _caller():
+    """`file:line` of the user's code that made the call: the innermost frame outside this package and the import
+    machinery."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith(_INTERNAL) or name.startswith("<frozen ")):
+            return "%s:%d" % (name, frame.f_lineno)
+        frame = frame.f_back
+    return "unknown location"

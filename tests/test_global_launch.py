@@ -1,0 +1,314 @@
+"""`python -m oneflow.distributed.launch`: OneFlow's options and environment, processes on MPI.
+
+* one node × 2 and two launchers × 2 on this host (one MPI communicator joined with Open_port/Accept/Connect):
+  the variables each process sees, `flow.env.get_*`, an all-reduce and a global tensor over the whole job;
+* `-m module`, `--no_python`, `--logdir` / `--redirect_stdout_and_stderr`;
+* a failing rank ends every rank (both nodes) within seconds, its message shown; SIGTERM to a launcher leaves
+  no process behind;
+* the launch variables all set or all unset; plain `mpiexec` and processes started by hand under `mpiexec -n 1`.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mpi4py")
+
+ROOT = Path(__file__).resolve().parent.parent
+MPIEXEC = Path(sys.executable).parent / "mpiexec"
+_MPI_PREFIXES = ("PMI_", "OMPI_", "MV2_", "PMIX_", "MPI_LOCAL", "HYDRA_", "ONEFLOW_COMPAT_")
+_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "OMP_NUM_THREADS",
+                     "GLOG_log_dir")
+
+pytestmark = pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside %s" % sys.executable)
+
+# Prints one JSON line per process: what it sees, and the results of collectives over the whole job.
+PROBE = textwrap.dedent("""\
+    import json, os, sys
+    import numpy as np
+    import oneflow as flow
+    from oneflow_compat.comm import get_process_comm
+
+    comm = get_process_comm()
+    everyone = tuple(range(comm.size))
+    x = np.array([float(comm.rank + 1)])
+    comm.allreduce_(x, everyone)
+    P = flow.placement("cpu", ranks=list(everyone))
+    t = flow.tensor([[float(flow.env.get_rank()), 1.0]]).to_global(placement=P, sbp=flow.sbp.split(0))
+    print("PROBE " + json.dumps({
+        "env": {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                                               "OMP_NUM_THREADS")},
+        "flow": [flow.env.get_rank(), flow.env.get_world_size(), flow.env.get_local_rank(),
+                 flow.env.get_node_size()],
+        "comm": [comm.rank, comm.size], "args": sys.argv[1:], "allreduce": float(x[0]),
+        "ranks_in_order": comm.allgather_object(flow.env.get_rank()),
+        "global_sum": float((t * 2).sum().numpy()), "global_shape": list(t.shape)}))
+""")
+
+# Rank `argv[1]` raises once every process is up; the others wait in a collective.
+FAILING = textwrap.dedent("""\
+    import sys, time
+    import numpy as np
+    import oneflow as flow
+    from oneflow_compat.comm import get_process_comm
+
+    comm = get_process_comm()
+    comm.barrier()
+    if flow.env.get_rank() == int(sys.argv[1]):
+        time.sleep(0.3)
+        raise RuntimeError("boom on rank %d" % flow.env.get_rank())
+    comm.barrier()
+""")
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
+    env.update(OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", ONEFLOW_COMPAT_COMM_TIMEOUT="60")
+    env.update(extra)
+    return env
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launcher(*args):
+    return [sys.executable, "-m", "oneflow.distributed.launch"] + [str(a) for a in args]
+
+
+def start(command, cwd, **env):
+    process = subprocess.Popen(command, cwd=cwd, env=_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    process.started = time.perf_counter()
+    return process
+
+
+def finish(process, timeout=60):
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        raise AssertionError("did not end within %d s:\n%s\n%s" % (timeout, out, err))
+    process.out, process.err = out, err
+    process.elapsed = time.perf_counter() - process.started
+    return process
+
+
+def probes(text):
+    found = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("PROBE ")]
+    return sorted(found, key=lambda p: p["flow"][0])
+
+
+def write(folder, name, text):
+    path = Path(folder) / name
+    path.write_text(text)
+    return path
+
+
+# ----- one node, two launchers -------------------------------------------------------------------------------
+
+def test_one_node_two_processes(tmp_path):
+    write(tmp_path, "probe.py", PROBE)
+    port = free_port()
+    done = finish(start(launcher("--nproc_per_node", 2, "--master_port", port, "probe.py", "a", "--b"), tmp_path))
+    assert done.returncode == 0, done.out + done.err
+    found = probes(done.out)  # both ranks' lines appear, unprefixed
+    assert len(found) == 2, done.out
+    for rank, probe in enumerate(found):
+        assert probe["env"] == {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
+                                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"}
+        assert probe["flow"] == [rank, 2, rank, 1]
+        assert probe["comm"] == [rank, 2]
+        assert probe["args"] == ["a", "--b"]
+        assert probe["allreduce"] == 3.0
+        assert probe["global_sum"] == 2 * (0 + 1 + 2)  # rows [r, 1] of ranks 0 and 1, times 2
+        assert probe["global_shape"] == [2, 2]
+
+
+def test_two_launchers_two_processes_each(tmp_path):
+    write(tmp_path, "probe.py", PROBE)
+    port = free_port()
+    common = ("--nnodes", 2, "--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", port)
+    node1 = start(launcher(*common, "--node_rank", 1, "probe.py", "x"), tmp_path)
+    node0 = start(launcher(*common, "--node_rank", 0, "probe.py", "x"), tmp_path)
+    node0, node1 = finish(node0), finish(node1)
+    assert node0.returncode == 0, node0.out + node0.err
+    assert node1.returncode == 0, node1.out + node1.err
+    assert [p["flow"][0] for p in probes(node0.out)] == [0, 1]
+    assert [p["flow"][0] for p in probes(node1.out)] == [2, 3]
+    for rank, probe in enumerate(probes(node0.out) + probes(node1.out)):
+        assert probe["env"] == {"RANK": str(rank), "LOCAL_RANK": str(rank % 2), "WORLD_SIZE": "4",
+                                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"}
+        assert probe["flow"] == [rank, 4, rank % 2, 2]
+        assert probe["comm"] == [rank, 4]                  # the joined communicator's rank is RANK
+        assert probe["ranks_in_order"] == [0, 1, 2, 3]
+        assert probe["allreduce"] == 1.0 + 2 + 3 + 4      # over both nodes' processes
+        assert probe["global_sum"] == 2 * (0 + 1 + 2 + 3 + 4)
+        assert probe["global_shape"] == [4, 2]
+
+
+def test_module_no_python_and_log_folders(tmp_path):
+    write(tmp_path, "probe_module.py", "import os, sys\nprint('MODULE', os.environ['RANK'], __name__, sys.argv[1:])\n")
+    port = free_port()
+    done = finish(start(launcher("--nproc_per_node", 2, "--master_port", port, "-m", "probe_module", "q"), tmp_path))
+    assert done.returncode == 0, done.err
+    assert sorted(done.out.splitlines()) == ["MODULE 0 __main__ ['q']", "MODULE 1 __main__ ['q']"]
+
+    program = write(tmp_path, "program.sh", '#!/bin/sh\necho "NP $RANK $LOCAL_RANK $WORLD_SIZE $GLOG_log_dir $*"\n'
+                                            'echo "ERR $RANK" >&2\n')
+    program.chmod(0o755)
+    done = finish(start(launcher("--nproc_per_node", 2, "--master_port", port, "--no_python", "--logdir", "logs",
+                                 "./program.sh", "z"), tmp_path))
+    assert done.returncode == 0, done.err
+    logs = tmp_path / "logs"
+    assert sorted(done.out.splitlines()) == ["NP 0 0 2 %s z" % (logs / "local_rank_0"),
+                                             "NP 1 1 2 %s z" % (logs / "local_rank_1")]
+    assert sorted(p.name for p in logs.iterdir()) == ["local_rank_0", "local_rank_1"]
+
+    done = finish(start(launcher("--nproc_per_node", 2, "--master_port", port, "--no_python", "--logdir", "logs",
+                                 "--redirect_stdout_and_stderr", "./program.sh"), tmp_path))
+    assert done.returncode == 0, done.err
+    assert "NP" not in done.out and "ERR" not in done.err
+    for i in range(2):
+        folder = logs / ("local_rank_%d" % i)
+        assert (folder / "stdout").read_text() == "NP %d %d 2 %s \n" % (i, i, folder)
+        assert (folder / "stderr").read_text() == "ERR %d\n" % i
+
+
+# ----- failures and signals ----------------------------------------------------------------------------------
+
+def test_a_failing_rank_ends_the_job_within_seconds(tmp_path):
+    write(tmp_path, "failing.py", FAILING)
+    done = finish(start(launcher("--nproc_per_node", 2, "--master_port", free_port(), "failing.py", 1), tmp_path))
+    assert done.returncode != 0
+    assert done.elapsed < 15, done.elapsed
+    assert "[rank 1] RuntimeError: boom on rank 1" in done.err, done.err
+
+
+def test_a_failing_rank_on_one_node_ends_every_node(tmp_path):
+    write(tmp_path, "failing.py", FAILING)
+    common = ("--nnodes", 2, "--nproc_per_node", 2, "--master_port", free_port())
+    node1 = start(launcher(*common, "--node_rank", 1, "failing.py", 3), tmp_path)
+    node0 = start(launcher(*common, "--node_rank", 0, "failing.py", 3), tmp_path)
+    node0, node1 = finish(node0), finish(node1)
+    assert node0.returncode != 0 and node1.returncode != 0
+    assert max(node0.elapsed, node1.elapsed) < 20, (node0.elapsed, node1.elapsed)
+    assert "[rank 3] RuntimeError: boom on rank 3" in node1.err, node1.err
+
+
+def _processes_running(marker):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % entry, "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to look for leftover processes")
+def test_sigterm_to_the_launcher_ends_every_process(tmp_path):
+    script = write(tmp_path, "sleeper.py", "import time\nimport oneflow as flow\nprint('ready', flush=True)\n"
+                                           "time.sleep(120)\n")
+    process = start(launcher("--nproc_per_node", 2, "--master_port", free_port(), script), tmp_path)
+    deadline = time.monotonic() + 60
+    while len(_processes_running(str(script))) < 3 and time.monotonic() < deadline:  # launcher + 2 ranks
+        time.sleep(0.1)
+    ready = 0
+    while ready < 2 and time.monotonic() < deadline:
+        ready += process.stdout.readline().startswith("ready")
+    assert ready == 2
+    process.send_signal(signal.SIGTERM)
+    stopped = time.perf_counter()
+    finish(process, timeout=30)
+    assert process.returncode == 128 + signal.SIGTERM
+    assert time.perf_counter() - stopped < 10
+    time.sleep(0.5)
+    assert _processes_running(str(script)) == []
+
+
+# ----- the environment ---------------------------------------------------------------------------------------
+
+def run_python(code, cwd, **env):
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=_env(**env), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=60)
+
+
+def test_launch_variables_all_set_or_all_unset(tmp_path):
+    show = "import oneflow as flow\nprint(flow.env.get_rank(), flow.env.get_world_size(), flow.env.get_local_rank()," \
+           " flow.env.get_node_size())\n"
+    assert run_python(show, tmp_path).stdout.split() == ["0", "1", "0", "1"]
+    done = run_python(show, tmp_path, MASTER_ADDR="127.0.0.1", MASTER_PORT="29500", WORLD_SIZE="1", RANK="0",
+                      LOCAL_RANK="0")
+    assert done.stdout.split() == ["0", "1", "0", "1"], done.stderr
+    done = run_python(show, tmp_path, RANK="1", WORLD_SIZE="2")
+    assert done.returncode != 0
+    assert ("MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK and LOCAL_RANK must be all set or all unset (as OneFlow "
+            "requires); set: WORLD_SIZE, RANK; unset: MASTER_ADDR, MASTER_PORT, LOCAL_RANK") in done.stderr
+    done = run_python(show, tmp_path, MASTER_ADDR="127.0.0.1", MASTER_PORT="29500", WORLD_SIZE="2", RANK="2",
+                      LOCAL_RANK="0")
+    assert "environment variable RANK=2 is out of range (0 <= RANK < 2)" in done.stderr
+    # several processes started by hand without MPI cannot be joined by MPICH: said at once, not a hang
+    done = run_python(show, tmp_path, MASTER_ADDR="127.0.0.1", MASTER_PORT="29500", WORLD_SIZE="2", RANK="1",
+                      LOCAL_RANK="1")
+    assert done.returncode != 0
+    assert "RANK=1 of WORLD_SIZE=2 was started without an MPI launcher" in done.stderr
+
+
+def test_plain_mpiexec_and_processes_started_by_hand(tmp_path):
+    write(tmp_path, "probe.py", PROBE)
+    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "mpi4py", "probe.py"], cwd=tmp_path,
+                          env=_env(ONEFLOW_COMPAT_OUTPUT="raw"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    found = probes(done.stdout)
+    assert [p["flow"] for p in found] == [[0, 2, 0, 1], [1, 2, 1, 1]]  # from MPI: no launch variables set
+    assert all(p["env"]["RANK"] is None and p["allreduce"] == 3.0 for p in found)
+
+    # the cookie's other way: each process started on its own with the five variables (here under mpiexec -n 1)
+    port = free_port()
+    hand = dict(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", ONEFLOW_COMPAT_OUTPUT="raw")
+    one = start([str(MPIEXEC), "-n", "1", sys.executable, "probe.py"], tmp_path, RANK="1", LOCAL_RANK="1", **hand)
+    zero = start([str(MPIEXEC), "-n", "1", sys.executable, "probe.py"], tmp_path, RANK="0", LOCAL_RANK="0", **hand)
+    zero, one = finish(zero), finish(one)
+    assert zero.returncode == 0 and one.returncode == 0, zero.err + one.err
+    found = probes(zero.out) + probes(one.out)
+    assert [p["comm"] for p in found] == [[0, 2], [1, 2]]
+    assert all(p["allreduce"] == 3.0 and p["ranks_in_order"] == [0, 1] for p in found)
+
+
+# ----- the launcher's own checks -----------------------------------------------------------------------------
+
+def test_launcher_builds_one_mpiexec_segment_per_process():
+    from oneflow_compat.distributed import launch
+
+    options = launch.build_parser().parse_args(["--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "2",
+                                                "train.py", "--lr", "0.1"])
+    command = launch.mpiexec_command(options, {}, mpiexec="mpiexec")
+    python = [sys.executable, "-m", "mpi4py", "train.py", "--lr", "0.1"]
+    assert command == (["mpiexec", "-n", "1", "-env", "RANK", "2", "-env", "LOCAL_RANK", "0"] + python + [":"]
+                       + ["-n", "1", "-env", "RANK", "3", "-env", "LOCAL_RANK", "1"] + python)
+    env = launch.job_environment(options, {"PATH": "/bin", "PMI_RANK": "3", "RANK": "9"})
+    assert env["WORLD_SIZE"] == "4" and env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"] == "29500"
+    assert "PMI_RANK" not in env and "RANK" not in env
+    assert env["ONEFLOW_COMPAT_OUTPUT"] == "raw" and env["OMP_NUM_THREADS"] == "1"
+
+
+def test_launcher_rejects_impossible_options(tmp_path):
+    done = subprocess.run(launcher("--nnodes", 2, "--node_rank", 2, "x.py"), cwd=tmp_path, env=_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--node_rank must be in [0, 2) for --nnodes 2, got 2" in done.stderr
