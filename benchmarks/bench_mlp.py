@@ -1,15 +1,18 @@
 """MLP train step (784-512-10, batch 100, SGD): oneflow_compat vs a hand-written numpy step vs PyTorch eager (CPU),
-measured in one run; prints time ratios and the framework's overhead per op per step.
+timed in turn in one process (benchmarks/harness.py); also the framework's own overhead on a tiny job.
 
-    python benchmarks/bench_mlp.py [--steps 200] [--devices 1]
+    python benchmarks/bench_mlp.py [--rounds 7] [--threads 1 2] [--quick]
 """
-import argparse
-import time
+import os
+import sys
 
 import numpy as np
 
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 
 B, IN, HID, OUT, LR = 100, 784, 512, 10, 0.1
 
@@ -27,22 +30,31 @@ def weights():
             "dense2-bias": np.zeros(OUT, np.float32)}
 
 
-def framework_step(devices):
-    flow.clear_default_session()
-    flow.config.cpu_device_num(devices)
-
-    @flow.global_function(type="train")
-    def train_job(images: tp.Numpy.Placeholder((B, IN)), labels: tp.Numpy.Placeholder((B,), dtype=flow.int32)
-                  ) -> tp.Numpy:
-        h = flow.layers.dense(images, HID, activation=flow.nn.relu, name="dense1")
-        logits = flow.layers.dense(h, OUT, name="dense2")
+def _define_job(name, b, n_in, hid, out, prefix=""):
+    def job(images: tp.Numpy.Placeholder((b, n_in)), labels: tp.Numpy.Placeholder((b,), dtype=flow.int32)
+            ) -> tp.Numpy:
+        h = flow.layers.dense(images, hid, activation=flow.nn.relu, name=prefix + "dense1")
+        logits = flow.layers.dense(h, out, name=prefix + "dense2")
         loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
         flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [LR]), momentum=0).minimize(loss)
         return loss
 
+    job.__name__ = name
+    return flow.global_function(type="train")(job)
+
+
+def framework_steps():
+    """One session with the MLP train job ("train_job", the hand-written step's weights) and the same job on a
+    tiny model ("tiny_job", batch 2, 8-8-4, its variables named "tiny-..."); returns their step functions."""
+    flow.clear_default_session()
+    flow.config.cpu_device_num(1)
+    big = _define_job("train_job", B, IN, HID, OUT)
+    tiny = _define_job("tiny_job", 2, 8, 8, 4, prefix="tiny-")
     flow.load_variables(weights())
     x, y = data()
-    return lambda: train_job(x, y)
+    r = np.random.default_rng(2)
+    tx, ty = r.random((2, 8), dtype=np.float32), r.integers(0, 4, 2).astype(np.int32)
+    return (lambda: big(x, y)), (lambda: tiny(tx, ty))
 
 
 def numpy_step():
@@ -91,22 +103,6 @@ def torch_step():
     return step
 
 
-def interleaved(fns, steps, rounds=7):
-    """Best per-step time of each function, measured in alternating rounds so that the machine's load drifts
-    affect all of them alike (ratios are the result, absolute times are noise)."""
-    for fn in fns:
-        for _ in range(5):
-            fn()
-    best = [float("inf")] * len(fns)
-    for _ in range(rounds):
-        for k, fn in enumerate(fns):
-            t = time.perf_counter()
-            for _ in range(steps):
-                fn()
-            best[k] = min(best[k], (time.perf_counter() - t) / steps)
-    return best
-
-
 def kernels_only(job_name):
     """The same kernels the compiled job calls, back to back, on the last call's registers."""
     from oneflow_compat.framework import session as sess
@@ -121,52 +117,43 @@ def kernels_only(job_name):
     return run, len(raw)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=50)
-    ap.add_argument("--devices", type=int, default=1)
-    a = ap.parse_args()
-    f = framework_step(a.devices)
-    f()
-    raw, n_kernels = kernels_only("train_job")
-    fns, names = [f, raw, numpy_step()], ["oneflow_compat", "kernels", "numpy"]
+def cases(quick=False):
+    steps = 10 if quick else 40
+    made = {}
+
+    def session():
+        # both cases' jobs live in one session, made when the first of them is measured
+        if not made:
+            ours, tiny = framework_steps()
+            ours(), tiny()
+            made.update(ours=ours, tiny=tiny, raw=kernels_only("train_job")[0], tiny_raw=kernels_only("tiny_job"))
+        return made
+
+    def main_sides():
+        s = session()
+        sides = [("numpy", numpy_step()), ("oneflow_compat", s["ours"]), ("its kernels alone", s["raw"])]
+        try:
+            import torch  # noqa: F401
+
+            sides.append(("torch", torch_step()))
+        except ImportError:
+            pass
+        return sides
+
+    pairs = [("oneflow_compat", "numpy"), ("its kernels alone", "numpy"), ("oneflow_compat", "torch")]
     try:
         import torch  # noqa: F401
-
-        fns.append(torch_step())
-        names.append("torch")
     except ImportError:
-        pass
-    t = dict(zip(names, interleaved(fns, a.steps)))
-    print("MLP 784-512-10, batch %d, SGD, %d device(s)" % (B, a.devices))
-    print("  oneflow_compat step : %8.3f ms" % (t["oneflow_compat"] * 1e3))
-    print("  numpy step          : %8.3f ms   ratio oneflow_compat/numpy = %.3f (target <= 1.2)" % (
-        t["numpy"] * 1e3, t["oneflow_compat"] / t["numpy"]))
-    if "torch" in t:
-        print("  torch eager step    : %8.3f ms   ratio oneflow_compat/torch = %.3f (target < 1.0)" % (
-            t["torch"] * 1e3, t["oneflow_compat"] / t["torch"]))
-    else:
-        print("  torch not installed: no PyTorch comparison")
-    print("  same kernels called back to back: %.3f ms (the rest is feeding, fetching, fresh output buffers)" % (
-        t["kernels"] * 1e3))
-    print("  framework overhead  : %.2f us per op per step (target <= 3 us)" % tiny_overhead(a.devices))
-
-
-def tiny_overhead(devices):
-    """The framework's own cost per op: the same job on a tiny model (batch 2, 8-8-4), whose kernels cost only
-    numpy's call overhead, timed whole and as its kernels alone; the difference per kernel step."""
-    global B, IN, HID, OUT
-    saved = B, IN, HID, OUT
-    B, IN, HID, OUT = 2, 8, 8, 4
-    try:
-        f = framework_step(devices)
-        f()
-        raw, n = kernels_only("train_job")
-        t_call, t_raw = interleaved([f, raw], 2000)
-        return (t_call - t_raw) / n * 1e6
-    finally:
-        B, IN, HID, OUT = saved
+        pairs = pairs[:2]
+    # the framework's own cost: on a tiny model (batch 2, 8-8-4) the kernels cost only numpy's call overhead, so
+    # (whole call - kernels alone) / kernel steps is the overhead per op
+    return [harness.Case("mlp", "MLP 784-512-10 train step, batch %d" % B, main_sides, steps,
+                         target={("oneflow_compat", "numpy"): 1.0}, pairs=pairs,
+                         note="its kernels alone: the kernels of the compiled MLP step called back to back"),
+            harness.Case("mlp", "tiny 8-8-4 job: framework overhead",
+                         lambda: [("kernels alone", session()["tiny_raw"][0]), ("whole job call", session()["tiny"])],
+                         steps * 20)]
 
 
 if __name__ == "__main__":
-    main()
+    harness.main_for(cases, __doc__.splitlines()[0])

@@ -1,26 +1,33 @@
-"""Data-parallel MLP and LeNet train steps on N in-process CPU devices vs 1 device: the cost of splitting and
-boxing inside one process (target: <= 1.15x the 1-device step).
+"""Data-parallel MLP and LeNet train steps on N in-process CPU devices vs 1 device, both jobs in one session and
+timed in turn (benchmarks/harness.py): the cost of splitting and boxing inside one process (target <= 1.15x).
 
-    python benchmarks/bench_parallel.py [--devices 2] [--steps 20]"""
-import argparse
+    python benchmarks/bench_parallel.py [--devices 2] [--rounds 7] [--threads 1 2] [--quick]"""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 import models  # noqa: E402
 
+DEVICES = 2
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--devices", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=20)
-    a = ap.parse_args()
-    for name, model, steps in (("MLP 784-512-10", models.mlp, a.steps * 5), ("LeNet", models.lenet, a.steps)):
-        t1 = models.best_time(models.make_train_step(model, 1), steps)
-        tn = models.best_time(models.make_train_step(model, a.devices), steps)
-        print("%-15s 1 device %8.2f ms   %d devices %8.2f ms   ratio %.3f (target <= 1.15)" % (
-            name, t1 * 1e3, a.devices, tn * 1e3, tn / t1))
+
+def cases(quick=False):
+    n = DEVICES
+    out = []
+    for name, model, steps in (("MLP 784-512-10", models.mlp, 40), ("LeNet", models.lenet, 5)):
+        def sides(model=model):
+            fns = models.train_steps(model, (1, n))
+            return [("1 device", fns[1]), ("%d devices" % n, fns[n])]
+
+        out.append(harness.Case("parallel", "%s train step, batch %d" % (name, models.B), sides,
+                                max(1, steps // 4) if quick else steps, target=1.15))
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    if "--devices" in sys.argv:
+        i = sys.argv.index("--devices")
+        DEVICES = int(sys.argv[i + 1])
+        del sys.argv[i:i + 2]
+    harness.main_for(cases, __doc__.splitlines()[0])

@@ -14,6 +14,7 @@ BATCH = 100
 ap = argparse.ArgumentParser()
 ap.add_argument("--data-dir", default=".", help="folder holding mnist.npz (downloaded there if missing)")
 ap.add_argument("--steps", type=int, default=600, help="training steps (600 = one epoch)")
+ap.add_argument("--eval-batches", type=int, default=100, help="test batches to evaluate (100 = all)")
 args = ap.parse_args()
 
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
@@ -57,6 +58,7 @@ optimizer = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 loss_fn = nn.CrossEntropyLoss()
 (train_images, train_labels), (test_images, test_labels) = flow.data.load_mnist(BATCH, BATCH,
                                                                                 out_dir=args.data_dir)
+test_batches = list(zip(test_images, test_labels))[:args.eval_batches]
 for step, (images, labels) in enumerate(zip(train_images[:args.steps], train_labels[:args.steps])):
     x = flow.tensor(images).to_global(placement=P0, sbp=BROADCAST)  # the first rank's copy feeds stage 0
     y = flow.tensor(labels, dtype=flow.int64).to_global(placement=P1, sbp=BROADCAST)
@@ -69,9 +71,9 @@ for step, (images, labels) in enumerate(zip(train_images[:args.steps], train_lab
 
 correct = 0
 with flow.no_grad():
-    for images, labels in zip(test_images, test_labels):
+    for images, labels in test_batches:
         predicted = model(flow.tensor(images).to_global(placement=P0, sbp=BROADCAST)).argmax(dim=1)
         if rank == world - 1:
             correct += int((predicted.to_local().numpy() == labels).sum())
 if rank == world - 1:
-    print("test accuracy %.4f" % (correct / (len(test_images) * BATCH)))
+    print("test accuracy %.4f" % (correct / (len(test_batches) * BATCH)))

@@ -206,6 +206,28 @@ def test_a_failing_rank_on_one_node_ends_every_node(tmp_path):
     assert "[rank 3] RuntimeError: boom on rank 3" in node1.err, node1.err
 
 
+def test_a_global_op_only_one_node_reaches_fails_the_job(tmp_path):
+    # rank 1 (node 1) runs a global op that rank 0 (node 0) never reaches: the comm timeout names the op, rank 1
+    # aborts, and both launchers exit non-zero (node 0's own process had ended normally)
+    write(tmp_path, "diverge.py", textwrap.dedent("""\
+        import oneflow as flow
+        P = flow.placement("cpu", [0, 1])
+        x = flow.randn(4, 5, placement=P, sbp=flow.sbp.split(0))
+        if flow.env.get_rank() == 1:
+            x.to_global(sbp=flow.sbp.broadcast)
+        print("rank %d reached the end" % flow.env.get_rank())
+    """))
+    common = ("--nnodes", 2, "--nproc_per_node", 1, "--master_port", free_port())
+    node1 = start(launcher(*common, "--node_rank", 1, "diverge.py"), tmp_path, ONEFLOW_COMPAT_COMM_TIMEOUT="3")
+    node0 = start(launcher(*common, "--node_rank", 0, "diverge.py"), tmp_path, ONEFLOW_COMPAT_COMM_TIMEOUT="3")
+    node0, node1 = finish(node0), finish(node1)
+    assert "rank 0 reached the end" in node0.out.splitlines() and "reached" not in node1.out
+    assert node1.returncode != 0 and node0.returncode == 1
+    assert max(node0.elapsed, node1.elapsed) < 25, (node0.elapsed, node1.elapsed)
+    assert "rank 1: allgatherv in eager op 'to_global'" in node1.err, node1.err
+    assert "the processes of node 1 ended with exit code" in node0.err, node0.err
+
+
 def _processes_running(marker):
     found = []
     for entry in os.listdir("/proc"):

@@ -618,3 +618,25 @@ def test_eager_training_on_two_ranks_equals_one_rank(tmp_path):
         if key.startswith("dp/") and key not in ("dp/loss", "dp/eval"):
             np.testing.assert_array_equal(ref["loaded/" + key[3:]], ref[key])
     assert ref["pipeline/loss"][-1] < ref["pipeline/loss"][0]
+
+
+# --- the examples: 1 rank and 2 ranks under the launcher print the same numbers ---------------------------------------
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")
+@pytest.mark.parametrize("name", ["data", "model", "pipeline", "mixed"])
+def test_global_examples_on_one_and_two_ranks(name, mnist_path, tmp_path):
+    script = os.path.join(EXAMPLES, "global_%s_parallel.py" % name)
+    args = [script, "--data-dir", os.path.dirname(mnist_path), "--steps", "2", "--eval-batches", "3"]
+
+    def lines(cmd):
+        p = subprocess.run(cmd + args, capture_output=True, text=True, timeout=200, cwd=str(tmp_path))
+        assert p.returncode == 0, p.stdout + p.stderr
+        return [line for line in p.stdout.splitlines() if line.startswith(("step", "test accuracy"))]
+
+    one = lines([sys.executable])
+    two = lines(["timeout", "180", sys.executable, "-m", "oneflow_compat.distributed.launch", "--nproc_per_node",
+                 "2"])
+    assert [line.split()[0] for line in one] == ["step", "test"] and one[0].startswith("step 0 loss ")
+    assert two == one

@@ -5,7 +5,7 @@ grad rule (the mask is a constant).
 import numpy as np
 
 from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import dispatch, generators
+from oneflow_compat._global import dispatch, generators, lazy
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -36,4 +36,8 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None):  # noqa
         return input
     if p == 1:
         return dispatch.apply_op("scalar_mul", [input], {"value": 0.0})
+    if lazy.tracer_active():
+        # inside nn.Graph.build: the job's dropout op draws a fresh mask at every call of the graph (a mask made
+        # here would be traced once into a constant)
+        return dispatch.apply_op_list("dropout", [input], {"rate": float(p), "seed": None})[0]
     return dispatch.apply_op("multiply", [input, _mask_like(input, p, generator)])

@@ -20,10 +20,9 @@ compiles and runs (`runtime/graph_runtime.py`); later calls only run. Inputs and
 rank feeds its own pieces; outputs keep theirs, empty on ranks outside their placement) or, in a local graph,
 local tensors.
 
-Modules assigned to the graph are wrapped in a `Block` (0.9: the proxy) that reads through to the module and
-carries the per-module graph configuration: the pipeline stage in its three spellings — `block.config.stage_id = i`
-(0.5), `block.config.set_stage(i, placement)` (0.8), `block.to(flow.nn.graph.GraphModule).set_stage(stage_id=i,
-placement=P)` (0.9). A placed stage moves the module's tensor inputs onto its placement (SBP kept).
+Modules assigned to the graph are wrapped in a `Block` (`graph_block.py`) carrying the graph's configuration of
+the module, the pipeline stage in its three spellings; a placed stage moves the module's tensor inputs onto its
+placement (SBP kept).
 """
 import collections
 import time
@@ -32,168 +31,14 @@ from oneflow_compat.ir.placement import Placement as IrPlacement
 from oneflow_compat.runtime import global_eager
 from oneflow_compat.runtime.graph_runtime import CompiledGraph
 from oneflow_compat.runtime.graph_trace import GraphTrace, layout_of
-from oneflow_compat._global import lazy
+from oneflow_compat._global import generators, lazy
+from oneflow_compat._global.graph_block import Block, BlockConfig, GraphModule, indent, tensor_text
 from oneflow_compat._global.graph_optim import GraphOptimizers
 from oneflow_compat._global.modules import Module
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global.tensor import Tensor
 
 __all__ = ["Graph", "GraphConfig", "GraphModule", "Block", "BlockConfig"]
-
-
-# --- per-module configuration --------------------------------------------------------------------------------
-class BlockConfig:
-    """What a graph knows of one module: its pipeline stage (and the placement a placed stage moves inputs to),
-    and whether activation checkpointing was asked for (accepted; it changes memory, not numbers)."""
-
-    def __init__(self):
-        self._stage_id = None
-        self._stage_placement = None
-        self.activation_checkpointing = False
-
-    @property
-    def stage_id(self):
-        return self._stage_id
-
-    @stage_id.setter
-    def stage_id(self, value):
-        self.set_stage(value)
-
-    @property
-    def stage_placement(self):
-        return self._stage_placement
-
-    def set_stage(self, stage_id=None, placement=None):
-        if stage_id is not None and (isinstance(stage_id, bool) or not isinstance(stage_id, int) or stage_id < 0):
-            raise ValueError("stage_id must be a non-negative int, got %r" % (stage_id,))
-        if placement is not None and not isinstance(placement, Placement):
-            raise TypeError("set_stage: placement must be a flow.placement, got %r" % (placement,))
-        self._stage_id = stage_id
-        self._stage_placement = placement
-
-    def __repr__(self):
-        parts = []
-        if self._stage_id is not None:
-            parts.append("stage_id=%d" % self._stage_id)
-        if self._stage_placement is not None:
-            parts.append("placement=%r" % (self._stage_placement,))
-        if self.activation_checkpointing:
-            parts.append("activation_checkpointing=True")
-        return ", ".join(parts)
-
-
-class GraphModule:
-    """`block.to(flow.nn.graph.GraphModule)` (OneFlow 0.9): the graph's side of one module."""
-
-    def __init__(self, block):
-        self._block = block
-
-    @property
-    def name(self):
-        return self._block._name
-
-    @property
-    def stage_id(self):
-        return self._block._config.stage_id
-
-    @stage_id.setter
-    def stage_id(self, value):
-        self._block._config.set_stage(value)
-
-    def set_stage(self, stage_id=None, placement=None):
-        self._block._config.set_stage(stage_id, placement)
-
-    @property
-    def activation_checkpointing(self):
-        return self._block._config.activation_checkpointing
-
-    @activation_checkpointing.setter
-    def activation_checkpointing(self, value):
-        self._block._config.activation_checkpointing = bool(value)
-
-    def __repr__(self):
-        return "GraphModule(%s%s)" % (self.name, (", " + repr(self._block._config)) if repr(self._block._config)
-                                      else "")
-
-
-class Block:
-    """A module as an attribute of an `nn.Graph` (OneFlow 0.5–0.8's Block, 0.9's proxy): attribute reads go to
-    the module (submodules come back as Blocks), calls run the module, `config` is the graph's configuration of
-    this module."""
-
-    def __init__(self, name, module, graph):
-        object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_module", module)
-        object.__setattr__(self, "_graph", graph)
-        object.__setattr__(self, "_config", BlockConfig())
-        object.__setattr__(self, "_children", collections.OrderedDict())
-        for child_name, child in module.named_children():
-            self._children[child_name] = Block(name + "." + child_name, child, graph)
-
-    @property
-    def config(self):
-        return self._config
-
-    @property
-    def name(self):
-        return self._name
-
-    def to(self, kind):
-        """`to(flow.nn.graph.GraphModule)`: the graph's side of this module; `to(flow.nn.Module)`: the module."""
-        if kind is GraphModule:
-            return GraphModule(self)
-        if isinstance(kind, type) and issubclass(kind, Module):
-            return self._module
-        raise TypeError("Block.to() takes flow.nn.graph.GraphModule or flow.nn.Module, got %r" % (kind,))
-
-    def __call__(self, *args, **kwargs):
-        return self._module(*args, **kwargs)
-
-    def __getattr__(self, name):
-        children = self.__dict__.get("_children")
-        if children is not None and name in children:
-            return children[name]
-        return getattr(self.__dict__["_module"], name)
-
-    def __setattr__(self, name, value):
-        setattr(self._module, name, value)
-
-    def _blocks(self):
-        yield self
-        for child in self._children.values():
-            yield from child._blocks()
-
-    def __repr__(self):
-        head = "(MODULE:%s:%s()%s)" % (self._name, type(self._module).__name__,
-                                       (", " + repr(self._config)) if repr(self._config) else "")
-        lines = []
-        for pname, p in self._module._parameters.items():
-            if p is not None:
-                lines.append("(PARAMETER:%s.%s:%s): ()" % (self._name, pname, _tensor_text(p)))
-        for bname, b in self._module._buffers.items():
-            if b is not None:
-                lines.append("(BUFFER:%s.%s:%s): ()" % (self._name, bname, _tensor_text(b)))
-        for child in self._children.values():
-            lines.append(repr(child))
-        if not lines:
-            return head + ": ()"
-        return head + ": (\n" + "\n".join(_indent(line, 2) for line in lines) + "\n)"
-
-
-def _tensor_text(t):
-    parts = []
-    if t.is_global:
-        parts.append("placement=%r" % (t.placement,))
-        parts.append("sbp=(%s)" % "".join("%r," % s for s in t.sbp))
-    parts.append("size=%s" % (tuple(t.shape),))
-    parts.append("dtype=oneflow.%s" % t.dtype.name)
-    if t.requires_grad:
-        parts.append("requires_grad=True")
-    return "tensor(..., %s)" % ", ".join(parts)
-
-
-def _indent(text, n):
-    return "\n".join(" " * n + line for line in text.split("\n"))
 
 
 # --- the graph's configuration -------------------------------------------------------------------------------
@@ -354,7 +199,7 @@ class Graph:
             raise ValueError("nn.Graph '%s' was compiled for arguments shaped as %s, got %s (a graph's inputs are "
                              "fixed by its first call)" % (self._name, self._in_struct, struct))
         values = [t._value for t in tensors]
-        self._compiled.check_inputs(values, [t.is_global for t in tensors])
+        self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
         outs = self._compiled.run(values)
         if self._graph_optimizers is not None:
             self._graph_optimizers.after_step()
@@ -388,13 +233,15 @@ class Graph:
             default = global_eager.local_placement(tensors[0]._value.placement.device_tag if tensors else "cpu")
         n = self.config.gradient_accumulation_steps
         trace = GraphTrace(self._name, "train" if self.training else "predict", default, n)
+        # the job's random ops (dropout) draw from streams seeded by the global generator's seed, alike on every rank
+        trace.session.root_seed = generators.global_generator().initial_seed()
         scope = self._scope()
         lazy_args = []
         for i, x in enumerate(flat):
             if isinstance(x, Tensor):
                 v = trace.add_input(len(trace.inputs), x._value)
                 lazy_args.append(Tensor._make(v, x._placement, x._sbp, x._device))
-                self._args_repr.append("(INPUT:_%s_input.%d:%s)" % (self._name, i, _tensor_text(x)))
+                self._args_repr.append("(INPUT:_%s_input.%d:%s)" % (self._name, i, tensor_text(x)))
             else:
                 lazy_args.append(x)
         args, kwargs = _unflatten(struct, iter(lazy_args))
@@ -421,7 +268,7 @@ class Graph:
             opts = GraphOptimizers(self._opts, names)
             trace.job.optimizer = opts
             self.__dict__["_graph_optimizers"] = opts
-        compiled = CompiledGraph(trace, [layout_of(t._value, t.is_global) for t in tensors], out_values, self._name,
+        compiled = CompiledGraph(trace, [_input_layout(t) for t in tensors], out_values, self._name,
                                  check_across_ranks=is_global)
         for name, tensor in trace.bindings.items():
             compiled.bind(name, _piece_getter(lambda t=tensor: t))
@@ -546,7 +393,7 @@ class Graph:
         lines.extend(repr(b) for b in self._blocks.values())
         lines.extend(self._outs_repr)
         head = "(GRAPH:%s:%s)" % (self._name, type(self).__name__)
-        return head + ": (\n" + "\n".join(_indent(line, 2) for line in lines) + "\n)"
+        return head + ": (\n" + "\n".join(indent(line, 2) for line in lines) + "\n)"
 
 
 def _lazy_text(t):
@@ -556,6 +403,12 @@ def _lazy_text(t):
     parts.append("size=%s" % (tuple(t.shape),))
     parts.append("dtype=oneflow.%s" % t.dtype.name)
     return "tensor(..., %s)" % ", ".join(parts)
+
+
+def _input_layout(t):
+    if t.is_global:
+        return layout_of(t._value, True, tuple(t.sbp))
+    return layout_of(t._value, False)
 
 
 def _piece_getter(tensor_of):

@@ -115,13 +115,12 @@ def _ranks_text(ranks):
 class RendezvousServer:
     """The server described in the module docstring. `start()` runs it on a daemon thread; `close()` stops it.
 
-    `launchers`: how many launcher links to expect (0 when no launcher takes part); the server keeps running
-    until each has said how its processes ended (or is gone), and `done` is set then.
+    Launcher links: `running_launchers()` names the nodes whose launcher is connected and has not yet said how
+    its processes ended (nor vanished); the node-0 launcher serves until that is empty.
     """
 
-    def __init__(self, addr, port, world_size, launchers=0):
+    def __init__(self, addr, port, world_size):
         self.world_size = int(world_size)
-        self.launchers = int(launchers)
         self._listener = _listen(addr, port)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener, selectors.EVENT_READ, None)
@@ -130,17 +129,25 @@ class RendezvousServer:
         self._root = None
         self._ports_sent = False
         self._exits = {}           # launcher node -> exit code (None: gone without saying)
+        self._running = set()      # launcher nodes connected and not ended
+        self._lock = threading.Lock()  # _exits and _running are read from the launcher's main thread
         self._aborted = None
         self._stop = False
         self._thread = None
-        self.done = threading.Event()   # every expected launcher has ended
         self.joined = threading.Event()  # the ports went out to every world
-        if self.launchers == 0:
-            self.done.set()
 
     @property
     def port(self):
         return self._listener.getsockname()[1]
+
+    def failed_nodes(self):
+        """{node: exit code, or None when its launcher vanished} of the launchers whose processes failed."""
+        with self._lock:
+            return {node: code for node, code in self._exits.items() if code != 0}
+
+    def running_launchers(self):
+        with self._lock:
+            return set(self._running)
 
     def start(self):
         self._thread = threading.Thread(target=self._serve, name="oneflow-rendezvous", daemon=True)
@@ -209,9 +216,8 @@ class RendezvousServer:
         if peer is None or quiet:
             return
         if peer.node is not None and peer.node not in self._exits:
-            self._exits[peer.node] = None
+            self._ended(peer.node, None)
             self._abort("the launcher of node %d ended before its processes did" % peer.node)
-            self._check_done()
 
     # ----- messages --------------------------------------------------------------------------------------
 
@@ -222,6 +228,8 @@ class RendezvousServer:
                 self._group_arrived(peer)
             elif message["role"] == "launcher":
                 peer.node = int(message["node"])
+                with self._lock:
+                    self._running.add(peer.node)
                 if self._aborted is not None:
                     self._send(peer, {"abort": self._aborted})
             else:
@@ -230,10 +238,9 @@ class RendezvousServer:
             self._deliver_ports(peer, message["ports"])
         elif "exit" in message:
             code = int(message["exit"])
-            self._exits[peer.node] = code
+            self._ended(peer.node, code)
             if code != 0:
                 self._abort("the processes of node %d ended with exit code %d" % (peer.node, code))
-            self._check_done()
         else:
             raise ValueError("no role, ports or exit")
 
@@ -282,9 +289,10 @@ class RendezvousServer:
             if peer.node is not None and peer.node not in self._exits:
                 self._send(peer, {"abort": reason})
 
-    def _check_done(self):
-        if len(self._exits) >= self.launchers:
-            self.done.set()
+    def _ended(self, node, code):
+        with self._lock:
+            self._exits[node] = code
+            self._running.discard(node)
 
 
 class _Peer:

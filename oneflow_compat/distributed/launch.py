@@ -28,8 +28,9 @@ Output: every process's output appears, unprefixed and interleaved as it comes (
 --redirect_stdout_and_stderr asks for one (nothing here writes GLOG logs).
 
 Ending: the launcher's exit code is its processes' (non-zero when any failed; an uncaught exception on any rank
-ends every rank within seconds); Ctrl-C or SIGTERM to the launcher ends all its processes, and with several nodes
-the other nodes' processes too.
+ends every rank within seconds); the node-0 launcher waits for every node and exits non-zero when any node's
+processes failed. Ctrl-C or SIGTERM to a launcher ends its processes, and with several nodes the other nodes'
+too; if the launcher itself is killed, mpiexec gets SIGTERM (Linux: parent-death signal), so nothing outlives it.
 """
 import argparse
 import os
@@ -45,7 +46,6 @@ from oneflow_compat.comm.rendezvous import RendezvousError, RendezvousServer, co
 PROG = "python -m oneflow.distributed.launch"
 LINK_TIMEOUT_S = 300.0       # how long a launcher looks for the node-0 launcher
 STOP_GRACE_S = 5.0           # how long mpiexec may take to end its processes before it is killed
-FINISH_WAIT_S = 30.0         # how long the node-0 launcher waits for the other nodes after its own processes ended
 _MPI_VARIABLE_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "MV2_", "HYDRA_", "MPI_LOCAL")
 
 
@@ -156,7 +156,8 @@ def mpiexec_command(options, folders, mpiexec=None):
 class NodeLink:
     """This launcher's connection to the node-0 launcher (several nodes only): says how this node's processes
     ended, and hears when another node's failed. It connects while the launcher watches its processes (the
-    node-0 launcher may start later), giving up after `timeout` s."""
+    node-0 launcher may start later); after `timeout` s without one it stops trying (processes that use oneflow
+    cannot have joined then, and end with their own rendezvous error; others just run unlinked)."""
 
     def __init__(self, options, timeout=LINK_TIMEOUT_S):
         self.options = options
@@ -175,11 +176,11 @@ class NodeLink:
                 self.channel.send({"role": "launcher", "node": self.options.node_rank})
             except (RendezvousError, OSError):
                 self.channel = None
-                if time.monotonic() < self.deadline:
-                    return None
-                self.lost = True
-                return "no node-0 launcher answered at %s:%d within %.0f s" % (
-                    self.options.master_addr, self.options.master_port, self.timeout)
+                if time.monotonic() >= self.deadline:
+                    self.lost = True
+                    say("no node-0 launcher answered at %s:%d within %.0f s; an error on another node will not "
+                        "end this node's processes" % (self.options.master_addr, self.options.master_port,
+                                                       self.timeout))
             return None
         try:
             message = self.channel.recv(wait_s)
@@ -246,8 +247,7 @@ def run(options):
     env = job_environment(options)
     server = link = None
     if options.nnodes > 1 and options.node_rank == 0:  # listening before any process asks; serving from below
-        server = RendezvousServer(options.master_addr, options.master_port,
-                                  options.nproc_per_node * options.nnodes, launchers=options.nnodes)
+        server = RendezvousServer(options.master_addr, options.master_port, options.nproc_per_node * options.nnodes)
     received = []
     previous = {s: signal.signal(s, lambda signum, frame: received.append(signum))
                 for s in (signal.SIGINT, signal.SIGTERM)}
@@ -283,8 +283,17 @@ def run(options):
             code = 1
         if link is not None:
             link.report_exit(code)
-            if server is not None:  # pass this node's end on, and the other nodes' errors to each other
-                server.done.wait(FINISH_WAIT_S)
+            if server is not None:
+                # Node 0 serves until every connected node's processes have ended, so that an error on any node
+                # still ends the others; a signal ends the wait (the other launchers then see it gone).
+                while server.running_launchers() - {options.node_rank} and not received:
+                    time.sleep(0.1)
+                failed = {n: c for n, c in server.failed_nodes().items() if n != options.node_rank}
+                if failed and code == 0:  # node 0 speaks for the job: a failure anywhere is a failed job
+                    say("; ".join("the processes of node %d %s" % (n, "ended with exit code %d" % c if c is not None
+                                                                  else "were lost with their launcher")
+                                  for n, c in sorted(failed.items())))
+                    code = 1
             link.close()
         return code
     finally:

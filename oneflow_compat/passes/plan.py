@@ -37,6 +37,18 @@ def device_fn(op, dev):
     return functools.partial(d.kernel, dev.xp, **attrs) if attrs else functools.partial(d.kernel, dev.xp)
 
 
+def _zero_d(fn):
+    """numpy turns 0-d results into scalars (np.float32): the registers keep arrays, which every consumer (boxing,
+    in-place accumulation, device transfers) can take."""
+    import numpy as np
+
+    def kernel(*arrays):
+        out = fn(*arrays)
+        return np.asarray(out) if isinstance(out, np.generic) else out
+
+    return kernel
+
+
 def _step(regs, fn, ins, outs):
     if len(outs) == 1:
         o = outs[0]
@@ -144,6 +156,8 @@ class Plan:
         for i in local:
             dev = DeviceSlot(op, i, xp, self.session)
             fn = device_fn(op, dev)
+            if len(op.outputs) == 1 and not op.outputs[0].shape:
+                fn = _zero_d(fn)
             ins = [self.slot[(x.key(), i)] for x in op.inputs]
             outs = [self.slot[(y.key(), i)] for y in op.outputs]
             self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins))

@@ -15,6 +15,15 @@ is cut into n micro-batches along dim 0 (OneFlow's `unpack`, per local piece); t
 run once per micro-batch, the raw gradients are summed, then the optimizer steps run once (the 1/n is folded into
 the update by the optimizer pass, so a mean loss gives the full-batch update). Outputs are packed along dim 0
 (`pack`): a scalar output becomes shape (n,).
+
+Pipelined schedule (a graph with pipeline stages and n > 1 micro-batches, as OneFlow pipelines only then): GPipe.
+Each micro-batch gets its own copy of the plan (its own registers: the activations of every micro-batch stay alive
+until its backward), and every rank runs its steps in the order (phase, micro-batch, plan order): the forward
+steps of micro-batches 0…n-1, then their backward steps 0…n-1, then the optimizer once. While a later stage works
+on micro-batch m, an earlier one already runs m+1, so stages overlap. The order is one total order that every
+rank follows on its own steps, so the collectives and transfers between stages meet in the same order on every
+rank (no deadlock, whatever the MPI buffering), and the gradients are summed in micro-batch order: the numbers
+are those of the sequential schedule, bit for bit.
 """
 import numpy as np
 
@@ -24,7 +33,6 @@ from oneflow_compat.passes import boxing, optimizer_pass, prune, sbp_infer
 from oneflow_compat.passes.pipeline import fingerprint
 from oneflow_compat.passes.plan import Plan
 from oneflow_compat.runtime import global_eager, graph_report
-from oneflow_compat.runtime.graph_trace import layout_of
 
 
 class GraphInputError(ValueError):
@@ -51,8 +59,13 @@ class CompiledGraph:
         if check_across_ranks and rt.comm.size > 1:
             rt.comm.check_same(fingerprint(job), "plan of nn.Graph '%s'" % name, "op")
         session = trace.session
-        self.plan = Plan(job, rt, session, lambda op: op.defn.build_collective(op, session), lambda blob, sbp: list)
-        self.in_regs = [[reg for _, reg in slots] for _, slots in self.plan.input_slots]
+        self.pipelined = bool(self.stage_of) and self.micro_batches > 1
+        self.schedule = "gpipe" if self.pipelined else "sequential"
+        copies = self.micro_batches if self.pipelined else 1
+        self.plans = [Plan(job, rt, session, lambda op: op.defn.build_collective(op, session),
+                           lambda blob, sbp: _copies) for _ in range(copies)]
+        self.plan = self.plans[0]
+        self.in_regs = [[[reg for _, reg in slots] for _, slots in plan.input_slots] for plan in self.plans]
         self.outputs = []
         for blob, _ in job.output_blobs:
             op = blob.op
@@ -62,6 +75,10 @@ class CompiledGraph:
             self.outputs.append((blob.meta, op.placement, sbp))
         self.grad_regs = [self.plan.slot[(g.key(), i)] for g in job.raw_grads
                           for i in rt.local_indices(g.op.placement)]
+        ops = self.plan.step_ops
+        self.backward_start = next((k for k, op in enumerate(ops) if op.section != "forward"), len(ops))
+        if any(op.section == "forward" for op in ops[self.backward_start:self.plan.optimizer_start]):
+            raise AssertionError("nn.Graph '%s': a forward step follows a backward step in the plan" % name)
         self._getters = {}  # variable name -> () -> this rank's piece of its storage
         self._var_regs = None
         self.calls = 0
@@ -84,23 +101,25 @@ class CompiledGraph:
             if spec.init_value is None:
                 raise RuntimeError("nn.Graph '%s': variable '%s' has no storage" % (self.name, spec.name))
             store.initialize(spec)
-        regs = []
-        for reg, spec, i in self.plan.var_slots:
-            getter = self._getters.get(spec.name)
-            if getter is None:
-                self.plan.regs[reg] = spec.shards[i]
-            else:
-                regs.append((reg, getter))
-        self._var_regs = regs
+        self._var_regs = []
+        for plan in self.plans:
+            regs = []
+            for reg, spec, i in plan.var_slots:
+                getter = self._getters.get(spec.name)
+                if getter is None:
+                    plan.regs[reg] = spec.shards[i]
+                else:
+                    regs.append((plan.regs, reg, getter))
+            self._var_regs.extend(regs)
 
     # --- a call -----------------------------------------------------------------------------------------------------
-    def check_inputs(self, values, kinds):
-        """`values` (eager Values) with `kinds` (is_global flags) must be laid out as the first call's inputs."""
+    def check_inputs(self, values, layouts):
+        """`values` (eager Values), whose `layouts` are `graph_trace.layout_of` them, must be laid out as the first
+        call's inputs."""
         if len(values) != len(self.input_layouts):
             raise GraphInputError("nn.Graph '%s' was compiled for %d input tensor(s), got %d"
                                   % (self.name, len(self.input_layouts), len(values)))
-        for i, (v, g, want) in enumerate(zip(values, kinds, self.input_layouts)):
-            got = layout_of(v, g)
+        for i, (got, want) in enumerate(zip(layouts, self.input_layouts)):
             if got != want:
                 raise GraphInputError(
                     "nn.Graph '%s': input %d is %s but the graph was compiled for %s; a graph's inputs keep the "
@@ -109,24 +128,25 @@ class CompiledGraph:
 
     def run(self, values):
         """Runs one call on the eager input values; returns one Value per output (this rank's pieces)."""
-        plan, regs = self.plan, self.plan.regs
-        for reg, getter in self._var_regs:
+        for regs, reg, getter in self._var_regs:
             regs[reg] = getter()
         n = self.micro_batches
-        what = "nn.Graph '%s'" % self.name
         try:
-            with global_eager.operation(what):
+            with global_eager.operation("nn.Graph '%s'" % self.name):
                 if n == 1:
-                    self._feed(values, None)
-                    _run(plan, 0, len(plan.steps))
-                    per_output = [list(r) for r in plan.results]
+                    self._feed(self.plan, self.in_regs[0], values, None)
+                    _run(self.plan, 0, len(self.plan.steps))
+                    per_output = [list(r) for r in self.plan.results]
+                elif self.pipelined:
+                    per_output = self._run_pipelined(values, n)
                 else:
                     per_output = self._run_accumulating(values, n)
         finally:
-            for slot_regs in self.in_regs:
-                for r in slot_regs:
-                    regs[r] = None
-            plan.results[:] = [None] * len(plan.results)
+            for plan, in_regs in zip(self.plans, self.in_regs):
+                for slot_regs in in_regs:
+                    for r in slot_regs:
+                        plan.regs[r] = None
+                plan.results[:] = [None] * len(plan.results)
         self.calls += 1
         out = []
         for (meta, pl, sbp), pieces in zip(self.outputs, per_output):
@@ -137,9 +157,10 @@ class CompiledGraph:
             out.append(global_eager.Value(TensorMeta(shape, meta.dtype), pl, sbp, pieces))
         return out
 
-    def _feed(self, values, micro):
-        regs = self.plan.regs
-        for slot_regs, v in zip(self.in_regs, values):
+    @staticmethod
+    def _feed(plan, in_regs, values, micro):
+        regs = plan.regs
+        for slot_regs, v in zip(in_regs, values):
             for r, piece in zip(slot_regs, v.pieces):
                 if micro is not None:
                     m, n = micro
@@ -148,12 +169,13 @@ class CompiledGraph:
                 regs[r] = piece
 
     def _run_accumulating(self, values, n):
+        """Micro-batch after micro-batch through forward and backward, one register file."""
         plan, regs = self.plan, self.plan.regs
         split = plan.optimizer_start
         acc = {}
         outs = []
         for m in range(n):
-            self._feed(values, (m, n))
+            self._feed(plan, self.in_regs[0], values, (m, n))
             _run(plan, 0, split)
             for r in self.grad_regs:
                 if m == 0:
@@ -165,6 +187,32 @@ class CompiledGraph:
             regs[r] = acc[r]
         _run(plan, split, len(plan.steps))
         return [pack([o[k] for o in outs]) for k in range(len(self.outputs))]
+
+    def _run_pipelined(self, values, n):
+        """GPipe: every micro-batch's forward, then every micro-batch's backward, each in its own plan copy."""
+        plans = self.plans
+        first, split = self.backward_start, self.plan.optimizer_start
+        for m, plan in enumerate(plans):
+            self._feed(plan, self.in_regs[m], values, (m, n))
+        for plan in plans:
+            _run(plan, 0, first)
+        for plan in plans:
+            _run(plan, first, split)
+        regs = self.plan.regs
+        for r in self.grad_regs:
+            acc = regs[r].copy()
+            for plan in plans[1:]:
+                acc += plan.regs[r]
+            regs[r] = acc
+        outs = [[list(r) for r in plan.results] for plan in plans]
+        _run(self.plan, split, len(self.plan.steps))
+        return [pack([o[k] for o in outs]) for k in range(len(self.outputs))]
+
+
+def _copies(pieces):
+    """An output's pieces as the call returns them: copies, since later steps may update the register's array in
+    place (a boxing that owns a fresh partial sum reduces into it; variables are updated after being read)."""
+    return [p.copy() for p in pieces]
 
 
 def pack(micro_pieces):
@@ -200,7 +248,8 @@ def _run(plan, start, stop):
 
 
 def _describe(layout):
-    shape, dtype, pl, sbp, kind = layout
+    shape, dtype, pl, sbp, kind, shown = layout
     if kind == "local":
         return "a local tensor %s %s" % (tuple(shape), dtype)
-    return "a global tensor %s %s on %s %r" % (tuple(shape), dtype, global_eager.placement_text(pl), sbp)
+    return "a global tensor %s %s on %s %s" % (tuple(shape), dtype, global_eager.placement_text(pl),
+                                               ", ".join(map(repr, shown)) if shown else repr(sbp))

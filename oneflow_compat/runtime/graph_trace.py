@@ -196,11 +196,11 @@ def micro_shape(value, n, what):
     return (shape[0] // n,) + shape[1:]
 
 
-def layout_of(value, is_global=True):
-    """(shape, dtype name, placement, SBP, global or local) of an eager value: what a compiled graph's inputs
-    must keep."""
+def layout_of(value, is_global=True, shown_sbp=None):
+    """(shape, dtype name, placement, SBP, local or global, SBP as shown) of an eager value: what a compiled
+    graph's inputs must keep (on one rank every SBP holds the same piece, but the one the tensor shows counts)."""
     return (tuple(value.meta.shape), value.meta.dtype.name, value.placement, value.sbp,
-            "global" if is_global else "local")
+            "global" if is_global else "local", shown_sbp)
 
 
 def meta_of(shape, dtype):
