@@ -3,8 +3,6 @@ test accuracy. Saves ./lenet_example_model.
 
     python examples/lenet_train.py [--data-dir DIR] [--devices N] [--epochs E]"""
 import argparse
-import os
-import shutil
 
 import numpy as np
 import oneflow as flow
@@ -58,6 +56,5 @@ for epoch in range(args.epochs):
             print("epoch %d step %d loss %.4f" % (epoch, i, loss.mean()))
 correct = sum(int((eval_job(x).argmax(axis=1) == y).sum()) for x, y in zip(test_images, test_labels))
 print("test accuracy: %.4f" % (correct / test_labels.size))
-if os.path.exists(args.model_dir):
-    shutil.rmtree(args.model_dir)
-flow.checkpoint.save(args.model_dir)
+# the previous checkpoint stays until the new one is complete (written beside it, then swapped in)
+flow.checkpoint.replace(args.model_dir)

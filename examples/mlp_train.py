@@ -4,8 +4,6 @@
 
 `--devices N` runs the same script data-parallel on N devices (in one process, or per machine under mpiexec)."""
 import argparse
-import os
-import shutil
 
 import numpy as np
 import oneflow as flow
@@ -39,7 +37,6 @@ for i, (images, labels) in enumerate(zip(train_images, train_labels)):
     loss = train_job(images, labels)
     if i % 100 == 0:
         print("step %d loss %.4f" % (i, loss.mean()))
-if os.path.exists(args.model_dir):
-    shutil.rmtree(args.model_dir)
-flow.checkpoint.save(args.model_dir)
+# the previous checkpoint stays until the new one is complete (written beside it, then swapped in)
+flow.checkpoint.replace(args.model_dir)
 print("saved", args.model_dir)

@@ -45,24 +45,26 @@ def get_all_variables():
     return {name: VariableBlob(s, spec) for name, spec in s.vars.specs.items()}
 
 
-def save(path, var_dict=None):
-    s = _session()
+def _tensors(var_dict):
     if var_dict is None:
         var_dict = get_all_variables()
-    tensors = {name: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for name, v in var_dict.items()}
-    comm = s.runtime.comm
-    error = None
-    if comm.rank == 0:
-        try:
-            fmt.save_tensors(path, tensors)
-        except BaseException as e:  # every rank must learn of the failure, not only the writer
-            error = e
-    if comm.size > 1:
-        msg = comm.bcast_object(None if error is None else "%s: %s" % (type(error).__name__, error), root=0)
-        if msg is not None and error is None:
-            raise RuntimeError("saving checkpoint %s failed on rank 0: %s" % (path, msg))
-    if error is not None:
-        raise error
+    return {name: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for name, v in var_dict.items()}
+
+
+def save(path, var_dict=None):
+    """`flow.checkpoint.save(path)`: refused if `path` is a file or a non-empty folder, as OneFlow refused it."""
+    s = _session()
+    tensors = _tensors(var_dict)
+    fmt.write_on_rank0(s.runtime.comm, path, lambda: fmt.save_tensors(path, tensors))
+
+
+def replace(path, var_dict=None):
+    """Project extension (not in OneFlow): `save`, except that an earlier checkpoint at `path` is replaced safely —
+    the new one is written completely beside it and swapped in, so a crash leaves the old or the new one, never
+    neither. A folder that is not a checkpoint is still refused."""
+    s = _session()
+    tensors = _tensors(var_dict)
+    fmt.write_on_rank0(s.runtime.comm, path, lambda: fmt.replace_tensors(path, tensors))
 
 
 def get(path):

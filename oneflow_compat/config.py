@@ -24,7 +24,8 @@ def gpu_device_num(res, val):
     """GPUs per machine; without a usable CUDA device, that many CPU devices (as OneFlow's CPU-only builds)."""
     from oneflow_compat.backend import devices, notices
 
-    assert type(val) is int and val >= 0, "gpu_device_num must be a non-negative int"
+    if not (type(val) is int and val >= 0):
+        raise AssertionError("gpu_device_num must be a non-negative int")
     if devices.cuda_usable():
         res.gpu_device_num = val
     else:
@@ -37,13 +38,15 @@ def gpu_device_num(res, val):
 
 @_setter
 def cpu_device_num(res, val):
-    assert type(val) is int and val >= 1, "cpu_device_num must be a positive int"
+    if not (type(val) is int and val >= 1):
+        raise AssertionError("cpu_device_num must be a positive int")
     res.cpu_device_num = val
 
 
 @_setter
 def machine_num(res, val):
-    assert type(val) is int and val >= 1, "machine_num must be a positive int"
+    if not (type(val) is int and val >= 1):
+        raise AssertionError("machine_num must be a positive int")
     res.machine_num = val
 
 

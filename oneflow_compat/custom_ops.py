@@ -63,7 +63,8 @@ class CustomOpModule:
 def refuse_library(api, path):
     """`flow.config.load_library(path)`: a missing file is an error naming it (OneFlow's `LoadLibrary ERROR!
     Cannot load library file`, raised there only at session start); an existing one is refused, naming it."""
-    assert type(path) is str, "%s expects a str path, got %r" % (api, path)
+    if not (type(path) is str):
+        raise AssertionError("%s expects a str path, got %r" % (api, path))
     if not os.path.isfile(path):
         raise FileNotFoundError("%s(%r): LoadLibrary ERROR! Cannot load library file: %s (no such file)" % (
             api, path, path))

@@ -30,7 +30,8 @@ _AUTO = AutoDistribute()
 
 
 def split(axis):
-    assert type(axis) is int
+    if not (type(axis) is int):
+        raise AssertionError()
     d = _SPLITS.get(axis)
     if d is None:
         d = _SPLITS[axis] = SplitDistribute(axis)

@@ -32,8 +32,10 @@ def machine(*val):
     addrs = []
     for m in val:
         addr = m["addr"] if isinstance(m, dict) else m
-        assert isinstance(addr, str), "machine address must be a string, got %r" % (addr,)
-        assert addr not in addrs, "duplicate machine address %s" % addr
+        if not isinstance(addr, str):
+            raise AssertionError("machine address must be a string, got %r" % (addr,))
+        if addr in addrs:
+            raise AssertionError("duplicate machine address %s" % addr)
         addrs.append(addr)
     sess.ENV.machines = addrs
 

@@ -41,15 +41,18 @@ def ones_initializer(dtype=dtypes.float32):
 
 
 def random_uniform_initializer(minval=0, maxval=1, dtype=dtypes.float32):
-    assert minval <= maxval
+    if not (minval <= maxval):
+        raise AssertionError()
     if _float_or_int_dtype(dtype) == "float":
         return InitializerConf("random_uniform", min=proto_float(minval), max=proto_float(maxval))
     return InitializerConf("random_uniform_int", min=proto_int32(minval), max=proto_int32(maxval))
 
 
 def random_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=None):
-    assert seed is None
-    assert dtype is None
+    if seed is not None:
+        raise AssertionError()
+    if dtype is not None:
+        raise AssertionError()
     return InitializerConf("random_normal", mean=proto_float(mean), std=proto_float(stddev))
 
 
@@ -63,12 +66,14 @@ def truncated_normal(stddev=1.0):
 
 
 def _data_format_tag(data_format):
-    assert isinstance(data_format, str), "data_format must be a string"
+    if not isinstance(data_format, str):
+        raise AssertionError("data_format must be a string")
     if data_format.startswith("NC"):
         return "channels_first"
     if data_format.startswith("N") and data_format.endswith("C"):
         return "channels_last"
-    assert data_format == "", 'data_format must be "N...C" or "NC..." or ""'
+    if data_format != "":
+        raise AssertionError('data_format must be "N...C" or "NC..." or ""')
     return ""
 
 
@@ -123,13 +128,20 @@ def _kaiming_gain(nonlinearity, negative_slope):
 def kaiming_initializer(shape, distribution="random_normal", mode="fan_in", nonlinearity="leaky_relu",
                         negative_slope=0.0, data_format="NCHW"):
     """He initialization; the std is computed here from `shape`, so it returns a plain normal/uniform conf."""
-    assert isinstance(shape, tuple)
-    assert len(shape) >= 2  # only FC, conv and deconv weights
-    assert math.prod(shape) > 0
-    assert distribution in ["random_normal", "random_uniform"]
-    assert mode in ["fan_in", "fan_out", "fan_avg"]
-    assert nonlinearity in [None, "tanh", "sigmoid", "relu", "leaky_relu"]
-    assert data_format in ["NCHW", "NHWC"]
+    if not isinstance(shape, tuple):
+        raise AssertionError()
+    if not (len(shape) >= 2):
+        raise AssertionError()
+    if not (math.prod(shape) > 0):
+        raise AssertionError()
+    if distribution not in ["random_normal", "random_uniform"]:
+        raise AssertionError()
+    if mode not in ["fan_in", "fan_out", "fan_avg"]:
+        raise AssertionError()
+    if nonlinearity not in [None, "tanh", "sigmoid", "relu", "leaky_relu"]:
+        raise AssertionError()
+    if data_format not in ["NCHW", "NHWC"]:
+        raise AssertionError()
     fan = _kaiming_fan(shape, mode, _data_format_tag(data_format))
     std = _kaiming_gain(nonlinearity, negative_slope) / math.sqrt(fan)
     if distribution == "random_normal":

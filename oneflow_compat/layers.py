@@ -14,11 +14,14 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
           kernel_regularizer=None, bias_regularizer=None, trainable=True, name="Dense",
           model_distribute=dist.broadcast()):
     in_shape = inputs.shape
-    assert len(in_shape) >= 2, "layers.dense requires inputs of rank >= 2, got shape %s" % (in_shape,)
-    assert (model_distribute is dist.auto() or model_distribute is dist.broadcast()
-            or model_distribute is dist.split(0)), "model_distribute must be auto(), broadcast() or split(0)"
+    if not (len(in_shape) >= 2):
+        raise AssertionError("layers.dense requires inputs of rank >= 2, got shape %s" % (in_shape,))
+    if not (model_distribute is dist.auto() or model_distribute is dist.broadcast()
+                or model_distribute is dist.split(0)):
+        raise AssertionError("model_distribute must be auto(), broadcast() or split(0)")
     if model_distribute is dist.split(0):
-        assert len(in_shape) == 2, "model parallel dense (split(0)) requires 2-D inputs"
+        if not (len(in_shape) == 2):
+            raise AssertionError("model parallel dense (split(0)) requires 2-D inputs")
     x = inputs
     if len(in_shape) > 2:
         x = ops_api.reshape(x, (-1, in_shape[-1]))
@@ -50,10 +53,12 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
     kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
     fmt = "NCHW" if data_format in ("NCHW", "channels_first") else "NHWC"
     channels = inputs.shape[1] if fmt == "NCHW" else inputs.shape[-1]
-    assert groups > 0 and filters % groups == 0 and channels % groups == 0, \
-        "groups (%d) must divide filters (%d) and input channels (%d)" % (groups, filters, channels)
+    if not (groups > 0 and filters % groups == 0 and channels % groups == 0):
+        raise AssertionError("groups (%d) must divide filters (%d) and input channels (%d)"
+                             % (groups, filters, channels))
     if fmt == "NHWC":
-        assert groups == 1, "NHWC conv2d supports groups == 1 only"
+        if groups != 1:
+            raise AssertionError("NHWC conv2d supports groups == 1 only")
     shape = (filters, channels // groups, kh, kw) if fmt == "NCHW" else (filters, kh, kw, channels // groups)
     if kernel_initializer is None:
         kernel_initializer = init.xavier_uniform_initializer(data_format=data_format)
@@ -84,7 +89,8 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
     nd = len(inputs.shape)
     if axis < 0:
         axis += nd
-    assert 0 <= axis < nd, "axis %r out of range for inputs of shape %s" % (axis, inputs.shape)
+    if not (0 <= axis < nd):
+        raise AssertionError("axis %r out of range for inputs of shape %s" % (axis, inputs.shape))
     c = inputs.shape[axis]
     ctx = builder.current("flow.layers.batch_normalization")
     vdtype = dtypes.float32 if inputs.dtype is dtypes.float16 else inputs.dtype

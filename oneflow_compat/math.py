@@ -163,7 +163,8 @@ def argmax(input, axis=-1, name=None):  # noqa: A002
     x = _check_blob(input, "flow.math.argmax")
     nd = len(x.shape)
     axis = axis if axis >= 0 else axis + nd
-    assert 0 <= axis < nd, "axis out of range"
+    if not (0 <= axis < nd):
+        raise AssertionError("axis out of range")
     if axis == nd - 1:
         return apply("argmax", [x], name=name)
     perm = [i for i in range(nd) if i != axis] + [axis]

@@ -27,9 +27,11 @@ def bias_add(value, bias, data_format=None, name=None):
 
 
 def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
-    assert labels is not None and logits is not None, "labels and logits are required"
+    if not (labels is not None and logits is not None):
+        raise AssertionError("labels and logits are required")
     if len(labels.shape) == len(logits.shape):
-        assert labels.shape[-1] == 1, "labels of shape %s do not fit logits of shape %s" % (labels.shape, logits.shape)
+        if not (labels.shape[-1] == 1):
+            raise AssertionError("labels of shape %s do not fit logits of shape %s" % (labels.shape, logits.shape))
         labels = apply("reshape", [labels], {"shape": tuple(labels.shape[:-1])})
     if tuple(labels.shape) != tuple(logits.shape[:-1]):
         raise ValueError("sparse_softmax_cross_entropy_with_logits: labels shape %s must be logits shape %s without "
@@ -120,12 +122,14 @@ def avg_pool2d(input, ksize, strides, padding, data_format="NCHW", ceil_mode=Fal
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
     # The order of checks is OneFlow's (v0.3.4/v0.4.0 ops/nn_ops.py `dropout`, then `random_mask_like`): an
     # untrainable job or rate 0 returns x before `seed` and `noise_shape` are looked at.
-    assert rate is not None and 0 <= rate < 1, "rate must be in [0, 1), got %r" % (rate,)
+    if not (rate is not None and 0 <= rate < 1):
+        raise AssertionError("rate must be in [0, 1), got %r" % (rate,))
     ctx = builder.current("flow.nn.dropout")
     if not ctx.job.is_train or rate == 0:
         return x
     if seed is not None:
-        assert name is not None, "dropout with a seed requires a name"
+        if name is None:
+            raise AssertionError("dropout with a seed requires a name")
     if noise_shape is not None:
         raise AssertionError("noise_shape will be supported later.")
     if name is None:

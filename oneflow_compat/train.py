@@ -24,8 +24,7 @@ class CheckPoint:
         if s.resource.legacy_model_io:
             s.try_init()
             tensors = {n: v.numpy() for n, v in ckpt.get_all_variables().items()}
-            if s.runtime.comm.rank == 0:
-                fmt.save_tensors(path, tensors, write_legacy=True)
+            fmt.write_on_rank0(s.runtime.comm, path, lambda: fmt.save_tensors(path, tensors, write_legacy=True))
             return
         ckpt.save(path)
 
@@ -45,8 +44,8 @@ class SimpleCheckPointManager:
     def __init__(self, root_path, prefix="snapshot_"):
         if not os.path.exists(root_path):
             os.makedirs(root_path)
-        else:
-            assert os.path.isdir(root_path), "%s is not a directory" % root_path
+        elif not os.path.isdir(root_path):
+            raise AssertionError("%s is not a directory" % root_path)
         self._root_path, self._prefix = root_path, prefix
 
     def list_checkpoints(self):

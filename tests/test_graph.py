@@ -165,6 +165,21 @@ def test_evaluation_graph_on_global_tensors_keeps_layouts():
     assert not graph.training and graph.is_compiled
 
 
+def test_in_place_ops_and_python_numbers_inside_build():
+    class InPlace(nn.Graph):
+        def build(self, x):
+            y = x * 2
+            y += 1
+            y *= x
+            return y, 3 - y
+
+    x = flow.randn(5)
+    y, z = InPlace()(x)
+    expected = (x.numpy() * 2 + 1) * x.numpy()
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(z.numpy(), 3 - expected, rtol=1e-6)
+
+
 def test_accumulation_cuts_inputs_and_packs_outputs():
     class Pack(nn.Graph):
         def __init__(self, n):
@@ -283,6 +298,11 @@ def test_inputs_keep_the_layout_of_the_first_call():
         graph(x.to_global(p0, flow.sbp.broadcast))
     with pytest.raises(ValueError, match="compiled for arguments shaped as"):
         graph(x, x)
+    scaled = FnGraph(lambda g, x, k: g.lin(x) * k)
+    np.testing.assert_allclose(scaled(x, 3.0).numpy(), scaled.lin(x).numpy() * 3, rtol=1e-6)
+    scaled(x, 3.0)
+    with pytest.raises(ValueError, match=r"the non-tensor arguments \[2.0\] differ from the first call's \[3.0\]"):
+        scaled(x, 2.0)
     ghost = FnGraph(lambda g, x: x * 2)
     ghost(x.to_global(p0, flow.sbp.broadcast))
     with pytest.raises(ValueError, match=r"on cpu ranks \[0\] oneflow.sbp.split\(dim=0\) but the graph was "
@@ -358,6 +378,22 @@ def test_print_debug_and_explain_show_modules_stages_and_plan(capsys):
     stages = {s for s, _, _ in report.stages}
     assert {0, 1} <= stages
     assert nn.graph.GraphModule is flow.nn.graph.GraphModule and flow.nn.Graph is nn.graph.Graph
+
+
+def test_explain_cli_lists_the_plans_of_the_graphs_a_program_called(tmp_path):
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+        import oneflow as flow
+
+        class Double(flow.nn.Graph):
+            def build(self, x):
+                return x * 2
+
+        print(Double()(flow.ones(4, 2)).sum().item())
+    """))
+    done = _run([sys.executable, "-m", "oneflow_compat", "explain", "prog.py"], cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "16.0" in done.stdout
+    assert "nn.Graph 'Double_0' (predict, 1 micro-batch per call): 0 boxing" in done.stdout
 
 
 # --- several ranks: mpiexec / the launcher under a timeout -------------------------------------------------------

@@ -63,12 +63,17 @@ def test_conv_out_hw_floor_and_ceil():
 
 # --- convolution -------------------------------------------------------------------
 
-@pytest.fixture(params=["batch_outer", "batch_inner"])
+@pytest.fixture(params=["numpy", "jit"])
 def conv_layout(request, monkeypatch):
-    """Run a conv test under each of the kernels' two working layouts (normally
-    chosen by the patch-row count; small test shapes would only reach one)."""
-    threshold = 0 if request.param == "batch_inner" else 10 ** 9
-    monkeypatch.setattr(K, "_BATCH_INNER_MIN_PATCH_ROWS", threshold)
+    """Run a conv test on each of the kernels' two paths: numpy (the reference, here with the whole batch in one
+    chunk) and the compiled loops of nn_jit (one sample per chunk); skipped without numba."""
+    if request.param == "jit":
+        if not K.nn_jit.AVAILABLE:
+            pytest.skip("numba is not installed")
+        monkeypatch.setattr(K, "_CHUNK_BYTES", 1)
+    else:
+        monkeypatch.setattr(K.nn_jit, "AVAILABLE", False)
+        monkeypatch.setattr(K, "_CHUNK_BYTES_NUMPY", 10 ** 12)
     return request.param
 
 

@@ -110,7 +110,7 @@ def test_missing_file_is_downloaded_then_used(tmp_path, monkeypatch, capsys):
         shutil.copyfile(source, destination)
 
     monkeypatch.setattr(mnist, "_download", fake_download)
-    (x, y), _ = mnist.load_mnist(100, 100, out_dir=str(tmp_path / "data"))
+    (x, y), _ = mnist.load_mnist(100, 100, out_dir=str(tmp_path / "data"), hash_check=mnist._sha256(str(source)))
     assert calls == [mnist.ONEFLOW_MNIST_URL]
     np.testing.assert_array_equal(y.ravel(), arrays["y_train"])
     assert sorted(os.listdir(tmp_path / "data")) == ["mnist.npz"]        # no temporary left behind
@@ -122,19 +122,20 @@ def test_missing_file_is_downloaded_then_used(tmp_path, monkeypatch, capsys):
 def test_first_url_fails_then_mirror(tmp_path, monkeypatch):
     source = tmp_path / "source.npz"
     _write_npz(source)
+    monkeypatch.setattr(mnist, "KERAS_MNIST_SHA256", mnist._sha256(str(source)))
     calls = []
 
     def fake_download(url, destination):
         calls.append(url)
-        if url == "https://primary.invalid/mnist.npz":
+        if url == mnist.ONEFLOW_MNIST_URL:
             with open(destination, "wb") as out:
                 out.write(b"partial garbage")        # an invalid body must not be kept
             raise OSError("connection reset")
         shutil.copyfile(source, destination)
 
     monkeypatch.setattr(mnist, "_download", fake_download)
-    (x, _), _ = mnist.load_mnist(100, 100, url="https://primary.invalid/mnist.npz", out_dir=str(tmp_path / "d"))
-    assert calls == ["https://primary.invalid/mnist.npz", mnist.KERAS_MNIST_URL]
+    (x, _), _ = mnist.load_mnist(100, 100, out_dir=str(tmp_path / "d"))
+    assert calls == [mnist.ONEFLOW_MNIST_URL, mnist.KERAS_MNIST_URL]
     assert x.shape == (2, 100, 1, 28, 28)
     assert os.listdir(tmp_path / "d") == ["mnist.npz"]
 
@@ -142,6 +143,7 @@ def test_first_url_fails_then_mirror(tmp_path, monkeypatch):
 def test_invalid_download_falls_back_too(tmp_path, monkeypatch):
     source = tmp_path / "source.npz"
     _write_npz(source)
+    monkeypatch.setattr(mnist, "KERAS_MNIST_SHA256", mnist._sha256(str(source)))
 
     def fake_download(url, destination):
         if url == mnist.ONEFLOW_MNIST_URL:
@@ -210,8 +212,31 @@ def test_real_downloader_on_a_file_url(tmp_path, capsys, caplog):
 def test_loader_downloads_through_urllib(tmp_path, monkeypatch):
     source = tmp_path / "source.npz"
     arrays = _write_npz(source)
-    # The primary URL does not exist; the mirror (pointed at a local file) does.
-    monkeypatch.setattr(mnist, "KERAS_MNIST_URL", source.as_uri())
-    (_, y), _ = mnist.load_mnist(100, 100, url=(tmp_path / "nowhere.npz").as_uri(), out_dir=str(tmp_path / "d"))
+    (_, y), _ = mnist.load_mnist(100, 100, url=source.as_uri(), hash_check=mnist._sha256(str(source)),
+                                 out_dir=str(tmp_path / "d"))
     np.testing.assert_array_equal(y.ravel(), arrays["y_train"])
     assert os.listdir(tmp_path / "d") == ["mnist.npz"]
+
+
+def test_download_with_the_wrong_hash_is_refused(tmp_path, monkeypatch):
+    source = tmp_path / "source.npz"
+    _write_npz(source)  # the right layout, but neither OneFlow's nor Keras's file
+    monkeypatch.setattr(mnist, "_download", lambda url, destination: shutil.copyfile(source, destination))
+    with pytest.raises(OSError) as info:
+        mnist.load_mnist(100, 100, out_dir=str(tmp_path / "d"))
+    message = str(info.value)
+    assert mnist.ONEFLOW_MNIST_SHA256 in message and mnist.KERAS_MNIST_SHA256 in message
+    assert os.listdir(tmp_path / "d") == []
+
+
+def test_no_mirror_when_the_user_gave_a_url(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_download(url, destination):
+        calls.append(url)
+        raise OSError("not found")
+
+    monkeypatch.setattr(mnist, "_download", fake_download)
+    with pytest.raises(OSError):
+        mnist.load_mnist(100, 100, url="https://mine.invalid/mnist.npz", out_dir=str(tmp_path))
+    assert calls == ["https://mine.invalid/mnist.npz"]

@@ -123,7 +123,8 @@ ofrecord_image_decoder = OFRecordImageDecoder
 
 def _random_crop_attrs(num_attempts, seed, random_area, random_aspect_ratio, name):
     if seed is not None:
-        assert name is not None
+        if name is None:
+            raise AssertionError()
     if int(num_attempts) < 1:
         raise ValueError("num_attempts must be at least 1, got %r" % (num_attempts,))
     return {"num_attempts": int(num_attempts), "seed": None if seed is None else int(seed),
@@ -136,7 +137,8 @@ def OFRecordImageDecoderRandomCrop(input_blob, blob_name, color_space="BGR", num
                                    name="OFRecordImageDecoderRandomCrop"):  # noqa: N802 - legacy name
     """As `OFRecordImageDecoder`, each image then cut to an Inception-style random window: area fraction uniform
     in `random_area`, width/height ratio log-uniform in `random_aspect_ratio`, up to `num_attempts` draws."""
-    assert isinstance(name, str)
+    if not isinstance(name, str):
+        raise AssertionError()
     _check_dtype(input_blob, dtypes.record, "OFRecordImageDecoderRandomCrop")
     attrs = _random_crop_attrs(num_attempts, seed, random_area, random_aspect_ratio, name)
     attrs.update(name=blob_name, color_space=_color_space(color_space, "OFRecordImageDecoderRandomCrop"))
@@ -151,7 +153,8 @@ ofrecord_image_decoder_random_crop = OFRecordImageDecoderRandomCrop
 def random_crop(input_blob, num_attempts=10, seed=None, random_area=None, random_aspect_ratio=None,
                 name="ImageRandomCrop"):
     """A random Inception-style window of every image of a tensor buffer (see OFRecordImageDecoderRandomCrop)."""
-    assert isinstance(name, str)
+    if not isinstance(name, str):
+        raise AssertionError()
     _check_dtype(input_blob, dtypes.tensor_buffer, "image.random_crop")
     attrs = _random_crop_attrs(num_attempts, seed, random_area if random_area is not None else (0.08, 1.0),
                                random_aspect_ratio if random_aspect_ratio is not None else (0.75, 1.333333), name)
@@ -303,9 +306,11 @@ crop_mirror_normalize = CropMirrorNormalize
 # --- random ----------------------------------------------------------------------------------------------------
 def CoinFlip(batch_size=1, seed=None, probability=0.5, name="CoinFlip"):  # noqa: N802 - legacy name
     """An int8 (batch_size,) blob of independent draws: 1 with `probability`, else 0; new draws every call."""
-    assert isinstance(name, str)
+    if not isinstance(name, str):
+        raise AssertionError()
     if seed is not None:
-        assert name is not None
+        if name is None:
+            raise AssertionError()
     if not 0.0 <= float(probability) <= 1.0:
         raise ValueError("CoinFlip: probability must be in [0, 1], got %r" % (probability,))
     attrs = {"batch_size": int(batch_size), "probability": float(probability),
@@ -328,8 +333,10 @@ class BlobConf:
     """One output of `decode_ofrecord`: feature `name` as a (batch,) + shape tensor of `dtype`."""
 
     def __init__(self, name, shape, dtype, codec, preprocessors=None):
-        assert isinstance(name, str)
-        assert isinstance(shape, (list, tuple))
+        if not isinstance(name, str):
+            raise AssertionError()
+        if not isinstance(shape, (list, tuple)):
+            raise AssertionError()
         self.name = name
         self.shape = shape
         self.dtype = dtype

@@ -121,6 +121,7 @@ class Graph:
         d["_outs_repr"] = []
         d["_out_struct"] = None
         d["_in_struct"] = None
+        d["_in_constants"] = []
         d["_debug"] = -1
         d["_debug_ranks"] = [0]
         d["_to_load"] = collections.OrderedDict()  # graph states loaded before the first call
@@ -198,6 +199,12 @@ class Graph:
         elif struct != self._in_struct:
             raise ValueError("nn.Graph '%s' was compiled for arguments shaped as %s, got %s (a graph's inputs are "
                              "fixed by its first call)" % (self._name, self._in_struct, struct))
+        else:
+            constants = [x for x in flat if not isinstance(x, Tensor)]
+            if not _same_constants(constants, self._in_constants):
+                raise ValueError("nn.Graph '%s': the non-tensor arguments %r differ from the first call's %r; they "
+                                 "were traced into the graph as constants" % (self._name, constants,
+                                                                             self._in_constants))
         values = [t._value for t in tensors]
         self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
         outs = self._compiled.run(values)
@@ -219,23 +226,55 @@ class Graph:
                                       "would change the numbers; this implementation computes in float32)"
                                       % self._name)
         started = time.perf_counter()
+        self._args_repr.clear()
+        self._outs_repr.clear()
         self._log(0, "(GRAPH:%s:%s) start building graph." % (self._name, type(self).__name__))
-        params_global = [p.is_global for b in self._blocks.values() for p in b._module.parameters()]
-        is_global = any(t.is_global for t in tensors) or any(params_global)
-        if is_global:
-            first = next((t for t in tensors if t.is_global), None)
-            tag = first._value.placement.device_tag if first is not None else next(
-                p._value.placement.device_tag for b in self._blocks.values() for p in b._module.parameters()
-                if p.is_global)
-            # where the step counter and learning rates live: every rank
-            default = IrPlacement(tag, [(r, 0) for r in range(global_eager.world_size())])
-        else:
-            default = global_eager.local_placement(tensors[0]._value.placement.device_tag if tensors else "cpu")
-        n = self.config.gradient_accumulation_steps
-        trace = GraphTrace(self._name, "train" if self.training else "predict", default, n)
+        is_global, default = self._default_placement(tensors)
+        trace = GraphTrace(self._name, "train" if self.training else "predict", default,
+                           self.config.gradient_accumulation_steps)
         # the job's random ops (dropout) draw from streams seeded by the global generator's seed, alike on every rank
         trace.session.root_seed = generators.global_generator().initial_seed()
         scope = self._scope()
+        out_values, kinds, out_struct = self._trace_build(trace, scope, flat, struct)
+        self._log(0, "(GRAPH:%s:%s) end building graph, %d ops." % (self._name, type(self).__name__,
+                                                                  len(trace.job.ops)))
+        if trace.job.is_train:
+            self.__dict__["_graph_optimizers"] = trace.job.optimizer = GraphOptimizers(self._opts, scope.names)
+        # a rank that never compiles leaves the others waiting in the plan check: the timeout names the graph
+        with global_eager.operation("compiling nn.Graph '%s' (every rank must call it)" % self._name):
+            compiled = CompiledGraph(trace, [_input_layout(t) for t in tensors], out_values, self._name,
+                                     check_across_ranks=is_global)
+        for name, tensor in trace.bindings.items():
+            compiled.bind(name, _piece_getter(lambda t=tensor: t))
+        if self._graph_optimizers is not None:
+            for name, getter in self._graph_optimizers.state_getters().items():
+                compiled.bind(name, _piece_getter(getter))
+        compiled.finish_binding()
+        self.__dict__["_compiled"] = compiled
+        self.__dict__["_in_struct"] = struct
+        self.__dict__["_in_constants"] = [x for x in flat if not isinstance(x, Tensor)]
+        self.__dict__["_out_struct"] = (kinds, out_struct)
+        self._load_additional()
+        self._log(0, "(GRAPH:%s:%s) compiled: %d ops, %d steps on this rank, %s schedule, %.3f s." % (
+            self._name, type(self).__name__, len(compiled.job.ops), len(compiled.plan.steps), compiled.schedule,
+            time.perf_counter() - started))
+        if self._debug >= 1:
+            self._log(1, str(self.explain_report()))
+
+    def _default_placement(self, tensors):
+        """(global graph?, where ops outside any tensor's placement go: the train step counter and the learning
+        rates, on every rank — or this rank alone for a graph of local tensors)."""
+        params = [p for b in self._blocks.values() for p in b._module.parameters()]
+        first = next((t for t in list(tensors) + params if t.is_global), None)
+        if first is None:
+            tag = tensors[0]._value.placement.device_tag if tensors else "cpu"
+            return False, global_eager.local_placement(tag)
+        tag = first._value.placement.device_tag
+        return True, IrPlacement(tag, [(r, 0) for r in range(global_eager.world_size())])
+
+    def _trace_build(self, trace, scope, flat, struct):
+        """Runs build once on lazy inputs; returns the lazy values it returned, what each returned leaf is, and
+        the structure of the result."""
         lazy_args = []
         for i, x in enumerate(flat):
             if isinstance(x, Tensor):
@@ -247,44 +286,20 @@ class Graph:
         args, kwargs = _unflatten(struct, iter(lazy_args))
         with lazy.tracing(trace, scope):
             returned = self.build(*args, **kwargs)
-        out_flat, out_struct = _flatten(returned)
-        out_values, kinds = [], []
-        for k, x in enumerate(out_flat):
-            if isinstance(x, Tensor):
+            out_flat, out_struct = _flatten(returned)
+            out_values, kinds = [], []
+            for k, x in enumerate(out_flat):
+                if not isinstance(x, Tensor):
+                    kinds.append(("value", x))
+                    continue
                 if not x.is_lazy:  # an eager tensor returned as it is: read through its variable
-                    with lazy.tracing(trace, scope):
-                        x = lazy.apply("identity", [x], {})[0]
+                    x = lazy.apply("identity", [x], {})[0]
                 out_values.append(x._value)
                 kinds.append(("tensor", (x._placement, x._device)))
                 self._outs_repr.append("(OUTPUT:_%s_output.%d:%s)" % (self._name, k, _lazy_text(x)))
-            else:
-                kinds.append(("value", x))
         if trace.job.is_train and not trace.job.losses:
             raise RuntimeError("nn.Graph '%s' has an optimizer but build() called no loss.backward()" % self._name)
-        self._log(0, "(GRAPH:%s:%s) end building graph, %d ops." % (self._name, type(self).__name__,
-                                                                  len(trace.job.ops)))
-        if trace.job.is_train:
-            names = scope.names
-            opts = GraphOptimizers(self._opts, names)
-            trace.job.optimizer = opts
-            self.__dict__["_graph_optimizers"] = opts
-        compiled = CompiledGraph(trace, [_input_layout(t) for t in tensors], out_values, self._name,
-                                 check_across_ranks=is_global)
-        for name, tensor in trace.bindings.items():
-            compiled.bind(name, _piece_getter(lambda t=tensor: t))
-        if self._graph_optimizers is not None:
-            for name, getter in self._graph_optimizers.state_getters().items():
-                compiled.bind(name, _piece_getter(getter))
-        compiled.finish_binding()
-        self.__dict__["_compiled"] = compiled
-        self.__dict__["_in_struct"] = struct
-        self.__dict__["_out_struct"] = (kinds, out_struct)
-        self._load_additional()
-        self._log(0, "(GRAPH:%s:%s) compiled: %d ops, %d steps on this rank, %.3f s." % (
-            self._name, type(self).__name__, len(compiled.job.ops), len(compiled.plan.steps),
-            time.perf_counter() - started))
-        if self._debug >= 1:
-            self._log(1, str(self.explain_report()))
+        return out_values, kinds, out_struct
 
     def _scope(self):
         modules, names = {}, {}
@@ -403,6 +418,13 @@ def _lazy_text(t):
     parts.append("size=%s" % (tuple(t.shape),))
     parts.append("dtype=oneflow.%s" % t.dtype.name)
     return "tensor(..., %s)" % ", ".join(parts)
+
+
+def _same_constants(a, b):
+    try:
+        return len(a) == len(b) and all(x is y or bool(x == y) for x, y in zip(a, b))
+    except Exception:  # values without a truth value for ==: only the same objects count as unchanged
+        return all(x is y for x, y in zip(a, b))
 
 
 def _input_layout(t):

@@ -9,7 +9,7 @@ attribute path (op names) and pipeline stage (ops are recorded per stage; a stag
 """
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.runtime.graph_trace import LAZY_VALUE_MESSAGE, LazyValue
+from oneflow_compat.runtime.graph_trace import LazyValue
 from oneflow_compat._global.tensor import Tensor
 
 _TRACES = []  # (GraphTrace, GraphScope) of the graphs whose build is being traced, innermost last
@@ -110,13 +110,6 @@ def backward(t, gradient=None, retain_graph=False):
         raise RuntimeError("loss.backward() in nn.Graph '%s'.build() needs an optimizer: call "
                            "self.add_optimizer(optimizer) in the graph's __init__" % trace.job.name)
     trace.mark_loss(t._value)
-
-
-def refuse(t, what):
-    """The error for reading a lazy tensor's value (`numpy()`, `to_local()`, printing its values …)."""
-    if what == "to_local()":
-        return RuntimeError("global_tensor.to_local() is not supported within nn.Graph for now")
-    return RuntimeError(LAZY_VALUE_MESSAGE % what)
 
 
 # --- module calls inside build ------------------------------------------------------------------------------------

@@ -11,15 +11,14 @@
   restricted on load to plain containers and the tensor references).
 
 Saving is a collective when a global tensor is saved (its value is gathered); rank 0 writes, atomically (a
-temporary folder renamed into place); an existing earlier save at `path` is replaced only once the new one is
-complete. Loaded tensors are local (or, with `global_src_rank`, global: that rank's value broadcast on every rank).
+temporary folder renamed into place), all ranks agreeing on the outcome; an existing earlier save at `path` is
+replaced only once the new one is complete (the two folders are then swapped). Loaded tensors are local (or,
+with `global_src_rank`, global: that rank's value broadcast on every rank).
 """
 import collections
 import io
 import os
 import pickle
-import secrets
-import shutil
 
 from oneflow_compat.framework import checkpoint_format as fmt
 from oneflow_compat.runtime import global_eager
@@ -52,19 +51,7 @@ def save(obj=None, path=None, var_dict=None, global_dst_rank=None):
                                   % (global_dst_rank,))
     tensors, extra = _flatten(obj)
     arrays = collections.OrderedDict((name, t.numpy()) for name, t in tensors.items())  # collective for globals
-    comm = global_eager.comm()
-    error = None
-    if comm.rank == 0:
-        try:
-            _write(os.fspath(path), arrays, extra)
-        except BaseException as e:  # every rank must learn of the failure, not only the writer
-            error = e
-    if comm.size > 1:
-        message = comm.bcast_object(None if error is None else "%s: %s" % (type(error).__name__, error), root=0)
-        if message is not None and error is None:
-            raise RuntimeError("flow.save to %s failed on rank 0: %s" % (path, message))
-    if error is not None:
-        raise error
+    fmt.write_on_rank0(global_eager.comm(), path, lambda: _write(os.fspath(path), arrays, extra))
 
 
 def _is_flat_state_dict(obj):
@@ -123,21 +110,11 @@ def _is_earlier_save(path):
 
 
 def _write(path, arrays, extra):
-    if not (os.path.isdir(path) and os.listdir(path) and _is_earlier_save(path)):
+    if os.path.isdir(path) and os.listdir(path) and _is_earlier_save(path):
+        # replace an earlier save: the new one is written completely beside it, then swapped in
+        fmt.replace_tensors(path, arrays, extra_files=extra)
+    else:
         fmt.save_tensors(path, arrays, extra_files=extra)  # refuses a file or a folder of other things
-        return
-    # replace an earlier save: write the new one completely beside it, then swap
-    parent, base = os.path.split(os.path.abspath(path))
-    fresh = os.path.join(parent, ".%s.new-%s" % (base, secrets.token_hex(6)))
-    old = os.path.join(parent, ".%s.old-%s" % (base, secrets.token_hex(6)))
-    fmt.save_tensors(fresh, arrays, extra_files=extra)
-    try:
-        os.rename(path, old)
-    except BaseException:
-        shutil.rmtree(fresh, ignore_errors=True)
-        raise
-    os.rename(fresh, path)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 # --- load -------------------------------------------------------------------------------------------------------

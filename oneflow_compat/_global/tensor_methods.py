@@ -52,7 +52,7 @@ def _rebind(self, result):
     self._check_inplace()
     v, r = self._value, result._value
     same = (r.meta.shape == v.meta.shape and r.placement == v.placement and r.sbp == v.sbp)
-    if result.grad_fn is None and same:
+    if result.grad_fn is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
         for p, q in zip(v.pieces, r.pieces):
             p[...] = q
         return self

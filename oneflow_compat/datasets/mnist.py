@@ -1,8 +1,10 @@
 """`flow.data.load_mnist`: MNIST from a Keras-layout `mnist.npz`, batched the legacy way.
 
 Differences from the legacy loader, all in the direction of working offline and never crashing half-way:
-* a local file with the right layout is used whatever its sha256 (one note when it is not OneFlow's copy);
-* downloads go through urllib (no requests/tqdm), fall back to the Keras mirror, land in a temporary file in the
+* a local file with the right layout is used whatever its sha256 (one note when it is not OneFlow's copy), but a
+  download must match its source's sha256 (`hash_check` for `url`, Keras's hash for the Keras mirror);
+* downloads go through urllib (no requests/tqdm), fall back to the Keras mirror only when `url` was left at
+  OneFlow's, land in a temporary file in the
   same folder and are renamed into place only once complete and valid, so concurrent ranks never read a partial
   file;
 * a wrong file is a ValueError naming the path and the problem, not a numpy traceback.
@@ -18,11 +20,12 @@ import numpy as np
 
 from oneflow_compat.backend import notices
 
-__all__ = ["load_mnist", "ONEFLOW_MNIST_URL", "ONEFLOW_MNIST_SHA256", "KERAS_MNIST_URL"]
+__all__ = ["load_mnist", "ONEFLOW_MNIST_URL", "ONEFLOW_MNIST_SHA256", "KERAS_MNIST_URL", "KERAS_MNIST_SHA256"]
 
 ONEFLOW_MNIST_URL = "https://oneflow-public.oss-cn-beijing.aliyuncs.com/datasets/mnist.npz"
 ONEFLOW_MNIST_SHA256 = "63d4344077849053dc3036b247fa012b2b381de53fd055a66b539dffd76cf08e"
 KERAS_MNIST_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
+KERAS_MNIST_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
 
 _KEYS = ("x_train", "y_train", "x_test", "y_test")
 _DOWNLOAD_TIMEOUT_S = 60
@@ -37,7 +40,10 @@ def load_mnist(train_batch_size=100, test_batch_size=100, data_format="NCHW", ur
     """
     path = os.path.join(out_dir, "mnist.npz")
     if not os.path.isfile(path):
-        _fetch(path, [url, KERAS_MNIST_URL])
+        sources = [(url, hash_check)]
+        if url == ONEFLOW_MNIST_URL and hash_check in (ONEFLOW_MNIST_SHA256, None, ""):
+            sources.append((KERAS_MNIST_URL, KERAS_MNIST_SHA256 if hash_check else None))
+        _fetch(path, sources)
     print("File mnist.npz already exist, path: %s" % path)
     arrays = _read_mnist_npz(path)
     if hash_check:
@@ -100,18 +106,23 @@ def _sha256(path):
     return digest.hexdigest()
 
 
-def _fetch(path, urls):
-    """Downloads the first URL that yields a valid file, and moves it to `path` atomically."""
+def _fetch(path, sources):
+    """Downloads the first (url, sha256 or None) source that yields a valid file with that hash, and moves it to
+    `path` atomically."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     failures = []
-    for url in dict.fromkeys(u for u in urls if u):
+    for url, expected in dict.fromkeys((u, h) for u, h in sources if u):
         if os.path.isfile(path):
             return  # another process finished meanwhile
         handle, partial = tempfile.mkstemp(prefix=".mnist.npz.", suffix=".part", dir=folder)
         os.close(handle)
         try:
             _download(url, partial)
+            if expected:
+                digest = _sha256(partial)
+                if digest != expected:
+                    raise ValueError("downloaded file has sha256 %s, expected %s" % (digest, expected))
             _read_mnist_npz(partial)
         except Exception as error:  # network, HTTP and validation errors alike: try the next source
             failures.append("%s: %s" % (url, error))

@@ -18,7 +18,7 @@ from oneflow_compat.backend.balanced_split import balanced_ranges
 from oneflow_compat.core.record import record_pb2
 from oneflow_compat.kernels.random import derived_seed
 
-__all__ = ["write_part", "iter_serialized", "iter_records", "part_name", "part_paths", "RecordReader",
+__all__ = ["write_part", "iter_serialized", "iter_records", "parse_record", "part_name", "part_paths", "RecordReader",
            "decode_raw", "decode_bytes", "decode_image"]
 
 _LENGTH = struct.Struct("<q")
@@ -37,35 +37,54 @@ def write_part(path, records):
 
 
 def iter_serialized(path):
-    """Yields the serialized records of one part file, checking the length framing."""
+    """Yields the serialized records of one part file, checking the length framing against the file's size (a
+    garbage length is an error naming the file and record, never a huge allocation)."""
+    for _, payload in _iter_indexed(path):
+        yield payload
+
+
+def _iter_indexed(path):
     with open(path, "rb") as stream:
-        offset = 0
+        size = os.fstat(stream.fileno()).st_size
+        offset, index = 0, 0
         while True:
             header = stream.read(_LENGTH.size)
             if not header:
                 return
             if len(header) < _LENGTH.size:
-                raise ValueError("%s: truncated record length at byte %d (%d of 8 bytes)"
-                                 % (path, offset, len(header)))
+                raise ValueError("%s: record #%d: truncated record length at byte %d (%d of 8 bytes)"
+                                 % (path, index, offset, len(header)))
             (length,) = _LENGTH.unpack(header)
             if length < 0:
-                raise ValueError("%s: negative record length %d at byte %d; not an OFRecord part file?"
-                                 % (path, length, offset))
+                raise ValueError("%s: record #%d: negative record length %d at byte %d; not an OFRecord part file?"
+                                 % (path, index, length, offset))
+            remaining = size - offset - _LENGTH.size
+            if length > remaining:
+                raise ValueError("%s: record #%d at byte %d declares %d bytes but only %d remain"
+                                 % (path, index, offset, length, max(remaining, 0)))
             payload = stream.read(length)
-            if len(payload) < length:
-                raise ValueError("%s: record at byte %d declares %d bytes but only %d remain"
-                                 % (path, offset, length, len(payload)))
+            if len(payload) < length:  # the file shrank while being read
+                raise ValueError("%s: record #%d at byte %d declares %d bytes but only %d remain"
+                                 % (path, index, offset, length, len(payload)))
             offset += _LENGTH.size + length
-            yield payload
+            yield index, payload
+            index += 1
+
+
+def parse_record(payload, path, index):
+    """One serialized OFRecord, or a ValueError naming the file and the record's index in it."""
+    try:
+        return record_pb2.OFRecord.FromString(payload)
+    except RecursionError:
+        raise ValueError("%s: record #%d is not a valid OFRecord (nested too deeply)" % (path, index)) from None
+    except Exception as error:  # any failure to parse untrusted bytes is this file's fault
+        raise ValueError("%s: record #%d is not a valid OFRecord (%s)" % (path, index, error)) from None
 
 
 def iter_records(path):
     """Yields the parsed OFRecord messages of one part file."""
-    for index, payload in enumerate(iter_serialized(path)):
-        try:
-            yield record_pb2.OFRecord.FromString(payload)
-        except record_pb2.DecodeError as error:
-            raise ValueError("%s: record #%d is not a valid OFRecord (%s)" % (path, index, error)) from None
+    for index, payload in _iter_indexed(path):
+        yield parse_record(payload, path, index)
 
 
 def part_name(index, part_name_prefix="part-", part_name_suffix_length=-1):
@@ -122,6 +141,7 @@ class RecordReader:
         self._record_rng = random.Random(None if seed is None else derived_seed(seed, "reader-%d" % parallel_id))
         self._stream = self._record_stream()
         self._buffer = []
+        self._error = None  # once reading failed, every later batch fails the same way (never a silent end)
 
     def _local_paths(self, paths):
         start, stop = self._range
@@ -135,9 +155,9 @@ class RecordReader:
                 self._epoch_rng.shuffle(paths)
             produced = False
             for path in self._local_paths(paths):
-                for payload in iter_serialized(path):
+                for index, payload in _iter_indexed(path):
                     produced = True
-                    yield payload
+                    yield path, index, payload
             if not produced:
                 raise ValueError("OFRecord part files %s hold no records" % ", ".join(self._local_paths(paths)))
             epoch += 1
@@ -145,22 +165,31 @@ class RecordReader:
     def _record_stream(self):
         source = self._serialized_stream()
         if not self._random_shuffle:
-            for payload in source:
-                yield record_pb2.OFRecord.FromString(payload)
+            for entry in source:
+                yield parse_record(entry[2], entry[0], entry[1])
         buffer = self._buffer
-        for payload in source:
+        for entry in source:
             if len(buffer) < self._buffer_size:
-                buffer.append(payload)
+                buffer.append(entry)
                 continue
             pick = self._record_rng.randrange(len(buffer))
-            chosen, buffer[pick] = buffer[pick], payload
-            yield record_pb2.OFRecord.FromString(chosen)
+            chosen, buffer[pick] = buffer[pick], entry
+            yield parse_record(chosen[2], chosen[0], chosen[1])
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        return [next(self._stream) for _ in range(self.batch_size)]
+        if self._error is not None:
+            raise ValueError("OFRecord reader failed earlier: %s" % self._error) from self._error
+        try:
+            return [next(self._stream) for _ in range(self.batch_size)]
+        except StopIteration:  # the stream is endless: only a failure inside the generator ends it
+            self._error = RuntimeError("the record stream ended")
+            raise ValueError("OFRecord reader: the record stream ended") from None
+        except Exception as error:
+            self._error = error
+            raise
 
     next_batch = __next__
 

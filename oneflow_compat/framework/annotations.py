@@ -16,9 +16,11 @@ class PlaceholderDef:
     kind = None  # "numpy" | "list_numpy" | "list_list_numpy"
 
     def __init__(self, shape, dtype=dtypes.float32, batch_axis=0):
-        assert type(shape) is tuple, "shape should be a tuple. %s found" % (shape,)
+        if not (type(shape) is tuple):
+            raise AssertionError("shape should be a tuple. %s found" % (shape,))
         for d in shape:
-            assert type(d) is int and d > 0, "dims of shape should be positive ints. %s found" % (shape,)
+            if not (type(d) is int and d > 0):
+                raise AssertionError("dims of shape should be positive ints. %s found" % (shape,))
         self.shape = shape
         self.dtype = dtypes.as_dtype(dtype)
         self.batch_axis = batch_axis

@@ -79,8 +79,9 @@ class EagerJobFunction:
 
         if kwargs:
             raise TypeError("job function '%s' does not accept keyword arguments" % self.name)
-        assert len(args) == len(self.params), "job function '%s' takes %d argument(s), %d given" % (
-            self.name, len(self.params), len(args))
+        if not (len(args) == len(self.params)):
+            raise AssertionError("job function '%s' takes %d argument(s), %d given" % (
+                self.name, len(self.params), len(args)))
         session = sess.default_session()
         session.init_runtime()
         session.status = "running"

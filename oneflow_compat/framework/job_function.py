@@ -1,11 +1,17 @@
 """`@flow.global_function`: registers a job function with the default session and makes it callable."""
 import functools
+import threading
 import traceback
 
 from oneflow_compat.framework import client_mode
 from oneflow_compat.framework import function_config as fc
 from oneflow_compat.framework import session as sess
 from oneflow_compat.framework import signature
+
+# A compiled job keeps its registers (and the session its variables) in place between calls, so calls from several
+# threads take turns: one lock for the process, held from compilation to the delivered result. Re-entrant, since a
+# result callback may call another job function.
+_CALL_LOCK = threading.RLock()
 
 
 def global_function(type="predict", function_config=None):  # noqa: A002 - the legacy keyword is `type`
@@ -16,7 +22,8 @@ def global_function(type="predict", function_config=None):  # noqa: A002 - the l
         print("  File \"%s\", line %d, in %s" % (caller.filename, caller.lineno, caller.name))
         function_config, job_type = type, type.job_type or "predict"
     else:
-        assert type in ["train", "predict"]
+        if type not in ["train", "predict"]:
+            raise AssertionError("flow.global_function type must be 'train' or 'predict', got %r" % (type,))
         job_type = type
     config = (function_config or fc.FunctionConfig()).clone()
     config.job_type = job_type
@@ -64,6 +71,10 @@ class JobFunction:
         self.wrapper = wrapper
 
     def call(self, args):
+        with _CALL_LOCK:
+            return self._call(args)
+
+    def _call(self, args):
         session = self.session
         session.check_open("job function '%s'" % self.name)
         if session.eager:  # defined in lazy mode, then flow.enable_eager_execution() before any call
@@ -73,6 +84,7 @@ class JobFunction:
                 self._eager = eager.EagerJobFunction(self.func, self.job_type, self.config)
             return self._eager(*args)
         session.try_init()
-        assert len(args) == len(self.params), "job function '%s' takes %d argument(s), %d given" % (
-            self.name, len(self.params), len(args))
+        if len(args) != len(self.params):
+            raise AssertionError("job function '%s' takes %d argument(s), %d given" % (
+                self.name, len(self.params), len(args)))
         return session.compiled[self.name].call(args, self)

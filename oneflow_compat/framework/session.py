@@ -90,7 +90,8 @@ class Session:
             self.init_runtime()
             self.status = "running"
             return
-        assert len(self.job_functions) > 0, "no job function is defined (decorate one with @flow.global_function)"
+        if not (len(self.job_functions) > 0):
+            raise AssertionError("no job function is defined (decorate one with @flow.global_function)")
         self.init_runtime()
         jobs = {}
         for name, jf in self.job_functions.items():

@@ -122,7 +122,15 @@ def _as_dtype(x, ph, what):
         # silently corrupt the batch, so those stay errors.
         raise TypeError("%s: array of dtype %s cannot be fed into a placeholder of dtype %s" % (
             what, x.dtype, ph.dtype.name))
-    return np.ascontiguousarray(x, dtype=want)
+    cast = np.ascontiguousarray(x, dtype=want)
+    if x.dtype.kind in "biu" and not np.can_cast(x.dtype, want):
+        # a narrowing cast of integers must not change a value (a uint64 label 2**32+1 would become 1 in int32)
+        changed = cast.astype(x.dtype) != x
+        if changed.any():
+            index = tuple(int(i) for i in np.argwhere(changed)[0])
+            raise ValueError("%s: value %s at index %s of the fed %s array does not fit the placeholder's dtype %s "
+                             "(it would become %s)" % (what, x[index], index, x.dtype, ph.dtype.name, cast[index]))
+    return cast
 
 
 # --------------------------------------------------------------------------------------------------- returns

@@ -47,7 +47,8 @@ def push(ctx):
 
 
 def pop(ctx):
-    assert _STACK and _STACK[-1] is ctx
+    if not (_STACK and _STACK[-1] is ctx):
+        raise AssertionError()
     _STACK.pop()
 
 

@@ -467,3 +467,23 @@ WITHOUT_EXAMPLES = {
     "image_resize_keep_aspect_ratio": _NOT_NUMERIC % "tensor buffers",
     "crop_mirror_normalize_from_tensorbuffer": _NOT_NUMERIC % "tensor buffers",
 }
+
+
+# --- fused ops (passes/fusion.py): the chains they replace, one row per case -------------------------------------
+EXAMPLES.update({
+    "conv2d_bias_act": [
+        Example(inputs(normal(2, 3, 5, 5), normal(4, 3, 5, 5), normal(4)),
+                _conv_attrs(pads=((2, 2), (2, 2)), activation="relu"), note="5x5 SAME + bias + relu"),
+        Example(inputs(normal(2, 4, 5, 4), normal(6, 2, 3, 3), normal(6)),
+                _conv_attrs(pads=((1, 1), (1, 1)), groups=2, activation=None), note="groups=2, bias only"),
+        Example(inputs(normal(2, 5, 5, 3), normal(4, 3, 3, 3), normal(4)),
+                _conv_attrs("NHWC", strides=(2, 2), pads=((1, 1), (1, 1)), activation="relu"), note="NHWC")],
+    "matmul_bias_act": [
+        Example(inputs(normal(5, 6), normal(7, 6), normal(7)),
+                {"transpose_a": False, "transpose_b": True, "alpha": 1.0, "activation": "relu"},
+                note="dense layer + relu"),
+        Example(inputs(normal(6, 5), normal(6, 7), normal(7)),
+                {"transpose_a": True, "transpose_b": False, "alpha": 0.5, "activation": None}, note="bias only")],
+    "max_pool2d_relu_grad": [Example(_max_pool_grad_inputs(xs, a), a, note="x of both signs")
+                             for xs, a, _, _, _, _ in _POOL_CASES[:3]],
+})

@@ -38,7 +38,7 @@ def _conv_attrs(op):
 
 
 def _conv_meta(op):
-    x, w = op.inputs
+    x, w = op.inputs[:2]  # conv2d_bias_act: a bias follows
     a = op.attrs
     fmt = a["data_format"]
     if len(x.shape) != 4 or len(w.shape) != 4:
@@ -52,6 +52,8 @@ def _conv_meta(op):
     if x.dtype is not w.dtype:
         raise TypeError("conv2d '%s': input dtype %s differs from filters dtype %s" % (op.name, x.dtype.name,
                                                                                        w.dtype.name))
+    if op.attrs.get("activation") not in (None, "relu"):  # conv2d_bias_act
+        raise ValueError("%s '%s': activation must be None or 'relu'" % (op.type, op.name))
     try:
         oh, ow = nn_k.conv_out_hw((h, wd), (kh, kw), a["strides"], a["pads"], a["dilations"])
     except ValueError as e:
@@ -72,7 +74,7 @@ def _conv_sbp(op):
 
 
 def _conv_grad(op, dys):
-    x, w = op.inputs
+    x, w = op.inputs[:2]
     dy = dys[0]
     dx = apply("conv2d_grad_input", [dy, w], dict(_conv_attrs(op), input_shape=tuple(x.shape)))
     dw = apply("conv2d_grad_weight", [dy, x], dict(_conv_attrs(op), weight_shape=tuple(w.shape)))
@@ -314,3 +316,87 @@ register(OpDef("sigmoid_cross_entropy", infer=_sigmoid_ce_meta, kernel=loss_k.si
                grad=_sigmoid_ce_grad, sbp=lambda op: _elementwise_sbp(op, 2, False)))
 register(OpDef("sigmoid_cross_entropy_grad", infer=lambda op: _same_as_input(op, 1),
                kernel=loss_k.sigmoid_cross_entropy_grad, sbp=lambda op: _elementwise_sbp(op, 3, True)))
+
+
+# --- fused ops (made by passes/fusion.py from the ops they replace, with the same values) -------------------------
+def _act_grad(op, dy):
+    """dy through the fused activation: relu_grad of the op's own output, as the relu op's gradient rule."""
+    return apply("relu_grad", [dy, op.outputs[0]]) if op.attrs["activation"] == "relu" else dy
+
+
+def _conv_bias_act_meta(op):
+    x, w, b = op.inputs
+    meta = _conv_meta(op)
+    c_ax = _channel_axis(op.attrs["data_format"])
+    if tuple(b.shape) != (meta[0].shape[c_ax],) or b.dtype is not x.dtype:
+        raise ValueError("conv2d_bias_act '%s': bias %s %s does not fit %d filters of %s" % (
+            op.name, b.shape, b.dtype.name, meta[0].shape[c_ax], x.dtype.name))
+    return meta
+
+
+def _conv_bias_act_grad(op, dys):
+    x, w, _ = op.inputs
+    dz = _act_grad(op, dys[0])
+    c_ax = _channel_axis(op.attrs["data_format"])
+    db = apply("reduce_sum", [dz], {"axis": [i for i in range(4) if i != c_ax], "keepdims": False})
+    dx = apply("conv2d_grad_input", [dz, w], dict(_conv_attrs(op), input_shape=tuple(x.shape)))
+    dw = apply("conv2d_grad_weight", [dz, x], dict(_conv_attrs(op), weight_shape=tuple(w.shape)))
+    return [dx, dw, db]
+
+
+def _conv_bias_act_sbp(op):
+    """conv2d's batch and filter splits, the bias following the filters (no partial sums: the activation is not
+    linear)."""
+    c_ax = _channel_axis(op.attrs["data_format"])
+    sigs = [_sig([S.S(0), S.B, S.B], [S.S(0)])]
+    if op.attrs["groups"] == 1:
+        sigs.append(_sig([S.B, S.S(0), S.S(0)], [S.S(c_ax)]))
+    return sigs + [_sig([S.B, S.B, S.B], [S.B])]
+
+
+register(OpDef("conv2d_bias_act", infer=_conv_bias_act_meta, kernel=nn_k.conv2d_bias_act,
+               kernel_attrs=lambda op: dict(_conv_attrs(op), activation=op.attrs["activation"]),
+               grad=_conv_bias_act_grad, sbp=_conv_bias_act_sbp, fresh_output=True))
+
+
+def _matmul_bias_act_meta(op):
+    a, b, bias = op.inputs
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise ValueError("matmul_bias_act '%s': inputs must be 2-D, got %s and %s" % (op.name, a.shape, b.shape))
+    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
+    m, ka = (a.shape[1], a.shape[0]) if ta else a.shape
+    kb, n = (b.shape[1], b.shape[0]) if tb else b.shape
+    if ka != kb or tuple(bias.shape) != (n,):
+        raise ValueError("matmul_bias_act '%s': shapes %s, %s and bias %s do not match (transpose_a=%s, "
+                         "transpose_b=%s)" % (op.name, a.shape, b.shape, bias.shape, ta, tb))
+    return [TensorMeta((m, n), a.dtype, a.is_dynamic or b.is_dynamic)]
+
+
+def _matmul_bias_act_grad(op, dys):
+    a, b, _ = op.inputs
+    ta, tb, al = op.attrs["transpose_a"], op.attrs["transpose_b"], op.attrs["alpha"]
+    dz = _act_grad(op, dys[0])
+
+    def mm(p, q, tp, tq):
+        return apply("matmul", [p, q], {"transpose_a": tp, "transpose_b": tq, "alpha": al})
+
+    da = mm(dz, b, False, not tb) if not ta else mm(b, dz, tb, True)
+    db = mm(a, dz, not ta, False) if not tb else mm(dz, a, True, ta)
+    return [da, db, apply("reduce_sum", [dz], {"axis": [0], "keepdims": False})]
+
+
+def _matmul_bias_act_sbp(op):
+    """matmul's row and column splits, the bias following the columns (no partial sums)."""
+    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
+    return [_sig([S.S(1 if ta else 0), S.B, S.B], [S.S(0)]),
+            _sig([S.B, S.S(0 if tb else 1), S.S(0)], [S.S(1)]),
+            _sig([S.B, S.B, S.B], [S.B])]
+
+
+register(OpDef("matmul_bias_act", infer=_matmul_bias_act_meta, kernel=nn_k.matmul_bias_act,
+               kernel_attrs=lambda op: {k: op.attrs[k] for k in ("transpose_a", "transpose_b", "alpha",
+                                                                 "activation")},
+               grad=_matmul_bias_act_grad, sbp=_matmul_bias_act_sbp, fresh_output=True))
+
+register(OpDef("max_pool2d_relu_grad", infer=lambda op: _same_as_input(op, 1), kernel=nn_k.max_pool2d_relu_grad,
+               kernel_attrs=_pool_attrs, sbp=_max_pool_grad_sbp, fresh_output=True))

@@ -103,7 +103,8 @@ def _scheduler_from(conf, base_lr, warmup_conf):
     # steps before the first boundary).
     body = _fields(kind, body, ("boundaries", "scales"), required=("scales",))
     boundaries, scales = list(body.get("boundaries", [])), list(body["scales"])
-    assert len(boundaries) + 1 == len(scales), "piecewise_scaling_conf needs len(boundaries) + 1 scales"
+    if not (len(boundaries) + 1 == len(scales)):
+        raise AssertionError("piecewise_scaling_conf needs len(boundaries) + 1 scales")
     scheduler = lr_scheduler.PiecewiseScalingScheduler(base_lr, boundaries, scales[1:], warmup=warmup_conf)
     scheduler.scale = scales
     return scheduler

@@ -46,7 +46,8 @@ class LrScheduler:
 
 
 def _positive_steps(steps):
-    assert steps > 0, "decay steps must be > 0, got %r" % (steps,)
+    if not (steps > 0):
+        raise AssertionError("decay steps must be > 0, got %r" % (steps,))
     return steps
 
 
@@ -60,7 +61,8 @@ def _piecewise_index(boundaries, step):
 
 class PiecewiseConstantScheduler(LrScheduler):
     def __init__(self, boundaries, values, warmup=None):
-        assert len(boundaries) + 1 == len(values)
+        if not (len(boundaries) + 1 == len(values)):
+            raise AssertionError()
         super().__init__(base_lr=values[0], warmup=warmup)
         self.boundaries = boundaries
         self.values = values
@@ -75,7 +77,8 @@ class PiecewiseScalingScheduler(LrScheduler):
         self.boundaries = boundaries
         if not isinstance(scale, collections.abc.Sequence):
             scale = [scale] * len(boundaries)
-        assert len(boundaries) == len(scale)
+        if not (len(boundaries) == len(scale)):
+            raise AssertionError()
         self.scale = [1] + list(scale)
 
     def _decayed(self, base_lr, step):

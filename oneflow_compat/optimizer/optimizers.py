@@ -30,7 +30,8 @@ class Optimizer:
         self.train_step_lbn = train_step_lbn
         self.loss_scale_factor = loss_scale_factor
         if loss_scale_factor is not None:
-            assert loss_scale_policy is None
+            if loss_scale_policy is not None:
+                raise AssertionError()
             self.loss_scale_policy = StaticLossScalePolicy(loss_scale_factor)
         else:
             if loss_scale_policy is not None and not isinstance(loss_scale_policy, LossScalePolicy):
@@ -111,7 +112,8 @@ class Optimizer:
         if isinstance(excludes, str):
             excludes = [excludes]
         if weight_decay is not None:
-            assert not (excludes is not None and includes is not None)
+            if not (not (excludes is not None and includes is not None)):
+                raise AssertionError()
         self.weight_decay = weight_decay
         self.weight_decay_includes = None if includes is None else list(includes)
         self.weight_decay_excludes = None if excludes is None else list(excludes)
@@ -302,12 +304,14 @@ class CombinedOptimizer(Optimizer):
     def __init__(self, optimizers, loss_scale_factor=None, train_step_lbn=None, loss_scale_policy=None):
         super().__init__(loss_scale_factor, train_step_lbn, loss_scale_policy)
         self.optimizers = list(optimizers)
-        assert len(self.optimizers) >= 2, (
-            "Combined optimizer should only be used in multi-optimizer case, otherwise you should consider other "
-            "optimizer interface")
+        if len(self.optimizers) < 2:
+            raise AssertionError("Combined optimizer should only be used in multi-optimizer case, otherwise you "
+                                 "should consider other optimizer interface")
         for optimizer in self.optimizers:
-            assert optimizer.train_step_lbn is None, "Only one train step lbn among multi optimizers"
-            assert optimizer.loss_scale_policy is None, "Only one loss scale policy among multi optimizers"
+            if optimizer.train_step_lbn is not None:
+                raise AssertionError("Only one train step lbn among multi optimizers")
+            if optimizer.loss_scale_policy is not None:
+                raise AssertionError("Only one loss scale policy among multi optimizers")
 
     def leaf_optimizers(self):
         return list(self.optimizers)

@@ -20,8 +20,10 @@ class WarmupConf:
 
 class constant(WarmupConf):  # noqa: N801 - legacy class name
     def __init__(self, steps, multiplier):
-        assert steps >= 0, "warmup steps must be >= 0, got %r" % (steps,)
-        assert 0 < multiplier < 1, "constant warmup multiplier must be in (0, 1), got %r" % (multiplier,)
+        if not (steps >= 0):
+            raise AssertionError("warmup steps must be >= 0, got %r" % (steps,))
+        if not (0 < multiplier < 1):
+            raise AssertionError("constant warmup multiplier must be in (0, 1), got %r" % (multiplier,))
         self.steps = steps
         self.multiplier = multiplier
 
@@ -34,9 +36,10 @@ class constant(WarmupConf):  # noqa: N801 - legacy class name
 
 class linear(WarmupConf):  # noqa: N801 - legacy class name
     def __init__(self, steps, start_multiplier):
-        assert steps >= 0, "warmup steps must be >= 0, got %r" % (steps,)
-        assert 0 <= start_multiplier < 1, \
-            "linear warmup start_multiplier must be in [0, 1), got %r" % (start_multiplier,)
+        if not (steps >= 0):
+            raise AssertionError("warmup steps must be >= 0, got %r" % (steps,))
+        if not (0 <= start_multiplier < 1):
+            raise AssertionError("linear warmup start_multiplier must be in [0, 1), got %r" % (start_multiplier,))
         self.steps = steps
         self.start_multiplier = start_multiplier
 

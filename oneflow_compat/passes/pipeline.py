@@ -1,12 +1,13 @@
 """The compile pipeline: each pass is a function of the job, applied in order; the runtime then builds the job's
 plan and executor (`runtime/executor.py`)."""
-from oneflow_compat.passes import boxing, optimizer_pass, prune, sbp_infer
+from oneflow_compat.passes import boxing, fusion, optimizer_pass, prune, sbp_infer
 
 
 def compile_job(session, job):
     if job.is_train:
         optimizer_pass.build(session, job)
     prune.prune(job)
+    fusion.fuse(job)
     sbp_infer.infer(job)
     boxing.insert(job)
     return job

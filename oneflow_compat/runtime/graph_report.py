@@ -5,19 +5,24 @@ backward boxing are per micro-batch (the job is traced at micro-batch shapes), a
 An op's stage is the one recorded while `build` ran inside a module with a stage id; ops the passes added
 (backward, updates) and boxing take the stage of their placement.
 """
-import weakref
+import collections
 
 from oneflow_compat.runtime import global_eager
 
-_COMPILED = weakref.WeakValueDictionary()  # graph name -> CompiledGraph of this process
+_REPORTS = collections.OrderedDict()  # graph name -> GraphReport of each graph compiled in this process
+_KEPT = 64
 
 
 def remember(compiled):
-    _COMPILED[compiled.name] = compiled
+    """Keeps the report of a compiled graph (not the graph: its plan holds arrays), for `explain` of a program."""
+    _REPORTS[compiled.name] = GraphReport(compiled)
+    while len(_REPORTS) > _KEPT:
+        _REPORTS.popitem(last=False)
 
 
-def compiled_graphs():
-    return [_COMPILED[name] for name in sorted(_COMPILED)]
+def reports():
+    """The reports of the graphs compiled in this process, in compilation order (the last 64)."""
+    return list(_REPORTS.values())
 
 
 def _stages(compiled):

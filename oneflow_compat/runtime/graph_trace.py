@@ -17,7 +17,7 @@ accumulation cuts each call into micro-batches (`micro_shape`).
 from oneflow_compat.backend.balanced_split import balanced_ranges
 from oneflow_compat.ir import builder
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.ir.graph import Job, TensorMeta
+from oneflow_compat.ir.graph import Job
 from oneflow_compat.ops import registry
 from oneflow_compat.ops.variable_ops import VarSpec
 from oneflow_compat.passes import sbp_infer
@@ -201,7 +201,3 @@ def layout_of(value, is_global=True, shown_sbp=None):
     graph's inputs must keep (on one rank every SBP holds the same piece, but the one the tensor shows counts)."""
     return (tuple(value.meta.shape), value.meta.dtype.name, value.placement, value.sbp,
             "global" if is_global else "local", shown_sbp)
-
-
-def meta_of(shape, dtype):
-    return TensorMeta(shape, dtype)

@@ -85,7 +85,8 @@ class Future:
         self._delivered = False
 
     def get(self):
-        assert not self._delivered, "the result of this job call was already delivered"
+        if not (not self._delivered):
+            raise AssertionError("the result of this job call was already delivered")
         self._delivered = True
         return self._value
 

@@ -20,7 +20,8 @@ def check_handler(handler_or_prompt):
     if not callable(handler_or_prompt):
         raise TypeError("watch handler must be a callable or a prompt string, got %r" % (handler_or_prompt,))
     params = list(inspect.signature(handler_or_prompt).parameters.values())
-    assert len(params) == 1, "watch callback should accept only one parameter"
+    if not (len(params) == 1):
+        raise AssertionError("watch callback should accept only one parameter")
     ann = params[0].annotation
     if ann is inspect.Parameter.empty:
         kind = "local_blob"

@@ -281,9 +281,9 @@ def run_script(script, args, out=None):
             print(explain_eager(), file=out)
             from oneflow_compat.runtime import graph_report
 
-            for compiled in graph_report.compiled_graphs():  # and the plans of the nn.Graphs it called
+            for report in graph_report.reports():  # and the plans of the nn.Graphs it called
                 print("", file=out)
-                print(graph_report.graph_report(compiled), file=out)
+                print(report, file=out)
             out.flush()
             return 0
         print("explain: %s defines no job function and runs no global tensor op" % script, file=out)
