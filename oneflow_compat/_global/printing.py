@@ -114,7 +114,10 @@ def tensor_repr(t):
         suffixes.append("placement=%r" % (t.placement,))
         suffixes.append("sbp=%s" % (_tuple_text(t.sbp),))
     elif t._device == "cuda":
-        suffixes.append("device='cuda:0'")
+        # a process's device is cuda:LOCAL_RANK, as OneFlow shows it (a rank's local piece prints its own device)
+        from oneflow_compat import env
+
+        suffixes.append("device='cuda:%d'" % env.get_local_rank())
     if values.size == 0:
         body = "[]"
         if values.shape != (0,):
