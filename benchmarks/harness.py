@@ -26,9 +26,9 @@ def set_threads(n):
     limit_loaded_blas_threads(n)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(n)
-    if "numba" in sys.modules:
-        numba = sys.modules["numba"]
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    # numba: the project's compiled kernels are single-threaded; numba's own thread pool is never started (starting
+    # it — numba.set_num_threads does — puts an OpenMP runtime's spinning threads beside torch's: measured 2.5x
+    # slower torch steps)
 
 
 class Case:

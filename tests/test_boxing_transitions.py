@@ -14,6 +14,7 @@ import oneflow_compat.typing as tp
 from oneflow_compat.tools import explain as explain_mod
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.framework import session as sess
+from oneflow_compat.passes.plan import Plan
 
 SHAPE = (7, 5)  # 7 rows and 5 columns: uneven balanced splits on 2, 3 and 4 devices
 ROWS = 6  # a partial-sum source reduces a (6, 7, 5) input over its split axis 0
@@ -70,6 +71,12 @@ def run_transition(devices, src, dst, src_pl=None, dst_pl=None, via="parallel_ca
     value = job(x)
     logical = x.sum(axis=0) if src == S.P else x
     return value, logical, _device_pieces(job, "dst"), explain_mod.explain(job)
+
+
+@pytest.fixture(autouse=True)
+def keep_registers(monkeypatch):
+    """These tests read the plan's registers after a call: keep them (plans release them after their last use)."""
+    monkeypatch.setattr(Plan, "release", False)
 
 
 def _device_pieces(job, op_name):
@@ -215,6 +222,7 @@ MPI_PLACEMENTS = [  # (src, dst) with 2 machines x 2 devices; None = every devic
 def mpi_main():
     """Run under `mpiexec -n 2`: every (placement pair, src, dst) of MPI_PLACEMENTS; each rank checks the fetched
     value and its own devices' pieces. Prints one summary line (output appears once)."""
+    Plan.release = False  # the pieces are read from the plan's registers after each call
     count = 0
     for src_pl, dst_pl in MPI_PLACEMENTS:
         for src in SBPS:

@@ -25,6 +25,31 @@ _LOCAL_SIZE_VARIABLES = (
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
+TIMEOUT_ENV = "ONEFLOW_COMPAT_COMM_TIMEOUT"
+# Long enough for a slow step on a loaded machine, short enough that a stuck job is noticed (a warning comes at
+# half of it); a job that truly needs no limit says so with "inf".
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def check_timeout(value, source="timeout"):
+    """`value` as seconds > 0 (`inf` allowed, spelled out); NaN, zero, negative or non-numbers are errors — none
+    of them may silently disable the limit."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("%s=%r is not a number of seconds (write inf for no limit)" % (source, value)) from None
+    if not seconds > 0:  # also rejects NaN, which compares false to everything
+        raise ValueError("%s must be a positive number of seconds or inf, got %r" % (source, value))
+    return seconds
+
+
+def comm_timeout_from_env(environ=None):
+    """The comm timeout `ONEFLOW_COMPAT_COMM_TIMEOUT` asks for (seconds, or inf), else `DEFAULT_TIMEOUT_S`."""
+    text = (os.environ if environ is None else environ).get(TIMEOUT_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_TIMEOUT_S
+    return check_timeout(text.strip(), TIMEOUT_ENV)
+
 
 def _parse_count(name, text):
     digits = text.strip().split("(")[0].split(",")[0]

@@ -1,7 +1,7 @@
 """`MPIComm`: the process comm on mpi4py, with raw numpy buffers and no way to hang forever.
 
 Every operation is issued nonblocking and completed by a polling loop with a timeout
-(`ONEFLOW_COMPAT_COMM_TIMEOUT` seconds, default 300; `set_timeout()`). While it polls, a rank answers "where are
+(`ONEFLOW_COMPAT_COMM_TIMEOUT` seconds, default 60, `inf` for none; `set_timeout()`; a warning at half of it). While it polls, a rank answers "where are
 you?" queries that arrive on a second, private communicator (the *control* communicator). When a collective times
 out, the rank asks every other member; members that answer within `QUERY_WINDOW_S` are waiting somewhere (in this
 collective, or in another one: then the ranks issue collectives in different orders), members that do not answer
@@ -12,8 +12,8 @@ Sub-communicators for rank subsets are created once per subset with `Create_grou
 Because `Create_group` itself blocks, the members first meet in a polled, timed rendezvous, so a member that never
 arrives is reported like a missing member of any other collective.
 """
+import atexit
 import functools
-import os
 import pickle
 import sys
 import threading
@@ -25,12 +25,11 @@ import zlib
 import numpy as np
 from mpi4py import MPI
 
-from .environment import detect_local_size, usable_cores
+from .environment import DEFAULT_TIMEOUT_S, TIMEOUT_ENV, check_timeout, detect_local_size, usable_cores  # noqa: F401
+from .environment import comm_timeout_from_env as timeout_from_env
 from .output import unprefixed_stderr, wait_until_output_is_read
 from .process_comm import CollectiveTimeout, CommError, ProcessComm, balanced_sizes, check_ranks
 
-TIMEOUT_ENV = "ONEFLOW_COMPAT_COMM_TIMEOUT"
-DEFAULT_TIMEOUT_S = 300.0
 QUERY_WINDOW_S = 1.0      # how long a timed-out rank waits for the other members to say where they are
 PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act on a failed rank's MPI_Abort
 
@@ -52,19 +51,6 @@ _SPIN_SHARED_CORE_S = 0.0002
 _YIELD_S = 0.05
 _SLEEP_S = 0.0005
 _SERVE_EVERY_S = 0.005
-
-
-def timeout_from_env():
-    text = os.environ.get(TIMEOUT_ENV)
-    if not text:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError("%s=%r is not a number of seconds" % (TIMEOUT_ENV, text)) from None
-    if value <= 0:
-        raise ValueError("%s must be positive, got %r" % (TIMEOUT_ENV, text))
-    return value
 
 
 class _Subset:
@@ -145,7 +131,7 @@ class MPIComm(ProcessComm):
 
     def __init__(self, base_comm=None, timeout=None):
         base = MPI.COMM_WORLD if base_comm is None else base_comm
-        self._timeout = timeout_from_env() if timeout is None else float(timeout)
+        self._timeout = timeout_from_env() if timeout is None else check_timeout(timeout)
         oversubscribed = detect_local_size() > usable_cores()
         self._spin_s = _SPIN_SHARED_CORE_S if oversubscribed else _SPIN_OWN_CORE_S
         self._rank = base.Get_rank()
@@ -177,10 +163,7 @@ class MPIComm(ProcessComm):
         return self._timeout
 
     def set_timeout(self, seconds):
-        seconds = float(seconds)
-        if seconds <= 0:
-            raise ValueError("timeout must be positive, got %r" % (seconds,))
-        self._timeout = seconds
+        self._timeout = check_timeout(seconds)
 
     def abort(self, exit_code=1):
         for stream in (sys.stdout, sys.stderr):
@@ -220,6 +203,7 @@ class MPIComm(ProcessComm):
         try:
             started = time.perf_counter()
             deadline = started + self._timeout
+            warn_at = started + self._timeout / 2
             next_serve = started + _SERVE_EVERY_S
             while not test():
                 now = time.perf_counter()
@@ -228,6 +212,9 @@ class MPIComm(ProcessComm):
                     next_serve = now + _SERVE_EVERY_S
                     if now >= deadline:
                         raise CollectiveTimeout(self._timeout_message(activity, now - started))
+                    if now >= warn_at:
+                        warn_at = float("inf")
+                        self._warn_slow(activity, now - started)
                 waited = now - started
                 if waited >= _YIELD_S:
                     time.sleep(_SLEEP_S)
@@ -235,6 +222,16 @@ class MPIComm(ProcessComm):
                     time.sleep(0)
         finally:
             self._current = None
+
+    def _warn_slow(self, activity, waited):
+        # half the timeout gone: say so while there is still time to look at the ranks (py-spy, gdb, top)
+        try:
+            stream = unprefixed_stderr()
+            stream.write("[rank %d] warning: %s has waited %.0f s; the comm timeout (%s=%g s) ends the job at %.0f s\n"
+                         % (self._rank, activity.describe(), waited, TIMEOUT_ENV, self._timeout, self._timeout))
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
     def _serve_queries(self):
         """Answer every pending "where are you?" query with what this rank is waiting for (and end this rank if
@@ -345,12 +342,34 @@ class MPIComm(ProcessComm):
         return _Subset(ranks, comm, ranks.index(self._rank))
 
     def _begin(self, name, ranks):
+        _exit_request.clear()  # a collective after sys.exit(n): the SystemExit was caught, the rank goes on
         subset = self._subset(ranks if isinstance(ranks, tuple) else tuple(ranks))
         subset.count += 1
         where = self.context() if self.context is not None else None
         if where:  # what the caller is running (an eager global op): timeout reports name it on every rank
             name = "%s in %s" % (name, where)
         return subset, _Activity(name, subset.ranks, subset.count)
+
+    # ----- the ranks agree on where they are ----------------------------------------------------------------
+
+    def agree(self, identity):
+        subset, activity = self._begin("identity check of %s" % identity, tuple(range(self._size)))
+        if self._size == 1:
+            return
+        # a 64-bit digest travels; the texts only when they differ (every rank sees the same digests, so every
+        # rank takes the same branch and the second exchange pairs up)
+        digest = np.frombuffer(zlib.crc32(identity.encode()).to_bytes(4, "little") +
+                               zlib.adler32(identity.encode()).to_bytes(4, "little"), np.int64)
+        digests = np.empty(self._size, np.int64)
+        self._complete(subset.comm.Iallgather(digest, digests), activity)
+        if (digests == digest[0]).all():
+            return
+        names = self.allgather_object(identity)
+        mine = names[self._rank]
+        others = ["rank %d runs %s" % (r, name) for r, name in enumerate(names) if name != mine]
+        raise CommError("rank %d runs %s while %s: the ranks call different jobs, or the same job a different "
+                        "number of times (a rank that caught an error skipped a call?)"
+                        % (self._rank, mine, "; ".join(others)))
 
     # ----- collectives over subsets ----------------------------------------------------------------------
 
@@ -528,6 +547,8 @@ def _describe_states(pairs):
 
 
 _handlers_installed = False
+# the status the main thread last passed to sys.exit (SystemExit itself never reaches an excepthook)
+_exit_request = {}
 
 
 def install_failure_handlers():
@@ -575,5 +596,36 @@ def install_failure_handlers():
         name = getattr(args.thread, "name", "?")
         report_and_abort(args.exc_type, args.exc_value, args.exc_traceback, " in thread %r" % name)
 
+    def recording_exit(status=None, _exit=sys.exit):
+        if threading.current_thread() is threading.main_thread():
+            _exit_request["status"] = status
+        _exit(status)
+
+    def end_every_rank_on_failed_exit():
+        # Under plain mpiexec a rank leaving with sys.exit(n) would finalize MPI and leave the others waiting
+        # until their timeout: a non-zero exit of one rank ends the job now, like an uncaught exception.
+        if "status" not in _exit_request:
+            return
+        status = _exit_request["status"]
+        code = 0 if status is None else status if isinstance(status, int) else 1
+        if not code:
+            return
+        try:
+            sys.stdout.flush()
+            stream = unprefixed_stderr()
+            stream.write("[rank %d] exited with code %d (sys.exit(%r)); ending all ranks\n" % (rank, code, status))
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+        wait_until_output_is_read()
+        for comm in list(_live_comms):
+            try:
+                comm.tell_others_this_rank_fails()
+            except Exception:  # noqa: BLE001
+                pass
+        _job["comm"].Abort(code)
+
     sys.excepthook = excepthook
     threading.excepthook = thread_excepthook
+    sys.exit = recording_exit
+    atexit.register(end_every_rank_on_failed_exit)

@@ -5,6 +5,11 @@ calling its kernel); a collective op (boxing, watch) becomes one step over all i
 becomes a fetch step right after its producer. The plan knows ops and devices only: the runtime supplies the
 functions of collectives and the conversion of fetched pieces, and feeds, runs and accumulates
 (`runtime/executor.py`).
+
+Memory: every register is released (set to None) right after the last step that reads it, so a step keeps alive
+only what later steps still need, and nothing stays alive between calls. Not released: variables' registers (the
+variables' storage), and registers no step reads (the runtime reads them itself after a run: eager results);
+`plan.release = False` keeps them all (to inspect registers after a call).
 """
 import functools
 
@@ -79,6 +84,17 @@ def _step(regs, fn, ins, outs):
     return step
 
 
+def _releasing(plan, step, dead):
+    regs = plan.regs
+
+    def releasing_step():
+        step()
+        if plan.release:
+            for r in dead:
+                regs[r] = None
+    return releasing_step
+
+
 def _collective_step(regs, fn, ins, outs):
     """Collectives take every local input piece and return a tuple with every local output piece."""
     def step():
@@ -91,11 +107,16 @@ def _collective_step(regs, fn, ins, outs):
 class Plan:
     """Registers and steps of one job on this process's devices.
 
+    `release` (class default True; set False on a plan or on the class) keeps every register after a call, to
+    inspect them (tests, benchmarks).
+
     `rt` tells which devices are local (`local_indices(placement)`) and their array module (`xp(placement)`);
     `session` is handed to the ops' builders (DeviceSlot.session). From the runtime:
     `collective_fn(op) -> f(*all local input pieces) -> tuple of all local output pieces`, and
     `fetch_fn(blob, sbp) -> f(list of local pieces) -> the fetched value`.
     """
+
+    release = True
 
     def __init__(self, job, rt, session, collective_fn, fetch_fn):
         self.job, self.session = job, session
@@ -103,7 +124,9 @@ class Plan:
         self.slot = {}  # (blob key, device index) -> register
         self.steps = []
         self.step_ops = []  # op of each step, for error messages
-        self.calls = []  # (kernel, input registers) of each step, None for fetches: lets benchmarks time kernels alone
+        self.kernel_calls = []  # (kernel, input registers) of each step, None for fetches: lets benchmarks time kernels alone
+        self.reads = []  # registers each step reads (liveness)
+        self.released = []  # registers released after each step
         self.var_slots = []  # (register, spec, device index) bound at bind()
         self.input_slots = []  # per flat input: (op, [(device index, register)])
         self.results = [None] * len(job.output_blobs)  # written by the fetch steps
@@ -125,6 +148,23 @@ class Plan:
         # runs the steps before it once per micro-batch
         first = self._first_optimizer_step
         self.optimizer_start = self.steps.index(first) if first is not None else len(self.steps)
+        self._release_after_last_use()
+
+    def _release_after_last_use(self):
+        """Liveness: wraps each step that is the last reader of some registers so that it releases them."""
+        keep = {reg for reg, _, _ in self.var_slots}
+        last = {}
+        for k, regs in enumerate(self.reads):
+            for r in regs:
+                last[r] = k
+        dead = [[] for _ in self.steps]
+        for r, k in last.items():
+            if r not in keep:
+                dead[k].append(r)
+        self.released = [tuple(d) for d in dead]
+        for k, d in enumerate(self.released):
+            if d:
+                self.steps[k] = _releasing(self, self.steps[k], d)
 
     def _new_reg(self):
         self.regs.append(None)
@@ -147,7 +187,7 @@ class Plan:
                 ins.extend(self.slot[(x.key(), i)] for i in rt.local_indices(x.op.placement))
             outs = [self.slot[(y.key(), i)] for y in op.outputs for i in local]
             fn = self._collective_fn(op)
-            self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins))
+            self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins), ins)
             return
         xp = rt.xp(op.placement)
         if op.defn.in_place and all(shares_replicas(op.placement, s) for s in op.sbp_in):
@@ -160,12 +200,13 @@ class Plan:
                 fn = _zero_d(fn)
             ins = [self.slot[(x.key(), i)] for x in op.inputs]
             outs = [self.slot[(y.key(), i)] for y in op.outputs]
-            self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins))
+            self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins), ins)
 
-    def _add_step(self, step, op, call=None):
+    def _add_step(self, step, op, call=None, reads=()):
         self.steps.append(step)
         self.step_ops.append(op)
-        self.calls.append(call)
+        self.kernel_calls.append(call)
+        self.reads.append(tuple(reads))
         if op.section == "optimizer" and self._first_optimizer_step is None:
             self._first_optimizer_step = step
 
@@ -181,6 +222,7 @@ class Plan:
             # a variable's value is fetched before this call's update, as legacy train jobs return it
             self.steps.insert(0, fetch)
             self.step_ops.insert(0, op)
-            self.calls.insert(0, None)
+            self.kernel_calls.insert(0, None)
+            self.reads.insert(0, tuple(regs_of))
         else:
-            self._add_step(fetch, op)
+            self._add_step(fetch, op, reads=regs_of)

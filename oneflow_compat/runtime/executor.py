@@ -4,6 +4,9 @@ accumulation and the conversion of fetched values into what the return annotatio
 A call does O(inputs + outputs) Python work plus the kernels: the arguments are checked, written into the input
 registers, the steps run, and the fetched outputs are converted.
 """
+import ctypes
+import os
+
 import numpy as np
 
 from oneflow_compat.framework import signature
@@ -22,11 +25,38 @@ def collective_fn(op, session):
     return build(op, session)
 
 
+def keep_freed_memory():
+    """Ask glibc's malloc to keep freed memory for reuse (once per process): no mmap for large blocks, no trimming.
+
+    A plan releases each register after its last use (`passes/plan.py`), so every call allocates its activations
+    and gradients afresh. glibc serves blocks over 32 MB with mmap and returns them with munmap, so each call would
+    fault all of its large arrays in again, page by page (12% of a batch-1000 LeNet step); from the heap, the
+    same sizes come back every call from memory already mapped. Peak memory is unchanged: the blocks are reused,
+    not added. Skipped off glibc, and with ONEFLOW_COMPAT_MALLOC=system.
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED or os.environ.get("ONEFLOW_COMPAT_MALLOC", "") == "system":
+        return
+    _MALLOC_TUNED = True
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_max = -1, -4
+    mallopt(m_mmap_max, 0)
+    mallopt(m_trim_threshold, 1 << 30)
+
+
+_MALLOC_TUNED = False
+
+
 class CompiledJob(Plan):
     def __init__(self, session, job):
         rt = session.runtime
+        keep_freed_memory()
         super().__init__(job, rt, session, lambda op: collective_fn(op, session), self._fetcher)
         self._feeders = {op.name: self._make_feeder(op, slots) for op, slots in self.input_slots}
+        self.calls = 0  # counted at entry, rejected calls included: a rank that skips one is caught below
 
     def _fetcher(self, blob, sbp):
         rt, pl = self.session.runtime, blob.op.placement
@@ -40,8 +70,14 @@ class CompiledJob(Plan):
         for reg, spec, i in self.var_slots:
             self.regs[reg] = spec.shards[i]
 
-    def feed(self, args, jf, check_shapes=True):
-        # check every argument first: a rejected call changes nothing
+    def _agree_on_call(self):
+        """Under MPI every rank must be in the same call of the same job before their collectives pair up."""
+        comm = self.session.runtime.comm
+        if comm.size > 1:
+            comm.agree("job '%s' call #%d" % (self.job.name, self.calls))
+
+    def feed(self, args, jf, check_shapes=True, agree=True):
+        # check every argument first: a rejected call changes nothing (and runs no collective)
         flat_ops = iter(self.input_slots)
         checked = []
         for spec, value in zip(jf.params, args):
@@ -51,6 +87,8 @@ class CompiledJob(Plan):
                 checked.extend(zip(ops, signature.check_feed(jf.name, spec, value, ndev)))
             else:
                 checked.extend(zip(ops, value if spec.tuple_of is not None else [value]))
+        if agree:
+            self._agree_on_call()
         rt = self.session.runtime
         if rt.comm.size > 1:
             checked = [((op, slots), _map_arrays(lambda a: distributed.feed_from_rank0(rt, a), value))
@@ -90,6 +128,7 @@ class CompiledJob(Plan):
             raise
 
     def call(self, args, jf):
+        self.calls += 1
         if self.job.micro_batches > 1:
             return self._call_accumulating(args, jf, self.job.micro_batches)
         self.feed(args, jf)
@@ -101,13 +140,14 @@ class CompiledJob(Plan):
         their raw gradients are summed, and the optimizer section runs once (equal to the full batch)."""
         for spec, value in zip(jf.params, args):  # full-batch checks first: a rejected call changes nothing
             signature.check_feed(jf.name, spec, value, 1)
+        self._agree_on_call()
         split = self.optimizer_start
         grad_regs = [self.slot[(g.key(), i)] for g in self.job.raw_grads
                      for i in self.session.runtime.local_indices(g.op.placement)]
         acc, outs = {}, []
         for m in range(k):
             micro = [_micro_slice(spec, v, m, k) for spec, v in zip(jf.params, args)]
-            self.feed(micro, jf, check_shapes=False)
+            self.feed(micro, jf, check_shapes=False, agree=False)
             self.run(0, split)
             for r in grad_regs:
                 acc[r] = self.regs[r].copy() if m == 0 else acc[r] + self.regs[r]

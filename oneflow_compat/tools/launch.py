@@ -33,6 +33,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from oneflow_compat.comm.environment import THREAD_VARIABLES, threads_per_rank
@@ -98,8 +99,18 @@ def mpiexec_command(n, program, hosts=None, mpiexec=None):
 
 
 def run_child(command, env, timeout=None):
-    """Run mpiexec and return its exit code (128 + signal when killed); Ctrl-C is passed on to the job."""
+    """Run mpiexec and return its exit code (128 + signal when killed); Ctrl-C and SIGTERM are passed on to the job
+    (mpiexec ends every rank), so that stopping the launcher never leaves mpiexec or a rank behind."""
     process = subprocess.Popen(command, env=env)
+
+    def forward(signum, frame):
+        process.send_signal(signum)
+        # mpiexec normally ends the ranks and itself at once; should it not, the job must still go
+        killer = threading.Timer(10, lambda: process.poll() is None and process.kill())
+        killer.daemon = True
+        killer.start()
+
+    previous = signal.signal(signal.SIGTERM, forward)
     try:
         return _exit_code(process.wait(timeout=timeout))
     except KeyboardInterrupt:
@@ -113,6 +124,8 @@ def run_child(command, env, timeout=None):
         process.kill()
         process.wait()
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _exit_code(code):
