@@ -19,38 +19,12 @@ if _world.job_size() > 1:  # MPI, or the launch variables (several MPI worlds jo
 from oneflow_compat.ops import (activation_ops, array_ops, data_ops, math_ops, nn_ops,  # noqa: F401 (registers)
                                 shape_ops, system_ops)
 
-from oneflow_compat.ir.dtypes import (  # noqa: F401
-    char, double, float, float16, float32, float64, half, int, int8, int32, int64, long, record, tensor_buffer,
-    uint8, convert_oneflow_dtype_to_numpy_dtype)
-from oneflow_compat.framework.function_config import FunctionConfig  # noqa: F401
-from oneflow_compat.framework.job_function import global_function  # noqa: F401
-from oneflow_compat.framework.session import (  # noqa: F401
-    clear_default_session, eager_execution_enabled, enable_eager_execution, sync_default_session)
-
-from oneflow_compat import (  # noqa: F401
+# the legacy API's names (the same list `oneflow.compatible.single_client` binds), then the tools' public name
+from oneflow_compat._api.legacy_names import *  # noqa: F401,F403
+from oneflow_compat import (  # noqa: F401 (the surface's modules, bound by name as well)
     checkpoint, config, data, distribute, env, image, layers, losses, math, nn, optimizer, random, regularizers,
     scope, train, typing, unittest)
 from oneflow_compat.tools import explain
-from oneflow_compat._api.array_api import (  # noqa: F401
-    broadcast_like, clamp, clip, clip_by_scalar, clip_by_value, concat, expand_dims, flatten, gather, masked_fill,
-    one_hot, pad, reverse, slice, slice_v2, squeeze, stack, transpose, where)
-from oneflow_compat.checkpoint import get_all_variables, load_variables  # noqa: F401
-from oneflow_compat._api.data_api import (  # noqa: F401
-    decode as image_decode, random_crop as image_random_crop, Resize as image_resize, target_resize as
-    image_target_resize)
-from oneflow_compat.initializer import (  # noqa: F401
-    constant_initializer, empty_initializer, glorot_normal_initializer, glorot_uniform_initializer,
-    kaiming_initializer, ones_initializer, random_normal_initializer, random_uniform_initializer, truncated_normal,
-    truncated_normal_initializer, variance_scaling_initializer, xavier_normal_initializer,
-    xavier_uniform_initializer, zeros_initializer)
-from oneflow_compat._api.ops_api import (  # noqa: F401
-    cast, cast_to_current_logical_view, constant, constant_like, constant_scalar, get_variable, identity, matmul,
-    ones, ones_like, parallel_cast, reshape, reshape_like, watch, watch_diff, zeros, zeros_like)
-
-from oneflow_compat.typing import FixedTensorDef, MirroredTensorDef  # noqa: F401,E402
-from oneflow_compat import experimental  # noqa: F401,E402
-from oneflow_compat.custom_ops import (  # noqa: F401,E402 (refused with an error naming the op)
-    consistent_user_op_builder, consistent_user_op_module_builder, user_op_builder, user_op_module_builder)
 
 # --- the global-tensor API of OneFlow 0.5-0.9 beside the legacy one; names both use dispatch on their arguments
 from oneflow_compat import autograd, cuda, sbp  # noqa: F401,E402
@@ -76,14 +50,8 @@ from oneflow_compat._api import blob_methods as _blob_methods
 
 _blob_methods.install()
 
-function_config = FunctionConfig
-ExecutionConfig = FunctionConfig
-name_scope = scope.namespace
-fixed_placement = scope.placement
-device_prior_placement = scope.placement
 from oneflow_compat._global.serialization import load, save  # noqa: E402 (legacy checkpoint or state dicts)
 from oneflow_compat import optim  # noqa: E402,F401
 
-from oneflow_compat._api.job_desc import current_global_function_desc, current_scope  # noqa: E402,F401
 # `import oneflow.compatible.single_client as flow`: the legacy API alone (importing it chooses the legacy API)
 from oneflow_compat import compatible  # noqa: E402,F401
