@@ -4,7 +4,9 @@ The sparse softmax loss returns the probabilities too (its op's second output), 
 recompute them. Log-probabilities go through the legacy "safe log", log(max(p, 1e-20)), so a vanishing
 probability gives a large finite loss.
 """
-from . import activation
+import numpy
+
+from . import activation, checks, dense_jit
 
 _SAFE_LOG_FLOOR = 1e-20
 
@@ -13,13 +15,28 @@ def _safe_log(xp, p):
     return xp.log(xp.maximum(p, p.dtype.type(_SAFE_LOG_FLOOR)))
 
 
+_LABEL_OUT_OF_RANGE = "sparse_softmax_cross_entropy: label %d is out of range [0, %d)"
+
+
 def _check_labels(xp, labels, depth):
+    """The labels as indices; a label outside [0, depth) is a ValueError naming it: at once on the host, with the
+    step's results on a device (`checks`: no wait for the device here), where the step runs on clipped labels."""
     if labels.size == 0:
-        return
-    low, high = int(xp.min(labels)), int(xp.max(labels))
-    if low < 0 or high >= depth:
-        raise ValueError("sparse_softmax_cross_entropy: label %d is out of range [0, %d)"
-                         % (low if low < 0 else high, depth))
+        return labels
+    if xp is numpy and labels.dtype.kind in "iu":
+        # one reduction: seen as unsigned, a negative label is larger than any depth
+        if labels.view(labels.dtype.str.replace("i", "u")).max() >= depth:
+            low, high = labels.min(), labels.max()
+            raise ValueError(_LABEL_OUT_OF_RANGE % (low if low < 0 else high, depth))
+        return labels
+    low, high = xp.min(labels), xp.max(labels)
+    checks.require(xp, (low < 0) | (high >= depth), _LABEL_OUT_OF_RANGE, xp.where(low < 0, low, high), depth)
+    return labels if xp is numpy else xp.clip(labels, 0, depth - 1)
+
+
+def _flat_label_index(xp, labels, depth):
+    """Indices of each row's label in the rows laid end to end (a C-ordered (..., depth) array read flat)."""
+    return xp.arange(0, labels.size * depth, depth) + labels.reshape(-1)
 
 
 def sparse_softmax_cross_entropy(xp, logits, labels):
@@ -28,20 +45,49 @@ def sparse_softmax_cross_entropy(xp, logits, labels):
     labels: integers of shape logits.shape[:-1], each in [0, depth) with depth = logits.shape[-1]; otherwise
     ValueError naming the label.
     """
-    _check_labels(xp, labels, logits.shape[-1])
+    depth = logits.shape[-1]
+    labels = _check_labels(xp, labels, depth)
     prob = activation.softmax(xp, logits, axis=-1)
-    picked = xp.take_along_axis(prob, labels[..., None].astype(xp.int64), axis=-1)[..., 0]
+    picked = xp.ascontiguousarray(prob).reshape(-1)[_flat_label_index(xp, labels, depth)]
     loss = -_safe_log(xp, picked)
-    return loss.astype(logits.dtype, copy=False), prob
+    return loss.reshape(labels.shape).astype(logits.dtype, copy=False), prob
 
 
 def sparse_softmax_cross_entropy_grad(xp, dloss, prob, labels):
     """d logits = (prob - onehot(labels)) * dloss[..., None]; the one-hot is subtracted at the labels only."""
-    grad = prob.copy()
-    index = labels[..., None].astype(xp.int64)
-    xp.put_along_axis(grad, index, xp.take_along_axis(grad, index, axis=-1) - 1, axis=-1)
+    depth = prob.shape[-1]
+    grad = xp.array(prob, order="C")
+    if xp is not numpy:  # the forward kernel checked them (see `_check_labels`)
+        labels = xp.clip(labels, 0, depth - 1)
+    grad.reshape(-1)[_flat_label_index(xp, labels, depth)] -= 1
     grad *= dloss[..., None]
     return grad
+
+
+def sparse_softmax_cross_entropy_and_grad(xp, logits, labels, *, seed=1.0):
+    """-> (loss, d logits) of `sparse_softmax_cross_entropy` and of its gradient for the constant loss gradient
+    `seed` (backward's seed), in one kernel: the probabilities become the gradient in place (one compiled pass
+    over the rows where numba is there: `dense_jit.softmax_xent_rows`)."""
+    depth = logits.shape[-1]
+    if xp is numpy and dense_jit.AVAILABLE and logits.dtype.kind == "f" and labels.dtype.kind in "iu":
+        rows = logits.reshape(-1, depth)
+        loss = numpy.empty(rows.shape[0], dtype=logits.dtype)
+        grad = numpy.empty(rows.shape, dtype=logits.dtype)
+        if rows.shape[0] and depth:
+            numpy.subtract(rows, rows.max(axis=1, keepdims=True), out=grad)
+            numpy.exp(grad, out=grad)
+        floor, seed = logits.dtype.type(_SAFE_LOG_FLOOR), logits.dtype.type(seed)
+        if dense_jit.softmax_xent_rows(labels.reshape(-1), seed, floor, loss, grad) >= 0:
+            _check_labels(xp, labels, depth)  # raises, naming the label
+        return loss.reshape(labels.shape), grad.reshape(logits.shape)
+    labels = _check_labels(xp, labels, depth)
+    grad = xp.ascontiguousarray(activation.softmax(xp, logits, axis=-1))
+    flat, index = grad.reshape(-1), _flat_label_index(xp, labels, depth)
+    loss = -_safe_log(xp, flat[index])
+    flat[index] -= 1
+    if seed != 1.0:
+        grad *= grad.dtype.type(seed)
+    return loss.reshape(labels.shape).astype(logits.dtype, copy=False), grad
 
 
 def softmax_cross_entropy(xp, logits, labels):

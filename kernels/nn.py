@@ -5,15 +5,15 @@ Padding is always explicit: pads = ((top, bottom), (left, right)); the op layer 
 data (a transpose, no copy, for NHWC); every result is made contiguous in the
 caller's layout at the end.
 
-Convolution is per-sample im2col + matmul in the NCHW layout itself (see the convolution section).
-col2im, the conv epilogue and the max-pool gradient run as compiled loops from `nn_jit.py`
-when numba is installed; the numpy path — one strided-slice operation per window offset — is
-the reference and the fallback.
+Convolution is per-sample im2col + matmul, the patches channel-major or pixel-major by shape (see the
+convolution section), the samples spread over the BLAS's threads. Patch extraction and its adjoint, the conv
+epilogues, max pooling and its gradient run as compiled loops from `nn_jit.py` when numba is installed; the numpy
+path — one strided-slice operation per window offset — is the reference and the fallback.
 """
 import numbers
 import threading
 
-from . import nn_jit
+from . import blas, cpu_threads, nn_jit
 
 _FORMATS = ("NCHW", "NHWC")
 
@@ -130,26 +130,36 @@ def _window(a, i, j, out_hw, strides):
 
 # --- convolution -------------------------------------------------------------------
 #
-# Sample by sample (or a few samples at a time), in the caller's NCHW layout itself: a chunk's patch matrix
-# (C * kh * kw, OH * OW) per sample is small enough to stay in cache, and
-#   forward  out[n] = W (F, C*kh*kw) @ patches[n]          writes the NCHW output directly, bias and activation
-#                                                          added while the chunk is hot;
-#   d input  dpatches[n] = W^T @ dy[n], then col2im        reads dy as it lies (no copy of dy);
-#   d weight dW^T += patches[n] @ dy[n]^T                  patches recomputed chunk by chunk (cheaper than keeping
-#                                                          a whole batch's, and bounded: no batch-sized workspace).
-# BLAS runs these per-sample products at the speed of one big product of the same shapes (measured: 64 x 800 x
-# 196 reaches the rate of 64 x 800 x 19600), and nothing is ever transposed. The patch copies and col2im are
-# strided numpy copies; col2im is a compiled loop (`nn_jit.py`) when numba is installed, strided numpy adds
-# otherwise.
+# Sample by sample (a few samples at a time on the numpy path), so that a sample's patch matrix stays in cache: no
+# batch-sized workspace, nothing recomputed that a cache-sized chunk could not afford. Two layouts of the patches:
+#
+# channel-major  cols (C*kh*kw, OH*OW), rows (c, i, j): copied from the NCHW input as it lies (runs of OW values).
+#                forward out[n] = W (F, K) @ cols[n]; d input dcols = W^T @ dy[n], then col2im; d weight
+#                dW^T += cols[n] @ dy[n]^T. Every case (groups, CuPy); the layout for few input channels (LeNet's
+#                conv1, C = 1, whose pixel-major runs would be 5 values long).
+# pixel-major    cols (OH*OW, kh*kw*C), columns (i, j, c): copied from the sample turned channels-last, where the
+#                kw*C values of a window row lie together: one contiguous copy per pixel and window row (LeNet's
+#                conv2: 4x faster than the channel-major copy). forward out[n]^T = cols @ W (K, F), transposed back
+#                with the bias and activation while hot; d weight W (F, K) += dy[n] @ cols (the BLAS accumulates:
+#                beta = 1); d input dcols = dy[n]^T @ W (F, K), then col2im through a channels-last scratch. These
+#                product shapes run at the BLAS's best rate (OpenBLAS: 95-98 GFLOP/s at 196 x 800 x 64, 75 where
+#                the patch operand is transposed). Used for numpy arrays, groups == 1 and runs of at least
+#                _PIXEL_MAJOR_RUN values.
+#
+# The BLAS runs each product on one thread and the samples are spread over as many threads as it had
+# (`cpu_threads.py`): OpenBLAS splitting each small product costs more in hand-offs than it gains, contiguous
+# ranges of samples on their own threads scale. The compiled loops (`nn_jit.py`: numba, nogil) and the products
+# release the GIL; each thread has its own workspaces.
 
 _CHUNK_BYTES = 1 << 20  # patch matrices per chunk: about L2-sized
 _CHUNK_BYTES_NUMPY = 1 << 23  # numpy's col2im pays per call (kh * kw strided adds per chunk): larger chunks
+_PIXEL_MAJOR_RUN = 32  # values per contiguous copy (C * kw, C when dilated) from which patches are pixel-major
 
 _workspaces = threading.local()
 
 
 def _workspace(xp, shape, dtype, slot=0):
-    """Scratch array reused across calls of the same thread (`slot` tells apart two live at once). Fresh
+    """Scratch array reused across calls of the same thread (`slot` tells apart those live at once). Fresh
     buffers cost page faults on every call; these are small (one chunk of patches), reused for every layer.
     The contents never leave the kernel that asked for it. numpy only: CuPy's memory pool already reuses."""
     if xp.__name__ != "numpy":
@@ -180,7 +190,7 @@ def _conv_setup(x_shape, w_shape, strides, pads, dilations, groups, data_format)
 
 
 class _Geometry:
-    """What the chunk loops need of one convolution."""
+    """One convolution's shapes, its layout of the patches, and the loops over a range of samples."""
 
     def __init__(self, xp, dtype, x_nchw, w_fchw, strides, pads, dilations, groups, out_hw):
         self.xp, self.dtype = xp, xp.dtype(dtype)
@@ -190,22 +200,30 @@ class _Geometry:
         self.strides, self.pads, self.dilations, (self.oh, self.ow) = strides, pads, dilations, out_hw
         self.p = self.oh * self.ow
         self.jit = _use_jit(xp, self.dtype)
+        run = self.c * (self.kw if dilations[1] == 1 else 1)
+        self.pixel_major = xp.__name__ == "numpy" and groups == 1 and run >= _PIXEL_MAJOR_RUN
         budget = _CHUNK_BYTES if self.jit else _CHUNK_BYTES_NUMPY
         self.chunk = max(1, min(self.n, budget // max(1, self.k * self.p * self.dtype.itemsize)))
-        self._padded = self._padded_of = None
+        (top, bottom), (left, right) = pads
+        self.padded_hw = (self.h + top + bottom, self.w + left + right)
 
-    def chunks(self):
-        for n0 in range(0, self.n, self.chunk):
-            yield n0, min(self.n, n0 + self.chunk)
+    def chunks(self, n0, n1):
+        for c0 in range(n0, n1, self.chunk):
+            yield c0, min(n1, c0 + self.chunk)
 
-    def patches(self, x, n0, n1, slot=0):
-        """Patch matrices of samples n0:n1 of the NCHW array x: (n1 - n0, C * kh * kw, OH * OW), in a workspace.
-        One strided numpy copy per chunk from the padded batch (padded once per call): numpy's copy loops move
-        these short rows faster than a compiled element loop does."""
-        if self._padded is None or self._padded_of is not x:
-            self._padded, self._padded_of = _pad_nchw(self.xp, x, self.pads, 0), x
-        padded = self._padded[n0:n1]
-        cols = _workspace(self.xp, (n1 - n0, self.k, self.p), self.dtype, slot)
+    def _args(self):
+        (kh, kw), (sh, sw), (dh, dw), ((top, _), (left, _)) = (self.kh, self.kw), self.strides, self.dilations, \
+            self.pads
+        return kh, kw, sh, sw, dh, dw, top, left, self.oh, self.ow
+
+    # channel-major
+
+    def patches(self, padded, n0, n1):
+        """Channel-major patch matrices of samples n0:n1 of the padded NCHW batch: (n1 - n0, C * kh * kw, OH * OW),
+        in a workspace. One strided numpy copy per chunk: numpy's copy loops move these short rows faster than a
+        compiled element loop does."""
+        padded = padded[n0:n1]
+        cols = _workspace(self.xp, (n1 - n0, self.k, self.p), self.dtype)
         (kh, kw), (sh, sw), (dh, dw) = (self.kh, self.kw), self.strides, self.dilations
         s_n, s_c, s_h, s_w = padded.strides
         view = self.xp.lib.stride_tricks.as_strided(
@@ -216,13 +234,13 @@ class _Geometry:
 
     def col2im(self, dcols, dx):
         """dx (a chunk of samples, NCHW) = the sum of every patch gradient at the cells it was read from."""
-        (kh, kw), (sh, sw), (dh, dw), ((top, bottom), (left, right)) = (self.kh, self.kw), self.strides, \
-            self.dilations, self.pads
         if self.jit:
-            nn_jit.col2im(dcols, dx, kh, kw, sh, sw, dh, dw, top, left, self.oh, self.ow)
+            nn_jit.col2im(dcols, dx, *self._args())
             return
+        (kh, kw), (sh, sw), (dh, dw), ((top, _), (left, _)) = (self.kh, self.kw), self.strides, \
+            self.dilations, self.pads
         m = dx.shape[0]
-        padded = self.xp.zeros((m, self.c, self.h + top + bottom, self.w + left + right), dtype=dx.dtype)
+        padded = self.xp.zeros((m, self.c) + self.padded_hw, dtype=dx.dtype)
         d6 = dcols.reshape(m, self.c, kh, kw, self.oh, self.ow)
         for i in range(kh):
             for j in range(kw):
@@ -230,60 +248,61 @@ class _Geometry:
                        j * dw:j * dw + sw * (self.ow - 1) + 1:sw] += d6[:, :, i, j]
         dx[...] = padded[:, :, top:top + self.h, left:left + self.w]
 
+    # pixel-major
 
-class _OneBlasThread:
-    """Runs the per-sample products on one BLAS thread: OpenBLAS splits each small product over its threads, and
-    for products this small the hand-offs cost more than the work (measured: a LeNet conv2 step 10x slower at 2
-    threads than at 1). The thread count is restored on exit. Without a loaded OpenBLAS, nothing to do."""
+    def pixel_patches(self, x, n0, n1):
+        """Pixel-major patch matrices of samples n0:n1 of the NCHW batch x (numpy path): (n1 - n0, OH * OW,
+        kh * kw * C), in a workspace: the chunk channels-last with a zero border, then one strided copy."""
+        m, (kh, kw), (sh, sw), (dh, dw), ((top, _), (left, _)) = n1 - n0, (self.kh, self.kw), self.strides, \
+            self.dilations, self.pads
+        padded = _workspace(self.xp, (m,) + self.padded_hw + (self.c,), self.dtype, slot=2)
+        padded[...] = 0
+        padded[:, top:top + self.h, left:left + self.w, :] = x[n0:n1].transpose(0, 2, 3, 1)
+        cols = _workspace(self.xp, (m, self.p, self.k), self.dtype)
+        s_n, s_h, s_w, s_c = padded.strides
+        view = self.xp.lib.stride_tricks.as_strided(
+            padded, shape=(m, self.oh, self.ow, kh, kw, self.c),
+            strides=(s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c))
+        cols.reshape(view.shape)[...] = view
+        return cols
 
-    _fns = None
+    def pixel_col2im(self, dcols, dx):
+        """The adjoint of `pixel_patches` (numpy path): dx (a chunk of samples, NCHW) from dcols (m, OH * OW, K)."""
+        m, (kh, kw), (sh, sw), (dh, dw), ((top, _), (left, _)) = dx.shape[0], (self.kh, self.kw), self.strides, \
+            self.dilations, self.pads
+        padded = self.xp.zeros((m,) + self.padded_hw + (self.c,), dtype=dx.dtype)
+        d6 = dcols.reshape(m, self.oh, self.ow, kh, kw, self.c)
+        for i in range(kh):
+            for j in range(kw):
+                padded[:, i * dh:i * dh + sh * (self.oh - 1) + 1:sh,
+                       j * dw:j * dw + sw * (self.ow - 1) + 1:sw, :] += d6[:, :, :, i, j]
+        dx[...] = padded[:, top:top + self.h, left:left + self.w, :].transpose(0, 3, 1, 2)
 
-    def __enter__(self):
-        get, set_ = self._lookup()
-        self.saved = get() if get is not None else 1
-        if self.saved > 1:
-            set_(1)
-        return self
-
-    def __exit__(self, *exc):
-        if self.saved > 1:
-            self._lookup()[1](self.saved)
-
-    @classmethod
-    def _lookup(cls):
-        if cls._fns is None:
-            cls._fns = (None, None)
-            try:
-                import ctypes
-                import re
-
-                with open("/proc/self/maps") as f:
-                    paths = sorted(set(re.findall(r"(/\S*openblas\S*\.so[\w.]*)", f.read())))
-                for path in paths:
-                    lib = ctypes.CDLL(path)
-                    for suffix in ("", "64_"):
-                        for prefix in ("scipy_openblas", "openblas"):
-                            get = getattr(lib, "%s_get_num_threads%s" % (prefix, suffix), None)
-                            set_ = getattr(lib, "%s_set_num_threads%s" % (prefix, suffix), None)
-                            if get is not None and set_ is not None:
-                                cls._fns = (get, lambda n, f=set_: f(ctypes.c_int(int(n))))
-                                return cls._fns
-            except OSError:
-                pass
-        return cls._fns
+    def scratch(self):
+        """The compiled path's per-thread workspaces of one sample: channels-last padded sample, patches."""
+        return (_workspace(self.xp, self.padded_hw + (self.c,), self.dtype, slot=2),
+                _workspace(self.xp, (self.p, self.k), self.dtype))
 
 
 def _use_jit(xp, dtype):
     return nn_jit.AVAILABLE and xp.__name__ == "numpy" and dtype.kind == "f"
 
 
-def _nchw_contiguous(xp, a, data_format):
-    return xp.ascontiguousarray(_as_nchw(a, data_format))
+def _nchw_contiguous(xp, a, data_format, dtype=None):
+    a = xp.ascontiguousarray(_as_nchw(a, data_format))
+    return a if dtype is None else a.astype(dtype, copy=False)
 
 
-def _weight_groups(xp, w, data_format, groups):
-    """Weight as (groups, F / groups, C / groups * kh * kw), rows (c, i, j) like the patches."""
-    return xp.ascontiguousarray(_weight_as_fchw(w, data_format)).reshape(groups, w.shape[0] // groups, -1)
+def _weight_groups(xp, w, data_format, groups, dtype):
+    """Weight as (groups, F / groups, C / groups * kh * kw), rows (c, i, j) like channel-major patches."""
+    w = xp.ascontiguousarray(_weight_as_fchw(w, data_format)).astype(dtype, copy=False)
+    return w.reshape(groups, w.shape[0] // groups, -1)
+
+
+def _weight_pixel_major(xp, w, data_format, dtype):
+    """Weight as (F, kh * kw * C), columns (i, j, c) like pixel-major patches."""
+    w = _weight_as_fchw(w, data_format).transpose(0, 2, 3, 1)
+    return xp.ascontiguousarray(w).astype(dtype, copy=False).reshape(w.shape[0], -1)
 
 
 def _from_nchw_array(xp, y, data_format):
@@ -302,18 +321,42 @@ def _conv_forward(xp, x, w, b, activation, strides, pads, dilations, groups, dat
         if b is not None:
             _epilogue(xp, out.reshape(n, f, oh * ow), b, activation, False)
         return _from_nchw_array(xp, out, data_format)
-    x = _nchw_contiguous(xp, x, data_format)
-    w3 = _weight_groups(xp, w, data_format, groups)
     g = _Geometry(xp, dtype, (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, groups, (oh, ow))
-    out = xp.empty((n, f, oh, ow), dtype=dtype)
+    x = _nchw_contiguous(xp, x, data_format, g.dtype)
+    out = xp.empty((n, f, oh, ow), dtype=g.dtype)
     out3 = out.reshape(n, f, g.p)
-    with _OneBlasThread():
-        for n0, n1 in g.chunks():
-            cols = g.patches(x, n0, n1)
-            for gi in range(groups):
-                xp.matmul(w3[gi], cols[:, gi * g.kg:(gi + 1) * g.kg], out=out3[n0:n1, gi * g.fg:(gi + 1) * g.fg])
-            if b is not None:
-                _epilogue(xp, out3[n0:n1], b, activation, g.jit)
+    if g.pixel_major:
+        w_kf = xp.ascontiguousarray(_weight_pixel_major(xp, w, data_format, g.dtype).T)
+        if g.jit:
+            bias = (b if b is not None else xp.zeros(0)).astype(g.dtype, copy=False)
+
+            def run(n0, n1):
+                padded, cols = g.scratch()
+                prod = _workspace(xp, (g.p, f), g.dtype, slot=1)
+                for s in range(n0, n1):
+                    nn_jit.pixel_patches(x[s], padded, cols, *g._args())
+                    xp.matmul(cols, w_kf, out=prod)
+                    nn_jit.pixel_epilogue(prod, out3[s], bias, activation == "relu")
+        else:
+            def run(n0, n1):
+                for c0, c1 in g.chunks(n0, n1):
+                    out3[c0:c1] = xp.matmul(g.pixel_patches(x, c0, c1), w_kf).transpose(0, 2, 1)
+                    if b is not None:
+                        _epilogue(xp, out3[c0:c1], b, activation, False)
+    else:
+        w3 = _weight_groups(xp, w, data_format, groups, g.dtype)
+        padded = _pad_nchw(xp, x, pads, 0)
+
+        def run(n0, n1):
+            for c0, c1 in g.chunks(n0, n1):
+                cols = g.patches(padded, c0, c1)
+                for gi in range(groups):
+                    xp.matmul(w3[gi], cols[:, gi * g.kg:(gi + 1) * g.kg],
+                              out=out3[c0:c1, gi * g.fg:(gi + 1) * g.fg])
+                if b is not None:
+                    _epilogue(xp, out3[c0:c1], b, activation, g.jit)
+    with cpu_threads.blas_on_one_thread() as blas_state:
+        cpu_threads.spread(n, blas_state.threads, run)
     return _from_nchw_array(xp, out, data_format)
 
 
@@ -342,28 +385,55 @@ def conv2d_bias_act(xp, x, w, b, *, activation=None, strides=1, pads=((0, 0), (0
 
 def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 0)), dilations=1,
                        groups=1, data_format="NCHW"):
-    """d weight of `conv2d`, in `weight_shape` (the caller's weight layout)."""
+    """d weight of `conv2d`, in `weight_shape` (the caller's weight layout): patches recomputed chunk by chunk
+    (a copy per chunk is cheaper than keeping a batch of them), each thread summing its samples, then the sums."""
     (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, out_hw = _conv_setup(
         x.shape, weight_shape, strides, pads, dilations, groups, data_format)
     if dy.size == 0 or x.size == 0:
         return xp.zeros(tuple(weight_shape), dtype=dy.dtype)
-    x = _nchw_contiguous(xp, x, data_format)
     g = _Geometry(xp, xp.result_type(dy, x), (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, groups,
                   out_hw)
-    dy3 = _nchw_contiguous(xp, dy, data_format).reshape(n, f, g.p)
-    # accumulated transposed, patches @ dy^T: OpenBLAS runs this orientation faster for these shapes
-    dw_t = xp.zeros((groups, g.kg, g.fg), dtype=g.dtype)
-    part = _workspace(xp, (g.chunk, g.kg, g.fg), g.dtype, slot=1)
-    with _OneBlasThread():
-        for n0, n1 in g.chunks():
-            cols = g.patches(x, n0, n1)
-            for gi in range(groups):
-                prod = part[:n1 - n0]
-                xp.matmul(cols[:, gi * g.kg:(gi + 1) * g.kg],
-                          dy3[n0:n1, gi * g.fg:(gi + 1) * g.fg].transpose(0, 2, 1), out=prod)
-                dw_t[gi] += prod[0] if n1 - n0 == 1 else prod.sum(axis=0)
-    dw = dw_t.transpose(0, 2, 1).reshape(f, cg, kh, kw)
-    return xp.ascontiguousarray(dw if data_format == "NCHW" else dw.transpose(0, 2, 3, 1))
+    x = _nchw_contiguous(xp, x, data_format, g.dtype)
+    dy3 = _nchw_contiguous(xp, dy, data_format, g.dtype).reshape(n, f, g.p)
+    if g.pixel_major:
+        def run(n0, n1):
+            dw = xp.zeros((f, g.k), dtype=g.dtype)
+            if g.jit:
+                padded, cols = g.scratch()
+                for s in range(n0, n1):
+                    nn_jit.pixel_patches(x[s], padded, cols, *g._args())
+                    blas.gemm(dy3[s], cols, dw, beta=1.0)
+            else:
+                for c0, c1 in g.chunks(n0, n1):
+                    dw += xp.matmul(dy3[c0:c1], g.pixel_patches(x, c0, c1)).sum(axis=0)
+            return dw
+    else:
+        padded = _pad_nchw(xp, x, pads, 0)
+
+        def run(n0, n1):
+            # accumulated transposed, patches @ dy^T: OpenBLAS runs this orientation faster for these shapes
+            dw_t = xp.zeros((groups, g.kg, g.fg), dtype=g.dtype)
+            part = _workspace(xp, (g.chunk, g.kg, g.fg), g.dtype, slot=1)
+            for c0, c1 in g.chunks(n0, n1):
+                cols = g.patches(padded, c0, c1)
+                for gi in range(groups):
+                    prod = part[:c1 - c0]
+                    xp.matmul(cols[:, gi * g.kg:(gi + 1) * g.kg],
+                              dy3[c0:c1, gi * g.fg:(gi + 1) * g.fg].transpose(0, 2, 1), out=prod)
+                    dw_t[gi] += prod[0] if c1 - c0 == 1 else prod.sum(axis=0)
+            return dw_t
+    with cpu_threads.blas_on_one_thread() as blas_state:
+        parts = cpu_threads.spread(n, blas_state.threads, run)
+    total = parts[0]
+    for more in parts[1:]:
+        total += more
+    if g.pixel_major:
+        dw = total.reshape(f, kh, kw, c)  # (F, kh, kw, C): NHWC's own layout
+        dw = dw.transpose(0, 3, 1, 2) if data_format == "NCHW" else dw
+    else:
+        dw = total.transpose(0, 2, 1).reshape(f, cg, kh, kw)
+        dw = dw if data_format == "NCHW" else dw.transpose(0, 2, 3, 1)
+    return xp.ascontiguousarray(dw)
 
 
 def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)), dilations=1,
@@ -377,15 +447,32 @@ def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)
         return xp.zeros(input_shape, dtype=dy.dtype)
     g = _Geometry(xp, xp.result_type(dy, w), (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, groups,
                   out_hw)
-    w3 = _weight_groups(xp, w, data_format, groups)
-    dy3 = _nchw_contiguous(xp, dy, data_format).reshape(n, f, g.p)
+    dy3 = _nchw_contiguous(xp, dy, data_format, g.dtype).reshape(n, f, g.p)
     dx = xp.empty((n, c, h, wd), dtype=g.dtype)
-    with _OneBlasThread():
-        for n0, n1 in g.chunks():
-            dcols = _workspace(xp, (n1 - n0, g.k, g.p), g.dtype)
-            for gi in range(groups):
-                xp.matmul(w3[gi].T, dy3[n0:n1, gi * g.fg:(gi + 1) * g.fg], out=dcols[:, gi * g.kg:(gi + 1) * g.kg])
-            g.col2im(dcols, dx[n0:n1])
+    if g.pixel_major:
+        w_fk = _weight_pixel_major(xp, w, data_format, g.dtype)
+
+        def run(n0, n1):
+            if g.jit:
+                padded, dcols = g.scratch()
+                for s in range(n0, n1):
+                    xp.matmul(dy3[s].T, w_fk, out=dcols)
+                    nn_jit.pixel_col2im(dcols, padded, dx[s], *g._args())
+            else:
+                for c0, c1 in g.chunks(n0, n1):
+                    g.pixel_col2im(xp.matmul(dy3[c0:c1].transpose(0, 2, 1), w_fk), dx[c0:c1])
+    else:
+        w3 = _weight_groups(xp, w, data_format, groups, g.dtype)
+
+        def run(n0, n1):
+            for c0, c1 in g.chunks(n0, n1):
+                dcols = _workspace(xp, (c1 - c0, g.k, g.p), g.dtype)
+                for gi in range(groups):
+                    xp.matmul(w3[gi].T, dy3[c0:c1, gi * g.fg:(gi + 1) * g.fg],
+                              out=dcols[:, gi * g.kg:(gi + 1) * g.kg])
+                g.col2im(dcols, dx[c0:c1])
+    with cpu_threads.blas_on_one_thread() as blas_state:
+        cpu_threads.spread(n, blas_state.threads, run)
     return _from_nchw_array(xp, dx, data_format)
 
 
@@ -402,6 +489,11 @@ def _pool_setup(x_shape, ksize, strides, pads, data_format, ceil_mode):
     return (h, w), ksize, strides, pads, out_hw, extra
 
 
+def _spread_batch(n, fn):
+    """fn(n0, n1) over ranges of the batch on as many threads as the BLAS runs (the compiled pooling loops)."""
+    cpu_threads.spread(n, cpu_threads.threads(), fn)
+
+
 def _lowest(xp, dtype):
     return -xp.inf if xp.dtype(dtype).kind == "f" else xp.iinfo(dtype).min
 
@@ -410,6 +502,12 @@ def max_pool2d(xp, x, *, ksize, strides, pads=((0, 0), (0, 0)), data_format="NCH
     """Window maximum; padded cells hold the lowest value, so they never win."""
     _, ksize, strides, pads, out_hw, extra = _pool_setup(x.shape, ksize, strides, pads, data_format,
                                                          ceil_mode)
+    if _use_jit(xp, x.dtype) and x.size:
+        xn = _nchw_contiguous(xp, x, data_format)
+        y = xp.empty(xn.shape[:2] + tuple(out_hw), dtype=x.dtype)
+        _spread_batch(xn.shape[0], lambda n0, n1: nn_jit.max_pool(
+            xn[n0:n1], y[n0:n1], ksize[0], ksize[1], strides[0], strides[1], pads[0][0], pads[1][0]))
+        return _from_nchw_array(xp, y, data_format)
     padded = _pad_nchw(xp, _as_nchw(x, data_format), pads, _lowest(xp, x.dtype), extra)
     out = _window(padded, 0, 0, out_hw, strides).copy()
     for i in range(ksize[0]):
@@ -450,8 +548,9 @@ def _max_pool_grad(xp, dy, x, y, ksize, strides, pads, data_format, ceil_mode, r
     if _use_jit(xp, xp.result_type(dy, x)) and x.size:
         xn, yn, dyn = (_nchw_contiguous(xp, a, data_format) for a in (x, y, dy))
         dx = xp.empty(xn.shape, dtype=dy.dtype)
-        nn_jit.max_pool_grad(dyn, xn, yn, dx, ksize[0], ksize[1], strides[0], strides[1], pads[0][0],
-                             pads[1][0], relu)
+        _spread_batch(xn.shape[0], lambda n0, n1: nn_jit.max_pool_grad(
+            dyn[n0:n1], xn[n0:n1], yn[n0:n1], dx[n0:n1], ksize[0], ksize[1], strides[0], strides[1], pads[0][0],
+            pads[1][0], relu))
         return _from_nchw_array(xp, dx, data_format)
     dx = _max_pool_grad_numpy(xp, dy, x, y, hw, ksize, strides, pads, out_hw, extra, data_format)
     return dx * (x > 0) if relu else dx  # relu_grad's own formula (kernels/activation.py)
@@ -534,23 +633,3 @@ def avg_pool2d_grad(xp, dy, *, input_shape, ksize, strides, pads=((0, 0), (0, 0)
         for j in range(ksize[1]):
             _window(dx, i, j, out_hw, strides)[...] += share
     return _from_nchw(xp, dx[:, :, top:top + h, left:left + w], data_format)
-
-
-# --- dense layer epilogue ----------------------------------------------------------------------------------------
-
-def matmul_bias_act(xp, a, b, bias, *, transpose_a=False, transpose_b=False, alpha=1.0, activation=None):
-    """matmul (2-D), + bias along the last axis, then `activation` (None | "relu"): the values of matmul,
-    bias_add and relu one after the other, the bias and the activation applied in place on the product."""
-    if activation not in (None, "relu"):
-        raise ValueError("matmul_bias_act: activation must be None or 'relu', got %r" % (activation,))
-    if transpose_a:
-        a = xp.swapaxes(a, -1, -2)
-    if transpose_b:
-        b = xp.swapaxes(b, -1, -2)
-    out = xp.matmul(a, b)
-    if alpha != 1.0:
-        out *= xp.asarray(alpha, dtype=out.dtype)
-    out += bias
-    if activation == "relu":
-        xp.maximum(out, out.dtype.type(0), out=out)
-    return out

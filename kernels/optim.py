@@ -13,6 +13,8 @@ operations are the same. Host-side scalars are plain numpy float32 values, which
 """
 import numpy as np
 
+from . import blas
+
 _ONE = np.float32(1)
 
 
@@ -58,6 +60,30 @@ def increment(xp, step):
     step += 1
 
 
+def loss_scale_update(xp, scale, good, nonfinite, *, multiplier, increment_period):
+    """Dynamic loss scaling's state, in place on the arrays' device (no host round trip): after a step whose
+    gradients held inf/nan (`nonfinite` > 0) the scale is divided by `multiplier`, not below 1, and the good-step
+    count restarts; after `increment_period` finite steps in a row it is multiplied, not above float32's max, and
+    the count restarts. float32 rounding as `DynamicLossScalePolicy.next_state` (one IEEE operation each)."""
+    finite = xp.reshape(nonfinite, scale.shape) == 0
+    good_next = xp.where(finite, good + 1, 0)
+    grow = good_next >= increment_period
+    m = np.float32(multiplier)
+    with np.errstate(over="ignore"):  # float32 overflow is the max, below
+        grown = xp.minimum(scale * m, np.finfo(np.float32).max)
+    shrunk = xp.maximum(scale / m, _ONE)
+    scale[...] = xp.where(finite, xp.where(grow, grown, scale), shrunk)
+    good[...] = xp.where(grow, 0, good_next)
+
+
+def undo_if_nonfinite(xp, nonfinite, arrays, saved):
+    """Puts `saved` back into `arrays` (in place) when this step's gradients held inf/nan (`nonfinite` > 0): the
+    skipped update of dynamic loss scaling, decided on the device instead of by reading the count back."""
+    skipped = xp.reshape(nonfinite, ()) > 0
+    for array, old in zip(arrays, saved):
+        array[...] = xp.where(skipped, old, array)
+
+
 def sgd_update(xp, w, g, *, lr, weight_decay=0.0):
     """`w ← w − lr·(g + wd·w)` (SGD without momentum, `naive_conf`)."""
     if weight_decay != 0:
@@ -67,6 +93,49 @@ def sgd_update(xp, w, g, *, lr, weight_decay=0.0):
         delta = g.copy()
     delta *= _f32(lr)
     w -= delta
+
+
+def _sgd_target(w, m, momentum):
+    """Where the step's −c·g goes and with what factor on what is there: w itself, or the momentum m ← β·m."""
+    return (w, 1.0) if momentum == 0 else (m, float(_f32(momentum)))
+
+
+def matmul_sgd_update(xp, w, m, pairs, *, lr, scale=1.0, momentum=0.0, transpose_a=False, transpose_b=False,
+                      alpha=1.0):
+    """SGD (`sgd_update`, or `momentum_update` when momentum β > 0, no weight decay) of `w` by the gradient
+    g = scale·alpha·Σ op(a)·op(b) over `pairs` [(a, b), ...] — partial products of a split matmul add up — without
+    making g: each product is added by its GEMM straight into w (w ← w − c·g) or into the momentum m (m ← β·m − c·g,
+    then w ← w + m), c = lr·scale in float32 as the update kernels take it. `m` is None without momentum."""
+    c = float(_f32(lr) * _f32(scale)) * alpha
+    target, beta = _sgd_target(w, m, momentum)
+    for k, (a, b) in enumerate(pairs):
+        blas.gemm(a, b, target, alpha=-c, beta=beta if k == 0 else 1.0, trans_a=transpose_a, trans_b=transpose_b)
+    if momentum != 0:
+        w += m
+
+
+def reduce_sum_sgd_update(xp, w, m, parts, *, lr, axis, scale=1.0, momentum=0.0):
+    """The same SGD step by the gradient g = scale·Σ sum(x, axis) over `parts` (a bias gradient: the sum of the
+    gradient flowing into bias_add over its other axes, partial sums adding up)."""
+    g = None
+    for x in parts:
+        if x.ndim == 2 and tuple(axis) == (0,):
+            # the column sums as a GEMV with ones: several times faster than a sum along axis 0 of a column-major x
+            s = xp.ones(x.shape[0], dtype=x.dtype) @ x
+        else:
+            s = xp.sum(x, axis=tuple(axis))
+        if g is None:
+            g = s
+        else:
+            g += s
+    g = xp.reshape(g, w.shape)
+    g *= _f32(lr) * _f32(scale)
+    target, beta = _sgd_target(w, m, momentum)
+    if beta != 1.0:
+        target *= target.dtype.type(beta)
+    target -= g
+    if momentum != 0:
+        w += m
 
 
 def momentum_update(xp, w, m, g, *, lr, beta, weight_decay=0.0):

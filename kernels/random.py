@@ -7,7 +7,9 @@ generator: each counter value gives 4 outputs and `advance` jumps to any counter
 so any slice is generated without generating what precedes it. Consequently
 concatenating slices gives exactly the whole, whatever the number of devices.
 
-Numbers are generated on the host with numpy and moved to `xp` (cupy) afterwards.
+On the host the numbers come from numpy's own Philox; on a device (`xp` other than numpy) from
+`philox4x64_10`, the same function written over uint64 arrays (and `PHILOX_UNIFORM_CUDA`, its CUDA twin for a
+single-launch kernel), so both give the same bits: no draw on the host, no copy up.
 """
 import zlib
 
@@ -40,6 +42,76 @@ def call_key(seed, call, device=0):
     return _mix64(z)
 
 
+# --- Philox4x64-10 over arrays (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) -------------
+_PHILOX_M0, _PHILOX_M1 = numpy.uint64(0xD2E7470EE14C6C93), numpy.uint64(0xCA5A826395121157)
+_PHILOX_W0, _PHILOX_W1 = numpy.uint64(0x9E3779B97F4A7C15), numpy.uint64(0xBB67AE8584CAA73B)
+_LOW32 = numpy.uint64(0xFFFFFFFF)
+_U32, _U11 = numpy.uint64(32), numpy.uint64(11)
+_PHILOX_ROUNDS = 10
+
+
+def _mulhilo64(xp, a, b):
+    """(high, low) 64-bit words of the 128-bit products a·b (uint64 arrays, `b` a scalar), from 32-bit halves."""
+    a_lo, a_hi = a & _LOW32, a >> _U32
+    b_lo, b_hi = b & _LOW32, b >> _U32
+    lo_lo, lo_hi, hi_lo = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo
+    middle = (lo_lo >> _U32) + (lo_hi & _LOW32) + (hi_lo & _LOW32)
+    high = a_hi * b_hi + (lo_hi >> _U32) + (hi_lo >> _U32) + (middle >> _U32)
+    return high, a * b
+
+
+def philox4x64_10(xp, counter, key):
+    """The four output words of Philox4x64-10 for each counter.
+
+    `counter`: four uint64 arrays (word 0 the lowest of the 256-bit counter), broadcastable together; `key`: two
+    uint64 words (Python ints or 0-d arrays; word 0 the low one). Returns four uint64 arrays. The same function
+    as numpy.random.Philox's block (`tests/test_philox.py` checks the bits) and as `PHILOX_UNIFORM_CUDA`."""
+    c0, c1, c2, c3 = (xp.asarray(c, dtype=xp.uint64) for c in counter)
+    k0, k1 = numpy.uint64(int(key[0]) & _SEED_MASK), numpy.uint64(int(key[1]) & _SEED_MASK)
+    with numpy.errstate(over="ignore"):  # key bumps wrap modulo 2**64 by design
+        for r in range(_PHILOX_ROUNDS):
+            if r:
+                k0, k1 = k0 + _PHILOX_W0, k1 + _PHILOX_W1
+            hi0, lo0 = _mulhilo64(xp, c0, _PHILOX_M0)
+            hi1, lo1 = _mulhilo64(xp, c2, _PHILOX_M1)
+            c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    return c0, c1, c2, c3
+
+
+def philox_uniform(xp, seed, elements):
+    """float64 uniforms in [0, 1): element e (a uint64 array of flat indices) of numpy's
+    `Philox(key=seed).random_raw()` stream — word e % 4 of the block at counter e // 4 + 1 (numpy increments the
+    counter before each block) — mapped as Generator.random does, (u >> 11)·2⁻⁵³."""
+    elements = xp.asarray(elements, dtype=xp.uint64)
+    zero = xp.zeros((), dtype=xp.uint64)
+    words = philox4x64_10(xp, (elements // numpy.uint64(4) + numpy.uint64(1), zero, zero, zero),
+                          (int(seed) & _SEED_MASK, (int(seed) >> 64) & _SEED_MASK))
+    lane = elements % numpy.uint64(4)
+    word = xp.where(lane == 0, words[0], xp.where(lane == 1, words[1], xp.where(lane == 2, words[2], words[3])))
+    return (word >> _U11).astype(xp.float64) * (1.0 / (1 << 53))
+
+
+# The CUDA twin of `philox_uniform` for one launch (a cupy.ElementwiseKernel body: in 'uint64 e, uint64 k0,
+# uint64 k1', out 'float64 u'); tests/test_philox.py runs it against numpy where a GPU is present.
+PHILOX_UNIFORM_CUDA = r"""
+unsigned long long c0 = e / 4 + 1, c1 = 0, c2 = 0, c3 = 0;
+unsigned long long key0 = k0, key1 = k1;
+for (int r = 0; r < 10; ++r) {
+    if (r > 0) {
+        key0 += 0x9E3779B97F4A7C15ULL;
+        key1 += 0xBB67AE8584CAA73BULL;
+    }
+    unsigned long long lo0 = 0xD2E7470EE14C6C93ULL * c0, hi0 = __umul64hi(0xD2E7470EE14C6C93ULL, c0);
+    unsigned long long lo1 = 0xCA5A826395121157ULL * c2, hi1 = __umul64hi(0xCA5A826395121157ULL, c2);
+    unsigned long long n0 = hi1 ^ c1 ^ key0, n2 = hi0 ^ c3 ^ key1;
+    c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
+}
+unsigned long long lane = e % 4;
+unsigned long long word = lane == 0 ? c0 : (lane == 1 ? c1 : (lane == 2 ? c2 : c3));
+u = (double)(word >> 11) * (1.0 / 9007199254740992.0);
+"""
+
+
 def _uniform_host(seed, start, stop):
     bit_generator = numpy.random.Philox(key=int(seed) & _SEED_MASK)
     first_block, skip = divmod(start, _OUTPUTS_PER_COUNTER)
@@ -66,20 +138,25 @@ def uniform_slice(xp, seed, logical_shape, start, stop):
     if not 0 <= start <= stop <= size:
         raise ValueError("uniform_slice: range [%d, %d) outside a tensor of %d elements"
                          % (start, stop, size))
-    return xp.asarray(_uniform_host(seed, start, stop))
+    if xp is numpy:
+        return _uniform_host(seed, start, stop)
+    return philox_uniform(xp, seed, xp.arange(start, stop, dtype=xp.uint64))
 
 
-def _local_flat_indices(logical_shape, index_slices):
-    """Flat logical indices of the piece x[index_slices], shaped like the piece."""
+def _local_flat_indices(xp, logical_shape, index_slices):
+    """Flat logical indices (int64) of the piece x[index_slices], shaped like the piece, built where `xp` computes."""
     index_slices = tuple(index_slices) + (slice(None),) * (len(logical_shape) - len(index_slices))
     if len(index_slices) != len(logical_shape):
         raise ValueError("dropout_mask: %d slices for a %d-d tensor" % (len(index_slices), len(logical_shape)))
-    ranges = [numpy.arange(*s.indices(int(n))) for s, n in zip(index_slices, logical_shape)]
-    if any(r.size == 0 for r in ranges):
-        return numpy.zeros([r.size for r in ranges], dtype=numpy.int64)
-    if not ranges:
-        return numpy.zeros((), dtype=numpy.int64)
-    return numpy.ravel_multi_index(numpy.ix_(*ranges), tuple(int(n) for n in logical_shape))
+    dims = [int(n) for n in logical_shape]
+    flat = xp.zeros((), dtype=xp.int64)
+    stride = 1
+    for axis in reversed(range(len(dims))):
+        start, stop, step = index_slices[axis].indices(dims[axis])
+        along = xp.arange(start, stop, step, dtype=xp.int64) * stride
+        flat = xp.expand_dims(along, tuple(range(1, len(dims) - axis))) + flat
+        stride *= dims[axis]
+    return flat
 
 
 def dropout_mask(xp, seed, logical_shape, rate, index_slices=()):
@@ -89,13 +166,15 @@ def dropout_mask(xp, seed, logical_shape, rate, index_slices=()):
     The flat range covering the piece is generated, then the piece is gathered
     from it, so the mask of a piece equals the same slice of the whole mask.
     """
-    flat = _local_flat_indices(logical_shape, index_slices)
+    if xp is not numpy:  # on the device: each element's draw straight from its index (same bits as the host)
+        flat = _local_flat_indices(xp, logical_shape, index_slices)
+        return (philox_uniform(xp, seed, flat.astype(xp.uint64)) > rate).astype(xp.int8)
+    flat = _local_flat_indices(numpy, logical_shape, index_slices)
     if flat.size == 0:
-        return xp.zeros(flat.shape, dtype=xp.int8)
+        return numpy.zeros(flat.shape, dtype=numpy.int8)
     low, high = int(flat.min()), int(flat.max()) + 1
     uniforms = uniform_slice(numpy, seed, logical_shape, low, high)
-    mask = (uniforms[flat - low] > rate).astype(numpy.int8)
-    return xp.asarray(mask)
+    return (uniforms[flat - low] > rate).astype(numpy.int8)
 
 
 def dropout(xp, x, mask, *, rate):

@@ -38,9 +38,14 @@ def gpu_device_num(res, val):
 
 @_setter
 def cpu_device_num(res, val):
+    """CPU devices per machine; under ONEFLOW_COMPAT_DEVICE=gpu, that many logical devices on the GPU."""
+    from oneflow_compat.backend import devices
+
     if not (type(val) is int and val >= 1):
         raise AssertionError("cpu_device_num must be a positive int")
     res.cpu_device_num = val
+    if devices.every_device_is_gpu():
+        res.gpu_device_num = val
 
 
 @_setter

@@ -4,6 +4,8 @@ import sys
 import pytest
 
 os.environ.setdefault("ONEFLOW_COMPAT_SEED", "1234")
+# the suite runs on CPU devices and never touches CUDA, unless a GPU run asks for ONEFLOW_COMPAT_DEVICE=gpu
+os.environ.setdefault("ONEFLOW_COMPAT_DEVICE", "cpu")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MNIST = os.path.join(HERE, "..", "..", "shared", "data", "mnist.npz")

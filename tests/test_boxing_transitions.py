@@ -11,6 +11,7 @@ import pytest
 
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
+from oneflow_compat.backend import devices
 from oneflow_compat.tools import explain as explain_mod
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.framework import session as sess
@@ -88,7 +89,7 @@ def _device_pieces(job, op_name):
     op = session.jobs[jf.name].op_names[op_name]
     key = op.outputs[0].key()
     local = session.runtime.local_indices(op.placement)
-    return op.sbp_out[0], {i: np.asarray(compiled.regs[compiled.slot[(key, i)]]) for i in local}
+    return op.sbp_out[0], {i: devices.to_host(compiled.regs[compiled.slot[(key, i)]]) for i in local}
 
 
 def check_pieces(sbp, pieces, logical, n):

@@ -2,6 +2,7 @@
 `<venv>/bin/mpiexec -n N python -m mpi4py tests/mpi_scripts/comm_xxx.py` under a timeout, N = 2 and 4."""
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -180,3 +181,100 @@ def test_timeout_says_which_operation_the_other_rank_is_in(timeout_runs):
     from_rank1 = ("rank 1: recv from rank 0 #1 over ranks (0, 1) did not complete within 3.0 s. Rank 0 is in a "
                   "different operation: allreduce #2 over ranks (0, 1)")
     assert from_rank0 in result.stderr or from_rank1 in result.stderr, result.stderr
+
+
+# ----- a rank that leaves, a rank killed by a signal, a launcher stopped by one --------------------------------------
+
+def test_a_rank_that_leaves_is_named_at_once_by_the_rank_waiting_for_it():
+    # the comm timeout stays at its default (60 s): the ends below come from rank 1's note, within seconds
+    runs = {mode: start(mpi_command(2, "comm_leave.py", mode)) for mode in ("sysexit", "return", "late", "delivered")}
+    done = {mode: finish(started, timeout=60) for mode, started in runs.items()}
+    for mode in ("sysexit", "return", "late"):
+        result = done[mode]
+        assert result.returncode != 0 and "not reached" not in result.stdout, (mode, result.stderr)
+        assert result.elapsed < 20, (mode, result.elapsed)
+        assert re.search(r"CommError: rank 0: allreduce #2 over ranks \(0, 1\) cannot complete: rank 1 \(pid \d+ on "
+                         r"\S+\) left the program without taking part in it \(it ended, or called sys.exit / raised "
+                         r"SystemExit; its exit status is unknown here\)", result.stderr), (mode, result.stderr)
+    # what rank 1 sent before it left still arrives: no false alarm
+    assert done["delivered"].returncode == 0, done["delivered"].stderr
+    assert done["delivered"].stdout == "delivered OK\n"
+
+
+HYDRA_REPORT = (b"\n" + b"=" * 83 + b"\n=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+                b"=   PID 4242 RUNNING AT node7\n=   EXIT CODE: 9\n=   CLEANING UP REMAINING PROCESSES\n"
+                b"=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\n" + b"=" * 83 + b"\n"
+                b"YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)\n")
+
+
+def _report_of(stdout_bytes, stderr_bytes=b""):
+    """An MpiexecOutput fed with these bytes as a finished mpiexec's stdout and stderr."""
+    from oneflow_compat.comm.mpiexec_report import MpiexecOutput
+
+    class Finished:
+        pass
+
+    process = Finished()
+    for name, data in (("stdout", stdout_bytes), ("stderr", stderr_bytes)):
+        read_end, write_end = os.pipe()
+        os.write(write_end, data)
+        os.close(write_end)
+        setattr(process, name, os.fdopen(read_end, "rb"))
+    output = MpiexecOutput(process)
+    output.wait()
+    return output
+
+
+def test_mpiexec_report_names_the_killed_rank_and_passes_output_on(tmp_path, capfd):
+    from oneflow_compat.comm import rank_records
+    from oneflow_compat.comm.mpiexec_report import exit_code, killed_process_line
+
+    env = {rank_records.JOB_DIR_ENV: str(tmp_path)}
+    assert rank_records.record_this_process(1, env) == str(tmp_path / "rank-1")
+    (tmp_path / "rank-1").write_text("4242 node7\n")
+    (tmp_path / "rank-0").write_text("4242 node3\n")  # the same pid on another host
+    (tmp_path / "rank-2").write_text("77 node7\n")
+    program = b"PID 1 RUNNING AT nowhere (a program's own line, not a report)\n"
+    output = _report_of(program + HYDRA_REPORT, b"[rank 1] a partial line")
+    assert capfd.readouterr() == ((program + HYDRA_REPORT).decode(), "[rank 1] a partial line")
+    assert killed_process_line(output, str(tmp_path)) == "rank 1 (pid 4242 on node7) was killed by signal 9 (SIGKILL)"
+    assert exit_code(output, 9) == 137
+    # no record of that pid: said so, unless the launcher started one process only
+    assert killed_process_line(output, str(tmp_path / "none")).startswith(
+        "a process of the job whose rank is unknown (it had not started oneflow) (pid 4242 on node7)")
+    assert killed_process_line(output, None, only_rank=3) == \
+        "rank 3 (pid 4242 on node7) was killed by signal 9 (SIGKILL)"
+    # a job that ended without MPI's report: nothing to name, mpiexec's own status
+    quiet = _report_of(program)
+    assert killed_process_line(quiet, str(tmp_path)) is None and exit_code(quiet, 9) == 9
+    # no job folder (plain mpiexec, or a rank on another host): nothing is written
+    assert rank_records.record_this_process(0, {}) is None
+    assert rank_records.record_this_process(0, {rank_records.JOB_DIR_ENV: str(tmp_path / "absent")}) is None
+
+
+SLEEPER = ("import os, time\nimport oneflow_compat\nprint('ready', os.getpid(), flush=True)\ntime.sleep(120)\n")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to find the job's processes")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_the_launcher_ends_the_whole_job(signum, tmp_path):
+    from process_tree import descendants, wait_until_gone
+
+    script = tmp_path / "sleeper.py"
+    script.write_text(SLEEPER)
+    process = subprocess.Popen([sys.executable, "-m", "oneflow_compat.tools.launch", "-n", "2", "--output", "all",
+                                str(script)], cwd=ROOT, env=environment(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    ready = 0
+    while ready < 2:
+        line = process.stdout.readline()
+        assert line, process.communicate(timeout=30)
+        ready += "ready" in line
+    job = descendants(process.pid)
+    assert len(job) >= 5, job  # the launcher, mpiexec, hydra's proxy, two ranks
+    process.send_signal(signum)
+    stopped = time.perf_counter()
+    process.communicate(timeout=30)
+    assert process.returncode == 128 + signum
+    assert time.perf_counter() - stopped < 15
+    assert wait_until_gone(job) == []

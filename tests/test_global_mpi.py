@@ -90,9 +90,9 @@ def test_a_global_op_only_one_rank_reaches_ends_the_job_naming_it():
     assert done.returncode != 0
     assert done.elapsed < 30
     assert "rank 1 passed the divergent op" not in done.stdout
-    assert "CollectiveTimeout" in done.stderr, done.stderr
+    # rank 0 ends without the op: rank 1, waiting in it, names rank 0 as soon as rank 0 leaves
+    assert re.search(r"rank 0 \(pid \d+ on \S+\) left the program without taking part in it", done.stderr), done.stderr
     assert "in eager op 'to_global' ((4, 5) S(0) on cpu ranks [0, 1] -> B on cpu ranks [0, 1])" in done.stderr
-    assert "did not complete within 2.0 s" in done.stderr
 
 
 def test_explain_lists_the_boxing_an_eager_global_program_performed():

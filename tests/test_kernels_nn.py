@@ -63,17 +63,21 @@ def test_conv_out_hw_floor_and_ceil():
 
 # --- convolution -------------------------------------------------------------------
 
-@pytest.fixture(params=["numpy", "jit"])
+@pytest.fixture(params=["numpy", "jit", "numpy-pixel-major", "jit-pixel-major"])
 def conv_layout(request, monkeypatch):
-    """Run a conv test on each of the kernels' two paths: numpy (the reference, here with the whole batch in one
-    chunk) and the compiled loops of nn_jit (one sample per chunk); skipped without numba."""
-    if request.param == "jit":
+    """Run a conv test on each of the kernels' paths: numpy (the reference, here with the whole batch in one
+    chunk) and the compiled loops of nn_jit (one sample per chunk; skipped without numba), each with the patches
+    in the layout the shape chooses (channel-major for these few channels) and in the pixel-major layout (every
+    case with groups == 1)."""
+    if request.param.startswith("jit"):
         if not K.nn_jit.AVAILABLE:
             pytest.skip("numba is not installed")
         monkeypatch.setattr(K, "_CHUNK_BYTES", 1)
     else:
         monkeypatch.setattr(K.nn_jit, "AVAILABLE", False)
         monkeypatch.setattr(K, "_CHUNK_BYTES_NUMPY", 10 ** 12)
+    if request.param.endswith("pixel-major"):
+        monkeypatch.setattr(K, "_PIXEL_MAJOR_RUN", 1)
     return request.param
 
 

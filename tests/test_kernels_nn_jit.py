@@ -38,7 +38,10 @@ def _layout(a, data_format):
 @pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_conv_paths_agree(monkeypatch, case, data_format, dtype):
+@pytest.mark.parametrize("layout", ["by-shape", "pixel-major"])
+def test_conv_paths_agree(monkeypatch, case, data_format, dtype, layout):
+    if layout == "pixel-major":
+        monkeypatch.setattr(K, "_PIXEL_MAJOR_RUN", 1)
     x, w, attrs = make_conv_case(case, dtype=dtype, seed=4)
     x, w = _layout(x, data_format), _layout(w, data_format)
     attrs["data_format"] = data_format
@@ -57,7 +60,10 @@ def test_conv_paths_agree(monkeypatch, case, data_format, dtype):
 
 @pytest.mark.parametrize("case", CONV_CASES[:4], ids=CONV_IDS[:4])
 @pytest.mark.parametrize("activation", [None, "relu"])
-def test_conv_bias_act_is_conv_then_bias_add_then_relu(monkeypatch, case, activation):
+@pytest.mark.parametrize("layout", ["by-shape", "pixel-major"])
+def test_conv_bias_act_is_conv_then_bias_add_then_relu(monkeypatch, case, activation, layout):
+    if layout == "pixel-major":
+        monkeypatch.setattr(K, "_PIXEL_MAJOR_RUN", 1)
     x, w, attrs = make_conv_case(case, dtype=np.float32, seed=6)
     b = np.random.default_rng(7).standard_normal(w.shape[0]).astype(np.float32)
     expected = E.bias_add(np, K.conv2d(np, x, w, **attrs), b, axis=1)
@@ -91,3 +97,35 @@ def test_max_pool_paths_agree_and_fused_relu_grad(monkeypatch, case, data_format
         np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
     # the fused kernel is relu_grad after max_pool2d_grad (x is the relu's output)
     np.testing.assert_array_equal(reference[2], A.relu_grad(np, reference[1], x))
+
+
+def test_max_pool_nan_and_signed_zero_as_numpy_maximum(monkeypatch):
+    # numpy's maximum: a NaN anywhere in the window wins, and of -0.0 / 0.0 the first in window order stays
+    x = np.array([[[[1.0, np.nan, 2.0, 3.0],
+                    [0.5, 0.0, -0.0, 1.0],
+                    [-0.0, 0.0, -1.0, -2.0],
+                    [-5.0, -0.0, np.nan, -3.0]]]], dtype=np.float32)
+    for attrs in (dict(ksize=2, strides=2), dict(ksize=3, strides=1, pads=((1, 1), (1, 1)))):
+        reference, compiled = both_paths(monkeypatch, lambda: K.max_pool2d(np, x, **attrs))
+        np.testing.assert_array_equal(compiled, reference)
+        np.testing.assert_array_equal(np.signbit(compiled), np.signbit(reference))
+    assert np.isnan(reference).any()  # the case above reaches the NaN rule
+
+
+@needs_jit
+@pytest.mark.parametrize("shape", [(3, 4, 8, 6), (2, 3, 28, 28)], ids=["small", "lenet_plane"])
+def test_max_pool_2x2_kernels_match_numpy_on_ties(monkeypatch, shape):
+    """The 2x2 / 2 kernels (straight-line maximum, first maximum found without branches) against numpy."""
+    r = np.random.default_rng(11)
+    # few distinct values: most windows hold ties, and the first maximal cell in window order must take dy
+    x = np.round(r.standard_normal(shape) * 1.5).astype(np.float32)
+    attrs = dict(ksize=2, strides=2)
+    y = K.max_pool2d(np, x, **attrs)
+    dy = r.standard_normal(y.shape).astype(np.float32)
+
+    def run():
+        return (K.max_pool2d(np, x, **attrs), K.max_pool2d_grad(np, dy, x, y, **attrs),
+                K.max_pool2d_relu_grad(np, dy, x, y, **attrs))
+
+    for ref, got in zip(*both_paths(monkeypatch, run)):
+        np.testing.assert_array_equal(got, ref)

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NOTICE = "NOTICE: no usable CUDA device (or CuPy is not installed): 'gpu' placements run on CPU devices."
+NOTICE = "NOTICE: no usable CUDA device (ONEFLOW_COMPAT_DEVICE=cpu): 'gpu' placements run on CPU devices."
 
 # A fresh interpreter, as a user's script has it: pytest's own log capture would otherwise count as configured logging.
 TRIGGER = """
@@ -23,6 +23,7 @@ print("done")
 
 def _run(setup=""):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "MV2_", "PMIX_"))}
+    env["ONEFLOW_COMPAT_DEVICE"] = "cpu"
     result = subprocess.run([sys.executable, "-c", TRIGGER.format(setup=setup)], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

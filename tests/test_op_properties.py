@@ -133,7 +133,8 @@ def test_declared_properties():
     assert casts == {"cast_to_mirrored": "mirrored", "cast_from_mirrored": "consistent"}
     assert _with("boxing") == {"boxing"}
     assert {t: registry.get(t).runtime_hook for t in _with("runtime_hook")} == {"watch": "watch"}
-    assert _with("in_place") == {"optimizer_update", "increment", "moving_average_update", "loss_scale_update"}
+    assert _with("in_place") == {"optimizer_update", "increment", "moving_average_update", "loss_scale_update",
+                                 "matmul_sgd_update", "reduce_sum_sgd_update"}
     assert _with("in_place") <= _with("stateful")
     assert _with("boxing") | _with("runtime_hook") <= _with("collective")
     # their output is a new array: matmul, reductions, sums and scalings (gradients the optimizer may scale in place)

@@ -23,12 +23,16 @@ local tensors.
 Modules assigned to the graph are wrapped in a `Block` (`graph_block.py`) carrying the graph's configuration of
 the module, the pipeline stage in its three spellings; a placed stage moves the module's tensor inputs onto its
 placement (SBP kept).
+
+Under MPI every call of a global graph starts with the ranks checking that they are in the same call of the same
+graph, after the same global ops (`runtime/agreement.py`; rejected calls count), and calls from several threads
+take turns in one order on every rank.
 """
 import collections
 import time
 
 from oneflow_compat.ir.placement import Placement as IrPlacement
-from oneflow_compat.runtime import global_eager
+from oneflow_compat.runtime import activity, agreement, global_eager
 from oneflow_compat.runtime.graph_runtime import CompiledGraph
 from oneflow_compat.runtime.graph_trace import GraphTrace, layout_of
 from oneflow_compat._global import generators, lazy
@@ -116,6 +120,7 @@ class Graph:
         d["_blocks"] = collections.OrderedDict()
         d["_opts"] = []  # [(optimizer, lr scheduler or None)]
         d["_compiled"] = None
+        d["_calls"] = 0  # calls so far, rejected ones included
         d["_graph_optimizers"] = None
         d["_args_repr"] = []
         d["_outs_repr"] = []
@@ -194,20 +199,31 @@ class Graph:
             if t.is_lazy:
                 raise RuntimeError("nn.Graph '%s' was called with a lazy tensor: graphs cannot be nested"
                                    % self._name)
-        if self._compiled is None:
-            self._compile(flat, struct, tensors)
-        elif struct != self._in_struct:
-            raise ValueError("nn.Graph '%s' was compiled for arguments shaped as %s, got %s (a graph's inputs are "
-                             "fixed by its first call)" % (self._name, self._in_struct, struct))
-        else:
-            constants = [x for x in flat if not isinstance(x, Tensor)]
-            if not _same_constants(constants, self._in_constants):
-                raise ValueError("nn.Graph '%s': the non-tensor arguments %r differ from the first call's %r; they "
-                                 "were traced into the graph as constants" % (self._name, constants,
-                                                                             self._in_constants))
+        # A call is one turn of the process-wide lock: the compiled plan has one register file, and under MPI the
+        # calls of several threads must reach every rank in the same order (agreement.py)
+        return agreement.in_turn(self._call, flat, struct, tensors)
+
+    def _call(self, flat, struct, tensors):
+        number = self._calls + 1
         values = [t._value for t in tensors]
-        self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
-        outs = self._compiled.run(values)
+        if self._compiled is not None:
+            try:
+                self._check_arguments(flat, struct, tensors, values)
+            except Exception:
+                # a rejected call counts, so that a rank that catches the error and calls again is caught by the
+                # identity check of its next call instead of pairing it with this call on the other ranks
+                self.__dict__["_calls"] = number
+                raise
+        text = "nn.Graph '%s' call #%d" % (self._name, number)
+        with activity.operation(text, name_errors=False) as call:  # build's own errors keep their messages
+            if self._spans_ranks(tensors):
+                agreement.global_op((agreement.digest(text), text), tuple(range(global_eager.world_size())))
+            self.__dict__["_calls"] = number
+            if self._compiled is None:
+                self._compile(flat, struct, tensors)
+                self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
+            call.name_errors = True
+            outs = self._compiled.run(values)
         if self._graph_optimizers is not None:
             self._graph_optimizers.after_step()
         it = iter(outs)
@@ -219,6 +235,26 @@ class Graph:
             else:
                 results.append(info)
         return _unflatten(self._out_struct[1], iter(results))
+
+    def _check_arguments(self, flat, struct, tensors, values):
+        if struct != self._in_struct:
+            raise ValueError("nn.Graph '%s' was compiled for arguments shaped as %s, got %s (a graph's inputs are "
+                             "fixed by its first call)" % (self._name, self._in_struct, struct))
+        constants = [x for x in flat if not isinstance(x, Tensor)]
+        if not _same_constants(constants, self._in_constants):
+            raise ValueError("nn.Graph '%s': the non-tensor arguments %r differ from the first call's %r; they "
+                             "were traced into the graph as constants" % (self._name, constants,
+                                                                         self._in_constants))
+        self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
+
+    def _spans_ranks(self, tensors):
+        """Whether the graph is global in a world of several ranks (then its calls are global operations)."""
+        spans = self.__dict__.get("_spans")
+        if spans is None:
+            spans = global_eager.world_size() > 1 and self._default_placement(tensors)[0]
+            if self._compiled is not None:
+                self.__dict__["_spans"] = spans
+        return spans
 
     def _compile(self, flat, struct, tensors):
         if self.config._amp:
@@ -241,7 +277,7 @@ class Graph:
         if trace.job.is_train:
             self.__dict__["_graph_optimizers"] = trace.job.optimizer = GraphOptimizers(self._opts, scope.names)
         # a rank that never compiles leaves the others waiting in the plan check: the timeout names the graph
-        with global_eager.operation("compiling nn.Graph '%s' (every rank must call it)" % self._name):
+        with activity.operation("compiling nn.Graph '%s' (every rank must call it)" % self._name):
             compiled = CompiledGraph(trace, [_input_layout(t) for t in tensors], out_values, self._name,
                                      check_across_ranks=is_global)
         for name, tensor in trace.bindings.items():

@@ -3,6 +3,7 @@
 broadcasting and Python numbers, `to_global`/`to_consistent`, `backward`, and the functional ops as methods."""
 import numpy as np
 
+from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
 from oneflow_compat._global import creation, dispatch, functional as F, layouts
 from oneflow_compat._global.size import Size
@@ -43,7 +44,7 @@ def _copy_(self, other):
     if tuple(src.shape) != tuple(self.shape):
         src = F.reshape(src, tuple(self.shape)) if src.numel() == self.numel() else src
     for p, q in zip(self._value.pieces, src._value.pieces):
-        p[...] = q
+        p[...] = q if devices.is_device_array(p) else devices.to_host(q)  # a host piece takes no device array
     return self
 
 

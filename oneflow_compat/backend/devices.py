@@ -1,34 +1,103 @@
-"""Which array module runs a device tag, and the one notice when "gpu" falls back to CPU devices."""
+"""Which array module runs a device tag, and the device switch `ONEFLOW_COMPAT_DEVICE`.
+
+* `auto` (the default): "gpu" placements run on CuPy where a CUDA device is usable, else on CPU devices with one
+  notice that says why CUDA is not usable (as OneFlow's CPU-only builds ran them).
+* `cpu`: CUDA is never probed (CuPy is not even imported); "gpu" placements run on CPU devices.
+* `gpu`: every placement and every device count is a GPU one (`cpu_device_num(n)` gives n logical devices on the
+  GPU), and a CUDA that is not usable is an error carrying the exception of the failed import or driver call.
+
+The switch is read at each use (tests change it); the probe of CUDA runs once per process.
+"""
+import os
+
 import numpy as np
 
 from oneflow_compat.backend import notices
+from oneflow_compat.kernels import checks
 
-_CUDA = None
+MODE_ENV = "ONEFLOW_COMPAT_DEVICE"
+MODES = ("auto", "cpu", "gpu")
+
+_CUDA = None  # whether CUDA is usable, once probed
+_CUDA_REASON = None  # why not, when it is not
 _NOTICED = False
 
 
-def cuda_usable():
-    global _CUDA
-    if _CUDA is None:
-        try:
-            import cupy
+class CudaUnavailableError(RuntimeError):
+    """`ONEFLOW_COMPAT_DEVICE=gpu` on a process where CUDA cannot run."""
 
-            _CUDA = cupy.cuda.runtime.getDeviceCount() > 0
-        except Exception:  # no cupy, no driver, no device: all mean CPU
-            _CUDA = False
+
+def mode():
+    """'auto', 'cpu' or 'gpu', from `ONEFLOW_COMPAT_DEVICE` (unset or empty: 'auto')."""
+    value = os.environ.get(MODE_ENV, "").strip().lower()
+    if not value:
+        return "auto"
+    if value not in MODES:
+        raise ValueError("%s=%r: expected one of %s" % (MODE_ENV, os.environ[MODE_ENV], ", ".join(MODES)))
+    return value
+
+
+def _probe():
+    """(usable, reason): imports CuPy, asks the driver for devices and runs one tiny kernel on device 0, so that a
+    broken toolkit (no NVRTC, a driver too old for the runtime) shows here rather than in the first job."""
+    try:
+        import cupy
+    except Exception as e:  # noqa: BLE001 (any failure of the import means no CuPy: say which)
+        return False, "CuPy could not be imported: %s: %s" % (type(e).__name__, e)
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+        if count < 1:
+            return False, "the CUDA driver reports no device"
+        (cupy.arange(2, dtype=cupy.float32) + 1).get()
+    except Exception as e:  # noqa: BLE001
+        return False, "CUDA is not usable through CuPy: %s: %s" % (type(e).__name__, e)
+    return True, None
+
+
+def cuda_usable():
+    """Whether "gpu" placements run on CUDA here. Never probes (nor imports CuPy) under `ONEFLOW_COMPAT_DEVICE=cpu`."""
+    global _CUDA, _CUDA_REASON
+    if mode() == "cpu":
+        return False
+    if _CUDA is None:
+        _CUDA, _CUDA_REASON = _probe()
     return _CUDA
 
 
+def unusable_reason():
+    """Why "gpu" placements do not run on CUDA (None where they do)."""
+    if mode() == "cpu":
+        return "%s=cpu" % MODE_ENV
+    if cuda_usable():
+        return None
+    return _CUDA_REASON or "CUDA was marked unusable"
+
+
+def require_cuda():
+    """Under `ONEFLOW_COMPAT_DEVICE=gpu`: an error saying why, unless CUDA is usable."""
+    if not cuda_usable():
+        raise CudaUnavailableError("%s=gpu, but CUDA is not usable: %s" % (MODE_ENV, unusable_reason()))
+
+
 def resolve_tag(tag):
-    """'gpu' becomes 'cpu' where no CUDA device is usable (as OneFlow's CPU-only builds did)."""
+    """The tag a placement runs on: every tag is 'gpu' under `gpu` mode; 'gpu' becomes 'cpu' where CUDA is not
+    usable (as OneFlow's CPU-only builds did), with one notice naming the reason."""
     global _NOTICED
+    if mode() == "gpu":
+        require_cuda()
+        return "gpu"
     if tag == "gpu" and not cuda_usable():
         if not _NOTICED:
             _NOTICED = True
-            notices.warn("NOTICE: no usable CUDA device (or CuPy is not installed): 'gpu' placements run on CPU "
-                         "devices.")
+            notices.warn("NOTICE: no usable CUDA device (%s): 'gpu' placements run on CPU devices.",
+                         unusable_reason())
         return "cpu"
     return tag
+
+
+def every_device_is_gpu():
+    """Under `gpu` mode a CPU device count (`cpu_device_num(n)`) counts GPU devices."""
+    return mode() == "gpu"
 
 
 def array_module(tag):
@@ -39,5 +108,15 @@ def array_module(tag):
     return np
 
 
+def is_device_array(x):
+    """Whether `x` is an array of a device module (CuPy, or a stand-in with `.get()`), not a host value."""
+    return not isinstance(x, (np.ndarray, np.generic)) and callable(getattr(x, "get", None)) and hasattr(x, "dtype")
+
+
 def to_host(x):
-    return x if isinstance(x, np.ndarray) else x.get()
+    """A host (numpy) value of `x`: device arrays are copied down, host values returned as they are. A fetch from a
+    device first raises what the device-side checks of the steps before it found (kernels/checks.py)."""
+    if not is_device_array(x):
+        return x
+    checks.raise_failed()
+    return x.get()

@@ -1,12 +1,19 @@
 """`MPIComm`: the process comm on mpi4py, with raw numpy buffers and no way to hang forever.
 
 Every operation is issued nonblocking and completed by a polling loop with a timeout
-(`ONEFLOW_COMPAT_COMM_TIMEOUT` seconds, default 60, `inf` for none; `set_timeout()`; a warning at half of it). While it polls, a rank answers "where are
-you?" queries that arrive on a second, private communicator (the *control* communicator). When a collective times
-out, the rank asks every other member; members that answer within `QUERY_WINDOW_S` are waiting somewhere (in this
-collective, or in another one: then the ranks issue collectives in different orders), members that do not answer
-are busy outside any collective, stuck, or dead. `CollectiveTimeout` reports all of it; uncaught, it ends the
-whole job through the failure handlers (`install_failure_handlers`).
+(`ONEFLOW_COMPAT_COMM_TIMEOUT` seconds, default 60, `inf` for none; `set_timeout()`; a warning at half of it).
+While it polls, a rank answers "where are you?" queries that arrive on a second, private communicator (the
+*control* communicator). When a collective times out, the rank asks every other member; members that answer within
+`QUERY_WINDOW_S` are waiting somewhere (in this collective, or in another one: then the ranks issue collectives in
+different orders), members that do not answer are busy outside any collective, stuck, or dead. `CollectiveTimeout`
+reports all of it; uncaught, it ends the whole job through the failure handlers (`install_failure_handlers`).
+
+A rank that leaves the program (its end, `sys.exit(0)`, a bare `raise SystemExit(n)`) says so first, on the control
+communicator, with how far it got: the number of collectives it began over each subset and of messages it sent to
+and received from each peer. A rank waiting in a collective that the departed rank never began raises `CommError`
+naming it at once, instead of waiting for the timeout; one the departed rank did take part in is left to complete
+(its data may still be in flight: messages on different communicators are not ordered), so a rank that simply
+finishes first is never reported.
 
 Sub-communicators for rank subsets are created once per subset with `Create_group`, which only the members call.
 Because `Create_group` itself blocks, the members first meet in a polled, timed rendezvous, so a member that never
@@ -14,7 +21,9 @@ arrives is reported like a missing member of any other collective.
 """
 import atexit
 import functools
+import os
 import pickle
+import socket
 import sys
 import threading
 import time
@@ -41,6 +50,8 @@ _TAG_CREATE_GROUP = 3
 _TAG_QUERY = 11
 _TAG_REPLY = 12
 _TAG_FAILED = 13          # "this rank failed and is aborting the job", sent to every other member
+_TAG_LEFT = 14            # "this rank leaves the program", with how far it got (`_Departure`)
+LEAVE_NOTE_LIMIT_S = 0.5  # how long a leaving rank waits for its notes to go out
 
 # Polling schedule: spin first (the common case completes in microseconds to milliseconds), then yield the
 # core, then sleep. With at most one rank per core a waiting rank owns its core, so it spins for the whole
@@ -65,19 +76,40 @@ class _Subset:
 
 
 class _Activity:
-    """What this rank is waiting for: shown to other ranks that ask, and in timeout messages."""
-    __slots__ = ("name", "ranks", "number")
+    """What this rank is waiting for: shown to other ranks that ask, and in timeout messages. `peer` and `index`
+    place a send or receive among the messages exchanged with that peer (None for collectives)."""
+    __slots__ = ("name", "ranks", "number", "peer", "index")
 
-    def __init__(self, name, ranks, number):
+    def __init__(self, name, ranks, number, peer=None, index=None):
         self.name = name
         self.ranks = ranks
         self.number = number
+        self.peer = peer
+        self.index = index
 
     def key(self):
         return (self.name, self.ranks, self.number)
 
     def describe(self):
         return "%s #%d over ranks %s" % (self.name, self.number, _ranks_text(self.ranks))
+
+
+class _Departure:
+    """What a rank that left the program said about itself: where it ran and how far it got."""
+    __slots__ = ("rank", "pid", "host", "begun", "sent", "received")
+
+    def __init__(self, rank, pid, host, begun, sent, received):
+        self.rank, self.pid, self.host = rank, pid, host
+        self.begun = begun          # {subset ranks: collectives begun over them}
+        self.sent = sent            # {peer: messages sent to it}
+        self.received = received    # {peer: messages received from it}
+
+    def took_part_in(self, activity, me):
+        """Whether the departed rank reached `activity` of rank `me` (then it may still complete)."""
+        if activity.peer is not None:
+            done = self.sent if activity.name.startswith("recv") else self.received
+            return done.get(me, 0) >= activity.index
+        return self.begun.get(activity.ranks, -1) >= activity.number
 
 
 def _ranks_text(ranks):
@@ -140,6 +172,8 @@ class MPIComm(ProcessComm):
         self._replies_in_flight = []
         self._query_serial = 0
         self._p2p_count = 0
+        self._sent_to, self._received_from = {}, {}  # per peer: messages exchanged (a leaving rank reports them)
+        self._departed = {}                           # rank: _Departure, for the ranks that left the program
         # Private duplicates: the job's traffic never matches user code on COMM_WORLD, and the control
         # queries never match data messages. Idup keeps even this first step under the timeout.
         self._data = self._idup(base, "data")
@@ -210,6 +244,8 @@ class MPIComm(ProcessComm):
                 if now >= next_serve:
                     self._serve_queries()
                     next_serve = now + _SERVE_EVERY_S
+                    if self._departed and self._completed_despite_departures(activity, test):
+                        return
                     if now >= deadline:
                         raise CollectiveTimeout(self._timeout_message(activity, now - started))
                     if now >= warn_at:
@@ -239,6 +275,12 @@ class MPIComm(ProcessComm):
         failed = self._ctrl.improbe(source=MPI.ANY_SOURCE, tag=_TAG_FAILED)
         if failed is not None:
             self._end_after_peer_failure(failed.recv())
+        while True:
+            left = self._ctrl.improbe(source=MPI.ANY_SOURCE, tag=_TAG_LEFT)
+            if left is None:
+                break
+            departure = _Departure(*left.recv())
+            self._departed[departure.rank] = departure
         while True:
             message = self._ctrl.improbe(source=MPI.ANY_SOURCE, tag=_TAG_QUERY)
             if message is None:
@@ -306,6 +348,34 @@ class MPIComm(ProcessComm):
         except (OSError, ValueError):
             pass
         self.abort(1)
+
+    def _completed_despite_departures(self, activity, test):
+        """False while no member of `activity` left the program without reaching it; then True if `activity`
+        completed after all (nothing that rank owed it: `test` must not be called again), else `CommError`."""
+        for rank in activity.ranks:
+            departure = self._departed.get(rank)
+            if departure is None or rank == self._rank or departure.took_part_in(activity, self._rank):
+                continue
+            if test():
+                return True
+            raise CommError(
+                "rank %d: %s cannot complete: rank %d (pid %d on %s) left the program without taking part in it "
+                "(it ended, or called sys.exit / raised SystemExit; its exit status is unknown here) — the ranks "
+                "ran different numbers of collectives" % (self._rank, activity.describe(), rank, departure.pid,
+                                                         departure.host))
+        return False
+
+    def tell_others_this_rank_leaves(self, limit_s=LEAVE_NOTE_LIMIT_S):
+        """Tell every member that has not left yet that this rank leaves the program, and how far it got."""
+        self._serve_queries()  # learn who has left already: they get no note
+        subsets = {subset.ranks: subset.count for subset in self._subsets.values()}
+        note = (self._rank, os.getpid(), socket.gethostname(), subsets, dict(self._sent_to),
+                dict(self._received_from))
+        requests = [self._ctrl.isend(note, dest=r, tag=_TAG_LEFT)
+                    for r in range(self._size) if r != self._rank and r not in self._departed]
+        deadline = time.monotonic() + limit_s
+        while requests and not MPI.Request.Testall(requests) and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     # ----- subsets -------------------------------------------------------------------------------------------
 
@@ -483,7 +553,10 @@ class MPIComm(ProcessComm):
             raise ValueError("%s: rank %d cannot exchange with rank %r (world size %d)"
                              % (what, self._rank, peer, self._size))
         self._p2p_count += 1
-        return peer, _Activity("%s rank %d" % (what, peer), tuple(sorted((self._rank, peer))), self._p2p_count)
+        counts = self._sent_to if what.startswith("send") else self._received_from
+        counts[peer] = counts.get(peer, 0) + 1
+        return peer, _Activity("%s rank %d" % (what, peer), tuple(sorted((self._rank, peer))), self._p2p_count,
+                               peer, counts[peer])
 
     def send(self, buf, dst):
         dst, activity = self._peer(dst, "send to")
@@ -556,7 +629,8 @@ def install_failure_handlers():
 
     The traceback goes to stderr with every line prefixed `[rank r] `; once the launcher has read it (bounded
     wait), the other ranks are told (they end themselves should the launcher not act on the abort) and
-    MPI_COMM_WORLD is aborted with exit code 1. Idempotent.
+    MPI_COMM_WORLD is aborted with exit code 1. A non-zero `sys.exit(n)` does the same with exit code n; any other
+    exit tells the other ranks that this rank leaves (`MPIComm.tell_others_this_rank_leaves`). Idempotent.
     """
     global _handlers_installed
     if _handlers_installed:
@@ -601,14 +675,20 @@ def install_failure_handlers():
             _exit_request["status"] = status
         _exit(status)
 
-    def end_every_rank_on_failed_exit():
-        # Under plain mpiexec a rank leaving with sys.exit(n) would finalize MPI and leave the others waiting
-        # until their timeout: a non-zero exit of one rank ends the job now, like an uncaught exception.
-        if "status" not in _exit_request:
-            return
-        status = _exit_request["status"]
+    def on_exit():
+        # Runs before MPI_Finalize (registered after mpi4py's own exit handler). Under plain mpiexec a rank
+        # leaving with sys.exit(n) would finalize MPI and leave the others waiting until their timeout: a non-zero
+        # exit of one rank ends the job now, like an uncaught exception. Any other exit (the end of the program,
+        # sys.exit(0), a bare SystemExit whose status Python does not tell) is announced to the other ranks, so
+        # that one still waiting for this rank in a collective fails at once naming it.
+        status = _exit_request.get("status")
         code = 0 if status is None else status if isinstance(status, int) else 1
         if not code:
+            for comm in list(_live_comms):
+                try:
+                    comm.tell_others_this_rank_leaves()
+                except Exception:  # noqa: BLE001 (leaving must not fail on a broken comm)
+                    pass
             return
         try:
             sys.stdout.flush()
@@ -628,4 +708,4 @@ def install_failure_handlers():
     sys.excepthook = excepthook
     threading.excepthook = thread_excepthook
     sys.exit = recording_exit
-    atexit.register(end_every_rank_on_failed_exit)
+    atexit.register(on_exit)

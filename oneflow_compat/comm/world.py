@@ -111,6 +111,8 @@ def get_process_comm():
             "this process is rank %d of an MPI job of %d processes, but mpi4py is not installed in %s; "
             "install it into this environment (pip install mpich mpi4py) or run the script without mpiexec"
             % (rank, size, sys.executable)) from None
+    from .rank_records import record_this_process
+    record_this_process(rank)  # lets a launcher name this rank should MPI report it killed by a signal
     MPIComm, install_failure_handlers, set_job_communicator, timeout_from_env = _start_mpi(rank)
     from .output import setup_rank_output
     base = None
@@ -132,23 +134,13 @@ def get_process_comm():
 
 
 def _start_mpi(rank):
-    """Import the MPI comm, which initialises MPI — under a watchdog: MPI_Init waits for every rank, and a rank that
-    died before starting MPI (a failed import, a broken environment) would keep the others in it forever."""
-    import faulthandler
-
+    """Import the MPI comm, which initialises MPI — under a watchdog (`start_watchdog.py`): MPI_Init waits for every
+    rank, and a rank that died before starting MPI (a failed import, a broken environment) would keep the others in
+    it forever."""
     from .environment import comm_timeout_from_env
-    limit = comm_timeout_from_env()
-    # MPI_Init holds the GIL, so no Python thread could act; faulthandler's watchdog is a C thread. On expiry it
-    # prints where this rank is stuck and exits 1 — there is no MPI_Abort before MPI is up, and every rank
-    # leaving ends the job.
-    watched = limit != float("inf")
-    if watched:
-        faulthandler.dump_traceback_later(limit, exit=True)
-    try:
+    from .start_watchdog import MPIStartWatchdog
+    with MPIStartWatchdog(rank, comm_timeout_from_env()):
         from .mpi_comm import MPIComm, install_failure_handlers, set_job_communicator, timeout_from_env
-    finally:
-        if watched:
-            faulthandler.cancel_dump_traceback_later()
     return MPIComm, install_failure_handlers, set_job_communicator, timeout_from_env
 
 

@@ -28,19 +28,25 @@ Output: every process's output appears, unprefixed and interleaved as it comes (
 --redirect_stdout_and_stderr asks for one (nothing here writes GLOG logs).
 
 Ending: the launcher's exit code is its processes' (non-zero when any failed; an uncaught exception on any rank
-ends every rank within seconds); the node-0 launcher waits for every node and exits non-zero when any node's
+ends every rank within seconds); a process killed by a signal is named in one line ("rank 1 (pid N on HOST) was
+killed by signal 9 (SIGKILL)", from MPI's report and the pids the ranks record in a private job folder) and the
+exit code is 128 + signal; the node-0 launcher waits for every node and exits non-zero when any node's
 processes failed. Ctrl-C or SIGTERM to a launcher ends its processes, and with several nodes the other nodes'
 too; if the launcher itself is killed, mpiexec gets SIGTERM (Linux: parent-death signal), so nothing outlives it.
 """
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from oneflow_compat.comm import launcher_env
+from oneflow_compat.comm.mpiexec_report import MpiexecOutput, exit_code as report_exit_code, killed_process_line
+from oneflow_compat.comm.rank_records import JOB_DIR_ENV
 from oneflow_compat.comm.rendezvous import RendezvousError, RendezvousServer, connect
 
 PROG = "python -m oneflow.distributed.launch"
@@ -244,10 +250,11 @@ def run(options):
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
     command = mpiexec_command(options, folders)
-    env = job_environment(options)
     server = link = None
     if options.nnodes > 1 and options.node_rank == 0:  # listening before any process asks; serving from below
         server = RendezvousServer(options.master_addr, options.master_port, options.nproc_per_node * options.nnodes)
+    job_dir = tempfile.mkdtemp(prefix="oneflow_compat-job-")  # the ranks record their pids here
+    env = dict(job_environment(options), **{JOB_DIR_ENV: job_dir})
     received = []
     previous = {s: signal.signal(s, lambda signum, frame: received.append(signum))
                 for s in (signal.SIGINT, signal.SIGTERM)}
@@ -255,7 +262,9 @@ def run(options):
         sys.stdout.flush()
         # Its own session: a terminal's Ctrl-C reaches the launcher only, which ends the job in order. Started
         # before any thread of this process (a fork with threads running is unsafe with preexec_fn).
-        process = subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=_end_with_launcher)
+        process = subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=_end_with_launcher,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        output = MpiexecOutput(process)  # passed on as it comes; MPI's report of a killed rank is read from it
         if options.nnodes > 1:
             if server is not None:
                 server.start()
@@ -277,10 +286,16 @@ def run(options):
                 except subprocess.TimeoutExpired:
                     pass
         code = _exit_code(process.wait())
+        output.wait()
         if received:
             code = 128 + received[0]
-        elif aborted and code == 0:
+        elif aborted:  # another node failed: this node's processes were ended (or had ended) because of it
             code = 1
+        elif not aborted:
+            line = killed_process_line(output, job_dir, options.node_rank if options.nproc_per_node == 1 else None)
+            if line is not None:
+                say(line)
+            code = report_exit_code(output, code)
         if link is not None:
             link.report_exit(code)
             if server is not None:
@@ -301,6 +316,7 @@ def run(options):
             signal.signal(s, handler)
         if server is not None:
             server.close()
+        shutil.rmtree(job_dir, ignore_errors=True)
 
 
 def main(argv=None):

@@ -4,7 +4,9 @@ soon as it is added, and `minimize` runs backward and the update before the call
 It reuses the lazy machinery op by op: the same trace builder, the same per-device kernels (`passes/plan.py`)
 and the same autodiff/optimizer passes, on one logical device.
 """
+from oneflow_compat.backend import devices
 from oneflow_compat.ir import builder
+from oneflow_compat.kernels import checks
 from oneflow_compat.framework import signature
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import results
@@ -12,7 +14,8 @@ from oneflow_compat.runtime import results
 
 def _watch_now(op, ins, mirrored):
     handler, kind = op.attrs["handler"], op.attrs["kind"]
-    handler(results.leaf_value(ins[0] if not mirrored else [ins[0]], kind or "numpy", mirrored))
+    value = devices.to_host(ins[0])
+    handler(results.leaf_value(value if not mirrored else [value], kind or "numpy", mirrored))
 
 
 # what the ops whose function the runtime supplies (`runtime_hook`) do on the one eager device
@@ -28,9 +31,11 @@ class EagerRunner:
         values = []
         for spec, value in zip(self.jf.params, self.args):
             values.extend(signature.check_feed(job.name, spec, value, 1))
+        to_device = self.session.runtime.to_device
         for op, value in zip(job.inputs, values):
             op.sbp_in, op.sbp_out = [], [S.M if op.attrs["kind"] != "numpy" else S.B]
-            self.values[op.outputs[0].key()] = value[0] if op.attrs["kind"] != "numpy" else value
+            value = value[0] if op.attrs["kind"] != "numpy" else value
+            self.values[op.outputs[0].key()] = to_device(value, op.placement)
 
     def run_op(self, op):
         from oneflow_compat.passes.plan import DeviceSlot, device_fn
@@ -46,7 +51,10 @@ class EagerRunner:
                 self.session.vars.initialize(spec)
             self.values[op.outputs[0].key()] = spec.shards[0]
             return
-        ins = [self.values[x.key()] for x in op.inputs]
+        # no boxing in eager mode: an op placed elsewhere than its producer (a "cpu" op after "gpu" ones) gets
+        # its inputs moved to its own device here
+        to_device = self.session.runtime.to_device
+        ins = [to_device(self.values[x.key()], op.placement) for x in op.inputs]
         if op.defn.runtime_hook is not None:
             _EAGER_HOOKS[op.defn.runtime_hook](op, ins, mirrored)
             return
@@ -92,15 +100,14 @@ class EagerJobFunction:
             optimizer_pass.build(session, job, ctx)
         leaves = []
         for blob, kind in job.output_blobs:
-            v = runner.values[blob.key()]
+            v = devices.to_host(runner.values[blob.key()])
             mirrored = blob.op.view == "mirrored"
             leaves.append(results.leaf_value([v] if mirrored else v, kind, mirrored))
+        checks.raise_failed()  # device-side checks of this call (kernels/checks.py)
         return results.deliver(self.ret.kind, signature.build_value(job.output_structure, leaves))
 
 
 def blob_numpy(blob, *args):
-    from oneflow_compat.backend import devices
-
     ctx = builder.current_or_none()
     runner = getattr(ctx, "eager", None) if ctx is not None else None
     if runner is None:

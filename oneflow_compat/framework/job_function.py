@@ -1,17 +1,16 @@
 """`@flow.global_function`: registers a job function with the default session and makes it callable."""
 import functools
-import threading
 import traceback
 
 from oneflow_compat.framework import client_mode
 from oneflow_compat.framework import function_config as fc
 from oneflow_compat.framework import session as sess
 from oneflow_compat.framework import signature
+from oneflow_compat.runtime import activity, agreement
 
 # A compiled job keeps its registers (and the session its variables) in place between calls, so calls from several
-# threads take turns: one lock for the process, held from compilation to the delivered result. Re-entrant, since a
-# result callback may call another job function.
-_CALL_LOCK = threading.RLock()
+# threads take turns of one process-wide lock (`agreement.LOCK`, the one nn.Graph calls and eager global ops take),
+# held from compilation to the delivered result. Re-entrant, since a result callback may call another job function.
 
 
 def global_function(type="predict", function_config=None):  # noqa: A002 - the legacy keyword is `type`
@@ -71,8 +70,17 @@ class JobFunction:
         self.wrapper = wrapper
 
     def call(self, args):
-        with _CALL_LOCK:
+        # one turn of the process-wide lock, in the same order of threads on every rank (`agreement.in_turn`)
+        return agreement.in_turn(self._call_in_frame, args)
+
+    def _call_in_frame(self, args):
+        # the frame names this job and call in every collective's report (timeouts, departures, mismatches)
+        with activity.operation(self._describe_call, name_errors=False):
             return self._call(args)
+
+    def _describe_call(self):
+        compiled = self.session.compiled.get(self.name)
+        return "job '%s'" % self.name if compiled is None else "job '%s' call #%d" % (self.name, compiled.calls)
 
     def _call(self, args):
         session = self.session
@@ -84,6 +92,7 @@ class JobFunction:
                 self._eager = eager.EagerJobFunction(self.func, self.job_type, self.config)
             return self._eager(*args)
         session.try_init()
+        activity.install(session.runtime.comm)
         if len(args) != len(self.params):
             raise AssertionError("job function '%s' takes %d argument(s), %d given" % (
                 self.name, len(self.params), len(args)))

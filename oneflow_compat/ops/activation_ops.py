@@ -92,3 +92,7 @@ register(OpDef("sparse_softmax_cross_entropy_grad", infer=lambda op: [TensorMeta
                                                                                  op.inputs[1].dtype,
                                                                                  op.inputs[1].is_dynamic)],
                kernel=loss_k.sparse_softmax_cross_entropy_grad, sbp=_sce_grad_sbp))
+# fused (passes/fusion.py): the loss and its gradient for a constant loss gradient (backward's seed), one kernel
+register(OpDef("sparse_softmax_cross_entropy_and_grad", infer=_sce_meta,
+               kernel=loss_k.sparse_softmax_cross_entropy_and_grad, kernel_attrs=lambda op: {"seed": op.attrs["seed"]},
+               num_outputs=2, sbp=_sce_sbp))

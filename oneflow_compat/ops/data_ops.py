@@ -15,6 +15,7 @@ ops on every call and still continues the same streams (and the same reader posi
 """
 import weakref
 
+from oneflow_compat.backend import devices
 from oneflow_compat.datasets import ofrecord_io
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
@@ -222,9 +223,19 @@ def _cmn_tensorbuffer_attrs(op):
 
 register(OpDef("crop_mirror_normalize_from_uint8", infer=_cmn_meta,
                kernel=image_k.crop_mirror_normalize_from_uint8, kernel_attrs=_cmn_attrs, sbp=_batch_sbp))
-register(OpDef("crop_mirror_normalize_from_tensorbuffer", infer=_cmn_meta,
-               kernel=image_k.crop_mirror_normalize_from_tensorbuffer,
-               kernel_attrs=_cmn_tensorbuffer_attrs, sbp=_batch_sbp))
+def _cmn_tensorbuffer_build(op, dev):
+    attrs = _cmn_tensorbuffer_attrs(op)
+
+    def run(images, *mirror):
+        # tensor-buffer images are cut on the host, where they live: the flags come down from a device
+        return image_k.crop_mirror_normalize_from_tensorbuffer(dev.xp, images, *map(devices.to_host, mirror),
+                                                               **attrs)
+
+    return run
+
+
+register(OpDef("crop_mirror_normalize_from_tensorbuffer", infer=_cmn_meta, build=_cmn_tensorbuffer_build,
+               sbp=_batch_sbp))
 
 
 # --- coin flip -------------------------------------------------------------------------------------------------

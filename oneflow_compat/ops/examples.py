@@ -487,3 +487,26 @@ EXAMPLES.update({
     "max_pool2d_relu_grad": [Example(_max_pool_grad_inputs(xs, a), a, note="x of both signs")
                              for xs, a, _, _, _, _ in _POOL_CASES[:3]],
 })
+
+
+def _relu_output(*shape):
+    """What relu gives: zeros and positives (the mask of relu_grad)."""
+    return lambda r: np.maximum(r.standard_normal(shape), 0.0)
+
+
+EXAMPLES.update({
+    "matmul_relu_grad": [
+        Example(inputs(normal(5, 3), normal(3, 7), _relu_output(5, 7)),
+                {"transpose_a": False, "transpose_b": False, "alpha": 1.0}, note="dy @ w, masked"),
+        Example(inputs(normal(3, 5), normal(7, 3), _relu_output(5, 7)),
+                {"transpose_a": True, "transpose_b": True, "alpha": 0.5}, note="both transposed, alpha")],
+})
+EXAMPLES.update({
+    "sparse_softmax_cross_entropy_and_grad": [
+        Example(inputs(normal(6, 5), ints(6, high=5)), {"seed": 1.0}, note="seed 1"),
+        Example(inputs(normal(3, 4, 5), ints(3, 4, high=5)), {"seed": 0.25}, note="3-d, seed 0.25")],
+})
+WITHOUT_EXAMPLES.update({
+    "matmul_sgd_update": "updates session variables in place; covered by tests/test_fusion_dense.py",
+    "reduce_sum_sgd_update": "updates session variables in place; covered by tests/test_fusion_dense.py",
+})

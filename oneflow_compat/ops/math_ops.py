@@ -345,3 +345,28 @@ def _bias_add_sbp(op):
 register(OpDef("bias_add", infer=_same_meta, kernel=E.bias_add,
                kernel_attrs=lambda op: {"axis": op.attrs["axis"] % len(op.inputs[0].shape)},
                grad=_bias_add_grad, sbp=_bias_add_sbp))
+
+
+# --- fused (made by passes/fusion.py from the ops they replace, with the same values) ---------------------------
+def _matmul_relu_grad_meta(op):
+    a, b, y = op.inputs
+    m = a.shape[1] if op.attrs["transpose_a"] else a.shape[0]
+    n = b.shape[0] if op.attrs["transpose_b"] else b.shape[1]
+    if len(a.shape) != 2 or len(b.shape) != 2 or tuple(y.shape) != (m, n):
+        raise ValueError("matmul_relu_grad '%s': shapes %s, %s and relu output %s do not match" % (
+            op.name, a.shape, b.shape, y.shape))
+    return [TensorMeta((m, n), a.dtype, a.is_dynamic or b.is_dynamic)]
+
+
+def _matmul_relu_grad_sbp(op):
+    """matmul's signatures whose product is not a partial sum (relu_grad cannot take one), the relu's output laid
+    out like the product."""
+    from oneflow_compat.ir.sbp import P
+
+    return [(tuple(ins) + (out,), (out,))
+            for ins, (out,) in sbp_rules.matmul(op, op.attrs["transpose_a"], op.attrs["transpose_b"]) if out != P]
+
+
+register(OpDef("matmul_relu_grad", infer=_matmul_relu_grad_meta, kernel=linalg.matmul_relu_grad,
+               kernel_attrs=lambda op: {k: op.attrs[k] for k in ("transpose_a", "transpose_b", "alpha")},
+               sbp=_matmul_relu_grad_sbp, fresh_output=True))

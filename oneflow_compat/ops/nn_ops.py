@@ -10,6 +10,7 @@ import weakref
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.kernels import linalg
 from oneflow_compat.kernels import loss as loss_k
 from oneflow_compat.kernels import nn as nn_k
 from oneflow_compat.kernels import random as random_k
@@ -393,7 +394,7 @@ def _matmul_bias_act_sbp(op):
             _sig([S.B, S.B, S.B], [S.B])]
 
 
-register(OpDef("matmul_bias_act", infer=_matmul_bias_act_meta, kernel=nn_k.matmul_bias_act,
+register(OpDef("matmul_bias_act", infer=_matmul_bias_act_meta, kernel=linalg.matmul_bias_act,
                kernel_attrs=lambda op: {k: op.attrs[k] for k in ("transpose_a", "transpose_b", "alpha",
                                                                  "activation")},
                grad=_matmul_bias_act_grad, sbp=_matmul_bias_act_sbp, fresh_output=True))

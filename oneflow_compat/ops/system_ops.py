@@ -1,5 +1,7 @@
 """Ops the framework itself inserts: inputs, variables, boxing, view casts, watches, and the training machinery
 (loss seeds, gradient scaling, learning rate, optimizer updates, the step counter)."""
+import functools
+
 import numpy as np
 
 from oneflow_compat.ir import dtypes
@@ -10,7 +12,7 @@ from oneflow_compat.kernels import elementwise as E
 from oneflow_compat.kernels import norm as norm_k
 from oneflow_compat.kernels import optim as optim_k
 from oneflow_compat.kernels import reduce as reduce_k
-from oneflow_compat.ops import sbp_rules, transitions
+from oneflow_compat.ops import host_step, sbp_rules, transitions
 from oneflow_compat.ops.registry import OpDef, apply, register
 
 PASSTHROUGH = "passthrough"  # sbp marker: the op reads its input in whatever layout it was produced
@@ -174,9 +176,10 @@ def _lr_build(op, dev):
     sched = op.attrs["scheduler"]
     xp = dev.xp
     cache = {}
+    step_now = host_step.reader(op.inputs[0])  # the step from its host copy: no wait for the device
 
     def lr(step):
-        t = int(step[0])
+        t = step_now(step)
         v = cache.get(t)
         if v is None:
             v = cache[t] = xp.asarray([sched.lr_at(t)], dtype=np.float32)
@@ -198,24 +201,40 @@ def _hinted_sig(op):
 
 def input_owned(op, index):
     """Whether `op` may overwrite input `index`: a fresh array (its producer declares `fresh_output`) that nothing
-    else reads."""
+    else reads; or, for an in-place op running once over shared replicas, the one array a boxing made for them
+    (a data-parallel gradient's all-reduce in one process)."""
     x = op.inputs[index]
     consumers = sum(1 for o in op.job.ops for y in o.inputs if y.key() == x.key())
-    return x.op.defn.fresh_output and consumers == 1
+    if x.op.defn.boxing:
+        fresh = op.defn.in_place and transitions.makes_shared_fresh_array(x.op.attrs)
+    else:
+        fresh = x.op.defn.fresh_output
+    return fresh and consumers == 1
 
 
 def _update_build(op, dev):
     opt, wd, xp = op.attrs["optimizer"], op.attrs["weight_decay"], dev.xp
     scale = op.attrs.get("grad_scale", 1.0)
     owned = input_owned(op, 1)
+    step_now = host_step.reader(op.inputs[3])
 
     n_states = op.attrs.get("n_states", len(op.inputs) - 4)
 
     def update(w, g, lr, step, *rest):
-        if len(rest) > n_states and float(rest[n_states][0]) > 0:
-            return  # dynamic loss scaling: this step's gradients overflowed
-        opt.update_scaled(xp, w, g, list(rest[:n_states]), lr=float(lr[0]), step=int(step[0]), weight_decay=wd,
-                          grad_scale=scale, grad_owned=owned)
+        # the learning rate and step from the step's host copy (the `learning_rate` op's value, not read back)
+        t = step_now(step)
+        states = list(rest[:n_states])
+        kwargs = dict(lr=float(np.float32(opt.lr_scheduler.lr_at(t))), step=t, weight_decay=wd, grad_scale=scale,
+                      grad_owned=owned)
+        if len(rest) == n_states:
+            opt.update_scaled(xp, w, g, states, **kwargs)
+        elif xp is np:
+            if rest[n_states][0] == 0:  # dynamic loss scaling skips a step whose gradients overflowed
+                opt.update_scaled(xp, w, g, states, **kwargs)
+        else:  # on a device the skip is decided there: update, then put the old values back if it overflowed
+            saved = [a.copy() for a in [w] + states]
+            opt.update_scaled(xp, w, g, states, **kwargs)
+            optim_k.undo_if_nonfinite(xp, rest[n_states], [w] + states, saved)
 
     return update
 
@@ -223,7 +242,19 @@ def _update_build(op, dev):
 register(OpDef("optimizer_update", infer=lambda op: [], build=_update_build, sbp=_hinted_sig, in_place=True))
 
 
-register(OpDef("increment", infer=lambda op: [], kernel=optim_k.increment, sbp=sbp_rules.all_broadcast,
+def _increment_build(op, dev):
+    spec = host_step.counter_spec(op.inputs[0])
+    follows = spec is not None and dev.index == dev.session.runtime.local_indices(op.placement)[0]
+
+    def increment(step):
+        optim_k.increment(dev.xp, step)
+        if follows:  # once per call, however many devices hold a copy
+            host_step.advance(spec)
+
+    return increment
+
+
+register(OpDef("increment", infer=lambda op: [], build=_increment_build, sbp=sbp_rules.all_broadcast,
                in_place=True))
 
 
@@ -246,15 +277,108 @@ register(OpDef("count_nonfinite", infer=lambda op: [TensorMeta((1,), dtypes.floa
 
 
 def _loss_scale_update_build(op, dev):
+    # the policy's state machine (`next_state`) as array operations, where the scale lives
     policy = op.attrs["policy"]
-
-    def update(scale, good, nonfinite):
-        new_scale, new_good, _ = policy.next_state(float(scale[0]), int(good[0]), float(nonfinite[0]) == 0)
-        scale[0] = new_scale
-        good[0] = new_good
-
-    return update
+    return functools.partial(optim_k.loss_scale_update, dev.xp, multiplier=policy.multiplier,
+                             increment_period=policy.increment_period)
 
 
 register(OpDef("loss_scale_update", infer=lambda op: [], build=_loss_scale_update_build,
                sbp=sbp_rules.all_broadcast, in_place=True))
+
+
+# --- SGD folded into the kernel that makes the gradient (passes/fusion.py) --------------------------------------
+# Inputs: the variable, the producer's operands, the step counter, and the momentum state when momentum > 0; the
+# learning rate comes from the optimizer's schedule at the step's host copy, as `optimizer_update` reads it. In
+# place, and one step over every local device: where the producer's pieces are partial sums (the data-parallel
+# gradient of a broadcast variable whose replicas are one array here), every device's piece is added into that one
+# array, which makes the gradient's all-reduce unnecessary.
+class _Operands:
+    """The producer's view of the fused op: its inputs alone, for the producer's own SBP rule."""
+
+    def __init__(self, inputs):
+        self.inputs = inputs
+
+
+def _fused_sgd_sbp(n_operands, product_sigs):
+    def sigs(op):
+        out = []
+        for ins, (g,) in product_sigs(op, _Operands(op.inputs[1:1 + n_operands])):
+            w = S.B if g == S.P else g
+            out.append(((w,) + tuple(ins) + (S.B,) + ((w,) if op.attrs["momentum"] else ()), ()))
+        return out
+    return sigs
+
+
+def _fused_sgd_build(n_operands, kernel, kernel_attrs):
+    def build(op, session):
+        rt = session.runtime
+        xp, k = rt.xp(op.placement), len(rt.local_indices(op.placement))
+        momentum, schedule = op.attrs["momentum"], op.attrs["optimizer"].lr_scheduler
+        step_now = host_step.reader(op.inputs[1 + n_operands])
+        # partial products add up into one shared variable; any other layout updates each piece by its own device
+        partial = op.sbp_in[0] == S.B and any(s != S.B for s in op.sbp_in[1:1 + n_operands])
+        # partial products of operands split on their rows (the contracted or summed axis) are one product of the
+        # whole operands when the pieces are row blocks of one array each
+        stackable = partial and all(s == S.S(0) for s in op.sbp_in[1:1 + n_operands])
+        attrs = dict(kernel_attrs(op), scale=op.attrs["scale"], momentum=momentum)
+
+        rates = {}  # step -> learning rate
+
+        def learning_rate(step_piece):
+            t = step_now(step_piece)
+            lr = rates.get(t)
+            if lr is None:
+                if len(rates) > 64:
+                    rates.clear()
+                lr = rates[t] = float(np.float32(schedule.lr_at(t)))
+            return lr
+
+        if k == 0:  # the variable lives on other processes only
+            return lambda *pieces: ()
+        if k == 1:
+            def update_one(w, *rest):
+                kernel(xp, w, rest[-1] if momentum else None, [rest[0] if n_operands == 1 else rest[:n_operands]],
+                       lr=learning_rate(rest[n_operands]), **attrs)
+            return update_one
+
+        if stackable:  # (the fusion pass made sure the variable's pieces are one array: see its update rules)
+            def update_stacked(*pieces):
+                operands = [pieces[(1 + i) * k:(2 + i) * k] for i in range(n_operands)]
+                wholes = [transitions.rows_of_one(o) for o in operands]
+                if any(w is None for w in wholes):
+                    sets = list(operands[0]) if n_operands == 1 else list(zip(*operands))
+                else:
+                    sets = [wholes[0] if n_operands == 1 else tuple(wholes)]
+                kernel(xp, pieces[0], pieces[-1] if momentum else None, sets,
+                       lr=learning_rate(pieces[(1 + n_operands) * k]), **attrs)
+            return update_stacked
+
+        def update(*pieces):
+            per_input = [pieces[i * k:(i + 1) * k] for i in range(len(op.inputs))]
+            ws, operands = per_input[0], per_input[1:1 + n_operands]
+            ms = per_input[2 + n_operands] if momentum else [None] * k
+            lr = learning_rate(per_input[1 + n_operands][0])
+            groups = {}  # the devices whose pieces go into each distinct variable array
+            for d in range(k):
+                group = groups.setdefault(id(ws[d]), [])
+                if partial or not group:
+                    group.append(d)
+            for group in groups.values():
+                sets = [operands[0][d] if n_operands == 1 else tuple(o[d] for o in operands) for d in group]
+                kernel(xp, ws[group[0]], ms[group[0]], sets, lr=lr, **attrs)
+        return update
+    return build
+
+
+def _matmul_sgd_attrs(op):
+    return {k: op.attrs[k] for k in ("transpose_a", "transpose_b", "alpha")}
+
+
+register(OpDef("matmul_sgd_update", infer=lambda op: [], in_place=True, collective=True,
+               build_collective=_fused_sgd_build(2, optim_k.matmul_sgd_update, _matmul_sgd_attrs),
+               sbp=_fused_sgd_sbp(2, lambda op, p: sbp_rules.matmul(p, op.attrs["transpose_a"],
+                                                                    op.attrs["transpose_b"]))))
+register(OpDef("reduce_sum_sgd_update", infer=lambda op: [], in_place=True, collective=True,
+               build_collective=_fused_sgd_build(1, optim_k.reduce_sum_sgd_update, lambda op: {"axis": op.attrs["axis"]}),
+               sbp=_fused_sgd_sbp(1, lambda op, p: sbp_rules.reduction(p, op.attrs["axis"], False, True))))

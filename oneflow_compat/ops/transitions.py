@@ -193,6 +193,60 @@ def _sum_in_process(site):
     return all_reduce
 
 
+# --- pieces that are one array already ---------------------------------------------------------------------------
+def _address_reader():
+    """A function giving a numpy array's data address. Read straight from the array object — CPython's address of
+    it plus the offset of the data pointer in numpy's PyArrayObject, which its C API fixes — it costs a tenth of
+    `__array_interface__`; checked against that once, and that is used where they differ."""
+    import ctypes
+
+    offset = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)  # PyObject_HEAD: refcount, type
+    read = ctypes.c_void_p.from_address
+    probe = np.arange(3.0)[1:]
+    if read(id(probe) + offset).value == probe.__array_interface__["data"][0]:
+        return lambda a: read(id(a) + offset).value
+    return lambda a: a.__array_interface__["data"][0]
+
+
+_address = _address_reader()
+
+
+def rows_of_one(pieces):
+    """The array of which the numpy arrays `pieces` are consecutive row blocks, in order, as a view — as the
+    in-process devices' pieces of an S(0) blob often are (a fed batch cut into rows, a batched step's output cut
+    back into pieces) — or None."""
+    first = pieces[0]
+    if type(first) is not np.ndarray or first.ndim == 0 or first.dtype.hasobject or type(first.base) is not np.ndarray:
+        return None
+    base, strides, tail, dtype = first.base, first.strides, first.shape[1:], first.dtype
+    start = _address(first)
+    rows = 0
+    for p in pieces:
+        if type(p) is not np.ndarray or p.base is not base or p.strides != strides or p.shape[1:] != tail \
+                or p.dtype != dtype or (p.shape[0] and _address(p) != start + rows * strides[0]):
+            return None
+        rows += p.shape[0]
+    shape = (rows,) + tail
+    for whole in (base, base.T):  # the common cases, found without making a view
+        if whole.shape == shape and whole.strides == strides and _address(whole) == start:
+            return whole
+    try:
+        return np.ndarray(shape, dtype, buffer=base, offset=start - _address(base), strides=strides)
+    except (TypeError, ValueError):  # a base that is no buffer (object arrays), or not a contiguous one
+        return None
+
+
+def makes_shared_fresh_array(attrs):
+    """Whether a boxing op's output is one new array that its destination devices share: the all-reduce of partial
+    sums into broadcast CPU replicas inside one process (`_sum_in_process`; the sum goes into the first addend
+    only where that addend is itself a temporary nobody else reads). An in-place consumer that runs once for
+    such shared replicas (an optimizer update) may then overwrite it."""
+    m = Move.of(attrs)
+    one_process = len({machine for machine, _ in m.src_pl.pairs}) == 1
+    return (m.same and m.src == S.P and m.dst == S.B and m.p_src > 1 and one_process
+            and m.dst_pl.device_tag == "cpu")
+
+
 def _via_logical_in_process(site):
     m, idx, owned = site.move, site.dst_local, site.owned
     xp_src, xp_dst, to_dst = site.xp_src, site.xp_dst, site.to_dst

@@ -129,6 +129,12 @@ class _MomentumSGD(Optimizer):
     def state_specs(self, var_name, shape, np_dtype):
         return [] if self.momentum == 0 else [("momentum", 0.0)]
 
+    def linear_update_momentum(self):
+        """Protocol: the update without weight decay is w ← w − c·g (0 returned) or m ← β·m − c·g, w ← w + m (β
+        returned), c = lr·grad_scale: linear in g, so the framework may add the gradient's own GEMM straight into
+        w or m (passes/fusion.py). Optimizers without this method are never fused."""
+        return self.momentum
+
     def update_scaled(self, xp, w, g, states, *, lr, step, weight_decay, grad_scale=1.0, grad_owned=False):
         if not grad_owned or weight_decay != 0:
             return super().update_scaled(xp, w, g, states, lr=lr, step=step, weight_decay=weight_decay,

@@ -7,8 +7,8 @@ def compile_job(session, job):
     if job.is_train:
         optimizer_pass.build(session, job)
     prune.prune(job)
-    fusion.fuse(job)
     sbp_infer.infer(job)
+    fusion.fuse(job)
     boxing.insert(job)
     return job
 

@@ -2,7 +2,10 @@
 
 Each (blob, device of this process) gets a register. An ordinary op becomes one step per local device (a closure
 calling its kernel); a collective op (boxing, watch) becomes one step over all its local pieces; a job output
-becomes a fetch step right after its producer. The plan knows ops and devices only: the runtime supplies the
+becomes a fetch step right after its producer. An op whose signature reads row pieces (S(0)) and broadcast copies
+and makes row pieces, with every device of its placement on this process's CPU, becomes one step that calls the
+kernel once on the whole rows when the pieces are row blocks of one array, as a fed batch's and such a step's own
+outputs are (`_batched_step`): N in-process devices then cost one device's kernel calls, not N. The plan knows ops and devices only: the runtime supplies the
 functions of collectives and the conversion of fetched pieces, and feeds, runs and accumulates
 (`runtime/executor.py`).
 
@@ -14,6 +17,7 @@ variables' storage), and registers no step reads (the runtime reads them itself 
 import functools
 
 from oneflow_compat.ir import sbp as S
+from oneflow_compat.ops.transitions import rows_of_one
 from oneflow_compat.ops.variable_ops import shares_replicas
 
 
@@ -23,12 +27,14 @@ class DeviceSlot:
     __slots__ = ("index", "parallel_num", "placement", "xp", "in_shapes", "out_shapes", "sbp_in", "sbp_out",
                  "session", "job")
 
-    def __init__(self, op, index, xp, session):
-        n = op.placement.parallel_num
+    def __init__(self, op, index, xp, session, whole=False):
+        """`whole`: the slot of the op computing the whole logical value at once, as on one device."""
+        n = 1 if whole else op.placement.parallel_num
         self.index, self.parallel_num, self.placement, self.xp = index, n, op.placement, xp
-        self.sbp_in, self.sbp_out = op.sbp_in, op.sbp_out
-        self.in_shapes = [S.local_shape(x.shape, s, index, n) for x, s in zip(op.inputs, op.sbp_in)]
-        self.out_shapes = [S.local_shape(y.shape, s, index, n) for y, s in zip(op.outputs, op.sbp_out)]
+        self.sbp_in, self.sbp_out = (([S.B] * len(op.inputs), [S.B] * len(op.outputs)) if whole
+                                     else (op.sbp_in, op.sbp_out))
+        self.in_shapes = [S.local_shape(x.shape, s, index, n) for x, s in zip(op.inputs, self.sbp_in)]
+        self.out_shapes = [S.local_shape(y.shape, s, index, n) for y, s in zip(op.outputs, self.sbp_out)]
         self.session, self.job = session, op.job
 
 
@@ -81,6 +87,45 @@ def _step(regs, fn, ins, outs):
             res = fn(*[regs[i] for i in ins])
             for o, v in zip(outs, res):
                 regs[o] = v
+    return step
+
+
+def _rows_batchable(op, local, xp):
+    """Whether the op's pieces on this process's CPU devices may be computed by one call on the whole value: every
+    device of the placement is here, the op is a plain kernel, and it reads S(0) pieces or broadcast copies and
+    produces S(0) pieces — a signature that says the rows of the result are the pieces' results stacked."""
+    import numpy as np
+
+    d = op.defn
+    return (xp is np and len(local) > 1 and len(local) == op.placement.parallel_num and d.kernel is not None
+            and d.build is None and not d.in_place and d.role == "compute" and op.outputs
+            and all(s == S.S(0) for s in op.sbp_out) and all(s in (S.S(0), S.B) for s in op.sbp_in)
+            and S.S(0) in op.sbp_in)
+
+
+def _batched_step(regs, whole_fn, per_device, ins, split, outs, rows):
+    """One kernel call for every device of a batchable op (`_rows_batchable`), when each S(0) input's pieces are
+    consecutive row blocks of one array (a fed batch, an earlier batched step's output): the whole input goes in,
+    and the output's rows are handed back to the devices as views. Else the devices' own steps run.
+
+    `ins`/`outs`: per input/output, its registers by device; `split`: per input, whether it is S(0) (else device
+    0's broadcast copy is read); `rows`: per output, each device's (start, stop)."""
+    def step():
+        args = []
+        for regs_of, is_split in zip(ins, split):
+            if is_split:
+                whole = rows_of_one([regs[r] for r in regs_of])
+                if whole is None:
+                    for device_step in per_device:
+                        device_step()
+                    return
+                args.append(whole)
+            else:
+                args.append(regs[regs_of[0]])
+        result = whole_fn(*args)
+        for regs_of, ranges, value in zip(outs, rows, result if len(outs) > 1 else (result,)):
+            for r, (start, stop) in zip(regs_of, ranges):
+                regs[r] = value[start:stop]
     return step
 
 
@@ -193,14 +238,32 @@ class Plan:
         if op.defn.in_place and all(shares_replicas(op.placement, s) for s in op.sbp_in):
             # an in-place update of broadcast variables, whose replicas on this process are one array: once
             local = local[:1]
+        if _rows_batchable(op, local, xp):
+            self._add_batched(op, local, xp)
+            return
         for i in local:
-            dev = DeviceSlot(op, i, xp, self.session)
-            fn = device_fn(op, dev)
-            if len(op.outputs) == 1 and not op.outputs[0].shape:
-                fn = _zero_d(fn)
-            ins = [self.slot[(x.key(), i)] for x in op.inputs]
-            outs = [self.slot[(y.key(), i)] for y in op.outputs]
+            fn, ins, outs = self._device_call(op, i, xp)
             self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins), ins)
+
+    def _device_call(self, op, i, xp):
+        fn = device_fn(op, DeviceSlot(op, i, xp, self.session))
+        if len(op.outputs) == 1 and not op.outputs[0].shape:
+            fn = _zero_d(fn)
+        return fn, [self.slot[(x.key(), i)] for x in op.inputs], [self.slot[(y.key(), i)] for y in op.outputs]
+
+    def _add_batched(self, op, local, xp):
+        per_device = [_step(self.regs, *self._device_call(op, i, xp)) for i in local]
+        whole_fn = device_fn(op, DeviceSlot(op, 0, xp, self.session, whole=True))
+        ins = [[self.slot[(x.key(), i)] for i in local] for x in op.inputs]
+        outs = [[self.slot[(y.key(), i)] for i in local] for y in op.outputs]
+        n, rows = len(local), []
+        for y in op.outputs:
+            sizes = [S.local_shape(y.shape, S.S(0), i, n)[0] for i in local]
+            starts = [sum(sizes[:k]) for k in range(n)]
+            rows.append([(a, a + size) for a, size in zip(starts, sizes)])
+        step = _batched_step(self.regs, whole_fn, per_device, ins, [s == S.S(0) for s in op.sbp_in], outs, rows)
+        flat = [r for regs_of in ins for r in regs_of]
+        self._add_step(step, op, (lambda *pieces: step(), []), flat)
 
     def _add_step(self, step, op, call=None, reads=()):
         self.steps.append(step)

@@ -12,16 +12,26 @@ which accumulates it into `.grad`.
 Edges are tuples: `("node", node, output index)`, `("leaf", leaf)` (an opaque object of the surface), or None.
 """
 import itertools
+import threading
 
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import global_eager
 
-_ENABLED = [True]
+
+class _GradMode(threading.local):
+    """Whether ops record gradients, per thread (as PyTorch and OneFlow: `no_grad` in one thread leaves the
+    others recording); every thread starts recording."""
+
+    def __init__(self):
+        self.stack = [True]
+
+
+_MODE = _GradMode()
 _SEQ = itertools.count()
 
 
 def is_grad_enabled():
-    return _ENABLED[-1]
+    return _MODE.stack[-1]
 
 
 class set_grad_enabled:  # noqa: N801 - OneFlow's name
@@ -29,21 +39,21 @@ class set_grad_enabled:  # noqa: N801 - OneFlow's name
 
     def __init__(self, mode=True):
         self.mode = bool(mode)
-        self._prev = _ENABLED[-1]
-        _ENABLED[-1] = self.mode
+        self._prev = _MODE.stack[-1]
+        _MODE.stack[-1] = self.mode
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        _ENABLED[-1] = self._prev
+        _MODE.stack[-1] = self._prev
         return False
 
     def __call__(self, fn):
         import functools
 
         mode = self.mode
-        _ENABLED[-1] = self._prev  # used as a decorator: the call above must not change the state
+        _MODE.stack[-1] = self._prev  # used as a decorator: the call above must not change the state
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -58,11 +68,11 @@ class _Grad:
         self.mode = mode
 
     def __enter__(self):
-        _ENABLED.append(self.mode)
+        _MODE.stack.append(self.mode)
         return self
 
     def __exit__(self, *exc):
-        _ENABLED.pop()
+        _MODE.stack.pop()
         return False
 
     def __call__(self, fn):

@@ -10,9 +10,10 @@ import os
 import numpy as np
 
 from oneflow_compat.framework import signature
+from oneflow_compat.kernels import checks
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.passes.plan import Plan
-from oneflow_compat.runtime import distributed, results, watch
+from oneflow_compat.runtime import activity, agreement, distributed, results, watch
 
 # collective functions that need the runtime itself, by the `runtime_hook` an op declares; the other collectives
 # bring their `build_collective`
@@ -22,7 +23,7 @@ RUNTIME_HOOKS = {"watch": watch.make_watch_fn}
 def collective_fn(op, session):
     hook = op.defn.runtime_hook
     build = RUNTIME_HOOKS[hook] if hook is not None else op.defn.build_collective
-    return build(op, session)
+    return activity.issued_by(op.name, build(op, session))  # reports name the op whose collective waits
 
 
 def keep_freed_memory():
@@ -71,10 +72,12 @@ class CompiledJob(Plan):
             self.regs[reg] = spec.shards[i]
 
     def _agree_on_call(self):
-        """Under MPI every rank must be in the same call of the same job before their collectives pair up."""
+        """Under MPI every rank must be in the same call of the same job, from the same thread, before their
+        collectives pair up (`agreement`: a call of another thread's turn gives the lock back and runs again)."""
         comm = self.session.runtime.comm
         if comm.size > 1:
-            comm.agree("job '%s' call #%d" % (self.job.name, self.calls))
+            text = "job '%s' call #%d" % (self.job.name, self.calls)
+            agreement.global_op((agreement.digest(text), text), tuple(range(comm.size)))
 
     def feed(self, args, jf, check_shapes=True, agree=True):
         # check every argument first: a rejected call changes nothing (and runs no collective)
@@ -129,10 +132,15 @@ class CompiledJob(Plan):
 
     def call(self, args, jf):
         self.calls += 1
-        if self.job.micro_batches > 1:
-            return self._call_accumulating(args, jf, self.job.micro_batches)
-        self.feed(args, jf)
+        try:
+            if self.job.micro_batches > 1:
+                return self._call_accumulating(args, jf, self.job.micro_batches)
+            self.feed(args, jf)
+        except agreement.TurnOfAnother:
+            self.calls -= 1  # not begun: the call runs again in this thread's turn, with the same number
+            raise
         self.run()
+        checks.raise_failed()  # the step's device-side checks (kernels/checks.py), read with its results
         return results.convert(self, jf)
 
     def _call_accumulating(self, args, jf, k):
@@ -156,6 +164,7 @@ class CompiledJob(Plan):
             self.regs[r] = acc[r]
         self.run(split, len(self.steps))
         self.results[:] = [_join([o[j] for o in outs]) for j in range(len(self.results))]
+        checks.raise_failed()  # the step's device-side checks (kernels/checks.py), read with its results
         return results.convert(self, jf)
 
 

@@ -17,8 +17,14 @@ placement pinned to the destination SBP, for which the boxing pass inserts the t
 
 Every boxing a plan executed on this rank is counted in `boxing_log()` (what `explain` lists for eager programs).
 A collective that times out (a global op that only some ranks reach) names the eager op in its message.
+
+Every entry point runs as one turn of the process-wide lock (`agreement.in_turn`: one thread at a time, in an order
+the ranks agree on), and every op on a placement of several ranks is a global operation of `agreement`: the
+ranks compare what they run before an op that communicates (a boxing that moves data, `numpy()`, `to_global` of
+local tensors), so ranks that run different ops fail at once naming both sides instead of pairing up.
 """
 import collections
+import re
 
 import numpy as _np
 
@@ -30,6 +36,8 @@ from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import registry, transitions
 from oneflow_compat.passes import boxing, prune, sbp_infer
 from oneflow_compat.passes.plan import Plan
+from oneflow_compat.runtime import activity, agreement
+from oneflow_compat.runtime.activity import operation
 
 CACHE_SIZE = 4096
 
@@ -79,8 +87,7 @@ def site():
         from oneflow_compat.runtime.runtime import Runtime
 
         comm = world.get_process_comm()
-        if hasattr(comm, "context"):
-            comm.context = current_operation  # a collective that times out names the eager op on every rank
+        activity.install(comm)  # a collective that times out names the eager op on every rank
         _SITE.append(_Site(Runtime(comm, comm.rank)))
     return _SITE[0]
 
@@ -128,7 +135,6 @@ def xp(placement):
 # --- compiled one-op plans --------------------------------------------------------------------------------------
 _CACHE = collections.OrderedDict()
 _BOXING_LOG = collections.OrderedDict()  # BoxingRecord -> calls
-_CONTEXT = []  # what this rank is running (named when a collective times out)
 
 
 class BoxingRecord(collections.namedtuple("BoxingRecord", "op shape dtype src_placement src_sbp dst_placement "
@@ -145,15 +151,10 @@ def clear_boxing_log():
     _BOXING_LOG.clear()
 
 
-def current_operation():
-    """A description of the eager op this rank is running, or None."""
-    return _CONTEXT[-1] if _CONTEXT else None
-
-
 class _Compiled:
     """The plan of one tiny job, fed with pieces and read back as pieces."""
 
-    def __init__(self, job, outputs, what, short):
+    def __init__(self, job, outputs, what, short, identity_text):
         rt = runtime()
         self.job, self.what = job, what
         self.plan = Plan(job, rt, site(), self._collective, lambda blob, sbp: list)
@@ -177,6 +178,7 @@ class _Compiled:
                     self.boxings.append(BoxingRecord(short, tuple(x.shape), x.dtype.name, a["src_placement"],
                                                      a["src_sbp"], a["dst_placement"], a["dst_sbp"],
                                                      a["collective"], float(a["bytes"])))
+        self.identity, self.members = _global_identity(job, identity_text, rt.machine_id)
 
     def _collective(self, op):
         return op.defn.build_collective(op, site())
@@ -189,6 +191,8 @@ class _Compiled:
                 regs[r] = piece
         try:
             with operation(self.what):
+                if self.identity is not None:
+                    agreement.global_op(self.identity, self.members)
                 for step in plan.steps:
                     step()
             results = list(plan.results)
@@ -215,34 +219,55 @@ class _Compiled:
         return out
 
 
-class operation:  # noqa: N801 - used as a context manager
-    """Marks what this rank runs (`current_operation`): a comm error names it, and a timed-out collective on
-    another rank reports it (the MPI comm asks every rank what it is in)."""
+def _global_identity(job, text, me):
+    """((digest, text), members) of a one-op job that spans several ranks, else (None, None): `members` are the
+    ranks of its boxings that move data, when this rank is one of several, else None (nothing to compare now)."""
+    ranks, moving = set(), set()
+    for op in job.ops:
+        ranks.update(transitions.owners(op.placement))
+        if op.defn.boxing:
+            a = op.attrs
+            ends = set(transitions.owners(a["src_placement"])) | set(transitions.owners(a["dst_placement"]))
+            if len(ends) > 1 and transitions.cost(a["src_placement"], a["src_sbp"], a["dst_placement"],
+                                                  a["dst_sbp"], 1) > 0:
+                moving |= ends
+    if len(ranks) < 2:  # a local op (or one on one rank): ranks may run different ones
+        return None, None
+    members = tuple(sorted(moving)) if me in moving else None
+    return (agreement.digest(text), text), members
 
-    def __init__(self, what):
-        self.what = what
 
-    def __enter__(self):
-        _CONTEXT.append(self.what)
-        return self
+def _world_identity(text):
+    """The identity of an operation every rank of the world communicates in, and its members."""
+    c = comm()
+    if c.size == 1:
+        return None, None
+    return (agreement.digest(text), text), tuple(range(c.size))
 
-    def __exit__(self, exc_type, e, tb):
-        _CONTEXT.pop()
-        if e is not None and not getattr(e, "_named_operation", False):
-            from oneflow_compat.comm.process_comm import CommError
 
-            if isinstance(e, CommError):
-                if e.args and self.what in str(e.args[0]):
-                    return False  # the comm already named it
-                e.args = ("rank %d, in %s: %s" % (rank(), self.what, e.args[0] if e.args else ""),) + \
-                    tuple(e.args[1:])
-            elif hasattr(e, "add_note"):
-                e.add_note("(while running %s)" % self.what)
-            try:
-                e._named_operation = True
-            except AttributeError:
-                pass
-        return False
+def _stable_text(x):
+    """`x` (an op attribute) as text that is the same on every rank: no addresses, arrays by shape and dtype (an
+    array attribute may differ per rank on purpose)."""
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return repr(x)
+    if isinstance(x, (list, tuple)):
+        return "(%s)" % ", ".join(_stable_text(v) for v in x)
+    if isinstance(x, dict):
+        return "{%s}" % ", ".join("%s: %s" % (_stable_text(k), _stable_text(v))
+                                  for k, v in sorted(x.items(), key=lambda kv: repr(kv[0])))
+    if isinstance(x, _np.ndarray):
+        return "array%s %s" % (x.shape, x.dtype)
+    if type(x).__repr__ is object.__repr__:
+        return type(x).__name__
+    return _ADDRESS.sub("", repr(x))
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _op_identity(what, attrs, values):
+    return "%s attrs %s dtypes %s" % (what, _stable_text(attrs),
+                                      [None if v is None else v.meta.dtype.name for v in values])
 
 
 def _freeze(x):
@@ -314,10 +339,10 @@ def _layout(v):
     return (v.meta, v.placement, v.sbp)
 
 
-def _compile(job, outputs, what, short):
+def _compile(job, outputs, what, short, identity_text):
     sbp_infer.infer(job, exact_first=True)
     boxing.insert(job)
-    return _Compiled(job, outputs, what, short)
+    return _Compiled(job, outputs, what, short, identity_text)
 
 
 def placement_text(pl):
@@ -357,8 +382,14 @@ def run_op(op_type, attrs, inputs, placement=None):
             blobs = [_input(ctx, "in%d" % i, _layout(v)) for i, v in enumerate(inputs)]
             op = registry.new_op(op_type, blobs, attrs, name=op_type)
         job.output_blobs = [(y, "numpy") for y in op.outputs]
-        return _compile(job, list(op.outputs), _describe(op_type, inputs), op_type)
+        what = _describe(op_type, inputs)
+        identity = _op_identity(what if inputs else "%s on %s" % (what, placement_text(placement)), attrs, inputs)
+        return _compile(job, list(op.outputs), what, op_type, identity)
 
+    return agreement.in_turn(_run_cached, key, build, inputs)
+
+
+def _run_cached(key, build, inputs):
     return _cached(key, build).run(inputs)
 
 
@@ -374,9 +405,9 @@ def transfer(value, placement, sbp):
         job.output_blobs = [(op.outputs[0], "numpy")]
         what = "eager op 'to_global' (%s %r on %s -> %r on %s)" % (
             tuple(value.meta.shape), value.sbp, placement_text(value.placement), sbp, placement_text(placement))
-        return _compile(job, [op.outputs[0]], what, "to_global")
+        return _compile(job, [op.outputs[0]], what, "to_global", _op_identity(what, {}, [value]))
 
-    out = _cached(key, build).run([value])[0]
+    out = agreement.in_turn(_run_cached, key, build, [value])[0]
     # a tensor made by to_global owns its storage (B -> S slices and B -> P keep views of the source pieces):
     # an in-place update of one (an optimizer step) must not change the other
     for i, p in enumerate(out.pieces):
@@ -409,18 +440,29 @@ def run_grad(op_type, attrs, inputs, outputs, dys, needed):
         wanted = [dx if (want and isinstance(dx, LazyBlob)) else None for dx, want in zip(dxs, needed)]
         job.output_blobs = [(dx, "numpy") for dx in wanted if dx is not None]
         prune.prune(job)
-        return _compile(job, wanted, "eager op '%s' (backward)" % op_type, op_type + " (backward)")
+        what = "eager op '%s' (backward)" % op_type
+        identity = "%s of %s %s %s needing %s" % (_op_identity(what, attrs, feed), _layouts(inputs), _layouts(outputs),
+                                                   _layouts(dys), tuple(needed))
+        return _compile(job, wanted, what, op_type + " (backward)", identity)
 
     feed = list(inputs) + list(outputs) + [d for d in dys if d is not None]
-    return _cached(key, build).run(feed)
+    return agreement.in_turn(_run_cached, key, build, feed)
 
 
 # --- values that cross ranks outside an op --------------------------------------------------------------------
 def full_value(value):
     """The whole logical value as a fresh host array on every rank of the world (a world collective)."""
+    return agreement.in_turn(_full_value, value)
+
+
+def _full_value(value):
     c = comm()
-    with operation("numpy() of a global tensor %s %r on %s (every rank must call it)"
-                   % (tuple(value.meta.shape), value.sbp, placement_text(value.placement))):
+    what = "numpy() of a global tensor %s %s %r on %s (every rank must call it)" % (
+        tuple(value.meta.shape), value.meta.dtype.name, value.sbp, placement_text(value.placement))
+    with operation(what):
+        identity, members = _world_identity(what)
+        if identity is not None:
+            agreement.global_op(identity, members)
         return transitions.materialize(c, list(value.pieces), value.placement, value.sbp, value.meta.shape,
                                        value.meta.dtype.np, list(range(c.size)))
 
@@ -434,8 +476,15 @@ def from_local(local, placement, sbp, what="to_global"):
     """A global value made of every rank's local value (every rank of the world calls it): split(d) concatenates
     the members' pieces along d (their sizes must follow the balanced split), broadcast takes the placement's
     first rank's value, partial_sum adds them. Ranks outside the placement hold no piece and receive the meta."""
-    with operation("to_global of a local tensor onto %s %r (every rank must call it)"
-                   % (placement_text(placement), sbp)):
+    return agreement.in_turn(_from_local_in_turn, local, placement, sbp, what)
+
+
+def _from_local_in_turn(local, placement, sbp, what):
+    text = "to_global of a local tensor onto %s %r (every rank must call it)" % (placement_text(placement), sbp)
+    with operation(text):
+        identity, members = _world_identity(text)
+        if identity is not None:
+            agreement.global_op(identity, members)
         return _from_local(local, placement, sbp, what)
 
 

@@ -32,7 +32,7 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.passes import boxing, optimizer_pass, prune, sbp_infer
 from oneflow_compat.passes.pipeline import fingerprint
 from oneflow_compat.passes.plan import Plan
-from oneflow_compat.runtime import global_eager, graph_report
+from oneflow_compat.runtime import activity, global_eager, graph_report
 
 
 class GraphInputError(ValueError):
@@ -62,8 +62,10 @@ class CompiledGraph:
         self.pipelined = bool(self.stage_of) and self.micro_batches > 1
         self.schedule = "gpipe" if self.pipelined else "sequential"
         copies = self.micro_batches if self.pipelined else 1
-        self.plans = [Plan(job, rt, session, lambda op: op.defn.build_collective(op, session),
-                           lambda blob, sbp: _copies) for _ in range(copies)]
+        def collective(op):  # names its op in what this rank runs (timeout and departure reports)
+            return activity.issued_by(op.name, op.defn.build_collective(op, session))
+
+        self.plans = [Plan(job, rt, session, collective, lambda blob, sbp: _copies) for _ in range(copies)]
         self.plan = self.plans[0]
         self.in_regs = [[[reg for _, reg in slots] for _, slots in plan.input_slots] for plan in self.plans]
         self.outputs = []
@@ -127,20 +129,20 @@ class CompiledGraph:
                     % (self.name, i, _describe(got), _describe(want)))
 
     def run(self, values):
-        """Runs one call on the eager input values; returns one Value per output (this rank's pieces)."""
+        """Runs one call on the eager input values; returns one Value per output (this rank's pieces). The caller
+        holds the process-wide lock (`agreement.in_turn`) and names the call (`activity.operation`)."""
         for regs, reg, getter in self._var_regs:
             regs[reg] = getter()
         n = self.micro_batches
         try:
-            with global_eager.operation("nn.Graph '%s'" % self.name):
-                if n == 1:
-                    self._feed(self.plan, self.in_regs[0], values, None)
-                    _run(self.plan, 0, len(self.plan.steps))
-                    per_output = [list(r) for r in self.plan.results]
-                elif self.pipelined:
-                    per_output = self._run_pipelined(values, n)
-                else:
-                    per_output = self._run_accumulating(values, n)
+            if n == 1:
+                self._feed(self.plan, self.in_regs[0], values, None)
+                _run(self.plan, 0, len(self.plan.steps))
+                per_output = [list(r) for r in self.plan.results]
+            elif self.pipelined:
+                per_output = self._run_pipelined(values, n)
+            else:
+                per_output = self._run_accumulating(values, n)
         finally:
             for plan, in_regs in zip(self.plans, self.in_regs):
                 for slot_regs in in_regs:

@@ -16,9 +16,13 @@ class Runtime:
         return devices.array_module(placement.device_tag)
 
     def to_device(self, array, placement):
+        """`array` where `placement`'s devices compute: a device array for "gpu", a host array for "cpu" (device
+        arrays are copied down). Object arrays (records, tensor buffers) always stay on the host."""
+        if getattr(array, "dtype", None) == object:
+            return array
         if placement.device_tag == "gpu":
             return devices.array_module("gpu").asarray(array)
-        return array
+        return devices.to_host(array)
 
     def assemble(self, shards, shape, np_dtype, placement, sbp):
         """A fresh host array with the full logical value (`shards`: device index -> piece for the local devices);

@@ -36,6 +36,7 @@ class VarStore:
 
     def set_full(self, spec, value, fresh=False):
         """Stores the full logical `value` into the local pieces (in place, so compiled plans keep seeing them)."""
+        spec.host_writes = getattr(spec, "host_writes", 0) + 1  # host copies of the value are stale (ops/host_step)
         rt = self.session.runtime
         n = spec.placement.parallel_num
         local = rt.local_indices(spec.placement)

@@ -4,7 +4,9 @@ Each rank runs the whole script (rank r is machine r of `flow.env.machine`), as
 
     <this venv>/bin/mpiexec -n N -genvall [-hosts …] <this python> -m mpi4py script.py args…
 
-`-m mpi4py` makes an uncaught exception on any rank abort the whole job. The launcher's exit code is mpiexec's.
+`-m mpi4py` makes an uncaught exception on any rank abort the whole job. The launcher's exit code is mpiexec's,
+except that a rank killed by a signal is named in one line ("rank 1 (pid N on HOST) was killed by signal 9
+(SIGKILL)") and gives 128 + signal; SIGTERM or Ctrl-C to the launcher end the whole job, with 128 + signal.
 
 Options:
   -n N              number of ranks (processes; one per machine of the job)
@@ -30,13 +32,17 @@ so the children get this environment. What must hold on every host:
 """
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 from oneflow_compat.comm.environment import THREAD_VARIABLES, threads_per_rank
+from oneflow_compat.comm.mpiexec_report import MpiexecOutput, exit_code as report_exit_code, killed_process_line
+from oneflow_compat.comm.rank_records import JOB_DIR_ENV
 
 SELFTEST_BYTES = 4 * 1024 * 1024
 SELFTEST_TIMEOUT_S = 120
@@ -98,34 +104,53 @@ def mpiexec_command(n, program, hosts=None, mpiexec=None):
     return command + [sys.executable, "-m", "mpi4py"] + list(program)
 
 
-def run_child(command, env, timeout=None):
-    """Run mpiexec and return its exit code (128 + signal when killed); Ctrl-C and SIGTERM are passed on to the job
-    (mpiexec ends every rank), so that stopping the launcher never leaves mpiexec or a rank behind."""
-    process = subprocess.Popen(command, env=env)
-
-    def forward(signum, frame):
-        process.send_signal(signum)
-        # mpiexec normally ends the ranks and itself at once; should it not, the job must still go
-        killer = threading.Timer(10, lambda: process.poll() is None and process.kill())
-        killer.daemon = True
-        killer.start()
-
-    previous = signal.signal(signal.SIGTERM, forward)
+def run_child(command, env, timeout=None, only_rank=None):
+    """Run mpiexec and return its exit code (128 + signal when a rank or mpiexec was killed by one); Ctrl-C and
+    SIGTERM are passed on to the job (mpiexec ends every rank), so that stopping the launcher never leaves mpiexec
+    or a rank behind. A rank that MPI reports killed by a signal is named (`comm/mpiexec_report.py`): the ranks
+    record their pids in a private job folder. `only_rank`: the rank, when the job has one process."""
+    job_dir = tempfile.mkdtemp(prefix="oneflow_compat-job-")
+    received = []
     try:
-        return _exit_code(process.wait(timeout=timeout))
-    except KeyboardInterrupt:
-        process.send_signal(signal.SIGINT)
+        process = subprocess.Popen(command, env=dict(env, **{JOB_DIR_ENV: job_dir}), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+        output = MpiexecOutput(process)
+
+        def forward(signum, frame):
+            received.append(signum)
+            process.send_signal(signum)
+            # mpiexec normally ends the ranks and itself at once; should it not, the job must still go
+            killer = threading.Timer(10, lambda: process.poll() is None and process.kill())
+            killer.daemon = True
+            killer.start()
+
+        previous = signal.signal(signal.SIGTERM, forward)
         try:
-            return _exit_code(process.wait(timeout=10))
+            code = _exit_code(process.wait(timeout=timeout))
+        except KeyboardInterrupt:
+            received.append(signal.SIGINT)
+            process.send_signal(signal.SIGINT)
+            try:
+                code = _exit_code(process.wait(timeout=10))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                code = _exit_code(process.wait())
         except subprocess.TimeoutExpired:
             process.kill()
-            return _exit_code(process.wait())
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        raise
+            process.wait()
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        output.wait()
+        if received:  # the launcher was told to stop: whatever MPI reports is the stop itself
+            return 128 + received[0]
+        line = killed_process_line(output, job_dir, only_rank)
+        if line is not None:
+            sys.stdout.flush()
+            print("oneflow_compat.tools.launch: %s" % line, file=sys.stderr, flush=True)
+        return report_exit_code(output, code)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        shutil.rmtree(job_dir, ignore_errors=True)
 
 
 def _exit_code(code):
@@ -231,7 +256,8 @@ def main(argv=None):
         if options.script is None:
             return 0
     sys.stdout.flush()
-    return run_child(mpiexec_command(options.n, [options.script] + options.args, options.hosts), env)
+    return run_child(mpiexec_command(options.n, [options.script] + options.args, options.hosts), env,
+                     only_rank=0 if options.n == 1 else None)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
-"""A two-rank training job with one injected fault: python fault_job.py MODE [STEP]
+"""A two-rank training job with one injected fault: python fault_job.py MODE [RANK [STEP]]
 
-MODE names what the last rank does at step STEP (default 3): raise, exit (sys.exit(3)), kill (SIGKILL), term
-(SIGTERM), stop (SIGSTOP: only the comm timeout can end the job), diverge (calls the other job), skip (catches a
-rejected feed and goes on with the next batch), none. Rank 0 prints "RESULT <loss>" for each step it completes and
-"finished" at the end; a rank that reaches the end after a fault on another rank is a wrong result."""
+Rank RANK (default: the last) does MODE at step STEP (default 3): raise, exit (sys.exit(3)), sysexit (a bare
+`raise SystemExit(3)`), leave (returns from the program normally, skipping the remaining steps), kill (SIGKILL),
+term (SIGTERM), segv (a segmentation fault), stop (SIGSTOP: only the comm timeout can end the job), diverge (calls
+the other job), skip (catches a rejected feed and goes on with the next batch), none. The faulty rank first
+writes "FAULT rank R pid P" to stderr (MPI names a killed process by pid only). Rank 0 prints "RESULT <step>
+<loss>" for each step it completes and every rank "finished rank R" at the end: a rank that reaches the end after
+a fault on another rank is a wrong result."""
+import ctypes
 import os
 import signal
 import sys
@@ -15,9 +19,13 @@ import oneflow_compat.typing as tp
 from oneflow_compat.comm import world
 
 mode = sys.argv[1]
-fault_step = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 comm = world.get_process_comm()
-faulty = comm.rank == comm.size - 1
+faulty_rank = int(sys.argv[2]) if len(sys.argv) > 2 else comm.size - 1
+fault_step = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+faulty = comm.rank == faulty_rank
+if faulty:
+    sys.stderr.write("FAULT rank %d pid %d\n" % (comm.rank, os.getpid()))
+    sys.stderr.flush()
 
 
 @flow.global_function(type="train")
@@ -33,24 +41,38 @@ def evaluate(x: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
     return flow.math.reduce_sum(x)
 
 
-for step in range(8):
-    batch = np.full((4, 3), step + 1, np.float32)
-    if faulty and step == fault_step:
-        if mode == "raise":
-            raise ValueError("injected failure on rank %d at step %d" % (comm.rank, step))
-        if mode == "exit":
-            sys.exit(3)
-        if mode in ("kill", "term", "stop"):
-            os.kill(os.getpid(), {"kill": signal.SIGKILL, "term": signal.SIGTERM, "stop": signal.SIGSTOP}[mode])
-        if mode == "diverge":
-            evaluate(batch)
-            continue
-        if mode == "skip":
-            try:
-                train(np.ones((5, 3), np.float32))  # rejected: wrong shape
-            except (AssertionError, ValueError):
-                continue  # the batch is dropped on this rank only
-    loss = train(batch)
-    if comm.rank == 0:
-        print("RESULT %d %r" % (step, float(np.mean(loss))), flush=True)
-print("finished rank %d" % comm.rank, flush=True)
+SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "stop": signal.SIGSTOP}
+
+
+def main():
+    for step in range(8):
+        batch = np.full((4, 3), step + 1, np.float32)
+        if faulty and step == fault_step:
+            if mode == "raise":
+                raise ValueError("injected failure on rank %d at step %d" % (comm.rank, step))
+            if mode == "exit":
+                sys.exit(3)
+            if mode == "sysexit":
+                raise SystemExit(3)
+            if mode == "leave":
+                return False
+            if mode == "segv":
+                ctypes.string_at(0)
+            if mode in SIGNALS:
+                os.kill(os.getpid(), SIGNALS[mode])
+            if mode == "diverge":
+                evaluate(batch)
+                continue
+            if mode == "skip":
+                try:
+                    train(np.ones((5, 3), np.float32))  # rejected: wrong shape
+                except (AssertionError, ValueError):
+                    continue  # the batch is dropped on this rank only
+        loss = train(batch)
+        if comm.rank == 0:
+            print("RESULT %d %r" % (step, float(np.mean(loss))), flush=True)
+    return True
+
+
+if main():
+    print("finished rank %d" % comm.rank, flush=True)

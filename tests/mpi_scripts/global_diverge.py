@@ -1,5 +1,6 @@
 """A global op that only rank 1 reaches (tests/test_global_mpi.py runs it under `mpiexec -n 2` with a short comm
-timeout): rank 1 waits in the op's collective until the timeout, which names the op, and every rank ends."""
+timeout): rank 1 waits in the op's collective until rank 0 leaves the program, then fails naming the op and rank 0,
+and every rank ends."""
 import oneflow_compat as flow
 from oneflow_compat.runtime import global_eager
 

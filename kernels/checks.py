@@ -1,0 +1,49 @@
+"""Checks of values that may live on a device, made without waiting for the device.
+
+A kernel that must refuse some values (labels out of range) computes the failure condition as an array. On the host
+(numpy) a failure raises at once. On a device, reading the condition back inside the step would stall until the
+device caught up; the condition stays there instead, and `raise_failed()` — which the runtime calls where it reads
+the step's results back anyway — fetches every pending condition in one transfer and raises the first failure.
+"""
+import threading
+
+import numpy
+
+_local = threading.local()
+
+
+def _pending():
+    pending = getattr(_local, "pending", None)
+    if pending is None:
+        pending = _local.pending = []
+    return pending
+
+
+def _host_value(v):
+    if hasattr(v, "get"):
+        v = v.get()
+    return v.item() if hasattr(v, "item") else v
+
+
+def require(xp, failed, message, *values):
+    """ValueError(`message` % `values`) if `failed` (a 0-d boolean array); `values` are numbers or 0-d arrays of
+    the same module. Immediate on the host, at the next `raise_failed()` on a device."""
+    if xp is numpy:
+        if failed:
+            raise ValueError(message % tuple(_host_value(v) for v in values))
+        return
+    _pending().append((xp, failed, message, values))
+
+
+def raise_failed():
+    """Raises the first failed pending device check (in the order they were made); forgets them all."""
+    pending = _pending()
+    if not pending:
+        return
+    checks = list(pending)
+    del pending[:]
+    xp = checks[0][0]
+    failed = xp.stack([xp.reshape(c[1], ()) for c in checks]).get()  # the one device -> host transfer
+    for (_, _, message, values), bad in zip(checks, failed):
+        if bad:
+            raise ValueError(message % tuple(_host_value(v) for v in values))

@@ -1,0 +1,42 @@
+"""Which physical GPU a logical device runs on.
+
+Logical device d of a process (a legacy machine, or a global-API rank) with local rank r among the processes of
+its host, each driving `devices_per_process` devices, is slot `r * devices_per_process + d` of the host; slot k runs
+on GPU `k mod gpu_count`, so processes on one host spread over its GPUs and N logical devices share one GPU when
+there is only one. `ONEFLOW_COMPAT_GPU_MAP=3,2,1,0` overrides the rule: slot k runs on the k-th listed GPU.
+"""
+GPU_MAP_ENV = "ONEFLOW_COMPAT_GPU_MAP"
+
+
+def parse_gpu_map(text, gpu_count):
+    """The physical GPU of each slot from the variable's text ("3,2,1,0"); None for an unset or empty variable."""
+    if text is None or not text.strip():
+        return None
+    slots = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isdigit():
+            raise ValueError("%s=%r: expected comma-separated GPU numbers such as '1,0', got %r"
+                             % (GPU_MAP_ENV, text, item))
+        gpu = int(item)
+        if gpu >= gpu_count:
+            raise ValueError("%s=%r names GPU %d, but this host has %d GPU(s)" % (GPU_MAP_ENV, text, gpu, gpu_count))
+        slots.append(gpu)
+    return slots
+
+
+def physical_gpu(device, local_rank, devices_per_process, gpu_count, gpu_map=None):
+    """The GPU number of logical device `device` of the process with `local_rank` on its host.
+
+    `gpu_map`: the parsed override (`parse_gpu_map`), or None for the rule `slot mod gpu_count`."""
+    if gpu_count < 1:
+        raise ValueError("no GPU to map logical device %d to" % device)
+    if not 0 <= device < devices_per_process:
+        raise ValueError("logical device %d outside the %d device(s) of a process" % (device, devices_per_process))
+    slot = local_rank * devices_per_process + device
+    if gpu_map is None:
+        return slot % gpu_count
+    if slot >= len(gpu_map):
+        raise ValueError("%s lists %d GPU(s), but logical device %d of local rank %d is slot %d (%d device(s) per "
+                         "process)" % (GPU_MAP_ENV, len(gpu_map), device, local_rank, slot, devices_per_process))
+    return gpu_map[slot]

@@ -1,0 +1,50 @@
+"""A host copy of each job's train-step counter, so that the learning rate and the updates never wait for the device.
+
+The counter (`System-Train-TrainStep-<job>`, a variable on the job's devices) is read by the `learning_rate` op and
+by every `optimizer_update` (the learning-rate schedule, Adam's bias correction). Reading the device copy there
+would cost one device -> host synchronisation per variable and step. Its writers are few: the job's `increment`
+op, once per call, and the variable store's host writes (initialisation, checkpoint loads), which it counts in
+`spec.host_writes`. So the host copy is read from the device once after a host write (the first call) and
+advanced by the increment op after that.
+
+Where the counter has no copy on this process (a default placement without this machine) the value of the op's
+own input is read every call instead.
+"""
+from oneflow_compat.backend import devices
+
+
+def counter_spec(blob):
+    """The variable spec behind `blob` (the counter, maybe through boxing ops), or None."""
+    op = blob.op
+    while op.defn.boxing and len(op.inputs) == 1:
+        op = op.inputs[0].op
+    return op.attrs["spec"] if op.defn.role == "variable" else None
+
+
+def _read(piece):
+    return int(devices.to_host(piece).reshape(-1)[0])
+
+
+def reader(blob):
+    """A function of the counter's piece (as the op receives it) returning the counter's value."""
+    spec = counter_spec(blob)
+    if spec is None:
+        return _read
+
+    def value(piece):
+        if not spec.shards:  # no copy on this process: its increments happen elsewhere
+            return _read(piece)
+        writes = getattr(spec, "host_writes", 0)
+        mirror = getattr(spec, "host_step", None)
+        if mirror is None or mirror[0] != writes:
+            mirror = spec.host_step = [writes, _read(piece)]
+        return mirror[1]
+
+    return value
+
+
+def advance(spec):
+    """After the device copy was incremented: the host copy follows (if it is current)."""
+    mirror = getattr(spec, "host_step", None)
+    if mirror is not None and mirror[0] == getattr(spec, "host_writes", 0):
+        mirror[1] += 1

@@ -1,0 +1,247 @@
+"""Before ranks communicate they agree on what they run and whose turn it is, so that collectives never pair up
+across different operations: ranks that disagree fail at once, naming both sides.
+
+Identity. Every global operation — an eager op on a placement of several ranks, its backward, `numpy()` of a
+global tensor, `to_global` of local tensors, an nn.Graph call — has an identity text (op type, attrs, input
+shapes, dtypes, SBPs and placements; or the graph and its call number) with a 60-bit digest, computed once per
+compiled op. Each thread chains the digests of its global operations (`chain = chain·P + digest mod 2^61-1`),
+which costs one multiplication per op. Only before an operation that communicates do its member ranks compare
+their chains — one allreduce of 8 int64 over the members: the sums and the sums of squares of the 20-bit parts,
+so that equal sums prove equal parts on every rank (Σ(x_i − a)² = Σx_i² − 2aΣx_i + na² = 0) and every rank takes
+the same branch. An op that does not communicate is caught at the next one that does. On a difference the
+members exchange their recent identity texts and raise `AgreementError` naming both sides.
+
+Turns. One process-wide lock (`LOCK`) serialises every eager global op, nn.Graph call and legacy job call: a
+compiled plan has one register file, and an op's collectives must not interleave with another thread's. A lock
+alone is not enough across ranks: two threads could take it in one order on rank 0 and in the other on rank 1, and
+their collectives would pair up with each other's data. So the identity check also compares the threads (matched
+across ranks by name: threads created in the same order get the same default names). When they differ, the
+thread of the lowest member rank has the turn; on the other ranks the thread that holds the lock gives it back
+and waits until that thread, once it arrives, has passed its own check (`in_turn`). Threads' operations then
+follow one order on every rank, and each thread's results are those of a sequential run.
+"""
+import collections
+import hashlib
+import pickle
+import threading
+
+import numpy as np
+
+from oneflow_compat.comm.process_comm import CommError
+from oneflow_compat.runtime import activity
+
+RECENT = 16  # identity texts each thread keeps, to name the first difference in a mismatch report
+_M61 = (1 << 61) - 1
+_P = 0x5DEECE66D1F2B3  # the chain's multiplier
+_PART = (1 << 20) - 1
+
+
+class AgreementError(CommError):
+    """Ranks about to communicate run different operations; raised on every member rank, naming both sides."""
+
+
+def digest(text):
+    """A 60-bit digest of `text` (the same on every rank, unlike `hash`)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 4
+
+
+def _parts(thread_tag, chain):
+    return [thread_tag, chain & _PART, (chain >> 20) & _PART, (chain >> 40) & _PART]
+
+
+class _Chain(threading.local):
+    def __init__(self):
+        self.name = threading.current_thread().name
+        self.tag = digest(self.name) & _PART
+        self.chain = 0
+        self.count = 0  # global operations of this thread so far
+        self.recent = collections.deque(maxlen=RECENT)  # (number, identity text)
+
+
+_THREAD = _Chain()
+
+
+# --- turns ---------------------------------------------------------------------------------------------------------
+class Turns:
+    """A re-entrant lock that can be handed to a named thread (the one whose turn the ranks agreed on)."""
+
+    def __init__(self):
+        self._cond = threading.Condition(threading.Lock())
+        self._owner = None
+        self._depth = 0
+        self._wanted = None  # tag of the thread that alone may take the lock, or None
+
+    def acquire(self):
+        me = threading.get_ident()
+        if self._owner == me:  # only this thread sets the owner to itself, so reading it unlocked is safe
+            self._depth += 1
+            return
+        tag = _THREAD.tag
+        with self._cond:
+            while self._owner is not None or (self._wanted is not None and self._wanted != tag):
+                self._cond.wait()
+            self._owner = me
+        self._depth = 1
+
+    def release(self):
+        if self._depth > 1:
+            self._depth -= 1
+            return
+        with self._cond:
+            self._depth = 0
+            self._owner = None
+            self._cond.notify_all()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+    def depth(self):
+        """How many times this thread holds the lock (0 when it does not)."""
+        return self._depth if self._owner == threading.get_ident() else 0
+
+    def hand_to(self, tag):
+        with self._cond:
+            self._wanted = tag
+
+    def taken(self, tag):
+        """The thread `tag` passed its check: the turn it was handed is over."""
+        if self._wanted == tag:
+            with self._cond:
+                self._wanted = None
+                self._cond.notify_all()
+
+    def wait_until_taken(self, tag, timeout):
+        """Waits (not holding the lock) until the turn handed to `tag` is over; False after `timeout` seconds."""
+        with self._cond:
+            if self._cond.wait_for(lambda: self._wanted != tag, None if timeout == float("inf") else timeout):
+                return True
+            self._wanted = None
+            self._cond.notify_all()
+            return False
+
+
+LOCK = Turns()
+
+
+class TurnOfAnother(Exception):
+    """Raised out of an operation whose check found another thread's turn (caught by `in_turn`)."""
+
+    def __init__(self, tag, name, where):
+        super().__init__(name)
+        self.tag, self.name, self.where = tag, name, where
+
+
+def in_turn(fn, *args):
+    """`fn(*args)` holding `LOCK`, as one turn; if its identity check hands the turn to another thread, the lock is
+    given back, and `fn` runs again once that thread's operation has passed its check."""
+    while True:
+        LOCK.acquire()
+        try:
+            return fn(*args)
+        except TurnOfAnother as turn:
+            handed = turn
+            LOCK.hand_to(turn.tag)
+        finally:
+            LOCK.release()
+        comm = activity.installed_comm()
+        timeout = getattr(comm, "timeout", float("inf"))
+        if not LOCK.wait_until_taken(handed.tag, timeout):
+            raise AgreementError(
+                "rank %d: the ranks agreed that thread %r runs next (%s), but on this rank it did not reach that "
+                "operation within %g s (threads are matched across ranks by name: name threads alike on every "
+                "rank)" % (comm.rank, handed.name, handed.where, timeout))
+
+
+# --- identity -----------------------------------------------------------------------------------------------------
+def global_op(identity, members):
+    """Records a global operation of this thread, run inside `LOCK` and a frame (`activity.operation`), and returns
+    its number. `identity` = (digest, text); `members` = the sorted ranks that communicate in it, this rank among
+    them, or None when it does not communicate (it is then checked at the next operation that does)."""
+    th = _THREAD
+    number = th.count + 1
+    chain = (th.chain * _P + identity[0]) % _M61
+    frame = activity.top()
+    if frame is not None:
+        frame.number = number
+    if members is not None:
+        if frame is not None:
+            frame.checking = True
+        _check(th, chain, number, identity[1], members)
+        if frame is not None:
+            frame.checking = False
+    th.chain, th.count = chain, number
+    th.recent.append((number, identity[1]))
+    return number
+
+
+def _check(th, chain, number, text, members):
+    comm = activity.installed_comm()
+    n = len(members)
+    parts = _parts(th.tag, chain)
+    values = parts + [p * p for p in parts]
+    agreed = [n * v for v in values]  # the sums when every member holds these values
+    while True:
+        sums = comm.allreduce_(np.array(values, np.int64), members)
+        if sums.tolist() == agreed:
+            LOCK.taken(th.tag)
+            return
+        same = _same_everywhere(sums, parts, n)
+        infos = _gather(comm, members, (th.name, text, number, list(th.recent)))
+        if same[0]:
+            message = _mismatch(comm.rank, members, infos)
+            # every member raises; should the program catch it and go on, the members compare from here on
+            th.chain, th.count = 0, max(info[2] for info in infos) - 1
+            th.recent.clear()
+            raise AgreementError(message)
+        first_name, first_text, first_number, _ = infos[0]
+        if first_name != th.name:
+            break
+        # this thread has the turn: check again once the other ranks' threads with it are here
+    if LOCK.depth() != 1:
+        raise AgreementError(
+            "rank %d: thread %r reached %s inside another operation while rank %d runs thread %r: the threads' "
+            "operations interleave differently on the ranks" % (comm.rank, th.name, text, members[0], first_name))
+    raise TurnOfAnother(digest(first_name) & _PART, first_name,
+                         "rank %d runs %s in it, as global op #%d" % (members[0], first_text, first_number))
+
+
+def _same_everywhere(sums, parts, n):
+    """Per part: whether all `n` members hold this member's value, from the sums of the parts and of their squares
+    (all hold a iff Σx = na and Σx² = na², since then Σ(x − a)² = 0): every member decides alike."""
+    return [int(sums[k]) == n * p and int(sums[len(parts) + k]) == n * p * p for k, p in enumerate(parts)]
+
+
+def _gather(comm, members, obj):
+    """Every member's picklable `obj`, in member order (the slow path: only after a difference)."""
+    payload = np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
+    sizes = [int(s) for s in comm.allgatherv(np.array([payload.size], np.int64), members, sizes=[1] * len(members))]
+    data = comm.allgatherv(payload, members, sizes=sizes)
+    out, start = [], 0
+    for size in sizes:
+        out.append(pickle.loads(data[start:start + size].tobytes()))
+        start += size
+    return out
+
+
+def _mismatch(rank, members, infos):
+    """The message for members that run different operations now, or ran different ones since they last compared
+    (`infos`: each member's thread name, identity text, number and recent (number, text) pairs)."""
+    current = {r: (text, number) for r, (_, text, number, _) in zip(members, infos)}
+    text, number = current[rank]
+    if any(t != text for t, _ in current.values()):
+        others = "; ".join("rank %d runs %s (global op #%d)" % (r, t, k) for r, (t, k) in current.items() if t != text)
+        return ("rank %d runs %s (global op #%d) while %s: the ranks run different global operations (every rank "
+                "must run the same global ops and nn.Graph calls, in the same order)" % (rank, text, number, others))
+    seqs = {r: dict(list(recent) + [(current[r][1], current[r][0])])
+            for r, (_, _, _, recent) in zip(members, infos)}
+    for k in range(max(min(s) for s in seqs.values()), max(max(s) for s in seqs.values()) + 1):
+        seen = [(r, s.get(k)) for r, s in seqs.items()]
+        if len({t for _, t in seen}) > 1:
+            return ("rank %d runs %s as the other ranks do, but before it the ranks ran different global operations: "
+                    "%s" % (rank, text, "; ".join("rank %d's global op #%d is %s" % (r, k, t if t is not None else
+                                                                                     "still to come") for r, t in seen)))
+    return ("rank %d runs %s as the other ranks do, but before it, more than %d operations back, the ranks ran "
+            "different global operations" % (rank, text, RECENT))

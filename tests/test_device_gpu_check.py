@@ -1,0 +1,98 @@
+"""The GPU machine's one command (oneflow_compat/tools/gpu_check.py): its stages' commands and counts, the stages
+that run without a GPU (under ONEFLOW_COMPAT_DEVICE=cpu), the summary file, the per-stage time limit; and the
+`gpu` / `gpu-cuda12` extras with the markers CuPy 14 needs."""
+import configparser
+import json
+import os
+
+import pytest
+
+from oneflow_compat.tools import gpu_check
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(ROOT, "tests")
+
+
+def test_stage_commands_name_existing_tests_and_split_the_suite():
+    assert gpu_check.repository_root() == ROOT
+    mpi = gpu_check.stage_command("mpi", ROOT, python="py")
+    suite = gpu_check.stage_command("suite", ROOT, python="py")
+    parity = gpu_check.stage_command("parity", ROOT, python="py")
+    for f in gpu_check.MPI_TESTS:
+        assert os.path.join(TESTS, f) in mpi and "--ignore=" + os.path.join(TESTS, f) in suite
+    # every multi-process test file is in the mpi stage, and only there
+    spawning = {f for f in os.listdir(TESTS) if f.startswith("test_") and ("mpi" in f or "launch" in f)}
+    assert spawning <= set(gpu_check.MPI_TESTS)
+    assert all(os.path.exists(p) for p in mpi[6:] + parity[6:])
+    assert {os.path.basename(p) for p in parity[6:]} >= {"test_kernels_nn.py", "test_kernels_optim.py",
+                                                         "test_philox.py", "test_fake_gpu.py"}
+    with pytest.raises(ValueError, match="unknown stage 'gpu'"):
+        gpu_check.stage_command("gpu", ROOT)
+
+
+@pytest.mark.parametrize("stage, output, counts", [
+    ("suite", "....\n==== 2 failed, 1745 passed, 242 skipped, 3 warnings in 212.31s (0:03:32) ====\n", (1745, 2, 242)),
+    ("parity", "1 passed in 0.10s\n", (1, 0, 0)),
+    ("mpi", "3 passed, 1 error in 2.00s\n", (3, 1, 0)),
+    ("mpi", "Traceback (most recent call last):\nKeyboardInterrupt\n", (0, 0, 0)),
+    ("validate", "conv2d ... OK\n\n3157 checks, 2 failed\n", (3155, 2, 0)),
+    ("env", "PASS python: 3.11\nFAIL cuda: no\nSKIP x: y\nPASS pytest: 9\n", (2, 1, 1))])
+def test_counts_of_each_kind_of_output(stage, output, counts):
+    got = gpu_check.parse_counts(stage, output)
+    assert (got["passed"], got["failed"], got["skipped"]) == counts
+
+
+def test_cpu_runnable_stages_pass_and_fill_the_summary(tmp_path):
+    out = tmp_path / "out"
+    code = gpu_check.main(["--stage", "env", "parity", "--device", "cpu", "--out", str(out),
+                           "--pytest-args", "-k", "test_block_function_over_many_counters or test_mode_values"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert code == 0, summary
+    env, parity = summary["env"], summary["parity"]
+    assert env["status"] == "ok" and env["failed"] == 0 and env["passed"] >= 4 and env["skipped"] == 1
+    assert "SKIP cuda: not probed under ONEFLOW_COMPAT_DEVICE=cpu" in (out / "env.log").read_text()
+    assert parity["status"] == "ok" and parity["passed"] == 7 and parity["failed"] == 0
+    assert parity["device"] == "cpu" and parity["seconds"] > 0
+    assert " passed" in (out / "parity.log").read_text()
+    # a later run updates its own stage and keeps the others
+    gpu_check.main(["--stage", "env", "--device", "cpu", "--out", str(out)])
+    again = json.loads((out / "summary.json").read_text())
+    assert sorted(again) == ["env", "parity"] and again["parity"] == parity
+    table = gpu_check.format_summary(again).splitlines()
+    assert table[0].split() == ["stage", "status", "passed", "failed", "skipped", "seconds"]
+    assert [row.split()[:2] for row in table[1:]] == [["env", "ok"], ["parity", "ok"]]
+
+
+def test_gpu_stage_without_cuda_fails_naming_the_reason(tmp_path, monkeypatch):
+    (tmp_path / "cupy.py").write_text("raise ImportError('no CUDA here')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    code = gpu_check.main(["--stage", "env", "--out", str(tmp_path / "out")])
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert code == 1 and summary["env"]["status"] == "failed" and summary["env"]["failed"] == 1
+    assert "FAIL cuda: CuPy could not be imported: ImportError: no CUDA here" in \
+        (tmp_path / "out" / "env.log").read_text()
+
+
+def test_a_stage_past_its_time_is_stopped(tmp_path):
+    code = gpu_check.main(["--stage", "validate", "--device", "cpu", "--out", str(tmp_path), "--timeout", "0.2"])
+    entry = json.loads((tmp_path / "summary.json").read_text())["validate"]
+    assert code == 1 and entry["status"] == "timeout" and entry["exit_code"] is None
+    assert entry["seconds"] < 30
+    assert "[gpu_check] stage validate stopped after 0.2 s" in (tmp_path / "validate.log").read_text()
+
+
+def test_gpu_extras_carry_cupy_14_markers():
+    from packaging.requirements import Requirement
+
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, "setup.cfg"))
+    extras = config["options.extras_require"]
+    for extra, cupy in (("gpu", "cupy-cuda13x"), ("gpu-cuda12", "cupy-cuda12x")):
+        requirements = {r.name: r for r in map(Requirement, extras[extra].strip().splitlines())}
+        assert sorted(requirements) == sorted([cupy, "numpy"])
+        assert requirements[cupy].specifier.contains("14.2.0") and not requirements[cupy].specifier.contains("13.6")
+        assert requirements["numpy"].specifier.contains("2.5.1")
+        assert not requirements["numpy"].specifier.contains("2.6.0")
+        assert not requirements["numpy"].specifier.contains("1.26.4")
+        for r in requirements.values():
+            assert r.marker.evaluate({"python_version": "3.10"}) and not r.marker.evaluate({"python_version": "3.9"})
