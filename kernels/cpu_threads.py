@@ -3,16 +3,21 @@
     threads()                             the thread count to spread over (the BLAS's, as the user set it)
     with blas_on_one_thread() as t: ...   the BLAS on one thread inside; t.threads: the count it had before
     spread(n, parts, fn)                  [fn(n0, n1) for `parts` contiguous ranges of range(n)], concurrently
+    product_on_threads(product, a, b, out, trans_a, trans_b)   a matrix product cut into blocks over threads
+    spreading_lately()                    whether kernels spread work over these threads within the last second
 
-A convolution runs many small products (one per sample): OpenBLAS splitting each of them over its threads costs
-more in hand-offs than it gains (measured: a LeNet conv2 step 10x slower at 2 threads than at 1), while contiguous
-ranges of samples, each on its own thread with the BLAS on one thread, scale. The user's (or the benchmark's)
-thread setting is the BLAS's: `spread` uses as many threads as the BLAS had. The work must release the GIL (numba
-kernels compiled nogil, BLAS products) for the threads to run at the same time.
+A convolution runs many small products (one per sample) plus compiled loops between them: contiguous ranges of
+samples, each on its own thread with the BLAS on one thread, scale (LeNet's conv2 at 2 threads: 1.6x), and so do
+the loops. The user's (or the benchmark's) thread setting is the BLAS's: `spread` uses as many threads as the BLAS
+had. The work must release the GIL (numba kernels compiled nogil, BLAS products) to run at the same time.
+
+OpenBLAS's own threads, once woken by a threaded product, spin for about 0.1 s (sched_yield loops) before they
+sleep: on a LeNet step at 2 threads its worker took 93 ms of CPU per 115 ms step from the kernels' threads, and the
+step was slower than at 1 thread. So while kernels spread (`spreading_lately`), matrix products run on these
+threads too (`product_on_threads`, used by `blas.gemm`), never on OpenBLAS's.
 
 The BLAS is found in /proc/self/maps (Linux) by its exported thread functions; without one, the count is 1.
 """
-import concurrent.futures
 import ctypes
 import os
 import re
@@ -95,50 +100,86 @@ class blas_on_one_thread:
                 _thread_functions()[1](_depth[1])
 
 
-_pool = [None, 0]  # the executor and its number of threads
+class _Worker:
+    """One pool thread: runs the range it is handed (`go`), signals `done`. Plain locks as the hand-off (measured
+    per spread of nothing over 2 threads: 85 us with concurrent.futures, 55-60 us with these)."""
+
+    def __init__(self):
+        self.go, self.done = threading.Lock(), threading.Lock()
+        self.go.acquire()
+        self.done.acquire()
+        self.task = self.outcome = None
+        threading.Thread(target=self._serve, name="oneflow_compat-kernels", daemon=True).start()
+
+    def _serve(self):
+        while True:
+            self.go.acquire()
+            fn, n0, n1 = self.task
+            try:
+                self.outcome = (True, _in_range(fn, n0, n1))
+            except BaseException as e:  # handed to the caller, which raises it
+                self.outcome = (False, e)
+            self.task = None
+            self.done.release()
+
+
+_workers = []
+_pool_busy = threading.Lock()  # one spread at a time uses the pool; another runs its work whole, in its thread
 _worker = threading.local()
 
 
 def _forget_pool():
-    _pool[:] = [None, 0]  # a forked child has none of the parent's threads
+    global _pool_busy
+    del _workers[:]  # a forked child has none of the parent's threads
+    _pool_busy = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-_last_spread = [float("-inf")]  # when work last ran on the pool threads (time.monotonic)
-_SPIN_SECONDS = 0.25  # more than OpenBLAS's threads spin once woken (2^28 cycles by default: ~0.1 s)
+_SPREAD_WINDOW_S = 1.0  # "lately": within a train step or so of the last spread
+_last_spread = [float("-inf")]  # time.monotonic() of the last spread over more than one thread
 
 
 def spreading_lately():
-    """Whether work ran on the pool threads within the time OpenBLAS's threads would spin if woken now: a product
-    then runs on the pool threads too (`product_on_threads`) rather than wake them against it. A process whose
-    kernels never spread (dense layers alone) keeps OpenBLAS's own threading, as numpy's products have it."""
-    return time.monotonic() - _last_spread[0] < _SPIN_SECONDS
+    """Whether kernels spread work over their own threads within the last second: products (`product_on_threads`)
+    should then run there too, not on OpenBLAS threads that, once woken, spin against them. Programs without such
+    kernels (dense layers alone) keep OpenBLAS's own threading."""
+    return time.monotonic() - _last_spread[0] < _SPREAD_WINDOW_S
 
 
 def spread(n, parts, fn):
     """[fn(n0, n1) for `parts` contiguous ranges covering range(n)]: the first on the calling thread, the others on
-    pool threads at the same time; all have ended when it returns (or raises the first range's error). Work inside a
-    range does not spread again."""
+    pool threads at the same time; all have ended when it returns (then the first error of a range is raised).
+    Work inside a range, or while another thread's spread holds the pool, runs whole on its own thread."""
     parts = max(1, min(int(parts), n))
-    if parts == 1 or getattr(_worker, "active", False):
+    if parts > 1:
+        _last_spread[0] = time.monotonic()
+    if parts == 1 or getattr(_worker, "active", False) or not _pool_busy.acquire(blocking=False):
         return [fn(0, n)]
-    _last_spread[0] = time.monotonic()
-    bounds = [n * i // parts for i in range(parts + 1)]
-    with _lock:
-        if _pool[1] < parts - 1:
-            if _pool[0] is not None:
-                _pool[0].shutdown(wait=False)
-            _pool[:] = [concurrent.futures.ThreadPoolExecutor(parts - 1, "oneflow_compat-kernels"), parts - 1]
-        pool = _pool[0]
-    futures = [pool.submit(_in_range, fn, bounds[i], bounds[i + 1]) for i in range(1, parts)]
     try:
-        first = _in_range(fn, bounds[0], bounds[1])
+        while len(_workers) < parts - 1:
+            _workers.append(_Worker())
+        bounds = [n * i // parts for i in range(parts + 1)]
+        helpers = _workers[:parts - 1]
+        for i, w in enumerate(helpers, 1):
+            w.task = (fn, bounds[i], bounds[i + 1])
+            w.go.release()
+        try:
+            outcomes = [(True, _in_range(fn, bounds[0], bounds[1]))]
+        except BaseException as e:
+            outcomes = [(False, e)]
+        for w in helpers:  # no range may still be writing when the caller gets its arrays
+            w.done.acquire()
+            outcomes.append(w.outcome)
+            w.outcome = None
     finally:
-        concurrent.futures.wait(futures)  # no range may still be writing when the caller gets its arrays
-    return [first] + [f.result() for f in futures]
+        _pool_busy.release()
+    for ok, value in outcomes:
+        if not ok:
+            raise value
+    return [value for _, value in outcomes]
 
 
 def _in_range(fn, n0, n1):
@@ -163,7 +204,8 @@ def product_on_threads(product, a, b, out, trans_a=False, trans_b=False):
     (~0.1 s) and take a core from the work spread over threads here. Returns out."""
     m, n = out.shape
     k = a.shape[0] if trans_a else a.shape[1]
-    parts = threads() if 2 * m * n * k >= _PRODUCT_MIN_FLOPS else 1
+    inside = getattr(_worker, "active", False)  # a range of a spread: runs whole (see `spread`)
+    parts = threads() if not inside and 2 * m * n * k >= _PRODUCT_MIN_FLOPS else 1
     with blas_on_one_thread():
         if parts == 1:
             product(a, b, out)

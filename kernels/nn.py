@@ -211,7 +211,8 @@ class _Geometry:
         for c0 in range(n0, n1, self.chunk):
             yield c0, min(n1, c0 + self.chunk)
 
-    def _args(self):
+    def args(self):
+        """The compiled loops' geometry arguments: kh, kw, sh, sw, dh, dw, top, left, oh, ow."""
         (kh, kw), (sh, sw), (dh, dw), ((top, _), (left, _)) = (self.kh, self.kw), self.strides, self.dilations, \
             self.pads
         return kh, kw, sh, sw, dh, dw, top, left, self.oh, self.ow
@@ -235,7 +236,7 @@ class _Geometry:
     def col2im(self, dcols, dx):
         """dx (a chunk of samples, NCHW) = the sum of every patch gradient at the cells it was read from."""
         if self.jit:
-            nn_jit.col2im(dcols, dx, *self._args())
+            nn_jit.col2im(dcols, dx, *self.args())
             return
         (kh, kw), (sh, sw), (dh, dw), ((top, _), (left, _)) = (self.kh, self.kw), self.strides, \
             self.dilations, self.pads
@@ -333,8 +334,9 @@ def _conv_forward(xp, x, w, b, activation, strides, pads, dilations, groups, dat
             def run(n0, n1):
                 padded, cols = g.scratch()
                 prod = _workspace(xp, (g.p, f), g.dtype, slot=1)
+                args = g.args()
                 for s in range(n0, n1):
-                    nn_jit.pixel_patches(x[s], padded, cols, *g._args())
+                    nn_jit.pixel_patches(x[s], padded, cols, *args)
                     xp.matmul(cols, w_kf, out=prod)
                     nn_jit.pixel_epilogue(prod, out3[s], bias, activation == "relu")
         else:
@@ -400,8 +402,9 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
             dw = xp.zeros((f, g.k), dtype=g.dtype)
             if g.jit:
                 padded, cols = g.scratch()
+                args = g.args()
                 for s in range(n0, n1):
-                    nn_jit.pixel_patches(x[s], padded, cols, *g._args())
+                    nn_jit.pixel_patches(x[s], padded, cols, *args)
                     blas.gemm(dy3[s], cols, dw, beta=1.0)
             else:
                 for c0, c1 in g.chunks(n0, n1):
@@ -455,9 +458,10 @@ def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)
         def run(n0, n1):
             if g.jit:
                 padded, dcols = g.scratch()
+                args = g.args()
                 for s in range(n0, n1):
                     xp.matmul(dy3[s].T, w_fk, out=dcols)
-                    nn_jit.pixel_col2im(dcols, padded, dx[s], *g._args())
+                    nn_jit.pixel_col2im(dcols, padded, dx[s], *args)
             else:
                 for c0, c1 in g.chunks(n0, n1):
                     g.pixel_col2im(xp.matmul(dy3[c0:c1].transpose(0, 2, 1), w_fk), dx[c0:c1])

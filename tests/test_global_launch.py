@@ -158,7 +158,10 @@ def test_two_launchers_two_processes_each(tmp_path):
 
 
 def test_module_no_python_and_log_folders(tmp_path):
-    write(tmp_path, "probe_module.py", "import os, sys\nprint('MODULE', os.environ['RANK'], __name__, sys.argv[1:])\n")
+    # one write per line: under PYTHONUNBUFFERED print() writes each argument apart, and the two ranks' pieces
+    # could interleave in the shared output
+    write(tmp_path, "probe_module.py",
+          "import os, sys\nsys.stdout.write('MODULE %s %s %s\\n' % (os.environ['RANK'], __name__, sys.argv[1:]))\n")
     port = free_port()
     done = finish(start(launcher("--nproc_per_node", 2, "--master_port", port, "-m", "probe_module", "q"), tmp_path))
     assert done.returncode == 0, done.err

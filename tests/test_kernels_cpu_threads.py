@@ -181,3 +181,35 @@ def test_product_on_threads_cuts_the_longer_side_into_equal_sums(monkeypatch, sh
     del blocks[:]
     cpu_threads.product_on_threads(product, a, b, np.empty((m, n), np.float32), trans_a, trans_b)
     assert blocks == [(m, n)]
+
+
+def test_spreading_lately_is_set_by_spreads_over_several_threads_only(monkeypatch):
+    monkeypatch.setattr(cpu_threads, "_last_spread", [float("-inf")])
+    cpu_threads.spread(4, 1, lambda n0, n1: None)
+    assert not cpu_threads.spreading_lately()  # one thread: OpenBLAS's own threading stays
+    cpu_threads.spread(4, 2, lambda n0, n1: None)
+    assert cpu_threads.spreading_lately()
+    monkeypatch.setattr(cpu_threads, "_last_spread", [cpu_threads._last_spread[0] - cpu_threads._SPREAD_WINDOW_S])
+    assert not cpu_threads.spreading_lately()
+
+
+def test_a_second_thread_spreading_meanwhile_runs_its_work_whole():
+    inside, outer_running = threading.Event(), threading.Event()
+    seen = []
+
+    def outer(n0, n1):
+        if n0 == 0:
+            outer_running.set()
+            inside.wait(30)  # holds the pool until the other thread's spread has run
+        return n0
+
+    def other():
+        outer_running.wait(30)
+        seen.append(cpu_threads.spread(6, 3, lambda n0, n1: (n0, n1)))
+        inside.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    assert cpu_threads.spread(4, 2, outer) == [0, 2]
+    t.join(30)
+    assert seen == [[(0, 6)]]  # whole, on its own thread: no waiting for a busy pool, no oversubscription

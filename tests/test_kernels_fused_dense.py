@@ -172,3 +172,19 @@ def test_labels_out_of_range_are_named(bad, dtype):
         with pytest.raises(ValueError, match=r"^sparse_softmax_cross_entropy: label %d is out of range \[0, 5\)$"
                            % bad):
             kernel(np, np.zeros((3, 5)), labels)
+
+
+def test_gemm_runs_on_the_kernels_threads_only_while_they_are_in_use(monkeypatch):
+    from oneflow_compat.kernels import cpu_threads
+
+    spread_products = []
+    real = cpu_threads.product_on_threads
+    monkeypatch.setattr(cpu_threads, "product_on_threads", lambda *a, **k: spread_products.append(1) or real(*a, **k))
+    r = rng(9)
+    a, b = r.standard_normal((300, 40)).astype(np.float32), r.standard_normal((40, 200)).astype(np.float32)
+    monkeypatch.setattr(cpu_threads, "_last_spread", [float("-inf")])
+    out = blas.gemm(a, b, np.empty((300, 200), np.float32))  # dense work alone: OpenBLAS's own threading
+    assert spread_products == []
+    cpu_threads.spread(4, 2, lambda n0, n1: None)  # kernels spreading over their own threads (convolutions)...
+    np.testing.assert_allclose(blas.gemm(a, b, np.empty((300, 200), np.float32)), out, rtol=1e-5)
+    assert spread_products == [1]  # ...so products run there too, not on OpenBLAS threads woken against them
