@@ -420,27 +420,6 @@ class MPIComm(ProcessComm):
             name = "%s in %s" % (name, where)
         return subset, _Activity(name, subset.ranks, subset.count)
 
-    # ----- the ranks agree on where they are ----------------------------------------------------------------
-
-    def agree(self, identity):
-        subset, activity = self._begin("identity check of %s" % identity, tuple(range(self._size)))
-        if self._size == 1:
-            return
-        # a 64-bit digest travels; the texts only when they differ (every rank sees the same digests, so every
-        # rank takes the same branch and the second exchange pairs up)
-        digest = np.frombuffer(zlib.crc32(identity.encode()).to_bytes(4, "little") +
-                               zlib.adler32(identity.encode()).to_bytes(4, "little"), np.int64)
-        digests = np.empty(self._size, np.int64)
-        self._complete(subset.comm.Iallgather(digest, digests), activity)
-        if (digests == digest[0]).all():
-            return
-        names = self.allgather_object(identity)
-        mine = names[self._rank]
-        others = ["rank %d runs %s" % (r, name) for r, name in enumerate(names) if name != mine]
-        raise CommError("rank %d runs %s while %s: the ranks call different jobs, or the same job a different "
-                        "number of times (a rank that caught an error skipped a call?)"
-                        % (self._rank, mine, "; ".join(others)))
-
     # ----- collectives over subsets ----------------------------------------------------------------------
 
     def barrier(self):

@@ -118,11 +118,6 @@ class ProcessComm(ABC):
     def set_timeout(self, seconds):
         """Seconds a collective may wait before `CollectiveTimeout` (backends that cannot hang ignore it)."""
 
-    def agree(self, identity):
-        """Check that every rank is at the same point of the program, named by the text `identity` (e.g. a job
-        and its call number); a rank that is elsewhere makes every rank raise `CommError` naming both sides.
-        A world of one process always agrees."""
-
     @abstractmethod
     def barrier(self):
         """Wait until every rank of the world has reached the barrier."""
