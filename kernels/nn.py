@@ -285,6 +285,13 @@ class _Geometry:
                 _workspace(self.xp, (self.p, self.k), self.dtype))
 
 
+def _over_samples(xp, n, run):
+    """[run(n0, n1)] over ranges of the batch, spread over the BLAS's threads with the BLAS on one thread (numpy;
+    CuPy's work is queued on the device, and its current device is per thread: one range, on this thread)."""
+    with cpu_threads.blas_on_one_thread() as blas_state:
+        return cpu_threads.spread(n, blas_state.threads if xp.__name__ == "numpy" else 1, run)
+
+
 def _use_jit(xp, dtype):
     return nn_jit.AVAILABLE and xp.__name__ == "numpy" and dtype.kind == "f"
 
@@ -357,8 +364,7 @@ def _conv_forward(xp, x, w, b, activation, strides, pads, dilations, groups, dat
                               out=out3[c0:c1, gi * g.fg:(gi + 1) * g.fg])
                 if b is not None:
                     _epilogue(xp, out3[c0:c1], b, activation, g.jit)
-    with cpu_threads.blas_on_one_thread() as blas_state:
-        cpu_threads.spread(n, blas_state.threads, run)
+    _over_samples(xp, n, run)
     return _from_nchw_array(xp, out, data_format)
 
 
@@ -425,8 +431,7 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
                               dy3[c0:c1, gi * g.fg:(gi + 1) * g.fg].transpose(0, 2, 1), out=prod)
                     dw_t[gi] += prod[0] if c1 - c0 == 1 else prod.sum(axis=0)
             return dw_t
-    with cpu_threads.blas_on_one_thread() as blas_state:
-        parts = cpu_threads.spread(n, blas_state.threads, run)
+    parts = _over_samples(xp, n, run)
     total = parts[0]
     for more in parts[1:]:
         total += more
@@ -475,8 +480,7 @@ def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)
                     xp.matmul(w3[gi].T, dy3[c0:c1, gi * g.fg:(gi + 1) * g.fg],
                               out=dcols[:, gi * g.kg:(gi + 1) * g.kg])
                 g.col2im(dcols, dx[c0:c1])
-    with cpu_threads.blas_on_one_thread() as blas_state:
-        cpu_threads.spread(n, blas_state.threads, run)
+    _over_samples(xp, n, run)
     return _from_nchw_array(xp, dx, data_format)
 
 
