@@ -29,7 +29,7 @@ _NAMINGS = (("scipy_", "64_"), ("", "64_"), ("scipy_", ""), ("", ""))
 
 _functions = []  # [(get, set)] once looked up: empty list = not yet, [None] = no OpenBLAS
 _lookup_lock = threading.Lock()
-_lock = threading.Lock()  # the saved count and the pool
+_lock = threading.Lock()  # guards _depth (the held count)
 
 
 def _thread_functions():
