@@ -9,21 +9,9 @@ tests/test_kernels_dense_jit.py checks them against the numpy paths.
 environment sets ONEFLOW_COMPAT_JIT=0.
 """
 import math
-import os
 
-try:
-    if os.environ.get("ONEFLOW_COMPAT_JIT", "1") == "0":
-        raise ImportError("disabled by ONEFLOW_COMPAT_JIT=0")
-    import numba
-except ImportError:
-    numba = None
-
-AVAILABLE = numba is not None
-
-
-def _jit(fn):
-    # nogil: kernels of different in-process devices may run in threads; cache: compile once per machine
-    return numba.njit(cache=True, nogil=True)(fn) if AVAILABLE else fn
+from .jit import AVAILABLE  # noqa: F401 (read by the kernels that choose a path)
+from .jit import compiled as _jit
 
 
 @_jit

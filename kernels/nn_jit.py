@@ -13,23 +13,11 @@ Conventions: arrays are NCHW and C-contiguous unless said otherwise; padding is 
 read as zero for patches and are skipped by pooling); a channel-major patch row is (c, i, j), its column (oy, ox);
 a pixel-major patch row is (oy, ox), its column (i, j, c).
 """
-import os
 
 import numpy as np
 
-try:
-    if os.environ.get("ONEFLOW_COMPAT_JIT", "1") == "0":
-        raise ImportError("disabled by ONEFLOW_COMPAT_JIT=0")
-    import numba
-except ImportError:
-    numba = None
-
-AVAILABLE = numba is not None
-
-
-def _jit(fn):
-    # nogil: kernels of different in-process devices may run in threads; cache: compile once per machine
-    return numba.njit(cache=True, nogil=True)(fn) if AVAILABLE else fn
+from .jit import AVAILABLE  # noqa: F401 (read by the kernels that choose a path)
+from .jit import compiled as _jit
 
 
 def _span(size, before, k_offset, stride, out):

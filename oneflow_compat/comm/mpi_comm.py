@@ -622,13 +622,17 @@ def install_failure_handlers():
         text = "".join(traceback.format_exception(exc_type, exc_value, exc_traceback))
         header = "%suncaught exception%s; aborting all ranks\n" % (prefix, where)
         lines = "".join(prefix + line + "\n" for line in text.rstrip("\n").split("\n"))
+        say_and_abort(header + lines, 1)
+
+    def say_and_abort(report, code):
+        """`report` to stderr, read by the launcher (bounded wait), the other ranks told, then MPI_Abort(code)."""
         try:
             sys.stdout.flush()
         except (OSError, ValueError):
             pass
         try:
             stream = unprefixed_stderr()
-            stream.write(header + lines)
+            stream.write(report)
             stream.flush()
         except (OSError, ValueError):
             pass
@@ -638,7 +642,7 @@ def install_failure_handlers():
                 comm.tell_others_this_rank_fails()
             except Exception:  # noqa: BLE001 (a broken comm must not keep this rank from aborting)
                 pass
-        _job["comm"].Abort(1)
+        _job["comm"].Abort(code)
 
     def excepthook(exc_type, exc_value, exc_traceback):
         report_and_abort(exc_type, exc_value, exc_traceback)
@@ -669,20 +673,7 @@ def install_failure_handlers():
                 except Exception:  # noqa: BLE001 (leaving must not fail on a broken comm)
                     pass
             return
-        try:
-            sys.stdout.flush()
-            stream = unprefixed_stderr()
-            stream.write("[rank %d] exited with code %d (sys.exit(%r)); ending all ranks\n" % (rank, code, status))
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-        wait_until_output_is_read()
-        for comm in list(_live_comms):
-            try:
-                comm.tell_others_this_rank_fails()
-            except Exception:  # noqa: BLE001
-                pass
-        _job["comm"].Abort(code)
+        say_and_abort("[rank %d] exited with code %d (sys.exit(%r)); ending all ranks\n" % (rank, code, status), code)
 
     sys.excepthook = excepthook
     threading.excepthook = thread_excepthook
