@@ -64,24 +64,45 @@ def col2im(dcols, dx, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
 
 
 @_jit
+def channels_last_padded(x, padded, top, left):
+    """padded[n] (Hp, Wp, C) = sample x[n] (C, H, W) channels-last, at (top, left) inside a zero border."""
+    m, c_n, h, w = x.shape
+    hp, wp = padded.shape[1], padded.shape[2]
+    zero = padded.dtype.type(0)
+    for n in range(m):
+        for y in range(hp):
+            iy = y - top
+            for xx in range(wp):
+                ix = xx - left
+                cell = padded[n, y, xx]
+                if 0 <= iy < h and 0 <= ix < w:
+                    for c in range(c_n):
+                        cell[c] = x[n, c, iy, ix]
+                else:
+                    for c in range(c_n):
+                        cell[c] = zero
+
+
+@_jit
+def channels_last_cropped(padded, dx, top, left):
+    """dx[n] (C, H, W) = the cells of padded[n] (Hp, Wp, C) at (top, left) onwards, back to channels-first."""
+    m, c_n, h, w = dx.shape
+    for n in range(m):
+        for c in range(c_n):
+            for iy in range(h):
+                row = dx[n, c, iy]
+                for ix in range(w):
+                    row[ix] = padded[n, iy + top, ix + left, c]
+
+
+@_jit
 def pixel_patches(x, padded, cols, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
     """One sample's pixel-major patch matrix: cols[oy * ow + ox, (i * kw + j) * C + c] = x[c, oy*sh - top + i*dh,
     ox*sw - left + j*dw], 0 outside x. Through `padded` (Hp, Wp, C): the sample channels-last with a zero border,
     where one window row's kw * C values lie together (C each when dilated), so each is one contiguous copy."""
-    c_n, h, w = x.shape
-    hp, wp = padded.shape[0], padded.shape[1]
-    zero = padded.dtype.type(0)
-    for y in range(hp):
-        iy = y - top
-        for xx in range(wp):
-            ix = xx - left
-            cell = padded[y, xx]
-            if 0 <= iy < h and 0 <= ix < w:
-                for c in range(c_n):
-                    cell[c] = x[c, iy, ix]
-            else:
-                for c in range(c_n):
-                    cell[c] = zero
+    c_n = x.shape[0]
+    wp = padded.shape[1]
+    channels_last_padded(x.reshape((1,) + x.shape), padded.reshape((1,) + padded.shape), top, left)
     flat = padded.reshape(-1)
     run, step = (kw * c_n, kw) if dw == 1 else (c_n, 1)
     for oy in range(oh):
@@ -100,7 +121,7 @@ def pixel_patches(x, padded, cols, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
 def pixel_col2im(dcols, padded, dx, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
     """The adjoint of `pixel_patches`: dx[c, iy, ix] = the sum of the entries of dcols read from that cell, added
     up in the channels-last scratch `padded` (one contiguous run per pixel and window row), then transposed out."""
-    c_n, h, w = dx.shape
+    c_n = dx.shape[0]
     wp = padded.shape[1]
     flat = padded.reshape(-1)
     flat[:] = 0
@@ -115,11 +136,7 @@ def pixel_col2im(dcols, padded, dx, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
                     dst, src = flat[s:s + run], src_row[d:d + run]
                     for k in range(run):
                         dst[k] += src[k]
-    for c in range(c_n):
-        for iy in range(h):
-            row = dx[c, iy]
-            for ix in range(w):
-                row[ix] = padded[iy + top, ix + left, c]
+    channels_last_cropped(padded.reshape((1,) + padded.shape), dx.reshape((1,) + dx.shape), top, left)
 
 
 @_jit

@@ -30,6 +30,11 @@ def both_paths(monkeypatch, fn):
     return reference, compiled
 
 
+def set_implicit(monkeypatch, lanes):
+    monkeypatch.setattr(K.vector_gemm, "FAST", True)
+    monkeypatch.setattr(K, "_VECTOR_LANES", lanes)
+
+
 def _layout(a, data_format):
     return a if data_format == "NCHW" else to_nhwc(a)
 
@@ -38,10 +43,15 @@ def _layout(a, data_format):
 @pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("layout", ["by-shape", "pixel-major"])
+@pytest.mark.parametrize("layout", ["by-shape", "pixel-major", "implicit"])
 def test_conv_paths_agree(monkeypatch, case, data_format, dtype, layout):
     if layout == "pixel-major":
         monkeypatch.setattr(K, "_PIXEL_MAJOR_RUN", 1)
+    if layout == "implicit":
+        # the table-addressed products (float32, groups == 1) at 1-lane vectors, so that any channel count fits
+        if not K.vector_gemm.AVAILABLE or dtype != np.float32 or case[-1] != 1:
+            pytest.skip("the implicit path: float32, groups == 1, llvmlite")
+        set_implicit(monkeypatch, lanes=1)
     x, w, attrs = make_conv_case(case, dtype=dtype, seed=4)
     x, w = _layout(x, data_format), _layout(w, data_format)
     attrs["data_format"] = data_format
