@@ -37,6 +37,8 @@ try:
     if not _JIT:
         raise ImportError("numba disabled or absent")
     import llvmlite.binding as _llvm
+    if not hasattr(_llvm, "create_pass_builder"):  # the new pass manager's bindings: llvmlite >= 0.44
+        raise ImportError("llvmlite too old")
 except ImportError:
     _llvm = None
 
@@ -172,7 +174,9 @@ def _function(lanes):
     found = _compiled.get(lanes)
     if found is not None:
         return found[1]
-    with _compile_lock:
+    # numba's compiler lock as well: LLVM's global state is shared with numba compiling in another thread
+    from numba.core.compiler_lock import global_compiler_lock
+    with _compile_lock, global_compiler_lock:
         if lanes not in _compiled:
             _llvm.initialize_native_target()
             _llvm.initialize_native_asmprinter()
