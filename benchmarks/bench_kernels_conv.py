@@ -6,6 +6,11 @@ Shapes are those of the docs' LeNet (batch 100, NCHW, 5x5 kernels, SAME padding)
 Both sides use float32 and the same number of threads, timed in turn in one process (benchmarks/harness.py);
 ratio ours / torch (lower is better; 1.0 = as fast as torch).
 
+Where numba's llvmlite and AVX-512 are there, two more: conv2 on the implicit path (kernels/vector_gemm.py) vs
+the same kernels on pixel-major patches + OpenBLAS; and conv2's forward product alone (100 samples of 196 x 800
+times 800 x 64, patches given) through vector_gemm vs numpy's OpenBLAS, both over ranges of samples on the
+BLAS's thread count with the BLAS on one thread (as the convolution runs them).
+
 Run: python benchmarks/bench_kernels_conv.py [--rounds 7] [--threads 1 2] [--quick]
 """
 import os
@@ -14,6 +19,7 @@ import sys
 import numpy as np
 
 from oneflow_compat.kernels import nn as K
+from oneflow_compat.kernels import vector_gemm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -64,7 +70,52 @@ def cases(quick=False):
                                                                  " (no d input)"),
                                 [("torch", torch_step(torch, x, w, dy, (pads[0][0], pads[1][0]), needs_dx)),
                                  ("oneflow_compat", ours_step(x, w, dy, pads, needs_dx))], 2 if quick else 5))
+    if vector_gemm.AVAILABLE and vector_gemm.FAST:
+        out += vector_cases(rng, 2 if quick else 5)
     return out
+
+
+def _with_fast(fast, run):
+    def step():
+        vector_gemm.FAST = fast
+        try:
+            run()
+        finally:
+            vector_gemm.FAST = True
+    return step
+
+
+def vector_cases(rng, steps):
+    name, x_shape, w_shape, _ = LAYERS[1]
+    x = rng.standard_normal(x_shape, dtype=np.float32)
+    w = rng.standard_normal(w_shape, dtype=np.float32)
+    pads = K.same_pads(x_shape[2:], w_shape[2:], 1, 1, lower=True)
+    dy = rng.standard_normal((x_shape[0], w_shape[0]) + x_shape[2:], dtype=np.float32)
+    step = ours_step(x, w, dy, pads, True)
+    n, p, k, f = x_shape[0], x_shape[2] * x_shape[3], w_shape[1] * w_shape[2] * w_shape[3], w_shape[0]
+    cols = rng.standard_normal((n, p, k), dtype=np.float32)
+    w_kf = rng.standard_normal((k, f), dtype=np.float32)
+    prod = np.empty((n, p, f), np.float32)
+    steps_of = (lambda count, by: np.arange(count, dtype=np.int64) * by)
+    tables = (steps_of(p, k), steps_of(k, 1), steps_of(k, f), steps_of(f // 16, 16), steps_of(p, f), steps_of(f // 16, 16))
+
+    def blas():
+        def run(n0, n1):
+            for s in range(n0, n1):
+                np.matmul(cols[s], w_kf, out=prod[s])
+        K._over_samples(np, n, run)
+
+    def blocks():
+        # ranges of samples over the BLAS's thread count, as the convolution spreads them
+        a_rows, a_k, b_k, b_cols, c_rows, c_cols = tables
+        K._over_samples(np, n, lambda n0, n1: vector_gemm.gemm(
+            cols[n0:n1].reshape(-1), a_rows, a_k, w_kf.reshape(-1), b_k, b_cols, prod[n0:n1].reshape(-1), c_rows,
+            c_cols, samples=n1 - n0, strides=(p * k, 0, p * f)))
+    return [harness.Case("conv", "%s fwd+bwd: implicit vs pixel-major patches + OpenBLAS" % name,
+                         [("pixel-major + OpenBLAS", _with_fast(False, step)), ("implicit", _with_fast(True, step))],
+                         steps),
+            harness.Case("conv", "%s forward product, %d x (%d x %d @ %d x %d)" % (name, n, p, k, k, f),
+                         [("OpenBLAS", blas), ("vector_gemm", blocks)], steps)]
 
 
 if __name__ == "__main__":
