@@ -97,7 +97,8 @@ def vector_cases(rng, steps):
     w_kf = rng.standard_normal((k, f), dtype=np.float32)
     prod = np.empty((n, p, f), np.float32)
     steps_of = (lambda count, by: np.arange(count, dtype=np.int64) * by)
-    tables = (steps_of(p, k), steps_of(k, 1), steps_of(k, f), steps_of(f // 16, 16), steps_of(p, f), steps_of(f // 16, 16))
+    tables = (steps_of(p, k), steps_of(k, 1), steps_of(k, f), steps_of(f // 16, 16), steps_of(p, f),
+              steps_of(f // 16, 16))
 
     def blas():
         def run(n0, n1):

@@ -147,8 +147,8 @@ def _window(a, i, j, out_hw, strides):
 #                product shapes run at the BLAS's best rate (OpenBLAS: 95-98 GFLOP/s at 196 x 800 x 64, 75 where
 #                the patch operand is transposed). Used for numpy arrays, groups == 1 and runs of at least
 #                _PIXEL_MAJOR_RUN values.
-# implicit       (float32, groups == 1, C a multiple of the vector width, on hosts where `vector_gemm.FAST`): the
-#                pixel-major products with no patch matrix at all: `vector_gemm` reads each patch entry from the
+# implicit       (float32, groups == 1, C a multiple of the vector width (and F for the forward), on hosts where
+#                `vector_gemm.FAST`): the pixel-major products with no patch matrix at all: `vector_gemm` reads each patch entry from the
 #                channels-last padded sample through offset tables (pixel offset + patch-column offset), and the
 #                input gradient adds its patch gradients straight into a channels-last padded gradient (the
 #                scatter-add that col2im was). LeNet's conv2: ~105-116 GFLOP/s against OpenBLAS's ~97, and no
@@ -162,7 +162,7 @@ def _window(a, i, j, out_hw, strides):
 _CHUNK_BYTES = 1 << 20  # patch matrices per chunk: about L2-sized
 _CHUNK_BYTES_NUMPY = 1 << 23  # numpy's col2im pays per call (kh * kw strided adds per chunk): larger chunks
 _PIXEL_MAJOR_RUN = 32  # values per contiguous copy (C * kw, C when dilated) from which patches are pixel-major
-_VECTOR_LANES = 16  # the implicit path's vector width (AVX-512: 16 floats); C (and F for the forward) multiples
+_VECTOR_LANES = 16  # the implicit path's vector width (AVX-512: 16 floats)
 
 _workspaces = threading.local()
 
@@ -211,8 +211,13 @@ class _Geometry:
         self.jit = _use_jit(xp, self.dtype)
         run = self.c * (self.kw if dilations[1] == 1 else 1)
         self.pixel_major = xp.__name__ == "numpy" and groups == 1 and run >= _PIXEL_MAJOR_RUN
-        self.implicit = (self.jit and vector_gemm.FAST and self.dtype == np.float32 and groups == 1
-                         and self.c % _VECTOR_LANES == 0)
+        # the gradients' vectors run along the patch columns (C at a time), the forward's along the filters; few
+        # channels stay with the BLAS (LeNet's conv1, C = 1, K = 25: 6 x 2 blocks over 25 products ran 1.6x
+        # slower than its channel-major product)
+        implicit = (self.jit and vector_gemm.FAST and self.dtype == np.float32 and groups == 1
+                    and self.c % _VECTOR_LANES == 0)
+        self.implicit_forward = implicit and self.f % _VECTOR_LANES == 0
+        self.implicit_grads = implicit
         budget = _CHUNK_BYTES if self.jit else _CHUNK_BYTES_NUMPY
         self.chunk = max(1, min(self.n, budget // max(1, self.k * self.p * self.dtype.itemsize)))
         (top, bottom), (left, right) = pads
@@ -386,7 +391,7 @@ def _conv_forward(xp, x, w, b, activation, strides, pads, dilations, groups, dat
     x = _nchw_contiguous(xp, x, data_format, g.dtype)
     out = xp.empty((n, f, oh, ow), dtype=g.dtype)
     out3 = out.reshape(n, f, g.p)
-    if g.implicit and f % _VECTOR_LANES == 0:
+    if g.implicit_forward:
         w_kf = xp.ascontiguousarray(_weight_pixel_major(xp, w, data_format, g.dtype).T).reshape(-1)
         bias = (b if b is not None else xp.zeros(0)).astype(g.dtype, copy=False)
         pixels, columns, _ = g.tables()
@@ -473,7 +478,7 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
                   out_hw)
     x = _nchw_contiguous(xp, x, data_format, g.dtype)
     dy3 = _nchw_contiguous(xp, dy, data_format, g.dtype).reshape(n, f, g.p)
-    if g.implicit:
+    if g.implicit_grads:
         pixels, _, column_vectors = g.tables()
         by_filter, vectors, along_p = _steps(f, g.p), _steps(g.k // _VECTOR_LANES, _VECTOR_LANES), _steps(g.p, 1)
         sample = g.padded_hw[0] * g.padded_hw[1] * g.c
@@ -519,7 +524,7 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
     total = parts[0]
     for more in parts[1:]:
         total += more
-    if g.pixel_major or g.implicit:
+    if g.pixel_major or g.implicit_grads:
         dw = total.reshape(f, kh, kw, c)  # (F, kh, kw, C): NHWC's own layout
         dw = dw.transpose(0, 3, 1, 2) if data_format == "NCHW" else dw
     else:
@@ -541,7 +546,7 @@ def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)
                   out_hw)
     dy3 = _nchw_contiguous(xp, dy, data_format, g.dtype).reshape(n, f, g.p)
     dx = xp.empty((n, c, h, wd), dtype=g.dtype)
-    if g.implicit:
+    if g.implicit_grads:
         w_fk = _weight_pixel_major(xp, w, data_format, g.dtype).reshape(-1)
         pixels, _, column_vectors = g.tables()
         along_f, by_filter = _steps(f, g.p), _steps(f, g.k)
