@@ -43,15 +43,24 @@ def _layout(a, data_format):
 @pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("layout", ["by-shape", "pixel-major", "implicit"])
+@pytest.mark.parametrize("layout", ["by-shape", "pixel-major"])
 def test_conv_paths_agree(monkeypatch, case, data_format, dtype, layout):
     if layout == "pixel-major":
         monkeypatch.setattr(K, "_PIXEL_MAJOR_RUN", 1)
-    if layout == "implicit":
-        # the table-addressed products (float32, groups == 1) at 1-lane vectors, so that any channel count fits
-        if not K.vector_gemm.AVAILABLE or dtype != np.float32 or case[-1] != 1:
-            pytest.skip("the implicit path: float32, groups == 1, llvmlite")
-        set_implicit(monkeypatch, lanes=1)
+    _conv_paths_agree(monkeypatch, case, data_format, dtype)
+
+
+@pytest.mark.skipif(not K.vector_gemm.AVAILABLE, reason="numba's llvmlite is not installed")
+@pytest.mark.parametrize("case", [c for c in CONV_CASES if c[-1] == 1],
+                         ids=[i for c, i in zip(CONV_CASES, CONV_IDS) if c[-1] == 1])
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_implicit_conv_agrees_with_numpy(monkeypatch, case, data_format):
+    """The table-addressed products (float32, groups == 1) at 1-lane vectors, so that any channel count fits."""
+    set_implicit(monkeypatch, lanes=1)
+    _conv_paths_agree(monkeypatch, case, data_format, np.float32)
+
+
+def _conv_paths_agree(monkeypatch, case, data_format, dtype):
     x, w, attrs = make_conv_case(case, dtype=dtype, seed=4)
     x, w = _layout(x, data_format), _layout(w, data_format)
     attrs["data_format"] = data_format

@@ -151,3 +151,34 @@ def test_implicit_convolution_at_lenet_conv2_matches_the_definition(monkeypatch,
     np.testing.assert_allclose(dw, dw_ref, rtol=1e-4, atol=2e-3)
     inner = np.vdot(dy64, conv_reference(x64, w64, (1, 1), pads, (1, 1), 1))
     assert np.isclose(np.vdot(dx_ref, x64), inner) and np.isclose(np.vdot(dw_ref, w64), inner)
+
+
+@pytest.mark.skipif(not V.FAST, reason="the host has no AVX-512: the convolution keeps the BLAS path")
+def test_the_convolution_takes_the_implicit_path_where_it_is_faster(monkeypatch):
+    """As the CPU runtime calls it (no settings changed): float32 conv2's forward, d weight and d input each go
+    through vector_gemm; float64, and float32 with a single input channel (conv1), keep the BLAS."""
+    calls = []
+    real = V.gemm
+
+    def counted(*args, **kwargs):
+        kind = "dW" if kwargs["strides"][2] == 0 else "dX" if kwargs.get("accumulate") else "forward"
+        if kind not in calls:  # one call per range of samples
+            calls.append(kind)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(V, "gemm", counted)
+    rng = np.random.default_rng(2)
+    pads = ((2, 2), (2, 2))
+
+    def all_three(x_shape, w_shape, dtype):
+        x, w = rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype)
+        dy = rng.standard_normal((x_shape[0], w_shape[0]) + x_shape[2:]).astype(dtype)
+        K.conv2d(np, x, w, pads=pads)
+        K.conv2d_grad_weight(np, dy, x, weight_shape=w.shape, pads=pads)
+        K.conv2d_grad_input(np, dy, w, input_shape=x.shape, pads=pads)
+
+    all_three((2, 32, 14, 14), (64, 32, 5, 5), np.float32)
+    assert calls == ["forward", "dW", "dX"]
+    calls.clear()
+    all_three((2, 32, 14, 14), (64, 32, 5, 5), np.float64)
+    all_three((2, 1, 28, 28), (32, 1, 5, 5), np.float32)
+    assert calls == []
