@@ -5,8 +5,9 @@ Padding is always explicit: pads = ((top, bottom), (left, right)); the op layer 
 data (a transpose, no copy, for NHWC); every result is made contiguous in the
 caller's layout at the end.
 
-Convolution is per-sample im2col + matmul, the patches channel-major or pixel-major by shape (see the
-convolution section), the samples spread over the BLAS's threads. Patch extraction and its adjoint, the conv
+Convolution is per-sample im2col + matmul, the patches channel-major or pixel-major by shape, or read in place
+by the table-addressed products of `vector_gemm.py` (see the convolution section), the samples spread over the
+BLAS's threads. Patch extraction and its adjoint, the conv
 epilogues, max pooling and its gradient run as compiled loops from `nn_jit.py` when numba is installed; the numpy
 path — one strided-slice operation per window offset — is the reference and the fallback.
 """

@@ -1,5 +1,6 @@
 """Compiled (numba) loops for the data movement of `nn.py`: pixel-major patch extraction and its adjoint, the
-channel-major adjoint (col2im), the convolution's bias/activation epilogues, max pooling and its gradient (with
+channel-major adjoint (col2im), samples to and from channels-last with a zero border (the implicit path's
+operands), the convolution's bias/activation epilogues, max pooling and its gradient (with
 relu_grad fused). Each is the same computation as the numpy path of `nn.py` — which stays the reference and the
 fallback — done in one pass over the data instead of one strided numpy operation per window offset.
 tests/test_kernels_nn_jit.py checks them against the numpy path.
