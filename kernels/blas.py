@@ -8,17 +8,12 @@ dtypes other than float32/float64, strided operands, CuPy arrays, an output over
 come from matmul and in-place arithmetic.
 """
 import ctypes
-import re
 
 import numpy as np
 
 from . import cpu_threads
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
-
-# (prefix, suffix) of OpenBLAS's exported names: numpy >= 2 wheels (scipy-openblas, 64-bit integers), numpy 1.2x
-# wheels (openblas64_), and plain builds
-_NAMINGS = (("scipy_", "64_"), ("", "64_"), ("scipy_", ""), ("", ""))
 
 
 class _Blas:
@@ -34,27 +29,14 @@ class _Blas:
 
 
 def _find_openblas():
-    try:
-        with open("/proc/self/maps") as f:
-            paths = set(re.findall(r"(/\S*openblas\S*\.so[\w.]*)", f.read()))
-    except OSError:
-        return None
-    # numpy's own first (another library may have brought an OpenBLAS of its own)
-    for path in sorted(paths, key=lambda p: ("numpy" not in p, p)):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix, suffix in _NAMINGS:
-            config = getattr(lib, "%sopenblas_get_config%s" % (prefix, suffix), None)
-            if config is None or getattr(lib, "%scblas_sgemm%s" % (prefix, suffix), None) is None:
-                continue
-            config.restype = ctypes.c_char_p
-            # the integer width of the interface is in the build's configuration string, not in the names
-            wide = b"USE64BITINT" in (config() or b"")
-            blas = _Blas(lib, prefix, suffix, ctypes.c_int64 if wide else ctypes.c_int32)
-            if _agrees(blas):
-                return blas
+    for lib, prefix, suffix in cpu_threads.loaded_openblas("openblas_get_config", "cblas_sgemm"):
+        config = getattr(lib, "%sopenblas_get_config%s" % (prefix, suffix))
+        config.restype = ctypes.c_char_p
+        # the integer width of the interface is in the build's configuration string, not in the names
+        wide = b"USE64BITINT" in (config() or b"")
+        blas = _Blas(lib, prefix, suffix, ctypes.c_int64 if wide else ctypes.c_int32)
+        if _agrees(blas):
+            return blas
     return None
 
 

@@ -5,6 +5,7 @@
     spread(n, parts, fn)                  [fn(n0, n1) for `parts` contiguous ranges of range(n)], concurrently
     product_on_threads(product, a, b, out, trans_a, trans_b)   a matrix product cut into blocks over threads
     spreading_lately()                    whether kernels spread work over these threads within the last second
+    loaded_openblas(*names)               the OpenBLAS libraries in this process that export these names
 
 A convolution runs many small products (one per sample) plus compiled loops between them: contiguous ranges of
 samples, each on its own thread with the BLAS on one thread, scale (LeNet's conv2 at 2 threads: 1.6x), and so do
@@ -24,7 +25,8 @@ import re
 import threading
 import time
 
-# (prefix, suffix) of OpenBLAS's exported names: numpy's wheels rename them, a system build does not
+# (prefix, suffix) of OpenBLAS's exported names: numpy >= 2 wheels (scipy-openblas, 64-bit integers), numpy 1.2x
+# wheels (openblas64_), and plain builds
 _NAMINGS = (("scipy_", "64_"), ("", "64_"), ("scipy_", ""), ("", ""))
 
 _functions = []  # [(get, set)] once looked up: empty list = not yet, [None] = no OpenBLAS
@@ -40,24 +42,32 @@ def _thread_functions():
     return _functions[0]
 
 
-def _lookup():
+def loaded_openblas(*names):
+    """(lib, prefix, suffix) for each OpenBLAS mapped into this process (Linux: /proc/self/maps) and each naming
+    under which it exports every one of `names` (e.g. "openblas_get_num_threads", called prefix + name + suffix),
+    numpy's own first: another library may have brought an OpenBLAS of its own."""
     try:
         with open("/proc/self/maps") as f:
-            paths = sorted(set(re.findall(r"(/\S*openblas\S*\.so[\w.]*)", f.read())))
+            paths = set(re.findall(r"(/\S*openblas\S*\.so[\w.]*)", f.read()))
     except OSError:
-        return None
-    for path in paths:
+        return
+    for path in sorted(paths, key=lambda p: ("numpy" not in p, p)):
         try:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
         for prefix, suffix in _NAMINGS:
-            get = getattr(lib, "%sopenblas_get_num_threads%s" % (prefix, suffix), None)
-            set_ = getattr(lib, "%sopenblas_set_num_threads%s" % (prefix, suffix), None)
-            if get is not None and set_ is not None:
-                get.restype, get.argtypes = ctypes.c_int, []
-                set_.restype, set_.argtypes = None, [ctypes.c_int]
-                return get, set_
+            if all(getattr(lib, prefix + name + suffix, None) is not None for name in names):
+                yield lib, prefix, suffix
+
+
+def _lookup():
+    for lib, prefix, suffix in loaded_openblas("openblas_get_num_threads", "openblas_set_num_threads"):
+        get = getattr(lib, "%sopenblas_get_num_threads%s" % (prefix, suffix))
+        set_ = getattr(lib, "%sopenblas_set_num_threads%s" % (prefix, suffix))
+        get.restype, get.argtypes = ctypes.c_int, []
+        set_.restype, set_.argtypes = None, [ctypes.c_int]
+        return get, set_
     return None
 
 

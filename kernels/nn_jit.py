@@ -97,46 +97,43 @@ def channels_last_cropped(padded, dx, top, left):
 
 
 @_jit
-def pixel_patches(x, padded, cols, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
-    """One sample's pixel-major patch matrix: cols[oy * ow + ox, (i * kw + j) * C + c] = x[c, oy*sh - top + i*dh,
-    ox*sw - left + j*dw], 0 outside x. Through `padded` (Hp, Wp, C): the sample channels-last with a zero border,
-    where one window row's kw * C values lie together (C each when dilated), so each is one contiguous copy."""
-    c_n = x.shape[0]
-    wp = padded.shape[1]
-    channels_last_padded(x.reshape((1,) + x.shape), padded.reshape((1,) + padded.shape), top, left)
-    flat = padded.reshape(-1)
+def _window_runs(flat, cols, c_n, wp, kh, kw, sh, sw, dh, dw, oh, ow, gather):
+    """Between the channels-last padded sample `flat` and the pixel-major patches `cols`, one contiguous run per
+    pixel and window row (kw * C values; C each when dilated): copied into cols when `gather`, else added from
+    cols into flat (the adjoint)."""
     run, step = (kw * c_n, kw) if dw == 1 else (c_n, 1)
     for oy in range(oh):
         for ox in range(ow):
-            dst = cols[oy * ow + ox]
+            patch = cols[oy * ow + ox]
             for i in range(kh):
                 for j in range(0, kw, step):
                     s = ((oy * sh + i * dh) * wp + ox * sw + j * dw) * c_n
                     d = (i * kw + j) * c_n
-                    src, row = flat[s:s + run], dst[d:d + run]
-                    for k in range(run):
-                        row[k] = src[k]
+                    cells, row = flat[s:s + run], patch[d:d + run]
+                    if gather:
+                        for k in range(run):
+                            row[k] = cells[k]
+                    else:
+                        for k in range(run):
+                            cells[k] += row[k]
+
+
+@_jit
+def pixel_patches(x, padded, cols, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
+    """One sample's pixel-major patch matrix: cols[oy * ow + ox, (i * kw + j) * C + c] = x[c, oy*sh - top + i*dh,
+    ox*sw - left + j*dw], 0 outside x. Through `padded` (Hp, Wp, C): the sample channels-last with a zero border,
+    where one window row's kw * C values lie together (C each when dilated), so each is one contiguous copy."""
+    channels_last_padded(x.reshape((1,) + x.shape), padded.reshape((1,) + padded.shape), top, left)
+    _window_runs(padded.reshape(-1), cols, x.shape[0], padded.shape[1], kh, kw, sh, sw, dh, dw, oh, ow, True)
 
 
 @_jit
 def pixel_col2im(dcols, padded, dx, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
     """The adjoint of `pixel_patches`: dx[c, iy, ix] = the sum of the entries of dcols read from that cell, added
     up in the channels-last scratch `padded` (one contiguous run per pixel and window row), then transposed out."""
-    c_n = dx.shape[0]
-    wp = padded.shape[1]
     flat = padded.reshape(-1)
     flat[:] = 0
-    run, step = (kw * c_n, kw) if dw == 1 else (c_n, 1)
-    for oy in range(oh):
-        for ox in range(ow):
-            src_row = dcols[oy * ow + ox]
-            for i in range(kh):
-                for j in range(0, kw, step):
-                    s = ((oy * sh + i * dh) * wp + ox * sw + j * dw) * c_n
-                    d = (i * kw + j) * c_n
-                    dst, src = flat[s:s + run], src_row[d:d + run]
-                    for k in range(run):
-                        dst[k] += src[k]
+    _window_runs(flat, dcols, dx.shape[0], padded.shape[1], kh, kw, sh, sw, dh, dw, oh, ow, False)
     channels_last_cropped(padded.reshape((1,) + padded.shape), dx.reshape((1,) + dx.shape), top, left)
 
 

@@ -284,23 +284,27 @@ def _sgd_update_reading(op, readers, pinned):
     return update, momentum
 
 
-def _update_parts(update, momentum):
-    """The update's inputs the fused op keeps, and their layouts: the variable, the step counter (its learning
-    rate comes from the schedule, as the update reads it) and the momentum."""
+def _sgd_update_parts(op, readers, pinned):
+    """The SGD update that `_sgd_update_reading` finds for op's result (None: none), its momentum flag, and the
+    inputs the fused op keeps with their layouts: the variable, the step counter (its learning rate comes from the
+    schedule, as the update reads it) and the momentum."""
+    found = _sgd_update_reading(op, readers, pinned)
+    if found is None:
+        return None
+    update, momentum = found
     w, step = update.inputs[0], update.inputs[3]
     extra = [update.inputs[4]] if momentum else []
     extra_sbp = [update.sbp_in[4]] if momentum else []
-    return w, step, extra, extra_sbp
+    return update, momentum, w, step, extra, extra_sbp
 
 
 def _matmul_update(op, readers, pinned):
     if op.defn is not _ops().matmul or len(op.inputs[0].shape) != 2:
         return None
-    found = _sgd_update_reading(op, readers, pinned)
+    found = _sgd_update_parts(op, readers, pinned)
     if found is None:
         return None
-    update, momentum = found
-    w, step, extra, extra_sbp = _update_parts(update, momentum)
+    update, momentum, w, step, extra, extra_sbp = found
     attrs = dict(_matmul_attrs(op), scale=update.attrs.get("grad_scale", 1.0), momentum=momentum,
                  var=update.attrs["var"], optimizer=update.attrs["optimizer"])
     sbp_in = [update.sbp_in[0]] + op.sbp_in + [update.sbp_in[3]] + extra_sbp
@@ -311,11 +315,10 @@ def _matmul_update(op, readers, pinned):
 def _reduce_sum_update(op, readers, pinned):
     if op.defn is not _ops().reduce_sum or op.attrs.get("keepdims", False):
         return None
-    found = _sgd_update_reading(op, readers, pinned)
+    found = _sgd_update_parts(op, readers, pinned)
     if found is None:
         return None
-    update, momentum = found
-    w, step, extra, extra_sbp = _update_parts(update, momentum)
+    update, momentum, w, step, extra, extra_sbp = found
     nd = len(op.inputs[0].shape)
     axis = op.attrs["axis"]
     axis = sorted(a % nd for a in (range(nd) if axis is None else axis))
