@@ -1,8 +1,5 @@
-"""`flow.nn.*`: the legacy functions (activations, convolution, pooling, dropout, losses on job-function blobs)
-and, beside them, the global-tensor API's CamelCase classes (`Module`, `Parameter`, `Linear`, …), `nn.functional`
-and `nn.init` (no name is shared: legacy names are lowercase functions)."""
-import sys as _sys
-
+"""The legacy `flow.nn.*` functions: activations, convolution, pooling, dropout and losses on job-function blobs
+(`oneflow_compat/nn/__init__.py` binds them as `flow.nn.*`)."""
 from oneflow_compat import math as _math
 from oneflow_compat.ir import builder
 from oneflow_compat.kernels import nn as nn_k
@@ -144,19 +141,3 @@ def softmax_cross_entropy_with_logits(labels, logits, name=None):
 
 def sigmoid_cross_entropy_with_logits(labels, logits, name=None):
     return apply("sigmoid_cross_entropy", [logits, labels], name=name)
-
-
-# --- the global-tensor API (OneFlow 0.5–0.9) ---------------------------------------------------------------------
-from oneflow_compat._global import nn_functional as functional  # noqa: E402
-from oneflow_compat._global import nn_init as init  # noqa: E402
-from oneflow_compat._global.losses import CrossEntropyLoss, MSELoss  # noqa: E402,F401
-from oneflow_compat._global.modules import (  # noqa: E402,F401
-    Dropout, Flatten, Identity, Linear, Module, ModuleList, Parameter, ReLU, Sequential)
-from oneflow_compat._global import graph  # noqa: E402 (`flow.nn.graph.GraphModule`)
-from oneflow_compat._global.graph import Graph  # noqa: E402,F401
-
-# `import oneflow.nn.functional as F` needs a module of that name: this module is not a package, so register its
-# two namespaces under their public names (as `os.path` is registered).
-_sys.modules.setdefault(__name__ + ".functional", functional)
-_sys.modules.setdefault(__name__ + ".init", init)
-_sys.modules.setdefault(__name__ + ".graph", graph)
