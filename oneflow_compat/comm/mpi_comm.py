@@ -46,6 +46,7 @@ PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act
 _TAG_P2P = 1
 _TAG_RENDEZVOUS = 2
 _TAG_CREATE_GROUP = 3
+_TAG_EXCHANGE = 4  # `exchange` (the boxing's point-to-point batches), apart from user-level send/recv
 # Tags on the control communicator.
 _TAG_QUERY = 11
 _TAG_REPLY = 12
@@ -77,15 +78,17 @@ class _Subset:
 
 class _Activity:
     """What this rank is waiting for: shown to other ranks that ask, and in timeout messages. `peer` and `index`
-    place a send or receive among the messages exchanged with that peer (None for collectives)."""
-    __slots__ = ("name", "ranks", "number", "peer", "index")
+    place a send or receive among the messages exchanged with that peer (None for collectives); `needs` does the
+    same for each peer of an `exchange`: {peer: ("recv" | "send", index of the last message with it)}."""
+    __slots__ = ("name", "ranks", "number", "peer", "index", "needs")
 
-    def __init__(self, name, ranks, number, peer=None, index=None):
+    def __init__(self, name, ranks, number, peer=None, index=None, needs=None):
         self.name = name
         self.ranks = ranks
         self.number = number
         self.peer = peer
         self.index = index
+        self.needs = needs
 
     def key(self):
         return (self.name, self.ranks, self.number)
@@ -106,6 +109,13 @@ class _Departure:
 
     def took_part_in(self, activity, me):
         """Whether the departed rank reached `activity` of rank `me` (then it may still complete)."""
+        if activity.needs is not None:
+            need = activity.needs.get(self.rank)
+            if need is None:
+                return True
+            direction, index = need
+            done = self.sent if direction == "recv" else self.received
+            return done.get(me, 0) >= index
         if activity.peer is not None:
             done = self.sent if activity.name.startswith("recv") else self.received
             return done.get(me, 0) >= activity.index
@@ -224,9 +234,10 @@ class MPIComm(ProcessComm):
 
     def _complete(self, request, activity, status=None):
         """Poll `request` (one Request, or a list of them) to completion; on timeout find out where the other
-        members are and raise `CollectiveTimeout`."""
+        members are and raise `CollectiveTimeout`. `status`: a Status (one request) or a list of them (a list)."""
         if isinstance(request, list):
-            test = functools.partial(MPI.Request.Testall, request)
+            test = functools.partial(MPI.Request.Testall, request, status) if status is not None else \
+                functools.partial(MPI.Request.Testall, request)
         elif status is not None:
             test = functools.partial(request.Test, status)
         else:
@@ -460,12 +471,17 @@ class MPIComm(ProcessComm):
         self._complete(subset.comm.Iallgatherv([front, MPI.BYTE], [out, (counts, displs), MPI.BYTE]), activity)
         return _axis_back(out, axis)
 
-    def reduce_scatter(self, buf, ranks, axis=0):
+    def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
         subset, activity = self._begin("reduce_scatter", ranks)
         buf = np.asarray(buf)
         axis = axis % buf.ndim
         front = _axis_first(buf, axis)
-        sizes = balanced_sizes(front.shape[0], len(subset.ranks))
+        if sizes is None:
+            sizes = balanced_sizes(front.shape[0], len(subset.ranks))
+        sizes = [int(s) for s in sizes]
+        if len(sizes) != len(subset.ranks) or sum(sizes) != front.shape[0] or min(sizes) < 0:
+            raise ValueError("reduce_scatter on rank %d: sizes %r do not split %d rows over %d members"
+                             % (self._rank, sizes, front.shape[0], len(subset.ranks)))
         row_elems = int(np.prod(front.shape[1:], dtype=np.int64))
         out = np.empty((sizes[subset.index],) + front.shape[1:], front.dtype)
         if len(subset.ranks) == 1:
@@ -524,6 +540,55 @@ class MPIComm(ProcessComm):
                 buf[...] = work
         return buf
 
+    def reduce_(self, buf, root, ranks):
+        subset, activity = self._begin("reduce", ranks)
+        if root not in subset.ranks:
+            raise ValueError("reduce_ root %r is not one of the member ranks %r" % (root, subset.ranks))
+        if len(subset.ranks) == 1:
+            return buf
+        work = _contiguous(buf)
+        data, op = _reduce_buffer(work)
+        at_root = self._rank == root
+        self._complete(subset.comm.Ireduce(MPI.IN_PLACE if at_root else data, data if at_root else None, op=op,
+                                           root=subset.ranks.index(root)), activity)
+        if at_root and work is not buf:
+            buf[...] = work
+        return buf
+
+    def gatherv(self, local, root, ranks, axis=0, sizes=None):
+        subset, activity = self._begin("gatherv", ranks)
+        if root not in subset.ranks:
+            raise ValueError("gatherv root %r is not one of the member ranks %r" % (root, subset.ranks))
+        local = np.asarray(local)
+        axis = axis % local.ndim
+        at_root = self._rank == root
+        root_index = subset.ranks.index(root)
+        if sizes is None:
+            counts = np.empty(len(subset.ranks), np.int64) if at_root else None
+            self._complete(subset.comm.Igather(np.array([local.shape[axis]], np.int64), counts, root=root_index),
+                           activity)
+            sizes = [int(c) for c in counts] if at_root else None
+        else:
+            sizes = [int(s) for s in sizes]
+            if len(sizes) != len(subset.ranks) or sizes[subset.index] != local.shape[axis]:
+                raise ValueError("gatherv on rank %d: sizes %r do not fit %d members and the local size %d"
+                                 % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
+        front = _axis_first(local, axis)
+        if not at_root:
+            self._complete(subset.comm.Igatherv([front, MPI.BYTE], None, root=root_index), activity)
+            return None
+        rest = front.shape[1:]
+        row_bytes = front.dtype.itemsize * int(np.prod(rest, dtype=np.int64))
+        counts = [s * row_bytes for s in sizes]
+        displs, _ = _byte_layout(counts)
+        out = np.empty((sum(sizes),) + rest, front.dtype)
+        if len(subset.ranks) == 1:
+            out[...] = front
+        else:
+            self._complete(subset.comm.Igatherv([front, MPI.BYTE], [out, (counts, displs), MPI.BYTE],
+                                                root=root_index), activity)
+        return _axis_back(out, axis)
+
     # ----- point to point -------------------------------------------------------------------------------------
 
     def _peer(self, peer, what):
@@ -558,6 +623,48 @@ class MPIComm(ProcessComm):
         if work is not buf:
             buf[...] = work
         return buf
+
+    def exchange(self, sends, recvs):
+        sends, recvs = list(sends), list(recvs)
+        peers = set()
+        for peer, _ in sends + recvs:
+            peer = int(peer)
+            if not 0 <= peer < self._size or peer == self._rank:
+                raise ValueError("exchange: rank %d cannot exchange with rank %r (world size %d)"
+                                 % (self._rank, peer, self._size))
+            peers.add(peer)
+        if not peers:
+            return [buf for _, buf in recvs]
+        _exit_request.clear()
+        needs = {}
+        for peer, _ in sends:  # a departed peer that received this many messages from us reached this exchange
+            self._sent_to[peer] = self._sent_to.get(peer, 0) + 1
+            needs[peer] = ("send", self._sent_to[peer])
+        for peer, _ in recvs:  # ... or that sent us this many (the stronger sign: it wins over a send)
+            self._received_from[peer] = self._received_from.get(peer, 0) + 1
+            needs[peer] = ("recv", self._received_from[peer])
+        self._p2p_count += 1
+        ranks = tuple(sorted(peers | {self._rank}))
+        activity = _Activity("exchange with ranks %s" % _ranks_text(sorted(peers)), ranks, self._p2p_count,
+                             needs=needs)
+        works = [_contiguous(buf) for _, buf in recvs]
+        requests = [self._data.Irecv([work, MPI.BYTE], source=int(peer), tag=_TAG_EXCHANGE)
+                    for (peer, _), work in zip(recvs, works)]
+        outgoing = [_contiguous(np.asarray(buf)) for _, buf in sends]  # alive until every send completes
+        requests += [self._data.Isend([data, MPI.BYTE], dest=int(peer), tag=_TAG_EXCHANGE)
+                     for (peer, _), data in zip(sends, outgoing)]
+        statuses = [MPI.Status() for _ in requests]
+        self._complete(requests, activity, statuses)
+        out = []
+        for (peer, buf), work, status in zip(recvs, works, statuses):
+            received = status.Get_count(MPI.BYTE)
+            if received != work.nbytes:
+                raise ValueError("exchange on rank %d: expected %d bytes from rank %d for %s %s, got %d"
+                                 % (self._rank, work.nbytes, peer, buf.dtype, buf.shape, received))
+            if work is not buf:
+                buf[...] = work
+            out.append(buf)
+        return out
 
     # ----- small control data over the world ------------------------------------------------------------
 

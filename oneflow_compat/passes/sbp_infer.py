@@ -56,7 +56,7 @@ def _choose(op, ins, exact_first=False):
     for sig in ok:
         cost = 0.0
         for x, (pl, s), want in zip(op.inputs, ins, sig[0]):
-            cost += transitions.cost(pl, s, op.placement, want, transitions.blob_bytes(x.meta))
+            cost += transitions.cost(pl, s, op.placement, want, x.meta)
             if exact_first and (want != s or pl != op.placement):
                 cost += _MISMATCH
             if x.op.defn.role == "variable" and x.op.out_hints and want != s:

@@ -13,17 +13,12 @@ from oneflow_compat.framework import signature
 from oneflow_compat.kernels import checks
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.passes.plan import Plan
-from oneflow_compat.runtime import activity, agreement, distributed, results, watch
-
-# collective functions that need the runtime itself, by the `runtime_hook` an op declares; the other collectives
-# bring their `build_collective`
-RUNTIME_HOOKS = {"watch": watch.make_watch_fn}
+from oneflow_compat.runtime import activity, agreement, distributed, results
+from oneflow_compat.runtime.hooks import RUNTIME_HOOKS, build_collective  # noqa: F401 (RUNTIME_HOOKS read here)
 
 
 def collective_fn(op, session):
-    hook = op.defn.runtime_hook
-    build = RUNTIME_HOOKS[hook] if hook is not None else op.defn.build_collective
-    return activity.issued_by(op.name, build(op, session))  # reports name the op whose collective waits
+    return activity.issued_by(op.name, build_collective(op, session))  # reports name the op whose collective waits
 
 
 def keep_freed_memory():

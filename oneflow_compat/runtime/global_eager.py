@@ -36,7 +36,8 @@ from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import registry, transitions
 from oneflow_compat.passes import boxing, prune, sbp_infer
 from oneflow_compat.passes.plan import Plan
-from oneflow_compat.runtime import activity, agreement
+from oneflow_compat.runtime import activity, agreement, hooks
+from oneflow_compat.runtime import boxing as boxing_exec
 from oneflow_compat.runtime.activity import operation
 
 CACHE_SIZE = 4096
@@ -181,7 +182,7 @@ class _Compiled:
         self.identity, self.members = _global_identity(job, identity_text, rt.machine_id)
 
     def _collective(self, op):
-        return op.defn.build_collective(op, site())
+        return hooks.build_collective(op, site())
 
     def run(self, inputs):
         plan = self.plan
@@ -463,7 +464,7 @@ def _full_value(value):
         identity, members = _world_identity(what)
         if identity is not None:
             agreement.global_op(identity, members)
-        return transitions.materialize(c, list(value.pieces), value.placement, value.sbp, value.meta.shape,
+        return boxing_exec.materialize(c, list(value.pieces), value.placement, value.sbp, value.meta.shape,
                                        value.meta.dtype.np, list(range(c.size)))
 
 

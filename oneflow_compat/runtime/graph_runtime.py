@@ -63,7 +63,7 @@ class CompiledGraph:
         self.schedule = "gpipe" if self.pipelined else "sequential"
         copies = self.micro_batches if self.pipelined else 1
         def collective(op):  # names its op in what this rank runs (timeout and departure reports)
-            return activity.issued_by(op.name, op.defn.build_collective(op, session))
+            return activity.issued_by(op.name, hooks.build_collective(op, session))
 
         self.plans = [Plan(job, rt, session, collective, lambda blob, sbp: _copies) for _ in range(copies)]
         self.plan = self.plans[0]

@@ -1,6 +1,6 @@
 """The process-level runtime: which devices are local, moving pieces to devices, assembling logical values."""
 from oneflow_compat.backend import devices
-from oneflow_compat.ops import transitions
+from oneflow_compat.runtime import boxing
 
 
 class Runtime:
@@ -27,4 +27,4 @@ class Runtime:
     def assemble(self, shards, shape, np_dtype, placement, sbp):
         """A fresh host array with the full logical value (`shards`: device index -> piece for the local devices);
         under MPI every rank gets it."""
-        return transitions.assemble(self, shards, shape, np_dtype, placement, sbp)
+        return boxing.assemble(self, shards, shape, np_dtype, placement, sbp)

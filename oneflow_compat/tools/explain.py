@@ -45,7 +45,7 @@ class BoxingEntry:
     dst_placement: object
     dst_sbp: object
     collective: str
-    bytes: float  # per call, as the transition table counts them (ops/transitions.py)
+    bytes: float  # per call: what the busiest rank sends, as the transition table counts it (ops/transitions.py)
     section: str
 
 
