@@ -34,6 +34,8 @@ import zlib
 import numpy as np
 from mpi4py import MPI
 
+from oneflow_compat.backend.row_blocks import rows_of_one
+
 from .environment import DEFAULT_TIMEOUT_S, TIMEOUT_ENV, check_timeout, detect_local_size, usable_cores  # noqa: F401
 from .environment import comm_timeout_from_env as timeout_from_env
 from .output import unprefixed_stderr, wait_until_output_is_read
@@ -139,13 +141,58 @@ def _contiguous(array):
     return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
-def _axis_first(array, axis):
-    """`array` with `axis` moved to the front, C-contiguous (no copy when axis is 0 and it already is)."""
-    return _contiguous(np.moveaxis(array, axis, 0) if axis else array)
+class _Blocks:
+    """Consecutive blocks of an array along `axis` (sizes per member) and where each lies in a flat buffer of the
+    blocks one after the other, each in C order: the wire layout of the collectives along an axis. Along axis 0 (or
+    any axis after dimensions of size 1) the blocks of a C-contiguous array ARE that layout, and nothing is copied;
+    along another axis, packing or unpacking is one strided copy per block (never a transpose of the whole)."""
+
+    def __init__(self, shape, axis, sizes, dtype):
+        self.shape, self.axis, self.sizes, self.dtype = tuple(shape), axis, [int(x) for x in sizes], np.dtype(dtype)
+        self.row = int(np.prod(self.shape[axis + 1:], dtype=np.int64)) * int(np.prod(self.shape[:axis], dtype=np.int64))
+        self.counts = [n * self.row for n in self.sizes]  # elements per block
+        self.displs, self.total = _byte_layout(self.counts)
+        self.leading = int(np.prod(self.shape[:axis], dtype=np.int64)) == 1
+        starts = np.cumsum([0] + self.sizes).tolist()
+        self.index = [(slice(None),) * axis + (slice(starts[q], starts[q + 1]),) for q in range(len(self.sizes))]
+
+    def block_shape(self, q):
+        return self.shape[:self.axis] + (self.sizes[q],) + self.shape[self.axis + 1:]
+
+    def bytes(self):
+        """(counts, displacements) in bytes, for an MPI.BYTE vector collective."""
+        k = self.dtype.itemsize
+        return [c * k for c in self.counts], [d * k for d in self.displs]
+
+    def pack(self, array):
+        """`array` (of `shape`) in the wire layout: itself when it already is one."""
+        if self.leading and array.flags.c_contiguous:
+            return array
+        flat = np.empty(self.total, self.dtype)
+        for q, index in enumerate(self.index):
+            flat[self.displs[q]:self.displs[q] + self.counts[q]].reshape(self.block_shape(q))[...] = array[index]
+        return flat
+
+    def receiver(self):
+        """(buffer to receive the wire layout into, function giving the array of `shape` from it)."""
+        out = np.empty(self.shape, self.dtype)
+        if self.leading:
+            return out, lambda: out
+        flat = np.empty(self.total, self.dtype)
+
+        def unpack():
+            for q, index in enumerate(self.index):
+                out[index] = flat[self.displs[q]:self.displs[q] + self.counts[q]].reshape(self.block_shape(q))
+            return out
+        return flat, unpack
 
 
-def _axis_back(front, axis):
-    return np.ascontiguousarray(np.moveaxis(front, 0, axis)) if axis else front
+def _one_buffer(pieces):
+    """The C-contiguous array of which `pieces` are consecutive row blocks in order, as flat bytes, or None."""
+    whole = rows_of_one(pieces) if pieces and all(p.ndim for p in pieces) else None
+    if whole is None or not whole.flags.c_contiguous:
+        return None
+    return whole.reshape(-1).view(np.uint8)
 
 
 def _byte_layout(counts):
@@ -462,36 +509,33 @@ class MPIComm(ProcessComm):
         if len(sizes) != len(subset.ranks) or sizes[subset.index] != local.shape[axis]:
             raise ValueError("allgatherv on rank %d: sizes %r do not fit %d members and the local size %d"
                              % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
-        front = _axis_first(local, axis)
-        rest = front.shape[1:]
-        row_bytes = front.dtype.itemsize * int(np.prod(rest, dtype=np.int64))
-        counts = [s * row_bytes for s in sizes]
-        displs, _ = _byte_layout(counts)
-        out = np.empty((sum(sizes),) + rest, front.dtype)
-        self._complete(subset.comm.Iallgatherv([front, MPI.BYTE], [out, (counts, displs), MPI.BYTE]), activity)
-        return _axis_back(out, axis)
+        shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
+        blocks = _Blocks(shape, axis, sizes, local.dtype)
+        recv, result = blocks.receiver()
+        counts, displs = blocks.bytes()
+        self._complete(subset.comm.Iallgatherv([_contiguous(local), MPI.BYTE], [recv, (counts, displs), MPI.BYTE]),
+                       activity)
+        return result()
 
     def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
         subset, activity = self._begin("reduce_scatter", ranks)
         buf = np.asarray(buf)
         axis = axis % buf.ndim
-        front = _axis_first(buf, axis)
         if sizes is None:
-            sizes = balanced_sizes(front.shape[0], len(subset.ranks))
+            sizes = balanced_sizes(buf.shape[axis], len(subset.ranks))
         sizes = [int(s) for s in sizes]
-        if len(sizes) != len(subset.ranks) or sum(sizes) != front.shape[0] or min(sizes) < 0:
+        if len(sizes) != len(subset.ranks) or sum(sizes) != buf.shape[axis] or min(sizes) < 0:
             raise ValueError("reduce_scatter on rank %d: sizes %r do not split %d rows over %d members"
-                             % (self._rank, sizes, front.shape[0], len(subset.ranks)))
-        row_elems = int(np.prod(front.shape[1:], dtype=np.int64))
-        out = np.empty((sizes[subset.index],) + front.shape[1:], front.dtype)
+                             % (self._rank, sizes, buf.shape[axis], len(subset.ranks)))
+        blocks = _Blocks(buf.shape, axis, sizes, buf.dtype)
+        out = np.empty(blocks.block_shape(subset.index), buf.dtype)
         if len(subset.ranks) == 1:
-            out[...] = front
+            out[...] = buf
         else:
-            send, op = _reduce_buffer(front)
+            send, op = _reduce_buffer(blocks.pack(buf))
             recv, _ = _reduce_buffer(out)
-            counts = [s * row_elems for s in sizes]
-            self._complete(subset.comm.Ireduce_scatter(send, recv, counts, op=op), activity)
-        return _axis_back(out, axis)
+            self._complete(subset.comm.Ireduce_scatter(send, recv, blocks.counts, op=op), activity)
+        return out
 
     def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
         subset, activity = self._begin("alltoallv", ranks)
@@ -513,9 +557,12 @@ class MPIComm(ProcessComm):
         recv_sizes = [int(s) for s in recv_sizes]
         send_counts = [p.nbytes for p in pieces]
         send_displs, send_total = _byte_layout(send_counts)
-        sendbuf = np.empty(send_total, np.uint8)
-        for p, start, count in zip(pieces, send_displs, send_counts):
-            sendbuf[start:start + count] = _contiguous(p).reshape(-1).view(np.uint8)
+        sendbuf = _one_buffer(pieces)  # the pieces lie in order in one array already: sent from it
+        if sendbuf is None:
+            sendbuf = np.empty(send_total, np.uint8)
+            for p, start, count in zip(pieces, send_displs, send_counts):
+                if count:  # one strided copy per piece, straight into its place
+                    sendbuf[start:start + count].view(own.dtype).reshape(p.shape)[...] = p
         shapes = []
         for size in recv_sizes:
             shape = list(own.shape)
@@ -573,21 +620,18 @@ class MPIComm(ProcessComm):
             if len(sizes) != len(subset.ranks) or sizes[subset.index] != local.shape[axis]:
                 raise ValueError("gatherv on rank %d: sizes %r do not fit %d members and the local size %d"
                                  % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
-        front = _axis_first(local, axis)
         if not at_root:
-            self._complete(subset.comm.Igatherv([front, MPI.BYTE], None, root=root_index), activity)
+            self._complete(subset.comm.Igatherv([_contiguous(local), MPI.BYTE], None, root=root_index), activity)
             return None
-        rest = front.shape[1:]
-        row_bytes = front.dtype.itemsize * int(np.prod(rest, dtype=np.int64))
-        counts = [s * row_bytes for s in sizes]
-        displs, _ = _byte_layout(counts)
-        out = np.empty((sum(sizes),) + rest, front.dtype)
+        shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
+        blocks = _Blocks(shape, axis, sizes, local.dtype)
+        recv, result = blocks.receiver()
         if len(subset.ranks) == 1:
-            out[...] = front
-        else:
-            self._complete(subset.comm.Igatherv([front, MPI.BYTE], [out, (counts, displs), MPI.BYTE],
-                                                root=root_index), activity)
-        return _axis_back(out, axis)
+            return local.copy()
+        counts, displs = blocks.bytes()
+        self._complete(subset.comm.Igatherv([_contiguous(local), MPI.BYTE], [recv, (counts, displs), MPI.BYTE],
+                                            root=root_index), activity)
+        return result()
 
     # ----- point to point -------------------------------------------------------------------------------------
 

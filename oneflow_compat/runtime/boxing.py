@@ -49,14 +49,15 @@ class Site:
         return self.rt.to_device(value, self.move.dst_pl)
 
     def to_comm(self, x):
-        """A C-contiguous array the comm can send (read only)."""
-        return np.asarray(devices.to_host(x), order="C") if self.staged else x
+        """`x` as the comm takes it to send (read only; any layout: the comm packs strided arrays itself)."""
+        return np.asarray(devices.to_host(x)) if self.staged else x
 
     def comm_buffer(self, x, fresh):
         """A C-contiguous host array of the blob's dtype holding `x` that the comm may overwrite (`fresh`: `x` is a
         temporary of this boxing)."""
         host = self.to_comm(x)
-        if host is x and not fresh or host.dtype != self.np_dtype or not host.flags.writeable:
+        if host is x and not fresh or host.dtype != self.np_dtype or not host.flags.writeable \
+                or not host.flags.c_contiguous:
             host = np.array(host, dtype=self.np_dtype, copy=True, order="C")
         return host
 
