@@ -32,7 +32,7 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.passes import boxing, optimizer_pass, prune, sbp_infer
 from oneflow_compat.passes.pipeline import fingerprint
 from oneflow_compat.passes.plan import Plan
-from oneflow_compat.runtime import activity, global_eager, graph_report
+from oneflow_compat.runtime import activity, global_eager, graph_report, hooks
 
 
 class GraphInputError(ValueError):
