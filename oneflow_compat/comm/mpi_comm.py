@@ -59,11 +59,18 @@ LEAVE_NOTE_LIMIT_S = 0.5  # how long a leaving rank waits for its notes to go ou
 # Polling schedule: spin first (the common case completes in microseconds to milliseconds), then yield the
 # core, then sleep. With at most one rank per core a waiting rank owns its core, so it spins for the whole
 # first phase, like a blocking MPI call; with more ranks than cores it yields almost at once, so that the
-# peer it waits for can run.
+# peer it waits for can run. MPI moves data only while a rank polls (each test advances the transfer by a
+# chunk), so a call that moves many bytes keeps yielding — never sleeping — for as long as moving them may take
+# at a slow `_YIELD_BYTES_PER_S` (16 MB: 0.4 s): sleeping between chunks made a 16 MB collective several times
+# slower than a blocking one once the machine was loaded. Past that, the wait is for a late peer: sleep.
 _SPIN_OWN_CORE_S = 0.05
 _SPIN_SHARED_CORE_S = 0.0002
 _YIELD_S = 0.05
+_YIELD_BYTES_PER_S = 40e6
 _SLEEP_S = 0.0005
+# giving the core away for a moment: sched_yield, not time.sleep(0), which sleeps for the timer slack (~50 us) and so
+# caps a waiting rank at ~20000 polls a second
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _SERVE_EVERY_S = 0.005
 
 
@@ -279,9 +286,10 @@ class MPIComm(ProcessComm):
             time.sleep(_SLEEP_S)
         return comm
 
-    def _complete(self, request, activity, status=None):
+    def _complete(self, request, activity, status=None, nbytes=0):
         """Poll `request` (one Request, or a list of them) to completion; on timeout find out where the other
-        members are and raise `CollectiveTimeout`. `status`: a Status (one request) or a list of them (a list)."""
+        members are and raise `CollectiveTimeout`. `status`: a Status (one request) or a list of them (a list);
+        `nbytes`: about how many bytes the call moves here (it keeps polling while they may still be moving)."""
         if isinstance(request, list):
             test = functools.partial(MPI.Request.Testall, request, status) if status is not None else \
                 functools.partial(MPI.Request.Testall, request)
@@ -296,6 +304,7 @@ class MPIComm(ProcessComm):
             started = time.perf_counter()
             deadline = started + self._timeout
             warn_at = started + self._timeout / 2
+            yield_s = _YIELD_S + nbytes / _YIELD_BYTES_PER_S
             next_serve = started + _SERVE_EVERY_S
             while not test():
                 now = time.perf_counter()
@@ -310,10 +319,10 @@ class MPIComm(ProcessComm):
                         warn_at = float("inf")
                         self._warn_slow(activity, now - started)
                 waited = now - started
-                if waited >= _YIELD_S:
+                if waited >= yield_s:
                     time.sleep(_SLEEP_S)
                 elif waited >= self._spin_s:
-                    time.sleep(0)
+                    _yield()
         finally:
             self._current = None
 
@@ -489,7 +498,7 @@ class MPIComm(ProcessComm):
         work = _contiguous(buf)
         if len(subset.ranks) > 1:
             data, op = _reduce_buffer(work)
-            self._complete(subset.comm.Iallreduce(MPI.IN_PLACE, data, op=op), activity)
+            self._complete(subset.comm.Iallreduce(MPI.IN_PLACE, data, op=op), activity, nbytes=2 * work.nbytes)
             if work is not buf:
                 buf[...] = work
         return buf
@@ -514,7 +523,7 @@ class MPIComm(ProcessComm):
         recv, result = blocks.receiver()
         counts, displs = blocks.bytes()
         self._complete(subset.comm.Iallgatherv([_contiguous(local), MPI.BYTE], [recv, (counts, displs), MPI.BYTE]),
-                       activity)
+                       activity, nbytes=recv.nbytes)
         return result()
 
     def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
@@ -534,7 +543,7 @@ class MPIComm(ProcessComm):
         else:
             send, op = _reduce_buffer(blocks.pack(buf))
             recv, _ = _reduce_buffer(out)
-            self._complete(subset.comm.Ireduce_scatter(send, recv, blocks.counts, op=op), activity)
+            self._complete(subset.comm.Ireduce_scatter(send, recv, blocks.counts, op=op), activity, nbytes=buf.nbytes)
         return out
 
     def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
@@ -572,7 +581,8 @@ class MPIComm(ProcessComm):
         recv_displs, recv_total = _byte_layout(recv_counts)
         recvbuf = np.empty(recv_total, np.uint8)
         self._complete(subset.comm.Ialltoallv([sendbuf, (send_counts, send_displs), MPI.BYTE],
-                                              [recvbuf, (recv_counts, recv_displs), MPI.BYTE]), activity)
+                                              [recvbuf, (recv_counts, recv_displs), MPI.BYTE]), activity,
+                       nbytes=send_total + recv_total)
         return [recvbuf[start:start + count].view(own.dtype).reshape(shape)
                 for start, count, shape in zip(recv_displs, recv_counts, shapes)]
 
@@ -582,7 +592,8 @@ class MPIComm(ProcessComm):
             raise ValueError("bcast_ root %r is not one of the member ranks %r" % (root, subset.ranks))
         work = _contiguous(buf)
         if len(subset.ranks) > 1:
-            self._complete(subset.comm.Ibcast([work, MPI.BYTE], root=subset.ranks.index(root)), activity)
+            self._complete(subset.comm.Ibcast([work, MPI.BYTE], root=subset.ranks.index(root)), activity,
+                           nbytes=work.nbytes)
             if work is not buf:
                 buf[...] = work
         return buf
@@ -597,7 +608,7 @@ class MPIComm(ProcessComm):
         data, op = _reduce_buffer(work)
         at_root = self._rank == root
         self._complete(subset.comm.Ireduce(MPI.IN_PLACE if at_root else data, data if at_root else None, op=op,
-                                           root=subset.ranks.index(root)), activity)
+                                           root=subset.ranks.index(root)), activity, nbytes=work.nbytes)
         if at_root and work is not buf:
             buf[...] = work
         return buf
@@ -621,7 +632,8 @@ class MPIComm(ProcessComm):
                 raise ValueError("gatherv on rank %d: sizes %r do not fit %d members and the local size %d"
                                  % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
         if not at_root:
-            self._complete(subset.comm.Igatherv([_contiguous(local), MPI.BYTE], None, root=root_index), activity)
+            self._complete(subset.comm.Igatherv([_contiguous(local), MPI.BYTE], None, root=root_index), activity,
+                           nbytes=local.nbytes)
             return None
         shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
         blocks = _Blocks(shape, axis, sizes, local.dtype)
@@ -630,7 +642,7 @@ class MPIComm(ProcessComm):
             return local.copy()
         counts, displs = blocks.bytes()
         self._complete(subset.comm.Igatherv([_contiguous(local), MPI.BYTE], [recv, (counts, displs), MPI.BYTE],
-                                            root=root_index), activity)
+                                            root=root_index), activity, nbytes=recv.nbytes)
         return result()
 
     # ----- point to point -------------------------------------------------------------------------------------
@@ -649,7 +661,7 @@ class MPIComm(ProcessComm):
     def send(self, buf, dst):
         dst, activity = self._peer(dst, "send to")
         work = _contiguous(buf)
-        self._complete(self._data.Isend([work, MPI.BYTE], dest=dst, tag=_TAG_P2P), activity)
+        self._complete(self._data.Isend([work, MPI.BYTE], dest=dst, tag=_TAG_P2P), activity, nbytes=work.nbytes)
 
     def recv(self, buf_or_shape, src, dtype=np.float32):
         src, activity = self._peer(src, "recv from")
@@ -659,7 +671,8 @@ class MPIComm(ProcessComm):
             buf = np.empty(tuple(buf_or_shape), dtype)
         work = _contiguous(buf)
         status = MPI.Status()
-        self._complete(self._data.Irecv([work, MPI.BYTE], source=src, tag=_TAG_P2P), activity, status)
+        self._complete(self._data.Irecv([work, MPI.BYTE], source=src, tag=_TAG_P2P), activity, status,
+                       nbytes=work.nbytes)
         received = status.Get_count(MPI.BYTE)
         if received != work.nbytes:
             raise ValueError("recv on rank %d: expected %d bytes from rank %d for %s %s, got %d"
@@ -698,7 +711,7 @@ class MPIComm(ProcessComm):
         requests += [self._data.Isend([data, MPI.BYTE], dest=int(peer), tag=_TAG_EXCHANGE)
                      for (peer, _), data in zip(sends, outgoing)]
         statuses = [MPI.Status() for _ in requests]
-        self._complete(requests, activity, statuses)
+        self._complete(requests, activity, statuses, nbytes=sum(w.nbytes for w in works + outgoing))
         out = []
         for (peer, buf), work, status in zip(recvs, works, statuses):
             received = status.Get_count(MPI.BYTE)

@@ -223,8 +223,8 @@ def _reduce(site):
             total, fresh = _summed(pieces, owned)
         else:  # the root holds no addend
             total, fresh = np.zeros(shape, dtype), True
-        if len(procs) > 1:
-            total = site.comm_buffer(total, fresh)
+        if len(procs) > 1:  # the sum lands in the root's buffer; the others' are only read
+            total = site.comm_buffer(total, fresh) if site.me == root else site.to_comm(total)
             comm.reduce_(total, root, procs)
         return (site.to_dst(total),) if holds else ()
     return reduce
