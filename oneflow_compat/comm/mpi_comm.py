@@ -194,6 +194,74 @@ class _Blocks:
         return flat, unpack
 
 
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
+def _owner(a):
+    return a if a.base is None else a.base
+
+
+class _Typed:
+    """Arrays that are views of one buffer, described to MPI in place: per view, its byte displacement from the
+    buffer's start and a datatype walking its strides (nested hvectors of its contiguous rows). MPI reads or writes
+    the strided elements itself, during the copy it makes anyway, so nothing is packed or unpacked here. `views`
+    holding no element take no type. None (`of`) when the views do not share one buffer or walk backwards."""
+
+    def __init__(self, buffer, displs, types):
+        self.buffer, self.displs, self.types = buffer, displs, types
+        self.counts = [0 if t is None else 1 for t in types]
+
+    @classmethod
+    def of(cls, views):
+        owners = {id(_owner(v)): _owner(v) for v in views if v.size}
+        if len(owners) != 1:
+            return None
+        (buffer,) = owners.values()
+        if not isinstance(buffer, np.ndarray) or not buffer.flags.c_contiguous:
+            return None
+        start = _address(buffer)
+        displs, types = [], []
+        for v in views:
+            if not v.size:
+                displs.append(0)
+                types.append(None)
+                continue
+            if any(st < 0 for st in v.strides):
+                for t in types:
+                    if t is not None:
+                        t.Free()
+                return None
+            displs.append(_address(v) - start)
+            types.append(_strided_type(v))
+        return cls(buffer.reshape(-1).view(np.uint8), displs, types)
+
+    def spec(self):
+        return [self.buffer, (self.counts, self.displs), [MPI.BYTE if t is None else t for t in self.types]]
+
+    def free(self):
+        for t in self.types:
+            if t is not None:
+                t.Free()
+
+
+def _strided_type(v):
+    """A committed MPI datatype of the elements of the strided view `v`, from its first byte."""
+    item = v.itemsize
+    dims = [(n, st) for n, st in zip(v.shape, v.strides) if n != 1]
+    run = item  # bytes of the innermost contiguous run
+    while dims and dims[-1][1] == run:
+        run *= dims[-1][0]
+        dims.pop()
+    t = MPI.BYTE.Create_contiguous(run)
+    for n, st in reversed(dims):
+        outer = t.Create_hvector(n, 1, st)
+        t.Free()
+        t = outer
+    t.Commit()
+    return t
+
+
 def _one_buffer(pieces):
     """The C-contiguous array of which `pieces` are consecutive row blocks in order, as flat bytes, or None."""
     whole = rows_of_one(pieces) if pieces and all(p.ndim for p in pieces) else None
@@ -520,11 +588,34 @@ class MPIComm(ProcessComm):
                              % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
         shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
         blocks = _Blocks(shape, axis, sizes, local.dtype)
+        send = _contiguous(local)
+        if not blocks.leading:  # every member's block lands straight in its columns of the result
+            out = np.empty(shape, local.dtype)
+            if self._typed_exchange(subset, activity, [send] * len(sizes), [out[i] for i in blocks.index]):
+                return out
         recv, result = blocks.receiver()
         counts, displs = blocks.bytes()
-        self._complete(subset.comm.Iallgatherv([_contiguous(local), MPI.BYTE], [recv, (counts, displs), MPI.BYTE]),
+        self._complete(subset.comm.Iallgatherv([send, MPI.BYTE], [recv, (counts, displs), MPI.BYTE]),
                        activity, nbytes=recv.nbytes)
         return result()
+
+    def _typed_exchange(self, subset, activity, sends, recvs):
+        """An all-to-all of strided views without copies (`_Typed`, MPI_Alltoallw): `sends[j]` to member j into
+        its `recvs[me]`. False (nothing sent) where the views do not each share one buffer."""
+        out = _Typed.of(sends)
+        if out is None:
+            return False
+        into = _Typed.of(recvs)
+        if into is None:
+            out.free()
+            return False
+        try:
+            self._complete(subset.comm.Ialltoallw(out.spec(), into.spec()), activity,
+                           nbytes=sum(v.nbytes for v in sends) + sum(v.nbytes for v in recvs))
+        finally:
+            out.free()
+            into.free()
+        return True
 
     def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
         subset, activity = self._begin("reduce_scatter", ranks)
@@ -537,16 +628,30 @@ class MPIComm(ProcessComm):
             raise ValueError("reduce_scatter on rank %d: sizes %r do not split %d rows over %d members"
                              % (self._rank, sizes, buf.shape[axis], len(subset.ranks)))
         blocks = _Blocks(buf.shape, axis, sizes, buf.dtype)
-        out = np.empty(blocks.block_shape(subset.index), buf.dtype)
+        me = subset.index
+        out = np.empty(blocks.block_shape(me), buf.dtype)
         if len(subset.ranks) == 1:
             out[...] = buf
-        else:
-            send, op = _reduce_buffer(blocks.pack(buf))
-            recv, _ = _reduce_buffer(out)
-            self._complete(subset.comm.Ireduce_scatter(send, recv, blocks.counts, op=op), activity, nbytes=buf.nbytes)
+            return out
+        if not blocks.leading:
+            # along another axis: each member's rows of the others' addends come to it straight from their strided
+            # places (MPI_Alltoallw, no packing), and it adds them to its own, in member order
+            inbox = np.empty((len(sizes) - 1,) + out.shape, buf.dtype)
+            empty = np.empty((0,), buf.dtype)
+            sends = [empty if q == me else buf[index] for q, index in enumerate(blocks.index)]
+            slots = list(range(len(sizes) - 1))
+            recvs = [empty if q == me else inbox[slots.pop(0)] for q in range(len(sizes))]
+            if self._typed_exchange(subset, activity, sends, recvs):
+                out[...] = buf[blocks.index[me]]
+                for addend in inbox:
+                    out += addend  # bools: logical or, as MPI's BOR
+                return out
+        send, op = _reduce_buffer(blocks.pack(buf))
+        recv, _ = _reduce_buffer(out)
+        self._complete(subset.comm.Ireduce_scatter(send, recv, blocks.counts, op=op), activity, nbytes=buf.nbytes)
         return out
 
-    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         subset, activity = self._begin("alltoallv", ranks)
         members = len(subset.ranks)
         if len(pieces) != members:
@@ -564,6 +669,18 @@ class MPIComm(ProcessComm):
             self._complete(subset.comm.Ialltoall(sent, got), activity)
             recv_sizes = got
         recv_sizes = [int(s) for s in recv_sizes]
+        shape = own.shape[:axis] + (sum(recv_sizes),) + own.shape[axis + 1:]
+        blocks = _Blocks(shape, axis, recv_sizes, own.dtype)
+        if concat:  # what arrives lands straight in its place of the joined result
+            received = np.empty(shape, own.dtype)
+            views = [received[index] for index in blocks.index]
+        else:  # one after the other in one buffer
+            flat = np.empty(blocks.total, own.dtype)
+            views = [flat[d:d + c].reshape(blocks.block_shape(q))
+                     for q, (d, c) in enumerate(zip(blocks.displs, blocks.counts))]
+        if not all(p.flags.c_contiguous for p in pieces) or (concat and not blocks.leading):
+            if self._typed_exchange(subset, activity, pieces, views):  # strided pieces, read in place
+                return received if concat else views
         send_counts = [p.nbytes for p in pieces]
         send_displs, send_total = _byte_layout(send_counts)
         sendbuf = _one_buffer(pieces)  # the pieces lie in order in one array already: sent from it
@@ -572,19 +689,18 @@ class MPIComm(ProcessComm):
             for p, start, count in zip(pieces, send_displs, send_counts):
                 if count:  # one strided copy per piece, straight into its place
                     sendbuf[start:start + count].view(own.dtype).reshape(p.shape)[...] = p
-        shapes = []
-        for size in recv_sizes:
-            shape = list(own.shape)
-            shape[axis] = size
-            shapes.append(tuple(shape))
-        recv_counts = [int(np.prod(s, dtype=np.int64)) * own.dtype.itemsize for s in shapes]
-        recv_displs, recv_total = _byte_layout(recv_counts)
-        recvbuf = np.empty(recv_total, np.uint8)
+        unpack = concat and not blocks.leading
+        if unpack:
+            flat = np.empty(blocks.total, own.dtype)
+        recvbuf = (received if concat and not unpack else flat).reshape(-1).view(np.uint8)
+        recv_counts, recv_displs = blocks.bytes()
         self._complete(subset.comm.Ialltoallv([sendbuf, (send_counts, send_displs), MPI.BYTE],
                                               [recvbuf, (recv_counts, recv_displs), MPI.BYTE]), activity,
-                       nbytes=send_total + recv_total)
-        return [recvbuf[start:start + count].view(own.dtype).reshape(shape)
-                for start, count, shape in zip(recv_displs, recv_counts, shapes)]
+                       nbytes=send_total + recvbuf.nbytes)
+        if unpack:
+            for q, (index, d, c) in enumerate(zip(blocks.index, blocks.displs, blocks.counts)):
+                received[index] = flat[d:d + c].reshape(blocks.block_shape(q))
+        return received if concat else views
 
     def bcast_(self, buf, root, ranks):
         subset, activity = self._begin("bcast", ranks)

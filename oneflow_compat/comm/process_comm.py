@@ -175,13 +175,15 @@ class ProcessComm(ABC):
         gets `sizes[i]` consecutive rows (default: the balanced split of the axis over the members)."""
 
     @abstractmethod
-    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         """Send `pieces[j]` to member j; returns the list of pieces received, `[j]` coming from member j.
 
         The pieces received all have the shape of `pieces[me]` (what this member keeps for itself) except
         along `axis`, where the piece from member j has size `recv_sizes[j]` (exchanged first when None).
         This is the shape pattern of an `S(i) -> S(j)` re-split with `axis = i`. The received pieces are views
-        of one buffer; concatenated along `axis` they form this member's new block.
+        of one buffer; concatenated along `axis` they form this member's new block — which `concat=True` returns
+        instead (one new array; MPI writes each piece straight into its place). The pieces sent may be strided
+        views (the columns of a block): they are read in place.
         """
 
     @abstractmethod
@@ -282,7 +284,7 @@ class SingleProcessComm(ProcessComm):
                              % (sizes, buf.shape[axis], axis))
         return buf.copy()
 
-    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         self._members(ranks)
         if len(pieces) != 1:
             raise ValueError("alltoallv over 1 member takes 1 piece, got %d" % len(pieces))
@@ -290,7 +292,7 @@ class SingleProcessComm(ProcessComm):
         if recv_sizes is not None and list(recv_sizes) != [piece.shape[axis]]:
             raise ValueError("alltoallv: recv_sizes %r do not match the piece's size %d"
                              % (recv_sizes, piece.shape[axis]))
-        return [piece.copy()]
+        return piece.copy() if concat else [piece.copy()]
 
     def bcast_(self, buf, root, ranks):
         self._members(ranks)

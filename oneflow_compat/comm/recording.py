@@ -82,9 +82,9 @@ class RecordingComm(ProcessComm):
         self._record("allgatherv", ranks, accounting.allgather(_nbytes(local), len(ranks)))
         return self.inner.allgatherv(local, ranks, axis, sizes)
 
-    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         self._record("alltoallv", ranks, accounting.alltoall([_nbytes(p) for p in pieces], self._index(ranks)))
-        return self.inner.alltoallv(pieces, ranks, axis, recv_sizes)
+        return self.inner.alltoallv(pieces, ranks, axis, recv_sizes, concat)
 
     def reduce_(self, buf, root, ranks):
         self._record("reduce", ranks, accounting.reduce(_nbytes(buf), self.rank == root))

@@ -320,7 +320,7 @@ class SimulatedComm(ProcessComm):
 
         return self._meet("reduce_scatter", members, _copy(buf), combine)
 
-    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         members = check_ranks(ranks, self._rank, self.size)
         if len(pieces) != len(members):
             raise ValueError("alltoallv on rank %d: %d pieces for %d members" % (self._rank, len(pieces),
@@ -346,7 +346,7 @@ class SimulatedComm(ProcessComm):
         if recv_sizes is not None and [p.shape[axis] for p in received] != [int(s) for s in recv_sizes]:
             raise ValueError("alltoallv on rank %d: received sizes %r, expected %r"
                              % (self._rank, [p.shape[axis] for p in received], list(recv_sizes)))
-        return received
+        return np.concatenate(received, axis=axis) if concat else received
 
     # ----- point to point -----------------------------------------------------------------------------------
     def _peer(self, peer, what):

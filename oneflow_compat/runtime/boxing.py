@@ -181,10 +181,9 @@ def _all_to_all(site):
 
     def all_to_all(*pieces):
         mine = _joined(xp, pieces, i)
-        if len(procs) > 1:
-            got = comm.alltoallv([site.to_comm(mine[c]) for c in sends], procs, axis=i, recv_sizes=rows)
-            block = T.rows_of_one(got) if i == 0 else None  # the received blocks lie in order in one buffer
-            mine = site.to_dst(block if block is not None else np.concatenate(got, axis=i))
+        if len(procs) > 1:  # the columns go out as strided views; the rows arrive joined
+            mine = site.to_dst(comm.alltoallv([site.to_comm(mine[c]) for c in sends], procs, axis=i,
+                                              recv_sizes=rows, concat=True))
         return tuple(mine[c] for c in cuts)
     return all_to_all
 

@@ -138,6 +138,19 @@ def main(comm):
         pieces = [local[rows[j]:rows[j + 1]] for j in range(k)]
         got = comm.alltoallv(pieces, ranks, axis=1)
         check(np.concatenate(got, axis=1), logical[rows[me]:rows[me + 1]], "alltoallv S(1)->S(0) over %s" % (ranks,))
+        # joined on arrival (concat=True), both ways, and from pieces that are separate arrays
+        check(comm.alltoallv(pieces, ranks, axis=1, concat=True), logical[rows[me]:rows[me + 1]],
+              "alltoallv S(1)->S(0) joined over %s" % (ranks,))
+        local = logical[rows[me]:rows[me + 1]]
+        check(comm.alltoallv([local[:, cols[j]:cols[j + 1]] for j in range(k)], ranks, axis=0, concat=True),
+              logical[:, cols[me]:cols[me + 1]], "alltoallv S(0)->S(1) joined over %s" % (ranks,))
+        check(comm.alltoallv([local[:, cols[j]:cols[j + 1]].copy() for j in range(k)], ranks, axis=0, concat=True),
+              logical[:, cols[me]:cols[me + 1]], "alltoallv of separate arrays joined over %s" % (ranks,))
+        # a 3-d re-split S(2) -> S(1), the pieces strided in two dimensions
+        cube = data(0, (3, A, B), np.float32, tag + 310)
+        mine = cube[:, :, cols[me]:cols[me + 1]]
+        check(comm.alltoallv([mine[:, rows[j]:rows[j + 1], :] for j in range(k)], ranks, axis=2, concat=True),
+              cube[:, rows[me]:rows[me + 1], :], "alltoallv 3-d S(2)->S(1) over %s" % (ranks,))
 
         # bcast_ from the last member, into a fresh buffer and into a strided view.
         root = ranks[-1]
