@@ -633,19 +633,8 @@ class MPIComm(ProcessComm):
         if len(subset.ranks) == 1:
             out[...] = buf
             return out
-        if not blocks.leading:
-            # along another axis: each member's rows of the others' addends come to it straight from their strided
-            # places (MPI_Alltoallw, no packing), and it adds them to its own, in member order
-            inbox = np.empty((len(sizes) - 1,) + out.shape, buf.dtype)
-            empty = np.empty((0,), buf.dtype)
-            sends = [empty if q == me else buf[index] for q, index in enumerate(blocks.index)]
-            slots = list(range(len(sizes) - 1))
-            recvs = [empty if q == me else inbox[slots.pop(0)] for q in range(len(sizes))]
-            if self._typed_exchange(subset, activity, sends, recvs):
-                out[...] = buf[blocks.index[me]]
-                for addend in inbox:
-                    out += addend  # bools: logical or, as MPI's BOR
-                return out
+        # along another axis the addend is packed (one strided copy) for MPI's reduce-scatter: measured faster than
+        # each member's rows coming straight from their strided places (MPI_Alltoallw) and summed here (3x on 4 ranks)
         send, op = _reduce_buffer(blocks.pack(buf))
         recv, _ = _reduce_buffer(out)
         self._complete(subset.comm.Ireduce_scatter(send, recv, blocks.counts, op=op), activity, nbytes=buf.nbytes)
