@@ -1,15 +1,17 @@
 """Runs every benchmark and prints one table of ratios (each benchmark also runs alone: python benchmarks/X.py).
 
-    python -m benchmarks [--rounds 7] [--threads 1 2] [--quick] [--only mlp lenet conv parallel memory mpi]
+    python -m benchmarks [--rounds 7] [--threads 1 2] [--quick] [--only mlp lenet conv parallel memory mpi boxing]
 
 Every comparison times its sides in turn inside one process (benchmarks/harness.py), at 1 thread and at the
 machine's threads; the memory benchmark runs each side in fresh processes (peak RSS is per process), the MPI one
-inside one `mpiexec -n 2` run."""
+inside one `mpiexec -n 2` run, the boxing one (every to_global transition of 16 MB vs raw mpi4py) inside one
+`mpiexec -n 2` and one `mpiexec -n 4` run."""
 import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_boxing  # noqa: E402
 import bench_kernels_conv  # noqa: E402
 import bench_lenet  # noqa: E402
 import bench_memory  # noqa: E402
@@ -19,7 +21,7 @@ import bench_parallel  # noqa: E402
 import harness  # noqa: E402
 
 TIMED = {"mlp": bench_mlp, "lenet": bench_lenet, "conv": bench_kernels_conv, "parallel": bench_parallel}
-ALL = ["mlp", "lenet", "conv", "parallel", "memory", "mpi"]
+ALL = ["mlp", "lenet", "conv", "parallel", "memory", "mpi", "boxing"]
 
 
 def main():
@@ -37,6 +39,8 @@ def main():
             rows += bench_memory.rows(a.threads, max(1, a.rounds // 2))
         elif name == "mpi":
             rows += bench_mpi.rows(a.rounds, a.quick)
+        elif name == "boxing":
+            rows += bench_boxing.rows(a.rounds, a.quick)
         print("(%s done)" % name, file=sys.stderr, flush=True)
     print(harness.format_table(rows, "python -m benchmarks --rounds %d%s" % (a.rounds, " --quick" if a.quick
                                                                                else "")))
