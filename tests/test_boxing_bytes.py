@@ -193,10 +193,9 @@ def check_case(move, logical, pieces, calls, by_machine=False):
     # (b) bytes: recorded == the row's traffic per rank; the busiest rank's == the cost == explain's figure
     sent = {r: sum(c.sent for c in cs if not c.control) for r, cs in calls.items()}
     planned = T.traffic(move, shape, logical.itemsize, by_machine=by_machine)
-    rank_of = (lambda pair: pair[0]) if by_machine else (lambda pair: pair[0])  # one device per rank, or machines
     want = {}
-    for key, nbytes in planned.items():
-        r = key if by_machine else rank_of(key)
+    for key, nbytes in planned.items():  # keys: machines, or (machine, device) pairs of one device per rank
+        r = key if by_machine else key[0]
         want[r] = want.get(r, 0) + nbytes
     assert {r: b for r, b in sent.items() if b} == want, what
     if not by_machine:

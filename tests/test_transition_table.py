@@ -246,3 +246,17 @@ def test_assemble_is_a_fresh_logical_value(sbp):
     assert not any(np.shares_memory(value, p) for p in pieces)
     for p, q in zip(pieces, before):
         np.testing.assert_array_equal(p, q)
+
+
+def test_the_named_fallback_moves_one_device_mirrored_blobs_and_refuses_the_others():
+    """`via-logical` goes through the logical value: a mirrored blob on one device IS its value; on several devices
+    it has none, and building the boxing says so."""
+    rt = Runtime(SingleProcessComm(), 0)
+    x = np.random.default_rng(9).standard_normal(SHAPE)
+    one, two = cpu((0, 1)), cpu((0, 0), (0, 1))
+    assert T.lookup(one, S.M, two, S.S(0)).collective == "via-logical"
+    out = B.executor(rt, _attrs(one, S.M, two, S.S(0)), META)(x)
+    np.testing.assert_array_equal(np.concatenate(out), x)
+    with pytest.raises(ValueError, match=r"boxing cpu 0:0-1 M -> cpu 0:0-1 B: the mirrored source on 2 devices "
+                                         r"holds independent local tensors"):
+        B.executor(rt, _attrs(two, S.M, two, S.B), META)

@@ -392,8 +392,8 @@ def _via_logical(site):
     for where, sbp, n in (("source", m.src, m.p_src), ("destination", m.dst, m.p_dst)):
         if sbp == S.M and n > 1:
             raise ValueError("boxing %r: the mirrored %s on %d devices holds independent local tensors with no "
-                             "logical value to move; cast it to the consistent view first "
-                             "(flow.experimental / cast_from_mirrored)" % (m, where, n))
+                             "logical value to move: only a mirrored blob on one device changes layout or placement "
+                             "(cast it to the consistent view first)" % (m, where, n))
     idx, owned, xp_src, xp_dst = site.dst_idx, site.owned, site.xp_src, site.xp_dst
 
     if site.all_local:
