@@ -34,8 +34,6 @@ import zlib
 import numpy as np
 from mpi4py import MPI
 
-from oneflow_compat.backend.row_blocks import rows_of_one
-
 from .environment import DEFAULT_TIMEOUT_S, TIMEOUT_ENV, check_timeout, detect_local_size, usable_cores  # noqa: F401
 from .environment import comm_timeout_from_env as timeout_from_env
 from .output import unprefixed_stderr, wait_until_output_is_read
@@ -203,37 +201,39 @@ def _owner(a):
 
 
 class _Typed:
-    """Arrays that are views of one buffer, described to MPI in place: per view, its byte displacement from the
-    buffer's start and a datatype walking its strides (nested hvectors of its contiguous rows). MPI reads or writes
-    the strided elements itself, during the copy it makes anyway, so nothing is packed or unpacked here. `views`
-    holding no element take no type. None (`of`) when the views do not share one buffer or walk backwards."""
+    """Arrays described to MPI in place: one buffer and, per array, its byte displacement in it and a datatype
+    walking its strides (nested hvectors of its contiguous rows). MPI reads or writes the strided elements itself,
+    during the copy it makes anyway, so nothing is packed or unpacked here. Arrays holding no element take no type.
+    Where the arrays are not views of one C-contiguous buffer (or walk backwards), they are first copied into one
+    (`of(..., copy=True)`, for what is sent): whether a rank copies is its own business, the collective is the same."""
 
     def __init__(self, buffer, displs, types):
         self.buffer, self.displs, self.types = buffer, displs, types
         self.counts = [0 if t is None else 1 for t in types]
 
     @classmethod
-    def of(cls, views):
+    def of(cls, views, copy=False):
         owners = {id(_owner(v)): _owner(v) for v in views if v.size}
-        if len(owners) != 1:
-            return None
-        (buffer,) = owners.values()
-        if not isinstance(buffer, np.ndarray) or not buffer.flags.c_contiguous:
-            return None
+        if not owners:
+            return cls(np.empty(0, np.uint8), [0] * len(views), [None] * len(views))
+        (buffer,) = owners.values() if len(owners) == 1 else (None,)
+        if buffer is None or not isinstance(buffer, np.ndarray) or not buffer.flags.c_contiguous \
+                or any(st < 0 for v in views if v.size for st in v.strides):
+            if not copy:
+                raise ValueError("arrays to receive into must be views of one C-contiguous array")
+            flat = [np.ascontiguousarray(v).reshape(-1).view(np.uint8) for v in views]
+            buffer = np.concatenate(flat) if flat else np.empty(0, np.uint8)
+            views = [buffer[d:d + f.size].view(v.dtype).reshape(v.shape)
+                     for v, f, d in zip(views, flat, np.cumsum([0] + [f.size for f in flat]).tolist())]
         start = _address(buffer)
         displs, types = [], []
         for v in views:
-            if not v.size:
+            if v.size:
+                displs.append(_address(v) - start)
+                types.append(_strided_type(v))
+            else:
                 displs.append(0)
                 types.append(None)
-                continue
-            if any(st < 0 for st in v.strides):
-                for t in types:
-                    if t is not None:
-                        t.Free()
-                return None
-            displs.append(_address(v) - start)
-            types.append(_strided_type(v))
         return cls(buffer.reshape(-1).view(np.uint8), displs, types)
 
     def spec(self):
@@ -260,14 +260,6 @@ def _strided_type(v):
         t = outer
     t.Commit()
     return t
-
-
-def _one_buffer(pieces):
-    """The C-contiguous array of which `pieces` are consecutive row blocks in order, as flat bytes, or None."""
-    whole = rows_of_one(pieces) if pieces and all(p.ndim for p in pieces) else None
-    if whole is None or not whole.flags.c_contiguous:
-        return None
-    return whole.reshape(-1).view(np.uint8)
 
 
 def _byte_layout(counts):
@@ -591,8 +583,8 @@ class MPIComm(ProcessComm):
         send = _contiguous(local)
         if not blocks.leading:  # every member's block lands straight in its columns of the result
             out = np.empty(shape, local.dtype)
-            if self._typed_exchange(subset, activity, [send] * len(sizes), [out[i] for i in blocks.index]):
-                return out
+            self._typed_exchange(subset, activity, [send] * len(sizes), [out[i] for i in blocks.index])
+            return out
         recv, result = blocks.receiver()
         counts, displs = blocks.bytes()
         self._complete(subset.comm.Iallgatherv([send, MPI.BYTE], [recv, (counts, displs), MPI.BYTE]),
@@ -600,22 +592,21 @@ class MPIComm(ProcessComm):
         return result()
 
     def _typed_exchange(self, subset, activity, sends, recvs):
-        """An all-to-all of strided views without copies (`_Typed`, MPI_Alltoallw): `sends[j]` to member j into
-        its `recvs[me]`. False (nothing sent) where the views do not each share one buffer."""
-        out = _Typed.of(sends)
-        if out is None:
-            return False
-        into = _Typed.of(recvs)
-        if into is None:
+        """An all-to-all of strided arrays without packing (`_Typed`, MPI_Alltoallw): `sends[j]` to member j, into
+        its `recvs[me]` (views of one array). Every member takes this path or none: it is chosen on what all of
+        them know (the collective and the shapes), never on one member's memory layout."""
+        out = _Typed.of(sends, copy=True)
+        try:
+            into = _Typed.of(recvs)
+        except Exception:
             out.free()
-            return False
+            raise
         try:
             self._complete(subset.comm.Ialltoallw(out.spec(), into.spec()), activity,
                            nbytes=sum(v.nbytes for v in sends) + sum(v.nbytes for v in recvs))
         finally:
             out.free()
             into.free()
-        return True
 
     def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
         subset, activity = self._begin("reduce_scatter", ranks)
@@ -667,28 +658,8 @@ class MPIComm(ProcessComm):
             flat = np.empty(blocks.total, own.dtype)
             views = [flat[d:d + c].reshape(blocks.block_shape(q))
                      for q, (d, c) in enumerate(zip(blocks.displs, blocks.counts))]
-        if not all(p.flags.c_contiguous for p in pieces) or (concat and not blocks.leading):
-            if self._typed_exchange(subset, activity, pieces, views):  # strided pieces, read in place
-                return received if concat else views
-        send_counts = [p.nbytes for p in pieces]
-        send_displs, send_total = _byte_layout(send_counts)
-        sendbuf = _one_buffer(pieces)  # the pieces lie in order in one array already: sent from it
-        if sendbuf is None:
-            sendbuf = np.empty(send_total, np.uint8)
-            for p, start, count in zip(pieces, send_displs, send_counts):
-                if count:  # one strided copy per piece, straight into its place
-                    sendbuf[start:start + count].view(own.dtype).reshape(p.shape)[...] = p
-        unpack = concat and not blocks.leading
-        if unpack:
-            flat = np.empty(blocks.total, own.dtype)
-        recvbuf = (received if concat and not unpack else flat).reshape(-1).view(np.uint8)
-        recv_counts, recv_displs = blocks.bytes()
-        self._complete(subset.comm.Ialltoallv([sendbuf, (send_counts, send_displs), MPI.BYTE],
-                                              [recvbuf, (recv_counts, recv_displs), MPI.BYTE]), activity,
-                       nbytes=send_total + recvbuf.nbytes)
-        if unpack:
-            for q, (index, d, c) in enumerate(zip(blocks.index, blocks.displs, blocks.counts)):
-                received[index] = flat[d:d + c].reshape(blocks.block_shape(q))
+        # strided pieces are read in place, what arrives lands in place (MPI_Alltoallw): on every member alike
+        self._typed_exchange(subset, activity, pieces, views)
         return received if concat else views
 
     def bcast_(self, buf, root, ranks):

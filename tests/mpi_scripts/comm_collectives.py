@@ -146,6 +146,18 @@ def main(comm):
               logical[:, cols[me]:cols[me + 1]], "alltoallv S(0)->S(1) joined over %s" % (ranks,))
         check(comm.alltoallv([local[:, cols[j]:cols[j + 1]].copy() for j in range(k)], ranks, axis=0, concat=True),
               logical[:, cols[me]:cols[me + 1]], "alltoallv of separate arrays joined over %s" % (ranks,))
+        # a re-split where some members hold no rows (2 rows over k members): their pieces are empty, the others'
+        # strided; and pieces that are separate arrays on one member only
+        few = data(0, (2, B), np.float64, tag + 320)
+        fr = balanced_offsets(2, k)
+        held = few[fr[me]:fr[me + 1]]
+        parts = [held[:, cols[j]:cols[j + 1]] for j in range(k)]
+        if me == k - 1:
+            parts = [p.copy() for p in parts]
+        check(comm.alltoallv(parts, ranks, axis=0, concat=True), few[:, cols[me]:cols[me + 1]],
+              "alltoallv with empty members over %s" % (ranks,))
+        check(comm.allgatherv(few[:, cols[me]:cols[me + 1]], ranks, axis=1), few,
+              "allgatherv along axis 1 with members of no column over %s" % (ranks,))
         # a 3-d re-split S(2) -> S(1), the pieces strided in two dimensions
         cube = data(0, (3, A, B), np.float32, tag + 310)
         mine = cube[:, :, cols[me]:cols[me + 1]]
