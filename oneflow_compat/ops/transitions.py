@@ -37,7 +37,10 @@ array work first, then ONE process-comm call moves what crosses processes. Uneve
 everywhere. `via-logical` is the one row that goes through the whole logical value: it is taken only by moves
 between the mirrored view and another layout (or of mirrored blobs between placements) — boxing the compiler never
 inserts today (mirrored blobs change view through the cast ops) — and works where the mirrored side has one device,
-whose piece IS the logical value; elsewhere it is refused with an error naming the move.
+whose piece IS the logical value; elsewhere it is refused with an error naming the move. Its executor also runs the
+rows that cut pieces at balanced offsets (reduce-scatter, all-to-all, s2p-zeros, the slice-boxings) for DYNAMIC
+blobs (a mirrored feed cast to the consistent view), whose pieces' sizes are known only when they run: their cost
+is then the figure of the static (largest) shape.
 
 Cost (`cost`, the SBP inference's cost model, the boxing ops' `bytes`, and what `explain` prints) = bytes SENT,
 counted per rank by the accounting rule of the comm interface (`comm/accounting.py`: the direct schedule, own

@@ -430,6 +430,11 @@ EXECUTORS = {
 }
 
 
+# rows whose executors cut pieces at the balanced offsets of the blob's static shape; a dynamic blob (a mirrored
+# feed's, whose pieces' sizes are known only when they run) goes through its logical value there instead
+_STATIC_CUTS = {"reduce-scatter", "all-to-all", "s2p-zeros", "slice-boxing", "reduce-scatter+slice-boxing"}
+
+
 def _built(build, site):
     if site.me not in site.ranks:  # this process holds no piece of either side
         return lambda *pieces: ()
@@ -448,7 +453,10 @@ def executor(rt, attrs, meta, owned=False, over_processes=None):
     if over_processes is False and not site.all_local:
         raise ValueError("boxing %r: pieces live in processes %s, not only in this one (%d)"
                          % (move, site.ranks, rt.machine_id))
-    return _built(EXECUTORS[t.collective], site)
+    build = EXECUTORS[t.collective]
+    if getattr(meta, "is_dynamic", False) and t.collective in _STATIC_CUTS:
+        build = _via_logical
+    return _built(build, site)
 
 
 def hook(op, session):
