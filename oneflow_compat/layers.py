@@ -176,3 +176,7 @@ def layer_norm(inputs, center=True, scale=True, trainable=True, begin_norm_axis=
                                         reuse=False)
             out = m.add(out, ops_api.reshape(beta, bshape))
     return out
+
+
+# --- nn ops family: the layers OneFlow v0.3.4/v0.4.0 exports beside these (ops/prelu.py, ops/layers.py) -----------
+from oneflow_compat.nn.legacy_activations import prelu  # noqa: F401,E402

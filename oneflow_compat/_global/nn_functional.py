@@ -4,3 +4,6 @@ from oneflow_compat._global.functional import (  # noqa: F401
     cross_entropy, l1_loss, leaky_relu, linear, log_softmax, mse_loss, nll_loss, one_hot, relu, sigmoid, softmax,
     tanh)
 from oneflow_compat._global.dropout import dropout  # noqa: F401,E402
+# nn ops family: activations
+from oneflow_compat._global.nn_activations import (  # noqa: F401,E402
+    elu, gelu, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, prelu, relu6, silu, softplus)

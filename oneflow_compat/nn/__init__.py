@@ -11,3 +11,7 @@ from oneflow_compat.nn.global_api import *  # noqa: F401,F403
 from oneflow_compat.nn.global_api import graph
 
 _sys.modules.setdefault(__name__ + ".graph", graph)  # `import oneflow.nn.graph` (it lives in _global)
+
+# nn ops family: the legacy functions of each family (lowercase), and `flow.layers`' prelu lives in layers.py
+from oneflow_compat.nn.legacy_activations import (  # noqa: F401,E402
+    elu, hardsigmoid, hardswish, hardtanh, logsoftmax, mish, relu6, swish)

@@ -5,3 +5,7 @@ from oneflow_compat._global.modules import (  # noqa: F401
     Dropout, Flatten, Identity, Linear, Module, ModuleList, Parameter, ReLU, Sequential)
 from oneflow_compat._global import graph  # noqa: F401 (`flow.nn.graph.GraphModule`)
 from oneflow_compat._global.graph import Graph  # noqa: F401
+# nn ops family: activations
+from oneflow_compat._global.nn_activations import (  # noqa: F401,E402
+    ELU, GELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU6, Sigmoid,
+    SiLU, Softmax, Softplus, Tanh)

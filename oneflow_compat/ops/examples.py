@@ -510,3 +510,78 @@ WITHOUT_EXAMPLES.update({
     "matmul_sgd_update": "updates session variables in place; covered by tests/test_fusion_dense.py",
     "reduce_sum_sgd_update": "updates session variables in place; covered by tests/test_fusion_dense.py",
 })
+
+
+# --- nn ops family: activations (ops/activation_ops.py) ------------------------------------------------------------
+def spread_away_from(bounds, *shape, low=-5.0, high=5.0, margin=0.1):
+    """Floats in (low, high) that keep `margin` away from each of `bounds` (the kinks of an activation)."""
+    def make(r):
+        x = r.uniform(low, high, shape)
+        for b in bounds:
+            x = np.where(np.abs(x - b) < margin, x + 3 * margin, x)
+        return x
+    return make
+
+
+def _act_rows(bounds, **attrs):
+    return [Example(inputs(spread_away_from(bounds, 5, 7)), attrs),
+            Example(inputs(spread_away_from(bounds, 4, 5, 6)), attrs, note="3-d", layouts=[[1]])]
+
+
+def _act_grad_rows(bounds, **attrs):
+    return [Example(inputs(normal(5, 7), spread_away_from(bounds, 5, 7)), attrs)]
+
+
+EXAMPLES.update({
+    "hardtanh": _act_rows((-1.0, 1.0), min_val=-1.0, max_val=1.0) + [
+        Example(inputs(spread_away_from((0.0, 6.0), 5, 7, low=-3.0, high=9.0)), {"min_val": 0.0, "max_val": 6.0},
+                note="relu6")],
+    "hardtanh_grad": [Example(inputs(normal(5, 7), spread_away_from((-1.0, 1.0), 5, 7)),
+                              {"min_val": -1.0, "max_val": 1.0})],
+    "elu": _act_rows((0.0,), alpha=1.0) + [Example(inputs(spread_away_from((0.0,), 5, 7)), {"alpha": 0.3},
+                                                   note="alpha 0.3")],
+    "elu_grad": _act_grad_rows((0.0,), alpha=0.7),
+    "hardsigmoid": _act_rows((-3.0, 3.0)),
+    "hardsigmoid_grad": _act_grad_rows((-3.0, 3.0)),
+    "hardswish": _act_rows((-3.0, 3.0)),
+    "hardswish_grad": _act_grad_rows((-3.0, 3.0)),
+    "softplus": _act_rows((), beta=1.0, threshold=None) + [
+        Example(inputs(spread_away_from((10.0,), 5, 7, low=-12.0, high=12.0)), {"beta": 2.0, "threshold": 20.0},
+                note="beta 2, threshold 20 (0.9's nn.Softplus)")],
+    "softplus_grad": _act_grad_rows((), beta=2.0, threshold=20.0),
+    "log_sigmoid": _act_rows(()),
+    "log_sigmoid_grad": _act_grad_rows(()),
+    "silu": _act_rows(()),
+    "silu_grad": _act_grad_rows(()),
+    "mish": _act_rows(()),
+    "mish_grad": _act_grad_rows(()),
+    "fast_gelu": _act_rows(()),
+    "fast_gelu_grad": _act_grad_rows(()),
+    "prelu": [Example(inputs(spread_away_from((0.0,), 5, 3, 4), positive(3, 4, low=0.1, high=0.5)),
+                      note="alpha per element (legacy flow.layers.prelu)", layouts=[[1, None], [2, None]]),
+              Example(inputs(spread_away_from((0.0,), 4, 6, 3, 5), positive(6, 1, 1, low=0.1, high=0.5)),
+                      note="alpha per channel, shared spatial axes (0.9's nn.PReLU)", layouts=[[1, 0], [2, None]]),
+              Example(inputs(spread_away_from((0.0,), 5, 7), positive(1, low=0.1, high=0.5)),
+                      note="one alpha")],
+    "prelu_grad": [Example(inputs(normal(5, 3, 4), spread_away_from((0.0,), 5, 3, 4), positive(3, 4)), wrt=[0]),
+                   Example(inputs(normal(4, 6, 3, 5), spread_away_from((0.0,), 4, 6, 3, 5), positive(6, 1, 1)),
+                           wrt=[0])],
+})
+
+
+# --- nn ops family: other ops (ops/nn_misc_ops.py) ---------------------------------------------------------------
+EXAMPLES.update({
+    "l2_normalize": [Example(inputs(normal(5, 7)), {"axis": 1, "epsilon": 1e-12}, outputs=[0]),
+                     Example(inputs(normal(4, 5, 6)), {"axis": 0, "epsilon": 1e-12}, outputs=[0], layouts=[[2]]),
+                     Example(inputs(normal(5, 3, scale=0.01)), {"axis": 1, "epsilon": 0.01}, outputs=[0],
+                             note="clamped by epsilon")],
+    "l2_normalize_grad": [Example(lambda r: _l2_grad_inputs(r, (5, 7), 1, 1e-12), {"axis": 1, "epsilon": 1e-12}),
+                          Example(lambda r: _l2_grad_inputs(r, (4, 5, 6), 2, 1e-12), {"axis": 2, "epsilon": 1e-12})],
+})
+
+
+def _l2_grad_inputs(r, shape, axis, eps):
+    from oneflow_compat.kernels import norm as norm_k
+
+    y, ss = norm_k.l2_normalize(np, r.standard_normal(shape), axis=axis, epsilon=eps)
+    return [r.standard_normal(shape), y, ss]
