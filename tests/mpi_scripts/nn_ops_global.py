@@ -1,0 +1,124 @@
+"""The nn ops family's modules and functional forms on global tensors, on every rank of the world
+(tests/test_nn_ops_global_mpi.py runs it under `mpiexec -n 2`): for each case, its inputs laid out as the case says
+(split along the batch, along another axis, or broadcast) and its parameters broadcast, the outputs, the input
+gradients and the parameter gradients must equal what every rank computes alone on local tensors.
+
+Rank 0 prints `OK <case> <layout>` per case and layout; any difference raises (ending the job). Arguments name the
+families to run (default: all)."""
+import sys
+
+import numpy as np
+
+import oneflow_compat as flow
+from oneflow_compat.runtime import global_eager
+
+world = global_eager.world_size()
+P = flow.placement("cpu", list(range(world)))
+B = flow.sbp.broadcast
+nn, F = flow.nn, flow.nn.functional
+
+
+def _sbp(axis):
+    return B if axis is None else flow.sbp.split(axis)
+
+
+def _fresh(make):
+    """Two modules with the same state: one local (the reference), one to be made global."""
+    flow.manual_seed(7)
+    local = make()
+    other = make()
+    if isinstance(local, nn.Module):
+        other.load_state_dict(local.state_dict())
+        other.to_global(P, B)
+    return local, other
+
+
+def _run(fn, xs, layouts, rs):
+    ts = []
+    for x, axis in zip(xs, layouts):
+        grad = x.dtype.kind == "f"
+        if axis == "local":
+            ts.append(flow.tensor(x, requires_grad=grad))
+        else:
+            ts.append(flow.tensor(x, placement=P, sbp=_sbp(axis), requires_grad=grad))
+    out = fn(*ts)
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    loss = None
+    for o, r in zip(outs, rs):
+        if not o.dtype.is_floating or not o.requires_grad:
+            continue
+        rt = flow.tensor(r) if o.is_local else flow.tensor(r, placement=P, sbp=B)
+        term = (o * rt).sum()
+        loss = term if loss is None else loss + term
+    if loss is not None:
+        loss.backward()
+    grads = [t.grad.numpy() if t.grad is not None else None for t in ts if t.dtype.is_floating]
+    return [o.numpy() for o in outs], grads
+
+
+def _params(m):
+    return [(n, p) for n, p in m.named_parameters()] if isinstance(m, nn.Module) else []
+
+
+def check(name, make, xs, layouts_list, rtol=1e-5, call=None):
+    xs = [np.asarray(x) for x in xs]
+    for layouts in layouts_list:
+        local, glob = _fresh(make)
+        f_local = (lambda *a: call(local, *a)) if call else local
+        f_glob = (lambda *a: call(glob, *a)) if call else glob
+        rs = _weights(f_local, xs)
+        ref_outs, ref_grads = _run(f_local, xs, ["local"] * len(xs), rs)
+        local_pgrads = [p.grad.numpy() if p.grad is not None else None for _, p in _params(local)]
+        outs, grads = _run(f_glob, xs, layouts, rs)
+        for k, (a, b) in enumerate(zip(outs, ref_outs)):
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * 1e-2, err_msg="%s %s output %d" % (name, layouts, k))
+        for k, (a, b) in enumerate(zip(grads, ref_grads)):
+            if b is None:
+                assert a is None, "%s %s: input %d has a gradient on the global side only" % (name, layouts, k)
+                continue
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * 1e-2, err_msg="%s %s input grad %d" % (name, layouts, k))
+        for (pname, p), b in zip(_params(glob), local_pgrads):
+            assert p.is_global and p.sbp == (B,), "%s: parameter %s is %s" % (name, pname, p.sbp)
+            if b is None:
+                continue
+            np.testing.assert_allclose(p.grad.numpy(), b, rtol=rtol, atol=rtol * 1e-2,
+                                       err_msg="%s %s parameter %s grad" % (name, layouts, pname))
+        if global_eager.rank() == 0:
+            print("OK", name, layouts, flush=True)
+
+
+def _weights(fn, xs):
+    """The loss weights of a case, from its local outputs' shapes (fixed seed)."""
+    with flow.no_grad():
+        out = fn(*[flow.tensor(x) for x in xs])
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    rng = np.random.default_rng(12345)
+    return [rng.uniform(0.5, 1.5, tuple(o.shape)).astype(o.dtype.np) * rng.choice([-1, 1], tuple(o.shape))
+            .astype(o.dtype.np) if o.dtype.is_floating else None for o in outs]
+
+
+def _x(*shape, seed=0, scale=2.0):
+    return (np.random.default_rng(seed).uniform(-scale, scale, shape)).astype(np.float64)
+
+
+def activations():
+    x = _x(5, 3, 4)
+    for name, make in [("ReLU6", lambda: nn.ReLU6()), ("ELU", lambda: nn.ELU(0.5)),
+                       ("Hardsigmoid", lambda: nn.Hardsigmoid()), ("Hardswish", lambda: nn.Hardswish()),
+                       ("Hardtanh", lambda: nn.Hardtanh()), ("Mish", lambda: nn.Mish()), ("SiLU", lambda: nn.SiLU()),
+                       ("Softplus", lambda: nn.Softplus(beta=2)), ("LogSigmoid", lambda: nn.LogSigmoid()),
+                       ("GELU", lambda: nn.GELU()), ("GELU_tanh", lambda: nn.GELU("tanh")),
+                       ("LeakyReLU", lambda: nn.LeakyReLU(0.1)), ("Softmax", lambda: nn.Softmax(1)),
+                       ("LogSoftmax", lambda: nn.LogSoftmax(2)), ("Sigmoid", lambda: nn.Sigmoid()),
+                       ("Tanh", lambda: nn.Tanh())]:
+        check(name, make, [x], [[0], [1]])
+    check("PReLU", lambda: nn.PReLU(3, 0.1), [x.astype(np.float32)], [[0], [1], [None]], rtol=1e-5)
+
+
+FAMILIES = {"activations": activations}
+
+if __name__ == "__main__":
+    for family in (sys.argv[1:] or list(FAMILIES)):
+        FAMILIES[family]()
+    if global_eager.rank() == 0:
+        print("DONE", flush=True)
