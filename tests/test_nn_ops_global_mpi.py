@@ -20,6 +20,11 @@ EXPECTED = {
         "GELU_tanh", "LeakyReLU", "Softmax", "LogSoftmax", "Sigmoid", "Tanh")},
 }
 EXPECTED["activations"]["PReLU"] = ["[0]", "[1]", "[None]"]
+EXPECTED["losses"] = {name: ["[0, 0]", "[1, 1]"] for name in (
+    "BCELoss", "BCEWithLogitsLoss", "L1Loss", "MSELoss", "SmoothL1Loss", "KLDivLoss")}
+EXPECTED["losses"].update({"MarginRankingLoss": ["[0, 0, 0]", "[None, None, None]"],
+                           "TripletMarginLoss": ["[0, 0, 0]", "[1, 1, 1]"], "NLLLoss": ["[0, 0]"],
+                           "CombinedMarginLoss": ["[0, 0]", "[1, None]"]})
 
 
 def test_nn_ops_on_two_ranks_equal_one_rank():

@@ -7,3 +7,7 @@ from oneflow_compat._global.dropout import dropout  # noqa: F401,E402
 # nn ops family: activations
 from oneflow_compat._global.nn_activations import (  # noqa: F401,E402
     elu, gelu, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, prelu, relu6, silu, softplus)
+# nn ops family: losses (nll_loss with class weights and ignore_index takes the name)
+from oneflow_compat._global.nn_losses import (  # noqa: F401,E402
+    binary_cross_entropy, binary_cross_entropy_with_logits, combined_margin_loss, kl_div, margin_ranking_loss,
+    nll_loss, smooth_l1_loss, triplet_margin_loss)

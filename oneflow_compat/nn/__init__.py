@@ -15,3 +15,16 @@ _sys.modules.setdefault(__name__ + ".graph", graph)  # `import oneflow.nn.graph`
 # nn ops family: the legacy functions of each family (lowercase), and `flow.layers`' prelu lives in layers.py
 from oneflow_compat.nn.legacy_activations import (  # noqa: F401,E402
     elu, hardsigmoid, hardswish, hardtanh, logsoftmax, mish, relu6, swish)
+from oneflow_compat.nn import legacy_losses as _legacy_losses  # noqa: E402
+from oneflow_compat.nn.legacy_losses import (  # noqa: F401,E402
+    distributed_sparse_softmax_cross_entropy_with_logits, sparse_cross_entropy)
+from oneflow_compat.nn.shared_names import shared as _shared  # noqa: E402
+
+# names both APIs export: the legacy function of blobs and OneFlow 0.9's module class (nn/shared_names.py)
+L1Loss = _shared(L1Loss, _legacy_losses.l1_loss)  # noqa: F405
+BCELoss = _shared(BCELoss, _legacy_losses.bce_loss)  # noqa: F405
+BCEWithLogitsLoss = _shared(BCEWithLogitsLoss, _legacy_losses.bce_with_logits_loss)  # noqa: F405
+MSELoss = _shared(MSELoss, _legacy_losses.mse_loss)  # noqa: F405
+MarginRankingLoss = _shared(MarginRankingLoss, _legacy_losses.margin_ranking_loss)  # noqa: F405
+TripletMarginLoss = _shared(TripletMarginLoss, _legacy_losses.triplet_margin_loss)  # noqa: F405
+KLDivLoss = _shared(KLDivLoss, _legacy_losses.kldivloss)  # noqa: F405

@@ -9,3 +9,7 @@ from oneflow_compat._global.graph import Graph  # noqa: F401
 from oneflow_compat._global.nn_activations import (  # noqa: F401,E402
     ELU, GELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU6, Sigmoid,
     SiLU, Softmax, Softplus, Tanh)
+# nn ops family: losses
+from oneflow_compat._global.nn_losses import (  # noqa: F401,E402
+    BCELoss, BCEWithLogitsLoss, CombinedMarginLoss, KLDivLoss, L1Loss, MarginRankingLoss, NLLLoss, SmoothL1Loss,
+    TripletMarginLoss)

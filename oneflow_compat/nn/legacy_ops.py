@@ -1,5 +1,6 @@
 """The legacy `flow.nn.*` functions: activations, convolution, pooling, dropout and losses on job-function blobs
 (`oneflow_compat/nn/__init__.py` binds them as `flow.nn.*`)."""
+from oneflow_compat import distribute as _dist
 from oneflow_compat import math as _math
 from oneflow_compat.ir import builder
 from oneflow_compat.kernels import nn as nn_k
@@ -35,6 +36,15 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
                          "its last axis" % (labels.shape, logits.shape))
     if labels.dtype.np.kind not in "iu":
         raise TypeError("sparse_softmax_cross_entropy_with_logits: labels must be int32/int64, got %s" % labels.dtype.name)
+    if logits.distribute is _dist.split(len(logits.shape) - 1):
+        # logits split along the classes (a model-parallel dense layer's output, read with_distribute(split(-1))):
+        # OneFlow's sparse_softmax_cross_entropy_ms (nn ops family, nn/legacy_losses.py)
+        from oneflow_compat.nn import legacy_losses
+
+        if name is None:
+            name = builder.current("flow.nn.sparse_softmax_cross_entropy_with_logits").job.unique_name(
+                "SparseSoftmaxCrossEntropyMs_")
+        return legacy_losses.sparse_softmax_cross_entropy_ms(labels, logits, name)
     loss, _ = apply("sparse_softmax_cross_entropy", [logits, labels], name=name)
     return loss
 

@@ -585,3 +585,50 @@ def _l2_grad_inputs(r, shape, axis, eps):
 
     y, ss = norm_k.l2_normalize(np, r.standard_normal(shape), axis=axis, epsilon=eps)
     return [r.standard_normal(shape), y, ss]
+
+
+# --- nn ops family: losses (ops/loss_ops.py) ------------------------------------------------------------------------
+def _apart_by(beta, *shape):
+    """(prediction, label) whose differences keep 0.1 away from ±beta (the kink of smooth L1) and from 0."""
+    def make(r):
+        d = spread_away_from((-beta, 0.0, beta), *shape, low=-3.0, high=3.0)(r)
+        label = r.standard_normal(shape)
+        return [label + d, label]
+    return make
+
+
+def _cosines(*shape):
+    return lambda r: r.uniform(-0.9, 0.9, shape)
+
+
+def _cml_grad_inputs(n, c, attrs):
+    def make(r):
+        from oneflow_compat.kernels import loss as loss_k
+
+        x, labels = r.uniform(-0.9, 0.9, (n, c)), r.integers(0, c, n).astype(np.int32)
+        _, theta = loss_k.combined_margin_loss(np, x, labels, **attrs)
+        return [r.standard_normal((n, c)), labels, theta]
+    return make
+
+
+_CML = {"m1": 1.0, "m2": 0.5, "m3": 0.1, "depth": 7}
+EXAMPLES.update({
+    "smooth_l1_loss": [Example(_apart_by(1.0, 5, 7), {"beta": 1.0}),
+                       Example(_apart_by(0.5, 4, 5, 6), {"beta": 0.5}, note="3-d", layouts=[[2, 2]])],
+    "smooth_l1_loss_grad": [Example(lambda r: [r.standard_normal((5, 7))] + _apart_by(1.0, 5, 7)(r),
+                                    {"beta": 1.0})],
+    "sparse_cross_entropy": [Example(inputs(distributions(6, 7), ints(6, high=7)), {"depth": 7}, wrt=[0],
+                                     layouts=[[1, None]]),
+                             Example(inputs(distributions(4, 3, 5), ints(4, 3, high=5)), {"depth": 5}, wrt=[0],
+                                     note="3-d")],
+    "sparse_cross_entropy_grad": [Example(inputs(distributions(6, 7), ints(6, high=7), normal(6)), {"depth": 7})],
+    "combined_margin_loss": [Example(inputs(_cosines(6, 7), ints(6, high=7)), _CML, wrt=[0], outputs=[0],
+                                     layouts=[[1, None]]),
+                             Example(inputs(_cosines(5, 4), ints(5, high=4)), dict(_CML, m1=1.2, m2=0.0, m3=0.3,
+                                                                                   depth=4),
+                                     wrt=[0], outputs=[0], note="sphereface-like m1")],
+    "combined_margin_loss_grad": [Example(_cml_grad_inputs(6, 7, _CML), {"m1": 1.0, "m2": 0.5, "depth": 7})],
+    "reduce_max_chunks": [Example(inputs(distinct(5, 7)), {"chunks": 2}, note="2 chunks"),
+                          Example(inputs(distinct(4, 3, 8)), {"chunks": 3}, note="3 chunks"),
+                          Example(inputs(distinct(3, 5)), {"chunks": 1}, note="1 chunk: the maximum")],
+})

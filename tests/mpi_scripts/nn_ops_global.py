@@ -115,7 +115,29 @@ def activations():
     check("PReLU", lambda: nn.PReLU(3, 0.1), [x.astype(np.float32)], [[0], [1], [None]], rtol=1e-5)
 
 
-FAMILIES = {"activations": activations}
+def losses():
+    rng = np.random.default_rng(3)
+    p, t = rng.uniform(0.05, 0.95, (5, 4)), rng.uniform(0.05, 0.95, (5, 4))
+    x, y = _x(5, 4, seed=1), _x(5, 4, seed=2)
+    for name, make, xs in [("BCELoss", lambda: nn.BCELoss(), [p, t]),
+                           ("BCEWithLogitsLoss", lambda: nn.BCEWithLogitsLoss(reduction="sum"), [x, t]),
+                           ("L1Loss", lambda: nn.L1Loss(), [x, y]), ("MSELoss", lambda: nn.MSELoss(), [x, y]),
+                           ("SmoothL1Loss", lambda: nn.SmoothL1Loss(beta=0.5), [x, y]),
+                           ("KLDivLoss", lambda: nn.KLDivLoss(reduction="batchmean"), [np.log(p), t])]:
+        check(name, make, xs, [[0, 0], [1, 1]])
+    check("MarginRankingLoss", lambda: nn.MarginRankingLoss(0.2), [x[:, 0], y[:, 0], np.sign(x[:, 1])],
+          [[0, 0, 0], [None, None, None]])
+    check("TripletMarginLoss", lambda: nn.TripletMarginLoss(), [x, y, _x(5, 4, seed=4)], [[0, 0, 0], [1, 1, 1]])
+    logp = np.log(p / p.sum(1, keepdims=True))
+    labels = rng.integers(0, 4, 5).astype(np.int64)
+    labels[1] = -100
+    check("NLLLoss", lambda: nn.NLLLoss(), [logp, labels], [[0, 0]])
+    cos = rng.uniform(-0.9, 0.9, (5, 7))
+    classes = rng.integers(0, 7, 5).astype(np.int64)
+    check("CombinedMarginLoss", lambda: nn.CombinedMarginLoss(1.0, 0.4, 0.1), [cos, classes], [[0, 0], [1, None]])
+
+
+FAMILIES = {"activations": activations, "losses": losses}
 
 if __name__ == "__main__":
     for family in (sys.argv[1:] or list(FAMILIES)):
