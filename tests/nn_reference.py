@@ -29,35 +29,33 @@ def weights(outs):
     return [(rng.uniform(0.5, 1.5, o.shape) * rng.choice([-1.0, 1.0], o.shape)).astype(o.dtype) for o in outs]
 
 
-def legacy(body, inputs, devices=1, splits=None, wrt=None):
-    """(outputs, grads) of `body(*blobs)` in a legacy train job on `devices` devices, each input a placeholder split
-    along `splits[i]` (None: broadcast); gradients of the floating inputs (or `wrt`) through `flow.watch_diff`."""
+def legacy(body, inputs, devices=1, splits=None, wrt=None, n_outputs=1):
+    """(outputs, grads) of `body(*blobs)` (returning `n_outputs` blobs) in a legacy train job on `devices` devices,
+    each input a placeholder split along `splits[i]` (None: broadcast); gradients of the floating inputs (or `wrt`)
+    through `flow.watch_diff`."""
     inputs = [np.asarray(x) for x in inputs]
 
     def run(blobs):
         out = body(*blobs)
         return list(out) if isinstance(out, (list, tuple)) else [out]
 
-    case = gc.Case("nn_reference", inputs, body=run, wrt=wrt, splits=splits)
+    case = gc.Case("nn_reference", inputs, body=run, wrt=wrt, splits=splits, n_outputs=n_outputs)
     fwd = gc.forward_job(case)
     outs = [np.asarray(o) for o in fwd(tuple(inputs))]
-    case.n_outputs = len(outs)
     rs = weights(outs)
     got_outs, grads = gc.framework_grads(case, list(range(len(outs))), rs, devices, splits)
     return got_outs, grads, rs
 
 
-def predict(body, inputs, devices=1, splits=None):
-    """Outputs of `body(*blobs)` in a legacy predict job (for outputs without a gradient)."""
+def predict(body, inputs, devices=1, splits=None, n_outputs=1):
+    """The `n_outputs` outputs of `body(*blobs)` in a legacy predict job (for outputs without a gradient)."""
     inputs = [np.asarray(x) for x in inputs]
 
     def run(blobs):
         out = body(*blobs)
         return list(out) if isinstance(out, (list, tuple)) else [out]
 
-    case = gc.Case("nn_reference", inputs, body=run, wrt=[], splits=splits)
-    probe = gc.forward_job(case)
-    case.n_outputs = len(probe(tuple(inputs)))
+    case = gc.Case("nn_reference", inputs, body=run, wrt=[], splits=splits, n_outputs=n_outputs)
     fwd = gc.forward_job(case, devices)
     return [np.asarray(o) for o in fwd(tuple(inputs))]
 

@@ -25,6 +25,9 @@ EXPECTED["losses"] = {name: ["[0, 0]", "[1, 1]"] for name in (
 EXPECTED["losses"].update({"MarginRankingLoss": ["[0, 0, 0]", "[None, None, None]"],
                            "TripletMarginLoss": ["[0, 0, 0]", "[1, 1, 1]"], "NLLLoss": ["[0, 0]"],
                            "CombinedMarginLoss": ["[0, 0]", "[1, None]"]})
+EXPECTED["norms"] = {"BatchNorm2d": ["[0]", "[1]", "[2]"], "BatchNorm1d": ["[0]", "[1]"],
+                     "BatchNorm2d_eval": ["[0]", "[1]"], "LayerNorm": ["[0]", "[1]", "[2]"],
+                     "GroupNorm": ["[0]", "[1]"], "InstanceNorm2d": ["[0]", "[1]"]}
 
 
 def test_nn_ops_on_two_ranks_equal_one_rank():

@@ -11,3 +11,5 @@ from oneflow_compat._global.nn_activations import (  # noqa: F401,E402
 from oneflow_compat._global.nn_losses import (  # noqa: F401,E402
     binary_cross_entropy, binary_cross_entropy_with_logits, combined_margin_loss, kl_div, margin_ranking_loss,
     nll_loss, smooth_l1_loss, triplet_margin_loss)
+# nn ops family: normalization
+from oneflow_compat._global.nn_norms import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401,E402

@@ -28,3 +28,10 @@ MSELoss = _shared(MSELoss, _legacy_losses.mse_loss)  # noqa: F405
 MarginRankingLoss = _shared(MarginRankingLoss, _legacy_losses.margin_ranking_loss)  # noqa: F405
 TripletMarginLoss = _shared(TripletMarginLoss, _legacy_losses.triplet_margin_loss)  # noqa: F405
 KLDivLoss = _shared(KLDivLoss, _legacy_losses.kldivloss)  # noqa: F405
+from oneflow_compat.nn.legacy_norms import (  # noqa: F401,E402
+    batch_normalization, layer_norm, moments)
+from oneflow_compat.nn import legacy_norms as _legacy_norms  # noqa: E402
+GroupNorm = _shared(GroupNorm, _legacy_norms.group_normalization)  # noqa: F405
+InstanceNorm1d = _shared(InstanceNorm1d, _legacy_norms.instance_normalization1d)  # noqa: F405
+InstanceNorm2d = _shared(InstanceNorm2d, _legacy_norms.instance_normalization2d)  # noqa: F405
+InstanceNorm3d = _shared(InstanceNorm3d, _legacy_norms.instance_normalization3d)  # noqa: F405

@@ -13,3 +13,6 @@ from oneflow_compat._global.nn_activations import (  # noqa: F401,E402
 from oneflow_compat._global.nn_losses import (  # noqa: F401,E402
     BCELoss, BCEWithLogitsLoss, CombinedMarginLoss, KLDivLoss, L1Loss, MarginRankingLoss, NLLLoss, SmoothL1Loss,
     TripletMarginLoss)
+# nn ops family: normalization
+from oneflow_compat._global.nn_norms import (  # noqa: F401,E402
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm)

@@ -632,3 +632,56 @@ EXAMPLES.update({
                           Example(inputs(distinct(4, 3, 8)), {"chunks": 3}, note="3 chunks"),
                           Example(inputs(distinct(3, 5)), {"chunks": 1}, note="1 chunk: the maximum")],
 })
+
+
+# --- nn ops family: normalization (ops/norm_ops.py) -------------------------------------------------------------------
+def _norm_inputs(shape, axis, gamma=True, beta=True):
+    c = shape[axis]
+    makers = [normal(*shape), normal(c, scale=0.3), positive(c, low=0.5, high=1.5)]
+    makers += [normal(c)] if gamma else []
+    makers += [normal(c)] if beta else []
+    return inputs(*makers)
+
+
+def _norm_attrs(axis, center=True, scale=True, epsilon=1e-5):
+    return {"axis": axis, "epsilon": epsilon, "center": center, "scale": scale}
+
+
+def _ln_attrs(bna, bpa, center=True, scale=True):
+    return {"begin_norm_axis": bna, "begin_params_axis": bpa, "epsilon": 1e-5, "center": center, "scale": scale}
+
+
+def _ln_grad_inputs(shape, bna):
+    def make(r):
+        from oneflow_compat.kernels import norm as norm_k
+
+        x = r.standard_normal(shape)
+        _, mean, inv, _ = norm_k.layer_norm(np, x, begin_norm_axis=bna, begin_params_axis=bna, center=False,
+                                            scale=False)
+        return [r.standard_normal(shape), x, mean, inv]
+    return make
+
+
+EXAMPLES.update({
+    "normalization": [Example(_norm_inputs((5, 4, 3), 1), _norm_attrs(1), layouts=[[1, 0, 0, 0, 0], [2] + [None] * 4]),
+                      Example(_norm_inputs((4, 3, 2, 5), 3), _norm_attrs(3, epsilon=1e-3), note="channels last"),
+                      Example(_norm_inputs((6, 5), 1, gamma=False, beta=False), _norm_attrs(1, False, False),
+                              note="no affine"),
+                      Example(_norm_inputs((5, 3, 4), 1, beta=False), _norm_attrs(1, center=False),
+                              note="scale only")],
+    "normalization_grad": [Example(inputs(normal(5, 4, 3), normal(5, 4, 3), normal(4), positive(4), normal(4)),
+                                   {"axis": 1, "epsilon": 1e-5}),
+                           Example(inputs(normal(6, 5), normal(6, 5), normal(5), positive(5)),
+                                   {"axis": 1, "epsilon": 1e-5}, note="no gamma")],
+    "layer_norm": [Example(inputs(normal(5, 4, 6), normal(6), normal(6)), _ln_attrs(1, -1), outputs=[0],
+                           layouts=[[0, None, None]]),
+                   Example(inputs(normal(4, 5, 3, 2), normal(3, 2), normal(3, 2)), _ln_attrs(2, 2), outputs=[0],
+                           layouts=[[1, None, None]], note="2 normalized axes"),
+                   Example(inputs(normal(6, 7)), _ln_attrs(1, 1, False, False), outputs=[0], note="no affine"),
+                   Example(inputs(normal(5, 3, 4), normal(4)), _ln_attrs(-1, -1, center=False), outputs=[0],
+                           note="gamma only, last axis")],
+    "layer_norm_grad": [Example(_ln_grad_inputs((5, 4, 6), 1), {"begin_norm_axis": 1, "epsilon": 1e-5}),
+                        Example(_ln_grad_inputs((4, 5, 3), 2), {"begin_norm_axis": 2, "epsilon": 1e-5})],
+    "layer_norm_param_grad": [Example(inputs(normal(5, 4, 6), normal(5, 4, 6), normal(6)), {"begin_params_axis": 2}),
+                              Example(inputs(normal(5, 4), normal(5, 4), normal(4)), {"begin_params_axis": -1})],
+})

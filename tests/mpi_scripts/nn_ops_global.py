@@ -66,7 +66,8 @@ def check(name, make, xs, layouts_list, rtol=1e-5, call=None):
         local, glob = _fresh(make)
         f_local = (lambda *a: call(local, *a)) if call else local
         f_glob = (lambda *a: call(glob, *a)) if call else glob
-        rs = _weights(f_local, xs)
+        probe, _ = _fresh(make)  # (a module of its own: a training forward updates running statistics)
+        rs = _weights((lambda *a: call(probe, *a)) if call else probe, xs)
         ref_outs, ref_grads = _run(f_local, xs, ["local"] * len(xs), rs)
         local_pgrads = [p.grad.numpy() if p.grad is not None else None for _, p in _params(local)]
         outs, grads = _run(f_glob, xs, layouts, rs)
@@ -83,6 +84,10 @@ def check(name, make, xs, layouts_list, rtol=1e-5, call=None):
                 continue
             np.testing.assert_allclose(p.grad.numpy(), b, rtol=rtol, atol=rtol * 1e-2,
                                        err_msg="%s %s parameter %s grad" % (name, layouts, pname))
+        if isinstance(glob, nn.Module):  # running statistics and other buffers evolve alike
+            for (bname, a), (_, b) in zip(glob.named_buffers(), local.named_buffers()):
+                np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=rtol, atol=rtol * 1e-2,
+                                           err_msg="%s %s buffer %s" % (name, layouts, bname))
         if global_eager.rank() == 0:
             print("OK", name, layouts, flush=True)
 
@@ -137,7 +142,21 @@ def losses():
     check("CombinedMarginLoss", lambda: nn.CombinedMarginLoss(1.0, 0.4, 0.1), [cos, classes], [[0, 0], [1, None]])
 
 
-FAMILIES = {"activations": activations, "losses": losses}
+def norms():
+    # float32, as the modules' parameters (float32 sums in another order: 1e-4)
+    x4 = _x(6, 4, 3, 2, seed=5).astype(np.float32)
+    x2 = _x(5, 4, seed=6).astype(np.float32)
+    for name, make, xs, layouts in [
+            ("BatchNorm2d", lambda: nn.BatchNorm2d(4), [x4], [[0], [1], [2]]),
+            ("BatchNorm1d", lambda: nn.BatchNorm1d(4, momentum=0.3), [x2], [[0], [1]]),
+            ("BatchNorm2d_eval", lambda: nn.BatchNorm2d(4).eval(), [x4], [[0], [1]]),
+            ("LayerNorm", lambda: nn.LayerNorm((3, 2)), [x4], [[0], [1], [2]]),
+            ("GroupNorm", lambda: nn.GroupNorm(2, 4), [x4], [[0], [1]]),
+            ("InstanceNorm2d", lambda: nn.InstanceNorm2d(4, affine=True), [x4], [[0], [1]])]:
+        check(name, make, xs, layouts, rtol=1e-4)
+
+
+FAMILIES = {"activations": activations, "losses": losses, "norms": norms}
 
 if __name__ == "__main__":
     for family in (sys.argv[1:] or list(FAMILIES)):
