@@ -28,6 +28,7 @@ EXPECTED["losses"].update({"MarginRankingLoss": ["[0, 0, 0]", "[None, None, None
 EXPECTED["norms"] = {"BatchNorm2d": ["[0]", "[1]", "[2]"], "BatchNorm1d": ["[0]", "[1]"],
                      "BatchNorm2d_eval": ["[0]", "[1]"], "LayerNorm": ["[0]", "[1]", "[2]"],
                      "GroupNorm": ["[0]", "[1]"], "InstanceNorm2d": ["[0]", "[1]"]}
+EXPECTED["convs"] = {name: ["[0]", "[1]", "[None]"] for name in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d")}
 
 
 def test_nn_ops_on_two_ranks_equal_one_rank():

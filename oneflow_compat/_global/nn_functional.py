@@ -13,3 +13,6 @@ from oneflow_compat._global.nn_losses import (  # noqa: F401,E402
     nll_loss, smooth_l1_loss, triplet_margin_loss)
 # nn ops family: normalization
 from oneflow_compat._global.nn_norms import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401,E402
+# nn ops family: convolutions
+from oneflow_compat._global.nn_convs import (  # noqa: F401,E402
+    conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d)

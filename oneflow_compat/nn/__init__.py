@@ -35,3 +35,5 @@ GroupNorm = _shared(GroupNorm, _legacy_norms.group_normalization)  # noqa: F405
 InstanceNorm1d = _shared(InstanceNorm1d, _legacy_norms.instance_normalization1d)  # noqa: F405
 InstanceNorm2d = _shared(InstanceNorm2d, _legacy_norms.instance_normalization2d)  # noqa: F405
 InstanceNorm3d = _shared(InstanceNorm3d, _legacy_norms.instance_normalization3d)  # noqa: F405
+from oneflow_compat.nn.legacy_convs import (  # noqa: F401,E402
+    conv1d, conv2d_transpose, conv3d, torch_conv2d_transpose)

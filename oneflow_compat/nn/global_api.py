@@ -16,3 +16,6 @@ from oneflow_compat._global.nn_losses import (  # noqa: F401,E402
 # nn ops family: normalization
 from oneflow_compat._global.nn_norms import (  # noqa: F401,E402
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm)
+# nn ops family: convolutions
+from oneflow_compat._global.nn_convs import (  # noqa: F401,E402
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)

@@ -14,13 +14,15 @@ leaky_relu = _math.leaky_relu
 
 
 def bias_add(value, bias, data_format=None, name=None):
+    # OneFlow v0.3.4/v0.4.0 ops/nn_ops.py `bias_add`: no data_format is axis 1 (the channels of NC... data, the
+    # features of 2-D data), "NC..." axis 1, "N...C" the last axis (nn ops family: None was the last axis here)
     nd = len(value.shape)
-    if data_format is None or data_format in ("NHWC", "channels_last", "NWC", "NDHWC"):
+    if data_format is None or data_format.startswith("NC") or data_format == "channels_first":
+        axis = 1 if nd > 1 else 0
+    elif (data_format.startswith("N") and data_format.endswith("C")) or data_format == "channels_last":
         axis = nd - 1
-    elif data_format.startswith("NC") or data_format == "channels_first":
-        axis = 1
     else:
-        raise ValueError("bias_add: unknown data_format %r" % (data_format,))
+        raise ValueError("data_format must be of the form `N...C` or `NC...`")
     return apply("bias_add", [value, bias], {"axis": axis}, name=name)
 
 

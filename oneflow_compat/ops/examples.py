@@ -685,3 +685,59 @@ EXAMPLES.update({
     "layer_norm_param_grad": [Example(inputs(normal(5, 4, 6), normal(5, 4, 6), normal(6)), {"begin_params_axis": 2}),
                               Example(inputs(normal(5, 4), normal(5, 4), normal(4)), {"begin_params_axis": -1})],
 })
+
+
+# --- nn ops family: convolutions of 1 and 3 dimensions, transposed convolutions (ops/conv_ops.py) -----------------
+def _cnd(fmt, strides, pads, dilations, groups=1, **extra):
+    return dict({"strides": strides, "pads": pads, "dilations": dilations, "groups": groups, "data_format": fmt},
+                **extra)
+
+
+def _cnd_out(x_shape, w_shape, attrs):
+    from oneflow_compat.kernels import conv_nd
+
+    return conv_nd.conv_out_shape(x_shape, w_shape, attrs["strides"], attrs["pads"], attrs["dilations"],
+                                  attrs["groups"], attrs["data_format"])
+
+
+# (x shape, w shape, attrs, note, layouts)
+_CONV1D_CASES = [((3, 4, 9), (6, 4, 3), _cnd("NCW", (1,), ((1, 1),), (1,)), "SAME 3", [[None, 0], [1, 1]]),
+                 ((2, 4, 11), (6, 2, 3), _cnd("NCW", (2,), ((2, 0),), (2,), groups=2), "strided, dilated, groups",
+                  ()),
+                 ((3, 9, 4), (5, 3, 4), _cnd("NWC", (1,), ((0, 1),), (1,)), "NWC odd pads", [[2, 2]])]
+_CONV3D_CASES = [((2, 3, 5, 4, 4), (4, 3, 3, 2, 3), _cnd("NCDHW", (1, 2, 1), ((1, 1), (0, 1), (1, 1)), (1, 1, 1)),
+                  "3x2x3", [[None, 0], [1, 1]]),
+                 ((2, 4, 4, 5, 3), (4, 2, 2, 2, 2), _cnd("NCDHW", (2, 1, 1), ((0, 0), (1, 0), (0, 1)), (1, 2, 1),
+                                                         groups=2), "groups, dilated", ()),
+                 ((3, 4, 3, 5, 2), (3, 2, 2, 3, 2), _cnd("NDHWC", (1, 1, 2), ((1, 0), (0, 0), (1, 1)), (1, 1, 1)),
+                  "NDHWC", [[4, 4]])]
+EXAMPLES.update({
+    "conv1d": [Example(inputs(normal(*xs), normal(*ws)), a, note=note, layouts=lay)
+               for xs, ws, a, note, lay in _CONV1D_CASES],
+    "conv1d_grad_input": [Example(inputs(normal(*_cnd_out(xs, ws, a)), normal(*ws)), dict(a, input_shape=xs))
+                          for xs, ws, a, _, _ in _CONV1D_CASES],
+    "conv1d_grad_weight": [Example(inputs(normal(*_cnd_out(xs, ws, a)), normal(*xs)), dict(a, weight_shape=ws))
+                           for xs, ws, a, _, _ in _CONV1D_CASES],
+    "conv3d": [Example(inputs(normal(*xs), normal(*ws)), a, note=note, layouts=lay)
+               for xs, ws, a, note, lay in _CONV3D_CASES],
+    "conv3d_grad_input": [Example(inputs(normal(*_cnd_out(xs, ws, a)), normal(*ws)), dict(a, input_shape=xs))
+                          for xs, ws, a, _, _ in _CONV3D_CASES],
+    "conv3d_grad_weight": [Example(inputs(normal(*_cnd_out(xs, ws, a)), normal(*xs)), dict(a, weight_shape=ws))
+                           for xs, ws, a, _, _ in _CONV3D_CASES],
+    # transposed: input shaped like the convolution's output, weight (C_in, C_out / groups, *k), output_shape the
+    # convolution's input shape (output padding: a larger one the same convolution maps back to the input)
+    "deconv1d": [Example(inputs(normal(3, 4, 5), normal(4, 3, 3)),
+                         _cnd("NCW", (2,), ((1, 1),), (1,), output_shape=(3, 3, 10)), note="stride 2, output pad 1",
+                         layouts=[[None, 1], [1, 0]]),
+                 Example(inputs(normal(2, 4, 6), normal(4, 2, 3)),
+                         _cnd("NCW", (1,), ((0, 0),), (2,), groups=2, output_shape=(2, 4, 10)), note="groups")],
+    "deconv2d": [Example(inputs(normal(2, 4, 3, 4), normal(4, 3, 3, 3)),
+                         _cnd("NCHW", (2, 2), ((1, 1), (1, 1)), (1, 1), output_shape=(2, 3, 6, 8)),
+                         note="stride 2, output pad", layouts=[[None, 1], [1, 0]]),
+                 Example(inputs(normal(3, 3, 4, 2), normal(2, 3, 2, 2)),
+                         _cnd("NHWC", (1, 2), ((0, 1), (1, 0)), (1, 1), output_shape=(3, 4, 8, 2)),
+                         note="NHWC odd pads")],
+    "deconv3d": [Example(inputs(normal(2, 3, 3, 2, 3), normal(3, 2, 2, 3, 2)),
+                         _cnd("NCDHW", (2, 1, 1), ((0, 0), (1, 1), (0, 1)), (1, 1, 1), output_shape=(2, 2, 6, 2, 3)),
+                         note="3-d", layouts=[[None, 1]])],
+})

@@ -14,6 +14,7 @@ from oneflow_compat.kernels import linalg
 from oneflow_compat.kernels import loss as loss_k
 from oneflow_compat.kernels import nn as nn_k
 from oneflow_compat.kernels import random as random_k
+from oneflow_compat.ops.math_ops import bias_grad_sum
 from oneflow_compat.ops.registry import OpDef, apply, register
 
 _WINDOW_ATTRS = ("strides", "pads", "dilations", "groups", "data_format")
@@ -339,7 +340,7 @@ def _conv_bias_act_grad(op, dys):
     x, w, _ = op.inputs
     dz = _act_grad(op, dys[0])
     c_ax = _channel_axis(op.attrs["data_format"])
-    db = apply("reduce_sum", [dz], {"axis": [i for i in range(4) if i != c_ax], "keepdims": False})
+    db = bias_grad_sum(dz, [i for i in range(4) if i != c_ax])
     dx = apply("conv2d_grad_input", [dz, w], dict(_conv_attrs(op), input_shape=tuple(x.shape)))
     dw = apply("conv2d_grad_weight", [dz, x], dict(_conv_attrs(op), weight_shape=tuple(w.shape)))
     return [dx, dw, db]
@@ -383,7 +384,7 @@ def _matmul_bias_act_grad(op, dys):
 
     da = mm(dz, b, False, not tb) if not ta else mm(b, dz, tb, True)
     db = mm(a, dz, not ta, False) if not tb else mm(dz, a, True, ta)
-    return [da, db, apply("reduce_sum", [dz], {"axis": [0], "keepdims": False})]
+    return [da, db, bias_grad_sum(dz, [0])]
 
 
 def _matmul_bias_act_sbp(op):

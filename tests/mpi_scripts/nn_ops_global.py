@@ -156,7 +156,17 @@ def norms():
         check(name, make, xs, layouts, rtol=1e-4)
 
 
-FAMILIES = {"activations": activations, "losses": losses, "norms": norms}
+def convs():
+    for name, make, shape in [
+            ("Conv1d", lambda: nn.Conv1d(4, 6, 3, padding=1, groups=2), (5, 4, 7)),
+            ("Conv2d", lambda: nn.Conv2d(3, 4, 3, stride=2, padding=1), (5, 3, 6, 5)),
+            ("Conv3d", lambda: nn.Conv3d(2, 3, 2), (3, 2, 3, 4, 3)),
+            ("ConvTranspose2d", lambda: nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1),
+             (5, 3, 3, 4))]:
+        check(name, make, [_x(*shape, seed=7).astype(np.float32)], [[0], [1], [None]], rtol=1e-4)
+
+
+FAMILIES = {"activations": activations, "losses": losses, "norms": norms, "convs": convs}
 
 if __name__ == "__main__":
     for family in (sys.argv[1:] or list(FAMILIES)):
