@@ -28,6 +28,8 @@ EXPECTED["losses"].update({"MarginRankingLoss": ["[0, 0, 0]", "[None, None, None
 EXPECTED["norms"] = {"BatchNorm2d": ["[0]", "[1]", "[2]"], "BatchNorm1d": ["[0]", "[1]"],
                      "BatchNorm2d_eval": ["[0]", "[1]"], "LayerNorm": ["[0]", "[1]", "[2]"],
                      "GroupNorm": ["[0]", "[1]"], "InstanceNorm2d": ["[0]", "[1]"]}
+EXPECTED["pools"] = {name: ["[0]", "[1]"] for name in ("MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "MaxPool1d",
+                                                       "AvgPool3d")}
 EXPECTED["convs"] = {name: ["[0]", "[1]", "[None]"] for name in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d")}
 
 

@@ -16,3 +16,7 @@ from oneflow_compat._global.nn_norms import batch_norm, group_norm, instance_nor
 # nn ops family: convolutions
 from oneflow_compat._global.nn_convs import (  # noqa: F401,E402
     conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d)
+# nn ops family: pooling
+from oneflow_compat._global.nn_pools import (  # noqa: F401,E402
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d,
+    max_pool2d, max_pool3d)

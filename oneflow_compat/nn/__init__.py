@@ -37,3 +37,4 @@ InstanceNorm2d = _shared(InstanceNorm2d, _legacy_norms.instance_normalization2d)
 InstanceNorm3d = _shared(InstanceNorm3d, _legacy_norms.instance_normalization3d)  # noqa: F405
 from oneflow_compat.nn.legacy_convs import (  # noqa: F401,E402
     conv1d, conv2d_transpose, conv3d, torch_conv2d_transpose)
+from oneflow_compat.nn.legacy_convs import avg_pool1d, avg_pool3d, max_pool1d, max_pool3d  # noqa: F401,E402

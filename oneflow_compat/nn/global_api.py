@@ -19,3 +19,7 @@ from oneflow_compat._global.nn_norms import (  # noqa: F401,E402
 # nn ops family: convolutions
 from oneflow_compat._global.nn_convs import (  # noqa: F401,E402
     Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)
+# nn ops family: pooling
+from oneflow_compat._global.nn_pools import (  # noqa: F401,E402
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d,
+    MaxPool3d)

@@ -1,6 +1,7 @@
-"""The legacy convolutions of OneFlow v0.3.4/v0.4.0 beside conv2d: `flow.nn.conv1d`, `flow.nn.conv3d`,
+"""The legacy convolutions and pools of OneFlow v0.3.4/v0.4.0 beside the 2-D ones: `flow.nn.conv1d`, `flow.nn.conv3d`,
 `flow.nn.conv2d_transpose`, `flow.nn.torch_conv2d_transpose` (ops/nn_ops.py) and `flow.layers.conv1d`,
-`flow.layers.conv3d` (ops/layers.py), with OneFlow's argument checks, padding rules and variable names.
+`flow.layers.conv3d` (ops/layers.py), `flow.nn.max_pool1d/3d`, `avg_pool1d/3d`, with OneFlow's argument checks,
+padding rules and variable names.
 
 Padding: "VALID", "SAME" (= "SAME_LOWER": the odd cell before), "SAME_UPPER", or one entry per axis of the input
 (ints or (before, after) pairs, zeros on the batch and channel axes), as OneFlow's `calc_conv_padding`. OneFlow
@@ -312,3 +313,45 @@ def layers_conv3d(inputs, filters, kernel_size=1, strides=1, padding="VALID", da
     if need_transpose:
         output = array_api.transpose(output, perm=[0, 2, 3, 4, 1])
     return output
+
+
+# --- pooling of 1 and 3 dimensions (v0.3.4/v0.4.0 ops/nn_ops.py `max_pool1d`, `avg_pool1d`, `max_pool3d`,
+# `avg_pool3d`). OneFlow's own 1-D pools raised NotImplementedError ("TODO: fix cuDNN bugs in pooling_1d"); these
+# compute them, with the signatures and defaults OneFlow declared (max_pool1d's default format is "NWC").
+def _pool(op_type, input, ksize, strides, padding, data_format, ceil_mode, name, nd, formats,  # noqa: A002
+          default_name):
+    fmt = data_format.upper()
+    if fmt not in formats:
+        raise AssertionError("%s: data_format must be one of %s, got %r" % (op_type, list(formats), data_format))
+    if len(input.shape) != nd + 2:
+        raise AssertionError("%s: input must have %d axes, got shape %s" % (op_type, nd + 2, input.shape))
+    from oneflow_compat.nn.legacy_ops import _pair  # OneFlow's _GetSequence rule: 1 value or n
+
+    ksize, strides = _pair(ksize, "ksize", nd), _pair(strides, "strides", nd)
+    first = fmt.startswith("NC")
+    spatial = tuple(input.shape[2:]) if first else tuple(input.shape[1:-1])
+    pads = nd_pads(padding, spatial, ksize, (1,) * nd, strides, first, op_type)
+    if name is None:
+        name = builder.current("flow.nn." + op_type).job.unique_name(default_name)
+    return apply(op_type, [input], {"ksize": tuple(ksize), "strides": tuple(strides), "pads": pads,
+                                    "data_format": fmt, "ceil_mode": bool(ceil_mode)}, name=name)
+
+
+def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    return _pool("max_pool1d", input, ksize, strides, padding, data_format, False, name, 1, ("NCW", "NWC"),
+                 "MaxPool1D_")
+
+
+def avg_pool1d(input, ksize, strides, padding, data_format="NCW", name=None):  # noqa: A002
+    return _pool("avg_pool1d", input, ksize, strides, padding, data_format, False, name, 1, ("NCW", "NWC"),
+                 "AvgPool1D_")
+
+
+def max_pool3d(input, ksize, strides, padding, data_format="NCDHW", ceil_mode=False, name=None):  # noqa: A002
+    return _pool("max_pool3d", input, ksize, strides, padding, data_format, ceil_mode, name, 3, ("NCDHW", "NDHWC"),
+                 "MaxPool3D_")
+
+
+def avg_pool3d(input, ksize, strides, padding, data_format="NCDHW", ceil_mode=False, name=None):  # noqa: A002
+    return _pool("avg_pool3d", input, ksize, strides, padding, data_format, ceil_mode, name, 3, ("NCDHW", "NDHWC"),
+                 "AvgPool3D_")

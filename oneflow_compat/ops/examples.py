@@ -741,3 +741,70 @@ EXAMPLES.update({
                          _cnd("NCDHW", (2, 1, 1), ((0, 0), (1, 1), (0, 1)), (1, 1, 1), output_shape=(2, 2, 6, 2, 3)),
                          note="3-d", layouts=[[None, 1]])],
 })
+
+
+# --- nn ops family: pooling of 1 and 3 dimensions, OneFlow 0.9's options, adaptive pooling (ops/pool_ops.py) -------
+def _pnd(fmt, ksize, strides, pads, ceil_mode=False, **extra):
+    return dict({"ksize": ksize, "strides": strides, "pads": pads, "data_format": fmt, "ceil_mode": ceil_mode},
+                **extra)
+
+
+def _pool_grad_inputs(kind, x_shape, attrs, values=distinct):
+    def make(r):
+        from oneflow_compat.kernels import pool_nd
+
+        x = values(*x_shape)(r)
+        drop = ("count_include_pad", "divisor_override") if kind == "max" else ("dilations",)
+        kw = {k: v for k, v in attrs.items() if k not in drop}
+        if kind == "max":
+            y = pool_nd.max_pool(np, x, **kw)
+            return [r.standard_normal(y.shape), x, y]
+        return [r.standard_normal(pool_nd.avg_pool(np, x, **kw).shape)]
+    return make
+
+
+_POOL1D = [((2, 3, 9), _pnd("NCW", (3,), (2,), ((1, 1),)), "3/2 SAME", [[1]]),
+           ((3, 8, 2), _pnd("NWC", (2,), (2,), ((0, 0),), ceil_mode=True), "NWC 2/2", [[2]]),
+           ((2, 3, 10), _pnd("NCW", (3,), (2,), ((1, 1),), dilations=(2,), count_include_pad=True,
+                             divisor_override=0), "0.9: dilation 2 / count_include_pad", ())]
+_POOL3D = [((2, 3, 4, 5, 4), _pnd("NCDHW", (2, 2, 2), (2, 2, 2), ((0, 0), (0, 1), (0, 0))), "2x2x2/2", [[1]]),
+           ((2, 4, 5, 3, 3), _pnd("NDHWC", (3, 2, 2), (2, 1, 1), ((1, 1), (0, 0), (1, 0)), ceil_mode=True),
+            "NDHWC ceil_mode", ()),
+           ((2, 2, 5, 4, 5), _pnd("NCDHW", (3, 2, 3), (2, 2, 2), ((1, 1), (1, 1), (1, 1)), dilations=(1, 2, 1),
+                                  count_include_pad=True, divisor_override=0), "0.9 options", ())]
+_POOL2D_09 = [((2, 3, 7, 6), _pnd("NCHW", (3, 2), (2, 2), ((1, 1), (1, 1)), dilations=(2, 1),
+                                  count_include_pad=True, divisor_override=0), "0.9: dilation, pad counted"),
+              ((2, 3, 6, 7), _pnd("NCHW", (3, 3), (2, 2), ((1, 1), (1, 1)), ceil_mode=True, dilations=(1, 1),
+                                  count_include_pad=False, divisor_override=5), "0.9: ceil, divisor 5")]
+EXAMPLES.update({
+    "max_pool1d": [Example(inputs(distinct(*xs)), a, note=n, layouts=lay) for xs, a, n, lay in _POOL1D],
+    "max_pool1d_grad": [Example(_pool_grad_inputs("max", xs, a), a, note=n) for xs, a, n, _ in _POOL1D],
+    "avg_pool1d": [Example(inputs(normal(*xs)), a, note=n, layouts=lay) for xs, a, n, lay in _POOL1D],
+    "avg_pool1d_grad": [Example(_pool_grad_inputs("avg", xs, a), dict(a, input_shape=xs), note=n)
+                        for xs, a, n, _ in _POOL1D],
+    "max_pool3d": [Example(inputs(distinct(*xs)), a, note=n, layouts=lay) for xs, a, n, lay in _POOL3D],
+    "max_pool3d_grad": [Example(_pool_grad_inputs("max", xs, a), a, note=n) for xs, a, n, _ in _POOL3D],
+    "avg_pool3d": [Example(inputs(normal(*xs)), a, note=n, layouts=lay) for xs, a, n, lay in _POOL3D],
+    "avg_pool3d_grad": [Example(_pool_grad_inputs("avg", xs, a), dict(a, input_shape=xs), note=n)
+                        for xs, a, n, _ in _POOL3D],
+    "adaptive_avg_pool1d": [Example(inputs(normal(3, 4, 7)), {"output_size": (3,), "data_format": "NCW"})],
+    "adaptive_avg_pool1d_grad": [Example(inputs(normal(3, 4, 3)), {"output_size": (3,), "data_format": "NCW",
+                                                                   "input_shape": (3, 4, 7)})],
+    "adaptive_avg_pool2d": [Example(inputs(normal(2, 3, 7, 5)), {"output_size": (3, 2), "data_format": "NCHW"},
+                                    layouts=[[1]]),
+                            Example(inputs(normal(2, 5, 4, 3)), {"output_size": (1, 1), "data_format": "NHWC"},
+                                    note="global average, NHWC")],
+    "adaptive_avg_pool2d_grad": [Example(inputs(normal(2, 3, 3, 2)), {"output_size": (3, 2), "data_format": "NCHW",
+                                                                      "input_shape": (2, 3, 7, 5)})],
+    "adaptive_avg_pool3d": [Example(inputs(normal(2, 3, 4, 5, 3)), {"output_size": (2, 3, 2),
+                                                                    "data_format": "NCDHW"})],
+    "adaptive_avg_pool3d_grad": [Example(inputs(normal(2, 3, 2, 3, 2)), {"output_size": (2, 3, 2),
+                                                                         "data_format": "NCDHW",
+                                                                         "input_shape": (2, 3, 4, 5, 3)})],
+})
+EXAMPLES["max_pool2d"] = EXAMPLES["max_pool2d"] + [Example(inputs(distinct(*xs)), a, note=n) for xs, a, n in _POOL2D_09]
+EXAMPLES["max_pool2d_grad"] = EXAMPLES["max_pool2d_grad"] + [
+    Example(_pool_grad_inputs("max", xs, a), a, note=n) for xs, a, n in _POOL2D_09]
+EXAMPLES["avg_pool2d"] = EXAMPLES["avg_pool2d"] + [Example(inputs(normal(*xs)), a, note=n) for xs, a, n in _POOL2D_09]
+EXAMPLES["avg_pool2d_grad"] = EXAMPLES["avg_pool2d_grad"] + [
+    Example(_pool_grad_inputs("avg", xs, a), dict(a, input_shape=xs), note=n) for xs, a, n in _POOL2D_09]

@@ -166,7 +166,18 @@ def convs():
         check(name, make, [_x(*shape, seed=7).astype(np.float32)], [[0], [1], [None]], rtol=1e-4)
 
 
-FAMILIES = {"activations": activations, "losses": losses, "norms": norms, "convs": convs}
+def pools():
+    x4 = np.random.default_rng(8).permutation(5 * 3 * 7 * 6).reshape(5, 3, 7, 6) * 0.05
+    for name, make, x in [
+            ("MaxPool2d", lambda: nn.MaxPool2d(3, 2, 1, dilation=1), x4),
+            ("AvgPool2d", lambda: nn.AvgPool2d(3, 2, 1), x4),
+            ("AdaptiveAvgPool2d", lambda: nn.AdaptiveAvgPool2d((2, 3)), x4),
+            ("MaxPool1d", lambda: nn.MaxPool1d(2), x4[:, :, :, 0]),
+            ("AvgPool3d", lambda: nn.AvgPool3d(2, ceil_mode=True), x4.reshape(5, 3, 7, 3, 2))]:
+        check(name, make, [x], [[0], [1]])
+
+
+FAMILIES = {"activations": activations, "losses": losses, "norms": norms, "convs": convs, "pools": pools}
 
 if __name__ == "__main__":
     for family in (sys.argv[1:] or list(FAMILIES)):
