@@ -87,3 +87,4 @@ from oneflow_compat.nn.legacy_norms import (  # noqa: F401,E402
     layers_batch_normalization_add_relu as batch_normalization_add_relu,
     layers_batch_normalization_relu as batch_normalization_relu, layers_layer_norm as layer_norm)
 from oneflow_compat.nn.legacy_convs import layers_conv1d as conv1d, layers_conv3d as conv3d  # noqa: F401,E402
+from oneflow_compat.nn.legacy_misc import upsample_2d  # noqa: F401,E402

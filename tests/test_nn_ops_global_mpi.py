@@ -30,6 +30,9 @@ EXPECTED["norms"] = {"BatchNorm2d": ["[0]", "[1]", "[2]"], "BatchNorm1d": ["[0]"
                      "GroupNorm": ["[0]", "[1]"], "InstanceNorm2d": ["[0]", "[1]"]}
 EXPECTED["pools"] = {name: ["[0]", "[1]"] for name in ("MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "MaxPool1d",
                                                        "AvgPool3d")}
+EXPECTED["misc"] = {"Embedding": ["[0]", "[1]", "[None]"]}
+EXPECTED["misc"].update({name: ["[0]", "[1]"] for name in ("PixelShuffle", "Upsample", "ReflectionPad2d",
+                                                          "ReplicationPad2d")})
 EXPECTED["convs"] = {name: ["[0]", "[1]", "[None]"] for name in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d")}
 
 

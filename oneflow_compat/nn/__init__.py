@@ -38,3 +38,8 @@ InstanceNorm3d = _shared(InstanceNorm3d, _legacy_norms.instance_normalization3d)
 from oneflow_compat.nn.legacy_convs import (  # noqa: F401,E402
     conv1d, conv2d_transpose, conv3d, torch_conv2d_transpose)
 from oneflow_compat.nn.legacy_convs import avg_pool1d, avg_pool3d, max_pool1d, max_pool3d  # noqa: F401,E402
+from oneflow_compat.nn import legacy_misc as _legacy_misc  # noqa: E402
+from oneflow_compat.nn.legacy_misc import random_mask_like  # noqa: F401,E402
+
+PixelShuffle = _shared(PixelShufflev2, _legacy_misc.pixel_shuffle)  # noqa: F405 (OneFlow 0.9: PixelShufflev2)
+PixelShufflev2 = _shared(PixelShufflev2, _legacy_misc.pixel_shufflev2)  # noqa: F405

@@ -23,3 +23,8 @@ from oneflow_compat._global.nn_convs import (  # noqa: F401,E402
 from oneflow_compat._global.nn_pools import (  # noqa: F401,E402
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d,
     MaxPool3d)
+# nn ops family: embedding, pixel shuffle, upsampling, padding, channel dropout
+from oneflow_compat._global.nn_misc import (  # noqa: F401,E402
+    ConstantPad1d, ConstantPad2d, ConstantPad3d, Dropout1d, Dropout2d, Dropout3d, Embedding, PixelShufflev2,
+    ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Upsample, UpsamplingBilinear2d,
+    UpsamplingNearest2d, ZeroPad2d)

@@ -808,3 +808,44 @@ EXAMPLES["max_pool2d_grad"] = EXAMPLES["max_pool2d_grad"] + [
 EXAMPLES["avg_pool2d"] = EXAMPLES["avg_pool2d"] + [Example(inputs(normal(*xs)), a, note=n) for xs, a, n in _POOL2D_09]
 EXAMPLES["avg_pool2d_grad"] = EXAMPLES["avg_pool2d_grad"] + [
     Example(_pool_grad_inputs("avg", xs, a), dict(a, input_shape=xs), note=n) for xs, a, n in _POOL2D_09]
+
+
+# --- nn ops family: embedding, upsample, edge padding, random_mask_like (ops/nn_misc_ops.py) --------------------------
+def _ups(output_size, mode="nearest", align_corners=False, scales=None, half_pixel=False):
+    return {"output_size": output_size, "mode": mode, "align_corners": align_corners, "scales": scales,
+            "half_pixel": half_pixel}
+
+
+EXAMPLES.update({
+    "embedding": [Example(inputs(normal(7, 4), fixed([[3, 0, 3], [6, 1, 0]], np.int64)),
+                          {"padding_idx": 0, "axis": 0}, wrt=[0], note="repeated rows, padding row 0", grad=False),
+                  Example(inputs(normal(7, 4), fixed([[3, 2, 3], [6, 1, 5]], np.int64)),
+                          {"padding_idx": -1, "axis": 0}, wrt=[0], note="repeated rows (padding_idx's row gets no "
+                          "gradient by definition: tests/test_nn_misc.py checks it against torch)",
+                          layouts=[[0, None], [1, None], [None, 0]]),
+                  Example(inputs(normal(5, 3), ints(6, high=5)), {"padding_idx": -1, "axis": 0}, wrt=[0])],
+    "embedding_grad": [Example(inputs(normal(2, 3, 4), fixed([[3, 0, 3], [6, 1, 0]], np.int64), normal(7, 4)),
+                               {"padding_idx": 3, "axis": 0}, wrt=[0])],
+    "upsample": [Example(inputs(normal(2, 3, 4, 5)), _ups((8, 10)), note="nearest x2"),
+                 Example(inputs(normal(2, 3, 4, 5)), _ups((8, 15), half_pixel=True, scales=(2.0, 3.0)),
+                         note="legacy nearest (half pixel)", layouts=[[1]]),
+                 Example(inputs(normal(2, 3, 4, 5)), _ups((7, 9), "linear"), note="bilinear"),
+                 Example(inputs(normal(2, 3, 4, 5)), _ups((7, 9), "linear", align_corners=True),
+                         note="bilinear, align_corners"),
+                 Example(inputs(normal(2, 3, 6)), _ups((4,), "linear"), note="linear, downsampling"),
+                 Example(inputs(normal(2, 2, 3, 2, 4)), _ups((6, 3, 8)), note="3-d nearest")],
+    "upsample_grad": [Example(inputs(normal(2, 3, 7, 9)), dict(_ups((7, 9), "linear"), input_shape=(2, 3, 4, 5))),
+                      Example(inputs(normal(2, 3, 8, 10)), dict(_ups((8, 10)), input_shape=(2, 3, 4, 5)))],
+    "reflection_pad1d": [Example(inputs(normal(3, 2, 6)), {"padding": (2, 3)})],
+    "reflection_pad1d_grad": [Example(inputs(normal(3, 2, 11)), {"padding": (2, 3)})],
+    "reflection_pad2d": [Example(inputs(normal(2, 3, 5, 4)), {"padding": (1, 3, 2, 0)}, layouts=[[1]])],
+    "reflection_pad2d_grad": [Example(inputs(normal(2, 3, 7, 8)), {"padding": (1, 3, 2, 0)})],
+    "replication_pad1d": [Example(inputs(normal(3, 2, 4)), {"padding": (3, 1)})],
+    "replication_pad1d_grad": [Example(inputs(normal(3, 2, 8)), {"padding": (3, 1)})],
+    "replication_pad2d": [Example(inputs(normal(2, 3, 3, 4)), {"padding": (2, 1, 0, 4)})],
+    "replication_pad2d_grad": [Example(inputs(normal(2, 3, 7, 7)), {"padding": (2, 1, 0, 4)})],
+    "random_mask_like": [Example(inputs(normal(5, 7)), {"rate": 0.3, "seed": 11}, grad=False,
+                                 note="random per call"),
+                         Example(inputs(normal(4, 5, 6)), {"rate": 0.5, "seed": None}, grad=False,
+                                 note="session seed")],
+})

@@ -177,7 +177,19 @@ def pools():
         check(name, make, [x], [[0], [1]])
 
 
-FAMILIES = {"activations": activations, "losses": losses, "norms": norms, "convs": convs, "pools": pools}
+def misc():
+    idx = np.random.default_rng(9).integers(0, 7, (5, 3)).astype(np.int64)
+    check("Embedding", lambda: nn.Embedding(7, 4, padding_idx=1), [idx], [[0], [1], [None]])
+    x4 = _x(5, 8, 3, 4, seed=10)
+    for name, make in [("PixelShuffle", lambda: nn.PixelShuffle(2)),
+                       ("Upsample", lambda: nn.Upsample(scale_factor=2, mode="bilinear")),
+                       ("ReflectionPad2d", lambda: nn.ReflectionPad2d((1, 2, 0, 1))),
+                       ("ReplicationPad2d", lambda: nn.ReplicationPad2d(1))]:
+        check(name, make, [x4], [[0], [1]])
+
+
+FAMILIES = {"activations": activations, "losses": losses, "norms": norms, "convs": convs, "pools": pools,
+            "misc": misc}
 
 if __name__ == "__main__":
     for family in (sys.argv[1:] or list(FAMILIES)):
