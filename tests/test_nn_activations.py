@@ -232,3 +232,22 @@ def test_activations_in_a_graph_equal_eager():
     eager_y = net(x).numpy()
     graph_y = Train()(x).numpy()
     np.testing.assert_allclose(graph_y, eager_y, rtol=1e-6, atol=1e-6)
+
+
+def test_v040_fused_layers_compute_what_they_fuse():
+    x, b = _x(np.float64, (4, 6, 5)), _x(np.float64, (6,), seed=1)
+    outs, grads, rs = ref.legacy(lambda x, b: flow.nn.fused_bias_add_gelu(x, b), [x, b])
+    t_outs, t_grads = ref.torch_ref(lambda x, b: TF.gelu(x + b[None, :, None]), [x, b], rs)
+    ref.assert_close(outs + grads, t_outs + t_grads, np.float64, "fused_bias_add_gelu")
+    # dropout with bias: every element is 0 or (x + b) / (1 - rate)
+    y = ref.legacy(lambda x, b: flow.nn.fused_bias_add_dropout(x, b, data_format="NCW", rate=0.25), [x, b])[0][0]
+    full = (x + b[None, :, None]) / 0.75
+    assert np.all(np.isclose(y, 0) | np.isclose(y, full)) and 0 < (y == 0).mean() < 0.6
+    # hidden (seq 5, batch 2, 2 heads x 3 x head 4): q k^T · alpha and v, per (batch, head)
+    h = _x(np.float64, (5, 2, 24), seed=2)
+    qmk, v = ref.predict(lambda h: flow.nn.fused_self_attention_query_mul_key_and_value(h, 4, alpha=0.5), [h],
+                         n_outputs=2)
+    heads = h.reshape(5, 2, 2, 12)
+    q, k, val = (heads[..., i * 4:(i + 1) * 4].transpose(1, 2, 0, 3) for i in range(3))
+    np.testing.assert_allclose(qmk, 0.5 * q @ k.transpose(0, 1, 3, 2), rtol=1e-12)
+    np.testing.assert_allclose(v, val, rtol=1e-12)

@@ -43,3 +43,5 @@ from oneflow_compat.nn.legacy_misc import random_mask_like  # noqa: F401,E402
 
 PixelShuffle = _shared(PixelShufflev2, _legacy_misc.pixel_shuffle)  # noqa: F405 (OneFlow 0.9: PixelShufflev2)
 PixelShufflev2 = _shared(PixelShufflev2, _legacy_misc.pixel_shufflev2)  # noqa: F405
+from oneflow_compat.nn.legacy_activations import (  # noqa: F401,E402
+    fused_bias_add_dropout, fused_bias_add_gelu, fused_self_attention_query_mul_key_and_value)

@@ -77,3 +77,58 @@ def prelu(inputs, alpha_initializer=None, alpha_regularizer=None, shared_axes=No
                                      regularizer=alpha_regularizer, trainable=trainable,
                                      distribute=model_distribute, reuse=False)
     return apply("prelu", [inputs, alpha], name=name)
+
+
+# --- v0.4.0's fused layers (ops/nn_ops.py `fused_bias_add_gelu`, `fused_bias_add_dropout`; ops/domain_ops.py
+# `fused_self_attention_query_mul_key_and_value`): the values of the fused GPU kernels, from the ops they fuse -----
+def _bias_axis(value, data_format):
+    if data_format is None or data_format.startswith("NC"):
+        return 1
+    if data_format.startswith("N") and data_format.endswith("C"):
+        return len(value.shape) - 1
+    raise ValueError("data_format must be of the form `N...C` or `NC...`")
+
+
+def fused_bias_add_gelu(value, bias, data_format=None, name=None):
+    name = _name(name, "FusedBiasAddGelu_")
+    out = apply("bias_add", [value, bias], {"axis": _bias_axis(value, data_format)}, name=name + "-bias_add")
+    return apply("gelu", [out], name=name)
+
+
+def fused_bias_add_dropout(value, bias, data_format=None, rate=0.0, noise_shape=None, seed=None, name=None):
+    """(value + bias) · mask / (1 - rate), the mask from random_mask_like (`<name>-dropout_random_mask_like`);
+    the plain bias_add where the job does not train or rate is 0."""
+    from oneflow_compat.nn import legacy_misc, legacy_ops
+
+    if not (rate is not None and 0.0 <= rate < 1.0):
+        raise AssertionError("rate must be in [0, 1), got %r" % (rate,))
+    if not builder.current("flow.nn.fused_bias_add_dropout").job.is_train or rate == 0.0:
+        return legacy_ops.bias_add(value, bias, data_format, name)
+    name = _name(name, "BiasAddDropout_")
+    mask = legacy_misc.random_mask_like(value, rate, seed, noise_shape, "%s-dropout_random_mask_like" % name)
+    out = apply("bias_add", [value, bias], {"axis": _bias_axis(value, data_format)}, name=name + "-bias_add")
+    scaled = _math.multiply(ops_api.cast(mask, value.dtype), float(1.0 / (1.0 - rate)))
+    return _math.multiply(out, scaled, name=name)
+
+
+def fused_self_attention_query_mul_key_and_value(x, head_size, alpha=1.0, name=None):
+    """hidden states (seq, batch, heads · 3 · head_size), each head's q | k | v side by side -> (alpha q kᵀ of
+    shape (batch, heads, seq, seq), v of shape (batch, heads, seq, head_size)), as OneFlow's fused GPU op."""
+    from oneflow_compat._api import array_api
+
+    if len(x.shape) != 3 or x.shape[2] % (3 * head_size):
+        raise AssertionError("fused_self_attention_query_mul_key_and_value: hidden states of shape %s do not "
+                             "hold heads of 3 x %d" % (x.shape, head_size))
+    name = _name(name, "FusedSelfAttentionQueryMulKeyAndValue_")
+    s, b, hidden = x.shape
+    n = hidden // (3 * head_size)
+    heads = ops_api.reshape(x, (s, b, n, 3 * head_size), name=name + "-reshape")
+
+    def part(k, perm, what):
+        piece = array_api.slice(heads, [None, None, None, k * head_size], [None, None, None, head_size],
+                                name="%s-%s" % (name, what))
+        return array_api.transpose(piece, perm, name="%s-%s_transpose" % (name, what))
+
+    q, k, v = part(0, [1, 2, 0, 3], "query"), part(1, [1, 2, 3, 0], "key"), part(2, [1, 2, 0, 3], "value")
+    qmk = apply("matmul", [q, k], {"transpose_a": False, "transpose_b": False, "alpha": float(alpha)}, name=name)
+    return qmk, v
