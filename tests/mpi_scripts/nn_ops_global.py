@@ -72,12 +72,14 @@ def check(name, make, xs, layouts_list, rtol=1e-5, call=None):
         local_pgrads = [p.grad.numpy() if p.grad is not None else None for _, p in _params(local)]
         outs, grads = _run(f_glob, xs, layouts, rs)
         for k, (a, b) in enumerate(zip(outs, ref_outs)):
-            np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * 1e-2, err_msg="%s %s output %d" % (name, layouts, k))
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * 1e-2,
+                                       err_msg="%s %s output %d" % (name, layouts, k))
         for k, (a, b) in enumerate(zip(grads, ref_grads)):
             if b is None:
                 assert a is None, "%s %s: input %d has a gradient on the global side only" % (name, layouts, k)
                 continue
-            np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * 1e-2, err_msg="%s %s input grad %d" % (name, layouts, k))
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * 1e-2,
+                                       err_msg="%s %s input grad %d" % (name, layouts, k))
         for (pname, p), b in zip(_params(glob), local_pgrads):
             assert p.is_global and p.sbp == (B,), "%s: parameter %s is %s" % (name, pname, p.sbp)
             if b is None:
