@@ -75,7 +75,7 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
         if g is None:
             if t.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                raise RuntimeError("Grad can be implicitly created only for scalar outputs")  # OneFlow 0.9's words
             gv = autograd.seed_gradient(t._value)
         else:
             if tuple(g.shape) != tuple(t.shape):

@@ -38,17 +38,15 @@ class Parameter(Tensor):
         self._placement = data._placement
         self._sbp = data._sbp
         self._device = data._device
-        self.grad_fn = None
+        self._node = None
+        self._acc_node = None
         self._out_index = 0
         self._grad = None
         self.requires_grad_flag = False
         if requires_grad:
             self.requires_grad_(True)
 
-    def __repr__(self):
-        return "Parameter containing:\n" + super().__repr__()
-
-    __str__ = __repr__
+    # (a Parameter prints as the tensor it is, as OneFlow 0.9's C++ Parameter does: no "Parameter containing:")
 
 
 class _IncompatibleKeys(collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -296,10 +294,10 @@ class Module:
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
             if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
+                destination[prefix + name] = param  # OneFlow 0.9 keeps the Parameter itself (keep_vars or not)
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
+                destination[prefix + name] = buf
 
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """{attribute path: tensor} of every parameter and persistent buffer (detached, sharing storage)."""

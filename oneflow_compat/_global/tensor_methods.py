@@ -53,12 +53,12 @@ def _rebind(self, result):
     self._check_inplace()
     v, r = self._value, result._value
     same = (r.meta.shape == v.meta.shape and r.placement == v.placement and r.sbp == v.sbp)
-    if result.grad_fn is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
+    if result._node is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
         for p, q in zip(v.pieces, r.pieces):
             p[...] = q
         return self
     self._value, self._placement, self._sbp = r, result._placement, result._sbp
-    self.grad_fn, self._out_index, self.requires_grad_flag = result.grad_fn, result._out_index, \
+    self._node, self._out_index, self.requires_grad_flag = result._node, result._out_index, \
         result.requires_grad_flag
     return self
 
