@@ -411,6 +411,21 @@ class Module:
 
         return self.to(dtypes.float64)
 
+    def half(self):
+        from oneflow_compat.ir import dtypes
+
+        return self.to(dtypes.float16)
+
+    def to_local(self):
+        """Every global parameter and buffer replaced by this rank's local piece (OneFlow 0.9)."""
+        return self._apply(lambda t: t.to_local() if t.is_global else t)
+
+    def __getstate__(self):
+        return self.__dict__.copy()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
     # --- printing ------------------------------------------------------------------------------------------
     def extra_repr(self):
         return ""
@@ -515,14 +530,39 @@ class ModuleList(Module):
     def __setitem__(self, idx, module):
         self.add_module(str(_index(idx, len(self))), module)
 
+    def __delitem__(self, idx):
+        keys = list(self._modules.keys())
+        for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(self))]]):
+            del self._modules[key]
+        # the remaining modules are renumbered 0, 1, … (as OneFlow's ListContainer does)
+        object.__setattr__(self, "_modules", collections.OrderedDict(
+            (str(i), m) for i, m in enumerate(self._modules.values())))
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __dir__(self):
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+    def insert(self, index, module):
+        for i in range(len(self._modules), index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+
     def append(self, module):
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
-        for module in modules:
+        if not isinstance(modules, collections.abc.Iterable):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got "
+                            + type(modules).__name__)
+        for module in list(modules):
             self.append(module)
         return self
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError()
 
 
 def _index(idx, n):
