@@ -371,6 +371,9 @@ class Module:
             else:
                 new = Parameter(converted, param.requires_grad)
                 self._parameters[key] = new
+                # an optimizer created before this conversion still holds `param`: it will update nothing the
+                # module uses (OneFlow 0.9 replaces the Parameter too, silently); Optimizer.step() warns
+                param._replaced_by_conversion = "parameter '%s' of %s" % (key, type(self).__name__)
             if grad is not None:
                 new.grad = grad.detach()
             applied[id(param)] = (param, new)  # the old object stays alive, so its id is not reused meanwhile
