@@ -150,8 +150,8 @@ class AccumulateGrad(Node):
 class OpNode(Node):
     """An op of the registry: its gradient comes from its declared grad rule."""
 
-    def __init__(self, op_type, attrs, inputs, outputs, next_edges):
-        super().__init__(_backward_name(op_type, inputs), next_edges, len(outputs))
+    def __init__(self, op_type, attrs, inputs, outputs, next_edges, name=None):
+        super().__init__(name or _backward_name(op_type, inputs), next_edges, len(outputs))
         self.op_type, self.attrs = op_type, attrs
         self.inputs, self.outputs = list(inputs), list(outputs)
 
@@ -179,23 +179,10 @@ class FunctionNode(Node):
         return self.fn(dys)
 
 
-# OneFlow's own op type where this project's registry names the op differently, for `grad_fn` names
-# (`<op type>_backward`, `op_interpreter.cpp` in OneFlow 0.9; views: `tensor_methods.cpp`)
-_ONEFLOW_OP_NAMES = {
-    "subtract": "broadcast_sub", "multiply": "broadcast_mul", "divide": "broadcast_div",
-    "maximum": "broadcast_maximum", "minimum": "broadcast_minimum",
-    "reshape": "view::reshape", "expand_dims": "view::unsqueeze", "squeeze": "view::squeeze",
-    "slice": "view::slice", "transpose": "view::transpose", "flatten": "view::reshape",
-    "scalar_rsub": "scalar_add", "scalar_rdiv": "scalar_div", "clip_by_value": "clip_by_scalar",
-    "sparse_softmax_cross_entropy": "sparse_softmax_cross_entropy_ms", "batch_gather": "dim_gather",
-}
-
-
 def _backward_name(op_type, inputs=()):
-    if op_type == "add":  # OneFlow adds equal shapes with add_n, others with broadcast_add
-        same = len(inputs) == 2 and inputs[0].meta.shape == inputs[1].meta.shape
-        return ("add_n" if same else "broadcast_add") + "_backward"
-    return _ONEFLOW_OP_NAMES.get(op_type, op_type) + "_backward"
+    """The node's default name, `<op type>_backward` as OneFlow 0.9 names its nodes (`op_interpreter.cpp`); the
+    surface passes OneFlow's own op type where this project's registry names the op differently."""
+    return op_type + "_backward"
 
 
 def add(values):
