@@ -45,3 +45,6 @@ PixelShuffle = _shared(PixelShufflev2, _legacy_misc.pixel_shuffle)  # noqa: F405
 PixelShufflev2 = _shared(PixelShufflev2, _legacy_misc.pixel_shufflev2)  # noqa: F405
 from oneflow_compat.nn.legacy_activations import (  # noqa: F401,E402
     fused_bias_add_dropout, fused_bias_add_gelu, fused_self_attention_query_mul_key_and_value)
+# the oneflow.nn package's own submodules (OneFlow 0.9): nn.modules (layers by module path), nn.parallel (DDP),
+# nn.utils (gradient clipping, weight norm, parameters as a vector)
+from oneflow_compat.nn import modules, parallel, utils  # noqa: F401,E402

@@ -28,3 +28,5 @@ from oneflow_compat._global.nn_misc import (  # noqa: F401,E402
     ConstantPad1d, ConstantPad2d, ConstantPad3d, Dropout1d, Dropout2d, Dropout3d, Embedding, PixelShufflev2,
     ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Upsample, UpsamplingBilinear2d,
     UpsamplingNearest2d, ZeroPad2d)
+# global API: containers (ModuleDict, ParameterList, ParameterDict)
+from oneflow_compat._global.containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401,E402
