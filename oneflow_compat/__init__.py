@@ -18,6 +18,8 @@ if _world.job_size() > 1:  # MPI, or the launch variables (several MPI worlds jo
     _world.get_process_comm()
 from oneflow_compat.ops import (activation_ops, array_ops, data_ops, math_ops, nn_ops,  # noqa: F401 (registers)
                                 shape_ops, system_ops)
+# the nn ops family's op modules (registers them)
+from oneflow_compat.ops import conv_ops, loss_ops, nn_misc_ops, norm_ops, pool_ops  # noqa: F401,E402
 
 # the legacy API's names (the same list `oneflow.compatible.single_client` binds), then the tools' public name
 from oneflow_compat._api.legacy_names import *  # noqa: F401,F403
@@ -55,3 +57,15 @@ from oneflow_compat import optim  # noqa: E402,F401
 
 # `import oneflow.compatible.single_client as flow`: the legacy API alone (importing it chooses the legacy API)
 from oneflow_compat import compatible  # noqa: E402,F401
+
+# --- global API (issue 21): flow.dtype, flow.jit, flow.utils.data, oneflow.framework.tensor/dtype, creation ops
+from oneflow_compat.ir.dtypes import DType as dtype  # noqa: E402,F401
+from oneflow_compat import jit, utils  # noqa: E402,F401
+from oneflow_compat._global.creation import empty_like, eye, logspace  # noqa: E402,F401
+from oneflow_compat._global import framework_tensor as _framework_tensor  # noqa: E402
+from oneflow_compat import framework as _framework  # noqa: E402
+from oneflow_compat.framework import dtype as _framework_dtype  # noqa: E402,F401
+
+# `from oneflow.framework.tensor import Tensor` (flowvision): the surface module bound under OneFlow's path
+__import__("sys").modules.setdefault(__name__ + ".framework.tensor", _framework_tensor)
+_framework.tensor = _framework_tensor
