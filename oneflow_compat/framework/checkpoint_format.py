@@ -359,11 +359,19 @@ def _check_shape_dtype(var_name, var_shape, var_np_dtype, value_shape, value_np_
 # writing
 # ---------------------------------------------------------------------------------------------------------------
 
+_REFUSED_EXISTING = ("{} is a file or non-empty directory! Note that flow.save is different from torch.save. It saves "
+                     "each weight as a separated file so that a directory instead of a file should be given.")
+
+
 def _refuse_existing(path):
     if os.path.isfile(path) or (os.path.isdir(path) and len(os.listdir(path)) != 0):
-        raise AssertionError(
-            "{} is a file or non-empty directory! Note that flow.save is different from torch.save. It saves each "
-            "weight as a separated file so that a directory instead of a file should be given.".format(path))
+        raise AssertionError(_REFUSED_EXISTING.format(path))
+
+
+def is_refused_existing(error):
+    """Whether `error` is the refusal of a save into an existing file or non-empty folder (OneFlow's message)."""
+    head, tail = _REFUSED_EXISTING.split("{}")
+    return isinstance(error, AssertionError) and str(error).endswith(tail)
 
 
 def _check_variable_name(name):
