@@ -10,6 +10,8 @@ instead of running it, prints the report of every job of the session, and exits 
 to its end, then every boxing its eager ops performed is listed (`oneflow_compat.explain()` gives that report
 from inside a program).
 """
+import argparse
+import collections
 import dataclasses
 import os
 import runpy
@@ -226,17 +228,40 @@ def explain_eager():
 
 # --- the CLI: run a script, compile at its first job call, print, exit --------------------------------------------
 class _Explained(SystemExit):
-    """Raised out of the script at its first job call, after the report is printed."""
+    """Raised out of the script at its first job call, after the report is made."""
+
+    def __init__(self, code, reports=()):
+        super().__init__(code)
+        self.reports = list(reports)
 
 
-def _print_session_report(session, out):
-    report = explain_session(session)
-    print(report, file=out)
-    out.flush()
+def _merged_eager_report():
+    """The eager boxing of every rank (each rank logs the transfers it took part in): gathered, the calls of a row
+    that several ranks logged counted once."""
+    from oneflow_compat.runtime import global_eager
+
+    rows = global_eager.boxing_log()
+    comm = global_eager.comm()
+    if comm.size > 1:
+        merged = collections.OrderedDict()
+        for rank_rows in comm.allgather_object(rows):
+            for rec, calls in rank_rows:
+                merged[rec] = max(merged.get(rec, 0), calls)
+        rows = list(merged.items())
+    return EagerReport(rows)
+
+
+def _first_rank():
+    from oneflow_compat.comm import world
+
+    return world.job_rank() == 0
 
 
 def run_script(script, args, out=None):
-    """Runs `script` with `args` until a job is called; returns the process exit status (0 when explained)."""
+    """Runs `script` with `args` until a job is called (a legacy program) or to its end (a global-tensor one).
+
+    Returns (exit status, [reports]): 0 when explained. The reports are printed to `out` once per job — on the
+    first rank only when several processes run the program."""
     from oneflow_compat.framework.eager import EagerJobFunction
     from oneflow_compat.framework.job_function import JobFunction
 
@@ -247,64 +272,95 @@ def run_script(script, args, out=None):
     original, original_eager = JobFunction.call, EagerJobFunction.__call__
 
     def compile_and_explain(self, call_args):
-        _print_session_report(self.session, out)
-        raise _Explained(0)
+        raise _Explained(0, [explain_session(self.session)])
 
     def refuse_eager(self, *call_args, **kwargs):
         # eager jobs run op by op as they are called: there is no plan, and running would train
-        print("explain: %s runs in eager mode (flow.enable_eager_execution); nothing is compiled" % script,
-              file=out)
         raise _Explained(1)
 
-    saved_argv, saved_path0 = list(sys.argv), sys.path[0] if sys.path else None
+    saved_argv = list(sys.argv)
     sys.argv = [script] + list(args)
     script_dir = os.path.dirname(os.path.abspath(script))
     sys.path.insert(0, script_dir)
     JobFunction.call, EagerJobFunction.__call__ = compile_and_explain, refuse_eager
+    code, reports, problem = 0, [], None
     try:
         runpy.run_path(script, run_name="__main__")
     except _Explained as done:
-        return done.code
+        code, reports = done.code, done.reports
+        if code == 1:
+            problem = "explain: %s runs in eager mode (flow.enable_eager_execution); nothing is compiled" % script
     finally:
         JobFunction.call, EagerJobFunction.__call__ = original, original_eager
         sys.argv = saved_argv
         if sys.path and sys.path[0] == script_dir:
             sys.path.pop(0)
-    session = sess.default_session()
-    if session.eager:
-        print("explain: %s runs in eager mode; nothing is compiled" % script, file=out)
-        return 1
-    if session.status == "open" and not session.job_functions:
-        from oneflow_compat.runtime import global_eager
+    if not reports and problem is None:
+        session = sess.default_session()
+        if session.eager:
+            code, problem = 1, "explain: %s runs in eager mode; nothing is compiled" % script
+        elif session.status == "open" and not session.job_functions:
+            from oneflow_compat.runtime import global_eager
 
-        if global_eager.started():  # an eager global-tensor program: the boxing its ops performed
-            print(explain_eager(), file=out)
-            from oneflow_compat.runtime import graph_report
+            if global_eager.started():  # an eager global-tensor program: the boxing its ops performed
+                from oneflow_compat.runtime import graph_report
 
-            for report in graph_report.reports():  # and the plans of the nn.Graphs it called
+                reports = [_merged_eager_report()] + graph_report.reports()  # and its nn.Graphs' plans
+            else:
+                code, problem = 1, "explain: %s defines no job function and runs no global tensor op" % script
+        else:  # the script never called a job (or only compiled through a checkpoint call): what it defined
+            reports = [explain_session(session)]
+    if _first_rank():
+        if problem:
+            print(problem, file=out)
+        for i, report in enumerate(reports):
+            if i:
                 print("", file=out)
-                print(report, file=out)
-            out.flush()
-            return 0
-        print("explain: %s defines no job function and runs no global tensor op" % script, file=out)
-        return 1
-    # the script never called a job (or only compiled through a checkpoint call): explain what it defined
-    _print_session_report(session, out)
-    return 0
+            print(report, file=out)
+        out.flush()
+    return code, reports
 
 
-USAGE = "usage: python -m oneflow_compat explain script.py [args ...]"
+DESCRIPTION = ("Show what a program's compiled plan does on its devices: each op's placement and SBP, and every "
+               "boxing with its collective and the bytes it moves per call. A legacy script runs until its first "
+               "job call, which is compiled instead of run; a global-tensor program runs to its end.")
+
+
+def add_arguments(parser):
+    """The command line of `oneflow-compat explain` (`python -m oneflow_compat explain`)."""
+    parser.add_argument("--svg", metavar="FILE", help="also draw the plan as an SVG picture (needs matplotlib: "
+                                                      "pip install 'oneflow_compat[plot]')")
+    parser.add_argument("--png", metavar="FILE", help="also draw the plan as a PNG picture (needs matplotlib)")
+    parser.add_argument("script", help="the program to explain")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the program's own arguments")
+    return parser
+
+
+def run(options, out=None):
+    if not os.path.isfile(options.script):
+        print("explain: no such script: %s" % options.script, file=sys.stderr)
+        return 2
+    pictures = [p for p in (options.svg, options.png) if p]
+    if pictures:
+        from oneflow_compat.tools import plan_picture
+
+        missing = plan_picture.missing_library()
+        if missing:  # before the program runs, not after
+            print("explain: %s" % missing, file=sys.stderr)
+            return 2
+    code, reports = run_script(options.script, options.args, out)
+    if reports and pictures and _first_rank():
+        from oneflow_compat.tools import plan_picture
+
+        for path in pictures:
+            plan_picture.draw(reports, path)
+            print("explain: the plan's picture is in %s" % path, file=out or sys.stdout)
+    return code
 
 
 def main(argv=None):
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(USAGE, file=sys.stderr if not args else sys.stdout)
-        return 2 if not args else 0
-    if not os.path.isfile(args[0]):
-        print("explain: no such script: %s" % args[0], file=sys.stderr)
-        return 2
-    return run_script(args[0], args[1:])
+    parser = add_arguments(argparse.ArgumentParser(prog="python -m oneflow_compat explain", description=DESCRIPTION))
+    return run(parser.parse_args(argv))
 
 
 class _CallableModule(type(sys)):
