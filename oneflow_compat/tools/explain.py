@@ -243,11 +243,13 @@ def _merged_eager_report():
     rows = global_eager.boxing_log()
     comm = global_eager.comm()
     if comm.size > 1:
-        merged = collections.OrderedDict()
+        merged = collections.OrderedDict()  # the same transfer compares by its text (unpickled objects are new)
         for rank_rows in comm.allgather_object(rows):
             for rec, calls in rank_rows:
-                merged[rec] = max(merged.get(rec, 0), calls)
-        rows = list(merged.items())
+                key = repr(tuple(rec))
+                seen = merged.get(key)
+                merged[key] = (rec, calls if seen is None else max(seen[1], calls))
+        rows = list(merged.values())
     return EagerReport(rows)
 
 
