@@ -54,7 +54,7 @@ def device_tag(device_type):
     """The compiler's device tag running a local tensor of `device_type` ("cuda" runs where "gpu" runs)."""
     from oneflow_compat.backend import devices
 
-    return devices.resolve_tag("gpu") if device_type == "cuda" else "cpu"
+    return devices.resolve_tag("gpu", spelled="cuda") if device_type == "cuda" else "cpu"
 
 
 def parse_device(device):
