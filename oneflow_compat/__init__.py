@@ -53,6 +53,7 @@ from oneflow_compat._api import blob_methods as _blob_methods
 _blob_methods.install()
 
 from oneflow_compat._global.serialization import load, save  # noqa: E402 (legacy checkpoint or state dicts)
+from oneflow_compat._global.sharding_view import visualize_sharding  # noqa: E402,F401 (a project addition)
 from oneflow_compat import optim  # noqa: E402,F401
 
 # `import oneflow.compatible.single_client as flow`: the legacy API alone (importing it chooses the legacy API)

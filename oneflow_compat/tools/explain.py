@@ -370,8 +370,15 @@ class _CallableModule(type(sys)):
     `explain(job)` while `oneflow_compat.explain.Report` etc. stay reachable (a function of the same name bound in
     the package would shadow the submodule for `import oneflow_compat.explain as m`)."""
 
-    def __call__(self, job_function=None):
-        return explain_eager() if job_function is None else explain(job_function)
+    def __call__(self, job_function=None, to=None):
+        """The report (printable) of a job function, an nn.Graph, or (no argument) the eager program so far;
+        `to=FILE` also draws it there (.svg, .png or .pdf; needs matplotlib, the `plot` extra)."""
+        report = explain_eager() if job_function is None else explain(job_function)
+        if to is not None:
+            from oneflow_compat.tools import plan_picture
+
+            plan_picture.draw(report, to)
+        return report
 
 
 sys.modules[__name__].__class__ = _CallableModule
