@@ -392,7 +392,7 @@ class Tensor:
     def _accumulate_grad(self, value):
         """Adds a gradient (any layout) into `.grad`, boxed to this tensor's own placement and SBP."""
         own = self._value
-        value = autograd.box(value, own.placement, own.sbp)
+        value = autograd.box(value, own.placement, own.sbp, label="gradient")  # explain: a gradient boxing
         if self._grad is None or self._grad._value.meta.shape != own.meta.shape:
             pieces = [p.copy() for p in value.pieces]  # the gradient may share memory with other values
             self._grad = Tensor._make(global_eager.Value(own.meta, own.placement, own.sbp, pieces),
