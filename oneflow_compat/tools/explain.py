@@ -253,6 +253,28 @@ def _merged_eager_report():
     return EagerReport(rows)
 
 
+class _Tee:
+    """The script's stdout, passed through and remembered (the first 4 MB), so that a report the script printed
+    itself is not printed a second time."""
+
+    _KEEP = 4 << 20
+
+    def __init__(self, stream):
+        self.stream, self.seen, self.kept = stream, [], 0
+
+    def write(self, text):
+        if self.kept < self._KEEP:
+            self.seen.append(text)
+            self.kept += len(text)
+        return self.stream.write(text)
+
+    def printed(self, text):
+        return text in "".join(self.seen)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 def _first_rank():
     from oneflow_compat.comm import world
 
@@ -280,7 +302,8 @@ def run_script(script, args, out=None):
         # eager jobs run op by op as they are called: there is no plan, and running would train
         raise _Explained(1)
 
-    saved_argv = list(sys.argv)
+    saved_argv, saved_stdout = list(sys.argv), sys.stdout
+    tee = sys.stdout = _Tee(sys.stdout)
     sys.argv = [script] + list(args)
     script_dir = os.path.dirname(os.path.abspath(script))
     sys.path.insert(0, script_dir)
@@ -294,7 +317,7 @@ def run_script(script, args, out=None):
             problem = "explain: %s runs in eager mode (flow.enable_eager_execution); nothing is compiled" % script
     finally:
         JobFunction.call, EagerJobFunction.__call__ = original, original_eager
-        sys.argv = saved_argv
+        sys.argv, sys.stdout = saved_argv, saved_stdout
         if sys.path and sys.path[0] == script_dir:
             sys.path.pop(0)
     if not reports and problem is None:
@@ -316,9 +339,14 @@ def run_script(script, args, out=None):
         if problem:
             print(problem, file=out)
         for i, report in enumerate(reports):
+            text = str(report)
+            if tee.printed(text):  # the script printed this very report itself (e.g. print(flow.explain(job)))
+                print("explain: the plan the script printed above is the whole report%s"
+                      % (" of %s" % report.jobs[0][0] if getattr(report, "jobs", None) else ""), file=out)
+                continue
             if i:
                 print("", file=out)
-            print(report, file=out)
+            print(text, file=out)
         out.flush()
     return code, reports
 
@@ -328,8 +356,22 @@ DESCRIPTION = ("Show what a program's compiled plan does on its devices: each op
                "job call, which is compiled instead of run; a global-tensor program runs to its end.")
 
 
+def _rank_count(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError("expected a number of ranks >= 1, got %r" % text)
+    return n
+
+
 def add_arguments(parser):
     """The command line of `oneflow-compat explain` (`python -m oneflow_compat explain`)."""
+    parser.add_argument("--ranks", type=_rank_count, metavar="N",
+                        help="explain the program as N ranks (processes; machines of a legacy program) run it: a "
+                             "legacy program is compiled for N machines in this one process, a global-tensor "
+                             "program runs on N MPI ranks; the report is printed once")
     parser.add_argument("--svg", metavar="FILE", help="also draw the plan as an SVG picture (needs matplotlib: "
                                                       "pip install 'oneflow_compat[plot]')")
     parser.add_argument("--png", metavar="FILE", help="also draw the plan as a PNG picture (needs matplotlib)")
@@ -350,7 +392,12 @@ def run(options, out=None):
         if missing:  # before the program runs, not after
             print("explain: %s" % missing, file=sys.stderr)
             return 2
-    code, reports = run_script(options.script, options.args, out)
+    if getattr(options, "ranks", None) and options.ranks > 1:
+        from oneflow_compat.tools import explain_ranks
+
+        code, reports = explain_ranks.run(options, out, run_script)
+    else:
+        code, reports = run_script(options.script, options.args, out)
     if reports and pictures and _first_rank():
         from oneflow_compat.tools import plan_picture
 
