@@ -57,12 +57,12 @@ def test_legacy_job_picture_shows_every_stage_device_op_and_boxing(tmp_path):
     for op in report.ops:  # every op is listed under its stage (boxing ops are the arrows), with its output SBP
         if op.type != "boxing":
             sbp = ",".join(map(repr, op.sbp_out)) or "-"
-            assert ("  %s (%s) -> %s" % (op.name, op.type, sbp) in texts
-                    or "  %s -> %s" % (op.name, sbp) in texts), op.name  # (a long line drops the type)
-    labels = [t for t in texts if re.search(r"\[(forward|backward|optimizer)\]$", t)]
+            assert ("%s (%s) -> %s" % (op.name, op.type, sbp) in texts
+                    or "%s -> %s" % (op.name, sbp) in texts), op.name  # (a long line drops the type)
+    labels = [t for t in texts if re.search(r" \u00b7 (forward|backward|optimizer)$", t)]
     assert len(labels) == len(report.boxing)
     for b, label in zip(report.boxing, labels):  # in plan order, each with its collective and bytes
-        assert label == "%s %s %s  %r -> %r  %s, %s  [%s]" % (
+        assert label == "%s %s %s \u00b7 %r -> %r \u00b7 %s, %s \u00b7 %s" % (
             b.blob, "x".join(map(str, b.shape)), b.dtype, b.src_sbp, b.dst_sbp, b.collective, _bytes_text(b.bytes),
             b.section)
     assert "total: %s per call" % _bytes_text(report.total_bytes()) in joined
@@ -112,8 +112,8 @@ def test_eager_program_picture_labels_each_transfer(tmp_path):
     assert "placement 0: cpu ranks 0, 1 (2 ranks)" in texts and "placement 1: cpu ranks 2, 3 (2 ranks)" in texts
     assert "placement 2: cpu ranks 0, 1, 2, 3 (4 ranks)" in texts
     assert [t for t in texts if t.startswith("rank ")] == ["rank 0", "rank 1", "rank 2", "rank 3"]
-    assert "to_global 8x16 float32, 3 calls  S(0) -> B  send/recv, 768 B  [eager]" in texts
-    assert "gradient 16x16 float32, 3 calls  P -> B  all-reduce, 4,608 B  [gradient]" in texts
+    assert "to_global 8x16 float32, 3 calls \u00b7 S(0) -> B \u00b7 send/recv, 768 B \u00b7 eager" in texts
+    assert "gradient 16x16 float32, 3 calls \u00b7 P -> B \u00b7 all-reduce, 4,608 B \u00b7 gradient" in texts
 
 
 def test_missing_matplotlib_is_named_before_the_program_runs(tmp_path, monkeypatch, capsys):
@@ -162,10 +162,10 @@ def test_cli_writes_svg_and_png(tmp_path):
     table = lines[lines.index("boxing (bytes per call):") + 2:]  # after the header row, up to the total line
     rows = table[:next(i for i, line in enumerate(table) if line.startswith("total: "))]
     texts = _svg_texts(tmp_path / "plan.svg")
-    labels = [t for t in texts if re.search(r"\[(forward|backward|optimizer)\]$", t)]
+    labels = [t for t in texts if re.search(r" \u00b7 (forward|backward|optimizer)$", t)]
     assert rows and len(labels) == len(rows)
     for row, label in zip(rows, labels):  # the same boxing, in the same order, with the same collective and bytes
         blob, collective, n = row.split()[0], row.split()[-4], int(row.split()[-3])
-        assert label.startswith(blob + " ") and label.endswith("%s, %s  [%s]" % (collective, _bytes_text(n),
-                                                                                 row.split()[-1])), (row, label)
+        assert label.startswith(blob + " ") and label.endswith("%s, %s \u00b7 %s" % (collective, _bytes_text(n),
+                                                                                     row.split()[-1])), (row, label)
     assert (tmp_path / "plan.png").read_bytes()[:4] == b"\x89PNG"

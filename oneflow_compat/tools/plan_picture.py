@@ -22,6 +22,8 @@ SECTION_COLORS = {"forward": "#1f77b4", "backward": "#d62728", "optimizer": "#2c
                   "gradient": "#d62728"}
 _FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
 SECTIONS = ("forward", "backward", "optimizer")
+LABEL = "%s \u00b7 %s \u00b7 %s, %s \u00b7 %s"  # what · SBP change · collective, bytes · section (no double spaces: SVG
+# viewers collapse them)
 
 
 def missing_library():
@@ -247,9 +249,10 @@ def _draw_panel(ax, d):
     for i, s in enumerate(d.stages):  # the ops of each stage
         for k, line in enumerate(s.lines):
             line = line if len(line) <= _OP_CHARS else line[:_OP_CHARS - 3] + "..."  # within its column
-            ax.text(i * _COL_W + 0.15, y - k * _LINE_H, line, fontsize=5.8, va="top", ha="left",
-                    family="monospace", color="#333333" if line.startswith(" ") else "#000000",
-                    fontweight="normal" if line.startswith(" ") else "bold")
+            op = line.startswith(" ")  # an op under its section's heading: indented by position, not by spaces
+            ax.text(i * _COL_W + (0.3 if op else 0.15), y - k * _LINE_H, line.strip(), fontsize=5.8, va="top",
+                    ha="left", family="monospace", color="#333333" if op else "#000000",
+                    fontweight="normal" if op else "bold")
     y -= op_lines * _LINE_H + 0.3
     edges_top = y
     ax.text(-1.5, y + 0.05, "boxing, in plan order:", fontsize=8, fontweight="bold", va="bottom", ha="left")
@@ -258,7 +261,7 @@ def _draw_panel(ax, d):
         a, b = col_of[e.src], col_of[e.dst]
         xa, xb = a * _COL_W + _COL_W / 2 - 0.25, b * _COL_W + _COL_W / 2 - 0.25
         color = SECTION_COLORS.get(e.section, "#444444")
-        label = "%s  %s  %s, %s  [%s]" % (e.what, e.change, e.collective, _fmt_bytes(e.bytes), e.section)
+        label = LABEL % (e.what, e.change, e.collective, _fmt_bytes(e.bytes), e.section)
         if a == b:  # same placement, new SBP: a loop on the stage's line
             ax.add_patch(FancyArrowPatch((xa, yy + 0.16), (xa, yy - 0.16), connectionstyle="arc3,rad=-1.6",
                                          arrowstyle="-|>", mutation_scale=9, color=color, linewidth=1.3))
