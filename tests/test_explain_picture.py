@@ -55,12 +55,12 @@ def test_legacy_job_picture_shows_every_stage_device_op_and_boxing(tmp_path):
     assert "stage 0: cpu 0:0-1 (2 devices)" in texts and "stage 1: cpu 0:0 (1 device)" in texts
     assert "0:0" in texts and "0:1" in texts
     for op in report.ops:  # every op is listed under its stage (boxing ops are the arrows), with its output SBP
-        if op.type != "boxing":
+        if not op.boxing:
             sbp = ",".join(map(repr, op.sbp_out)) or "-"
             assert ("%s (%s) -> %s" % (op.name, op.type, sbp) in texts
                     or "%s -> %s" % (op.name, sbp) in texts), op.name  # (a long line drops the type)
     labels = [t for t in texts if re.search(r" \u00b7 (forward|backward|optimizer)$", t)]
-    assert len(labels) == len(report.boxing)
+    assert len(labels) == len(report.boxing) == sum(op.boxing for op in report.ops)
     for b, label in zip(report.boxing, labels):  # in plan order, each with its collective and bytes
         assert label == "%s %s %s \u00b7 %r -> %r \u00b7 %s, %s \u00b7 %s" % (
             b.blob, "x".join(map(str, b.shape)), b.dtype, b.src_sbp, b.dst_sbp, b.collective, _bytes_text(b.bytes),

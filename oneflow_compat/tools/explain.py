@@ -31,6 +31,7 @@ class OpEntry:
     sbp_in: list
     sbp_out: list
     section: str
+    boxing: bool = False  # the op is a boxing (its OpDef says so): drawn as an arrow, not as an op
 
 
 @dataclasses.dataclass
@@ -125,7 +126,7 @@ def report_of_job(job):
     ops, boxing = [], []
     for op in job.ops:
         ops.append(OpEntry(job.name, op.name, op.type, op.placement, list(op.sbp_in or []), list(op.sbp_out or []),
-                           op.section))
+                           op.section, bool(op.defn.boxing)))
         if op.defn.boxing:
             a = op.attrs
             x = op.inputs[0]

@@ -101,7 +101,7 @@ def _job_diagram(report, job, job_type):
     boxing = [b for b in report.boxing if b.job == job]
     stages = {}
     for o in ops:
-        if o.type == "boxing":
+        if o.boxing:  # the boxing ops are the arrows
             continue
         st = stages.get(o.placement)
         if st is None:
