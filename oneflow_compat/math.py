@@ -43,10 +43,21 @@ def multiply(x, y, name=None):
 
 
 def divide(x, y, name=None):
+    """x / y as OneFlow v0.3.4's math_ops.divide: a blob divided by 0 is multiplied by 0 (its scalar path sets
+    y = 0.0); a number divided by a blob is number · reciprocal_no_nan(blob), so 0 where the blob is 0; integer
+    blobs divide as C++ integers (truncated toward zero, in their dtype), a Python number then taken in the
+    blob's dtype as OneFlow's scalar kernels take it. (OneFlow multiplied an integer blob by the integer cast of
+    1/y, i.e. by 0 for |y| > 1: the quotient is computed instead.)"""
     if _is_scalar(y):
-        return apply("scalar_mul", [_check_blob(x, "flow.math.divide")], {"value": 1.0 / float(y)}, name=name)
+        x = _check_blob(x, "flow.math.divide")
+        if not x.dtype.is_floating:
+            return apply("divide", [x, _constant_like(x, y)], name=name)
+        return apply("scalar_mul", [x], {"value": 0.0 if y == 0 else 1.0 / float(y)}, name=name)
     if _is_scalar(x):
-        return apply("scalar_rdiv", [_check_blob(y, "flow.math.divide")], {"value": float(x)}, name=name)
+        y = _check_blob(y, "flow.math.divide")
+        if not y.dtype.is_floating:
+            return apply("divide", [_constant_like(y, x), y], name=name)
+        return apply("scalar_mul", [apply("reciprocal_no_nan", [y])], {"value": float(x)}, name=name)
     return apply("divide", [_check_blob(x, "flow.math.divide"), _check_blob(y, "flow.math.divide")], name=name)
 
 
@@ -112,7 +123,6 @@ floor = _unary("floor")
 ceil = _unary("ceil")
 round = _unary("round")  # noqa: A001
 reciprocal = _unary("reciprocal")
-reciprocal_no_nan = reciprocal
 sin = _unary("sin")
 cos = _unary("cos")
 log1p = _unary("log1p")
@@ -197,6 +207,15 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
 
 def cast(x, dtype, name=None):
     return apply("cast", [x], {"dtype": dtypes.as_dtype(dtype)}, name=name)
+
+
+# --- the rest of OneFlow v0.3.4/v0.4.0's flow.math (the whole legacy API, issue 20) -------------------------------
+from oneflow_compat._api.legacy_math import (  # noqa: E402,F401
+    acos, acosh, asin, asinh, atan, atan2, atanh, broadcast_to_compatible_with, cosh, erf, erfc, floordiv,
+    fused_scale_tril, gelu_grad, in_top_k, lgamma, polyval, reciprocal_no_nan, reduce_logsumexp, reduce_std,
+    reduced_shape_elem_cnt, rint, sigmoid_grad, sigmoid_v2, sinh, squared_difference, tan, tanh_v2, tril,
+    two_stage_reduce_max, two_stage_reduce_min, unsorted_batch_segment_sum, unsorted_segment_sum,
+    unsorted_segment_sum_like, xdivy, xlogy)
 
 
 def __getattr__(name):

@@ -185,6 +185,8 @@ def _two_stage(x, axis, keepdims, kind, name):
     x = _blob(x, "flow.math.two_stage_reduce_%s" % kind)
     axis = _check_axis(axis, x.shape)
     split = dist.to_sbp(x.distribute)
+    if split is None and x.hint is None and x.op.defn.role == "variable":
+        split = x.op.attrs["spec"].sbp  # the variable's own distribute, on one device too
     # OneFlow asserts check_x_dictribute(x, axis): x must be split along one of the reduced axes
     assert split is not None and getattr(split, "axis", None) in axis, (
         "flow.math.two_stage_reduce_%s: the input must be split along one of the reduced axes %s (give it "
@@ -254,3 +256,20 @@ def sigmoid_grad(y, dy, name=None):
 def gelu_grad(x, dy, name=None):
     """dy · GELU'(x), from the forward input x."""
     return apply("gelu_grad", [dy, x], name=name)
+
+
+def moments(x, axes, keepdims=False, name=None):
+    """flow.nn.moments: (reduce_mean, reduce_variance) of x over `axes` (a list), built under the name scope `name`."""
+    from oneflow_compat import math as flow_math
+    from oneflow_compat import scope
+
+    assert isinstance(axes, list)
+    name = _unique(name, "Moments_")
+    with scope.namespace(name):
+        return (flow_math.reduce_mean(x, axis=axes, keepdims=keepdims),
+                flow_math.reduce_variance(x, axis=axes, keepdims=keepdims))
+
+
+def softmax_grad(y, dy, axis=None, name=None):
+    """flow.nn.softmax_grad: the gradient of softmax along `axis` (default -1) from its output y and dy."""
+    return apply("softmax_grad", [dy, y], {"axis": -1 if axis is None else int(axis)}, name=name)
