@@ -1,2 +1,6 @@
-"""`flow.experimental`: of OneFlow's experimental legacy names, `custom_op_module` (refused: it compiles C++ ops)."""
+"""`flow.experimental`: OneFlow v0.3.4/v0.4.0's experimental legacy names — logical slices, assignment, unique /
+indexed-slices reductions, reading and writing variables by name, the SSP variable proxy, square_sum, the dynamic
+binary split/concat pair, typing checks, name_scope; `custom_op_module` is refused (it compiles C++ ops)."""
 from oneflow_compat.custom_ops import CustomOpModule as custom_op_module  # noqa: F401
+from oneflow_compat._api.legacy_array_api import (  # noqa: F401
+    eager_assign_121, logical_slice, logical_slice_assign)

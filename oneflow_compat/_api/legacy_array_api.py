@@ -30,8 +30,8 @@ def _axis_to_last(input, axis, fn, name, what):  # noqa: A002
     assert 0 <= axis < nd, "axis out of range"
     if axis == nd - 1:
         return fn(input, name)
-    perm = [i for i in range(nd) if i != axis] + [axis]
-    inverse = [perm.index(i) for i in range(nd)]
+    perm = [i for i in builtins.range(nd) if i != axis] + [axis]
+    inverse = [perm.index(i) for i in builtins.range(nd)]
     x = apply("transpose", [input], {"perm": tuple(perm)}, name=name + "_transpose")
     x = fn(x, name)
     return apply("transpose", [x], {"perm": tuple(inverse)}, name=name + "_inverse_transpose")

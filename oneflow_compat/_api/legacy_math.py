@@ -73,29 +73,6 @@ xdivy = _binary("xdivy")
 xlogy = _binary("xlogy")
 
 
-def squared_difference(x, y, name=None):
-    """(x - y)², as OneFlow builds it: `name + "_subtract"` then `name + "_square"`."""
-    from oneflow_compat import math as flow_math
-
-    name_subtract = name_square = None
-    if name is not None:
-        name_subtract, name_square = name + "_subtract", name + "_square"
-    return flow_math.square(flow_math.subtract(x, y, name_subtract), name_square)
-
-
-def polyval(coeffs, x, name=None):
-    """coeffs[0] x^(n-1) + … + coeffs[n-1] by Horner's rule; a list or tuple of Python numbers."""
-    from oneflow_compat import math as flow_math
-    from oneflow_compat._api import ops_api
-
-    if not isinstance(coeffs, (list, tuple)):
-        raise ValueError("Argument coeffs must be list type found {}".format(type(coeffs)))
-    p = ops_api.zeros_like(x, name=name)
-    for c in coeffs:
-        p = flow_math.add(c, flow_math.multiply(p, x))
-    return p
-
-
 def _check_axis(axis, shape):
     """OneFlow's reduce_ops._check_axis: None -> every axis, an int -> [int]; each within the rank."""
     if axis is None:
@@ -110,35 +87,6 @@ def _check_axis(axis, shape):
 
 def _unique(name, prefix):
     return name if name is not None else builder.current("flow.math").job.unique_name(prefix)
-
-
-def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
-    """log(Σ exp(x)) over `axis`. OneFlow v0.3.4 computes log(reduce_sum(exp(x))), which overflows once x passes
-    ~88 (float32); the same value is computed here as m + log(Σ exp(x - m)), m the maximum over `axis`, which
-    gives OneFlow's numbers wherever OneFlow's are finite."""
-    from oneflow_compat import math as flow_math
-
-    name = _unique(name, "ReduceLogSumExp_")
-    axis = _check_axis(axis, input_tensor.shape)
-    m = apply("reduce_max", [input_tensor], {"axis": axis, "keepdims": True}, name=name + "_max")
-    m_b = apply("broadcast_like", [m, input_tensor], name=name + "_max_broadcast")
-    shifted = flow_math.exp(flow_math.subtract(input_tensor, m_b, name + "_shift"), name + "_exp")
-    s = apply("reduce_sum", [shifted], {"axis": axis, "keepdims": keepdims}, name=name + "_reduce_sum")
-    m_out = m if keepdims else apply("reshape", [m], {"shape": s.shape}, name=name + "_max_reshape")
-    return flow_math.add(flow_math.log(s, name + "_log"), m_out, name + "_add")
-
-
-def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
-    """sqrt(reduce_variance(x)) over `axis` (population variance); an empty axis list gives zeros."""
-    from oneflow_compat import math as flow_math
-    from oneflow_compat._api import ops_api
-
-    name = _unique(name, "ReduceStd_")
-    axis = _check_axis(axis, input_tensor.shape)
-    if isinstance(axis, list) and len(axis) == 0:
-        return ops_api.zeros_like(input_tensor, dtype=input_tensor.dtype, name=name + "_zeros_like")
-    return flow_math.sqrt(flow_math.reduce_variance(input_tensor, axis, keepdims, name + "_reduce_variance"),
-                          name + "_sqrt")
 
 
 def _fill(value):
@@ -256,18 +204,6 @@ def sigmoid_grad(y, dy, name=None):
 def gelu_grad(x, dy, name=None):
     """dy · GELU'(x), from the forward input x."""
     return apply("gelu_grad", [dy, x], name=name)
-
-
-def moments(x, axes, keepdims=False, name=None):
-    """flow.nn.moments: (reduce_mean, reduce_variance) of x over `axes` (a list), built under the name scope `name`."""
-    from oneflow_compat import math as flow_math
-    from oneflow_compat import scope
-
-    assert isinstance(axes, list)
-    name = _unique(name, "Moments_")
-    with scope.namespace(name):
-        return (flow_math.reduce_mean(x, axis=axes, keepdims=keepdims),
-                flow_math.reduce_variance(x, axis=axes, keepdims=keepdims))
 
 
 def softmax_grad(y, dy, axis=None, name=None):

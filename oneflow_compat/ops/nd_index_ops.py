@@ -194,7 +194,7 @@ def _segment_meta(op):
     if tuple(data.shape[axis:axis + m]) != tuple(ids.shape):
         raise ValueError("%s '%s': segment_ids %s must match data %s from axis %d" % (
             op.type, op.name, ids.shape, data.shape, axis))
-    if op.type == "unsorted_segment_sum_like":
+    if len(op.inputs) == 3:  # the _like variant: the segment count comes from `like`
         like = op.inputs[2]
         want = tuple(data.shape[:axis]) + (like.shape[axis],) + tuple(data.shape[axis + m:])
         if like.dtype is not data.dtype or tuple(like.shape) != want:
