@@ -4,3 +4,8 @@ binary split/concat pair, typing checks, name_scope; `custom_op_module` is refus
 from oneflow_compat.custom_ops import CustomOpModule as custom_op_module  # noqa: F401
 from oneflow_compat._api.legacy_array_api import (  # noqa: F401
     eager_assign_121, logical_slice, logical_slice_assign)
+from oneflow_compat._api.legacy_misc import enable_typing_check, name_scope  # noqa: F401,E402
+
+
+class scope:  # noqa: N801 - OneFlow's namespace flow.experimental.scope
+    from oneflow_compat._api.legacy_misc import scope_config as config  # noqa: F401

@@ -755,3 +755,12 @@ WITHOUT_EXAMPLES.update({
     "assign_if_not": "writes a session variable in place; covered by tests/test_legacy_array.py",
     "logical_slice_assign": "writes a session variable in place; covered by tests/test_legacy_array.py",
 })
+
+
+# --- random ops (random_ops; legacy issue 20) ------------------------------------------------------------------------
+EXAMPLES.update({
+    "bernoulli": [Example(inputs(uniform(5, 7)), {"dtype": dtypes.float32, "seed": 3}),
+                  Example(inputs(uniform(4, 5, 6)), {"dtype": dtypes.int8, "seed": None}, note="session seed, int8")],
+    "generate_random_batch_permutation_indices": [Example(inputs(normal(7, 3)), {"seed": 11}),
+                                                  Example(inputs(normal(5)), {"seed": None}, note="session seed")],
+})

@@ -1,0 +1,42 @@
+"""The legacy names this project refuses, each with its reason: calling one raises NotImplementedError naming the
+name and why, at the line that asks for it (the name itself resolves, so `import`s and attribute lookups of a
+script still work). `REFUSED` lists them for the README and tests/test_legacy_coverage.py.
+
+Out of scope by decision (issue 20): TensorRT, ONNX export, custom C++ op libraries, OneFlow's internal test ops,
+RDMA/grpc configuration, and OneFlow's own worker-process management (the MPI launcher starts the ranks).
+"""
+import functools
+
+TENSORRT = ("TensorRT is out of scope: oneflow_compat runs its kernels on numpy/CuPy and has no TensorRT "
+            "(XLA/TensorRT) sub-graph compiler to calibrate")
+ONNX = ("ONNX export is out of scope: it converts OneFlow's C++ job protobufs with onnx/oneflow-onnx, which "
+        "oneflow_compat does not produce")
+CUSTOM_CPP = ("custom C++ op libraries are out of scope: they compile against OneFlow's C++ headers and library, "
+              "which oneflow_compat does not have")
+GRPC = ("RDMA/grpc configuration is out of scope: oneflow_compat's processes talk over MPI, not OneFlow's grpc "
+        "control plane")
+WORKERS = ("OneFlow's worker processes started over ssh are out of scope: start the ranks with mpiexec or "
+           "`python -m oneflow_compat.tools.launch -n N --hosts ...` (every rank runs the script)")
+NCCL_EAGER = ("flow.eager_nccl_all_reduce is out of scope: legacy eager mode runs on one logical device here, and "
+              "GPU collectives go through the host (no NCCL)")
+INTERNAL = ("OneFlow's internal protobufs are out of scope: oneflow_compat compiles jobs into its own IR, not "
+            "into OneFlow's JobSet/OpConf protobufs")
+
+REFUSED = {}
+
+
+def refused(name, reason):
+    """A stand-in for the legacy function `flow.<name>` that raises NotImplementedError with the reason."""
+    REFUSED[name] = reason
+
+    @functools.wraps(_stub)
+    def refuse(*args, **kwargs):
+        raise NotImplementedError("flow.%s: %s" % (name, reason))
+
+    refuse.__name__ = refuse.__qualname__ = name.rsplit(".", 1)[-1]
+    refuse.__doc__ = "Refused: %s." % reason
+    return refuse
+
+
+def _stub(*args, **kwargs):
+    pass
