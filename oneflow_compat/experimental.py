@@ -9,3 +9,6 @@ from oneflow_compat._api.legacy_misc import enable_typing_check, name_scope  # n
 
 class scope:  # noqa: N801 - OneFlow's namespace flow.experimental.scope
     from oneflow_compat._api.legacy_misc import scope_config as config  # noqa: F401
+from oneflow_compat._api.experimental_api import (  # noqa: F401,E402
+    dynamic_binary_concat, dynamic_binary_split, get_interface_blob_value, indexed_slices_reduce_sum,
+    set_interface_blob_value, square_sum, ssp_variable_proxy, unique_with_counts)

@@ -39,21 +39,22 @@ def bernoulli(x, seed=None, dtype=None, name="Bernoulli"):
 
 
 def generate_random_batch_permutation_indices(value, seed=None, name=None):
-    """A random permutation (int32) of value's rows, a new one every call; with a seed, name the op (OneFlow
-    asserts it)."""
+    """A random permutation (int32) of value's rows, a new one every call; a seed needs a name (OneFlow asserts
+    it)."""
     from oneflow_compat.ir import builder
 
+    if seed is not None:
+        assert name is not None
     if name is None:
         name = builder.current("flow.random.generate_random_batch_permutation_indices").job.unique_name(
             value.op.name + "_random_batch_permutation_indices")
-    if seed is not None:
-        assert name is not None
     return _apply("generate_random_batch_permutation_indices", [value], {"seed": seed}, name=name)
 
 
 def shuffle(value, seed=None, name=None):
-    """value's rows in a random order (a new one every call). OneFlow v0.3.4 built the permutation without the
-    name its seed requires (so a seeded shuffle failed there); the permutation op is named after `name` here."""
+    """value's rows in a random order (a new one every call). OneFlow v0.3.4 built the permutation without a name,
+    so a seeded shuffle failed its assertion there; here the permutation op is named after `name` when one is
+    given (a seeded shuffle without a name still fails, as in OneFlow)."""
     from oneflow_compat._api import array_api
 
     perm_name = None if name is None else name + "_random_batch_permutation_indices"

@@ -764,3 +764,34 @@ EXAMPLES.update({
     "generate_random_batch_permutation_indices": [Example(inputs(normal(7, 3)), {"seed": 11}),
                                                   Example(inputs(normal(5)), {"seed": None}, note="session seed")],
 })
+
+
+# --- experimental ops (experimental_ops; legacy issue 20) ------------------------------------------------------------
+EXAMPLES.update({
+    "unique_with_counts": [Example(inputs(ints(9, high=5)), {"out_idx": dtypes.int32}),
+                           Example(inputs(fixed([3.5, -1.0, 3.5, 2.0, -1.0], dtype=np.float64)),
+                                   {"out_idx": dtypes.int64}, note="floats, int64 idx")],
+    "indexed_slices_reduce_sum": [Example(inputs(ints(6, high=4), normal(6, 3))),
+                                  Example(inputs(ints(2, 3, high=3, dtype=np.int64), normal(2, 3, 2, 2)),
+                                          note="2-d indices")],
+    "square_sum": [Example(inputs(normal(5, 7))), Example(inputs(normal(4, 5, 6)), note="3-d")],
+    "multi_square_sum": [Example(inputs(normal(5, 7), normal(6, 3))), Example(inputs(normal(4, 5)), note="one")],
+})
+WITHOUT_EXAMPLES.update({
+    "ssp_variable_proxy": "reads a session variable through a ring buffer kept across calls; covered by "
+                          "tests/test_legacy_experimental.py",
+})
+def _binary_chunks(r):
+    from oneflow_compat.kernels import binary_blob
+
+    return list(binary_blob.dynamic_binary_split(np, r.integers(-9, 9, (5, 3)).astype(np.int32),
+                                                 capacities=(256, 128, 64, 32, 16, 16)))
+
+
+# byte chunks: integer blobs, so that the kernel tests' float32 variant of a row does not change its bytes
+EXAMPLES.update({
+    "dynamic_binary_split": [Example(inputs(ints(5, 3, low=-9, high=9)), {"base_shift": 4, "out_num": 6}),
+                             Example(inputs(ints(7, high=9, dtype=np.int8)), {"base_shift": 3, "out_num": 5},
+                                     note="int8")],
+    "dynamic_binary_concat": [Example(_binary_chunks, {"shape": (5, 3), "dtype": dtypes.int32, "is_dynamic": True})],
+})

@@ -1,0 +1,184 @@
+"""`flow.experimental` and `flow.random` of OneFlow v0.3.4 (oneflow_compat/_api/experimental_api.py,
+oneflow_compat/random.py): values against numpy written here on 1 and 2 devices, OneFlow's own unit-test scenarios
+(ssp_variable_proxy's ring buffer, interface blob read/write), and the random ops' layout independence.
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+from oneflow_compat import typing as tp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_legacy_array import _list_job  # noqa: E402
+from test_legacy_math import _build_error, surface  # noqa: E402
+
+
+def _first_occurrence_unique(x):
+    seen = []
+    for v in x.tolist():
+        if v not in seen:
+            seen.append(v)
+    return seen
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
+def test_unique_with_counts(dtype):
+    x = np.array([5, 1, 5, 7, 1, 1, 2], dtype)
+    uniq = _first_occurrence_unique(x)
+    for devices in (1, 2):
+        y, idx, count, num = _list_job(lambda v: list(flow.experimental.unique_with_counts(v)), [x], devices)
+        assert num.tolist() == [len(uniq)] and idx.dtype == np.int32 and y.dtype == dtype
+        np.testing.assert_array_equal(y[:len(uniq)], uniq)
+        np.testing.assert_array_equal(idx, [uniq.index(v) for v in x.tolist()])
+        np.testing.assert_array_equal(count[:len(uniq)], [x.tolist().count(v) for v in uniq])
+    _, idx, _, num = _list_job(lambda v: list(flow.experimental.unique_with_counts(v, out_idx=flow.int64)), [x])
+    assert idx.dtype == np.int64 and num.dtype == np.int64
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_indexed_slices_reduce_sum_and_square_sum(dtype):
+    rng = np.random.default_rng(0)
+    indices = np.array([3, 0, 3, 2, 0, 3], np.int32)
+    values = rng.standard_normal((6, 2, 2)).astype(dtype)
+    uniq = _first_occurrence_unique(indices)
+    for devices in (1, 2):
+        y_idx, y_val, num = _list_job(lambda i, v: list(flow.experimental.indexed_slices_reduce_sum(i, v)),
+                                      [indices, values], devices)
+        assert num.dtype == np.int64 and num.tolist() == [3] and y_val.shape == (6, 4)
+        np.testing.assert_array_equal(y_idx[:3], uniq)
+        want = np.stack([values[indices == u].sum(0).reshape(-1) for u in uniq])
+        np.testing.assert_allclose(y_val[:3], want, rtol=1e-6)
+        z, _, _ = surface(flow.experimental.square_sum, [values], devices, wrt=[])
+        np.testing.assert_allclose(z, [np.sum(values.astype(np.float64) ** 2)], rtol=1e-6)
+
+
+def test_ssp_variable_proxy_ring_buffer():
+    """OneFlow's test_ssp_variable_proxy: value is the variable `buffer_size` calls ago."""
+    for mode in ("Wc", "Wm"):
+        flow.clear_default_session()
+        buffer_size = 4
+
+        @flow.global_function()
+        def foo() -> tp.Numpy:
+            w = flow.get_variable("w", shape=(10,), dtype=flow.float, initializer=flow.constant_initializer(0))
+            ones = flow.constant_like(w, value=1.0, dtype=flow.float)
+            ref, value = flow.experimental.ssp_variable_proxy(w, buffer_size=buffer_size)
+            flow.assign(ref, (value if mode == "Wc" else ref) + ones)
+            return value
+
+        got = [float(foo()[0]) for _ in range(12)]
+        if mode == "Wc":  # W_mutable = W_constant + 1
+            assert got == [0.0] * 4 + [1.0] * 4 + [2.0] * 4
+        else:  # W_mutable = W_mutable + 1
+            assert got == [0.0] * 4 + [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+
+
+def test_get_and_set_interface_blob_value():
+    flow.clear_default_session()
+    flow.config.cpu_device_num(2)
+
+    @flow.global_function()
+    def job() -> tp.Numpy:
+        return flow.get_variable("v", shape=(4, 3), dtype=flow.float, initializer=flow.constant_initializer(2.0),
+                                 distribute=flow.distribute.split(0))
+
+    job()
+    np.testing.assert_array_equal(flow.experimental.get_interface_blob_value("v"), np.full((4, 3), 2.0, np.float32))
+    new = np.arange(12, dtype=np.float32).reshape(4, 3)
+    flow.experimental.set_interface_blob_value("v", new)
+    np.testing.assert_array_equal(job(), new)
+    with pytest.raises(KeyError, match="no interface op named 'nope'"):
+        flow.experimental.get_interface_blob_value("nope")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_dynamic_binary_split_and_concat_round_trip(dtype):
+    x = np.arange(15, dtype=dtype).reshape(5, 3)
+
+    def body(v):
+        chunks = flow.experimental.dynamic_binary_split(v, base_shift=4, out_num=6)
+        assert [c.shape for c in chunks] == [(256,), (128,), (64,), (32,), (16,), (16,)]
+        return flow.experimental.dynamic_binary_concat([flow.identity(c) for c in chunks], v)
+
+    (got,) = _list_job(body, [x])
+    np.testing.assert_array_equal(got, x)
+    with pytest.raises(ValueError, match="needs up to .* bytes"):
+        _build_error(lambda v: flow.experimental.dynamic_binary_split(v, base_shift=1, out_num=2)[0],
+                     [np.ones((5, 3))])()
+
+
+# --- flow.random ---------------------------------------------------------------------------------------------------
+def _random_job(devices, body, x, returns=tp.Numpy):
+    flow.clear_default_session()
+    flow.config.cpu_device_num(devices)
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder(x.shape, dtype=flow.float32)) -> returns:
+        return body(v)
+
+    return job
+
+
+def test_bernoulli_probabilities_and_layout_independence():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0, 1, (40, 50)).astype(np.float32)
+    p[:5] = 0.0
+    p[5:10] = 1.0
+    draws = {}
+    for devices in (1, 2, 3):
+        job = _random_job(devices, lambda v: flow.random.bernoulli(v, seed=5), p)
+        a, b = job(p), job(p)
+        assert a.dtype == np.float32 and set(np.unique(a)) <= {0.0, 1.0}
+        assert not np.array_equal(a, b), "a new draw every call"
+        draws[devices] = (a, b)
+        np.testing.assert_array_equal(a[:5], 0.0)
+        np.testing.assert_array_equal(a[5:10], 1.0)
+    # the same numbers whatever the number of devices
+    for devices in (2, 3):
+        np.testing.assert_array_equal(draws[devices][0], draws[1][0])
+        np.testing.assert_array_equal(draws[devices][1], draws[1][1])
+    # the frequency follows p: 2000 draws of 0.3
+    job = _random_job(1, lambda v: flow.random.bernoulli(v, dtype=flow.int8), np.full((40, 50), 0.3, np.float32))
+    a = job(np.full((40, 50), 0.3, np.float32))
+    assert a.dtype == np.int8 and abs(a.mean() - 0.3) < 0.04
+
+
+def test_bernoulli_module_names_follow_oneflow():
+    flow.clear_default_session()
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+        flow.random.bernoulli(v, name="b1")
+        return flow.random.bernoulli(v, name="b1")
+
+    with pytest.raises(AssertionError, match="duplicated module_name `b1' in global_function `job'"):
+        job(np.ones(3, np.float32))
+
+
+def test_batch_permutation_and_shuffle():
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)
+    perms = []
+    for devices in (1, 2):
+        job = _random_job(devices, lambda v: flow.random.generate_random_batch_permutation_indices(
+            v, seed=3, name="perm"), x)
+        first, second = job(x), job(x)
+        assert first.dtype == np.int32 and sorted(first.tolist()) == list(range(8))
+        assert sorted(second.tolist()) == list(range(8)) and first.tolist() != second.tolist()
+        perms.append((first, second))
+        job = _random_job(devices, lambda v: flow.random.shuffle(v, seed=3, name="sh"), x)
+        y = job(x)
+        assert sorted(y[:, 0].tolist()) == x[:, 0].tolist()
+        np.testing.assert_array_equal(y, x[(y[:, 0] // 3).astype(int)])
+    np.testing.assert_array_equal(perms[0][0], perms[1][0])
+    # OneFlow asserts a name where a seed is given
+    with pytest.raises(AssertionError):
+        _build_error(lambda v: flow.random.generate_random_batch_permutation_indices(v, seed=3), [x])()
+
+
+def test_gen_seed():
+    seed, has_seed = flow.random.gen_seed()
+    assert has_seed and isinstance(seed, int)
+    assert flow.random.gen_seed(7) == (7, True)
