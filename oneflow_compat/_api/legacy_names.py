@@ -36,7 +36,8 @@ from oneflow_compat._api.legacy_array_api import (  # noqa: F401,E402
     amp_white_identity, argsort, argwhere, assign, cast_to_static_shape, count_not_finite, diag, dim_gather,
     dynamic_reshape, elem_cnt, expand, gather_nd, identity_n, multi_count_not_finite, nonzero, range, scatter_nd,
     slice_update, sort, sync_dynamic_resize, tensor_scatter_nd_add, tensor_scatter_nd_update)
-from oneflow_compat import deprecated, linalg, onnx, system, sysconfig, tensorrt, util  # noqa: F401,E402
+from oneflow_compat import (  # noqa: F401,E402
+    deprecated, linalg, onnx, quantization, system, sysconfig, tensorrt, util)
 from oneflow_compat._api.legacy_misc import (  # noqa: F401,E402
     current_machine_id, current_resource, dtypes, find_or_create_module, inter_job_reuse_mem_strategy,
     is_deprecated)

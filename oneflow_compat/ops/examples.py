@@ -795,3 +795,37 @@ EXAMPLES.update({
                                      note="int8")],
     "dynamic_binary_concat": [Example(_binary_chunks, {"shape": (5, 3), "dtype": dtypes.int32, "is_dynamic": True})],
 })
+
+
+# --- quantization (quantization_ops; legacy issue 20) ----------------------------------------------------------------
+def _quantization_inputs(shape, per_channel, scheme):
+    def make(r):
+        from oneflow_compat.kernels import quantization as q
+
+        x = r.standard_normal(shape)
+        scale, zero = q.min_max_observer(np, x, quantization_bit=8, quantization_scheme=scheme,
+                                         per_layer_quantization=not per_channel)
+        return [x, scale, zero]
+    return make
+
+
+_Q8 = {"quantization_bit": 8, "quantization_scheme": "symmetric"}
+EXAMPLES.update({
+    "min_max_observer": [Example(inputs(normal(5, 7)), dict(_Q8, per_layer_quantization=True)),
+                         Example(inputs(normal(4, 3, 2)), {"quantization_bit": 4, "quantization_scheme": "affine",
+                                                           "per_layer_quantization": False}, note="affine per channel")],
+    "fake_quantization": [Example(_quantization_inputs((5, 7), False, "symmetric"), _Q8, wrt=[0], grad=False,
+                                  note="rounding steps: the gradient (identity) is checked in "
+                                       "tests/test_legacy_quantization.py", layouts=[[1, None, None]]),
+                          Example(_quantization_inputs((4, 3, 2), True, "affine"),
+                                  {"quantization_bit": 4, "quantization_scheme": "affine"}, grad=False,
+                                  note="affine per channel")],
+    "moving_average_min_max_observer_scale": [
+        Example(lambda r: [r.uniform(0.5, 2.0, (1,)), r.uniform(-2.0, -0.5, (1,))], _Q8),
+        Example(lambda r: [r.uniform(0.5, 2.0, (1,)), r.uniform(-2.0, -0.5, (1,))],
+                {"quantization_bit": 6, "quantization_scheme": "affine"}, note="affine")],
+})
+WITHOUT_EXAMPLES.update({
+    "moving_average_min_max_observer": "updates its moving_max / moving_min variables in place; covered by "
+                                       "tests/test_legacy_quantization.py",
+})
