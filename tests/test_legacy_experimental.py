@@ -10,6 +10,7 @@ import pytest
 
 import oneflow_compat as flow
 from oneflow_compat import typing as tp
+from oneflow_compat.ir.sbp import balanced_ranges
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_legacy_array import _list_job  # noqa: E402
@@ -182,3 +183,40 @@ def test_gen_seed():
     seed, has_seed = flow.random.gen_seed()
     assert has_seed and isinstance(seed, int)
     assert flow.random.gen_seed(7) == (7, True)
+
+
+# --- flow.advanced.distribute_* ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("devices", [1, 2, 3])
+def test_distribute_split_concat_add_clone_map(devices):
+    flow.clear_default_session()
+    flow.config.cpu_device_num(devices)
+    shapes = []
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((7, 4))) -> tp.Numpy:
+        parts = flow.advanced.distribute_split(x, axis=1)
+        shapes.append([tuple(p.shape) for p in parts])
+        assert [p.op.placement.parallel_num for p in parts] == [1] * devices
+        y = flow.advanced.distribute_concat([p * (i + 1) for i, p in enumerate(parts)], axis=1)
+        z = flow.advanced.distribute_add(flow.advanced.distribute_clone(x))
+        w = flow.advanced.distribute_map([x, x], lambda a, b: (a + b, a - b), axis=0)
+        return flow.concat([y, z, w[0], w[1]], axis=1)
+
+    x = np.arange(28, dtype=np.float32).reshape(7, 4)
+    got = job(x)
+    widths = [len(range(*r)) for r in balanced_ranges(4, devices)]
+    assert shapes[0] == [(7, w) for w in widths]
+    factor = np.concatenate([np.full(w, i + 1) for i, w in enumerate(widths)])
+    np.testing.assert_array_equal(got[:, :4], x * factor)
+    np.testing.assert_array_equal(got[:, 4:8], devices * x)
+    np.testing.assert_array_equal(got[:, 8:12], 2 * x)
+    np.testing.assert_array_equal(got[:, 12:], 0 * x)
+    with pytest.raises(AssertionError, match="distribute_concat: 1 blobs for a placement of"):
+        flow.clear_default_session()
+        flow.config.cpu_device_num(2)
+
+        @flow.global_function()
+        def bad(v: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
+            return flow.advanced.distribute_concat([v])
+
+        bad(np.ones((2, 2), np.float32))
