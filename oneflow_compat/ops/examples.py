@@ -829,3 +829,11 @@ WITHOUT_EXAMPLES.update({
     "moving_average_min_max_observer": "updates its moving_max / moving_min variables in place; covered by "
                                        "tests/test_legacy_quantization.py",
 })
+
+
+# --- tensor-buffer ops (tensor_buffer_ops; legacy issue 20) ----------------------------------------------------------
+WITHOUT_EXAMPLES.update({t: _NOT_NUMERIC.replace("tests/test_data_ops.py", "tests/test_legacy_tensor_buffer.py")
+                         % "tensor buffers" for t in (
+    "image_flip", "image_normalize", "image_batch_align", "object_bbox_flip", "object_bbox_scale",
+    "object_segmentation_polygon_flip", "object_segmentation_polygon_scale", "object_segmentation_polygon_to_mask",
+    "tensor_buffer_to_tensor", "tensor_to_tensor_buffer", "gen_tensor_buffer")})
