@@ -179,10 +179,3 @@ def gen_tensor_buffer(xp, *, shape, shape_list, value_list, np_dtype):
     items = [numpy.full(tuple(s), v, dtype=np_dtype) for s, v in zip(shape_list, value_list)]
     return object_array(items).reshape(tuple(shape))
 
-
-def tensor_buffer_to_list_of_tensors(xp, x, *, out_num, np_dtype):
-    """The buffers of a (flattened) tensor buffer as out_num separate tensors."""
-    items = list(x.reshape(-1))
-    if len(items) != out_num:
-        raise ValueError("tensor_buffer_to_list_of_tensors: %d buffers for %d outputs" % (len(items), out_num))
-    return tuple(xp.asarray(numpy.asarray(item, dtype=np_dtype)) for item in items)
