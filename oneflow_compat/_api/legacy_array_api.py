@@ -7,6 +7,7 @@ Signatures, defaults, op names and argument errors follow OneFlow's `oneflow/pyt
 """
 import builtins
 
+from oneflow_compat._api.refusals import NCCL_EAGER, refused
 from oneflow_compat.ir import builder, dtypes
 from oneflow_compat.ir.graph import LazyBlob
 from oneflow_compat.ops.registry import apply, new_op
@@ -283,3 +284,20 @@ def diag(input, diagonal=0, name=None):  # noqa: A002
     """A 1-d input: the matrix with it on the `diagonal`-th diagonal; a 2-d input: that diagonal (v0.4.0)."""
     return apply("diag", [_blob(input, "flow.diag")], {"diagonal": int(diagonal)},
                  name=_unique(name, "Diag_", "flow.diag"))
+
+
+def pad_grad(x, paddings, constant_value=0, name=None):
+    """The gradient of flow.pad: x (a padded blob's gradient) with the `paddings` ((before, after) per axis) cut
+    away (OneFlow v0.3.4 `pad.py`'s pad_grad; constant_value is accepted and, as there, does not matter)."""
+    if isinstance(paddings, (list, tuple)):
+        assert len(paddings) == len(x.shape), ValueError("paddings must be the same size of input dims")
+        for p in paddings:
+            assert isinstance(p, (list, tuple)) and len(p) == 2, ValueError(
+                "the elem of paddings must be a tuple or a list with length of 2")
+    else:
+        raise ValueError("paddings must be a tuple or a list.")
+    return apply("pad_grad", [_blob(x, "flow.pad_grad")], {"paddings": tuple((int(b), int(a)) for b, a in paddings)},
+                 name=_unique(name, "PadGrad_", "flow.pad_grad"))
+
+
+eager_nccl_all_reduce = refused("eager_nccl_all_reduce", NCCL_EAGER)

@@ -34,7 +34,8 @@ from oneflow_compat._api.job_desc import current_global_function_desc, current_s
 # --- the rest of OneFlow v0.3.4/v0.4.0's top-level names (the whole legacy API, issue 20) --------------------------
 from oneflow_compat._api.legacy_array_api import (  # noqa: F401,E402
     amp_white_identity, argsort, argwhere, assign, cast_to_static_shape, count_not_finite, diag, dim_gather,
-    dynamic_reshape, elem_cnt, expand, gather_nd, identity_n, multi_count_not_finite, nonzero, range, scatter_nd,
+    dynamic_reshape, eager_nccl_all_reduce, elem_cnt, expand, gather_nd, identity_n, multi_count_not_finite, nonzero,
+    pad_grad, range, scatter_nd,
     slice_update, sort, sync_dynamic_resize, tensor_scatter_nd_add, tensor_scatter_nd_update)
 from oneflow_compat import (  # noqa: F401,E402
     advanced, deprecated, detection, linalg, onnx, quantization, summary, system, sysconfig, tensorrt, util)

@@ -14,10 +14,10 @@ ONNX = ("ONNX export is out of scope: it converts OneFlow's C++ job protobufs wi
 CUSTOM_CPP = ("custom C++ op libraries are out of scope: they compile against OneFlow's C++ headers and library, "
               "which oneflow_compat does not have")
 GRPC = ("RDMA/grpc configuration is out of scope: oneflow_compat's processes talk over MPI, not OneFlow's grpc "
-        "control plane")
+        "control plane or its RDMA data plane")
 WORKERS = ("OneFlow's worker processes started over ssh are out of scope: start the ranks with mpiexec or "
            "`python -m oneflow_compat.tools.launch -n N --hosts ...` (every rank runs the script)")
-NCCL_EAGER = ("flow.eager_nccl_all_reduce is out of scope: legacy eager mode runs on one logical device here, and "
+NCCL_EAGER = ("out of scope: legacy eager mode runs on one logical device here, and "
               "GPU collectives go through the host (no NCCL)")
 INTERNAL = ("OneFlow's internal protobufs are out of scope: oneflow_compat compiles jobs into its own IR, not "
             "into OneFlow's JobSet/OpConf protobufs")
@@ -40,3 +40,4 @@ def refused(name, reason):
 
 def _stub(*args, **kwargs):
     pass
+

@@ -1,0 +1,144 @@
+"""How much of OneFlow's legacy API exists: every name OneFlow v0.3.4 exports under `oneflow.*` (tests/data/
+oneflow_v0.3.4_exports.txt, extracted from `@oneflow_export` in oneflow/python/ at tag v0.3.4, commit 50b83a5)
+resolves as an attribute path of the package, or is refused with its reason (calling it raises
+NotImplementedError saying why). At least 95% must resolve to working implementations.
+
+The v0.4.0 additions to the legacy API (tests/data/oneflow_v0.4.0_new_exports.txt, without the `experimental_api`
+names: those are 0.4.0's eager module API, the global-tensor API's predecessor) are held to the same rule.
+"""
+import os
+
+import pytest
+
+import oneflow_compat as flow
+from oneflow_compat._api import refusals
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def _names(filename, keep=lambda cols: True):
+    out = []
+    with open(os.path.join(DATA, filename)) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            cols = line.split()
+            if keep(cols):
+                out.append(cols[0])
+    return out
+
+
+V034 = _names("oneflow_v0.3.4_exports.txt")
+V040_LEGACY = _names("oneflow_v0.4.0_new_exports.txt", keep=lambda cols: "experimental_api" not in cols[2])
+
+_CPP = "custom C++ ops: they need OneFlow's C++ runtime and headers (custom_ops.py)"
+# name -> why it is refused (its stand-in raises NotImplementedError saying so)
+REFUSED = {
+    "tensorrt.write_int8_calibration": refusals.TENSORRT,
+    "tensorrt.cache_int8_calibration": refusals.TENSORRT,
+    "onnx.export": refusals.ONNX,
+    "sysconfig.get_include": refusals.CUSTOM_CPP,
+    "sysconfig.get_lib": refusals.CUSTOM_CPP,
+    "sysconfig.get_compile_flags": refusals.CUSTOM_CPP,
+    "sysconfig.get_link_flags": refusals.CUSTOM_CPP,
+    "deprecated.init_worker": refusals.WORKERS,
+    "deprecated.delete_worker": refusals.WORKERS,
+    "eager_nccl_all_reduce": refusals.NCCL_EAGER,
+    "user_op_builder": _CPP,
+    "consistent_user_op_builder": _CPP,
+    "user_op_module_builder": _CPP,
+    "consistent_user_op_module_builder": _CPP,
+    "experimental.custom_op_module": _CPP,
+    "config.load_library": _CPP,
+    "config.load_library_now": _CPP,
+}
+V040_REFUSED = {
+    "deprecated.delete_worker_by_bootstrap": refusals.WORKERS,
+    "deprecated.delete_worker_of_multi_process": refusals.WORKERS,
+}
+
+# The neural-network part of issue 20, built at the same time on the `nnops` branch: until both branches are on
+# main these may be missing here (the coverage figure is then reported, not asserted).
+NNOPS = {
+    "combined_margin_loss", "layers.batch_normalization_add_relu", "layers.batch_normalization_relu",
+    "layers.conv1d", "layers.conv3d", "layers.layer_norm_grad", "layers.layer_norm_param_grad", "layers.prelu",
+    "layers.upsample_2d", "math.l2_normalize", "math.log_sigmoid", "math.softplus", "nn.BCELoss",
+    "nn.BCEWithLogitsLoss", "nn.GroupNorm", "nn.InstanceNorm1d", "nn.InstanceNorm2d", "nn.InstanceNorm3d",
+    "nn.KLDivLoss", "nn.L1Loss", "nn.MarginRankingLoss", "nn.PixelShuffle", "nn.PixelShufflev2",
+    "nn.TripletMarginLoss", "nn.avg_pool1d", "nn.avg_pool3d", "nn.batch_normalization", "nn.conv1d",
+    "nn.conv2d_transpose", "nn.conv3d", "nn.elu", "nn.hardsigmoid", "nn.hardswish", "nn.hardtanh", "nn.layer_norm",
+    "nn.logsoftmax", "nn.max_pool1d", "nn.max_pool3d", "nn.mish", "nn.random_mask_like", "nn.relu6",
+    "nn.sparse_cross_entropy", "nn.swish", "nn.torch_conv2d_transpose", "reflection_pad2d", "same_padding",
+    "smooth_l1_loss",
+    # v0.4.0
+    "constant_pad2d", "replication_pad2d", "zero_pad2d", "ctc_loss", "nn.fused_bias_add_dropout",
+    "nn.fused_bias_add_gelu", "nn.distributed_sparse_softmax_cross_entropy_with_logits",
+}
+
+
+def resolve(name):
+    obj = flow
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _resolves(name):
+    try:
+        resolve(name)
+        return True
+    except AttributeError:
+        return False
+
+
+def test_the_name_list_is_the_extraction_of_oneflow_v0_3_4():
+    assert len(V034) == 503 and len(set(V034)) == 503
+    assert {"global_function", "math.acos", "nn.conv2d", "summary.scalar", "tensorrt.write_int8_calibration"} \
+        <= set(V034)
+
+
+@pytest.mark.parametrize("names,refused", [(V034, REFUSED), (V040_LEGACY, {**REFUSED, **V040_REFUSED})],
+                         ids=["v0.3.4", "v0.4.0 additions"])
+def test_every_name_resolves_or_is_refused_with_its_reason(names, refused):
+    missing = [n for n in names if not _resolves(n) and n not in NNOPS]
+    assert not missing, "legacy names that neither resolve nor are refused: %s" % ", ".join(missing)
+    for name, reason in refused.items():
+        if name not in names:
+            continue
+        with pytest.raises(NotImplementedError) as e:
+            _call_refused(resolve(name), name)
+        assert reason.split(":")[0] in str(e.value), (name, str(e.value))
+
+
+def _call_refused(obj, name):
+    if name.startswith(("user_op_builder", "consistent_user_op_builder")):
+        return obj("op").Op("my_op")
+    if name in ("user_op_module_builder", "consistent_user_op_module_builder"):
+        return obj("my_op")
+    if name.startswith("config.load_library"):
+        return obj("/nonexistent/libmy_op.so")
+    if name == "experimental.custom_op_module":
+        return obj("user_relu", "/tmp")
+    return obj()
+
+
+def _coverage(names, refused):
+    working = [n for n in names if _resolves(n) and n not in refused]
+    return len(working) / len(names), working
+
+
+@pytest.mark.parametrize("names,refused", [(V034, REFUSED), (V040_LEGACY, {**REFUSED, **V040_REFUSED})],
+                         ids=["v0.3.4", "v0.4.0 additions"])
+def test_at_least_95_percent_of_the_names_work(names, refused):
+    share, working = _coverage(names, refused)
+    pending = sorted(n for n in NNOPS & set(names) if not _resolves(n))
+    if pending and share < 0.95:
+        pytest.xfail("%.1f%% work; the nn part (%d names: %s ...) comes with the nnops branch" % (
+            100 * share, len(pending), ", ".join(pending[:5])))
+    assert share >= 0.95, "%.1f%% of the names work (%d of %d)" % (100 * share, len(working), len(names))
+
+
+def test_refusals_are_listed_where_the_readme_reads_them():
+    for name in ("tensorrt.write_int8_calibration", "onnx.export", "eager_nccl_all_reduce",
+                 "deprecated.init_worker"):
+        assert name in refusals.REFUSED
