@@ -18,9 +18,9 @@ if _world.job_size() > 1:  # MPI, or the launch variables (several MPI worlds jo
     _world.get_process_comm()
 from oneflow_compat.ops import (activation_ops, array_ops, data_ops, math_ops, nn_ops,  # noqa: F401 (registers)
                                 shape_ops, system_ops)
-from oneflow_compat.ops import (elementwise_math_ops, experimental_ops, nd_index_ops,  # noqa: F401,E402 (registers)
-                                legacy_array_ops, quantization_ops, random_ops, summary_ops, tensor_buffer_ops,
-                                two_stage_reduce_ops)
+from oneflow_compat.ops import (  # noqa: F401,E402 (registers; the whole legacy API, issue 20)
+    elementwise_math_ops, experimental_ops, legacy_array_ops, legacy_data_ops, nd_index_ops, quantization_ops,
+    random_ops, summary_ops, tensor_buffer_ops, two_stage_reduce_ops)
 
 # the legacy API's names (the same list `oneflow.compatible.single_client` binds), then the tools' public name
 from oneflow_compat._api.legacy_names import *  # noqa: F401,F403

@@ -840,3 +840,18 @@ WITHOUT_EXAMPLES.update({t: _NOT_NUMERIC.replace("tests/test_data_ops.py", "test
 WITHOUT_EXAMPLES.update({t: "writes TensorBoard event files when the job runs; covered by tests/test_legacy_summary.py"
                          for t in ("create_summary_writer", "flush_summary_writer", "summary_write_scalar",
                                    "summary_write_histogram", "summary_write_image", "summary_write_pb")})
+
+
+# --- legacy data ops (legacy_data_ops; legacy issue 20) --------------------------------------------------------------
+WITHOUT_EXAMPLES.update({
+    "decode_random": "draws a new random batch every call (session state); covered by tests/test_legacy_data.py",
+    "image_decoder_random_crop_resize": _NOT_NUMERIC.replace("test_data_ops", "test_legacy_data") % "tensor buffers",
+    "ofrecord_jpeg_decoder": _NOT_NUMERIC.replace("test_data_ops", "test_legacy_data") % "OFRecord messages",
+    "ofrecord_bytes_list_decoder": _NOT_NUMERIC.replace("test_data_ops", "test_legacy_data") % "OFRecord messages",
+})
+EXAMPLES.update({
+    "norm_by_channel": [Example(inputs(normal(4, 3, 5, 3)), {"mean": [1.0, 2.0, 3.0], "std": [2.0, 4.0, 8.0],
+                                                            "data_format": "channels_last"}),
+                        Example(inputs(normal(4, 3, 5, 2)), {"mean": [1.0, 2.0, 3.0], "std": [2.0, 4.0, 8.0],
+                                                            "data_format": "channels_first"}, note="NCHW")],
+})

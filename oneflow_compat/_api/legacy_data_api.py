@@ -1,0 +1,99 @@
+"""`flow.data` names of OneFlow v0.3.4 beyond data_api.py: decode_random, image_decoder_random_crop_resize, and the
+old decode_ofrecord API's codecs and preprocessors (ImageCodec,
+BytesListCodec, ImagePreprocessor, ImageResizePreprocessor, NormByChannelPreprocessor). Signatures, defaults and
+checks after `oneflow/python/ops/data_ops.py` and `user_data_ops.py` at v0.3.4; OneRec is refused (its payload is a
+FlatBuffers table of the separate onerec library, which this project does not have)."""
+from oneflow_compat._api.refusals import refused
+from oneflow_compat.ir import builder, dtypes
+from oneflow_compat.ops.registry import apply
+
+ONEREC = ("OneRec files are out of scope: their payload is a FlatBuffers table of the separate onerec library's "
+          "schema, which oneflow_compat does not have; convert the data to OFRecord")
+
+
+def _name(name, prefix, what):
+    return name if name is not None else builder.current(what).job.unique_name(prefix)
+
+
+def decode_random(shape, dtype, batch_size=1, initializer=None, tick=None, name=None):
+    """A (batch_size,) + shape batch drawn from `initializer` (random uniform in [0, 1) by default), a new one every
+    call of the job (the source of OneFlow's synthetic-data benchmarks)."""
+    from oneflow_compat import initializer as init
+
+    name = _name(name, "DecodeRandom_", "flow.data.decode_random")
+    assert isinstance(name, str)
+    assert isinstance(shape, (list, tuple))
+    assert dtype is not None
+    conf = initializer if initializer is not None else init.random_uniform_initializer()
+    return apply("decode_random", [], {"shape": tuple(int(d) for d in shape), "dtype": dtypes.as_dtype(dtype),
+                                       "batch_size": int(batch_size), "initializer": conf, "seed": None}, name=name)
+
+
+def image_decoder_random_crop_resize(input_blob, target_width, target_height, num_attempts=None, seed=None,
+                                     random_area=None, random_aspect_ratio=None, num_workers=None, warmup_size=None,
+                                     max_num_pixels=None, name=None):
+    """Encoded images (a tensor buffer) decoded, cut to an Inception-style random window and resized (bilinear) to
+    target_height x target_width: uint8 RGB (n, h, w, 3). num_workers, warmup_size and max_num_pixels tune
+    OneFlow's decoding threads and are accepted."""
+    if random_area is not None:
+        assert len(random_area) == 2
+    if random_aspect_ratio is not None:
+        assert len(random_aspect_ratio) == 2
+    return apply("image_decoder_random_crop_resize", [input_blob], {
+        "target_width": int(target_width), "target_height": int(target_height),
+        "num_attempts": 10 if num_attempts is None else int(num_attempts), "seed": seed,
+        "random_area": tuple(random_area) if random_area is not None else (0.08, 1.0),
+        "random_aspect_ratio": tuple(random_aspect_ratio) if random_aspect_ratio is not None else (0.75, 1.333333)},
+        name=_name(name, "ImageDecoderRandomCropResize_", "flow.data.image_decoder_random_crop_resize"))
+
+
+# --- the old decode_ofrecord API ------------------------------------------------------------------------------------
+class ImagePreprocessor:
+    """"bgr2rgb" (swap the channels) or "mirror" (a horizontal flip with probability 1/2)."""
+
+    def __init__(self, preprocessor):
+        assert isinstance(preprocessor, str)
+        if preprocessor.lower() != "bgr2rgb" and preprocessor.lower() != "mirror":
+            raise ValueError('preprocessor must be "bgr2rgb" or "mirror".')
+        self.preprocessor = preprocessor
+
+    def step(self):
+        return (self.preprocessor.lower(),)
+
+
+class ImageResizePreprocessor:
+    """Resize to width x height (bilinear)."""
+
+    def __init__(self, width, height):
+        assert isinstance(width, int)
+        assert isinstance(height, int)
+        self.width, self.height = width, height
+
+    def step(self):
+        return ("resize", self.width, self.height)
+
+
+class ImageCodec:
+    """Decode an encoded image feature, then apply the image preprocessors in order."""
+
+    def __init__(self, image_preprocessors=None):
+        self.image_preprocessors = list(image_preprocessors) if isinstance(image_preprocessors, (list, tuple)) else []
+
+
+class BytesListCodec:
+    """Copy a bytes_list feature's values into int8 rows."""
+
+
+class NormByChannelPreprocessor:
+    """(x - mean[c]) / std[c] per channel, after decoding."""
+
+    def __init__(self, mean_values, std_values=(1.0, 1.0, 1.0), data_format="channels_last"):
+        assert isinstance(mean_values, (list, tuple))
+        assert isinstance(std_values, (list, tuple))
+        assert isinstance(data_format, str)
+        self.mean_values, self.std_values, self.data_format = mean_values, std_values, data_format
+
+
+onerec_reader = refused("data.onerec_reader", ONEREC)
+OneRecDecoder = refused("data.OneRecDecoder", ONEREC)
+onerec_decoder = refused("data.onerec_decoder", ONEREC)

@@ -1,0 +1,118 @@
+"""Data ops of the legacy API beyond data_ops.py: decode_random (random batches from an initializer, OneFlow v0.3.4
+`oneflow/core/operator/decode_random_op.cpp`), image_decoder_random_crop_resize (`image_decoder_random_crop_resize_
+op.cpp`), and the old decode_ofrecord's image / bytes-list codecs and channel normalization (`decode_ofrecord_op.cpp`
+holds them all in one op there; one op per blob here: ofrecord_jpeg_decoder, ofrecord_bytes_list_decoder,
+norm_by_channel).
+
+Randomness as in data_ops.py: the op's seed (the user's, else derived from the session's root seed and the names)
+and its call count, one stream per logical row, so that no value depends on how the batch is split.
+"""
+from oneflow_compat.backend import devices
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.kernels import random as random_k
+from oneflow_compat.kernels import record_legacy as K
+from oneflow_compat.ops import initial_values
+from oneflow_compat.ops.data_ops import _batch_sbp, _call_counter, _first_row
+from oneflow_compat.ops.nn_ops import dropout_seed as op_seed
+from oneflow_compat.ops.registry import OpDef, register
+
+
+def _stream(op, dev):
+    return op_seed(op, dev.session), _call_counter(op, dev), _first_row(op, dev), (
+        dev.index + 1 if dev.sbp_out[0] == S.M else 0)
+
+
+# --- decode_random ---------------------------------------------------------------------------------------------------
+def _decode_random_meta(op):
+    return [TensorMeta((op.attrs["batch_size"],) + tuple(op.attrs["shape"]), op.attrs["dtype"])]
+
+
+def _decode_random_build(op, dev):
+    """Each call draws the whole logical batch from the initializer with a fresh seed; each device keeps its rows."""
+    seed, next_call, _, device = _stream(op, dev)
+    logical = op.outputs[0].shape
+    piece = S.local_slices(logical, dev.sbp_out[0], dev.index, dev.parallel_num) if device == 0 else ()
+    np_dtype = op.attrs["dtype"].np
+
+    def run():
+        key = random_k.call_key(seed, next_call(), device)
+        shape = logical if device == 0 else tuple(dev.out_shapes[0])
+        value = initial_values.generate(op.attrs["initializer"], shape, np_dtype, key & (2 ** 63 - 1))
+        return dev.xp.asarray(value[piece] if piece else value)
+
+    return run
+
+
+register(OpDef("decode_random", infer=_decode_random_meta, build=_decode_random_build,
+               sbp=lambda op: [((), (S.S(0),)), ((), (S.B,))]))
+
+
+# --- image_decoder_random_crop_resize --------------------------------------------------------------------------------
+def _crop_resize_meta(op):
+    x = op.inputs[0]
+    if x.dtype is not dtypes.tensor_buffer:
+        raise TypeError("image_decoder_random_crop_resize '%s': the input must be a tensor buffer of encoded images "
+                        "(flow.data.OFRecordBytesDecoder), got %s" % (op.name, x.dtype.name))
+    return [TensorMeta(tuple(x.shape) + (op.attrs["target_height"], op.attrs["target_width"], 3), dtypes.uint8)]
+
+
+def _crop_resize_build(op, dev):
+    seed, next_call, first_row, device = _stream(op, dev)
+    a = op.attrs
+
+    def run(buffers):
+        return K.decode_random_crop_resize(dev.xp, buffers, target_width=a["target_width"],
+                                           target_height=a["target_height"], seed=seed, call=next_call(),
+                                           first_row=first_row, device=device, random_area=tuple(a["random_area"]),
+                                           random_aspect_ratio=tuple(a["random_aspect_ratio"]),
+                                           num_attempts=a["num_attempts"])
+
+    return run
+
+
+register(OpDef("image_decoder_random_crop_resize", infer=_crop_resize_meta, build=_crop_resize_build,
+               sbp=_batch_sbp))
+
+
+# --- the old decode_ofrecord's codecs ----------------------------------------------------------------------------------
+def _record_blob_meta(op):
+    x = op.inputs[0]
+    if x.dtype is not dtypes.record:
+        raise TypeError("%s '%s': the input must be an OFRecord blob, got %s" % (op.type, op.name, x.dtype.name))
+    return [TensorMeta((x.shape[0],) + tuple(op.attrs["shape"]), op.attrs["dtype"])]
+
+
+def _jpeg_build(op, dev):
+    seed, next_call, first_row, device = _stream(op, dev)
+    a = op.attrs
+
+    def run(records):
+        return K.jpeg_decode_records(dev.xp, records, name=a["name"], shape=tuple(a["shape"]), np_dtype=a["dtype"].np,
+                                     preprocess=a["preprocess"], seed=seed, call=next_call(), first_row=first_row,
+                                     device=device)
+
+    return run
+
+
+register(OpDef("ofrecord_jpeg_decoder", infer=_record_blob_meta, build=_jpeg_build, sbp=_batch_sbp))
+register(OpDef("ofrecord_bytes_list_decoder", infer=_record_blob_meta,
+               build=lambda op, dev: (lambda records: K.bytes_list_decode(
+                   dev.xp, records, name=op.attrs["name"], shape=tuple(op.attrs["shape"]),
+                   np_dtype=op.attrs["dtype"].np)),
+               sbp=_batch_sbp))
+
+
+def _norm_meta(op):
+    x = op.inputs[0]
+    axis = len(x.shape) - 1 if op.attrs["data_format"] == "channels_last" else 1
+    if len(op.attrs["mean"]) not in (1, x.shape[axis]) or len(op.attrs["std"]) != len(op.attrs["mean"]):
+        raise ValueError("norm_by_channel '%s': %d means and %d stds for %d channels" % (
+            op.name, len(op.attrs["mean"]), len(op.attrs["std"]), x.shape[axis]))
+    return [TensorMeta(x.shape, x.dtype, x.is_dynamic)]
+
+
+register(OpDef("norm_by_channel", infer=_norm_meta, kernel=K.norm_by_channel,
+               kernel_attrs=lambda op: {k: op.attrs[k] for k in ("mean", "std", "data_format")},
+               sbp=lambda op: [((S.S(0),), (S.S(0),)), ((S.B,), (S.B,))]))
