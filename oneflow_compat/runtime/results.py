@@ -96,8 +96,9 @@ class Future:
 
 def gather_mirrored_pieces(rt, pieces, placement):
     """A mirrored blob's value: every device's piece on the host, in parallel order (gathered from every rank
-    under MPI)."""
-    local = [np.asarray(devices.to_host(p)) for p in pieces]
+    under MPI). Copies: a piece may be a variable's own storage (a mirrored view of it), which this call's update
+    then overwrites; a train job returns the value the step read (as OneFlow, and as the consistent view does)."""
+    local = [np.array(devices.to_host(p)) for p in pieces]
     if len(rt.local_indices(placement)) == placement.parallel_num:
         return local
     return distributed.gather_mirrored(rt, local, placement)
