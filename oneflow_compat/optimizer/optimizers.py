@@ -126,6 +126,8 @@ class Optimizer:
 class _MomentumSGD(Optimizer):
     """SGD and SGDW: plain SGD when `momentum == 0` (no state), else TF-style momentum with `-momentum` state."""
 
+    indexed_slices_update = True  # OneFlow rewrites sgd/momentum updates of gathered variables (issue 20)
+
     def state_specs(self, var_name, shape, np_dtype):
         return [] if self.momentum == 0 else [("momentum", 0.0)]
 
@@ -176,6 +178,8 @@ class SGDW(_MomentumSGD):
 
 
 class _AdamFamily(Optimizer):
+    indexed_slices_update = True  # and adam updates (with or without weight decay)
+
     def state_specs(self, var_name, shape, np_dtype):
         return [("m", 0.0), ("v", 0.0)]
 
