@@ -201,6 +201,9 @@ def flatten_returned(spec, value, job_name):
     def leaf(v, kind):
         if not isinstance(v, LazyBlob):
             raise mismatch(v, kind)
+        if getattr(v, "ticks", None) is not None:
+            raise TypeError("global_function %s returns a blob with a time shape (after flow.unpack / flow.repeat): "
+                            "pack or acc it first" % job_name)
         if kind == "numpy" and v.is_dynamic:
             raise TypeError("only fixed shaped blob compatible to oneflow.typing.Numpy. "
                             "you can change annotation to oneflow.typing.ListNumpy ")

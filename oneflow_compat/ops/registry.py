@@ -42,6 +42,7 @@ Properties (what the passes and the runtime need to know about an op, declared i
   runtime itself (a watch hands the full logical value to a Python handler): `runtime/executor.py` and eager mode
   keep the table of hooks.
 """
+from oneflow_compat.ir import time_shape
 from oneflow_compat.ir.graph import LazyBlob, Op
 
 _REGISTRY = {}
@@ -113,6 +114,9 @@ def new_op(op_type, inputs, attrs=None, name=None, in_hints=None, out_hints=None
 
     ctx = builder.current("op '%s'" % op_type)
     defn = get(op_type)
+    if any(time_shape.is_timed(x) for x in inputs):
+        raise ValueError("op '%s' cannot be built on blobs with a time shape (after flow.unpack / flow.repeat): "
+                         "pack or acc them first" % op_type)
     attrs = dict(attrs or {})
     inputs = [_in_view(ctx, ctx.check_input(x, op_type), defn) for x in inputs]
     if name is None:
@@ -141,6 +145,14 @@ def _in_view(ctx, x, defn):
 
 
 def apply(op_type, inputs, attrs=None, name=None, **hints):
-    """Adds an op and returns its output: one blob for a one-output op, else a list."""
+    """Adds an op and returns its output: one blob for a one-output op, else a list. On blobs with a time shape
+    (`ir/time_shape.py`) the op is built once per tick and its outputs are timed blobs."""
+    if any(time_shape.is_timed(x) for x in inputs):
+        n = time_shape.tick_count(inputs, "op '%s'" % op_type)
+        per_tick = [apply(op_type, [x.ticks[t] if time_shape.is_timed(x) else x for x in inputs], attrs,
+                          None if name is None else "%s-tick%d" % (name, t), **hints) for t in range(n)]
+        if isinstance(per_tick[0], list):
+            return [time_shape.TimedBlob([outs[k] for outs in per_tick]) for k in range(len(per_tick[0]))]
+        return time_shape.TimedBlob(per_tick)
     op = new_op(op_type, inputs, attrs, name, **hints)
     return op.outputs[0] if len(op.outputs) == 1 else list(op.outputs)

@@ -49,7 +49,12 @@ class Optimizer:
 
     def minimize(self, loss):
         from oneflow_compat.framework.session import register_minimize
+        from oneflow_compat.ir import time_shape
 
+        for x in (loss if isinstance(loss, (list, tuple)) else [loss]):
+            if time_shape.is_timed(x):
+                raise ValueError("minimize(): the loss has a time shape (after flow.unpack / flow.repeat); acc or "
+                                 "pack it into one blob first")
         register_minimize(self, loss)
 
     def leaf_optimizers(self):
