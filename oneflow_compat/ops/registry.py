@@ -41,6 +41,10 @@ Properties (what the passes and the runtime need to know about an op, declared i
 * `runtime_hook` — None, or the name under which the runtime supplies the op's function because it needs the
   runtime itself (a watch hands the full logical value to a Python handler): `runtime/executor.py` and eager mode
   keep the table of hooks.
+* `indexed_rows` — None, or `fn(op) -> blob | None`: the indices whose rows (axis 0) are the only non-zero rows
+  of the op's output (a gather's gradient), for the indexed-slices optimizer (passes/optimizer_pass.py).
+* `rowwise` — each row of the output (axis 0) depends on the same row of input 0 alone (identities, scalings): the
+  indexed rows of a gradient survive it.
 """
 from oneflow_compat.ir import time_shape
 from oneflow_compat.ir.graph import LazyBlob, Op
@@ -55,7 +59,7 @@ class OpDef:
     def __init__(self, type, infer, kernel=None, kernel_attrs=None, local_attrs=None, build=None, grad=None,
                  sbp=None, num_outputs=1, stateful=False, mirrored_sbp=None, collective=False,
                  build_collective=None, role="compute", view_cast=None, in_place=False, fresh_output=False,
-                 boxing=False, runtime_hook=None):
+                 boxing=False, runtime_hook=None, indexed_rows=None, rowwise=False):
         if role not in ROLES:
             raise ValueError("op %r: role must be one of %s, got %r" % (type, ROLES, role))
         if view_cast is not None and view_cast not in VIEWS:
@@ -80,6 +84,8 @@ class OpDef:
         self.collective = collective
         self.boxing = boxing
         self.runtime_hook = runtime_hook
+        self.indexed_rows = indexed_rows
+        self.rowwise = rowwise
 
     def __repr__(self):
         return "<OpDef %s>" % self.type

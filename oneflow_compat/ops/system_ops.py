@@ -111,7 +111,7 @@ def _identity_grad(op, dys):
     return [apply("identity", [dys[0]])]
 
 
-register(OpDef("identity", infer=_same_meta, kernel=array_k.identity, sbp=sbp_rules.unary_linear,
+register(OpDef("identity", infer=_same_meta, kernel=array_k.identity, sbp=sbp_rules.unary_linear, rowwise=True,
                grad=_identity_grad))
 
 
@@ -135,6 +135,7 @@ register(OpDef("add_n", infer=_same_meta, kernel=E.add_n, sbp=_add_n_sbp,
 
 
 register(OpDef("scalar_mul", infer=_same_meta, kernel=E.scalar_mul, kernel_attrs=lambda op: {"value": op.attrs["value"]},
+               rowwise=True,
                sbp=sbp_rules.unary_linear,
                grad=lambda op, dys: [apply("scalar_mul", [dys[0]], {"value": op.attrs["value"]})], fresh_output=True))
 

@@ -206,10 +206,10 @@ def _indexed_slices_rows(job, opt, name, vop, g):
     if reg is not None and (reg.l1 or reg.l2):
         return None
     blob = g
-    while blob.op.type in ("scalar_mul", "identity"):
+    while blob.op.defn.rowwise:
         blob = blob.op.inputs[0]
-    if blob.op.type != "gather_grad" or blob.op.attrs["axis"] != 0 or \
-            tuple(blob.op.inputs[2].shape) != tuple(vop.outputs[0].shape):
+    rows = blob.op.defn.indexed_rows(blob.op) if blob.op.defn.indexed_rows is not None else None
+    if rows is None or tuple(blob.shape) != tuple(vop.outputs[0].shape):
         return None
-    return blob.op.inputs[1]
+    return rows
 
