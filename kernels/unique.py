@@ -57,3 +57,28 @@ def square_sum(xp, x):
 def multi_square_sum(xp, *xs):
     """(1,): the sum of the squares of every x."""
     return xp.reshape(sum(xp.sum(x * x) for x in xs), (1,)).astype(xs[0].dtype, copy=False)
+
+
+def categorical_ordinal_encode(xp, x, table, size):
+    """Each hash value of x replaced by its ordinal (1, 2, … in order of first appearance over every call),
+    kept in the open-addressing `table` (pairs key, value; key 0 = empty slot) and the counter `size`, both
+    updated in place (OneFlow's CategoricalOrdinalEncodeKernelUtil)."""
+    host_table, host_size = table, size
+    capacity = table.shape[0] // 2
+    out = numpy.empty(x.shape, dtype=x.dtype)
+    flat_in, flat_out = numpy.asarray(x).reshape(-1), out.reshape(-1)
+    for i, h in enumerate(flat_in):
+        for count in range(capacity):
+            idx = (int(h) + count) % capacity
+            key = host_table[2 * idx]
+            if key == h:
+                flat_out[i] = host_table[2 * idx + 1]
+                break
+            if key == 0:
+                host_size[0] += 1
+                host_table[2 * idx], host_table[2 * idx + 1] = h, host_size[0]
+                flat_out[i] = host_size[0]
+                break
+        else:
+            raise RuntimeError("categorical_ordinal_encode: the table of capacity %d is full" % capacity)
+    return xp.asarray(out)

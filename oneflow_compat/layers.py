@@ -176,3 +176,7 @@ def layer_norm(inputs, center=True, scale=True, trainable=True, begin_norm_axis=
                                         reuse=False)
             out = m.add(out, ops_api.reshape(beta, bshape))
     return out
+
+
+# --- the rest of OneFlow v0.3.4's flow.layers outside the nn part (the whole legacy API, issue 20) -------------------
+from oneflow_compat._api.experimental_api import categorical_ordinal_encoder  # noqa: E402,F401

@@ -220,3 +220,28 @@ def test_distribute_split_concat_add_clone_map(devices):
             return flow.advanced.distribute_concat([v])
 
         bad(np.ones((2, 2), np.float32))
+
+
+def test_categorical_ordinal_encoder_numbers_hashes_by_first_appearance():
+    flow.clear_default_session()
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((6,), dtype=flow.int64)) -> tp.Numpy:
+        return flow.layers.categorical_ordinal_encoder(x, capacity=16)
+
+    got1 = job(np.array([907, 11, 907, 5, 11, 23], np.int64))
+    got2 = job(np.array([5, 42, 907, 42, 1, 11], np.int64))
+    np.testing.assert_array_equal(got1, [1, 2, 1, 3, 2, 4])
+    np.testing.assert_array_equal(got2, [3, 5, 1, 5, 6, 2])  # the table persists across calls
+    variables = flow.get_all_variables()
+    assert variables["CategoricalOrdinalEncoder-Size"].numpy().tolist() == [6]
+    assert variables["CategoricalOrdinalEncoder-Table"].numpy().shape == (32,)
+    flow.clear_default_session()
+    flow.config.cpu_device_num(2)
+
+    @flow.global_function()
+    def two(x: tp.Numpy.Placeholder((6,), dtype=flow.int64)) -> tp.Numpy:
+        return flow.layers.categorical_ordinal_encoder(x, capacity=16)
+
+    with pytest.raises(ValueError, match="runs on one device only"):
+        two(np.zeros(6, np.int64))

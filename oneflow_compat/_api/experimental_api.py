@@ -79,3 +79,28 @@ def dynamic_binary_concat(input_blob_list, source_blob, source_sbp="S:0", name=N
     return apply("dynamic_binary_concat", list(input_blob_list),
                  {"shape": tuple(source_blob.shape), "dtype": source_blob.dtype, "is_dynamic": source_blob.is_dynamic},
                  name=_unique(name, "DynamicBinaryConcat_", "flow.experimental.dynamic_binary_concat"))
+
+
+def categorical_ordinal_encode(table, size, input_tensor, hash_precomputed=True, name=None):
+    """flow.categorical_ordinal_encode: each hash of input_tensor mapped to its ordinal (1, 2, … by first
+    appearance), remembered in the variables `table` (2 · capacity,) and `size` (1,); one device only."""
+    assert hash_precomputed is True
+    return apply("CategoricalOrdinalEncode", [input_tensor, table, size], {"hash_precomputed": True},
+                 name=name or _unique(None, "CategoricalOrdinalEncode_", "flow.categorical_ordinal_encode"))
+
+
+def categorical_ordinal_encoder(input_tensor, capacity, hash_precomputed=True, name="CategoricalOrdinalEncoder"):
+    """flow.layers.categorical_ordinal_encoder: the encoder with its variables `<name>-Table` and `<name>-Size`."""
+    from oneflow_compat import initializer, scope
+    from oneflow_compat._api import ops_api
+
+    assert hash_precomputed is True
+    dtype = input_tensor.dtype
+    with scope.namespace(name):
+        table = ops_api.get_variable(name="Table", shape=(capacity * 2,), dtype=dtype,
+                                     initializer=initializer.constant_initializer(0, dtype=dtype), trainable=False,
+                                     reuse=False)
+        size = ops_api.get_variable(name="Size", shape=(1,), dtype=dtype,
+                                    initializer=initializer.constant_initializer(0, dtype=dtype), trainable=False,
+                                    reuse=False)
+        return categorical_ordinal_encode(table=table, size=size, input_tensor=input_tensor, name="Encode")

@@ -855,3 +855,7 @@ EXAMPLES.update({
                         Example(inputs(normal(4, 3, 5, 2)), {"mean": [1.0, 2.0, 3.0], "std": [2.0, 4.0, 8.0],
                                                             "data_format": "channels_first"}, note="NCHW")],
 })
+WITHOUT_EXAMPLES.update({
+    "CategoricalOrdinalEncode": "updates its table and size variables in place; covered by "
+                                "tests/test_legacy_experimental.py",
+})

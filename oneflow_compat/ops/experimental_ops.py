@@ -139,3 +139,24 @@ register(OpDef("dynamic_binary_split", infer=_binary_split_meta, kernel=B_K.dyna
 register(OpDef("dynamic_binary_concat", infer=_binary_concat_meta, kernel=B_K.dynamic_binary_concat,
                kernel_attrs=lambda op: {"dtype": op.attrs["dtype"].np},
                sbp=lambda op: [_sig([B] * len(op.inputs), [B])]))
+
+
+# --- CategoricalOrdinalEncode (OneFlow v0.3.4 oneflow/user/ops/categorical_ordinal_encode_op.cpp) ------------------
+def _encode_meta(op):
+    x, table, size = op.inputs
+    if x.dtype.np is None or x.dtype.np.kind not in "iu" or table.dtype is not x.dtype or size.dtype is not x.dtype:
+        raise TypeError("CategoricalOrdinalEncode '%s': in, table and size must share one integer dtype, got %s, %s, "
+                        "%s" % (op.name, x.dtype.name, table.dtype.name, size.dtype.name))
+    if len(table.shape) != 1 or table.shape[0] % 2 or tuple(size.shape) != (1,):
+        raise ValueError("CategoricalOrdinalEncode '%s': table must be (2 · capacity,) and size (1,), got %s and %s" % (
+            op.name, table.shape, size.shape))
+    if op.placement.parallel_num != 1:
+        raise ValueError("CategoricalOrdinalEncode '%s': runs on one device only (OneFlow checks parallel_num == 1), "
+                         "its placement has %d" % (op.name, op.placement.parallel_num))
+    if table.op.defn.role != "variable" or size.op.defn.role != "variable":
+        raise TypeError("CategoricalOrdinalEncode '%s': table and size must be variables" % op.name)
+    return [TensorMeta(x.shape, x.dtype, x.is_dynamic)]
+
+
+register(OpDef("CategoricalOrdinalEncode", infer=_encode_meta, kernel=K.categorical_ordinal_encode,
+               sbp=lambda op: [_sig([B, B, B], [B])], stateful=True))
