@@ -30,3 +30,29 @@ def batch_permutation(xp, seed, call, n):
     """int32 permutation of range(n): a fresh one per call of the op."""
     return xp.asarray(numpy.random.default_rng([int(seed) & (2 ** 63 - 1), int(call)]).permutation(n)
                       .astype(numpy.int32))
+
+
+def partial_fc_sample(xp, weight, label, *, num_sample_per_rank, num_classes_per_rank, shard, seed, call):
+    """OneFlow's distributed_partial_fc_sample on one shard of the class weights (v0.3.4
+    `oneflow/user/kernels/partial_fc_sample_kernel.cu`): the shard's positive classes (those among the labels), in
+    ascending order, then random other classes of the shard until num_sample_per_rank; -> (every label mapped to
+    its position in the concatenated samples of all shards, this shard's sampled class ids, their weight rows)."""
+    labels = numpy.asarray(label.get() if hasattr(label, "get") else label).astype(numpy.int64)
+    lo = shard * num_classes_per_rank
+    local = numpy.unique(labels[(labels >= lo) & (labels < lo + num_classes_per_rank)]) - lo
+    if local.size > num_sample_per_rank:
+        raise ValueError("distributed_partial_fc_sample: shard %d has %d positive classes, more than the %d samples "
+                         "per shard" % (shard, local.size, num_sample_per_rank))
+    rng = numpy.random.default_rng([int(seed) & (2 ** 63 - 1), int(call), int(shard)])
+    others = numpy.setdiff1d(numpy.arange(num_classes_per_rank), local)
+    negatives = rng.permutation(others)[:num_sample_per_rank - local.size]
+    picked = numpy.concatenate([local, negatives])
+    # every label's position: its shard's block, then its rank among that shard's (sorted) positives
+    shards = labels // num_classes_per_rank
+    mapped = numpy.empty_like(labels)
+    for s in numpy.unique(shards):
+        mine = shards == s
+        positives = numpy.unique(labels[mine])
+        mapped[mine] = s * num_sample_per_rank + numpy.searchsorted(positives, labels[mine])
+    sampled_weight = weight[xp.asarray(picked)]
+    return (xp.asarray(mapped.astype(label.dtype)), xp.asarray((picked + lo).astype(label.dtype)), sampled_weight)

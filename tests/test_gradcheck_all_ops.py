@@ -48,6 +48,7 @@ SEPARATE = {
                                "per device)",
     "reduce_min_device_stage": "tests/test_legacy_math.py::test_two_stage_reduce (its logical output has one entry "
                                "per device)",
+    "distributed_partial_fc_sample": "tests/test_legacy_experimental.py (a new random sample every call)",
     "fake_quantization": "tests/test_legacy_quantization.py (a step function: its straight-through gradient is not "
                          "a derivative finite differences can see)",
     "cast_to_mirrored": "test_view_casts (they exist only inside a mirrored-view construct)",

@@ -245,3 +245,49 @@ def test_categorical_ordinal_encoder_numbers_hashes_by_first_appearance():
 
     with pytest.raises(ValueError, match="runs on one device only"):
         two(np.zeros(6, np.int64))
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_distributed_partial_fc_sample(devices):
+    classes, dim, num_sample = 12, 3, 8
+    rng = np.random.default_rng(2)
+    w0 = rng.standard_normal((classes, dim))
+    labels = np.array([3, 9, 3, 1, 10], np.int32)
+    flow.clear_default_session()
+    flow.config.cpu_device_num(devices)
+    seen = {}
+
+    def keep(g: tp.Numpy):
+        seen["g"] = g
+
+    @flow.global_function(type="train")
+    def job(label: tp.Numpy.Placeholder((5,), dtype=flow.int32, batch_axis=None)) -> tp.Numpy:
+        w = flow.get_variable("fc", shape=(classes, dim), dtype=flow.float64, initializer=flow.zeros_initializer(),
+                              distribute=flow.distribute.split(0))
+        flow.watch_diff(w, keep)
+        mapped, sampled, sampled_w = flow.distributed_partial_fc_sample(w, label, num_sample)
+        logits = flow.matmul(sampled_w, sampled_w, transpose_b=True)  # uses the sampled rows only
+        loss = flow.math.reduce_sum(sampled_w)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(loss)
+        return flow.concat([flow.cast(mapped, flow.float64), flow.cast(sampled, flow.float64),
+                            flow.reshape(sampled_w, (-1,)), flow.reshape(logits, (-1,))], axis=0)
+
+    flow.load_variables({"fc": w0})
+    out = job(labels)
+    mapped, sampled = out[:5].astype(int), out[5:13].astype(int)
+    sampled_w = out[13:13 + num_sample * dim].reshape(num_sample, dim)
+    per_shard = num_sample // devices
+    # every label is sampled, at the position its mapped label names
+    np.testing.assert_array_equal(sampled[mapped], labels)
+    # each shard samples from its own classes: positives in ascending order first
+    for s in range(devices):
+        block = sampled[s * per_shard:(s + 1) * per_shard]
+        lo, hi = s * classes // devices, (s + 1) * classes // devices
+        assert ((block >= lo) & (block < hi)).all() and len(set(block)) == per_shard
+        positives = sorted({int(v) for v in labels if lo <= v < hi})
+        assert list(block[:len(positives)]) == positives
+    np.testing.assert_array_equal(sampled_w, w0[sampled])
+    # the gradient of Σ sampled_w reaches exactly the sampled rows
+    want = np.zeros_like(w0)
+    want[sampled] = 1.0
+    np.testing.assert_array_equal(seen["g"], want)

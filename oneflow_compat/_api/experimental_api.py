@@ -104,3 +104,14 @@ def categorical_ordinal_encoder(input_tensor, capacity, hash_precomputed=True, n
                                     initializer=initializer.constant_initializer(0, dtype=dtype), trainable=False,
                                     reuse=False)
         return categorical_ordinal_encode(table=table, size=size, input_tensor=input_tensor, name="Encode")
+
+
+def distributed_partial_fc_sample(weight, label, num_sample, name=None):
+    """(mapped_label, sampled_label, sampled_weight): of the class weights (split by class over the current
+    placement), every class among the labels and random others, num_sample in all (num_sample / devices per
+    shard); the labels renumbered into the sample (the partial FC of face recognition)."""
+    n = builder.current("flow.distributed_partial_fc_sample").placement.parallel_num
+    assert num_sample % n == 0
+    assert weight.shape[0] % n == 0
+    return tuple(apply("distributed_partial_fc_sample", [weight, label], {"num_sample": int(num_sample), "seed": None},
+                       name=_unique(name, "DistributedPartialFcSample_", "flow.distributed_partial_fc_sample")))

@@ -40,7 +40,8 @@ from oneflow_compat._api.legacy_array_api import (  # noqa: F401,E402
 from oneflow_compat import (  # noqa: F401,E402
     advanced, deprecated, detection, linalg, onnx, quantization, summary, system, sysconfig, tensorrt, util)
 from oneflow_compat._api.time_shape_api import acc, pack, repeat, unpack  # noqa: F401,E402
-from oneflow_compat._api.experimental_api import categorical_ordinal_encode  # noqa: F401,E402
+from oneflow_compat._api.experimental_api import (  # noqa: F401,E402
+    categorical_ordinal_encode, distributed_partial_fc_sample)
 from oneflow_compat._api.tensor_buffer_api import (  # noqa: F401,E402
     gen_tensor_buffer, image_batch_align, image_flip, image_normalize, object_bbox_flip, object_bbox_scale,
     object_segmentation_polygon_flip, object_segmentation_polygon_scale, object_segmentation_polygon_to_mask,

@@ -859,3 +859,6 @@ WITHOUT_EXAMPLES.update({
     "CategoricalOrdinalEncode": "updates its table and size variables in place; covered by "
                                 "tests/test_legacy_experimental.py",
 })
+WITHOUT_EXAMPLES["distributed_partial_fc_sample"] = (
+    "draws a new random sample every call (session state), per shard of the classes; covered by "
+    "tests/test_legacy_experimental.py on 1 and 2 devices")

@@ -66,3 +66,44 @@ def _permutation_sbp(op):
 register(OpDef("generate_random_batch_permutation_indices",
                infer=lambda op: [TensorMeta((op.inputs[0].shape[0],), dtypes.int32, op.inputs[0].is_dynamic)],
                build=_permutation_build, sbp=_permutation_sbp))
+
+
+# --- distributed_partial_fc_sample (OneFlow v0.3.4 oneflow/user/ops/partial_fc_sample_op.cpp) -----------------------
+def _partial_fc_meta(op):
+    weight, label = op.inputs
+    n, k = op.placement.parallel_num, op.attrs["num_sample"]
+    if k % n or weight.shape[0] % n:
+        raise ValueError("distributed_partial_fc_sample '%s': num_sample (%d) and the classes (%d) must divide "
+                         "among the %d devices" % (op.name, k, weight.shape[0], n))
+    if label.dtype.np is None or label.dtype.np.kind not in "iu":
+        raise TypeError("distributed_partial_fc_sample '%s': label must be an integer blob" % op.name)
+    return [TensorMeta(label.shape, label.dtype, label.is_dynamic), TensorMeta((k,), label.dtype),
+            TensorMeta((k,) + tuple(weight.shape[1:]), weight.dtype)]
+
+
+def _partial_fc_build(op, dev):
+    seed = op_seed(op, dev.session)
+    next_call = _call_counter(op, dev)
+    n = dev.parallel_num
+    per_rank_classes = op.inputs[0].shape[0] // n
+    per_rank_samples = op.attrs["num_sample"] // n
+
+    def run(weight, label):
+        return K.partial_fc_sample(dev.xp, weight, label, num_sample_per_rank=per_rank_samples,
+                                   num_classes_per_rank=per_rank_classes, shard=dev.index, seed=seed,
+                                   call=next_call())
+
+    return run
+
+
+def _partial_fc_grad(op, dys):
+    from oneflow_compat.ops.registry import apply
+
+    weight = op.inputs[0]
+    if dys[2] is None:
+        return [None, None]
+    return [apply("unsorted_segment_sum_like", [dys[2], op.outputs[1], weight], {"axis": 0}), None]
+
+
+register(OpDef("distributed_partial_fc_sample", infer=_partial_fc_meta, build=_partial_fc_build,
+               sbp=lambda op: [((S.S(0), S.B), (S.B, S.S(0), S.S(0)))], grad=_partial_fc_grad))
