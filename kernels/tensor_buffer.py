@@ -179,3 +179,50 @@ def gen_tensor_buffer(xp, *, shape, shape_list, value_list, np_dtype):
     items = [numpy.full(tuple(s), v, dtype=np_dtype) for s, v in zip(shape_list, value_list)]
     return object_array(items).reshape(tuple(shape))
 
+
+
+# --- tensor lists -------------------------------------------------------------------------------------------------
+# A tensor-list blob (OneFlow v0.3.4's `is_tensor_list` blobs, fed through tp.ListListNumpy) is, per device, a 1-d
+# object array of ndarrays: the tensors of the list, each of the blob's rank. Rules as
+# `oneflow/core/kernel/tensor_list_to_tensor_buffer_kernel.cpp`, `tensor_buffer_to_tensor_list_kernel.cpp` and
+# `tensor_list_split_kernel.cpp`.
+def tensor_list_to_tensor_buffer(xp, x):
+    """One buffer per tensor of the list, its leading dimension (which must be 1) dropped."""
+    out = []
+    for i, t in enumerate(x):
+        t = _host(t)
+        if t.ndim == 0 or t.shape[0] != 1:
+            raise ValueError("tensor_list_to_tensor_buffer: tensor %d of the list has shape %s; each tensor must "
+                             "have a leading dimension of 1 (Check failed: in_tensor_view.shape().At(0) == 1)"
+                             % (i, t.shape))
+        out.append(numpy.array(t[0]))
+    return object_array(out)
+
+
+def tensor_buffer_to_tensor_list(xp, x, *, shape, np_dtype):
+    """One tensor per buffer, shaped (1,) + the buffer's shape and converted to `np_dtype`; a buffer must have
+    the rank of `shape` and at most as many elements."""
+    out = []
+    limit = int(numpy.prod(shape)) if shape else 1
+    for i, b in enumerate(x.reshape(-1)):
+        b = _host(b)
+        if b.ndim != len(shape) or b.size > limit:
+            raise ValueError("tensor_buffer_to_tensor_list: buffer %d has shape %s, which does not fit the list's "
+                             "instance shape %s (same rank, at most as many elements)" % (i, b.shape, tuple(shape)))
+        out.append(b.astype(np_dtype)[None])
+    return object_array(out)
+
+
+def tensor_list_split(xp, x, *, n):
+    """The list's n tensors as n tensors, each without its leading dimension."""
+    if len(x) != n:
+        raise ValueError("tensor_list_split: the list holds %d tensors, the op has %d outputs (its static shape's "
+                         "first dimension)" % (len(x), n))
+    out = []
+    for i, t in enumerate(x):
+        t = _host(t)
+        if t.ndim == 0 or t.shape[0] != 1:
+            raise ValueError("tensor_list_split: tensor %d of the list has shape %s; each tensor must have a leading "
+                             "dimension of 1" % (i, t.shape))
+        out.append(xp.asarray(t[0]))
+    return tuple(out)

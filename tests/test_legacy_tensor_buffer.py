@@ -3,6 +3,7 @@
 from OneFlow's kernel rules, on 1 and 2 devices (buffers split along the batch)."""
 import os
 import sys
+import typing
 
 import numpy as np
 import pytest
@@ -119,3 +120,88 @@ def test_tensor_buffer_errors():
     with pytest.raises(ValueError, match="buffer 0 holds shape \\(2,\\), instance_shape is \\(3,\\)"):
         _list_job(lambda x: flow.tensor_buffer_to_tensor(flow.tensor_to_tensor_buffer(x, 1), flow.float32, (3,)),
                   [np.zeros((3, 2), np.float32)])
+
+
+# --- tensor lists (tp.ListListNumpy / MirroredTensorListDef, tensor_list_* ops of v0.3.4) ----------------------------
+def _mirrored_config(devices):
+    flow.clear_default_session()
+    flow.config.cpu_device_num(devices)
+    cfg = flow.FunctionConfig()
+    cfg.default_data_type(flow.float)
+    cfg.default_logical_view(flow.scope.mirrored_view())
+    return cfg
+
+
+def test_tensor_list_round_trip_as_oneflows_own_test():
+    # OneFlow v0.3.4 oneflow/python/test/ops/test_tensor_list_and_tensor_buffer.py
+    cfg = _mirrored_config(1)
+
+    @flow.global_function(function_config=cfg)
+    def job_fn(x_def: flow.typing.ListListNumpy.Placeholder(shape=(2, 5, 4), dtype=flow.float)):
+        x = flow.tensor_list_to_tensor_buffer(x_def)
+        assert x.shape == (2,) and x.dtype is flow.tensor_buffer and not x.is_tensor_list
+        out = flow.tensor_buffer_to_tensor_list(x, shape=(5, 4), dtype=flow.float)
+        assert out.is_tensor_list and out.shape == (2, 5, 4) and x_def.is_tensor_list
+        return out
+
+    rng = np.random.default_rng(0)
+    input_1 = rng.random((1, 3, 4)).astype(np.float32)
+    input_2 = rng.random((1, 2, 4)).astype(np.float32)
+    ret = job_fn([[input_1, input_2]]).get()
+    lists = ret.numpy_lists()
+    assert len(lists) == 1 and len(lists[0]) == 2
+    np.testing.assert_array_equal(lists[0][0], input_1)
+    np.testing.assert_array_equal(lists[0][1], input_2)
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_tensor_list_split_flip_and_list_list_return(devices):
+    cfg = _mirrored_config(devices)
+
+    @flow.global_function(function_config=cfg)
+    def job(images: flow.MirroredTensorListDef((3, 4, 5, 2), dtype=flow.float64)) \
+            -> typing.Tuple[flow.typing.ListListNumpy, flow.typing.ListNumpy, flow.typing.ListNumpy]:
+        buf = flow.tensor_list_to_tensor_buffer(images)
+        flipped = flow.tensor_buffer_to_tensor_list(flow.image.flip(buf, 1), shape=(4, 5, 2), dtype=flow.float32)
+        first, second, third = flow.tensor_list_split(images)
+        assert first.shape == (4, 5, 2) and first.is_dynamic
+        return flipped, first, third
+
+    rng = np.random.default_rng(1)
+    shapes = [[(1, 2, 5, 2), (1, 4, 3, 2), (1, 1, 1, 2)], [(1, 3, 3, 2), (1, 4, 5, 2), (1, 2, 2, 2)]][:devices]
+    fed = [[rng.random(s) for s in per_dev] for per_dev in shapes]
+    flipped, first, third = job(fed)
+    assert len(flipped) == devices
+    for d in range(devices):
+        assert [t.shape for t in flipped[d]] == [s for s in shapes[d]]
+        for got, x in zip(flipped[d], fed[d]):
+            assert got.dtype == np.float32
+            np.testing.assert_allclose(got, x[:, :, ::-1].astype(np.float32))
+        np.testing.assert_array_equal(first[d], fed[d][0][0])
+        np.testing.assert_array_equal(third[d], fed[d][2][0])
+
+
+def test_tensor_list_errors():
+    cfg = _mirrored_config(1)
+
+    @flow.global_function(function_config=cfg)
+    def to_buffer(x: flow.typing.ListListNumpy.Placeholder((2, 3))):
+        return flow.tensor_buffer_to_tensor_list(flow.tensor_list_to_tensor_buffer(x), shape=(3,), dtype=flow.float)
+
+    with pytest.raises(AssertionError, match="more than the placeholder's first dimension 2"):
+        to_buffer([[np.ones((1, 3), np.float32)] * 3])
+    with pytest.raises(AssertionError, match="does not fit the placeholder's static shape"):
+        to_buffer([[np.ones((1, 4), np.float32)]])
+    with pytest.raises(ValueError, match="leading dimension of 1"):
+        to_buffer([[np.ones((2, 3), np.float32)]])
+
+    with pytest.raises(ValueError, match="must be a tensor list"):
+        _build_error(lambda x: flow.tensor_list_to_tensor_buffer(x), [np.ones((2, 3), np.float32)])()
+    cfg = _mirrored_config(1)
+    cfg.default_logical_view(flow.scope.consistent_view())
+    with pytest.raises(AssertionError, match="only valid in mirrored view"):
+        @flow.global_function(function_config=cfg)
+        def consistent(x: flow.typing.ListListNumpy.Placeholder((2, 3))):
+            return flow.tensor_list_to_tensor_buffer(x)
+
+        consistent([[np.ones((1, 3), np.float32)]])

@@ -26,7 +26,7 @@ from oneflow_compat.initializer import (  # noqa: F401
 from oneflow_compat._api.ops_api import (  # noqa: F401
     cast, cast_to_current_logical_view, constant, constant_like, constant_scalar, get_variable, identity, matmul,
     ones, ones_like, parallel_cast, reshape, reshape_like, watch, watch_diff, zeros, zeros_like)
-from oneflow_compat.typing import FixedTensorDef, MirroredTensorDef  # noqa: F401
+from oneflow_compat.typing import FixedTensorDef, MirroredTensorDef, MirroredTensorListDef  # noqa: F401
 from oneflow_compat.custom_ops import (  # noqa: F401
     consistent_user_op_builder, consistent_user_op_module_builder, user_op_builder, user_op_module_builder)
 from oneflow_compat._api.job_desc import current_global_function_desc, current_scope  # noqa: F401
@@ -45,7 +45,8 @@ from oneflow_compat._api.experimental_api import (  # noqa: F401,E402
 from oneflow_compat._api.tensor_buffer_api import (  # noqa: F401,E402
     gen_tensor_buffer, image_batch_align, image_flip, image_normalize, object_bbox_flip, object_bbox_scale,
     object_segmentation_polygon_flip, object_segmentation_polygon_scale, object_segmentation_polygon_to_mask,
-    tensor_buffer_to_tensor, tensor_to_tensor_buffer)
+    tensor_buffer_to_tensor, tensor_buffer_to_tensor_list, tensor_list_split, tensor_list_to_tensor_buffer,
+    tensor_to_tensor_buffer)
 from oneflow_compat._api.legacy_misc import (  # noqa: F401,E402
     current_machine_id, current_resource, dtypes, find_or_create_module, inter_job_reuse_mem_strategy,
     is_deprecated)

@@ -104,3 +104,28 @@ def gen_tensor_buffer(shape, shape_list, value_list, data_type=dtypes.float32, d
                                            "value_list": [float(v) for v in value_list],
                                            "data_type": dtypes.as_dtype(data_type), "dynamic_out": bool(dynamic_out)},
                  name=_name(name, "GenTensorBuffer_", "flow.gen_tensor_buffer"))
+
+
+# --- tensor lists (OneFlow v0.3.4 `oneflow/python/ops/tensor_list_ops.py`; removed in v0.4.0) --------------------
+def tensor_list_to_tensor_buffer(input, name=None):
+    """A tensor buffer with one buffer per tensor of the list (each tensor's leading dimension, 1, dropped)."""
+    return apply("tensor_list_to_tensor_buffer", [input],
+                 name=_name(name, "TensorListToBuffer_", "flow.tensor_list_to_tensor_buffer"))
+
+
+def tensor_buffer_to_tensor_list(input, shape, dtype, name=None):
+    """A tensor list of static shape input.shape + shape: one tensor (1,) + buffer shape per buffer."""
+    return apply("tensor_buffer_to_tensor_list", [input], {"shape": tuple(int(d) for d in shape),
+                                                          "dtype": dtypes.as_dtype(dtype), "tensor_list": True},
+                 name=_name(name, "TensorBufferToList_", "flow.tensor_buffer_to_tensor_list"))
+
+
+def tensor_list_split(input_tensor_list, name=None):
+    """The list's tensors as separate blobs (as many as the list's static first dimension), each without its
+    leading dimension."""
+    name = _name(name, "TensorListSplit_", "flow.tensor_list_split")
+    output_size = input_tensor_list.shape[0]
+    outs = apply("tensor_list_split", [input_tensor_list], name=name)
+    if output_size == 1 and not isinstance(outs, (tuple, list)):
+        outs = [outs]
+    return tuple(outs)

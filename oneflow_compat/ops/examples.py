@@ -836,7 +836,8 @@ WITHOUT_EXAMPLES.update({t: _NOT_NUMERIC.replace("tests/test_data_ops.py", "test
                          % "tensor buffers" for t in (
     "image_flip", "image_normalize", "image_batch_align", "object_bbox_flip", "object_bbox_scale",
     "object_segmentation_polygon_flip", "object_segmentation_polygon_scale", "object_segmentation_polygon_to_mask",
-    "tensor_buffer_to_tensor", "tensor_to_tensor_buffer", "gen_tensor_buffer")})
+    "tensor_buffer_to_tensor", "tensor_to_tensor_buffer", "gen_tensor_buffer", "tensor_list_to_tensor_buffer",
+    "tensor_buffer_to_tensor_list", "tensor_list_split")})
 WITHOUT_EXAMPLES.update({t: "writes TensorBoard event files when the job runs; covered by tests/test_legacy_summary.py"
                          for t in ("create_summary_writer", "flush_summary_writer", "summary_write_scalar",
                                    "summary_write_histogram", "summary_write_image", "summary_write_pb")})

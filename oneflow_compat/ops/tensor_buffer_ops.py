@@ -164,3 +164,46 @@ register(OpDef("gen_tensor_buffer", infer=_gen_meta,
                    dev.xp, shape=tuple(op.attrs["shape"]), shape_list=op.attrs["shape_list"],
                    value_list=op.attrs["value_list"], np_dtype=op.attrs["data_type"].np)),
                sbp=lambda op: [_sig([], [B])]))
+
+
+# --- tensor lists (`oneflow/core/operator/tensor_list_*_op.cpp`, v0.3.4; removed in v0.4.0) ------------------------
+# A tensor-list blob's static shape is (N, ...) (N tensors at most); per device its value is a 1-d object array of
+# the list's tensors (kernels/tensor_buffer.py). The blob's op carries the attribute `tensor_list`
+# (Handle.is_tensor_list).
+def _list_to_buffer_meta(op):
+    x = op.inputs[0]
+    _check(op, x.is_tensor_list, "the input must be a tensor list (a tp.ListListNumpy placeholder or the output of "
+                                 "tensor_buffer_to_tensor_list)")
+    return [TensorMeta((x.shape[0],), dtypes.tensor_buffer, x.is_dynamic)]
+
+
+register(OpDef("tensor_list_to_tensor_buffer", infer=_list_to_buffer_meta,
+               build=_on_host(K.tensor_list_to_tensor_buffer, lambda op: {}),
+               sbp=lambda op: [_sig([S(0)], [S(0)]), _sig([B], [B])]))
+
+
+def _buffer_to_list_meta(op):
+    x = op.inputs[0]
+    _check(op, x.dtype is dtypes.tensor_buffer and len(x.shape) == 1,
+           "the input must be a 1-d tensor buffer, got %s %s" % (x.dtype.name, x.shape))
+    _check(op, op.attrs.get("tensor_list") is True, "the op's attribute tensor_list must be True")
+    return [TensorMeta(tuple(x.shape) + tuple(op.attrs["shape"]), op.attrs["dtype"], True)]
+
+
+register(OpDef("tensor_buffer_to_tensor_list", infer=_buffer_to_list_meta,
+               build=_on_host(K.tensor_buffer_to_tensor_list, lambda op: {
+                   "shape": tuple(op.attrs["shape"]), "np_dtype": op.attrs["dtype"].np}),
+               sbp=lambda op: [_sig([S(0)], [S(0)]), _sig([B], [B])]))
+
+
+def _list_split_meta(op):
+    x = op.inputs[0]
+    _check(op, x.is_tensor_list, "the input must be a tensor list")
+    _check(op, len(x.shape) > 1, "the tensor list must have at least 2 axes, got %s" % (x.shape,))
+    return [TensorMeta(x.shape[1:], x.dtype, True) for _ in range(x.shape[0])]
+
+
+register(OpDef("tensor_list_split", infer=_list_split_meta,
+               build=_on_host(K.tensor_list_split, lambda op: {"n": op.inputs[0].shape[0]}),
+               sbp=lambda op: [_sig([S(0)], [S(0)] * op.inputs[0].shape[0]),
+                               _sig([B], [B] * op.inputs[0].shape[0])]))

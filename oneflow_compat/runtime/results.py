@@ -26,6 +26,13 @@ class LocalBlob:
     def numpy_list(self):
         return list(self._value) if self._mirrored else [self._value]
 
+    def numpy_lists(self):
+        """Per device, the list of its tensors (a tensor-list blob, OneFlow v0.3.4's LocalMirroredTensorList);
+        another blob gives its one array per device."""
+        return [_tensor_list(v) for v in self.numpy_list()]
+
+    ndarray_lists = numpy_lists
+
     ndarray = numpy
     ndarray_list = numpy_list
 
@@ -73,8 +80,13 @@ def leaf_value(value, kind, is_mirrored):
     if kind == "list_numpy":
         return list(value) if is_mirrored else [value]
     if kind == "list_list_numpy":
-        return [[v] for v in value] if is_mirrored else [[value]]
+        return [_tensor_list(v) for v in value] if is_mirrored else [_tensor_list(value)]
     return LocalBlob(value, is_mirrored)
+
+
+def _tensor_list(piece):
+    """A device's piece as a list of arrays: a tensor list's tensors (an object array), else the one array."""
+    return list(piece) if getattr(piece, "dtype", None) == object and piece.ndim == 1 else [piece]
 
 
 class Future:
