@@ -8,3 +8,9 @@ init_worker = refused("deprecated.init_worker", WORKERS)
 delete_worker = refused("deprecated.delete_worker", WORKERS)
 delete_worker_by_bootstrap = refused("deprecated.delete_worker_by_bootstrap", WORKERS)
 delete_worker_of_multi_process = refused("deprecated.delete_worker_of_multi_process", WORKERS)
+
+
+class nn:  # noqa: N801 - OneFlow's namespace `flow.deprecated.nn`
+    """`flow.deprecated.nn` of OneFlow v0.4.0: the named-module base class."""
+
+    from oneflow_compat._api.legacy_misc import Module

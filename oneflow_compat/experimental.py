@@ -12,3 +12,8 @@ class scope:  # noqa: N801 - OneFlow's namespace flow.experimental.scope
 from oneflow_compat._api.experimental_api import (  # noqa: F401,E402
     dynamic_binary_concat, dynamic_binary_split, get_interface_blob_value, indexed_slices_reduce_sum,
     set_interface_blob_value, square_sum, ssp_variable_proxy, unique_with_counts)
+
+# v0.4.0: OneFlow's JobSet protobuf of the compiled jobs (refused, _api/refusals.py)
+from oneflow_compat._api.refusals import INTERNAL as _INTERNAL, refused as _refused  # noqa: E402
+
+get_job_set = _refused("experimental.get_job_set", _INTERNAL)

@@ -212,9 +212,10 @@ def cast(x, dtype, name=None):
 # --- the rest of OneFlow v0.3.4/v0.4.0's flow.math (the whole legacy API, issue 20) -------------------------------
 from oneflow_compat._api.legacy_math import (  # noqa: E402,F401
     _check_axis, _unique, acos, acosh, asin, asinh, atan, atan2, atanh, broadcast_to_compatible_with, cosh, erf,
-    erfc, floordiv, fused_scale_tril, gelu_grad, in_top_k, lgamma, reciprocal_no_nan, reduced_shape_elem_cnt, rint,
-    sigmoid_grad, sigmoid_v2, sinh, tan, tanh_v2, tril, two_stage_reduce_max, two_stage_reduce_min,
-    unsorted_batch_segment_sum, unsorted_segment_sum, unsorted_segment_sum_like, xdivy, xlogy)
+    erfc, floordiv, fused_scale_tril, fused_scale_tril_softmax_dropout, gelu_grad, in_top_k, lgamma,
+    reciprocal_no_nan, reduced_shape_elem_cnt, rint, sigmoid_grad, sigmoid_v2, sinh, tan, tanh_v2, tril,
+    two_stage_reduce_max, two_stage_reduce_min, unsorted_batch_segment_sum, unsorted_segment_sum,
+    unsorted_segment_sum_like, xdivy, xlogy)
 
 
 def squared_difference(x, y, name=None):

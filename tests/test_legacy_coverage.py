@@ -29,7 +29,12 @@ def _names(filename, keep=lambda cols: True):
 
 
 V034 = _names("oneflow_v0.3.4_exports.txt")
-V040_LEGACY = _names("oneflow_v0.4.0_new_exports.txt", keep=lambda cols: "experimental_api" not in cols[2])
+# v0.4.0's first eager tensors (`framework/tensor.py`, `autograd/`, `nn/modules/`: flow.Tensor, flow.tensor,
+# flow.autograd.*, flow.nn.Embedding, flow.to) belong to the eager module API as well, whose successor is the
+# global-tensor API, even where v0.4.0 exported them without `experimental_api`.
+_EAGER_TENSOR_SOURCES = ("oneflow/python/framework/tensor.py", "oneflow/python/autograd/", "oneflow/python/nn/modules/")
+V040_LEGACY = _names("oneflow_v0.4.0_new_exports.txt", keep=lambda cols: "experimental_api" not in cols[2]
+                     and not cols[1].startswith(_EAGER_TENSOR_SOURCES))
 
 _CPP = "custom C++ ops: they need OneFlow's C++ runtime and headers (custom_ops.py)"
 # name -> why it is refused (its stand-in raises NotImplementedError saying so)
@@ -55,6 +60,15 @@ REFUSED = {
 V040_REFUSED = {
     "deprecated.delete_worker_by_bootstrap": refusals.WORKERS,
     "deprecated.delete_worker_of_multi_process": refusals.WORKERS,
+    "saved_model.ModelBuilder": refusals.SAVED_MODEL,
+    "saved_model.GraphBuilder": refusals.SAVED_MODEL,
+    "saved_model.SignatureBuilder": refusals.SAVED_MODEL,
+    "serving.InferenceSession": refusals.SAVED_MODEL,
+    "serving.SessionOption": refusals.SAVED_MODEL,
+    "serving.ModelVersionPolicy": refusals.SAVED_MODEL,
+    "builtin_op": refusals.BUILTIN_OP,
+    "experimental.get_job_set": refusals.INTERNAL,
+    "env.init_bootstrap_confs": refusals.GRPC,
 }
 
 # The neural-network part of issue 20, built at the same time on the `nnops` branch: until both branches are on

@@ -209,3 +209,57 @@ def gelu_grad(x, dy, name=None):
 def softmax_grad(y, dy, axis=None, name=None):
     """flow.nn.softmax_grad: the gradient of softmax along `axis` (default -1) from its output y and dy."""
     return apply("softmax_grad", [dy, y], {"axis": -1 if axis is None else int(axis)}, name=name)
+
+
+# --- v0.4.0 additions (math_ops.py, domain_ops.py at v0.4.0) ---------------------------------------------------------
+def fused_scale_tril_softmax_dropout(x, diagonal=0, fill_value=0, scale=1, rate=0.0, noise_shape=None, seed=None,
+                                     name=None):
+    """softmax(tril(x · scale, diagonal, fill_value)) along the last axis, then dropout at `rate` (kept values
+    scaled by 1 / (1 - rate)). As OneFlow v0.4.0, the mask is drawn whatever the job's type (its
+    `fused_tril_scale_softmax_mask_scale` op takes a `random_mask_like` mask); here the three steps are the ops
+    fused_scale_tril, softmax and dropout, whose gradients compose."""
+    x = _blob(x, "flow.math.fused_scale_tril_softmax_dropout")
+    assert rate is not None and 0.0 <= rate < 1.0
+    ctx = builder.current("flow.math.fused_scale_tril_softmax_dropout")
+    if name is None:
+        name = ctx.job.unique_name("FusedTrilScaleSoftmaxMaskScale_")
+    if noise_shape is not None:
+        raise AssertionError("noise_shape will be supported later.")
+    y = apply("fused_scale_tril", [x], {"diagonal": int(diagonal), "fill_value": _fill(fill_value),
+                                        "scale": _fill(scale)}, name=name + "-scale_tril")
+    y = apply("softmax", [y], {"axis": -1}, name=name + "-softmax")
+    if rate == 0.0:
+        return y
+    out = apply("dropout", [y], {"rate": float(rate), "seed": seed}, name=name)
+    return out[0]
+
+
+def fused_self_attention_query_mul_key_and_value(x, head_size, alpha=1.0, name=None):
+    """hidden_states (seq_len, batch, num_heads · 3 · head_size), laid out (seq, batch, heads, 3, head_size) ->
+    (query · keyᵀ · alpha of shape (batch, heads, seq, seq), value of shape (batch, heads, seq, head_size)), as
+    OneFlow v0.4.0's fused op (`oneflow/user/ops/fused_self_attention_query_mul_key_and_value_ops.cpp`), here
+    composed of reshape, transpose, slice and batch matmul (their gradients compose)."""
+    x = _blob(x, "flow.nn.fused_self_attention_query_mul_key_and_value")
+    ctx = builder.current("flow.nn.fused_self_attention_query_mul_key_and_value")
+    if name is None:
+        name = ctx.job.unique_name("FusedSelfAttentionQueryMulKeyAndValue_")
+    head_size = int(head_size)
+    if len(x.shape) != 3 or x.is_dynamic:
+        raise ValueError("%s: hidden_states must be a static 3-d blob (seq_len, batch_size, hidden_size), got %s"
+                         % (name, x.shape))
+    seq, batch, hidden = x.shape
+    if head_size <= 0 or hidden % (head_size * 3):
+        raise ValueError("%s: hidden_size %d is not a multiple of 3 · head_size (%d)" % (name, hidden, head_size))
+    heads = hidden // (head_size * 3)
+    h = apply("reshape", [x], {"shape": (seq, batch, heads, 3, head_size)}, name=name + "-reshape")
+    h = apply("transpose", [h], {"perm": (3, 1, 2, 0, 4)}, name=name + "-transpose")  # (3, b, n, s, hs)
+    parts = []
+    for k, part in enumerate(("query", "key", "value")):
+        p = apply("slice", [h], {"slice_tup": ((k, k + 1, 1),) + ((None, None, None),) * 4},
+                  name="%s-%s" % (name, part))
+        parts.append(apply("reshape", [p], {"shape": (batch, heads, seq, head_size)},
+                           name="%s-%s_reshape" % (name, part)))
+    q, k, v = parts
+    qmk = apply("matmul", [q, k], {"transpose_a": False, "transpose_b": True, "alpha": float(alpha)},
+                name=name + "-query_mul_key")
+    return qmk, v

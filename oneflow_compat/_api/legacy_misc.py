@@ -144,3 +144,41 @@ _IDS = itertools.count()
 def unique_str(prefix):
     """prefix followed by a number unique in this process (OneFlow's id_util.UniqueStr)."""
     return "%s%d" % (prefix, next(_IDS))
+
+
+class Module:
+    """`flow.deprecated.nn.Module` (OneFlow v0.4.0 `framework/module.py`): a named callable whose `forward` builds
+    ops; `call_seq_no` counts the calls."""
+
+    def __init__(self, name=None):
+        if name is None:
+            name = unique_str("Module_")
+        self.module_name_ = name
+        self.call_seq_no_ = 0
+
+    @property
+    def module_name(self):
+        return self.module_name_
+
+    @property
+    def call_seq_no(self):
+        return self.call_seq_no_
+
+    # only for overriding; do not call module.forward(*args) directly
+    def forward(self, *args):
+        raise NotImplementedError()
+
+    def __call__(self, *args):
+        ret = self.forward(*args)
+        self.call_seq_no_ = self.call_seq_no_ + 1
+        return ret
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # OneFlow asserted it in __del__ ("do not override __call__"); here when the class is defined
+        assert cls.__call__ is Module.__call__, "do not override __call__"
+
+
+def InitEagerGlobalSession():  # noqa: N802 - OneFlow's name
+    """OneFlow v0.4.0 initialized its C++ eager session with the default config before eager tensors were used;
+    eager execution needs no session set-up here, so this does nothing."""

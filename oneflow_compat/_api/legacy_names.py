@@ -35,10 +35,11 @@ from oneflow_compat._api.job_desc import current_global_function_desc, current_s
 from oneflow_compat._api.legacy_array_api import (  # noqa: F401,E402
     amp_white_identity, argsort, argwhere, assign, cast_to_static_shape, count_not_finite, diag, dim_gather,
     dynamic_reshape, eager_nccl_all_reduce, elem_cnt, expand, gather_nd, identity_n, multi_count_not_finite, nonzero,
-    pad_grad, range, scatter_nd,
-    slice_update, sort, sync_dynamic_resize, tensor_scatter_nd_add, tensor_scatter_nd_update)
+    builtin_op, hierarchical_parallel_cast, pad_grad, range, scatter_nd, slice_update, sort, sync_dynamic_resize, tensor_scatter_nd_add, tensor_scatter_nd_update)
 from oneflow_compat import (  # noqa: F401,E402
-    advanced, deprecated, detection, linalg, onnx, quantization, summary, system, sysconfig, tensorrt, util)
+    advanced, deprecated, detection, distributed, linalg, model, onnx, profiler, quantization, saved_model,
+    serving, summary, system, sysconfig, tensorrt, util)
+from oneflow_compat.model import Model  # noqa: F401,E402
 from oneflow_compat._api.time_shape_api import acc, pack, repeat, unpack  # noqa: F401,E402
 from oneflow_compat._api.experimental_api import (  # noqa: F401,E402
     categorical_ordinal_encode, distributed_partial_fc_sample)
@@ -47,6 +48,7 @@ from oneflow_compat._api.tensor_buffer_api import (  # noqa: F401,E402
     object_segmentation_polygon_flip, object_segmentation_polygon_scale, object_segmentation_polygon_to_mask,
     tensor_buffer_to_tensor, tensor_buffer_to_tensor_list, tensor_list_split, tensor_list_to_tensor_buffer,
     tensor_to_tensor_buffer)
+from oneflow_compat._api.legacy_misc import InitEagerGlobalSession  # noqa: F401,E402
 from oneflow_compat._api.legacy_misc import (  # noqa: F401,E402
     current_machine_id, current_resource, dtypes, find_or_create_module, inter_job_reuse_mem_strategy,
     is_deprecated)

@@ -3,7 +3,10 @@ name and why, at the line that asks for it (the name itself resolves, so `import
 script still work). `REFUSED` lists them for the README and tests/test_legacy_coverage.py.
 
 Out of scope by decision (issue 20): TensorRT, ONNX export, custom C++ op libraries, OneFlow's internal test ops,
-RDMA/grpc configuration, and OneFlow's own worker-process management (the MPI launcher starts the ranks).
+RDMA/grpc configuration, and OneFlow's own worker-process management (the MPI launcher starts the ranks); of
+v0.4.0's additions, the SavedModel builder and serving session (OneFlow's job protobufs), `builtin_op` (C++ op
+type names), `experimental.get_job_set` (OneFlow's JobSet protobuf) and `env.init_bootstrap_confs` (the grpc
+control plane's bootstrap).
 """
 import functools
 
@@ -21,6 +24,11 @@ NCCL_EAGER = ("out of scope: legacy eager mode runs on one logical device here, 
               "GPU collectives go through the host (no NCCL)")
 INTERNAL = ("OneFlow's internal protobufs are out of scope: oneflow_compat compiles jobs into its own IR, not "
             "into OneFlow's JobSet/OpConf protobufs")
+SAVED_MODEL = ("OneFlow's SavedModel format and serving sessions are out of scope: a saved model is OneFlow's Job "
+               "protobuf (OpConf per op) for OneFlow's C++ runtime to compile, which oneflow_compat neither writes nor "
+               "reads; save variables with flow.checkpoint.save and rebuild the job function to serve")
+BUILTIN_OP = ("out of scope: flow.builtin_op builds OneFlow's C++ user ops by their registered type names for the "
+              "C++ eager interpreter, which oneflow_compat does not have; call the op's Python function instead")
 
 REFUSED = {}
 
