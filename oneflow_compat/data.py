@@ -1,11 +1,11 @@
-"""`flow.data.*`: MNIST loading and the OFRecord readers/decoders (ops in `ops/data_ops.py`)."""
+"""`flow.data.*`: MNIST loading, the OFRecord readers/decoders (ops in `ops/data_ops.py`) and the COCO reader."""
 from oneflow_compat._api.data_api import (
     BlobConf, OFRecordBytesDecoder, OFRecordImageDecoder, OFRecordImageDecoderRandomCrop, OFRecordRawDecoder,
     RawCodec, decode_ofrecord, ofrecord_bytes_decoder, ofrecord_image_classification_reader, ofrecord_image_decoder, ofrecord_image_decoder_random_crop,
     ofrecord_loader, ofrecord_raw_decoder, ofrecord_reader)
 from oneflow_compat._api.legacy_data_api import (  # noqa: F401 (the rest of OneFlow v0.3.4's flow.data)
     BytesListCodec, ImageCodec, ImagePreprocessor, ImageResizePreprocessor, NormByChannelPreprocessor, OneRecDecoder,
-    decode_random, image_decoder_random_crop_resize, onerec_decoder, onerec_reader)
+    coco_reader, decode_random, image_decoder_random_crop_resize, onerec_decoder, onerec_reader)
 
 ImageDecoderRandomCropResize = image_decoder_random_crop_resize
 

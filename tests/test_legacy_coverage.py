@@ -36,7 +36,7 @@ _EAGER_TENSOR_SOURCES = ("oneflow/python/framework/tensor.py", "oneflow/python/a
 V040_LEGACY = _names("oneflow_v0.4.0_new_exports.txt", keep=lambda cols: "experimental_api" not in cols[2]
                      and not cols[1].startswith(_EAGER_TENSOR_SOURCES))
 
-_CPP = "custom C++ ops: they need OneFlow's C++ runtime and headers (custom_ops.py)"
+_CPP = "custom ops need OneFlow's C++ runtime"  # custom_ops.py's message
 # name -> why it is refused (its stand-in raises NotImplementedError saying so)
 REFUSED = {
     "tensorrt.write_int8_calibration": refusals.TENSORRT,
@@ -130,7 +130,7 @@ def _call_refused(obj, name):
     if name in ("user_op_module_builder", "consistent_user_op_module_builder"):
         return obj("my_op")
     if name.startswith("config.load_library"):
-        return obj("/nonexistent/libmy_op.so")
+        return obj(os.path.abspath(__file__))  # an existing file (a missing one is a FileNotFoundError)
     if name == "experimental.custom_op_module":
         return obj("user_relu", "/tmp")
     return obj()

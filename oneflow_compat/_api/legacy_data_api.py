@@ -97,3 +97,45 @@ class NormByChannelPreprocessor:
 onerec_reader = refused("data.onerec_reader", ONEREC)
 OneRecDecoder = refused("data.OneRecDecoder", ONEREC)
 onerec_decoder = refused("data.onerec_decoder", ONEREC)
+
+
+# --- COCO (v0.3.4 `user_data_ops.py` api_coco_reader / COCOReader) -------------------------------------------------
+def coco_reader(annotation_file, image_dir, batch_size, shuffle=True, random_seed=None, group_by_aspect_ratio=True,
+                stride_partition=True, name=None):
+    """(image, image_id, image_size, gt_bbox, gt_label, gt_segm, gt_segm_index) of the next batch of a COCO dataset:
+    encoded images, ids (int64), (height, width) int32 rows, and tensor buffers of boxes (n, 4) float32 in
+    xyxy, contiguous labels (n,) int32, polygon points (m, 2) float32 and their (point, polygon, annotation) index
+    (m, 3) int32 (datasets/coco_io.py has the rules). The reader is a module of this name: calling it again in the
+    session continues the same stream. random_seed None: one derived from the session's seed (OneFlow drew a
+    random one)."""
+    from oneflow_compat._api.legacy_misc import find_or_create_module
+
+    assert name is not None
+    module = find_or_create_module(name, lambda: COCOReader(
+        annotation_file=annotation_file, image_dir=image_dir, batch_size=batch_size, shuffle=shuffle,
+        random_seed=random_seed, group_by_aspect_ratio=group_by_aspect_ratio, stride_partition=stride_partition,
+        name=name))
+    return module()
+
+
+class COCOReader:
+    """OneFlow v0.3.4's COCOReader module: builds a COCOReader op per call, the first named as the module."""
+
+    def __init__(self, annotation_file, image_dir, batch_size, shuffle=True, random_seed=None,
+                 group_by_aspect_ratio=True, remove_images_without_annotations=True, stride_partition=True,
+                 name=None):
+        assert name is not None
+        self.module_name = name
+        self.call_seq_no = 0
+        self.attrs = {"annotation_file": str(annotation_file), "image_dir": str(image_dir),
+                      "batch_size": int(batch_size), "shuffle_after_epoch": bool(shuffle),
+                      "seed": None if random_seed is None else int(random_seed),
+                      "group_by_ratio": bool(group_by_aspect_ratio),
+                      "remove_images_without_annotations": bool(remove_images_without_annotations),
+                      "stride_partition": bool(stride_partition), "module": name}
+
+    def __call__(self):
+        name = self.module_name if self.call_seq_no == 0 else \
+            builder.current("flow.data.coco_reader").job.unique_name("COCOReader")
+        self.call_seq_no += 1
+        return tuple(apply("COCOReader", [], dict(self.attrs), name=name))

@@ -849,6 +849,7 @@ WITHOUT_EXAMPLES.update({
     "image_decoder_random_crop_resize": _NOT_NUMERIC.replace("test_data_ops", "test_legacy_data") % "tensor buffers",
     "ofrecord_jpeg_decoder": _NOT_NUMERIC.replace("test_data_ops", "test_legacy_data") % "OFRecord messages",
     "ofrecord_bytes_list_decoder": _NOT_NUMERIC.replace("test_data_ops", "test_legacy_data") % "OFRecord messages",
+    "COCOReader": "reads a COCO annotation file and its images (session state); covered by tests/test_legacy_coco.py",
 })
 EXAMPLES.update({
     "norm_by_channel": [Example(inputs(normal(4, 3, 5, 3)), {"mean": [1.0, 2.0, 3.0], "std": [2.0, 4.0, 8.0],

@@ -2,19 +2,23 @@
 `oneflow/core/operator/decode_random_op.cpp`), image_decoder_random_crop_resize (`image_decoder_random_crop_resize_
 op.cpp`), and the old decode_ofrecord's image / bytes-list codecs and channel normalization (`decode_ofrecord_op.cpp`
 holds them all in one op there; one op per blob here: ofrecord_jpeg_decoder, ofrecord_bytes_list_decoder,
-norm_by_channel).
+norm_by_channel), and COCOReader (`flow.data.coco_reader`; datasets/coco_io.py reads the files).
 
 Randomness as in data_ops.py: the op's seed (the user's, else derived from the session's root seed and the names)
 and its call count, one stream per logical row, so that no value depends on how the batch is split.
 """
+import numpy as np
+
 from oneflow_compat.backend import devices
+from oneflow_compat.datasets import coco_io
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import random as random_k
 from oneflow_compat.kernels import record_legacy as K
+from oneflow_compat.kernels.array import object_array
 from oneflow_compat.ops import initial_values
-from oneflow_compat.ops.data_ops import _batch_sbp, _call_counter, _first_row
+from oneflow_compat.ops.data_ops import _batch_sbp, _call_counter, _first_row, _session_state
 from oneflow_compat.ops.nn_ops import dropout_seed as op_seed
 from oneflow_compat.ops.registry import OpDef, register
 
@@ -116,3 +120,49 @@ def _norm_meta(op):
 register(OpDef("norm_by_channel", infer=_norm_meta, kernel=K.norm_by_channel,
                kernel_attrs=lambda op: {k: op.attrs[k] for k in ("mean", "std", "data_format")},
                sbp=lambda op: [((S.S(0),), (S.S(0),)), ((S.B,), (S.B,))]))
+
+
+# --- COCOReader (v0.3.4 `oneflow/user/ops/coco_reader_op.cpp`, `oneflow/user/data/coco_*`) --------------------------
+_COCO_OUTPUTS = ((dtypes.tensor_buffer, ()), (dtypes.int64, ()), (dtypes.int32, (2,)), (dtypes.tensor_buffer, ()),
+                 (dtypes.tensor_buffer, ()), (dtypes.tensor_buffer, ()), (dtypes.tensor_buffer, ()))
+
+
+def _coco_meta(op):
+    n = op.attrs["batch_size"]
+    return [TensorMeta((n,) + tail, dtype) for dtype, tail in _COCO_OUTPUTS]
+
+
+def _coco_build(op, dev):
+    """Each device reads its shard of the images (the outputs are split along the batch: S(0)), batches of
+    batch_size / parallel_num images; the reader lives with the session."""
+    a = op.attrs
+    n, parts = a["batch_size"], dev.parallel_num
+    if parts > 1 and n % parts:
+        raise ValueError("COCOReader '%s': batch_size %d is not divisible by the %d devices of its placement"
+                         % (op.name, n, parts))
+    state = _session_state(dev.session)
+    key = ("coco_reader", op.job.name, a.get("module", op.name), dev.index, parts)  # one stream per module
+    reader = state.get(key)
+    if reader is None:
+        meta_key = ("coco_meta", a["annotation_file"], a["image_dir"], a["remove_images_without_annotations"])
+        meta = state.get(meta_key)
+        if meta is None:
+            meta = state[meta_key] = coco_io.COCOMeta(a["annotation_file"], a["image_dir"],
+                                                      a["remove_images_without_annotations"])
+        reader = state[key] = coco_io.COCOReader(
+            meta, n // parts, parts, dev.index, a["stride_partition"], a["shuffle_after_epoch"],
+            op_seed(op, dev.session), a["group_by_ratio"])
+    xp = dev.xp
+
+    def read():
+        rows = [reader.meta.sample(i) for i in reader.next_batch()]
+        cols = list(zip(*rows))
+        return (object_array(list(cols[0])), xp.asarray(np.array(cols[1], np.int64)), xp.asarray(np.stack(cols[2])),
+                object_array(list(cols[3])), object_array(list(cols[4])), object_array(list(cols[5])),
+                object_array(list(cols[6])))
+
+    return read
+
+
+register(OpDef("COCOReader", infer=_coco_meta, build=_coco_build, num_outputs=7,
+               sbp=lambda op: [((), (S.S(0),) * 7)]))
