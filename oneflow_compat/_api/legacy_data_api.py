@@ -139,3 +139,60 @@ class COCOReader:
             builder.current("flow.data.coco_reader").job.unique_name("COCOReader")
         self.call_seq_no += 1
         return tuple(apply("COCOReader", [], dict(self.attrs), name=name))
+
+
+# --- v0.4.0 `user_data_ops.py` gpt_data_loader ----------------------------------------------------------------------
+def megatron_gpt_mmap_data_loader(data_file_prefix, seq_length, num_samples, batch_size, dtype=dtypes.int64,
+                                  shuffle=True, random_seed=None, split_sizes=None, split_index=None,
+                                  parallel_distribution=None, start_from_saved_progress=False, name=None):
+    """(batch_size, seq_length + 1) token ids of a Megatron-LM indexed dataset (`<prefix>.idx` / `.bin`), the
+    next batch every call; split along the batch over the placement's devices (parallel_distribution ["S(0)"], the
+    default) or read whole by each (["B"]). With start_from_saved_progress the position is a variable
+    (model_name "iteration", saved with the checkpoints) that every call advances. random_seed None: one derived
+    from the session's seed (OneFlow took the clock). datasets/megatron_io.py has the sampling rules."""
+    from oneflow_compat import initializer as init
+    from oneflow_compat._api.legacy_array_api import assign
+    from oneflow_compat.ops import variable_ops
+
+    if name is None:
+        name = "gpt_data_loader" if start_from_saved_progress else \
+            builder.current("flow.data.megatron_gpt_mmap_data_loader").job.unique_name("gpt_data_loader_")
+    label_length = 1
+    split_index = 0 if split_index is None else split_index
+    split_sizes = (1,) if split_sizes is None else split_sizes
+    if split_index >= len(split_sizes):
+        raise ValueError("split index {} is out of range, split_sizes {}".format(split_index, split_sizes))
+    dists = [_dist_str(d) for d in (parallel_distribution or [])]
+    if len(dists) > 1:
+        raise NotImplementedError(
+            "flow.data.megatron_gpt_mmap_data_loader: parallel_distribution %s names a %d-d placement hierarchy; "
+            "placements are flat (1-d) in oneflow_compat's legacy API, so at most one entry is accepted"
+            % (dists, len(dists)))
+    if dists and dists[0] not in ("S(0)", "B"):
+        raise ValueError("parallel_distribution must be S(0) or B, got %s" % dists[0])
+    attrs = {"data_file_prefix": str(data_file_prefix), "seq_length": int(seq_length), "label_length": label_length,
+             "num_samples": int(num_samples), "batch_size": int(batch_size), "dtype": dtypes.as_dtype(dtype),
+             "shuffle": bool(shuffle), "seed": None if random_seed is None else int(random_seed),
+             "split_sizes": tuple(int(s) for s in split_sizes), "split_index": int(split_index),
+             "parallel_distribution": tuple(dists)}
+    if not start_from_saved_progress:
+        return apply("megatron_gpt_mmap_data_loader", [], attrs, name=name)
+    iteration_name = "{}-iteration-sq{}-sa{}-bs{}-sd{}-sp{}-spi{}-{}".format(
+        name, seq_length, num_samples, batch_size, random_seed, "_".join(str(s) for s in split_sizes), split_index,
+        "_".join("S{}".format(p[2:-1]) if p.startswith("S") else p for p in dists))
+    iteration = variable_ops.get_variable(name=iteration_name, shape=(1,), dtype=dtypes.int64,
+                                          initializer=init.constant_initializer(0, dtypes.int64),
+                                          trainable=False, model_name="iteration", reuse=False)
+    out, next_iteration = apply("megatron_gpt_mmap_data_loader", [iteration], attrs, name=name)
+    assign(iteration, next_iteration)
+    return out
+
+
+def _dist_str(dist):
+    from oneflow_compat import distribute
+
+    sbp = distribute.to_sbp(dist)
+    return "" if sbp is None else str(sbp)
+
+
+MegatronGPTMMapDataLoader = megatron_gpt_mmap_data_loader

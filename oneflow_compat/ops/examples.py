@@ -850,6 +850,8 @@ WITHOUT_EXAMPLES.update({
     "ofrecord_jpeg_decoder": _NOT_NUMERIC.replace("test_data_ops", "test_legacy_data") % "OFRecord messages",
     "ofrecord_bytes_list_decoder": _NOT_NUMERIC.replace("test_data_ops", "test_legacy_data") % "OFRecord messages",
     "COCOReader": "reads a COCO annotation file and its images (session state); covered by tests/test_legacy_coco.py",
+    "megatron_gpt_mmap_data_loader": "reads a Megatron indexed dataset, the next batch every call (session state); "
+                                     "covered by tests/test_legacy_megatron.py",
 })
 EXAMPLES.update({
     "norm_by_channel": [Example(inputs(normal(4, 3, 5, 3)), {"mean": [1.0, 2.0, 3.0], "std": [2.0, 4.0, 8.0],

@@ -2,7 +2,8 @@
 `oneflow/core/operator/decode_random_op.cpp`), image_decoder_random_crop_resize (`image_decoder_random_crop_resize_
 op.cpp`), and the old decode_ofrecord's image / bytes-list codecs and channel normalization (`decode_ofrecord_op.cpp`
 holds them all in one op there; one op per blob here: ofrecord_jpeg_decoder, ofrecord_bytes_list_decoder,
-norm_by_channel), and COCOReader (`flow.data.coco_reader`; datasets/coco_io.py reads the files).
+norm_by_channel), COCOReader (`flow.data.coco_reader`; datasets/coco_io.py reads the files) and v0.4.0's
+megatron_gpt_mmap_data_loader (datasets/megatron_io.py).
 
 Randomness as in data_ops.py: the op's seed (the user's, else derived from the session's root seed and the names)
 and its call count, one stream per logical row, so that no value depends on how the batch is split.
@@ -10,7 +11,7 @@ and its call count, one stream per logical row, so that no value depends on how 
 import numpy as np
 
 from oneflow_compat.backend import devices
-from oneflow_compat.datasets import coco_io
+from oneflow_compat.datasets import coco_io, megatron_io
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
@@ -166,3 +167,64 @@ def _coco_build(op, dev):
 
 register(OpDef("COCOReader", infer=_coco_meta, build=_coco_build, num_outputs=7,
                sbp=lambda op: [((), (S.S(0),) * 7)]))
+
+
+# --- megatron_gpt_mmap_data_loader (v0.4.0 `oneflow/user/ops/gpt_data_loader_op.cpp`, `gpt_data_loader_kernel.cpp`)
+def _gpt_meta(op):
+    a = op.attrs
+    outs = [TensorMeta((a["batch_size"], a["seq_length"] + a["label_length"]), a["dtype"])]
+    if op.inputs:  # start_from_saved_progress: the iteration variable's next value (assigned by the surface)
+        it = op.inputs[0]
+        if it.dtype is not dtypes.int64 or tuple(it.shape) != (1,):
+            raise ValueError("%s '%s': iteration must be an int64 blob of shape (1,), got %s %s"
+                             % (op.type, op.name, it.dtype.name, it.shape))
+        outs.append(TensorMeta((1,), dtypes.int64))
+    return outs
+
+
+def _gpt_sbp(op):
+    dist = op.attrs["parallel_distribution"]
+    out = S.B if dist and dist[0] == "B" else S.S(0)
+    extra = (S.B,) if op.inputs else ()
+    return [((S.B,) * len(op.inputs), (out,) + extra)]
+
+
+def _gpt_build(op, dev):
+    """Each device reads its shard of every batch: sample iter · batch + shard · local_batch + i."""
+    a = op.attrs
+    shards = dev.parallel_num if _is_split_out(dev) else 1
+    shard = dev.index if shards > 1 else 0
+    if a["num_samples"] % shards or a["batch_size"] % shards:
+        raise ValueError("%s '%s': num_samples %d and batch_size %d must be divisible by the %d shards"
+                         % (op.type, op.name, a["num_samples"], a["batch_size"], shards))
+    local = a["batch_size"] // shards
+    state = _session_state(dev.session)
+    key = ("gpt_dataset", a["data_file_prefix"], a["seq_length"], a["label_length"], a["num_samples"],
+           tuple(a["split_sizes"]), a["split_index"], a["shuffle"], op_seed(op, dev.session))
+    dataset = state.get(key)
+    if dataset is None:
+        dataset = state[key] = megatron_io.MegatronGPTMMapDataset(
+            a["data_file_prefix"], a["seq_length"], a["label_length"], a["num_samples"], a["split_sizes"],
+            a["split_index"], a["shuffle"], op_seed(op, dev.session))
+    next_call = _call_counter(op, dev)
+    np_dtype, xp = a["dtype"].np, dev.xp
+
+    def batch(it):
+        first = it * local * shards + shard * local
+        return xp.asarray(np.stack([dataset.sample(first + i, np_dtype) for i in range(local)]))
+
+    if not op.inputs:
+        return lambda: batch(next_call())
+
+    def run(iteration):
+        it = int(devices.to_host(iteration).reshape(-1)[0])
+        return batch(it), xp.asarray(np.array([it + 1], np.int64))
+
+    return run
+
+
+def _is_split_out(dev):
+    return dev.parallel_num > 1 and S.is_split(dev.sbp_out[0])
+
+
+register(OpDef("megatron_gpt_mmap_data_loader", infer=_gpt_meta, build=_gpt_build, sbp=_gpt_sbp))
