@@ -20,6 +20,9 @@ if _world.job_size() > 1:  # MPI, or the launch variables (several MPI worlds jo
     _world.get_process_comm()
 from oneflow_compat.ops import (activation_ops, array_ops, data_ops, math_ops, nn_ops,  # noqa: F401 (registers)
                                 shape_ops, system_ops)
+from oneflow_compat.ops import (  # noqa: F401,E402 (registers; the whole legacy API, issue 20)
+    elementwise_math_ops, experimental_ops, legacy_array_ops, legacy_data_ops, nd_index_ops, quantization_ops,
+    random_ops, summary_ops, tensor_buffer_ops, two_stage_reduce_ops)
 # the nn ops family's op modules (registers them)
 from oneflow_compat.ops import conv_ops, loss_ops, nn_misc_ops, norm_ops, pool_ops  # noqa: F401,E402
 

@@ -97,11 +97,20 @@ def _ignored(name):
 
 for _name in ("comm_net_worker_num", "max_mdsave_worker_num", "enable_numa_aware_cuda_malloc_host",
               "compute_thread_pool_size", "rdma_mem_block_mbyte", "rdma_recv_msg_buf_mbyte", "reserved_host_mem_mbyte",
-              "reserved_device_mem_mbyte", "use_rdma", "thread_enable_local_message_queue",
+              "reserved_device_mem_mbyte", "thread_enable_local_message_queue",
               "save_downloaded_file_to_local_fs", "persistence_buf_byte", "collect_act_event",
               "enable_tensor_float_32_compute", "enable_mem_chain_merge", "nccl_use_compute_stream",
               "disable_group_boxing_by_dst_parallel", "enable_fusion", "enable_cudnn_conv_heuristic_search_algo"):
     globals()[_name] = _ignored(_name)
+
+
+@_setter
+def use_rdma(res, val=True):
+    """Turning RDMA on is refused (issue 20: RDMA/grpc configuration is out of scope); off is what there is."""
+    if val:
+        from oneflow_compat._api.refusals import GRPC
+
+        raise NotImplementedError("flow.config.use_rdma(True): %s" % GRPC)
 
 
 class _CollectiveBoxing:

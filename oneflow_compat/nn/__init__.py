@@ -7,6 +7,8 @@ import sys as _sys
 from oneflow_compat.nn.legacy_ops import *  # noqa: F401,F403
 from oneflow_compat.nn.legacy_ops import _pair, pads_for  # noqa: F401 (used by flow.layers)
 from oneflow_compat.nn import functional, init  # noqa: F401
+# flow.nn names of OneFlow v0.3.4's math family (the whole legacy API, issue 20)
+from oneflow_compat.nn.math_names import *  # noqa: F401,F403
 from oneflow_compat.nn.global_api import *  # noqa: F401,F403
 from oneflow_compat.nn.global_api import graph
 
