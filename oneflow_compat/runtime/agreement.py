@@ -156,6 +156,12 @@ def in_turn(fn, *args):
 
 
 # --- identity -----------------------------------------------------------------------------------------------------
+def check_call(text, members):
+    """A call every member rank must make together (a job call, an nn.Graph call), named by `text`: one global
+    operation that communicates (see `global_op`)."""
+    return global_op((digest(text), text), members)
+
+
 def global_op(identity, members):
     """Records a global operation of this thread, run inside `LOCK` and a frame (`activity.operation`), and returns
     its number. `identity` = (digest, text); `members` = the sorted ranks that communicate in it, this rank among

@@ -5,9 +5,9 @@ rank's local pieces (one array per device of the placement that lives in this pr
 device, so [] or [array]). Local tensors are values on a placement of this rank alone.
 
 `run_op(op_type, attrs, inputs)` builds a job of one `input` op per input, whose output SBP is pinned to the
-value's SBP, and the op itself; then runs the SAME passes as legacy jobs (`passes/sbp_infer` with its cost-based
-choice among the op's declared signatures, `passes/boxing` for whatever the chosen signature reads differently)
-and builds the same per-device plan (`passes/plan.py`). The pieces are written straight into the plan's input
+value's SBP, and the op itself; then runs the SAME compile pipeline as legacy jobs (`passes/pipeline.py`, options
+`EAGER_OP`: the cost-based choice among the op's declared signatures, boxing for whatever the chosen signature
+reads differently) and builds the same executable (`runtime/executable.py`). The pieces are written straight into the plan's input
 registers and read back from its outputs: no rank-0 feed, no assembly. The compiled plan is cached by (op type,
 attrs, input layouts), so an eager training step is not dominated by planning.
 
@@ -34,10 +34,11 @@ from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import Job, LazyBlob, Op, TensorMeta
 from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import registry, transitions
-from oneflow_compat.passes import boxing, prune, sbp_infer
-from oneflow_compat.passes.plan import Plan
-from oneflow_compat.runtime import activity, agreement
+from oneflow_compat.passes import pipeline
+from oneflow_compat.runtime import activity, agreement, context
+from oneflow_compat.runtime.session import Session
 from oneflow_compat.runtime.activity import operation
+from oneflow_compat.runtime.executable import Executable
 
 CACHE_SIZE = 4096
 
@@ -69,27 +70,21 @@ class Value:
                                                        self.sbp, len(self.pieces))
 
 
-# --- the process: comm, runtime, and what plan builders take for a session ---------------------------------------
-class _Site:
-    """What the ops' builders see as the session (`DeviceSlot.session`): the runtime, and no legacy root seed."""
-
-    def __init__(self, runtime):
-        self.runtime = runtime
-        self.root_seed = None
-
-
-_SITE = []
+# --- the process: comm, runtime, and the session of the global-tensor API ---------------------------------------
+_CTX = context.get()  # the process state (`reset()` keeps the object)
 
 
 def site():
-    if not _SITE:
+    """The session of the global-tensor API (`runtime/session.Session`, made on first use)."""
+    session = _CTX.global_session
+    if session is None:
         from oneflow_compat.comm import world
         from oneflow_compat.runtime.runtime import Runtime
 
         comm = world.get_process_comm()
         activity.install(comm)  # a collective that times out names the eager op on every rank
-        _SITE.append(_Site(Runtime(comm, comm.rank)))
-    return _SITE[0]
+        session = _CTX.global_session = Session("global", Runtime(comm, comm.rank))
+    return session
 
 
 def runtime():
@@ -98,7 +93,7 @@ def runtime():
 
 def started():
     """Whether an eager global (or local tensor) op ran in this process."""
-    return bool(_SITE)
+    return _CTX.global_session is not None
 
 
 def comm():
@@ -113,14 +108,11 @@ def world_size():
     return comm().size
 
 
-_LOCAL_PLACEMENTS = {}
-
-
 def local_placement(device_tag="cpu"):
     """The placement of a local tensor: this rank's one device."""
-    pl = _LOCAL_PLACEMENTS.get(device_tag)
+    pl = _CTX.local_placements.get(device_tag)
     if pl is None:
-        pl = _LOCAL_PLACEMENTS[device_tag] = Placement(device_tag, [(rank(), 0)])
+        pl = _CTX.local_placements[device_tag] = Placement(device_tag, [(rank(), 0)])
     return pl
 
 
@@ -133,8 +125,6 @@ def xp(placement):
 
 
 # --- compiled one-op plans --------------------------------------------------------------------------------------
-_CACHE = collections.OrderedDict()
-_BOXING_LOG = collections.OrderedDict()  # BoxingRecord -> calls
 
 
 class BoxingRecord(collections.namedtuple("BoxingRecord", "op shape dtype src_placement src_sbp dst_placement "
@@ -144,21 +134,20 @@ class BoxingRecord(collections.namedtuple("BoxingRecord", "op shape dtype src_pl
 
 def boxing_log():
     """[(BoxingRecord, calls)] of every boxing the eager ops of this process took part in, in first-seen order."""
-    return [(rec, calls) for rec, calls in _BOXING_LOG.items()]
+    return [(rec, calls) for rec, calls in _CTX.boxing_log.items()]
 
 
 def clear_boxing_log():
-    _BOXING_LOG.clear()
+    _CTX.boxing_log.clear()
 
 
 class _Compiled:
-    """The plan of one tiny job, fed with pieces and read back as pieces."""
+    """The executable of one tiny job, fed with pieces and read back as pieces."""
 
     def __init__(self, job, outputs, what, short, identity_text):
         rt = runtime()
         self.job, self.what = job, what
-        self.plan = Plan(job, rt, site(), self._collective, lambda blob, sbp: list)
-        self.in_regs = [[reg for _, reg in slots] for _, slots in self.plan.input_slots]
+        self.exe = Executable(job, site(), lambda blob, sbp: list, name_ops=False)
         self.outputs = []
         for y in outputs:
             if y is None:
@@ -180,42 +169,22 @@ class _Compiled:
                                                      a["collective"], float(a["bytes"])))
         self.identity, self.members = _global_identity(job, identity_text, rt.machine_id)
 
-    def _collective(self, op):
-        return op.defn.build_collective(op, site())
-
     def run(self, inputs):
-        plan = self.plan
-        regs = plan.regs
-        for slot_regs, value in zip(self.in_regs, inputs):
-            for r, piece in zip(slot_regs, value.pieces):
-                regs[r] = piece
+        exe = self.exe
+        pieces = [v.pieces for v in inputs]
         try:
             with operation(self.what):
                 if self.identity is not None:
                     agreement.global_op(self.identity, self.members)
-                for step in plan.steps:
-                    step()
-            results = list(plan.results)
+                results = exe.call(lambda copy, micro: exe.feed_pieces(copy, pieces))[0]
         finally:
-            for i in range(len(regs)):
-                regs[i] = None
-            plan.results[:] = [None] * len(plan.results)
+            exe.finish()
+        log = _CTX.boxing_log
         for rec in self.boxings:
-            entry = _BOXING_LOG.get(rec)
-            if entry is None:
-                _BOXING_LOG[rec] = 1
-            else:
-                _BOXING_LOG[rec] = entry + 1
+            log[rec] = log.get(rec, 0) + 1
         out, it = [], iter(results)
         for o in self.outputs:
-            if o is None:
-                out.append(None)
-                continue
-            pieces = next(it)
-            for i, p in enumerate(pieces):
-                if isinstance(p, _np.generic):  # numpy turns 0-d results into scalars: keep arrays
-                    pieces[i] = _np.asarray(p)
-            out.append(Value(o[0], o[1], o[2], pieces))
+            out.append(None if o is None else Value(o[0], o[1], o[2], next(it)))
         return out
 
 
@@ -280,16 +249,17 @@ def _freeze(x):
 
 
 def _cached(key, build):
+    cache = _CTX.eager_plans
     if key is not None:
-        hit = _CACHE.get(key)
+        hit = cache.get(key)
         if hit is not None:
-            _CACHE.move_to_end(key)
+            cache.move_to_end(key)
             return hit
     compiled = build()
     if key is not None:
-        _CACHE[key] = compiled
-        if len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        cache[key] = compiled
+        if len(cache) > CACHE_SIZE:
+            cache.popitem(last=False)
     return compiled
 
 
@@ -313,7 +283,7 @@ def _layouts(values):
 
 
 def cache_info():
-    return {"entries": len(_CACHE)}
+    return {"entries": len(_CTX.eager_plans)}
 
 
 def _new_job(name, placement):
@@ -339,9 +309,8 @@ def _layout(v):
     return (v.meta, v.placement, v.sbp)
 
 
-def _compile(job, outputs, what, short, identity_text):
-    sbp_infer.infer(job, exact_first=True)
-    boxing.insert(job)
+def _compile(job, outputs, what, short, identity_text, options=pipeline.EAGER_OP):
+    pipeline.compile_job(site(), job, options)
     return _Compiled(job, outputs, what, short, identity_text)
 
 
@@ -439,11 +408,10 @@ def run_grad(op_type, attrs, inputs, outputs, dys, needed):
             dxs = list(defn.grad(fwd, dy_blobs))
         wanted = [dx if (want and isinstance(dx, LazyBlob)) else None for dx, want in zip(dxs, needed)]
         job.output_blobs = [(dx, "numpy") for dx in wanted if dx is not None]
-        prune.prune(job)
         what = "eager op '%s' (backward)" % op_type
         identity = "%s of %s %s %s needing %s" % (_op_identity(what, attrs, feed), _layouts(inputs), _layouts(outputs),
                                                    _layouts(dys), tuple(needed))
-        return _compile(job, wanted, what, op_type + " (backward)", identity)
+        return _compile(job, wanted, what, op_type + " (backward)", identity, pipeline.EAGER_GRAD)
 
     feed = list(inputs) + list(outputs) + [d for d in dys if d is not None]
     return agreement.in_turn(_run_cached, key, build, feed)
