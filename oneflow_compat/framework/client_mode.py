@@ -46,6 +46,11 @@ _INTERNAL = (_PACKAGE_DIR + os.sep,
              os.path.dirname(importlib.__file__) + os.sep)
 
 
+def choice_holder():
+    """The object whose `api[0]` is the mode chosen (the process context), for callers that check it per op."""
+    return _CTX
+
+
 def current():
     """`LEGACY`, `GLOBAL`, or None while neither API was used."""
     return _CTX.api[0]

@@ -34,6 +34,11 @@ def is_grad_enabled():
     return _MODE.stack[-1]
 
 
+def grad_mode():
+    """The thread-local object whose `stack[-1]` says whether this thread records gradients (for fast paths)."""
+    return _MODE
+
+
 class set_grad_enabled:  # noqa: N801 - OneFlow's name
     """Context manager (and decorator) switching gradient recording on or off; also a plain call."""
 
@@ -127,20 +132,30 @@ class Node:
 
 
 class OpNode(Node):
-    """An op of the registry: its gradient comes from its declared grad rule."""
+    """An op of the registry: its gradient comes from its declared grad rule. `forward`: the op's compiled
+    forward (`global_eager.compiled_op`), which keeps its compiled backward plans."""
 
-    def __init__(self, op_type, attrs, inputs, outputs, next_edges):
-        super().__init__(_backward_name(op_type), next_edges, len(outputs))
+    __slots__ = ("op_type", "attrs", "inputs", "outputs", "forward")
+
+    def __init__(self, op_type, attrs, inputs, outputs, next_edges, forward=None):
+        self.next_edges = next_edges
+        self.num_outputs = len(outputs)
+        self.seq = next(_SEQ)
         self.op_type, self.attrs = op_type, attrs
-        self.inputs, self.outputs = list(inputs), list(outputs)
+        self.inputs, self.outputs = inputs, outputs
+        self.forward = forward
+
+    @property
+    def name(self):
+        return _backward_name(self.op_type)
 
     def backward(self, dys):
         if self.inputs is None:
             raise RuntimeError("Trying to backward through the graph a second time (or directly access saved "
                                "tensors after they have already been freed). Specify retain_graph=True when "
                                "calling backward the first time.")
-        needed = [e is not None for e in self.next_edges]
-        return global_eager.run_grad(self.op_type, self.attrs, self.inputs, self.outputs, dys, needed)
+        needed = tuple(e is not None for e in self.next_edges)
+        return global_eager.run_grad(self.op_type, self.attrs, self.inputs, self.outputs, dys, needed, self.forward)
 
     def release(self):
         self.inputs = self.outputs = None
@@ -205,7 +220,7 @@ def backward(roots, accumulate_leaf, retain_graph=False):
     while nodes:
         seq = max(nodes)
         node = nodes.pop(seq)
-        dys = [add(g) for g in pending.pop(node)]
+        dys = [g[0] if len(g) == 1 else add(g) for g in pending.pop(node)]
         if all(d is None for d in dys):
             continue
         dxs = node.backward(dys)

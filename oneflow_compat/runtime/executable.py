@@ -222,3 +222,54 @@ def keep_freed_memory():
 
 
 _MALLOC = {"tuned": False}  # malloc's settings are the process's, once set they stay (not context state)
+
+
+def straight_line(plan):
+    """The plan as one function `run(pieces per input) -> [pieces per output]`, or None where it cannot be one.
+
+    For the plans of eager ops (`runtime/global_eager.py`): a plan without collectives and variables is a straight
+    line of kernel calls. Run with registers of its own per call (a local list, not the plan's register file), it
+    needs no lock to be called from several threads, and a plan of one kernel call is that call alone (inputs
+    passed straight to the kernel, its result straight back)."""
+    if plan.var_slots or any(op.defn.collective for op in plan.step_ops):
+        return None
+    prog = [(call[0], tuple(call[1]), plan.writes[k]) for k, call in enumerate(plan.kernel_calls)
+            if call is not None]
+    if any(not call[1] and plan.reads[k] for k, call in enumerate(plan.kernel_calls) if call is not None):
+        return None  # a step that reads registers it does not pass to its kernel (a batched step)
+    in_regs = [tuple(reg for _, reg in slots) for _, slots in plan.input_slots]
+    fetch = [tuple(regs) for regs in plan.fetch_regs]
+    if len(prog) == 1 and all(len(r) == 1 for r in in_regs) and len(prog[0][2]) == 1 and \
+            all(regs == prog[0][2] for regs in fetch):
+        fn, ins, outs = prog[0]
+        position = {regs[0]: k for k, regs in enumerate(in_regs)}
+        if all(i in position for i in ins):
+            order = [position[i] for i in ins]
+            n_out = len(fetch)
+            if order == list(range(len(in_regs))):
+                def run_one(pieces):
+                    return [[fn(*[p[0] for p in pieces])]] * n_out
+            else:
+                def run_one(pieces):
+                    return [[fn(*[pieces[k][0] for k in order])]] * n_out
+            # the kernel itself, with the input order it takes: callers may call it straight on the pieces
+            run_one.kernel, run_one.order = fn, (None if order == list(range(len(in_regs))) else order)
+            return run_one
+    n_regs = len(plan.regs)
+
+    def run(pieces):
+        regs = [None] * n_regs
+        for slot_regs, ps in zip(in_regs, pieces):
+            for r, p in zip(slot_regs, ps):
+                regs[r] = p
+        for fn, ins, outs in prog:
+            if len(outs) == 1:
+                regs[outs[0]] = fn(*[regs[i] for i in ins])
+            elif not outs:
+                fn(*[regs[i] for i in ins])
+            else:
+                for o, v in zip(outs, fn(*[regs[i] for i in ins])):
+                    regs[o] = v
+        return [[regs[r] for r in regs_of] for regs_of in fetch]
+
+    return run

@@ -24,6 +24,7 @@ ranks compare what they run before an op that communicates (a boxing that moves 
 local tensors), so ranks that run different ops fail at once naming both sides instead of pairing up.
 """
 import collections
+import itertools
 import re
 
 import numpy as _np
@@ -38,21 +39,23 @@ from oneflow_compat.passes import pipeline
 from oneflow_compat.runtime import activity, agreement, context
 from oneflow_compat.runtime.session import Session
 from oneflow_compat.runtime.activity import operation
-from oneflow_compat.runtime.executable import Executable
+from oneflow_compat.runtime.executable import Executable, straight_line
 
 CACHE_SIZE = 4096
 
 
 class Value:
-    """One rank's view of a tensor: logical meta, placement, SBP, and this rank's pieces."""
+    """One rank's view of a tensor: logical meta, placement, SBP, and this rank's pieces; `lk` is its layout id
+    (`layout_id`), computed once, what the caches of compiled ops are keyed by."""
 
-    __slots__ = ("meta", "placement", "sbp", "pieces")
+    __slots__ = ("meta", "placement", "sbp", "pieces", "lk")
 
-    def __init__(self, meta, placement, sbp, pieces):
+    def __init__(self, meta, placement, sbp, pieces, lk=None):
         self.meta = meta
         self.placement = placement
         self.sbp = sbp
         self.pieces = list(pieces)
+        self.lk = layout_id(meta, placement, sbp) if lk is None else lk
 
     @property
     def shape(self):
@@ -68,6 +71,25 @@ class Value:
     def __repr__(self):
         return "Value(%s, %s, %s %r, %d piece(s))" % (self.meta.shape, self.meta.dtype.name, self.placement,
                                                        self.sbp, len(self.pieces))
+
+
+# Layout ids: one small int per (shape, dtype, placement, SBP), so that a cache key of an op is a tuple of ints
+# (tuples do not keep their hash: a key of nested layouts would be hashed element by element at every op). Ids
+# are never reused — should the table grow large it is dropped, and a layout seen again gets a new id (a cache
+# miss, never a wrong hit) — so the table is not process state to reset.
+_LAYOUT_IDS = {}
+_NEXT_LAYOUT_ID = itertools.count(1)
+_LAYOUT_TABLE_SIZE = 1 << 16
+
+
+def layout_id(meta, placement, sbp):
+    key = (meta.shape, meta.dtype.name, placement, sbp)
+    lk = _LAYOUT_IDS.get(key)
+    if lk is None:
+        if len(_LAYOUT_IDS) >= _LAYOUT_TABLE_SIZE:
+            _LAYOUT_IDS.clear()
+        lk = _LAYOUT_IDS[key] = next(_NEXT_LAYOUT_ID)
+    return lk
 
 
 # --- the process: comm, runtime, and the session of the global-tensor API ---------------------------------------
@@ -142,11 +164,17 @@ def clear_boxing_log():
 
 
 class _Compiled:
-    """The executable of one tiny job, fed with pieces and read back as pieces."""
+    """The executable of one tiny job, fed with pieces and read back as pieces.
+
+    A job without collectives (no boxing moves anything) runs as a straight line of kernel calls with registers
+    of its own (`executable.straight_line`; one kernel call: the kernel called directly on the pieces); where its
+    placement cannot communicate either (a local tensor, a placement of one rank: nothing for ranks to agree on)
+    it runs without the process-wide lock (`lock_free`, `run_lock_free`)."""
 
     def __init__(self, job, outputs, what, short, identity_text):
         rt = runtime()
         self.job, self.what = job, what
+        self.note = "(while running %s)" % what
         self.exe = Executable(job, site(), lambda blob, sbp: list, name_ops=False)
         self.outputs = []
         for y in outputs:
@@ -157,7 +185,7 @@ class _Compiled:
             sbp = op.sbp_out[y.index]
             if op.placement.parallel_num == 1 and sbp != S.M:
                 sbp = S.B
-            self.outputs.append((y.meta, op.placement, sbp))
+            self.outputs.append((y.meta, op.placement, sbp, layout_id(y.meta, op.placement, sbp)))
         self.boxings = []
         for op in job.ops:
             if op.defn.boxing:
@@ -168,24 +196,72 @@ class _Compiled:
                                                      a["src_sbp"], a["dst_placement"], a["dst_sbp"],
                                                      a["collective"], float(a["bytes"])))
         self.identity, self.members = _global_identity(job, identity_text, rt.machine_id)
+        self.op_type, self.attrs = None, None  # of a forward op (`compiled_op`), from which its backward is built
+        self.grads = {}  # (layout ids of the output gradients, inputs needed) -> compiled backward
+        self.program = straight_line(self.exe.plan)
+        self.lock_free = self.program is not None and self.identity is None
+        kernel = getattr(self.program, "kernel", None)
+        if self.lock_free and kernel is not None and self.program.order is None and len(self.outputs) == 1 \
+                and self.outputs[0] is not None:
+            self.run_lock_free = self._one_kernel(kernel)
+
+    def _one_kernel(self, kernel):
+        """`run_lock_free` of an op that is one kernel call on this rank's pieces and one output: the kernel called
+        straight on them (the fast path of eager ops)."""
+        meta, pl, sbp, lk = self.outputs[0]
+        note = self.note
+        new = object.__new__
+
+        def run(inputs):
+            try:
+                out = kernel(*[v.pieces[0] for v in inputs])
+            except Exception as e:
+                if hasattr(e, "add_note"):
+                    e.add_note(note)
+                raise
+            v = new(Value)  # Value(meta, pl, sbp, [out], lk), without the call
+            v.meta, v.placement, v.sbp, v.pieces, v.lk = meta, pl, sbp, [out], lk
+            return [v]
+
+        return run
+
+    def _values(self, results):
+        out, it = [], iter(results)
+        for o in self.outputs:
+            out.append(None if o is None else Value(o[0], o[1], o[2], next(it), o[3]))
+        return out
+
+    def run_lock_free(self, inputs):
+        try:
+            results = self.program([v.pieces for v in inputs])
+        except Exception as e:
+            if hasattr(e, "add_note"):
+                e.add_note(self.note)
+            raise
+        return self._values(results)
 
     def run(self, inputs):
-        exe = self.exe
         pieces = [v.pieces for v in inputs]
-        try:
+        program = self.program
+        if program is not None:
             with operation(self.what):
                 if self.identity is not None:
                     agreement.global_op(self.identity, self.members)
-                results = exe.call(lambda copy, micro: exe.feed_pieces(copy, pieces))[0]
-        finally:
-            exe.finish()
-        log = _CTX.boxing_log
-        for rec in self.boxings:
-            log[rec] = log.get(rec, 0) + 1
-        out, it = [], iter(results)
-        for o in self.outputs:
-            out.append(None if o is None else Value(o[0], o[1], o[2], next(it)))
-        return out
+                results = program(pieces)
+        else:
+            exe = self.exe
+            try:
+                with operation(self.what):
+                    if self.identity is not None:
+                        agreement.global_op(self.identity, self.members)
+                    results = exe.call(lambda copy, micro: exe.feed_pieces(copy, pieces))[0]
+            finally:
+                exe.finish()
+        if self.boxings:
+            log = _CTX.boxing_log
+            for rec in self.boxings:
+                log[rec] = log.get(rec, 0) + 1
+        return self._values(results)
 
 
 def _global_identity(job, text, me):
@@ -249,11 +325,12 @@ def _freeze(x):
 
 
 def _cached(key, build):
+    """The compiled object cached under `key`, else `build()` cached there (key None: never cached). The cache
+    keeps the last CACHE_SIZE compiled in first-compiled order."""
     cache = _CTX.eager_plans
     if key is not None:
         hit = cache.get(key)
         if hit is not None:
-            cache.move_to_end(key)
             return hit
     compiled = build()
     if key is not None:
@@ -261,6 +338,15 @@ def _cached(key, build):
         if len(cache) > CACHE_SIZE:
             cache.popitem(last=False)
     return compiled
+
+
+def _freezable(attrs):
+    """`attrs` as a hashable tuple (lists become tuples), in insertion order, or None when some value cannot be
+    hashed."""
+    try:
+        return _freeze(tuple(attrs.items()))
+    except TypeError:
+        return None
 
 
 def _attrs_key(attrs):
@@ -280,6 +366,10 @@ def _attrs_key(attrs):
 
 def _layouts(values):
     return tuple(None if v is None else (v.meta.shape, v.meta.dtype.name, v.placement, v.sbp) for v in values)
+
+
+def _lks(values):
+    return tuple(0 if v is None else v.lk for v in values)
 
 
 def cache_info():
@@ -334,16 +424,35 @@ def check_same_placement(op_type, inputs):
     return first
 
 
-def run_op(op_type, attrs, inputs, placement=None):
-    """Runs one registered op on values that share one placement (or, for ops without inputs, on `placement`);
-    returns its output values."""
+def compiled_op(op_type, attrs, inputs, placement=None):
+    """The compiled op `op_type` for values that share one placement (or, for ops without inputs, on
+    `placement`): looked up by (op type, attrs, the inputs' layout ids) — a hit's layouts are those it was compiled
+    for, on one placement, checked then — else compiled (and cached) in a turn of the process-wide lock."""
+    # attrs in their insertion order: dicts made alike (every call site makes them alike) give equal keys, and
+    # one made in another order only costs a compile
+    ak = tuple(attrs.items()) if attrs else ()
+    n = len(inputs)
+    if n == 1:
+        key = (op_type, ak, inputs[0].lk)
+    elif n == 2:
+        key = (op_type, ak, inputs[0].lk, inputs[1].lk)
+    elif n:
+        key = (op_type, ak) + tuple([v.lk for v in inputs])
+    elif placement is None:
+        raise ValueError("op '%s' has no inputs: give the placement it runs on" % op_type)
+    else:
+        key = (op_type, ak, placement)
+    try:
+        compiled = _CTX.eager_plans.get(key)
+    except TypeError:  # an attribute value that is a list or a dict: frozen into tuples, or nothing to key by
+        ak = _freezable(attrs)
+        key = None if ak is None else (key[0], ak) + key[2:]
+        compiled = None if key is None else _CTX.eager_plans.get(key)
+    if compiled is not None:
+        return compiled
     attrs = dict(attrs or {})
     if inputs:
         placement = check_same_placement(op_type, inputs)
-    elif placement is None:
-        raise ValueError("op '%s' has no inputs: give the placement it runs on" % op_type)
-    ak = _attrs_key(attrs)
-    key = None if ak is None else ("op", op_type, ak, _layouts(inputs), placement)
 
     def build():
         job, ctx = _new_job("eager-" + op_type, placement)
@@ -353,18 +462,37 @@ def run_op(op_type, attrs, inputs, placement=None):
         job.output_blobs = [(y, "numpy") for y in op.outputs]
         what = _describe(op_type, inputs)
         identity = _op_identity(what if inputs else "%s on %s" % (what, placement_text(placement)), attrs, inputs)
-        return _compile(job, list(op.outputs), what, op_type, identity)
+        compiled = _compile(job, list(op.outputs), what, op_type, identity)
+        compiled.op_type, compiled.attrs = op_type, attrs
+        return compiled
 
-    return agreement.in_turn(_run_cached, key, build, inputs)
+    return agreement.in_turn(_cached, key, build)
+
+
+def run_compiled(compiled, inputs):
+    """Runs a compiled op on `inputs` (laid out as it was compiled for); returns its output values."""
+    if compiled.lock_free:
+        return compiled.run_lock_free(inputs)
+    return agreement.in_turn(compiled.run, inputs)
+
+
+def run_op(op_type, attrs, inputs, placement=None):
+    """Runs one registered op on values that share one placement (or, for ops without inputs, on `placement`);
+    returns its output values."""
+    compiled = compiled_op(op_type, attrs, inputs, placement)
+    if compiled.lock_free:
+        return compiled.run_lock_free(inputs)
+    return agreement.in_turn(compiled.run, inputs)
 
 
 def _run_cached(key, build, inputs):
-    return _cached(key, build).run(inputs)
+    compiled = _cached(key, build)
+    return compiled.run(inputs)
 
 
 def transfer(value, placement, sbp):
     """The value on (placement, sbp): any SBP transition and any change of placement, through the boxing."""
-    key = ("to_global", value.meta.shape, value.meta.dtype.name, value.placement, value.sbp, placement, sbp)
+    key = ("to_global", value.lk, placement, sbp)
 
     def build():
         job, ctx = _new_job("eager-to_global", placement)
@@ -386,35 +514,52 @@ def transfer(value, placement, sbp):
     return out
 
 
-def run_grad(op_type, attrs, inputs, outputs, dys, needed):
+def run_grad(op_type, attrs, inputs, outputs, dys, needed, forward=None):
     """The gradients of a forward op's inputs (None where not needed or not defined), from its declared grad
-    rule: `inputs`/`outputs` are the forward values, `dys` the output gradients (None where there is none)."""
-    attrs = dict(attrs or {})
-    placement = inputs[0].placement if inputs else outputs[0].placement
-    ak = _attrs_key(attrs)
-    key = None if ak is None else ("grad", op_type, ak, _layouts(inputs), _layouts(outputs), _layouts(dys),
-                                   tuple(needed))
-
-    def build():
-        defn = registry.get(op_type)
-        job, ctx = _new_job("eager-grad-" + op_type, placement)
-        with builder.Scoped(ctx):
-            xs = [_input(ctx, "x%d" % i, _layout(v)) for i, v in enumerate(inputs)]
-            ys = [_input(ctx, "y%d" % i, _layout(v)) for i, v in enumerate(outputs)]
-            dy_blobs = [None if d is None else _input(ctx, "dy%d" % i, _layout(d)) for i, d in enumerate(dys)]
-            # the forward op stands detached: its inputs and outputs are the blobs above, it is not in job.ops
-            fwd = Op(job, op_type, op_type, defn, xs, attrs, placement, "consistent")
-            fwd.outputs = ys
-            dxs = list(defn.grad(fwd, dy_blobs))
-        wanted = [dx if (want and isinstance(dx, LazyBlob)) else None for dx, want in zip(dxs, needed)]
-        job.output_blobs = [(dx, "numpy") for dx in wanted if dx is not None]
-        what = "eager op '%s' (backward)" % op_type
-        identity = "%s of %s %s %s needing %s" % (_op_identity(what, attrs, feed), _layouts(inputs), _layouts(outputs),
-                                                   _layouts(dys), tuple(needed))
-        return _compile(job, wanted, what, op_type + " (backward)", identity, pipeline.EAGER_GRAD)
-
+    rule: `inputs`/`outputs` are the forward values, `dys` the output gradients (None where there is none).
+    `forward`: the op's compiled forward (`compiled_op`), which keeps the compiled backward of each layout of
+    the gradients (the forward's layouts are its own); without it the backward is looked up by every layout."""
     feed = list(inputs) + list(outputs) + [d for d in dys if d is not None]
-    return agreement.in_turn(_run_cached, key, build, feed)
+    needed = tuple(needed)
+    if forward is not None:
+        gkey = (_lks(dys), needed)
+        compiled = forward.grads.get(gkey)
+        if compiled is None:
+            compiled = forward.grads[gkey] = agreement.in_turn(_compile_grad, op_type, forward.attrs, inputs,
+                                                               outputs, dys, needed)
+    else:
+        ak = _attrs_key(attrs) if attrs else ()
+        key = None if ak is None else ("grad", op_type, ak, _lks(inputs), _lks(outputs), _lks(dys), needed)
+        compiled = None if key is None else _CTX.eager_plans.get(key)
+        if compiled is None:
+            compiled = agreement.in_turn(_cached, key, lambda: _compile_grad(op_type, dict(attrs or {}), inputs,
+                                                                              outputs, dys, needed))
+    if compiled.lock_free:
+        return compiled.run_lock_free(feed)
+    return agreement.in_turn(compiled.run, feed)
+
+
+def _compile_grad(op_type, attrs, inputs, outputs, dys, needed):
+    """The compiled backward of one op: a job of its declared gradient rule over input ops for the forward's
+    inputs, outputs and output gradients."""
+    placement = inputs[0].placement if inputs else outputs[0].placement
+    defn = registry.get(op_type)
+    job, ctx = _new_job("eager-grad-" + op_type, placement)
+    with builder.Scoped(ctx):
+        xs = [_input(ctx, "x%d" % i, _layout(v)) for i, v in enumerate(inputs)]
+        ys = [_input(ctx, "y%d" % i, _layout(v)) for i, v in enumerate(outputs)]
+        dy_blobs = [None if d is None else _input(ctx, "dy%d" % i, _layout(d)) for i, d in enumerate(dys)]
+        # the forward op stands detached: its inputs and outputs are the blobs above, it is not in job.ops
+        fwd = Op(job, op_type, op_type, defn, xs, attrs, placement, "consistent")
+        fwd.outputs = ys
+        dxs = list(defn.grad(fwd, dy_blobs))
+    wanted = [dx if (want and isinstance(dx, LazyBlob)) else None for dx, want in zip(dxs, needed)]
+    job.output_blobs = [(dx, "numpy") for dx in wanted if dx is not None]
+    what = "eager op '%s' (backward)" % op_type
+    feed = list(inputs) + list(outputs) + [d for d in dys if d is not None]
+    identity = "%s of %s %s %s needing %s" % (_op_identity(what, attrs, feed), _layouts(inputs), _layouts(outputs),
+                                               _layouts(dys), tuple(needed))
+    return _compile(job, wanted, what, op_type + " (backward)", identity, pipeline.EAGER_GRAD)
 
 
 # --- values that cross ranks outside an op --------------------------------------------------------------------

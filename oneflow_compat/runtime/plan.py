@@ -183,6 +183,8 @@ class Plan:
         self.step_ops = []  # op of each step, for error messages
         self.kernel_calls = []  # (kernel, input registers) of each step, None for fetches: lets benchmarks time kernels alone
         self.reads = []  # registers each step reads (liveness)
+        self.writes = []  # registers each step writes
+        self.fetch_regs = [None] * len(job.output_blobs)  # per job output: the registers its fetch reads
         self.released = []  # registers released after each step
         self.var_slots = []  # (register, spec, device index) bound at bind()
         self.input_slots = []  # per flat input: (op, [(device index, register)])
@@ -256,7 +258,7 @@ class Plan:
                 ins.extend(self.slot[(x.key(), i)] for i in self._local(x.op.placement))
             outs = [self.slot[(y.key(), i)] for y in op.outputs for i in local]
             fn = self._collective_fn(op)
-            self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins), ins)
+            self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins), ins, outs)
             return
         xp = rt.xp(op.placement)
         if op.defn.in_place and all(shares_replicas(op.placement, s) for s in op.sbp_in):
@@ -267,7 +269,7 @@ class Plan:
             return
         for i in local:
             fn, ins, outs = self._device_call(op, i, xp)
-            self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins), ins)
+            self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins), ins, outs)
 
     def _device_call(self, op, i, xp):
         fn = device_fn(op, DeviceSlot(op, i, xp, self.session, one_device=self.one_device))
@@ -287,9 +289,10 @@ class Plan:
             rows.append([(a, a + size) for a, size in zip(starts, sizes)])
         step = _batched_step(self.regs, whole_fn, per_device, ins, [s == S.S(0) for s in op.sbp_in], outs, rows)
         flat = [r for regs_of in ins for r in regs_of]
-        self._add_step(step, op, (lambda *pieces: step(), []), flat)
+        self._add_step(step, op, (lambda *pieces: step(), []), flat, [r for regs_of in outs for r in regs_of])
 
-    def _add_step(self, step, op, call=None, reads=()):
+    def _add_step(self, step, op, call=None, reads=(), writes=()):
+        self.writes.append(tuple(writes))
         self.steps.append(step)
         self.step_ops.append(op)
         self.kernel_calls.append(call)
@@ -299,6 +302,7 @@ class Plan:
 
     def _add_fetch(self, k, blob, op):
         regs_of = [self.slot[(blob.key(), i)] for i in self._local(op.placement)]
+        self.fetch_regs[k] = regs_of
         convert = self._fetch_fn(blob, op.sbp_out[blob.index])
         regs, results = self.regs, self.results
 
@@ -310,6 +314,7 @@ class Plan:
             self.steps.insert(0, fetch)
             self.step_ops.insert(0, op)
             self.kernel_calls.insert(0, None)
+            self.writes.insert(0, ())
             self.reads.insert(0, tuple(regs_of))
         else:
             self._add_step(fetch, op, reads=regs_of)
