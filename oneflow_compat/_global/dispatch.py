@@ -100,4 +100,9 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
                                    % (tuple(g.shape), tuple(t.shape)))
             gv = g._value
         roots.append((t._edge(), gv))
-    autograd.backward(roots, lambda leaf, value: leaf._accumulate_grad(value), retain_graph)
+    autograd.backward(roots, lambda leaf, value: leaf._accumulate_grad(value), retain_graph, _leaf_layout)
+
+
+def _leaf_layout(leaf):
+    v = leaf._value
+    return v.placement, v.sbp

@@ -3,8 +3,8 @@ job functions (`runtime/session.py`), nn.Graph (`runtime/graph_runtime.py`), eag
 and their backward (`runtime/global_eager.py`), legacy eager mode (`framework/eager.py`) — and differs only in its
 `Options`:
 
-    autodiff + optimizer (train jobs)  →  prune  →  SBP choice  →  fusion  →  boxing insertion
-    (passes/optimizer_pass.py)           (prune)   (sbp_infer)   (fusion)   (boxing)
+    autodiff + optimizer (train jobs)  →  prune  →  SBP choice  →  fusion  →  boxing insertion  →  gradient buckets
+    (passes/optimizer_pass.py)           (prune)   (sbp_infer)   (fusion)   (boxing)            (grad_buckets)
 
 The runtime then builds the job's executable (`runtime/executable.py`: its plan, feeding, running, fetching).
 
@@ -17,29 +17,35 @@ Options:
 * `exact_first`: among equally cheap signatures, one that reads every input as it lies wins over one whose only
   boxing is free (B -> S slices), as OneFlow's eager and nn.Graph inference does (matmul(B, B) stays B);
 * `fusion`: fuse chains that one kernel computes faster with the same values (`passes/fusion.py`);
-* `boxing`: insert a boxing op wherever a producer's layout differs from what its consumer reads.
+* `boxing`: insert a boxing op wherever a producer's layout differs from what its consumer reads;
+* `buckets`: group the data-parallel gradient all-reduces across processes into flat buckets (one collective per
+  bucket, as DDP).
 """
 import collections
 
-from oneflow_compat.passes import boxing, fusion, optimizer_pass, prune, sbp_infer
+from oneflow_compat.passes import boxing, fusion, grad_buckets, optimizer_pass, prune, sbp_infer
 
-Options = collections.namedtuple("Options", "train prune layout exact_first fusion boxing")
+Options = collections.namedtuple("Options", "train prune layout exact_first fusion boxing buckets")
 
 # legacy job functions: compiled together at the session's first call
-LEGACY_JOB = Options(train=True, prune=True, layout="infer", exact_first=False, fusion=True, boxing=True)
+LEGACY_JOB = Options(train=True, prune=True, layout="infer", exact_first=False, fusion=True, boxing=True,
+                     buckets=True)
 # nn.Graph: its traced build, compiled like a legacy job, with eager's choice among equal signatures
-GRAPH = Options(train=True, prune=True, layout="infer", exact_first=True, fusion=True, boxing=True)
+GRAPH = Options(train=True, prune=True, layout="infer", exact_first=True, fusion=True, boxing=True, buckets=True)
 # one eager op on global or local tensors (inputs pinned to the layouts they have): nothing to prune or fuse
-EAGER_OP = Options(train=False, prune=False, layout="infer", exact_first=True, fusion=False, boxing=True)
+EAGER_OP = Options(train=False, prune=False, layout="infer", exact_first=True, fusion=False, boxing=True,
+                   buckets=False)
 # the backward of one eager op (its declared gradient rule): outputs nobody asked for are pruned
-EAGER_GRAD = Options(train=False, prune=True, layout="infer", exact_first=True, fusion=False, boxing=True)
+EAGER_GRAD = Options(train=False, prune=True, layout="infer", exact_first=True, fusion=False, boxing=True,
+                     buckets=False)
 # one op of a legacy eager job, run as it is traced on one logical device (no boxing: its inputs are moved to
 # its device as they are fed)
 LEGACY_EAGER_OP = Options(train=False, prune=False, layout="one device", exact_first=False, fusion=False,
-                          boxing=False)
+                          boxing=False, buckets=False)
 # the backward and update of a legacy eager train job, once its body has run: the optimizer pass adds its ops in
 # the eager build context, which runs each as it is added (compiled alone as above)
-LEGACY_EAGER_TRAIN = Options(train=True, prune=False, layout=None, exact_first=False, fusion=False, boxing=False)
+LEGACY_EAGER_TRAIN = Options(train=True, prune=False, layout=None, exact_first=False, fusion=False, boxing=False,
+                             buckets=False)
 
 
 def compile_job(session, job, options, ctx=None):
@@ -57,6 +63,8 @@ def compile_job(session, job, options, ctx=None):
         fusion.fuse(job)
     if options.boxing:
         boxing.insert(job)
+    if options.buckets:
+        grad_buckets.assign(job)
     return job
 
 

@@ -15,7 +15,7 @@ import itertools
 import threading
 
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.runtime import global_eager
+from oneflow_compat.runtime import buckets, global_eager
 
 
 class _GradMode(threading.local):
@@ -191,9 +191,11 @@ def box(value, placement, sbp):
     return global_eager.transfer(value, placement, sbp)
 
 
-def backward(roots, accumulate_leaf, retain_graph=False):
-    """Backpropagates from `roots` = [(edge, gradient value)]; calls `accumulate_leaf(leaf, value, layout)` once
-    per leaf reached with its summed gradient (not yet boxed: the surface boxes it to the leaf's layout)."""
+def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
+    """Backpropagates from `roots` = [(edge, gradient value)]; calls `accumulate_leaf(leaf, value)` once per leaf
+    reached with its summed gradient (the surface boxes it to the leaf's layout). `leaf_layout(leaf)` = the leaf's
+    (placement, sbp): where given, the partial-sum gradients of broadcast leaves (data parallelism) are all-reduced
+    together, through persistent gradient buckets (`runtime/buckets.py`), before they are handed over."""
     pending = {}  # node -> [list of grads per output]
     leaves = {}  # id(leaf) -> (leaf, [grads])
     nodes = {}
@@ -230,8 +232,16 @@ def backward(roots, accumulate_leaf, retain_graph=False):
     if not retain_graph:
         for node in done:
             node.release()
-    for leaf, grads in leaves.values():
-        accumulate_leaf(leaf, add(grads))
+    finals = [(leaf, add(grads)) for leaf, grads in leaves.values()]
+    if leaf_layout is not None and len(finals) > 1:
+        summed = buckets.reduce_partial_gradients([(g, leaf_layout(leaf)) for leaf, g in finals], _device_value)
+        finals = [(leaf, g) for (leaf, _), g in zip(finals, summed)]
+    for leaf, g in finals:
+        accumulate_leaf(leaf, g)
+
+
+def _device_value(meta, placement, sbp, pieces):
+    return global_eager.Value(meta, placement, sbp, [global_eager.to_device(p, placement) for p in pieces])
 
 
 def seed_gradient(value):

@@ -4,7 +4,8 @@ Everything a process remembers between calls of either API lives here, not in mo
 session and whether legacy eager mode is on, the cluster settings of `flow.env` (they outlive sessions), which of
 OneFlow's two APIs the process uses (`framework/client_mode.py`), the session of the global-tensor API (eager
 ops and nn.Graph), the compiled one-op plans of eager ops with their backward plans, the boxing log `explain`
-prints for eager programs, the reports of compiled graphs, and the graphs whose `build` is being traced. Per-op
+prints for eager programs, the persistent gradient buckets of eager data-parallel steps, the reports of compiled
+graphs, and the graphs whose `build` is being traced. Per-op
 state that must outlive one built closure (dropout and data-reader call counters) lives with the session that
 ran the op (`Session.op_state`), so it goes with the session.
 
@@ -46,7 +47,7 @@ class Context:
         self.local_placements = {}  # device tag -> the placement of this rank's local tensors
         self.graph_reports = collections.OrderedDict()  # graph name -> GraphReport (runtime/graph_report.py)
         self.graph_traces = []  # (GraphTrace, GraphScope) of the nn.Graph builds being traced, innermost last
-        self.buckets = []  # gradient buckets in use (runtime/buckets.py), so that reset() can drop them
+        self.buckets = {}  # persistent gradient buckets of eager data-parallel steps (runtime/buckets.py)
 
     def reset(self):
         """Forgets everything: a fresh process as far as this package is concerned (the test suite's hook)."""

@@ -25,7 +25,7 @@ import ctypes
 import os
 
 from oneflow_compat.passes.pipeline import fingerprint
-from oneflow_compat.runtime import activity, watch
+from oneflow_compat.runtime import activity, buckets, watch
 from oneflow_compat.runtime.plan import Plan
 
 # collective functions that need the runtime itself, by the `runtime_hook` an op declares; the other collectives
@@ -33,13 +33,17 @@ from oneflow_compat.runtime.plan import Plan
 RUNTIME_HOOKS = {"watch": watch.make_watch_fn}
 
 
-def collective_fn(op, session, name_op=True, hooks=RUNTIME_HOOKS):
+def collective_fn(op, session, name_op=True, hooks=RUNTIME_HOOKS, buckets_of_plan=None):
     """The function op's collective step calls. `name_op`: reports of a collective that waits name the op of the
     plan that issued it (jobs and graphs; an eager op is named by its own frame). `hooks`: the functions of the
-    `runtime_hook`s (legacy eager mode has its own watch)."""
-    hook = op.defn.runtime_hook
-    build = hooks[hook] if hook is not None else op.defn.build_collective
-    fn = build(op, session)
+    `runtime_hook`s (legacy eager mode has its own watch). `buckets_of_plan`: the gradient buckets of the plan
+    being built, shared by their members (`runtime/buckets.py`)."""
+    if "bucket" in op.attrs and buckets_of_plan is not None:
+        fn = buckets.member_fn(op, session, buckets_of_plan)
+    else:
+        hook = op.defn.runtime_hook
+        build = hooks[hook] if hook is not None else op.defn.build_collective
+        fn = build(op, session)
     return activity.issued_by(op.name, fn) if name_op else fn
 
 
@@ -68,10 +72,14 @@ class Executable:
         self.micro_batches = job.micro_batches
         self.pipelined = copies > 1
 
-        def collective(op):
-            return collective_fn(op, session, name_ops, hooks)
+        self.plans = []
+        for _ in range(copies):
+            shared = {}  # each plan copy has its own gradient buckets (its own registers)
 
-        self.plans = [Plan(job, rt, session, collective, fetch, one_device=one_device) for _ in range(copies)]
+            def collective(op, shared=shared):
+                return collective_fn(op, session, name_ops, hooks, shared)
+
+            self.plans.append(Plan(job, rt, session, collective, fetch, one_device=one_device))
         plan = self.plan = self.plans[0]
         self.in_regs = [[[reg for _, reg in slots] for _, slots in p.input_slots] for p in self.plans]
         # the raw gradients summed over micro-batches (fusion keeps them when there are several)

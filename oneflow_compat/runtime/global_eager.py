@@ -574,10 +574,25 @@ def _full_value(value):
         tuple(value.meta.shape), value.meta.dtype.name, value.sbp, placement_text(value.placement))
     with operation(what):
         identity, members = _world_identity(what)
+        meta = value.meta
+        if identity is not None and value.sbp == S.P and meta.dtype.is_floating and \
+                _np.prod(meta.shape, dtype=_np.int64) <= agreement.PAYLOAD:
+            # a small partial sum (a loss): its addends ride in the check's payload (one collective, the check)
+            acc = _np.zeros(meta.shape, _np.float64)
+            for p in value.pieces:
+                acc += _host(p)
+            sums = agreement.global_op(identity, members, acc.ravel())
+            return _np.asarray(sums.reshape(meta.shape).astype(meta.dtype.np))
         if identity is not None:
             agreement.global_op(identity, members)
         return transitions.materialize(c, list(value.pieces), value.placement, value.sbp, value.meta.shape,
                                        value.meta.dtype.np, list(range(c.size)))
+
+
+def _host(x):
+    from oneflow_compat.backend import devices
+
+    return devices.to_host(x)
 
 
 BALANCED_MESSAGE = ("Sizes of tensors in dimension %d must be same or match balanced split distribution. See "
@@ -595,18 +610,61 @@ def from_local(local, placement, sbp, what="to_global"):
 def _from_local_in_turn(local, placement, sbp, what):
     text = "to_global of a local tensor onto %s %r (every rank must call it)" % (placement_text(placement), sbp)
     with operation(text):
-        identity, members = _world_identity(text)
-        if identity is not None:
-            agreement.global_op(identity, members)
-        return _from_local(local, placement, sbp, what)
+        c = comm()
+        mine = (tuple(local.meta.shape), local.meta.dtype.name) if c.rank in transitions.owners(placement) else None
+        identity, world = _world_identity(text)
+        infos = [mine] if identity is None else _exchange_layouts(identity, world, c, mine)
+        return _from_local(local, placement, sbp, what, infos)
 
 
-def _from_local(local, placement, sbp, what):
+FEED_DIMS = 4  # dimensions of a local tensor whose shape rides in the check of its to_global
+
+
+def _exchange_layouts(identity, world, c, mine):
+    """Every rank's (shape, dtype name) of its local tensor, or None where it holds none, as one global operation:
+    where the world is small enough, each rank's shape and dtype ride in its slots of the agreement check's payload
+    (one collective, the check); else the check, then an exchange of the objects."""
+    width = 2 + FEED_DIMS
+    if c.size * width > agreement.PAYLOAD:
+        agreement.global_op(identity, world)
+        return c.allgather_object(mine)
+    payload = _np.zeros(c.size * width)
+    if mine is not None:
+        shape, name = mine
+        at = c.rank * width
+        payload[at], payload[at + 1] = _dtype_code(name), len(shape)
+        payload[at + 2:at + 2 + min(len(shape), FEED_DIMS)] = shape[:FEED_DIMS]
+    sums = agreement.global_op(identity, world, payload)
+    infos = []
+    for r in range(c.size):
+        at = r * width
+        code, ndim = int(sums[at]), int(sums[at + 1])
+        if ndim > FEED_DIMS:  # some rank's shape did not fit (every rank sees it): exchange them all
+            return c.allgather_object(mine)
+        infos.append(None if code == 0 else (tuple(int(d) for d in sums[at + 2:at + 2 + ndim]), _dtype_name(code)))
+    return infos
+
+
+def _dtype_names():
+    from oneflow_compat.ir import dtypes
+
+    return sorted({d.name for d in dtypes.ALL} | set(_DTYPES_BY_NAME))
+
+
+def _dtype_code(name):
+    """A dtype's number in the payload of a check (1, 2, …; 0: no tensor), the same on every rank."""
+    return _dtype_names().index(name) + 1
+
+
+def _dtype_name(code):
+    return _dtype_names()[code - 1]
+
+
+def _from_local(local, placement, sbp, what, infos):
+    """The global value of every rank's local value, from `infos`: every rank's (shape, dtype name) or None."""
     c = comm()
     members = transitions.owners(placement)
     me = c.rank in members
-    mine = (tuple(local.meta.shape), local.meta.dtype.name) if me else None
-    infos = c.allgather_object(mine) if c.size > 1 else [mine]
     got = [infos[r] for r in members]
     names = sorted({d for _, d in got})
     if len(names) > 1:
