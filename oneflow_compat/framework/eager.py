@@ -14,8 +14,9 @@ from oneflow_compat.ir import sbp as S
 from oneflow_compat.passes import pipeline
 from oneflow_compat.runtime import executable, results, watch
 
-# what the ops whose function the runtime supplies (`runtime_hook`) do on the one eager device
-_EAGER_HOOKS = {"watch": watch.make_one_device_watch_fn}
+# what the ops whose function the runtime supplies (`runtime_hook`) do on the one eager device: a watch hands over
+# the value it read
+_EAGER_HOOKS = dict(executable.RUNTIME_HOOKS, watch=watch.make_one_device_watch_fn)
 
 
 class EagerRunner:
