@@ -68,6 +68,13 @@ def compile_job(session, job, options, ctx=None):
     return job
 
 
+def choose_layouts(job, options):
+    """The SBP choice of `options` alone, on the job as it is so far: what an nn.Graph's `build` answers when a
+    tensor's `sbp` is asked while it is traced (the choice of an op never depends on the ops after it)."""
+    sbp_infer.infer(job, exact_first=options.exact_first)
+    return job
+
+
 def fingerprint(job):
     """One line per op: what every rank must agree on before running the job together."""
     lines = []

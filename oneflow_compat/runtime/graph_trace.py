@@ -20,7 +20,7 @@ from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import Job
 from oneflow_compat.ops import registry
 from oneflow_compat.ops.variable_ops import VarSpec
-from oneflow_compat.passes import sbp_infer
+from oneflow_compat.passes import pipeline
 from oneflow_compat.runtime import global_eager
 from oneflow_compat.runtime.session import Session
 
@@ -161,7 +161,7 @@ class GraphTrace:
     # --- SBP on demand ------------------------------------------------------------------------------------------
     def sbp_of(self, blob):
         if self._inferred != len(self.job.ops):
-            sbp_infer.infer(self.job, exact_first=True)
+            pipeline.choose_layouts(self.job, pipeline.GRAPH)
             self._inferred = len(self.job.ops)
         op = blob.op
         s = op.sbp_out[blob.index]
