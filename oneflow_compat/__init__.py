@@ -55,3 +55,15 @@ from oneflow_compat import optim  # noqa: E402,F401
 
 # `import oneflow.compatible.single_client as flow`: the legacy API alone (importing it chooses the legacy API)
 from oneflow_compat import compatible  # noqa: E402,F401
+
+# --- global API (issue 21): flow.dtype, flow.jit, flow.utils.data, oneflow.framework.tensor/dtype, creation ops
+from oneflow_compat.ir.dtypes import DType as dtype  # noqa: E402,F401
+from oneflow_compat import jit, utils  # noqa: E402,F401
+from oneflow_compat._global.creation import empty_like, eye, logspace  # noqa: E402,F401
+from oneflow_compat._global import framework_tensor as _framework_tensor  # noqa: E402
+from oneflow_compat import framework as _framework  # noqa: E402
+from oneflow_compat.framework import dtype as _framework_dtype  # noqa: E402,F401
+
+# `from oneflow.framework.tensor import Tensor` (flowvision): the surface module bound under OneFlow's path
+__import__("sys").modules.setdefault(__name__ + ".framework.tensor", _framework_tensor)
+_framework.tensor = _framework_tensor

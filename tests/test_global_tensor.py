@@ -243,7 +243,7 @@ def test_gradients_accumulate_and_grad_modes():
     z.backward(retain_graph=True)
     z.backward()
     np.testing.assert_allclose(x.grad.numpy(), [4.0, 4.0, 4.0])
-    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+    with pytest.raises(RuntimeError, match="Grad can be implicitly created only for scalar outputs"):
         (x * 2).backward()
     with pytest.raises(RuntimeError, match="only Tensors of floating point can require gradients"):
         flow.tensor([1, 2]).requires_grad_()

@@ -83,7 +83,7 @@ def test_single_client_names_are_the_legacy_objects():
 def test_every_legacy_name_of_oneflow_is_in_single_client():
     import oneflow_compat.compatible.single_client as sc
 
-    internal_modules = {"autograd", "cuda", "sbp", "explain", "custom_ops", "compatible"}  # modern or project tools
+    internal_modules = {"autograd", "cuda", "sbp", "explain", "custom_ops", "compatible", "jit"}  # modern or project tools
     for name in dir(flow):
         value = getattr(flow, name)
         if name.startswith("_") or hasattr(sc, name):
@@ -93,7 +93,7 @@ def test_every_legacy_name_of_oneflow_is_in_single_client():
                     or value.__name__.startswith("oneflow_compat.ops.")), name
             continue
         origin = getattr(value, "__module__", None) if callable(value) else type(value).__module__
-        assert name == "bool" or origin.startswith(("oneflow_compat._global.", "oneflow_compat.runtime.autograd")), \
+        assert name in ("bool", "dtype") or origin.startswith(("oneflow_compat._global.", "oneflow_compat.runtime.autograd")), \
             "%s (from %s) is missing in oneflow.compatible.single_client" % (name, origin)
 
 

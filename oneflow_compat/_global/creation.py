@@ -271,3 +271,33 @@ def linspace(start, end, steps, dtype=None, device=None, placement=None, sbp=Non
     values = np.linspace(start, end, int(steps)).astype(dtype.np)
     placement, ir_sbp, shown = _layout(placement, sbp, 1, "linspace")
     return _from_full(values, dtype, placement, ir_sbp, shown, requires_grad, device)
+
+
+# --- more creation ops of the basics pages and flowvision (OneFlow 0.9 signatures) ---------------------------
+def eye(n, m=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    """The n x m identity (m defaults to n), float32 unless `dtype`."""
+    n = int(n)
+    m = n if m is None else int(m)
+    dtype = as_dtype(dtype) or dtypes.float32
+    placement, ir_sbp, shown = _layout(placement, sbp, 2, "eye")
+    return _from_full(np.eye(n, m, dtype=dtype.np), dtype, placement, ir_sbp, shown, requires_grad, device)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, placement=None, sbp=None,
+             requires_grad=False):
+    dtype = as_dtype(dtype) or dtypes.float32
+    placement, ir_sbp, shown = _layout(placement, sbp, 1, "logspace")
+    full = np.logspace(start, end, int(steps), base=base).astype(dtype.np)
+    return _from_full(full, dtype, placement, ir_sbp, shown, requires_grad, device)
+
+
+def empty_like(input, dtype=None, requires_grad=False, **_):  # noqa: A002
+    return zeros_like(input, dtype=dtype, requires_grad=requires_grad)
+
+
+def new_tensor_like(data, like, dtype=None, requires_grad=False):
+    """`tensor.new_tensor(data)`: a tensor of `data` on `like`'s device or placement (broadcast)."""
+    if like.is_global:
+        return tensor(data, dtype=dtype or like.dtype, placement=like.placement,
+                      sbp=[flow_sbp.broadcast] * len(like.sbp), requires_grad=requires_grad)
+    return tensor(data, dtype=dtype or like.dtype, device=like._device, requires_grad=requires_grad)

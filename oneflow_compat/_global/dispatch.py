@@ -64,11 +64,33 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
                     requires_grad = True
                     break
     if requires_grad and registry.get(op_type).grad is not None:
-        node = autograd.OpNode(op_type, compiled.attrs, values, outs, [t._edge() for t in inputs], compiled)
+        node = autograd.OpNode(op_type, compiled.attrs, values, outs, [t._edge() for t in inputs],
+                               oneflow_backward_name(op_type, values), compiled)
         for k, t in enumerate(tensors):
             if t._value.meta.dtype.is_floating:
-                t.requires_grad_flag, t.grad_fn, t._out_index = True, node, k
+                t.requires_grad_flag, t._node, t._out_index = True, node, k
     return tensors
+
+
+# OneFlow's own op type where this project's registry names the op differently, for `grad_fn` names
+# (`<op type>_backward`, OneFlow 0.9 `op_interpreter.cpp`; views: `tensor_methods.cpp`)
+_ONEFLOW_OP_NAMES = {
+    "subtract": "broadcast_sub", "multiply": "broadcast_mul", "divide": "broadcast_div",
+    "maximum": "broadcast_maximum", "minimum": "broadcast_minimum",
+    "reshape": "view::reshape", "expand_dims": "view::unsqueeze", "squeeze": "view::squeeze",
+    "slice": "view::slice", "transpose": "view::transpose", "flatten": "view::reshape",
+    "scalar_rsub": "scalar_add", "scalar_rdiv": "scalar_div", "clip_by_value": "clip_by_scalar",
+    "sparse_softmax_cross_entropy": "sparse_softmax_cross_entropy_ms", "batch_gather": "dim_gather",
+}
+
+
+def oneflow_backward_name(op_type, values):
+    """The grad_fn name OneFlow 0.9 shows for this op: equal shapes are added with add_n, others with
+    broadcast_add."""
+    if op_type == "add":
+        same = len(values) == 2 and values[0].meta.shape == values[1].meta.shape
+        return ("add_n" if same else "broadcast_add") + "_backward"
+    return _ONEFLOW_OP_NAMES.get(op_type, op_type) + "_backward"
 
 
 def make_source(op_type, attrs, like):
@@ -92,7 +114,7 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
         if g is None:
             if t.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                raise RuntimeError("Grad can be implicitly created only for scalar outputs")  # OneFlow 0.9's words
             gv = autograd.seed_gradient(t._value)
         else:
             if tuple(g.shape) != tuple(t.shape):

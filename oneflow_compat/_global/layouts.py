@@ -46,7 +46,7 @@ def to_global(t, placement=None, sbp=None, grad_sbp=None):
             return [autograd.box(dys[0], src_pl, src_sbp)]
 
         result.requires_grad_flag = True
-        result.grad_fn = autograd.FunctionNode("ToGlobalBackward", [t._edge()], to_global_backward)
+        result.grad_fn = autograd.FunctionNode("global_to_global_backward", [t._edge()], to_global_backward)
     return result
 
 
@@ -87,7 +87,7 @@ def _local_to_global(t, placement, sbp, grad_sbp):
             return [global_eager.Value(meta, local.placement, S.B, [g.pieces[0]])]
 
         result.requires_grad_flag = True
-        result.grad_fn = autograd.FunctionNode("LocalToGlobalBackward", [t._edge()], local_to_global_backward)
+        result.grad_fn = autograd.FunctionNode("local_to_global_backward", [t._edge()], local_to_global_backward)
     return result
 
 

@@ -38,17 +38,15 @@ class Parameter(Tensor):
         self._placement = data._placement
         self._sbp = data._sbp
         self._device = data._device
-        self.grad_fn = None
+        self._node = None
+        self._acc_node = None
         self._out_index = 0
         self._grad = None
         self.requires_grad_flag = False
         if requires_grad:
             self.requires_grad_(True)
 
-    def __repr__(self):
-        return "Parameter containing:\n" + super().__repr__()
-
-    __str__ = __repr__
+    # (a Parameter prints as the tensor it is, as OneFlow 0.9's C++ Parameter does: no "Parameter containing:")
 
 
 class _IncompatibleKeys(collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -296,10 +294,10 @@ class Module:
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
             if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
+                destination[prefix + name] = param  # OneFlow 0.9 keeps the Parameter itself (keep_vars or not)
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
+                destination[prefix + name] = buf
 
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """{attribute path: tensor} of every parameter and persistent buffer (detached, sharing storage)."""
@@ -373,6 +371,9 @@ class Module:
             else:
                 new = Parameter(converted, param.requires_grad)
                 self._parameters[key] = new
+                # an optimizer created before this conversion still holds `param`: it will update nothing the
+                # module uses (OneFlow 0.9 replaces the Parameter too, silently); Optimizer.step() warns
+                param._replaced_by_conversion = "parameter '%s' of %s" % (key, type(self).__name__)
             if grad is not None:
                 new.grad = grad.detach()
             applied[id(param)] = (param, new)  # the old object stays alive, so its id is not reused meanwhile
@@ -412,6 +413,21 @@ class Module:
         from oneflow_compat.ir import dtypes
 
         return self.to(dtypes.float64)
+
+    def half(self):
+        from oneflow_compat.ir import dtypes
+
+        return self.to(dtypes.float16)
+
+    def to_local(self):
+        """Every global parameter and buffer replaced by this rank's local piece (OneFlow 0.9)."""
+        return self._apply(lambda t: t.to_local() if t.is_global else t)
+
+    def __getstate__(self):
+        return self.__dict__.copy()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
     # --- printing ------------------------------------------------------------------------------------------
     def extra_repr(self):
@@ -517,14 +533,39 @@ class ModuleList(Module):
     def __setitem__(self, idx, module):
         self.add_module(str(_index(idx, len(self))), module)
 
+    def __delitem__(self, idx):
+        keys = list(self._modules.keys())
+        for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(self))]]):
+            del self._modules[key]
+        # the remaining modules are renumbered 0, 1, … (as OneFlow's ListContainer does)
+        object.__setattr__(self, "_modules", collections.OrderedDict(
+            (str(i), m) for i, m in enumerate(self._modules.values())))
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __dir__(self):
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+    def insert(self, index, module):
+        for i in range(len(self._modules), index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+
     def append(self, module):
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
-        for module in modules:
+        if not isinstance(modules, collections.abc.Iterable):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got "
+                            + type(modules).__name__)
+        for module in list(modules):
             self.append(module)
         return self
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError()
 
 
 def _index(idx, n):

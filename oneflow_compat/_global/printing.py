@@ -126,7 +126,7 @@ def tensor_repr(t):
         body = array_str(values, indent)
     suffixes.append("dtype=oneflow.%s" % t.dtype.name)
     if t.grad_fn is not None:
-        suffixes.append("grad_fn=<%s>" % t.grad_fn.name)
+        suffixes.append("grad_fn=<%s>" % t.grad_fn.name())
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

@@ -109,7 +109,18 @@ def _is_earlier_save(path):
     return fmt.SNAPSHOT_DONE_FILENAME in entries or STRUCTURE_FILENAME in entries
 
 
+def _check_parent(path):
+    """A clear error when an existing ancestor of `path` is a file (the folder cannot be created under it)."""
+    head = os.path.dirname(os.path.abspath(path))
+    while head and not os.path.exists(head):
+        head = os.path.dirname(head)
+    if head and not os.path.isdir(head):
+        raise NotADirectoryError("flow.save: cannot save to '%s': '%s' is a file, not a directory"
+                                 % (path, os.path.relpath(head) if not os.path.isabs(path) else head))
+
+
 def _write(path, arrays, extra):
+    _check_parent(path)
     if os.path.isdir(path) and os.listdir(path) and _is_earlier_save(path):
         # replace an earlier save: the new one is written completely beside it, then swapped in
         fmt.replace_tensors(path, arrays, extra_files=extra)

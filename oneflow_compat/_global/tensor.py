@@ -134,9 +134,12 @@ class Tensor:
     _sbp = None
     _device = "cpu"
     requires_grad_flag = False
-    grad_fn = None
+    _node = None  # the recorded op that made this tensor (None: a leaf)
+    _acc_node = None  # a leaf's `accumulate_grad` node, once an op recorded it or a hook was registered
     _out_index = 0
     _grad = None
+    _grad_hooks = ()  # a leaf's hooks on its gradient before accumulation (`register_hook`)
+    _post_acc_hooks = ()  # a leaf's hooks after accumulation (`_register_post_grad_accumulation_hook`)
 
     # --- construction (`__init__`, `flow.Tensor(data)` / `flow.Tensor(*shape)`, is installed by
     # `_global/tensor_methods.py` together with the methods built on ops) --------------------------------------
@@ -146,7 +149,7 @@ class Tensor:
         self._sbp = t._sbp
         self._device = t._device
         self.requires_grad_flag = t.requires_grad_flag
-        self.grad_fn = t.grad_fn
+        self._node = t._node
         self._out_index = t._out_index
         self._grad = t._grad
 
@@ -162,7 +165,7 @@ class Tensor:
         t._sbp = sbp
         t._device = device
         t.requires_grad_flag = bool(requires_grad)
-        t.grad_fn = grad_fn
+        t._node = grad_fn
         t._out_index = out_index
         t._grad = None
         return t
@@ -254,8 +257,20 @@ class Tensor:
         return self._device == "cuda"
 
     @property
+    def grad_fn(self):
+        """The node of the op that made this tensor; for a leaf that requires a gradient, its `accumulate_grad`
+        node once an op recorded it (as OneFlow 0.9), else None."""
+        if self._node is not None:
+            return self._node
+        return self._acc_node if self.requires_grad_flag else None
+
+    @grad_fn.setter
+    def grad_fn(self, node):
+        self._node = node
+
+    @property
     def is_leaf(self):
-        return self.grad_fn is None
+        return self._node is None
 
     @property
     def requires_grad(self):
@@ -274,6 +289,8 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point can require gradients (this one is %s)"
                                % self.dtype.name)
         self.requires_grad_flag = bool(requires_grad)
+        if not requires_grad:
+            self._acc_node = None
         return self
 
     @property
@@ -297,11 +314,18 @@ class Tensor:
         self._device = other._device
 
     def _edge(self):
+        """Where a recorded op's gradient for this input goes (a leaf gets its `accumulate_grad` node here)."""
         if not self.requires_grad_flag:
             return None
-        if self.grad_fn is not None:
-            return ("node", self.grad_fn, self._out_index)
+        if self._node is not None:
+            return ("node", self._node, self._out_index)
+        self._leaf_node()
         return ("leaf", self)
+
+    def _leaf_node(self):
+        if self._acc_node is None:
+            self._acc_node = autograd.AccumulateGrad()
+        return self._acc_node
 
     # --- values ---------------------------------------------------------------------------------------------
     def numpy(self):
@@ -343,9 +367,11 @@ class Tensor:
         return bool(self.item())
 
     def __format__(self, spec):
-        if self.numel() == 1 and spec:
-            return format(self.item(), spec)
-        return format(str(self), spec)
+        # OneFlow 0.9 (`framework/tensor.py: _format`): a 0-d tensor formats as its Python number (so
+        # f"{loss}" shows the full float), any other tensor as an object (an empty spec gives str(tensor))
+        if self.ndim == 0:
+            return format(self.numpy().tolist(), spec)
+        return object.__format__(self, spec)
 
     def __repr__(self):
         if isinstance(self._value, LazyValue):
@@ -378,7 +404,7 @@ class Tensor:
                 dy = dys[0]
                 return [global_eager.Value(src.meta, src.placement, src.sbp, dy.pieces if src.pieces else [])]
 
-            node = autograd.FunctionNode("ToLocalBackward", [self._edge()], to_local_backward)
+            node = autograd.FunctionNode("global_to_local_backward", [self._edge()], to_local_backward)
             out.requires_grad_flag, out.grad_fn = True, node
         return out
 
@@ -386,13 +412,74 @@ class Tensor:
     def detach(self):
         return Tensor._make(self._value, self._placement, self._sbp, self._device)
 
-    def retain_grad(self):
+    def detach_(self):
+        """Makes this tensor a leaf that does not require a gradient, in place."""
+        self._node, self._acc_node, self.requires_grad_flag = None, None, False
         return self
 
-    def _accumulate_grad(self, value):
-        """Adds a gradient (any layout) into `.grad`, boxed to this tensor's own placement and SBP."""
+    @property
+    def retains_grad(self):
+        return self._node is not None and getattr(self, "_retaining", False)
+
+    def retain_grad(self):
+        """Keeps this non-leaf tensor's gradient in `.grad` after `backward()` (a leaf keeps it anyway)."""
+        if not self.requires_grad_flag:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._node is None or getattr(self, "_retaining", False):
+            return
+        self._retaining = True
+        me = self
+
+        def keep(value):
+            me._accumulate_grad(value, run_hooks=False)
+
+        self._node.add_output_hook(self._out_index, keep)
+
+    def register_hook(self, hook):
+        """`hook(grad)` runs when this tensor's gradient is computed; a tensor it returns replaces the gradient
+        (for a leaf, before it is accumulated into `.grad`)."""
+        if not self.requires_grad_flag:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        me = self
+        if self._node is None:
+            self._leaf_node()
+            self._grad_hooks = tuple(self._grad_hooks) + (hook,)
+            return _RemovableHook(self, "_grad_hooks", hook)
+
+        def run(value):
+            changed = hook(me._grad_like(value))
+            return None if changed is None else changed._value
+
+        self._node.add_output_hook(self._out_index, run)
+        return None
+
+    def _register_post_grad_accumulation_hook(self, hook):
+        """`hook(grad)` runs on a leaf's `.grad` after each accumulation into it (OneFlow's DDP uses it)."""
+        if self._node is not None:
+            raise RuntimeError("post accumulation hooks can only be registered on leaf tensors")
+        self._leaf_node()
+        self._post_acc_hooks = tuple(self._post_acc_hooks) + (hook,)
+
+    def _grad_like(self, value):
+        return Tensor._make(value, self._placement, self._sbp, self._device)
+
+    def _accumulate_grad(self, value, run_hooks=True):
+        """Adds a gradient (any layout) into `.grad`, boxed to this tensor's own placement and SBP; a leaf's
+        hooks run before (`register_hook`) and after (post-accumulation hooks)."""
         own = self._value
         value = autograd.box(value, own.placement, own.sbp)
+        if run_hooks:
+            for hook in self._grad_hooks:
+                changed = hook(self._grad_like(value))
+                if changed is not None:
+                    value = autograd.box(changed._value, own.placement, own.sbp)
+        self._add_to_grad(value)
+        if run_hooks:
+            for hook in self._post_acc_hooks:
+                hook(self._grad)
+
+    def _add_to_grad(self, value):
+        own = self._value
         if self._grad is None or self._grad._value.meta.shape != own.meta.shape:
             pieces = [p.copy() for p in value.pieces]  # the gradient may share memory with other values
             self._grad = Tensor._make(global_eager.Value(own.meta, own.placement, own.sbp, pieces),
@@ -438,6 +525,15 @@ def wrap(value, placement, device):
     if device != "cpu":
         t._device = device
     return t
+
+
+class _RemovableHook:
+    def __init__(self, tensor, table, hook):
+        self.tensor, self.table, self.hook = tensor, table, hook
+
+    def remove(self):
+        hooks = getattr(self.tensor, self.table)
+        setattr(self.tensor, self.table, tuple(h for h in hooks if h is not self.hook))
 
 
 def _lazy_repr(t):

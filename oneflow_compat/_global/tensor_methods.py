@@ -5,7 +5,7 @@ import numpy as np
 
 from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
-from oneflow_compat._global import creation, dispatch, functional as F, layouts
+from oneflow_compat._global import creation, dispatch, functional as F, indexing, layouts
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, parse_device
 
@@ -53,12 +53,12 @@ def _rebind(self, result):
     self._check_inplace()
     v, r = self._value, result._value
     same = (r.meta.shape == v.meta.shape and r.placement == v.placement and r.sbp == v.sbp)
-    if result.grad_fn is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
+    if result._node is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
         for p, q in zip(v.pieces, r.pieces):
             p[...] = q
         return self
     self._value, self._placement, self._sbp = r, result._placement, result._sbp
-    self.grad_fn, self._out_index, self.requires_grad_flag = result.grad_fn, result._out_index, \
+    self._node, self._out_index, self.requires_grad_flag = result._node, result._out_index, \
         result.requires_grad_flag
     return self
 
@@ -100,15 +100,28 @@ def _to(self, *args, **kwargs):
 
 
 def _getitem(self, key):
-    return F.index(self, key)
+    return indexing.getitem(self, key)
 
 
 def _setitem(self, key, value):
+    indexing.setitem(self, key, value)
+
+
+def rebuild_local(array, dtype_name, device, requires_grad):
+    """A local tensor from its pickled parts (DataLoader workers send batches this way)."""
+    from oneflow_compat.runtime import global_eager
+
+    dtype = global_eager._dtype_named(dtype_name, None)
+    return creation.tensor(array, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _reduce(self):
+    """Pickling: a local tensor travels as its array, dtype, device and requires_grad (no autograd history);
+    a global tensor is refused (its value lives on several ranks)."""
     if self.is_global:
-        raise NotImplementedError("item assignment is supported on local tensors only")
-    self._check_inplace()
-    piece = self._value.pieces[0]
-    piece[key] = value.numpy() if isinstance(value, Tensor) else value
+        raise TypeError("a global tensor cannot be pickled (it lives on %r); use .to_local() or .numpy()"
+                        % (self.placement,))
+    return rebuild_local, (np.array(self.numpy()), self.dtype.name, self._device, self.requires_grad)
 
 
 def _size_args(*shape):
@@ -131,6 +144,7 @@ _METHODS = {
     "copy_": _copy_,
     "to": _to,
     "__getitem__": _getitem,
+    "__reduce__": _reduce,
     "__setitem__": _setitem,
     # operators
     "__add__": F.add, "__radd__": _reflected(F.add), "__iadd__": _inplace(F.add),

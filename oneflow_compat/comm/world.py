@@ -89,6 +89,13 @@ def get_process_comm():
         return _process_comm
     launch = read_launch_environment()
     world = detect_mpi_world()
+    if launch is not None and world is None and launch.world_size > 1:
+        # started by hand with the five variables: RANK 0 serves the MPI start-up (`pmi_server.py`), and MPI_Init
+        # makes one MPI_COMM_WORLD of WORLD_SIZE processes
+        from .environment import comm_timeout_from_env
+        from .pmi_server import bootstrap
+        bootstrap(launch, comm_timeout_from_env())
+        world = (launch.rank, launch.world_size)
     group = world[1] if world is not None else 1
     if launch is not None:
         _check_launch_fits_mpi(launch, world)

@@ -11,3 +11,7 @@ from oneflow_compat.nn.global_api import *  # noqa: F401,F403
 from oneflow_compat.nn.global_api import graph
 
 _sys.modules.setdefault(__name__ + ".graph", graph)  # `import oneflow.nn.graph` (it lives in _global)
+
+# the oneflow.nn package's own submodules (OneFlow 0.9): nn.modules (layers by module path), nn.parallel (DDP),
+# nn.utils (gradient clipping, weight norm, parameters as a vector)
+from oneflow_compat.nn import modules, parallel, utils  # noqa: F401,E402

@@ -5,3 +5,5 @@ from oneflow_compat._global.modules import (  # noqa: F401
     Dropout, Flatten, Identity, Linear, Module, ModuleList, Parameter, ReLU, Sequential)
 from oneflow_compat._global import graph  # noqa: F401 (`flow.nn.graph.GraphModule`)
 from oneflow_compat._global.graph import Graph  # noqa: F401
+# global API: containers (ModuleDict, ParameterList, ParameterDict)
+from oneflow_compat._global.containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401,E402

@@ -135,6 +135,7 @@ class Optimizer:
 
     def step(self, closure=None):
         loss = closure() if closure is not None else None
+        self._warn_replaced_parameters()
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
@@ -142,6 +143,25 @@ class Optimizer:
                 self._update(group, p, self.state.setdefault(p, {}))
         self._step_count += 1
         return loss
+
+    def _warn_replaced_parameters(self):
+        """Once per optimizer: parameters that `module.to_global(...)` (or another local <-> global conversion)
+        replaced after this optimizer was created; the module trains on the new ones, which this optimizer does not
+        update."""
+        if getattr(self, "_replaced_warned", False):
+            return
+        replaced = [p._replaced_by_conversion for g in self.param_groups for p in g["params"]
+                    if getattr(p, "_replaced_by_conversion", None)]
+        if replaced:
+            import warnings
+
+            self._replaced_warned = True
+            warnings.warn("%s.step(): %s%s %s replaced by a local <-> global conversion (module.to_global(...)) "
+                          "after this optimizer was created, so this optimizer updates parameters the module no "
+                          "longer uses; create the optimizer after module.to_global(...)"
+                          % (type(self).__name__, ", ".join(replaced[:3]),
+                             " and %d more" % (len(replaced) - 3) if len(replaced) > 3 else "",
+                             "was" if len(replaced) == 1 else "were"), UserWarning, stacklevel=3)
 
     def _update(self, group, param, state):
         """Updates `param` (and its `state` dict) in place from `param.grad` on this rank's pieces."""

@@ -113,13 +113,28 @@ class enable_grad(_Grad):  # noqa: N801
 
 
 class Node:
-    """One recorded op. `next_edges[i]` says where input i came from; `backward(dys)` gives input gradients."""
+    """One recorded op. `next_edges[i]` says where input i came from; `backward(dys)` gives input gradients.
+
+    `output_hooks[i]` are callables run on output i's summed gradient (a Value) before the node's backward: one
+    returning a Value replaces the gradient (OneFlow's `Tensor.register_hook` on a non-leaf, and `retain_grad`,
+    which keeps the gradient and returns None). As OneFlow's FunctionNode, `name()` is the op's backward name
+    (`matmul_backward`) and the repr `<matmul_backward at 0x...>`."""
+
+    output_hooks = _NO_HOOKS = {}  # (never written: a node's own dict is made by its first hook)
 
     def __init__(self, name, next_edges, num_outputs):
-        self.name = name
+        self._name = name
         self.next_edges = list(next_edges)
         self.num_outputs = num_outputs
         self.seq = next(_SEQ)
+
+    def name(self):
+        return self._name
+
+    def add_output_hook(self, index, fn):
+        if self.output_hooks is Node._NO_HOOKS:
+            self.output_hooks = {}
+        self.output_hooks.setdefault(index, []).append(fn)
 
     def backward(self, dys):
         raise NotImplementedError
@@ -128,16 +143,25 @@ class Node:
         """Drop saved values once a backward pass used them (retain_graph=False)."""
 
     def __repr__(self):
-        return "<%s>" % self.name
+        return "<%s at %s>" % (self._name, hex(id(self)))
+
+
+class AccumulateGrad(Node):
+    """The node OneFlow gives a leaf that requires a gradient once an op records it as an input (or a hook is
+    registered on it): its `grad_fn` then prints as `<accumulate_grad>` (OneFlow 0.9,
+    `autograd_engine.cpp: AddAccumulateFunctionNode`). It never runs: leaves are accumulated by `backward`."""
+
+    def __init__(self):
+        super().__init__("accumulate_grad", [], 1)
 
 
 class OpNode(Node):
     """An op of the registry: its gradient comes from its declared grad rule. `forward`: the op's compiled
     forward (`global_eager.compiled_op`), which keeps its compiled backward plans."""
 
-    __slots__ = ("op_type", "attrs", "inputs", "outputs", "forward")
-
-    def __init__(self, op_type, attrs, inputs, outputs, next_edges, forward=None):
+    def __init__(self, op_type, attrs, inputs, outputs, next_edges, name=None, forward=None):
+        # (Node.__init__ inlined: one node per recorded op)
+        self._name = name or _backward_name(op_type, inputs)
         self.next_edges = next_edges
         self.num_outputs = len(outputs)
         self.seq = next(_SEQ)
@@ -145,15 +169,12 @@ class OpNode(Node):
         self.inputs, self.outputs = inputs, outputs
         self.forward = forward
 
-    @property
-    def name(self):
-        return _backward_name(self.op_type)
-
     def backward(self, dys):
         if self.inputs is None:
-            raise RuntimeError("Trying to backward through the graph a second time (or directly access saved "
-                               "tensors after they have already been freed). Specify retain_graph=True when "
-                               "calling backward the first time.")
+            # OneFlow 0.9's message (autograd_engine.cpp: FunctionNode::Apply)
+            raise RuntimeError("This FunctionNode with name `%s` has been released.\nMaybe you try to backward "
+                               "through the node a second time. Specify retain_graph=True when calling "
+                               ".backward() or autograd.grad() the first time." % self._name)
         needed = tuple(e is not None for e in self.next_edges)
         return global_eager.run_grad(self.op_type, self.attrs, self.inputs, self.outputs, dys, needed, self.forward)
 
@@ -172,8 +193,10 @@ class FunctionNode(Node):
         return self.fn(dys)
 
 
-def _backward_name(op_type):
-    return "".join(p.capitalize() for p in op_type.split("_")) + "Backward"
+def _backward_name(op_type, inputs=()):
+    """The node's default name, `<op type>_backward` as OneFlow 0.9 names its nodes (`op_interpreter.cpp`); the
+    surface passes OneFlow's own op type where this project's registry names the op differently."""
+    return op_type + "_backward"
 
 
 def add(values):
@@ -191,21 +214,64 @@ def box(value, placement, sbp):
     return global_eager.transfer(value, placement, sbp)
 
 
+def _leaf_uses(roots):
+    """{id(leaf): number of edges reaching it} over the nodes reachable from `roots`: a leaf's gradient is
+    complete once that many edges were handled (then it is accumulated at once, during the backward pass, as
+    OneFlow's AccumulateGrad nodes run, so that gradient hooks such as DDP's all-reduce see it early)."""
+    uses = {}
+    seen = set()
+    stack = [edge for edge, _ in roots]
+    while stack:
+        edge = stack.pop()
+        if edge is None:
+            continue
+        if edge[0] == "leaf":
+            uses[id(edge[1])] = uses.get(id(edge[1]), 0) + 1
+            continue
+        node = edge[1]
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(node.next_edges)
+    return uses
+
+
 def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
     """Backpropagates from `roots` = [(edge, gradient value)]; calls `accumulate_leaf(leaf, value)` once per leaf
-    reached with its summed gradient (the surface boxes it to the leaf's layout). `leaf_layout(leaf)` = the leaf's
-    (placement, sbp): where given, the partial-sum gradients of broadcast leaves (data parallelism) are all-reduced
-    together, through persistent gradient buckets (`runtime/buckets.py`), before they are handed over."""
+    reached with its summed gradient (not yet boxed: the surface boxes it to the leaf's layout), as soon as every
+    edge reaching the leaf was handled. Output hooks of a node run on its summed output gradients first.
+
+    `leaf_layout(leaf)` = the leaf's (placement, sbp): where given, a partial-sum gradient of a broadcast leaf on a
+    placement of several ranks (data parallelism) waits until the walk ends; these are then all-reduced together,
+    through persistent gradient buckets (`runtime/buckets.py`: one check and one all-reduce per bucket, instead of
+    both per gradient), and accumulated in the order they were complete."""
     pending = {}  # node -> [list of grads per output]
     leaves = {}  # id(leaf) -> (leaf, [grads])
     nodes = {}
+    uses = _leaf_uses(roots)
+    deferred = []  # (leaf, gradient) waiting for the buckets
+
+    def complete(leaf, value):
+        if leaf_layout is not None and buckets.bucketable(value, leaf_layout(leaf)):
+            deferred.append((leaf, value))
+        else:
+            accumulate_leaf(leaf, value)
 
     def send(edge, value):
-        if edge is None or value is None:
+        if edge is None:
             return
         if edge[0] == "leaf":
             leaf = edge[1]
-            leaves.setdefault(id(leaf), (leaf, []))[1].append(value)
+            entry = leaves.setdefault(id(leaf), (leaf, []))
+            if value is not None:
+                entry[1].append(value)
+            uses[id(leaf)] -= 1
+            if uses[id(leaf)] == 0:
+                grads = leaves.pop(id(leaf))[1]
+                if grads:
+                    complete(leaf, add(grads))
+            return
+        if value is None:
             return
         node, index = edge[1], edge[2]
         slots = pending.get(node)
@@ -214,16 +280,24 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
             nodes[node.seq] = node
         slots[index].append(value)
 
-    for edge, value in roots:
-        send(edge, value)
     # every node's consumers were created after it: handling nodes latest-first sees all of a node's gradients
     # before the node itself, and every rank handles them in the same order
     done = []
+    for edge, value in roots:
+        send(edge, value)
     while nodes:
         seq = max(nodes)
         node = nodes.pop(seq)
         dys = [g[0] if len(g) == 1 else add(g) for g in pending.pop(node)]
+        for index, fns in node.output_hooks.items():
+            for fn in fns:
+                if dys[index] is not None:
+                    changed = fn(dys[index])
+                    if changed is not None:
+                        dys[index] = changed
         if all(d is None for d in dys):
+            for edge in node.next_edges:  # the edges below still count as handled
+                _skip(edge, send)
             continue
         dxs = node.backward(dys)
         done.append(node)
@@ -232,16 +306,22 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
     if not retain_graph:
         for node in done:
             node.release()
-    finals = [(leaf, add(grads)) for leaf, grads in leaves.values()]
-    if leaf_layout is not None and len(finals) > 1:
-        summed = buckets.reduce_partial_gradients([(g, leaf_layout(leaf)) for leaf, g in finals], _device_value)
-        finals = [(leaf, g) for (leaf, _), g in zip(finals, summed)]
-    for leaf, g in finals:
-        accumulate_leaf(leaf, g)
+    for leaf, grads in leaves.values():  # (leaves whose other edges lay under nodes no gradient reached)
+        if grads:
+            complete(leaf, add(grads))
+    if deferred:
+        summed = buckets.reduce_partial_gradients([(g, leaf_layout(leaf)) for leaf, g in deferred], _device_value)
+        for (leaf, _), g in zip(deferred, summed):
+            accumulate_leaf(leaf, g)
 
 
 def _device_value(meta, placement, sbp, pieces):
     return global_eager.Value(meta, placement, sbp, [global_eager.to_device(p, placement) for p in pieces])
+
+
+def _skip(edge, send):
+    if edge is not None and edge[0] == "leaf":
+        send(edge, None)
 
 
 def seed_gradient(value):

@@ -98,6 +98,14 @@ def _process_comm():
 
 
 # --- eager global tensors: the partial-sum gradients of broadcast leaves ------------------------------------------
+def bucketable(g, layout):
+    """Whether gradient `g` going to a leaf laid out as `layout` = (placement, sbp) is summed through buckets: a
+    floating partial sum (P) for a broadcast (B) leaf on the same placement of several ranks."""
+    pl, sbp = layout
+    return (g is not None and g.sbp == S.P and sbp == S.B and g.placement == pl and len(_owners(pl)) > 1
+            and g.meta.dtype.is_floating)
+
+
 def reduce_partial_gradients(items, make_value):
     """`items` = [(gradient Value, (placement, sbp) of its leaf)]: returns the gradients with every one that is a
     partial sum (P) going to a broadcast (B) leaf on the same placement of several ranks replaced by its sum (B),
@@ -105,10 +113,9 @@ def reduce_partial_gradients(items, make_value):
     `make_value(meta, placement, sbp, pieces)` makes a Value (the caller's type)."""
     out = [g for g, _ in items]
     groups = {}
-    for k, (g, (pl, sbp)) in enumerate(items):
-        if g is not None and g.sbp == S.P and sbp == S.B and g.placement == pl and len(_owners(pl)) > 1 \
-                and g.meta.dtype.is_floating:
-            groups.setdefault((pl, g.meta.dtype.name), []).append(k)
+    for k, (g, layout) in enumerate(items):
+        if bucketable(g, layout):
+            groups.setdefault((layout[0], g.meta.dtype.name), []).append(k)
     if not groups:
         return out
     me = _process_comm().rank

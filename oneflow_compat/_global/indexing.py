@@ -1,0 +1,178 @@
+"""`tensor[key]` and `tensor[key] = value` with numpy's (and OneFlow's) rules, for local and global tensors.
+
+Reading: ints, slices, `...` and `None` are a view op (`functional.index`: `slice` + `reshape`). Index tensors,
+lists and boolean masks ("advanced" indices) are then one `gather` op along a flattened axis: the advanced dims
+of the sliced tensor are moved to the front and merged, the broadcast index tensors become one linear index
+(computed on the host: an index is data, never differentiated), and the gathered dims go back where numpy puts
+them (in place of the advanced dims when those are adjacent, else first). So reading is differentiable and runs
+on every layout through the op's SBP signatures.
+
+Writing (`__setitem__`) updates the tensor's storage in place: on the local array directly; on a global tensor
+every rank applies the assignment to the logical value and keeps its own piece (a collective: every rank of the
+world runs it, as OneFlow's global setitem).
+"""
+import builtins
+
+import numpy as np
+
+from oneflow_compat.ir import dtypes
+from oneflow_compat.ir import sbp as S
+from oneflow_compat._global import creation, functional as F
+from oneflow_compat._global.dispatch import apply_op
+from oneflow_compat._global.tensor import BOOL, Tensor
+
+
+def _is_advanced(k):
+    return isinstance(k, (Tensor, list, np.ndarray))
+
+
+def _host_index(k):
+    """An advanced index as a numpy array (bool masks stay bool)."""
+    if isinstance(k, Tensor):
+        a = np.asarray(k.numpy())
+    else:
+        a = np.asarray(k)
+    if a.dtype == np.bool_:
+        return a
+    if a.dtype.kind not in "iu":
+        raise IndexError("tensors used as indices must be long, int, uint8 or bool tensors, got %s" % a.dtype)
+    return a.astype(np.int64)
+
+
+def _expand_key(key, ndim):
+    """The key as a list of entries, `...` expanded, bool masks split into one integer index per dim they
+    cover (as numpy's `nonzero`)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if builtins.sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    entries = []
+    for k in key:
+        if _is_advanced(k):
+            a = _host_index(k)
+            if a.dtype == np.bool_ and a.ndim:
+                entries.extend(("adv", i) for i in np.nonzero(a))
+            elif a.dtype == np.bool_:
+                entries.append(("mask0", a))
+            else:
+                entries.append(("adv", a))
+        else:
+            entries.append(("basic", k))
+    consumed = builtins.sum(1 for kind, k in entries if kind == "adv" or
+                            (kind == "basic" and k is not None and k is not Ellipsis))
+    if consumed > ndim:
+        raise IndexError("too many indices for tensor of dimension %d" % ndim)
+    out = []
+    for kind, k in entries:
+        if kind == "basic" and k is Ellipsis:
+            out.extend([("basic", slice(None))] * (ndim - consumed))
+        else:
+            out.append((kind, k))
+    return out
+
+
+def getitem(x, key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    if not builtins.any(_is_advanced(k) for k in key):
+        return F.index(x, key)
+    entries = _expand_key(key, x.ndim)
+    if builtins.any(kind == "mask0" for kind, _ in entries):
+        raise IndexError("indexing with a 0-d boolean mask is not supported")
+    # 1. the basic part: advanced entries keep their dim whole for now
+    basic, positions, arrays, out_dim = [], [], [], 0
+    for kind, k in entries:
+        if kind == "adv":
+            basic.append(slice(None))
+            positions.append(out_dim)
+            arrays.append(k)
+            out_dim += 1
+        else:
+            basic.append(k)
+            if k is None or isinstance(k, slice):
+                out_dim += 1
+    y = F.index(x, tuple(basic))
+    # 2. the advanced indices, broadcast together, wrapped, checked
+    try:
+        arrays = np.broadcast_arrays(*arrays)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes %s"
+                         % " ".join(str(a.shape) for a in arrays)) from None
+    sizes = [y.shape[p] for p in positions]
+    wrapped = []
+    for a, n, p in zip(arrays, sizes, positions):
+        if a.size and (a.max() >= n or a.min() < -n):
+            bad = int(a.max() if a.max() >= n else a.min())
+            raise IndexError("index %d is out of bounds for dimension %d with size %d" % (bad, p, n))
+        wrapped.append(np.where(a < 0, a + n, a))
+    linear = np.ravel_multi_index(wrapped, sizes) if wrapped[0].size else np.zeros(wrapped[0].shape, np.int64)
+    index_shape = tuple(linear.shape)
+    # 3. advanced dims first and merged, one gather, then the gathered dims where numpy puts them
+    rest = [d for d in range(y.ndim) if d not in positions]
+    z = F.permute(y, positions + rest) if positions + rest != list(range(y.ndim)) else y
+    merged = int(np.prod(sizes))
+    z = F.reshape(z, (merged,) + tuple(z.shape[len(positions):]))
+    idx = _index_tensor(linear.astype(np.int64).reshape(index_shape), z)
+    out = apply_op("gather", [z, idx], {"axis": 0})
+    adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
+    if adjacent and positions[0] > 0:
+        nb = len(index_shape)
+        front = positions[0]
+        perm = list(range(nb, nb + front)) + list(range(nb)) + list(range(nb + front, out.ndim))
+        out = F.permute(out, perm)
+    return out
+
+
+def _index_tensor(array, like):
+    if like.is_global:
+        from oneflow_compat import sbp as flow_sbp
+
+        return creation.tensor(array, dtype=dtypes.int64, placement=like.placement,
+                               sbp=[flow_sbp.broadcast] * len(like.sbp))
+    return creation.tensor(array, dtype=dtypes.int64, device=like._device)
+
+
+def _host_key(key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    return tuple(_host_index(k) if _is_advanced(k) else k for k in key)
+
+
+def _host_value(value, dtype):
+    if isinstance(value, Tensor):
+        return np.asarray(value.numpy()).astype(dtype.np if dtype is not BOOL else np.bool_)
+    return value
+
+
+def setitem(x, key, value):
+    """`x[key] = value` in place (see the module docstring)."""
+    x._check_inplace()
+    if x.is_lazy:
+        raise RuntimeError("tensor item assignment is not supported within nn.Graph")
+    hkey = _host_key(key)
+    hvalue = _host_value(value, x.dtype)
+    v = x._value
+    if x.is_local:
+        from oneflow_compat.backend import devices
+
+        piece = v.pieces[0]
+        if devices.is_device_array(piece):
+            xp = devices.array_module("gpu")
+            piece[tuple(xp.asarray(k) if isinstance(k, np.ndarray) else k for k in hkey)] = \
+                xp.asarray(hvalue) if isinstance(hvalue, np.ndarray) else hvalue
+        else:
+            piece[hkey] = hvalue
+        return
+    full = np.array(x.numpy())  # collective: every rank has the logical value
+    full[hkey] = hvalue
+    if not v.pieces:
+        return
+    members = x.placement.rank_list
+    from oneflow_compat.runtime import global_eager
+
+    index, n = members.index(global_eager.rank()), len(members)
+    if v.sbp == S.P:
+        new = full if index == 0 else np.zeros_like(full)
+    else:
+        new = full[S.local_slices(full.shape, v.sbp, index, n)]
+    v.pieces[0][...] = global_eager.to_device(np.ascontiguousarray(new), v.placement)
