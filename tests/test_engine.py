@@ -211,3 +211,16 @@ def test_buckets_reuse_their_buffers_and_return_views_of_them():
     np.testing.assert_array_equal(second[0], np.zeros((2, 2)))  # None: a zero gradient
     with pytest.raises(ValueError, match=r"a gradient of shape \(2,\) for the entry of shape \(3,\)"):
         b.all_reduce([np.ones((2, 2), np.float32), np.ones(2, np.float32)])
+
+
+def test_buckets_of_gradients_that_live_in_them_reduce_in_order_as_they_complete():
+    b = buckets.GradBuckets([(2,), (3,), (4,)], [np.float32] * 3, [0], per_bucket=2)
+    assert b.members == [[0, 1], [2]]
+    b.view(2)[...] = 1
+    assert b.ready(2) == []  # bucket 1 waits for bucket 0: every rank reduces them in one order
+    b.view(0)[...] = 2
+    assert b.ready(0) == []
+    assert b.ready(1) == [0, 1]
+    np.testing.assert_array_equal(b.view(2), np.ones(4))
+    b.reset()
+    assert b.ready(0) == [] and b.next_bucket == 0

@@ -6,16 +6,23 @@ per buffer instead of one per gradient — and, before them, one agreement check
 
 The runtime API (also what `oneflow.nn.parallel.DistributedDataParallel` builds on):
 
-    buckets = GradBuckets(shapes, np_dtypes, ranks, cap_bytes=25 << 20)   # once, for a fixed list of gradients
-    reduced = buckets.all_reduce(arrays, scale=None, what="...")         # every step, every member rank
-        # arrays: this rank's gradient of each entry (numpy, in the fixed order; None: a zero gradient)
-        # returns the member-wise sums (times `scale` when given: 1/world for an average), one array per
-        # entry, shaped as the entry — views into the persistent buffers, valid until the next all_reduce:
-        # copy or add them into the gradients
+    buckets = GradBuckets(shapes, np_dtypes, ranks, cap_bytes=25 << 20, per_bucket=None, what=None)
+        # once, for a fixed list of gradients (their order is the buckets' order); a bucket holds consecutive
+        # entries of one dtype, up to `cap_bytes` (PyTorch's bucket_cap_mb) and `per_bucket` entries (OneFlow's
+        # DDP bucket_size); `what` names the all-reduce in reports
+    # a whole step at once:
+    reduced = buckets.all_reduce(arrays, scale=None)   # every member rank, every step
+        # arrays: this rank's gradient of each entry (None: a zero gradient); returns the member-wise sums (times
+        # `scale` when given: 1/world for a mean), one array per entry — views into the persistent buffers,
+        # valid until the next all-reduce: copy or add them into the gradients
+    # or gradients that live in the buckets, reduced as buckets complete during backward (DDP):
+    buckets.reset()                  # a backward pass begins
+    g = buckets.view(k)              # entry k's slot: its gradient is accumulated there
+    buckets.ready(k)                 # entry k is complete: every complete bucket, in order, is all-reduced
 
-`all_reduce` is one global operation of `agreement` (one check over `ranks`, then the buckets' all-reduces), run
-in the process-wide turn (`agreement.in_turn`) and named in reports by `what`. On one rank it only packs and
-scales.
+Each all-reduce of a whole step, and the first of a pass of `ready`, is a global operation of `agreement` (one
+check over `ranks` for the buckets that follow), run in the process-wide turn (`agreement.in_turn`) and named in
+reports. On one rank nothing is sent.
 
 `reduce_partial_gradients(items)` is what backward of eager global tensors uses (`runtime/autograd.py`): the
 leaves' partial-sum gradients (data parallelism: S(0) activations give P weight gradients) that go to broadcast
@@ -33,8 +40,9 @@ DEFAULT_CAP_BYTES = 25 << 20  # DDP's default bucket_cap_mb = 25
 class GradBuckets:
     """Persistent flat buffers for a fixed list of gradients (see the module docstring)."""
 
-    def __init__(self, shapes, np_dtypes, ranks, cap_bytes=DEFAULT_CAP_BYTES):
+    def __init__(self, shapes, np_dtypes, ranks, cap_bytes=DEFAULT_CAP_BYTES, per_bucket=None, what=None):
         self.shapes = [tuple(int(d) for d in s) for s in shapes]
+        self.per_bucket = per_bucket
         self.dtypes = [np.dtype(d) for d in np_dtypes]
         self.ranks = tuple(sorted(int(r) for r in ranks))
         self.cap_bytes = cap_bytes
@@ -44,15 +52,47 @@ class GradBuckets:
         for shape, dtype in zip(self.shapes, self.dtypes):
             size = int(np.prod(shape, dtype=np.int64))
             nbytes = size * dtype.itemsize
-            if not plan or plan[-1][0] != dtype or (plan[-1][2] and plan[-1][2] + nbytes > self.cap_bytes):
-                plan.append([dtype, 0, 0])
+            full = per_bucket is not None and plan and plan[-1][3] >= per_bucket
+            if not plan or full or plan[-1][0] != dtype or (plan[-1][2] and plan[-1][2] + nbytes > self.cap_bytes):
+                plan.append([dtype, 0, 0, 0])
             bucket = plan[-1]
+            bucket[3] += 1
             self.slots.append((len(plan) - 1, bucket[1], bucket[1] + size))
             bucket[1] += size
             bucket[2] += nbytes
-        self.buffers = [np.zeros(elements, dtype) for dtype, elements, _ in plan]
+        self.buffers = [np.zeros(elements, dtype) for dtype, elements, _, _ in plan]
+        self.members = [[k for k, slot in enumerate(self.slots) if slot[0] == b] for b in range(len(plan))]
+        self.what = what
+        self.reset()
         self.views = [self.buffers[b][a:z].reshape(shape) for (b, a, z), shape in zip(self.slots, self.shapes)]
         self.calls = 0
+
+    # --- gradients that live in the buckets, reduced as their buckets complete (DDP during backward) ---------------
+    def view(self, k):
+        """The persistent view of entry k's slot (a gradient may live there: DDP's `.grad` is this view)."""
+        return self.views[k]
+
+    def reset(self):
+        """A new backward pass begins: no entry is complete, no bucket reduced."""
+        self._ready = [False] * len(self.shapes)
+        self.next_bucket = 0
+        self._checked = False
+
+    def ready(self, k):
+        """Entry k's gradient (in its view) is complete: all-reduces, in bucket order, every bucket whose entries
+        are all complete and every bucket before it was reduced (so every rank issues them in one order); returns
+        the numbers of the buckets reduced now. The first all-reduce of a pass is checked across the ranks
+        (`agreement`: ranks whose buckets differ fail naming both sides)."""
+        self._ready[k] = True
+        done = []
+        while self.next_bucket < len(self.buffers) and all(self._ready[j] for j in self.members[self.next_bucket]):
+            b = self.next_bucket
+            agreement.in_turn(self._reduce_in_turn, self.what or "gradient all-reduce of %s" % self.describe(),
+                              [self.buffers[b]], not self._checked)
+            self._checked = True
+            self.next_bucket += 1
+            done.append(b)
+        return done
 
     def describe(self):
         return "%d gradient(s) %s in %d bucket(s) of %s bytes over ranks %s" % (
@@ -71,21 +111,22 @@ class GradBuckets:
                                  % (tuple(a.shape), shape))
             else:
                 view[...] = a
-        text = what or "gradient all-reduce of %s" % self.describe()
-        agreement.in_turn(self._reduce_in_turn, text)
+        text = what or self.what or "gradient all-reduce of %s" % self.describe()
+        agreement.in_turn(self._reduce_in_turn, text, self.buffers, True)
         if scale is not None:
             for buf in self.buffers:
                 buf *= buf.dtype.type(scale)
         self.calls += 1
         return list(self.views)
 
-    def _reduce_in_turn(self, text):
+    def _reduce_in_turn(self, text, buffers, check):
         comm = activity.installed_comm() or _process_comm()
         if len(self.ranks) < 2 or comm.size == 1:
             return
         with activity.operation(text):
-            agreement.global_op((agreement.digest(text), text), self.ranks)
-            for buf in self.buffers:
+            if check:
+                agreement.global_op((agreement.digest(text), text), self.ranks)
+            for buf in buffers:
                 comm.allreduce_(buf, self.ranks)
 
 
