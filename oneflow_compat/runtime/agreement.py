@@ -165,6 +165,16 @@ def check_call(text, members):
     return global_op((digest(text), text), members)
 
 
+def chain_only(identity):
+    """Records a global operation of this thread that does not communicate, outside any frame and lock (an eager
+    op on several ranks without boxing, `runtime/global_eager.py`): it joins the thread's chain, checked at the
+    thread's next operation that communicates."""
+    th = _THREAD
+    th.chain = (th.chain * _P + identity[0]) % _M61
+    th.count += 1
+    th.recent.append((th.count, identity[1]))
+
+
 def global_op(identity, members, payload=None):
     """Records a global operation of this thread, run inside `LOCK` and a frame (`activity.operation`), and returns
     its number. `identity` = (digest, text); `members` = the sorted ranks that communicate in it, this rank among

@@ -27,8 +27,10 @@ reports. On one rank nothing is sent.
 `reduce_partial_gradients(items)` is what backward of eager global tensors uses (`runtime/autograd.py`): the
 leaves' partial-sum gradients (data parallelism: S(0) activations give P weight gradients) that go to broadcast
 leaves on a placement of several ranks are summed through buckets kept in the process context, keyed by the
-layouts of the gradients, so a training loop reuses the same buffers at every step.
+layouts of the gradients (and the thread), so a training loop reuses the same buffers at every step.
 """
+import threading
+
 import numpy as np
 
 from oneflow_compat.ir import sbp as S
@@ -168,7 +170,8 @@ def reduce_partial_gradients(items, make_value):
             for k, g in zip(ks, grads):
                 out[k] = make_value(g.meta, pl, S.B, [])
             continue
-        key = ("eager gradients", pl, tuple(g.lk for g in grads))
+        # per thread: threads' backward passes run side by side, each fills and reads its own buffers
+        key = ("eager gradients", threading.get_ident(), pl, tuple(g.lk for g in grads))
         buckets = ctx.buckets.get(key)
         if buckets is None:
             buckets = ctx.buckets[key] = GradBuckets([g.meta.shape for g in grads],

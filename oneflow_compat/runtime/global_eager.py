@@ -199,7 +199,10 @@ class _Compiled:
         self.op_type, self.attrs = None, None  # of a forward op (`compiled_op`), from which its backward is built
         self.grads = {}  # (layout ids of the output gradients, inputs needed) -> compiled backward
         self.program = straight_line(self.exe.plan)
-        self.lock_free = self.program is not None and self.identity is None
+        # without collectives nothing waits on another rank: no lock, no frame (an op on several ranks only joins
+        # this thread's agreement chain, compared at its next operation that communicates)
+        self.lock_free = self.program is not None and self.members is None
+        self.chained = self.identity if self.lock_free else None
         kernel = getattr(self.program, "kernel", None)
         if self.lock_free and kernel is not None and self.program.order is None and len(self.outputs) == 1 \
                 and self.outputs[0] is not None:
@@ -211,8 +214,12 @@ class _Compiled:
         meta, pl, sbp, lk = self.outputs[0]
         note = self.note
         new = object.__new__
+        chained = self.chained
+        chain = agreement.chain_only
 
         def run(inputs):
+            if chained is not None:
+                chain(chained)
             try:
                 out = kernel(*[v.pieces[0] for v in inputs])
             except Exception as e:
@@ -232,6 +239,8 @@ class _Compiled:
         return out
 
     def run_lock_free(self, inputs):
+        if self.chained is not None:
+            agreement.chain_only(self.chained)
         try:
             results = self.program([v.pieces for v in inputs])
         except Exception as e:
