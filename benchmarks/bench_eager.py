@@ -3,9 +3,12 @@
 1. 8x8 float32 tensors, one rank: an elementwise add, a matmul, and a small forward+backward
    (`(relu(x @ w) * x).sum().backward()`, four ops and their backward into a leaf's `.grad`), on local tensors
    and on global tensors placed on one rank — vs the same in PyTorch eager (target: <= 3x, goal 1.5x);
-2. on 2 ranks (`--dtensor`, launched under the venv's `mpiexec -n 2`): the same ops on global tensors split across
-   the ranks vs PyTorch DTensor over gloo (both on loopback; gloo's loopback transport is slow on a shared
-   machine, so this ratio favours us and says little: read it as "no worse than").
+2. on 2 ranks (`--dtensor`, launched under the venv's `mpiexec -n 2`): an add and a matmul on global tensors
+   split across the ranks (no communication), and S(0) -> B (an all-gather), vs PyTorch DTensor over gloo
+   (both on loopback; gloo's loopback transport is slow on a shared machine, so the all-gather ratio favours us
+   and says little: read it as "no worse than").
+
+A timed step is 100 ops, so its milliseconds read as microseconds per op.
 
 Global-tensor programs cannot share a process with the legacy benchmarks (one API per process), so the timing
 runs in a child process (`--worker`) that prints its rows.
@@ -22,8 +25,8 @@ sys.path.insert(0, HERE)
 import harness  # noqa: E402
 
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-OPS_PER_SAMPLE = 2000
-STEPS_PER_SAMPLE = 300
+OPS_PER_STEP = 100  # a timed step is 100 ops (its milliseconds read as µs per op)
+STEPS_PER_SAMPLE = 20
 
 
 def _sides(kind, make_flow, make_torch):
@@ -39,7 +42,13 @@ def cases(quick=False):
 
     rng = np.random.default_rng(0)
     a, b = (rng.random((8, 8), dtype=np.float32) for _ in range(2))
-    ops, steps = (OPS_PER_SAMPLE // 10, STEPS_PER_SAMPLE // 10) if quick else (OPS_PER_SAMPLE, STEPS_PER_SAMPLE)
+    steps = STEPS_PER_SAMPLE // 5 if quick else STEPS_PER_SAMPLE
+
+    def repeated(op):
+        def step():
+            for _ in range(OPS_PER_STEP):
+                op()
+        return step
 
     def flow_tensors(kind, grad=False):
         x, w = flow.tensor(a), flow.tensor(b)
@@ -54,28 +63,28 @@ def cases(quick=False):
         return torch.from_numpy(a.copy()), torch.from_numpy(b.copy()).requires_grad_(grad)
 
     def fwd_bwd(x, w, relu, matmul):
-        def step():
+        def once():
             (relu(matmul(x, w)) * x).sum().backward()
             w.grad = None
-        return step
+        return repeated(once)
 
     out = []
     for kind in ("local", "global, 1 rank"):
         def add_flow(kind=kind):
             x, w = flow_tensors(kind)
-            return lambda: x + w
+            return repeated(lambda: x + w)
 
         def add_torch():
             x, w = torch_tensors()
-            return lambda: x + w
+            return repeated(lambda: x + w)
 
         def mm_flow(kind=kind):
             x, w = flow_tensors(kind)
-            return lambda: flow.matmul(x, w)
+            return repeated(lambda: flow.matmul(x, w))
 
         def mm_torch():
             x, w = torch_tensors()
-            return lambda: torch.matmul(x, w)
+            return repeated(lambda: torch.matmul(x, w))
 
         def fb_flow(kind=kind):
             x, w = flow_tensors(kind, grad=True)
@@ -85,12 +94,14 @@ def cases(quick=False):
             x, w = torch_tensors(grad=True)
             return fwd_bwd(x, w, torch.relu, torch.matmul)
 
-        out.append(harness.Case("eager", "add 8x8, %s (x%d)" % (kind, ops), _sides(kind, add_flow, add_torch),
-                                steps=ops, target=3.0))
-        out.append(harness.Case("eager", "matmul 8x8, %s (x%d)" % (kind, ops), _sides(kind, mm_flow, mm_torch),
-                                steps=ops, target=3.0))
-        out.append(harness.Case("eager", "fwd+bwd 4 ops 8x8, %s (x%d)" % (kind, steps),
-                                _sides(kind, fb_flow, fb_torch), steps=steps, target=3.0))
+        note = "eager: a step is %d ops (or %d forward+backward passes): its ms are µs per op" % (
+            OPS_PER_STEP, OPS_PER_STEP)
+        out.append(harness.Case("eager", "add 8x8, %s" % kind, _sides(kind, add_flow, add_torch), steps=steps,
+                                target=3.0, note=note))
+        out.append(harness.Case("eager", "matmul 8x8, %s" % kind, _sides(kind, mm_flow, mm_torch), steps=steps,
+                                target=3.0, note=note))
+        out.append(harness.Case("eager", "fwd+bwd 4 ops 8x8, %s" % kind, _sides(kind, fb_flow, fb_torch),
+                                steps=max(1, steps // 10), target=3.0, note=note))
     return out
 
 
@@ -122,18 +133,33 @@ def worker_dtensor(rounds, quick):
     fw = flow.tensor(b).to_global(p, flow.sbp.broadcast)
     tx = distribute_tensor(torch.from_numpy(a), mesh, [Shard(0)])
     tw = distribute_tensor(torch.from_numpy(b), mesh, [Replicate()])
-    ops = OPS_PER_SAMPLE // (20 if quick else 4)
+    steps = STEPS_PER_SAMPLE // (5 if quick else 1)
+
+    def repeated(op):
+        def step():
+            for _ in range(OPS_PER_STEP):
+                op()
+        return step
+
+    def to_b(t, replicate):
+        return lambda: t.redistribute(mesh, [Replicate()]) if replicate else t.to_global(sbp=flow.sbp.broadcast)
+
     cases_ = [
-        harness.Case("eager", "add 8x8, S(0)+S(0) on 2 ranks (x%d)" % ops,
-                     [("DTensor gloo", lambda: tx + tx), ("oneflow_compat", lambda: fx + fx)], steps=ops, target=1.0),
-        harness.Case("eager", "matmul 8x8, S(0)@B on 2 ranks (x%d)" % ops,
-                     [("DTensor gloo", lambda: torch.matmul(tx, tw)), ("oneflow_compat", lambda: flow.matmul(fx, fw))],
-                     steps=ops, target=1.0)]
+        harness.Case("eager", "add 8x8, S(0)+S(0) on 2 ranks", [("DTensor gloo", repeated(lambda: tx + tx)),
+                                                               ("oneflow_compat", repeated(lambda: fx + fx))],
+                     steps=steps, target=1.0),
+        harness.Case("eager", "matmul 8x8, S(0)@B on 2 ranks",
+                     [("DTensor gloo", repeated(lambda: torch.matmul(tx, tw))),
+                      ("oneflow_compat", repeated(lambda: flow.matmul(fx, fw)))], steps=steps, target=1.0),
+        harness.Case("eager", "S(0) -> B of 8x8 on 2 ranks (an all-gather)",
+                     [("DTensor gloo", repeated(to_b(tx, True))), ("oneflow_compat", repeated(to_b(fx, False)))],
+                     steps=max(1, steps // 4), target=1.0)]
     rows = []
     for case in cases_:
         rows.extend(harness.measure(case.resolve(), 1, rounds))
     for r in rows:
-        r["note"] = "2 ranks on one host: DTensor over gloo on loopback (slow here), ours over MPI"
+        r["note"] = ("eager, 2 ranks on one host: DTensor over gloo on loopback (slow here), ours over MPI; a step "
+                     "is %d ops: its ms are µs per op" % OPS_PER_STEP)
     dist.destroy_process_group()
     if rank == 0:
         print("RESULT " + json.dumps(rows))

@@ -7,12 +7,16 @@ inputs as needed), and records an autograd node when an input requires a gradien
 While an `nn.Graph` traces its `build`, the same entry points add the op to the graph's job instead (`lazy.py`):
 this is the one place where eager and graph execution part.
 """
+from oneflow_compat.framework import client_mode
 from oneflow_compat.ops import registry
 from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat._global import lazy
 from oneflow_compat._global.tensor import Tensor, wrap
 
 _CTX = context.get()  # `graph_traces`: whether an nn.Graph is tracing its build
+_API = client_mode.choice_holder()
+_GLOBAL_API = client_mode.GLOBAL
+_new = object.__new__
 grad_mode = autograd.grad_mode()  # this thread's gradient mode (a thread-local stack)
 
 
@@ -55,7 +59,18 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
     compiled = global_eager.compiled_op(op_type, attrs, values)
     outs = compiled.run_lock_free(values) if compiled.lock_free else global_eager.run_compiled(compiled, values)
     device = first._device
-    tensors = [wrap(v, placement, device) for v in outs]
+    if len(outs) == 1:  # (`wrap`, inlined for the common case)
+        if _API.api[0] is not _GLOBAL_API:
+            client_mode.use(client_mode.GLOBAL, "creating a flow.Tensor")
+        t = _new(Tensor)
+        t._value = outs[0]
+        if placement is not None:
+            t._placement = placement
+        if device != "cpu":
+            t._device = device
+        tensors = [t]
+    else:
+        tensors = [wrap(v, placement, device) for v in outs]
     if requires_grad is None:
         requires_grad = False
         if grad_mode.stack[-1]:

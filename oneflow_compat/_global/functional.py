@@ -230,15 +230,19 @@ _MATMUL_ATTRS = {}  # (transpose_a, transpose_b, alpha) -> the op's attrs (share
 
 
 def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # noqa: A002
+    if isinstance(input, Tensor) and isinstance(other, Tensor):  # the common case, first
+        a, b = input._value.meta, other._value.meta
+        if len(a.shape) == 2 and len(b.shape) == 2 and a.dtype is b.dtype:
+            key = (transpose_a, transpose_b, alpha)
+            attrs = _MATMUL_ATTRS.get(key)
+            if attrs is None:
+                attrs = _MATMUL_ATTRS[key] = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b),
+                                              "alpha": float(alpha)}
+            return apply_op_list("matmul", [input, other], attrs)[0]
     a, b = _check(input, "matmul"), _check(other, "matmul")
     a, b = _same_dtype(a, b)
-    if len(a._value.meta.shape) == 2 and len(b._value.meta.shape) == 2:  # the common case, first
-        key = (transpose_a, transpose_b, alpha)
-        attrs = _MATMUL_ATTRS.get(key)
-        if attrs is None:
-            attrs = _MATMUL_ATTRS[key] = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b),
-                                          "alpha": float(alpha)}
-        return apply_op("matmul", [a, b], attrs)
+    if len(a._value.meta.shape) == 2 and len(b._value.meta.shape) == 2:
+        return matmul(a, b, transpose_a, transpose_b, alpha)
     if a.ndim == 1 and b.ndim == 1:
         return sum(mul(a, b))
     if a.ndim == 1:

@@ -217,11 +217,18 @@ class _Compiled:
         chained = self.chained
         chain = agreement.chain_only
 
+        arity = len(self.exe.plan.input_slots)
+
         def run(inputs):
             if chained is not None:
                 chain(chained)
             try:
-                out = kernel(*[v.pieces[0] for v in inputs])
+                if arity == 2:  # (no list made for the commonest arities)
+                    out = kernel(inputs[0].pieces[0], inputs[1].pieces[0])
+                elif arity == 1:
+                    out = kernel(inputs[0].pieces[0])
+                else:
+                    out = kernel(*[v.pieces[0] for v in inputs])
             except Exception as e:
                 if hasattr(e, "add_note"):
                     e.add_note(note)

@@ -52,7 +52,25 @@ def device_fn(op, dev):
     attrs = d.kernel_attrs(op) if d.kernel_attrs is not None else {}
     if d.local_attrs is not None:
         attrs = dict(attrs, **d.local_attrs(op, dev))
+    if attrs:
+        # attrs equal to the kernel's own defaults are left out: a call of a partial merges its keywords every
+        # time (eager ops on small tensors pay for it); same type and value only (True == 1.0 is no default)
+        defaults = _keyword_defaults(d.kernel)
+        attrs = {k: v for k, v in attrs.items()
+                 if k not in defaults or type(v) is not type(defaults[k]) or v != defaults[k]}
     return functools.partial(d.kernel, dev.xp, **attrs) if attrs else functools.partial(d.kernel, dev.xp)
+
+
+@functools.lru_cache(maxsize=None)
+def _keyword_defaults(kernel):
+    import inspect
+
+    try:
+        params = inspect.signature(kernel).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty
+            and isinstance(p.default, (bool, int, float, str, type(None)))}
 
 
 def _zero_d(fn, n_outputs):
