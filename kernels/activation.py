@@ -137,3 +137,143 @@ def softmax(xp, x, *, axis=-1):
 
 def softmax_grad(xp, dy, y, *, axis=-1):
     return y * (dy - xp.sum(dy * y, axis=axis, keepdims=True))
+
+
+# --- the activations of the nn ops family (OneFlow's hardtanh, elu, hardsigmoid, hardswish, silu, mish, softplus,
+# log_sigmoid, fast_gelu, prelu ops). Formulas and gradient conventions at the kinks follow OneFlow's kernels
+# (v0.4.0 user/kernels/*_kernel.h, 0.9 user/kernels/activation_kernels.h): a kink takes the gradient of the side
+# the open interval of its condition excludes (hardtanh: min < y < max passes dy; hardsigmoid: -3 < x < 3).
+def _t(x, v):
+    return x.dtype.type(v)
+
+
+def hardtanh(xp, x, *, min_val=-1.0, max_val=1.0):
+    """min(max(x, min_val), max_val) (relu6 is hardtanh(0, 6))."""
+    return xp.minimum(xp.maximum(x, _t(x, min_val)), _t(x, max_val))
+
+
+def hardtanh_grad(xp, dy, y, *, min_val=-1.0, max_val=1.0):
+    """dy where the output is strictly inside (min_val, max_val); takes the forward output y."""
+    return dy * ((y > _t(y, min_val)) & (y < _t(y, max_val)))
+
+
+def elu(xp, x, *, alpha=1.0):
+    """x for x > 0, alpha (exp(x) - 1) otherwise."""
+    return xp.where(x > 0, x, _t(x, alpha) * xp.expm1(xp.minimum(x, _t(x, 0))))
+
+
+def elu_grad(xp, dy, x, *, alpha=1.0):
+    return xp.where(x > 0, dy, dy * (_t(x, alpha) * xp.exp(xp.minimum(x, _t(x, 0)))))
+
+
+def hardsigmoid(xp, x):
+    """0 for x <= -3, 1 for x >= 3, x / 6 + 1/2 between."""
+    return xp.clip(x / _t(x, 6) + _t(x, 0.5), _t(x, 0), _t(x, 1))
+
+
+def hardsigmoid_grad(xp, dy, x):
+    return dy * ((x > -3) & (x < 3)) / _t(dy, 6)
+
+
+def hardswish(xp, x):
+    """x · hardsigmoid(x)."""
+    return x * hardsigmoid(xp, x)
+
+
+def hardswish_grad(xp, dy, x):
+    """0 for x < -3, dy for x > 3, dy (2x + 3) / 6 between (OneFlow's conventions at ±3)."""
+    inside = dy * (2 * x + _t(x, 3)) / _t(x, 6)
+    return xp.where(x < -3, _t(dy, 0), xp.where(x > 3, dy, inside))
+
+
+def _softplus_plain(xp, x):
+    """log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))."""
+    return xp.maximum(x, _t(x, 0)) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def softplus(xp, x, *, beta=1.0, threshold=None):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (OneFlow 0.9 / PyTorch); the legacy
+    `flow.math.softplus` is beta 1 without a threshold."""
+    if x.dtype.itemsize < 4:
+        return softplus(xp, x.astype(xp.float32), beta=beta, threshold=threshold).astype(x.dtype)
+    bx = x * _t(x, beta) if beta != 1 else x
+    y = _softplus_plain(xp, bx)
+    if beta != 1:
+        y = y / _t(x, beta)
+    if threshold is not None:
+        y = xp.where(bx > _t(x, threshold), x, y)
+    return y.astype(x.dtype, copy=False)
+
+
+def softplus_grad(xp, dy, x, *, beta=1.0, threshold=None):
+    """dy · sigmoid(beta x), and dy where beta x > threshold."""
+    bx = x * _t(x, beta) if beta != 1 else x
+    g = dy * sigmoid(xp, bx)
+    if threshold is not None:
+        g = xp.where(bx > _t(x, threshold), dy, g)
+    return g.astype(dy.dtype, copy=False)
+
+
+def log_sigmoid(xp, x):
+    """-log(1 + exp(-x)) = -softplus(-x), without overflow."""
+    return -_softplus_plain(xp, -x)
+
+
+def log_sigmoid_grad(xp, dy, x):
+    """dy / (exp(x) + 1) = dy · sigmoid(-x)."""
+    return dy * sigmoid(xp, -x)
+
+
+def silu(xp, x):
+    """x · sigmoid(x) (swish with beta 1)."""
+    return x * sigmoid(xp, x)
+
+
+def silu_grad(xp, dy, x):
+    s = sigmoid(xp, x)
+    return dy * (s * (1 + x * (1 - s)))
+
+
+def mish(xp, x):
+    """x · tanh(softplus(x))."""
+    return x * xp.tanh(softplus(xp, x))
+
+
+def mish_grad(xp, dy, x):
+    t = xp.tanh(softplus(xp, x))
+    return dy * (t + x * (1 - t * t) * sigmoid(xp, x))
+
+
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+
+
+def fast_gelu(xp, x):
+    """The tanh approximation of GELU (OneFlow 0.9 `gelu(approximate="tanh")`):
+    x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))."""
+    inner = _t(x, _SQRT_2_OVER_PI) * (x + _t(x, 0.044715) * x * x * x)
+    return _t(x, 0.5) * x * (1 + xp.tanh(inner))
+
+
+def fast_gelu_grad(xp, dy, x):
+    inner = _t(x, _SQRT_2_OVER_PI) * (x + _t(x, 0.044715) * x * x * x)
+    t = xp.tanh(inner)
+    d_inner = _t(x, _SQRT_2_OVER_PI) * (1 + _t(x, 3 * 0.044715) * x * x)
+    return dy * (_t(x, 0.5) * (1 + t) + _t(x, 0.5) * x * (1 - t * t) * d_inner)
+
+
+def prelu(xp, x, alpha):
+    """x for x > 0, alpha x otherwise. alpha has one axis fewer than x, each either x's size (after the batch
+    axis) or 1 (a shared axis), as OneFlow's prelu op (legacy `flow.layers.prelu` makes it so)."""
+    a = alpha.astype(x.dtype, copy=False)[None]
+    return xp.where(x > 0, x, a * x)
+
+
+def prelu_grad(xp, dy, x, alpha):
+    """-> (dx, dalpha): dalpha sums dy · x over the non-positive cells, over the batch and the shared axes."""
+    a = alpha.astype(x.dtype, copy=False)[None]
+    neg = x <= 0
+    dx = xp.where(neg, a * dy, dy)
+    contrib = xp.where(neg, dy * x, _t(dy, 0))
+    shared = tuple(i + 1 for i, d in enumerate(alpha.shape) if d == 1 and x.shape[i + 1] != 1)
+    da = contrib.sum(axis=(0,) + shared, keepdims=True)[0] if contrib.shape[0] else xp.zeros(alpha.shape, dy.dtype)
+    return dx.astype(dy.dtype, copy=False), da.reshape(alpha.shape).astype(alpha.dtype, copy=False)

@@ -94,3 +94,18 @@ def top_k(xp, x, *, k):
     key = x.astype(xp.int64) if x.dtype.kind in "ub" else x
     order = xp.argsort(-key, axis=-1, kind="stable")
     return xp.ascontiguousarray(order[..., :k]).astype(xp.int32)
+
+
+# --- embedding (OneFlow 0.9's embedding op: gather rows of the table; padding_idx's row gets no gradient) ---------
+def embedding(xp, weight, indices, *, padding_idx=-1, offset=0):
+    """weight rows at `indices` (gather along axis 0; `offset` as gather's when the rows are split)."""
+    return gather(xp, weight, indices, axis=0, offset=offset)
+
+
+def embedding_grad(xp, dy, indices, like, *, padding_idx=-1, offset=0):
+    """d weight of `embedding`: dy's rows summed into their rows, the padding row's left 0."""
+    out = gather_grad(xp, dy, indices, like, axis=0, offset=offset)
+    local = padding_idx - offset
+    if padding_idx >= 0 and 0 <= local < out.shape[0]:
+        out[local] = 0
+    return out

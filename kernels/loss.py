@@ -115,3 +115,91 @@ def sigmoid_cross_entropy(xp, logits, labels):
 
 def sigmoid_cross_entropy_grad(xp, dloss, logits, labels):
     return ((activation.sigmoid(xp, logits) - labels) * dloss).astype(logits.dtype, copy=False)
+
+
+# --- nn ops family: the losses of OneFlow's user ops smooth_l1_loss, sparse_cross_entropy(_ms),
+# combined_margin_loss (v0.4.0 user/kernels/*_kernel.cpp) and the class-chunk maxima of the model-parallel softmax.
+# `lower` is the first class a device holds when the classes are split across devices (0 otherwise): labels outside
+# [lower, lower + local classes) contribute nothing on that device (their sum over the devices is the value).
+def smooth_l1_loss(xp, prediction, label, *, beta=1.0):
+    """Elementwise: 0.5 d² / beta where |d| < beta, else |d| - 0.5 beta (d = prediction - label)."""
+    d = xp.abs(prediction - label)
+    b = d.dtype.type(beta)
+    if beta == 0:
+        return d
+    return xp.where(d < b, d.dtype.type(0.5) * d * d / b, d - d.dtype.type(0.5) * b).astype(prediction.dtype,
+                                                                                         copy=False)
+
+
+def smooth_l1_loss_grad(xp, dloss, prediction, label, *, beta=1.0):
+    d = prediction - label
+    b = d.dtype.type(beta)
+    g = xp.where(xp.abs(d) < b, d / b, xp.sign(d)) if beta != 0 else xp.sign(d)
+    return (dloss * g).astype(prediction.dtype, copy=False)
+
+
+def _local_labels(xp, labels, classes, lower):
+    """(labels shifted to the local classes, mask of the rows whose label is on this device)."""
+    local = labels.astype(xp.int64) - lower
+    return local, (local >= 0) & (local < classes)
+
+
+def sparse_cross_entropy(xp, prediction, labels, *, depth, lower=0):
+    """out[i] = -log(max(prediction[i, labels[i]], 1e-20)) (prediction: probabilities (..., classes)); 0 where
+    the label is another device's class."""
+    _check_labels(xp, labels, depth)
+    classes = prediction.shape[-1]
+    local, here = _local_labels(xp, labels, classes, lower)
+    flat = xp.ascontiguousarray(prediction).reshape(-1)
+    picked = flat[_flat_label_index(xp, xp.where(here, local, 0), classes)].reshape(labels.shape)
+    out = xp.where(here, -_safe_log(xp, picked), picked.dtype.type(0))
+    return out.astype(prediction.dtype, copy=False)
+
+
+def sparse_cross_entropy_grad(xp, prediction, labels, dy, *, depth, lower=0):
+    """d prediction: -dy / max(prediction, 1e-20) at each row's label (on the device holding it), 0 elsewhere."""
+    classes = prediction.shape[-1]
+    local, here = _local_labels(xp, labels, classes, lower)
+    dx = xp.zeros(prediction.shape, dtype=prediction.dtype)
+    index = _flat_label_index(xp, xp.where(here, local, 0), classes)
+    flat_p = xp.ascontiguousarray(prediction).reshape(-1)[index]
+    value = xp.where(here.reshape(-1), -dy.reshape(-1) / xp.maximum(flat_p, flat_p.dtype.type(_SAFE_LOG_FLOOR)), 0)
+    dx.reshape(-1)[index] += value.astype(dx.dtype, copy=False)
+    return dx
+
+
+def combined_margin_loss(xp, x, labels, *, m1=1.0, m2=0.0, m3=0.0, depth, lower=0):
+    """-> (y, theta): y = x except at each row's label, where y = cos(m1 acos(x) + m2) - m3 and theta = acos(x)
+    (InsightFace's combined margin; theta 0 for a row whose label is another device's class)."""
+    _check_labels(xp, labels, depth)
+    rows = int(labels.size)
+    classes = x.shape[-1] if x.ndim > 1 else 1
+    x2 = x.reshape(rows, -1)
+    local, here = _local_labels(xp, labels.reshape(-1), classes, lower)
+    safe = xp.where(here, local, 0)
+    picked = x2[xp.arange(rows), safe]
+    theta = xp.where(here, xp.arccos(xp.clip(picked, -1, 1)), picked.dtype.type(0))
+    y2 = xp.array(x2)
+    margin = xp.cos(theta * x.dtype.type(m1) + x.dtype.type(m2)) - x.dtype.type(m3)
+    y2[xp.arange(rows)[here], safe[here]] = margin[here]
+    return y2.reshape(x.shape), theta.astype(x.dtype, copy=False)
+
+
+def combined_margin_loss_grad(xp, dy, labels, theta, *, m1=1.0, m2=0.0, depth, lower=0):
+    """dx = dy, times m1 sin(m1 theta + m2) / sin(theta) at each row's label."""
+    rows = int(labels.size)
+    classes = dy.shape[-1] if dy.ndim > 1 else 1
+    d2 = xp.array(dy.reshape(rows, -1))
+    local, here = _local_labels(xp, labels.reshape(-1), classes, lower)
+    safe = xp.where(here, local, 0)
+    t = theta.reshape(-1)
+    with numpy.errstate(divide="ignore", invalid="ignore"):
+        factor = xp.sin(t * dy.dtype.type(m1) + dy.dtype.type(m2)) * dy.dtype.type(m1) / xp.sin(t)
+    idx = xp.arange(rows)[here]
+    d2[idx, safe[here]] = d2[idx, safe[here]] * factor[here]
+    return d2.reshape(dy.shape)
+
+
+def reduce_max_chunks(xp, x, *, ranges):
+    """The maxima of x over ranges of its last axis, stacked along a new last axis: (..., len(ranges))."""
+    return xp.stack([xp.max(x[..., a:b], axis=-1) for a, b in ranges], axis=-1)

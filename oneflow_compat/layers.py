@@ -1,13 +1,12 @@
-"""`flow.layers.*`: dense, conv2d, batch_normalization — variables named `<name>-weight`, `<name>-bias`, …"""
+"""`flow.layers.*`: dense, conv2d, and (from the nn ops family's modules, bound at the end) conv1d/conv3d, prelu,
+the normalizations and upsample_2d — variables named `<name>-weight`, `<name>-bias`, …"""
 from oneflow_compat import distribute as dist
 from oneflow_compat import initializer as init
 from oneflow_compat import nn
 from oneflow_compat._api import ops_api
 from oneflow_compat import scope
-from oneflow_compat.ir import builder, dtypes
-from oneflow_compat.ir import sbp as S
+from oneflow_compat.ir import builder
 from oneflow_compat.ops import variable_ops
-from oneflow_compat.ops.registry import new_op
 
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None,
@@ -81,98 +80,11 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
     return out
 
 
-def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True,
-                        beta_initializer=None, gamma_initializer=None, beta_regularizer=None,
-                        gamma_regularizer=None, moving_mean_initializer=None, moving_variance_initializer=None,
-                        trainable=True, training=True, name="BatchNorm", gamma_name=None, beta_name=None,
-                        moving_mean_name=None, moving_variance_name=None):
-    nd = len(inputs.shape)
-    if axis < 0:
-        axis += nd
-    if not (0 <= axis < nd):
-        raise AssertionError("axis %r out of range for inputs of shape %s" % (axis, inputs.shape))
-    c = inputs.shape[axis]
-    ctx = builder.current("flow.layers.batch_normalization")
-    vdtype = dtypes.float32 if inputs.dtype is dtypes.float16 else inputs.dtype
-
-    def var(suffix, given, initializer, default, regularizer, is_trainable):
-        # a given name (v0.4.0 gamma_name=, …) takes the enclosing namespace prefix, as in OneFlow's
-        # ops/layers.py `_get_batch_normalization_variables` (flow.get_variable outside namespace(name))
-        return variable_ops.get_variable(given if given is not None else name + "-" + suffix, (c,), vdtype,
-                                         initializer if initializer is not None else default, regularizer,
-                                         is_trainable, suffix, reuse=False)
-
-    beta = var("beta", beta_name, beta_initializer, init.zeros_initializer(), beta_regularizer, trainable) \
-        if center else None
-    gamma = var("gamma", gamma_name, gamma_initializer, init.ones_initializer(), gamma_regularizer, trainable) \
-        if scale else None
-    moving_mean = var("moving_mean", moving_mean_name, moving_mean_initializer, init.zeros_initializer(), None, False)
-    moving_var = var("moving_variance", moving_variance_name, moving_variance_initializer, init.ones_initializer(),
-                     None, False)
-    bshape = tuple(c if i == axis else 1 for i in range(nd))
-    reduce_axes = [i for i in range(nd) if i != axis]
-    from oneflow_compat import math as m
-
-    if ctx.job.is_train and trainable and training:
-        mean = m.reduce_mean(inputs, reduce_axes, keepdims=True)
-        centered = m.subtract(inputs, mean)
-        variance = m.reduce_mean(m.square(centered), reduce_axes, keepdims=True)
-        moving_var_stat = variance
-        if ctx.placement.requested_tag == "gpu":
-            moving_var_stat = m.multiply(variance, _unbiased_factor(inputs.shape, reduce_axes))
-        for moving, stat in ((moving_mean, mean), (moving_var, moving_var_stat)):
-            new_op("moving_average_update", [moving, ops_api.reshape(stat, (c,))], {"momentum": float(momentum)},
-                   name=ctx.job.unique_name("%s-%s-update" % (name, moving.op.name)),
-                   in_hints={0: S.B, 1: S.B})
-    else:
-        mean = ops_api.reshape(moving_mean, bshape)
-        variance = ops_api.reshape(moving_var, bshape)
-        centered = m.subtract(inputs, mean)
-    out = m.multiply(centered, m.rsqrt(m.add(variance, float(epsilon))))
-    if gamma is not None:
-        out = m.multiply(out, ops_api.reshape(gamma, bshape))
-    if beta is not None:
-        out = m.add(out, ops_api.reshape(beta, bshape))
-    return ops_api.identity(out, name=name)
-
-
-def _unbiased_factor(shape, reduce_axes):
-    """n/(n-1) over the n values per channel: the moving variance of OneFlow's GPU path.
-
-    OneFlow v0.3.4/v0.4.0 `layers.batch_normalization` branches on the placement's device tag. "cpu": flow.nn.moments
-    (population variance) and `moving <- momentum * moving + (1 - momentum) * variance` in Python. Otherwise the
-    fused `normalization` op, whose GPU kernel (user/kernels/normalization_kernel.cu, NormalizationTrainKernel)
-    passes `1 - momentum` as exponentialAverageFactor to cudnnBatchNormalizationForwardTraining; cuDNN updates the
-    running variance with the unbiased estimate (later OneFlow CPU kernels copy it: normalization_kernel.cpp,
-    `unbias_reduce_count = reduce_count - 1`). The output y is normalized with the population variance on both paths.
-    The rule follows the tag the script asked for ("gpu" computes what OneFlow on a GPU computed even where it runs
-    on CPU devices here). One value per channel leaves the estimate undefined: the population variance (0) is kept.
-    """
-    n = 1
-    for a in reduce_axes:
-        n *= shape[a]
-    return n / (n - 1) if n > 1 else 1.0
-
-
-def layer_norm(inputs, center=True, scale=True, trainable=True, begin_norm_axis=1, begin_params_axis=-1,
-               epsilon=1e-5, name="LayerNorm"):
-    from oneflow_compat import math as m
-
-    nd = len(inputs.shape)
-    axes = list(range(begin_norm_axis % nd, nd))
-    mean = m.reduce_mean(inputs, axes, keepdims=True)
-    centered = m.subtract(inputs, mean)
-    var_ = m.reduce_mean(m.square(centered), axes, keepdims=True)
-    out = m.multiply(centered, m.rsqrt(m.add(var_, float(epsilon))))
-    pshape = tuple(inputs.shape[begin_params_axis % nd:])
-    bshape = (1,) * (nd - len(pshape)) + pshape
-    with scope.namespace(name):
-        if scale:
-            gamma = ops_api.get_variable("gamma", pshape, inputs.dtype, init.ones_initializer(), trainable=trainable,
-                                         reuse=False)
-            out = m.multiply(out, ops_api.reshape(gamma, bshape))
-        if center:
-            beta = ops_api.get_variable("beta", pshape, inputs.dtype, init.zeros_initializer(), trainable=trainable,
-                                        reuse=False)
-            out = m.add(out, ops_api.reshape(beta, bshape))
-    return out
+# --- nn ops family: the layers OneFlow v0.3.4/v0.4.0 exports beside these (ops/prelu.py, ops/layers.py) -----------
+from oneflow_compat.nn.legacy_activations import prelu  # noqa: F401,E402
+from oneflow_compat.nn.legacy_norms import (  # noqa: F401,E402
+    layer_norm_grad, layer_norm_param_grad, layers_batch_normalization as batch_normalization,
+    layers_batch_normalization_add_relu as batch_normalization_add_relu,
+    layers_batch_normalization_relu as batch_normalization_relu, layers_layer_norm as layer_norm)
+from oneflow_compat.nn.legacy_convs import layers_conv1d as conv1d, layers_conv3d as conv3d  # noqa: F401,E402
+from oneflow_compat.nn.legacy_misc import upsample_2d  # noqa: F401,E402

@@ -132,6 +132,33 @@ def softmax(logits, axis=None, name=None):
     return apply("softmax", [logits], {"axis": -1 if axis is None else int(axis)}, name=name)
 
 
+# --- nn ops family: the activations OneFlow also exports under flow.math (v0.3.4/v0.4.0
+# math_unary_elementwise_ops.py `log_sigmoid`, `softplus`: unary ops; math_ops.py `l2_normalize`) ----------------
+def log_sigmoid(x, name=None):
+    """-log(1 + exp(-x)), elementwise."""
+    return apply("log_sigmoid", [_check_blob(x, "flow.math.log_sigmoid")], name=name)
+
+
+def softplus(x, name=None):
+    """log(1 + exp(x)), elementwise."""
+    return apply("softplus", [_check_blob(x, "flow.math.softplus")], {"beta": 1.0, "threshold": None}, name=name)
+
+
+def l2_normalize(input, axis=None, epsilon=1e-12, name=None):  # noqa: A002
+    """x / sqrt(max(sum(x², axis), epsilon)) along `axis` (OneFlow's l2_normalize op; its default axis None is
+    not accepted: OneFlow's `axis < 0` fails on it, and so does this, with a clearer message)."""
+    x = _check_blob(input, "flow.math.l2_normalize")
+    if axis is None:
+        raise TypeError("flow.math.l2_normalize: axis must be an int, got None")
+    nd = len(x.shape)
+    if axis < 0:
+        axis += nd
+    if not (0 <= axis < nd):
+        raise AssertionError("flow.math.l2_normalize: axis out of range for an input of %d axes" % nd)
+    y, _ = apply("l2_normalize", [x], {"axis": int(axis), "epsilon": float(epsilon)}, name=name)
+    return y
+
+
 def _axis_list(axis):
     if axis is None:
         return None

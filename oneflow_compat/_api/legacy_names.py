@@ -30,6 +30,11 @@ from oneflow_compat.typing import FixedTensorDef, MirroredTensorDef  # noqa: F40
 from oneflow_compat.custom_ops import (  # noqa: F401
     consistent_user_op_builder, consistent_user_op_module_builder, user_op_builder, user_op_module_builder)
 from oneflow_compat._api.job_desc import current_global_function_desc, current_scope  # noqa: F401
+# nn ops family: the top-level losses of OneFlow v0.3.4/v0.4.0 (ops/loss_ops.py, ops/combined_margin_loss.py)
+from oneflow_compat.nn.legacy_losses import combined_margin_loss, smooth_l1_loss  # noqa: F401,E402
+# and its padding functions (ops/pad.py)
+from oneflow_compat.nn.legacy_misc import (  # noqa: F401,E402
+    constant_pad2d, reflection_pad2d, replication_pad2d, same_padding, zero_pad2d)
 
 function_config = FunctionConfig
 ExecutionConfig = FunctionConfig

@@ -97,6 +97,9 @@ _ONEFLOW_OP_NAMES = {
     "scalar_rsub": "scalar_add", "scalar_rdiv": "scalar_div", "clip_by_value": "clip_by_scalar",
     "sparse_softmax_cross_entropy": "sparse_softmax_cross_entropy_ms", "batch_gather": "dim_gather",
 }
+# nn ops family: the pools' OneFlow 0.9 op types (OneFlowUserOps.td: max_pool_2d, avg_pool_2d, ...)
+_ONEFLOW_OP_NAMES.update({"%s_pool%dd" % (kind, n): "%s_pool_%dd" % (kind, n) for kind in ("max", "avg")
+                          for n in (1, 2, 3)})
 
 
 def oneflow_backward_name(op_type, values):

@@ -4,3 +4,22 @@ from oneflow_compat._global.functional import (  # noqa: F401
     cross_entropy, l1_loss, leaky_relu, linear, log_softmax, mse_loss, nll_loss, one_hot, relu, sigmoid, softmax,
     tanh)
 from oneflow_compat._global.dropout import dropout  # noqa: F401,E402
+# nn ops family: activations
+from oneflow_compat._global.nn_activations import (  # noqa: F401,E402
+    elu, gelu, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, prelu, relu6, silu, softplus)
+# nn ops family: losses (nll_loss with class weights and ignore_index takes the name)
+from oneflow_compat._global.nn_losses import (  # noqa: F401,E402
+    binary_cross_entropy, binary_cross_entropy_with_logits, combined_margin_loss, kl_div, margin_ranking_loss,
+    nll_loss, smooth_l1_loss, triplet_margin_loss)
+# nn ops family: normalization
+from oneflow_compat._global.nn_norms import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401,E402
+# nn ops family: convolutions
+from oneflow_compat._global.nn_convs import (  # noqa: F401,E402
+    conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d)
+# nn ops family: pooling
+from oneflow_compat._global.nn_pools import (  # noqa: F401,E402
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d,
+    max_pool2d, max_pool3d)
+# nn ops family: embedding, pixel shuffle, interpolation, padding, channel dropout
+from oneflow_compat._global.nn_misc import (  # noqa: F401,E402
+    dropout1d, dropout2d, dropout3d, embedding, interpolate, pad, pixel_shuffle)

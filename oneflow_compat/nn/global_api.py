@@ -5,5 +5,28 @@ from oneflow_compat._global.modules import (  # noqa: F401
     Dropout, Flatten, Identity, Linear, Module, ModuleList, Parameter, ReLU, Sequential)
 from oneflow_compat._global import graph  # noqa: F401 (`flow.nn.graph.GraphModule`)
 from oneflow_compat._global.graph import Graph  # noqa: F401
+# nn ops family: activations
+from oneflow_compat._global.nn_activations import (  # noqa: F401,E402
+    ELU, GELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU6, Sigmoid,
+    SiLU, Softmax, Softplus, Tanh)
+# nn ops family: losses
+from oneflow_compat._global.nn_losses import (  # noqa: F401,E402
+    BCELoss, BCEWithLogitsLoss, CombinedMarginLoss, KLDivLoss, L1Loss, MarginRankingLoss, NLLLoss, SmoothL1Loss,
+    TripletMarginLoss)
+# nn ops family: normalization
+from oneflow_compat._global.nn_norms import (  # noqa: F401,E402
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm)
+# nn ops family: convolutions
+from oneflow_compat._global.nn_convs import (  # noqa: F401,E402
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)
+# nn ops family: pooling
+from oneflow_compat._global.nn_pools import (  # noqa: F401,E402
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d,
+    MaxPool3d)
+# nn ops family: embedding, pixel shuffle, upsampling, padding, channel dropout
+from oneflow_compat._global.nn_misc import (  # noqa: F401,E402
+    ConstantPad1d, ConstantPad2d, ConstantPad3d, Dropout1d, Dropout2d, Dropout3d, Embedding, PixelShufflev2,
+    ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Upsample, UpsamplingBilinear2d,
+    UpsamplingNearest2d, ZeroPad2d)
 # global API: containers (ModuleDict, ParameterList, ParameterDict)
 from oneflow_compat._global.containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401,E402

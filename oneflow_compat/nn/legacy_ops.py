@@ -1,5 +1,6 @@
 """The legacy `flow.nn.*` functions: activations, convolution, pooling, dropout and losses on job-function blobs
 (`oneflow_compat/nn/__init__.py` binds them as `flow.nn.*`)."""
+from oneflow_compat import distribute as _dist
 from oneflow_compat import math as _math
 from oneflow_compat.ir import builder
 from oneflow_compat.kernels import nn as nn_k
@@ -13,13 +14,15 @@ leaky_relu = _math.leaky_relu
 
 
 def bias_add(value, bias, data_format=None, name=None):
+    # OneFlow v0.3.4/v0.4.0 ops/nn_ops.py `bias_add`: no data_format is axis 1 (the channels of NC... data, the
+    # features of 2-D data), "NC..." axis 1, "N...C" the last axis (nn ops family: None was the last axis here)
     nd = len(value.shape)
-    if data_format is None or data_format in ("NHWC", "channels_last", "NWC", "NDHWC"):
+    if data_format is None or data_format.startswith("NC") or data_format == "channels_first":
+        axis = 1 if nd > 1 else 0
+    elif (data_format.startswith("N") and data_format.endswith("C")) or data_format == "channels_last":
         axis = nd - 1
-    elif data_format.startswith("NC") or data_format == "channels_first":
-        axis = 1
     else:
-        raise ValueError("bias_add: unknown data_format %r" % (data_format,))
+        raise ValueError("data_format must be of the form `N...C` or `NC...`")
     return apply("bias_add", [value, bias], {"axis": axis}, name=name)
 
 
@@ -35,6 +38,15 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
                          "its last axis" % (labels.shape, logits.shape))
     if labels.dtype.np.kind not in "iu":
         raise TypeError("sparse_softmax_cross_entropy_with_logits: labels must be int32/int64, got %s" % labels.dtype.name)
+    if logits.distribute is _dist.split(len(logits.shape) - 1):
+        # logits split along the classes (a model-parallel dense layer's output, read with_distribute(split(-1))):
+        # OneFlow's sparse_softmax_cross_entropy_ms (nn ops family, nn/legacy_losses.py)
+        from oneflow_compat.nn import legacy_losses
+
+        if name is None:
+            name = builder.current("flow.nn.sparse_softmax_cross_entropy_with_logits").job.unique_name(
+                "SparseSoftmaxCrossEntropyMs_")
+        return legacy_losses.sparse_softmax_cross_entropy_ms(labels, logits, name)
     loss, _ = apply("sparse_softmax_cross_entropy", [logits, labels], name=name)
     return loss
 

@@ -96,3 +96,93 @@ register(OpDef("sparse_softmax_cross_entropy_grad", infer=lambda op: [TensorMeta
 register(OpDef("sparse_softmax_cross_entropy_and_grad", infer=_sce_meta,
                kernel=loss_k.sparse_softmax_cross_entropy_and_grad, kernel_attrs=lambda op: {"seed": op.attrs["seed"]},
                num_outputs=2, sbp=_sce_sbp))
+
+
+# --- the nn ops family's activations (kernels/activation.py; OneFlow's op type names) --------------------------
+def _attrs_of(*names):
+    return lambda op: {k: op.attrs[k] for k in names}
+
+
+def _elementwise_activation(op_type, forward, backward, grad_reads="x", attrs=()):
+    """A unary activation and its `<op>_grad` kernel op: dy with the forward input (grad_reads "x") or output
+    ("y"), the same attrs."""
+    kattrs = _attrs_of(*attrs) if attrs else None
+
+    def grad(op, dys):
+        saved = op.inputs[0] if grad_reads == "x" else op.outputs[0]
+        return [apply(op_type + "_grad", [dys[0], saved], {k: op.attrs[k] for k in attrs})]
+
+    register(OpDef(op_type, infer=_floating_same_meta(op_type), kernel=forward, kernel_attrs=kattrs,
+                   sbp=sbp_rules.unary, grad=grad))
+    register(OpDef(op_type + "_grad", infer=_same_meta, kernel=backward, kernel_attrs=kattrs,
+                   sbp=lambda op: _pairwise(op)))
+
+
+def _floating_same_meta(op_type):
+    def infer(op):
+        x = op.inputs[0]
+        if not x.dtype.is_floating:
+            raise TypeError("%s '%s': input must be floating, got %s" % (op_type, op.name, x.dtype.name))
+        return _same_meta(op)
+    return infer
+
+
+_elementwise_activation("hardtanh", K.hardtanh, K.hardtanh_grad, "y", ("min_val", "max_val"))
+_elementwise_activation("elu", K.elu, K.elu_grad, "x", ("alpha",))
+_elementwise_activation("hardsigmoid", K.hardsigmoid, K.hardsigmoid_grad)
+_elementwise_activation("hardswish", K.hardswish, K.hardswish_grad)
+_elementwise_activation("softplus", K.softplus, K.softplus_grad, "x", ("beta", "threshold"))
+_elementwise_activation("log_sigmoid", K.log_sigmoid, K.log_sigmoid_grad)
+_elementwise_activation("silu", K.silu, K.silu_grad)
+_elementwise_activation("mish", K.mish, K.mish_grad)
+_elementwise_activation("fast_gelu", K.fast_gelu, K.fast_gelu_grad)
+
+
+def _prelu_meta(op):
+    x, alpha = op.inputs
+    if len(alpha.shape) != len(x.shape) - 1 or any(a not in (1, d) for a, d in zip(alpha.shape, x.shape[1:])):
+        raise ValueError("prelu '%s': alpha of shape %s does not fit input of shape %s (alpha has the input's axes "
+                         "after the first, each of the input's size or 1)" % (op.name, tuple(alpha.shape),
+                                                                             tuple(x.shape)))
+    if alpha.dtype is not x.dtype:
+        raise TypeError("prelu '%s': alpha dtype %s differs from input dtype %s" % (op.name, alpha.dtype.name,
+                                                                                 x.dtype.name))
+    return _floating_same_meta("prelu")(op)
+
+
+def _prelu_sbp(op):
+    """Batch split with alpha broadcast (OneFlow's prelu_op.cpp); an axis alpha spans splits with alpha; an axis
+    alpha shares (size 1) splits x alone."""
+    x, alpha = op.inputs
+    sigs = [((S.S(0), S.B), (S.S(0),))]
+    for i in range(1, len(x.shape)):
+        if alpha.shape[i - 1] == x.shape[i]:
+            sigs.append(((S.S(i), S.S(i - 1)), (S.S(i),)))
+        else:
+            sigs.append(((S.S(i), S.B), (S.S(i),)))
+    return sigs + [((S.B, S.B), (S.B,))]
+
+
+def _prelu_grad_sbp(op):
+    """[dy, x, alpha] -> (dx, dalpha): dalpha sums over the batch and the shared axes, so splitting those gives
+    partial sums."""
+    dy, x, alpha = op.inputs
+    sigs = [((S.S(0), S.S(0), S.B), (S.S(0), S.P))]
+    for i in range(1, len(x.shape)):
+        if alpha.shape[i - 1] == x.shape[i]:
+            sigs.append(((S.S(i), S.S(i), S.S(i - 1)), (S.S(i), S.S(i - 1))))
+        else:
+            sigs.append(((S.S(i), S.S(i), S.B), (S.S(i), S.P)))
+    return sigs + [((S.B, S.B, S.B), (S.B, S.B)), ((S.P, S.B, S.B), (S.P, S.P))]
+
+
+def _prelu_grad(op, dys):
+    dx, dalpha = apply("prelu_grad", [dys[0], op.inputs[0], op.inputs[1]])
+    return [dx, dalpha]
+
+
+register(OpDef("prelu", infer=_prelu_meta, kernel=K.prelu, sbp=_prelu_sbp, grad=_prelu_grad))
+register(OpDef("prelu_grad", infer=lambda op: [TensorMeta(op.inputs[1].shape, op.inputs[0].dtype,
+                                                          op.inputs[1].is_dynamic),
+                                               TensorMeta(op.inputs[2].shape, op.inputs[2].dtype)],
+               kernel=K.prelu_grad, sbp=_prelu_grad_sbp, num_outputs=2))

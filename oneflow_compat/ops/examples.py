@@ -510,3 +510,342 @@ WITHOUT_EXAMPLES.update({
     "matmul_sgd_update": "updates session variables in place; covered by tests/test_fusion_dense.py",
     "reduce_sum_sgd_update": "updates session variables in place; covered by tests/test_fusion_dense.py",
 })
+
+
+# --- nn ops family: activations (ops/activation_ops.py) ------------------------------------------------------------
+def spread_away_from(bounds, *shape, low=-5.0, high=5.0, margin=0.1):
+    """Floats in (low, high) that keep `margin` away from each of `bounds` (the kinks of an activation)."""
+    def make(r):
+        x = r.uniform(low, high, shape)
+        for b in bounds:
+            x = np.where(np.abs(x - b) < margin, x + 3 * margin, x)
+        return x
+    return make
+
+
+def _act_rows(bounds, **attrs):
+    return [Example(inputs(spread_away_from(bounds, 5, 7)), attrs),
+            Example(inputs(spread_away_from(bounds, 4, 5, 6)), attrs, note="3-d", layouts=[[1]])]
+
+
+def _act_grad_rows(bounds, **attrs):
+    return [Example(inputs(normal(5, 7), spread_away_from(bounds, 5, 7)), attrs)]
+
+
+EXAMPLES.update({
+    "hardtanh": _act_rows((-1.0, 1.0), min_val=-1.0, max_val=1.0) + [
+        Example(inputs(spread_away_from((0.0, 6.0), 5, 7, low=-3.0, high=9.0)), {"min_val": 0.0, "max_val": 6.0},
+                note="relu6")],
+    "hardtanh_grad": [Example(inputs(normal(5, 7), spread_away_from((-1.0, 1.0), 5, 7)),
+                              {"min_val": -1.0, "max_val": 1.0})],
+    "elu": _act_rows((0.0,), alpha=1.0) + [Example(inputs(spread_away_from((0.0,), 5, 7)), {"alpha": 0.3},
+                                                   note="alpha 0.3")],
+    "elu_grad": _act_grad_rows((0.0,), alpha=0.7),
+    "hardsigmoid": _act_rows((-3.0, 3.0)),
+    "hardsigmoid_grad": _act_grad_rows((-3.0, 3.0)),
+    "hardswish": _act_rows((-3.0, 3.0)),
+    "hardswish_grad": _act_grad_rows((-3.0, 3.0)),
+    "softplus": _act_rows((), beta=1.0, threshold=None) + [
+        Example(inputs(spread_away_from((10.0,), 5, 7, low=-12.0, high=12.0)), {"beta": 2.0, "threshold": 20.0},
+                note="beta 2, threshold 20 (0.9's nn.Softplus)")],
+    "softplus_grad": _act_grad_rows((), beta=2.0, threshold=20.0),
+    "log_sigmoid": _act_rows(()),
+    "log_sigmoid_grad": _act_grad_rows(()),
+    "silu": _act_rows(()),
+    "silu_grad": _act_grad_rows(()),
+    "mish": _act_rows(()),
+    "mish_grad": _act_grad_rows(()),
+    "fast_gelu": _act_rows(()),
+    "fast_gelu_grad": _act_grad_rows(()),
+    "prelu": [Example(inputs(spread_away_from((0.0,), 5, 3, 4), positive(3, 4, low=0.1, high=0.5)),
+                      note="alpha per element (legacy flow.layers.prelu)", layouts=[[1, None], [2, None]]),
+              Example(inputs(spread_away_from((0.0,), 4, 6, 3, 5), positive(6, 1, 1, low=0.1, high=0.5)),
+                      note="alpha per channel, shared spatial axes (0.9's nn.PReLU)", layouts=[[1, 0], [2, None]]),
+              Example(inputs(spread_away_from((0.0,), 5, 7), positive(1, low=0.1, high=0.5)),
+                      note="one alpha")],
+    "prelu_grad": [Example(inputs(normal(5, 3, 4), spread_away_from((0.0,), 5, 3, 4), positive(3, 4)), wrt=[0]),
+                   Example(inputs(normal(4, 6, 3, 5), spread_away_from((0.0,), 4, 6, 3, 5), positive(6, 1, 1)),
+                           wrt=[0])],
+})
+
+
+# --- nn ops family: other ops (ops/nn_misc_ops.py) ---------------------------------------------------------------
+EXAMPLES.update({
+    "l2_normalize": [Example(inputs(normal(5, 7)), {"axis": 1, "epsilon": 1e-12}, outputs=[0]),
+                     Example(inputs(normal(4, 5, 6)), {"axis": 0, "epsilon": 1e-12}, outputs=[0], layouts=[[2]]),
+                     Example(inputs(normal(5, 3, scale=0.01)), {"axis": 1, "epsilon": 0.01}, outputs=[0],
+                             note="clamped by epsilon")],
+    "l2_normalize_grad": [Example(lambda r: _l2_grad_inputs(r, (5, 7), 1, 1e-12), {"axis": 1, "epsilon": 1e-12}),
+                          Example(lambda r: _l2_grad_inputs(r, (4, 5, 6), 2, 1e-12), {"axis": 2, "epsilon": 1e-12})],
+})
+
+
+def _l2_grad_inputs(r, shape, axis, eps):
+    from oneflow_compat.kernels import norm as norm_k
+
+    y, ss = norm_k.l2_normalize(np, r.standard_normal(shape), axis=axis, epsilon=eps)
+    return [r.standard_normal(shape), y, ss]
+
+
+# --- nn ops family: losses (ops/loss_ops.py) ------------------------------------------------------------------------
+def _apart_by(beta, *shape):
+    """(prediction, label) whose differences keep 0.1 away from ±beta (the kink of smooth L1) and from 0."""
+    def make(r):
+        d = spread_away_from((-beta, 0.0, beta), *shape, low=-3.0, high=3.0)(r)
+        label = r.standard_normal(shape)
+        return [label + d, label]
+    return make
+
+
+def _cosines(*shape):
+    return lambda r: r.uniform(-0.9, 0.9, shape)
+
+
+def _cml_grad_inputs(n, c, attrs):
+    def make(r):
+        from oneflow_compat.kernels import loss as loss_k
+
+        x, labels = r.uniform(-0.9, 0.9, (n, c)), r.integers(0, c, n).astype(np.int32)
+        _, theta = loss_k.combined_margin_loss(np, x, labels, **attrs)
+        return [r.standard_normal((n, c)), labels, theta]
+    return make
+
+
+_CML = {"m1": 1.0, "m2": 0.5, "m3": 0.1, "depth": 7}
+EXAMPLES.update({
+    "smooth_l1_loss": [Example(_apart_by(1.0, 5, 7), {"beta": 1.0}),
+                       Example(_apart_by(0.5, 4, 5, 6), {"beta": 0.5}, note="3-d", layouts=[[2, 2]])],
+    "smooth_l1_loss_grad": [Example(lambda r: [r.standard_normal((5, 7))] + _apart_by(1.0, 5, 7)(r),
+                                    {"beta": 1.0})],
+    "sparse_cross_entropy": [Example(inputs(distributions(6, 7), ints(6, high=7)), {"depth": 7}, wrt=[0],
+                                     layouts=[[1, None]]),
+                             Example(inputs(distributions(4, 3, 5), ints(4, 3, high=5)), {"depth": 5}, wrt=[0],
+                                     note="3-d")],
+    "sparse_cross_entropy_grad": [Example(inputs(distributions(6, 7), ints(6, high=7), normal(6)), {"depth": 7})],
+    "combined_margin_loss": [Example(inputs(_cosines(6, 7), ints(6, high=7)), _CML, wrt=[0], outputs=[0],
+                                     layouts=[[1, None]]),
+                             Example(inputs(_cosines(5, 4), ints(5, high=4)), dict(_CML, m1=1.2, m2=0.0, m3=0.3,
+                                                                                   depth=4),
+                                     wrt=[0], outputs=[0], note="sphereface-like m1")],
+    "combined_margin_loss_grad": [Example(_cml_grad_inputs(6, 7, _CML), {"m1": 1.0, "m2": 0.5, "depth": 7})],
+    "reduce_max_chunks": [Example(inputs(distinct(5, 7)), {"chunks": 2}, note="2 chunks"),
+                          Example(inputs(distinct(4, 3, 8)), {"chunks": 3}, note="3 chunks"),
+                          Example(inputs(distinct(3, 5)), {"chunks": 1}, note="1 chunk: the maximum")],
+})
+
+
+# --- nn ops family: normalization (ops/norm_ops.py) -------------------------------------------------------------------
+def _norm_inputs(shape, axis, gamma=True, beta=True):
+    c = shape[axis]
+    makers = [normal(*shape), normal(c, scale=0.3), positive(c, low=0.5, high=1.5)]
+    makers += [normal(c)] if gamma else []
+    makers += [normal(c)] if beta else []
+    return inputs(*makers)
+
+
+def _norm_attrs(axis, center=True, scale=True, epsilon=1e-5):
+    return {"axis": axis, "epsilon": epsilon, "center": center, "scale": scale}
+
+
+def _ln_attrs(bna, bpa, center=True, scale=True):
+    return {"begin_norm_axis": bna, "begin_params_axis": bpa, "epsilon": 1e-5, "center": center, "scale": scale}
+
+
+def _ln_grad_inputs(shape, bna):
+    def make(r):
+        from oneflow_compat.kernels import norm as norm_k
+
+        x = r.standard_normal(shape)
+        _, mean, inv, _ = norm_k.layer_norm(np, x, begin_norm_axis=bna, begin_params_axis=bna, center=False,
+                                            scale=False)
+        return [r.standard_normal(shape), x, mean, inv]
+    return make
+
+
+EXAMPLES.update({
+    "normalization": [Example(_norm_inputs((5, 4, 3), 1), _norm_attrs(1), layouts=[[1, 0, 0, 0, 0], [2] + [None] * 4]),
+                      Example(_norm_inputs((4, 3, 2, 5), 3), _norm_attrs(3, epsilon=1e-3), note="channels last"),
+                      Example(_norm_inputs((6, 5), 1, gamma=False, beta=False), _norm_attrs(1, False, False),
+                              note="no affine"),
+                      Example(_norm_inputs((5, 3, 4), 1, beta=False), _norm_attrs(1, center=False),
+                              note="scale only")],
+    "normalization_grad": [Example(inputs(normal(5, 4, 3), normal(5, 4, 3), normal(4), positive(4), normal(4)),
+                                   {"axis": 1, "epsilon": 1e-5}),
+                           Example(inputs(normal(6, 5), normal(6, 5), normal(5), positive(5)),
+                                   {"axis": 1, "epsilon": 1e-5}, note="no gamma")],
+    "layer_norm": [Example(inputs(normal(5, 4, 6), normal(6), normal(6)), _ln_attrs(1, -1), outputs=[0],
+                           layouts=[[0, None, None]]),
+                   Example(inputs(normal(4, 5, 3, 2), normal(3, 2), normal(3, 2)), _ln_attrs(2, 2), outputs=[0],
+                           layouts=[[1, None, None]], note="2 normalized axes"),
+                   Example(inputs(normal(6, 7)), _ln_attrs(1, 1, False, False), outputs=[0], note="no affine"),
+                   Example(inputs(normal(5, 3, 4), normal(4)), _ln_attrs(-1, -1, center=False), outputs=[0],
+                           note="gamma only, last axis")],
+    "layer_norm_grad": [Example(_ln_grad_inputs((5, 4, 6), 1), {"begin_norm_axis": 1, "epsilon": 1e-5}),
+                        Example(_ln_grad_inputs((4, 5, 3), 2), {"begin_norm_axis": 2, "epsilon": 1e-5})],
+    "layer_norm_param_grad": [Example(inputs(normal(5, 4, 6), normal(5, 4, 6), normal(6)), {"begin_params_axis": 2}),
+                              Example(inputs(normal(5, 4), normal(5, 4), normal(4)), {"begin_params_axis": -1})],
+})
+
+
+# --- nn ops family: convolutions of 1 and 3 dimensions, transposed convolutions (ops/conv_ops.py) -----------------
+def _cnd(fmt, strides, pads, dilations, groups=1, **extra):
+    return dict({"strides": strides, "pads": pads, "dilations": dilations, "groups": groups, "data_format": fmt},
+                **extra)
+
+
+def _cnd_out(x_shape, w_shape, attrs):
+    from oneflow_compat.kernels import conv_nd
+
+    return conv_nd.conv_out_shape(x_shape, w_shape, attrs["strides"], attrs["pads"], attrs["dilations"],
+                                  attrs["groups"], attrs["data_format"])
+
+
+# (x shape, w shape, attrs, note, layouts)
+_CONV1D_CASES = [((3, 4, 9), (6, 4, 3), _cnd("NCW", (1,), ((1, 1),), (1,)), "SAME 3", [[None, 0], [1, 1]]),
+                 ((2, 4, 11), (6, 2, 3), _cnd("NCW", (2,), ((2, 0),), (2,), groups=2), "strided, dilated, groups",
+                  ()),
+                 ((3, 9, 4), (5, 3, 4), _cnd("NWC", (1,), ((0, 1),), (1,)), "NWC odd pads", [[2, 2]])]
+_CONV3D_CASES = [((2, 3, 5, 4, 4), (4, 3, 3, 2, 3), _cnd("NCDHW", (1, 2, 1), ((1, 1), (0, 1), (1, 1)), (1, 1, 1)),
+                  "3x2x3", [[None, 0], [1, 1]]),
+                 ((2, 4, 4, 5, 3), (4, 2, 2, 2, 2), _cnd("NCDHW", (2, 1, 1), ((0, 0), (1, 0), (0, 1)), (1, 2, 1),
+                                                         groups=2), "groups, dilated", ()),
+                 ((3, 4, 3, 5, 2), (3, 2, 2, 3, 2), _cnd("NDHWC", (1, 1, 2), ((1, 0), (0, 0), (1, 1)), (1, 1, 1)),
+                  "NDHWC", [[4, 4]])]
+EXAMPLES.update({
+    "conv1d": [Example(inputs(normal(*xs), normal(*ws)), a, note=note, layouts=lay)
+               for xs, ws, a, note, lay in _CONV1D_CASES],
+    "conv1d_grad_input": [Example(inputs(normal(*_cnd_out(xs, ws, a)), normal(*ws)), dict(a, input_shape=xs))
+                          for xs, ws, a, _, _ in _CONV1D_CASES],
+    "conv1d_grad_weight": [Example(inputs(normal(*_cnd_out(xs, ws, a)), normal(*xs)), dict(a, weight_shape=ws))
+                           for xs, ws, a, _, _ in _CONV1D_CASES],
+    "conv3d": [Example(inputs(normal(*xs), normal(*ws)), a, note=note, layouts=lay)
+               for xs, ws, a, note, lay in _CONV3D_CASES],
+    "conv3d_grad_input": [Example(inputs(normal(*_cnd_out(xs, ws, a)), normal(*ws)), dict(a, input_shape=xs))
+                          for xs, ws, a, _, _ in _CONV3D_CASES],
+    "conv3d_grad_weight": [Example(inputs(normal(*_cnd_out(xs, ws, a)), normal(*xs)), dict(a, weight_shape=ws))
+                           for xs, ws, a, _, _ in _CONV3D_CASES],
+    # transposed: input shaped like the convolution's output, weight (C_in, C_out / groups, *k), output_shape the
+    # convolution's input shape (output padding: a larger one the same convolution maps back to the input)
+    "deconv1d": [Example(inputs(normal(3, 4, 5), normal(4, 3, 3)),
+                         _cnd("NCW", (2,), ((1, 1),), (1,), output_shape=(3, 3, 10)), note="stride 2, output pad 1",
+                         layouts=[[None, 1], [1, 0]]),
+                 Example(inputs(normal(2, 4, 6), normal(4, 2, 3)),
+                         _cnd("NCW", (1,), ((0, 0),), (2,), groups=2, output_shape=(2, 4, 10)), note="groups")],
+    "deconv2d": [Example(inputs(normal(2, 4, 3, 4), normal(4, 3, 3, 3)),
+                         _cnd("NCHW", (2, 2), ((1, 1), (1, 1)), (1, 1), output_shape=(2, 3, 6, 8)),
+                         note="stride 2, output pad", layouts=[[None, 1], [1, 0]]),
+                 Example(inputs(normal(3, 3, 4, 2), normal(2, 3, 2, 2)),
+                         _cnd("NHWC", (1, 2), ((0, 1), (1, 0)), (1, 1), output_shape=(3, 4, 8, 2)),
+                         note="NHWC odd pads")],
+    "deconv3d": [Example(inputs(normal(2, 3, 3, 2, 3), normal(3, 2, 2, 3, 2)),
+                         _cnd("NCDHW", (2, 1, 1), ((0, 0), (1, 1), (0, 1)), (1, 1, 1), output_shape=(2, 2, 6, 2, 3)),
+                         note="3-d", layouts=[[None, 1]])],
+})
+
+
+# --- nn ops family: pooling of 1 and 3 dimensions, OneFlow 0.9's options, adaptive pooling (ops/pool_ops.py) -------
+def _pnd(fmt, ksize, strides, pads, ceil_mode=False, **extra):
+    return dict({"ksize": ksize, "strides": strides, "pads": pads, "data_format": fmt, "ceil_mode": ceil_mode},
+                **extra)
+
+
+def _pool_grad_inputs(kind, x_shape, attrs, values=distinct):
+    def make(r):
+        from oneflow_compat.kernels import pool_nd
+
+        x = values(*x_shape)(r)
+        drop = ("count_include_pad", "divisor_override") if kind == "max" else ("dilations",)
+        kw = {k: v for k, v in attrs.items() if k not in drop}
+        if kind == "max":
+            y = pool_nd.max_pool(np, x, **kw)
+            return [r.standard_normal(y.shape), x, y]
+        return [r.standard_normal(pool_nd.avg_pool(np, x, **kw).shape)]
+    return make
+
+
+_POOL1D = [((2, 3, 9), _pnd("NCW", (3,), (2,), ((1, 1),)), "3/2 SAME", [[1]]),
+           ((3, 8, 2), _pnd("NWC", (2,), (2,), ((0, 0),), ceil_mode=True), "NWC 2/2", [[2]]),
+           ((2, 3, 10), _pnd("NCW", (3,), (2,), ((1, 1),), dilations=(2,), count_include_pad=True,
+                             divisor_override=0), "0.9: dilation 2 / count_include_pad", ())]
+_POOL3D = [((2, 3, 4, 5, 4), _pnd("NCDHW", (2, 2, 2), (2, 2, 2), ((0, 0), (0, 1), (0, 0))), "2x2x2/2", [[1]]),
+           ((2, 4, 5, 3, 3), _pnd("NDHWC", (3, 2, 2), (2, 1, 1), ((1, 1), (0, 0), (1, 0)), ceil_mode=True),
+            "NDHWC ceil_mode", ()),
+           ((2, 2, 5, 4, 5), _pnd("NCDHW", (3, 2, 3), (2, 2, 2), ((1, 1), (1, 1), (1, 1)), dilations=(1, 2, 1),
+                                  count_include_pad=True, divisor_override=0), "0.9 options", ())]
+_POOL2D_09 = [((2, 3, 7, 6), _pnd("NCHW", (3, 2), (2, 2), ((1, 1), (1, 1)), dilations=(2, 1),
+                                  count_include_pad=True, divisor_override=0), "0.9: dilation, pad counted"),
+              ((2, 3, 6, 7), _pnd("NCHW", (3, 3), (2, 2), ((1, 1), (1, 1)), ceil_mode=True, dilations=(1, 1),
+                                  count_include_pad=False, divisor_override=5), "0.9: ceil, divisor 5")]
+EXAMPLES.update({
+    "max_pool1d": [Example(inputs(distinct(*xs)), a, note=n, layouts=lay) for xs, a, n, lay in _POOL1D],
+    "max_pool1d_grad": [Example(_pool_grad_inputs("max", xs, a), a, note=n) for xs, a, n, _ in _POOL1D],
+    "avg_pool1d": [Example(inputs(normal(*xs)), a, note=n, layouts=lay) for xs, a, n, lay in _POOL1D],
+    "avg_pool1d_grad": [Example(_pool_grad_inputs("avg", xs, a), dict(a, input_shape=xs), note=n)
+                        for xs, a, n, _ in _POOL1D],
+    "max_pool3d": [Example(inputs(distinct(*xs)), a, note=n, layouts=lay) for xs, a, n, lay in _POOL3D],
+    "max_pool3d_grad": [Example(_pool_grad_inputs("max", xs, a), a, note=n) for xs, a, n, _ in _POOL3D],
+    "avg_pool3d": [Example(inputs(normal(*xs)), a, note=n, layouts=lay) for xs, a, n, lay in _POOL3D],
+    "avg_pool3d_grad": [Example(_pool_grad_inputs("avg", xs, a), dict(a, input_shape=xs), note=n)
+                        for xs, a, n, _ in _POOL3D],
+    "adaptive_avg_pool1d": [Example(inputs(normal(3, 4, 7)), {"output_size": (3,), "data_format": "NCW"})],
+    "adaptive_avg_pool1d_grad": [Example(inputs(normal(3, 4, 3)), {"output_size": (3,), "data_format": "NCW",
+                                                                   "input_shape": (3, 4, 7)})],
+    "adaptive_avg_pool2d": [Example(inputs(normal(2, 3, 7, 5)), {"output_size": (3, 2), "data_format": "NCHW"},
+                                    layouts=[[1]]),
+                            Example(inputs(normal(2, 5, 4, 3)), {"output_size": (1, 1), "data_format": "NHWC"},
+                                    note="global average, NHWC")],
+    "adaptive_avg_pool2d_grad": [Example(inputs(normal(2, 3, 3, 2)), {"output_size": (3, 2), "data_format": "NCHW",
+                                                                      "input_shape": (2, 3, 7, 5)})],
+    "adaptive_avg_pool3d": [Example(inputs(normal(2, 3, 4, 5, 3)), {"output_size": (2, 3, 2),
+                                                                    "data_format": "NCDHW"})],
+    "adaptive_avg_pool3d_grad": [Example(inputs(normal(2, 3, 2, 3, 2)), {"output_size": (2, 3, 2),
+                                                                         "data_format": "NCDHW",
+                                                                         "input_shape": (2, 3, 4, 5, 3)})],
+})
+EXAMPLES["max_pool2d"] = EXAMPLES["max_pool2d"] + [Example(inputs(distinct(*xs)), a, note=n) for xs, a, n in _POOL2D_09]
+EXAMPLES["max_pool2d_grad"] = EXAMPLES["max_pool2d_grad"] + [
+    Example(_pool_grad_inputs("max", xs, a), a, note=n) for xs, a, n in _POOL2D_09]
+EXAMPLES["avg_pool2d"] = EXAMPLES["avg_pool2d"] + [Example(inputs(normal(*xs)), a, note=n) for xs, a, n in _POOL2D_09]
+EXAMPLES["avg_pool2d_grad"] = EXAMPLES["avg_pool2d_grad"] + [
+    Example(_pool_grad_inputs("avg", xs, a), dict(a, input_shape=xs), note=n) for xs, a, n in _POOL2D_09]
+
+
+# --- nn ops family: embedding, upsample, edge padding, random_mask_like (ops/nn_misc_ops.py) --------------------------
+def _ups(output_size, mode="nearest", align_corners=False, scales=None, half_pixel=False):
+    return {"output_size": output_size, "mode": mode, "align_corners": align_corners, "scales": scales,
+            "half_pixel": half_pixel}
+
+
+EXAMPLES.update({
+    "embedding": [Example(inputs(normal(7, 4), fixed([[3, 0, 3], [6, 1, 0]], np.int64)),
+                          {"padding_idx": 0, "axis": 0}, wrt=[0], note="repeated rows, padding row 0", grad=False),
+                  Example(inputs(normal(7, 4), fixed([[3, 2, 3], [6, 1, 5]], np.int64)),
+                          {"padding_idx": -1, "axis": 0}, wrt=[0], note="repeated rows (padding_idx's row gets no "
+                          "gradient by definition: tests/test_nn_misc.py checks it against torch)",
+                          layouts=[[0, None], [1, None], [None, 0]]),
+                  Example(inputs(normal(5, 3), ints(6, high=5)), {"padding_idx": -1, "axis": 0}, wrt=[0])],
+    "embedding_grad": [Example(inputs(normal(2, 3, 4), fixed([[3, 0, 3], [6, 1, 0]], np.int64), normal(7, 4)),
+                               {"padding_idx": 3, "axis": 0}, wrt=[0])],
+    "upsample": [Example(inputs(normal(2, 3, 4, 5)), _ups((8, 10)), note="nearest x2"),
+                 Example(inputs(normal(2, 3, 4, 5)), _ups((8, 15), half_pixel=True, scales=(2.0, 3.0)),
+                         note="legacy nearest (half pixel)", layouts=[[1]]),
+                 Example(inputs(normal(2, 3, 4, 5)), _ups((7, 9), "linear"), note="bilinear"),
+                 Example(inputs(normal(2, 3, 4, 5)), _ups((7, 9), "linear", align_corners=True),
+                         note="bilinear, align_corners"),
+                 Example(inputs(normal(2, 3, 6)), _ups((4,), "linear"), note="linear, downsampling"),
+                 Example(inputs(normal(2, 2, 3, 2, 4)), _ups((6, 3, 8)), note="3-d nearest")],
+    "upsample_grad": [Example(inputs(normal(2, 3, 7, 9)), dict(_ups((7, 9), "linear"), input_shape=(2, 3, 4, 5))),
+                      Example(inputs(normal(2, 3, 8, 10)), dict(_ups((8, 10)), input_shape=(2, 3, 4, 5)))],
+    "reflection_pad1d": [Example(inputs(normal(3, 2, 6)), {"padding": (2, 3)})],
+    "reflection_pad1d_grad": [Example(inputs(normal(3, 2, 11)), {"padding": (2, 3)})],
+    "reflection_pad2d": [Example(inputs(normal(2, 3, 5, 4)), {"padding": (1, 3, 2, 0)}, layouts=[[1]])],
+    "reflection_pad2d_grad": [Example(inputs(normal(2, 3, 7, 8)), {"padding": (1, 3, 2, 0)})],
+    "replication_pad1d": [Example(inputs(normal(3, 2, 4)), {"padding": (3, 1)})],
+    "replication_pad1d_grad": [Example(inputs(normal(3, 2, 8)), {"padding": (3, 1)})],
+    "replication_pad2d": [Example(inputs(normal(2, 3, 3, 4)), {"padding": (2, 1, 0, 4)})],
+    "replication_pad2d_grad": [Example(inputs(normal(2, 3, 7, 7)), {"padding": (2, 1, 0, 4)})],
+    "random_mask_like": [Example(inputs(normal(5, 7)), {"rate": 0.3, "seed": 11}, grad=False,
+                                 note="random per call"),
+                         Example(inputs(normal(4, 5, 6)), {"rate": 0.5, "seed": None}, grad=False,
+                                 note="session seed")],
+})

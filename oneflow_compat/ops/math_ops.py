@@ -324,12 +324,21 @@ register(OpDef("matmul", infer=_matmul_meta, kernel=linalg.matmul,
                fresh_output=True))
 
 
+def bias_grad_sum(dy, axes):
+    """The bias gradient: dy summed over `axes`, accumulated in float32 for float16 data (as OneFlow's bias_add
+    gradient does: a float16 sum saturates at 65504 and loses every addend below its last bit)."""
+    if dy.dtype is dtypes.float16:
+        total = apply("reduce_sum", [apply("cast", [dy], {"dtype": dtypes.float32})], {"axis": axes,
+                                                                                      "keepdims": False})
+        return apply("cast", [total], {"dtype": dtypes.float16})
+    return apply("reduce_sum", [dy], {"axis": axes, "keepdims": False})
+
+
 def _bias_add_grad(op, dys):
     x = op.inputs[0]
     nd = len(x.shape)
     axis = op.attrs["axis"] % nd
-    db = apply("reduce_sum", [dys[0]], {"axis": [i for i in range(nd) if i != axis], "keepdims": False})
-    return [dys[0], db]
+    return [dys[0], bias_grad_sum(dys[0], [i for i in range(nd) if i != axis])]
 
 
 def _bias_add_sbp(op):

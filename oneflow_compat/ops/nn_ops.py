@@ -12,7 +12,9 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import linalg
 from oneflow_compat.kernels import loss as loss_k
 from oneflow_compat.kernels import nn as nn_k
+from oneflow_compat.kernels import pool_nd as pool_k
 from oneflow_compat.kernels import random as random_k
+from oneflow_compat.ops.math_ops import bias_grad_sum
 from oneflow_compat.ops.registry import OpDef, apply, register
 
 _WINDOW_ATTRS = ("strides", "pads", "dilations", "groups", "data_format")
@@ -115,9 +117,16 @@ register(OpDef("conv2d_grad_weight", infer=lambda op: [TensorMeta(op.attrs["weig
                fresh_output=True))
 
 
-# --- pooling ------------------------------------------------------------------------------------------------------
+# --- pooling (kernels/pool_nd.py: the 2-D kernels of kernels/nn.py where the options allow) -------------------------
+# Besides the legacy attrs, OneFlow 0.9's modules may set `dilations` (max) and `count_include_pad` /
+# `divisor_override` (average); ops built without them (legacy jobs, fusions) keep the legacy meaning.
+_POOL_EXTRAS = {"max": ("dilations",), "avg": ("count_include_pad", "divisor_override")}
+
+
 def _pool_attrs(op):
-    return {k: op.attrs[k] for k in _POOL_ATTRS}
+    attrs = {k: op.attrs[k] for k in _POOL_ATTRS}
+    attrs.update({k: op.attrs[k] for k in _POOL_EXTRAS[op.type[:3]] if k in op.attrs})
+    return attrs
 
 
 def _pool_meta(op):
@@ -127,7 +136,8 @@ def _pool_meta(op):
         raise ValueError("%s '%s': input must be 4-D, got shape %s" % (op.type, op.name, x.shape))
     n, c, h, w = _nchw(x.shape, a["data_format"])
     try:
-        oh, ow = nn_k.conv_out_hw((h, w), a["ksize"], a["strides"], a["pads"], 1, a["ceil_mode"])
+        dilations = a.get("dilations", 1) if op.type.startswith("max") else 1
+        oh, ow = nn_k.conv_out_hw((h, w), a["ksize"], a["strides"], a["pads"], dilations, a["ceil_mode"])
     except ValueError as e:
         raise ValueError("%s '%s': %s" % (op.type, op.name, e)) from None
     shape = (n, c, oh, ow) if a["data_format"] == "NCHW" else (n, oh, ow, c)
@@ -154,18 +164,18 @@ def _same_as_input(op, i):
     return [TensorMeta(x.shape, op.inputs[0].dtype, x.is_dynamic)]
 
 
-register(OpDef("max_pool2d", infer=_pool_meta, kernel=nn_k.max_pool2d, kernel_attrs=_pool_attrs,
+register(OpDef("max_pool2d", infer=_pool_meta, kernel=pool_k.max_pool, kernel_attrs=_pool_attrs,
                sbp=lambda op: _pool_sbp(op, False),
                grad=lambda op, dys: [apply("max_pool2d_grad", [dys[0], op.inputs[0], op.outputs[0]], op.attrs)]))
-register(OpDef("max_pool2d_grad", infer=lambda op: _same_as_input(op, 1), kernel=nn_k.max_pool2d_grad,
+register(OpDef("max_pool2d_grad", infer=lambda op: _same_as_input(op, 1), kernel=pool_k.max_pool_grad,
                kernel_attrs=_pool_attrs, sbp=_max_pool_grad_sbp))
-register(OpDef("avg_pool2d", infer=_pool_meta, kernel=nn_k.avg_pool2d, kernel_attrs=_pool_attrs,
+register(OpDef("avg_pool2d", infer=_pool_meta, kernel=pool_k.avg_pool, kernel_attrs=_pool_attrs,
                sbp=lambda op: _pool_sbp(op, True),
                grad=lambda op, dys: [apply("avg_pool2d_grad", [dys[0]],
                                            dict(op.attrs, input_shape=tuple(op.inputs[0].shape)))]))
 register(OpDef("avg_pool2d_grad", infer=lambda op: [TensorMeta(op.attrs["input_shape"], op.inputs[0].dtype,
                                                                op.inputs[0].is_dynamic)],
-               kernel=nn_k.avg_pool2d_grad, kernel_attrs=_pool_attrs,
+               kernel=pool_k.avg_pool_grad, kernel_attrs=_pool_attrs,
                local_attrs=lambda op, dev: {"input_shape": tuple(dev.out_shapes[0])},
                sbp=lambda op: _pool_sbp(op, True)))
 
@@ -333,7 +343,7 @@ def _conv_bias_act_grad(op, dys):
     x, w, _ = op.inputs
     dz = _act_grad(op, dys[0])
     c_ax = _channel_axis(op.attrs["data_format"])
-    db = apply("reduce_sum", [dz], {"axis": [i for i in range(4) if i != c_ax], "keepdims": False})
+    db = bias_grad_sum(dz, [i for i in range(4) if i != c_ax])
     dx = apply("conv2d_grad_input", [dz, w], dict(_conv_attrs(op), input_shape=tuple(x.shape)))
     dw = apply("conv2d_grad_weight", [dz, x], dict(_conv_attrs(op), weight_shape=tuple(w.shape)))
     return [dx, dw, db]
@@ -377,7 +387,7 @@ def _matmul_bias_act_grad(op, dys):
 
     da = mm(dz, b, False, not tb) if not ta else mm(b, dz, tb, True)
     db = mm(a, dz, not ta, False) if not tb else mm(dz, a, True, ta)
-    return [da, db, apply("reduce_sum", [dz], {"axis": [0], "keepdims": False})]
+    return [da, db, bias_grad_sum(dz, [0])]
 
 
 def _matmul_bias_act_sbp(op):
@@ -393,5 +403,5 @@ register(OpDef("matmul_bias_act", infer=_matmul_bias_act_meta, kernel=linalg.mat
                                                                  "activation")},
                grad=_matmul_bias_act_grad, sbp=_matmul_bias_act_sbp, fresh_output=True))
 
-register(OpDef("max_pool2d_relu_grad", infer=lambda op: _same_as_input(op, 1), kernel=nn_k.max_pool2d_relu_grad,
+register(OpDef("max_pool2d_relu_grad", infer=lambda op: _same_as_input(op, 1), kernel=pool_k.max_pool_relu_grad,
                kernel_attrs=_pool_attrs, sbp=_max_pool_grad_sbp, fresh_output=True))

@@ -259,8 +259,22 @@ register(OpDef("increment", infer=lambda op: [], build=_increment_build, sbp=sbp
                in_place=True))
 
 
+def _moving_average_sig(op):
+    """The layouts its builder asked for (legacy batch normalization hints both B); otherwise (an eager or nn.Graph
+    running statistic, `_global/nn_norms.py`) the statistic is read as the moving value lies: both split alike, or
+    both broadcast."""
+    if op.in_hints:
+        return _hinted_sig(op)
+    moving = op.inputs[0]
+    held = moving.op.sbp_out[moving.index] if moving.op.sbp_out else None  # (inference runs producers first)
+    if held is not None and (held == S.B or S.is_split(held)):
+        return [((held, held), ())]  # updated where it lies: a boxed copy would take the update instead
+    nd = len(moving.shape)
+    return [((S.B, S.B), ())] + [((S.S(i), S.S(i)), ()) for i in range(nd)]
+
+
 register(OpDef("moving_average_update", infer=lambda op: [], kernel=norm_k.moving_average_update,
-               kernel_attrs=lambda op: {"momentum": op.attrs["momentum"]}, sbp=_hinted_sig, in_place=True))
+               kernel_attrs=lambda op: {"momentum": op.attrs["momentum"]}, sbp=_moving_average_sig, in_place=True))
 
 
 def _fill_like_tensor_sbp(op):

@@ -1,0 +1,222 @@
+"""OneFlow 0.9's losses for tensors: the `flow.nn.functional` forms (`binary_cross_entropy`,
+`binary_cross_entropy_with_logits`, `smooth_l1_loss`, `kl_div`, `margin_ranking_loss`, `triplet_margin_loss`,
+`nll_loss` with class weights and `ignore_index`) and the modules (`BCELoss`, `BCEWithLogitsLoss`, `L1Loss`,
+`SmoothL1Loss`, `KLDivLoss`, `NLLLoss`, `MarginRankingLoss`, `TripletMarginLoss`, `CombinedMarginLoss`), composed
+from the registry's ops (smooth_l1_loss and combined_margin_loss are ops of their own), so they run eagerly, in
+`nn.Graph` and on global tensors alike.
+
+Formulas are OneFlow 0.9's (which are PyTorch's: log terms of BCE clamped at -100, KL divergence 0 where the target
+is 0, `batchmean`). Like OneFlow 0.9's, these modules print without arguments (`BCELoss()`).
+"""
+
+from oneflow_compat._global import functional as F
+from oneflow_compat._global.dispatch import apply_op
+from oneflow_compat._global.modules import Module
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduce(loss, reduction, what):
+    if reduction == "mean":
+        return F.mean(loss)
+    if reduction == "sum":
+        return F.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError("%s: reduction must be one of %s, got %r" % (what, _REDUCTIONS, reduction))
+
+
+def _check_same_shape(input, target, what):  # noqa: A002
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError("%s: Using a target size (%s) that is different to the input size (%s) is not supported"
+                         % (what, tuple(target.shape), tuple(input.shape)))
+
+
+# --- functional forms -------------------------------------------------------------------------------------------
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa: A002
+    """-w (t log x + (1 - t) log(1 - x)), each log clamped at -100."""
+    _check_same_shape(input, target, "binary_cross_entropy")
+    log_x = F.clamp(F.log(input), min=-100.0)
+    log_1mx = F.clamp(F.log(F.sub(1.0, input)), min=-100.0)
+    loss = F.neg(F.add(F.mul(target, log_x), F.mul(F.sub(1.0, target), log_1mx)))
+    if weight is not None:
+        loss = F.mul(loss, weight)
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):  # noqa: A002
+    """(1 - t) x + (1 + (pw - 1) t) (log(1 + exp(-|x|)) + max(-x, 0)), weighted."""
+    _check_same_shape(input, target, "binary_cross_entropy_with_logits")
+    softplus_neg = F.add(F.log1p(F.exp(F.neg(F.abs(input)))), F.clamp(F.neg(input), min=0.0))
+    if pos_weight is not None:
+        log_weight = F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0)
+        loss = F.add(F.mul(F.sub(1.0, target), input), F.mul(log_weight, softplus_neg))
+    else:
+        loss = F.add(F.mul(F.sub(1.0, target), input), softplus_neg)
+    if weight is not None:
+        loss = F.mul(loss, weight)
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
+    _check_same_shape(input, target, "smooth_l1_loss")
+    x, t = F._same_dtype(input, target)
+    return _reduce(apply_op("smooth_l1_loss", [x, t], {"beta": float(beta)}), reduction, "smooth_l1_loss")
+
+
+def kl_div(input, target, reduction="mean", log_target=False):  # noqa: A002
+    """target (log target − input), 0 where the target is 0; `batchmean` divides the sum by the batch size."""
+    if log_target:
+        loss = F.mul(F.exp(target), F.sub(target, input))
+    else:
+        positive = F.gt(target, 0.0)
+        safe = F.where(positive, target, F.ones_like(target))  # log(1) = 0 where the target is 0
+        loss = F.mul(target, F.sub(F.log(safe), input))
+    if reduction == "batchmean":
+        return F.div(F.sum(loss), float(input.shape[0]) if input.ndim else 1.0)
+    return _reduce(loss, reduction, "kl_div")
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
+    """max(0, -target (input1 - input2) + margin)."""
+    loss = F.clamp(F.add(F.mul(F.neg(target), F.sub(input1, input2)), float(margin)), min=0.0)
+    return _reduce(loss, reduction, "margin_ranking_loss")
+
+
+def _pairwise_distance(a, b, p, eps):
+    d = F.abs(F.add(F.sub(a, b), float(eps)))
+    if p == 2.0:
+        return F.sqrt(F.sum(F.square(d), -1))
+    return F.pow(F.sum(F.pow(d, float(p)), -1), 1.0 / p)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,  # noqa: A002
+                        reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with d the p-norm distance (eps added to the difference); `swap` takes the
+    smaller of d(a, n) and d(p, n)."""
+    d_pos = _pairwise_distance(anchor, positive, p, eps)
+    d_neg = _pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = F.minimum(d_neg, _pairwise_distance(positive, negative, p, eps))
+    loss = F.clamp(F.add(F.sub(d_pos, d_neg), float(margin)), min=0.0)
+    return _reduce(loss, reduction, "triplet_margin_loss")
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002
+    """-w[target] input[target] per sample (input (N, C, ...), target (N, ...)); samples whose target is
+    `ignore_index` count neither in the loss nor in the weighted mean's divisor."""
+    x, t = F._check(input, "nll_loss"), F._check(target, "nll_loss")
+    if x.ndim < 2 or tuple(t.shape) != (x.shape[0],) + tuple(x.shape[2:]):
+        raise ValueError("nll_loss: target of shape %s does not fit input of shape %s" % (tuple(t.shape),
+                                                                                          tuple(x.shape)))
+    keep = F.ne(t, ignore_index)
+    safe = F.where(keep, t, F.zeros_like(t))
+    picked = F.reshape(F.gather(x, 1, F.unsqueeze(safe, 1)), tuple(t.shape))
+    w = F.cast(keep, x.dtype)
+    if weight is not None:
+        w = F.mul(w, F.reshape(F.gather(weight, 0, F.reshape(safe, (-1,))), tuple(t.shape)))
+    loss = F.neg(F.mul(picked, w))
+    if reduction == "mean":
+        return F.div(F.sum(loss), F.sum(w))
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def combined_margin_loss(x, label, m1=1.0, m2=0.0, m3=0.0):
+    y, _ = apply_op("combined_margin_loss", [x, label], {"m1": float(m1), "m2": float(m2), "m3": float(m3),
+                                                         "depth": int(x.shape[1])})
+    return y
+
+
+# --- modules ----------------------------------------------------------------------------------------------------
+class _Loss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        if reduction not in _REDUCTIONS:
+            raise AssertionError("reduction must be one of %s, got %r" % (_REDUCTIONS, reduction))
+        self.reduction = reduction
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+
+class L1Loss(_Loss):
+    def forward(self, input, target):  # noqa: A002
+        return F.l1_loss(input, target, self.reduction)
+
+
+class BCELoss(_WeightedLoss):
+    def forward(self, input, target):  # noqa: A002
+        return binary_cross_entropy(input, target, self.weight, self.reduction)
+
+
+class BCEWithLogitsLoss(_WeightedLoss):
+    def __init__(self, weight=None, reduction="mean", pos_weight=None):
+        super().__init__(weight, reduction)
+        self.pos_weight = pos_weight
+
+    def forward(self, input, target):  # noqa: A002
+        return binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)
+
+
+class NLLLoss(_WeightedLoss):
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
+        super().__init__(weight, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):  # noqa: A002
+        return nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, reduction="mean", beta=1.0):
+        super().__init__(reduction)
+        self.beta = beta
+
+    def forward(self, input, target):  # noqa: A002
+        return smooth_l1_loss(input, target, self.reduction, self.beta)
+
+
+class KLDivLoss(_Loss):
+    def __init__(self, reduction="mean", log_target=False):
+        if reduction == "batchmean":
+            super().__init__("sum")
+            self.reduction = "batchmean"
+        else:
+            super().__init__(reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):  # noqa: A002
+        return kl_div(input, target, self.reduction, self.log_target)
+
+
+class MarginRankingLoss(_Loss):
+    def __init__(self, margin=0.0, reduction="mean"):
+        super().__init__(reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return margin_ranking_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class TripletMarginLoss(Module):
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        self.margin, self.p, self.eps, self.swap, self.reduction = margin, p, eps, swap, reduction
+
+    def forward(self, anchor, positive, negative):
+        return triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps, self.swap,
+                                   self.reduction)
+
+
+class CombinedMarginLoss(Module):
+    def __init__(self, m1=1.0, m2=0.0, m3=0.0):
+        super().__init__()
+        self.m1, self.m2, self.m3 = m1, m2, m3
+
+    def forward(self, x, label):
+        return combined_margin_loss(x, label, self.m1, self.m2, self.m3)
+
+

@@ -1,0 +1,341 @@
+"""OneFlow 0.9's other nn modules and functional forms for tensors: `Embedding` / `embedding`, `PixelShuffle`
+(`PixelShufflev2`) / `pixel_shuffle`, `Upsample`, `UpsamplingNearest2d`, `UpsamplingBilinear2d` / `interpolate`,
+the padding modules (`ReflectionPad1d/2d`, `ReplicationPad1d/2d`, `ConstantPad1d/2d/3d`, `ZeroPad2d`) / `pad`,
+and the channel dropouts (`Dropout1d/2d/3d` / `dropout1d/2d/3d`), on the registry's ops (embedding, upsample,
+reflection / replication padding, pad, reshape and transpose, multiply), eager, in `nn.Graph`, local or global.
+
+Signatures, defaults and reprs: OneFlow 0.9's python/oneflow/nn/modules/sparse.py, pixelshuffle.py,
+upsampling.py, interpolate.py, padding.py, dropout.py.
+"""
+from oneflow_compat._global import dropout as dropout_fn
+from oneflow_compat._global import functional as F
+from oneflow_compat._global import lazy, nn_init
+from oneflow_compat._global.dispatch import apply_op
+from oneflow_compat._global.modules import Module, Parameter
+
+
+# --- embedding --------------------------------------------------------------------------------------------------
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,  # noqa: A002
+              sparse=False):
+    """The rows of `weight` at `input`; padding_idx's row gets no gradient."""
+    if max_norm is not None:
+        raise NotImplementedError("embedding: max_norm (renormalizing the rows in place) is not supported")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not supported")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= n
+    return apply_op("embedding", [weight, F._check(input, "embedding")],
+                    {"padding_idx": -1 if padding_idx is None else int(padding_idx), "axis": 0})
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, device=None, dtype=None):
+        super().__init__()
+        from oneflow_compat._global import creation
+
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None:
+            if padding_idx > 0:
+                assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
+            elif padding_idx < 0:
+                assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        assert sparse is False, "Not support sparse=True yet!"
+        self.sparse = sparse
+        if _weight is None:
+            self.weight = Parameter(creation.empty(num_embeddings, embedding_dim, dtype=dtype, device=device))
+            self.reset_parameters()
+        else:
+            assert list(_weight.shape) == [num_embeddings, embedding_dim], \
+                "Shape of weight does not match num_embeddings and embedding_dim"
+            self.weight = Parameter(_weight)
+
+    def reset_parameters(self):
+        nn_init.normal_(self.weight)
+        if self.padding_idx is not None:  # the padding row starts at zeros
+            full = self.weight.numpy().copy()
+            full[self.padding_idx] = 0
+            nn_init._fill(self.weight, full)
+
+    def forward(self, indices):
+        return embedding(indices, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                         self.scale_grad_by_freq, self.sparse)
+
+    def extra_repr(self):
+        s = "{num_embeddings}, {embedding_dim}"
+        if self.padding_idx is not None:
+            s += ", padding_idx={padding_idx}"
+        if self.max_norm is not None:
+            s += ", max_norm={max_norm}"
+        if self.norm_type != 2:
+            s += ", norm_type={norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += ", scale_grad_by_freq={scale_grad_by_freq}"
+        return s.format(**self.__dict__)
+
+
+# --- pixel shuffle ----------------------------------------------------------------------------------------------
+def pixel_shuffle(input, h_upscale_factor, w_upscale_factor=None):  # noqa: A002
+    """(N, C·h·w, H, W) -> (N, C, H·h, W·w) (reshape, transpose, reshape)."""
+    w_upscale_factor = h_upscale_factor if w_upscale_factor is None else w_upscale_factor
+    x = F._check(input, "pixel_shuffle")
+    if x.ndim != 4:
+        raise AssertionError("Only Accept 4D Tensor")
+    n, c, h, w = x.shape
+    if c % (h_upscale_factor * w_upscale_factor):
+        raise AssertionError("The channels of input tensor must be divisible by (h_upscale_factor * "
+                             "w_upscale_factor)")
+    new_c = c // (h_upscale_factor * w_upscale_factor)
+    y = F.reshape(x, (n, new_c, h_upscale_factor, w_upscale_factor, h, w))
+    y = F.permute(y, (0, 1, 4, 2, 5, 3))
+    return F.reshape(y, (n, new_c, h * h_upscale_factor, w * w_upscale_factor))
+
+
+class PixelShufflev2(Module):
+    def __init__(self, upscale_factor=None, h_upscale_factor=None, w_upscale_factor=None):
+        super().__init__()
+        if upscale_factor is None:
+            assert h_upscale_factor is not None and w_upscale_factor is not None, \
+                "h_upscale_factor and w_upscale_factor should be None if use upscale_factor"
+        else:
+            assert h_upscale_factor is None and w_upscale_factor is None, \
+                "upscale_factor should be None if use h_upscale_factor and w_upscale_factor"
+            h_upscale_factor = w_upscale_factor = upscale_factor
+        assert h_upscale_factor > 0 and w_upscale_factor > 0, \
+            "The scale factor of height and width must larger than zero"
+        self.h_upscale_factor, self.w_upscale_factor = h_upscale_factor, w_upscale_factor
+
+    def forward(self, input):  # noqa: A002
+        return pixel_shuffle(input, self.h_upscale_factor, self.w_upscale_factor)
+
+    def extra_repr(self):
+        return "w_upscale_factor=%s, h_upscale_factor=%s" % (self.w_upscale_factor, self.h_upscale_factor)
+
+
+# --- interpolation ----------------------------------------------------------------------------------------------
+_MODES = {"nearest": ("nearest", None), "linear": ("linear", 1), "bilinear": ("linear", 2),
+          "trilinear": ("linear", 3)}
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
+                recompute_scale_factor=None):
+    """Resizes the spatial axes of (N, C, ...) to `size` or by `scale_factor`: nearest (1-3 spatial axes),
+    linear (1), bilinear (2), trilinear (3)."""
+    x = F._check(input, "interpolate")
+    nd = x.ndim - 2
+    if mode not in _MODES:
+        raise NotImplementedError("interpolate: mode %r is not supported (nearest, linear, bilinear, trilinear)"
+                                  % (mode,))
+    kind, needs = _MODES[mode]
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if needs is not None and needs != nd:
+        raise NotImplementedError("Got %dD input, but %s mode needs %dD input" % (x.ndim, mode, needs + 2))
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined" if size is not None else
+                         "either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    in_sizes = tuple(x.shape[2:])
+    if size is not None:
+        out = (size,) * nd if isinstance(size, int) else tuple(size)
+        if len(out) != nd:
+            raise ValueError("size shape must match input shape. Input is %dD, size is %d" % (nd, len(out)))
+        scales = None
+    else:
+        factors = (scale_factor,) * nd if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        if len(factors) != nd:
+            raise ValueError("scale_factor shape must match input shape. Input is %dD, scale_factor is %d"
+                             % (nd, len(factors)))
+        out = tuple(int(n * f) for n, f in zip(in_sizes, factors))
+        scales = None if recompute_scale_factor else tuple(float(f) for f in factors)
+    return apply_op("upsample", [x], {"output_size": tuple(int(v) for v in out), "mode": kind,
+                                      "align_corners": bool(align_corners), "scales": scales, "half_pixel": False})
+
+
+class Upsample(Module):
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode, self.align_corners = size, scale_factor, mode, align_corners
+
+    def forward(self, x):
+        return interpolate(x, size=self.size, scale_factor=self.scale_factor, mode=self.mode,
+                           align_corners=self.align_corners)
+
+    def extra_repr(self):
+        info = "scale_factor=" + str(self.scale_factor) if self.scale_factor is not None else "size=" + str(self.size)
+        return info + ", mode=" + self.mode
+
+
+class UpsamplingNearest2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# --- padding ----------------------------------------------------------------------------------------------------
+def pad(input, pad, mode="constant", value=0):  # noqa: A002
+    """`pad` lists (before, after) per axis from the last: (left, right[, top, bottom[, front, back]])."""
+    x = F._check(input, "pad")
+    pad = [int(p) for p in pad]
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise ValueError("pad: padding length must be even and at most twice the dims, got %s" % (pad,))
+    k = len(pad) // 2
+    if mode == "constant":
+        pairs = [(0, 0)] * (x.ndim - k) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k))]
+        if any(a < 0 or b < 0 for a, b in pairs):
+            raise NotImplementedError("pad: negative (cropping) pads are not supported")
+        fill = value if x.dtype.is_floating else int(value)
+        return apply_op("pad", [x], {"paddings": tuple(pairs), "constant_value": fill})
+    if mode not in ("reflect", "replicate"):
+        raise NotImplementedError("pad: mode %r is not supported (constant, reflect, replicate)" % (mode,))
+    op = {"reflect": "reflection_pad", "replicate": "replication_pad"}[mode]
+    if k == 1 and x.ndim in (2, 3):
+        y = x if x.ndim == 3 else F.unsqueeze(x, 0)
+        y = apply_op(op + "1d", [y], {"padding": tuple(pad)})
+        return y if x.ndim == 3 else F.squeeze(y, 0)
+    if k == 2 and x.ndim in (3, 4):
+        y = x if x.ndim == 4 else F.unsqueeze(x, 0)
+        y = apply_op(op + "2d", [y], {"padding": tuple(pad)})
+        return y if x.ndim == 4 else F.squeeze(y, 0)
+    raise NotImplementedError("pad: %s padding of %d axes of a %d-D input is not supported (1 axis of 2-D/3-D "
+                              "inputs, 2 axes of 3-D/4-D inputs)" % (mode, k, x.ndim))
+
+
+def _boundary(padding, n, what):
+    if isinstance(padding, int):
+        return [padding] * n
+    if isinstance(padding, (tuple, list)):
+        if len(padding) != n:
+            raise AssertionError("%s: padding length must be %d" % (what, n))
+        return list(padding)
+    raise ValueError("padding must be int or list or tuple!")
+
+
+class _Pad(Module):
+    mode, n = "constant", 4
+
+    def __init__(self, padding, value=0.0):
+        super().__init__()
+        self.padding = _boundary(padding, self.n, type(self).__name__)
+        self.value = value
+
+    def forward(self, x):
+        return pad(x, self.padding, self.mode, self.value)
+
+
+class _EdgePad(_Pad):
+    def __init__(self, padding):
+        super().__init__(padding)
+
+    def extra_repr(self):
+        return "{}".format(self.padding)
+
+
+class ReflectionPad1d(_EdgePad):
+    mode, n = "reflect", 2
+
+
+class ReflectionPad2d(_EdgePad):
+    mode, n = "reflect", 4
+
+
+class ReplicationPad1d(_EdgePad):
+    mode, n = "replicate", 2
+
+
+class ReplicationPad2d(_EdgePad):
+    mode, n = "replicate", 4
+
+
+class ConstantPad1d(_Pad):
+    n = 2
+
+
+class ConstantPad2d(_Pad):
+    n = 4
+
+
+class ConstantPad3d(_Pad):
+    n = 6
+
+
+class ZeroPad2d(_Pad):
+    n = 4
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+
+# --- channel dropout --------------------------------------------------------------------------------------------
+def _channel_dropout(input, p, training, nd, what):  # noqa: A002
+    """Zeroes whole channels (each sample's) with probability p, scaling the rest by 1 / (1 - p)."""
+    x = F._check(input, what)
+    if not 0 <= p <= 1:
+        raise ValueError("dropout probability has to be between 0 and 1, but got %r" % (p,))
+    if x.ndim not in (nd + 1, nd + 2):
+        raise ValueError("%s: expected %dD or %dD input, got shape %s" % (what, nd + 1, nd + 2, tuple(x.shape)))
+    if not training or p == 0:
+        return x
+    spatial = list(range(x.ndim - nd, x.ndim))
+    # one value per (sample, channel): the same mask machinery as dropout's (eager: the generators; in a graph:
+    # the dropout op, a fresh mask per call)
+    channels = apply_op("fill_like", [F.sum(x.detach(), spatial, keepdim=True)], {"value": 1.0})
+    if p == 1:
+        return F.mul(x, 0.0)
+    if lazy.tracer_active():
+        mask = apply_op("dropout", [channels], {"rate": float(p), "seed": None})[0]
+    else:
+        mask = dropout_fn._mask_like(channels, p, None)
+    return F.mul(x, mask)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _channel_dropout(input, p, training, 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _channel_dropout(input, p, training, 2, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _channel_dropout(input, p, training, 3, "dropout3d")
+
+
+class _DropoutNd(Module):
+    nd = 2
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError("dropout probability has to be between 0 and 1, but got %r" % (p,))
+        self.p, self.inplace = float(p), inplace
+
+    def forward(self, x):
+        return _channel_dropout(x, self.p, self.training, self.nd, "dropout%dd" % self.nd)
+
+    def extra_repr(self):
+        return "p=%s, inplace=%s" % (self.p, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    nd = 1
+
+
+class Dropout2d(_DropoutNd):
+    nd = 2
+
+
+class Dropout3d(_DropoutNd):
+    nd = 3
