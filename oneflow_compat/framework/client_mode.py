@@ -19,6 +19,7 @@ First uses (each entry point calls `use(...)`):
 the choice: live tensors or job functions of the other API may still exist); the test suite, which runs both
 families of tests in one process, resets the whole context between tests (tests/conftest.py).
 """
+import contextlib
 import importlib
 import os
 import sys
@@ -36,6 +37,7 @@ _API = {
 # the context holds [mode, what chose it, where] (`context.api`): the fast path in `use` is one item read and one
 # comparison (`reset()` of the context keeps the object, so it is read once here)
 _CTX = context.get()
+_NEUTRAL = [0]  # > 0 inside `neutral()` (a scope, not process state: it is back to 0 when the scope ends)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # frames skipped when naming the user's call: this package (and a checkout's kernels/), the `oneflow` alias hook,
@@ -60,12 +62,24 @@ def use(mode, what):
     """Records that `what` (e.g. "creating a flow.Tensor") uses the API `mode`; an error if the process already
     uses the other one. Cheap when the mode is already `mode` (it runs for every tensor an op creates)."""
     choice = _CTX.api
-    if choice[0] == mode:
+    if choice[0] == mode or _NEUTRAL[0]:
         return
     if choice[0] is None:
         choice[:] = [mode, what, _caller()]
         return
     raise RuntimeError(mixing_message(mode, what, _caller()))
+
+
+@contextlib.contextmanager
+def neutral():
+    """Inside, `use` records and checks nothing: for the objects both APIs share that are built on a class of
+    one of them (OneFlow v0.4.0's `flow.model.Model` and data modules subclass nn.Module whichever style they run
+    in)."""
+    _NEUTRAL[0] += 1
+    try:
+        yield
+    finally:
+        _NEUTRAL[0] -= 1
 
 
 def mixing_message(mode, what, where):
