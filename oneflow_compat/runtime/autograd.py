@@ -311,7 +311,9 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
             complete(leaf, add(grads))
     if deferred:
         summed = buckets.reduce_partial_gradients([(g, leaf_layout(leaf)) for leaf, g in deferred], _device_value)
-        for (leaf, _), g in zip(deferred, summed):
+        for (leaf, partial), g in zip(deferred, summed):
+            if g is not partial:  # summed through the buckets: explain lists it as the gradient's all-reduce
+                global_eager.record_gradient_all_reduce(partial)
             accumulate_leaf(leaf, g)
 
 

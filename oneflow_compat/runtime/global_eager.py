@@ -163,6 +163,18 @@ def clear_boxing_log():
     _CTX.boxing_log.clear()
 
 
+def record_gradient_all_reduce(value):
+    """Logs the P -> B all-reduce of a partial-sum gradient `value` that went through gradient buckets
+    (`runtime/buckets.py`) instead of a boxing op, so that `explain` still lists it, labelled as a gradient, with
+    the bytes the transition table gives that move."""
+    pl, meta = value.placement, value.meta
+    size = meta.dtype.np.itemsize * int(_np.prod(meta.shape, dtype=_np.int64))
+    rec = BoxingRecord("gradient", tuple(meta.shape), meta.dtype.name, pl, S.P, pl, S.B,
+                       transitions.collective_name(pl, S.P, pl, S.B), float(transitions.cost(pl, S.P, pl, S.B, size)))
+    log = _CTX.boxing_log
+    log[rec] = log.get(rec, 0) + 1
+
+
 class _Compiled:
     """The executable of one tiny job, fed with pieces and read back as pieces.
 
