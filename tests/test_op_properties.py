@@ -146,11 +146,11 @@ def test_declared_properties():
 
 def test_every_runtime_hook_is_supplied():
     from oneflow_compat.framework import eager
-    from oneflow_compat.runtime import executor
+    from oneflow_compat.runtime import executable
 
     hooks = {registry.get(t).runtime_hook for t in _with("runtime_hook")}
-    assert hooks <= set(executor.RUNTIME_HOOKS)
-    assert hooks - {"boxing"} <= set(eager._EAGER_HOOKS)  # legacy eager runs one device: no boxing is inserted
+    assert hooks <= set(executable.RUNTIME_HOOKS)
+    assert hooks <= set(eager._EAGER_HOOKS)
 
 
 def test_a_property_value_that_does_not_exist_is_refused():

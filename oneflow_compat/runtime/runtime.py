@@ -1,7 +1,7 @@
 """The process-level runtime: which devices are local, moving pieces to devices, assembling logical values."""
 from oneflow_compat.backend import devices
 from oneflow_compat.runtime import boxing
-from oneflow_compat.runtime.executor import keep_freed_memory
+from oneflow_compat.runtime.executable import keep_freed_memory
 
 
 class Runtime:
