@@ -67,7 +67,8 @@ def timeout_runs():
     """The jobs that wait for a 3 s timeout, one after the other: run together (8 processes on a 2-core machine)
     a rank could miss the 1 s window in which waiting ranks answer, and be reported missing."""
     jobs = {"missing-2": mpi_command(2, "comm_timeout.py"), "missing-4": mpi_command(4, "comm_timeout.py"),
-            "order-2": mpi_command(2, "comm_timeout_order.py")}
+            "order-2": mpi_command(2, "comm_timeout_order.py"),
+            "missing-shared-3": mpi_command(3, "comm_timeout.py", "shared")}
     return {name: finish(start(command), timeout=30) for name, command in jobs.items()}
 
 
@@ -113,9 +114,10 @@ def test_exception_in_a_thread_ends_all_ranks():
     assert "[rank 1] ValueError: boom on purpose in a thread of the last rank" in result.stderr
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_rank_missing_from_collective_times_out_naming_it(n, timeout_runs):
-    result = timeout_runs["missing-%d" % n]
+@pytest.mark.parametrize("n, kind", [(2, ""), (4, ""), (3, "shared-")])
+def test_rank_missing_from_collective_times_out_naming_it(n, kind, timeout_runs):
+    """Also for an all-reduce in shared memory (`shared-`), whose waiting makes no MPI call."""
+    result = timeout_runs["missing-%s%d" % (kind, n)]
     assert result.returncode != 0
     assert result.elapsed < 10, result.elapsed  # 3 s timeout + 1 s asking around + start-up
     everyone = "(%s)" % ", ".join(map(str, range(n)))
@@ -124,7 +126,8 @@ def test_rank_missing_from_collective_times_out_naming_it(n, timeout_runs):
     assert message, result.stderr
     if n > 2:
         waiting = [r for r in range(n - 1) if r != int(message.group(1))]
-        assert "Waiting in the same collective: ranks %s." % ", ".join(map(str, waiting)) in result.stderr
+        assert "Waiting in the same collective: rank%s %s." % ("s" if len(waiting) > 1 else "",
+                                                               ", ".join(map(str, waiting))) in result.stderr
 
 
 @pytest.mark.parametrize("n", [2, 4])

@@ -40,9 +40,10 @@ def test_under_the_launcher_the_report_is_printed_once_with_gradients_labelled(t
     assert lines.count("done") == 2  # the program's own output: every rank's, as OneFlow's launcher shows it
     assert sum(line.startswith("eager global ops:") for line in lines) == 1
     rows = [line.split() for line in lines if line.startswith("gradient ")]
-    # nn.Linear's weight (3x4) and bias (3): partial sums of the two ranks all-reduced to the parameters' broadcast
-    assert sorted((r[1], r[-3], r[-2], r[-1]) for r in rows) == [("3", "all-reduce", "12", "1"),
-                                                                  ("3x4", "all-reduce", "48", "1")]
+    # nn.Linear's weight (3x4) and bias (3): partial sums of the two ranks, all-reduced to the parameters' broadcast
+    # in one gradient bucket: one flat buffer of 15 floats, whose all-reduce sends 2 * 60 * (2 - 1) / 2 bytes per rank
+    assert [r[:4] + r[-3:] for r in rows] == [["gradient", "bucket", "[3,", "3x4]", "all-reduce", "60", "1"]]
+    assert [r[4:6] for r in rows] == [["15", "float32"]]
     assert not any(line.startswith("to_global") for line in lines)
 
 
@@ -111,11 +112,13 @@ def test_a_global_program_runs_on_n_ranks_and_is_reported_once(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[:2] == ["banner", "done"]  # printed once: by rank 0 of the real run, not by the first attempt
-    # the two parameters' gradients (the loss seed needs no all-reduce: fill_like reads a partial sum for its shape),
-    # all-reduces of 3x4 and 3 float32 elements over 3 ranks: what the busiest rank sends (ops/transitions.py)
-    assert lines[2] == "eager global ops: 2 boxing transfers (2 calls), 80 bytes in all"
-    grads = sorted(line.split()[1] for line in lines if line.startswith("gradient "))
-    assert grads == ["3", "3x4"] and all("cpu ranks [0, 1, 2] P" in line for line in lines[4:])
+    # the two parameters' gradients (the loss seed needs no all-reduce: fill_like reads a partial sum for its shape)
+    # in one bucket: the all-reduce of 3x4 + 3 = 15 float32 elements over 3 ranks, chunks of 5: the busiest rank sends
+    # 10 of its elements and its chunk twice, 80 bytes (ops/transitions.py)
+    assert lines[2] == "eager global ops: 1 boxing transfer (1 call), 80 bytes in all"
+    grads = [line.split()[:6] for line in lines if line.startswith("gradient ")]
+    assert grads == [["gradient", "bucket", "[3,", "3x4]", "15", "float32"]]
+    assert all("cpu ranks [0, 1, 2] P" in line for line in lines[4:])
     assert "running it on 3 ranks (mpiexec -n 3)" in done.stderr
 
 

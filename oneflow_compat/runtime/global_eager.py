@@ -164,13 +164,20 @@ def clear_boxing_log():
     _CTX.boxing_log.clear()
 
 
-def record_gradient_all_reduce(value):
-    """Logs the P -> B all-reduce of a partial-sum gradient `value` that went through gradient buckets
-    (`runtime/buckets.py`) instead of a boxing op, so that `explain` still lists it, labelled as a gradient, with
-    the bytes the transition table gives that move."""
-    pl, meta = value.placement, value.meta
-    rec = BoxingRecord("gradient", tuple(meta.shape), meta.dtype.name, pl, S.P, pl, S.B,
-                       transitions.collective_name(pl, S.P, pl, S.B), float(transitions.cost(pl, S.P, pl, S.B, meta)))
+def record_bucket_all_reduce(placement, elements, np_dtype, shapes=()):
+    """Logs the all-reduce of one gradient bucket (`runtime/buckets.py`: the partial-sum gradients of a step summed
+    in one flat buffer, instead of a boxing op per gradient), so that `explain` lists it, labelled as gradients,
+    with the bytes the transition table gives that all-reduce of the flat buffer: what ran. `shapes`: the gradients
+    it holds, named in the row."""
+    from oneflow_compat.ir import dtypes
+
+    meta = TensorMeta((int(elements),), dtypes.from_numpy(np_dtype))
+    held = ["x".join(map(str, s)) or "scalar" for s in shapes]
+    label = "gradient bucket" if not held else "gradient bucket [%s]" % ", ".join(
+        held if len(held) <= 4 else held[:3] + ["... %d more" % (len(held) - 3)])
+    rec = BoxingRecord(label, meta.shape, meta.dtype.name, placement, S.P, placement, S.B,
+                       transitions.collective_name(placement, S.P, placement, S.B),
+                       float(transitions.cost(placement, S.P, placement, S.B, meta)))
     log = _CTX.boxing_log
     log[rec] = log.get(rec, 0) + 1
 
