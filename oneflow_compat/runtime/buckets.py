@@ -110,6 +110,7 @@ class GradBuckets:
         if getattr(self, "_pending", None):
             self.wait()
         self._ready = [False] * len(self.shapes)
+        self._missing = [len(m) for m in self.members]  # per bucket: entries not complete yet
         self.next_bucket = 0
         self._checked = False
 
@@ -118,9 +119,11 @@ class GradBuckets:
         entries are all complete and every bucket before it was started (so every rank issues them in one order);
         returns the numbers of the buckets started now. The first all-reduce of a pass is checked across the ranks
         (`agreement`: ranks whose buckets differ fail naming both sides). `wait()` completes them."""
-        self._ready[k] = True
+        if not self._ready[k]:
+            self._ready[k] = True
+            self._missing[self.slots[k][0]] -= 1
         done = []
-        while self.next_bucket < len(self.plan) and all(self._ready[j] for j in self.members[self.next_bucket]):
+        while self.next_bucket < len(self.plan) and not self._missing[self.next_bucket]:
             b = self.next_bucket
             agreement.in_turn(self._start_in_turn, self._text(), [b], not self._checked)
             self._checked = True
