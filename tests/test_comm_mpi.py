@@ -72,9 +72,11 @@ def timeout_runs():
     return {name: finish(start(command), timeout=30) for name, command in jobs.items()}
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_collectives_match_numpy(n):
-    result = mpirun(n, "comm_collectives.py")
+@pytest.mark.parametrize("n, shm", [(2, "1"), (4, "1"), (3, "0")])
+def test_collectives_match_numpy(n, shm):
+    """Through shared memory (the ranks of one host, the default) and through MPI's own collectives (shm off: what
+    ranks on several hosts use)."""
+    result = mpirun(n, "comm_collectives.py", ONEFLOW_COMPAT_SHM=shm)
     assert result.returncode == 0, result.stdout + result.stderr
     # stdout appears once (rank 0's), and reports how many checks all ranks ran
     match = re.fullmatch(r"collectives OK: (\d+) checks over (\d+) ranks\n", result.stdout)
@@ -295,3 +297,21 @@ def test_a_signal_to_the_launcher_ends_the_whole_job(signum, tmp_path):
     assert process.returncode == 128 + signum
     assert time.perf_counter() - stopped < 15
     assert wait_until_gone(job) == []
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_members_in_different_shared_memory_collectives_fail_naming_both(n):
+    """Ranks that call different collectives over one subset of one host meet at its shared-memory board: each
+    fails at once naming what every rank runs, instead of mixing their data."""
+    result = mpirun(n, "comm_shm_mismatch.py", timeout=30, ONEFLOW_COMPAT_OUTPUT="all")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = sorted(result.stdout.splitlines())
+    assert len(lines) == n, result.stdout
+    for r, line in enumerate(lines):
+        assert line.startswith("[rank %d] rank %d caught: rank %d runs %s (call signature " % (
+            r, r, r, "alltoallv" if r == n - 1 else "allgatherv")), line
+        assert "the ranks issue different collectives" in line
+        if r == n - 1:
+            assert "rank 0 runs allgatherv" in line
+        else:
+            assert "rank %d runs alltoallv" % (n - 1) in line

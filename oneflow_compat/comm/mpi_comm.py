@@ -37,8 +37,9 @@ from mpi4py import MPI
 from .environment import DEFAULT_TIMEOUT_S, TIMEOUT_ENV, check_timeout, detect_local_size, usable_cores  # noqa: F401
 from .environment import comm_timeout_from_env as timeout_from_env
 from .output import unprefixed_stderr, wait_until_output_is_read
-from .process_comm import CollectiveTimeout, CommError, Pending, ProcessComm, balanced_sizes, check_ranks
-from .shm import SharedBlock, ShmAllreduce
+from .process_comm import (CollectiveTimeout, CommError, Pending, ProcessComm, balanced_offsets, balanced_sizes,
+                           check_ranks)
+from .shm import Board, SharedBlock, ShmAllreduce, add_into, signature, sum_into_all
 
 QUERY_WINDOW_S = 1.0      # how long a timed-out rank waits for the other members to say where they are
 PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act on a failed rank's MPI_Abort
@@ -76,14 +77,22 @@ _LOAD_EVERY_S = 1.0
 
 
 class _Subset:
-    """A communicator over a sorted tuple of world ranks, with this rank's index and a count of its collectives."""
-    __slots__ = ("ranks", "comm", "index", "count")
+    """A communicator over a sorted tuple of world ranks, with this rank's index, a count of its collectives and its
+    shared-memory board (`shm.Board`: None when the members are on several hosts or shared memory is off; `_UNSET`
+    until the first collective that could use it)."""
+    __slots__ = ("ranks", "comm", "index", "count", "board")
 
     def __init__(self, ranks, comm, index):
         self.ranks = ranks
         self.comm = comm
         self.index = index
         self.count = 0
+        self.board = _UNSET
+
+
+_UNSET = object()
+SHM_ENV = "ONEFLOW_COMPAT_SHM"  # "0": every collective through MPI (shared memory off), e.g. to compare
+_SHM_ALLREDUCE_MIN = 1 << 18  # bytes: smaller all-reduces (the agreement checks) stay MPI's (one latency)
 
 
 class _Activity:
@@ -336,6 +345,7 @@ class MPIComm(ProcessComm):
         world = _Subset(tuple(range(self._size)), self._data, self._rank)
         self._subsets = {world.ranks: world}
         self._shared = {}  # address of a buffer `shared_buffer` handed out: its SharedBlock
+        self._use_shm = os.environ.get(SHM_ENV, "1").strip() not in ("0", "false", "no", "off")
 
     # ----- basics -------------------------------------------------------------------------------------------
 
@@ -619,11 +629,50 @@ class MPIComm(ProcessComm):
             # a buffer this comm handed out (`shared_buffer`): summed in place through shared memory, no copies
             op = ShmAllreduce(block, buf)
             return _MPIPending(self, op.test, activity, buf.nbytes, buf)
+        if isinstance(buf, np.ndarray) and buf.nbytes >= _SHM_ALLREDUCE_MIN and buf.dtype != object:
+            board = self._board(subset, activity)
+            if board is not None:
+                self._shm_allreduce(board, activity, buf)
+                return Pending(buf)
         work = _contiguous(buf)
         data, op = _reduce_buffer(work)
         request = subset.comm.Iallreduce(MPI.IN_PLACE, data, op=op)
         finish = None if work is buf else (lambda: buf.__setitem__(Ellipsis, work))
         return _MPIPending(self, request.Test, activity, 2 * work.nbytes, buf, finish)
+
+    # ----- through shared memory (members on this host: shm.py) ------------------------------------------------
+
+    def _board(self, subset, activity):
+        """The subset's shared-memory board, made at its first use (None: members on several hosts, or shared
+        memory off). Every member decides alike: on the hosts of all of them, exchanged once."""
+        if subset.board is _UNSET:
+            subset.board = None
+            if self._use_shm and len(subset.ranks) > 1:
+                mine = np.array([zlib.crc32(MPI.Get_processor_name().encode())], np.int64)
+                hosts = np.empty(len(subset.ranks), np.int64)
+                self._complete(subset.comm.Iallgather(mine, hosts), activity)
+                if (hosts == hosts[0]).all():  # every member is here (the gather completed): the allocation
+                    subset.board = Board(subset.comm, subset.ranks)  # cannot wait forever
+        return subset.board
+
+    def _waiter(self, activity, nbytes):
+        return functools.partial(self._complete, activity=activity, nbytes=nbytes)
+
+    def _shm_allreduce(self, board, activity, buf):
+        """Every member's `buf` copied into its slot, the balanced chunks summed over all slots (each member its
+        own, written into every slot), then the sum copied back (an ordinary buffer: `shared_buffer` saves both
+        copies)."""
+        wait = self._waiter(activity, buf.nbytes)
+        board.meet(wait, "allreduce", signature("allreduce", buf.dtype.str, buf.shape), buf.nbytes)
+        k, me = len(board.ranks), board.block.index
+        slots = [board.slot(j)[:buf.nbytes].view(buf.dtype) for j in range(k)]
+        slots[me].reshape(buf.shape)[...] = buf
+        board.publish(wait)
+        offsets = balanced_offsets(buf.size, k)
+        chunk = slice(offsets[me], offsets[me + 1])
+        sum_into_all([slot[chunk] for slot in slots])
+        board.publish(wait)
+        buf[...] = slots[me].reshape(buf.shape)
 
     def shared_buffer(self, shape, dtype, ranks):
         """A zeroed array that `allreduce_` / `iallreduce_` over `ranks` sum in place through memory shared by the
@@ -670,6 +719,19 @@ class MPIComm(ProcessComm):
                              % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
         shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
         blocks = _Blocks(shape, axis, sizes, local.dtype)
+        board = self._board(subset, activity) if local.dtype != object else None
+        if board is not None:  # each member's block copied into its slot, then from every slot into its place
+            wait = self._waiter(activity, local.nbytes)
+            board.meet(wait, "allgatherv", signature("allgatherv", axis, local.dtype.str, shape, sizes), local.nbytes)
+            board.mine()[:local.nbytes].view(local.dtype).reshape(local.shape)[...] = local
+            board.publish(wait)
+            out = np.empty(shape, local.dtype)
+            itemsize = local.dtype.itemsize
+            for q, index in enumerate(blocks.index):
+                src = local if q == subset.index else \
+                    board.slot(q)[:blocks.counts[q] * itemsize].view(local.dtype).reshape(blocks.block_shape(q))
+                out[index] = src
+            return out
         send = _contiguous(local)
         if not blocks.leading:  # every member's block lands straight in its columns of the result
             out = np.empty(shape, local.dtype)
@@ -714,12 +776,45 @@ class MPIComm(ProcessComm):
         if len(subset.ranks) == 1:
             out[...] = buf
             return out
+        board = self._board(subset, activity) if buf.dtype != object else None
+        if board is not None:
+            self._shm_reduce_scatter(board, activity, buf, blocks, out)
+            return out
         # along another axis the addend is packed (one strided copy) for MPI's reduce-scatter: measured faster than
         # each member's rows coming straight from their strided places (MPI_Alltoallw) and summed here (3x on 4 ranks)
         send, op = _reduce_buffer(blocks.pack(buf))
         recv, _ = _reduce_buffer(out)
         self._complete(subset.comm.Ireduce_scatter(send, recv, blocks.counts, op=op), activity, nbytes=buf.nbytes)
         return out
+
+    def _shm_reduce_scatter(self, board, activity, buf, blocks, out):
+        """Each member copies the other members' blocks of its addend into its slot (packing strided blocks in that
+        copy), then sums its own block over every member's, in member order, into `out`."""
+        k, me, itemsize = len(board.ranks), board.block.index, buf.dtype.itemsize
+
+        def start(owner, q):  # where member `owner`'s slot holds block q (blocks in member order, its own left out)
+            return sum(blocks.counts[j] for j in range(q) if j != owner) * itemsize
+
+        need = (blocks.total - blocks.counts[me]) * itemsize
+        wait = self._waiter(activity, buf.nbytes)
+        board.meet(wait, "reduce_scatter", signature("reduce_scatter", blocks.axis, buf.dtype.str, buf.shape,
+                                                     blocks.sizes), need)
+        mine = board.mine()
+        for q, index in enumerate(blocks.index):
+            if q != me:
+                at = start(me, q)
+                mine[at:at + blocks.counts[q] * itemsize].view(buf.dtype).reshape(blocks.block_shape(q))[...] = \
+                    buf[index]
+        board.publish(wait)
+        shape = blocks.block_shape(me)
+        size = blocks.counts[me] * itemsize
+        for j in range(k):
+            at = start(j, me)
+            part = buf[blocks.index[me]] if j == me else board.slot(j)[at:at + size].view(buf.dtype).reshape(shape)
+            if j == 0:
+                out[...] = part
+            else:
+                add_into(out, part)
 
     def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         subset, activity = self._begin("alltoallv", ranks)
@@ -748,14 +843,59 @@ class MPIComm(ProcessComm):
             flat = np.empty(blocks.total, own.dtype)
             views = [flat[d:d + c].reshape(blocks.block_shape(q))
                      for q, (d, c) in enumerate(zip(blocks.displs, blocks.counts))]
+        board = self._board(subset, activity) if own.dtype != object else None
+        if board is not None:
+            self._shm_alltoallv(board, activity, pieces, views, axis)
+            return received if concat else views
         # strided pieces are read in place, what arrives lands in place (MPI_Alltoallw): on every member alike
         self._typed_exchange(subset, activity, pieces, views)
         return received if concat else views
+
+    def _shm_alltoallv(self, board, activity, pieces, views, axis):
+        """Each member copies the pieces for the others into its slot (strided pieces packed in that copy) and
+        publishes where each lies; every member then copies its piece from each slot straight into its view."""
+        me = board.block.index
+        table = [0]
+        for j, p in enumerate(pieces):
+            table.append(table[-1] + (0 if j == me else p.nbytes))
+        wait = self._waiter(activity, table[-1])
+        own = pieces[me]
+        tables = board.meet(wait, "alltoallv", signature("alltoallv", axis, own.dtype.str, own.ndim), table[-1],
+                            table)
+        for j, sizes in enumerate(tables):  # what member j sends here must fill the view it lands in
+            got = int(sizes[me + 1] - sizes[me])
+            if j != me and got != views[j].nbytes:
+                raise ValueError("alltoallv on rank %d: rank %d sends %d bytes, %d expected for %s %s"
+                                 % (self._rank, board.ranks[j], got, views[j].nbytes, views[j].dtype,
+                                    views[j].shape))
+        mine = board.mine()
+        for j, p in enumerate(pieces):
+            if j != me and p.size:
+                mine[table[j]:table[j + 1]].view(p.dtype).reshape(p.shape)[...] = p
+        board.publish(wait)
+        for j, view in enumerate(views):
+            if j == me:
+                view[...] = own
+            elif view.size:
+                view[...] = board.slot(j)[int(tables[j][me]):int(tables[j][me + 1])].view(view.dtype).reshape(
+                    view.shape)
 
     def bcast_(self, buf, root, ranks):
         subset, activity = self._begin("bcast", ranks)
         if root not in subset.ranks:
             raise ValueError("bcast_ root %r is not one of the member ranks %r" % (root, subset.ranks))
+        board = self._board(subset, activity) if len(subset.ranks) > 1 and isinstance(buf, np.ndarray) and \
+            buf.dtype != object else None
+        if board is not None:  # the root's buffer copied into its slot, then into every member's buffer
+            wait = self._waiter(activity, buf.nbytes)
+            at_root = self._rank == root
+            board.meet(wait, "bcast", signature("bcast", root, buf.dtype.str, buf.shape), buf.nbytes if at_root else 0)
+            if at_root:
+                board.mine()[:buf.nbytes].view(buf.dtype).reshape(buf.shape)[...] = buf
+            board.publish(wait)
+            if not at_root:
+                buf[...] = board.slot(subset.ranks.index(root))[:buf.nbytes].view(buf.dtype).reshape(buf.shape)
+            return buf
         work = _contiguous(buf)
         if len(subset.ranks) > 1:
             self._complete(subset.comm.Ibcast([work, MPI.BYTE], root=subset.ranks.index(root)), activity,
@@ -769,6 +909,22 @@ class MPIComm(ProcessComm):
         if root not in subset.ranks:
             raise ValueError("reduce_ root %r is not one of the member ranks %r" % (root, subset.ranks))
         if len(subset.ranks) == 1:
+            return buf
+        board = self._board(subset, activity) if isinstance(buf, np.ndarray) and buf.dtype != object else None
+        if board is not None:  # every other member's addend copied into its slot; the root sums them in member order
+            wait = self._waiter(activity, buf.nbytes)
+            at_root = self._rank == root
+            board.meet(wait, "reduce", signature("reduce", root, buf.dtype.str, buf.shape), 0 if at_root else buf.nbytes)
+            if not at_root:
+                board.mine()[:buf.nbytes].view(buf.dtype).reshape(buf.shape)[...] = buf
+            board.publish(wait)
+            if at_root:
+                parts = [buf if r == root else board.slot(j)[:buf.nbytes].view(buf.dtype).reshape(buf.shape)
+                         for j, r in enumerate(subset.ranks)]
+                total = np.array(parts[0], copy=True)
+                for part in parts[1:]:
+                    add_into(total, part)
+                buf[...] = total
             return buf
         work = _contiguous(buf)
         data, op = _reduce_buffer(work)
@@ -787,6 +943,9 @@ class MPIComm(ProcessComm):
         axis = axis % local.ndim
         at_root = self._rank == root
         root_index = subset.ranks.index(root)
+        board = self._board(subset, activity) if len(subset.ranks) > 1 and local.dtype != object else None
+        if board is not None:
+            return self._shm_gatherv(board, activity, local, root, axis, sizes)
         if sizes is None:
             counts = np.empty(len(subset.ranks), np.int64) if at_root else None
             self._complete(subset.comm.Igather(np.array([local.shape[axis]], np.int64), counts, root=root_index),
@@ -810,6 +969,37 @@ class MPIComm(ProcessComm):
         self._complete(subset.comm.Igatherv([_contiguous(local), MPI.BYTE], [recv, (counts, displs), MPI.BYTE],
                                             root=root_index), activity, nbytes=recv.nbytes)
         return result()
+
+    def _shm_gatherv(self, board, activity, local, root, axis, sizes):
+        """Every member but the root copies its piece into its slot (publishing its size along `axis`); the root
+        copies each straight into its place of the result."""
+        me, at_root = board.block.index, self._rank == root
+        if sizes is not None:
+            sizes = [int(s) for s in sizes]
+            if len(sizes) != len(board.ranks) or sizes[me] != local.shape[axis]:
+                raise ValueError("gatherv on rank %d: sizes %r do not fit %d members and the local size %d"
+                                 % (self._rank, sizes, len(board.ranks), local.shape[axis]))
+        wait = self._waiter(activity, local.nbytes)
+        rest = local.shape[:axis] + local.shape[axis + 1:]
+        tables = board.meet(wait, "gatherv", signature("gatherv", root, axis, local.dtype.str, rest),
+                            0 if at_root else local.nbytes, [local.shape[axis]] + [0] * len(board.ranks))
+        got = [int(t[0]) for t in tables]
+        if sizes is not None and got != sizes:
+            raise ValueError("gatherv on rank %d: the members hold %r rows along axis %d, not the sizes %r"
+                             % (self._rank, got, axis, sizes))
+        if not at_root:
+            board.mine()[:local.nbytes].view(local.dtype).reshape(local.shape)[...] = local
+        board.publish(wait)
+        if not at_root:
+            return None
+        shape = local.shape[:axis] + (sum(got),) + local.shape[axis + 1:]
+        blocks = _Blocks(shape, axis, got, local.dtype)
+        out = np.empty(shape, local.dtype)
+        for q, index in enumerate(blocks.index):
+            nbytes = blocks.counts[q] * local.dtype.itemsize
+            out[index] = local if board.ranks[q] == root else \
+                board.slot(q)[:nbytes].view(local.dtype).reshape(blocks.block_shape(q))
+        return out
 
     # ----- point to point -------------------------------------------------------------------------------------
 
