@@ -410,7 +410,7 @@ def _via_logical(site):
     return via_logical_across
 
 
-# --- the rows' executors, by the row's name ------------------------------------------------------------------------
+# --- the rows' executors, by the row's name (the n-D rows' are added by `runtime/mesh_boxing.py`) -----------------
 EXECUTORS = {
     "identity": _identity,
     "via-logical": _via_logical,
