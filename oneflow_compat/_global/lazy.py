@@ -137,7 +137,14 @@ def _onto(x, placement):
     if not isinstance(x, Tensor) or x.is_local or x.placement == placement:
         return x
     ir_sbp = x._value.sbp
-    if S.is_split(ir_sbp) or ir_sbp in (S.B, S.P):
+    if placement.is_nd:  # a mesh: the SBP is kept where the two meshes have as many axes, else B
+        mesh = tuple(placement.hierarchy)
+        keep = S.is_nd(ir_sbp) and len(ir_sbp.sbps) == len(mesh)
+        ir_sbp = S.nd(ir_sbp.sbps if keep else (S.B,) * len(mesh), mesh)
+        shown = flow_sbp.symbols_of(ir_sbp)
+    elif S.is_nd(ir_sbp):
+        ir_sbp, shown = S.B, (flow_sbp.broadcast,)
+    elif S.is_split(ir_sbp) or ir_sbp in (S.B, S.P):
         shown = (flow_sbp.from_ir(ir_sbp),)
     else:
         ir_sbp, shown = S.B, (flow_sbp.broadcast,)

@@ -26,10 +26,10 @@ def _fill(tensor, full):
     me = global_eager.rank()
     for piece in value.pieces:
         index = ranks.index(me)
-        if value.sbp == S.P:  # the logical value is the sum of the pieces: the first one holds it all
-            part = full if index == 0 else np.zeros_like(full)
-        else:
-            part = full[S.local_slices(full.shape, value.sbp, index, len(ranks))]
+        # partial sums: the logical value is their sum, so the first addend holds it all (on every mesh axis)
+        part = full[S.local_slices(full.shape, value.sbp, index, len(ranks))]
+        if not S.holds_addend_value(value.sbp, index):
+            part = np.zeros_like(part)
         piece[...] = global_eager.to_device(np.ascontiguousarray(part), value.placement)
     return tensor
 

@@ -175,6 +175,15 @@ def has_partial(sbp):
     return sbp == P or (type(sbp) is NdSbp and P in sbp.sbps)
 
 
+def holds_addend_value(sbp, index):
+    """Whether device `index` holds the value (not zeros) where a whole value is laid out as partial sums: the
+    first device of a 1-D P, the devices at coordinate 0 of every P axis of an n-D SBP (any device elsewhere)."""
+    if type(sbp) is NdSbp:
+        coords = mesh_coords(index, sbp.mesh)
+        return all(c == 0 for c, s in zip(coords, sbp.sbps) if s == P)
+    return sbp != P or index == 0
+
+
 def flat(sbp):
     """The 1-D SBP that lays every device out exactly as the n-D `sbp` does, or None: B on every mesh axis is B,
     P on every axis is P (each device one addend), and one mesh axis of size > 1 is its own symbol."""
