@@ -453,6 +453,8 @@ def transition_of(move):
     if move.nd:
         if S.M in (move.src, move.dst):
             raise ValueError("boxing %r: the mirrored view has no n-D layout" % (move,))
+        if move.same and move.src == move.dst:
+            return IDENTITY
         return MESH_ROWS["same" if move.same else "elsewhere"]
     for t in TABLE:
         if t.applies(move):

@@ -433,7 +433,11 @@ def _compile(job, outputs, what, short, identity_text, options=pipeline.EAGER_OP
 
 
 def placement_text(pl):
-    return "%s ranks %s" % (pl.device_tag, [m for m, _ in pl.pairs])
+    ranks = [m for m, _ in pl.pairs]
+    if pl.is_nd:  # a mesh: its ranks nested as the placement was written
+        for h in reversed(pl.hierarchy[1:]):
+            ranks = [ranks[i:i + h] for i in range(0, len(ranks), h)]
+    return "%s ranks %s" % (pl.device_tag, ranks)
 
 
 def _describe(op_type, inputs):
