@@ -164,6 +164,13 @@ def piece_range(shape, sbp, index, parallel_num, axis):
     return region(shape, sbp, index, parallel_num)[axis]
 
 
+def split_axes(sbp):
+    """The tensor axes `sbp` (1-D or n-D) splits."""
+    if type(sbp) is NdSbp:
+        return {s.axis for s, m in zip(sbp.sbps, sbp.mesh) if type(s) is Split and m > 1}
+    return {sbp.axis} if type(sbp) is Split else set()
+
+
 def splits_axis(sbp, axis):
     """Whether `sbp` (1-D or n-D) splits tensor axis `axis`."""
     if type(sbp) is NdSbp:
