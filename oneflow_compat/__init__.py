@@ -26,7 +26,7 @@ from oneflow_compat.ops import (  # noqa: F401,E402 (registers; the whole legacy
 # the nn ops family's op modules (registers them)
 from oneflow_compat.ops import conv_ops, loss_ops, nn_misc_ops, norm_ops, pool_ops  # noqa: F401,E402
 # n-D meshes (issue 19): the transition table's rows for meshes and their executors (register themselves)
-from oneflow_compat.ops import mesh_transitions  # noqa: F401,E402
+from oneflow_compat.ops import mesh_transitions, parallel_cast_ops  # noqa: F401,E402
 from oneflow_compat.runtime import mesh_boxing  # noqa: F401,E402
 
 # the legacy API's names (the same list `oneflow.compatible.single_client` binds), then the tools' public name

@@ -296,12 +296,11 @@ T.MESH_ROWS.update(same=MESH_STEPS, elsewhere=MESH_RELAYOUT)
 
 # --- what explain shows --------------------------------------------------------------------------------------------
 def _groups_text(step):
-    return " ".join("{%s}" % ",".join(_rank_text(p) for p in g.placement.pairs) for g in step.groups)
-
-
-def _rank_text(pair):
-    machine, device = pair
-    return str(machine) if device == 0 else "%d:%d" % pair
+    """The groups of a step: ranks where each is one device (the global-tensor API), else machine:device."""
+    pairs = [p for g in step.groups for p in g.placement.pairs]
+    one_device = all(d == 0 for _, d in pairs)
+    return " ".join("{%s}" % ",".join(str(m) if one_device else "%d:%d" % (m, d) for m, d in g.placement.pairs)
+                    for g in step.groups)
 
 
 def step_lines(move, shape, itemsize):
