@@ -1205,3 +1205,19 @@ EXAMPLES.update({
                          Example(inputs(normal(4, 5, 6)), {"rate": 0.5, "seed": None}, grad=False,
                                  note="session seed")],
 })
+
+
+# --- n-D meshes (issue 19): OneFlow v0.4.0's hierarchical parallel casts (ops/parallel_cast_ops.py) ------------------
+def _pin(sbp):
+    from oneflow_compat.ir import sbp as S
+
+    return {"sbp": S.parse(sbp), "grad_mode": "restore", "grad_sbp": None}
+
+
+EXAMPLES.update({
+    "hierarchical_parallel_cast": [Example(inputs(normal(5, 7)), _pin("S(1)"), note="pinned to S(1)"),
+                                   Example(inputs(normal(5, 7)), _pin("B"), note="pinned to B"),
+                                   Example(inputs(normal(5, 7)), _pin("P"), note="pinned to P")],
+    "hierarchical_parallel_cast_like": [Example(inputs(normal(5, 7), normal(5, 7)), wrt=[0],
+                                                note="laid out as like (any layout without a producer)")],
+})
