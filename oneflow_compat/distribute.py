@@ -66,7 +66,9 @@ def to_parallel_distribution(entries, placement, what):
     ("S(k)", "B", "P" or distribute objects), a 1-D SBP on a 1-D placement, an n-D one on a mesh; none (an empty
     list) means no hint: None. OneFlow checks the count the same way (`hierarchical_parallel_cast_op.cpp`:
     `CHECK_EQ(conf.size(), parallel_hierarchy.NumAxes())`)."""
-    if isinstance(entries, (str, Distribute)):
+    if isinstance(entries, str):  # "S(0),B" (v0.4.0 get_variable splits a string at its commas)
+        entries = [e.strip() for e in entries.split(",") if e.strip()]
+    elif isinstance(entries, Distribute):
         entries = [entries]
     entries = list(entries or [])
     if not entries:

@@ -268,6 +268,13 @@ def test_bad_parallel_distributions_are_named():
         with flow.scope.placement("cpu", "0:0-3", (2, 2)):
             return flow.hierarchical_parallel_cast(x, parallel_distribution=["S(0)"])
 
+    from oneflow_compat import distribute as dist
+    from oneflow_compat.ir.placement import Placement as IrPlacement
+
+    mesh = IrPlacement("cpu", [(0, i) for i in range(4)], hierarchy=(2, 2))
+    assert dist.to_parallel_distribution("S(0), B", mesh, "t") == S.nd((S.S(0), S.B), (2, 2))  # v0.4.0's string
+    assert dist.to_parallel_distribution([dist.split(1), "P"], mesh, "t") == S.nd((S.S(1), S.P), (2, 2))
+    assert dist.to_parallel_distribution([], mesh, "t") is None
     with pytest.raises(ValueError, match=r"parallel_distribution \['S\(0\)'\] has 1 entry, but the placement "
                                          r".* has 2 dimensions \(hierarchy \(2, 2\)\)"):
         job(np.zeros((4, 4), np.float32))
