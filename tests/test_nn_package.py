@@ -147,3 +147,24 @@ def test_weight_norm_matches_torch():
     np.testing.assert_allclose(m.weight_v.grad.numpy(), tm.weight_v.grad.numpy(), rtol=1e-4, atol=1e-6)
     nn.utils.remove_weight_norm(m)
     np.testing.assert_allclose(m.weight.numpy(), w, rtol=1e-5)
+
+
+def test_nn_modules_per_file_paths_as_oneflow_09():
+    """`oneflow.nn.modules.<file>` binds the classes OneFlow 0.9 defines in that file (the same objects as nn.*)."""
+    import importlib
+
+    import oneflow_compat.nn as nn
+
+    layout = {"conv": ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"],
+              "batchnorm": ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"],
+              "pooling": ["MaxPool1d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"],
+              "activation": ["ReLU", "GELU", "Softmax", "Hardswish", "SiLU", "LeakyReLU"],
+              "loss": ["CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "KLDivLoss", "SmoothL1Loss"],
+              "normalization": ["LayerNorm", "GroupNorm"], "instancenorm": ["InstanceNorm2d"],
+              "sparse": ["Embedding"], "dropout": ["Dropout", "Dropout2d"], "padding": ["ZeroPad2d"],
+              "upsampling": ["Upsample"], "pixelshuffle": ["PixelShufflev2"], "linear": ["Linear", "Identity"],
+              "container": ["Sequential", "ModuleList", "ModuleDict"], "flatten": ["Flatten"]}
+    for file, names in layout.items():
+        mod = importlib.import_module("oneflow.nn.modules." + file)
+        for n in names:
+            assert getattr(mod, n) is getattr(nn, n), (file, n)
