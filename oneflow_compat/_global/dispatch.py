@@ -109,3 +109,9 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
             gv = g._value
         roots.append((t._edge(), gv))
     autograd.backward(roots, lambda leaf, value: leaf._accumulate_grad(value), retain_graph)
+
+
+def oneflow_op_type(op_type):
+    """OneFlow 0.9's op type name of a registered op (the name nn.Graph's op names and debug lines show)."""
+    name = _ONEFLOW_OP_NAMES.get(op_type, op_type)
+    return name[len("view::"):] if name.startswith("view::") else name
