@@ -52,7 +52,8 @@ def _copy_(self, other):
 
 def _rebind(self, result):
     """In-place op: storage updated in place when nothing records gradients, else the tensor takes the result."""
-    self._check_inplace()
+    if not self.is_lazy:  # inside nn.Graph.build an op's lazy output is no leaf (`out += identity` in ResNets)
+        self._check_inplace()
     v, r = self._value, result._value
     same = (r.meta.shape == v.meta.shape and r.placement == v.placement and r.sbp == v.sbp)
     if result._node is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
