@@ -25,7 +25,15 @@ def multiply(xp, a, b):
 
 
 def divide(xp, a, b):
-    return a / b
+    """a / b; for integer arrays the quotient truncated toward zero in their dtype, as C++ divides them (OneFlow's
+    broadcast_div kernel on int8/int32/int64). Division by zero, undefined in C++, gives 0 there."""
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
+        return a / b
+    zero = b == 0
+    safe = xp.where(zero, b.dtype.type(1), b)
+    q = xp.abs(a) // xp.abs(safe)
+    q = xp.where((a < 0) != (safe < 0), -q, q)
+    return xp.where(zero, q.dtype.type(0), q).astype(xp.result_type(a, b), copy=False)
 
 
 def maximum(xp, a, b):

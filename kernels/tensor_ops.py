@@ -1,5 +1,5 @@
 """Kernels of the OneFlow 0.9 tensor ops the global API's users call at run time (flowvision's models, the basics
-pages): flip, cumsum, triu, isnan / isinf, the dim scatters, expand.
+pages): flip, cumsum, triu, isnan / isinf, the dim scatters, erfinv.
 
 Each works on the piece it is given (a device's piece under the op's SBP signatures), never on a logical shape.
 """
@@ -80,11 +80,6 @@ def dim_scatter_src_grad(xp, dy, index, like, *, dim):
     out = xp.zeros(like.shape, dtype=dy.dtype)
     out[tuple(slice(0, n) for n in index.shape)] = dy[_scatter_positions(xp, index, dim, dy.shape[dim])]
     return out
-
-
-def expand(xp, x, *, shape):
-    """x broadcast to `shape`: new leading axes, and axes of size 1 stretched (OneFlow's `expand`)."""
-    return xp.broadcast_to(x, tuple(shape))
 
 
 def _erf(xp, x):

@@ -1,7 +1,9 @@
-"""oneflow_compat: OneFlow v0.3's legacy lazy "job function" API on numpy/CuPy, in one process or over MPI.
+"""oneflow_compat: OneFlow's legacy lazy "job function" API (v0.3-0.4) and its global-tensor API (v0.5-0.9) on
+numpy/CuPy, in one process or over MPI.
 
 Scripts keep `import oneflow as flow`; see README.md for how the `oneflow` name is provided.
 """
+from oneflow_compat.version import __version__  # noqa: F401
 from oneflow_compat.backend import kernels_location as _kernels_location
 
 # Before anything imports a kernel: a checkout's package takes the checkout's kernels/ (a wheel carries its own).
@@ -18,6 +20,9 @@ if _world.job_size() > 1:  # MPI, or the launch variables (several MPI worlds jo
     _world.get_process_comm()
 from oneflow_compat.ops import (activation_ops, array_ops, data_ops, math_ops, nn_ops,  # noqa: F401 (registers)
                                 shape_ops, system_ops)
+from oneflow_compat.ops import (  # noqa: F401,E402 (registers; the whole legacy API, issue 20)
+    elementwise_math_ops, experimental_ops, legacy_array_ops, legacy_data_ops, nd_index_ops, quantization_ops,
+    random_ops, summary_ops, tensor_buffer_ops, two_stage_reduce_ops)
 # the nn ops family's op modules (registers them)
 from oneflow_compat.ops import conv_ops, loss_ops, nn_misc_ops, norm_ops, pool_ops  # noqa: F401,E402
 # the OneFlow 0.9 tensor ops of issue 21 (flip, cumsum, triu, isnan/isinf, dim scatters, expand)
@@ -55,6 +60,7 @@ from oneflow_compat._api import blob_methods as _blob_methods
 _blob_methods.install()
 
 from oneflow_compat._global.serialization import load, save  # noqa: E402 (legacy checkpoint or state dicts)
+from oneflow_compat._global.sharding_view import visualize_sharding  # noqa: E402,F401 (a project addition)
 from oneflow_compat import optim  # noqa: E402,F401
 
 # `import oneflow.compatible.single_client as flow`: the legacy API alone (importing it chooses the legacy API)

@@ -22,15 +22,16 @@ def _setter(fn):
 @_setter
 def gpu_device_num(res, val):
     """GPUs per machine; without a usable CUDA device, that many CPU devices (as OneFlow's CPU-only builds)."""
-    from oneflow_compat.backend import devices, notices
+    from oneflow_compat.backend import devices
 
     if not (type(val) is int and val >= 0):
         raise AssertionError("gpu_device_num must be a non-negative int")
     if devices.cuda_usable():
         res.gpu_device_num = val
     else:
-        notices.notice("INFO: no usable CUDA device; flow.config.gpu_device_num(%d) sets cpu_device_num(%d) instead",
-                       val, val)
+        if val > 0:
+            devices.fallback_notice("flow.config.gpu_device_num(%d) runs %d CPU device%s instead"
+                                    % (val, val, "" if val == 1 else "s"))
         res.gpu_device_num = 0
         res.cpu_device_num = max(1, val)
         res.gpu_requested = val > 0
@@ -96,11 +97,20 @@ def _ignored(name):
 
 for _name in ("comm_net_worker_num", "max_mdsave_worker_num", "enable_numa_aware_cuda_malloc_host",
               "compute_thread_pool_size", "rdma_mem_block_mbyte", "rdma_recv_msg_buf_mbyte", "reserved_host_mem_mbyte",
-              "reserved_device_mem_mbyte", "use_rdma", "thread_enable_local_message_queue",
+              "reserved_device_mem_mbyte", "thread_enable_local_message_queue",
               "save_downloaded_file_to_local_fs", "persistence_buf_byte", "collect_act_event",
               "enable_tensor_float_32_compute", "enable_mem_chain_merge", "nccl_use_compute_stream",
               "disable_group_boxing_by_dst_parallel", "enable_fusion", "enable_cudnn_conv_heuristic_search_algo"):
     globals()[_name] = _ignored(_name)
+
+
+@_setter
+def use_rdma(res, val=True):
+    """Turning RDMA on is refused (issue 20: RDMA/grpc configuration is out of scope); off is what there is."""
+    if val:
+        from oneflow_compat._api.refusals import GRPC
+
+        raise NotImplementedError("flow.config.use_rdma(True): %s" % GRPC)
 
 
 class _CollectiveBoxing:

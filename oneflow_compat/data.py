@@ -1,8 +1,15 @@
-"""`flow.data.*`: MNIST loading and the OFRecord readers/decoders (ops in `ops/data_ops.py`)."""
+"""`flow.data.*`: MNIST loading, the OFRecord readers/decoders (ops in `ops/data_ops.py`) the COCO reader and
+the Megatron GPT loader."""
 from oneflow_compat._api.data_api import (
     BlobConf, OFRecordBytesDecoder, OFRecordImageDecoder, OFRecordImageDecoderRandomCrop, OFRecordRawDecoder,
-    RawCodec, decode_ofrecord, ofrecord_bytes_decoder, ofrecord_image_decoder, ofrecord_image_decoder_random_crop,
+    RawCodec, decode_ofrecord, ofrecord_bytes_decoder, ofrecord_image_classification_reader, ofrecord_image_decoder, ofrecord_image_decoder_random_crop,
     ofrecord_loader, ofrecord_raw_decoder, ofrecord_reader)
+from oneflow_compat._api.legacy_data_api import (  # noqa: F401 (the rest of OneFlow v0.3.4's flow.data)
+    BytesListCodec, ImageCodec, ImagePreprocessor, ImageResizePreprocessor, MegatronGPTMMapDataLoader,
+    NormByChannelPreprocessor, OneRecDecoder, coco_reader, decode_random, image_decoder_random_crop_resize,
+    megatron_gpt_mmap_data_loader, onerec_decoder, onerec_reader)
+
+ImageDecoderRandomCropResize = image_decoder_random_crop_resize
 
 
 def load_mnist(train_batch_size=100, test_batch_size=100, data_format="NCHW",

@@ -85,3 +85,21 @@ def consistent_strategy():
 
 def deprecated_consistent_strategy():
     return consistent_strategy()
+
+
+# --- OneFlow v0.3.4 distribute.py's remaining names (the whole legacy API, issue 20) ---------------------------------
+def assert_is_valid_distribute(distribute):
+    assert isinstance(distribute, Distribute), """not a valid distribute policy.
+           expected: 1) oneflow.distribute.split(axis); 2) oneflow.distribute.broadcast(); 3) oneflow.distribute.auto()"""
+
+
+def mirrored_strategy_enabled():
+    from oneflow_compat import scope
+
+    return scope.mirrored_view_enabled()
+
+
+def consistent_strategy_enabled():
+    from oneflow_compat import scope
+
+    return scope.consistent_view_enabled()

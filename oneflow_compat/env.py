@@ -98,3 +98,17 @@ def get_local_rank():
 def get_node_size():
     """The number of nodes (the launcher's --nnodes)."""
     return _world.job_node_size()
+
+
+def grpc_use_no_signal(val=True):
+    """Deprecated in OneFlow v0.3.4 already, where it only printed this warning (env_util.py)."""
+    import traceback
+
+    print("WARNING:", "oneflow.env.grpc_use_no_signal is deprecated, users no longer need to set rpc use signal or "
+          "not. \n", traceback.format_stack()[-2])
+
+
+# v0.4.0, "only used by CI": the bootstrap of OneFlow's grpc control plane (refused, _api/refusals.py)
+from oneflow_compat._api.refusals import GRPC as _GRPC, refused as _refused  # noqa: E402
+
+init_bootstrap_confs = _refused("env.init_bootstrap_confs", _GRPC)

@@ -88,3 +88,7 @@ from oneflow_compat.nn.legacy_norms import (  # noqa: F401,E402
     layers_batch_normalization_relu as batch_normalization_relu, layers_layer_norm as layer_norm)
 from oneflow_compat.nn.legacy_convs import layers_conv1d as conv1d, layers_conv3d as conv3d  # noqa: F401,E402
 from oneflow_compat.nn.legacy_misc import upsample_2d  # noqa: F401,E402
+
+
+# --- the rest of OneFlow v0.3.4's flow.layers outside the nn part (the whole legacy API, issue 20) -------------------
+from oneflow_compat._api.experimental_api import categorical_ordinal_encoder  # noqa: E402,F401

@@ -43,10 +43,21 @@ def multiply(x, y, name=None):
 
 
 def divide(x, y, name=None):
+    """x / y as OneFlow v0.3.4's math_ops.divide: a blob divided by 0 is multiplied by 0 (its scalar path sets
+    y = 0.0); a number divided by a blob is number · reciprocal_no_nan(blob), so 0 where the blob is 0; integer
+    blobs divide as C++ integers (truncated toward zero, in their dtype), a Python number then taken in the
+    blob's dtype as OneFlow's scalar kernels take it. (OneFlow multiplied an integer blob by the integer cast of
+    1/y, i.e. by 0 for |y| > 1: the quotient is computed instead.)"""
     if _is_scalar(y):
-        return apply("scalar_mul", [_check_blob(x, "flow.math.divide")], {"value": 1.0 / float(y)}, name=name)
+        x = _check_blob(x, "flow.math.divide")
+        if not x.dtype.is_floating:
+            return apply("divide", [x, _constant_like(x, y)], name=name)
+        return apply("scalar_mul", [x], {"value": 0.0 if y == 0 else 1.0 / float(y)}, name=name)
     if _is_scalar(x):
-        return apply("scalar_rdiv", [_check_blob(y, "flow.math.divide")], {"value": float(x)}, name=name)
+        y = _check_blob(y, "flow.math.divide")
+        if not y.dtype.is_floating:
+            return apply("divide", [_constant_like(y, x), y], name=name)
+        return apply("scalar_mul", [apply("reciprocal_no_nan", [y])], {"value": float(x)}, name=name)
     return apply("divide", [_check_blob(x, "flow.math.divide"), _check_blob(y, "flow.math.divide")], name=name)
 
 
@@ -112,7 +123,6 @@ floor = _unary("floor")
 ceil = _unary("ceil")
 round = _unary("round")  # noqa: A001
 reciprocal = _unary("reciprocal")
-reciprocal_no_nan = reciprocal
 sin = _unary("sin")
 cos = _unary("cos")
 log1p = _unary("log1p")
@@ -224,6 +234,71 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
 
 def cast(x, dtype, name=None):
     return apply("cast", [x], {"dtype": dtypes.as_dtype(dtype)}, name=name)
+
+
+# --- the rest of OneFlow v0.3.4/v0.4.0's flow.math (the whole legacy API, issue 20) -------------------------------
+from oneflow_compat._api.legacy_math import (  # noqa: E402,F401
+    _check_axis, _unique, acos, acosh, asin, asinh, atan, atan2, atanh, broadcast_to_compatible_with, cosh, erf,
+    erfc, floordiv, fused_scale_tril, fused_scale_tril_softmax_dropout, gelu_grad, in_top_k, lgamma,
+    reciprocal_no_nan, reduced_shape_elem_cnt, rint, sigmoid_grad, sigmoid_v2, sinh, tan, tanh_v2, tril,
+    two_stage_reduce_max, two_stage_reduce_min, unsorted_batch_segment_sum, unsorted_segment_sum,
+    unsorted_segment_sum_like, xdivy, xlogy)
+
+
+def squared_difference(x, y, name=None):
+    """(x - y)², as OneFlow builds it: `name + "_subtract"` then `name + "_square"`."""
+    name_subtract = name_square = None
+    if name is not None:
+        name_subtract, name_square = name + "_subtract", name + "_square"
+    return square(subtract(x, y, name_subtract), name_square)
+
+
+def polyval(coeffs, x, name=None):
+    """coeffs[0] x^(n-1) + … + coeffs[n-1] by Horner's rule; a list or tuple of Python numbers."""
+    from oneflow_compat._api import ops_api
+
+    if not isinstance(coeffs, (list, tuple)):
+        raise ValueError("Argument coeffs must be list type found {}".format(type(coeffs)))
+    p = ops_api.zeros_like(x, name=name)
+    for c in coeffs:
+        p = add(c, multiply(p, x))
+    return p
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """log(Σ exp(x)) over `axis`. OneFlow v0.3.4 computes log(reduce_sum(exp(x))), which overflows once x passes
+    ~88 (float32); the same value is computed here as m + log(Σ exp(x - m)), m the maximum over `axis`, which
+    gives OneFlow's numbers wherever OneFlow's are finite."""
+    name = _unique(name, "ReduceLogSumExp_")
+    axis = _check_axis(axis, input_tensor.shape)
+    m = apply("reduce_max", [input_tensor], {"axis": axis, "keepdims": True}, name=name + "_max")
+    m_b = apply("broadcast_like", [m, input_tensor], name=name + "_max_broadcast")
+    shifted = exp(subtract(input_tensor, m_b, name + "_shift"), name + "_exp")
+    s = apply("reduce_sum", [shifted], {"axis": axis, "keepdims": keepdims}, name=name + "_reduce_sum")
+    m_out = m if keepdims else apply("reshape", [m], {"shape": s.shape}, name=name + "_max_reshape")
+    return add(log(s, name + "_log"), m_out, name + "_add")
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """sqrt(reduce_variance(x)) over `axis` (population variance); an empty axis list gives zeros."""
+    from oneflow_compat._api import ops_api
+
+    name = _unique(name, "ReduceStd_")
+    axis = _check_axis(axis, input_tensor.shape)
+    if isinstance(axis, list) and len(axis) == 0:
+        return ops_api.zeros_like(input_tensor, dtype=input_tensor.dtype, name=name + "_zeros_like")
+    return sqrt(reduce_variance(input_tensor, axis, keepdims, name + "_reduce_variance"), name + "_sqrt")
+
+
+def moments(x, axes, keepdims=False, name=None):
+    """flow.nn.moments: (reduce_mean, reduce_variance) of x over `axes` (a list), built under the name scope `name`."""
+    from oneflow_compat import scope
+
+    assert isinstance(axes, list)
+    name = _unique(name, "Moments_")
+    with scope.namespace(name):
+        return (reduce_mean(x, axis=axes, keepdims=keepdims),
+                reduce_variance(x, axis=axes, keepdims=keepdims))
 
 
 def __getattr__(name):

@@ -98,3 +98,10 @@ class namespace:  # noqa: N801 - legacy name
     def __exit__(self, *exc):
         self._ctx.namespaces.pop()
         return False
+
+
+def current_scope():
+    """`flow.scope.current_scope()`: the scope of the job being built (the same object as flow.current_scope())."""
+    from oneflow_compat._api.job_desc import current_scope as _current
+
+    return _current()

@@ -25,3 +25,4 @@ def _deprecated_def(cls, legacy_name):
 
 FixedTensorDef = _deprecated_def(Numpy.Placeholder, "FixedTensorDef")
 MirroredTensorDef = _deprecated_def(ListNumpy.Placeholder, "MirroredTensorDef")
+MirroredTensorListDef = _deprecated_def(ListListNumpy.Placeholder, "MirroredTensorListDef")

@@ -134,7 +134,10 @@ def test_declared_properties():
     assert _with("boxing") == {"boxing"}
     assert {t: registry.get(t).runtime_hook for t in _with("runtime_hook")} == {"watch": "watch"}
     assert _with("in_place") == {"optimizer_update", "increment", "moving_average_update", "loss_scale_update",
-                                 "matmul_sgd_update", "reduce_sum_sgd_update"}
+                                 "matmul_sgd_update", "reduce_sum_sgd_update",
+                                 # the legacy API's writes to variables (flow.assign, logical_slice_assign)
+                                 "assign", "assign_if", "assign_if_not", "logical_slice_assign",
+                                 "moving_average_min_max_observer"}
     assert _with("in_place") <= _with("stateful")
     assert _with("boxing") | _with("runtime_hook") <= _with("collective")
     # their output is a new array: matmul, reductions, sums and scalings (gradients the optimizer may scale in place)

@@ -135,7 +135,7 @@ def test_current_global_function_desc_and_unittest_base():
     assert issubclass(flow.unittest.TestCase, __import__("unittest").TestCase)
 
 
-def test_tensor_list_placeholder_is_a_clear_error():
+def test_tensor_list_placeholder_feeds_and_returns_the_lists():
     flow.config.cpu_device_num(1)
     cfg = flow.function_config()
     cfg.default_logical_view(flow.scope.mirrored_view())
@@ -144,5 +144,5 @@ def test_tensor_list_placeholder_is_a_clear_error():
     def f(x: tp.ListListNumpy.Placeholder((2,))) -> tp.ListListNumpy:
         return x
 
-    with pytest.raises(NotImplementedError, match="tensor-list placeholders"):
-        f([[np.ones(2, np.float32)]])
+    out = f([[np.ones(1, np.float32), np.full(1, 2.0, np.float32)]])
+    assert [[a.tolist() for a in per_dev] for per_dev in out] == [[[1.0], [2.0]]]

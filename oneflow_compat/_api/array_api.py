@@ -241,9 +241,11 @@ def pad(x, paddings, constant_value=0, name=None):
 def where(condition, x=None, y=None, name=None):
     """Elementwise x where condition != 0, else y (numpy broadcasting)."""
     _blob(condition, "flow.where")
-    if x is None and y is None:
-        raise NotImplementedError("flow.where(condition) without x and y (argwhere: an output whose size depends "
-                                  "on the data) is not supported")
+    if x is None and y is None:  # OneFlow: argwhere(condition), a dynamic blob of the non-zero entries' indices
+        from oneflow_compat.ir import dtypes
+
+        output, size = apply("argwhere", [condition], {"dtype": dtypes.int32}, name=name)
+        return apply("sync_dynamic_resize", [output, size])
     if x is None or y is None:
         raise ValueError("it is not supported when exactly one of x or y is non-None")
     return apply("where", [condition, _blob(x, "flow.where"), _blob(y, "flow.where")], name=name)

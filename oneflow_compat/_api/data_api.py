@@ -8,6 +8,7 @@ Which module exports which names: `DATA_NAMES` (`flow.data.*`), `IMAGE_NAMES` (`
 """
 import traceback
 
+from oneflow_compat._api import legacy_data_api
 from oneflow_compat.datasets import ofrecord_io
 from oneflow_compat.ir import builder, dtypes
 from oneflow_compat.kernels import image as image_k
@@ -346,17 +347,55 @@ class BlobConf:
 
 def decode_ofrecord(ofrecord_dir, blobs, batch_size=1, data_part_num=1, part_name_prefix="part-",
                     part_name_suffix_length=-1, shuffle=False, buffer_size=1024, name=None):
-    """A tuple with one blob per BlobConf, all rows from the same records: a reader plus one raw decoder each.
-    Only RawCodec blobs without preprocessors are supported (the image codec of this API is not implemented)."""
-    for conf in blobs:
-        if not isinstance(conf.codec, RawCodec) or conf.preprocessors:
-            raise NotImplementedError("decode_ofrecord: blob %r: only RawCodec without preprocessors is supported; "
-                                      "decode images with flow.data.OFRecordImageDecoder / flow.image.* instead"
-                                      % conf.name)
+    """A tuple with one blob per BlobConf, all rows from the same records: a reader plus one decoder per blob
+    (RawCodec, ImageCodec with its preprocessors, BytesListCodec; NormByChannel preprocessors after decoding)."""
     name = _op_name(name, "Decode")
     records = ofrecord_reader(ofrecord_dir, batch_size, data_part_num, part_name_prefix, part_name_suffix_length,
                               random_shuffle=bool(shuffle), shuffle_buffer_size=buffer_size, name=name)
-    return tuple(OFRecordRawDecoder(records, conf.name, conf.shape, conf.dtype,
-                                    auto_zero_padding=False, truncate=conf.codec.auto_zero_padding,
-                                    name="%s-%s" % (name, conf.name))
-                 for conf in blobs)
+    return tuple(decode_blob(records, conf, "%s-%s" % (name, conf.name)) for conf in blobs)
+
+
+# --- the rest of OneFlow v0.3.4's flow.data on OFRecords (the whole legacy API, issue 20) ---------------------------
+def decode_blob(records, conf, name):
+    """One BlobConf of decode_ofrecord: its codec's decoder, then its NormByChannel preprocessors."""
+    codec = conf.codec
+    if isinstance(codec, RawCodec):
+        out = OFRecordRawDecoder(records, conf.name, conf.shape, conf.dtype, auto_zero_padding=False,
+                                 truncate=codec.auto_zero_padding, name=name)
+    elif isinstance(codec, legacy_data_api.ImageCodec):
+        out = apply("ofrecord_jpeg_decoder", [records], {
+            "name": conf.name, "shape": tuple(conf.shape), "dtype": dtypes.as_dtype(conf.dtype),
+            "preprocess": [p.step() for p in codec.image_preprocessors], "seed": None}, name=name)
+    elif isinstance(codec, legacy_data_api.BytesListCodec):
+        out = apply("ofrecord_bytes_list_decoder", [records], {
+            "name": conf.name, "shape": tuple(conf.shape), "dtype": dtypes.as_dtype(conf.dtype)}, name=name)
+    else:
+        raise TypeError("decode_ofrecord: blob %r has codec %r; use RawCodec, ImageCodec or BytesListCodec" % (
+            conf.name, codec))
+    for k, p in enumerate(conf.preprocessors):
+        if not isinstance(p, legacy_data_api.NormByChannelPreprocessor):
+            raise TypeError("decode_ofrecord: blob %r: a BlobConf preprocessor must be a NormByChannelPreprocessor "
+                            "(image preprocessors go to the ImageCodec), got %r" % (conf.name, p))
+        mean = [float(v) for v in p.mean_values]
+        std = [float(v) for v in p.std_values] if p.std_values else [1.0] * len(mean)
+        out = apply("norm_by_channel", [out], {"mean": mean, "std": std[:len(mean)], "data_format": p.data_format},
+                    name="%s-norm_by_channel_%d" % (name, k))
+    return out
+
+
+def ofrecord_image_classification_reader(ofrecord_dir, image_feature_name, label_feature_name, batch_size=1,
+                                         data_part_num=1, part_name_prefix="part-", part_name_suffix_length=-1,
+                                         random_shuffle=False, shuffle_buffer_size=1024, shuffle_after_epoch=False,
+                                         color_space="BGR", decode_buffer_size_per_thread=32,
+                                         num_decode_threads_per_machine=None, name=None):
+    """(images, labels): the decoded images (a tensor buffer) and the int32 labels (n,) of an image-classification
+    OFRecord dataset, read as one reader. The decoding-thread settings are accepted."""
+    name = _op_name(name, "OFRecordImageClassificationReader_")
+    records = ofrecord_reader(ofrecord_dir, batch_size, data_part_num, part_name_prefix, part_name_suffix_length,
+                              random_shuffle=random_shuffle, shuffle_buffer_size=shuffle_buffer_size,
+                              shuffle_after_epoch=shuffle_after_epoch, name=name)
+    image = OFRecordImageDecoder(records, image_feature_name, color_space=color_space, name=name + "_image")
+    label = OFRecordRawDecoder(records, label_feature_name, shape=(1,), dtype=dtypes.int32, name=name + "_label")
+    return image, apply("reshape", [label], {"shape": (batch_size,)}, name=name + "_label_squeeze")
+
+

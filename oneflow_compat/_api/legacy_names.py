@@ -26,7 +26,7 @@ from oneflow_compat.initializer import (  # noqa: F401
 from oneflow_compat._api.ops_api import (  # noqa: F401
     cast, cast_to_current_logical_view, constant, constant_like, constant_scalar, get_variable, identity, matmul,
     ones, ones_like, parallel_cast, reshape, reshape_like, watch, watch_diff, zeros, zeros_like)
-from oneflow_compat.typing import FixedTensorDef, MirroredTensorDef  # noqa: F401
+from oneflow_compat.typing import FixedTensorDef, MirroredTensorDef, MirroredTensorListDef  # noqa: F401
 from oneflow_compat.custom_ops import (  # noqa: F401
     consistent_user_op_builder, consistent_user_op_module_builder, user_op_builder, user_op_module_builder)
 from oneflow_compat._api.job_desc import current_global_function_desc, current_scope  # noqa: F401
@@ -36,9 +36,34 @@ from oneflow_compat.nn.legacy_losses import combined_margin_loss, smooth_l1_loss
 from oneflow_compat.nn.legacy_misc import (  # noqa: F401,E402
     constant_pad2d, reflection_pad2d, replication_pad2d, same_padding, zero_pad2d)
 
+# --- the rest of OneFlow v0.3.4/v0.4.0's top-level names (the whole legacy API, issue 20) --------------------------
+from oneflow_compat._api.legacy_array_api import (  # noqa: F401,E402
+    amp_white_identity, argsort, argwhere, assign, cast_to_static_shape, count_not_finite, diag, dim_gather,
+    dynamic_reshape, eager_nccl_all_reduce, elem_cnt, expand, gather_nd, identity_n, multi_count_not_finite, nonzero,
+    builtin_op, hierarchical_parallel_cast, pad_grad, range, scatter_nd, slice_update, sort, sync_dynamic_resize, tensor_scatter_nd_add, tensor_scatter_nd_update)
+from oneflow_compat import (  # noqa: F401,E402
+    advanced, deprecated, detection, distributed, linalg, model, onnx, profiler, quantization, saved_model,
+    serving, summary, system, sysconfig, tensorrt, util)
+from oneflow_compat.model import Model  # noqa: F401,E402
+from oneflow_compat._api.time_shape_api import acc, pack, repeat, unpack  # noqa: F401,E402
+from oneflow_compat._api.experimental_api import (  # noqa: F401,E402
+    categorical_ordinal_encode, distributed_partial_fc_sample)
+from oneflow_compat._api.tensor_buffer_api import (  # noqa: F401,E402
+    gen_tensor_buffer, image_batch_align, image_flip, image_normalize, object_bbox_flip, object_bbox_scale,
+    object_segmentation_polygon_flip, object_segmentation_polygon_scale, object_segmentation_polygon_to_mask,
+    tensor_buffer_to_tensor, tensor_buffer_to_tensor_list, tensor_list_split, tensor_list_to_tensor_buffer,
+    tensor_to_tensor_buffer)
+from oneflow_compat._api.legacy_misc import InitEagerGlobalSession  # noqa: F401,E402
+from oneflow_compat._api.legacy_misc import (  # noqa: F401,E402
+    current_machine_id, current_resource, dtypes, find_or_create_module, inter_job_reuse_mem_strategy,
+    is_deprecated)
+from oneflow_compat._api.legacy_math import (  # noqa: F401,E402
+    broadcast_to_compatible_with, in_top_k, unsorted_batch_segment_sum, unsorted_segment_sum,
+    unsorted_segment_sum_like)
+
 function_config = FunctionConfig
 ExecutionConfig = FunctionConfig
-name_scope = scope.namespace
+from oneflow_compat._api.legacy_misc import name_scope  # noqa: F401,E402 (OneFlow's deprecated spelling)
 fixed_placement = scope.placement
 device_prior_placement = scope.placement
 

@@ -58,7 +58,10 @@ def ones_like(like, dtype=None, name=None):
 
 
 def cast(x, dtype, name=None):
-    return apply("cast", [x], {"dtype": dtypes.as_dtype(dtype)}, name=name)
+    dtype = dtypes.as_dtype(dtype)
+    if x.dtype is dtype:  # OneFlow returns the blob itself (math_ops.cast)
+        return x
+    return apply("cast", [x], {"dtype": dtype}, name=name)
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,

@@ -16,6 +16,7 @@ import os
 import sys
 
 from oneflow_compat.ir import sbp as S
+from oneflow_compat._global.op_names import oneflow_op_type
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -66,8 +67,6 @@ class OpRecords:
         self.lbn[id(blob)] = lbn
 
     def record(self, path, op_type, op, input_blobs):
-        from oneflow_compat._global.dispatch import oneflow_op_type
-
         name = "%s%s-%d" % (path + "-" if path else "", oneflow_op_type(op_type), len(self.ops))
         ins = [self.lbn.get(id(b), b.op.name + "/out") for b in input_blobs]
         for i, y in enumerate(op.outputs):

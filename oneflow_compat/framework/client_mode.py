@@ -19,6 +19,7 @@ First uses (each entry point calls `use(...)`):
 the choice: live tensors or job functions of the other API may still exist); the test suite, which runs both
 families of tests in one process, calls it between tests (tests/conftest.py).
 """
+import contextlib
 import importlib
 import os
 import sys
@@ -33,6 +34,7 @@ _API = {
 
 # [mode, what chose it, where] — a list so that the fast path in `use` is one item read and one comparison
 _CHOICE = [None, None, None]
+_NEUTRAL = [0]  # > 0 inside `neutral()`
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # frames skipped when naming the user's call: this package (and a checkout's kernels/), the `oneflow` alias hook,
@@ -51,12 +53,24 @@ def current():
 def use(mode, what):
     """Records that `what` (e.g. "creating a flow.Tensor") uses the API `mode`; an error if the process already
     uses the other one. Cheap when the mode is already `mode` (it runs for every tensor an op creates)."""
-    if _CHOICE[0] == mode:
+    if _CHOICE[0] == mode or _NEUTRAL[0]:
         return
     if _CHOICE[0] is None:
         _CHOICE[:] = [mode, what, _caller()]
         return
     raise RuntimeError(mixing_message(mode, what, _caller()))
+
+
+@contextlib.contextmanager
+def neutral():
+    """Inside, `use` records and checks nothing: for the objects both APIs share that are built on a class of
+    one of them (OneFlow v0.4.0's `flow.model.Model` and data modules subclass nn.Module whichever style they run
+    in)."""
+    _NEUTRAL[0] += 1
+    try:
+        yield
+    finally:
+        _NEUTRAL[0] -= 1
 
 
 def mixing_message(mode, what, where):

@@ -108,7 +108,28 @@ def _check_one(job_name, pname, ph, value, ndev, idx=None):
     if ph.kind == "list_list_numpy":
         if not isinstance(value, (list, tuple)) or len(value) != ndev:
             raise AssertionError("%s expects a list (one per device) of lists of arrays" % what)
-        return [[_as_dtype(x, ph, what) for x in per_dev] for per_dev in value]
+        out = []
+        for d, per_dev in enumerate(value):
+            if not isinstance(per_dev, (list, tuple)):
+                raise AssertionError("%s: element %d is %s, expected a list of numpy.ndarray (the device's tensor "
+                                     "list)" % (what, d, type(per_dev).__name__))
+            rows = 0
+            for k, x in enumerate(per_dev):
+                if type(x) is not np.ndarray or x.ndim != len(ph.shape) or any(
+                        a > b for a, b in zip(x.shape[1:], ph.shape[1:])):
+                    raise AssertionError("%s: tensor %d of device %d has shape %s, which does not fit the "
+                                         "placeholder's static shape %s (same rank, each axis after the first at "
+                                         "most as long)" % (what, k, d, getattr(x, "shape", type(x).__name__),
+                                                            ph.shape))
+                rows += x.shape[0]
+            if rows > ph.shape[0]:
+                raise AssertionError("%s: the tensors of device %d have %d rows together, more than the "
+                                     "placeholder's first dimension %d" % (what, d, rows, ph.shape[0]))
+            tensors = np.empty(len(per_dev), dtype=object)  # an object array: numpy would unpack the arrays
+            for k, x in enumerate(per_dev):
+                tensors[k] = _as_dtype(x, ph, what)
+            out.append(tensors)
+        return out
     raise AssertionError("unknown placeholder kind %r" % ph.kind)
 
 
@@ -201,6 +222,9 @@ def flatten_returned(spec, value, job_name):
     def leaf(v, kind):
         if not isinstance(v, LazyBlob):
             raise mismatch(v, kind)
+        if getattr(v, "ticks", None) is not None:
+            raise TypeError("global_function %s returns a blob with a time shape (after flow.unpack / flow.repeat): "
+                            "pack or acc it first" % job_name)
         if kind == "numpy" and v.is_dynamic:
             raise TypeError("only fixed shaped blob compatible to oneflow.typing.Numpy. "
                             "you can change annotation to oneflow.typing.ListNumpy ")

@@ -65,10 +65,13 @@ def make_input(ctx, ph, flat_index):
         else:
             op = registry.new_op("input", [], attrs, name=ctx.job.unique_name("Input"))
     elif ph.kind == "list_list_numpy":
-        # tensor-list blobs (a variable number of tensors per device) have no op that consumes them here
-        raise NotImplementedError("%s: tensor-list placeholders (tp.ListListNumpy, removed in OneFlow v0.4.0) are not "
-                                  "supported by oneflow_compat; feed one tensor per device with "
-                                  "tp.ListNumpy.Placeholder instead" % (ph,))
+        # a tensor list (OneFlow v0.3.4's is_tensor_list blobs): per device a list of tensors, each of the
+        # placeholder's rank, together at most its static shape; mirrored view only, as legacy
+        if ctx.view != "mirrored":
+            raise AssertionError("%s is a tensor-list placeholder: it is only valid in mirrored view; set "
+                                 "function_config.default_logical_view(flow.scope.mirrored_view())" % (ph,))
+        attrs["tensor_list"] = True
+        op = registry.new_op("input", [], attrs, name=ctx.job.unique_name("Input"))
     else:
         if ctx.view != "mirrored":
             raise AssertionError("%s is a mirrored (dynamic) placeholder: it is only valid in mirrored view; set "

@@ -79,7 +79,9 @@ class LazyBlob:
 
     @property
     def is_tensor_list(self):
-        return False
+        """A tensor-list blob (OneFlow v0.3.4: a tp.ListListNumpy placeholder or tensor_buffer_to_tensor_list's
+        output): its op carries the attribute `tensor_list`."""
+        return self.index == 0 and self.op.attrs.get("tensor_list") is True
 
     @property
     def op_name(self):

@@ -182,10 +182,11 @@ def _cast_sbp(op):
     return sbp_rules.identity_like(op, linear=linear)
 
 
+# The gradient is cast back to the input's dtype whatever the dtypes (OneFlow v0.3.4 cast_op.cpp): a cast to an
+# integer type passes the gradient through, as an integer (truncated) gradient on its way back.
 register(OpDef("cast", infer=_cast_meta, kernel=E.cast,
                kernel_attrs=lambda op: {"dtype": op.attrs["dtype"].np}, sbp=_cast_sbp,
-               grad=lambda op, dys: [apply("cast", [dys[0]], {"dtype": op.inputs[0].dtype})]
-               if op.inputs[0].dtype.is_floating else [None]))
+               grad=lambda op, dys: [apply("cast", [dys[0]], {"dtype": op.inputs[0].dtype})]))
 
 
 # --- reductions ------------------------------------------------------------------------------------------------

@@ -41,7 +41,12 @@ Properties (what the passes and the runtime need to know about an op, declared i
 * `runtime_hook` — None, or the name under which the runtime supplies the op's function because it needs the
   runtime itself (a watch hands the full logical value to a Python handler): `runtime/executor.py` and eager mode
   keep the table of hooks.
+* `indexed_rows` — None, or `fn(op) -> blob | None`: the indices whose rows (axis 0) are the only non-zero rows
+  of the op's output (a gather's gradient), for the indexed-slices optimizer (passes/optimizer_pass.py).
+* `rowwise` — each row of the output (axis 0) depends on the same row of input 0 alone (identities, scalings): the
+  indexed rows of a gradient survive it.
 """
+from oneflow_compat.ir import time_shape
 from oneflow_compat.ir.graph import LazyBlob, Op
 
 _REGISTRY = {}
@@ -54,7 +59,7 @@ class OpDef:
     def __init__(self, type, infer, kernel=None, kernel_attrs=None, local_attrs=None, build=None, grad=None,
                  sbp=None, num_outputs=1, stateful=False, mirrored_sbp=None, collective=False,
                  build_collective=None, role="compute", view_cast=None, in_place=False, fresh_output=False,
-                 boxing=False, runtime_hook=None):
+                 boxing=False, runtime_hook=None, indexed_rows=None, rowwise=False):
         if role not in ROLES:
             raise ValueError("op %r: role must be one of %s, got %r" % (type, ROLES, role))
         if view_cast is not None and view_cast not in VIEWS:
@@ -79,6 +84,8 @@ class OpDef:
         self.collective = collective
         self.boxing = boxing
         self.runtime_hook = runtime_hook
+        self.indexed_rows = indexed_rows
+        self.rowwise = rowwise
 
     def __repr__(self):
         return "<OpDef %s>" % self.type
@@ -113,6 +120,9 @@ def new_op(op_type, inputs, attrs=None, name=None, in_hints=None, out_hints=None
 
     ctx = builder.current("op '%s'" % op_type)
     defn = get(op_type)
+    if any(time_shape.is_timed(x) for x in inputs):
+        raise ValueError("op '%s' cannot be built on blobs with a time shape (after flow.unpack / flow.repeat): "
+                         "pack or acc them first" % op_type)
     attrs = dict(attrs or {})
     inputs = [_in_view(ctx, ctx.check_input(x, op_type), defn) for x in inputs]
     if name is None:
@@ -141,6 +151,14 @@ def _in_view(ctx, x, defn):
 
 
 def apply(op_type, inputs, attrs=None, name=None, **hints):
-    """Adds an op and returns its output: one blob for a one-output op, else a list."""
+    """Adds an op and returns its output: one blob for a one-output op, else a list. On blobs with a time shape
+    (`ir/time_shape.py`) the op is built once per tick and its outputs are timed blobs."""
+    if any(time_shape.is_timed(x) for x in inputs):
+        n = time_shape.tick_count(inputs, "op '%s'" % op_type)
+        per_tick = [apply(op_type, [x.ticks[t] if time_shape.is_timed(x) else x for x in inputs], attrs,
+                          None if name is None else "%s-tick%d" % (name, t), **hints) for t in range(n)]
+        if isinstance(per_tick[0], list):
+            return [time_shape.TimedBlob([outs[k] for outs in per_tick]) for k in range(len(per_tick[0]))]
+        return time_shape.TimedBlob(per_tick)
     op = new_op(op_type, inputs, attrs, name, **hints)
     return op.outputs[0] if len(op.outputs) == 1 else list(op.outputs)

@@ -279,6 +279,7 @@ def _gather_grad_sbp(op):
 
 register(OpDef("gather_grad", infer=lambda op: [TensorMeta(op.inputs[2].shape, op.inputs[0].dtype)],
                kernel=indexing.gather_grad, kernel_attrs=lambda op: {"axis": op.attrs["axis"]},
+               indexed_rows=lambda op: op.inputs[1] if op.attrs["axis"] == 0 else None,
                local_attrs=_gather_grad_local, sbp=_gather_grad_sbp,
                grad=lambda op, dys: [apply("gather", [dys[0], op.inputs[1]], {"axis": op.attrs["axis"]}),
                                      None, None]))

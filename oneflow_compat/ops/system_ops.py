@@ -4,6 +4,7 @@ import functools
 
 import numpy as np
 
+from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
@@ -110,7 +111,7 @@ def _identity_grad(op, dys):
     return [apply("identity", [dys[0]])]
 
 
-register(OpDef("identity", infer=_same_meta, kernel=array_k.identity, sbp=sbp_rules.unary_linear,
+register(OpDef("identity", infer=_same_meta, kernel=array_k.identity, sbp=sbp_rules.unary_linear, rowwise=True,
                grad=_identity_grad))
 
 
@@ -134,6 +135,7 @@ register(OpDef("add_n", infer=_same_meta, kernel=E.add_n, sbp=_add_n_sbp,
 
 
 register(OpDef("scalar_mul", infer=_same_meta, kernel=E.scalar_mul, kernel_attrs=lambda op: {"value": op.attrs["value"]},
+               rowwise=True,
                sbp=sbp_rules.unary_linear,
                grad=lambda op, dys: [apply("scalar_mul", [dys[0]], {"value": op.attrs["value"]})], fresh_output=True))
 
@@ -219,6 +221,9 @@ def _update_build(op, dev):
     step_now = host_step.reader(op.inputs[3])
 
     n_states = op.attrs.get("n_states", len(op.inputs) - 4)
+    indexed = op.attrs.get("indexed_slices", False)
+    if indexed:
+        return _indexed_slices_update(op, dev, opt, wd, scale, step_now, n_states)
 
     def update(w, g, lr, step, *rest):
         # the learning rate and step from the step's host copy (the `learning_rate` op's value, not read back)
@@ -235,6 +240,34 @@ def _update_build(op, dev):
             saved = [a.copy() for a in [w] + states]
             opt.update_scaled(xp, w, g, states, **kwargs)
             optim_k.undo_if_nonfinite(xp, rest[n_states], [w] + states, saved)
+
+    return update
+
+
+def _indexed_slices_update(op, dev, opt, wd, scale, step_now, n_states):
+    """The update of an indexed-slices variable (passes/optimizer_pass.py): only the rows its gather read — of this
+    device's piece, when the variable is split along axis 0 — are updated, with their optimizer states."""
+    xp = dev.xp
+    offset, rows_here = 0, op.inputs[0].shape[0]
+    if dev.sbp_in[0] == S.S(0) and dev.parallel_num > 1:
+        offset, stop = S.balanced_ranges(rows_here, dev.parallel_num)[dev.index]
+        rows_here = stop - offset
+
+    def update(w, g, lr, step, *rest):
+        t = step_now(step)
+        states = list(rest[:n_states])
+        skip, indices = rest[n_states:-1], rest[-1]
+        if skip and int(devices.to_host(skip[0]).reshape(-1)[0]) != 0:
+            return  # dynamic loss scaling: this step's gradients overflowed
+        rows = np.unique(devices.to_host(indices).astype(np.int64).reshape(-1)) - offset
+        rows = xp.asarray(rows[(rows >= 0) & (rows < rows_here)])
+        w_rows, g_rows = w[rows], g[rows]
+        state_rows = [s[rows] for s in states]
+        opt.update_scaled(xp, w_rows, g_rows, state_rows, lr=float(np.float32(opt.lr_scheduler.lr_at(t))), step=t,
+                          weight_decay=wd, grad_scale=scale, grad_owned=True)
+        w[rows] = w_rows
+        for s, s_rows in zip(states, state_rows):
+            s[rows] = s_rows
 
     return update
 

@@ -1,9 +1,10 @@
 """Tensor ops of OneFlow 0.9's global API that its users call at run time (flowvision's models, the basics pages;
-issue 21): flip, cumsum, triu, isnan / isinf, dim_scatter_update / dim_scatter_add, expand.
+issue 21): flip, cumsum, triu, isnan / isinf, dim_scatter_update / dim_scatter_add, erfinv (`expand` is the legacy
+family's op, `ops/legacy_array_ops.py`, which the surface's `expand` applies).
 
 Op types and attributes are OneFlow 0.9's user ops (`oneflow/ir/include/OneFlow/OneFlowUserOps.td`: flip `dims`,
-cumsum `dim`, triu `diagonal`, dim_scatter_update / dim_scatter_add `dim`, expand), so that another branch adding
-the same op shows as a registration clash. `expand` takes its target `shape` as the legacy branch's v0.4.0 op does.
+cumsum `dim`, triu `diagonal`, dim_scatter_update / dim_scatter_add `dim`, erfinv), so that another branch adding
+the same op shows as a registration clash.
 Kernels: `kernels/tensor_ops.py`.
 """
 from oneflow_compat.ir import dtypes
@@ -172,39 +173,6 @@ def _src_grad_grad(op, dys):
 
 register(OpDef("dim_scatter_src_grad", infer=_src_grad_meta, kernel=K.dim_scatter_src_grad,
                kernel_attrs=lambda op: {"dim": op.attrs["dim"]}, sbp=_src_grad_sbp, grad=_src_grad_grad))
-
-
-# --- expand (the legacy branch declares the same op for v0.4.0's flow.expand: keep one at merge) ---------------
-def _expand_meta(op):
-    x, shape = op.inputs[0], tuple(op.attrs["shape"])
-    lead = len(shape) - len(x.shape)
-    if lead < 0 or any(d != s and d != 1 for d, s in zip(x.shape, shape[lead:])):
-        raise ValueError("expand '%s': cannot expand shape %s to %s" % (op.name, tuple(x.shape), shape))
-    return [TensorMeta(shape, x.dtype, x.is_dynamic)]
-
-
-def _expand_sbp(op):
-    x, shape = op.inputs[0].shape, op.outputs[0].shape
-    lead = len(shape) - len(x)
-    sigs = []
-    for j, d in enumerate(shape):
-        i = j - lead
-        if i >= 0 and x[i] == d:
-            sigs.append(_sig([S(i)], [S(j)]))
-        elif d > 1:
-            sigs.append(_sig([B], [S(j)]))
-    return sigs + [_sig([B], [B]), _sig([P], [P])]
-
-
-def _expand_grad(op, dys):
-    shape = tuple(op.inputs[0].shape)
-    if tuple(dys[0].shape) == shape:
-        return [dys[0]]
-    return [apply("reduce_to_shape", [dys[0]], {"shape": shape})]
-
-
-register(OpDef("expand", infer=_expand_meta, kernel=K.expand, kernel_attrs=lambda op: {"shape": op.outputs[0].shape},
-               local_attrs=lambda op, dev: {"shape": dev.out_shapes[0]}, sbp=_expand_sbp, grad=_expand_grad))
 
 
 # --- erfinv (OneFlow 0.9 `erfinv`; truncated-normal initialisers call erfinv_) -----------------------------------

@@ -49,7 +49,12 @@ class Optimizer:
 
     def minimize(self, loss):
         from oneflow_compat.framework.session import register_minimize
+        from oneflow_compat.ir import time_shape
 
+        for x in (loss if isinstance(loss, (list, tuple)) else [loss]):
+            if time_shape.is_timed(x):
+                raise ValueError("minimize(): the loss has a time shape (after flow.unpack / flow.repeat); acc or "
+                                 "pack it into one blob first")
         register_minimize(self, loss)
 
     def leaf_optimizers(self):
@@ -126,6 +131,8 @@ class Optimizer:
 class _MomentumSGD(Optimizer):
     """SGD and SGDW: plain SGD when `momentum == 0` (no state), else TF-style momentum with `-momentum` state."""
 
+    indexed_slices_update = True  # OneFlow rewrites sgd/momentum updates of gathered variables (issue 20)
+
     def state_specs(self, var_name, shape, np_dtype):
         return [] if self.momentum == 0 else [("momentum", 0.0)]
 
@@ -176,6 +183,8 @@ class SGDW(_MomentumSGD):
 
 
 class _AdamFamily(Optimizer):
+    indexed_slices_update = True  # and adam updates (with or without weight decay)
+
     def state_specs(self, var_name, shape, np_dtype):
         return [("m", 0.0), ("v", 0.0)]
 

@@ -178,9 +178,38 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None)
     if dynamic is not None:
         hints[4 + len(states)] = sbp_mod.B
         skip = [dynamic.nonfinite]
+    rows = _indexed_slices_rows(job, opt, name, vop, g)
+    attrs = {"optimizer": opt, "var": name, "weight_decay": opt.weight_decay_rate(name), "grad_scale": grad_scale,
+             "n_states": len(states)}
+    if rows is not None:  # the update reads the gathered indices (whole) after the states and the skip count
+        hints[4 + len(states) + len(skip)] = sbp_mod.B
+        attrs["indexed_slices"] = True
     with GradScope(ctx, vop, "optimizer"):
-        registry.new_op("optimizer_update", [vop.outputs[0], g, lr, step] + states + skip,
-                        {"optimizer": opt, "var": name, "weight_decay": opt.weight_decay_rate(name),
-                         "grad_scale": grad_scale, "n_states": len(states)},
+        registry.new_op("optimizer_update", [vop.outputs[0], g, lr, step] + states + skip + (
+                        [rows] if rows is not None else []), attrs,
                         name=job.unique_name(name + "-update"), in_hints=hints)
+
+
+# OneFlow v0.3.4's IndexedSlicesOptimizerRewritePass (oneflow/core/job_rewriter/indexed_slices_optimizer_rewrite_
+# pass.cpp): with `func_config.indexed_slices_optimizer_conf(dict(include_op_names=dict(op_name=[...])))`, a listed
+# variable whose gradient is the gather's (unsorted_segment_sum_like along axis 0, through scalar_mul / parallel_cast
+# only) and whose update is sgd / momentum / adam without l1 or l2 is updated on the gathered rows alone: the
+# other rows keep their values and optimizer states (no weight decay, no momentum decay there).
+def _indexed_slices_rows(job, opt, name, vop, g):
+    conf = getattr(job.config, "ignored", {}).get("indexed_slices_optimizer_conf")
+    if not isinstance(conf, dict) or not conf.get("enable", True):
+        return None
+    included = conf.get("include_op_names", {}).get("op_name", [])
+    if name not in included or not getattr(opt, "indexed_slices_update", False):
+        return None
+    reg = vop.attrs["spec"].regularizer
+    if reg is not None and (reg.l1 or reg.l2):
+        return None
+    blob = g
+    while blob.op.defn.rowwise:
+        blob = blob.op.inputs[0]
+    rows = blob.op.defn.indexed_rows(blob.op) if blob.op.defn.indexed_rows is not None else None
+    if rows is None or tuple(blob.shape) != tuple(vop.outputs[0].shape):
+        return None
+    return rows
 

@@ -193,11 +193,11 @@ def add(values):
     return global_eager.run_op("add_n", {}, values)[0]
 
 
-def box(value, placement, sbp):
-    """`value` on (placement, sbp); unchanged when it already lies so."""
+def box(value, placement, sbp, label="to_global"):
+    """`value` on (placement, sbp); unchanged when it already lies so. `label`: what `explain` calls it."""
     if value.placement == placement and (value.sbp == sbp or placement.parallel_num == 1):
         return value
-    return global_eager.transfer(value, placement, sbp)
+    return global_eager.transfer(value, placement, sbp, label)
 
 
 def _leaf_uses(roots):

@@ -393,9 +393,10 @@ def _run_cached(key, build, inputs):
     return _cached(key, build).run(inputs)
 
 
-def transfer(value, placement, sbp):
-    """The value on (placement, sbp): any SBP transition and any change of placement, through the boxing."""
-    key = ("to_global", value.meta.shape, value.meta.dtype.name, value.placement, value.sbp, placement, sbp)
+def transfer(value, placement, sbp, label="to_global"):
+    """The value on (placement, sbp): any SBP transition and any change of placement, through the boxing.
+    `label` names the transfer in `explain` ("gradient" for a gradient boxed to its parameter's layout)."""
+    key = (label, value.meta.shape, value.meta.dtype.name, value.placement, value.sbp, placement, sbp)
 
     def build():
         job, ctx = _new_job("eager-to_global", placement)
@@ -405,7 +406,7 @@ def transfer(value, placement, sbp):
         job.output_blobs = [(op.outputs[0], "numpy")]
         what = "eager op 'to_global' (%s %r on %s -> %r on %s)" % (
             tuple(value.meta.shape), value.sbp, placement_text(value.placement), sbp, placement_text(placement))
-        return _compile(job, [op.outputs[0]], what, "to_global", _op_identity(what, {}, [value]))
+        return _compile(job, [op.outputs[0]], what, label, _op_identity(what, {}, [value]))
 
     out = agreement.in_turn(_run_cached, key, build, [value])[0]
     # a tensor made by to_global owns its storage (B -> S slices and B -> P keep views of the source pieces):

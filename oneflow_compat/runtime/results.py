@@ -26,6 +26,13 @@ class LocalBlob:
     def numpy_list(self):
         return list(self._value) if self._mirrored else [self._value]
 
+    def numpy_lists(self):
+        """Per device, the list of its tensors (a tensor-list blob, OneFlow v0.3.4's LocalMirroredTensorList);
+        another blob gives its one array per device."""
+        return [_tensor_list(v) for v in self.numpy_list()]
+
+    ndarray_lists = numpy_lists
+
     ndarray = numpy
     ndarray_list = numpy_list
 
@@ -73,8 +80,13 @@ def leaf_value(value, kind, is_mirrored):
     if kind == "list_numpy":
         return list(value) if is_mirrored else [value]
     if kind == "list_list_numpy":
-        return [[v] for v in value] if is_mirrored else [[value]]
+        return [_tensor_list(v) for v in value] if is_mirrored else [_tensor_list(value)]
     return LocalBlob(value, is_mirrored)
+
+
+def _tensor_list(piece):
+    """A device's piece as a list of arrays: a tensor list's tensors (an object array), else the one array."""
+    return list(piece) if getattr(piece, "dtype", None) == object and piece.ndim == 1 else [piece]
 
 
 class Future:
@@ -96,8 +108,9 @@ class Future:
 
 def gather_mirrored_pieces(rt, pieces, placement):
     """A mirrored blob's value: every device's piece on the host, in parallel order (gathered from every rank
-    under MPI)."""
-    local = [np.asarray(devices.to_host(p)) for p in pieces]
+    under MPI). Copies: a piece may be a variable's own storage (a mirrored view of it), which this call's update
+    then overwrites; a train job returns the value the step read (as OneFlow, and as the consistent view does)."""
+    local = [np.array(devices.to_host(p)) for p in pieces]
     if len(rt.local_indices(placement)) == placement.parallel_num:
         return local
     return distributed.gather_mirrored(rt, local, placement)

@@ -12,8 +12,10 @@ signature:
 * assembles each output per its SBP (concatenate / sum / take one, checking that `B` copies agree and that every
   piece has the shape the plan expects) and compares it with the one-device result.
 
-`python -m oneflow_compat.tools.validate [op_type ...]` prints one line per (op, example, signature, device count).
+`oneflow-compat validate [--failures-only] [op_type ...]` (also `python -m oneflow_compat validate`, `python -m
+oneflow_compat.tools.validate`) prints one line per (op, example, signature, device count), or only the failures.
 """
+import argparse
 import dataclasses
 import importlib
 import pkgutil
@@ -156,7 +158,7 @@ def assemble_output(pieces, sbp, meta, n):
     """Logical value of one output from its device pieces, or raises AssertionError saying what is wrong."""
     for i, p in enumerate(pieces):
         want = S.local_shape(meta.shape, sbp, i, n)
-        if tuple(p.shape) != want:
+        if not fits_shape(p.shape, want, meta.is_dynamic):
             raise AssertionError("device %d produced shape %s, the plan expects %s for %r of %s" % (
                 i, tuple(p.shape), want, sbp, meta.shape))
         if p.dtype != meta.dtype.np:
@@ -170,6 +172,15 @@ def assemble_output(pieces, sbp, meta, n):
     if sbp == S.P or S.is_split(sbp):
         return boxing_impl.logical_from_pieces(np, pieces, sbp)
     raise AssertionError("output sbp %r cannot be assembled" % (sbp,))
+
+
+def fits_shape(actual, static, is_dynamic):
+    """A piece has the shape the plan expects: exactly, or for a dynamic blob (argwhere, sync_dynamic_resize) the
+    same rank with no dim above the static (maximum) one."""
+    actual, static = tuple(actual), tuple(static)
+    if not is_dynamic:
+        return actual == static
+    return len(actual) == len(static) and all(a <= s for a, s in zip(actual, static))
 
 
 def _format_sig(sig):
@@ -189,7 +200,7 @@ def check_op(op_type, inputs, attrs, device_counts=(2, 3, 4), example="", seed=0
     except Exception as e:
         return [Check(op_type, example, "1 device", 1, False, "%s: %s" % (type(e).__name__, e))]
     for y, ref in zip(single.outputs, reference):
-        if tuple(ref.shape) != y.shape or ref.dtype != y.dtype.np:
+        if not fits_shape(ref.shape, y.shape, y.is_dynamic) or ref.dtype != y.dtype.np:
             return [Check(op_type, example, "1 device", 1, False, "kernel gives %s %s but infer says %s %s" % (
                 ref.shape, ref.dtype, y.shape, y.dtype.np))]
     checks = []
@@ -282,18 +293,55 @@ def format_table(checks):
     return "\n".join("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows)
 
 
-def main(argv=None):
-    args = list(sys.argv[1:] if argv is None else argv)
+def add_arguments(parser):
+    """The command line of `oneflow-compat validate` and `python -m oneflow_compat.tools.validate`."""
+    parser.add_argument("op_types", nargs="*", metavar="OP_TYPE",
+                        help="op types to check (default: every op that declares SBP signatures)")
+    parser.add_argument("--failures-only", action="store_true",
+                        help="print only the failing checks and the count line")
+    parser.add_argument("--devices", type=_device_counts, default=[2, 3, 4], metavar="N,N,...",
+                        help="device counts to check each signature on (default: 2,3,4)")
+    return parser
+
+
+def _device_counts(text):
+    try:
+        return [int(n) for n in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected device counts such as 2,3,4, got %r" % text) from None
+
+
+def build_parser(prog="python -m oneflow_compat.tools.validate"):
+    return add_arguments(argparse.ArgumentParser(prog=prog, description=DESCRIPTION))
+
+
+DESCRIPTION = ("Check every SBP signature an op declares: run the op on 1 device and on N simulated devices with "
+               "its inputs cut as the signature says, and compare the assembled outputs with the 1-device result.")
+
+
+def run(options, out=None):
+    out = out or sys.stdout
     load_all_ops()
-    unknown = [t for t in args if t not in registry.all_types()]
+    unknown = [t for t in options.op_types if t not in registry.all_types()]
     if unknown:
-        print("unknown op type(s): %s" % ", ".join(unknown), file=sys.stderr)
+        print("validate: unknown op type(s): %s (known: %d op types; `oneflow-compat validate` checks them all)"
+              % (", ".join(unknown), len(registry.all_types())), file=sys.stderr)
         return 2
-    checks = validate_all(args or None)
-    print(format_table(checks))
+    if any(n < 1 for n in options.devices):
+        print("validate: --devices takes positive device counts, got %s" % options.devices, file=sys.stderr)
+        return 2
+    checks = validate_all(options.op_types or None, tuple(options.devices))
     failed = [c for c in checks if not c.ok]
-    print("\n%d checks, %d failed" % (len(checks), len(failed)))
+    shown = failed if options.failures_only else checks
+    if shown:
+        print(format_table(shown), file=out)
+        print("", file=out)
+    print("%d checks, %d failed" % (len(checks), len(failed)), file=out)
     return 1 if failed else 0
+
+
+def main(argv=None):
+    return run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":
