@@ -248,3 +248,12 @@ def test_functions_run_in_nn_graph_as_eagerly():
             return f(x)
 
     np.testing.assert_allclose(G()(a).numpy(), f(a).numpy(), rtol=1e-6)
+
+
+def test_reshape_takes_oneflow_shape_keyword():
+    x = flow.arange(6)
+    assert tuple(flow.reshape(x, shape=(2, 3)).shape) == (2, 3)  # flowvision's read of MNIST files
+    assert tuple(x.reshape(shape=[3, 2]).shape) == (3, 2)
+    assert tuple(flow._C.reshape(x, shape=(1, 6)).shape) == (1, 6)
+    with pytest.raises(TypeError, match="unexpected arguments"):
+        flow.reshape(x, (2, 3), shape=(3, 2))

@@ -172,7 +172,7 @@ _METHODS = {
     "sum": F.sum, "mean": F.mean, "prod": F.prod, "var": F.var, "std": F.std, "max": F.max, "min": F.min,
     "argmax": F.argmax, "argmin": F.argmin, "softmax": F.softmax, "log_softmax": F.log_softmax,
     # shapes
-    "reshape": lambda self, *shape: F.reshape(self, *shape),
+    "reshape": lambda self, *shape, **kw: F.reshape(self, *shape, **kw),
     "view": lambda self, *shape: F.reshape(self, *shape),
     "view_as": _expand_as_shape, "reshape_as": _expand_as_shape,
     "flatten": F.flatten, "permute": lambda self, *dims: F.permute(self, *dims), "transpose": F.transpose,
