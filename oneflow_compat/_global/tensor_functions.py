@@ -130,7 +130,8 @@ def rot90(x, k=1, dims=(0, 1)):
 
 
 def _size_list(sizes):
-    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) or len(sizes) == 1 and hasattr(sizes[0], "__len__"):
+    """`f(x, 2, 3)` or `f(x, (2, 3))` / a Size: the sizes as a list of ints."""
+    if len(sizes) == 1 and hasattr(sizes[0], "__len__"):
         sizes = tuple(sizes[0])
     return [int(s) for s in sizes]
 
@@ -292,7 +293,8 @@ def index_select(input, dim, index):  # noqa: A002
     return apply_op("gather", [input, index], {"axis": d})
 
 
-def _scatter_src(input, index, src, what):  # noqa: A002
+def _scatter_src(input, index, src):  # noqa: A002
+    """src as a tensor of input's dtype: a number fills a tensor shaped like index."""
     if isinstance(src, Tensor):
         return F.cast(src, input.dtype)
     return creation.full_like(index, src, dtype=input.dtype)
@@ -303,7 +305,7 @@ def scatter(input, dim, index, src=None, reduce=None, value=None):  # noqa: A002
     if src is None:
         src = value
     d = _dim(dim, input.ndim, "scatter")
-    src = _scatter_src(input, index, src, "scatter")
+    src = _scatter_src(input, index, src)
     if reduce is None:
         return apply_op("dim_scatter_update", [input, index, src], {"dim": d})
     if reduce == "add":

@@ -186,7 +186,7 @@ _METHODS = {
     "type_as": lambda self, other: F.cast(self, other.dtype),
     "cpu": lambda self: _to(self, "cpu") if self.is_local else self,
     "cuda": lambda self, device=None: _to(self, "cuda") if self.is_local else self,
-    "numel": Tensor.numel,
+    "numel": Tensor.numel, "ndimension": lambda self: self.ndim,
 }
 
 

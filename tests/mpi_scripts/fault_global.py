@@ -10,7 +10,8 @@ into it while rank 0 writes slowly. Rank 0 prints "SAVING <k> <crc>" before each
 (crc: `checkpoint_crc` of the values saved), so that the test can tell what each folder must hold.
 
 `graph`: an nn.Graph training step on a global model (batch split over the ranks); at step STEP rank RANK is
-killed (SIGKILL) by a timer 10 ms into the step (a step of some 100 ms), while the other rank computes or waits in the step's collectives.
+killed (SIGKILL) by a timer 10 ms into the step (a step of some 100 ms), while the other rank computes or waits
+in the step's collectives.
 Rank 0 prints "RESULT <step> <loss>" after each step and every rank "finished rank R" at its end.
 
 The rank to be killed first writes "FAULT rank R pid P" to stderr."""
