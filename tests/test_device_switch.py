@@ -178,7 +178,7 @@ job(np.ones((2, 3), np.float32))
 
 def test_gpu_mode_puts_every_placement_and_device_count_on_the_gpu(monkeypatch):
     from oneflow_compat.framework import session as sess
-    from oneflow_compat.passes.plan import Plan
+    from oneflow_compat.runtime.plan import Plan
 
     strict_device.install(monkeypatch, "gpu")
     monkeypatch.setattr(Plan, "release", False)
@@ -197,7 +197,7 @@ def test_gpu_mode_puts_every_placement_and_device_count_on_the_gpu(monkeypatch):
     assert {p.requested_tag for p in placements} == {"gpu", "cpu"}  # what the script asked stays known
     assert sorted(p.parallel_num for p in placements) == [2, 3]
     compiled = sess.default_session().compiled["job"]
-    held = [r for r in compiled.regs if r is not None and getattr(r, "dtype", None) != object]
+    held = [r for r in compiled.plan.regs if r is not None and getattr(r, "dtype", None) != object]
     assert held and all(isinstance(r, strict_device.StrictArray) for r in held)
     assert flow.cuda.is_available() is True
 

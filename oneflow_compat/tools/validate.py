@@ -7,7 +7,7 @@ signature:
 
 * cuts each logical input into the pieces the signature names: `S(k)` balanced slices (`ir.sbp`), `B` a full
   copy per device, `P` random addends that sum to the value;
-* runs the op's per-device function on each piece exactly as the plan does (`passes.plan.DeviceSlot` +
+* runs the op's per-device function on each piece exactly as the plan does (`runtime.plan.DeviceSlot` +
   `device_fn`);
 * assembles each output per its SBP (concatenate / sum / take one, checking that `B` copies agree and that every
   piece has the shape the plan expects) and compares it with the one-device result.
@@ -30,7 +30,7 @@ from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import registry
 from oneflow_compat.ops import transitions as boxing_impl
 from oneflow_compat.ops.examples import EXAMPLES, WITHOUT_EXAMPLES
-from oneflow_compat.passes import plan
+from oneflow_compat.runtime import plan
 
 _RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
 
@@ -77,11 +77,9 @@ def build_op(op_type, inputs, attrs, n):
 def _validation_session():
     """A detached session for DeviceSlot.session (random ops read its root seed and keep per-session call
     counters); never the default session. Each run gets a fresh one, so every run is a job's first call."""
-    from oneflow_compat.framework.session import Session
+    from oneflow_compat.runtime.session import Session
 
-    s = Session()
-    s.root_seed = 0
-    return s
+    return Session("validation", root_seed=0)
 
 
 def split_input(value, sbp, n, rng):
