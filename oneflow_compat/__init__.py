@@ -87,7 +87,8 @@ for _name in ("split", "chunk", "narrow", "unbind", "flip", "roll", "rot90", "me
               "sort", "argsort", "topk", "masked_select", "argwhere", "nonzero", "index_select", "scatter",
               "scatter_add", "cumsum", "tril", "triu", "isnan", "isinf", "isfinite", "any", "all", "amax", "amin",
               "is_floating_point", "baddbmm", "addmm", "einsum", "norm", "logsumexp", "diff", "var_mean", "unique",
-              "bernoulli", "log2", "floor_divide", "logical_and", "logical_or", "erfinv"):
+              "bernoulli", "log2", "floor_divide", "logical_and", "logical_or", "erfinv", "erf", "erfc", "lgamma", "tan", "atan", "asin", "acos",
+              "sinh", "cosh", "asinh", "acosh", "atanh", "atan2"):
     globals()[_name] = _modern_or_legacy(_name, getattr(_tensor_functions, _name))
 del _name
 from oneflow_compat._global.tensor_functions import (  # noqa: E402,F401

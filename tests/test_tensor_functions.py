@@ -104,6 +104,13 @@ B3 = R.standard_normal((2, 3, 5))
     ("amax", lambda x: x.amax(1), lambda x: x.amax(1), [B3]),
     ("log2", lambda x: flow.log2(x.abs() + 1), lambda x: torch.log2(x.abs() + 1), [A]),
     ("erfinv", lambda x: flow.erfinv(x * 0.3), lambda x: torch.erfinv(x * 0.3), [A]),
+    ("erf", lambda x: flow.erf(x), lambda x: torch.erf(x), [A]),
+    ("atan", lambda x: x.atan(), lambda x: x.atan(), [A]),
+    ("asin acos", lambda x: flow.asin(x * 0.5) + flow.acos(x * 0.4), lambda x: torch.asin(x * 0.5) + torch.acos(x * 0.4),
+     [A]),
+    ("tanh family", lambda x: flow.sinh(x) + flow.cosh(x) + flow.asinh(x) + flow.tan(x * 0.3),
+     lambda x: torch.sinh(x) + torch.cosh(x) + torch.asinh(x) + torch.tan(x * 0.3), [A]),
+    ("atan2 broadcast", lambda a, b: flow.atan2(a, b), lambda a, b: torch.atan2(a, b), [A, A[:1] + 0.1]),
 ])
 def test_matches_torch(name, ff, ft, arrays):
     check(ff, ft, *arrays)

@@ -570,3 +570,26 @@ IntTensor = _typed_tensor(dtypes.int32)
 
 def erfinv(input):  # noqa: A002
     return apply_op("erfinv", [F._floating(input)])
+
+
+# --- the math of the legacy family's elementwise ops (ops/elementwise_math_ops.py) on tensors -------------------
+def _math_unary(op_type):
+    def fn(input):  # noqa: A002
+        return apply_op(op_type, [F._floating(input)])
+
+    fn.__name__ = op_type
+    fn.__doc__ = "OneFlow 0.9's `%s` (floating; integer inputs become float32)." % op_type
+    return fn
+
+
+erf, erfc, lgamma = _math_unary("erf"), _math_unary("erfc"), _math_unary("lgamma")
+tan, atan, asin, acos = _math_unary("tan"), _math_unary("atan"), _math_unary("asin"), _math_unary("acos")
+sinh, cosh, asinh, acosh, atanh = (_math_unary(n) for n in ("sinh", "cosh", "asinh", "acosh", "atanh"))
+
+
+def atan2(input, other):  # noqa: A002
+    """The angle of (other, input) in (-pi, pi]; the two broadcast together first (the op takes equal shapes)."""
+    x, y = F._tensor_pair(input, other, "atan2")
+    x, y = F._floating(x), F._floating(y)
+    shape = tuple(np.broadcast_shapes(tuple(x.shape), tuple(y.shape)))
+    return apply_op("atan2", [expand(x, shape), expand(y, shape)])
