@@ -55,6 +55,14 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
     return _fill(tensor, gen.normal(_shape(tensor), tensor.dtype.np, mean=float(mean), std=float(std)))
 
 
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
+    """A normal draw clamped to [a, b] (OneFlow 0.9 `nn/init.py`: `normal_(mean, std).clamp_(a, b)`, not a
+    resampling)."""
+    gen = _generator(tensor, None)
+    return _fill(tensor, np.clip(gen.normal(_shape(tensor), tensor.dtype.np, mean=float(mean), std=float(std)),
+                                 a, b))
+
+
 def constant_(tensor, val):
     return _fill(tensor, np.full(_shape(tensor), val))
 
