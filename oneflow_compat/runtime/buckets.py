@@ -30,7 +30,7 @@ members sum the bucket, and `wait` completes them all, as DDP's Reducer does bef
 first all-reduce of a pass (and every all-reduce of a whole step) is a global operation of `agreement`: one check
 over `ranks` for the buckets that follow, run in the process-wide turn (`agreement.in_turn`) and named in reports.
 On one rank nothing is sent. Each bucket all-reduce is logged for `explain` as one transfer of its flat buffer
-(`global_eager.record_bucket_all_reduce`): the bytes of the all-reduce that ran, not an estimate per gradient.
+(`boxing_log.record_bucket_all_reduce`): the bytes of the all-reduce that ran, not an estimate per gradient.
 
 `reduce_partial_gradients(items)` is what backward of eager global tensors uses (`runtime/autograd.py`): the
 leaves' partial-sum gradients (data parallelism: S(0) activations give P weight gradients) that go to broadcast
@@ -45,7 +45,7 @@ import weakref
 import numpy as np
 
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.runtime import activity, agreement, context
+from oneflow_compat.runtime import activity, agreement, boxing_log, context
 
 DEFAULT_CAP_BYTES = 25 << 20  # DDP's default bucket_cap_mb = 25
 FIRST_CAP_BYTES = 1 << 20  # PyTorch's first bucket (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES): reduced early
@@ -221,10 +221,8 @@ class GradBuckets:
         """explain's row for bucket b's all-reduce: its flat buffer, the bytes that all-reduce sends."""
         if self.placement is None:
             return
-        from oneflow_compat.runtime import global_eager
-
         dtype, elements = self.plan[b]
-        global_eager.record_bucket_all_reduce(self.placement, elements, dtype,
+        boxing_log.record_bucket_all_reduce(self.placement, elements, dtype,
                                               [self.shapes[k] for k in self.members[b]])
 
 

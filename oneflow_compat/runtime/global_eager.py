@@ -23,7 +23,6 @@ the ranks agree on), and every op on a placement of several ranks is a global op
 ranks compare what they run before an op that communicates (a boxing that moves data, `numpy()`, `to_global` of
 local tensors), so ranks that run different ops fail at once naming both sides instead of pairing up.
 """
-import collections
 import itertools
 import re
 
@@ -39,6 +38,7 @@ from oneflow_compat.passes import pipeline
 from oneflow_compat.runtime import activity, agreement, context
 from oneflow_compat.runtime import boxing as boxing_exec
 from oneflow_compat.runtime.session import Session
+from oneflow_compat.runtime.boxing_log import BoxingRecord, record_bucket_all_reduce  # noqa: F401 (their home)
 from oneflow_compat.runtime.activity import operation
 from oneflow_compat.runtime.executable import Executable, straight_line
 
@@ -150,11 +150,6 @@ def xp(placement):
 # --- compiled one-op plans --------------------------------------------------------------------------------------
 
 
-class BoxingRecord(collections.namedtuple("BoxingRecord", "op shape dtype src_placement src_sbp dst_placement "
-                                                           "dst_sbp collective bytes")):
-    """One boxing an eager op performed (per call: `bytes`)."""
-
-
 def boxing_log():
     """[(BoxingRecord, calls)] of every boxing the eager ops of this process took part in, in first-seen order."""
     return [(rec, calls) for rec, calls in _CTX.boxing_log.items()]
@@ -162,24 +157,6 @@ def boxing_log():
 
 def clear_boxing_log():
     _CTX.boxing_log.clear()
-
-
-def record_bucket_all_reduce(placement, elements, np_dtype, shapes=()):
-    """Logs the all-reduce of one gradient bucket (`runtime/buckets.py`: the partial-sum gradients of a step summed
-    in one flat buffer, instead of a boxing op per gradient), so that `explain` lists it, labelled as gradients,
-    with the bytes the transition table gives that all-reduce of the flat buffer: what ran. `shapes`: the gradients
-    it holds, named in the row."""
-    from oneflow_compat.ir import dtypes
-
-    meta = TensorMeta((int(elements),), dtypes.from_numpy(np_dtype))
-    held = ["x".join(map(str, s)) or "scalar" for s in shapes]
-    label = "gradient bucket" if not held else "gradient bucket [%s]" % ", ".join(
-        held if len(held) <= 4 else held[:3] + ["... %d more" % (len(held) - 3)])
-    rec = BoxingRecord(label, meta.shape, meta.dtype.name, placement, S.P, placement, S.B,
-                       transitions.collective_name(placement, S.P, placement, S.B),
-                       float(transitions.cost(placement, S.P, placement, S.B, meta)))
-    log = _CTX.boxing_log
-    log[rec] = log.get(rec, 0) + 1
 
 
 class _Compiled:
