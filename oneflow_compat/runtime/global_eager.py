@@ -94,7 +94,7 @@ def layout_id(meta, placement, sbp):
 
 
 # --- the process: comm, runtime, and the session of the global-tensor API ---------------------------------------
-_CTX = context.get()  # the process state (`reset()` keeps the object)
+_CTX = context.CURRENT  # the process state (`reset()` keeps the object)
 
 
 def site():
