@@ -94,7 +94,7 @@ class _Current:
     in a module-level name)."""
     __slots__ = ()
 
-    def __getattr__(self, name):
+    def __getattribute__(self, name):  # not __getattr__: that runs only after a failed lookup (an exception each)
         return getattr(_BOUND.context or _CONTEXT, name)
 
     def __setattr__(self, name, value):
