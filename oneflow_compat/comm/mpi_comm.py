@@ -76,6 +76,11 @@ _SERVE_EVERY_S = 0.005
 _LOAD_EVERY_S = 1.0
 
 
+def _put(slot, array):
+    """`array` copied into the start of a shared-memory slot (uint8), in C order (a strided array packed)."""
+    slot[:array.nbytes].view(array.dtype).reshape(array.shape)[...] = array
+
+
 class _Subset:
     """A communicator over a sorted tuple of world ranks, with this rank's index, a count of its collectives and its
     shared-memory board (`shm.Board`: None when the members are on several hosts or shared memory is off; `_UNSET`
@@ -663,11 +668,10 @@ class MPIComm(ProcessComm):
         own, written into every slot), then the sum copied back (an ordinary buffer: `shared_buffer` saves both
         copies)."""
         wait = self._waiter(activity, buf.nbytes)
-        board.meet(wait, "allreduce", signature("allreduce", buf.dtype.str, buf.shape), buf.nbytes)
+        board.exchange(wait, "allreduce", signature("allreduce", buf.dtype.str, buf.shape), buf.nbytes,
+                       lambda slot: _put(slot, buf))
         k, me = len(board.ranks), board.block.index
         slots = [board.slot(j)[:buf.nbytes].view(buf.dtype) for j in range(k)]
-        slots[me].reshape(buf.shape)[...] = buf
-        board.publish(wait)
         offsets = balanced_offsets(buf.size, k)
         chunk = slice(offsets[me], offsets[me + 1])
         sum_into_all([slot[chunk] for slot in slots])
@@ -722,9 +726,8 @@ class MPIComm(ProcessComm):
         board = self._board(subset, activity) if local.dtype != object else None
         if board is not None:  # each member's block copied into its slot, then from every slot into its place
             wait = self._waiter(activity, local.nbytes)
-            board.meet(wait, "allgatherv", signature("allgatherv", axis, local.dtype.str, shape, sizes), local.nbytes)
-            board.mine()[:local.nbytes].view(local.dtype).reshape(local.shape)[...] = local
-            board.publish(wait)
+            board.exchange(wait, "allgatherv", signature("allgatherv", axis, local.dtype.str, shape, sizes),
+                           local.nbytes, lambda slot: _put(slot, local))
             out = np.empty(shape, local.dtype)
             itemsize = local.dtype.itemsize
             for q, index in enumerate(blocks.index):
@@ -797,15 +800,15 @@ class MPIComm(ProcessComm):
 
         need = (blocks.total - blocks.counts[me]) * itemsize
         wait = self._waiter(activity, buf.nbytes)
-        board.meet(wait, "reduce_scatter", signature("reduce_scatter", blocks.axis, buf.dtype.str, buf.shape,
-                                                     blocks.sizes), need)
-        mine = board.mine()
-        for q, index in enumerate(blocks.index):
-            if q != me:
-                at = start(me, q)
-                mine[at:at + blocks.counts[q] * itemsize].view(buf.dtype).reshape(blocks.block_shape(q))[...] = \
-                    buf[index]
-        board.publish(wait)
+
+        def write(mine):
+            for q, index in enumerate(blocks.index):
+                if q != me:
+                    at = start(me, q)
+                    mine[at:at + blocks.counts[q] * itemsize].view(buf.dtype).reshape(blocks.block_shape(q))[...] = \
+                        buf[index]
+        board.exchange(wait, "reduce_scatter", signature("reduce_scatter", blocks.axis, buf.dtype.str, buf.shape,
+                                                         blocks.sizes), need, write)
         shape = blocks.block_shape(me)
         size = blocks.counts[me] * itemsize
         for j in range(k):
@@ -860,19 +863,19 @@ class MPIComm(ProcessComm):
             table.append(table[-1] + (0 if j == me else p.nbytes))
         wait = self._waiter(activity, table[-1])
         own = pieces[me]
-        tables = board.meet(wait, "alltoallv", signature("alltoallv", axis, own.dtype.str, own.ndim), table[-1],
-                            table)
+
+        def write(mine):
+            for j, p in enumerate(pieces):
+                if j != me and p.size:
+                    mine[table[j]:table[j + 1]].view(p.dtype).reshape(p.shape)[...] = p
+        tables = board.exchange(wait, "alltoallv", signature("alltoallv", axis, own.dtype.str, own.ndim), table[-1],
+                                write, table)
         for j, sizes in enumerate(tables):  # what member j sends here must fill the view it lands in
             got = int(sizes[me + 1] - sizes[me])
             if j != me and got != views[j].nbytes:
                 raise ValueError("alltoallv on rank %d: rank %d sends %d bytes, %d expected for %s %s"
                                  % (self._rank, board.ranks[j], got, views[j].nbytes, views[j].dtype,
                                     views[j].shape))
-        mine = board.mine()
-        for j, p in enumerate(pieces):
-            if j != me and p.size:
-                mine[table[j]:table[j + 1]].view(p.dtype).reshape(p.shape)[...] = p
-        board.publish(wait)
         for j, view in enumerate(views):
             if j == me:
                 view[...] = own
@@ -889,10 +892,8 @@ class MPIComm(ProcessComm):
         if board is not None:  # the root's buffer copied into its slot, then into every member's buffer
             wait = self._waiter(activity, buf.nbytes)
             at_root = self._rank == root
-            board.meet(wait, "bcast", signature("bcast", root, buf.dtype.str, buf.shape), buf.nbytes if at_root else 0)
-            if at_root:
-                board.mine()[:buf.nbytes].view(buf.dtype).reshape(buf.shape)[...] = buf
-            board.publish(wait)
+            board.exchange(wait, "bcast", signature("bcast", root, buf.dtype.str, buf.shape),
+                           buf.nbytes if at_root else 0, lambda slot: _put(slot, buf))
             if not at_root:
                 buf[...] = board.slot(subset.ranks.index(root))[:buf.nbytes].view(buf.dtype).reshape(buf.shape)
             return buf
@@ -914,10 +915,8 @@ class MPIComm(ProcessComm):
         if board is not None:  # every other member's addend copied into its slot; the root sums them in member order
             wait = self._waiter(activity, buf.nbytes)
             at_root = self._rank == root
-            board.meet(wait, "reduce", signature("reduce", root, buf.dtype.str, buf.shape), 0 if at_root else buf.nbytes)
-            if not at_root:
-                board.mine()[:buf.nbytes].view(buf.dtype).reshape(buf.shape)[...] = buf
-            board.publish(wait)
+            board.exchange(wait, "reduce", signature("reduce", root, buf.dtype.str, buf.shape),
+                           0 if at_root else buf.nbytes, lambda slot: _put(slot, buf))
             if at_root:
                 parts = [buf if r == root else board.slot(j)[:buf.nbytes].view(buf.dtype).reshape(buf.shape)
                          for j, r in enumerate(subset.ranks)]
@@ -981,15 +980,13 @@ class MPIComm(ProcessComm):
                                  % (self._rank, sizes, len(board.ranks), local.shape[axis]))
         wait = self._waiter(activity, local.nbytes)
         rest = local.shape[:axis] + local.shape[axis + 1:]
-        tables = board.meet(wait, "gatherv", signature("gatherv", root, axis, local.dtype.str, rest),
-                            0 if at_root else local.nbytes, [local.shape[axis]] + [0] * len(board.ranks))
+        tables = board.exchange(wait, "gatherv", signature("gatherv", root, axis, local.dtype.str, rest),
+                                0 if at_root else local.nbytes, lambda slot: _put(slot, local),
+                                [local.shape[axis]] + [0] * len(board.ranks))
         got = [int(t[0]) for t in tables]
         if sizes is not None and got != sizes:
             raise ValueError("gatherv on rank %d: the members hold %r rows along axis %d, not the sizes %r"
                              % (self._rank, got, axis, sizes))
-        if not at_root:
-            board.mine()[:local.nbytes].view(local.dtype).reshape(local.shape)[...] = local
-        board.publish(wait)
         if not at_root:
             return None
         shape = local.shape[:axis] + (sum(got),) + local.shape[axis + 1:]

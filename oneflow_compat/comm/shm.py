@@ -25,10 +25,14 @@ every member's buffer holds the sum in place, with no copy. It is started, then 
 all-reduces in flight side by side never mix.
 
 `Board`: the scratch block of one subset for the collectives that move arrays between members (all-gather,
-all-to-all, reduce-scatter, all-reduce of an ordinary buffer of 256 KB or more, broadcast, reduce, gather). One call = two arrivals: the first publishes what
-each member needs and a signature of the call (members in different collectives fail naming both, never mix
-data; the slots grow, collectively, when a member needs more); the second says the data is in the slots. The
-next call's first arrival tells a member that everyone has finished reading its slot.
+all-to-all, reduce-scatter, all-reduce of an ordinary buffer of 256 KB or more, broadcast, reduce, gather). Its
+slots and the words each call publishes come in two halves that calls use in turn, so that one call is ONE arrival
+(the all-reduce: two): a member writes its data into its half of this call, and its header (the bytes it needs, a
+signature of the call, offsets of its pieces), then arrives; once everyone arrived, every member reads what it
+needs. Members in different collectives fail naming both and never read each other's data; when a member's data
+did not fit, everyone sees it, the slots grow (collectively) and the call is made again. A member writes a half
+again two calls later, after the next call's arrival, which every member reaches only once it has finished
+reading that half: no member overwrites what another still reads.
 """
 import zlib
 
@@ -38,7 +42,8 @@ from mpi4py import MPI
 from .process_comm import CommError, balanced_offsets
 
 _LINE = 64  # bytes: a header rounds up to cache lines
-_EPOCH, _NEED, _SIGNATURE, _KIND, _TABLE = 0, 1, 2, 3, 4  # header words (the table: per-call offsets)
+_EPOCH = 0  # header word 0: the arrival epoch, alone on its cache line
+_NEED, _SIGNATURE, _KIND, _WRITTEN, _HALF = 0, 1, 2, 3, 4  # a Board's words of one call (then its table of offsets)
 KINDS = ("allgatherv", "alltoallv", "reduce_scatter", "allreduce", "bcast", "reduce", "gatherv")
 
 
@@ -158,25 +163,47 @@ class Board:
 
     def __init__(self, comm, ranks):
         self.comm, self.ranks = comm, ranks
-        self.block = SharedBlock(comm, 0, header_words=_TABLE + len(ranks) + 1)
+        self.k = len(ranks)
+        self.half_words = _HALF + self.k + 1  # need, signature, kind, written, then the table of k + 1 offsets
+        self.calls = 0  # calls on the current block (its halves alternate)
+        self.half = 0  # the half the last call used
+        self.block = self._allocate(0)
 
-    def meet(self, wait, kind, sig, need, table=None):
-        """The first arrival of a call: publishes `need` bytes, the call's kind (one of `KINDS`) and signature and an
-        optional table of k + 1 int64 (offsets of this member's pieces); returns every member's table (a k x (k+1)
-        array, or None). Raises `CommError` on every member when they are in different calls (instead of mixing
-        their data); grows the slots (a collective: everyone is here) when some member needs more than they hold."""
-        block = self.block
-        mine = block.words[block.index]
-        mine[_NEED], mine[_SIGNATURE], mine[_KIND] = need, sig, KINDS.index(kind)
+    def _allocate(self, capacity):
+        self.capacity, self.calls = int(capacity), 0
+        return SharedBlock(self.comm, 2 * self.capacity, header_words=_LINE // 8 + 2 * self.half_words)
+
+    def _header(self, j, half):
+        start = _LINE // 8 + half * self.half_words
+        return self.block.words[j][start:start + self.half_words]
+
+    def exchange(self, wait, kind, sig, need, write, table=None):
+        """One call, in one arrival while the slots are large enough: `write(slot)` copies this member's data into
+        its slot (uint8, at least `need` bytes) and the header says `need`, the call's kind (one of `KINDS`) and
+        signature and an optional table of k + 1 int64 (offsets of this member's pieces); after everyone arrived
+        the members' slots of this call are `slot(j)`. Returns every member's table (a k x (k+1) array, or None).
+
+        Raises `CommError` on every member when they are in different calls (no member reads the others' data).
+        When some member's data did not fit, everyone sees it in the headers: the slots grow (a collective: every
+        member is here, none reads the old block any more) and the call is made again on the new block."""
+        block, half = self.block, self.calls % 2
+        fits = need <= self.capacity
+        if fits and need:
+            write(block.slots[block.index][half * self.capacity:half * self.capacity + self.capacity])
+        mine = self._header(block.index, half)
+        mine[_NEED], mine[_SIGNATURE], mine[_KIND], mine[_WRITTEN] = need, sig, KINDS.index(kind), int(fits)
         if table is not None:
-            mine[_TABLE:_TABLE + len(table)] = table
+            mine[_HALF:_HALF + len(table)] = table
         block.arrive()
         wait(block.everyone_arrived)
-        calls = [(int(w[_KIND]), int(w[_SIGNATURE])) for w in block.words]
+        headers = [self._header(j, half) for j in range(self.k)]
+        calls = [(int(w[_KIND]), int(w[_SIGNATURE])) for w in headers]
         if any(c != calls[block.index] for c in calls):
-            # every member saw the difference; none goes on (writing its next call's header) until all have read
+            # every member saw the difference; none goes on (writing this half again) until all have read it
             block.arrive()
             wait(block.everyone_arrived)
+            self.calls += 1
+
             def text(c):
                 return "%s (call signature %d)" % (KINDS[c[0]] if 0 <= c[0] < len(KINDS) else "?", c[1])
             others = ", ".join("rank %d runs %s" % (self.ranks[j], text(c)) for j, c in enumerate(calls)
@@ -184,24 +211,24 @@ class Board:
             raise CommError("rank %d runs %s over ranks %s while %s: the ranks issue different collectives, or "
                             "the same one with different arguments" % (self.ranks[block.index],
                                                                        text(calls[block.index]), self.ranks, others))
+        if not all(int(w[_WRITTEN]) for w in headers):  # every member saw the same needs: all grow together
+            most = max(int(w[_NEED]) for w in headers)
+            block.free()
+            self.block = self._allocate(max(most, 2 * self.capacity))
+            return self.exchange(wait, kind, sig, need, write, table)
         tables = None
         if table is not None:
-            k = len(self.ranks)
-            tables = np.array([w[_TABLE:_TABLE + k + 1] for w in block.words], np.int64)
-        most = max(int(w[_NEED]) for w in block.words)
-        if most > block.nbytes:  # every member saw the same needs: all grow together
-            grown = max(most, 2 * block.nbytes)
-            block.free()
-            self.block = SharedBlock(self.comm, grown, header_words=_TABLE + len(self.ranks) + 1)
+            tables = np.array([w[_HALF:_HALF + self.k + 1] for w in headers], np.int64)
+        self.half = half
+        self.calls += 1
         return tables
 
-    def mine(self):
-        return self.block.slots[self.block.index]
-
     def publish(self, wait):
-        """The second arrival: this member's data is in its slot; returns once everyone's is."""
+        """An arrival within a call (e.g. the all-reduce's, after each member summed its chunk in every slot)."""
         self.block.arrive()
         wait(self.block.everyone_arrived)
 
     def slot(self, j):
-        return self.block.slots[j]
+        """Member j's slot of the last call."""
+        start = self.half * self.capacity
+        return self.block.slots[j][start:start + self.capacity]
