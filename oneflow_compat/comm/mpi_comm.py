@@ -39,7 +39,7 @@ from .environment import comm_timeout_from_env as timeout_from_env
 from .output import unprefixed_stderr, wait_until_output_is_read
 from .process_comm import (CollectiveTimeout, CommError, Pending, ProcessComm, balanced_offsets, balanced_sizes,
                            check_ranks)
-from .shm import Board, SharedBlock, ShmAllreduce, add_into, signature, sum_into_all
+from .shm import Board, SharedBlock, ShmAllreduce, add_into, reading, signature, sum_into_all
 
 QUERY_WINDOW_S = 1.0      # how long a timed-out rank waits for the other members to say where they are
 PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act on a failed rank's MPI_Abort
@@ -727,13 +727,11 @@ class MPIComm(ProcessComm):
         if board is not None:  # each member's block copied into its slot, then from every slot into its place
             wait = self._waiter(activity, local.nbytes)
             board.exchange(wait, "allgatherv", signature("allgatherv", axis, local.dtype.str, shape, sizes),
-                           local.nbytes, lambda slot: _put(slot, local))
+                           local.nbytes)
             out = np.empty(shape, local.dtype)
-            itemsize = local.dtype.itemsize
-            for q, index in enumerate(blocks.index):
-                src = local if q == subset.index else \
-                    board.slot(q)[:blocks.counts[q] * itemsize].view(local.dtype).reshape(blocks.block_shape(q))
-                out[index] = src
+            out[blocks.index[subset.index]] = local
+            board.stream(wait, [(0, local)], [reading(q, 0, out[index]) for q, index in enumerate(blocks.index)
+                                              if q != subset.index])
             return out
         send = _contiguous(local)
         if not blocks.leading:  # every member's block lands straight in its columns of the result
@@ -855,33 +853,29 @@ class MPIComm(ProcessComm):
         return received if concat else views
 
     def _shm_alltoallv(self, board, activity, pieces, views, axis):
-        """Each member copies the pieces for the others into its slot (strided pieces packed in that copy) and
-        publishes where each lies; every member then copies its piece from each slot straight into its view."""
+        """Each member publishes where the pieces for the others will lie in its slot, then copies them there
+        (strided pieces packed in that copy) while it copies its own pieces from the others' slots straight into its
+        views, as far as their writers have got (`Board.stream`)."""
         me = board.block.index
         table = [0]
         for j, p in enumerate(pieces):
             table.append(table[-1] + (0 if j == me else p.nbytes))
         wait = self._waiter(activity, table[-1])
         own = pieces[me]
-
-        def write(mine):
-            for j, p in enumerate(pieces):
-                if j != me and p.size:
-                    mine[table[j]:table[j + 1]].view(p.dtype).reshape(p.shape)[...] = p
         tables = board.exchange(wait, "alltoallv", signature("alltoallv", axis, own.dtype.str, own.ndim), table[-1],
-                                write, table)
-        for j, sizes in enumerate(tables):  # what member j sends here must fill the view it lands in
-            got = int(sizes[me + 1] - sizes[me])
-            if j != me and got != views[j].nbytes:
-                raise ValueError("alltoallv on rank %d: rank %d sends %d bytes, %d expected for %s %s"
-                                 % (self._rank, board.ranks[j], got, views[j].nbytes, views[j].dtype,
-                                    views[j].shape))
-        for j, view in enumerate(views):
-            if j == me:
-                view[...] = own
-            elif view.size:
-                view[...] = board.slot(j)[int(tables[j][me]):int(tables[j][me + 1])].view(view.dtype).reshape(
-                    view.shape)
+                                None, table)
+        wrong = [j for j, sizes in enumerate(tables)  # what member j sends here must fill the view it lands in
+                 if j != me and int(sizes[me + 1] - sizes[me]) != views[j].nbytes]
+        views[me][...] = own
+        # what this member sends is written even when what it receives is wrong: the others' calls complete
+        board.stream(wait, [(table[j], p) for j, p in enumerate(pieces) if j != me],
+                     [reading(j, int(tables[j][me]), view) for j, view in enumerate(views)
+                      if j != me and j not in wrong])
+        if wrong:
+            j = wrong[0]
+            raise ValueError("alltoallv on rank %d: rank %d sends %d bytes, %d expected for %s %s"
+                             % (self._rank, board.ranks[j], int(tables[j][me + 1] - tables[j][me]), views[j].nbytes,
+                                views[j].dtype, views[j].shape))
 
     def bcast_(self, buf, root, ranks):
         subset, activity = self._begin("bcast", ranks)
@@ -893,9 +887,11 @@ class MPIComm(ProcessComm):
             wait = self._waiter(activity, buf.nbytes)
             at_root = self._rank == root
             board.exchange(wait, "bcast", signature("bcast", root, buf.dtype.str, buf.shape),
-                           buf.nbytes if at_root else 0, lambda slot: _put(slot, buf))
-            if not at_root:
-                buf[...] = board.slot(subset.ranks.index(root))[:buf.nbytes].view(buf.dtype).reshape(buf.shape)
+                           buf.nbytes if at_root else 0)
+            if at_root:
+                board.stream(wait, [(0, buf)], [])
+            else:
+                board.stream(wait, [], [reading(subset.ranks.index(root), 0, buf)])
             return buf
         work = _contiguous(buf)
         if len(subset.ranks) > 1:

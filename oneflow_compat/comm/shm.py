@@ -43,7 +43,9 @@ from .process_comm import CommError, balanced_offsets
 
 _LINE = 64  # bytes: a header rounds up to cache lines
 _EPOCH = 0  # header word 0: the arrival epoch, alone on its cache line
-_NEED, _SIGNATURE, _KIND, _WRITTEN, _HALF = 0, 1, 2, 3, 4  # a Board's words of one call (then its table of offsets)
+_NEED, _SIGNATURE, _KIND, _WRITTEN, _PROGRESS, _HALF = 0, 1, 2, 3, 4, 5  # a Board's words of one call (then its table)
+_SEQ_SHIFT = 40  # the progress word: the call's sequence number above this bit, the bytes written so far below
+CHUNK = 1 << 20  # bytes a streamed copy moves between two progress reports
 KINDS = ("allgatherv", "alltoallv", "reduce_scatter", "allreduce", "bcast", "reduce", "gatherv")
 
 
@@ -130,6 +132,22 @@ class ShmAllreduce:
         return True
 
 
+def _chunks(array):
+    """[(first byte, end byte, rows)] of `array` in C order, runs of its leading index of about `CHUNK` bytes."""
+    if array.ndim == 0:
+        array = array.reshape(1)
+    if array.nbytes == 0:
+        return []
+    row = array.nbytes // array.shape[0]
+    step = max(1, CHUNK // max(row, 1))
+    return [(r * row, min(r + step, array.shape[0]) * row, array[r:r + step]) for r in range(0, array.shape[0], step)]
+
+
+def reading(j, offset, array):
+    """A read for `Board.stream`: member j's bytes from `offset` on, into `array`."""
+    return [j, offset, _chunks(array)]
+
+
 def sum_into_all(parts):
     """The elementwise sum of `parts` (equal shapes), written into every one of them (bools: logical or)."""
     if not parts or parts[0].size == 0:
@@ -166,6 +184,7 @@ class Board:
         self.k = len(ranks)
         self.half_words = _HALF + self.k + 1  # need, signature, kind, written, then the table of k + 1 offsets
         self.calls = 0  # calls on the current block (its halves alternate)
+        self.seq = 0  # calls on this board (the same on every member: tags the progress words of streamed calls)
         self.half = 0  # the half the last call used
         self.block = self._allocate(0)
 
@@ -177,21 +196,23 @@ class Board:
         start = _LINE // 8 + half * self.half_words
         return self.block.words[j][start:start + self.half_words]
 
-    def exchange(self, wait, kind, sig, need, write, table=None):
+    def exchange(self, wait, kind, sig, need, write=None, table=None):
         """One call, in one arrival while the slots are large enough: `write(slot)` copies this member's data into
         its slot (uint8, at least `need` bytes) and the header says `need`, the call's kind (one of `KINDS`) and
         signature and an optional table of k + 1 int64 (offsets of this member's pieces); after everyone arrived
         the members' slots of this call are `slot(j)`. Returns every member's table (a k x (k+1) array, or None).
+        Without `write`, the data moves after the arrival, through `stream` (writers and readers overlapping).
 
         Raises `CommError` on every member when they are in different calls (no member reads the others' data).
         When some member's data did not fit, everyone sees it in the headers: the slots grow (a collective: every
         member is here, none reads the old block any more) and the call is made again on the new block."""
         block, half = self.block, self.calls % 2
         fits = need <= self.capacity
-        if fits and need:
+        if fits and need and write is not None:
             write(block.slots[block.index][half * self.capacity:half * self.capacity + self.capacity])
         mine = self._header(block.index, half)
         mine[_NEED], mine[_SIGNATURE], mine[_KIND], mine[_WRITTEN] = need, sig, KINDS.index(kind), int(fits)
+        mine[_PROGRESS] = self.seq << _SEQ_SHIFT
         if table is not None:
             mine[_HALF:_HALF + len(table)] = table
         block.arrive()
@@ -203,6 +224,7 @@ class Board:
             block.arrive()
             wait(block.everyone_arrived)
             self.calls += 1
+            self.seq += 1
 
             def text(c):
                 return "%s (call signature %d)" % (KINDS[c[0]] if 0 <= c[0] < len(KINDS) else "?", c[1])
@@ -221,7 +243,60 @@ class Board:
             tables = np.array([w[_HALF:_HALF + self.k + 1] for w in headers], np.int64)
         self.half = half
         self.calls += 1
+        self.seq += 1
         return tables
+
+    def stream(self, wait, writes, reads):
+        """The data of the call `exchange` (without `write`) just agreed on, copied in chunks of about `CHUNK` bytes
+        so that readers copy out while writers copy in: `writes` [(byte offset in this member's slot, array)],
+        `reads` [(member j, byte offset in j's slot, array to fill)] (arrays of any strides: chunks are runs of
+        their leading index, laid out in C order). Each member reports the bytes it has written so far in its
+        progress word, tagged with the call's number (a word from an earlier call never counts)."""
+        block, half, seq = self.block, self.half, self.seq - 1
+        me, base = block.index, self.half * self.capacity
+        mine = self._header(me, half)
+        slot = block.slots[me]
+        done = 0
+        for offset, array in writes:
+            for start, stop, rows in _chunks(array):
+                at = base + offset + start
+                slot[at:at + stop - start].view(array.dtype).reshape(rows.shape)[...] = rows
+                done = offset + stop
+                block.win.Sync()
+                mine[_PROGRESS] = (seq << _SEQ_SHIFT) | done
+                self._read(reads, seq, base)
+        while reads:
+            if not self._read(reads, seq, base):
+                wait(lambda: self._ready(reads, seq))
+        return done
+
+    def _available(self, j, seq):
+        word = int(self._header(j, self.half)[_PROGRESS])
+        return word & ((1 << _SEQ_SHIFT) - 1) if word >> _SEQ_SHIFT == seq else 0
+
+    def _ready(self, reads, seq):
+        return any(not chunks or self._available(j, seq) >= offset + chunks[0][1] for j, offset, chunks in reads)
+
+    def _read(self, reads, seq, base):
+        """Copies what the writers have made available; drops finished reads from `reads`; True if any moved."""
+        moved = False
+        for entry in list(reads):
+            j, offset, chunks = entry
+            if chunks:
+                available = self._available(j, seq)
+                if available < offset + chunks[0][1]:
+                    continue
+                self.block.win.Sync()  # the data the progress word reports is visible from here on
+                source = self.block.slots[j]
+                while chunks and offset + chunks[0][1] <= available:
+                    start, stop, rows = chunks.pop(0)
+                    rows[...] = source[base + offset + start:base + offset + stop].view(rows.dtype).reshape(
+                        rows.shape)
+            moved = True
+            if not chunks:
+                reads[:] = [e for e in reads if e is not entry]
+        return moved
+
 
     def publish(self, wait):
         """An arrival within a call (e.g. the all-reduce's, after each member summed its chunk in every slot)."""
