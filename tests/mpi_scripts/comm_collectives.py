@@ -233,6 +233,32 @@ def main(comm):
         matrix[...] = rank
         check(comm.allreduce_(matrix, ranks), np.full((4, 5), float(sum(ranks))), "shared 2-d all-reduce")
 
+    # Arrays of several MB (MPI, one host: streamed through shared memory in 1 MB chunks while the readers copy out),
+    # along axis 1 (strided places and pieces) and of uneven sizes, twice (the slots' halves alternate).
+    everyone = tuple(range(size))
+    for round_ in range(2):
+        tag = 5000 + 10 * round_  # the same on every rank (the loop above counts only on its members)
+        cols = [300 + 7 * r for r in everyone]
+        mine = data(rank, (700, cols[rank]), np.float64, tag)
+        check(comm.allgatherv(mine, everyone, axis=1, sizes=cols),
+              np.concatenate([data(r, (700, cols[r]), np.float64, tag) for r in everyone], axis=1),
+              "large all-gather along axis 1, round %d" % round_)
+        big = data(0, (900, 500), np.float32, tag) if rank == 0 else np.zeros((900, 500), np.float32)
+        check(comm.bcast_(big, 0, everyone), data(0, (900, 500), np.float32, tag), "large broadcast")
+        # S(0) -> S(1) of a (rows x 600) block: member j gets columns bounds[j]:bounds[j+1] of every member's rows
+        rows, width = [400 + 13 * r for r in everyone], 600
+        bounds = balanced_offsets(width, size)
+        block = data(rank, (rows[rank], width), np.float64, tag + 1)
+        got = comm.alltoallv([block[:, bounds[j]:bounds[j + 1]] for j in everyone], everyone, axis=0,
+                             recv_sizes=rows, concat=True)
+        check(got, np.concatenate([data(r, (rows[r], width), np.float64, tag + 1)[:, bounds[rank]:bounds[rank + 1]]
+                                   for r in everyone], axis=0), "large strided all-to-all")
+        total = sum(data(r, (600, 500), np.float64, tag + 2) for r in everyone)
+        check(comm.reduce_scatter(data(rank, (600, 500), np.float64, tag + 2), everyone, axis=1),
+              total[:, balanced_offsets(500, size)[rank]:balanced_offsets(500, size)[rank + 1]],
+              "large reduce-scatter along axis 1")
+        check(comm.allreduce_(data(rank, (600, 500), np.float64, tag + 2), everyone), total, "large all-reduce")
+
     # Control data over the world.
     check(np.array(comm.bcast_object({"from": size - 1, "list": [1, 2]} if rank == size - 1 else None,
                                      root=size - 1)["from"]), np.array(size - 1), "bcast_object")
