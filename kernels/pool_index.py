@@ -79,9 +79,10 @@ def max_unpool(xp, x, indices, *, output_spatial):
     rows, cells = x.shape[0] * x.shape[1], int(np.prod(output_spatial))
     idx = _planes(indices).astype(np.int64, copy=False)
     flat = (xp.arange(rows, dtype=np.int64)[:, None] * cells + idx).reshape(-1)
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= cells):
-        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
-        # OneFlow's message (user/kernels/max_unpool_kernel.cpp); it counts the whole output's cells
+    invalid = ((idx < 0) | (idx >= cells)).reshape(-1)
+    if bool(invalid.any()):
+        # OneFlow's message and offset (user/kernels/max_unpool_kernel.cpp): the offset in the whole output
+        bad = int(flat[invalid][0])
         raise RuntimeError("Found an invalid max index: %d, output volumes are of size %d" % (bad, rows * cells))
     y = xp.zeros(rows * cells, dtype=x.dtype)
     y[flat] = _planes(x).reshape(-1)

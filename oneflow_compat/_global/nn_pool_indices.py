@@ -4,9 +4,17 @@
 `nn.functional.max_unpool*d` / `flow._C.max_unpool*d` (MaxUnpoolNDFunctor, nn_functor.cpp), on the ops of
 ops/pool_index_ops.py. Indices are int64 flat positions within each (n, c) plane, as OneFlow's and PyTorch's.
 """
+from oneflow_compat._global import functional as F
 from oneflow_compat._global.dispatch import apply_op, apply_op_list
 from oneflow_compat._global.modules import Module
-from oneflow_compat._global import nn_pools
+
+
+def _check(x, nd, what):
+    F._check(x, what)
+    if x.ndim != nd + 2:
+        raise ValueError("%s: expected a %d-D input (batch, channels, %d spatial), got shape %s"
+                         % (what, nd + 2, nd, tuple(x.shape)))
+    return x
 
 
 def max_pool_with_indices(nd, x, k, s, p, d, ceil_mode):
@@ -30,7 +38,7 @@ def _output_size(nd, x, output_size):
 
 
 def _adaptive_max(nd, input, output_size, return_indices):  # noqa: A002
-    x = nn_pools._check(input, nd, "adaptive_max_pool%dd" % nd)
+    x = _check(input, nd, "adaptive_max_pool%dd" % nd)
     y, ind = apply_op_list("adaptive_max_pool%dd" % nd, [x], {"output_size": _output_size(nd, x, output_size)})
     return (y, ind) if return_indices else y
 
@@ -88,7 +96,7 @@ def _int_list(value, nd, name):
 
 def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
     what = "max_unpool%dd" % nd
-    x = nn_pools._check(input, nd, what)
+    x = _check(input, nd, what)
     k = _int_list(kernel_size, nd, "kernel_size")
     s = _int_list(stride, nd, "stride") if stride is not None else k
     p = _int_list(padding, nd, "padding")

@@ -9,6 +9,7 @@ Signatures, defaults (stride = kernel_size, count_include_pad=True) and reprs fo
 from oneflow_compat._global import functional as F
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.modules import Module
+from oneflow_compat._global.nn_pool_indices import max_pool_with_indices
 
 _FORMATS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
@@ -43,9 +44,7 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, return_indices,
     p = _ntuple(padding, nd, "padding")
     d = _ntuple(dilation, nd, "dilation")
     if return_indices:
-        # (y, indices) from OneFlow's max_pool_Nd op (ops/pool_index_ops.py; imported here: it imports this module)
-        from oneflow_compat._global.nn_pool_indices import max_pool_with_indices
-
+        # (y, indices) from OneFlow's max_pool_Nd op (ops/pool_index_ops.py)
         return max_pool_with_indices(nd, x, k, s, p, d, ceil_mode)
     return apply_op(_op("max", nd), [x], {"ksize": k, "strides": s, "pads": tuple((v, v) for v in p),
                                           "data_format": _FORMATS[nd], "ceil_mode": bool(ceil_mode),
