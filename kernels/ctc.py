@@ -93,6 +93,9 @@ def ctc_loss(xp, log_probs, targets, input_lengths, target_lengths, *, blank, ma
     il, tl = _as_index(xp, input_lengths), _as_index(xp, target_lengths)
     ext, valid = _extended_labels(xp, _as_index(xp, targets), tl, max_target_length, blank)
     width = ext.shape[1]
+    c = log_probs.shape[2]
+    if bool(((ext < 0) | (ext >= c)).any()):
+        raise ValueError("ctc_loss: targets hold labels outside [0, %d) (the classes of log_probs)" % c)
     # the skip from s - 2 to s: a label differing from the one two positions back (never onto a blank)
     skip = xp.zeros(ext.shape, dtype=bool)
     skip[:, 2:] = ext[:, 2:] != ext[:, :-2]
@@ -135,7 +138,6 @@ def ctc_loss_grad(xp, grad_out, log_probs, targets, input_lengths, target_length
     skip_next = xp.zeros(ext.shape, dtype=bool)  # the skip from s + 2 back to s
     skip_next[:, :-2] = ext[:, :-2] != ext[:, 2:]
     rows = xp.arange(n)[:, None]
-    onehot = (ext[:, :, None] == xp.arange(c)[None, None, :]).astype(dtype)  # (N, width, C)
     log_ab = xp.full((t_max, n, width), neginf, dtype=dtype)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         init = xp.full((n, width), neginf, dtype=dtype)
@@ -154,10 +156,14 @@ def ctc_loss_grad(xp, grad_out, log_probs, targets, input_lengths, target_length
             beta = xp.where(valid, beta, neginf)
             log_ab[t] = alpha[:, t] + beta
             nxt = beta
-        # log sum over the positions s with l'(s) = c of alpha beta, per (t, b, c)
+        # log sum over the positions s with l'(s) = c of alpha beta, per (t, b, c): the exponentials (shifted by
+        # each (t, b)'s maximum) added into their class with one bincount, never a (N, 2 S + 1, C) one-hot table
         m = log_ab.max(axis=2, keepdims=True)
         m = xp.where(xp.isneginf(m), 0, m)
-        lcab = xp.log(xp.einsum("tbs,bsc->tbc", xp.exp(log_ab - m), onehot)) + m
+        cells = (xp.arange(t_max * n, dtype=np.int64).reshape(t_max, n, 1) * c + ext[None, :, :]).reshape(-1)
+        sums = xp.bincount(cells, weights=xp.exp(log_ab - m).reshape(-1).astype(np.float64),
+                           minlength=t_max * n * c)
+        lcab = xp.log(sums.reshape(t_max, n, c).astype(dtype, copy=False)) + m
         nll = loss.astype(dtype, copy=False)
         grad = (xp.exp(log_probs) - xp.exp(lcab + nll[None, :, None] - log_probs)) * grad_out[None, :, None]
     keep = (xp.arange(t_max)[:, None] < il[None, :])

@@ -224,6 +224,10 @@ def test_c_ctc_loss_and_its_errors():
         flow._C.ctc_loss(*args, 3, 0, False, "average")
     with pytest.raises(ValueError, match="blank 3 must lie in"):
         flow._C.ctc_loss(*args, 3, 3, False, "none")
+    with pytest.raises(ValueError, match=r"targets hold labels outside \[0, 3\)"):
+        flow._C.ctc_loss(args[0], flow.tensor(DOC_TARGETS + 1), *args[2:], 3, 0, False, "none")
+    with pytest.raises(ValueError, match=r"target_lengths \[3, 4\] must lie in \[0, 3\]"):
+        flow._C.ctc_loss(*args[:3], flow.tensor(np.array([3, 4])), 3, 0, False, "none")
 
 
 def test_ctc_loss_in_a_graph_equals_eager_with_both_target_forms():
