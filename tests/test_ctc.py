@@ -335,3 +335,22 @@ def test_ctc_greedy_decoder_matches_a_stepwise_reference(merge_repeated):
     want, want_neg = _greedy_reference(lp, il, merge_repeated)
     np.testing.assert_array_equal(decoded.numpy(), want)
     np.testing.assert_allclose(neg.numpy(), want_neg, rtol=1e-12)
+
+
+def test_ctc_loss_takes_lengths_as_tuples_and_the_decoder_runs_in_a_graph():
+    lp = flow.tensor(DOC_LOG_PROBS)
+    loss = flow.nn.CTCLoss(reduction="none")(lp, flow.tensor(DOC_TARGETS), (5, 5), (3, 3))
+    np.testing.assert_allclose(loss.numpy(), [3.918017, 2.907672], rtol=1e-6)
+
+    class Decode(flow.nn.Graph):
+        def build(self, log_probs, lengths):
+            return flow.nn.functional.ctc_greedy_decoder(log_probs, lengths)
+
+    lengths = flow.tensor(np.array([5, 3]))
+    got = Decode()(lp, lengths)
+    want = flow.nn.functional.ctc_greedy_decoder(lp, lengths)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    want_decoded, want_neg = _greedy_reference(DOC_LOG_PROBS, [5, 3])
+    np.testing.assert_array_equal(want[0].numpy(), want_decoded)
+    np.testing.assert_allclose(want[1].numpy(), want_neg, rtol=1e-6)
