@@ -10,13 +10,16 @@ by the table-addressed products of `vector_gemm.py` (see the convolution section
 BLAS's threads. Patch extraction and its adjoint, the conv
 epilogues, max pooling and its gradient run as compiled loops from `nn_jit.py` when numba is installed; the numpy
 path — one strided-slice operation per window offset — is the reference and the fallback.
+
+On a device (CuPy) the whole batch goes at once through the CUDA kernels of `cuda_nn.py` (im2col, col2im, the
+epilogue, pooling forward and backward: one launch each) and batched products; chunking by cache size is a CPU rule.
 """
 import numbers
 import threading
 
 import numpy as np
 
-from . import blas, cpu_threads, nn_jit, vector_gemm
+from . import blas, cpu_threads, cuda_nn, nn_jit, vector_gemm
 
 _FORMATS = ("NCHW", "NHWC")
 
@@ -185,6 +188,12 @@ def _workspace(xp, shape, dtype, slot=0):
     if buffer is None or buffer.size < size:
         buffer = buffers[(dtype, slot)] = xp.empty(size, dtype=dtype)
     return buffer[:size].reshape(shape)
+
+
+def _on_device(xp, dtype):
+    """Whether the device kernels (`cuda_nn.py`) run this: a device module that builds raw kernels, a float dtype
+    they take."""
+    return xp is not np and hasattr(xp, "RawModule") and cuda_nn.supported(dtype)
 
 
 def _conv_setup(x_shape, w_shape, strides, pads, dilations, groups, data_format):
@@ -388,6 +397,15 @@ def _conv_forward(xp, x, w, b, activation, strides, pads, dilations, groups, dat
         if b is not None:
             _epilogue(xp, out.reshape(n, f, oh * ow), b, activation, False)
         return _from_nchw_array(xp, out, data_format)
+    if _on_device(xp, dtype):
+        # the whole batch: patches (N, G, Kg, P), one batched product by the weight (G, Fg, Kg), the epilogue
+        x = _nchw_contiguous(xp, x, data_format, dtype)
+        cols = cuda_nn.im2col(xp, x, kh, kw, strides, dilations, pads, (oh, ow))
+        w3 = _weight_groups(xp, w, data_format, groups, dtype)
+        out = xp.matmul(w3, cols.reshape(n, groups, cg * kh * kw, oh * ow)).reshape(n, f, oh, ow)
+        if b is not None:
+            cuda_nn.bias_act(xp, out, b, activation == "relu")
+        return _from_nchw_array(xp, out, data_format)
     g = _Geometry(xp, dtype, (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, groups, (oh, ow))
     x = _nchw_contiguous(xp, x, data_format, g.dtype)
     out = xp.empty((n, f, oh, ow), dtype=g.dtype)
@@ -475,6 +493,15 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
         x.shape, weight_shape, strides, pads, dilations, groups, data_format)
     if dy.size == 0 or x.size == 0:
         return xp.zeros(tuple(weight_shape), dtype=dy.dtype)
+    dtype = xp.result_type(dy, x)
+    if _on_device(xp, dtype):
+        # per sample dy (G, Fg, P) @ patches^T (G, P, Kg) in one batched product, then the sum over the batch
+        k, p = cg * kh * kw, out_hw[0] * out_hw[1]
+        cols = cuda_nn.im2col(xp, _nchw_contiguous(xp, x, data_format, dtype), kh, kw, strides, dilations, pads,
+                              out_hw).reshape(n, groups, k, p)
+        dy4 = _nchw_contiguous(xp, dy, data_format, dtype).reshape(n, groups, f // groups, p)
+        dw = xp.matmul(dy4, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(f, cg, kh, kw)
+        return dw if data_format == "NCHW" else xp.ascontiguousarray(dw.transpose(0, 2, 3, 1))
     g = _Geometry(xp, xp.result_type(dy, x), (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, groups,
                   out_hw)
     x = _nchw_contiguous(xp, x, data_format, g.dtype)
@@ -543,6 +570,16 @@ def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)
         input_shape, w.shape, strides, pads, dilations, groups, data_format)
     if dy.size == 0 or w.size == 0:
         return xp.zeros(input_shape, dtype=dy.dtype)
+    dtype = xp.result_type(dy, w)
+    if _on_device(xp, dtype):
+        # patch gradients of the whole batch, W^T (G, Kg, Fg) @ dy (N, G, Fg, P) in one batched product, col2im
+        k, p = cg * kh * kw, out_hw[0] * out_hw[1]
+        dy4 = _nchw_contiguous(xp, dy, data_format, dtype).reshape(n, groups, f // groups, p)
+        w3 = _weight_groups(xp, w, data_format, groups, dtype)
+        dcols = xp.matmul(w3.transpose(0, 2, 1), dy4).reshape(n, groups * k, p)
+        dx = cuda_nn.col2im(xp, xp.ascontiguousarray(dcols), (n, c, h, wd), kh, kw, strides, dilations, pads,
+                            out_hw)
+        return _from_nchw_array(xp, dx, data_format)
     g = _Geometry(xp, xp.result_type(dy, w), (n, c, h, wd), (f, cg, kh, kw), strides, pads, dilations, groups,
                   out_hw)
     dy3 = _nchw_contiguous(xp, dy, data_format, g.dtype).reshape(n, f, g.p)
@@ -617,6 +654,9 @@ def max_pool2d(xp, x, *, ksize, strides, pads=((0, 0), (0, 0)), data_format="NCH
     """Window maximum; padded cells hold the lowest value, so they never win."""
     _, ksize, strides, pads, out_hw, extra = _pool_setup(x.shape, ksize, strides, pads, data_format,
                                                          ceil_mode)
+    if _on_device(xp, x.dtype) and x.size:
+        y = cuda_nn.max_pool(xp, _nchw_contiguous(xp, x, data_format), ksize, strides, pads, out_hw)
+        return _from_nchw_array(xp, y, data_format)
     if _use_jit(xp, x.dtype) and x.size:
         xn = _nchw_contiguous(xp, x, data_format)
         y = xp.empty(xn.shape[:2] + tuple(out_hw), dtype=x.dtype)
@@ -660,6 +700,10 @@ def max_pool2d_relu_grad(xp, dy, x, y, *, ksize, strides, pads=((0, 0), (0, 0)),
 def _max_pool_grad(xp, dy, x, y, ksize, strides, pads, data_format, ceil_mode, relu):
     hw, ksize, strides, pads, out_hw, extra = _pool_setup(x.shape, ksize, strides, pads, data_format,
                                                           ceil_mode)
+    if _on_device(xp, x.dtype) and x.size and dy.dtype == x.dtype == y.dtype:
+        xn, yn, dyn = (_nchw_contiguous(xp, a, data_format) for a in (x, y, dy))
+        dx = cuda_nn.max_pool_grad(xp, dyn, xn, yn, ksize, strides, pads, relu)
+        return _from_nchw_array(xp, dx, data_format)
     if _use_jit(xp, xp.result_type(dy, x)) and x.size:
         xn, yn, dyn = (_nchw_contiguous(xp, a, data_format) for a in (x, y, dy))
         dx = xp.empty(xn.shape, dtype=dy.dtype)
@@ -723,6 +767,9 @@ def avg_pool2d(xp, x, *, ksize, strides, pads=((0, 0), (0, 0)), data_format="NCH
     """Window mean over the real (unpadded) cells only: divisor = their count."""
     hw, ksize, strides, pads, out_hw, extra = _pool_setup(x.shape, ksize, strides, pads, data_format,
                                                           ceil_mode)
+    if _on_device(xp, x.dtype) and x.size:
+        y = cuda_nn.avg_pool(xp, _nchw_contiguous(xp, x, data_format), ksize, strides, pads, out_hw)
+        return _from_nchw_array(xp, y, data_format)
     padded = _pad_nchw(xp, _as_nchw(x, data_format), pads, 0, extra)
     total = _window(padded, 0, 0, out_hw, strides).copy()
     for i in range(ksize[0]):
@@ -739,6 +786,11 @@ def avg_pool2d_grad(xp, dy, *, input_shape, ksize, strides, pads=((0, 0), (0, 0)
     the spatial size is read from `input_shape`."""
     hw, ksize, strides, pads, out_hw, extra = _pool_setup(input_shape, ksize, strides, pads,
                                                           data_format, ceil_mode)
+    if _on_device(xp, dy.dtype) and dy.size:
+        n, c = _as_nchw(dy, data_format).shape[:2]  # the batch is dy's
+        dx = cuda_nn.avg_pool_grad(xp, _nchw_contiguous(xp, dy, data_format), (n, c) + tuple(hw), ksize, strides,
+                                   pads)
+        return _from_nchw_array(xp, dx, data_format)
     share = _as_nchw(dy, data_format) / _valid_counts(xp, hw, ksize, strides, pads, out_hw, dy.dtype)
     (top, bottom), (left, right) = pads
     h, w = hw

@@ -81,6 +81,55 @@ class Syncs:
     seen = []  # what each allowed implicit synchronisation was, in order
     gets = 0
 
+    @classmethod
+    def total(cls):
+        """Every device -> host synchronisation so far: explicit transfers and the allowed implicit ones."""
+        return cls.gets + len(cls.seen)
+
+
+class Launches:
+    """Kernel launches and host -> device copies, counted as CuPy would make them.
+
+    A launch is every operation that writes device memory: a ufunc (operators included), a function or method
+    whose result is new memory (not a view of an input: reshape/transpose/basic slicing launch nothing), an
+    advanced-indexing read, an item assignment, a raw kernel of `RawModule`. `uploads`: host data copied up
+    (`asarray`/`array` of host values, host values assigned into a device array). `by_name`: launches per
+    operation name, to see what a step is made of."""
+    count = 0
+    uploads = 0
+    by_name = {}
+
+    @classmethod
+    def reset(cls):
+        cls.count, cls.uploads, cls.by_name = 0, 0, {}
+
+    @classmethod
+    def add(cls, name, n=1):
+        cls.count += n
+        cls.by_name[name] = cls.by_name.get(name, 0) + n
+
+
+def _data_of(values):
+    """The numpy arrays among `values` (device data already unwrapped), nested lists/tuples/dicts included."""
+    if isinstance(values, np.ndarray):
+        return [values]
+    if isinstance(values, (list, tuple)):
+        return [a for v in values for a in _data_of(v)]
+    if isinstance(values, dict):
+        return [a for v in values.values() for a in _data_of(v)]
+    return []
+
+
+def _count_new(name, result, raw_inputs):
+    """One launch for a call whose result is new device memory, none for a view of an input (or a non-array)."""
+    outs = _data_of(result)
+    if not outs:
+        return
+    ins = _data_of(raw_inputs)
+    if all(any(np.may_share_memory(o, i) for i in ins) for o in outs if o.size):
+        return
+    Launches.add(name)
+
 
 def _refuse(what, convert):
     def refused(self, *args, **kwargs):
@@ -102,6 +151,16 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         Syncs.gets += 1
         return np.array(self._data, copy=True)
 
+    def set(self, arr, stream=None):
+        """Host data copied into this array (CuPy's `set`; asynchronous with a stream and pinned memory)."""
+        if isinstance(arr, StrictArray) or not isinstance(arr, np.ndarray):
+            raise TypeError("set() takes a host numpy array, got %s" % type(arr).__name__)
+        if arr.shape != self._data.shape or arr.dtype != self._data.dtype:
+            raise ValueError("set(): shape/dtype %s %s differ from the array's %s %s" % (
+                arr.shape, arr.dtype, self._data.shape, self._data.dtype))
+        Launches.uploads += 1
+        self._data[...] = arr
+
     # --- refused: implicit conversions and synchronisations --------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
         raise TypeError(IMPLICIT)
@@ -122,20 +181,32 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         raw_inputs = _raw(inputs, where)
         raw_kwargs = _raw(kwargs, where)
         result = getattr(ufunc, method)(*raw_inputs, **raw_kwargs)
+        Launches.add(where if method == "__call__" else "%s.%s" % (where, method))
         if out is not None:
             return out[0] if len(out) == 1 else out
         return _device(result)
 
     def __array_function__(self, func, types_, args, kwargs):
         where = "numpy.%s" % func.__name__
-        return _device(func(*_raw(args, where), **_raw(kwargs, where)))
+        raw_args, raw_kwargs = _raw(args, where), _raw(kwargs, where)
+        result = func(*raw_args, **raw_kwargs)
+        _count_new(where, result, (raw_args, raw_kwargs))
+        return _device(result)
 
     # --- array behaviour ---------------------------------------------------------------------------------------
     def __getitem__(self, index):
-        return _device(self._data[_lenient_raw(index)])
+        raw_index = _lenient_raw(index)
+        if _is_mask(raw_index):
+            _size_from_device("boolean-mask indexing")
+        result = self._data[raw_index]
+        _count_new("getitem", result, self._data)
+        return _device(result)
 
     def __setitem__(self, index, value):
+        if isinstance(value, np.ndarray) or (isinstance(value, (list, tuple)) and not _contains_device(value)):
+            Launches.uploads += 1
         self._data[_lenient_raw(index)] = _lenient_raw(value)
+        Launches.add("setitem")
 
     def __len__(self):
         return len(self._data)
@@ -157,9 +228,16 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
             raise AttributeError(name)
         value = getattr(self._data, name)
         if callable(value):
+            data = self._data
+
             def method(*args, **kwargs):
                 where = "ndarray.%s" % name
-                return _device(value(*_raw(args, where), **_raw(kwargs, where)))
+                result = value(*_raw(args, where), **_raw(kwargs, where))
+                if result is None:  # in place (fill, sort)
+                    Launches.add(where)
+                else:
+                    _count_new(where, result, data)
+                return _device(result)
             method.__name__ = name
             return method
         return _device(value) if isinstance(value, np.ndarray) else value
@@ -172,11 +250,54 @@ class _Function:
         self._fn, self.__name__ = fn, name
 
     def __call__(self, *args, **kwargs):
-        return _device(self._fn(*_raw(args, self.__name__), **_raw(kwargs, self.__name__)))
+        raw_args, raw_kwargs = _raw(args, self.__name__), _raw(kwargs, self.__name__)
+        if self.__name__ in _SIZE_FROM_DEVICE or (self.__name__.endswith(".where") and len(raw_args) == 1):
+            _size_from_device(self.__name__)
+        result = self._fn(*raw_args, **raw_kwargs)
+        if self.__name__ in _NO_KERNEL:
+            pass
+        elif isinstance(self._fn, np.ufunc) or result is None:  # a ufunc, or an in-place call (add.at, copyto)
+            Launches.add(self.__name__)
+        else:
+            _count_new(self.__name__, result, (raw_args, raw_kwargs))
+        return _device(result)
 
     def __getattr__(self, name):
         value = getattr(self._fn, name)
         return _Function(value, "%s.%s" % (self.__name__, name)) if callable(value) else value
+
+
+def _is_mask(index):
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, np.ndarray) and i.dtype == bool for i in items)
+
+
+def _contains_device(value):
+    return any(isinstance(v, StrictArray) or (isinstance(v, (list, tuple)) and _contains_device(v)) for v in value)
+
+
+# operations whose result size depends on device values: CuPy reads a count back first (an implicit synchronisation)
+_SIZE_FROM_DEVICE = {MODULE_NAME + "." + name for name in (
+    "nonzero", "flatnonzero", "argwhere", "unique", "compress", "extract", "count_nonzero_host")}
+
+
+# allocations without a kernel (CuPy's `empty` takes memory from its pool and writes nothing)
+_NO_KERNEL = {MODULE_NAME + "." + name for name in ("empty", "empty_like")}
+
+
+def _size_from_device(what):
+    if not Syncs.allowed:
+        raise TypeError(SYNC % what)
+    Syncs.seen.append(what)
+
+
+def _upload(a, dtype, order):
+    """Host data up: one host -> device copy (device values inside lists are taken as they are)."""
+    if not (isinstance(a, (list, tuple)) and _contains_device(a)):
+        Launches.uploads += 1
+    else:
+        Launches.add("array(list of device values)")
+    return StrictArray(np.array(_lenient_raw(a), dtype=dtype, order=order, copy=True))
 
 
 def asarray(a, dtype=None, order=None):
@@ -184,14 +305,16 @@ def asarray(a, dtype=None, order=None):
     if isinstance(a, StrictArray):
         if dtype is None or np.dtype(dtype) == a.dtype:
             return a
+        Launches.add("asarray(astype)")
         return StrictArray(a._data.astype(dtype))
-    return StrictArray(np.array(_lenient_raw(a), dtype=dtype, order=order or "K", copy=True))
+    return _upload(a, dtype, order or "K")
 
 
 def array(a, dtype=None, copy=True, order="K"):
     if isinstance(a, StrictArray):
+        Launches.add("array(copy)")
         return StrictArray(np.array(a._data, dtype=dtype, copy=True, order=order))
-    return StrictArray(np.array(_lenient_raw(a), dtype=dtype, copy=True, order=order))
+    return _upload(a, dtype, order)
 
 
 def asnumpy(a):
@@ -218,10 +341,50 @@ class _Namespace(types.SimpleNamespace):
         return wrapped
 
 
-def module():
-    """A fresh fake device array module (CuPy's rules, numpy's arithmetic)."""
+class _RawFunction:
+    """A function of a fake RawModule: a launch runs the function's host twin (kernels/cuda_source.py) on the
+    arrays' data, or, with a `runner`, whatever the runner makes of the source (tests/cuda_host.py compiles it for
+    the host)."""
+
+    def __init__(self, module, name, runner):
+        self.module, self.name, self.runner = module, name, runner
+
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        if shared_mem:
+            raise ValueError("%s: the project's kernels use no shared memory" % self.name)
+        raw = [a._data if isinstance(a, StrictArray) else a for a in args]
+        if any(isinstance(a, np.ndarray) and not isinstance(b, StrictArray) for a, b in zip(raw, args)):
+            raise TypeError("%s: a host array given to a device kernel" % self.name)
+        Launches.add("raw:" + self.name)
+        if self.runner is not None:
+            self.runner(self.module, self.name, tuple(grid), tuple(block), raw)
+        else:
+            self.module.twins[self.name](*raw)
+
+
+class RawModule:
+    """cupy.RawModule's calls the project makes (`get_function`), on a CudaModule's twins."""
+
+    runner = None  # set per fake module by `module(runner=...)`
+
+    def __init__(self, code, options=(), name_expressions=None, backend="nvrtc"):
+        from oneflow_compat.kernels import cuda_source
+
+        self.cuda_module = cuda_source.module_of_code(code)  # only the project's declared sources exist here
+        self.options = tuple(options)
+
+    def get_function(self, name):
+        if name not in self.cuda_module.functions:
+            raise AttributeError("CUDA module %r has no function %r" % (self.cuda_module.name, name))
+        return _RawFunction(self.cuda_module, name, type(self).runner)
+
+
+def module(runner=None):
+    """A fresh fake device array module (CuPy's rules, numpy's arithmetic). `runner(cuda_module, function, grid,
+    block, host arrays and scalars)` runs raw kernels instead of their twins."""
+    raw = type("RawModule", (RawModule,), {"runner": staticmethod(runner) if runner is not None else None})
     return _Namespace(np, MODULE_NAME, asarray=asarray, asanyarray=asarray, array=array, asnumpy=asnumpy,
-                      ndarray=StrictArray)
+                      ndarray=StrictArray, RawModule=raw)
 
 
 def install(monkeypatch, mode="auto", allow_syncs=False):
@@ -235,6 +398,7 @@ def install(monkeypatch, mode="auto", allow_syncs=False):
     monkeypatch.setattr(Syncs, "allowed", allow_syncs)
     monkeypatch.setattr(Syncs, "seen", [])
     monkeypatch.setattr(Syncs, "gets", 0)
+    Launches.reset()
     monkeypatch.setattr(devices, "mode", lambda: mode)  # not the variable: child processes have no fake device
     monkeypatch.setattr(devices, "_CUDA", True)
     monkeypatch.setattr(devices, "_CUDA_REASON", None)

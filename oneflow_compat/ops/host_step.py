@@ -48,3 +48,20 @@ def advance(spec):
     mirror = getattr(spec, "host_step", None)
     if mirror is not None and mirror[0] == getattr(spec, "host_writes", 0):
         mirror[1] += 1
+
+
+def current(blob):
+    """A function of no arguments returning the counter's value now, from its host copy (read from the device once
+    after a host write): what a step scalar (backend/step_scalars.py) computes its value from at a call's start.
+    None where the counter has no copy on this process (its value would have to be read every call)."""
+    spec = counter_spec(blob)
+    if spec is None:
+        return None
+    value = reader(blob)
+
+    def now():
+        if not spec.shards:
+            raise RuntimeError("the train-step counter %r has no copy on this process" % spec.name)
+        return value(next(iter(spec.shards.values())))
+
+    return now

@@ -149,6 +149,7 @@ class Executable:
         self.refresh_variables()
         if n == 1:
             feed(0, None)
+            self.plan.scalars.upload()
             self.run()
             return [list(self.plan.results)]
         if self.pipelined:
@@ -162,6 +163,7 @@ class Executable:
         acc, outs = {}, []
         for m in range(n):
             feed(0, (m, n))
+            plan.scalars.upload()  # each micro-batch its own dropout keys (the rates are the call's)
             self.run(plan, 0, split)
             for r in self.grad_regs:
                 if m == 0:
@@ -181,6 +183,8 @@ class Executable:
         first, split = self.backward_start, self.plan.optimizer_start
         for m in range(n):
             feed(m, (m, n))
+        for plan in plans:
+            plan.scalars.upload()
         for plan in plans:
             self.run(plan, 0, first)
         for plan in plans:
@@ -239,7 +243,7 @@ def straight_line(plan):
     line of kernel calls. Run with registers of its own per call (a local list, not the plan's register file), it
     needs no lock to be called from several threads, and a plan of one kernel call is that call alone (inputs
     passed straight to the kernel, its result straight back)."""
-    if plan.var_slots or any(op.defn.collective for op in plan.step_ops):
+    if plan.var_slots or len(plan.scalars) or any(op.defn.collective for op in plan.step_ops):
         return None
     prog = [(call[0], tuple(call[1]), plan.writes[k]) for k, call in enumerate(plan.kernel_calls)
             if call is not None]

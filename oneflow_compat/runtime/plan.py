@@ -21,6 +21,7 @@ variables' storage), and registers no step reads (the runtime reads them itself 
 """
 import functools
 
+from oneflow_compat.backend import step_scalars
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ops.transitions import rows_of_one
 from oneflow_compat.ops.variable_ops import shares_replicas
@@ -210,6 +211,8 @@ class Plan:
         self.results = [None] * len(job.output_blobs)  # written by the fetch steps
         self._rt, self._collective_fn, self._fetch_fn = rt, collective_fn, fetch_fn
         self._first_optimizer_step = None
+        # per-call scalars on devices (learning rates, dropout keys): uploaded by the executable before each run
+        self.scalars = step_scalars.PlanScalars()
         for op in job.ops:
             for y in op.outputs:
                 for i in self._local(op.placement):
@@ -228,11 +231,12 @@ class Plan:
         out_keys = {}
         for k, (blob, kind) in enumerate(job.output_blobs):
             out_keys.setdefault(blob.key(), []).append(k)
-        for op in job.ops:
-            self._build_op(op)
-            for y in op.outputs:
-                for k in out_keys.get(y.key(), ()):
-                    self._add_fetch(k, y, op)
+        with step_scalars.building(self.scalars):
+            for op in job.ops:
+                self._build_op(op)
+                for y in op.outputs:
+                    for k in out_keys.get(y.key(), ()):
+                        self._add_fetch(k, y, op)
         # where the optimizer section starts (variable fetches were inserted in front): gradient accumulation
         # runs the steps before it once per micro-batch
         first = self._first_optimizer_step
