@@ -48,7 +48,7 @@ _C_NAMES = {
     np.dtype(np.int64): "long long", np.dtype(np.uint64): "unsigned long long", np.dtype(np.uint32): "unsigned int",
     np.dtype(np.int8): "signed char", np.dtype(np.uint8): "unsigned char", np.dtype(np.bool_): "bool",
 }
-_CACHE = os.path.join(tempfile.gettempdir(), "oneflow_compat_cuda_host")
+_BUILD_DIR = os.path.join(tempfile.gettempdir(), "oneflow_compat_cuda_host")
 _LIBRARIES = {}
 
 
@@ -81,8 +81,8 @@ def library(module):
     lib = _LIBRARIES.get(digest)
     if lib is not None:
         return lib
-    os.makedirs(_CACHE, exist_ok=True)
-    path = os.path.join(_CACHE, "%s_%s.so" % (module.name, digest))
+    os.makedirs(_BUILD_DIR, exist_ok=True)
+    path = os.path.join(_BUILD_DIR, "%s_%s.so" % (module.name, digest))
     if not os.path.exists(path):
         src = path[:-3] + ".cpp"
         with open(src, "w") as f:

@@ -135,3 +135,32 @@ def to_host(x):
         return x
     checks.raise_failed()
     return x.get()
+
+
+def to_host_all(values):
+    """Host values of `values` (device arrays and host values mixed) with ONE transfer down per device: the device
+    arrays are packed into one byte buffer there (one copy kernel), brought down together and cut apart on the
+    host. A step's results and its device checks come down this way: one synchronisation per step."""
+    values = list(values)
+    on_device = [i for i, v in enumerate(values) if is_device_array(v)]
+    if not on_device:
+        return values
+    groups = {}
+    for i in on_device:
+        device = getattr(getattr(values[i], "device", None), "id", 0)
+        groups.setdefault(device, []).append(i)
+    out = list(values)
+    for indices in groups.values():
+        if len(indices) == 1:
+            out[indices[0]] = values[indices[0]].get()
+            continue
+        arrays = [values[i] for i in indices]
+        xp = array_module("gpu")
+        flat = [xp.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
+        packed = xp.concatenate(flat).get()
+        at = 0
+        for i, a in zip(indices, arrays):
+            size = a.size * a.dtype.itemsize
+            out[i] = packed[at:at + size].view(a.dtype).reshape(a.shape).copy()  # aligned, its own
+            at += size
+    return out

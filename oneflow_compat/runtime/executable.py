@@ -204,6 +204,7 @@ class Executable:
         where the plan keeps its registers to be inspected (`Plan.release` False)."""
         for plan, in_regs in zip(self.plans, self.in_regs):
             plan.results[:] = [None] * len(plan.results)
+            plan._held.clear()  # (a call that failed before its end leaves pieces held)
             if not plan.release:
                 continue
             regs = plan.regs

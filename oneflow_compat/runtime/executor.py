@@ -27,10 +27,16 @@ class CompiledJob:
     def _fetcher(self, blob, sbp):
         rt, pl = self.session.runtime, blob.op.placement
         if sbp == S.M:
-            return lambda pieces: results.gather_mirrored_pieces(rt, pieces, pl)
-        local = rt.local_indices(pl)
-        shape, dtype = blob.shape, blob.dtype.np
-        return lambda pieces: rt.assemble(dict(zip(local, pieces)), shape, dtype, pl, sbp)
+            def fetch(pieces):
+                return results.gather_mirrored_pieces(rt, pieces, pl)
+        else:
+            local = rt.local_indices(pl)
+            shape, dtype = blob.shape, blob.dtype.np
+
+            def fetch(pieces):
+                return rt.assemble(dict(zip(local, pieces)), shape, dtype, pl, sbp)
+        fetch.to_host = True  # host results: device pieces come down at the step's end, in one transfer (plan.py)
+        return fetch
 
     def bind(self):
         self.exe.bind_variables()

@@ -21,8 +21,9 @@ variables' storage), and registers no step reads (the runtime reads them itself 
 """
 import functools
 
-from oneflow_compat.backend import step_scalars
+from oneflow_compat.backend import devices, step_scalars
 from oneflow_compat.ir import sbp as S
+from oneflow_compat.kernels import checks
 from oneflow_compat.ops.transitions import rows_of_one
 from oneflow_compat.ops.variable_ops import shares_replicas
 
@@ -211,6 +212,8 @@ class Plan:
         self.results = [None] * len(job.output_blobs)  # written by the fetch steps
         self._rt, self._collective_fn, self._fetch_fn = rt, collective_fn, fetch_fn
         self._first_optimizer_step = None
+        self._held = {}  # output index -> (converter, device pieces) awaiting the step's one transfer down
+        self._download_step = None
         # per-call scalars on devices (learning rates, dropout keys): uploaded by the executable before each run
         self.scalars = step_scalars.PlanScalars()
         for op in job.ops:
@@ -241,6 +244,17 @@ class Plan:
         # runs the steps before it once per micro-batch
         first = self._first_optimizer_step
         self.optimizer_start = self.steps.index(first) if first is not None else len(self.steps)
+        if self._download_step is not None:
+            # the held results come down at the step's end: after the update with one micro-batch, else at the end
+            # of each micro-batch's forward and backward (the executable reads results after those)
+            at = len(self.steps) if job.micro_batches == 1 else self.optimizer_start
+            self.steps.insert(at, self._download_step)
+            self.step_ops.insert(at, self.step_ops[at - 1] if at else job.ops[0])
+            self.kernel_calls.insert(at, None)
+            self.writes.insert(at, ())
+            self.reads.insert(at, ())
+            if at <= self.optimizer_start:
+                self.optimizer_start += 1
         self._release_after_last_use()
 
     def _release_after_last_use(self):
@@ -327,16 +341,72 @@ class Plan:
         self.fetch_regs[k] = regs_of
         convert = self._fetch_fn(blob, op.sbp_out[blob.index])
         regs, results = self.regs, self.results
+        if getattr(convert, "to_host", False):
+            # host results of device pieces wait for the step's end (`_add_download`): one transfer for them all
+            self._add_held_fetch(k, regs_of, op, convert)
+            return
 
         def fetch():
             results[k] = convert([regs[r] for r in regs_of])
 
         if op.defn.role == "variable":
             # a variable's value is fetched before this call's update, as legacy train jobs return it
-            self.steps.insert(0, fetch)
-            self.step_ops.insert(0, op)
-            self.kernel_calls.insert(0, None)
-            self.writes.insert(0, ())
-            self.reads.insert(0, tuple(regs_of))
+            self._insert_first(fetch, op, regs_of)
         else:
             self._add_step(fetch, op, reads=regs_of)
+
+    def _insert_first(self, step, op, reads):
+        self.steps.insert(0, step)
+        self.step_ops.insert(0, op)
+        self.kernel_calls.insert(0, None)
+        self.writes.insert(0, ())
+        self.reads.insert(0, tuple(reads))
+
+    def _add_held_fetch(self, k, regs_of, op, convert):
+        """A fetch whose converter brings the value to the host. Host pieces convert where they are made, as
+        before; device pieces are held (a device copy where a piece shares a variable's storage, which the update
+        would change) and converted at the step's end, after ONE transfer down of every held piece and the
+        step's pending device checks (`_download`): the step's only device -> host synchronisation."""
+        regs, results, held = self.regs, self.results, self._held
+
+        def hold():
+            pieces = [regs[r] for r in regs_of]
+            if not any(devices.is_device_array(p) for p in pieces):
+                results[k] = convert(pieces)
+                return
+            variables = [regs[r] for r, _, _ in self.var_slots]
+            held[k] = (convert, [_unaliased(p, variables) for p in pieces])
+
+        if op.defn.role == "variable":
+            self._insert_first(hold, op, regs_of)
+        else:
+            self._add_step(hold, op, reads=regs_of)
+        if self._download_step is None:
+            self._download_step = self._download
+            self._download_at_end = True
+
+    def _download(self):
+        held, results = self._held, self.results
+        if not held:
+            return
+        order = sorted(held)
+        pending = checks.take_pending()
+        flat = [p for k in order for p in held[k][1]]
+        host = devices.to_host_all(flat + [c[1] for c in pending])
+        checks.put_back(pending, host[len(flat):])
+        at = 0
+        for k in order:
+            convert, pieces = held[k]
+            results[k] = convert(host[at:at + len(pieces)])
+            at += len(pieces)
+        held.clear()
+
+
+def _unaliased(piece, variables):
+    """`piece`, or a device copy of it where it shares memory with a variable (a view of one)."""
+    if not devices.is_device_array(piece):
+        return piece
+    xp = devices.array_module("gpu")
+    if any(devices.is_device_array(v) and xp.may_share_memory(piece, v) for v in variables):
+        return piece.copy()
+    return piece
