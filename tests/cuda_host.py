@@ -66,10 +66,11 @@ def _wrappers(module):
         decl = ", ".join("%s%s%s %s" % ("const " if p.const and p.pointer else "", _C_NAMES[p.dtype],
                                        "*" if p.pointer else "", p.name) for p in params)
         call = ", ".join(p.name for p in params)
-        out.append('extern "C" void emu_%s(unsigned int grid, unsigned int block%s) {\n'
-                   '    gridDim.x = grid; blockDim.x = block;\n'
-                   '    for (unsigned int b = 0; b < grid; ++b) for (unsigned int t = 0; t < block; ++t) {\n'
-                   '        blockIdx.x = b; threadIdx.x = t; %s(%s);\n    }\n}\n'
+        out.append('extern "C" void emu_%s(unsigned int emu_grid, unsigned int emu_block%s) {\n'
+                   '    gridDim.x = emu_grid; blockDim.x = emu_block;\n'
+                   '    for (unsigned int emu_b = 0; emu_b < emu_grid; ++emu_b)\n'
+                   '        for (unsigned int emu_t = 0; emu_t < emu_block; ++emu_t) {\n'
+                   '        blockIdx.x = emu_b; threadIdx.x = emu_t; %s(%s);\n    }\n}\n'
                    % (name, ", " + decl if decl else "", name, call))
     return "\n".join(out)
 

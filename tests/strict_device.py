@@ -80,6 +80,7 @@ class Syncs:
     allowed = False
     seen = []  # what each allowed implicit synchronisation was, in order
     gets = 0
+    at_launch = []  # Launches.count at each synchronisation (explicit or implicit): where in the step it happened
 
     @classmethod
     def total(cls):
@@ -136,6 +137,7 @@ def _refuse(what, convert):
         if not Syncs.allowed:
             raise TypeError(SYNC % what)
         Syncs.seen.append(what)
+        Syncs.at_launch.append(Launches.count)
         return convert(self._data, *args, **kwargs)
     return refused
 
@@ -147,8 +149,12 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         self._data = data
 
     # --- the only ways down ---------------------------------------------------------------------------------------
-    def get(self):
+    def get(self, stream=None, out=None, blocking=True):
         Syncs.gets += 1
+        Syncs.at_launch.append(Launches.count)
+        if out is not None:
+            out[...] = self._data
+            return out
         return np.array(self._data, copy=True)
 
     def set(self, arr, stream=None):
@@ -289,6 +295,7 @@ def _size_from_device(what):
     if not Syncs.allowed:
         raise TypeError(SYNC % what)
     Syncs.seen.append(what)
+    Syncs.at_launch.append(Launches.count)
 
 
 def _upload(a, dtype, order):
@@ -398,6 +405,7 @@ def install(monkeypatch, mode="auto", allow_syncs=False):
     monkeypatch.setattr(Syncs, "allowed", allow_syncs)
     monkeypatch.setattr(Syncs, "seen", [])
     monkeypatch.setattr(Syncs, "gets", 0)
+    monkeypatch.setattr(Syncs, "at_launch", [])
     Launches.reset()
     monkeypatch.setattr(devices, "mode", lambda: mode)  # not the variable: child processes have no fake device
     monkeypatch.setattr(devices, "_CUDA", True)
