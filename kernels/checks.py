@@ -27,14 +27,14 @@ def _host_value(v):
     return v.item() if hasattr(v, "item") else v
 
 
-def require(xp, failed, message, *values):
-    """ValueError(`message` % `values`) if `failed` (a 0-d boolean array); `values` are numbers or 0-d arrays of
+def require(xp, failed, message, *values, error=ValueError):
+    """`error`(`message` % `values`) if `failed` (a 0-d boolean array); `values` are numbers or 0-d arrays of
     the same module. Immediate on the host, at the next `raise_failed()` on a device."""
     if xp is numpy:
         if failed:
-            raise ValueError(message % tuple(_host_value(v) for v in values))
+            raise error(message % tuple(_host_value(v) for v in values))
         return
-    _pending().append((xp, failed, message, values))
+    _pending().append((xp, failed, (error, message), values))
 
 
 def take_pending():
@@ -64,6 +64,6 @@ def raise_failed():
         xp = on_device[0][0]
         flags = iter(xp.stack([xp.reshape(c[1], ()) for c in on_device]).get())  # the one device -> host transfer
     failed = [c[1] if c[0] is numpy else next(flags) for c in checks]
-    for (_, _, message, values), bad in zip(checks, failed):
+    for (_, _, (error, message), values), bad in zip(checks, failed):
         if bad:
-            raise ValueError(message % tuple(_host_value(v) for v in values))
+            raise error(message % tuple(_host_value(v) for v in values))

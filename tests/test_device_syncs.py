@@ -181,3 +181,33 @@ def test_the_host_copy_of_the_step_follows_host_writes(monkeypatch, on_device):
     np.testing.assert_allclose(got, want, rtol=1e-5)
     assert len({_schedule().lr_at(t) for t in range(4)}) == 3  # the steps are told apart
     assert int(flow.get_all_variables()[step].numpy()[0]) == 3
+
+
+_INDEX_OPS = {
+    "gather": (lambda m, k: k.indexing.gather(m, m.asarray(np.ones((4, 3), np.float32)), m.asarray(np.array([1, -1, 2])),
+                                              axis=0), "^gather: negative index -1$", ValueError),
+    "batch_gather": (lambda m, k: k.indexing.batch_gather(m, m.asarray(np.ones((2, 5, 3), np.float32)),
+                                                          m.asarray(np.array([[1, 5], [0, 2]]))),
+                     r"^batch_gather: indices must lie in \[0, 5\)$", ValueError),
+    "one_hot": (lambda m, k: k.shape.one_hot(m, m.asarray(np.array([0, 3, 7])), depth=4),
+                r"^one_hot: index 7 out of range \[0, 4\)$", ValueError),
+    "dim_gather": (lambda m, k: k.nd_index.dim_gather(m, m.asarray(np.ones((2, 3), np.float32)),
+                                                      m.asarray(np.array([[0, 3, 1], [2, 2, 2]])), dim=1),
+                   r"^dim_gather: index out of range \[0, 3\) along dim 1$", IndexError),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_INDEX_OPS))
+def test_index_ops_on_a_device_check_their_indices_without_waiting(op):
+    import types
+
+    from oneflow_compat.kernels import indexing, nd_index, shape
+
+    kernels = types.SimpleNamespace(indexing=indexing, nd_index=nd_index, shape=shape)
+    run, message, error = _INDEX_OPS[op]
+    with pytest.raises(error, match=message):
+        run(np, kernels)  # the host raises at once
+    out = run(strict_device.module(), kernels)  # int()/bool() of device arrays raise: nothing waits for the device
+    assert isinstance(out, strict_device.StrictArray)
+    with pytest.raises(error, match=message):
+        checks.raise_failed()  # where the runtime reads the step's results
