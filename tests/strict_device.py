@@ -100,14 +100,51 @@ class Launches:
     uploads = 0
     by_name = {}
 
+    by_device = {}  # launches per current GPU, where the fake module has GPUs (`module(gpus=n)`)
+
     @classmethod
     def reset(cls):
-        cls.count, cls.uploads, cls.by_name = 0, 0, {}
+        cls.count, cls.uploads, cls.by_name, cls.by_device = 0, 0, {}, {}
 
     @classmethod
     def add(cls, name, n=1):
         cls.count += n
         cls.by_name[name] = cls.by_name.get(name, 0) + n
+        if _GPUS["cuda"] is not None:
+            gpu = _GPUS["cuda"].current
+            cls.by_device[gpu] = cls.by_device.get(gpu, 0) + n
+
+
+_GPUS = {"cuda": None}  # the fake CUDA runtime of the last module made with gpus
+
+
+class FakeCuda:
+    """CuPy's `cuda` calls the runtime makes to pick GPUs: a device count, the current device, `Device(k)` (`use()`,
+    or a `with` block). The fake module's launches are counted per current device (`Launches.by_device`)."""
+
+    def __init__(self, count):
+        self.count, self.current, self.used = count, 0, []
+        self.runtime = types.SimpleNamespace(getDeviceCount=lambda: self.count, getDevice=lambda: self.current)
+
+    def Device(self, k):  # noqa: N802 - CuPy's name
+        cuda = self
+
+        class _Device:
+            def use(self):
+                cuda.used.append(k)
+                cuda.current = k
+
+            def __enter__(self):
+                self.previous = cuda.current
+                cuda.current = k
+                return self
+
+            def __exit__(self, *exc):
+                cuda.current = self.previous
+
+        if not 0 <= k < self.count:
+            raise ValueError("CUDA device %d of %d" % (k, self.count))
+        return _Device()
 
 
 def _data_of(values):
@@ -386,22 +423,27 @@ class RawModule:
         return _RawFunction(self.cuda_module, name, type(self).runner)
 
 
-def module(runner=None):
+def module(runner=None, gpus=None):
     """A fresh fake device array module (CuPy's rules, numpy's arithmetic). `runner(cuda_module, function, grid,
-    block, host arrays and scalars)` runs raw kernels instead of their twins."""
+    block, host arrays and scalars)` runs raw kernels instead of their twins. `gpus`: a fake CUDA runtime with that
+    many GPUs (`FakeCuda`; the module's `cuda`), launches counted per GPU."""
     raw = type("RawModule", (RawModule,), {"runner": staticmethod(runner) if runner is not None else None})
+    extra = {}
+    _GPUS["cuda"] = None
+    if gpus is not None:
+        extra["cuda"] = _GPUS["cuda"] = FakeCuda(gpus)
     return _Namespace(np, MODULE_NAME, asarray=asarray, asanyarray=asarray, array=array, asnumpy=asnumpy,
-                      ndarray=StrictArray, RawModule=raw)
+                      ndarray=StrictArray, RawModule=raw, **extra)
 
 
-def install(monkeypatch, mode="auto", allow_syncs=False):
+def install(monkeypatch, mode="auto", allow_syncs=False, gpus=None):
     """Run "gpu" placements on a fresh fake module, CUDA reported usable, under ONEFLOW_COMPAT_DEVICE=`mode`, in a
     new default session; returns the module. `allow_syncs`: record device -> host synchronisations in
-    `Syncs.seen` instead of refusing them."""
+    `Syncs.seen` instead of refusing them. `gpus`: give the module a fake CUDA runtime with that many GPUs."""
     import oneflow_compat as flow
     from oneflow_compat.backend import devices
 
-    fake = module()
+    fake = module(gpus=gpus)
     monkeypatch.setattr(Syncs, "allowed", allow_syncs)
     monkeypatch.setattr(Syncs, "seen", [])
     monkeypatch.setattr(Syncs, "gets", 0)

@@ -128,6 +128,12 @@ def is_device_array(x):
     return not isinstance(x, (np.ndarray, np.generic)) and callable(getattr(x, "get", None)) and hasattr(x, "dtype")
 
 
+def module_of(x):
+    """The array module of an array: the device module ("gpu" placements' CuPy, or a stand-in) for a device array,
+    numpy for anything else. By what the array is (`is_device_array`), not by the name of its type's module."""
+    return array_module("gpu") if is_device_array(x) else np
+
+
 def to_host(x):
     """A host (numpy) value of `x`: device arrays are copied down, host values returned as they are. A fetch from a
     device first raises what the device-side checks of the steps before it found (kernels/checks.py)."""

@@ -76,15 +76,15 @@ class CompiledJob:
         if sbp is S.M:
             def feed(regs, value):
                 for i, r in slots:
-                    regs[r] = to_dev(value[i], pl)
+                    regs[r] = to_dev(value[i], pl, i)
         elif n == 1 or sbp is S.B:
             def feed(regs, value):
-                for _, r in slots:
-                    regs[r] = to_dev(value, pl)
+                for i, r in slots:
+                    regs[r] = to_dev(value, pl, i)
         else:
             def feed(regs, value):
                 for i, r in slots:
-                    regs[r] = to_dev(np.ascontiguousarray(value[S.local_slices(value.shape, sbp, i, n)]), pl)
+                    regs[r] = to_dev(np.ascontiguousarray(value[S.local_slices(value.shape, sbp, i, n)]), pl, i)
         feed.parallel_num = n
         return feed
 

@@ -19,7 +19,10 @@ only what later steps still need, and nothing stays alive between calls. Not rel
 variables' storage), and registers no step reads (the runtime reads them itself after a run: eager results);
 `plan.release = False` keeps them all (to inspect registers after a call).
 """
+import contextlib
 import functools
+
+import numpy as np
 
 from oneflow_compat.backend import devices, step_scalars
 from oneflow_compat.ir import sbp as S
@@ -77,8 +80,6 @@ def _keyword_defaults(kernel):
 
 def _zero_d(fn, n_outputs):
     """`fn` with the numpy scalars it returns for 0-d results made 0-d arrays (see the module docstring)."""
-    import numpy as np
-
     generic = np.generic
     if n_outputs == 1:
         def kernel(*arrays):
@@ -124,7 +125,6 @@ def _rows_batchable(op, local, xp):
     """Whether the op's pieces on this process's CPU devices may be computed by one call on the whole value: every
     device of the placement is here, the op is a plain kernel, and it reads S(0) pieces or broadcast copies and
     produces S(0) pieces — a signature that says the rows of the result are the pieces' results stacked."""
-    import numpy as np
 
     d = op.defn
     return (xp is np and len(local) > 1 and len(local) == op.placement.parallel_num and d.kernel is not None
@@ -308,10 +308,32 @@ class Plan:
             self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins), ins, outs)
 
     def _device_call(self, op, i, xp):
-        fn = device_fn(op, DeviceSlot(op, i, xp, self.session, one_device=self.one_device))
+        with self._on_device(op.placement, i, xp):  # (what the builder allocates lands on the device's GPU)
+            fn = device_fn(op, DeviceSlot(op, i, xp, self.session, one_device=self.one_device))
         if any(not y.shape for y in op.outputs):
             fn = _zero_d(fn, len(op.outputs))
+        fn = self._on_its_gpu(op.placement, i, xp, fn)
         return fn, [self.slot[(x.key(), i)] for x in op.inputs], [self.slot[(y.key(), i)] for y in op.outputs]
+
+    def _on_device(self, placement, i, xp):
+        rt = self._rt
+        if xp is np or self.one_device or not hasattr(rt, "on_device"):
+            return contextlib.nullcontext()
+        return rt.on_device(placement, i)
+
+    def _on_its_gpu(self, placement, i, xp, fn):
+        """`fn` run with device i's GPU current, where that is not the process's home GPU (several GPUs driven by
+        one process); `fn` itself otherwise (one GPU per process: nothing to switch)."""
+        rt = self._rt
+        if xp is np or self.one_device or not hasattr(rt, "gpu_of"):
+            return fn
+        if rt.gpu_of(placement, i) == rt.gpus.select_home(xp):
+            return fn
+
+        def on_its_gpu(*arrays):
+            with rt.on_device(placement, i):
+                return fn(*arrays)
+        return on_its_gpu
 
     def _add_batched(self, op, local, xp):
         per_device = [_step(self.regs, *self._device_call(op, i, xp)) for i in local]
