@@ -8,6 +8,7 @@ import pytest
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
 import strict_device
+from cpu_reference import on_cpu
 from oneflow_compat.kernels import checks
 from oneflow_compat.kernels import optim as optim_k
 from oneflow_compat.optimizer import loss_scale
@@ -66,7 +67,8 @@ def _train(make_optimizer, steps=4, labels=None, on_step=None):
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_train_steps_make_no_implicit_synchronisation(monkeypatch, name):
-    want = _train(OPTIMIZERS[name])
+    with on_cpu():
+        want = _train(OPTIMIZERS[name])
     strict_device.install(monkeypatch, "gpu", allow_syncs=False)  # float()/int()/bool() of device arrays raise
     gets = []
     got = _train(OPTIMIZERS[name], on_step=lambda s: gets.append(strict_device.Syncs.gets))
@@ -98,7 +100,8 @@ def test_an_overflowing_step_is_skipped_on_the_device(monkeypatch):
         train(x)  # the scaled gradient 2 * 2**127 overflows float32: the update is skipped
         return {k: v.numpy() for k, v in flow.get_all_variables().items()}
 
-    want = run()
+    with on_cpu():
+        want = run()
     strict_device.install(monkeypatch, "gpu")
     got = run()
     np.testing.assert_array_equal(got["w"], np.full((3, 1), 0.5, np.float32))  # not updated

@@ -9,6 +9,7 @@ import pytest
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
 import strict_device
+from cpu_reference import on_cpu
 from oneflow_compat.backend import gpu_map
 from oneflow_compat.comm import world
 from oneflow_compat.kernels import activation
@@ -41,7 +42,8 @@ def _train(devices, steps=2):
     (0, 2, "1,0", {1, 0}),  # the override
 ])
 def test_each_logical_device_runs_on_its_physical_gpu(monkeypatch, local_rank, gpus, gpu_map_env, want):
-    expected = _train(2)
+    with on_cpu():
+        expected = _train(2)
     monkeypatch.setattr(world, "job_local_rank", lambda: local_rank)
     if gpu_map_env is None:
         monkeypatch.delenv(gpu_map.GPU_MAP_ENV, raising=False)
