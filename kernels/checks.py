@@ -52,6 +52,12 @@ def put_back(taken, host_failed):
                       for (_, _, message, values), flag in zip(taken, host_failed))
 
 
+def restore_pending(taken):
+    """Puts device checks taken with `take_pending` back as they were (a captured CUDA graph's checks, which its
+    replays recompute in the same device memory)."""
+    _pending().extend(taken)
+
+
 def raise_failed():
     """Raises the first failed pending device check (in the order they were made); forgets them all."""
     pending = _pending()

@@ -118,13 +118,112 @@ class Launches:
 _GPUS = {"cuda": None}  # the fake CUDA runtime of the last module made with gpus
 
 
+_PINNED = []  # the fake's pinned host allocations (bytearrays)
+
+
+def _is_pinned(array):
+    base = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return any(base is p for p in _PINNED)
+
+
+class FakeStream:
+    """A stream of the fake CUDA runtime: `with stream:` makes it current; `begin_capture()` records every launch
+    (and memcpy from pinned memory) until `end_capture()`, which returns a FakeGraph replaying them; a sync, a
+    pageable upload or a read of a device value while capturing raises, as CUDA refuses them."""
+
+    def __init__(self, cuda):
+        self.cuda = cuda
+        self.ptr = id(self)
+
+    def __enter__(self):
+        self.cuda._streams.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        self.cuda._streams.pop()
+
+    def begin_capture(self, mode=None):
+        if _CAPTURE["thunks"] is not None:
+            raise RuntimeError("a capture is already under way")
+        _CAPTURE["thunks"] = []
+
+    def end_capture(self):
+        thunks, _CAPTURE["thunks"] = _CAPTURE["thunks"], None
+        if thunks is None:
+            raise RuntimeError("end_capture without begin_capture")
+        self.cuda.captures += 1
+        return FakeGraph(self.cuda, thunks)
+
+    def is_capturing(self):
+        return _CAPTURE["thunks"] is not None
+
+    def synchronize(self):
+        _refuse_in_capture("stream.synchronize()")
+        Syncs.gets += 1
+        Syncs.at_launch.append(Launches.count)
+
+
+class FakeGraph:
+    """A captured graph: `launch()` replays the captured launches in order, one launch counted.
+
+    Unlike CUDA, the fake computes while it captures (the code being captured needs its arrays' shapes); so the
+    first launch after the capture replays nothing — the capture already made that run — and every later launch
+    replays it all, with the captured arguments."""
+
+    def __init__(self, cuda, thunks):
+        self.cuda, self.thunks = cuda, thunks
+        self.ran_at_capture = True
+
+    def launch(self, stream=None):
+        self.cuda.launches += 1
+        Launches.add("graph")
+        if self.ran_at_capture:
+            self.ran_at_capture = False
+            return
+        for thunk in self.thunks:
+            thunk()
+
+
 class FakeCuda:
     """CuPy's `cuda` calls the runtime makes to pick GPUs: a device count, the current device, `Device(k)` (`use()`,
     or a `with` block). The fake module's launches are counted per current device (`Launches.by_device`)."""
 
     def __init__(self, count):
         self.count, self.current, self.used = count, 0, []
-        self.runtime = types.SimpleNamespace(getDeviceCount=lambda: self.count, getDevice=lambda: self.current)
+        self.runtime = types.SimpleNamespace(getDeviceCount=lambda: self.count, getDevice=lambda: self.current,
+                                             streamCaptureModeRelaxed=2)
+        self._null = FakeStream(self)
+        self._streams = [self._null]
+        self.captures = 0  # graphs captured
+        self.launches = 0  # graph launches
+
+    # --- streams, graphs, pinned memory, pools: what runtime/cuda_graph.py and backend/step_scalars.py call ------
+    def Stream(self, non_blocking=False, null=False):  # noqa: N802 - CuPy's name
+        return FakeStream(self)
+
+    def get_current_stream(self):
+        return self._streams[-1]
+
+    def alloc_pinned_memory(self, nbytes):
+        memory = bytearray(nbytes)
+        _PINNED.append(memory)
+        return memory
+
+    def Event(self, block=False, disable_timing=False, interprocess=False):  # noqa: N802
+        return types.SimpleNamespace(record=lambda stream=None: None, synchronize=lambda: None)
+
+    def MemoryPool(self):  # noqa: N802
+        return types.SimpleNamespace(malloc=lambda size: None, used_bytes=lambda: 0, free_all_blocks=lambda: None)
+
+    @staticmethod
+    def using_allocator(allocator=None):
+        import contextlib
+
+        return contextlib.nullcontext()
 
     def Device(self, k):  # noqa: N802 - CuPy's name
         cuda = self
@@ -159,18 +258,56 @@ def _data_of(values):
 
 
 def _count_new(name, result, raw_inputs):
-    """One launch for a call whose result is new device memory, none for a view of an input (or a non-array)."""
+    """One launch for a call whose result is new device memory, none for a view of an input (or a non-array);
+    returns whether it launched."""
     outs = _data_of(result)
     if not outs:
-        return
+        return False
     ins = _data_of(raw_inputs)
     if all(any(np.may_share_memory(o, i) for i in ins) for o in outs if o.size):
-        return
+        return False
     Launches.add(name)
+    return True
+
+
+# --- stream capture (CUDA graphs): launches recorded while a FakeCuda stream captures, replayed by its graph ------
+_CAPTURE = {"thunks": None}
+
+
+def _flat(value):
+    if isinstance(value, (tuple, list)):
+        return [a for v in value for a in _flat(v)]
+    return [value]
+
+
+def _record(recompute, wrapped=None):
+    """While capturing: `recompute()` (the launch's computation on the raw arrays) is kept for the graph's replays,
+    its results written into the memory of the results this launch made (`wrapped`: what the caller got), as a
+    replayed kernel writes into the addresses it was captured with. Values passed by value (Python scalars) are
+    replayed as captured — frozen, as in a real graph."""
+    thunks = _CAPTURE["thunks"]
+    if thunks is None:
+        return
+    targets = [w._data for w in _flat(wrapped) if isinstance(w, StrictArray)] if wrapped is not None else []
+
+    def replay():
+        new = recompute()
+        if targets:
+            for target, value in zip(targets, _flat(new)):
+                if target is not value:
+                    target[...] = value
+    thunks.append(replay)
+
+
+def _refuse_in_capture(what):
+    if _CAPTURE["thunks"] is not None:
+        raise RuntimeError("%s while a stream is capturing (cudaErrorStreamCaptureUnsupported: operation not "
+                           "permitted when stream is capturing)" % what)
 
 
 def _refuse(what, convert):
     def refused(self, *args, **kwargs):
+        _refuse_in_capture("%s of a device array" % what)
         if not Syncs.allowed:
             raise TypeError(SYNC % what)
         Syncs.seen.append(what)
@@ -187,6 +324,7 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
 
     # --- the only ways down ---------------------------------------------------------------------------------------
     def get(self, stream=None, out=None, blocking=True):
+        _refuse_in_capture("a device -> host copy")
         Syncs.gets += 1
         Syncs.at_launch.append(Launches.count)
         if out is not None:
@@ -201,8 +339,12 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         if arr.shape != self._data.shape or arr.dtype != self._data.dtype:
             raise ValueError("set(): shape/dtype %s %s differ from the array's %s %s" % (
                 arr.shape, arr.dtype, self._data.shape, self._data.dtype))
+        if _CAPTURE["thunks"] is not None and not _is_pinned(arr):
+            _refuse_in_capture("an upload from pageable host memory")
         Launches.uploads += 1
         self._data[...] = arr
+        data = self._data
+        _record(lambda: data.__setitem__(Ellipsis, arr))  # a memcpy node: reads the host bytes when it runs
 
     # --- refused: implicit conversions and synchronisations --------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
@@ -225,31 +367,39 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         raw_kwargs = _raw(kwargs, where)
         result = getattr(ufunc, method)(*raw_inputs, **raw_kwargs)
         Launches.add(where if method == "__call__" else "%s.%s" % (where, method))
-        if out is not None:
-            return out[0] if len(out) == 1 else out
-        return _device(result)
+        wrapped = (out[0] if len(out) == 1 else out) if out is not None else _device(result)
+        _record(lambda: getattr(ufunc, method)(*raw_inputs, **raw_kwargs), wrapped)
+        return wrapped
 
     def __array_function__(self, func, types_, args, kwargs):
         where = "numpy.%s" % func.__name__
         raw_args, raw_kwargs = _raw(args, where), _raw(kwargs, where)
         result = func(*raw_args, **raw_kwargs)
-        _count_new(where, result, (raw_args, raw_kwargs))
-        return _device(result)
+        wrapped = _device(result)
+        if _count_new(where, result, (raw_args, raw_kwargs)):
+            _record(lambda: func(*raw_args, **raw_kwargs), wrapped)
+        return wrapped
 
     # --- array behaviour ---------------------------------------------------------------------------------------
     def __getitem__(self, index):
         raw_index = _lenient_raw(index)
         if _is_mask(raw_index):
             _size_from_device("boolean-mask indexing")
-        result = self._data[raw_index]
-        _count_new("getitem", result, self._data)
-        return _device(result)
+        data = self._data
+        result = data[raw_index]
+        wrapped = _device(result)
+        if _count_new("getitem", result, data):
+            _record(lambda: data[raw_index], wrapped)
+        return wrapped
 
     def __setitem__(self, index, value):
         if isinstance(value, np.ndarray) or (isinstance(value, (list, tuple)) and not _contains_device(value)):
+            _refuse_in_capture("host data assigned into a device array")
             Launches.uploads += 1
-        self._data[_lenient_raw(index)] = _lenient_raw(value)
+        data, raw_index, raw_value = self._data, _lenient_raw(index), _lenient_raw(value)
+        data[raw_index] = raw_value
         Launches.add("setitem")
+        _record(lambda: data.__setitem__(raw_index, raw_value))
 
     def __len__(self):
         return len(self._data)
@@ -275,12 +425,15 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
 
             def method(*args, **kwargs):
                 where = "ndarray.%s" % name
-                result = value(*_raw(args, where), **_raw(kwargs, where))
+                raw_args, raw_kwargs = _raw(args, where), _raw(kwargs, where)
+                result = value(*raw_args, **raw_kwargs)
+                wrapped = _device(result)
                 if result is None:  # in place (fill, sort)
                     Launches.add(where)
-                else:
-                    _count_new(where, result, data)
-                return _device(result)
+                    _record(lambda: value(*raw_args, **raw_kwargs))
+                elif _count_new(where, result, data):
+                    _record(lambda: value(*raw_args, **raw_kwargs), wrapped)
+                return wrapped
             method.__name__ = name
             return method
         return _device(value) if isinstance(value, np.ndarray) else value
@@ -296,14 +449,17 @@ class _Function:
         raw_args, raw_kwargs = _raw(args, self.__name__), _raw(kwargs, self.__name__)
         if self.__name__ in _SIZE_FROM_DEVICE or (self.__name__.endswith(".where") and len(raw_args) == 1):
             _size_from_device(self.__name__)
-        result = self._fn(*raw_args, **raw_kwargs)
+        fn = self._fn
+        result = fn(*raw_args, **raw_kwargs)
+        wrapped = _device(result)
         if self.__name__ in _NO_KERNEL:
             pass
-        elif isinstance(self._fn, np.ufunc) or result is None:  # a ufunc, or an in-place call (add.at, copyto)
+        elif isinstance(fn, np.ufunc) or result is None:  # a ufunc, or an in-place call (add.at, copyto)
             Launches.add(self.__name__)
-        else:
-            _count_new(self.__name__, result, (raw_args, raw_kwargs))
-        return _device(result)
+            _record(lambda: fn(*raw_args, **raw_kwargs), wrapped if result is not None else None)
+        elif _count_new(self.__name__, result, (raw_args, raw_kwargs)):
+            _record(lambda: fn(*raw_args, **raw_kwargs), wrapped)
+        return wrapped
 
     def __getattr__(self, name):
         value = getattr(self._fn, name)
@@ -329,6 +485,7 @@ _NO_KERNEL = {MODULE_NAME + "." + name for name in ("empty", "empty_like")}
 
 
 def _size_from_device(what):
+    _refuse_in_capture(what)
     if not Syncs.allowed:
         raise TypeError(SYNC % what)
     Syncs.seen.append(what)
@@ -338,6 +495,7 @@ def _size_from_device(what):
 def _upload(a, dtype, order):
     """Host data up: one host -> device copy (device values inside lists are taken as they are)."""
     if not (isinstance(a, (list, tuple)) and _contains_device(a)):
+        _refuse_in_capture("host data uploaded (it would be frozen into the graph)")
         Launches.uploads += 1
     else:
         Launches.add("array(list of device values)")
@@ -350,14 +508,20 @@ def asarray(a, dtype=None, order=None):
         if dtype is None or np.dtype(dtype) == a.dtype:
             return a
         Launches.add("asarray(astype)")
-        return StrictArray(a._data.astype(dtype))
+        out = StrictArray(a._data.astype(dtype))
+        data = a._data
+        _record(lambda: data.astype(dtype), out)
+        return out
     return _upload(a, dtype, order or "K")
 
 
 def array(a, dtype=None, copy=True, order="K"):
     if isinstance(a, StrictArray):
         Launches.add("array(copy)")
-        return StrictArray(np.array(a._data, dtype=dtype, copy=True, order=order))
+        out = StrictArray(np.array(a._data, dtype=dtype, copy=True, order=order))
+        data = a._data
+        _record(lambda: np.array(data, dtype=dtype, copy=True, order=order), out)
+        return out
     return _upload(a, dtype, order)
 
 
@@ -400,10 +564,15 @@ class _RawFunction:
         if any(isinstance(a, np.ndarray) and not isinstance(b, StrictArray) for a, b in zip(raw, args)):
             raise TypeError("%s: a host array given to a device kernel" % self.name)
         Launches.add("raw:" + self.name)
-        if self.runner is not None:
-            self.runner(self.module, self.name, tuple(grid), tuple(block), raw)
+        module, name, runner = self.module, self.name, self.runner
+        if runner is not None:
+            def run():
+                runner(module, name, tuple(grid), tuple(block), raw)
         else:
-            self.module.twins[self.name](*raw)
+            def run():
+                module.twins[name](*raw)
+        run()
+        _record(run)
 
 
 class RawModule:

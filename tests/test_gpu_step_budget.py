@@ -43,9 +43,9 @@ def _batch(step):
     return r.random((BATCH, 1, 28, 28), dtype=np.float32), r.integers(0, 10, BATCH).astype(np.int32)
 
 
-def _steps(model, n, on_step=None, schedule=([1], [0.1, 0.05])):
+def _steps(model, n, on_step=None, schedule=([1], [0.1, 0.05]), devices=1):
     flow.clear_default_session()
-    flow.config.gpu_device_num(1)
+    flow.config.gpu_device_num(devices)
 
     @flow.global_function(type="train")
     def train(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28)),

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from oneflow_compat.backend import notices
+from oneflow_compat.backend import notices, step_scalars
 from oneflow_compat.kernels import checks
 
 MODE_ENV = "ONEFLOW_COMPAT_DEVICE"
@@ -139,6 +139,7 @@ def to_host(x):
     device first raises what the device-side checks of the steps before it found (kernels/checks.py)."""
     if not is_device_array(x):
         return x
+    step_scalars.refuse_in_capture("a device value read on the host inside a step")
     checks.raise_failed()
     return x.get()
 

@@ -75,7 +75,7 @@ class StepScalars:
         self.xp = xp
         self.slots = []  # (buffer, offset, dtype, value_fn)
         self.buffers = []
-        self.capturing = False  # set while a CUDA graph captures the plan's steps (runtime/cuda_graph.py)
+        self.after = []  # host actions once a call's steps ran (the host copy of the step counter advancing)
 
     def add(self, dtype, value_fn):
         """A 0-d device array of `dtype` holding `value_fn()` during every call (evaluated at the call's start)."""
@@ -89,25 +89,44 @@ class StepScalars:
         self.slots.append((buf, offset, dtype, value_fn))
         return buf.device[offset:offset + SLOT_BYTES].view(dtype)[0:1].reshape(())
 
-    def __len__(self):
-        return len(self.slots)
+    def after_call(self, action):
+        """`action()` on the host after each call's steps ran (where the call succeeded)."""
+        self.after.append(action)
 
-    def upload(self):
-        """Evaluates every slot and copies the values up (one copy per buffer of 32 slots)."""
+    def __len__(self):
+        return len(self.slots) + len(self.after)
+
+    def write_host(self):
+        """Evaluates every slot into the pinned host bytes (after the previous call's copy has read them)."""
         for buf in self.buffers:
             if buf.event is not None:
                 buf.event.synchronize()  # the previous call's copy has read the pinned bytes
+                buf.event = None
         for buf, offset, dtype, value_fn in self.slots:
             buf.host[offset:offset + SLOT_BYTES].view(dtype)[0] = value_fn()
+
+    def copy_up(self, record_event=True):
+        """The asynchronous copy of every buffer up, on the current stream (in a captured graph: its memcpy nodes;
+        `record_event` False there, the caller waiting for the whole graph instead)."""
         cupy = _is_cupy(self.xp)
         for buf in self.buffers:
             if cupy:
                 stream = self.xp.cuda.get_current_stream()
                 buf.device.set(buf.host, stream=stream)
-                buf.event = self.xp.cuda.Event(block=False, disable_timing=True)
-                buf.event.record(stream)
+                if record_event:
+                    buf.event = self.xp.cuda.Event(block=False, disable_timing=True)
+                    buf.event.record(stream)
             else:
                 buf.device.set(buf.host)
+
+    def upload(self):
+        """Evaluates every slot and copies the values up (one copy per buffer of 32 slots)."""
+        self.write_host()
+        self.copy_up()
+
+    def finish_call(self):
+        for action in self.after:
+            action()
 
 
 class PlanScalars:
@@ -127,5 +146,52 @@ class PlanScalars:
 
     def upload(self):
         for scalars in self.by_device.values():
-            if len(scalars):
+            if scalars.slots:
                 scalars.upload()
+
+    def write_host(self):
+        for scalars in self.by_device.values():
+            scalars.write_host()
+
+    def copy_up(self, record_event=True):
+        for scalars in self.by_device.values():
+            if scalars.slots:
+                scalars.copy_up(record_event)
+
+    def finish_call(self):
+        for scalars in self.by_device.values():
+            scalars.finish_call()
+
+
+# --- CUDA graph capture (runtime/cuda_graph.py) ------------------------------------------------------------------
+class FrozenInGraph(RuntimeError):
+    """Code about to run inside a CUDA graph capture would freeze a per-call host value (or wait for the device)."""
+
+
+def capturing():
+    """Whether the steps running now are being captured into a CUDA graph (or checked for it)."""
+    return getattr(_building, "capturing", None) is not None
+
+
+@contextlib.contextmanager
+def capture_guard(found=None):
+    """While steps are captured: `refuse_in_capture` raises FrozenInGraph; with `found` (a list) it appends its
+    message there instead (a run checked before a capture: it goes on, and the caller decides)."""
+    previous = getattr(_building, "capturing", None)
+    _building.capturing = True if found is None else found
+    try:
+        yield
+    finally:
+        _building.capturing = previous
+
+
+def refuse_in_capture(what):
+    """Inside a capture: FrozenInGraph naming `what` (a per-call host value, a wait for the device)."""
+    mode = getattr(_building, "capturing", None)
+    if mode is None:
+        return
+    message = "%s: a captured CUDA graph would replay the value of its first call" % what
+    if mode is True:
+        raise FrozenInGraph(message)
+    if message not in mode:
+        mode.append(message)

@@ -236,6 +236,7 @@ def _dropout_build(op, dev):
         return run_device
 
     def run(x):
+        step_scalars.refuse_in_capture("dropout '%s' draws its key on the host" % op.name)
         key = next_key()
         if mirrored:
             mask = random_k.dropout_mask(xp, key, tuple(x.shape), rate)

@@ -321,6 +321,12 @@ register(OpDef("optimizer_update", infer=lambda op: [], build=_update_build, sbp
 def _increment_build(op, dev):
     spec = host_step.counter_spec(op.inputs[0])
     follows = spec is not None and dev.index == dev.session.runtime.local_indices(op.placement)[0]
+    scalars = step_scalars.for_device(dev.xp, dev.index)
+    if scalars is not None:
+        # on a device the host copy follows after the call's steps ran (a captured CUDA graph runs no Python)
+        if follows:
+            scalars.after_call(lambda: host_step.advance(spec))
+        return functools.partial(optim_k.increment, dev.xp)
 
     def increment(step):
         optim_k.increment(dev.xp, step)

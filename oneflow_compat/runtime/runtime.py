@@ -18,6 +18,16 @@ class Runtime:
         self.comm = comm
         self.machine_id = machine_id
         self.gpus = gpu_map.ProcessGpus(world.job_local_rank(), devices_per_process)
+        self._host_feeds = False
+
+    @contextlib.contextmanager
+    def host_feeds(self):
+        """Inside: `to_device` leaves fed values on the host (a captured CUDA graph stages them itself)."""
+        previous, self._host_feeds = self._host_feeds, True
+        try:
+            yield
+        finally:
+            self._host_feeds = previous
 
     def local_indices(self, placement):
         """Indices (in parallel order) of the placement's devices that live in this process."""
@@ -46,6 +56,8 @@ class Runtime:
         always stay on the host."""
         if getattr(array, "dtype", None) == object:
             return array
+        if self._host_feeds:
+            return array if devices.is_device_array(array) else np.asarray(array)
         if placement.device_tag == "gpu":
             with self.on_device(placement, index):
                 return self.xp(placement).asarray(array)
