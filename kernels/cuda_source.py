@@ -119,16 +119,3 @@ def current_device(xp):
     """The id of xp's current device (0 for a module without devices of its own, the tests' fake)."""
     cuda = getattr(xp, "cuda", None)
     return cuda.runtime.getDevice() if cuda is not None else 0
-
-
-def run_twin(module_name, function, args):
-    """The host twin of a function, called with host arrays: what a fake device runs for a launch."""
-    return MODULES[module_name].twins[function](*args)
-
-
-def module_of_code(code):
-    """The CudaModule whose source is `code` (a fake device's RawModule finds its twins by it)."""
-    for module in MODULES.values():
-        if module.code == code:
-            return module
-    raise KeyError("no CudaModule has this source")

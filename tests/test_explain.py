@@ -79,6 +79,7 @@ def _var_shape(var, units):
     return {"d1-weight": (HID, IN), "d1-bias": (HID,), "d2-weight": (units, HID), "d2-bias": (units,)}[var]
 
 
+@pytest.mark.cpu_only("the fused updates add partial gradients into one shared array, which only CPU devices of one process have")
 @pytest.mark.parametrize("p", [2, 3, 4])
 def test_model_parallel_dense_gathers_its_input(p):
     batch, units = 4, 10  # batch < units: gathering the input is cheaper than gathering the weight

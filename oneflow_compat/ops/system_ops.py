@@ -264,7 +264,8 @@ def _device_update(op, dev, opt, wd, scale, owned, n_states):
     value, so a captured CUDA graph updates with each call's rate. None where that does not apply (host arrays, no
     device rule for this optimizer, dynamic loss scaling's skip input, no step scalars where the op runs)."""
     xp = dev.xp
-    if xp is np or opt.device_rate(1.0, 0) is None or len(op.inputs) != 4 + n_states:
+    device_rate = getattr(opt, "device_rate", None)  # (an optimizer of another API may not have one)
+    if xp is np or device_rate is None or device_rate(1.0, 0) is None or len(op.inputs) != 4 + n_states:
         return None
     scalars = step_scalars.for_device(xp, dev.index)
     step_now = host_step.current(op.inputs[3])
