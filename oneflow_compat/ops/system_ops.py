@@ -49,12 +49,9 @@ register(OpDef("variable", infer=_var_meta, sbp=lambda op: [((), (op.attrs["spec
 
 
 # --- boxing and view casts -----------------------------------------------------------------------------------
-def _boxing_build(op, session):
-    # the transition table has the executors, in one process and across processes
-    return transitions.executor(session.runtime, op.attrs, op.inputs[0].meta, owned=input_owned(op, 0))
-
-
-register(OpDef("boxing", infer=_same_meta, collective=True, build_collective=_boxing_build, boxing=True))
+# The transition table (`ops/transitions.py`) plans and prices every move; its executors need the comm, so the
+# runtime supplies the function (`runtime/boxing.py`, `hook`).
+register(OpDef("boxing", infer=_same_meta, collective=True, boxing=True, runtime_hook="boxing"))
 
 
 def _cast_to_mirrored_meta(op):

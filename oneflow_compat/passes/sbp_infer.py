@@ -1,6 +1,7 @@
 """Greedy SBP inference: op by op in topological order, the declared signature that needs the cheapest boxing
-of its inputs (bytes moved, as the transition table `ops/transitions.py` counts them); ties go to the first
-declared. Users' hints (`with_distribute`, `model_distribute`, `get_variable(distribute=)`, `parallel_cast`) are
+of its inputs (bytes moved: what the busiest rank sends, as the transition table `ops/transitions.py` counts it and
+`explain` prints it; plus a penalty for making partial sums out of splits, `_partial_from_split`); ties go to the
+first declared. Users' hints (`with_distribute`, `model_distribute`, `get_variable(distribute=)`, `parallel_cast`) are
 constraints."""
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ops import transitions
@@ -65,7 +66,9 @@ def _choose(op, ins, exact_first=False):
     for sig in ok:
         cost = 0.0
         for x, (pl, s), want in zip(op.inputs, ins, sig[0]):
-            cost += transitions.cost(pl, s, op.placement, want, transitions.blob_bytes(x.meta))
+            cost += transitions.cost(pl, s, op.placement, want, x.meta)
+            if want == S.P and S.is_split(s) and pl.parallel_num > 1:
+                cost += _partial_from_split(x.meta)
             if exact_first and (want != s or pl != op.placement):
                 cost += _MISMATCH
             if x.op.defn.role == "variable" and x.op.out_hints and want != s:
@@ -75,6 +78,15 @@ def _choose(op, ins, exact_first=False):
         if best is None or cost < best_cost - 1e-9:
             best, best_cost = sig, cost
     return best
+
+
+def _partial_from_split(meta):
+    """The inference's price for reading partial sums out of a split (S -> P sends nothing: each device pads its
+    slice with zeros) — a policy, not bytes: it postpones a reduction to the consumers, which OneFlow penalizes in
+    its cost model (`Penalty4PartialInConsumer`, oneflow/core/framework/sbp_infer_util.cpp at v0.9.0; lazy mode
+    refuses S -> P outright). Priced at the blob's size, as this table priced S -> P when it went through the
+    logical value, so that the inference keeps the choices it made then."""
+    return transitions.blob_bytes(meta)
 
 
 _LAST_RESORT = 1e15

@@ -37,6 +37,7 @@ from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import registry, transitions
 from oneflow_compat.passes import pipeline
 from oneflow_compat.runtime import activity, agreement, context
+from oneflow_compat.runtime import boxing as boxing_exec
 from oneflow_compat.runtime.session import Session
 from oneflow_compat.runtime.activity import operation
 from oneflow_compat.runtime.executable import Executable, straight_line
@@ -168,9 +169,8 @@ def record_gradient_all_reduce(value):
     (`runtime/buckets.py`) instead of a boxing op, so that `explain` still lists it, labelled as a gradient, with
     the bytes the transition table gives that move."""
     pl, meta = value.placement, value.meta
-    size = meta.dtype.np.itemsize * int(_np.prod(meta.shape, dtype=_np.int64))
     rec = BoxingRecord("gradient", tuple(meta.shape), meta.dtype.name, pl, S.P, pl, S.B,
-                       transitions.collective_name(pl, S.P, pl, S.B), float(transitions.cost(pl, S.P, pl, S.B, size)))
+                       transitions.collective_name(pl, S.P, pl, S.B), float(transitions.cost(pl, S.P, pl, S.B, meta)))
     log = _CTX.boxing_log
     log[rec] = log.get(rec, 0) + 1
 
@@ -614,7 +614,7 @@ def _full_value(value):
             return _np.asarray(sums.reshape(meta.shape).astype(meta.dtype.np))
         if identity is not None:
             agreement.global_op(identity, members)
-        return transitions.materialize(c, list(value.pieces), value.placement, value.sbp, value.meta.shape,
+        return boxing_exec.materialize(c, list(value.pieces), value.placement, value.sbp, value.meta.shape,
                                        value.meta.dtype.np, list(range(c.size)))
 
 

@@ -6,7 +6,8 @@ import numpy as np
 
 from oneflow_compat.backend import devices, gpu_map
 from oneflow_compat.comm import world
-from oneflow_compat.ops import transitions
+from oneflow_compat.runtime import boxing
+from oneflow_compat.runtime.executable import keep_freed_memory
 
 
 class Runtime:
@@ -19,6 +20,10 @@ class Runtime:
         self.machine_id = machine_id
         self.gpus = gpu_map.ProcessGpus(world.job_local_rank(), devices_per_process)
         self._host_feeds = False
+        # every path (legacy jobs, nn.Graph, eager global ops, boxing) allocates its large results afresh: served
+        # from memory already mapped, not faulted in page by page (a 16 MB to_global spent as long in page faults
+        # as in MPI)
+        keep_freed_memory()
 
     @contextlib.contextmanager
     def host_feeds(self):
@@ -66,4 +71,4 @@ class Runtime:
     def assemble(self, shards, shape, np_dtype, placement, sbp):
         """A fresh host array with the full logical value (`shards`: device index -> piece for the local devices);
         under MPI every rank gets it."""
-        return transitions.assemble(self, shards, shape, np_dtype, placement, sbp)
+        return boxing.assemble(self, shards, shape, np_dtype, placement, sbp)

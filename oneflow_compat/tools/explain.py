@@ -1,5 +1,7 @@
 """What a compiled job does on its devices: each op's placement and SBP, and every boxing transition with the
-bytes it moves per call.
+bytes it moves per call — the bytes the busiest device sends in the collective the boxing runs (each device its
+own rank, as in the global-tensor API; `ops/transitions.py` defines the figure, the SBP inference prices with it,
+and `tests/test_boxing_bytes.py` holds it against what a recording comm counts).
 
     report = oneflow_compat.explain(train_job)   # the function @flow.global_function returned
     print(report)
@@ -48,7 +50,7 @@ class BoxingEntry:
     dst_placement: object
     dst_sbp: object
     collective: str
-    bytes: float  # per call, as the transition table counts them (ops/transitions.py)
+    bytes: float  # per call: what the busiest rank sends, as the transition table counts it (ops/transitions.py)
     section: str
 
 
@@ -111,7 +113,7 @@ def _format_job(job, job_type, ops, boxing):
                         [(o.name, o.type, o.placement, _sbps(o.sbp_in), _sbps(o.sbp_out), o.section) for o in ops]))
     if boxing:
         lines.append("")
-        lines.append("boxing (bytes per call):")
+        lines.append("boxing (bytes per call: what the busiest device sends, ops/transitions.py):")
         lines.append(_table(("blob", "shape", "from", "to", "collective", "bytes", "consumer", "section"),
                             [(b.blob, "x".join(map(str, b.shape)) + " " + b.dtype,
                               "%s %r" % (b.src_placement, b.src_sbp), "%s %r" % (b.dst_placement, b.dst_sbp),
