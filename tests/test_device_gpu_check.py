@@ -1,6 +1,7 @@
-"""The GPU machine's one command (oneflow_compat/tools/gpu_check.py): its stages' commands and counts, the stages
-that run without a GPU (under ONEFLOW_COMPAT_DEVICE=cpu), the summary file, the per-stage time limit; and the
-`gpu` / `gpu-cuda12` extras with the markers CuPy 14 needs."""
+"""The GPU machine's one command (oneflow_compat/tools/gpu_check.py): its stages' commands and counts (pytest's
+summary, its per-test lines when a stage is stopped, the stages' own GPU_CHECK lines), the stages that run without a
+GPU (under ONEFLOW_COMPAT_DEVICE=cpu, and the dry run on the fake device), the summary files, the per-stage limit
+and the whole run's budget; and the `gpu` / `gpu-cuda12` extras with the markers CuPy 14 needs."""
 import configparser
 import json
 import os
@@ -23,9 +24,13 @@ def test_stage_commands_name_existing_tests_and_split_the_suite():
     # every multi-process test file is in the mpi stage, and only there
     spawning = {f for f in os.listdir(TESTS) if f.startswith("test_") and ("mpi" in f or "launch" in f)}
     assert spawning <= set(gpu_check.MPI_TESTS)
-    assert all(os.path.exists(p) for p in mpi[6:] + parity[6:])
-    assert {os.path.basename(p) for p in parity[6:]} >= {"test_kernels_nn.py", "test_kernels_optim.py",
-                                                         "test_philox.py", "test_fake_gpu.py"}
+    assert all(os.path.exists(p) for p in mpi[7:] + parity[7:])
+    assert {os.path.basename(p) for p in parity[7:]} >= {"test_kernels_nn.py", "test_kernels_optim.py",
+                                                         "test_philox.py", "test_fake_gpu.py", "test_cuda_kernels.py",
+                                                         "test_cuda_sources.py", "test_nccl_comm.py"}
+    assert gpu_check.stage_command("suite", ROOT, python="py", fake=True)[7:9] == ["-p", "strict_device"]
+    assert gpu_check.stage_command("validate", ROOT, python="py")[-3:] == ["--device", "gpu", "--failures-only"]
+    assert gpu_check.DEFAULT_STAGES == ("setup", "env", "models", "graph", "nccl", "parity", "validate", "suite")
     with pytest.raises(ValueError, match="unknown stage 'gpu'"):
         gpu_check.stage_command("gpu", ROOT)
 
@@ -36,7 +41,12 @@ def test_stage_commands_name_existing_tests_and_split_the_suite():
     ("mpi", "3 passed, 1 error in 2.00s\n", (3, 1, 0)),
     ("mpi", "Traceback (most recent call last):\nKeyboardInterrupt\n", (0, 0, 0)),
     ("validate", "conv2d ... OK\n\n3157 checks, 2 failed\n", (3155, 2, 0)),
-    ("env", "PASS python: 3.11\nFAIL cuda: no\nSKIP x: y\nPASS pytest: 9\n", (2, 1, 1))])
+    ("env", "PASS python: 3.11\nFAIL cuda: no\nSKIP x: y\nPASS pytest: 9\n", (2, 1, 1)),
+    ("suite", "tests/test_a.py::test_x PASSED [ 10%]\ntests/test_a.py::test_y FAILED [ 20%]\n"
+              "tests/test_b.py::test_z SKIPPED (no GPU) [ 30%]\n[gw1] [ 40%] PASSED tests/test_c.py::test_w\n"
+              "[gpu_check] stage suite stopped after 9 s\n", (2, 1, 1)),
+    ("models", "GPU_CHECK ok mlp gpu: {}\nGPU_CHECK failed lenet gpu: {}\nGPU_CHECK skipped lenet torch: no CUDA\n",
+     (1, 1, 1))])
 def test_counts_of_each_kind_of_output(stage, output, counts):
     got = gpu_check.parse_counts(stage, output)
     assert (got["passed"], got["failed"], got["skipped"]) == counts
@@ -48,6 +58,7 @@ def test_cpu_runnable_stages_pass_and_fill_the_summary(tmp_path):
                            "--pytest-args", "-k", "test_block_function_over_many_counters or test_mode_values"])
     summary = json.loads((out / "summary.json").read_text())
     assert code == 0, summary
+    assert summary["run"]["stages"] == ["env", "parity"] and summary["run"]["budget_s"] == 470
     env, parity = summary["env"], summary["parity"]
     assert env["status"] == "ok" and env["failed"] == 0 and env["passed"] >= 4 and env["skipped"] == 1
     assert "SKIP cuda: not probed under ONEFLOW_COMPAT_DEVICE=cpu" in (out / "env.log").read_text()
@@ -57,7 +68,7 @@ def test_cpu_runnable_stages_pass_and_fill_the_summary(tmp_path):
     # a later run updates its own stage and keeps the others
     gpu_check.main(["--stage", "env", "--device", "cpu", "--out", str(out)])
     again = json.loads((out / "summary.json").read_text())
-    assert sorted(again) == ["env", "parity"] and again["parity"] == parity
+    assert sorted(again) == ["env", "parity", "run"] and again["parity"] == parity
     table = gpu_check.format_summary(again).splitlines()
     assert table[0].split() == ["stage", "status", "passed", "failed", "skipped", "seconds"]
     assert [row.split()[:2] for row in table[1:]] == [["env", "ok"], ["parity", "ok"]]
@@ -96,3 +107,26 @@ def test_gpu_extras_carry_cupy_14_markers():
         assert not requirements["numpy"].specifier.contains("1.26.4")
         for r in requirements.values():
             assert r.marker.evaluate({"python_version": "3.10"}) and not r.marker.evaluate({"python_version": "3.9"})
+
+
+def test_the_dry_run_of_the_quick_stages_passes_on_the_fake_device(tmp_path):
+    """`--fake`: the GPU is the strict fake device, NCCL a fake communicator; nothing is installed."""
+    out = tmp_path / "dry"
+    code = gpu_check.main(["--fake", "--stage", "setup", "env", "graph", "nccl", "--out", str(out), "--budget", "300"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert code == 0, {k: (v.get("status"), v.get("failures")) for k, v in summary.items() if k != "run"}
+    assert summary["setup"]["status"] == "skipped" and summary["setup"]["note"] == "a dry run installs nothing"
+    assert summary["graph"]["results"] == {"mlp_captured": True, "mlp_captured_equals_cpu": True}
+    assert len(summary["nccl"]["results"]["one_rank_collectives"]) == 14
+    assert summary["nccl"]["skipped"] == 2  # no NCCL across processes in a dry run
+    text = (out / "summary.txt").read_text()
+    assert text.splitlines()[0].split() == ["stage", "status", "passed", "failed", "skipped", "seconds"]
+    assert "graph mlp_captured_equals_cpu: True" in text and "total " in text
+
+
+def test_stages_past_the_budget_are_skipped_with_a_note(tmp_path):
+    code = gpu_check.main(["--stage", "env", "parity", "--device", "cpu", "--out", str(tmp_path), "--budget", "5"])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert code == 0
+    for stage in ("env", "parity"):
+        assert summary[stage]["status"] == "skipped" and summary[stage]["note"].startswith("no time left")

@@ -26,8 +26,11 @@ def comm_for(rt, move):
     """The comm a boxing between these placements runs on, and whether pieces are staged through host arrays.
 
     The process comm (MPI, or the simulated comm) moves host buffers: GPU pieces go down to the host and back up.
-    This is the slot of the GPU issue's NCCL comm (issue 22): where both placements are on GPUs and the runtime has
-    a device comm, return it with `staged=False`, and the executors hand it device arrays unchanged."""
+    Where both placements are on GPUs and the runtime has a device comm (NCCL: comm/nccl_comm.py, issue 22), that
+    comm with `staged=False`: the executors hand it device arrays unchanged."""
+    device = getattr(rt, "device_comm", None)
+    if device is not None and move.src_pl.device_tag == "gpu" and move.dst_pl.device_tag == "gpu":
+        return device, False
     return rt.comm, True
 
 
@@ -44,6 +47,7 @@ class Site:
         self.xp_src, self.xp_dst = rt.xp(move.src_pl), rt.xp(move.dst_pl)
         self.ranks = sorted(set(T.owners(move.src_pl)) | set(T.owners(move.dst_pl)))
         self.comm, self.staged = comm_for(rt, move)
+        self.xp_comm = np if self.staged else self.xp_dst  # what the comm's buffers are arrays of
 
     def to_dst(self, value):
         return self.rt.to_device(value, self.move.dst_pl)
@@ -58,7 +62,7 @@ class Site:
         host = self.to_comm(x)
         if host is x and not fresh or host.dtype != self.np_dtype or not host.flags.writeable \
                 or not host.flags.c_contiguous:
-            host = np.array(host, dtype=self.np_dtype, copy=True, order="C")
+            host = self.xp_comm.array(host, dtype=self.np_dtype, copy=True, order="C")
         return host
 
     @property
@@ -221,7 +225,7 @@ def _reduce(site):
         if pieces:
             total, fresh = _summed(pieces, owned)
         else:  # the root holds no addend
-            total, fresh = np.zeros(shape, dtype), True
+            total, fresh = site.xp_comm.zeros(shape, dtype), True
         if len(procs) > 1:  # the sum lands in the root's buffer; the others' are only read
             total = site.comm_buffer(total, fresh) if site.me == root else site.to_comm(total)
             comm.reduce_(total, root, procs)
@@ -237,7 +241,7 @@ def _broadcast(site):
 
     def broadcast(*pieces):
         if len(procs) > 1:
-            buf = site.to_comm(pieces[0]) if pieces else np.empty(shape, dtype)
+            buf = site.to_comm(pieces[0]) if pieces else site.xp_comm.empty(shape, dtype)
             comm.bcast_(buf, root, procs)
             value = pieces[0] if pieces else buf
         else:
@@ -261,7 +265,7 @@ def _gather(site):
     empty = shape[:axis] + (0,) + shape[axis + 1:]
 
     def gather(*pieces):
-        mine = _joined(xp, pieces, axis) if pieces else np.empty(empty, dtype)
+        mine = _joined(xp, pieces, axis) if pieces else site.xp_comm.empty(empty, dtype)
         if len(procs) > 1:
             mine = comm.gatherv(site.to_comm(mine), root, procs, axis=axis, sizes=sizes)
         return (site.to_dst(mine),) if holds else ()
@@ -293,7 +297,8 @@ def _exchanged(site, transfers, have, pieces, local, outgoing, incoming):
     if outgoing or incoming:
         sends = [(peer, site.to_comm(pieces[pos[t.src]][T.relative(t.region, have[t.src])]))
                  for peer, _, t in outgoing]
-        recvs = [(peer, np.empty(tuple(b - a for a, b in t.region), site.np_dtype)) for peer, _, t in incoming]
+        recvs = [(peer, site.xp_comm.empty(tuple(b - a for a, b in t.region), site.np_dtype))
+                 for peer, _, t in incoming]
         got = site.comm.exchange(sends, recvs)
         for (_, k, _), buf in zip(incoming, got):
             parts[k] = site.to_dst(buf)
@@ -403,7 +408,9 @@ def _via_logical(site):
         return via_logical
 
     def via_logical_across(*pieces):
-        value = materialize(site.comm, list(pieces), m.src_pl, m.src, site.shape, site.np_dtype, site.ranks, owned)
+        # (on host arrays, through the process comm, whatever comm the site's collectives use)
+        value = materialize(site.rt.comm, list(pieces), m.src_pl, m.src, site.shape, site.np_dtype, site.ranks,
+                            owned)
         if not idx:
             return ()
         return tuple(T.pieces_from_logical(xp_dst, site.to_dst(value), m.dst, m.p_dst, idx))

@@ -1,6 +1,7 @@
 """The process-level runtime: which devices are local, which physical GPU each runs on, moving pieces to devices,
 assembling logical values."""
 import contextlib
+import os
 
 import numpy as np
 
@@ -8,6 +9,9 @@ from oneflow_compat.backend import devices, gpu_map
 from oneflow_compat.comm import world
 from oneflow_compat.runtime import boxing
 from oneflow_compat.runtime.executable import keep_freed_memory
+
+
+NCCL_ENV = "ONEFLOW_COMPAT_NCCL"
 
 
 class Runtime:
@@ -20,6 +24,7 @@ class Runtime:
         self.machine_id = machine_id
         self.gpus = gpu_map.ProcessGpus(world.job_local_rank(), devices_per_process)
         self._host_feeds = False
+        self._device_comm = None  # None: not looked for yet; False: none here
         # every path (legacy jobs, nn.Graph, eager global ops, boxing) allocates its large results afresh: served
         # from memory already mapped, not faulted in page by page (a 16 MB to_global spent as long in page faults
         # as in MPI)
@@ -33,6 +38,25 @@ class Runtime:
             yield
         finally:
             self._host_feeds = previous
+
+    @property
+    def device_comm(self):
+        """The comm of boxings between GPU placements across processes: NCCL (comm/nccl_comm.py) where the job runs
+        on several processes with CUDA usable and CuPy's NCCL loadable, unless ONEFLOW_COMPAT_NCCL=0; else None
+        (their pieces then go through the process comm on the host). Made on first use."""
+        if self._device_comm is False:
+            return None
+        if self._device_comm is None:
+            self._device_comm = False
+            if self.comm.size > 1 and os.environ.get(NCCL_ENV, "1").strip() != "0" and devices.mode() != "cpu" \
+                    and devices.cuda_usable():
+                from oneflow_compat.comm import nccl_comm
+
+                xp = devices.array_module("gpu")
+                if nccl_comm.available(xp):
+                    self.gpus.select_home(xp)
+                    self._device_comm = nccl_comm.NcclComm(self.comm, xp)
+        return self._device_comm or None
 
     def local_indices(self, placement):
         """Indices (in parallel order) of the placement's devices that live in this process."""

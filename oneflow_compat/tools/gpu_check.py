@@ -57,12 +57,15 @@ MIN_STAGE_SECONDS = 15
 MPI_TESTS = ("test_agreement_mpi.py", "test_comm_mpi.py", "test_faults.py", "test_global_launch.py",
              "test_global_mpi.py", "test_mpi_abort_reporting.py", "test_mpi_failures.py", "test_mpi_training.py",
              "test_nn_ops_global_mpi.py", "test_engine_mpi.py")
-PARITY_TESTS = ("test_cuda_kernels.py", "test_cuda_sources.py", "test_philox.py", "test_fake_gpu.py",
-                "test_device_switch.py", "test_gpu_step_budget.py", "test_cuda_graph.py", "test_device_syncs.py",
-                "test_nccl_comm.py")
+# the parity stage's files, most telling first (a stage stopped at its time limit still reports what ran)
+PARITY_TESTS = ("test_cuda_sources.py", "test_cuda_kernels.py", "test_philox.py", "test_nccl_comm.py",
+                "test_device_syncs.py", "test_fake_gpu.py", "test_gpu_step_budget.py", "test_cuda_graph.py",
+                "test_device_switch.py")
 FAKE_ENV = "GPU_CHECK_FAKE"
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)\b")
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s+\[\s*\d+%\])?$")
+_VERBOSE = re.compile(r"^(?:\[gw\d+\]\s+\[\s*\d+%\]\s+)?(?:(\S+::\S+)\s+)?(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)"
+                      r"(?:\s+(\S+::\S+))?")
 
 
 def repository_root():
@@ -72,7 +75,8 @@ def repository_root():
 def stage_command(stage, root, python=sys.executable, pytest_args=(), device="gpu", fake=False):
     """The argv of a stage, run in `root` (the checkout)."""
     tests = os.path.join(root, "tests")
-    pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE"]
+    # -v: a line per test, so that a stage stopped at its time limit still says which tests ran and failed
+    pytest = [python, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-rfE"]
     stages = [python, "-m", "oneflow_compat.tools.gpu_stages"]
     if stage == "setup":
         return [python, os.path.abspath(__file__), "--run-setup"]
@@ -146,9 +150,14 @@ def parse_counts(stage, output):
             if key is not None:
                 counts[key] += int(n)
         return counts
-    for line in output.splitlines():  # stopped before its summary: what the progress lines show
+    verbose = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "failed", "SKIPPED": "skipped",
+               "XFAIL": "skipped"}
+    for line in output.splitlines():  # stopped before its summary: what the per-test or progress lines show
         line = line.strip()
-        if line and _PROGRESS.match(line):
+        m = _VERBOSE.match(line)
+        if m and (m.group(1) or m.group(3)):
+            counts[verbose[m.group(2)]] += 1
+        elif line and _PROGRESS.match(line):
             marks = line.split()[0]
             counts["passed"] += marks.count(".")
             counts["failed"] += marks.count("F") + marks.count("E")
@@ -157,7 +166,14 @@ def parse_counts(stage, output):
 
 
 def _failures(output, limit=40):
-    return [line for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))][:limit]
+    """The failed tests: pytest's short summary, or (a stage stopped before it) the per-test lines."""
+    found = [line for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    if not found:
+        for line in output.splitlines():
+            m = _VERBOSE.match(line.strip())
+            if m and m.group(2) in ("FAILED", "ERROR") and (m.group(1) or m.group(3)):
+                found.append("%s %s" % (m.group(2), m.group(1) or m.group(3)))
+    return found[:limit]
 
 
 def run_stage(stage, root, out_dir, device, timeout, pytest_args=(), fake=False, python=sys.executable):
