@@ -65,7 +65,7 @@ class _Patches:
 def device(mode, graph=False):
     """Runs the block with every placement on `mode` ("cpu" or "gpu"; the fake device in a dry run), CUDA graphs
     asked or not, in a fresh session."""
-    import oneflow_compat as flow
+    from oneflow_compat.framework import session as sess
 
     patches = _Patches()
     old = {k: os.environ.get(k) for k in ("ONEFLOW_COMPAT_DEVICE", "ONEFLOW_COMPAT_CUDA_GRAPH")}
@@ -77,11 +77,11 @@ def device(mode, graph=False):
         import strict_device
 
         fake = strict_device.install(patches, "gpu", allow_syncs=True, gpus=1)
-    flow.clear_default_session()
+    sess.clear_default_session()
     try:
         yield fake
     finally:
-        flow.clear_default_session()
+        sess.clear_default_session()
         patches.restore()
         for k, v in old.items():
             if v is None:
@@ -136,17 +136,23 @@ def _compare(losses, weights, cpu_losses, cpu_weights):
 def _train(model, batch, steps):
     """(losses of `steps` calls, every variable, the step function) of the docs' train job."""
     sys.path.insert(0, ROOT)
-    from benchmarks import models
-
-    import oneflow_compat as flow
+    from benchmarks import models  # (it imports the package itself: the check runs its jobs as a user would)
 
     step = models.make_train_step(getattr(models, model), 1, batch)
     losses = [np.array(step(), copy=True) for _ in range(steps)]
-    weights = {k: np.array(v.numpy(), copy=True) for k, v in flow.get_all_variables().items()}
+    weights = {k: np.array(v, copy=True) for k, v in _variables().items()}
     return losses, weights, step
 
 
 # --- torch CUDA: the reference step, and kernel counts through its profiler -----------------------------------
+def _variables():
+    """Every variable of the default session, as host arrays (what flow.get_all_variables() reads)."""
+    from oneflow_compat.framework import session as sess
+
+    s = sess.default_session()
+    return {name: s.vars.get_full(spec) for name, spec in s.vars.specs.items()}
+
+
 def _torch_step(model, batch):
     import torch
     import torch.nn.functional as F
