@@ -9,8 +9,8 @@ so do col2im and the average pool gradient, each cell summing its contributions 
 them — so the values are those of the numpy path (kernels/nn.py), bit for bit where no exp/log is involved.
 
 Geometry (all NCHW, explicit pads): kh, kw window; sh, sw strides; dh, dw dilations; top, left pads; (oh, ow) the
-output plane. A window cell (i, j) of output (oy, ox) reads input (oy·sh − top + i·dh, ox·sw − left + j·dw); cells
-outside the input are padding (zeros for patches and averages; never the maximum).
+output plane. A window cell (i, j) of output (oy, ox) reads input (oy·sh − top + i·dh, ox·sw − left + j·dw);
+cells outside the input are padding (zeros for patches and averages; never the maximum).
 
 Compiled with --fmad=false: no multiply-add contraction, so sums and products round as numpy's do.
 """
@@ -220,7 +220,8 @@ _SUFFIX = {numpy.dtype(numpy.float32): "f32", numpy.dtype(numpy.float64): "f64"}
 
 
 def _source():
-    return _HEADER + "".join(_TEMPLATE.replace("{T}", t).replace("{S}", s) for t, s in (("float", "f32"), ("double", "f64")))
+    return _HEADER + "".join(_TEMPLATE.replace("{T}", t).replace("{S}", s)
+                             for t, s in (("float", "f32"), ("double", "f64")))
 
 
 # --- the twins: numpy, same arguments, same writes ----------------------------------------------------------------

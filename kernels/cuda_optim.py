@@ -9,9 +9,10 @@ gradient's dtype; compiled with --fmad=false, so float32 results equal numpy's b
 
 * `sgd`: `fused` (a gradient the update owns, no weight decay: `update_scaled`'s fused branch)
   `w -= g·(lr·scale)`; else `w -= (wd·w + g·scale)·lr`;
-* `momentum`: `fused`: `m = m·β − g·(lr·scale); w += m` (β in the dtype of m); else `m = m·β − lr·(g·scale);
-  w += m; w −= lr·wd·w_old` (β rounded to float32);
-* `adam`: `m = β1·m + (1−β1)·g; v = β2·v + ((1−β2)·g)·g; w −= lr'·(m / (√v + ε) + wd·w)` (g scaled first).
+* `momentum`: `fused`: `m = m·β − g·(lr·scale); w += m` (β in the dtype of m); else
+  `m = m·β − lr·(g·scale); w += m; w −= lr·wd·w_old` (β rounded to float32);
+* `adam`: `m = β1·m + (1−β1)·g; v = β2·v + ((1−β2)·g)·g; w −= lr'·(m / (√v + ε) + wd·w)`
+  (g scaled first).
 """
 import numpy
 
@@ -79,7 +80,8 @@ _F32 = numpy.float32
 
 
 def _source():
-    return _HEADER + "".join(_TEMPLATE.replace("{T}", t).replace("{S}", s) for t, s in (("float", "f32"), ("double", "f64")))
+    return _HEADER + "".join(_TEMPLATE.replace("{T}", t).replace("{S}", s)
+                             for t, s in (("float", "f32"), ("double", "f64")))
 
 
 def _sgd_twin(w, g, lr, n, scale, wd, fused):

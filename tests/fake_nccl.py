@@ -141,8 +141,8 @@ class FakeNccl:
             entry[me] = (kind, send.copy(), args)
             clique.lock.notify_all()
             if not clique.lock.wait_for(lambda: len(entry) == clique.size or clique.aborted, TIMEOUT):
-                raise RuntimeError("%s round %d: members %s never came" % (kind, number,
-                                                                           sorted(set(range(clique.size)) - set(entry))))
+                missing = sorted(set(range(clique.size)) - set(entry))
+                raise RuntimeError("%s round %d: members %s never came" % (kind, number, missing))
             if len({e[0] for e in entry.values()}) != 1:
                 raise RuntimeError("round %d: members issued different collectives %s" % (
                     number, {m: e[0] for m, e in entry.items()}))

@@ -187,8 +187,9 @@ def test_the_host_copy_of_the_step_follows_host_writes(monkeypatch, on_device):
 
 
 _INDEX_OPS = {
-    "gather": (lambda m, k: k.indexing.gather(m, m.asarray(np.ones((4, 3), np.float32)), m.asarray(np.array([1, -1, 2])),
-                                              axis=0), "^gather: negative index -1$", ValueError),
+    "gather": (lambda m, k: k.indexing.gather(m, m.asarray(np.ones((4, 3), np.float32)),
+                                              m.asarray(np.array([1, -1, 2])), axis=0),
+               "^gather: negative index -1$", ValueError),
     "batch_gather": (lambda m, k: k.indexing.batch_gather(m, m.asarray(np.ones((2, 5, 3), np.float32)),
                                                           m.asarray(np.array([[1, 5], [0, 2]]))),
                      r"^batch_gather: indices must lie in \[0, 5\)$", ValueError),

@@ -518,6 +518,6 @@ register(OpDef("matmul_sgd_update", infer=lambda op: [], in_place=True, collecti
                sbp=_fused_sgd_sbp(2, lambda op, p: sbp_rules.matmul(p, op.attrs["transpose_a"],
                                                                     op.attrs["transpose_b"]))))
 register(OpDef("reduce_sum_sgd_update", infer=lambda op: [], in_place=True, collective=True,
-               build_collective=_fused_sgd_build(1, optim_k.reduce_sum_sgd_update, lambda op: {"axis": op.attrs["axis"]},
-                                                _reduce_sum_gradient),
+               build_collective=_fused_sgd_build(1, optim_k.reduce_sum_sgd_update,
+                                                 lambda op: {"axis": op.attrs["axis"]}, _reduce_sum_gradient),
                sbp=_fused_sgd_sbp(1, lambda op, p: sbp_rules.reduction(p, op.attrs["axis"], False, True))))

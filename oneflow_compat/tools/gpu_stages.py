@@ -381,8 +381,8 @@ def stage_nccl(out):
         if oks == n:
             say("ok", "nccl %d ranks" % n, "bootstrap over MPI and every collective")
         elif n > gpus and not FAKE:
-            say("skipped", "nccl %d ranks" % n, "%d GPU(s): NCCL refuses two ranks on one GPU (rc %d)" % (gpus,
-                                                                                                          done.returncode))
+            say("skipped", "nccl %d ranks" % n, "%d GPU(s): NCCL refuses two ranks on one GPU (rc %d)"
+                % (gpus, done.returncode))
         else:
             say("failed", "nccl %d ranks" % n, text[-600:])
 
