@@ -281,6 +281,32 @@ def _say(status, what, detail=""):
     print("GPU_CHECK %s %s%s" % (status, what, (": " + detail) if detail else ""), flush=True)
 
 
+def importable(python, env=None):
+    """Whether `python` imports the package (its kernels included) from outside the checkout."""
+    done = subprocess.run([python, "-c", "import oneflow_compat.kernels.nn"], capture_output=True, text=True, cwd="/",
+                          env=env)
+    return done.returncode == 0
+
+
+def link_farm(root, where):
+    """The checkout made importable without installing it: `where/oneflow_compat` holds links to the package's
+    entries and `kernels` (which setup.cfg maps into the package); returns `where` for PYTHONPATH. The fallback
+    where the offline install fails (an old setuptools without bdist_wheel)."""
+    package = os.path.join(where, "oneflow_compat")
+    os.makedirs(package, exist_ok=True)
+    for name in os.listdir(os.path.join(root, "oneflow_compat")):
+        link = os.path.join(package, name)
+        if not os.path.lexists(link):
+            os.symlink(os.path.join(root, "oneflow_compat", name), link)
+    link = os.path.join(package, "kernels")
+    if not os.path.lexists(link):
+        os.symlink(os.path.join(root, "kernels"), link)
+    alias = os.path.join(where, "oneflow_compat_alias.py")
+    if not os.path.lexists(alias):
+        os.symlink(os.path.join(root, "oneflow_compat_alias.py"), alias)
+    return where
+
+
 def run_setup(root=None, python=sys.executable):
     """The offline install into this Python, and MPI from the carried wheel where mpi4py finds none."""
     root = root or repository_root()
@@ -466,6 +492,12 @@ def run(a):
                 entry = run_stage(stage, root, out, a.device, limit, pytest_args, fake=a.fake)
         entries.append(entry)
         summary = update_summary(summary_path, entries)
+        if stage == "setup" and not a.fake and not importable(sys.executable):
+            where = link_farm(root, os.path.join(root, ".gpu_check_import"))
+            os.environ["PYTHONPATH"] = os.pathsep.join([where] + [p for p in os.environ.get("PYTHONPATH", "")
+                                                                  .split(os.pathsep) if p])
+            entry["note"] = "not importable after the install: the stages import it from %s (links)" % where
+            print("[gpu_check] %s" % entry["note"], file=sys.stderr, flush=True)
     summary = update_summary(summary_path, entries)
     summary["run"] = dict(budget_s=a.budget, total_s=round(time.monotonic() - start, 1), python=sys.executable,
                           fake=a.fake, device=a.device, stages=list(a.stage))

@@ -20,7 +20,8 @@ import traceback
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# (realpath: imported through gpu_check's link farm, the file still lies in the checkout)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 FAKE = os.environ.get("GPU_CHECK_FAKE") == "1"
 
 
