@@ -297,7 +297,9 @@ def test_uneven_splits_report_the_busiest_rank():
 
 
 def test_the_table_describes_every_row_and_the_runtime_runs_each():
-    assert set(boxing.EXECUTORS) == {t.collective for t in T.TABLE}
+    from oneflow_compat.ops import mesh_transitions  # the n-D rows (tests/test_boxing_nd.py runs them)
+
+    assert set(boxing.EXECUTORS) == {t.collective for t in T.TABLE + mesh_transitions.ROWS}
     assert set(CALLS) | {"via-logical"} == {t.collective for t in T.TABLE}
     assert [t.collective for t in T.TABLE if t.fallback] == ["via-logical"]
     for t in T.TABLE:

@@ -68,8 +68,9 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  model_name=None, random_seed=None, parallel_distribution=None, distribute=None, reuse=True):
     sbp = None
     if parallel_distribution is not None:
-        pd = parallel_distribution
-        sbp = S.parse(pd[0] if isinstance(pd, (list, tuple)) else pd)
+        # one entry per dimension of the scope's placement hierarchy (v0.4.0); [] means no hint
+        sbp = dist.to_parallel_distribution(parallel_distribution, builder.current("flow.get_variable").placement,
+                                            "flow.get_variable('%s')" % name)
     elif distribute is not None:
         sbp = dist.to_sbp(distribute)
     return variable_ops.get_variable(name, shape, dtype, initializer, regularizer, trainable, model_name,

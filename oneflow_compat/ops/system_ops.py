@@ -290,8 +290,8 @@ def _indexed_slices_update(op, dev, opt, wd, scale, step_now, n_states):
     device's piece, when the variable is split along axis 0 — are updated, with their optimizer states."""
     xp = dev.xp
     offset, rows_here = 0, op.inputs[0].shape[0]
-    if dev.sbp_in[0] == S.S(0) and dev.parallel_num > 1:
-        offset, stop = S.balanced_ranges(rows_here, dev.parallel_num)[dev.index]
+    if S.splits_axis(dev.sbp_in[0], 0) and dev.parallel_num > 1:
+        offset, stop = S.piece_range(op.inputs[0].shape, dev.sbp_in[0], dev.index, dev.parallel_num, 0)
         rows_here = stop - offset
 
     def update(w, g, lr, step, *rest):

@@ -62,11 +62,17 @@ from oneflow_compat.ir import sbp as S
 
 class Move:
     """A blob going from (src placement, src SBP) to (dst placement, dst SBP). On one device every layout but the
-    mirrored view is the one full copy, so the SBP of a one-device side is B."""
+    mirrored view is the one full copy, so the SBP of a one-device side is B. A side on an n-D mesh is made as
+    plain as it can be (`_plain`): the 1-D layout on the flat placement where its n-D SBP lays every device out as
+    one does; a 1-D B or P side of a move between the same devices is lifted onto the other side's mesh. `nd`: a
+    side is still on a mesh (the rows of `ops/mesh_transitions.py` take the move)."""
 
-    __slots__ = ("src_pl", "src", "dst_pl", "dst", "same", "p_src", "p_dst")
+    __slots__ = ("src_pl", "src", "dst_pl", "dst", "same", "p_src", "p_dst", "nd")
 
     def __init__(self, src_pl, src, dst_pl, dst):
+        if src_pl.is_nd or dst_pl.is_nd or S.is_nd(src) or S.is_nd(dst):
+            src_pl, src, dst_pl, dst = _plain(src_pl, src, dst_pl, dst)
+        self.nd = src_pl.is_nd or dst_pl.is_nd
         self.p_src, self.p_dst = src_pl.parallel_num, dst_pl.parallel_num
         self.src_pl, self.dst_pl = src_pl, dst_pl
         self.src = S.B if self.p_src == 1 and src != S.M else src
@@ -80,6 +86,24 @@ class Move:
 
     def __repr__(self):
         return "%s %r -> %s %r" % (self.src_pl, self.src, self.dst_pl, self.dst)
+
+
+def _plain(src_pl, src, dst_pl, dst):
+    """The move's two sides as plain as they lay their devices out (see `Move`)."""
+    def flat(pl, sbp):
+        f = S.flat(sbp) if S.is_nd(sbp) else (sbp if not pl.is_nd else None)
+        if pl.parallel_num == 1:
+            return pl.flat(), S.B
+        return (pl.flat(), f) if f is not None else (pl, sbp)
+
+    src_pl, src = flat(src_pl, src)
+    dst_pl, dst = flat(dst_pl, dst)
+    if src_pl.pairs == dst_pl.pairs and src_pl.device_tag == dst_pl.device_tag and src_pl.is_nd != dst_pl.is_nd:
+        if not src_pl.is_nd and src in (S.B, S.P):
+            src_pl, src = dst_pl, S.nd((src,) * len(dst_pl.hierarchy), dst_pl.hierarchy)
+        elif not dst_pl.is_nd and dst in (S.B, S.P):
+            dst_pl, dst = src_pl, S.nd((dst,) * len(src_pl.hierarchy), src_pl.hierarchy)
+    return src_pl, src, dst_pl, dst
 
 
 class Transition:
@@ -99,6 +123,10 @@ class Transition:
         """Bytes the busiest rank sends (each device its own rank) for a logical blob with meta `meta_or_size`
         (shape and dtype), or, given a number of bytes, the figure of an evenly divisible blob of that size."""
         return _cost(self, move, meta_or_size)
+
+    def describe(self, move, meta):
+        """What a boxing op of this row shows as its collective (explain's column) for a blob with `meta`."""
+        return self.collective
 
     def __repr__(self):
         return "Transition(%s)" % self.collective
@@ -416,7 +444,18 @@ def lookup(src_pl, src, dst_pl, dst):
     return transition_of(Move(src_pl, src, dst_pl, dst))
 
 
+# The rows of moves with a mesh of more than one axis on either side (`move.nd`): `ops/mesh_transitions.py` plans
+# them and registers them here when the package loads ("same": the same mesh; "elsewhere": any other move).
+MESH_ROWS = {}
+
+
 def transition_of(move):
+    if move.nd:
+        if S.M in (move.src, move.dst):
+            raise ValueError("boxing %r: the mirrored view has no n-D layout" % (move,))
+        if move.same and move.src == move.dst:
+            return IDENTITY
+        return MESH_ROWS["same" if move.same else "elsewhere"]
     for t in TABLE:
         if t.applies(move):
             return t

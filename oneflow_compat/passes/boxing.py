@@ -32,7 +32,7 @@ def insert(job):
                 bop = Op(job, name, "boxing", defn, [x],
                          {"src_placement": src_pl, "src_sbp": src, "dst_placement": dst_pl, "dst_sbp": dst,
                           "bytes": t.cost(move, x.meta),
-                          "producer": x.op.name, "consumer": op.name, "collective": t.collective},
+                          "producer": x.op.name, "consumer": op.name, "collective": t.describe(move, x.meta)},
                          dst_pl, "mirrored" if dst == S.M else "consistent")
                 bop.section = op.section
                 bop.sbp_in, bop.sbp_out = [src], [dst]

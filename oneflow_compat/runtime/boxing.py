@@ -417,7 +417,7 @@ def _via_logical(site):
     return via_logical_across
 
 
-# --- the rows' executors, by the row's name ------------------------------------------------------------------------
+# --- the rows' executors, by the row's name (the n-D rows' are added by `runtime/mesh_boxing.py`) -----------------
 EXECUTORS = {
     "identity": _identity,
     "via-logical": _via_logical,
@@ -510,9 +510,26 @@ def materialize(comm, local, placement, sbp, shape, np_dtype, ranks, owned=False
     return buf
 
 
+def broadcast_on_mesh(rt, local, placement, sbp, shape, np_dtype):
+    """This process's pieces (parallel order) of an n-D layout made whole on every device of the mesh (its
+    steps over the mesh's sub-groups), as (pieces, the flat placement, B): what `materialize` takes."""
+    from oneflow_compat.ir.graph import TensorMeta
+    from oneflow_compat.ir import dtypes
+
+    dst = S.nd((S.B,) * len(sbp.sbps), sbp.mesh)
+    meta = TensorMeta(tuple(shape), dtypes.from_numpy(np_dtype) if np_dtype is not None else dtypes.float32)
+    fn = executor(rt, {"src_placement": placement, "src_sbp": sbp, "dst_placement": placement, "dst_sbp": dst},
+                  meta)
+    return list(fn(*local)), placement.flat(), S.B
+
+
 def assemble(rt, shards, shape, np_dtype, placement, sbp):
     """A fresh host array with the full logical value (`shards`: device index -> piece, for this process's
     devices); across processes every rank gets it."""
+    if S.is_nd(sbp):
+        idx = sorted(shards)
+        pieces, placement, sbp = broadcast_on_mesh(rt, [shards[i] for i in idx], placement, sbp, shape, np_dtype)
+        shards = dict(zip(idx, pieces))
     if rt.comm.size > 1:
         local = [shards[i] for i in sorted(shards)]
         value = materialize(rt.comm, local, placement, sbp, shape, np_dtype, list(range(rt.comm.size)))

@@ -56,7 +56,7 @@ BUDGETS = {"setup": 90, "env": 40, "models": 150, "graph": 60, "nccl": 60, "pari
 MIN_STAGE_SECONDS = 15
 MPI_TESTS = ("test_agreement_mpi.py", "test_comm_mpi.py", "test_faults.py", "test_global_launch.py",
              "test_global_mpi.py", "test_mpi_abort_reporting.py", "test_mpi_failures.py", "test_mpi_training.py",
-             "test_nn_ops_global_mpi.py", "test_engine_mpi.py")
+             "test_nn_ops_global_mpi.py", "test_engine_mpi.py", "test_global_2d_mpi.py")
 # the parity stage's files, most telling first (a stage stopped at its time limit still reports what ran)
 PARITY_TESTS = ("test_cuda_sources.py", "test_cuda_kernels.py", "test_philox.py", "test_nccl_comm.py",
                 "test_device_syncs.py", "test_fake_gpu.py", "test_gpu_step_budget.py", "test_cuda_graph.py",
