@@ -105,7 +105,12 @@ def test_module_compiles_for_sm90_through_nvrtc(name):
     text = "".join(log)
     for function in module.functions:
         assert function.encode() in cubin, "%s missing from the cubin" % function
-    # ptxas's report: no function spills registers to local memory
-    spills = re.findall(r"Function properties for (\w+)\s+(\d+) bytes stack frame, (\d+) bytes spill stores", text)
-    assert not [s for s in spills if int(s[2])], spills
+    # ptxas's report (one "Function properties" block per function, its figures on the next line, after a
+    # "ptxas ." prefix): no function spills registers to local memory
+    spills = dict((name, (int(stores), int(loads))) for name, stores, loads in re.findall(
+        r"Function properties for (\w+)\s*\n[^\n]*?(?:\d+) bytes stack frame, (\d+) bytes spill stores, "
+        r"(\d+) bytes spill loads", text))
+    assert set(spills) == set(module.functions), "ptxas -v reported %s, the module has %s" % (
+        sorted(spills), sorted(module.functions))
+    assert not {f: s for f, s in spills.items() if any(s)}, spills
     print(text)
