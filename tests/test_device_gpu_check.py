@@ -35,7 +35,7 @@ def test_stage_commands_name_existing_tests_and_split_the_suite():
         gpu_check.stage_command("gpu", ROOT)
 
 
-@pytest.mark.parametrize("stage, output, counts", [
+@pytest.mark.parametrize("stage, output, counts, stopped", [c + (False,) * (4 - len(c)) for c in [
     ("suite", "....\n==== 2 failed, 1745 passed, 242 skipped, 3 warnings in 212.31s (0:03:32) ====\n", (1745, 2, 242)),
     ("parity", "1 passed in 0.10s\n", (1, 0, 0)),
     ("mpi", "3 passed, 1 error in 2.00s\n", (3, 1, 0)),
@@ -46,9 +46,14 @@ def test_stage_commands_name_existing_tests_and_split_the_suite():
               "tests/test_b.py::test_z SKIPPED (no GPU) [ 30%]\n[gw1] [ 40%] PASSED tests/test_c.py::test_w\n"
               "[gpu_check] stage suite stopped after 9 s\n", (2, 1, 1)),
     ("models", "GPU_CHECK ok mlp gpu: {}\nGPU_CHECK failed lenet gpu: {}\nGPU_CHECK skipped lenet torch: no CUDA\n",
-     (1, 1, 1))])
-def test_counts_of_each_kind_of_output(stage, output, counts):
-    got = gpu_check.parse_counts(stage, output)
+     (1, 1, 1)),
+    # a test's own child pytest printed a count line: the stage's counts are still its own per-test lines
+    ("suite", "tests/test_a.py::test_x PASSED [ 10%]\n3 passed, 1 failed in 2.10s\ntests/test_a.py::test_y PASSED "
+              "[ 20%]\n", (2, 0, 0), True),
+    ("suite", "tests/test_a.py::test_x PASSED [ 10%]\n3 passed, 1 failed in 2.10s\ntests/test_a.py::test_y PASSED "
+              "[ 20%]\n===== 2 passed in 9.00s =====\n", (2, 0, 0))]])
+def test_counts_of_each_kind_of_output(stage, output, counts, stopped):
+    got = gpu_check.parse_counts(stage, output, stopped=stopped)
     assert (got["passed"], got["failed"], got["skipped"]) == counts
 
 
@@ -92,6 +97,17 @@ def test_a_stage_past_its_time_is_stopped(tmp_path):
     assert "[gpu_check] stage validate stopped after 0.2 s" in (tmp_path / "validate.log").read_text()
 
 
+def test_a_suite_stopped_at_its_limit_without_failures_is_a_partial_pass():
+    counts = dict(passed=120, failed=0, skipped=3)
+    assert gpu_check.stage_status("suite", None, counts) == "partial"
+    assert gpu_check.stage_status("suite", None, dict(counts, failed=1)) == "timeout"
+    assert gpu_check.stage_status("suite", None, dict(counts, passed=0)) == "timeout"
+    assert gpu_check.stage_status("parity", None, counts) == "timeout"  # only the suite is given the time left
+    assert gpu_check.stage_status("suite", 0, counts) == "ok"
+    assert gpu_check.stage_status("suite", 1, counts) == "failed"
+    assert gpu_check.stage_status("suite", 0, dict(counts, failed=2)) == "failed"
+
+
 def test_gpu_extras_carry_cupy_14_markers():
     from packaging.requirements import Requirement
 
@@ -118,7 +134,10 @@ def test_the_dry_run_of_the_quick_stages_passes_on_the_fake_device(tmp_path):
     assert summary["setup"]["status"] == "skipped" and summary["setup"]["note"] == "a dry run installs nothing"
     assert summary["graph"]["results"] == {"mlp_captured": True, "mlp_captured_equals_cpu": True}
     assert len(summary["nccl"]["results"]["one_rank_collectives"]) == 14
-    assert summary["nccl"]["skipped"] == 2  # no NCCL across processes in a dry run
+    assert summary["nccl"]["skipped"] == 3  # no NCCL of CuPy's alone, none across processes in a dry run
+    # the env stage's findings are the summary's too
+    assert summary["env"]["results"]["cuda"] == "SKIP not probed in a dry run (--fake)"
+    assert summary["env"]["results"]["mpi4py"].startswith("PASS ")
     text = (out / "summary.txt").read_text()
     assert text.splitlines()[0].split() == ["stage", "status", "passed", "failed", "skipped", "seconds"]
     assert "graph mlp_captured_equals_cpu: True" in text and "total " in text

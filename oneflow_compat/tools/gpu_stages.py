@@ -329,6 +329,27 @@ def stage_nccl(out):
     from oneflow_compat.comm import nccl_comm
     from oneflow_compat.comm.process_comm import SingleProcessComm
 
+    def raw_one_rank():
+        """CuPy's NCCL alone (none of this package): a 1-rank communicator's all-reduce, so that a failure below
+        is told apart from a broken NCCL."""
+        import cupy
+        from cupy.cuda import nccl
+
+        comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        x = cupy.arange(1 << 20, dtype=cupy.float32)
+        y = cupy.empty_like(x)
+        stream = cupy.cuda.get_current_stream()
+        comm.allReduce(x.data.ptr, y.data.ptr, x.size, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, stream.ptr)
+        stream.synchronize()
+        ok = bool((y == x).all().get())
+        results["raw_one_rank_allreduce"] = ok
+        say("ok" if ok else "failed", "nccl raw one rank", "CuPy's NcclCommunicator(1) all-reduce: %s" % ok)
+
+    if FAKE:
+        say("skipped", "nccl raw one rank", "a dry run has no NCCL")
+    else:
+        guarded(results, "raw_one_rank", raw_one_rank)
+
     def one_rank():
         if FAKE:
             from fake_nccl import FakeNccl
@@ -463,7 +484,8 @@ def stage_validate(out):
     from oneflow_compat.tools import validate
 
     with device("gpu"):
-        code = validate.run(argparse.Namespace(op_types=[], failures_only=True, devices=[2, 3, 4], device="gpu"))
+        code = validate.run(argparse.Namespace(op_types=[], failures_only=True, devices=list(validate.DEVICES),
+                                               device="gpu"))
     return code
 
 
