@@ -29,7 +29,8 @@ def test_stage_commands_name_existing_tests_and_split_the_suite():
                                                          "test_philox.py", "test_fake_gpu.py", "test_cuda_kernels.py",
                                                          "test_cuda_sources.py", "test_nccl_comm.py"}
     assert gpu_check.stage_command("suite", ROOT, python="py", fake=True)[7:9] == ["-p", "strict_device"]
-    assert gpu_check.stage_command("validate", ROOT, python="py")[-3:] == ["--device", "gpu", "--failures-only"]
+    assert gpu_check.stage_command("validate", ROOT, python="py") == ["py", "-m", "oneflow_compat.tools.gpu_stages",
+                                                                       "validate"]
     assert gpu_check.DEFAULT_STAGES == ("setup", "env", "models", "graph", "nccl", "parity", "validate", "suite")
     with pytest.raises(ValueError, match="unknown stage 'gpu'"):
         gpu_check.stage_command("gpu", ROOT)
@@ -41,6 +42,10 @@ def test_stage_commands_name_existing_tests_and_split_the_suite():
     ("mpi", "3 passed, 1 error in 2.00s\n", (3, 1, 0)),
     ("mpi", "Traceback (most recent call last):\nKeyboardInterrupt\n", (0, 0, 0)),
     ("validate", "conv2d ... OK\n\n3157 checks, 2 failed\n", (3155, 2, 0)),
+    ("validate", "validate add_n: 40 checks, 0 failed (0.1 s)\nvalidate conv2d: 30 checks, 2 failed (1.2 s)\n"
+                 "70 checks, 2 failed\n", (68, 2, 0)),
+    ("validate", "validate add_n: 40 checks, 0 failed (0.1 s)\nvalidate conv2d: 30 checks, 2 failed (1.2 s)\n",
+     (68, 2, 0), True),
     ("env", "PASS python: 3.11\nFAIL cuda: no\nSKIP x: y\nPASS pytest: 9\n", (2, 1, 1)),
     ("suite", "tests/test_a.py::test_x PASSED [ 10%]\ntests/test_a.py::test_y FAILED [ 20%]\n"
               "tests/test_b.py::test_z SKIPPED (no GPU) [ 30%]\n[gw1] [ 40%] PASSED tests/test_c.py::test_w\n"

@@ -115,34 +115,53 @@ def _close(got, want):
     return all(np.allclose(g, w, rtol=1e-5, atol=1e-6) for g, w in zip(got, want))
 
 
-# what "equal to the CPU" means: every loss within rtol 1e-5 of the CPU's (dropout masks are the same Philox bits: a
-# different mask would move it by far more); every variable within 1e-4 of the CPU's in norm — float32 sums in
-# another order (cuBLAS, a batched product, a reduction kernel) over a batch of unnormalised images leave ~1e-6 of the
-# gradients, which three updates of lr 0.1 carry into the weights. Elementwise rtol 1e-5 is reported as well.
-LOSS_RTOL, WEIGHT_RTOL = 1e-5, 1e-4
+# what "equal to the CPU" means: every loss of the three steps within rtol 1e-5 of the CPU's (dropout masks are the
+# same Philox bits: a different mask would move a loss by far more), and every variable after the first step within
+# 1e-5 of the CPU's in norm. After three steps the variables are reported, not judged: the docs' LeNet at lr 0.1 on
+# one batch is ill-conditioned there — float32 sums in another order (cuBLAS, a batched product, a reduction kernel)
+# leave ~1e-7 after one step and ~1e-4 after three in the convolutions' weights and biases, as much as the CPU's own
+# two paths differ (its numba kernels against its numpy ones, ONEFLOW_COMPAT_JIT=0: 8.8e-5 in conv1's weight).
+LOSS_RTOL, WEIGHT_RTOL, WEIGHT_RTOL_LAST = 1e-5, 1e-5, 1e-4
 
 
-def _compare(losses, weights, cpu_losses, cpu_weights):
+def _rel_weights(weights, cpu_weights):
+    rel = {k: _rel(weights[k], cpu_weights[k]) for k in cpu_weights if k in weights}
+    worst = max(rel, key=rel.get)
+    return rel[worst], worst
+
+
+def _compare(losses, weights, cpu_losses, cpu_weights, first=None, cpu_first=None):
+    """The GPU run against the CPU's. `weights`: after the last step; `first`: after the first (then the variables
+    are judged there, see above; without it, after the last step within WEIGHT_RTOL_LAST)."""
     rel_loss = max(_rel(a, b) for a, b in zip(losses, cpu_losses))
-    rel_weight = {k: _rel(weights[k], cpu_weights[k]) for k in cpu_weights if k in weights}
-    worst = max(rel_weight, key=rel_weight.get)
+    rel_last, worst_last = _rel_weights(weights, cpu_weights)
     same_names = sorted(weights) == sorted(cpu_weights)
-    return {"max_rel_loss": rel_loss, "max_rel_weight": rel_weight[worst], "worst_weight": worst,
-            "losses_rtol_1e-5": bool(_close(losses, cpu_losses)),
-            "weights_elementwise_rtol_1e-5": bool(same_names and all(_close([weights[k]], [cpu_weights[k]])
-                                                                     for k in cpu_weights)),
-            "matches_cpu": bool(same_names and _close(losses, cpu_losses) and rel_weight[worst] <= WEIGHT_RTOL)}
+    out = {"max_rel_loss": rel_loss, "max_rel_weight": rel_last, "worst_weight": worst_last,
+           "losses_rtol_1e-5": bool(_close(losses, cpu_losses)),
+           "weights_elementwise_rtol_1e-5": bool(same_names and all(_close([weights[k]], [cpu_weights[k]])
+                                                                    for k in cpu_weights))}
+    if first is not None:
+        rel_first, worst_first = _rel_weights(first, cpu_first)
+        out.update(max_rel_weight_step1=rel_first, worst_weight_step1=worst_first)
+        weights_ok = rel_first <= WEIGHT_RTOL
+    else:
+        weights_ok = rel_last <= WEIGHT_RTOL_LAST
+    out["matches_cpu"] = bool(same_names and _close(losses, cpu_losses) and weights_ok)
+    return out
 
 
 def _train(model, batch, steps):
-    """(losses of `steps` calls, every variable, the step function) of the docs' train job."""
+    """(losses of `steps` calls, every variable after the last, every variable after the first, the step function)
+    of the docs' train job."""
     sys.path.insert(0, ROOT)
     from benchmarks import models  # (it imports the package itself: the check runs its jobs as a user would)
 
     step = models.make_train_step(getattr(models, model), 1, batch)
-    losses = [np.array(step(), copy=True) for _ in range(steps)]
+    losses = [np.array(step(), copy=True)]
+    first = {k: np.array(v, copy=True) for k, v in _variables().items()}
+    losses += [np.array(step(), copy=True) for _ in range(steps - 1)]
     weights = {k: np.array(v, copy=True) for k, v in _variables().items()}
-    return losses, weights, step
+    return losses, weights, first, step
 
 
 # --- torch CUDA: the reference step, and kernel counts through its profiler -----------------------------------
@@ -217,7 +236,7 @@ def stage_models(out):
     for model in ("mlp", "lenet"):
         r = results[model] = {"batch": batch}
         with device("cpu"):
-            cpu_losses, cpu_weights, cpu_step = _train(model, batch, 3)
+            cpu_losses, cpu_weights, cpu_first, cpu_step = _train(model, batch, 3)
             r["cpu_ms"] = _median_ms(cpu_step, 2 if FAKE else 5, warm=1)
         for graph in (False, True):
             key = "gpu_graph" if graph else "gpu"
@@ -225,8 +244,8 @@ def stage_models(out):
             def run_gpu(key=key, graph=graph):
                 g = r[key] = {}
                 with device("gpu", graph=graph) as fake:
-                    losses, weights, step = _train(model, batch, 3)
-                    g.update(_compare(losses, weights, cpu_losses, cpu_weights))
+                    losses, weights, first, step = _train(model, batch, 3)
+                    g.update(_compare(losses, weights, cpu_losses, cpu_weights, first, cpu_first))
                     g["ms"] = _median_ms(step, reps)
                     if fake is not None:
                         import strict_device
@@ -479,14 +498,39 @@ def stage_nccl_ranks():
     say("ok", "nccl ranks", "rank %d of %d: every collective equals MPI's" % (host.rank, k))
 
 
-# --- stage: validate (the dry run's: the fake device) ----------------------------------------------------------
+# --- stage: validate ------------------------------------------------------------------------------------------
 def stage_validate(out):
+    """`validate --device gpu` one op type at a time: each op's line as soon as it is checked (its failures first),
+    and validate.json rewritten after each, so that a stage stopped at its time limit still says how far it came
+    and what failed (the command line's table comes only at the end)."""
+    from oneflow_compat.backend import devices as device_switch
     from oneflow_compat.tools import validate
 
     with device("gpu"):
-        code = validate.run(argparse.Namespace(op_types=[], failures_only=True, devices=list(validate.DEVICES),
-                                               device="gpu"))
-    return code
+        if not FAKE:
+            try:
+                device_switch.require_cuda()
+            except device_switch.CudaUnavailableError as e:
+                say("failed", "validate", "--device gpu: %s" % e)
+                return 2
+        xp = device_switch.array_module("gpu")
+        types = validate.ops_with_signatures()
+        total, failures, slowest = 0, [], []
+        for k, op_type in enumerate(types, 1):
+            start = time.perf_counter()
+            checks = validate.validate_all([op_type], validate.DEVICES, xp)
+            seconds = time.perf_counter() - start
+            bad = [str(c) for c in checks if not c.ok]
+            for line in bad:
+                print(line, flush=True)
+            total += len(checks)
+            failures += bad
+            slowest = sorted(slowest + [(round(seconds, 2), op_type)], reverse=True)[:10]
+            print("validate %s: %d checks, %d failed (%.2f s)" % (op_type, len(checks), len(bad), seconds), flush=True)
+            write(out, "validate", {"op_types_done": k, "op_types": len(types), "checks": total,
+                                    "failed": len(failures), "failures": failures[:60], "slowest_op_types": slowest})
+    print("%d checks, %d failed" % (total, len(failures)), flush=True)
+    return 1 if failures else 0
 
 
 def main(argv=None):
