@@ -102,6 +102,16 @@ def test_a_stage_past_its_time_is_stopped(tmp_path):
     assert "[gpu_check] stage validate stopped after 0.2 s" in (tmp_path / "validate.log").read_text()
 
 
+def test_validate_on_the_gpu_checks_the_cuda_kernels_ops_first():
+    from oneflow_compat.tools import gpu_stages, validate
+
+    types = validate.ops_with_signatures()
+    ordered = gpu_stages.first_the_cuda_kernels(types)
+    assert sorted(ordered) == sorted(types)
+    assert set(gpu_stages.CUDA_FIRST) <= set(types)  # every name still an op type (a rename shows here)
+    assert ordered[:len(gpu_stages.CUDA_FIRST)] == list(gpu_stages.CUDA_FIRST)
+
+
 def test_a_suite_stopped_at_its_limit_without_failures_is_a_partial_pass():
     counts = dict(passed=120, failed=0, skipped=3)
     assert gpu_check.stage_status("suite", None, counts) == "partial"

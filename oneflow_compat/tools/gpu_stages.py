@@ -499,6 +499,22 @@ def stage_nccl_ranks():
 
 
 # --- stage: validate ------------------------------------------------------------------------------------------
+# the op types whose GPU path runs the project's own CUDA kernels (kernels/cuda_*.py) or the models' fused ops:
+# checked first, so that a stage stopped at its time limit has checked them
+CUDA_FIRST = ("conv2d", "conv2d_bias_act", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_grad",
+              "max_pool2d_relu_grad", "avg_pool2d", "avg_pool2d_grad", "bias_add", "relu", "relu_grad", "matmul",
+              "matmul_bias_act", "matmul_relu_grad", "sparse_softmax_cross_entropy",
+              "sparse_softmax_cross_entropy_grad", "sparse_softmax_cross_entropy_and_grad", "dropout", "dropout_grad",
+              "optimizer_update", "matmul_sgd_update", "reduce_sum_sgd_update")
+
+
+def first_the_cuda_kernels(types):
+    """`types` with those of CUDA_FIRST (that exist) first, in that order; the others as they were."""
+    present = set(types)
+    head = [t for t in CUDA_FIRST if t in present]
+    return head + [t for t in types if t not in set(head)]
+
+
 def stage_validate(out):
     """`validate --device gpu` one op type at a time: each op's line as soon as it is checked (its failures first),
     and validate.json rewritten after each, so that a stage stopped at its time limit still says how far it came
@@ -514,7 +530,7 @@ def stage_validate(out):
                 say("failed", "validate", "--device gpu: %s" % e)
                 return 2
         xp = device_switch.array_module("gpu")
-        types = validate.ops_with_signatures()
+        types = first_the_cuda_kernels(validate.ops_with_signatures())
         total, failures, slowest = 0, [], []
         for k, op_type in enumerate(types, 1):
             start = time.perf_counter()
