@@ -209,3 +209,18 @@ def test_device_pieces_stay_on_the_device_through_nccl(monkeypatch):
                                 repr(case[0]))
         check_host_only_bootstraps(host_calls, repr(case[0]))
     assert fake.calls
+
+
+def test_boxings_of_cpu_placements_never_look_for_nccl():
+    """NCCL is looked for (CuPy's binding loaded, a comm made) only for a boxing between two GPU placements."""
+    class NoNccl(Runtime):
+        @property
+        def device_comm(self):
+            raise AssertionError("NCCL looked for by a boxing of CPU placements")
+
+    line = two_d.cpu(range(2))
+    for src, dst in ((line, line), (line, gpu(line)), (gpu(line), line)):
+        move = T.Move(src, S.S(0), dst, S.B)
+        assert boxing.comm_for(NoNccl(SimulatedWorld(2).comms[0], 0), move)[1] is True  # staged through the host
+    with pytest.raises(AssertionError, match="NCCL looked for"):
+        boxing.comm_for(NoNccl(SimulatedWorld(2).comms[0], 0), T.Move(gpu(line), S.S(0), gpu(line), S.B))

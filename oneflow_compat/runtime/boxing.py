@@ -28,9 +28,10 @@ def comm_for(rt, move):
     The process comm (MPI, or the simulated comm) moves host buffers: GPU pieces go down to the host and back up.
     Where both placements are on GPUs and the runtime has a device comm (NCCL: comm/nccl_comm.py, issue 22), that
     comm with `staged=False`: the executors hand it device arrays unchanged."""
-    device = getattr(rt, "device_comm", None)
-    if device is not None and move.src_pl.device_tag == "gpu" and move.dst_pl.device_tag == "gpu":
-        return device, False
+    if move.src_pl.device_tag == "gpu" and move.dst_pl.device_tag == "gpu":  # (only then is NCCL looked for)
+        device = getattr(rt, "device_comm", None)
+        if device is not None:
+            return device, False
     return rt.comm, True
 
 
