@@ -122,7 +122,4 @@ def test_decode_ofrecord_image_codec_preprocessors_and_bytes_list(tmp_path):
     with pytest.raises(ValueError, match='preprocessor must be "bgr2rgb" or "mirror"'):
         flow.data.ImagePreprocessor("blur")
 
-
-def test_onerec_is_refused():
-    with pytest.raises(NotImplementedError, match="OneRec files are out of scope"):
-        flow.data.onerec_reader(["a.onerec"])
+# flow.data.onerec_reader / onerec_decoder (no longer refused) are tested in tests/test_onerec.py

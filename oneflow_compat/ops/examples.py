@@ -1205,3 +1205,15 @@ EXAMPLES.update({
                          Example(inputs(normal(4, 5, 6)), {"rate": 0.5, "seed": None}, grad=False,
                                  note="session seed")],
 })
+
+
+# --- model zoo (issue 24): int labels of sigmoid_cross_entropy (OneFlow v0.4.0 registers int32 / int8 labels) ---------
+EXAMPLES["sigmoid_cross_entropy"] = EXAMPLES["sigmoid_cross_entropy"] + [
+    Example(inputs(normal(5, 1, scale=3.0), ints(5, 1, high=2)), wrt=[0], note="int32 click labels (Wide&Deep)"),
+    Example(inputs(normal(4, 3), ints(4, 3, high=2, dtype=np.int8)), wrt=[0], note="int8 labels")]
+EXAMPLES["sigmoid_cross_entropy_grad"] = EXAMPLES["sigmoid_cross_entropy_grad"] + [
+    Example(inputs(normal(5, 1), normal(5, 1), ints(5, 1, high=2)), note="int32 labels")]
+WITHOUT_EXAMPLES.update({
+    "OneRecReader": "reads OneRec files, the next batch every call (session state); covered by tests/test_onerec.py",
+    "onerec_decoder": _NOT_NUMERIC.replace("test_data_ops", "test_onerec") % "OneRec examples (tensor buffers)",
+})
