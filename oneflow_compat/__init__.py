@@ -24,7 +24,7 @@ from oneflow_compat.ops import (  # noqa: F401,E402 (registers; the whole legacy
 # the nn ops family's op modules (registers them)
 from oneflow_compat.ops import conv_ops, loss_ops, nn_misc_ops, norm_ops, pool_ops  # noqa: F401,E402
 # the model zoo's op modules (issue 24)
-from oneflow_compat.ops import onerec_ops  # noqa: F401,E402
+from oneflow_compat.ops import broadcast_matmul_ops, onerec_ops  # noqa: F401,E402
 
 # the legacy API's names (the same list `oneflow.compatible.single_client` binds), then the tools' public name
 from oneflow_compat._api.legacy_names import *  # noqa: F401,F403

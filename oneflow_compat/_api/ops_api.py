@@ -18,6 +18,18 @@ def reshape_like(x, like, name=None):
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, alpha=1.0, name=None):
+    # OneFlow v0.4.0 (ops/linalg.py): blobs of different ranks take broadcast_matmul, which needs a 2-D b and no
+    # transpose of a; equal ranks are matmul / batch_matmul (one op here)
+    if len(a.shape) != len(b.shape):
+        if len(b.shape) != 2 or len(a.shape) < 2:
+            raise ValueError("flow.matmul: a of shape %s and b of shape %s: of blobs of different ranks only an a of "
+                             "rank > 2 times a 2-D b is supported (OneFlow's broadcast_matmul)"
+                             % (tuple(a.shape), tuple(b.shape)))
+        if transpose_a:
+            raise ValueError("flow.matmul: transpose_a is not supported when b (2-D) is broadcast to a %s"
+                             % (tuple(a.shape),))
+        return apply("broadcast_matmul", [a, b], {"transpose_a": False, "transpose_b": bool(transpose_b),
+                                                  "alpha": float(alpha)}, name=name)
     return apply("matmul", [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b),
                                     "alpha": float(alpha)}, name=name)
 
@@ -68,8 +80,21 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  model_name=None, random_seed=None, parallel_distribution=None, distribute=None, reuse=True):
     sbp = None
     if parallel_distribution is not None:
+        # OneFlow v0.4.0 (ops/get_variable.py): a "S(0),B" string or a list, one entry per axis of the
+        # placement's hierarchy; an empty list is no hint at all (GPT passes [] when it runs without parallelism)
         pd = parallel_distribution
-        sbp = S.parse(pd[0] if isinstance(pd, (list, tuple)) else pd)
+        if isinstance(pd, str):
+            pd = pd.split(",")
+        if not isinstance(pd, (list, tuple)):
+            raise TypeError("flow.get_variable '%s': parallel_distribution must be a list of SBP strings, got %r"
+                            % (name, parallel_distribution))
+        if len(pd) > 1:
+            raise NotImplementedError(
+                "flow.get_variable '%s': parallel_distribution %s has %d entries, one per axis of a %d-d placement "
+                "hierarchy; placements are flat (1-d) in oneflow_compat's legacy API, so at most one entry is "
+                "accepted" % (name, list(pd), len(pd), len(pd)))
+        if pd:
+            sbp = S.parse(pd[0].strip()) if isinstance(pd[0], str) else dist.to_sbp(pd[0])
     elif distribute is not None:
         sbp = dist.to_sbp(distribute)
     return variable_ops.get_variable(name, shape, dtype, initializer, regularizer, trainable, model_name,

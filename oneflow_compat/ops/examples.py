@@ -1217,3 +1217,11 @@ WITHOUT_EXAMPLES.update({
     "OneRecReader": "reads OneRec files, the next batch every call (session state); covered by tests/test_onerec.py",
     "onerec_decoder": _NOT_NUMERIC.replace("test_data_ops", "test_onerec") % "OneRec examples (tensor buffers)",
 })
+EXAMPLES.update({
+    "broadcast_matmul": [Example(inputs(normal(5, 3, 4), normal(4, 6)), {"transpose_a": False, "transpose_b": False,
+                                                                         "alpha": 1.0}, layouts=[[1, None], [2, 0]]),
+                         Example(inputs(normal(2, 5, 4), normal(7, 4)), {"transpose_a": False, "transpose_b": True,
+                                                                         "alpha": 0.5}, note="transpose_b, alpha")],
+    "broadcast_matmul_grad_b": [Example(inputs(normal(5, 3, 4), normal(5, 3, 6)), {"alpha": 1.0},
+                                        layouts=[[1, 1], [2, None]])],
+})
