@@ -1,15 +1,19 @@
 """Runs every benchmark and prints one table of ratios (each benchmark also runs alone: python benchmarks/X.py).
 
-    python -m benchmarks [--rounds 7] [--threads 1 2] [--quick] [--only mlp lenet conv parallel memory mpi]
+    python -m benchmarks [--rounds 7] [--threads 1 2] [--quick] [--dtensor]
+                         [--only mlp lenet conv parallel memory mpi eager dp]
 
 Every comparison times its sides in turn inside one process (benchmarks/harness.py), at 1 thread and at the
-machine's threads; the memory benchmark runs each side in fresh processes (peak RSS is per process), the MPI one
-inside one `mpiexec -n 2` run."""
+machine's threads; the memory benchmark runs each side in fresh processes (peak RSS is per process), the MPI and
+data-parallel ones inside one `mpiexec -n 2` run, the eager-op one in a child process (the global-tensor API
+cannot share a process with the legacy benchmarks); `--dtensor` adds eager ops on 2 ranks vs PyTorch DTensor."""
 import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_data_parallel  # noqa: E402
+import bench_eager  # noqa: E402
 import bench_kernels_conv  # noqa: E402
 import bench_lenet  # noqa: E402
 import bench_memory  # noqa: E402
@@ -19,7 +23,7 @@ import bench_parallel  # noqa: E402
 import harness  # noqa: E402
 
 TIMED = {"mlp": bench_mlp, "lenet": bench_lenet, "conv": bench_kernels_conv, "parallel": bench_parallel}
-ALL = ["mlp", "lenet", "conv", "parallel", "memory", "mpi"]
+ALL = ["mlp", "lenet", "conv", "parallel", "memory", "mpi", "eager", "dp"]
 
 
 def main():
@@ -28,6 +32,7 @@ def main():
     ap.add_argument("--threads", type=int, nargs="*", help="thread counts (default: 1 and the machine's cores)")
     ap.add_argument("--quick", action="store_true", help="fewer steps per sample")
     ap.add_argument("--only", nargs="*", choices=ALL, default=ALL)
+    ap.add_argument("--dtensor", action="store_true", help="eager: also 2 ranks vs DTensor over gloo")
     a = ap.parse_args()
     rows = []
     for name in a.only:
@@ -37,6 +42,10 @@ def main():
             rows += bench_memory.rows(a.threads, max(1, a.rounds // 2))
         elif name == "mpi":
             rows += bench_mpi.rows(a.rounds, a.quick)
+        elif name == "eager":
+            rows += bench_eager.rows(a.threads, a.rounds, a.quick, a.dtensor)
+        elif name == "dp":
+            rows += bench_data_parallel.rows(a.threads, a.rounds, a.quick)
         print("(%s done)" % name, file=sys.stderr, flush=True)
     print(harness.format_table(rows, "python -m benchmarks --rounds %d%s" % (a.rounds, " --quick" if a.quick
                                                                                else "")))

@@ -1,5 +1,5 @@
 """The docs' LeNet train step (batch 100, SGD 0.1, dropout 0.5) vs PyTorch eager on CPU, timed in turn in one
-process (benchmarks/harness.py); target <= 1.25x (the goal stays 1.0x).
+process (benchmarks/harness.py); target <= 1.1x at 1 thread (issue 23; the goal stays 1.0x).
 
     python benchmarks/bench_lenet.py [--rounds 7] [--threads 1 2] [--quick]"""
 import os
@@ -46,7 +46,7 @@ def cases(quick=False):
         return []
     return [harness.Case("lenet", "LeNet train step, batch %d, 1 device" % models.B,
                          lambda: [("torch eager", torch_step()), ("oneflow_compat", models.make_train_step(models.lenet))],
-                         2 if quick else 5, target=1.25)]
+                         2 if quick else 5, target=1.1)]
 
 
 if __name__ == "__main__":

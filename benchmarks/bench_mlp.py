@@ -107,7 +107,7 @@ def kernels_only(job_name, step):
     """The same kernels the compiled job calls, back to back, on the registers of a call of `step`."""
     from oneflow_compat.framework import session as sess
 
-    c = sess.default_session().compiled[job_name]
+    c = sess.default_session().compiled[job_name].plan
     c.release = False  # keep the registers of the next call, to call its kernels on them
     step()
     raw = [(fn, [c.regs[i] for i in ins]) for fn, ins in (x for x in c.kernel_calls if x is not None)]

@@ -11,6 +11,7 @@ import argparse
 import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
+from tqdm import tqdm
 
 BATCH = 100
 ap = argparse.ArgumentParser()
@@ -38,7 +39,9 @@ def my_rows(batch):
     return np.array_split(batch, world)[rank]
 
 
-for step, (images, labels) in enumerate(zip(train_images[:args.steps], train_labels[:args.steps])):
+steps = min(args.steps, len(train_images))
+for step, (images, labels) in enumerate(tqdm(zip(train_images[:steps], train_labels[:steps]), total=steps,
+                                             desc="train", unit="step", disable=rank != 0)):
     x = flow.tensor(my_rows(images)).to_global(placement=placement, sbp=flow.sbp.split(0))
     y = flow.tensor(my_rows(labels), dtype=flow.int64).to_global(placement=placement, sbp=flow.sbp.split(0))
     loss = loss_fn(model(x), y)
@@ -47,12 +50,12 @@ for step, (images, labels) in enumerate(zip(train_images[:args.steps], train_lab
     optimizer.step()
     value = loss.numpy()  # a global tensor's value: every rank takes part
     if step % 100 == 0 and rank == 0:
-        print("step %d loss %.4f" % (step, value))
+        tqdm.write("step %d loss %.4f" % (step, value))
 
 model.eval()
 correct = 0
 with flow.no_grad():
-    for images, labels in test_batches:
+    for images, labels in tqdm(test_batches, desc="test", unit="batch", disable=rank != 0):
         x = flow.tensor(my_rows(images)).to_global(placement=placement, sbp=flow.sbp.split(0))
         predicted = model(x).argmax(dim=1).numpy()
         correct += int((predicted == labels).sum())

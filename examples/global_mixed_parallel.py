@@ -12,6 +12,7 @@ import argparse
 import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
+from tqdm import tqdm
 
 BATCH = 100
 ap = argparse.ArgumentParser()
@@ -61,7 +62,9 @@ def first_half_rows(batch):
     return np.array_split(batch, half)[rank] if rank < half else batch[:0]
 
 
-for step, (images, labels) in enumerate(zip(train_images[:args.steps], train_labels[:args.steps])):
+steps = min(args.steps, len(train_images))
+for step, (images, labels) in enumerate(tqdm(zip(train_images[:steps], train_labels[:steps]), total=steps,
+                                             desc="train", unit="step", disable=rank != 0)):
     x = flow.tensor(first_half_rows(images)).to_global(placement=FIRST, sbp=S0)
     y = flow.tensor(labels, dtype=flow.int64, placement=SECOND, sbp=B)
     loss = loss_fn(model(x), y)
@@ -70,11 +73,11 @@ for step, (images, labels) in enumerate(zip(train_images[:args.steps], train_lab
     optimizer.step()
     value = loss.numpy()
     if step % 100 == 0 and rank == 0:
-        print("step %d loss %.4f" % (step, value))
+        tqdm.write("step %d loss %.4f" % (step, value))
 
 correct = 0
 with flow.no_grad():
-    for images, labels in test_batches:
+    for images, labels in tqdm(test_batches, desc="test", unit="batch", disable=rank != 0):
         x = flow.tensor(first_half_rows(images)).to_global(placement=FIRST, sbp=S0)
         correct += int((model(x).argmax(dim=1).numpy() == labels).sum())
 if rank == 0:

@@ -11,6 +11,7 @@ import argparse
 
 import oneflow as flow
 import oneflow.nn as nn
+from tqdm import tqdm
 
 BATCH = 100
 ap = argparse.ArgumentParser()
@@ -54,7 +55,9 @@ if rank == 0:
 (train_images, train_labels), (test_images, test_labels) = flow.data.load_mnist(BATCH, BATCH,
                                                                                 out_dir=args.data_dir)
 test_batches = list(zip(test_images, test_labels))[:args.eval_batches]
-for step, (images, labels) in enumerate(zip(train_images[:args.steps], train_labels[:args.steps])):
+steps = min(args.steps, len(train_images))
+for step, (images, labels) in enumerate(tqdm(zip(train_images[:steps], train_labels[:steps]), total=steps,
+                                             desc="train", unit="step", disable=rank != 0)):
     # every rank reads the same batch; placement + sbp make it global directly
     x = flow.tensor(images, placement=placement, sbp=B)
     y = flow.tensor(labels, dtype=flow.int64, placement=placement, sbp=B)
@@ -65,11 +68,11 @@ for step, (images, labels) in enumerate(zip(train_images[:args.steps], train_lab
     optimizer.step()
     value = loss.numpy()
     if step % 100 == 0 and rank == 0:
-        print("step %d loss %.4f" % (step, value))
+        tqdm.write("step %d loss %.4f" % (step, value))
 
 correct = 0
 with flow.no_grad():
-    for images, labels in test_batches:
+    for images, labels in tqdm(test_batches, desc="test", unit="batch", disable=rank != 0):
         predicted = model(flow.tensor(images, placement=placement, sbp=B)).argmax(dim=1).numpy()
         correct += int((predicted == labels).sum())
 if rank == 0:

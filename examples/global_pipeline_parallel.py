@@ -9,6 +9,7 @@ import argparse
 
 import oneflow as flow
 import oneflow.nn as nn
+from tqdm import tqdm
 
 BATCH = 100
 ap = argparse.ArgumentParser()
@@ -59,7 +60,9 @@ loss_fn = nn.CrossEntropyLoss()
 (train_images, train_labels), (test_images, test_labels) = flow.data.load_mnist(BATCH, BATCH,
                                                                                 out_dir=args.data_dir)
 test_batches = list(zip(test_images, test_labels))[:args.eval_batches]
-for step, (images, labels) in enumerate(zip(train_images[:args.steps], train_labels[:args.steps])):
+steps = min(args.steps, len(train_images))
+for step, (images, labels) in enumerate(tqdm(zip(train_images[:steps], train_labels[:steps]), total=steps,
+                                             desc="train", unit="step", disable=rank != world - 1)):
     x = flow.tensor(images).to_global(placement=P0, sbp=BROADCAST)  # the first rank's copy feeds stage 0
     y = flow.tensor(labels, dtype=flow.int64).to_global(placement=P1, sbp=BROADCAST)
     loss = loss_fn(model(x), y)  # lives on the last rank
@@ -67,11 +70,11 @@ for step, (images, labels) in enumerate(zip(train_images[:args.steps], train_lab
     loss.backward()
     optimizer.step()
     if step % 100 == 0 and rank == world - 1:
-        print("step %d loss %.4f" % (step, loss.to_local().item()))
+        tqdm.write("step %d loss %.4f" % (step, loss.to_local().item()))
 
 correct = 0
 with flow.no_grad():
-    for images, labels in test_batches:
+    for images, labels in tqdm(test_batches, desc="test", unit="batch", disable=rank != world - 1):
         predicted = model(flow.tensor(images).to_global(placement=P0, sbp=BROADCAST)).argmax(dim=1)
         if rank == world - 1:
             correct += int((predicted.to_local().numpy() == labels).sum())

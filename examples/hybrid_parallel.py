@@ -8,6 +8,7 @@ import argparse
 import oneflow as flow
 import oneflow.typing as tp
 import oneflow_compat
+from tqdm import tqdm
 
 BATCH = 100
 ap = argparse.ArgumentParser()
@@ -33,7 +34,8 @@ def train_job(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28), dtype=flow.float)
 
 print(oneflow_compat.explain(train_job))
 (train_images, train_labels), _ = flow.data.load_mnist(BATCH, BATCH, out_dir=args.data_dir)
-for i, (images, labels) in enumerate(zip(train_images[:300], train_labels[:300])):
+for i, (images, labels) in enumerate(tqdm(zip(train_images[:300], train_labels[:300]), total=300, desc="train",
+                                          unit="step")):
     loss = train_job(images, labels)
     if i % 100 == 0:
-        print("step %d loss %.4f" % (i, loss.mean()))
+        tqdm.write("step %d loss %.4f" % (i, loss.mean()))

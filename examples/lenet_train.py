@@ -7,6 +7,7 @@ import argparse
 import numpy as np
 import oneflow as flow
 import oneflow.typing as tp
+from tqdm import tqdm
 
 BATCH = 100
 ap = argparse.ArgumentParser()
@@ -50,11 +51,14 @@ def eval_job(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28), dtype=flow.float))
 (train_images, train_labels), (test_images, test_labels) = flow.data.load_mnist(BATCH, BATCH,
                                                                                 out_dir=args.data_dir)
 for epoch in range(args.epochs):
-    for i, (images, labels) in enumerate(zip(train_images, train_labels)):
+    bar = tqdm(zip(train_images, train_labels), total=len(train_images), desc="epoch %d" % epoch, unit="step")
+    for i, (images, labels) in enumerate(bar):  # the bar (stderr) shows the rate and the time left
         loss = train_job(images, labels)
+        bar.set_postfix(loss="%.4f" % loss.mean(), refresh=False)
         if i % 100 == 0:
-            print("epoch %d step %d loss %.4f" % (epoch, i, loss.mean()))
-correct = sum(int((eval_job(x).argmax(axis=1) == y).sum()) for x, y in zip(test_images, test_labels))
+            tqdm.write("epoch %d step %d loss %.4f" % (epoch, i, loss.mean()))
+correct = sum(int((eval_job(x).argmax(axis=1) == y).sum())
+              for x, y in tqdm(zip(test_images, test_labels), total=len(test_images), desc="test", unit="batch"))
 print("test accuracy: %.4f" % (correct / test_labels.size))
 # the previous checkpoint stays until the new one is complete (written beside it, then swapped in)
 flow.checkpoint.replace(args.model_dir)

@@ -7,6 +7,7 @@ import argparse
 import numpy as np
 import oneflow as flow
 import oneflow.typing as tp
+from tqdm import tqdm
 
 BATCH = 100
 ap = argparse.ArgumentParser()
@@ -34,10 +35,12 @@ def train_job(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28), dtype=flow.float)
 def report(step):
     def on_loss(loss: tp.Numpy):
         if step % 100 == 0:
-            print("step %d loss %.4f (mean hidden activation %.4f)" % (step, loss.mean(), show_hidden_mean.last))
+            tqdm.write("step %d loss %.4f (mean hidden activation %.4f)" % (step, loss.mean(),
+                                                                           show_hidden_mean.last))
     return on_loss
 
 
 (train_images, train_labels), _ = flow.data.load_mnist(BATCH, BATCH, out_dir=args.data_dir)
-for i, (images, labels) in enumerate(zip(train_images, train_labels)):
+for i, (images, labels) in enumerate(tqdm(zip(train_images, train_labels), total=len(train_images), desc="train",
+                                          unit="step")):
     train_job(images, labels)(report(i))

@@ -6,6 +6,7 @@ import argparse
 import numpy as np
 import oneflow as flow
 import oneflow.typing as tp
+from tqdm import tqdm
 
 BATCH = 100
 ap = argparse.ArgumentParser()
@@ -24,7 +25,7 @@ def eval_job(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28), dtype=flow.float))
 flow.load_variables(flow.checkpoint.get(args.model_dir))
 _, (test_images, test_labels) = flow.data.load_mnist(BATCH, BATCH, out_dir=args.data_dir)
 correct = total = 0
-for images, labels in zip(test_images, test_labels):
+for images, labels in tqdm(zip(test_images, test_labels), total=len(test_images), desc="test", unit="batch"):
     logits = eval_job(images)
     correct += int((logits.argmax(axis=1) == labels).sum())
     total += len(labels)

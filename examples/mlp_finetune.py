@@ -6,6 +6,7 @@ import argparse
 
 import oneflow as flow
 import oneflow.typing as tp
+from tqdm import tqdm
 
 BATCH = 100
 ap = argparse.ArgumentParser()
@@ -27,10 +28,13 @@ def train_job(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28), dtype=flow.float)
 
 
 checkpoint = flow.checkpoint.get(args.model_dir)
-print("loading", sorted(k for k in checkpoint if k.startswith("dense")))
+print("loading %s from %s" % (", ".join(sorted({k.split("-")[0] for k in checkpoint if k.startswith("dense")})),
+                             args.model_dir))
 flow.load_variables(checkpoint)  # dense3-* are not in the checkpoint and keep their initial values
 (train_images, train_labels), _ = flow.data.load_mnist(BATCH, BATCH, out_dir=args.data_dir)
-for i, (images, labels) in enumerate(zip(train_images[:200], train_labels[:200])):
+bar = tqdm(zip(train_images[:200], train_labels[:200]), total=200, desc="fine-tune", unit="step")
+for i, (images, labels) in enumerate(bar):  # the bar (stderr) shows the rate and the time left
     loss = train_job(images, labels)
+    bar.set_postfix(loss="%.4f" % loss.mean(), refresh=False)
     if i % 50 == 0:
-        print("step %d loss %.4f" % (i, loss.mean()))
+        tqdm.write("step %d loss %.4f" % (i, loss.mean()))

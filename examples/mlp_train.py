@@ -8,6 +8,7 @@ import argparse
 import numpy as np
 import oneflow as flow
 import oneflow.typing as tp
+from tqdm import tqdm
 
 BATCH = 100
 ap = argparse.ArgumentParser()
@@ -33,10 +34,12 @@ def train_job(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28), dtype=flow.float)
 
 
 (train_images, train_labels), _ = flow.data.load_mnist(BATCH, BATCH, out_dir=args.data_dir)
-for i, (images, labels) in enumerate(zip(train_images, train_labels)):
+bar = tqdm(zip(train_images, train_labels), total=len(train_images), desc="train", unit="step")
+for i, (images, labels) in enumerate(bar):  # the bar (stderr) shows the rate and the time left
     loss = train_job(images, labels)
+    bar.set_postfix(loss="%.4f" % loss.mean(), refresh=False)
     if i % 100 == 0:
-        print("step %d loss %.4f" % (i, loss.mean()))
+        tqdm.write("step %d loss %.4f" % (i, loss.mean()))
 # the previous checkpoint stays until the new one is complete (written beside it, then swapped in)
 flow.checkpoint.replace(args.model_dir)
 print("saved", args.model_dir)

@@ -2,8 +2,8 @@
 
 numpy's matmul has no beta, so adding a product into an existing array (a bias already broadcast into the output,
 a weight updated by its own gradient GEMM) costs it a temporary and one more pass; the BLAS it calls does it in
-one. `gemm` calls that very BLAS — the OpenBLAS numpy loaded, found in this process's mapped libraries and called
-through ctypes (which releases the GIL) — so it shares numpy's thread setting. Elsewhere (no /proc, another BLAS,
+one. `gemm` calls that very BLAS — the OpenBLAS numpy loaded, found among this process's libraries by threadpoolctl
+and called through ctypes (which releases the GIL) — so it shares numpy's thread setting. Elsewhere (another BLAS,
 dtypes other than float32/float64, strided operands, CuPy arrays, an output overlapping an input) the same values
 come from matmul and in-place arithmetic.
 """

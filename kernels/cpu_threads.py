@@ -6,6 +6,7 @@
     product_on_threads(product, a, b, out, trans_a, trans_b)   a matrix product cut into blocks over threads
     spreading_lately()                    whether kernels spread work over these threads within the last second
     loaded_openblas(*names)               the OpenBLAS libraries in this process that export these names
+    blas_controller()                     threadpoolctl's controller of numpy's OpenBLAS (None without one)
 
 A convolution runs many small products (one per sample) plus compiled loops between them: contiguous ranges of
 samples, each on its own thread with the BLAS on one thread, scale (LeNet's conv2 at 2 threads: 1.6x), and so do
@@ -17,11 +18,15 @@ sleep: on a LeNet step at 2 threads its worker took 93 ms of CPU per 115 ms step
 step was slower than at 1 thread. So while kernels spread (`spreading_lately`), matrix products run on these
 threads too (`product_on_threads`, used by `blas.gemm`), never on OpenBLAS's.
 
-The BLAS is found in /proc/self/maps (Linux) by its exported thread functions; without one, the count is 1.
+The BLAS is found and its threads set through threadpoolctl (which finds the libraries a process has loaded on
+Linux, macOS and Windows), numpy's OpenBLAS first; without one, the count is 1. Its rule that only the first thread
+to set a count takes effect (other threads' calls silently do nothing) does not fit kernels run from whatever
+thread calls a job: the sets here are serialised by this module's lock and take control each time
+(`clear_controlling_thread(force=True)`, threadpoolctl's own remedy). Measured: 7-13 us per block held at one
+thread against 5 us for the former direct ctypes calls, on a LeNet step of tens of milliseconds.
 """
 import ctypes
 import os
-import re
 import threading
 import time
 
@@ -29,31 +34,37 @@ import time
 # wheels (openblas64_), and plain builds
 _NAMINGS = (("scipy_", "64_"), ("", "64_"), ("scipy_", ""), ("", ""))
 
-_functions = []  # [(get, set)] once looked up: empty list = not yet, [None] = no OpenBLAS
+_controllers = []  # [controller or None] once looked up
 _lookup_lock = threading.Lock()
-_lock = threading.Lock()  # guards _depth (the held count)
+_lock = threading.Lock()  # guards _depth (the held count) and every set of the count
 
 
-def _thread_functions():
-    if not _functions:
+def _openblas_controllers():
+    """threadpoolctl's controllers of the OpenBLAS libraries loaded now, numpy's first (another library may have
+    brought an OpenBLAS of its own)."""
+    import numpy  # noqa: F401  (its OpenBLAS is the one the kernels call: loaded before looking)
+    from threadpoolctl import ThreadpoolController
+
+    found = ThreadpoolController().select(internal_api="openblas").lib_controllers
+    return sorted(found, key=lambda c: ("numpy" not in c.filepath, c.filepath))
+
+
+def blas_controller():
+    """threadpoolctl's controller of numpy's OpenBLAS (looked up once), or None where there is none."""
+    if not _controllers:
         with _lookup_lock:
-            if not _functions:
-                _functions.append(_lookup())
-    return _functions[0]
+            if not _controllers:
+                found = _openblas_controllers()
+                _controllers.append(found[0] if found else None)
+    return _controllers[0]
 
 
 def loaded_openblas(*names):
-    """(lib, prefix, suffix) for each OpenBLAS mapped into this process (Linux: /proc/self/maps) and each naming
-    under which it exports every one of `names` (e.g. "openblas_get_num_threads", called prefix + name + suffix),
-    numpy's own first: another library may have brought an OpenBLAS of its own."""
-    try:
-        with open("/proc/self/maps") as f:
-            paths = set(re.findall(r"(/\S*openblas\S*\.so[\w.]*)", f.read()))
-    except OSError:
-        return
-    for path in sorted(paths, key=lambda p: ("numpy" not in p, p)):
+    """(lib, prefix, suffix) for each loaded OpenBLAS (numpy's first) and each naming under which it exports every
+    one of `names` (e.g. "cblas_sgemm", called prefix + name + suffix)."""
+    for controller in _openblas_controllers():
         try:
-            lib = ctypes.CDLL(path)
+            lib = ctypes.CDLL(controller.filepath)
         except OSError:
             continue
         for prefix, suffix in _NAMINGS:
@@ -61,20 +72,18 @@ def loaded_openblas(*names):
                 yield lib, prefix, suffix
 
 
-def _lookup():
-    for lib, prefix, suffix in loaded_openblas("openblas_get_num_threads", "openblas_set_num_threads"):
-        get = getattr(lib, "%sopenblas_get_num_threads%s" % (prefix, suffix))
-        set_ = getattr(lib, "%sopenblas_set_num_threads%s" % (prefix, suffix))
-        get.restype, get.argtypes = ctypes.c_int, []
-        set_.restype, set_.argtypes = None, [ctypes.c_int]
-        return get, set_
-    return None
+def _set_blas_threads(controller, n):
+    # threadpoolctl lets only one thread set OpenBLAS's (process-wide) count: take control, under _lock
+    clear = getattr(type(controller), "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
+    controller.set_num_threads(n)
 
 
 def blas_threads():
     """How many threads the loaded OpenBLAS runs a product on now (1 without one)."""
-    fns = _thread_functions()
-    return max(1, fns[0]()) if fns is not None else 1
+    controller = blas_controller()
+    return max(1, controller.get_num_threads() or 1) if controller is not None else 1
 
 
 def threads():
@@ -98,7 +107,7 @@ class blas_on_one_thread:
             if _depth[0] == 0:
                 _depth[1] = blas_threads()
                 if _depth[1] > 1:
-                    _thread_functions()[1](1)
+                    _set_blas_threads(blas_controller(), 1)
             _depth[0] += 1
             self.threads = _depth[1]
         return self
@@ -107,7 +116,7 @@ class blas_on_one_thread:
         with _lock:
             _depth[0] -= 1
             if _depth[0] == 0 and _depth[1] > 1:
-                _thread_functions()[1](_depth[1])
+                _set_blas_threads(blas_controller(), _depth[1])
 
 
 class _Worker:

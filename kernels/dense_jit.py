@@ -5,8 +5,8 @@ where numpy makes several calls, each with its own dispatch and temporary: on th
 arithmetic, are the cost.
 tests/test_kernels_dense_jit.py checks them against the numpy paths.
 
-`AVAILABLE` is False when numba is not installed (the optional extra `oneflow_compat[fast]`) or when the
-environment sets ONEFLOW_COMPAT_JIT=0.
+`AVAILABLE` is False when numba is not installed (a dependency where its wheels exist; the extra
+`oneflow_compat[fast]` asks for it anywhere) or when the environment sets ONEFLOW_COMPAT_JIT=0.
 """
 import math
 

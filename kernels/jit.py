@@ -1,7 +1,8 @@
 """Whether numba compiles the CPU loops of `nn_jit.py` and `dense_jit.py`, and the decorator both use.
 
-`AVAILABLE` is False when numba is not installed (the optional extra `oneflow_compat[fast]`) or when the
-environment sets ONEFLOW_COMPAT_JIT=0; the decorated functions then stay plain Python and the numpy kernels run.
+`AVAILABLE` is False when numba is not installed (a dependency where its wheels exist; the extra
+`oneflow_compat[fast]` asks for it anywhere) or when the environment sets ONEFLOW_COMPAT_JIT=0; the decorated
+functions then stay plain Python and the numpy kernels run.
 """
 import os
 

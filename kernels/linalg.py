@@ -5,12 +5,21 @@ import numpy
 from . import blas, dense_jit
 
 
+_SMALL_PRODUCT_FLOPS = 1 << 16
+
+
 def matmul(xp, a, b, *, transpose_a=False, transpose_b=False, alpha=1.0):
     """alpha * op(a) @ op(b), op = transpose of the last two axes when requested.
 
     Inputs are 2-D, or batched with equal leading dimensions (no broadcasting of
     batch dims, as in the legacy batch_matmul).
     """
+    if a.ndim == 2 and xp is numpy and b.ndim == 2 and alpha == 1.0:
+        op_a, op_b = (a.T if transpose_a else a), (b.T if transpose_b else b)
+        if op_a.shape[1] == op_b.shape[0] and 2 * op_a.shape[0] * op_a.shape[1] * op_b.shape[1] < _SMALL_PRODUCT_FLOPS:
+            # a small product: numpy's own call, the very product gemm would make here (small products run whole,
+            # through np.matmul), without the µs of choosing a path around it (eager ops on small tensors)
+            return numpy.matmul(op_a, op_b)
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError("matmul: inputs must be at least 2-D, got shapes %s and %s"
                          % (tuple(a.shape), tuple(b.shape)))

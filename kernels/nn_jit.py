@@ -5,10 +5,10 @@ relu_grad fused). Each is the same computation as the numpy path of `nn.py` — 
 fallback — done in one pass over the data instead of one strided numpy operation per window offset.
 tests/test_kernels_nn_jit.py checks them against the numpy path.
 
-`AVAILABLE` is False when numba is not installed (it is the optional extra `oneflow_compat[fast]`) or when the
-environment sets ONEFLOW_COMPAT_JIT=0; `nn.py` then uses numpy alone. (Channel-major patch extraction stays numpy:
-its copy loops over strided views beat a compiled element loop there.) Every kernel is compiled nogil: `nn.py`
-runs ranges of samples on several threads at once.
+`AVAILABLE` is False when numba is not installed (a dependency where its wheels exist; the extra
+`oneflow_compat[fast]` asks for it anywhere) or when the environment sets ONEFLOW_COMPAT_JIT=0; `nn.py` then
+uses numpy alone. (Channel-major patch extraction stays numpy: its copy loops over strided views beat a compiled
+element loop there.) Every kernel is compiled nogil: `nn.py` runs ranges of samples on several threads at once.
 
 Conventions: arrays are NCHW and C-contiguous unless said otherwise; padding is virtual (cells outside the input
 read as zero for patches and are skipped by pooling); a channel-major patch row is (c, i, j), its column (oy, ox);

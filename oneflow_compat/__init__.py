@@ -1,7 +1,9 @@
-"""oneflow_compat: OneFlow v0.3's legacy lazy "job function" API on numpy/CuPy, in one process or over MPI.
+"""oneflow_compat: OneFlow's legacy lazy "job function" API (v0.3-0.4) and its global-tensor API (v0.5-0.9) on
+numpy/CuPy, in one process or over MPI.
 
 Scripts keep `import oneflow as flow`; see README.md for how the `oneflow` name is provided.
 """
+from oneflow_compat.version import __version__  # noqa: F401
 from oneflow_compat.backend import kernels_location as _kernels_location
 
 # Before anything imports a kernel: a checkout's package takes the checkout's kernels/ (a wheel carries its own).
@@ -58,6 +60,7 @@ from oneflow_compat._api import blob_methods as _blob_methods
 _blob_methods.install()
 
 from oneflow_compat._global.serialization import load, save  # noqa: E402 (legacy checkpoint or state dicts)
+from oneflow_compat._global.sharding_view import visualize_sharding  # noqa: E402,F401 (a project addition)
 from oneflow_compat import optim  # noqa: E402,F401
 
 # `import oneflow.compatible.single_client as flow`: the legacy API alone (importing it chooses the legacy API)

@@ -52,10 +52,25 @@ def _tensors(var_dict):
 
 
 def save(path, var_dict=None):
-    """`flow.checkpoint.save(path)`: refused if `path` is a file or a non-empty folder, as OneFlow refused it."""
+    """`flow.checkpoint.save(path)`: refused if `path` is a file or a non-empty folder, as OneFlow refused it (its
+    message, then one sentence naming `flow.checkpoint.replace`, since re-running a training script that saves to
+    a fixed folder is the usual way to meet it)."""
     s = _session()
     tensors = _tensors(var_dict)
-    fmt.write_on_rank0(s.runtime.comm, path, lambda: fmt.save_tensors(path, tensors))
+
+    def write():
+        try:
+            fmt.save_tensors(path, tensors)
+        except AssertionError as e:
+            if fmt.is_refused_existing(e):
+                raise AssertionError("%s %s" % (e, REPLACE_HINT.format(path=path))) from None
+            raise
+
+    fmt.write_on_rank0(s.runtime.comm, path, write)
+
+
+REPLACE_HINT = ("To write over an earlier checkpoint, call flow.checkpoint.replace({path!r}) instead (oneflow_compat: "
+                "the new checkpoint is written beside the old one and swapped in), or remove the folder first.")
 
 
 def replace(path, var_dict=None):

@@ -22,15 +22,16 @@ def _setter(fn):
 @_setter
 def gpu_device_num(res, val):
     """GPUs per machine; without a usable CUDA device, that many CPU devices (as OneFlow's CPU-only builds)."""
-    from oneflow_compat.backend import devices, notices
+    from oneflow_compat.backend import devices
 
     if not (type(val) is int and val >= 0):
         raise AssertionError("gpu_device_num must be a non-negative int")
     if devices.cuda_usable():
         res.gpu_device_num = val
     else:
-        notices.notice("INFO: no usable CUDA device; flow.config.gpu_device_num(%d) sets cpu_device_num(%d) instead",
-                       val, val)
+        if val > 0:
+            devices.fallback_notice("flow.config.gpu_device_num(%d) runs %d CPU device%s instead"
+                                    % (val, val, "" if val == 1 else "s"))
         res.gpu_device_num = 0
         res.cpu_device_num = max(1, val)
         res.gpu_requested = val > 0

@@ -16,7 +16,7 @@ ENV_NOTHING = "Nothing happened because environment has been initialized"
 
 def _env_setter(fn):
     def wrapper(*args, **kwargs):
-        if sess.ENV.initialized:
+        if sess.env_config().initialized:
             print(ENV_NOTHING)
             return False
         return fn(*args, **kwargs)
@@ -37,22 +37,22 @@ def machine(*val):
         if addr in addrs:
             raise AssertionError("duplicate machine address %s" % addr)
         addrs.append(addr)
-    sess.ENV.machines = addrs
+    sess.env_config().machines = addrs
 
 
 @_env_setter
 def ctrl_port(val):
-    sess.ENV.ctrl_port = int(val)
+    sess.env_config().ctrl_port = int(val)
 
 
 @_env_setter
 def data_port(val):
-    sess.ENV.data_port = int(val)
+    sess.env_config().data_port = int(val)
 
 
 @_env_setter
 def log_dir(val):
-    sess.ENV.log_dir = val
+    sess.env_config().log_dir = val
 
 
 @_env_setter

@@ -3,6 +3,7 @@ import os
 import unittest as _unittest
 
 from oneflow_compat.framework import session as sess
+from oneflow_compat.runtime import context
 
 
 def _device_num():
@@ -17,7 +18,7 @@ class TestCase(_unittest.TestCase):
     """Each test starts in a fresh default session (eager when ONEFLOW_TEST_ENABLE_EAGER=1)."""
 
     def setUp(self):
-        sess._EAGER_FLAG[0] = False
+        context.get().legacy_eager = False
         sess.clear_default_session()
         if os.environ.get("ONEFLOW_TEST_ENABLE_EAGER") == "1":
             sess.enable_eager_execution(True)

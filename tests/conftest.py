@@ -13,20 +13,15 @@ MNIST = os.path.join(HERE, "..", "..", "shared", "data", "mnist.npz")
 
 @pytest.fixture(autouse=True)
 def fresh_session():
-    """Every test starts with a new default session (and lazy mode), and with neither of OneFlow's two APIs chosen:
-    one process runs either legacy job functions or global tensors (framework/client_mode.py), and this suite runs
-    tests of both in one process."""
-    import oneflow_compat as flow
-    from oneflow_compat.framework import client_mode
-    from oneflow_compat.framework import session as sess
+    """Every test starts from a fresh process context (runtime/context.py): a new default session in lazy mode, a
+    fresh flow.env, neither of OneFlow's two APIs chosen (one process runs either legacy job functions or global
+    tensors, and this suite runs tests of both in one process), no eager plans, boxing log or graph reports."""
+    import oneflow_compat  # noqa: F401 - the package registers its ops on import
+    from oneflow_compat.runtime import context
 
-    sess._EAGER_FLAG[0] = False
-    flow.clear_default_session()
-    client_mode.reset()
+    context.reset()
     yield
-    sess._EAGER_FLAG[0] = False
-    flow.clear_default_session()
-    client_mode.reset()
+    context.reset()
 
 
 @pytest.fixture

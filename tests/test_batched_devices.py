@@ -1,4 +1,4 @@
-"""In-process CPU devices computing S(0) pieces with one kernel call (passes/plan.py): an op that reads row pieces
+"""In-process CPU devices computing S(0) pieces with one kernel call (runtime/plan.py): an op that reads row pieces
 and broadcast copies and produces row pieces runs once on the whole rows when the pieces are row blocks of one
 array (`transitions.rows_of_one`), and hands each device its rows as views; otherwise each device runs its own
 call. Either way the devices get the values of running apart."""
@@ -10,7 +10,7 @@ import oneflow_compat.typing as tp
 from oneflow_compat.framework import session as sess
 from oneflow_compat.ops import registry
 from oneflow_compat.ops.transitions import rows_of_one
-from oneflow_compat.passes import plan as plan_mod
+from oneflow_compat.runtime import plan as plan_mod
 
 
 def test_rows_of_one_finds_the_array_the_pieces_cut():
@@ -65,7 +65,7 @@ def test_an_op_on_row_pieces_runs_once_on_the_whole_batch(monkeypatch, devices):
     np.testing.assert_allclose(got, 1 / (1 + np.exp(-(x @ w))), rtol=1e-6)
     assert calls == [(10, 5)]  # one call, on every row: the matmul's pieces were rows of one array
     compiled = sess.default_session().compiled["job"]
-    computing = [op.type for op, call in zip(compiled.step_ops, compiled.kernel_calls) if call is not None]
+    computing = [op.type for op, call in zip(compiled.plan.step_ops, compiled.plan.kernel_calls) if call is not None]
     assert computing == ["matmul", "sigmoid"]  # one step each (the fetch aside), not one per device
 
 

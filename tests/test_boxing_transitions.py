@@ -15,7 +15,7 @@ from oneflow_compat.backend import devices
 from oneflow_compat.tools import explain as explain_mod
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.framework import session as sess
-from oneflow_compat.passes.plan import Plan
+from oneflow_compat.runtime.plan import Plan
 
 SHAPE = (7, 5)  # 7 rows and 5 columns: uneven balanced splits on 2, 3 and 4 devices
 ROWS = 6  # a partial-sum source reduces a (6, 7, 5) input over its split axis 0
@@ -89,7 +89,7 @@ def _device_pieces(job, op_name):
     op = session.jobs[jf.name].op_names[op_name]
     key = op.outputs[0].key()
     local = session.runtime.local_indices(op.placement)
-    return op.sbp_out[0], {i: devices.to_host(compiled.regs[compiled.slot[(key, i)]]) for i in local}
+    return op.sbp_out[0], {i: devices.to_host(compiled.plan.regs[compiled.plan.slot[(key, i)]]) for i in local}
 
 
 def check_pieces(sbp, pieces, logical, n):

@@ -60,6 +60,26 @@ def test_save_refuses_non_empty_directory_and_leaves_it(tmp_path):
     assert os.listdir(path) == ["keep.txt"]
 
 
+def test_saving_again_into_a_checkpoint_names_replace(tmp_path):
+    # a training script run twice meets OneFlow's refusal; the message goes on to name flow.checkpoint.replace
+    train = _define()
+    train(X, Y)
+    path = str(tmp_path / "model")
+    flow.checkpoint.save(path)
+    first = open(os.path.join(path, "d1-weight", "out"), "rb").read()
+    train(X, Y)
+    with pytest.raises(AssertionError) as e:
+        flow.checkpoint.save(path)
+    assert str(e.value) == (
+        "%s is a file or non-empty directory! Note that flow.save is different from torch.save. It saves each weight "
+        "as a separated file so that a directory instead of a file should be given. To write over an earlier "
+        "checkpoint, call flow.checkpoint.replace(%r) instead (oneflow_compat: the new checkpoint is written beside "
+        "the old one and swapped in), or remove the folder first." % (path, path))
+    assert open(os.path.join(path, "d1-weight", "out"), "rb").read() == first
+    flow.checkpoint.replace(path)  # what the message says works
+    assert open(os.path.join(path, "d1-weight", "out"), "rb").read() != first
+
+
 def test_bad_load_names_variable_and_shapes_and_changes_nothing(tmp_path):
     train = _define()
     train(X, Y)

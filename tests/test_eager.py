@@ -59,9 +59,7 @@ def test_job_defined_before_enabling_eager_runs_eagerly_but_not_after_a_lazy_cal
     np.testing.assert_allclose(seen[1], [6, 6])
 
     flow.clear_default_session()
-    from oneflow_compat.framework import session as sess
-
-    sess._EAGER_FLAG[0] = False
+    flow.enable_eager_execution(False)
     flow.clear_default_session()
 
     @flow.global_function()

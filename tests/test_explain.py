@@ -196,6 +196,6 @@ def test_cli_explain_refuses_eager_scripts(tmp_path):
 
 def test_cli_usage_and_errors(tmp_path):
     r = _run([], tmp_path)
-    assert r.returncode == 2 and "explain script.py" in r.stderr
+    assert r.returncode == 2 and "a subcommand or a script is required" in r.stderr
     r = _run(["explain", "no_such_script.py"], tmp_path)
     assert r.returncode == 2 and "no such script" in r.stderr

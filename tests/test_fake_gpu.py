@@ -14,7 +14,7 @@ from oneflow_compat._api import data_api as D
 from oneflow_compat.core.record import record_pb2 as pb
 from oneflow_compat.datasets import ofrecord_io
 from oneflow_compat.framework import session as sess
-from oneflow_compat.passes.plan import Plan
+from oneflow_compat.runtime.plan import Plan
 
 BATCH = 8
 
@@ -104,8 +104,8 @@ def test_moves_between_gpu_and_cpu_placements_copy_the_pieces(monkeypatch):
 
     def held(name):
         op = ops[name]
-        return [compiled.regs[compiled.slot[(y.key(), i)]] for y in op.inputs + op.outputs
-                for i in session.runtime.local_indices(op.placement) if (y.key(), i) in compiled.slot]
+        return [compiled.plan.regs[compiled.plan.slot[(y.key(), i)]] for y in op.inputs + op.outputs
+                for i in session.runtime.local_indices(op.placement) if (y.key(), i) in compiled.plan.slot]
 
     assert all(type(v) is np.ndarray for v in held("on_cpu"))  # its input came down from the device
     assert all(isinstance(v, strict_device.StrictArray) for v in held("on_gpu") + held("back_on_gpu"))

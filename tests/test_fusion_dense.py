@@ -186,7 +186,7 @@ def test_a_layout_the_fused_op_does_not_declare_stays_unfused():
 
 def test_pieces_that_are_not_row_blocks_of_one_array_are_computed_device_by_device(monkeypatch):
     from oneflow_compat.ops import transitions
-    from oneflow_compat.passes import plan
+    from oneflow_compat.runtime import plan
 
     monkeypatch.setattr(transitions, "rows_of_one", lambda pieces: None)
     monkeypatch.setattr(plan, "rows_of_one", lambda pieces: None)

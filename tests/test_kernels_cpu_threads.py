@@ -66,25 +66,52 @@ def test_spread_waits_for_every_range_then_raises_the_first_error():
 @pytest.fixture
 def blas_at_three():
     """The loaded OpenBLAS set to 3 threads for the test, its count restored after."""
-    fns = cpu_threads._thread_functions()
-    if fns is None:
+    controller = cpu_threads.blas_controller()
+    if controller is None:
         pytest.skip("no OpenBLAS loaded")
-    saved = fns[0]()
-    fns[1](3)
+    saved = controller.get_num_threads()
+    cpu_threads._set_blas_threads(controller, 3)
     yield
-    fns[1](saved)
+    cpu_threads._set_blas_threads(controller, saved)
+
+
+def _raw_openblas_threads():
+    """The count as OpenBLAS itself reports it (its own exported function, not through threadpoolctl)."""
+    for lib, prefix, suffix in cpu_threads.loaded_openblas("openblas_get_num_threads"):
+        return getattr(lib, prefix + "openblas_get_num_threads" + suffix)()
 
 
 def test_blas_on_one_thread_nests_and_restores_the_count(blas_at_three):
     before = cpu_threads.blas_threads()
     assert before == 3
+    assert _raw_openblas_threads() == 3
     with cpu_threads.blas_on_one_thread() as outer:
-        assert outer.threads == before and cpu_threads.blas_threads() == 1
+        assert outer.threads == before and cpu_threads.blas_threads() == 1 and _raw_openblas_threads() == 1
         assert cpu_threads.threads() == before  # what kernels spread over inside the block
         with cpu_threads.blas_on_one_thread() as inner:
             assert inner.threads == before  # the count the BLAS had, not the one it has inside
         assert cpu_threads.blas_threads() == 1
     assert cpu_threads.blas_threads() == before
+
+
+def test_blas_on_one_thread_works_from_any_thread(blas_at_three):
+    # threadpoolctl lets only the first thread that set a count set it again; kernels run on whatever thread calls
+    # a job, and a block entered there must still hold the BLAS at one thread (and restore it)
+    seen = []
+
+    def in_thread():
+        with cpu_threads.blas_on_one_thread():
+            seen.append(_raw_openblas_threads())
+        seen.append(_raw_openblas_threads())
+
+    for _ in range(2):
+        t = threading.Thread(target=in_thread)
+        t.start()
+        t.join()
+    assert seen == [1, 3, 1, 3]
+    with cpu_threads.blas_on_one_thread():
+        assert _raw_openblas_threads() == 1
+    assert _raw_openblas_threads() == 3
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ops import examples, registry
-from oneflow_compat.passes import plan
+from oneflow_compat.runtime import plan
 from oneflow_compat.tools import validate
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

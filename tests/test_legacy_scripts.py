@@ -12,7 +12,6 @@ import pytest
 import oneflow as flow  # the scripts' spelling: must resolve to oneflow_compat
 import oneflow.typing as tp
 import oneflow_compat
-from oneflow_compat.framework import session as sess
 
 B = 10  # batch; images are (B, 1, 4, 4) so the "MLP on MNIST" jobs stay tiny
 
@@ -375,8 +374,8 @@ def test_watch_diff_of_logits_is_softmax_minus_onehot():
 # resources: distributed_train.py on one process, "gpu" placements on a CPU-only machine
 
 
-def test_two_machines_listed_but_one_process_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(sess, "ENV", sess.EnvConfig())  # the env outlives sessions: use a fresh one
+def test_two_machines_listed_but_one_process_is_a_clear_error():
+    # the env outlives sessions, but not the test: tests/conftest.py resets the process context
     flow.config.gpu_device_num(1)
     flow.env.ctrl_port(9988)
     flow.env.machine([{"addr": "192.168.1.12"}, {"addr": "192.168.1.11"}])

@@ -1,6 +1,8 @@
 """load_mnist: legacy batching/normalisation, file validation, download fallbacks (no network: the download
 function is replaced)."""
+import logging
 import os
+import re
 import shutil
 
 import numpy as np
@@ -35,6 +37,7 @@ def no_network(monkeypatch):
 
 
 def test_batches_and_normalisation_nchw(tmp_path, capsys, caplog, no_network):
+    caplog.set_level(logging.DEBUG, logger="oneflow_compat")
     arrays = _write_npz(tmp_path / "mnist.npz")
     (x, y), (xt, yt) = mnist.load_mnist(50, 25, out_dir=str(tmp_path))
     assert x.shape == (4, 50, 1, 28, 28) and x.dtype == np.float32
@@ -46,8 +49,9 @@ def test_batches_and_normalisation_nchw(tmp_path, capsys, caplog, no_network):
     np.testing.assert_array_equal(xt[3, 24, 0], arrays["x_test"][99] / np.float32(255.0))
     out = capsys.readouterr().out.splitlines()  # OneFlow's own message, printed as OneFlow did
     assert out == ["File mnist.npz already exist, path: %s" % os.path.join(str(tmp_path), "mnist.npz")]
-    notes = [r.getMessage() for r in caplog.records if r.name == "oneflow_compat"]  # this project's notice
-    assert len(notes) == 1 and notes[0].startswith("Note: ") and "not OneFlow's copy" in notes[0]
+    # this project's record of a file that is not OneFlow's copy: DEBUG, never shown unless asked for
+    notes = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "oneflow_compat"]
+    assert len(notes) == 1 and notes[0][0] == logging.DEBUG and "is not OneFlow's copy" in notes[0][1]
 
 
 def test_nhwc_for_any_other_format(tmp_path, no_network):
@@ -199,14 +203,20 @@ def test_real_mnist_shapes(tmp_path, no_network):
     assert np.bincount(yt.ravel()).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
 
 
-def test_real_downloader_on_a_file_url(tmp_path, capsys, caplog):
+def test_real_downloader_on_a_file_url(tmp_path, capsys, caplog, monkeypatch):
     # urllib serves file:// URLs too, which exercises the real download path without any network.
+    caplog.set_level(logging.INFO, logger="oneflow_compat")
+    monkeypatch.setattr(mnist.notices, "progress_enabled", lambda: True)
     source = tmp_path / "source.npz"
     _write_npz(source)
     destination = tmp_path / "copy.part"
     mnist._download(source.as_uri(), str(destination))
     assert destination.read_bytes() == source.read_bytes()
-    assert "Downloading file://" in caplog.text and "100%" in capsys.readouterr().err
+    assert "Downloading file://" in caplog.text
+    last = capsys.readouterr().err.split("\r")[-1]  # tqdm's bar, as last drawn: title, percentage, sizes, rate
+    assert re.fullmatch(r"mnist\.npz: 100%\|\S+\| (\S+)/(\S+) \[\d\d:\d\d<\d\d:\d\d, +[\d.]+[kMGT]?B/s\]\n", last), last
+    done, total = re.search(r"\| (\S+)/(\S+) \[", last).groups()
+    assert done == total
 
 
 def test_loader_downloads_through_urllib(tmp_path, monkeypatch):

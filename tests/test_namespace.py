@@ -83,7 +83,8 @@ def test_single_client_names_are_the_legacy_objects():
 def test_every_legacy_name_of_oneflow_is_in_single_client():
     import oneflow_compat.compatible.single_client as sc
 
-    internal_modules = {"autograd", "cuda", "sbp", "explain", "custom_ops", "compatible", "jit"}  # modern or project tools
+    # modern or project tools
+    internal_modules = {"autograd", "cuda", "sbp", "explain", "custom_ops", "compatible", "jit", "version"}
     for name in dir(flow):
         value = getattr(flow, name)
         if name.startswith("_") or hasattr(sc, name):

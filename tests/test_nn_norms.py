@@ -67,7 +67,7 @@ def test_legacy_batch_normalization_with_full_rank_statistics_and_moments():
                                                t.mean((0, 2, 3), keepdim=True),
                                                t.var((0, 2, 3), unbiased=False, keepdim=True)], [x], rs)
     ref.assert_close(outs + grads, t_outs + t_grads, np.float64, "moments + batch_normalization")
-    with pytest.raises(AssertionError, match="axes must be a list"):
+    with pytest.raises(AssertionError):  # OneFlow: a bare `assert isinstance(axes, list)`
         ref.predict(lambda x: flow.nn.moments(x, (0, 1))[0], [x])
 
 

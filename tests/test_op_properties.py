@@ -146,10 +146,10 @@ def test_declared_properties():
 
 def test_every_runtime_hook_is_supplied():
     from oneflow_compat.framework import eager
-    from oneflow_compat.runtime import executor
+    from oneflow_compat.runtime import executable
 
     hooks = {registry.get(t).runtime_hook for t in _with("runtime_hook")}
-    assert hooks <= set(executor.RUNTIME_HOOKS)
+    assert hooks <= set(executable.RUNTIME_HOOKS)
     assert hooks <= set(eager._EAGER_HOOKS)
 
 

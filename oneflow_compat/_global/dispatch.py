@@ -7,10 +7,17 @@ inputs as needed), and records an autograd node when an input requires a gradien
 While an `nn.Graph` traces its `build`, the same entry points add the op to the graph's job instead (`lazy.py`):
 this is the one place where eager and graph execution part.
 """
+from oneflow_compat.framework import client_mode
 from oneflow_compat.ops import registry
-from oneflow_compat.runtime import autograd, global_eager
+from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat._global import lazy
-from oneflow_compat._global.tensor import Tensor
+from oneflow_compat._global.tensor import Tensor, wrap
+
+_CTX = context.get()  # `graph_traces`: whether an nn.Graph is tracing its build
+_API = client_mode.choice_holder()
+_GLOBAL_API = client_mode.GLOBAL
+_new = object.__new__
+grad_mode = autograd.grad_mode()  # this thread's gradient mode (a thread-local stack)
 
 
 def _where(inputs, op_type):
@@ -34,24 +41,49 @@ def apply_op(op_type, inputs, attrs=None, requires_grad=None):
 
 
 def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
+    # the checks of every call, written for speed (an eager op costs a few µs): all Tensors, all local or all
+    # global on one placement (the placement objects are compared only where they are not the same object)
     for t in inputs:
         if not isinstance(t, Tensor):
             raise TypeError("op '%s' expects Tensors as inputs, got %s" % (op_type, type(t).__name__))
-    first = _where(inputs, op_type)
-    if lazy.tracer_active():
+    first = inputs[0]
+    placement = first._placement
+    if len(inputs) > 1:
+        for t in inputs:
+            other = t._placement
+            if other is not placement and (other is None or placement is None or other != placement):
+                _where(inputs, op_type)
+    if _CTX.graph_traces:
         return lazy.apply(op_type, inputs, attrs)
     values = [t._value for t in inputs]
-    outs = global_eager.run_op(op_type, attrs, values)
-    placement, device = first._placement, first._device
-    tensors = [Tensor._make(v, placement, None, device) for v in outs]
+    compiled = global_eager.compiled_op(op_type, attrs, values)
+    outs = compiled.run_lock_free(values) if compiled.lock_free else global_eager.run_compiled(compiled, values)
+    device = first._device
+    if len(outs) == 1:  # (`wrap`, inlined for the common case)
+        if _API.api[0] is not _GLOBAL_API:
+            client_mode.use(client_mode.GLOBAL, "creating a flow.Tensor")
+        t = _new(Tensor)
+        t._value = outs[0]
+        if placement is not None:
+            t._placement = placement
+        if device != "cpu":
+            t._device = device
+        tensors = [t]
+    else:
+        tensors = [wrap(v, placement, device) for v in outs]
     if requires_grad is None:
-        requires_grad = autograd.is_grad_enabled() and any(t.requires_grad_flag for t in inputs)
+        requires_grad = False
+        if grad_mode.stack[-1]:
+            for t in inputs:
+                if t.requires_grad_flag:
+                    requires_grad = True
+                    break
     if requires_grad and registry.get(op_type).grad is not None:
-        node = autograd.OpNode(op_type, dict(attrs or {}), values, outs, [t._edge() for t in inputs],
-                               name=oneflow_backward_name(op_type, values))
+        node = autograd.OpNode(op_type, compiled.attrs, values, outs, [t._edge() for t in inputs],
+                               oneflow_backward_name(op_type, values), compiled)
         for k, t in enumerate(tensors):
-            if t.dtype.is_floating:
-                t.requires_grad_flag, t.grad_fn, t._out_index = True, node, k
+            if t._value.meta.dtype.is_floating:
+                t.requires_grad_flag, t._node, t._out_index = True, node, k
     return tensors
 
 
@@ -108,4 +140,9 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
                                    % (tuple(g.shape), tuple(t.shape)))
             gv = g._value
         roots.append((t._edge(), gv))
-    autograd.backward(roots, lambda leaf, value: leaf._accumulate_grad(value), retain_graph)
+    autograd.backward(roots, lambda leaf, value: leaf._accumulate_grad(value), retain_graph, _leaf_layout)
+
+
+def _leaf_layout(leaf):
+    v = leaf._value
+    return v.placement, v.sbp

@@ -75,6 +75,8 @@ def cast(input, dtype):  # noqa: A002
 
 
 def _same_dtype(x, y):
+    if x._value.meta.dtype is y._value.meta.dtype:
+        return x, y
     dt = _promote(x.dtype, y.dtype)
     return cast(x, dt), cast(y, dt)
 
@@ -224,9 +226,23 @@ def logical_not(input):  # noqa: A002
 
 
 # --- matrix products --------------------------------------------------------------------------------------------
+_MATMUL_ATTRS = {}  # (transpose_a, transpose_b, alpha) -> the op's attrs (shared: nothing writes into attrs)
+
+
 def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # noqa: A002
+    if isinstance(input, Tensor) and isinstance(other, Tensor):  # the common case, first
+        a, b = input._value.meta, other._value.meta
+        if len(a.shape) == 2 and len(b.shape) == 2 and a.dtype is b.dtype:
+            key = (transpose_a, transpose_b, alpha)
+            attrs = _MATMUL_ATTRS.get(key)
+            if attrs is None:
+                attrs = _MATMUL_ATTRS[key] = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b),
+                                              "alpha": float(alpha)}
+            return apply_op_list("matmul", [input, other], attrs)[0]
     a, b = _check(input, "matmul"), _check(other, "matmul")
     a, b = _same_dtype(a, b)
+    if len(a._value.meta.shape) == 2 and len(b._value.meta.shape) == 2:
+        return matmul(a, b, transpose_a, transpose_b, alpha)
     if a.ndim == 1 and b.ndim == 1:
         return sum(mul(a, b))
     if a.ndim == 1:
@@ -278,12 +294,14 @@ def _reduced(shape, axes, keepdim):
 
 
 def _reduce(op_type, x, dim, keepdim):
-    axes = _axes(dim, x.ndim)
-    if x.ndim == 0:
+    shape = x._value.meta.shape
+    axes = _axes(dim, len(shape))
+    if not shape:
         return x
-    out = apply_op(op_type, [x], {"axis": axes, "keepdims": bool(keepdim)})
-    want = _reduced(tuple(x.shape), axes, keepdim)
-    return out if tuple(out.shape) == want else reshape(out, want)
+    # the axes as a tuple: hashable attrs key the compiled op at once (runtime/global_eager.py)
+    out = apply_op(op_type, [x], {"axis": tuple(axes), "keepdims": bool(keepdim)})
+    want = _reduced(shape, axes, keepdim)
+    return out if out._value.meta.shape == want else reshape(out, want)
 
 
 def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001,A002

@@ -9,10 +9,11 @@ attribute path (op names) and pipeline stage (ops are recorded per stage; a stag
 """
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ir import sbp as S
+from oneflow_compat.runtime import context
 from oneflow_compat.runtime.graph_trace import LazyValue
 from oneflow_compat._global.tensor import Tensor
 
-_TRACES = []  # (GraphTrace, GraphScope) of the graphs whose build is being traced, innermost last
+_CTX = context.get()  # `_CTX.graph_traces`: (GraphTrace, GraphScope) of the builds being traced, innermost last
 
 
 class GraphScope:
@@ -30,17 +31,17 @@ class tracing:  # noqa: N801 - a context manager
         self.entry = (trace, scope)
 
     def __enter__(self):
-        _TRACES.append(self.entry)
+        _CTX.graph_traces.append(self.entry)
         return self.entry[0]
 
     def __exit__(self, *exc):
-        _TRACES.remove(self.entry)
+        _CTX.graph_traces.remove(self.entry)
         return False
 
 
 def current():
     """The GraphTrace of the build being traced, or None."""
-    return _TRACES[-1][0] if _TRACES else None
+    return _CTX.graph_traces[-1][0] if _CTX.graph_traces else None
 
 
 def is_lazy(t):
@@ -67,7 +68,7 @@ def _wrap(value, like, requires_grad):
 
 def apply(op_type, inputs, attrs):
     """Adds op `op_type` on `inputs` (Tensors) to the graph being traced; returns its outputs as lazy Tensors."""
-    trace, scope = _TRACES[-1]
+    trace, scope = _CTX.graph_traces[-1]
     values = [_lazy_value(trace, scope, t) for t in inputs]
     first = inputs[0]
     outs = trace.apply(op_type, attrs, values, values[0].placement)
@@ -84,7 +85,7 @@ def apply_source(op_type, attrs, like):
 
 def to_global(t, placement, ir_sbp, shown, grad_sbp=None):
     """`t.to_global(placement, sbp)` inside build: an op of the job that the boxing pass turns into the transfer."""
-    trace, scope = _TRACES[-1]
+    trace, scope = _CTX.graph_traces[-1]
     if t.is_local:
         raise RuntimeError("local_tensor.to_global() is not supported within nn.Graph for now")
     value = _lazy_value(trace, scope, t)
@@ -116,9 +117,9 @@ def backward(t, gradient=None, retain_graph=False):
 def module_call(module, call, args, kwargs):
     """How `Module.__call__` runs while a graph traces: `call(args, kwargs)` inside the module's scope (its path
     names the ops, its stage is recorded; `set_stage(i, placement)` moves tensor inputs onto the placement)."""
-    if not _TRACES:
+    if not _CTX.graph_traces:
         return call(args, kwargs)
-    trace, scope = _TRACES[-1]
+    trace, scope = _CTX.graph_traces[-1]
     path, stage, placement = scope.modules.get(id(module), ("", None, None))
     if placement is not None:
         args = tuple(_onto(a, placement) for a in args)
@@ -144,4 +145,4 @@ def _onto(x, placement):
 
 
 def tracer_active():
-    return bool(_TRACES)
+    return bool(_CTX.graph_traces)

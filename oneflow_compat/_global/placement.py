@@ -172,7 +172,7 @@ class placement:  # noqa: N801 - OneFlow's name
     def ir(self):
         """The compiler's placement: (machine r, device 0) for each rank r, on the device tag that runs it."""
         if self._ir is None:
-            tag = devices.resolve_tag("gpu" if self._type == "cuda" else "cpu")
+            tag = devices.resolve_tag("gpu" if self._type == "cuda" else "cpu", spelled=self._type)
             self._ir = _IrPlacement(tag, [(r, 0) for r in self._flat])
         return self._ir
 

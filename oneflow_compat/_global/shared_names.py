@@ -11,10 +11,13 @@ from oneflow_compat._global.tensor import Tensor
 
 
 def _has_tensor(args, kwargs):
-    for a in list(args) + list(kwargs.values()):
-        if isinstance(a, Tensor):
+    if args and isinstance(args[0], Tensor):  # the common case, first
+        return True
+    for a in args:
+        if isinstance(a, Tensor) or (isinstance(a, (list, tuple)) and any(isinstance(x, Tensor) for x in a)):
             return True
-        if isinstance(a, (list, tuple)) and any(isinstance(x, Tensor) for x in a):
+    for a in kwargs.values():
+        if isinstance(a, Tensor) or (isinstance(a, (list, tuple)) and any(isinstance(x, Tensor) for x in a)):
             return True
     return False
 
@@ -34,6 +37,8 @@ def on_tensors(legacy, modern, renames=None):
 
     @functools.wraps(legacy)
     def dispatch(*args, **kwargs):
+        if not kwargs and args and isinstance(args[0], Tensor):  # the common call, decided at once
+            return modern(*args)
         if _has_tensor(args, kwargs):
             return modern(*args, **_modern_kwargs(kwargs, renames))
         return legacy(*args, **kwargs)
@@ -55,11 +60,7 @@ def in_job(legacy, modern):
     return dispatch
 
 
-def _matmul(a, b, transpose_a=False, transpose_b=False, alpha=1.0):
-    return F.matmul(a, b, transpose_a, transpose_b, alpha)
-
-
-matmul = on_tensors(legacy_ops.matmul, _matmul)
+matmul = on_tensors(legacy_ops.matmul, F.matmul, {"a": "input", "b": "other"})
 reshape = on_tensors(legacy_ops.reshape, F.reshape)
 cast = on_tensors(legacy_ops.cast, F.cast)
 zeros_like = on_tensors(legacy_ops.zeros_like, creation.zeros_like)

@@ -1,7 +1,8 @@
 """Which array module runs a device tag, and the device switch `ONEFLOW_COMPAT_DEVICE`.
 
 * `auto` (the default): "gpu" placements run on CuPy where a CUDA device is usable, else on CPU devices with one
-  notice that says why CUDA is not usable (as OneFlow's CPU-only builds ran them).
+  notice that says why CUDA is not usable, in the script's words ("gpu" or "cuda"; as OneFlow's CPU-only builds
+  ran them).
 * `cpu`: CUDA is never probed (CuPy is not even imported); "gpu" placements run on CPU devices.
 * `gpu`: every placement and every device count is a GPU one (`cpu_device_num(n)` gives n logical devices on the
   GPU), and a CUDA that is not usable is an error carrying the exception of the failed import or driver call.
@@ -42,6 +43,10 @@ def _probe():
     broken toolkit (no NVRTC, a driver too old for the runtime) shows here rather than in the first job."""
     try:
         import cupy
+    except ModuleNotFoundError as e:
+        if e.name == "cupy":  # the common case, said plainly
+            return False, "CuPy is not installed; pip install 'oneflow_compat[gpu]' brings it"
+        return False, "CuPy could not be imported: %s: %s" % (type(e).__name__, e)
     except Exception as e:  # noqa: BLE001 (any failure of the import means no CuPy: say which)
         return False, "CuPy could not be imported: %s: %s" % (type(e).__name__, e)
     try:
@@ -79,20 +84,30 @@ def require_cuda():
         raise CudaUnavailableError("%s=gpu, but CUDA is not usable: %s" % (MODE_ENV, unusable_reason()))
 
 
-def resolve_tag(tag):
+def resolve_tag(tag, spelled=None):
     """The tag a placement runs on: every tag is 'gpu' under `gpu` mode; 'gpu' becomes 'cpu' where CUDA is not
-    usable (as OneFlow's CPU-only builds did), with one notice naming the reason."""
-    global _NOTICED
+    usable (as OneFlow's CPU-only builds did), with one notice naming the reason. `spelled` is what the script
+    wrote, for that notice: "gpu" placements (the legacy API, the default) or "cuda" tensors (the global API)."""
     if mode() == "gpu":
         require_cuda()
         return "gpu"
     if tag == "gpu" and not cuda_usable():
-        if not _NOTICED:
-            _NOTICED = True
-            notices.warn("NOTICE: no usable CUDA device (%s): 'gpu' placements run on CPU devices.",
-                         unusable_reason())
+        if spelled == "cuda":
+            fallback_notice('"cuda" tensors and placements run on the CPU')
+        else:
+            fallback_notice('"gpu" placements run on CPU devices')
         return "cpu"
     return tag
+
+
+def fallback_notice(what_runs_instead):
+    """The one notice of a process whose script asked for a GPU where CUDA is not usable: the reason, then what
+    runs instead in the script's own words. Said once, whichever road (gpu_device_num, a placement, a "cuda"
+    tensor) met the fact first."""
+    global _NOTICED
+    if not _NOTICED:
+        _NOTICED = True
+        notices.warn("no usable CUDA device (%s): %s", unusable_reason(), what_runs_instead)
 
 
 def every_device_is_gpu():

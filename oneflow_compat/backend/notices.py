@@ -1,17 +1,19 @@
-"""The project's own notices to the user (CPU fallback for "gpu", dataset downloads, …), through `logging`.
+"""The project's own notices to the user (the CPU fallback of a GPU request, dataset downloads, …), through `logging`.
 
-Messages that OneFlow itself printed (legacy deprecation warnings, watch output, …) stay plain prints where OneFlow
-printed them; everything this project adds goes to the logger `oneflow_compat`, so that a user can silence,
-redirect or format it like any other library's log:
+Messages that OneFlow itself printed (legacy deprecation warnings, watch output, "File mnist.npz already exist") stay
+plain prints where OneFlow printed them; everything this project adds goes to the logger `oneflow_compat`, as a
+library's log should:
 
-* silence: `logging.getLogger("oneflow_compat").setLevel(logging.ERROR)` (WARNING keeps the warnings and drops
-  the informational notices and the download progress);
-* by default (the application configured no logging), a fallback handler prints the bare message to stderr —
-  once per program under MPI (rank 0; every rank with `ONEFLOW_COMPAT_OUTPUT=all` or `raw`), like stdout;
-* once the application has a handler of its own (e.g. `logging.basicConfig()`), the records go there only.
+* the logger has a `NullHandler` and no level of its own: the application's logging configuration decides (by
+  default the root's WARNING: warnings show, informational records do not);
+* while the application has configured no handler that would receive a record (no `logging.basicConfig()`, no
+  handler on `oneflow_compat` or its parents), the project's own stderr handler prints it as
+  `oneflow_compat: <message>` — no level name in the text, and once per job: on the first rank only, unless the
+  record concerns this rank alone (`this_rank=True`);
+* silence: `logging.getLogger("oneflow_compat").setLevel(logging.ERROR)`; more: `.setLevel(logging.INFO)`.
 
-The logger's level is set to INFO at import unless the user already set one, so that the informational notices
-show by default whatever the root logger's level.
+One notice per fact: callers keep their own "already said" flags (`backend/devices.py`), so a fact met again (or
+met through two roads, such as `gpu_device_num` and a "gpu" placement) is said once per process.
 """
 import logging
 import sys
@@ -21,14 +23,16 @@ LOGGER_NAME = "oneflow_compat"
 logger = logging.getLogger(LOGGER_NAME)
 
 
-class _FallbackHandler(logging.Handler):
-    """Prints records to stderr while no other handler would receive them (as `logging.lastResort` does, but
-    for every level the logger lets through, and on one rank only)."""
+class _StderrHandler(logging.Handler):
+    """Prints records to stderr while no handler of the application would receive them (as `logging.lastResort`
+    does for libraries without a handler, but once per job and with the project's name before the message)."""
 
     is_oneflow_compat_fallback = True  # survives a reload of this module, unlike the class itself
 
     def emit(self, record):
-        if _another_handler_receives() or not _shown_on_this_rank():
+        if _another_handler_receives():
+            return
+        if not (getattr(record, "this_rank", False) or _first_rank()):
             return
         try:
             stream = sys.stderr  # looked up per record: it may have been replaced (rank prefixes, test capture)
@@ -38,10 +42,14 @@ class _FallbackHandler(logging.Handler):
             self.handleError(record)
 
 
+def _is_ours(handler):
+    return getattr(handler, "is_oneflow_compat_fallback", False) or isinstance(handler, logging.NullHandler)
+
+
 def _another_handler_receives():
     node = logger
     while node is not None:
-        if any(not getattr(h, "is_oneflow_compat_fallback", False) for h in node.handlers):
+        if any(not _is_ours(h) for h in node.handlers):
             return True
         if not node.propagate:
             return False
@@ -49,36 +57,41 @@ def _another_handler_receives():
     return False
 
 
-def _shown_on_this_rank():
-    from oneflow_compat.comm.environment import detect_mpi_world
-    from oneflow_compat.comm.output import output_mode
+def _first_rank():
+    """Whether this process is the job's first rank (RANK of the launcher, else the MPI rank; a lone process is)."""
+    from oneflow_compat.comm.launcher_env import LaunchEnvironmentError
+    from oneflow_compat.comm.world import job_rank
 
     try:
-        world = detect_mpi_world()
-    except ValueError:  # an inconsistent launcher environment is reported elsewhere; never hide a notice for it
+        return job_rank() == 0
+    except (ValueError, LaunchEnvironmentError):  # a bad launch environment is reported elsewhere; never hide
         return True
-    return world is None or world[0] == 0 or output_mode() in ("all", "raw")
 
 
-for _old in [h for h in logger.handlers if getattr(h, "is_oneflow_compat_fallback", False)]:
-    logger.removeHandler(_old)  # left by an earlier import of this module (reload): one fallback only
-_fallback = _FallbackHandler()
-_fallback.setFormatter(logging.Formatter("%(message)s"))
+for _old in [h for h in logger.handlers if getattr(h, "is_oneflow_compat_fallback", False)
+             or isinstance(h, logging.NullHandler)]:
+    logger.removeHandler(_old)  # left by an earlier import of this module (reload): one of each only
+logger.addHandler(logging.NullHandler())
+_fallback = _StderrHandler()
+_fallback.setFormatter(logging.Formatter(LOGGER_NAME + ": %(message)s"))
 logger.addHandler(_fallback)
-if logger.level == logging.NOTSET:
-    logger.setLevel(logging.INFO)
 
 
-def notice(message, *args):
-    """An informational notice (hidden at level WARNING and above)."""
-    logger.info(message, *args)
+def notice(message, *args, this_rank=False):
+    """An informational notice (shown where the application enables INFO for `oneflow_compat`)."""
+    logger.info(message, *args, extra={"this_rank": this_rank})
 
 
-def warn(message, *args):
-    """A notice about something that does not run as the user asked (hidden at level ERROR and above)."""
-    logger.warning(message, *args)
+def warn(message, *args, this_rank=False):
+    """Something that does not run as the user asked (shown by default; hidden at level ERROR and above)."""
+    logger.warning(message, *args, extra={"this_rank": this_rank})
+
+
+def detail(message, *args):
+    """A detail worth a log line for whoever asks for DEBUG (never shown by default)."""
+    logger.debug(message, *args)
 
 
 def progress_enabled():
-    """Whether progress lines (written in place on stderr) are wanted: where informational notices are shown."""
-    return logger.isEnabledFor(logging.INFO) and _shown_on_this_rank()
+    """Whether progress bars (tqdm, on stderr) are wanted: on the first rank, where warnings are shown."""
+    return logger.isEnabledFor(logging.WARNING) and _first_rank()

@@ -114,31 +114,20 @@ def limit_blas_threads(environ=None):
     return chosen
 
 
-_SET_THREADS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
-                "scipy_openblas_set_num_threads", "MKL_Set_Num_Threads")
-
-
 def limit_loaded_blas_threads(threads):
     """Tell BLAS libraries that are already loaded (numpy imported before oneflow) to use `threads` threads —
-    the thread variables only work before that. Finds them in /proc/self/maps (Linux); returns their paths."""
-    import ctypes
-    import re
-
+    the thread variables only work before that. Finds them through threadpoolctl (OpenBLAS, MKL, BLIS, …, on
+    Linux, macOS and Windows); returns their paths."""
     try:
-        with open("/proc/self/maps") as f:
-            maps = f.read()
-    except OSError:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # a dependency; without it the variables above are the only limit
         return []
     done = []
-    for path in sorted(set(re.findall(r"(/\S*(?:openblas|mkl_rt)\S*\.so[\w.]*)", maps))):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in _SET_THREADS:
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn(ctypes.c_int(int(threads)))
-                done.append(path)
-                break
+    for controller in ThreadpoolController().select(user_api="blas").lib_controllers:
+        # OpenBLAS's count is process-wide and threadpoolctl lets only one thread set it: take control first
+        clear = getattr(type(controller), "clear_controlling_thread", None)
+        if clear is not None:
+            clear(force=True)
+        controller.set_num_threads(int(threads))
+        done.append(controller.filepath)
     return done

@@ -199,6 +199,9 @@ class MPIComm(ProcessComm):
     def set_timeout(self, seconds):
         self._timeout = check_timeout(seconds)
 
+    def collectives_issued(self):
+        return sum(subset.count for subset in self._subsets.values()) + self._p2p_count
+
     def abort(self, exit_code=1):
         for stream in (sys.stdout, sys.stderr):
             try:

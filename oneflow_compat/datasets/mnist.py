@@ -1,18 +1,19 @@
 """`flow.data.load_mnist`: MNIST from a Keras-layout `mnist.npz`, batched the legacy way.
 
 Differences from the legacy loader, all in the direction of working offline and never crashing half-way:
-* a local file with the right layout is used whatever its sha256 (one note when it is not OneFlow's copy), but a
-  download must match its source's sha256 (`hash_check` for `url`, Keras's hash for the Keras mirror);
-* downloads go through urllib (no requests/tqdm), fall back to the Keras mirror only when `url` was left at
-  OneFlow's, land in a temporary file in the
-  same folder and are renamed into place only once complete and valid, so concurrent ranks never read a partial
-  file;
+* a local file with the right layout is used whatever its sha256 (a DEBUG record of the `oneflow_compat` logger
+  when it is not OneFlow's copy), but a download must match its source's sha256 (`hash_check` for `url`, Keras's
+  hash for the Keras mirror);
+* downloads go through urllib with a tqdm bar (OneFlow used requests + tqdm), fall back to the Keras mirror only
+  when `url` was left at OneFlow's, land in a temporary file in the same folder and are renamed into place only
+  once complete and valid, so concurrent ranks never read a partial file;
 * a wrong file is a ValueError naming the path and the problem, not a numpy traceback.
 """
 import hashlib
 import os
 import sys
 import tempfile
+import urllib.parse
 import urllib.request
 import zipfile
 
@@ -49,7 +50,7 @@ def load_mnist(train_batch_size=100, test_batch_size=100, data_format="NCHW", ur
     if hash_check:
         digest = _sha256(path)
         if digest != hash_check:
-            notices.notice("Note: %s is not OneFlow's copy (sha256 %s); it has the right layout and is used as is.",
+            notices.detail("%s is not OneFlow's copy (sha256 %s); it has the right layout and is used as is",
                            path, digest)
     train = _batched(arrays["x_train"], arrays["y_train"], train_batch_size, data_format, "train", path)
     test = _batched(arrays["x_test"], arrays["y_test"], test_batch_size, data_format, "test", path)
@@ -144,36 +145,28 @@ def _remove_quietly(path):
         pass
 
 
+def _bar_title(url):
+    host = urllib.parse.urlsplit(url).netloc
+    return "mnist.npz from %s" % host if host else "mnist.npz"
+
+
 def _download(url, destination):
-    """Writes the body of `url` to `destination`, with a notice and a progress line on stderr."""
+    """Writes the body of `url` to `destination`, with a progress bar (rate, ETA) on stderr on the first rank."""
+    from tqdm import tqdm
+
     notices.notice("Downloading %s", url)
-    show = notices.progress_enabled()
     with urllib.request.urlopen(url, timeout=_DOWNLOAD_TIMEOUT_S) as response, open(destination, "wb") as out:
         total = int(response.headers.get("Content-Length") or 0)
         done = 0
-        shown = -1
-        while True:
-            chunk = response.read(1 << 16)
-            if not chunk:
-                break
-            out.write(chunk)
-            done += len(chunk)
-            step = 100 * done // total if total else done >> 20  # percent, or MiB when the size is unknown
-            if show and step != shown:
-                shown = step
-                _show_progress(done, total)
+        with tqdm(total=total or None, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
+                  desc=_bar_title(url),
+                  disable=not notices.progress_enabled()) as bar:
+            while True:
+                chunk = response.read(1 << 16)
+                if not chunk:
+                    break
+                out.write(chunk)
+                done += len(chunk)
+                bar.update(len(chunk))
         if total and done != total:
             raise OSError("download of %s ended after %d of %d bytes" % (url, done, total))
-    if show:
-        sys.stderr.write("\n")
-
-
-def _show_progress(done, total):
-    if total:
-        filled = 30 * done // total
-        line = "\r[%s%s] %3d%% %.1f/%.1f MB" % ("#" * filled, "." * (30 - filled), 100 * done // total,
-                                                done / 1e6, total / 1e6)
-    else:
-        line = "\r%.1f MB" % (done / 1e6)
-    sys.stderr.write(line)
-    sys.stderr.flush()

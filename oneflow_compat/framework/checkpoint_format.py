@@ -22,13 +22,14 @@ a file whose size disagrees with its meta, and a `meta` that is not text are err
 import ctypes
 import errno
 import os
-import re
 import secrets
 import shutil
 import stat
 
 import numpy as np
+from google.protobuf import text_format
 
+from oneflow_compat.core import variable_meta_pb2
 from oneflow_compat.ir import dtypes
 
 DATA_FILENAME = "out"
@@ -104,73 +105,35 @@ def clean_interrupted_saves(target):
 # ---------------------------------------------------------------------------------------------------------------
 
 def format_meta(shape, dtype):
-    """The exact text protobuf's text_format writes for VariableMetaInfo{shape, data_type}."""
-    dims = "".join("  dim: %d\n" % int(d) for d in shape)
-    return "shape {\n%s}\ndata_type: %s\n" % (dims, dtypes.as_dtype(dtype).enum_name)
-
-
-_META_TOKEN = re.compile(r"\s*(?:#[^\n]*\n?\s*)*([{}:]|[A-Za-z_][A-Za-z0-9_]*|-?\d+)")
+    """The meta file's text: VariableMetaInfo{shape, data_type} in protobuf's text format (OneFlow wrote it with
+    `text_format.MessageToString`)."""
+    meta = variable_meta_pb2.VariableMetaInfo(data_type=dtypes.as_dtype(dtype).enum_name)
+    meta.shape.SetInParent()  # a scalar's shape is present and empty ("shape {\n}")
+    meta.shape.dim.extend(int(d) for d in shape)
+    return text_format.MessageToString(meta)
 
 
 def parse_meta(text, file_path="<meta>"):
-    """(shape tuple, DType) from a meta file's text; accepts any text-format spacing and numeric enums."""
-    tokens, pos = [], 0
-    text = text.rstrip()
-    while pos < len(text):
-        match = _META_TOKEN.match(text, pos)
-        if match is None:
-            raise ValueError("checkpoint meta file %s: cannot parse near %r" % (file_path, text[pos:pos + 20]))
-        tokens.append(match.group(1))
-        pos = match.end()
-
+    """(shape tuple, DType) from a meta file's text: protobuf's text format (any spacing, comments, numeric enums)."""
     def fail(what):
         raise ValueError("checkpoint meta file %s: %s" % (file_path, what))
 
-    shape, dtype, i = None, None, 0
-
-    def expect(token):
-        nonlocal i
-        if i >= len(tokens) or tokens[i] != token:
-            fail("expected %r" % token)
-        i += 1
-
-    while i < len(tokens):
-        field = tokens[i]
-        i += 1
-        if field == "shape":
-            if i < len(tokens) and tokens[i] == ":":
-                i += 1
-            expect("{")
-            dims = []
-            while i < len(tokens) and tokens[i] != "}":
-                if tokens[i] != "dim":
-                    fail("unknown field %r in shape" % tokens[i])
-                i += 1
-                expect(":")
-                if i >= len(tokens) or not re.fullmatch(r"-?\d+", tokens[i]):
-                    fail("dim is not an integer")
-                dims.append(int(tokens[i]))
-                i += 1
-            expect("}")
-            shape = tuple(dims)
-        elif field == "data_type":
-            expect(":")
-            if i >= len(tokens):
-                fail("data_type has no value")
-            value = tokens[i]
-            i += 1
-            try:
-                dtype = dtypes.from_enum_value(int(value)) if value.lstrip("-").isdigit() else \
-                    dtypes.from_enum_name(value)
-            except KeyError:
-                fail("unknown data_type %s" % value)
-        else:
-            fail("unknown field %r" % field)
-    if shape is None or dtype is None:
-        fail("needs both shape and data_type")
+    meta = variable_meta_pb2.VariableMetaInfo()
+    try:
+        text_format.Parse(text, meta)
+    except text_format.ParseError as e:
+        fail(str(e))
+    missing = [name for name in ("shape", "data_type") if not meta.HasField(name)]
+    if missing:
+        fail("needs both shape and data_type (%s missing)" % " and ".join(missing))
+    enum_name = variable_meta_pb2.DATA_TYPES[meta.data_type]
+    try:
+        dtype = dtypes.from_enum_name(enum_name)
+    except KeyError:
+        fail("data_type %s is not one this version reads" % enum_name)
     if dtype.np is None or dtype.np == np.dtype(object):
         fail("data_type %s cannot be stored as raw bytes" % dtype.enum_name)
-    return shape, dtype
+    return tuple(int(d) for d in meta.shape.dim), dtype
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -359,11 +322,19 @@ def _check_shape_dtype(var_name, var_shape, var_np_dtype, value_shape, value_np_
 # writing
 # ---------------------------------------------------------------------------------------------------------------
 
+_REFUSED_EXISTING = ("{} is a file or non-empty directory! Note that flow.save is different from torch.save. It saves "
+                     "each weight as a separated file so that a directory instead of a file should be given.")
+
+
 def _refuse_existing(path):
     if os.path.isfile(path) or (os.path.isdir(path) and len(os.listdir(path)) != 0):
-        raise AssertionError(
-            "{} is a file or non-empty directory! Note that flow.save is different from torch.save. It saves each "
-            "weight as a separated file so that a directory instead of a file should be given.".format(path))
+        raise AssertionError(_REFUSED_EXISTING.format(path))
+
+
+def is_refused_existing(error):
+    """Whether `error` is the refusal of a save into an existing file or non-empty folder (OneFlow's message)."""
+    head, tail = _REFUSED_EXISTING.split("{}")
+    return isinstance(error, AssertionError) and str(error).endswith(tail)
 
 
 def _check_variable_name(name):

@@ -17,12 +17,14 @@ First uses (each entry point calls `use(...)`):
 
 `reset()` forgets the choice. A program has no reason to call it (`flow.clear_default_session()` does not lift
 the choice: live tensors or job functions of the other API may still exist); the test suite, which runs both
-families of tests in one process, calls it between tests (tests/conftest.py).
+families of tests in one process, resets the whole context between tests (tests/conftest.py).
 """
 import contextlib
 import importlib
 import os
 import sys
+
+from oneflow_compat.runtime import context
 
 LEGACY = "legacy"
 GLOBAL = "global"
@@ -32,9 +34,10 @@ _API = {
     GLOBAL: "the global-tensor API of OneFlow 0.5+ (flow.Tensor, flow.placement, flow.nn.Module)",
 }
 
-# [mode, what chose it, where] — a list so that the fast path in `use` is one item read and one comparison
-_CHOICE = [None, None, None]
-_NEUTRAL = [0]  # > 0 inside `neutral()`
+# the context holds [mode, what chose it, where] (`context.api`): the fast path in `use` is one item read and one
+# comparison (`reset()` of the context keeps the object, so it is read once here)
+_CTX = context.get()
+_NEUTRAL = [0]  # > 0 inside `neutral()` (a scope, not process state: it is back to 0 when the scope ends)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # frames skipped when naming the user's call: this package (and a checkout's kernels/), the `oneflow` alias hook,
@@ -45,18 +48,24 @@ _INTERNAL = (_PACKAGE_DIR + os.sep,
              os.path.dirname(importlib.__file__) + os.sep)
 
 
+def choice_holder():
+    """The object whose `api[0]` is the mode chosen (the process context), for callers that check it per op."""
+    return _CTX
+
+
 def current():
     """`LEGACY`, `GLOBAL`, or None while neither API was used."""
-    return _CHOICE[0]
+    return _CTX.api[0]
 
 
 def use(mode, what):
     """Records that `what` (e.g. "creating a flow.Tensor") uses the API `mode`; an error if the process already
     uses the other one. Cheap when the mode is already `mode` (it runs for every tensor an op creates)."""
-    if _CHOICE[0] == mode or _NEUTRAL[0]:
+    choice = _CTX.api
+    if choice[0] == mode or _NEUTRAL[0]:
         return
-    if _CHOICE[0] is None:
-        _CHOICE[:] = [mode, what, _caller()]
+    if choice[0] is None:
+        choice[:] = [mode, what, _caller()]
         return
     raise RuntimeError(mixing_message(mode, what, _caller()))
 
@@ -74,15 +83,15 @@ def neutral():
 
 
 def mixing_message(mode, what, where):
-    old, first, first_where = _CHOICE
+    old, first, first_where = _CTX.api
     return ("mixing OneFlow's two APIs in one process: %s at %s belongs to %s, but this process already uses %s "
             "since %s at %s. A process runs one of them, as in OneFlow 0.5: keep the program to one API, or run "
             "each part as a separate program." % (what, where, _API[mode], _API[old], first, first_where))
 
 
 def reset():
-    """Forgets the mode chosen (for the test suite; see the module docstring)."""
-    _CHOICE[:] = [None, None, None]
+    """Forgets the mode chosen (`context.reset()` does it too; see the module docstring)."""
+    _CTX.api[:] = [None, None, None]
 
 
 def _caller():

@@ -1,25 +1,22 @@
 """Eager mode (`flow.enable_eager_execution()`, legacy-api.md §2.2): every call re-runs the body, each op runs as
 soon as it is added, and `minimize` runs backward and the update before the call returns.
 
-It reuses the lazy machinery op by op: the same trace builder, the same per-device kernels (`passes/plan.py`)
-and the same autodiff/optimizer passes, on one logical device.
+It reuses the lazy machinery op by op: the same trace builder, the same autodiff/optimizer passes, and each op,
+as it is added, compiled alone by the compile pipeline (`passes/pipeline.py`, options `LEGACY_EAGER_OP`: one
+logical device) into an executable (`runtime/executable.py`) that is fed the values its inputs already have.
 """
 from oneflow_compat.backend import devices
 from oneflow_compat.ir import builder
+from oneflow_compat.ir.graph import Job
 from oneflow_compat.kernels import checks
 from oneflow_compat.framework import signature
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.runtime import results
+from oneflow_compat.passes import pipeline
+from oneflow_compat.runtime import executable, results, watch
 
-
-def _watch_now(op, ins, mirrored):
-    handler, kind = op.attrs["handler"], op.attrs["kind"]
-    value = devices.to_host(ins[0])
-    handler(results.leaf_value(value if not mirrored else [value], kind or "numpy", mirrored))
-
-
-# what the ops whose function the runtime supplies (`runtime_hook`) do on the one eager device
-_EAGER_HOOKS = {"watch": _watch_now}
+# what the ops whose function the runtime supplies (`runtime_hook`) do on the one eager device: a watch hands over
+# the value it read
+_EAGER_HOOKS = dict(executable.RUNTIME_HOOKS, watch=watch.make_one_device_watch_fn)
 
 
 class EagerRunner:
@@ -38,35 +35,31 @@ class EagerRunner:
             self.values[op.outputs[0].key()] = to_device(value, op.placement)
 
     def run_op(self, op):
-        from oneflow_compat.passes.plan import DeviceSlot, device_fn
-
         if op.defn.role == "input":
             return
-        mirrored = op.view == "mirrored"
-        op.sbp_in = [S.M if mirrored else S.B] * len(op.inputs)
-        op.sbp_out = [S.M if mirrored else S.B] * len(op.outputs)
         if op.defn.role == "variable":
             spec = op.attrs["spec"]
             if 0 not in spec.shards:
                 self.session.vars.initialize(spec)
-            self.values[op.outputs[0].key()] = spec.shards[0]
-            return
-        # no boxing in eager mode: an op placed elsewhere than its producer (a "cpu" op after "gpu" ones) gets
-        # its inputs moved to its own device here
-        to_device = self.session.runtime.to_device
-        ins = [to_device(self.values[x.key()], op.placement) for x in op.inputs]
-        if op.defn.runtime_hook is not None:
-            _EAGER_HOOKS[op.defn.runtime_hook](op, ins, mirrored)
-            return
-        if op.defn.collective:
+        if op.defn.collective and op.defn.runtime_hook is None:
             raise RuntimeError("op '%s' (%s) cannot run in eager mode" % (op.name, op.type))
-        dev = DeviceSlot(op, 0, self.session.runtime.xp(op.placement), self.session)
-        dev.parallel_num = 1
-        out = device_fn(op, dev)(*ins)
-        if len(op.outputs) == 1:
-            out = (out,)
-        for y, v in zip(op.outputs, out or ()):
-            self.values[y.key()] = v
+        # the op alone, as a job of its own (the op keeps its job: its name and its job's name seed random ops)
+        alone = Job(op.job.name, "predict", None)
+        alone.ops = [op]
+        pipeline.compile_job(self.session, alone, pipeline.LEGACY_EAGER_OP)
+        exe = executable.Executable(alone, self.session, None, one_device=True, hooks=_EAGER_HOOKS)
+        exe.bind_variables()
+        # no boxing in eager mode: an op placed elsewhere than its producer (a "cpu" op after "gpu" ones) gets
+        # its inputs moved to its own device as they are fed
+        to_device = self.session.runtime.to_device
+        pieces = [[to_device(self.values[x.key()], op.placement)] for x in exe.plan.entry_blobs]
+        try:
+            exe.call(lambda copy, micro: exe.feed_pieces(copy, pieces))
+            regs, slot = exe.plan.regs, exe.plan.slot
+            for y in op.outputs:
+                self.values[y.key()] = regs[slot[(y.key(), 0)]]
+        finally:
+            exe.finish()
 
 
 class EagerJobFunction:
@@ -83,7 +76,6 @@ class EagerJobFunction:
     def __call__(self, *args, **kwargs):
         from oneflow_compat.framework import session as sess
         from oneflow_compat.framework import trace
-        from oneflow_compat.passes import optimizer_pass
 
         if kwargs:
             raise TypeError("job function '%s' does not accept keyword arguments" % self.name)
@@ -97,7 +89,7 @@ class EagerJobFunction:
         job = trace.trace_job(session, self, eager_runner=runner)
         if job.is_train:
             ctx = builder.BuildContext(job, session, job.default_placement, "consistent", eager=runner)
-            optimizer_pass.build(session, job, ctx)
+            pipeline.compile_job(session, job, pipeline.LEGACY_EAGER_TRAIN, ctx)
         leaves = []
         for blob, kind in job.output_blobs:
             v = devices.to_host(runner.values[blob.key()])

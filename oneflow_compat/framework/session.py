@@ -1,170 +1,34 @@
-"""The default session: registered job functions, their compiled plans, variables, and the lifecycle rules of
-OneFlow v0.3 (legacy-api.md §2.1): decoration registers; the first job call or checkpoint call traces and compiles
-every registered job together and initializes all variables; afterwards nothing can be defined."""
+"""The legacy default session and legacy eager mode (legacy-api.md §2.1-2.2), as `flow.*` functions.
+
+The session itself is `runtime/session.Session` (the one session type); which one is the default, and whether
+eager mode is on, is process state held by the context (`runtime/context.py`).
+"""
 import atexit
-import os
-import random
 
 from oneflow_compat.ir import builder
-from oneflow_compat.runtime.variables import VarStore
-
-NOTHING_HAPPENED = "Nothing happened because the session is running"
-
-
-class ResourceConfig:
-    def __init__(self):
-        from oneflow_compat.backend import devices
-
-        self.gpu_device_num = 1 if devices.cuda_usable() else 0
-        self.cpu_device_num = 1
-        self.machine_num = None  # None: from flow.env.machine / the MPI world
-        self.legacy_model_io = False
-        self.debug_mode = False
-        self.gpu_requested = False  # flow.config.gpu_device_num(n > 0) without a usable CUDA device
-
-    @property
-    def devices_per_machine(self):
-        return self.gpu_device_num if self.gpu_device_num > 0 else self.cpu_device_num
-
-    @property
-    def default_device_tag(self):
-        return "gpu" if self.gpu_device_num > 0 else "cpu"
-
-    @property
-    def requested_device_tag(self):
-        """The default tag as the script asked: `gpu_device_num(n)` asks for "gpu" even where it falls back to CPU."""
-        return "gpu" if self.gpu_device_num > 0 or self.gpu_requested else "cpu"
-
-
-class EnvConfig:
-    """What `flow.env.*` sets; it survives `clear_default_session` (legacy: the env outlives sessions)."""
-
-    def __init__(self):
-        self.machines = None
-        self.ctrl_port = None
-        self.data_port = None
-        self.log_dir = None
-        self.initialized = False
-
-
-ENV = EnvConfig()
-
-
-class Session:
-    def __init__(self):
-        self.status = "open"
-        self.resource = ResourceConfig()
-        self.job_functions = {}
-        self.jobs = {}
-        self.compiled = {}
-        self.vars = VarStore(self)
-        self.runtime = None
-        self.eager = False
-        self.root_seed = None
-
-    # --- lifecycle -----------------------------------------------------------------------------------------
-    @property
-    def is_running(self):
-        return self.status == "running"
-
-    def check_open(self, what):
-        if self.status == "closed":
-            raise AssertionError("%s: this session was closed by flow.clear_default_session(); "
-                                 "define the job function again" % what)
-
-    def add_job_function(self, jf):
-        self.job_functions[jf.name] = jf  # legacy: same __name__ silently replaces the earlier registration
-
-    def try_init(self):
-        self.check_open("session")
-        if self.status == "open":
-            self.init()
-        return self
-
-    def init(self):
-        from oneflow_compat.framework import trace
-        from oneflow_compat.passes import pipeline
-        from oneflow_compat.runtime.executor import CompiledJob
-
-        if self.eager:
-            self.init_runtime()
-            self.status = "running"
-            return
-        if not (len(self.job_functions) > 0):
-            raise AssertionError("no job function is defined (decorate one with @flow.global_function)")
-        self.init_runtime()
-        jobs = {}
-        for name, jf in self.job_functions.items():
-            jobs[name] = trace.trace_job(self, jf)
-        compiled = {name: CompiledJob(self, pipeline.compile_job(self, job)) for name, job in jobs.items()}
-        pipeline.check_same_plans_across_ranks(self, compiled)
-        self.jobs, self.compiled = jobs, compiled
-        for spec in self.vars.specs.values():
-            self.vars.initialize(spec)
-        for c in compiled.values():
-            c.bind()
-        self.status = "running"
-
-    def init_runtime(self):
-        if self.runtime is not None:
-            return
-        from oneflow_compat.comm import world
-        from oneflow_compat.runtime.runtime import Runtime
-
-        comm = world.get_process_comm()
-        machine_num = self.machine_num()
-        if machine_num != comm.size:
-            raise RuntimeError("rank %d: %d machine(s) configured (flow.env.machine / flow.config.machine_num) but "
-                               "the job runs on %d process(es); under mpiexec start one process per machine"
-                               % (comm.rank, machine_num, comm.size))
-        ENV.initialized = True
-        self.runtime = Runtime(comm, comm.rank)
-        seed = os.environ.get("ONEFLOW_COMPAT_SEED")
-        root = int(seed) if seed is not None else random.SystemRandom().randrange(2 ** 62)
-        self.root_seed = comm.bcast_object(root, root=0)
-
-    def machine_num(self):
-        if self.resource.machine_num is not None:
-            return self.resource.machine_num
-        if ENV.machines is not None:
-            return len(ENV.machines)
-        from oneflow_compat.comm import world
-
-        w = world.detect_mpi_world()
-        return w[1] if w else 1
-
-    def sync(self):
-        """Job calls complete before they return (callbacks included), so there is nothing left to wait for."""
-
-    def close(self):
-        self.sync()
-        self.status = "closed"
-
-
-_SESSION = None
+from oneflow_compat.runtime import context
+from oneflow_compat.runtime.context import EnvConfig  # noqa: F401 - re-exported: what flow.env sets
+from oneflow_compat.runtime.session import NOTHING_HAPPENED, ResourceConfig, Session  # noqa: F401 - re-exported
 
 
 def default_session():
-    global _SESSION
-    if _SESSION is None:
-        _SESSION = Session()
-    return _SESSION
+    ctx = context.get()
+    if ctx.session is None:
+        ctx.session = Session()
+        ctx.session.eager = ctx.legacy_eager
+    return ctx.session
 
 
 def clear_default_session():
-    global _SESSION
-    if _SESSION is not None:
-        _SESSION.close()
-    _SESSION = Session()
-    if _EAGER_FLAG[0]:
-        _SESSION.eager = True
+    ctx = context.get()
+    if ctx.session is not None:
+        ctx.session.close()
+    ctx.session = Session()
+    ctx.session.eager = ctx.legacy_eager
 
 
 def sync_default_session():
     default_session().sync()
-
-
-_EAGER_FLAG = [False]
 
 
 def enable_eager_execution(val=True):
@@ -177,7 +41,7 @@ def enable_eager_execution(val=True):
     if s.status != "open" and not s.eager:
         raise NotImplementedError("no avaliable function found.\n  condition `session not initialized` failed: "
                                   "flow.enable_eager_execution must be called before the first job call")
-    _EAGER_FLAG[0] = bool(val)
+    context.get().legacy_eager = bool(val)
     s.eager = bool(val)
 
 
@@ -185,10 +49,16 @@ def eager_execution_enabled():
     return default_session().eager
 
 
+def env_config():
+    """What `flow.env.*` set (it outlives sessions)."""
+    return context.get().env
+
+
 @atexit.register
 def _close_at_exit():
-    if _SESSION is not None and _SESSION.status != "closed":
-        _SESSION.close()
+    s = context.get().session
+    if s is not None and s.status != "closed":
+        s.close()
 
 
 # --- called from the public API ----------------------------------------------------------------------------

@@ -31,7 +31,7 @@ MarginRankingLoss = _shared(MarginRankingLoss, _legacy_losses.margin_ranking_los
 TripletMarginLoss = _shared(TripletMarginLoss, _legacy_losses.triplet_margin_loss)  # noqa: F405
 KLDivLoss = _shared(KLDivLoss, _legacy_losses.kldivloss)  # noqa: F405
 from oneflow_compat.nn.legacy_norms import (  # noqa: F401,E402
-    batch_normalization, layer_norm, moments)
+    batch_normalization, layer_norm)  # (moments: flow.math's, via nn/math_names.py)
 from oneflow_compat.nn import legacy_norms as _legacy_norms  # noqa: E402
 GroupNorm = _shared(GroupNorm, _legacy_norms.group_normalization)  # noqa: F405
 InstanceNorm1d = _shared(InstanceNorm1d, _legacy_norms.instance_normalization1d)  # noqa: F405
@@ -46,7 +46,7 @@ from oneflow_compat.nn.legacy_misc import random_mask_like  # noqa: F401,E402
 PixelShuffle = _shared(PixelShufflev2, _legacy_misc.pixel_shuffle)  # noqa: F405 (OneFlow 0.9: PixelShufflev2)
 PixelShufflev2 = _shared(PixelShufflev2, _legacy_misc.pixel_shufflev2)  # noqa: F405
 from oneflow_compat.nn.legacy_activations import (  # noqa: F401,E402
-    fused_bias_add_dropout, fused_bias_add_gelu, fused_self_attention_query_mul_key_and_value)
+    fused_bias_add_dropout, fused_bias_add_gelu)  # (fused_self_attention_...: nn/math_names.py)
 # the oneflow.nn package's own submodules (OneFlow 0.9): nn.modules (layers by module path), nn.parallel (DDP),
 # nn.utils (gradient clipping, weight norm, parameters as a vector)
 from oneflow_compat.nn import modules, parallel, utils  # noqa: F401,E402

@@ -79,8 +79,8 @@ def prelu(inputs, alpha_initializer=None, alpha_regularizer=None, shared_axes=No
     return apply("prelu", [inputs, alpha], name=name)
 
 
-# --- v0.4.0's fused layers (ops/nn_ops.py `fused_bias_add_gelu`, `fused_bias_add_dropout`; ops/domain_ops.py
-# `fused_self_attention_query_mul_key_and_value`): the values of the fused GPU kernels, from the ops they fuse -----
+# --- v0.4.0's fused layers (ops/nn_ops.py `fused_bias_add_gelu`, `fused_bias_add_dropout`): the values of the fused
+# GPU kernels, from the ops they fuse (domain_ops.py's fused self-attention is in _api/legacy_math.py) ------------
 def _bias_axis(value, data_format):
     if data_format is None or data_format.startswith("NC"):
         return 1
@@ -110,25 +110,3 @@ def fused_bias_add_dropout(value, bias, data_format=None, rate=0.0, noise_shape=
     scaled = _math.multiply(ops_api.cast(mask, value.dtype), float(1.0 / (1.0 - rate)))
     return _math.multiply(out, scaled, name=name)
 
-
-def fused_self_attention_query_mul_key_and_value(x, head_size, alpha=1.0, name=None):
-    """hidden states (seq, batch, heads · 3 · head_size), each head's q | k | v side by side -> (alpha q kᵀ of
-    shape (batch, heads, seq, seq), v of shape (batch, heads, seq, head_size)), as OneFlow's fused GPU op."""
-    from oneflow_compat._api import array_api
-
-    if len(x.shape) != 3 or x.shape[2] % (3 * head_size):
-        raise AssertionError("fused_self_attention_query_mul_key_and_value: hidden states of shape %s do not "
-                             "hold heads of 3 x %d" % (x.shape, head_size))
-    name = _name(name, "FusedSelfAttentionQueryMulKeyAndValue_")
-    s, b, hidden = x.shape
-    n = hidden // (3 * head_size)
-    heads = ops_api.reshape(x, (s, b, n, 3 * head_size), name=name + "-reshape")
-
-    def part(k, perm, what):
-        piece = array_api.slice(heads, [None, None, None, k * head_size], [None, None, None, head_size],
-                                name="%s-%s" % (name, what))
-        return array_api.transpose(piece, perm, name="%s-%s_transpose" % (name, what))
-
-    q, k, v = part(0, [1, 2, 0, 3], "query"), part(1, [1, 2, 3, 0], "key"), part(2, [1, 2, 0, 3], "value")
-    qmk = apply("matmul", [q, k], {"transpose_a": False, "transpose_b": False, "alpha": float(alpha)}, name=name)
-    return qmk, v

@@ -22,16 +22,6 @@ def _unique(name, prefix, what):
     return name if name is not None else builder.current(what).job.unique_name(prefix)
 
 
-def moments(x, axes, keepdims=False, name=None):
-    """(mean, population variance) over `axes` (a list)."""
-    if not isinstance(axes, list):
-        raise AssertionError("flow.nn.moments: axes must be a list, got %r" % (axes,))
-    name = _unique(name, "Moments_", "flow.nn.moments")
-    with scope.namespace(name):
-        return (_math.reduce_mean(x, axis=axes, keepdims=keepdims),
-                _math.reduce_variance(x, axis=axes, keepdims=keepdims))
-
-
 def _normalize(x, mean, variance, offset, scale, epsilon, axis, name):
     """The normalization op for per-channel (1-D) statistics; elementwise ops for statistics shaped like x's axes
     (OneFlow's CPU path of flow.nn.batch_normalization, which layer norm's CPU path used)."""

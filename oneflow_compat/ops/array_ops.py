@@ -64,7 +64,7 @@ def _reshape_like_sbp(op):
             sigs.append(((S.S(i), S.S(i)), (S.S(i),)))
         else:
             break
-    return sigs + [((S.B, S.B), (S.B,)), ((S.P, S.B), (S.P,))]
+    return sbp_rules.shape_only(sigs + [((S.B, S.B), (S.B,)), ((S.P, S.B), (S.P,))], 1)
 
 
 register(OpDef("reshape_like", infer=lambda op: [TensorMeta(op.inputs[1].shape, op.inputs[0].dtype,

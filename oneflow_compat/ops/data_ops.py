@@ -13,7 +13,6 @@ Randomness (record shuffling, crop windows, coin flips) draws from the op's seed
 the session's root seed and the job and op names — and a call counter kept with the session. Eager mode rebuilds
 ops on every call and still continues the same streams (and the same reader position).
 """
-import weakref
 
 from oneflow_compat.backend import devices
 from oneflow_compat.datasets import ofrecord_io
@@ -28,17 +27,12 @@ from oneflow_compat.ops.nn_ops import dropout_seed as op_seed
 from oneflow_compat.ops.registry import OpDef, register
 
 # --- state kept with the session ------------------------------------------------------------------------------
-_SESSION_STATE = weakref.WeakKeyDictionary()  # session -> {key: reader or call count}
-
-
 def _session_state(session):
-    """Readers and call counters outlive one built closure (eager mode rebuilds every op on every call)."""
+    """{key: reader or call count}: readers and call counters outlive one built closure (eager mode rebuilds every
+    op on every call), so they live with the session (its `op_state`)."""
     if session is None:
         return {}
-    state = _SESSION_STATE.get(session)
-    if state is None:
-        state = _SESSION_STATE[session] = {}
-    return state
+    return session.op_state.setdefault("data ops", {})
 
 
 def _call_counter(op, dev):

@@ -5,7 +5,6 @@ device's piece (the input shape a gradient op must produce) are given per device
 the batch dimension from the incoming gradient at call time, so dynamic (mirrored) batches work as well, and an
 empty piece (a split axis shorter than the device count) gives zeros.
 """
-import weakref
 
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
@@ -191,18 +190,13 @@ def dropout_seed(op, session):
     return random_k.derived_seed(root, "%s/%s" % (op.job.name, op.name))
 
 
-_COUNTERS = weakref.WeakKeyDictionary()  # session -> {(job, op, device): calls so far}
-
-
 def _call_counters(session):
-    """Call counts live with the session, not with one built closure: eager mode rebuilds the op on every call of
-    the job, and the mask must still change from call to call."""
+    """{(job, op, device): calls so far}. Call counts live with the session (its `op_state`), not with one built
+    closure: eager mode rebuilds the op on every call of the job, and the mask must still change from call to
+    call."""
     if session is None:
         return {}
-    counters = _COUNTERS.get(session)
-    if counters is None:
-        counters = _COUNTERS[session] = {}
-    return counters
+    return session.op_state.setdefault("dropout calls", {})
 
 
 def _dropout_build(op, dev):

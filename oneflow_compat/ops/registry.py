@@ -12,7 +12,7 @@ What an op computes:
   (tests/test_kernel_set.py checks).
 * `kernel_attrs(op) -> dict` — the keyword attributes the kernel takes (default: none).
 * `local_attrs(op, dev) -> dict` — per-device attributes when they depend on the device's piece (reshape targets,
-  random offsets); `dev` is a `passes.plan.DeviceSlot`.
+  random offsets); `dev` is a `runtime.plan.DeviceSlot`.
 * `build(op, dev) -> callable(*arrays)` — for ops whose kernel needs the session (learning rate, updates,
   dropout's call counter); overrides kernel/kernel_attrs, and calls `kernels/` functions for the array work.
 * `build_collective(op, session) -> callable(*all local input pieces) -> tuple of all local output pieces` — for

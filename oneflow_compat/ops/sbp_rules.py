@@ -97,3 +97,16 @@ def source(op):
 
 def all_broadcast(op):
     return [_sig([B] * len(op.inputs), [B] * len(op.outputs))]
+
+
+def shape_only(sigs, index):
+    """`sigs` plus, for every signature reading input `index` as B, the same reading it as P: an input read for
+    its shape alone (the `like` of fill_like, reshape_like) holds the shape in any layout, so a partial sum needs
+    no all-reduce to be read (a graph's loss seed then costs no collective)."""
+    out = list(sigs)
+    for ins, outs in sigs:
+        if ins[index] == B:
+            sig = _sig(ins[:index] + (P,) + ins[index + 1:], outs)
+            if sig not in out:
+                out.append(sig)
+    return out

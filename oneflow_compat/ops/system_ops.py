@@ -122,7 +122,8 @@ register(OpDef("watch", infer=lambda op: [], sbp=PASSTHROUGH, stateful=True, col
 
 # --- training machinery --------------------------------------------------------------------------------------
 register(OpDef("fill_like", infer=_same_meta, kernel=array_k.fill_like,
-               kernel_attrs=lambda op: {"value": op.attrs["value"]}, sbp=sbp_rules.unary))
+               kernel_attrs=lambda op: {"value": op.attrs["value"]},
+               sbp=lambda op: sbp_rules.shape_only(sbp_rules.unary(op), 0)))
 
 
 def _add_n_sbp(op):

@@ -34,6 +34,15 @@ def infer(job, exact_first=False):
         op.sbp_in = [_normalize(op.placement, s) for s in op.sbp_in]
 
 
+def one_device(job):
+    """Legacy eager mode's layouts: every op runs on one logical device, so it reads and makes whole values (B);
+    ops of a mirrored view keep per-device values (M)."""
+    for op in job.ops:
+        s = S.M if op.view == "mirrored" else S.B
+        op.sbp_in = [s] * len(op.inputs)
+        op.sbp_out = [s] * len(op.outputs)
+
+
 def _choose(op, ins, exact_first=False):
     sigs = op.defn.sbp(op) if op.defn.sbp is not None else None
     if not sigs:

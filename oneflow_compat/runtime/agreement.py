@@ -2,13 +2,16 @@
 across different operations: ranks that disagree fail at once, naming both sides.
 
 Identity. Every global operation — an eager op on a placement of several ranks, its backward, `numpy()` of a
-global tensor, `to_global` of local tensors, an nn.Graph call — has an identity text (op type, attrs, input
+global tensor, `to_global` of local tensors, an nn.Graph call, a bucketed gradient all-reduce — has an identity
+text (op type, attrs, input
 shapes, dtypes, SBPs and placements; or the graph and its call number) with a 60-bit digest, computed once per
 compiled op. Each thread chains the digests of its global operations (`chain = chain·P + digest mod 2^61-1`),
 which costs one multiplication per op. Only before an operation that communicates do its member ranks compare
-their chains — one allreduce of 8 int64 over the members: the sums and the sums of squares of the 20-bit parts,
-so that equal sums prove equal parts on every rank (Σ(x_i − a)² = Σx_i² − 2aΣx_i + na² = 0) and every rank takes
-the same branch. An op that does not communicate is caught at the next one that does. On a difference the
+their chains — one allreduce of one fixed size over the members: the sums and the sums of squares of the 20-bit
+parts, so that equal sums prove equal parts on every rank (Σ(x_i − a)² = Σx_i² − 2aΣx_i + na² = 0) and every
+rank takes the same branch. The same message carries up to `PAYLOAD` numbers of the operation itself, summed over
+the members: an operation whose communication is that small (a feed's shapes, the partial sums of a scalar
+`numpy()`) makes no collective but its check. An op that does not communicate is caught at the next one that does. On a difference the
 members exchange their recent identity texts and raise `AgreementError` naming both sides.
 
 Turns. One process-wide lock (`LOCK`) serialises every eager global op, nn.Graph call and legacy job call: a
@@ -156,39 +159,83 @@ def in_turn(fn, *args):
 
 
 # --- identity -----------------------------------------------------------------------------------------------------
-def global_op(identity, members):
+def check_call(text, members):
+    """A call every member rank must make together (a job call, an nn.Graph call), named by `text`: one global
+    operation that communicates (see `global_op`)."""
+    return global_op((digest(text), text), members)
+
+
+def chain_only(identity):
+    """Records a global operation of this thread that does not communicate, outside any frame and lock (an eager
+    op on several ranks without boxing, `runtime/global_eager.py`): it joins the thread's chain, checked at the
+    thread's next operation that communicates."""
+    th = _THREAD
+    th.chain = (th.chain * _P + identity[0]) % _M61
+    th.count += 1
+    th.recent.append((th.count, identity[1]))
+
+
+def global_op(identity, members, payload=None):
     """Records a global operation of this thread, run inside `LOCK` and a frame (`activity.operation`), and returns
     its number. `identity` = (digest, text); `members` = the sorted ranks that communicate in it, this rank among
-    them, or None when it does not communicate (it is then checked at the next operation that does)."""
+    them, or None when it does not communicate (it is then checked at the next operation that does).
+
+    `payload`: up to `PAYLOAD` numbers of the operation itself (exact as float64: integers below 2^53) that ride
+    in the check's message, summed over the members — what a small operation would otherwise send in a collective
+    of its own (a feed's shapes, a scalar's partial sums). Then the member-wise sums are returned instead of the
+    number (a float64 array, one per payload value)."""
     th = _THREAD
     number = th.count + 1
     chain = (th.chain * _P + identity[0]) % _M61
     frame = activity.top()
     if frame is not None:
         frame.number = number
+    sums = None
     if members is not None:
         if frame is not None:
             frame.checking = True
-        _check(th, chain, number, identity[1], members)
+        sums = _check(th, chain, number, identity[1], members, payload)
         if frame is not None:
             frame.checking = False
+    elif payload is not None:
+        raise ValueError("a global operation that does not communicate has no payload to sum")
     th.chain, th.count = chain, number
     th.recent.append((number, identity[1]))
-    return number
+    return number if payload is None else sums
 
 
-def _check(th, chain, number, text, members):
+# The check's message: the thread tag and three 20-bit parts of the chain, their squares, and PAYLOAD slots for
+# the operation's own numbers — one allreduce of one fixed size for every operation, so that ranks in different
+# operations still pair their checks. float64 holds the sums exactly below 8192 members (squares of 20-bit parts
+# are below 2^40); beyond, the message is int64 and a payload travels in an allreduce of its own.
+PAYLOAD = 32
+_EXACT_MEMBERS = 1 << 12
+
+
+def _check(th, chain, number, text, members, payload=None):
     comm = activity.installed_comm()
     n = len(members)
     parts = _parts(th.tag, chain)
     values = parts + [p * p for p in parts]
     agreed = [n * v for v in values]  # the sums when every member holds these values
+    exact = n < _EXACT_MEMBERS
+    if payload is not None and len(payload) > PAYLOAD:
+        raise ValueError("a check carries at most %d payload values, got %d" % (PAYLOAD, len(payload)))
+    message = np.zeros(len(values) + PAYLOAD, np.float64) if exact else np.zeros(len(values), np.int64)
     while True:
-        sums = comm.allreduce_(np.array(values, np.int64), members)
-        if sums.tolist() == agreed:
+        message[:len(values)] = values
+        if exact and payload is not None:
+            message[len(values):len(values) + len(payload)] = payload
+        sums = comm.allreduce_(message.copy(), members)
+        head = [int(v) for v in sums[:len(values)]]
+        if head == agreed:
             LOCK.taken(th.tag)
-            return
-        same = _same_everywhere(sums, parts, n)
+            if payload is None:
+                return None
+            if exact:
+                return sums[len(values):len(values) + len(payload)]
+            return comm.allreduce_(np.asarray(payload, np.float64).copy(), members)
+        same = _same_everywhere(head, parts, n)
         infos = _gather(comm, members, (th.name, text, number, list(th.recent)))
         if same[0]:
             message = _mismatch(comm.rank, members, infos)

@@ -15,7 +15,7 @@ import itertools
 import threading
 
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.runtime import global_eager
+from oneflow_compat.runtime import buckets, global_eager
 
 
 class _GradMode(threading.local):
@@ -32,6 +32,11 @@ _SEQ = itertools.count()
 
 def is_grad_enabled():
     return _MODE.stack[-1]
+
+
+def grad_mode():
+    """The thread-local object whose `stack[-1]` says whether this thread records gradients (for fast paths)."""
+    return _MODE
 
 
 class set_grad_enabled:  # noqa: N801 - OneFlow's name
@@ -115,17 +120,20 @@ class Node:
     which keeps the gradient and returns None). As OneFlow's FunctionNode, `name()` is the op's backward name
     (`matmul_backward`) and the repr `<matmul_backward at 0x...>`."""
 
+    output_hooks = _NO_HOOKS = {}  # (never written: a node's own dict is made by its first hook)
+
     def __init__(self, name, next_edges, num_outputs):
         self._name = name
         self.next_edges = list(next_edges)
         self.num_outputs = num_outputs
         self.seq = next(_SEQ)
-        self.output_hooks = {}
 
     def name(self):
         return self._name
 
     def add_output_hook(self, index, fn):
+        if self.output_hooks is Node._NO_HOOKS:
+            self.output_hooks = {}
         self.output_hooks.setdefault(index, []).append(fn)
 
     def backward(self, dys):
@@ -148,12 +156,18 @@ class AccumulateGrad(Node):
 
 
 class OpNode(Node):
-    """An op of the registry: its gradient comes from its declared grad rule."""
+    """An op of the registry: its gradient comes from its declared grad rule. `forward`: the op's compiled
+    forward (`global_eager.compiled_op`), which keeps its compiled backward plans."""
 
-    def __init__(self, op_type, attrs, inputs, outputs, next_edges, name=None):
-        super().__init__(name or _backward_name(op_type, inputs), next_edges, len(outputs))
+    def __init__(self, op_type, attrs, inputs, outputs, next_edges, name=None, forward=None):
+        # (Node.__init__ inlined: one node per recorded op)
+        self._name = name or _backward_name(op_type, inputs)
+        self.next_edges = next_edges
+        self.num_outputs = len(outputs)
+        self.seq = next(_SEQ)
         self.op_type, self.attrs = op_type, attrs
-        self.inputs, self.outputs = list(inputs), list(outputs)
+        self.inputs, self.outputs = inputs, outputs
+        self.forward = forward
 
     def backward(self, dys):
         if self.inputs is None:
@@ -161,8 +175,8 @@ class OpNode(Node):
             raise RuntimeError("This FunctionNode with name `%s` has been released.\nMaybe you try to backward "
                                "through the node a second time. Specify retain_graph=True when calling "
                                ".backward() or autograd.grad() the first time." % self._name)
-        needed = [e is not None for e in self.next_edges]
-        return global_eager.run_grad(self.op_type, self.attrs, self.inputs, self.outputs, dys, needed)
+        needed = tuple(e is not None for e in self.next_edges)
+        return global_eager.run_grad(self.op_type, self.attrs, self.inputs, self.outputs, dys, needed, self.forward)
 
     def release(self):
         self.inputs = self.outputs = None
@@ -193,11 +207,11 @@ def add(values):
     return global_eager.run_op("add_n", {}, values)[0]
 
 
-def box(value, placement, sbp):
-    """`value` on (placement, sbp); unchanged when it already lies so."""
+def box(value, placement, sbp, label="to_global"):
+    """`value` on (placement, sbp); unchanged when it already lies so. `label`: what `explain` calls it."""
     if value.placement == placement and (value.sbp == sbp or placement.parallel_num == 1):
         return value
-    return global_eager.transfer(value, placement, sbp)
+    return global_eager.transfer(value, placement, sbp, label)
 
 
 def _leaf_uses(roots):
@@ -222,14 +236,26 @@ def _leaf_uses(roots):
     return uses
 
 
-def backward(roots, accumulate_leaf, retain_graph=False):
+def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
     """Backpropagates from `roots` = [(edge, gradient value)]; calls `accumulate_leaf(leaf, value)` once per leaf
     reached with its summed gradient (not yet boxed: the surface boxes it to the leaf's layout), as soon as every
-    edge reaching the leaf was handled. Output hooks of a node run on its summed output gradients first."""
+    edge reaching the leaf was handled. Output hooks of a node run on its summed output gradients first.
+
+    `leaf_layout(leaf)` = the leaf's (placement, sbp): where given, a partial-sum gradient of a broadcast leaf on a
+    placement of several ranks (data parallelism) waits until the walk ends; these are then all-reduced together,
+    through persistent gradient buckets (`runtime/buckets.py`: one check and one all-reduce per bucket, instead of
+    both per gradient), and accumulated in the order they were complete."""
     pending = {}  # node -> [list of grads per output]
     leaves = {}  # id(leaf) -> (leaf, [grads])
     nodes = {}
     uses = _leaf_uses(roots)
+    deferred = []  # (leaf, gradient) waiting for the buckets
+
+    def complete(leaf, value):
+        if leaf_layout is not None and buckets.bucketable(value, leaf_layout(leaf)):
+            deferred.append((leaf, value))
+        else:
+            accumulate_leaf(leaf, value)
 
     def send(edge, value):
         if edge is None:
@@ -243,7 +269,7 @@ def backward(roots, accumulate_leaf, retain_graph=False):
             if uses[id(leaf)] == 0:
                 grads = leaves.pop(id(leaf))[1]
                 if grads:
-                    accumulate_leaf(leaf, add(grads))
+                    complete(leaf, add(grads))
             return
         if value is None:
             return
@@ -262,7 +288,7 @@ def backward(roots, accumulate_leaf, retain_graph=False):
     while nodes:
         seq = max(nodes)
         node = nodes.pop(seq)
-        dys = [add(g) for g in pending.pop(node)]
+        dys = [g[0] if len(g) == 1 else add(g) for g in pending.pop(node)]
         for index, fns in node.output_hooks.items():
             for fn in fns:
                 if dys[index] is not None:
@@ -282,7 +308,17 @@ def backward(roots, accumulate_leaf, retain_graph=False):
             node.release()
     for leaf, grads in leaves.values():  # (leaves whose other edges lay under nodes no gradient reached)
         if grads:
-            accumulate_leaf(leaf, add(grads))
+            complete(leaf, add(grads))
+    if deferred:
+        summed = buckets.reduce_partial_gradients([(g, leaf_layout(leaf)) for leaf, g in deferred], _device_value)
+        for (leaf, partial), g in zip(deferred, summed):
+            if g is not partial:  # summed through the buckets: explain lists it as the gradient's all-reduce
+                global_eager.record_gradient_all_reduce(partial)
+            accumulate_leaf(leaf, g)
+
+
+def _device_value(meta, placement, sbp, pieces):
+    return global_eager.Value(meta, placement, sbp, [global_eager.to_device(p, placement) for p in pieces])
 
 
 def _skip(edge, send):

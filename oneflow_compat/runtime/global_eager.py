@@ -5,9 +5,9 @@ rank's local pieces (one array per device of the placement that lives in this pr
 device, so [] or [array]). Local tensors are values on a placement of this rank alone.
 
 `run_op(op_type, attrs, inputs)` builds a job of one `input` op per input, whose output SBP is pinned to the
-value's SBP, and the op itself; then runs the SAME passes as legacy jobs (`passes/sbp_infer` with its cost-based
-choice among the op's declared signatures, `passes/boxing` for whatever the chosen signature reads differently)
-and builds the same per-device plan (`passes/plan.py`). The pieces are written straight into the plan's input
+value's SBP, and the op itself; then runs the SAME compile pipeline as legacy jobs (`passes/pipeline.py`, options
+`EAGER_OP`: the cost-based choice among the op's declared signatures, boxing for whatever the chosen signature
+reads differently) and builds the same executable (`runtime/executable.py`). The pieces are written straight into the plan's input
 registers and read back from its outputs: no rank-0 feed, no assembly. The compiled plan is cached by (op type,
 attrs, input layouts), so an eager training step is not dominated by planning.
 
@@ -24,6 +24,7 @@ ranks compare what they run before an op that communicates (a boxing that moves 
 local tensors), so ranks that run different ops fail at once naming both sides instead of pairing up.
 """
 import collections
+import itertools
 import re
 
 import numpy as _np
@@ -34,24 +35,27 @@ from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import Job, LazyBlob, Op, TensorMeta
 from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import registry, transitions
-from oneflow_compat.passes import boxing, prune, sbp_infer
-from oneflow_compat.passes.plan import Plan
-from oneflow_compat.runtime import activity, agreement
+from oneflow_compat.passes import pipeline
+from oneflow_compat.runtime import activity, agreement, context
+from oneflow_compat.runtime.session import Session
 from oneflow_compat.runtime.activity import operation
+from oneflow_compat.runtime.executable import Executable, straight_line
 
 CACHE_SIZE = 4096
 
 
 class Value:
-    """One rank's view of a tensor: logical meta, placement, SBP, and this rank's pieces."""
+    """One rank's view of a tensor: logical meta, placement, SBP, and this rank's pieces; `lk` is its layout id
+    (`layout_id`), computed once, what the caches of compiled ops are keyed by."""
 
-    __slots__ = ("meta", "placement", "sbp", "pieces")
+    __slots__ = ("meta", "placement", "sbp", "pieces", "lk")
 
-    def __init__(self, meta, placement, sbp, pieces):
+    def __init__(self, meta, placement, sbp, pieces, lk=None):
         self.meta = meta
         self.placement = placement
         self.sbp = sbp
         self.pieces = list(pieces)
+        self.lk = layout_id(meta, placement, sbp) if lk is None else lk
 
     @property
     def shape(self):
@@ -69,27 +73,40 @@ class Value:
                                                        self.sbp, len(self.pieces))
 
 
-# --- the process: comm, runtime, and what plan builders take for a session ---------------------------------------
-class _Site:
-    """What the ops' builders see as the session (`DeviceSlot.session`): the runtime, and no legacy root seed."""
+# Layout ids: one small int per (shape, dtype, placement, SBP), so that a cache key of an op is a tuple of ints
+# (tuples do not keep their hash: a key of nested layouts would be hashed element by element at every op). Ids
+# are never reused — should the table grow large it is dropped, and a layout seen again gets a new id (a cache
+# miss, never a wrong hit) — so the table is not process state to reset.
+_LAYOUT_IDS = {}
+_NEXT_LAYOUT_ID = itertools.count(1)
+_LAYOUT_TABLE_SIZE = 1 << 16
 
-    def __init__(self, runtime):
-        self.runtime = runtime
-        self.root_seed = None
+
+def layout_id(meta, placement, sbp):
+    key = (meta.shape, meta.dtype.name, placement, sbp)
+    lk = _LAYOUT_IDS.get(key)
+    if lk is None:
+        if len(_LAYOUT_IDS) >= _LAYOUT_TABLE_SIZE:
+            _LAYOUT_IDS.clear()
+        lk = _LAYOUT_IDS[key] = next(_NEXT_LAYOUT_ID)
+    return lk
 
 
-_SITE = []
+# --- the process: comm, runtime, and the session of the global-tensor API ---------------------------------------
+_CTX = context.get()  # the process state (`reset()` keeps the object)
 
 
 def site():
-    if not _SITE:
+    """The session of the global-tensor API (`runtime/session.Session`, made on first use)."""
+    session = _CTX.global_session
+    if session is None:
         from oneflow_compat.comm import world
         from oneflow_compat.runtime.runtime import Runtime
 
         comm = world.get_process_comm()
         activity.install(comm)  # a collective that times out names the eager op on every rank
-        _SITE.append(_Site(Runtime(comm, comm.rank)))
-    return _SITE[0]
+        session = _CTX.global_session = Session("global", Runtime(comm, comm.rank))
+    return session
 
 
 def runtime():
@@ -98,7 +115,7 @@ def runtime():
 
 def started():
     """Whether an eager global (or local tensor) op ran in this process."""
-    return bool(_SITE)
+    return _CTX.global_session is not None
 
 
 def comm():
@@ -113,14 +130,11 @@ def world_size():
     return comm().size
 
 
-_LOCAL_PLACEMENTS = {}
-
-
 def local_placement(device_tag="cpu"):
     """The placement of a local tensor: this rank's one device."""
-    pl = _LOCAL_PLACEMENTS.get(device_tag)
+    pl = _CTX.local_placements.get(device_tag)
     if pl is None:
-        pl = _LOCAL_PLACEMENTS[device_tag] = Placement(device_tag, [(rank(), 0)])
+        pl = _CTX.local_placements[device_tag] = Placement(device_tag, [(rank(), 0)])
     return pl
 
 
@@ -133,8 +147,6 @@ def xp(placement):
 
 
 # --- compiled one-op plans --------------------------------------------------------------------------------------
-_CACHE = collections.OrderedDict()
-_BOXING_LOG = collections.OrderedDict()  # BoxingRecord -> calls
 
 
 class BoxingRecord(collections.namedtuple("BoxingRecord", "op shape dtype src_placement src_sbp dst_placement "
@@ -144,21 +156,38 @@ class BoxingRecord(collections.namedtuple("BoxingRecord", "op shape dtype src_pl
 
 def boxing_log():
     """[(BoxingRecord, calls)] of every boxing the eager ops of this process took part in, in first-seen order."""
-    return [(rec, calls) for rec, calls in _BOXING_LOG.items()]
+    return [(rec, calls) for rec, calls in _CTX.boxing_log.items()]
 
 
 def clear_boxing_log():
-    _BOXING_LOG.clear()
+    _CTX.boxing_log.clear()
+
+
+def record_gradient_all_reduce(value):
+    """Logs the P -> B all-reduce of a partial-sum gradient `value` that went through gradient buckets
+    (`runtime/buckets.py`) instead of a boxing op, so that `explain` still lists it, labelled as a gradient, with
+    the bytes the transition table gives that move."""
+    pl, meta = value.placement, value.meta
+    size = meta.dtype.np.itemsize * int(_np.prod(meta.shape, dtype=_np.int64))
+    rec = BoxingRecord("gradient", tuple(meta.shape), meta.dtype.name, pl, S.P, pl, S.B,
+                       transitions.collective_name(pl, S.P, pl, S.B), float(transitions.cost(pl, S.P, pl, S.B, size)))
+    log = _CTX.boxing_log
+    log[rec] = log.get(rec, 0) + 1
 
 
 class _Compiled:
-    """The plan of one tiny job, fed with pieces and read back as pieces."""
+    """The executable of one tiny job, fed with pieces and read back as pieces.
+
+    A job without collectives (no boxing moves anything) runs as a straight line of kernel calls with registers
+    of its own (`executable.straight_line`; one kernel call: the kernel called directly on the pieces); where its
+    placement cannot communicate either (a local tensor, a placement of one rank: nothing for ranks to agree on)
+    it runs without the process-wide lock (`lock_free`, `run_lock_free`)."""
 
     def __init__(self, job, outputs, what, short, identity_text):
         rt = runtime()
         self.job, self.what = job, what
-        self.plan = Plan(job, rt, site(), self._collective, lambda blob, sbp: list)
-        self.in_regs = [[reg for _, reg in slots] for _, slots in self.plan.input_slots]
+        self.note = "(while running %s)" % what
+        self.exe = Executable(job, site(), lambda blob, sbp: list, name_ops=False)
         self.outputs = []
         for y in outputs:
             if y is None:
@@ -168,7 +197,7 @@ class _Compiled:
             sbp = op.sbp_out[y.index]
             if op.placement.parallel_num == 1 and sbp != S.M:
                 sbp = S.B
-            self.outputs.append((y.meta, op.placement, sbp))
+            self.outputs.append((y.meta, op.placement, sbp, layout_id(y.meta, op.placement, sbp)))
         self.boxings = []
         for op in job.ops:
             if op.defn.boxing:
@@ -179,44 +208,88 @@ class _Compiled:
                                                      a["src_sbp"], a["dst_placement"], a["dst_sbp"],
                                                      a["collective"], float(a["bytes"])))
         self.identity, self.members = _global_identity(job, identity_text, rt.machine_id)
+        self.op_type, self.attrs = None, None  # of a forward op (`compiled_op`), from which its backward is built
+        self.grads = {}  # (layout ids of the output gradients, inputs needed) -> compiled backward
+        self.program = straight_line(self.exe.plan)
+        # without collectives nothing waits on another rank: no lock, no frame (an op on several ranks only joins
+        # this thread's agreement chain, compared at its next operation that communicates)
+        self.lock_free = self.program is not None and self.members is None
+        self.chained = self.identity if self.lock_free else None
+        kernel = getattr(self.program, "kernel", None)
+        if self.lock_free and kernel is not None and self.program.order is None and len(self.outputs) == 1 \
+                and self.outputs[0] is not None:
+            self.run_lock_free = self._one_kernel(kernel)
 
-    def _collective(self, op):
-        return op.defn.build_collective(op, site())
+    def _one_kernel(self, kernel):
+        """`run_lock_free` of an op that is one kernel call on this rank's pieces and one output: the kernel called
+        straight on them (the fast path of eager ops)."""
+        meta, pl, sbp, lk = self.outputs[0]
+        note = self.note
+        new = object.__new__
+        chained = self.chained
+        chain = agreement.chain_only
+
+        arity = len(self.exe.plan.input_slots)
+
+        def run(inputs):
+            if chained is not None:
+                chain(chained)
+            try:
+                if arity == 2:  # (no list made for the commonest arities)
+                    out = kernel(inputs[0].pieces[0], inputs[1].pieces[0])
+                elif arity == 1:
+                    out = kernel(inputs[0].pieces[0])
+                else:
+                    out = kernel(*[v.pieces[0] for v in inputs])
+            except Exception as e:
+                if hasattr(e, "add_note"):
+                    e.add_note(note)
+                raise
+            v = new(Value)  # Value(meta, pl, sbp, [out], lk), without the call
+            v.meta, v.placement, v.sbp, v.pieces, v.lk = meta, pl, sbp, [out], lk
+            return [v]
+
+        return run
+
+    def _values(self, results):
+        out, it = [], iter(results)
+        for o in self.outputs:
+            out.append(None if o is None else Value(o[0], o[1], o[2], next(it), o[3]))
+        return out
+
+    def run_lock_free(self, inputs):
+        if self.chained is not None:
+            agreement.chain_only(self.chained)
+        try:
+            results = self.program([v.pieces for v in inputs])
+        except Exception as e:
+            if hasattr(e, "add_note"):
+                e.add_note(self.note)
+            raise
+        return self._values(results)
 
     def run(self, inputs):
-        plan = self.plan
-        regs = plan.regs
-        for slot_regs, value in zip(self.in_regs, inputs):
-            for r, piece in zip(slot_regs, value.pieces):
-                regs[r] = piece
-        try:
+        pieces = [v.pieces for v in inputs]
+        program = self.program
+        if program is not None:
             with operation(self.what):
                 if self.identity is not None:
                     agreement.global_op(self.identity, self.members)
-                for step in plan.steps:
-                    step()
-            results = list(plan.results)
-        finally:
-            for i in range(len(regs)):
-                regs[i] = None
-            plan.results[:] = [None] * len(plan.results)
-        for rec in self.boxings:
-            entry = _BOXING_LOG.get(rec)
-            if entry is None:
-                _BOXING_LOG[rec] = 1
-            else:
-                _BOXING_LOG[rec] = entry + 1
-        out, it = [], iter(results)
-        for o in self.outputs:
-            if o is None:
-                out.append(None)
-                continue
-            pieces = next(it)
-            for i, p in enumerate(pieces):
-                if isinstance(p, _np.generic):  # numpy turns 0-d results into scalars: keep arrays
-                    pieces[i] = _np.asarray(p)
-            out.append(Value(o[0], o[1], o[2], pieces))
-        return out
+                results = program(pieces)
+        else:
+            exe = self.exe
+            try:
+                with operation(self.what):
+                    if self.identity is not None:
+                        agreement.global_op(self.identity, self.members)
+                    results = exe.call(lambda copy, micro: exe.feed_pieces(copy, pieces))[0]
+            finally:
+                exe.finish()
+        if self.boxings:
+            log = _CTX.boxing_log
+            for rec in self.boxings:
+                log[rec] = log.get(rec, 0) + 1
+        return self._values(results)
 
 
 def _global_identity(job, text, me):
@@ -280,17 +353,28 @@ def _freeze(x):
 
 
 def _cached(key, build):
+    """The compiled object cached under `key`, else `build()` cached there (key None: never cached). The cache
+    keeps the last CACHE_SIZE compiled in first-compiled order."""
+    cache = _CTX.eager_plans
     if key is not None:
-        hit = _CACHE.get(key)
+        hit = cache.get(key)
         if hit is not None:
-            _CACHE.move_to_end(key)
             return hit
     compiled = build()
     if key is not None:
-        _CACHE[key] = compiled
-        if len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        cache[key] = compiled
+        if len(cache) > CACHE_SIZE:
+            cache.popitem(last=False)
     return compiled
+
+
+def _freezable(attrs):
+    """`attrs` as a hashable tuple (lists become tuples), in insertion order, or None when some value cannot be
+    hashed."""
+    try:
+        return _freeze(tuple(attrs.items()))
+    except TypeError:
+        return None
 
 
 def _attrs_key(attrs):
@@ -312,8 +396,12 @@ def _layouts(values):
     return tuple(None if v is None else (v.meta.shape, v.meta.dtype.name, v.placement, v.sbp) for v in values)
 
 
+def _lks(values):
+    return tuple(0 if v is None else v.lk for v in values)
+
+
 def cache_info():
-    return {"entries": len(_CACHE)}
+    return {"entries": len(_CTX.eager_plans)}
 
 
 def _new_job(name, placement):
@@ -339,9 +427,8 @@ def _layout(v):
     return (v.meta, v.placement, v.sbp)
 
 
-def _compile(job, outputs, what, short, identity_text):
-    sbp_infer.infer(job, exact_first=True)
-    boxing.insert(job)
+def _compile(job, outputs, what, short, identity_text, options=pipeline.EAGER_OP):
+    pipeline.compile_job(site(), job, options)
     return _Compiled(job, outputs, what, short, identity_text)
 
 
@@ -365,16 +452,35 @@ def check_same_placement(op_type, inputs):
     return first
 
 
-def run_op(op_type, attrs, inputs, placement=None):
-    """Runs one registered op on values that share one placement (or, for ops without inputs, on `placement`);
-    returns its output values."""
+def compiled_op(op_type, attrs, inputs, placement=None):
+    """The compiled op `op_type` for values that share one placement (or, for ops without inputs, on
+    `placement`): looked up by (op type, attrs, the inputs' layout ids) — a hit's layouts are those it was compiled
+    for, on one placement, checked then — else compiled (and cached) in a turn of the process-wide lock."""
+    # attrs in their insertion order: dicts made alike (every call site makes them alike) give equal keys, and
+    # one made in another order only costs a compile
+    ak = tuple(attrs.items()) if attrs else ()
+    n = len(inputs)
+    if n == 1:
+        key = (op_type, ak, inputs[0].lk)
+    elif n == 2:
+        key = (op_type, ak, inputs[0].lk, inputs[1].lk)
+    elif n:
+        key = (op_type, ak) + tuple([v.lk for v in inputs])
+    elif placement is None:
+        raise ValueError("op '%s' has no inputs: give the placement it runs on" % op_type)
+    else:
+        key = (op_type, ak, placement)
+    try:
+        compiled = _CTX.eager_plans.get(key)
+    except TypeError:  # an attribute value that is a list or a dict: frozen into tuples, or nothing to key by
+        ak = _freezable(attrs)
+        key = None if ak is None else (key[0], ak) + key[2:]
+        compiled = None if key is None else _CTX.eager_plans.get(key)
+    if compiled is not None:
+        return compiled
     attrs = dict(attrs or {})
     if inputs:
         placement = check_same_placement(op_type, inputs)
-    elif placement is None:
-        raise ValueError("op '%s' has no inputs: give the placement it runs on" % op_type)
-    ak = _attrs_key(attrs)
-    key = None if ak is None else ("op", op_type, ak, _layouts(inputs), placement)
 
     def build():
         job, ctx = _new_job("eager-" + op_type, placement)
@@ -384,18 +490,38 @@ def run_op(op_type, attrs, inputs, placement=None):
         job.output_blobs = [(y, "numpy") for y in op.outputs]
         what = _describe(op_type, inputs)
         identity = _op_identity(what if inputs else "%s on %s" % (what, placement_text(placement)), attrs, inputs)
-        return _compile(job, list(op.outputs), what, op_type, identity)
+        compiled = _compile(job, list(op.outputs), what, op_type, identity)
+        compiled.op_type, compiled.attrs = op_type, attrs
+        return compiled
 
-    return agreement.in_turn(_run_cached, key, build, inputs)
+    return agreement.in_turn(_cached, key, build)
+
+
+def run_compiled(compiled, inputs):
+    """Runs a compiled op on `inputs` (laid out as it was compiled for); returns its output values."""
+    if compiled.lock_free:
+        return compiled.run_lock_free(inputs)
+    return agreement.in_turn(compiled.run, inputs)
+
+
+def run_op(op_type, attrs, inputs, placement=None):
+    """Runs one registered op on values that share one placement (or, for ops without inputs, on `placement`);
+    returns its output values."""
+    compiled = compiled_op(op_type, attrs, inputs, placement)
+    if compiled.lock_free:
+        return compiled.run_lock_free(inputs)
+    return agreement.in_turn(compiled.run, inputs)
 
 
 def _run_cached(key, build, inputs):
-    return _cached(key, build).run(inputs)
+    compiled = _cached(key, build)
+    return compiled.run(inputs)
 
 
-def transfer(value, placement, sbp):
-    """The value on (placement, sbp): any SBP transition and any change of placement, through the boxing."""
-    key = ("to_global", value.meta.shape, value.meta.dtype.name, value.placement, value.sbp, placement, sbp)
+def transfer(value, placement, sbp, label="to_global"):
+    """The value on (placement, sbp): any SBP transition and any change of placement, through the boxing.
+    `label` names the transfer in `explain` ("gradient" for a gradient boxed to its parameter's layout)."""
+    key = (label, value.lk, placement, sbp)
 
     def build():
         job, ctx = _new_job("eager-to_global", placement)
@@ -405,7 +531,7 @@ def transfer(value, placement, sbp):
         job.output_blobs = [(op.outputs[0], "numpy")]
         what = "eager op 'to_global' (%s %r on %s -> %r on %s)" % (
             tuple(value.meta.shape), value.sbp, placement_text(value.placement), sbp, placement_text(placement))
-        return _compile(job, [op.outputs[0]], what, "to_global", _op_identity(what, {}, [value]))
+        return _compile(job, [op.outputs[0]], what, label, _op_identity(what, {}, [value]))
 
     out = agreement.in_turn(_run_cached, key, build, [value])[0]
     # a tensor made by to_global owns its storage (B -> S slices and B -> P keep views of the source pieces):
@@ -417,36 +543,52 @@ def transfer(value, placement, sbp):
     return out
 
 
-def run_grad(op_type, attrs, inputs, outputs, dys, needed):
+def run_grad(op_type, attrs, inputs, outputs, dys, needed, forward=None):
     """The gradients of a forward op's inputs (None where not needed or not defined), from its declared grad
-    rule: `inputs`/`outputs` are the forward values, `dys` the output gradients (None where there is none)."""
-    attrs = dict(attrs or {})
-    placement = inputs[0].placement if inputs else outputs[0].placement
-    ak = _attrs_key(attrs)
-    key = None if ak is None else ("grad", op_type, ak, _layouts(inputs), _layouts(outputs), _layouts(dys),
-                                   tuple(needed))
-
-    def build():
-        defn = registry.get(op_type)
-        job, ctx = _new_job("eager-grad-" + op_type, placement)
-        with builder.Scoped(ctx):
-            xs = [_input(ctx, "x%d" % i, _layout(v)) for i, v in enumerate(inputs)]
-            ys = [_input(ctx, "y%d" % i, _layout(v)) for i, v in enumerate(outputs)]
-            dy_blobs = [None if d is None else _input(ctx, "dy%d" % i, _layout(d)) for i, d in enumerate(dys)]
-            # the forward op stands detached: its inputs and outputs are the blobs above, it is not in job.ops
-            fwd = Op(job, op_type, op_type, defn, xs, attrs, placement, "consistent")
-            fwd.outputs = ys
-            dxs = list(defn.grad(fwd, dy_blobs))
-        wanted = [dx if (want and isinstance(dx, LazyBlob)) else None for dx, want in zip(dxs, needed)]
-        job.output_blobs = [(dx, "numpy") for dx in wanted if dx is not None]
-        prune.prune(job)
-        what = "eager op '%s' (backward)" % op_type
-        identity = "%s of %s %s %s needing %s" % (_op_identity(what, attrs, feed), _layouts(inputs), _layouts(outputs),
-                                                   _layouts(dys), tuple(needed))
-        return _compile(job, wanted, what, op_type + " (backward)", identity)
-
+    rule: `inputs`/`outputs` are the forward values, `dys` the output gradients (None where there is none).
+    `forward`: the op's compiled forward (`compiled_op`), which keeps the compiled backward of each layout of
+    the gradients (the forward's layouts are its own); without it the backward is looked up by every layout."""
     feed = list(inputs) + list(outputs) + [d for d in dys if d is not None]
-    return agreement.in_turn(_run_cached, key, build, feed)
+    needed = tuple(needed)
+    if forward is not None:
+        gkey = (_lks(dys), needed)
+        compiled = forward.grads.get(gkey)
+        if compiled is None:
+            compiled = forward.grads[gkey] = agreement.in_turn(_compile_grad, op_type, forward.attrs, inputs,
+                                                               outputs, dys, needed)
+    else:
+        ak = _attrs_key(attrs) if attrs else ()
+        key = None if ak is None else ("grad", op_type, ak, _lks(inputs), _lks(outputs), _lks(dys), needed)
+        compiled = None if key is None else _CTX.eager_plans.get(key)
+        if compiled is None:
+            compiled = agreement.in_turn(_cached, key, lambda: _compile_grad(op_type, dict(attrs or {}), inputs,
+                                                                              outputs, dys, needed))
+    if compiled.lock_free:
+        return compiled.run_lock_free(feed)
+    return agreement.in_turn(compiled.run, feed)
+
+
+def _compile_grad(op_type, attrs, inputs, outputs, dys, needed):
+    """The compiled backward of one op: a job of its declared gradient rule over input ops for the forward's
+    inputs, outputs and output gradients."""
+    placement = inputs[0].placement if inputs else outputs[0].placement
+    defn = registry.get(op_type)
+    job, ctx = _new_job("eager-grad-" + op_type, placement)
+    with builder.Scoped(ctx):
+        xs = [_input(ctx, "x%d" % i, _layout(v)) for i, v in enumerate(inputs)]
+        ys = [_input(ctx, "y%d" % i, _layout(v)) for i, v in enumerate(outputs)]
+        dy_blobs = [None if d is None else _input(ctx, "dy%d" % i, _layout(d)) for i, d in enumerate(dys)]
+        # the forward op stands detached: its inputs and outputs are the blobs above, it is not in job.ops
+        fwd = Op(job, op_type, op_type, defn, xs, attrs, placement, "consistent")
+        fwd.outputs = ys
+        dxs = list(defn.grad(fwd, dy_blobs))
+    wanted = [dx if (want and isinstance(dx, LazyBlob)) else None for dx, want in zip(dxs, needed)]
+    job.output_blobs = [(dx, "numpy") for dx in wanted if dx is not None]
+    what = "eager op '%s' (backward)" % op_type
+    feed = list(inputs) + list(outputs) + [d for d in dys if d is not None]
+    identity = "%s of %s %s %s needing %s" % (_op_identity(what, attrs, feed), _layouts(inputs), _layouts(outputs),
+                                               _layouts(dys), tuple(needed))
+    return _compile(job, wanted, what, op_type + " (backward)", identity, pipeline.EAGER_GRAD)
 
 
 # --- values that cross ranks outside an op --------------------------------------------------------------------
@@ -461,10 +603,25 @@ def _full_value(value):
         tuple(value.meta.shape), value.meta.dtype.name, value.sbp, placement_text(value.placement))
     with operation(what):
         identity, members = _world_identity(what)
+        meta = value.meta
+        if identity is not None and value.sbp == S.P and meta.dtype.is_floating and \
+                _np.prod(meta.shape, dtype=_np.int64) <= agreement.PAYLOAD:
+            # a small partial sum (a loss): its addends ride in the check's payload (one collective, the check)
+            acc = _np.zeros(meta.shape, _np.float64)
+            for p in value.pieces:
+                acc += _host(p)
+            sums = agreement.global_op(identity, members, acc.ravel())
+            return _np.asarray(sums.reshape(meta.shape).astype(meta.dtype.np))
         if identity is not None:
             agreement.global_op(identity, members)
         return transitions.materialize(c, list(value.pieces), value.placement, value.sbp, value.meta.shape,
                                        value.meta.dtype.np, list(range(c.size)))
+
+
+def _host(x):
+    from oneflow_compat.backend import devices
+
+    return devices.to_host(x)
 
 
 BALANCED_MESSAGE = ("Sizes of tensors in dimension %d must be same or match balanced split distribution. See "
@@ -482,18 +639,61 @@ def from_local(local, placement, sbp, what="to_global"):
 def _from_local_in_turn(local, placement, sbp, what):
     text = "to_global of a local tensor onto %s %r (every rank must call it)" % (placement_text(placement), sbp)
     with operation(text):
-        identity, members = _world_identity(text)
-        if identity is not None:
-            agreement.global_op(identity, members)
-        return _from_local(local, placement, sbp, what)
+        c = comm()
+        mine = (tuple(local.meta.shape), local.meta.dtype.name) if c.rank in transitions.owners(placement) else None
+        identity, world = _world_identity(text)
+        infos = [mine] if identity is None else _exchange_layouts(identity, world, c, mine)
+        return _from_local(local, placement, sbp, what, infos)
 
 
-def _from_local(local, placement, sbp, what):
+FEED_DIMS = 4  # dimensions of a local tensor whose shape rides in the check of its to_global
+
+
+def _exchange_layouts(identity, world, c, mine):
+    """Every rank's (shape, dtype name) of its local tensor, or None where it holds none, as one global operation:
+    where the world is small enough, each rank's shape and dtype ride in its slots of the agreement check's payload
+    (one collective, the check); else the check, then an exchange of the objects."""
+    width = 2 + FEED_DIMS
+    if c.size * width > agreement.PAYLOAD:
+        agreement.global_op(identity, world)
+        return c.allgather_object(mine)
+    payload = _np.zeros(c.size * width)
+    if mine is not None:
+        shape, name = mine
+        at = c.rank * width
+        payload[at], payload[at + 1] = _dtype_code(name), len(shape)
+        payload[at + 2:at + 2 + min(len(shape), FEED_DIMS)] = shape[:FEED_DIMS]
+    sums = agreement.global_op(identity, world, payload)
+    infos = []
+    for r in range(c.size):
+        at = r * width
+        code, ndim = int(sums[at]), int(sums[at + 1])
+        if ndim > FEED_DIMS:  # some rank's shape did not fit (every rank sees it): exchange them all
+            return c.allgather_object(mine)
+        infos.append(None if code == 0 else (tuple(int(d) for d in sums[at + 2:at + 2 + ndim]), _dtype_name(code)))
+    return infos
+
+
+def _dtype_names():
+    from oneflow_compat.ir import dtypes
+
+    return sorted({d.name for d in dtypes.ALL} | set(_DTYPES_BY_NAME))
+
+
+def _dtype_code(name):
+    """A dtype's number in the payload of a check (1, 2, …; 0: no tensor), the same on every rank."""
+    return _dtype_names().index(name) + 1
+
+
+def _dtype_name(code):
+    return _dtype_names()[code - 1]
+
+
+def _from_local(local, placement, sbp, what, infos):
+    """The global value of every rank's local value, from `infos`: every rank's (shape, dtype name) or None."""
     c = comm()
     members = transitions.owners(placement)
     me = c.rank in members
-    mine = (tuple(local.meta.shape), local.meta.dtype.name) if me else None
-    infos = c.allgather_object(mine) if c.size > 1 else [mine]
     got = [infos[r] for r in members]
     names = sorted({d for _, d in got})
     if len(names) > 1:

@@ -5,24 +5,23 @@ backward boxing are per micro-batch (the job is traced at micro-batch shapes), a
 An op's stage is the one recorded while `build` ran inside a module with a stage id; ops the passes added
 (backward, updates) and boxing take the stage of their placement.
 """
-import collections
+from oneflow_compat.runtime import context, global_eager
 
-from oneflow_compat.runtime import global_eager
-
-_REPORTS = collections.OrderedDict()  # graph name -> GraphReport of each graph compiled in this process
 _KEPT = 64
 
 
 def remember(compiled):
-    """Keeps the report of a compiled graph (not the graph: its plan holds arrays), for `explain` of a program."""
-    _REPORTS[compiled.name] = GraphReport(compiled)
-    while len(_REPORTS) > _KEPT:
-        _REPORTS.popitem(last=False)
+    """Keeps the report of a compiled graph (not the graph: its plan holds arrays), for `explain` of a program
+    (in the process context: graph name -> GraphReport)."""
+    kept = context.get().graph_reports
+    kept[compiled.name] = GraphReport(compiled)
+    while len(kept) > _KEPT:
+        kept.popitem(last=False)
 
 
 def reports():
     """The reports of the graphs compiled in this process, in compilation order (the last 64)."""
-    return list(_REPORTS.values())
+    return list(context.get().graph_reports.values())
 
 
 def _stages(compiled):

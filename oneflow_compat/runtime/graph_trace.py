@@ -20,9 +20,9 @@ from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import Job
 from oneflow_compat.ops import registry
 from oneflow_compat.ops.variable_ops import VarSpec
-from oneflow_compat.passes import sbp_infer
+from oneflow_compat.passes import pipeline
 from oneflow_compat.runtime import global_eager
-from oneflow_compat.runtime.variables import VarStore
+from oneflow_compat.runtime.session import Session
 
 LAZY_VALUE_MESSAGE = ("%s of a lazy tensor is not supported within nn.Graph: inside build() a tensor has no value "
                       "yet (build is traced once into the graph); return the tensor from build() and use it on "
@@ -68,15 +68,6 @@ class LazyValue:
         return "LazyValue(%s, %s, %s)" % (self.blob.logical_blob_name, self.blob.meta.shape, self.placement)
 
 
-class GraphSession:
-    """What the job's builders and passes see as the session: the process runtime and the graph's variables."""
-
-    def __init__(self):
-        self.runtime = global_eager.runtime()
-        self.root_seed = 0
-        self.vars = VarStore(self)
-
-
 class GraphTrace:
     """The job of one `nn.Graph` while `build` is traced, and what the compiled graph binds at every call."""
 
@@ -84,7 +75,8 @@ class GraphTrace:
         self.job = Job(name, job_type, None)
         self.job.default_placement = default_placement
         self.job.micro_batches = micro_batches
-        self.session = GraphSession()
+        # what the job's builders and passes see as the session: the process runtime and the graph's variables
+        self.session = Session("graph", global_eager.runtime(), root_seed=0)
         self.ctx = builder.BuildContext(self.job, self.session, default_placement, "consistent")
         self.bindings = {}  # variable name -> the eager tensor whose piece is its storage
         self._var_of = {}  # id(tensor) -> LazyValue of its variable
@@ -169,7 +161,7 @@ class GraphTrace:
     # --- SBP on demand ------------------------------------------------------------------------------------------
     def sbp_of(self, blob):
         if self._inferred != len(self.job.ops):
-            sbp_infer.infer(self.job, exact_first=True)
+            pipeline.choose_layouts(self.job, pipeline.GRAPH)
             self._inferred = len(self.job.ops)
         op = blob.op
         s = op.sbp_out[blob.index]

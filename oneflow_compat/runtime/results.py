@@ -116,12 +116,9 @@ def gather_mirrored_pieces(rt, pieces, placement):
     return distributed.gather_mirrored(rt, local, placement)
 
 
-def convert(compiled, jf):
-    job = compiled.job
-    leaves = []
-    for k, (blob, kind) in enumerate(job.output_blobs):
-        leaves.append(leaf_value(compiled.results[k], kind, blob.op.sbp_out[blob.index] == S.M))
-    compiled.results[:] = [None] * len(compiled.results)
+def convert(job, values, jf):
+    """The fetched `values` of `job`'s outputs as job function `jf`'s return annotation promises."""
+    leaves = [leaf_value(v, kind, blob.op.sbp_out[blob.index] == S.M) for v, (blob, kind) in zip(values, job.output_blobs)]
     return deliver(jf.ret.kind, signature.build_value(job.output_structure, leaves))
 
 

@@ -60,3 +60,19 @@ def make_watch_fn(op, session):
             raise
 
     return watch
+
+
+def make_one_device_watch_fn(op, session):
+    """The watch of legacy eager mode, where every op runs on one logical device: the handler gets the value the
+    op read (as a one-element list when mirrored)."""
+    from oneflow_compat.backend import devices
+
+    handler, kind = op.attrs["handler"], op.attrs["kind"]
+    mirrored = op.view == "mirrored"
+
+    def watch(piece):
+        value = devices.to_host(piece)
+        handler(results.leaf_value(value if not mirrored else [value], kind or "numpy", mirrored))
+        return ()
+
+    return watch

@@ -10,6 +10,8 @@ instead of running it, prints the report of every job of the session, and exits 
 to its end, then every boxing its eager ops performed is listed (`oneflow_compat.explain()` gives that report
 from inside a program).
 """
+import argparse
+import collections
 import dataclasses
 import os
 import runpy
@@ -29,6 +31,7 @@ class OpEntry:
     sbp_in: list
     sbp_out: list
     section: str
+    boxing: bool = False  # the op is a boxing (its OpDef says so): drawn as an arrow, not as an op
 
 
 @dataclasses.dataclass
@@ -123,7 +126,7 @@ def report_of_job(job):
     ops, boxing = [], []
     for op in job.ops:
         ops.append(OpEntry(job.name, op.name, op.type, op.placement, list(op.sbp_in or []), list(op.sbp_out or []),
-                           op.section))
+                           op.section, bool(op.defn.boxing)))
         if op.defn.boxing:
             a = op.attrs
             x = op.inputs[0]
@@ -226,17 +229,64 @@ def explain_eager():
 
 # --- the CLI: run a script, compile at its first job call, print, exit --------------------------------------------
 class _Explained(SystemExit):
-    """Raised out of the script at its first job call, after the report is printed."""
+    """Raised out of the script at its first job call, after the report is made."""
+
+    def __init__(self, code, reports=()):
+        super().__init__(code)
+        self.reports = list(reports)
 
 
-def _print_session_report(session, out):
-    report = explain_session(session)
-    print(report, file=out)
-    out.flush()
+def _merged_eager_report():
+    """The eager boxing of every rank (each rank logs the transfers it took part in): gathered, the calls of a row
+    that several ranks logged counted once."""
+    from oneflow_compat.runtime import global_eager
+
+    rows = global_eager.boxing_log()
+    comm = global_eager.comm()
+    if comm.size > 1:
+        merged = collections.OrderedDict()  # the same transfer compares by its text (unpickled objects are new)
+        for rank_rows in comm.allgather_object(rows):
+            for rec, calls in rank_rows:
+                key = repr(tuple(rec))
+                seen = merged.get(key)
+                merged[key] = (rec, calls if seen is None else max(seen[1], calls))
+        rows = list(merged.values())
+    return EagerReport(rows)
+
+
+class _Tee:
+    """The script's stdout, passed through and remembered (the first 4 MB), so that a report the script printed
+    itself is not printed a second time."""
+
+    _KEEP = 4 << 20
+
+    def __init__(self, stream):
+        self.stream, self.seen, self.kept = stream, [], 0
+
+    def write(self, text):
+        if self.kept < self._KEEP:
+            self.seen.append(text)
+            self.kept += len(text)
+        return self.stream.write(text)
+
+    def printed(self, text):
+        return text in "".join(self.seen)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _first_rank():
+    from oneflow_compat.comm import world
+
+    return world.job_rank() == 0
 
 
 def run_script(script, args, out=None):
-    """Runs `script` with `args` until a job is called; returns the process exit status (0 when explained)."""
+    """Runs `script` with `args` until a job is called (a legacy program) or to its end (a global-tensor one).
+
+    Returns (exit status, [reports]): 0 when explained. The reports are printed to `out` once per job — on the
+    first rank only when several processes run the program."""
     from oneflow_compat.framework.eager import EagerJobFunction
     from oneflow_compat.framework.job_function import JobFunction
 
@@ -247,64 +297,120 @@ def run_script(script, args, out=None):
     original, original_eager = JobFunction.call, EagerJobFunction.__call__
 
     def compile_and_explain(self, call_args):
-        _print_session_report(self.session, out)
-        raise _Explained(0)
+        raise _Explained(0, [explain_session(self.session)])
 
     def refuse_eager(self, *call_args, **kwargs):
         # eager jobs run op by op as they are called: there is no plan, and running would train
-        print("explain: %s runs in eager mode (flow.enable_eager_execution); nothing is compiled" % script,
-              file=out)
         raise _Explained(1)
 
-    saved_argv, saved_path0 = list(sys.argv), sys.path[0] if sys.path else None
+    saved_argv, saved_stdout = list(sys.argv), sys.stdout
+    tee = sys.stdout = _Tee(sys.stdout)
     sys.argv = [script] + list(args)
     script_dir = os.path.dirname(os.path.abspath(script))
     sys.path.insert(0, script_dir)
     JobFunction.call, EagerJobFunction.__call__ = compile_and_explain, refuse_eager
+    code, reports, problem = 0, [], None
     try:
         runpy.run_path(script, run_name="__main__")
     except _Explained as done:
-        return done.code
+        code, reports = done.code, done.reports
+        if code == 1:
+            problem = "explain: %s runs in eager mode (flow.enable_eager_execution); nothing is compiled" % script
     finally:
         JobFunction.call, EagerJobFunction.__call__ = original, original_eager
-        sys.argv = saved_argv
+        sys.argv, sys.stdout = saved_argv, saved_stdout
         if sys.path and sys.path[0] == script_dir:
             sys.path.pop(0)
-    session = sess.default_session()
-    if session.eager:
-        print("explain: %s runs in eager mode; nothing is compiled" % script, file=out)
-        return 1
-    if session.status == "open" and not session.job_functions:
-        from oneflow_compat.runtime import global_eager
+    if not reports and problem is None:
+        session = sess.default_session()
+        if session.eager:
+            code, problem = 1, "explain: %s runs in eager mode; nothing is compiled" % script
+        elif session.status == "open" and not session.job_functions:
+            from oneflow_compat.runtime import global_eager
 
-        if global_eager.started():  # an eager global-tensor program: the boxing its ops performed
-            print(explain_eager(), file=out)
-            from oneflow_compat.runtime import graph_report
+            if global_eager.started():  # an eager global-tensor program: the boxing its ops performed
+                from oneflow_compat.runtime import graph_report
 
-            for report in graph_report.reports():  # and the plans of the nn.Graphs it called
+                reports = [_merged_eager_report()] + graph_report.reports()  # and its nn.Graphs' plans
+            else:
+                code, problem = 1, "explain: %s defines no job function and runs no global tensor op" % script
+        else:  # the script never called a job (or only compiled through a checkpoint call): what it defined
+            reports = [explain_session(session)]
+    if _first_rank():
+        if problem:
+            print(problem, file=out)
+        for i, report in enumerate(reports):
+            text = str(report)
+            if tee.printed(text):  # the script printed this very report itself (e.g. print(flow.explain(job)))
+                print("explain: the plan the script printed above is the whole report%s"
+                      % (" of %s" % report.jobs[0][0] if getattr(report, "jobs", None) else ""), file=out)
+                continue
+            if i:
                 print("", file=out)
-                print(report, file=out)
-            out.flush()
-            return 0
-        print("explain: %s defines no job function and runs no global tensor op" % script, file=out)
-        return 1
-    # the script never called a job (or only compiled through a checkpoint call): explain what it defined
-    _print_session_report(session, out)
-    return 0
+            print(text, file=out)
+        out.flush()
+    return code, reports
 
 
-USAGE = "usage: python -m oneflow_compat explain script.py [args ...]"
+DESCRIPTION = ("Show what a program's compiled plan does on its devices: each op's placement and SBP, and every "
+               "boxing with its collective and the bytes it moves per call. A legacy script runs until its first "
+               "job call, which is compiled instead of run; a global-tensor program runs to its end.")
+
+
+def _rank_count(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError("expected a number of ranks >= 1, got %r" % text)
+    return n
+
+
+def add_arguments(parser):
+    """The command line of `oneflow-compat explain` (`python -m oneflow_compat explain`)."""
+    parser.add_argument("--ranks", type=_rank_count, metavar="N",
+                        help="explain the program as N ranks (processes; machines of a legacy program) run it: a "
+                             "legacy program is compiled for N machines in this one process, a global-tensor "
+                             "program runs on N MPI ranks; the report is printed once")
+    parser.add_argument("--svg", metavar="FILE", help="also draw the plan as an SVG picture (needs matplotlib: "
+                                                      "pip install 'oneflow_compat[plot]')")
+    parser.add_argument("--png", metavar="FILE", help="also draw the plan as a PNG picture (needs matplotlib)")
+    parser.add_argument("script", help="the program to explain")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the program's own arguments")
+    return parser
+
+
+def run(options, out=None):
+    if not os.path.isfile(options.script):
+        print("explain: no such script: %s" % options.script, file=sys.stderr)
+        return 2
+    pictures = [p for p in (options.svg, options.png) if p]
+    if pictures:
+        from oneflow_compat.tools import plan_picture
+
+        missing = plan_picture.missing_library()
+        if missing:  # before the program runs, not after
+            print("explain: %s" % missing, file=sys.stderr)
+            return 2
+    if getattr(options, "ranks", None) and options.ranks > 1:
+        from oneflow_compat.tools import explain_ranks
+
+        code, reports = explain_ranks.run(options, out, run_script)
+    else:
+        code, reports = run_script(options.script, options.args, out)
+    if reports and pictures and _first_rank():
+        from oneflow_compat.tools import plan_picture
+
+        for path in pictures:
+            plan_picture.draw(reports, path)
+            print("explain: the plan's picture is in %s" % path, file=out or sys.stdout)
+    return code
 
 
 def main(argv=None):
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(USAGE, file=sys.stderr if not args else sys.stdout)
-        return 2 if not args else 0
-    if not os.path.isfile(args[0]):
-        print("explain: no such script: %s" % args[0], file=sys.stderr)
-        return 2
-    return run_script(args[0], args[1:])
+    parser = add_arguments(argparse.ArgumentParser(prog="python -m oneflow_compat explain", description=DESCRIPTION))
+    return run(parser.parse_args(argv))
 
 
 class _CallableModule(type(sys)):
@@ -312,8 +418,15 @@ class _CallableModule(type(sys)):
     `explain(job)` while `oneflow_compat.explain.Report` etc. stay reachable (a function of the same name bound in
     the package would shadow the submodule for `import oneflow_compat.explain as m`)."""
 
-    def __call__(self, job_function=None):
-        return explain_eager() if job_function is None else explain(job_function)
+    def __call__(self, job_function=None, to=None):
+        """The report (printable) of a job function, an nn.Graph, or (no argument) the eager program so far;
+        `to=FILE` also draws it there (.svg, .png or .pdf; needs matplotlib, the `plot` extra)."""
+        report = explain_eager() if job_function is None else explain(job_function)
+        if to is not None:
+            from oneflow_compat.tools import plan_picture
+
+            plan_picture.draw(report, to)
+        return report
 
 
 sys.modules[__name__].__class__ = _CallableModule

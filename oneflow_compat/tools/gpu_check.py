@@ -32,7 +32,7 @@ import time
 STAGES = ("env", "parity", "validate", "suite", "mpi", "bench")
 MPI_TESTS = ("test_agreement_mpi.py", "test_comm_mpi.py", "test_faults.py", "test_global_launch.py",
              "test_global_mpi.py", "test_mpi_abort_reporting.py", "test_mpi_failures.py", "test_mpi_training.py",
-             "test_nn_ops_global_mpi.py")
+             "test_nn_ops_global_mpi.py", "test_engine_mpi.py")
 PARITY_TESTS = ("test_philox.py", "test_fake_gpu.py", "test_device_switch.py")
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)\b")
 
@@ -195,9 +195,12 @@ def _report_cuda(devices, required):
             name, props["totalGlobalMem"] / 2 ** 30, props["major"], props["minor"]))
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m oneflow_compat.tools.gpu_check",
-                                 description=__doc__.splitlines()[0])
+def build_parser(prog="python -m oneflow_compat.tools.gpu_check"):
+    return add_arguments(argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0]))
+
+
+def add_arguments(ap):
+    """The command line of `oneflow-compat gpu-check` and `python -m oneflow_compat.tools.gpu_check`."""
     ap.add_argument("--stage", nargs="*", choices=STAGES, default=list(STAGES), help="stages to run (default: all)")
     ap.add_argument("--device", choices=("gpu", "auto", "cpu"), default="gpu",
                     help="ONEFLOW_COMPAT_DEVICE for the stages (default gpu)")
@@ -206,7 +209,14 @@ def main(argv=None):
     ap.add_argument("--pytest-args", nargs=argparse.REMAINDER, default=[],
                     help="extra pytest arguments of the pytest stages (everything after it)")
     ap.add_argument("--report-environment", action="store_true", help=argparse.SUPPRESS)
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None):
+    return run(build_parser().parse_args(argv))
+
+
+def run(a):
     if a.report_environment:
         report_environment()
         return 0

@@ -217,10 +217,15 @@ def selftest_worker():
     return 0 if all(correct) else 1
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="python -m oneflow_compat.tools.launch",
-        description="Run a oneflow_compat script on N MPI ranks (one rank per machine of the job).")
+DESCRIPTION = "Run a oneflow_compat script on N MPI ranks (one rank per machine of the job)."
+
+
+def build_parser(prog="python -m oneflow_compat.tools.launch"):
+    return add_arguments(argparse.ArgumentParser(prog=prog, description=DESCRIPTION))
+
+
+def add_arguments(parser):
+    """The command line of `oneflow-compat launch` and `python -m oneflow_compat.tools.launch`."""
     parser.add_argument("-n", "--np", dest="n", type=int, help="number of ranks")
     parser.add_argument("--selftest", action="store_true", help="check and time an all-reduce first")
     parser.add_argument("--hosts", help="comma-separated hosts (hydra syntax, host:slots allowed)")
@@ -233,7 +238,10 @@ def build_parser():
 
 def main(argv=None):
     parser = build_parser()
-    options = parser.parse_args(argv)
+    return run(parser.parse_args(argv), parser)
+
+
+def run(options, parser):
     if options.selftest_worker:
         return selftest_worker()
     if options.n is None or options.n < 1:

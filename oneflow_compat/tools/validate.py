@@ -7,13 +7,15 @@ signature:
 
 * cuts each logical input into the pieces the signature names: `S(k)` balanced slices (`ir.sbp`), `B` a full
   copy per device, `P` random addends that sum to the value;
-* runs the op's per-device function on each piece exactly as the plan does (`passes.plan.DeviceSlot` +
+* runs the op's per-device function on each piece exactly as the plan does (`runtime.plan.DeviceSlot` +
   `device_fn`);
 * assembles each output per its SBP (concatenate / sum / take one, checking that `B` copies agree and that every
   piece has the shape the plan expects) and compares it with the one-device result.
 
-`python -m oneflow_compat.tools.validate [op_type ...]` prints one line per (op, example, signature, device count).
+`oneflow-compat validate [--failures-only] [op_type ...]` (also `python -m oneflow_compat validate`, `python -m
+oneflow_compat.tools.validate`) prints one line per (op, example, signature, device count), or only the failures.
 """
+import argparse
 import dataclasses
 import importlib
 import pkgutil
@@ -28,7 +30,7 @@ from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import registry
 from oneflow_compat.ops import transitions as boxing_impl
 from oneflow_compat.ops.examples import EXAMPLES, WITHOUT_EXAMPLES
-from oneflow_compat.passes import plan
+from oneflow_compat.runtime import plan
 
 _RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
 
@@ -75,11 +77,9 @@ def build_op(op_type, inputs, attrs, n):
 def _validation_session():
     """A detached session for DeviceSlot.session (random ops read its root seed and keep per-session call
     counters); never the default session. Each run gets a fresh one, so every run is a job's first call."""
-    from oneflow_compat.framework.session import Session
+    from oneflow_compat.runtime.session import Session
 
-    s = Session()
-    s.root_seed = 0
-    return s
+    return Session("validation", root_seed=0)
 
 
 def split_input(value, sbp, n, rng):
@@ -291,18 +291,55 @@ def format_table(checks):
     return "\n".join("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows)
 
 
-def main(argv=None):
-    args = list(sys.argv[1:] if argv is None else argv)
+def add_arguments(parser):
+    """The command line of `oneflow-compat validate` and `python -m oneflow_compat.tools.validate`."""
+    parser.add_argument("op_types", nargs="*", metavar="OP_TYPE",
+                        help="op types to check (default: every op that declares SBP signatures)")
+    parser.add_argument("--failures-only", action="store_true",
+                        help="print only the failing checks and the count line")
+    parser.add_argument("--devices", type=_device_counts, default=[2, 3, 4], metavar="N,N,...",
+                        help="device counts to check each signature on (default: 2,3,4)")
+    return parser
+
+
+def _device_counts(text):
+    try:
+        return [int(n) for n in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected device counts such as 2,3,4, got %r" % text) from None
+
+
+def build_parser(prog="python -m oneflow_compat.tools.validate"):
+    return add_arguments(argparse.ArgumentParser(prog=prog, description=DESCRIPTION))
+
+
+DESCRIPTION = ("Check every SBP signature an op declares: run the op on 1 device and on N simulated devices with "
+               "its inputs cut as the signature says, and compare the assembled outputs with the 1-device result.")
+
+
+def run(options, out=None):
+    out = out or sys.stdout
     load_all_ops()
-    unknown = [t for t in args if t not in registry.all_types()]
+    unknown = [t for t in options.op_types if t not in registry.all_types()]
     if unknown:
-        print("unknown op type(s): %s" % ", ".join(unknown), file=sys.stderr)
+        print("validate: unknown op type(s): %s (known: %d op types; `oneflow-compat validate` checks them all)"
+              % (", ".join(unknown), len(registry.all_types())), file=sys.stderr)
         return 2
-    checks = validate_all(args or None)
-    print(format_table(checks))
+    if any(n < 1 for n in options.devices):
+        print("validate: --devices takes positive device counts, got %s" % options.devices, file=sys.stderr)
+        return 2
+    checks = validate_all(options.op_types or None, tuple(options.devices))
     failed = [c for c in checks if not c.ok]
-    print("\n%d checks, %d failed" % (len(checks), len(failed)))
+    shown = failed if options.failures_only else checks
+    if shown:
+        print(format_table(shown), file=out)
+        print("", file=out)
+    print("%d checks, %d failed" % (len(checks), len(failed)), file=out)
     return 1 if failed else 0
+
+
+def main(argv=None):
+    return run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

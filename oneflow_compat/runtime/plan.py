@@ -1,13 +1,18 @@
-"""A compiled job's plan: a flat register file and a flat list of steps, built once per session.
+"""A compiled job's plan: a flat register file and a flat list of steps (closures over the registers), built once
+per compiled job by the executable (`runtime/executable.py`), which feeds, runs and fetches it.
 
 Each (blob, device of this process) gets a register. An ordinary op becomes one step per local device (a closure
 calling its kernel); a collective op (boxing, watch) becomes one step over all its local pieces; a job output
 becomes a fetch step right after its producer. An op whose signature reads row pieces (S(0)) and broadcast copies
 and makes row pieces, with every device of its placement on this process's CPU, becomes one step that calls the
 kernel once on the whole rows when the pieces are row blocks of one array, as a fed batch's and such a step's own
-outputs are (`_batched_step`): N in-process devices then cost one device's kernel calls, not N. The plan knows ops and devices only: the runtime supplies the
-functions of collectives and the conversion of fetched pieces, and feeds, runs and accumulates
-(`runtime/executor.py`).
+outputs are (`_batched_step`): N in-process devices then cost one device's kernel calls, not N. The plan knows
+ops and devices only: the executable supplies the functions of collectives and the conversion of fetched pieces,
+and feeds, runs and accumulates.
+
+Registers hold arrays, never numpy scalars: numpy turns 0-d results into scalars (np.float32), so the step of an
+op with a 0-d output converts them back (`_zero_d`, the one place this is done), and every consumer (boxing,
+in-place accumulation, device transfers, fetches) can take what a register holds.
 
 Memory: every register is released (set to None) right after the last step that reads it, so a step keeps alive
 only what later steps still need, and nothing stays alive between calls. Not released: variables' registers (the
@@ -27,9 +32,11 @@ class DeviceSlot:
     __slots__ = ("index", "parallel_num", "placement", "xp", "in_shapes", "out_shapes", "sbp_in", "sbp_out",
                  "session", "job")
 
-    def __init__(self, op, index, xp, session, whole=False):
-        """`whole`: the slot of the op computing the whole logical value at once, as on one device."""
-        n = 1 if whole else op.placement.parallel_num
+    def __init__(self, op, index, xp, session, whole=False, one_device=False):
+        """`whole`: the slot of the op computing the whole logical value at once, as on one device. `one_device`:
+        the op runs on one logical device in its own layouts (legacy eager mode: B whole values, M per-device
+        ones)."""
+        n = 1 if whole or one_device else op.placement.parallel_num
         self.index, self.parallel_num, self.placement, self.xp = index, n, op.placement, xp
         self.sbp_in, self.sbp_out = (([S.B] * len(op.inputs), [S.B] * len(op.outputs)) if whole
                                      else (op.sbp_in, op.sbp_out))
@@ -45,18 +52,39 @@ def device_fn(op, dev):
     attrs = d.kernel_attrs(op) if d.kernel_attrs is not None else {}
     if d.local_attrs is not None:
         attrs = dict(attrs, **d.local_attrs(op, dev))
+    if attrs:
+        # attrs equal to the kernel's own defaults are left out: a call of a partial merges its keywords every
+        # time (eager ops on small tensors pay for it); same type and value only (True == 1.0 is no default)
+        defaults = _keyword_defaults(d.kernel)
+        attrs = {k: v for k, v in attrs.items()
+                 if k not in defaults or type(v) is not type(defaults[k]) or v != defaults[k]}
     return functools.partial(d.kernel, dev.xp, **attrs) if attrs else functools.partial(d.kernel, dev.xp)
 
 
-def _zero_d(fn):
-    """numpy turns 0-d results into scalars (np.float32): the registers keep arrays, which every consumer (boxing,
-    in-place accumulation, device transfers) can take."""
+@functools.lru_cache(maxsize=None)
+def _keyword_defaults(kernel):
+    import inspect
+
+    try:
+        params = inspect.signature(kernel).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty
+            and isinstance(p.default, (bool, int, float, str, type(None)))}
+
+
+def _zero_d(fn, n_outputs):
+    """`fn` with the numpy scalars it returns for 0-d results made 0-d arrays (see the module docstring)."""
     import numpy as np
 
-    def kernel(*arrays):
-        out = fn(*arrays)
-        return np.asarray(out) if isinstance(out, np.generic) else out
-
+    generic = np.generic
+    if n_outputs == 1:
+        def kernel(*arrays):
+            out = fn(*arrays)
+            return np.asarray(out) if isinstance(out, generic) else out
+    else:
+        def kernel(*arrays):
+            return tuple(np.asarray(o) if isinstance(o, generic) else o for o in fn(*arrays))
     return kernel
 
 
@@ -163,24 +191,40 @@ class Plan:
 
     release = True
 
-    def __init__(self, job, rt, session, collective_fn, fetch_fn):
+    def __init__(self, job, rt, session, collective_fn, fetch_fn, one_device=False):
         self.job, self.session = job, session
+        self.one_device = one_device  # every op on one logical device (legacy eager mode)
+        self._local = (lambda placement: [0]) if one_device else rt.local_indices
         self.regs = []
         self.slot = {}  # (blob key, device index) -> register
         self.steps = []
         self.step_ops = []  # op of each step, for error messages
         self.kernel_calls = []  # (kernel, input registers) of each step, None for fetches: lets benchmarks time kernels alone
         self.reads = []  # registers each step reads (liveness)
+        self.writes = []  # registers each step writes
+        self.fetch_regs = [None] * len(job.output_blobs)  # per job output: the registers its fetch reads
         self.released = []  # registers released after each step
         self.var_slots = []  # (register, spec, device index) bound at bind()
         self.input_slots = []  # per flat input: (op, [(device index, register)])
+        self.entry_blobs = []  # blobs read but made outside the job, fed first (their producers lead input_slots)
         self.results = [None] * len(job.output_blobs)  # written by the fetch steps
         self._rt, self._collective_fn, self._fetch_fn = rt, collective_fn, fetch_fn
         self._first_optimizer_step = None
         for op in job.ops:
             for y in op.outputs:
-                for i in rt.local_indices(op.placement):
+                for i in self._local(op.placement):
                     self.slot[(y.key(), i)] = self._new_reg()
+        # blobs read but made outside the job (an op of a legacy eager job, compiled alone) are fed like inputs
+        for op in job.ops:
+            for x in op.inputs:
+                local = self._local(x.op.placement)
+                if local and (x.key(), local[0]) not in self.slot:
+                    slots = []
+                    for i in local:
+                        self.slot[(x.key(), i)] = reg = self._new_reg()
+                        slots.append((i, reg))
+                    self.input_slots.append((x.op, slots))
+                    self.entry_blobs.append(x)
         out_keys = {}
         for k, (blob, kind) in enumerate(job.output_blobs):
             out_keys.setdefault(blob.key(), []).append(k)
@@ -217,7 +261,7 @@ class Plan:
 
     def _build_op(self, op):
         rt = self._rt
-        local = rt.local_indices(op.placement)
+        local = self._local(op.placement)
         if op.defn.role == "input":
             self.input_slots.append((op, [(i, self.slot[(op.outputs[0].key(), i)]) for i in local]))
             return
@@ -229,10 +273,10 @@ class Plan:
         if op.defn.collective:
             ins = []
             for x in op.inputs:
-                ins.extend(self.slot[(x.key(), i)] for i in rt.local_indices(x.op.placement))
+                ins.extend(self.slot[(x.key(), i)] for i in self._local(x.op.placement))
             outs = [self.slot[(y.key(), i)] for y in op.outputs for i in local]
             fn = self._collective_fn(op)
-            self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins), ins)
+            self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins), ins, outs)
             return
         xp = rt.xp(op.placement)
         if op.defn.in_place and all(shares_replicas(op.placement, s) for s in op.sbp_in):
@@ -243,12 +287,12 @@ class Plan:
             return
         for i in local:
             fn, ins, outs = self._device_call(op, i, xp)
-            self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins), ins)
+            self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins), ins, outs)
 
     def _device_call(self, op, i, xp):
-        fn = device_fn(op, DeviceSlot(op, i, xp, self.session))
-        if len(op.outputs) == 1 and not op.outputs[0].shape:
-            fn = _zero_d(fn)
+        fn = device_fn(op, DeviceSlot(op, i, xp, self.session, one_device=self.one_device))
+        if any(not y.shape for y in op.outputs):
+            fn = _zero_d(fn, len(op.outputs))
         return fn, [self.slot[(x.key(), i)] for x in op.inputs], [self.slot[(y.key(), i)] for y in op.outputs]
 
     def _add_batched(self, op, local, xp):
@@ -263,9 +307,10 @@ class Plan:
             rows.append([(a, a + size) for a, size in zip(starts, sizes)])
         step = _batched_step(self.regs, whole_fn, per_device, ins, [s == S.S(0) for s in op.sbp_in], outs, rows)
         flat = [r for regs_of in ins for r in regs_of]
-        self._add_step(step, op, (lambda *pieces: step(), []), flat)
+        self._add_step(step, op, (lambda *pieces: step(), []), flat, [r for regs_of in outs for r in regs_of])
 
-    def _add_step(self, step, op, call=None, reads=()):
+    def _add_step(self, step, op, call=None, reads=(), writes=()):
+        self.writes.append(tuple(writes))
         self.steps.append(step)
         self.step_ops.append(op)
         self.kernel_calls.append(call)
@@ -274,7 +319,8 @@ class Plan:
             self._first_optimizer_step = step
 
     def _add_fetch(self, k, blob, op):
-        regs_of = [self.slot[(blob.key(), i)] for i in self._rt.local_indices(op.placement)]
+        regs_of = [self.slot[(blob.key(), i)] for i in self._local(op.placement)]
+        self.fetch_regs[k] = regs_of
         convert = self._fetch_fn(blob, op.sbp_out[blob.index])
         regs, results = self.regs, self.results
 
@@ -286,6 +332,7 @@ class Plan:
             self.steps.insert(0, fetch)
             self.step_ops.insert(0, op)
             self.kernel_calls.insert(0, None)
+            self.writes.insert(0, ())
             self.reads.insert(0, tuple(regs_of))
         else:
             self._add_step(fetch, op, reads=regs_of)

@@ -1,0 +1,134 @@
+"""Data-parallel training with global tensors on 2 ranks vs 1 rank, inside one `mpiexec -n 2` run that this script
+launches with the venv's mpiexec: the MLP 784-512-512-10, batch 64 per rank, SGD with momentum,
+
+1. eager: forward, backward (the gradients all-reduced through one gradient bucket), step, loss.numpy()
+   (target: 2 ranks / 1 rank <= 1.25);
+2. nn.Graph: the same step compiled (target <= 1.15).
+
+The 1-rank side is the same program on a placement of rank 0 alone (rank 1 runs it too, holding no pieces); the
+2-rank side feeds each rank its own 64 rows. Sides are timed in turn (A B, B A, ...) on rank 0; the collectives
+each side issues per step are counted (`comm.collectives_issued()`) and shown in the note.
+
+    python benchmarks/bench_data_parallel.py [--rounds 7] [--quick] [--threads 1 2]"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
+
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+BATCH = 64
+
+
+def _steps(kind, quick):
+    import numpy as np
+
+    import oneflow_compat as flow
+    from oneflow_compat import nn
+    from oneflow_compat.runtime import global_eager
+
+    rank = global_eager.rank()
+    loss_fn = nn.CrossEntropyLoss()
+    rng = np.random.default_rng(rank)
+    xs = rng.random((BATCH, 784), dtype=np.float32)
+    ys = rng.integers(0, 10, BATCH)
+
+    def side(ranks):
+        placement = flow.placement("cpu", ranks)
+        flow.manual_seed(0)
+        model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+        model.to_global(placement=placement, sbp=flow.sbp.broadcast)
+        opt = flow.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        holds = rank in ranks
+        x_local = flow.tensor(xs if holds else xs[:0])
+        y_local = flow.tensor(ys if holds else ys[:0], dtype=flow.int64)
+
+        def feed():
+            return (x_local.to_global(placement=placement, sbp=flow.sbp.split(0)),
+                    y_local.to_global(placement=placement, sbp=flow.sbp.split(0)))
+
+        if kind == "eager":
+            def step():
+                x, y = feed()
+                loss = loss_fn(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                loss.numpy()
+            return step
+
+        class Train(nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+                self.add_optimizer(opt)
+
+            def build(self, x, y):
+                loss = loss_fn(self.model(x), y)
+                loss.backward()
+                return loss
+
+        graph = Train()
+
+        def step():
+            graph(*feed()).numpy()
+        return step
+
+    return [("1 rank", side([0])), ("2 ranks", side([0, 1]))]
+
+
+def worker(rounds, quick, threads):
+    from oneflow_compat.runtime import global_eager
+
+    comm = global_eager.comm()
+    rows = []
+    for kind, target in (("eager", 1.25), ("nn.Graph", 1.15)):
+        sides = _steps("eager" if kind == "eager" else "graph", quick)
+        counts = {}
+        for label, step in sides:
+            step()  # warm: compiled
+            before = comm.collectives_issued()
+            step()
+            counts[label] = comm.collectives_issued() - before
+        steps = 3 if quick else 10
+        case = harness.Case("data parallel", "%s MLP 784-512-512-10, batch %d/rank (x%d)" % (kind, BATCH, steps),
+                            sides, steps=steps, target=target,
+                            note="collectives per step: %s %s: %s" % (kind, ", ".join(
+                                "%s %d" % (label, n) for label, n in counts.items()), "counted on rank 0"))
+        for t in threads or harness.thread_counts():
+            rows.extend(harness.measure(case.resolve(), t, rounds))
+    if comm.rank == 0:
+        print("RESULT " + json.dumps(rows))
+
+
+def rows(threads=None, rounds=7, quick=False):
+    args = ["--worker", "--rounds", str(rounds)] + (["--quick"] if quick else [])
+    if threads:
+        args += ["--threads"] + [str(t) for t in threads]
+    env = dict(os.environ, ONEFLOW_COMPAT_SEED="1", OMP_NUM_THREADS="1")
+    p = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py", os.path.abspath(__file__)] + args,
+                       capture_output=True, text=True, env=env, timeout=1800)
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError("bench_data_parallel failed:\n" + p.stdout + p.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--threads", type=int, nargs="*")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--worker", action="store_true")
+    a = ap.parse_args()
+    if a.worker:
+        return worker(a.rounds, a.quick, a.threads)
+    print(harness.format_table(rows(a.threads, a.rounds, a.quick)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Data parallelism with fewer synchronisations (tests/test_engine_mpi.py runs this under `mpiexec -n 2`).
+
+* eager: the 784-512-512-10 MLP, batch 16 per rank: the weight gradients are all-reduced through one gradient
+  bucket (one check, one all-reduce), the feeds' shapes ride in their checks, a scalar loss's numpy() in its check:
+  at most 7 collectives per step (20 before buckets), and the numbers equal the same training on one rank;
+* nn.Graph: the same training compiled: 2 collectives per call (the call's check, the bucket);
+* feeds: uneven local pieces (the balanced split), a 5-d local tensor (its shape does not fit in a check: an
+  exchange of its own), ranks holding different dtypes (an error naming both ranks);
+* numpy() of a partial sum: small (in the check's payload) and large (an all-reduce of its own), exact.
+
+Every rank prints `CHECK <name> ok` per check and `DONE <count>`; a failed check raises (the job ends non-zero).
+"""
+import numpy as np
+
+import oneflow_compat as flow
+from oneflow_compat import nn
+from oneflow_compat.runtime import global_eager
+
+RANK, WORLD = global_eager.rank(), global_eager.world_size()
+P2 = flow.placement("cpu", [0, 1])
+P1 = flow.placement("cpu", [0])
+S0, B, PS = flow.sbp.split(0), flow.sbp.broadcast, flow.sbp.partial_sum
+COMM = global_eager.comm()
+passed = []
+
+
+def ok(name):
+    passed.append(name)
+    print("CHECK %s ok" % name, flush=True)
+
+
+def mlp(placement):
+    flow.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    model.to_global(placement=placement, sbp=B)
+    return model
+
+
+def batches(steps, batch):
+    rng = np.random.default_rng(1)
+    return [(rng.random((batch, 784), dtype=np.float32), rng.integers(0, 10, batch)) for _ in range(steps)]
+
+
+def rows(a, placement):
+    """This rank's rows of a batch on `placement` (all of them on one rank; none outside it)."""
+    members = [0, 1] if placement == P2 else [0]
+    if RANK not in members:
+        return a[:0]
+    return np.array_split(a, len(members))[members.index(RANK)]
+
+
+STEPS, BATCH = 4, 32
+data = batches(STEPS, BATCH)
+loss_fn = nn.CrossEntropyLoss()
+
+
+def train_eager(placement):
+    model = mlp(placement)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses, counts = [], []
+    for xs, ys in data:
+        before = COMM.collectives_issued()
+        x = flow.tensor(rows(xs, placement)).to_global(placement=placement, sbp=S0)
+        y = flow.tensor(rows(ys, placement), dtype=flow.int64).to_global(placement=placement, sbp=S0)
+        loss = loss_fn(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.numpy()))
+        counts.append(COMM.collectives_issued() - before)
+    return model, losses, counts
+
+
+model2, losses2, counts2 = train_eager(P2)
+model1, losses1, _ = train_eager(P1)
+np.testing.assert_allclose(losses2, losses1, rtol=1e-5)
+for p, q in zip(model2.parameters(), model1.parameters()):
+    np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
+ok("eager data parallel equals one rank")
+assert max(counts2[1:]) <= 7, counts2
+ok("eager step makes at most 7 collectives")
+
+model = mlp(P2)
+opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+
+class Train(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(opt)
+
+    def build(self, x, y):
+        loss = loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+graph = Train()
+graph_losses, graph_counts = [], []
+for xs, ys in data:
+    x = flow.tensor(rows(xs, P2)).to_global(placement=P2, sbp=S0)
+    y = flow.tensor(rows(ys, P2), dtype=flow.int64).to_global(placement=P2, sbp=S0)
+    before = COMM.collectives_issued()
+    loss = graph(x, y)
+    graph_counts.append(COMM.collectives_issued() - before)
+    graph_losses.append(float(loss.numpy()))
+np.testing.assert_allclose(graph_losses, losses1, rtol=1e-5)
+for p, q in zip(model.parameters(), model1.parameters()):
+    np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
+ok("graph data parallel equals one rank")
+assert max(graph_counts[1:]) == 2, graph_counts
+members = [op for op in graph._compiled.job.ops if "bucket" in op.attrs]
+assert len(members) == 6 and {op.attrs["bucket"][0] for op in members} == {0}, [op.attrs.get("bucket") for op in members]
+ok("graph call makes 2 collectives")
+
+# --- feeds ------------------------------------------------------------------------------------------------------
+uneven = flow.tensor(np.full((3 - RANK, 2), RANK, np.float32)).to_global(placement=P2, sbp=S0)
+assert tuple(uneven.shape) == (5, 2)
+np.testing.assert_array_equal(uneven.numpy(), [[0, 0]] * 3 + [[1, 1]] * 2)
+ok("uneven feed")
+five = flow.tensor(np.full((1, 1, 1, 1, 2), RANK, np.float32)).to_global(placement=P2, sbp=S0)
+assert tuple(five.shape) == (2, 1, 1, 1, 2)
+np.testing.assert_array_equal(five.numpy().reshape(2, 2), [[0, 0], [1, 1]])
+ok("5-d feed")
+try:
+    flow.tensor(np.zeros(2, np.float32 if RANK == 0 else np.float64)).to_global(placement=P2, sbp=S0)
+except TypeError as e:
+    assert "rank 0: float32, rank 1: float64" in str(e), e
+    ok("dtypes differ")
+else:
+    raise AssertionError("ranks holding different dtypes were not refused")
+
+# --- numpy() of partial sums ----------------------------------------------------------------------------------------
+small = flow.tensor(np.full((2, 3), RANK + 1.5, np.float32)).to_global(placement=P2, sbp=PS)
+np.testing.assert_array_equal(small.numpy(), np.full((2, 3), 4.0, np.float32))  # 1.5 + 2.5
+big = flow.tensor(np.full((40,), RANK + 0.25, np.float32)).to_global(placement=P2, sbp=PS)
+np.testing.assert_array_equal(big.numpy(), np.full(40, 1.5, np.float32))
+ok("numpy of partial sums")
+
+print("DONE %d" % len(passed), flush=True)

@@ -1,0 +1,131 @@
+"""`explain` of a program run by several ranks: the report printed once (not once per rank), every rank's boxing in
+it, and a gradient's boxing labelled as a gradient."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+VENV_BIN = os.path.dirname(sys.executable)
+MPIEXEC = os.path.join(VENV_BIN, "mpiexec")
+
+DATA_PARALLEL = textwrap.dedent("""
+    import oneflow as flow
+    import oneflow.nn as nn
+    pl = flow.placement("cpu", [0, 1])
+    flow.manual_seed(0)
+    m = nn.Linear(4, 3)
+    m.to_global(placement=pl, sbp=flow.sbp.broadcast)
+    x = flow.randn(6, 4, placement=pl, sbp=flow.sbp.split(0))
+    m(x).sum().backward()
+    print("done")
+""")
+
+
+def _env():
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("PMI_", "OMPI_", "MV2_", "PMIX_", "ONEFLOW_COMPAT_OUT"))
+            and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")
+def test_under_the_launcher_the_report_is_printed_once_with_gradients_labelled(tmp_path):
+    (tmp_path / "prog.py").write_text(DATA_PARALLEL)
+    done = subprocess.run(["timeout", "120", sys.executable, "-m", "oneflow.distributed.launch", "--nproc_per_node",
+                           "2", "-m", "oneflow_compat", "explain", "prog.py"], cwd=str(tmp_path), env=_env(),
+                          capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines.count("done") == 2  # the program's own output: every rank's, as OneFlow's launcher shows it
+    assert sum(line.startswith("eager global ops:") for line in lines) == 1
+    rows = [line.split() for line in lines if line.startswith("gradient ")]
+    # nn.Linear's weight (3x4) and bias (3): partial sums of the two ranks all-reduced to the parameters' broadcast
+    assert sorted((r[1], r[-3], r[-2], r[-1]) for r in rows) == [("3", "all-reduce", "12", "1"),
+                                                                  ("3x4", "all-reduce", "48", "1")]
+    assert not any(line.startswith("to_global") for line in lines)
+
+
+LEGACY = textwrap.dedent("""
+    import numpy as np
+    import oneflow as flow
+    import oneflow.typing as tp
+    flow.config.cpu_device_num(2)
+
+    @flow.global_function(type="train")
+    def train_job(x: tp.Numpy.Placeholder((12, 10)), y: tp.Numpy.Placeholder((12,), dtype=flow.int32)) -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:0"):
+            h = flow.layers.dense(x, 8, activation=flow.nn.relu, name="hidden")
+        logits = flow.layers.dense(h, 6, name="out", model_distribute=flow.distribute.split(0))
+        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(y, logits)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+        return loss
+
+    print("before the call")
+    train_job(np.ones((12, 10), np.float32), np.zeros(12, np.int32))
+    print("trained")
+""")
+
+
+def _explain(args, cwd, prefix=()):
+    return subprocess.run(list(prefix) + [sys.executable, "-m", "oneflow_compat", "explain"] + args, cwd=str(cwd),
+                          env=_env(), capture_output=True, text=True, timeout=150)
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")
+def test_legacy_plan_for_n_ranks_in_one_process_is_the_plan_n_processes_compile(tmp_path):
+    (tmp_path / "prog.py").write_text(LEGACY)
+    simulated = _explain(["--ranks", "3", "prog.py"], tmp_path)
+    assert simulated.returncode == 0, simulated.stderr
+    real = _explain(["prog.py"], tmp_path, prefix=["timeout", "120", MPIEXEC, "-n", "3"])
+    assert real.returncode == 0, real.stderr
+    assert simulated.stdout == real.stdout  # the same report (rank 0 prints under mpiexec), the script's lines too
+    lines = simulated.stdout.splitlines()
+    assert lines[0] == "before the call" and "trained" not in lines
+    assert "cpu 0:0-1,1:0-1,2:0-1" in simulated.stdout  # 3 machines of 2 devices each
+    assert sum(line.startswith("job 'train_job' (train)") for line in lines) == 1
+
+
+def test_legacy_ranks_change_the_plan_and_draw_it(tmp_path):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "prog.py").write_text(LEGACY)
+    one = _explain(["prog.py"], tmp_path)
+    four = _explain(["--ranks", "4", "--svg", "plan.svg", "prog.py"], tmp_path)
+    assert one.returncode == 0 and four.returncode == 0, one.stderr + four.stderr
+
+    def total(out):
+        return int(next(line for line in out.splitlines() if line.startswith("total: ")).split()[1])
+
+    assert total(four.stdout) > total(one.stdout) > 0  # model-parallel pieces over 8 devices instead of 2
+    assert four.stdout.splitlines()[-1] == "explain: the plan's picture is in plan.svg"
+    svg = (tmp_path / "plan.svg").read_text()
+    assert "stage 0: cpu 0:0-1,1:0-1,2:0-1,3:0-1 (8 devices)" in svg
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")
+def test_a_global_program_runs_on_n_ranks_and_is_reported_once(tmp_path):
+    program = "print('banner')\n" + DATA_PARALLEL.replace('flow.placement("cpu", [0, 1])',
+                                                          'flow.placement("cpu", [0, 1, 2])')
+    (tmp_path / "prog.py").write_text(program)
+    done = _explain(["--ranks", "3", "prog.py"], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["banner", "done"]  # printed once: by rank 0 of the real run, not by the first attempt
+    # the two parameters' gradients (the loss seed needs no all-reduce: fill_like reads a partial sum for its shape)
+    assert lines[2] == "eager global ops: 2 boxing transfers (2 calls), 80 bytes in all"
+    grads = sorted(line.split()[1] for line in lines if line.startswith("gradient "))
+    assert grads == ["3", "3x4"] and all("cpu ranks [0, 1, 2] P" in line for line in lines[4:])
+    assert "running it on 3 ranks (mpiexec -n 3)" in done.stderr
+
+
+def test_ranks_refused_inside_a_multi_rank_job_and_checked(monkeypatch, tmp_path, capsys):
+    from oneflow_compat import __main__ as cli
+    from oneflow_compat.comm import world
+
+    (tmp_path / "prog.py").write_text("print('x')\n")
+    with pytest.raises(SystemExit):
+        cli.main(["explain", "--ranks", "0", str(tmp_path / "prog.py")])
+    assert "expected a number of ranks >= 1, got '0'" in capsys.readouterr().err
+    monkeypatch.setattr(world, "job_size", lambda: 2)
+    assert cli.main(["explain", "--ranks", "4", str(tmp_path / "prog.py")]) == 2
+    assert "this process is already one of 2 ranks" in capsys.readouterr().err
