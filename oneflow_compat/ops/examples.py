@@ -1225,3 +1225,21 @@ EXAMPLES.update({
     "broadcast_matmul_grad_b": [Example(inputs(normal(5, 3, 4), normal(5, 3, 6)), {"alpha": 1.0},
                                         layouts=[[1, 1], [2, None]])],
 })
+# batch normalization in training (ops/norm_ops.py's model-zoo block): the statistics' sums, the normalization whose
+# gradient is that of the whole batch norm (so a numeric check of it alone, with mean and variance held fixed, does
+# not apply: tests/test_zoo_kernels.py checks it against torch and the composed ops), and its two gradient passes
+_BS = {"axis": 1, "epsilon": 1e-5, "center": True, "scale": True, "count": 5 * 6}
+EXAMPLES.update({
+    "channel_sum": [Example(inputs(normal(5, 3, 6)), {"axis": 1, "dtype": dtypes.float64}, grad=False,
+                            note="no gradient rule: normalization_batch_stats carries it"),
+                    Example(inputs(normal(4, 7)), {"axis": 1, "dtype": dtypes.float64}, grad=False, note="NC")],
+    "centered_square_sum": [Example(inputs(normal(5, 3, 6), normal(3)), {"axis": 1}, grad=False,
+                                    note="no gradient rule: normalization_batch_stats carries it")],
+    "normalization_batch_stats": [Example(inputs(normal(5, 3, 6), normal(3), positive(3), positive(3), normal(3)),
+                                          _BS, grad=False, note="the gradient is the whole batch norm's")],
+    "normalization_batch_stats_grad_sums": [Example(inputs(normal(5, 3, 6), normal(5, 3, 6), normal(3), positive(3)),
+                                                    {"axis": 1, "epsilon": 1e-5}, grad=False)],
+    "normalization_batch_stats_grad": [Example(inputs(normal(5, 3, 6), normal(5, 3, 6), normal(3), positive(3),
+                                                      positive(3), normal(3), normal(3)),
+                                               {"axis": 1, "epsilon": 1e-5, "count": 30}, grad=False)],
+})
