@@ -1,17 +1,20 @@
 """Runs every benchmark and prints one table of ratios (each benchmark also runs alone: python benchmarks/X.py).
 
     python -m benchmarks [--rounds 7] [--threads 1 2] [--quick] [--dtensor]
-                         [--only mlp lenet conv parallel resnet50 memory mpi eager dp]
+                         [--only mlp lenet conv parallel resnet50 memory mpi eager dp boxing]
 
 Every comparison times its sides in turn inside one process (benchmarks/harness.py), at 1 thread and at the
 machine's threads; the memory benchmark runs each side in fresh processes (peak RSS is per process), the MPI and
 data-parallel ones inside one `mpiexec -n 2` run, the eager-op one in a child process (the global-tensor API
-cannot share a process with the legacy benchmarks); `--dtensor` adds eager ops on 2 ranks vs PyTorch DTensor."""
+cannot share a process with the legacy benchmarks), the boxing one (every to_global transition of 16 MB vs raw
+mpi4py) inside one `mpiexec -n 2` and one `mpiexec -n 4` run; `--dtensor` adds eager ops on 2 ranks vs PyTorch
+DTensor."""
 import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_boxing  # noqa: E402
 import bench_data_parallel  # noqa: E402
 import bench_eager  # noqa: E402
 import bench_kernels_conv  # noqa: E402
@@ -25,7 +28,7 @@ import harness  # noqa: E402
 
 TIMED = {"mlp": bench_mlp, "lenet": bench_lenet, "conv": bench_kernels_conv, "parallel": bench_parallel,
          "resnet50": bench_resnet50}
-ALL = ["mlp", "lenet", "conv", "parallel", "resnet50", "memory", "mpi", "eager", "dp"]
+ALL = ["mlp", "lenet", "conv", "parallel", "resnet50", "memory", "mpi", "eager", "dp", "boxing"]
 
 
 def main():
@@ -48,6 +51,8 @@ def main():
             rows += bench_eager.rows(a.threads, a.rounds, a.quick, a.dtensor)
         elif name == "dp":
             rows += bench_data_parallel.rows(a.threads, a.rounds, a.quick)
+        elif name == "boxing":
+            rows += bench_boxing.rows(a.rounds, a.quick)
         print("(%s done)" % name, file=sys.stderr, flush=True)
     print(harness.format_table(rows, "python -m benchmarks --rounds %d%s" % (a.rounds, " --quick" if a.quick
                                                                                else "")))

@@ -13,7 +13,8 @@ Megatron dataset this script writes, or fed token batches (`tokens=` placeholder
     mpiexec -n 2 python examples/zoo_gpt.py --tensor-parallel 2
 
 Data parallelism combined with tensor parallelism needs 2-D SBP (the zoo's `hierarchical_parallel_cast` with two
-entries), which oneflow_compat does not have yet. `gpt_train_job(...)` is importable (tests/test_zoo_gpt.py)."""
+entries on a 2-D placement hierarchy): this example keeps to 1-D placements, so it asks for devices = tensor x
+pipeline; 2-D placements are tests/test_sbp2d.py's. `gpt_train_job(...)` is importable (tests/test_zoo_gpt.py)."""
 import argparse
 import math
 import os
@@ -33,7 +34,7 @@ class Layout:
         ids = ["%d:%d" % (i // per_machine, i % per_machine) for i in range(devices * machines)]
         if len(ids) != tensor_parallel * pipeline_parallel:
             raise ValueError("%d devices for tensor parallel %d x pipeline parallel %d: data parallelism combined "
-                             "with tensor parallelism needs 2-D SBP, not available" % (
+                             "with tensor parallelism needs 2-D SBP, which this 1-D example does not build" % (
                                  len(ids), tensor_parallel, pipeline_parallel))
         per_stage = len(ids) // pipeline_parallel
         self.stages = [ids[i:i + per_stage] for i in range(0, len(ids), per_stage)]

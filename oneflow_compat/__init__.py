@@ -27,6 +27,11 @@ from oneflow_compat.ops import (  # noqa: F401,E402 (registers; the whole legacy
 from oneflow_compat.ops import conv_ops, loss_ops, nn_misc_ops, norm_ops, pool_ops  # noqa: F401,E402
 # the model zoo's op modules (issue 24)
 from oneflow_compat.ops import broadcast_matmul_ops, onerec_ops  # noqa: F401,E402
+# n-D meshes (issue 19): the transition table's rows for meshes and their executors (register themselves)
+from oneflow_compat.ops import mesh_transitions, parallel_cast_ops  # noqa: F401,E402
+from oneflow_compat.runtime import mesh_boxing  # noqa: F401,E402
+# the OneFlow 0.9 tensor ops of issue 21 (flip, cumsum, triu, isnan/isinf, dim scatters, expand)
+from oneflow_compat.ops import tensor_ops  # noqa: F401,E402
 
 # the legacy API's names (the same list `oneflow.compatible.single_client` binds), then the tools' public name
 from oneflow_compat._api.legacy_names import *  # noqa: F401,F403
@@ -77,3 +82,20 @@ from oneflow_compat.framework import dtype as _framework_dtype  # noqa: E402,F40
 # `from oneflow.framework.tensor import Tensor` (flowvision): the surface module bound under OneFlow's path
 __import__("sys").modules.setdefault(__name__ + ".framework.tensor", _framework_tensor)
 _framework.tensor = _framework_tensor
+
+# --- issue 21 (global helper): OneFlow 0.9's tensor functions of flowvision and the basics pages; the names the
+# legacy API may bind too go through shared_names.modern_or_legacy (a Tensor argument takes the modern function)
+from oneflow_compat._global import tensor_functions as _tensor_functions  # noqa: E402
+from oneflow_compat._global.shared_names import modern_or_legacy as _modern_or_legacy  # noqa: E402
+
+for _name in ("split", "chunk", "narrow", "unbind", "flip", "roll", "rot90", "meshgrid", "expand", "repeat", "tile",
+              "sort", "argsort", "topk", "masked_select", "argwhere", "nonzero", "index_select", "scatter",
+              "scatter_add", "cumsum", "tril", "triu", "isnan", "isinf", "isfinite", "any", "all", "amax", "amin",
+              "is_floating_point", "baddbmm", "addmm", "einsum", "norm", "logsumexp", "diff", "var_mean", "unique",
+              "bernoulli", "log2", "floor_divide", "logical_and", "logical_or", "erfinv", "erf", "erfc", "lgamma", "tan", "atan", "asin", "acos",
+              "sinh", "cosh", "asinh", "acosh", "atanh", "atan2"):
+    globals()[_name] = _modern_or_legacy(_name, getattr(_tensor_functions, _name))
+del _name
+from oneflow_compat._global.tensor_functions import (  # noqa: E402,F401
+    DoubleTensor, FloatTensor, IntTensor, LongTensor, get_default_dtype)
+from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespace, as flowvision calls it)

@@ -61,6 +61,33 @@ def to_sbp(distribute):
     raise TypeError("invalid distribute %r: use flow.distribute.split(axis), broadcast() or auto()" % (distribute,))
 
 
+def to_parallel_distribution(entries, placement, what):
+    """The SBP a v0.4.0 `parallel_distribution` names on `placement`: one entry per dimension of its hierarchy
+    ("S(k)", "B", "P" or distribute objects), a 1-D SBP on a 1-D placement, an n-D one on a mesh; none (an empty
+    list) means no hint: None. OneFlow checks the count the same way (`hierarchical_parallel_cast_op.cpp`:
+    `CHECK_EQ(conf.size(), parallel_hierarchy.NumAxes())`)."""
+    if isinstance(entries, str):  # "S(0),B" (v0.4.0 get_variable splits a string at its commas)
+        entries = [e.strip() for e in entries.split(",") if e.strip()]
+    elif isinstance(entries, Distribute):
+        entries = [entries]
+    entries = list(entries or [])
+    if not entries:
+        return None
+    sbps = []
+    for e in entries:
+        s = to_sbp(e)
+        if s is None:
+            raise ValueError("%s: parallel_distribution %s: auto() names no layout" % (what, entries))
+        sbps.append(s)
+    mesh = tuple(placement.hierarchy)
+    if len(sbps) != len(mesh):
+        raise ValueError("%s: parallel_distribution %s has %d entr%s, but the placement %s has %d dimension%s "
+                         "(hierarchy %s): one entry per dimension" % (
+                             what, [repr(s) for s in sbps], len(sbps), "y" if len(sbps) == 1 else "ies", placement,
+                             len(mesh), "" if len(mesh) == 1 else "s", mesh))
+    return sbps[0] if len(sbps) == 1 else S.nd(sbps, mesh)
+
+
 def to_distribute(sbp):
     if sbp is None:
         return _AUTO

@@ -26,3 +26,15 @@ def is_scripting():
 
 def is_tracing():
     return False
+
+
+def _script_if_tracing(fn):
+    """torch.jit's decorator that scripts `fn` only while tracing: nothing is ever traced here, so `fn` itself.
+    (flowvision 0.2.2's `ops/boxes.py` decorates with it at import; OneFlow 0.9's jit package lacks it, later
+    OneFlow releases align it with torch.)"""
+    return fn
+
+
+def unused(fn):
+    """torch.jit.unused: marks a method the compiler skips; without a compiler, the method itself."""
+    return fn

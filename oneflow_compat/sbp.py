@@ -71,18 +71,33 @@ def from_ir(ir_sbp):
     raise ValueError("no flow.sbp symbol for %r" % (ir_sbp,))
 
 
-def to_ir(value, what="sbp"):
-    """The compiler SBP of an `sbp=` argument: one symbol, or a list/tuple with one symbol (one placement
-    dimension). Lists of several symbols (2-D SBP over an nd placement) are refused."""
-    if isinstance(value, (list, tuple)):
-        if len(value) != 1:
-            if len(value) == 0:
-                raise ValueError("%s: an empty sbp list" % what)
-            raise NotImplementedError(
-                "%s: 2-D SBP %s (one symbol per dimension of an nd placement) is not supported by this "
-                "implementation; give one flow.sbp symbol" % (what, tuple(value)))
-        value = value[0]
-    if isinstance(value, sbp):
-        return value._ir
-    raise TypeError("%s must be a flow.sbp symbol (flow.sbp.split(dim), flow.sbp.broadcast, "
-                    "flow.sbp.partial_sum) or a list of one, got %r" % (what, value))
+def to_ir(value, what="sbp", placement=None):
+    """The compiler SBP of an `sbp=` argument: one symbol, or a list/tuple with one symbol per placement dimension.
+    On an n-D placement (`placement.hierarchy` of several axes) the tuple is an n-D SBP (`ir/sbp.NdSbp`, mesh axis
+    k laid out as entry k: the "2D SBP" page of OneFlow's parallelism chapter); a single symbol is refused there,
+    as OneFlow refuses an SBP whose length is not the hierarchy's (`placed_nd_sbp.cpp` at v0.9.0)."""
+    items = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    if not items:
+        raise ValueError("%s: an empty sbp list" % what)
+    for s in items:
+        if not isinstance(s, sbp):
+            raise TypeError("%s must be a flow.sbp symbol (flow.sbp.split(dim), flow.sbp.broadcast, "
+                            "flow.sbp.partial_sum) or a tuple of them, one per placement dimension, got %r"
+                            % (what, value))
+    mesh = tuple(placement.hierarchy) if placement is not None else (1,) * len(items)
+    if len(items) != len(mesh):
+        where = "placement %r" % (placement,) if placement is not None else "a 1-D placement"
+        raise ValueError("%s: %d sbp symbol%s %s for %s with %d dimension%s (hierarchy %s): give one symbol per "
+                         "placement dimension" % (what, len(items), "" if len(items) == 1 else "s",
+                                                  "(%s)" % ", ".join(map(repr, items)), where, len(mesh),
+                                                  "" if len(mesh) == 1 else "s", tuple(mesh)))
+    if len(items) == 1:
+        return items[0]._ir
+    return _ir.nd([s._ir for s in items], mesh)
+
+
+def symbols_of(ir_sbp):
+    """The tuple of flow.sbp symbols that shows a compiler SBP (one per placement dimension)."""
+    if _ir.is_nd(ir_sbp):
+        return tuple(from_ir(s) for s in ir_sbp.sbps)
+    return (from_ir(ir_sbp),)

@@ -10,8 +10,12 @@ class PlacementScope:
 
     def __init__(self, device_tag, machine_device_ids, hierarchy=None):
         client_mode.use(client_mode.LEGACY, "flow.scope.placement")
-        self.parsed = placement_mod.Placement.parse(device_tag, machine_device_ids)
-        self.hierarchy = hierarchy
+        # v0.4.0 `placement_util.api_placement`: hierarchy is a list, tuple or Size (or None), the shape of the
+        # device mesh the devices form in their parallel order (ops in the scope then take one SBP per mesh axis)
+        if hierarchy is not None and not isinstance(hierarchy, (list, tuple)):
+            raise TypeError("flow.scope.placement: hierarchy must be a list or tuple of ints, got %r" % (hierarchy,))
+        self.parsed = placement_mod.Placement.parse(device_tag, machine_device_ids, hierarchy)
+        self.hierarchy = None if hierarchy is None else tuple(int(h) for h in hierarchy)
 
     def resolve(self, session):
         from oneflow_compat.backend import devices
@@ -24,7 +28,7 @@ class PlacementScope:
                 if d >= n:
                     raise ValueError("placement %s uses gpu device %d of machine %d, but only %d device(s) per "
                                      "machine are configured (flow.config.gpu_device_num)" % (p, d, m, n))
-        return placement_mod.Placement(tag, p.pairs, requested_tag=p.device_tag)
+        return placement_mod.Placement(tag, p.pairs, requested_tag=p.device_tag, hierarchy=self.hierarchy)
 
     def __enter__(self):
         ctx = builder.current("flow.scope.placement as a context")

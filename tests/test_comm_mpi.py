@@ -201,6 +201,20 @@ def test_a_rank_that_leaves_is_named_at_once_by_the_rank_waiting_for_it():
     assert done["delivered"].stdout == "delivered OK\n"
 
 
+def test_a_rank_that_left_is_named_by_an_exchange_waiting_for_it():
+    """The boxing's point-to-point batches (`exchange`) know which peer each message comes from: a peer that left
+    before sending is named at once; one that sent before leaving is not reported."""
+    runs = {mode: start(mpi_command(2, "comm_leave.py", mode)) for mode in ("exchange-late", "exchange-delivered")}
+    done = {mode: finish(started, timeout=60) for mode, started in runs.items()}
+    late = done["exchange-late"]
+    assert late.returncode != 0 and "not reached" not in late.stdout, late.stderr
+    assert late.elapsed < 20, late.elapsed
+    assert re.search(r"CommError: rank 0: exchange with ranks \(1\) #\d+ over ranks \(0, 1\) cannot complete: rank 1 "
+                     r"\(pid \d+ on \S+\) left the program without taking part in it", late.stderr), late.stderr
+    assert done["exchange-delivered"].returncode == 0, done["exchange-delivered"].stderr
+    assert done["exchange-delivered"].stdout == "delivered OK\n"
+
+
 HYDRA_REPORT = (b"\n" + b"=" * 83 + b"\n=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
                 b"=   PID 4242 RUNNING AT node7\n=   EXIT CODE: 9\n=   CLEANING UP REMAINING PROCESSES\n"
                 b"=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\n" + b"=" * 83 + b"\n"

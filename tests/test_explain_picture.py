@@ -159,7 +159,8 @@ def test_cli_writes_svg_and_png(tmp_path):
     assert done.stdout.splitlines()[-2:] == ["explain: the plan's picture is in plan.svg",
                                             "explain: the plan's picture is in plan.png"]
     lines = done.stdout.splitlines()
-    table = lines[lines.index("boxing (bytes per call):") + 2:]  # after the header row, up to the total line
+    heading = next(i for i, line in enumerate(lines) if line.startswith("boxing (bytes per call"))
+    table = lines[heading + 2:]  # after the header row, up to the total line
     rows = table[:next(i for i, line in enumerate(table) if line.startswith("total: "))]
     texts = _svg_texts(tmp_path / "plan.svg")
     labels = [t for t in texts if re.search(r" \u00b7 (forward|backward|optimizer)$", t)]

@@ -111,7 +111,8 @@ def test_a_global_program_runs_on_n_ranks_and_is_reported_once(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[:2] == ["banner", "done"]  # printed once: by rank 0 of the real run, not by the first attempt
-    # the two parameters' gradients (the loss seed needs no all-reduce: fill_like reads a partial sum for its shape)
+    # the two parameters' gradients (the loss seed needs no all-reduce: fill_like reads a partial sum for its shape),
+    # all-reduces of 3x4 and 3 float32 elements over 3 ranks: what the busiest rank sends (ops/transitions.py)
     assert lines[2] == "eager global ops: 2 boxing transfers (2 calls), 80 bytes in all"
     grads = sorted(line.split()[1] for line in lines if line.startswith("gradient "))
     assert grads == ["3", "3x4"] and all("cpu ranks [0, 1, 2] P" in line for line in lines[4:])

@@ -337,3 +337,53 @@ def test_soak(tmp_path):
     for item in failures:
         print("FAILED run %d: kind=%s launcher=%s %s\n%s" % item)
     assert not failures
+
+
+# ----- the global-tensor API (issue 21): kill during flow.save, kill during an nn.Graph step ------------------------
+
+def run_global_save_fault(launcher, who, step, point, folder):
+    """Kill rank 0 (`writer`) or rank 1 (`other`) during the flow.save of a global state dict at `step`: every
+    folder a save finished, or that appeared at all, must load whole with the values saved."""
+    run = Run(launcher, "global-save", [os.path.join(SCRIPTS, "fault_global.py"), "save", who, str(step),
+                                        str(point), str(folder)])
+    problems = _common_problems(run, "kill", 0 if who == "writer" else 1)
+    saving = {int(k): int(c) for k, c in re.findall(r"^SAVING (\d+) (\d+)$", run.stdout, re.M)}
+    saved = {int(k): int(c) for k, c in re.findall(r"^SAVED (\d+) (\d+)$", run.stdout, re.M)}
+    if sorted(saved) != list(range(step)):
+        problems.append("saves before the fault did not all finish: %s" % sorted(saved))
+    import oneflow_compat as flow
+
+    for k in sorted(saving):
+        path = os.path.join(str(folder), "step_%d" % k)
+        if k in saved or os.path.lexists(path):
+            try:
+                loaded = flow.load(path)
+                crc = checkpoint_crc({name: t.numpy() for name, t in loaded.items()})
+            except (OSError, ValueError) as error:
+                crc = "%s: %s" % (type(error).__name__, error)
+            if crc != saving[k]:
+                problems.append("lost checkpoint (step_%d holds %s, saved %s)" % (k, crc, saving[k]))
+    visible = sorted(e for e in os.listdir(str(folder)) if not e.startswith("."))
+    if any(e not in ["step_%d" % k for k in saving] for e in visible):
+        problems.append("unexpected files %s" % visible)
+    return run, problems
+
+
+@pytest.mark.parametrize("launcher,who,point", [("distributed", "writer", 3), ("tools", "other", 2)])
+def test_kill_during_flow_save_of_a_global_state_dict_leaves_no_half_written_folder(launcher, who, point, tmp_path):
+    run, problems = run_global_save_fault(launcher, who, 2, point, tmp_path)
+    assert problems == [], run.tail()
+    assert run.elapsed < 30, run.elapsed
+    if who == "writer":  # killed before its save finished: no step_2 folder, only the hidden partial one
+        assert not os.path.exists(tmp_path / "step_2"), run.tail()
+
+
+@pytest.mark.parametrize("launcher,rank", [("distributed", 1), ("tools", 0)])
+def test_kill_during_an_nn_graph_step_ends_the_job_in_seconds_naming_the_rank(launcher, rank):
+    run = Run(launcher, "global-graph", [os.path.join(SCRIPTS, "fault_global.py"), "graph", str(rank), "2"])
+    problems = _common_problems(run, "kill", rank)
+    results = [int(line.split()[1]) for line in _results(run.stdout)]
+    if results != list(range(len(results))) or len(results) > 3:
+        problems.append("wrong result: steps %s reported" % results)
+    assert problems == [], run.tail()
+    assert run.elapsed < 30, run.elapsed

@@ -49,8 +49,15 @@ def test_sbp_symbols():
     assert isinstance(s.broadcast, s.sbp) and s.split(0) != s.split(1)
     p = flow.placement("cpu", [0])
     assert flow.zeros(2, 3, placement=p, sbp=[s.broadcast]).sbp == (s.broadcast,)
-    with pytest.raises(NotImplementedError, match="2-D SBP"):
+    # one symbol per placement dimension: two on a line are refused, naming both (as OneFlow's placed_nd_sbp check)
+    with pytest.raises(ValueError, match=r"2 sbp symbols \(oneflow.sbp.broadcast, oneflow.sbp.split\(dim=0\)\) for "
+                                         r"placement .* with 1 dimension"):
         flow.zeros(2, 3, placement=p, sbp=[s.broadcast, s.split(0)])
+    mesh = flow.placement("cpu", [[0]])  # a 1 x 1 mesh: 2-D SBP
+    t = flow.ones(2, 3, placement=mesh, sbp=(s.broadcast, s.split(0)))
+    assert t.sbp == (s.broadcast, s.split(0)) and t.numpy().tolist() == [[1.0] * 3] * 2
+    with pytest.raises(ValueError, match="1 sbp symbol .* with 2 dimensions"):
+        flow.ones(2, 3, placement=mesh, sbp=s.broadcast)
 
 
 def test_size_and_dtype_reprs():

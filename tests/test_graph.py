@@ -361,7 +361,7 @@ def test_print_debug_and_explain_show_modules_stages_and_plan(capsys):
     graph = Staged()
     graph.debug(0)
     text = repr(graph)
-    assert text.startswith("(GRAPH:%s:Staged): (\n  (CONFIG:config:GraphConfig(training=True))" % graph.name)
+    assert text.startswith("(GRAPH:%s:Staged): (\n  (CONFIG:config:GraphConfig(training=True, ))" % graph.name)
     assert "(MODULE:model.0:Linear(), stage_id=0): (" in text
     assert ('(MODULE:model.2:Linear(), stage_id=1, placement=oneflow.placement(type="cpu", ranks=[0])): (' in text)
     assert ('(PARAMETER:model.0.weight:tensor(..., placement=oneflow.placement(type="cpu", ranks=[0]), '
@@ -371,8 +371,9 @@ def test_print_debug_and_explain_show_modules_stages_and_plan(capsys):
     graph(flow.randn(6, 3, placement=p0, sbp=flow.sbp.broadcast))
     out = capsys.readouterr().out
     assert "(GRAPH:%s:Staged) start building graph." % graph.name in out
-    assert "(GRAPH:%s:Staged) end building graph" % graph.name in out
-    assert "(INPUT:_%s_input.0:tensor(..., placement=" % graph.name in repr(graph)
+    assert "(GRAPH:%s:Staged) building graph Done! Cost time: " % graph.name in out
+    assert "(GRAPH:%s:Staged) start building plan." % graph.name in out
+    assert "(INPUT:_%s_input.0.0_2:tensor(..., placement=" % graph.name in repr(graph)
     report = flow.explain(graph)
     assert str(report).startswith("nn.Graph '%s' (train, 1 micro-batch per call): 0 boxing" % graph.name)
     stages = {s for s, _, _ in report.stages}
@@ -492,3 +493,62 @@ def test_seed_003_mixed_graph_runs_unchanged_on_four_ranks(tmp_path):
                 or (r == 0 and not line.startswith("[rank"))]
         mine = [line for line in mine if "NOTICE" not in line]
         assert mine == ["oneflow.Size([4, 8]) oneflow.Size([4, 3])", "numbers checked"], done.stdout
+
+
+def test_debug_op_repr_with_py_stack_prints_oneflow_operator_lines(tmp_path):
+    """The documentation's program (cn/docs/basics/08_nn_graph.md): repr(graph) after a run shows OneFlow 0.9's
+    OPERATOR line of the module's op, with the user's two innermost frames and the count of the others."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "test_debug.py"
+    script.write_text(
+        "import oneflow as flow\nimport oneflow.nn as nn\nimport numpy as np\n\n"
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+        "    def forward(self, input1, input2):\n        return flow.matmul(input1, input2)\n\n"
+        "class GraphModel(nn.Graph):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.model = Model()\n\n    def build(self, input1, input2):\n"
+        "        return self.model(input1, input2)\n\n"
+        "graph = GraphModel()\ngraph.debug(1, op_repr_with_py_stack=True)\n"
+        "input1 = flow.tensor(np.random.randn(2, 6), dtype=flow.float32)\n"
+        "input2 = flow.tensor(np.random.randn(6, 5), dtype=flow.float32)\n"
+        "of_out = graph(input1, input2)\nprint(repr(graph))\n")
+    out = subprocess.run([sys.executable, "-m", "oneflow_compat", str(script)], capture_output=True, text=True,
+                         timeout=120, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    want = ('(OPERATOR: model-matmul-0(_GraphModel_0_input.0.0_2/out:(sbp=(B), size=(2, 6), '
+            'dtype=(oneflow.float32)), _GraphModel_0_input.0.1_3/out:(sbp=(B), size=(6, 5), dtype=(oneflow.float32)))'
+            ' -> (model-matmul-0/out_0:(sbp=(B), size=(2, 5), dtype=(oneflow.float32))), '
+            'placement=(oneflow.placement(type="cpu", ranks=[0])), location=(File "%s", line 10, in forward, '
+            'source < return flow.matmul(input1, input2) >; File "%s", line 18, in build, source < return '
+            'self.model(input1, input2) >; ... 1 more))' % (script, script))
+    assert want in out.stdout, out.stdout
+    assert "(GRAPH:GraphModel_0:GraphModel) start building graph." in out.stdout
+    assert "(INPUT:_model_input.0.1_3:tensor(..., is_lazy='True', size=(6, 5), dtype=oneflow.float32))" in out.stdout
+    assert "    (GraphModule:model()): (\n      (OPERATOR: model-matmul-0(" in out.stdout
+
+
+def test_operator_lines_name_scopes_counters_and_sbp_without_locations():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+
+    class G(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.m = model
+
+        def build(self, x):
+            return self.m(x) * 2
+
+    g = G()
+    g.debug(0, max_py_stack_depth=1)
+    g(flow.ones(2, 3))
+    text = repr(g)
+    assert "location=" not in text  # op_repr_with_py_stack defaults to False
+    assert "(OPERATOR: m.0-matmul-" in text and "(OPERATOR: m.1-relu-" in text
+    # the graph's own op (outside any module), named without a scope, reads the module's output blob
+    assert "(OPERATOR: scalar_mul-" in text and "m.1-relu-" in text.split("(OPERATOR: scalar_mul-")[1]
+    from oneflow_compat._global import graph_debug
+
+    loc = graph_debug.python_location(1, True)
+    assert loc.startswith('File "%s"' % __file__) and "source < loc = graph_debug.python_location(1, True) >" in loc
+    assert loc.endswith("more")

@@ -147,3 +147,63 @@ def test_weight_norm_matches_torch():
     np.testing.assert_allclose(m.weight_v.grad.numpy(), tm.weight_v.grad.numpy(), rtol=1e-4, atol=1e-6)
     nn.utils.remove_weight_norm(m)
     np.testing.assert_allclose(m.weight.numpy(), w, rtol=1e-5)
+
+
+def test_nn_modules_per_file_paths_as_oneflow_09():
+    """`oneflow.nn.modules.<file>` binds the classes OneFlow 0.9 defines in that file (the same objects as nn.*)."""
+    import importlib
+
+    import oneflow_compat.nn as nn
+
+    layout = {"conv": ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"],
+              "batchnorm": ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"],
+              "pooling": ["MaxPool1d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"],
+              "activation": ["ReLU", "GELU", "Softmax", "Hardswish", "SiLU", "LeakyReLU"],
+              "loss": ["CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "KLDivLoss", "SmoothL1Loss"],
+              "normalization": ["LayerNorm", "GroupNorm"], "instancenorm": ["InstanceNorm2d"],
+              "sparse": ["Embedding"], "dropout": ["Dropout", "Dropout2d"], "padding": ["ZeroPad2d"],
+              "upsampling": ["Upsample"], "pixelshuffle": ["PixelShufflev2"], "linear": ["Linear", "Identity"],
+              "container": ["Sequential", "ModuleList", "ModuleDict"], "flatten": ["Flatten"]}
+    for file, names in layout.items():
+        mod = importlib.import_module("oneflow.nn.modules." + file)
+        for n in names:
+            assert getattr(mod, n) is getattr(nn, n), (file, n)
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-5), (np.float32, 1e-4)])
+def test_a_cnn_of_the_issue_modules_matches_torch_forward_and_backward(dtype, rtol):
+    """The modules of issue 21 stacked (Conv2d, BatchNorm2d, GELU, MaxPool2d, Conv1d via reshape, AvgPool2d,
+    AdaptiveAvgPool2d, GroupNorm, LayerNorm, SiLU, Hardswish, LeakyReLU, Linear, LogSoftmax, NLLLoss) on the same
+    weights as torch: outputs, input gradient and every parameter gradient."""
+    torch = pytest.importorskip("torch")
+    import oneflow_compat as flow
+
+    def make(nn):
+        return nn.Sequential(
+            nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.GELU(), nn.MaxPool2d(2),
+            nn.Conv2d(4, 6, 3, stride=1, padding=1, groups=2), nn.GroupNorm(3, 6), nn.SiLU(), nn.AvgPool2d(2),
+            nn.Conv2d(6, 8, 1), nn.Hardswish(), nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(), nn.LayerNorm(8),
+            nn.Linear(8, 5), nn.LeakyReLU(0.1), nn.Linear(5, 3), nn.LogSoftmax(dim=1))
+
+    fm, tm = make(flow.nn), make(torch.nn).to(torch.float64 if dtype == np.float64 else torch.float32)
+    if dtype == np.float64:
+        fm = fm.double()
+    rng = np.random.default_rng(0)
+    with torch.no_grad():
+        for (name, tp), fp in zip(tm.named_parameters(), fm.parameters()):
+            value = rng.uniform(-0.5, 0.5, tuple(tp.shape)).astype(dtype) + (1.0 if "weight" in name and
+                                                                           tp.dim() == 1 else 0.0)
+            tp.copy_(torch.tensor(value))
+            fp.copy_(flow.tensor(value))
+    assert all(p.dtype == (flow.float64 if dtype == np.float64 else flow.float32) for p in fm.parameters())
+    x = rng.standard_normal((4, 2, 8, 8)).astype(dtype)
+    y = np.array([0, 2, 1, 2])
+    fx, tx = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fl = flow.nn.NLLLoss()(fm(fx), flow.tensor(y))
+    tl = torch.nn.NLLLoss()(tm(tx), torch.tensor(y))
+    fl.backward()
+    tl.backward()
+    np.testing.assert_allclose(fl.numpy(), tl.detach().numpy(), rtol=rtol)
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=rtol, atol=rtol * 1e-2)
+    for (name, tp), fp in zip(tm.named_parameters(), fm.parameters()):
+        np.testing.assert_allclose(fp.grad.numpy(), tp.grad.numpy(), rtol=rtol, atol=rtol * 1e-2, err_msg=name)

@@ -132,7 +132,7 @@ def test_declared_properties():
     casts = {t: registry.get(t).view_cast for t in registry.all_types() if registry.get(t).view_cast}
     assert casts == {"cast_to_mirrored": "mirrored", "cast_from_mirrored": "consistent"}
     assert _with("boxing") == {"boxing"}
-    assert {t: registry.get(t).runtime_hook for t in _with("runtime_hook")} == {"watch": "watch"}
+    assert {t: registry.get(t).runtime_hook for t in _with("runtime_hook")} == {"watch": "watch", "boxing": "boxing"}
     assert _with("in_place") == {"optimizer_update", "increment", "moving_average_update", "loss_scale_update",
                                  "matmul_sgd_update", "reduce_sum_sgd_update",
                                  # the legacy API's writes to variables (flow.assign, logical_slice_assign)

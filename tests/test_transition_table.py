@@ -1,21 +1,22 @@
 """The transition table (`ops/transitions.py`) on its own: every move the boxing pass can meet has a row, the rows'
-names and costs are the documented ones, and a row's two executors — in one process, and across processes through
-the process comm — produce the same pieces on random data, with no communication where the cost says none.
+names and costs are the documented ones, and a row's executor (`runtime/boxing.py`) gives the same pieces on random
+data whether the devices live in one process or in two, with no communication where the cost says none.
 
-Several processes are simulated in-process: one thread per machine, each with its own `Runtime` over a comm whose
-collectives meet in shared memory (`ThreadComm`); the single-process comm stand-in runs the cross-process executor
-where every piece is local."""
-import threading
-
+Two processes are simulated in one (`comm/simulated.py`: one thread per machine, each with its own `Runtime`), each
+comm wrapped in a recording comm; the single-process comm runs the executor where every piece is local.
+`tests/test_boxing_bytes.py` holds every row's bytes against what a recording comm counts, on 2, 3 and 4 ranks."""
 import numpy as np
 import pytest
 
 from oneflow_compat.comm.process_comm import SingleProcessComm
+from oneflow_compat.comm.recording import RecordingComm
+from oneflow_compat.comm.simulated import SimulatedWorld
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import transitions as T
+from oneflow_compat.runtime import boxing as B
 from oneflow_compat.runtime.runtime import Runtime
 
 SHAPE = (7, 5)  # uneven balanced splits over 2, 3 and 4 devices along both axes
@@ -54,28 +55,28 @@ SAME_PLACEMENT = {  # legacy-api.md §2.7
     ("P", "B"): "all-reduce", ("P", "S0"): "reduce-scatter", ("P", "S1"): "reduce-scatter",
     ("S0", "B"): "all-gather", ("S1", "B"): "all-gather", ("B", "S0"): "local-slice", ("B", "S1"): "local-slice",
     ("S0", "S1"): "all-to-all", ("S1", "S0"): "all-to-all", ("B", "P"): "b2p-zeros",
-    ("S0", "P"): "copy", ("S1", "P"): "copy",
+    ("S0", "P"): "s2p-zeros", ("S1", "P"): "s2p-zeros",
 }
 
 
 @pytest.mark.parametrize("p", [2, 3, 4])
 def test_same_placement_rows_names_and_bytes(p):
     pl = Placement("cpu", [(0, i) for i in range(p)])
-    ring = SIZE * (p - 1) / p
-    want_bytes = {"all-reduce": 2 * ring, "reduce-scatter": ring, "all-gather": ring, "all-to-all": ring,
-                  "local-slice": 0.0, "b2p-zeros": 0.0, "copy": float(SIZE), "identity": 0.0}
+    ring = SIZE * (p - 1) / p  # what each rank sends for an evenly divisible blob of SIZE bytes
+    want_bytes = {"all-reduce": 2 * ring, "reduce-scatter": ring, "all-gather": ring, "all-to-all": ring / p,
+                  "local-slice": 0.0, "b2p-zeros": 0.0, "s2p-zeros": 0.0, "identity": 0.0}
     for src in SBPS + [S.M]:
         for dst in SBPS + [S.M]:
             name = T.collective_name(pl, src, pl, dst)
             if src == dst:
                 want = "identity"
             elif S.M in (src, dst):
-                want = "view-cast"
+                want = "via-logical"
             else:
                 want = SAME_PLACEMENT[(NAMES[src], NAMES[dst])]
             assert name == want, (src, dst)
-            expected = float(SIZE) if want == "view-cast" else want_bytes[want]
-            assert T.cost(pl, src, pl, dst, SIZE) == pytest.approx(expected, rel=1e-12)
+            if want != "via-logical":
+                assert T.cost(pl, src, pl, dst, SIZE) == pytest.approx(want_bytes[want], rel=1e-12)
 
 
 def test_one_device_and_unchanged_layouts_are_the_identity():
@@ -102,66 +103,26 @@ def test_placement_change_rows(src_pl, dst_pl):
                 assert t.collective == "broadcast"
             elif n_src > 1 and n_dst == 1 and S.is_split(s):
                 assert t.collective == "gather"
+            elif s == S.P:
+                assert t.collective == ("slice-boxing-add" if d == S.P else "reduce-scatter+slice-boxing")
             else:
                 assert t.collective == "slice-boxing"
-            # every destination piece is copied once; partial sums come from every source device
-            assert T.cost(src_pl, s, dst_pl, d, SIZE) == SIZE * (n_src if s == S.P else 1)
+            # free exactly where every destination device already holds what it needs
+            cost = T.cost(src_pl, s, dst_pl, d, SIZE)
+            if s == S.B and set(dst_pl.pairs) <= set(src_pl.pairs):
+                assert cost == 0
+            elif not set(dst_pl.pairs) & set(src_pl.pairs):
+                assert cost > 0
 
 
 def test_every_row_is_reached_and_every_move_has_one():
     reached = {T.lookup(a, _normal(a, s), b, _normal(b, d)).collective for a, s, b, d in MOVES}
-    reached.add(T.collective_name(ALL4, S.M, ALL4, S.B))
+    reached.add(T.collective_name(ALL4, S.M, ALL4, S.B))  # the named fallback: no SBP pair reaches it
     assert reached == {t.collective for t in T.TABLE}
     assert len({t.collective for t in T.TABLE}) == len(T.TABLE)
 
 
 # --- executors: in one process vs across processes -----------------------------------------------------------------
-class ThreadWorld:
-    """Shared state of a simulated world of processes: each collective call meets its peers' in `slots`."""
-
-    def __init__(self, size):
-        self.size = size
-        self.cond = threading.Condition()
-        self.slots = {}
-        self.calls = []  # (rank, collective, ranks)
-
-
-class ThreadComm:
-    """The process comm's collectives that boxing uses, for one thread-simulated process of a ThreadWorld."""
-
-    def __init__(self, world, rank):
-        self.world, self.rank, self.size = world, rank, world.size
-        self.seq = {}
-
-    def _meet(self, name, ranks, value):
-        ranks = tuple(ranks)
-        assert self.rank in ranks and list(ranks) == sorted(set(ranks))
-        k = self.seq[ranks] = self.seq.get(ranks, -1) + 1
-        w = self.world
-        with w.cond:
-            w.calls.append((self.rank, name, ranks))
-            slot = w.slots.setdefault((ranks, k), {})
-            slot[self.rank] = value
-            w.cond.notify_all()
-            assert w.cond.wait_for(lambda: len(slot) == len(ranks), timeout=20), "a member never came"
-        return [slot[r] for r in ranks]
-
-    def allreduce_(self, buf, ranks):
-        parts = self._meet("allreduce", ranks, buf.copy())
-        buf[...] = sum(parts[1:], parts[0].copy())
-        return buf
-
-    def allgatherv(self, local, ranks, axis=0, sizes=None):
-        parts = self._meet("allgatherv", ranks, local.copy())
-        assert sizes is None or list(sizes) == [p.shape[axis] for p in parts]
-        return np.concatenate(parts, axis=axis)
-
-    def bcast_(self, buf, root, ranks):
-        parts = self._meet("bcast", ranks, buf.copy() if self.rank == root else None)
-        buf[...] = parts[list(ranks).index(root)]
-        return buf
-
-
 def _on_one_machine(pl):
     """The same parallel order with every device on machine 0 (machines ascending, then devices)."""
     return cpu(*[(0, 2 * m + d) for m, d in pl.pairs])
@@ -193,35 +154,28 @@ def _attrs(src_pl, src, dst_pl, dst):
 
 def _in_process(src_pl, src, dst_pl, dst, pieces, **kw):
     rt = Runtime(SingleProcessComm(), 0)
-    out = T.executor(rt, _attrs(src_pl, src, dst_pl, dst), META, **kw)(*[p.copy() for p in pieces])
+    out = B.executor(rt, _attrs(src_pl, src, dst_pl, dst), META, **kw)(*[p.copy() for p in pieces])
     return dict(zip(range(dst_pl.parallel_num), out))
 
 
 def _across_processes(src_pl, src, dst_pl, dst, pieces, owned=False):
-    """Runs the move on 2 thread-simulated processes; returns ({dst index: piece}, comm calls)."""
-    world = ThreadWorld(2)
-    results, errors = {}, []
+    """Runs the move on 2 simulated processes; returns ({dst index: piece}, {rank: [comm calls]})."""
+    world = SimulatedWorld(2, timeout=20)
+    comms = [RecordingComm(c) for c in world.comms]
 
-    def rank_main(r):
-        try:
-            rt = Runtime(ThreadComm(world, r), r)
-            fn = T.executor(rt, _attrs(src_pl, src, dst_pl, dst), META, owned=owned)
-            mine = [pieces[i].copy() for i in rt.local_indices(src_pl)]
-            out = fn(*mine)
-            idx = rt.local_indices(dst_pl)
-            assert len(out) == len(idx)
-            results.update(zip(idx, out))
-        except BaseException as e:  # reported by the main thread
-            errors.append(e)
+    def rank_main(comm):
+        rt = Runtime(comm, comm.rank)
+        fn = B.executor(rt, _attrs(src_pl, src, dst_pl, dst), META, owned=owned)
+        out = fn(*[pieces[i].copy() for i in rt.local_indices(src_pl)])
+        idx = rt.local_indices(dst_pl)
+        assert len(out) == len(idx)
+        return dict(zip(idx, out)), comm.calls
 
-    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    if errors:
-        raise errors[0]
-    return results, world.calls
+    results, calls = {}, {}
+    for r, (got, rank_calls) in enumerate(world.run(rank_main, comms)):
+        results.update(got)
+        calls[r] = [c.name for c in rank_calls]
+    return results, calls
 
 
 @pytest.mark.parametrize("move", MOVES, ids=[_label(m) for m in MOVES])
@@ -244,13 +198,13 @@ def test_executors_agree_on_random_data(move):
         assert sorted(other) == sorted(local)
         for i in local:
             np.testing.assert_allclose(np.asarray(other[i]), np.asarray(local[i]), rtol=1e-12, atol=1e-12)
-    # hierarchical: at most one collective per process; none where the table says the move is free
-    per_rank = [sum(1 for r, _, _ in calls if r == rank) for rank in range(2)]
-    assert max(per_rank) <= 1, calls
-    if t.cost(T.Move(src_pl, src, dst_pl, dst), SIZE) == 0:
-        assert calls == []
-    elif set(src_pl.machines) | set(dst_pl.machines) == {0, 1}:
-        assert per_rank == [1, 1], calls
+    # hierarchical: at most one comm call per process and stage; none where the table says the move is free
+    stages = 2 if t.collective == "reduce-scatter+slice-boxing" else 1
+    assert all(len(c) <= stages for c in calls.values()), calls
+    if t.cost(T.Move(src_pl, src, dst_pl, dst), META) == 0 and t.cost(T.Move(src_pl, src, dst_pl, dst), SIZE) == 0:
+        assert calls == {0: [], 1: []}
+    elif set(src_pl.machines) | set(dst_pl.machines) == {0, 1} and "slice-boxing" not in t.collective:
+        assert [len(calls[0]), len(calls[1])] == [1, 1], calls
 
 
 def test_free_paths_do_not_copy():
@@ -260,9 +214,9 @@ def test_free_paths_do_not_copy():
     out = _in_process(pl, S.S(1), pl, S.S(1), split)  # the same split: the pieces themselves
     rt = Runtime(SingleProcessComm(), 0)
     for kw in ({}, {"over_processes": True}):
-        same = T.executor(rt, _attrs(pl, S.S(1), pl, S.S(1)), META, **kw)(*split)
+        same = B.executor(rt, _attrs(pl, S.S(1), pl, S.S(1)), META, **kw)(*split)
         assert all(a is b for a, b in zip(same, split))
-        sliced = T.executor(rt, _attrs(pl, S.B, pl, S.S(0)), META, **kw)(x, x, x)  # B -> S: views of the copies
+        sliced = B.executor(rt, _attrs(pl, S.B, pl, S.S(0)), META, **kw)(x, x, x)  # B -> S: views of the copies
         assert all(np.shares_memory(p, x) for p in sliced)
     assert sorted(out) == [0, 1, 2]
 
@@ -274,7 +228,7 @@ def test_partial_sums_reduced_in_place_only_when_owned(owned):
     rt = Runtime(SingleProcessComm(), 0)
     for kw in ({}, {"over_processes": True}):
         first = a.copy()
-        out = T.executor(rt, _attrs(pl, S.P, pl, S.B), META, owned=owned, **kw)(first, b)
+        out = B.executor(rt, _attrs(pl, S.P, pl, S.B), META, owned=owned, **kw)(first, b)
         np.testing.assert_array_equal(out[0], np.full(SHAPE, 3.0))
         assert (out[0] is first) == owned
         np.testing.assert_array_equal(first, np.full(SHAPE, 3.0) if owned else a)
@@ -292,3 +246,17 @@ def test_assemble_is_a_fresh_logical_value(sbp):
     assert not any(np.shares_memory(value, p) for p in pieces)
     for p, q in zip(pieces, before):
         np.testing.assert_array_equal(p, q)
+
+
+def test_the_named_fallback_moves_one_device_mirrored_blobs_and_refuses_the_others():
+    """`via-logical` goes through the logical value: a mirrored blob on one device IS its value; on several devices
+    it has none, and building the boxing says so."""
+    rt = Runtime(SingleProcessComm(), 0)
+    x = np.random.default_rng(9).standard_normal(SHAPE)
+    one, two = cpu((0, 1)), cpu((0, 0), (0, 1))
+    assert T.lookup(one, S.M, two, S.S(0)).collective == "via-logical"
+    out = B.executor(rt, _attrs(one, S.M, two, S.S(0)), META)(x)
+    np.testing.assert_array_equal(np.concatenate(out), x)
+    with pytest.raises(ValueError, match=r"boxing cpu 0:0-1 M -> cpu 0:0-1 B: the mirrored source on 2 devices "
+                                         r"holds independent local tensors"):
+        B.executor(rt, _attrs(two, S.M, two, S.B), META)

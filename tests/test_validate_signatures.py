@@ -100,7 +100,13 @@ def test_wrong_partial_signature_is_caught():
     x = np.random.default_rng(2).standard_normal((5, 7))
     with _TempOp(defn) as t:
         bad = validate.validate_op(t, [x], {})
-    assert sorted((c.signature, c.devices) for c in bad) == [("(P)->(P)", 2), ("(P)->(P)", 3), ("(P)->(P)", 4)]
+    line = [c for c in bad if c.mesh is None]
+    assert sorted((c.signature, c.devices) for c in line) == [("(P)->(P)", 2), ("(P)->(P)", 3), ("(P)->(P)", 4)]
+    # on the 2 x 2 mesh: every derived signature with P on some mesh axis (a 1-D P on each group of that axis)
+    names = {S.S(0): "S(0)", S.S(1): "S(1)", S.B: "B", S.P: "P"}
+    want = sorted("((%s, %s))->((%s, %s))" % (names[a], names[b], names[a], names[b])
+                  for a in names for b in names if S.P in (a, b))
+    assert sorted(c.signature for c in bad if c.mesh == (2, 2)) == want
     assert all("differs from 1 device" in c.message for c in bad)
 
 
@@ -117,7 +123,13 @@ def test_split_along_reduced_axis_is_caught():
     x = np.random.default_rng(4).standard_normal((5, 7))
     with _TempOp(defn) as t:
         bad = validate.validate_op(t, [x], {})
-    assert sorted((c.signature, c.devices) for c in bad) == [("(S(1))->(S(1))", n) for n in (2, 3, 4)]
+    assert sorted((c.signature, c.devices) for c in bad if c.mesh is None) == [("(S(1))->(S(1))", n)
+                                                                               for n in (2, 3, 4)]
+    # on the 2 x 2 mesh: every derived signature that splits axis 1 on some mesh axis
+    names = {S.S(0): "S(0)", S.S(1): "S(1)", S.B: "B"}
+    want = sorted("((%s, %s))->((%s, %s))" % (names[a], names[b], names[a], names[b])
+                  for a in names for b in names if S.S(1) in (a, b))
+    assert sorted(c.signature for c in bad if c.mesh == (2, 2)) == want
 
 
 def test_wrong_local_shape_and_unequal_broadcast_are_caught():

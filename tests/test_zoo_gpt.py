@@ -49,7 +49,8 @@ def test_gpt_loss_falls():
     assert np.mean(got[-3:]) < np.mean(got[:3]) - 0.05
 
 
-def test_two_d_sbp_is_refused():
+def test_data_with_tensor_parallelism_asks_for_a_2d_example():
+    # this example keeps to 1-D placements; 2-D SBP (hierarchical_parallel_cast with two entries) is sbp2d's
     with pytest.raises(ValueError, match="data parallelism combined with tensor parallelism needs 2-D SBP"):
         zoo.Layout(4, 2, 1, 2)
     flow.clear_default_session()
@@ -59,5 +60,6 @@ def test_two_d_sbp_is_refused():
     def cast_job(x: flow.typing.Numpy.Placeholder((4, 8))):
         return flow.hierarchical_parallel_cast(x, parallel_distribution=["S(0)", "B"])
 
-    with pytest.raises(NotImplementedError, match="has 2 entries, one per axis of a 2-d placement hierarchy"):
+    # two entries on a flat placement of 2 devices: OneFlow checks one entry per hierarchy dimension
+    with pytest.raises(ValueError, match="has 2 entries, but the placement cpu 0:0-1 has 1 dimension"):
         cast_job(np.zeros((4, 8), np.float32))

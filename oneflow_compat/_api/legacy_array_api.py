@@ -306,33 +306,34 @@ eager_nccl_all_reduce = refused("eager_nccl_all_reduce", NCCL_EAGER)
 # --- v0.4.0: hierarchical_parallel_cast (framework/ops.py) ---------------------------------------------------------
 def hierarchical_parallel_cast(input, parallel_distribution, grad_mode=None, grad_parallel_distribution=None,  # noqa: A002
                                name=None):
-    """The blob laid out as `parallel_distribution` says, one SBP per axis of the placement's hierarchy ("S(k)" or
-    "B", or distribute objects). Placements here are 1-d (flat) hierarchies, so one entry is accepted — the cast
-    is then flow.parallel_cast. grad_mode as OneFlow's gradient rule: "restore" (the default; the gradient takes
-    the input's layout, which the framework's boxing provides), "identity" (passed through as it comes) or
-    "manual" (read as `grad_parallel_distribution`)."""
-    from oneflow_compat._api.ops_api import parallel_cast
+    """The blob laid out as `parallel_distribution` says on the current placement: one SBP per axis of its
+    hierarchy ("S(k)", "B", "P" or distribute objects), an n-D SBP on a mesh (`flow.scope.placement(tag, ids,
+    hierarchy)`); the boxing pass moves the input there, one mesh axis at a time. grad_mode as OneFlow's gradient
+    rule: "restore" (the default: the gradient is cast to the layout the input had), "identity" (passed back as it
+    comes) or "manual" (cast to `grad_parallel_distribution`). The op is OneFlow's `hierarchical_parallel_cast`
+    (ops/parallel_cast_ops.py)."""
+    from oneflow_compat import distribute as dist
 
     what = "flow.hierarchical_parallel_cast"
     input = _blob(input, what)  # noqa: A001
     name = _unique(name, "HierarchicalParallelCast_", what)
-    dists = list(parallel_distribution)
     grad_mode = grad_mode or "restore"
     if grad_mode not in ("restore", "identity", "manual"):
         raise ValueError("%s: grad_mode must be 'restore', 'identity' or 'manual', got %r" % (what, grad_mode))
-    if len(dists) != 1:
-        raise NotImplementedError(
-            "%s: parallel_distribution %s has %d entries, one per axis of a %d-d placement hierarchy; placements "
-            "are flat (1-d) in oneflow_compat's legacy API, so exactly one entry is accepted" % (
-                what, dists, len(dists), len(dists)))
+    placement = builder.current(what).placement
+    sbp = dist.to_parallel_distribution(parallel_distribution, placement, what)
+    if sbp is None:
+        raise ValueError("%s: parallel_distribution is empty: give one entry per dimension of the placement %s"
+                         % (what, placement))
     grad = None
     if grad_mode == "manual":
-        grads = list(grad_parallel_distribution or [])
-        if len(grads) != 1:
-            raise ValueError("%s: grad_mode 'manual' needs one grad_parallel_distribution entry, got %s"
-                             % (what, grads))
-        grad = grads[0]
-    return parallel_cast(input, name=name, distribute=dists[0], gradient_distribute=grad)
+        grad = dist.to_parallel_distribution(grad_parallel_distribution, placement, what + ": grad_parallel_"
+                                             "distribution")
+        if grad is None:
+            raise ValueError("%s: grad_mode 'manual' needs grad_parallel_distribution, one entry per dimension of "
+                             "the placement %s" % (what, placement))
+    return apply("hierarchical_parallel_cast", [input], {"sbp": sbp, "grad_mode": grad_mode, "grad_sbp": grad},
+                 name=name)
 
 
 # v0.4.0 `ops/builtin_ops.py`: OneFlow's C++ user ops by type name (refused, _api/refusals.py)

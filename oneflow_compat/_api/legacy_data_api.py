@@ -154,13 +154,14 @@ def megatron_gpt_mmap_data_loader(data_file_prefix, seq_length, num_samples, bat
     if split_index >= len(split_sizes):
         raise ValueError("split index {} is out of range, split_sizes {}".format(split_index, split_sizes))
     dists = [_dist_str(d) for d in (parallel_distribution or [])]
-    if len(dists) > 1:
-        raise NotImplementedError(
-            "flow.data.megatron_gpt_mmap_data_loader: parallel_distribution %s names a %d-d placement hierarchy; "
-            "placements are flat (1-d) in oneflow_compat's legacy API, so at most one entry is accepted"
-            % (dists, len(dists)))
-    if dists and dists[0] not in ("S(0)", "B"):
-        raise ValueError("parallel_distribution must be S(0) or B, got %s" % dists[0])
+    hierarchy = builder.current("flow.data.megatron_gpt_mmap_data_loader").placement.hierarchy
+    if dists and len(dists) != len(hierarchy):
+        raise ValueError("flow.data.megatron_gpt_mmap_data_loader: parallel_distribution %s has %d entries, but "
+                         "the placement has %d dimension%s (hierarchy %s): one entry per dimension"
+                         % (dists, len(dists), len(hierarchy), "" if len(hierarchy) == 1 else "s", tuple(hierarchy)))
+    for d in dists:
+        if d not in ("S(0)", "B"):
+            raise ValueError("parallel_distribution must be S(0) or B, got %s" % d)
     attrs = {"data_file_prefix": str(data_file_prefix), "seq_length": int(seq_length), "label_length": label_length,
              "num_samples": int(num_samples), "batch_size": int(batch_size), "dtype": dtypes.as_dtype(dtype),
              "shuffle": bool(shuffle), "seed": None if random_seed is None else int(random_seed),

@@ -80,21 +80,9 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  model_name=None, random_seed=None, parallel_distribution=None, distribute=None, reuse=True):
     sbp = None
     if parallel_distribution is not None:
-        # OneFlow v0.4.0 (ops/get_variable.py): a "S(0),B" string or a list, one entry per axis of the
-        # placement's hierarchy; an empty list is no hint at all (GPT passes [] when it runs without parallelism)
-        pd = parallel_distribution
-        if isinstance(pd, str):
-            pd = pd.split(",")
-        if not isinstance(pd, (list, tuple)):
-            raise TypeError("flow.get_variable '%s': parallel_distribution must be a list of SBP strings, got %r"
-                            % (name, parallel_distribution))
-        if len(pd) > 1:
-            raise NotImplementedError(
-                "flow.get_variable '%s': parallel_distribution %s has %d entries, one per axis of a %d-d placement "
-                "hierarchy; placements are flat (1-d) in oneflow_compat's legacy API, so at most one entry is "
-                "accepted" % (name, list(pd), len(pd), len(pd)))
-        if pd:
-            sbp = S.parse(pd[0].strip()) if isinstance(pd[0], str) else dist.to_sbp(pd[0])
+        # one entry per dimension of the scope's placement hierarchy (v0.4.0); [] means no hint
+        sbp = dist.to_parallel_distribution(parallel_distribution, builder.current("flow.get_variable").placement,
+                                            "flow.get_variable('%s')" % name)
     elif distribute is not None:
         sbp = dist.to_sbp(distribute)
     return variable_ops.get_variable(name, shape, dtype, initializer, regularizer, trainable, model_name,

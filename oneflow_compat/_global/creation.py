@@ -43,7 +43,7 @@ def _layout(placement, sbp, ndim, what):
                          % (what, placement, sbp))
     check_placement(placement, what)
     shown = tuple(sbp) if isinstance(sbp, (list, tuple)) else (sbp,)
-    ir_sbp = normalize_sbp(flow_sbp.to_ir(shown, what + "(): sbp"), ndim, what)
+    ir_sbp = normalize_sbp(flow_sbp.to_ir(shown, what + "(): sbp", placement), ndim, what)
     return placement, ir_sbp, shown
 
 
@@ -80,7 +80,7 @@ def _from_full(full, dtype, placement, ir_sbp, shown, requires_grad, device=None
         return _local(full, dtype, device, requires_grad)
 
     def piece_of(index, n, piece_shape):
-        if ir_sbp == S.P and index > 0:
+        if not S.holds_addend_value(ir_sbp, index):
             return np.zeros(piece_shape, full.dtype)
         return full[S.local_slices(full.shape, ir_sbp, index, n)]
 
@@ -96,7 +96,7 @@ def _constant(size, value, dtype, device, placement, sbp, requires_grad, what):
         return _local(np.full(shape, value, np_dtype), dtype, device, requires_grad)
 
     def piece_of(index, n, piece_shape):
-        return np.full(piece_shape, 0 if (ir_sbp == S.P and index > 0) else value, np_dtype)
+        return np.full(piece_shape, value if S.holds_addend_value(ir_sbp, index) else 0, np_dtype)
 
     return _global(shape, dtype, placement, ir_sbp, shown, piece_of, requires_grad)
 

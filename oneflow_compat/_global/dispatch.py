@@ -11,6 +11,7 @@ from oneflow_compat.framework import client_mode
 from oneflow_compat.ops import registry
 from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat._global import lazy
+from oneflow_compat._global.op_names import ONEFLOW_OP_NAMES
 from oneflow_compat._global.tensor import Tensor, wrap
 
 _CTX = context.get()  # `graph_traces`: whether an nn.Graph is tracing its build
@@ -87,28 +88,13 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
     return tensors
 
 
-# OneFlow's own op type where this project's registry names the op differently, for `grad_fn` names
-# (`<op type>_backward`, OneFlow 0.9 `op_interpreter.cpp`; views: `tensor_methods.cpp`)
-_ONEFLOW_OP_NAMES = {
-    "subtract": "broadcast_sub", "multiply": "broadcast_mul", "divide": "broadcast_div",
-    "maximum": "broadcast_maximum", "minimum": "broadcast_minimum",
-    "reshape": "view::reshape", "expand_dims": "view::unsqueeze", "squeeze": "view::squeeze",
-    "slice": "view::slice", "transpose": "view::transpose", "flatten": "view::reshape",
-    "scalar_rsub": "scalar_add", "scalar_rdiv": "scalar_div", "clip_by_value": "clip_by_scalar",
-    "sparse_softmax_cross_entropy": "sparse_softmax_cross_entropy_ms", "batch_gather": "dim_gather",
-}
-# nn ops family: the pools' OneFlow 0.9 op types (OneFlowUserOps.td: max_pool_2d, avg_pool_2d, ...)
-_ONEFLOW_OP_NAMES.update({"%s_pool%dd" % (kind, n): "%s_pool_%dd" % (kind, n) for kind in ("max", "avg")
-                          for n in (1, 2, 3)})
-
-
 def oneflow_backward_name(op_type, values):
     """The grad_fn name OneFlow 0.9 shows for this op: equal shapes are added with add_n, others with
     broadcast_add."""
     if op_type == "add":
         same = len(values) == 2 and values[0].meta.shape == values[1].meta.shape
         return ("add_n" if same else "broadcast_add") + "_backward"
-    return _ONEFLOW_OP_NAMES.get(op_type, op_type) + "_backward"
+    return ONEFLOW_OP_NAMES.get(op_type, op_type) + "_backward"
 
 
 def make_source(op_type, attrs, like):

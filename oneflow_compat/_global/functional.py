@@ -468,7 +468,12 @@ def _shape_arg(shape):
     return tuple(int(d) for d in shape)
 
 
-def reshape(input, *shape):  # noqa: A002
+def reshape(input, *shape, **kwargs):  # noqa: A002
+    """`reshape(x, 2, 3)`, `reshape(x, (2, 3))` or OneFlow 0.9's `reshape(input, shape=(2, 3))` (flowvision)."""
+    if kwargs:
+        if set(kwargs) != {"shape"} or shape:
+            raise TypeError("reshape() got unexpected arguments %s" % sorted(kwargs))
+        shape = (tuple(kwargs["shape"]),)
     x = _check(input, "reshape")
     target = infer_reshape(tuple(x.shape), _shape_arg(shape), "reshape")
     if target == tuple(x.shape):

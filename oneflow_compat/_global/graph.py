@@ -35,7 +35,7 @@ from oneflow_compat.ir.placement import Placement as IrPlacement
 from oneflow_compat.runtime import activity, agreement, global_eager
 from oneflow_compat.runtime.graph_runtime import CompiledGraph
 from oneflow_compat.runtime.graph_trace import GraphTrace, layout_of
-from oneflow_compat._global import generators, lazy
+from oneflow_compat._global import generators, graph_debug, lazy
 from oneflow_compat._global.graph_block import Block, BlockConfig, GraphModule, indent, tensor_text
 from oneflow_compat._global.graph_optim import GraphOptimizers
 from oneflow_compat._global.modules import Module
@@ -102,7 +102,7 @@ class GraphConfig:
             items.append("gradient_accumulation_steps=%d" % self._accumulation_steps)
         if self._amp:
             items.append("amp=True")
-        return "(CONFIG:config:GraphConfig(%s))" % ", ".join(items)
+        return "(CONFIG:config:GraphConfig(%s))" % "".join(item + ", " for item in items)  # OneFlow's ", " after each
 
 
 # --- the graph -------------------------------------------------------------------------------------------------
@@ -129,6 +129,8 @@ class Graph:
         d["_in_constants"] = []
         d["_debug"] = -1
         d["_debug_ranks"] = [0]
+        d["_debug_options"] = graph_debug.DebugOptions()
+        d["_op_records"] = None  # the ops build created, for the OPERATOR lines (graph_debug.py)
         d["_to_load"] = collections.OrderedDict()  # graph states loaded before the first call
 
     def build(self, *args, **kwargs):
@@ -264,16 +266,21 @@ class Graph:
         started = time.perf_counter()
         self._args_repr.clear()
         self._outs_repr.clear()
-        self._log(0, "(GRAPH:%s:%s) start building graph." % (self._name, type(self).__name__))
+        shallow = "(GRAPH:%s:%s)" % (self._name, type(self).__name__)
+        self._log(0, shallow + " start building graph.")
         is_global, default = self._default_placement(tensors)
         trace = GraphTrace(self._name, "train" if self.training else "predict", default,
                            self.config.gradient_accumulation_steps)
+        trace.op_records = graph_debug.OpRecords(self._name, self._debug_options)
+        self.__dict__["_op_records"] = trace.op_records
         # the job's random ops (dropout) draw from streams seeded by the global generator's seed, alike on every rank
         trace.session.root_seed = generators.global_generator().initial_seed()
         scope = self._scope()
         out_values, kinds, out_struct = self._trace_build(trace, scope, flat, struct)
-        self._log(0, "(GRAPH:%s:%s) end building graph, %d ops." % (self._name, type(self).__name__,
-                                                                  len(trace.job.ops)))
+        # OneFlow 0.9's words (nn/graph/graph.py build_graph / finish_complie_and_init_runtime)
+        self._log(0, "%s building graph Done! Cost time: %ss.\n" % (shallow, round(time.perf_counter() - started, 2)))
+        self._log(0, shallow + " start building plan.")
+        plan_started = time.perf_counter()
         if trace.job.is_train:
             self.__dict__["_graph_optimizers"] = trace.job.optimizer = GraphOptimizers(self._opts, scope.names)
         # a rank that never compiles leaves the others waiting in the plan check: the timeout names the graph
@@ -291,9 +298,10 @@ class Graph:
         self.__dict__["_in_constants"] = [x for x in flat if not isinstance(x, Tensor)]
         self.__dict__["_out_struct"] = (kinds, out_struct)
         self._load_additional()
-        self._log(0, "(GRAPH:%s:%s) compiled: %d ops, %d steps on this rank, %s schedule, %.3f s." % (
-            self._name, type(self).__name__, len(compiled.job.ops), len(compiled.plan.steps), compiled.schedule,
-            time.perf_counter() - started))
+        self._log(0, "%s building plan Done! Cost time: %ss.\n" % (shallow, round(time.perf_counter() - plan_started,
+                                                                                  2)))
+        self._log(1, "%s compiled: %d ops, %d steps on this rank, %s schedule." % (
+            shallow, len(compiled.job.ops), len(compiled.plan.steps), compiled.schedule))
         if self._debug >= 1:
             self._log(1, str(self.explain_report()))
 
@@ -312,11 +320,15 @@ class Graph:
         """Runs build once on lazy inputs; returns the lazy values it returned, what each returned leaf is, and
         the structure of the result."""
         lazy_args = []
+        names = {id(x): n for x, n in graph_debug.arg_names("_%s_input" % self._name, *_unflatten(struct, iter(flat)))}
         for i, x in enumerate(flat):
             if isinstance(x, Tensor):
                 v = trace.add_input(len(trace.inputs), x._value)
                 lazy_args.append(Tensor._make(v, x._placement, x._sbp, x._device))
-                self._args_repr.append("(INPUT:_%s_input.%d:%s)" % (self._name, i, tensor_text(x)))
+                name = names.get(id(x), "_%s_input.%d" % (self._name, i))
+                trace.op_records.name_blob(v.blob, name + "/out")
+                self._args_repr.append("(INPUT:%s:%s)" % (name, tensor_text(x)))
+                self._log(1, self._args_repr[-1])
             else:
                 lazy_args.append(x)
         args, kwargs = _unflatten(struct, iter(lazy_args))
@@ -324,6 +336,8 @@ class Graph:
             returned = self.build(*args, **kwargs)
             out_flat, out_struct = _flatten(returned)
             out_values, kinds = [], []
+            out_names = {id(x): n for x, n in graph_debug.arg_names("_%s_output" % self._name,
+                                                                       out_flat, {})}
             for k, x in enumerate(out_flat):
                 if not isinstance(x, Tensor):
                     kinds.append(("value", x))
@@ -332,7 +346,9 @@ class Graph:
                     x = lazy.apply("identity", [x], {})[0]
                 out_values.append(x._value)
                 kinds.append(("tensor", (x._placement, x._device)))
-                self._outs_repr.append("(OUTPUT:_%s_output.%d:%s)" % (self._name, k, _lazy_text(x)))
+                self._outs_repr.append("(OUTPUT:%s:%s)" % (out_names.get(id(out_flat[k]), "_%s_output.%d" % (
+                    self._name, k)), _lazy_text(x)))
+                self._log(1, self._outs_repr[-1])
         if trace.job.is_train and not trace.job.losses:
             raise RuntimeError("nn.Graph '%s' has an optimizer but build() called no loss.backward()" % self._name)
         return out_values, kinds, out_struct
@@ -414,7 +430,9 @@ class Graph:
     def debug(self, v_level=0, *, ranks=None, mode=True, max_py_stack_depth=2, only_user_py_stack=True,
               op_repr_with_py_stack=False):
         """Debug output while the graph builds and compiles (printed by the chosen ranks, rank 0 by default):
-        v_level 0 the build stages, 1 also the compiled plan (`explain_report`); -1 turns it off."""
+        v_level 0 the build stages, 1 also the graph's inputs and outputs, each module's calls and the compiled
+        plan (`explain_report`); -1 turns it off. `op_repr_with_py_stack`: `repr(graph)` shows where each op was
+        created (`max_py_stack_depth` frames, of the user's code alone when `only_user_py_stack`)."""
         assert isinstance(v_level, int) and -1 <= v_level <= 3, "v_level must be an int in [-1, 3]"
         if ranks is None:
             ranks = [0]
@@ -422,8 +440,14 @@ class Graph:
             ranks = [ranks]
         elif not isinstance(ranks, list):
             raise ValueError("ranks must be int or List[int].")
+        assert isinstance(max_py_stack_depth, int) and max_py_stack_depth >= 0, "The min max stack depth is 0."
+        assert isinstance(only_user_py_stack, bool)
+        assert isinstance(op_repr_with_py_stack, bool)
         self.__dict__["_debug"] = v_level if mode else -1
         self.__dict__["_debug_ranks"] = list(ranks)
+        self._debug_options.max_py_stack_depth = max_py_stack_depth
+        self._debug_options.only_user_py_stack = only_user_py_stack
+        self._debug_options.op_repr_with_py_stack = op_repr_with_py_stack
 
     def _log(self, level, text):
         if self._debug >= level and (-1 in self._debug_ranks or global_eager.rank() in self._debug_ranks):
@@ -438,10 +462,18 @@ class Graph:
             raise RuntimeError("nn.Graph '%s' is not compiled yet: call it once before explaining it" % self._name)
         return graph_report(self._compiled)
 
+    def _operator_lines(self, path):
+        """The OPERATOR lines of the ops created in module `path` ('' the graph's own), once compiled."""
+        if self._compiled is None or self._op_records is None:
+            return []
+        return self._op_records.operator_lines(path, self._compiled.job,
+                                               lambda pl: repr(_flow_placement(pl)))
+
     def __repr__(self):
         lines = [repr(self.config)]
         lines.extend(self._args_repr)
         lines.extend(repr(b) for b in self._blocks.values())
+        lines.extend(self._operator_lines(""))
         lines.extend(self._outs_repr)
         head = "(GRAPH:%s:%s)" % (self._name, type(self).__name__)
         return head + ": (\n" + "\n".join(indent(line, 2) for line in lines) + "\n)"

@@ -151,7 +151,9 @@ class Block:
     def __repr__(self):
         head = "(MODULE:%s:%s()%s)" % (self._name, type(self._module).__name__,
                                        (", " + repr(self._config)) if repr(self._config) else "")
-        lines = []
+        records = getattr(self._graph, "_op_records", None)
+        inputs, outputs = records.module_io.get(self._name, ([], [])) if records is not None else ([], [])
+        lines = list(inputs)
         for pname, p in self._module._parameters.items():
             if p is not None:
                 lines.append("(PARAMETER:%s.%s:%s): ()" % (self._name, pname, tensor_text(p)))
@@ -160,6 +162,12 @@ class Block:
                 lines.append("(BUFFER:%s.%s:%s): ()" % (self._name, bname, tensor_text(b)))
         for child in self._children.values():
             lines.append(repr(child))
+        lines.extend(outputs)
+        if getattr(self._graph, "_compiled", None) is not None:
+            # OneFlow 0.9's GraphModule line holds the ops created in this module's own scope
+            ops = self._graph._operator_lines(self._name)
+            head_ops = "(GraphModule:%s())" % self._name
+            lines.append(head_ops + (": (\n" + "\n".join(indent(op, 2) for op in ops) + "\n)" if ops else ": ()"))
         if not lines:
             return head + ": ()"
         return head + ": (\n" + "\n".join(indent(line, 2) for line in lines) + "\n)"

@@ -171,8 +171,7 @@ def setitem(x, key, value):
     from oneflow_compat.runtime import global_eager
 
     index, n = members.index(global_eager.rank()), len(members)
-    if v.sbp == S.P:
-        new = full if index == 0 else np.zeros_like(full)
-    else:
-        new = full[S.local_slices(full.shape, v.sbp, index, n)]
+    new = full[S.local_slices(full.shape, v.sbp, index, n)]
+    if not S.holds_addend_value(v.sbp, index):  # partial sums: the first addend holds the value
+        new = np.zeros_like(new)
     v.pieces[0][...] = global_eager.to_device(np.ascontiguousarray(new), v.placement)

@@ -17,8 +17,9 @@ from oneflow_compat._global import lazy
 from oneflow_compat._global.tensor import Tensor, check_placement, normalize_sbp
 
 
-def _sbp_arg(sbp, ndim, what):
-    return normalize_sbp(flow_sbp.to_ir(sbp, what + ": sbp"), ndim, what)
+def _sbp_arg(sbp, ndim, what, placement):
+    """The compiler SBP of an `sbp=` argument for `placement` (a tuple of one symbol per placement dimension)."""
+    return normalize_sbp(flow_sbp.to_ir(sbp, what + ": sbp", placement), ndim, what)
 
 
 def to_global(t, placement=None, sbp=None, grad_sbp=None):
@@ -32,13 +33,13 @@ def to_global(t, placement=None, sbp=None, grad_sbp=None):
         return _local_to_global(t, check_placement(placement, what), sbp, grad_sbp)
     placement = t.placement if placement is None else check_placement(placement, what)
     shown = t.sbp if sbp is None else _shown(sbp)
-    dst = _sbp_arg(shown, t.ndim, what)
+    dst = _sbp_arg(shown, t.ndim, what, placement)
     if placement == t.placement and shown == t.sbp:
         return t
     src = t._value
     out = global_eager.transfer(src, placement.ir(), dst)
     result = Tensor._make(out, placement, shown)
-    gsbp = None if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp")
+    gsbp = None if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp", t.placement)
     if autograd.is_grad_enabled() and t.requires_grad_flag:
         src_pl, src_sbp = src.placement, src.sbp if gsbp is None else gsbp
 
@@ -57,8 +58,8 @@ def _in_graph(t, placement, sbp, grad_sbp):
         return lazy.to_global(t, placement, None, None)  # refused, with OneFlow's message
     placement = t.placement if placement is None else check_placement(placement, what)
     shown = t.sbp if sbp is None else _shown(sbp)
-    gsbp = None if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp")
-    return lazy.to_global(t, placement, _sbp_arg(shown, t.ndim, what), shown, gsbp)
+    gsbp = None if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp", t.placement)
+    return lazy.to_global(t, placement, _sbp_arg(shown, t.ndim, what, placement), shown, gsbp)
 
 
 def _shown(sbp):
@@ -70,14 +71,13 @@ def _shown(sbp):
 def _local_to_global(t, placement, sbp, grad_sbp):
     what = "to_global"
     shown = _shown(sbp)
-    ir_sbp = _sbp_arg(shown, t.ndim, what)
+    ir_sbp = _sbp_arg(shown, t.ndim, what, placement)
     local = t._value
     out = global_eager.from_local(local, placement.ir(), ir_sbp, what)
-    result = Tensor._make(out, placement, (flow_sbp.from_ir(ir_sbp),))
+    result = Tensor._make(out, placement, flow_sbp.symbols_of(ir_sbp))
     if autograd.is_grad_enabled() and t.requires_grad_flag:
-        back = ir_sbp if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp")
-        if back == S.P:
-            back = S.B
+        back = ir_sbp if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp", placement)
+        back = _partial_as_broadcast(back)
         pl, meta = out.placement, local.meta
 
         def local_to_global_backward(dys):
@@ -89,6 +89,14 @@ def _local_to_global(t, placement, sbp, grad_sbp):
         result.requires_grad_flag = True
         result.grad_fn = autograd.FunctionNode("local_to_global_backward", [t._edge()], local_to_global_backward)
     return result
+
+
+def _partial_as_broadcast(sbp):
+    """A partial-sum input's gradient is the whole gradient (each addend moves the sum one for one): P read as B,
+    on every mesh axis."""
+    if S.is_nd(sbp):
+        return S.nd([S.B if s == S.P else s for s in sbp.sbps], sbp.mesh)
+    return S.B if sbp == S.P else sbp
 
 
 def as_layout_of(src, like):

@@ -72,6 +72,10 @@ def apply(op_type, inputs, attrs):
     values = [_lazy_value(trace, scope, t) for t in inputs]
     first = inputs[0]
     outs = trace.apply(op_type, attrs, values, values[0].placement)
+    records = getattr(trace, "op_records", None)  # nn.Graph's debug lines (graph_debug.py)
+    if records is not None and outs:
+        path = next((p for p, _ in reversed(trace.scopes) if p), "")
+        records.record(path, op_type, outs[0].blob.op, [v.blob for v in values])
     rg = any(t.requires_grad_flag for t in inputs)
     return [_wrap(v, first, rg) for v in outs]
 
@@ -124,11 +128,31 @@ def module_call(module, call, args, kwargs):
     if placement is not None:
         args = tuple(_onto(a, placement) for a in args)
         kwargs = {k: _onto(v, placement) for k, v in kwargs.items()}
+    records = getattr(trace, "op_records", None)
+    if records is not None and path:
+        _record_module_io(records, path, "input", (args, kwargs))
     trace.scopes.append((path, stage))
     try:
-        return call(args, kwargs)
+        result = call(args, kwargs)
     finally:
         trace.scopes.pop()
+    if records is not None and path:
+        _record_module_io(records, path, "output", (result if isinstance(result, (tuple, list)) else (result,), {}))
+    return result
+
+
+def _record_module_io(records, path, kind, args_kwargs):
+    """The (INPUT: ...) / (OUTPUT: ...) lines of one module call (OneFlow 0.9 `nn/graph/proxy.py`)."""
+    from oneflow_compat._global import graph_debug
+    from oneflow_compat._global.tensor import _lazy_repr
+
+    lines = records.module_io.setdefault(path, ([], []))[0 if kind == "input" else 1]
+    del lines[:]
+    for value, name in graph_debug.arg_names("_%s_%s" % (path, kind), *args_kwargs):
+        if isinstance(value, Tensor):
+            lines.append("(%s:%s:%s)" % (kind.upper(), name, _lazy_repr(value)))
+        else:
+            lines.append("[WARNING](%s:%s:%s)" % (kind.upper(), name, type(value)))
 
 
 def _onto(x, placement):
@@ -137,7 +161,14 @@ def _onto(x, placement):
     if not isinstance(x, Tensor) or x.is_local or x.placement == placement:
         return x
     ir_sbp = x._value.sbp
-    if S.is_split(ir_sbp) or ir_sbp in (S.B, S.P):
+    if placement.is_nd:  # a mesh: the SBP is kept where the two meshes have as many axes, else B
+        mesh = tuple(placement.hierarchy)
+        keep = S.is_nd(ir_sbp) and len(ir_sbp.sbps) == len(mesh)
+        ir_sbp = S.nd(ir_sbp.sbps if keep else (S.B,) * len(mesh), mesh)
+        shown = flow_sbp.symbols_of(ir_sbp)
+    elif S.is_nd(ir_sbp):
+        ir_sbp, shown = S.B, (flow_sbp.broadcast,)
+    elif S.is_split(ir_sbp) or ir_sbp in (S.B, S.P):
         shown = (flow_sbp.from_ir(ir_sbp),)
     else:
         ir_sbp, shown = S.B, (flow_sbp.broadcast,)

@@ -23,3 +23,13 @@ from oneflow_compat._global.nn_pools import (  # noqa: F401,E402
 # nn ops family: embedding, pixel shuffle, interpolation, padding, channel dropout
 from oneflow_compat._global.nn_misc import (  # noqa: F401,E402
     dropout1d, dropout2d, dropout3d, embedding, interpolate, pad, pixel_shuffle)
+# issue 21 (global helper): normalize, grid sampling
+from oneflow_compat._global.tensor_functions import normalize  # noqa: F401,E402
+from oneflow_compat._global.nn_sampling import affine_grid, grid_sample  # noqa: F401,E402
+
+
+def relu(input, inplace=False):  # noqa: A002,F811
+    """OneFlow 0.9's `F.relu(input, inplace=False)` (flowvision's DenseNet passes inplace=True)."""
+    from oneflow_compat._global import functional, nn_activations
+
+    return nn_activations._maybe_inplace(input, functional.relu(input), inplace)

@@ -26,10 +26,10 @@ def _fill(tensor, full):
     me = global_eager.rank()
     for piece in value.pieces:
         index = ranks.index(me)
-        if value.sbp == S.P:  # the logical value is the sum of the pieces: the first one holds it all
-            part = full if index == 0 else np.zeros_like(full)
-        else:
-            part = full[S.local_slices(full.shape, value.sbp, index, len(ranks))]
+        # partial sums: the logical value is their sum, so the first addend holds it all (on every mesh axis)
+        part = full[S.local_slices(full.shape, value.sbp, index, len(ranks))]
+        if not S.holds_addend_value(value.sbp, index):
+            part = np.zeros_like(part)
         piece[...] = global_eager.to_device(np.ascontiguousarray(part), value.placement)
     return tensor
 
@@ -53,6 +53,14 @@ def uniform_(tensor, a=0.0, b=1.0, generator=None):
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     gen = _generator(tensor, generator)
     return _fill(tensor, gen.normal(_shape(tensor), tensor.dtype.np, mean=float(mean), std=float(std)))
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
+    """A normal draw clamped to [a, b] (OneFlow 0.9 `nn/init.py`: `normal_(mean, std).clamp_(a, b)`, not a
+    resampling)."""
+    gen = _generator(tensor, None)
+    return _fill(tensor, np.clip(gen.normal(_shape(tensor), tensor.dtype.np, mean=float(mean), std=float(std)),
+                                 a, b))
 
 
 def constant_(tensor, val):

@@ -2,8 +2,8 @@
 
 Three spellings (global-api.md §2.2): `placement(type="cuda", ranks=[0, 1])` (0.7+), `placement("cuda", [0, 1])`
 (0.6+), and OneFlow 0.5's `placement("cuda", {0: [0, 1]})` whose keys are node ids and values local device ids
-(rank = node · processes per node + device). Nested `ranks` give a hierarchy (an nd placement), which is stored
-and shown; tensors on nd placements need 2-D SBP, which this implementation refuses.
+(rank = node · processes per node + device). Nested `ranks` give a hierarchy: an n-D placement, a mesh of ranks
+on which a global tensor's SBP has one symbol per mesh axis (`flow.sbp` tuples, `ir/sbp.NdSbp`).
 
 In the runtime one rank is one process with one device: rank r is the compiler's (machine r, device 0), and the
 parallel order of a placement is its ranks ascending. `"cuda"` runs where the legacy `"gpu"` runs: on CPU, with
@@ -173,7 +173,7 @@ class placement:  # noqa: N801 - OneFlow's name
         """The compiler's placement: (machine r, device 0) for each rank r, on the device tag that runs it."""
         if self._ir is None:
             tag = devices.resolve_tag("gpu" if self._type == "cuda" else "cpu", spelled=self._type)
-            self._ir = _IrPlacement(tag, [(r, 0) for r in self._flat])
+            self._ir = _IrPlacement(tag, [(r, 0) for r in self._flat], hierarchy=tuple(self._hierarchy))
         return self._ir
 
     def check_valid(self, world_size, what):
@@ -201,4 +201,7 @@ def _copy(nested):
 def from_ir(ir_placement, type_name=None):
     """The flow.placement of a compiler placement whose pairs are (rank, 0)."""
     kind = type_name or ("cuda" if ir_placement.device_tag == "gpu" else "cpu")
-    return placement(kind, [m for m, _ in ir_placement.pairs])
+    ranks = [m for m, _ in ir_placement.pairs]
+    if ir_placement.is_nd:
+        return placement(kind, _reshape(ranks, ir_placement.hierarchy))
+    return placement(kind, ranks)

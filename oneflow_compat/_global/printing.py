@@ -13,8 +13,23 @@ import numpy as np
 
 THRESHOLD = 1000
 EDGEITEMS = 3
-LINEWIDTH = 80
+LINEWIDTH = 80  # where the output is no terminal
 PRECISION = 4
+
+
+def _linewidth():
+    """OneFlow 0.9's line width: the terminal's columns, else 80 (`tensor_str_util._autoset_linewidth`) — the
+    2D SBP page's printed rows of eight numbers came from a terminal wider than 80. `COLUMNS` first: the launcher
+    sets it, since under mpiexec a process's output is a pipe to the terminal."""
+    import os
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size()[0]
+    except (OSError, ValueError):
+        return LINEWIDTH
 
 
 class _Formatter:
@@ -64,7 +79,7 @@ class _Formatter:
 
 def _vector(values, indent, summarize, fmt):
     element_length = fmt.width + 2
-    per_line = max(1, int(math.floor((LINEWIDTH - indent) / element_length)))
+    per_line = max(1, int(math.floor((_linewidth() - indent) / element_length)))
     if summarize and values.shape[0] > 2 * EDGEITEMS:
         items = [fmt.format(v) for v in values[:EDGEITEMS]] + [" ..."] + \
             [fmt.format(v) for v in values[-EDGEITEMS:]]
@@ -136,7 +151,7 @@ def _add_suffixes(text, suffixes, indent):
     parts = [text]
     last_line_len = len(text) - text.rfind("\n") + 1
     for s in suffixes:
-        if last_line_len + len(s) + 2 > LINEWIDTH:
+        if last_line_len + len(s) + 2 > _linewidth():
             parts.append(",\n" + " " * indent + s)
             last_line_len = indent + len(s)
         else:

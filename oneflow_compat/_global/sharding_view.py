@@ -59,7 +59,9 @@ def _layout(tensor_or_shape, placement, sbp):
         if placement is None or sbp is None:
             raise TypeError("visualize_sharding(shape, placement=, sbp=): a shape needs a placement and an sbp")
     mesh = tuple(int(n) for n in placement.hierarchy)
-    ranks = [int(r) for r in _flat(placement.ranks)]
+    # the parallel order is the ranks sorted, whatever order the mesh was written in (as the runtime and OneFlow
+    # read it: ir/placement.py)
+    ranks = sorted(int(r) for r in _flat(placement.ranks))
     if not isinstance(sbp, (list, tuple)):
         sbp = (sbp,)
     sbp = tuple(sbp)

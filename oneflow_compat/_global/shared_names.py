@@ -78,3 +78,23 @@ masked_fill = on_tensors(legacy_array.masked_fill, F.masked_fill)
 one_hot = on_tensors(legacy_array.one_hot, F.one_hot, {"depth": "num_classes", "indices": "input"})
 zeros = in_job(legacy_ops.zeros, creation.zeros)
 ones = in_job(legacy_ops.ones, creation.ones)
+
+
+# --- issue 21: OneFlow 0.9 tensor functions whose names the legacy API may also bind (sort, argsort, argwhere,
+# nonzero, expand, tril, ... on the legacy branch): a Tensor argument takes the modern function, anything else the
+# legacy function of that name where the legacy API has one (looked up when called, so the binding order of the
+# two APIs' names does not matter)
+def modern_or_legacy(name, modern):
+    @functools.wraps(modern)
+    def dispatch(*args, **kwargs):
+        if _has_tensor(args, kwargs):
+            return modern(*args, **kwargs)
+        from oneflow_compat._api import legacy_names
+
+        legacy = getattr(legacy_names, name, None)
+        if legacy is None or getattr(legacy, "modern", None) is modern:
+            return modern(*args, **kwargs)  # (raises the modern function's own error for a wrong argument)
+        return legacy(*args, **kwargs)
+
+    dispatch.modern = modern
+    return dispatch

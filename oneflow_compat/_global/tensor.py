@@ -104,6 +104,8 @@ def _world_size():
 
 
 def normalize_sbp(ir_sbp, ndim, what):
+    if S.is_nd(ir_sbp):
+        return S.nd([normalize_sbp(s, ndim, what) for s in ir_sbp.sbps], ir_sbp.mesh)
     if S.is_split(ir_sbp):
         axis = ir_sbp.axis
         if not -ndim <= axis < max(ndim, 1) or ndim == 0:
@@ -117,9 +119,6 @@ def check_placement(p, what):
     if not isinstance(p, Placement):
         raise TypeError("%s: placement must be a flow.placement, got %r" % (what, p))
     p.check_valid(_world_size(), what)
-    if p.is_nd:
-        raise NotImplementedError("%s: the nd placement %r needs 2-D SBP, which this implementation does not "
-                                  "support" % (what, p))
     return p
 
 
@@ -133,6 +132,7 @@ class Tensor:
     _placement = None
     _sbp = None
     _device = "cpu"
+    _device_index = 0  # a rank's piece (`to_local`) is on its process's device: index LOCAL_RANK, as OneFlow shows
     requires_grad_flag = False
     _node = None  # the recorded op that made this tensor (None: a leaf)
     _acc_node = None  # a leaf's `accumulate_grad` node, once an op recorded it or a hook was registered
@@ -241,14 +241,14 @@ class Tensor:
             raise RuntimeError("Only global tensors have sbp; this tensor is local")
         if self._sbp is not None:
             return self._sbp
-        return (flow_sbp.from_ir(self._value.sbp),)
+        return flow_sbp.symbols_of(self._value.sbp)
 
     @property
     def device(self):
         if self._placement is not None:
             raise RuntimeError("Only local tensors have 'device'; this global tensor has placement %r"
                                % self._placement)
-        return device(self._device, 0)
+        return device(self._device, self._device_index)
 
     @property
     def is_cuda(self):
@@ -398,6 +398,7 @@ class Tensor:
         local = global_eager.Value(TensorMeta(piece.shape, v.meta.dtype), global_eager.local_placement(
             v.placement.device_tag), S.B, [piece])
         out = Tensor._make(local, device=self._placement.type)
+        out._device_index = _local_rank()
         src = v
         if autograd.is_grad_enabled() and self.requires_grad_flag:
             def to_local_backward(dys):
@@ -552,6 +553,12 @@ def _host(x):
     from oneflow_compat.backend import devices
 
     return devices.to_host(x)
+
+
+def _local_rank():
+    from oneflow_compat.comm import world
+
+    return world.job_local_rank()
 
 
 def is_tensor(x):

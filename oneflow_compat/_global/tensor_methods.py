@@ -5,7 +5,9 @@ import numpy as np
 
 from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
+from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import creation, dispatch, functional as F, indexing, layouts
+from oneflow_compat._global import nn_init, tensor_functions as TF
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, parse_device
 
@@ -50,7 +52,8 @@ def _copy_(self, other):
 
 def _rebind(self, result):
     """In-place op: storage updated in place when nothing records gradients, else the tensor takes the result."""
-    self._check_inplace()
+    if not self.is_lazy:  # inside nn.Graph.build an op's lazy output is no leaf (`out += identity` in ResNets)
+        self._check_inplace()
     v, r = self._value, result._value
     same = (r.meta.shape == v.meta.shape and r.placement == v.placement and r.sbp == v.sbp)
     if result._node is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
@@ -169,7 +172,7 @@ _METHODS = {
     "sum": F.sum, "mean": F.mean, "prod": F.prod, "var": F.var, "std": F.std, "max": F.max, "min": F.min,
     "argmax": F.argmax, "argmin": F.argmin, "softmax": F.softmax, "log_softmax": F.log_softmax,
     # shapes
-    "reshape": lambda self, *shape: F.reshape(self, *shape),
+    "reshape": lambda self, *shape, **kw: F.reshape(self, *shape, **kw),
     "view": lambda self, *shape: F.reshape(self, *shape),
     "view_as": _expand_as_shape, "reshape_as": _expand_as_shape,
     "flatten": F.flatten, "permute": lambda self, *dims: F.permute(self, *dims), "transpose": F.transpose,
@@ -183,8 +186,59 @@ _METHODS = {
     "type_as": lambda self, other: F.cast(self, other.dtype),
     "cpu": lambda self: _to(self, "cpu") if self.is_local else self,
     "cuda": lambda self, device=None: _to(self, "cuda") if self.is_local else self,
-    "numel": Tensor.numel,
+    "numel": Tensor.numel, "ndimension": lambda self: self.ndim,
 }
+
+
+# --- issue 21 (global helper): the tensor functions flowvision and the basics pages call as methods -----------------
+def _new_like(fill):
+    def method(self, *size, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+        shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list, Size)) else size
+        return _new_full(self, shape, fill, dtype, device, placement, sbp, requires_grad)
+    return method
+
+
+def _new_full(self, size, fill_value, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    """A tensor of `size` filled with `fill_value`, with this tensor's dtype and device / placement (broadcast)
+    unless given."""
+    dtype = dtype or self.dtype
+    if placement is None and device is None and self.is_global:
+        placement, sbp = self.placement, sbp or [flow_sbp.broadcast] * len(self.sbp)
+    if placement is None:
+        device = device if device is not None else self._device
+    return creation.full(tuple(size), fill_value, dtype=dtype, device=device, placement=placement, sbp=sbp,
+                         requires_grad=requires_grad)
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    return creation.new_tensor_like(data, self, dtype=dtype, requires_grad=requires_grad)
+
+
+def _element_size(self):
+    return int(self.dtype.np.itemsize)
+
+
+_METHODS.update({
+    "split": TF.split, "chunk": TF.chunk, "narrow": TF.narrow, "unbind": TF.unbind, "flip": TF.flip,
+    "roll": TF.roll, "rot90": TF.rot90, "expand": lambda self, *sizes: TF.expand(self, *sizes),
+    "expand_as": TF.expand_as, "repeat": lambda self, *sizes: TF.repeat(self, *sizes), "tile": TF.tile,
+    "sort": TF.sort, "argsort": TF.argsort, "topk": TF.topk, "masked_select": TF.masked_select,
+    "argwhere": TF.argwhere, "nonzero": TF.nonzero, "index_select": TF.index_select, "scatter": TF.scatter,
+    "scatter_add": TF.scatter_add, "scatter_": _inplace(TF.scatter), "scatter_add_": _inplace(TF.scatter_add),
+    "cumsum": TF.cumsum, "tril": TF.tril, "triu": TF.triu, "tril_": _inplace(TF.tril), "triu_": _inplace(TF.triu),
+    "isnan": TF.isnan, "isinf": TF.isinf, "isfinite": TF.isfinite, "any": TF.any, "all": TF.all,
+    "amax": TF.amax, "amin": TF.amin, "is_floating_point": TF.is_floating_point, "norm": TF.norm,
+    "logsumexp": TF.logsumexp, "diff": TF.diff, "unique": TF.unique, "bernoulli": TF.bernoulli,
+    "log2": TF.log2, "floor_divide": TF.floor_divide, "logical_and": TF.logical_and, "logical_or": TF.logical_or,
+    "erf": TF.erf, "erfc": TF.erfc, "lgamma": TF.lgamma, "tan": TF.tan, "atan": TF.atan, "asin": TF.asin,
+    "acos": TF.acos, "sinh": TF.sinh, "cosh": TF.cosh, "asinh": TF.asinh, "acosh": TF.acosh, "atanh": TF.atanh,
+    "atan2": TF.atan2, "erfinv": TF.erfinv, "erfinv_": _inplace(TF.erfinv), "baddbmm": TF.baddbmm, "addmm": TF.addmm, "bmm": F.matmul,
+    "clamp_": _inplace(F.clamp), "clip_": _inplace(F.clamp), "masked_fill_": _inplace(F.masked_fill),
+    "new_zeros": _new_like(0), "new_ones": _new_like(1), "new_empty": _new_like(0), "new_full": _new_full,
+    "new_tensor": _new_tensor, "element_size": _element_size,
+    "uniform_": lambda self, a=0.0, b=1.0: nn_init.uniform_(self, a, b),
+    "normal_": lambda self, mean=0.0, std=1.0: nn_init.normal_(self, mean, std),
+})
 
 
 def install():

@@ -16,6 +16,8 @@ _LAZY = {
     "balanced_sizes": "process_comm",
     "balanced_offsets": "process_comm",
     "setup_rank_output": "output",
+    "SimulatedWorld": "simulated",
+    "RecordingComm": "recording",
 }
 
 __all__ = ["MPIUnavailableError", "detect_local_size", "detect_mpi_world", "get_process_comm",

@@ -46,6 +46,7 @@ PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act
 _TAG_P2P = 1
 _TAG_RENDEZVOUS = 2
 _TAG_CREATE_GROUP = 3
+_TAG_EXCHANGE = 4  # `exchange` (the boxing's point-to-point batches), apart from user-level send/recv
 # Tags on the control communicator.
 _TAG_QUERY = 11
 _TAG_REPLY = 12
@@ -56,11 +57,18 @@ LEAVE_NOTE_LIMIT_S = 0.5  # how long a leaving rank waits for its notes to go ou
 # Polling schedule: spin first (the common case completes in microseconds to milliseconds), then yield the
 # core, then sleep. With at most one rank per core a waiting rank owns its core, so it spins for the whole
 # first phase, like a blocking MPI call; with more ranks than cores it yields almost at once, so that the
-# peer it waits for can run.
+# peer it waits for can run. MPI moves data only while a rank polls (each test advances the transfer by a
+# chunk), so a call that moves many bytes keeps yielding — never sleeping — for as long as moving them may take
+# at a slow `_YIELD_BYTES_PER_S` (16 MB: 0.4 s): sleeping between chunks made a 16 MB collective several times
+# slower than a blocking one once the machine was loaded. Past that, the wait is for a late peer: sleep.
 _SPIN_OWN_CORE_S = 0.05
 _SPIN_SHARED_CORE_S = 0.0002
 _YIELD_S = 0.05
+_YIELD_BYTES_PER_S = 40e6
 _SLEEP_S = 0.0005
+# giving the core away for a moment: sched_yield, not time.sleep(0), which sleeps for the timer slack (~50 us) and so
+# caps a waiting rank at ~20000 polls a second
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _SERVE_EVERY_S = 0.005
 
 
@@ -77,15 +85,17 @@ class _Subset:
 
 class _Activity:
     """What this rank is waiting for: shown to other ranks that ask, and in timeout messages. `peer` and `index`
-    place a send or receive among the messages exchanged with that peer (None for collectives)."""
-    __slots__ = ("name", "ranks", "number", "peer", "index")
+    place a send or receive among the messages exchanged with that peer (None for collectives); `needs` does the
+    same for each peer of an `exchange`: {peer: ("recv" | "send", index of the last message with it)}."""
+    __slots__ = ("name", "ranks", "number", "peer", "index", "needs")
 
-    def __init__(self, name, ranks, number, peer=None, index=None):
+    def __init__(self, name, ranks, number, peer=None, index=None, needs=None):
         self.name = name
         self.ranks = ranks
         self.number = number
         self.peer = peer
         self.index = index
+        self.needs = needs
 
     def key(self):
         return (self.name, self.ranks, self.number)
@@ -106,6 +116,13 @@ class _Departure:
 
     def took_part_in(self, activity, me):
         """Whether the departed rank reached `activity` of rank `me` (then it may still complete)."""
+        if activity.needs is not None:
+            need = activity.needs.get(self.rank)
+            if need is None:
+                return True
+            direction, index = need
+            done = self.sent if direction == "recv" else self.received
+            return done.get(me, 0) >= index
         if activity.peer is not None:
             done = self.sent if activity.name.startswith("recv") else self.received
             return done.get(me, 0) >= activity.index
@@ -129,13 +146,120 @@ def _contiguous(array):
     return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
-def _axis_first(array, axis):
-    """`array` with `axis` moved to the front, C-contiguous (no copy when axis is 0 and it already is)."""
-    return _contiguous(np.moveaxis(array, axis, 0) if axis else array)
+class _Blocks:
+    """Consecutive blocks of an array along `axis` (sizes per member) and where each lies in a flat buffer of the
+    blocks one after the other, each in C order: the wire layout of the collectives along an axis. Along axis 0 (or
+    any axis after dimensions of size 1) the blocks of a C-contiguous array ARE that layout, and nothing is copied;
+    along another axis, packing or unpacking is one strided copy per block (never a transpose of the whole)."""
+
+    def __init__(self, shape, axis, sizes, dtype):
+        self.shape, self.axis, self.sizes, self.dtype = tuple(shape), axis, [int(x) for x in sizes], np.dtype(dtype)
+        self.row = int(np.prod(self.shape[axis + 1:], dtype=np.int64)) * int(np.prod(self.shape[:axis], dtype=np.int64))
+        self.counts = [n * self.row for n in self.sizes]  # elements per block
+        self.displs, self.total = _byte_layout(self.counts)
+        self.leading = int(np.prod(self.shape[:axis], dtype=np.int64)) == 1
+        starts = np.cumsum([0] + self.sizes).tolist()
+        self.index = [(slice(None),) * axis + (slice(starts[q], starts[q + 1]),) for q in range(len(self.sizes))]
+
+    def block_shape(self, q):
+        return self.shape[:self.axis] + (self.sizes[q],) + self.shape[self.axis + 1:]
+
+    def bytes(self):
+        """(counts, displacements) in bytes, for an MPI.BYTE vector collective."""
+        k = self.dtype.itemsize
+        return [c * k for c in self.counts], [d * k for d in self.displs]
+
+    def pack(self, array):
+        """`array` (of `shape`) in the wire layout: itself when it already is one."""
+        if self.leading and array.flags.c_contiguous:
+            return array
+        flat = np.empty(self.total, self.dtype)
+        for q, index in enumerate(self.index):
+            flat[self.displs[q]:self.displs[q] + self.counts[q]].reshape(self.block_shape(q))[...] = array[index]
+        return flat
+
+    def receiver(self):
+        """(buffer to receive the wire layout into, function giving the array of `shape` from it)."""
+        out = np.empty(self.shape, self.dtype)
+        if self.leading:
+            return out, lambda: out
+        flat = np.empty(self.total, self.dtype)
+
+        def unpack():
+            for q, index in enumerate(self.index):
+                out[index] = flat[self.displs[q]:self.displs[q] + self.counts[q]].reshape(self.block_shape(q))
+            return out
+        return flat, unpack
 
 
-def _axis_back(front, axis):
-    return np.ascontiguousarray(np.moveaxis(front, 0, axis)) if axis else front
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
+def _owner(a):
+    return a if a.base is None else a.base
+
+
+class _Typed:
+    """Arrays described to MPI in place: one buffer and, per array, its byte displacement in it and a datatype
+    walking its strides (nested hvectors of its contiguous rows). MPI reads or writes the strided elements itself,
+    during the copy it makes anyway, so nothing is packed or unpacked here. Arrays holding no element take no type.
+    Where the arrays are not views of one C-contiguous buffer (or walk backwards), they are first copied into one
+    (`of(..., copy=True)`, for what is sent): whether a rank copies is its own business, the collective is the same."""
+
+    def __init__(self, buffer, displs, types):
+        self.buffer, self.displs, self.types = buffer, displs, types
+        self.counts = [0 if t is None else 1 for t in types]
+
+    @classmethod
+    def of(cls, views, copy=False):
+        owners = {id(_owner(v)): _owner(v) for v in views if v.size}
+        if not owners:
+            return cls(np.empty(0, np.uint8), [0] * len(views), [None] * len(views))
+        (buffer,) = owners.values() if len(owners) == 1 else (None,)
+        if buffer is None or not isinstance(buffer, np.ndarray) or not buffer.flags.c_contiguous \
+                or any(st < 0 for v in views if v.size for st in v.strides):
+            if not copy:
+                raise ValueError("arrays to receive into must be views of one C-contiguous array")
+            flat = [np.ascontiguousarray(v).reshape(-1).view(np.uint8) for v in views]
+            buffer = np.concatenate(flat) if flat else np.empty(0, np.uint8)
+            views = [buffer[d:d + f.size].view(v.dtype).reshape(v.shape)
+                     for v, f, d in zip(views, flat, np.cumsum([0] + [f.size for f in flat]).tolist())]
+        start = _address(buffer)
+        displs, types = [], []
+        for v in views:
+            if v.size:
+                displs.append(_address(v) - start)
+                types.append(_strided_type(v))
+            else:
+                displs.append(0)
+                types.append(None)
+        return cls(buffer.reshape(-1).view(np.uint8), displs, types)
+
+    def spec(self):
+        return [self.buffer, (self.counts, self.displs), [MPI.BYTE if t is None else t for t in self.types]]
+
+    def free(self):
+        for t in self.types:
+            if t is not None:
+                t.Free()
+
+
+def _strided_type(v):
+    """A committed MPI datatype of the elements of the strided view `v`, from its first byte."""
+    item = v.itemsize
+    dims = [(n, st) for n, st in zip(v.shape, v.strides) if n != 1]
+    run = item  # bytes of the innermost contiguous run
+    while dims and dims[-1][1] == run:
+        run *= dims[-1][0]
+        dims.pop()
+    t = MPI.BYTE.Create_contiguous(run)
+    for n, st in reversed(dims):
+        outer = t.Create_hvector(n, 1, st)
+        t.Free()
+        t = outer
+    t.Commit()
+    return t
 
 
 def _byte_layout(counts):
@@ -225,11 +349,13 @@ class MPIComm(ProcessComm):
             time.sleep(_SLEEP_S)
         return comm
 
-    def _complete(self, request, activity, status=None):
+    def _complete(self, request, activity, status=None, nbytes=0):
         """Poll `request` (one Request, or a list of them) to completion; on timeout find out where the other
-        members are and raise `CollectiveTimeout`."""
+        members are and raise `CollectiveTimeout`. `status`: a Status (one request) or a list of them (a list);
+        `nbytes`: about how many bytes the call moves here (it keeps polling while they may still be moving)."""
         if isinstance(request, list):
-            test = functools.partial(MPI.Request.Testall, request)
+            test = functools.partial(MPI.Request.Testall, request, status) if status is not None else \
+                functools.partial(MPI.Request.Testall, request)
         elif status is not None:
             test = functools.partial(request.Test, status)
         else:
@@ -241,6 +367,7 @@ class MPIComm(ProcessComm):
             started = time.perf_counter()
             deadline = started + self._timeout
             warn_at = started + self._timeout / 2
+            yield_s = _YIELD_S + nbytes / _YIELD_BYTES_PER_S
             next_serve = started + _SERVE_EVERY_S
             while not test():
                 now = time.perf_counter()
@@ -255,10 +382,10 @@ class MPIComm(ProcessComm):
                         warn_at = float("inf")
                         self._warn_slow(activity, now - started)
                 waited = now - started
-                if waited >= _YIELD_S:
+                if waited >= yield_s:
                     time.sleep(_SLEEP_S)
                 elif waited >= self._spin_s:
-                    time.sleep(0)
+                    _yield()
         finally:
             self._current = None
 
@@ -434,7 +561,7 @@ class MPIComm(ProcessComm):
         work = _contiguous(buf)
         if len(subset.ranks) > 1:
             data, op = _reduce_buffer(work)
-            self._complete(subset.comm.Iallreduce(MPI.IN_PLACE, data, op=op), activity)
+            self._complete(subset.comm.Iallreduce(MPI.IN_PLACE, data, op=op), activity, nbytes=2 * work.nbytes)
             if work is not buf:
                 buf[...] = work
         return buf
@@ -454,33 +581,60 @@ class MPIComm(ProcessComm):
         if len(sizes) != len(subset.ranks) or sizes[subset.index] != local.shape[axis]:
             raise ValueError("allgatherv on rank %d: sizes %r do not fit %d members and the local size %d"
                              % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
-        front = _axis_first(local, axis)
-        rest = front.shape[1:]
-        row_bytes = front.dtype.itemsize * int(np.prod(rest, dtype=np.int64))
-        counts = [s * row_bytes for s in sizes]
-        displs, _ = _byte_layout(counts)
-        out = np.empty((sum(sizes),) + rest, front.dtype)
-        self._complete(subset.comm.Iallgatherv([front, MPI.BYTE], [out, (counts, displs), MPI.BYTE]), activity)
-        return _axis_back(out, axis)
+        shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
+        blocks = _Blocks(shape, axis, sizes, local.dtype)
+        send = _contiguous(local)
+        if not blocks.leading:  # every member's block lands straight in its columns of the result
+            out = np.empty(shape, local.dtype)
+            self._typed_exchange(subset, activity, [send] * len(sizes), [out[i] for i in blocks.index])
+            return out
+        recv, result = blocks.receiver()
+        counts, displs = blocks.bytes()
+        self._complete(subset.comm.Iallgatherv([send, MPI.BYTE], [recv, (counts, displs), MPI.BYTE]),
+                       activity, nbytes=recv.nbytes)
+        return result()
 
-    def reduce_scatter(self, buf, ranks, axis=0):
+    def _typed_exchange(self, subset, activity, sends, recvs):
+        """An all-to-all of strided arrays without packing (`_Typed`, MPI_Alltoallw): `sends[j]` to member j, into
+        its `recvs[me]` (views of one array). Every member takes this path or none: it is chosen on what all of
+        them know (the collective and the shapes), never on one member's memory layout."""
+        out = _Typed.of(sends, copy=True)
+        try:
+            into = _Typed.of(recvs)
+        except Exception:
+            out.free()
+            raise
+        try:
+            self._complete(subset.comm.Ialltoallw(out.spec(), into.spec()), activity,
+                           nbytes=sum(v.nbytes for v in sends) + sum(v.nbytes for v in recvs))
+        finally:
+            out.free()
+            into.free()
+
+    def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
         subset, activity = self._begin("reduce_scatter", ranks)
         buf = np.asarray(buf)
         axis = axis % buf.ndim
-        front = _axis_first(buf, axis)
-        sizes = balanced_sizes(front.shape[0], len(subset.ranks))
-        row_elems = int(np.prod(front.shape[1:], dtype=np.int64))
-        out = np.empty((sizes[subset.index],) + front.shape[1:], front.dtype)
+        if sizes is None:
+            sizes = balanced_sizes(buf.shape[axis], len(subset.ranks))
+        sizes = [int(s) for s in sizes]
+        if len(sizes) != len(subset.ranks) or sum(sizes) != buf.shape[axis] or min(sizes) < 0:
+            raise ValueError("reduce_scatter on rank %d: sizes %r do not split %d rows over %d members"
+                             % (self._rank, sizes, buf.shape[axis], len(subset.ranks)))
+        blocks = _Blocks(buf.shape, axis, sizes, buf.dtype)
+        me = subset.index
+        out = np.empty(blocks.block_shape(me), buf.dtype)
         if len(subset.ranks) == 1:
-            out[...] = front
-        else:
-            send, op = _reduce_buffer(front)
-            recv, _ = _reduce_buffer(out)
-            counts = [s * row_elems for s in sizes]
-            self._complete(subset.comm.Ireduce_scatter(send, recv, counts, op=op), activity)
-        return _axis_back(out, axis)
+            out[...] = buf
+            return out
+        # along another axis the addend is packed (one strided copy) for MPI's reduce-scatter: measured faster than
+        # each member's rows coming straight from their strided places (MPI_Alltoallw) and summed here (3x on 4 ranks)
+        send, op = _reduce_buffer(blocks.pack(buf))
+        recv, _ = _reduce_buffer(out)
+        self._complete(subset.comm.Ireduce_scatter(send, recv, blocks.counts, op=op), activity, nbytes=buf.nbytes)
+        return out
 
-    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         subset, activity = self._begin("alltoallv", ranks)
         members = len(subset.ranks)
         if len(pieces) != members:
@@ -498,23 +652,18 @@ class MPIComm(ProcessComm):
             self._complete(subset.comm.Ialltoall(sent, got), activity)
             recv_sizes = got
         recv_sizes = [int(s) for s in recv_sizes]
-        send_counts = [p.nbytes for p in pieces]
-        send_displs, send_total = _byte_layout(send_counts)
-        sendbuf = np.empty(send_total, np.uint8)
-        for p, start, count in zip(pieces, send_displs, send_counts):
-            sendbuf[start:start + count] = _contiguous(p).reshape(-1).view(np.uint8)
-        shapes = []
-        for size in recv_sizes:
-            shape = list(own.shape)
-            shape[axis] = size
-            shapes.append(tuple(shape))
-        recv_counts = [int(np.prod(s, dtype=np.int64)) * own.dtype.itemsize for s in shapes]
-        recv_displs, recv_total = _byte_layout(recv_counts)
-        recvbuf = np.empty(recv_total, np.uint8)
-        self._complete(subset.comm.Ialltoallv([sendbuf, (send_counts, send_displs), MPI.BYTE],
-                                              [recvbuf, (recv_counts, recv_displs), MPI.BYTE]), activity)
-        return [recvbuf[start:start + count].view(own.dtype).reshape(shape)
-                for start, count, shape in zip(recv_displs, recv_counts, shapes)]
+        shape = own.shape[:axis] + (sum(recv_sizes),) + own.shape[axis + 1:]
+        blocks = _Blocks(shape, axis, recv_sizes, own.dtype)
+        if concat:  # what arrives lands straight in its place of the joined result
+            received = np.empty(shape, own.dtype)
+            views = [received[index] for index in blocks.index]
+        else:  # one after the other in one buffer
+            flat = np.empty(blocks.total, own.dtype)
+            views = [flat[d:d + c].reshape(blocks.block_shape(q))
+                     for q, (d, c) in enumerate(zip(blocks.displs, blocks.counts))]
+        # strided pieces are read in place, what arrives lands in place (MPI_Alltoallw): on every member alike
+        self._typed_exchange(subset, activity, pieces, views)
+        return received if concat else views
 
     def bcast_(self, buf, root, ranks):
         subset, activity = self._begin("bcast", ranks)
@@ -522,10 +671,58 @@ class MPIComm(ProcessComm):
             raise ValueError("bcast_ root %r is not one of the member ranks %r" % (root, subset.ranks))
         work = _contiguous(buf)
         if len(subset.ranks) > 1:
-            self._complete(subset.comm.Ibcast([work, MPI.BYTE], root=subset.ranks.index(root)), activity)
+            self._complete(subset.comm.Ibcast([work, MPI.BYTE], root=subset.ranks.index(root)), activity,
+                           nbytes=work.nbytes)
             if work is not buf:
                 buf[...] = work
         return buf
+
+    def reduce_(self, buf, root, ranks):
+        subset, activity = self._begin("reduce", ranks)
+        if root not in subset.ranks:
+            raise ValueError("reduce_ root %r is not one of the member ranks %r" % (root, subset.ranks))
+        if len(subset.ranks) == 1:
+            return buf
+        work = _contiguous(buf)
+        data, op = _reduce_buffer(work)
+        at_root = self._rank == root
+        self._complete(subset.comm.Ireduce(MPI.IN_PLACE if at_root else data, data if at_root else None, op=op,
+                                           root=subset.ranks.index(root)), activity, nbytes=work.nbytes)
+        if at_root and work is not buf:
+            buf[...] = work
+        return buf
+
+    def gatherv(self, local, root, ranks, axis=0, sizes=None):
+        subset, activity = self._begin("gatherv", ranks)
+        if root not in subset.ranks:
+            raise ValueError("gatherv root %r is not one of the member ranks %r" % (root, subset.ranks))
+        local = np.asarray(local)
+        axis = axis % local.ndim
+        at_root = self._rank == root
+        root_index = subset.ranks.index(root)
+        if sizes is None:
+            counts = np.empty(len(subset.ranks), np.int64) if at_root else None
+            self._complete(subset.comm.Igather(np.array([local.shape[axis]], np.int64), counts, root=root_index),
+                           activity)
+            sizes = [int(c) for c in counts] if at_root else None
+        else:
+            sizes = [int(s) for s in sizes]
+            if len(sizes) != len(subset.ranks) or sizes[subset.index] != local.shape[axis]:
+                raise ValueError("gatherv on rank %d: sizes %r do not fit %d members and the local size %d"
+                                 % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
+        if not at_root:
+            self._complete(subset.comm.Igatherv([_contiguous(local), MPI.BYTE], None, root=root_index), activity,
+                           nbytes=local.nbytes)
+            return None
+        shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
+        blocks = _Blocks(shape, axis, sizes, local.dtype)
+        recv, result = blocks.receiver()
+        if len(subset.ranks) == 1:
+            return local.copy()
+        counts, displs = blocks.bytes()
+        self._complete(subset.comm.Igatherv([_contiguous(local), MPI.BYTE], [recv, (counts, displs), MPI.BYTE],
+                                            root=root_index), activity, nbytes=recv.nbytes)
+        return result()
 
     # ----- point to point -------------------------------------------------------------------------------------
 
@@ -543,7 +740,7 @@ class MPIComm(ProcessComm):
     def send(self, buf, dst):
         dst, activity = self._peer(dst, "send to")
         work = _contiguous(buf)
-        self._complete(self._data.Isend([work, MPI.BYTE], dest=dst, tag=_TAG_P2P), activity)
+        self._complete(self._data.Isend([work, MPI.BYTE], dest=dst, tag=_TAG_P2P), activity, nbytes=work.nbytes)
 
     def recv(self, buf_or_shape, src, dtype=np.float32):
         src, activity = self._peer(src, "recv from")
@@ -553,7 +750,8 @@ class MPIComm(ProcessComm):
             buf = np.empty(tuple(buf_or_shape), dtype)
         work = _contiguous(buf)
         status = MPI.Status()
-        self._complete(self._data.Irecv([work, MPI.BYTE], source=src, tag=_TAG_P2P), activity, status)
+        self._complete(self._data.Irecv([work, MPI.BYTE], source=src, tag=_TAG_P2P), activity, status,
+                       nbytes=work.nbytes)
         received = status.Get_count(MPI.BYTE)
         if received != work.nbytes:
             raise ValueError("recv on rank %d: expected %d bytes from rank %d for %s %s, got %d"
@@ -561,6 +759,48 @@ class MPIComm(ProcessComm):
         if work is not buf:
             buf[...] = work
         return buf
+
+    def exchange(self, sends, recvs):
+        sends, recvs = list(sends), list(recvs)
+        peers = set()
+        for peer, _ in sends + recvs:
+            peer = int(peer)
+            if not 0 <= peer < self._size or peer == self._rank:
+                raise ValueError("exchange: rank %d cannot exchange with rank %r (world size %d)"
+                                 % (self._rank, peer, self._size))
+            peers.add(peer)
+        if not peers:
+            return [buf for _, buf in recvs]
+        _exit_request.clear()
+        needs = {}
+        for peer, _ in sends:  # a departed peer that received this many messages from us reached this exchange
+            self._sent_to[peer] = self._sent_to.get(peer, 0) + 1
+            needs[peer] = ("send", self._sent_to[peer])
+        for peer, _ in recvs:  # ... or that sent us this many (the stronger sign: it wins over a send)
+            self._received_from[peer] = self._received_from.get(peer, 0) + 1
+            needs[peer] = ("recv", self._received_from[peer])
+        self._p2p_count += 1
+        ranks = tuple(sorted(peers | {self._rank}))
+        activity = _Activity("exchange with ranks %s" % _ranks_text(sorted(peers)), ranks, self._p2p_count,
+                             needs=needs)
+        works = [_contiguous(buf) for _, buf in recvs]
+        requests = [self._data.Irecv([work, MPI.BYTE], source=int(peer), tag=_TAG_EXCHANGE)
+                    for (peer, _), work in zip(recvs, works)]
+        outgoing = [_contiguous(np.asarray(buf)) for _, buf in sends]  # alive until every send completes
+        requests += [self._data.Isend([data, MPI.BYTE], dest=int(peer), tag=_TAG_EXCHANGE)
+                     for (peer, _), data in zip(sends, outgoing)]
+        statuses = [MPI.Status() for _ in requests]
+        self._complete(requests, activity, statuses, nbytes=sum(w.nbytes for w in works + outgoing))
+        out = []
+        for (peer, buf), work, status in zip(recvs, works, statuses):
+            received = status.Get_count(MPI.BYTE)
+            if received != work.nbytes:
+                raise ValueError("exchange on rank %d: expected %d bytes from rank %d for %s %s, got %d"
+                                 % (self._rank, work.nbytes, peer, buf.dtype, buf.shape, received))
+            if work is not buf:
+                buf[...] = work
+            out.append(buf)
+        return out
 
     # ----- small control data over the world ------------------------------------------------------------
 

@@ -1,17 +1,52 @@
-"""Process-level communication: the interface every backend implements, and the single-process backend.
+"""Process-level communication: THE comm interface (`ProcessComm`), documented here once, and the single-process
+backend.
 
-A *process comm* connects the processes of one job (MPI rank r = machine r). The device-level boxing of the
-runtime is built on top of it: the in-process part of a collective is direct array work, the cross-process part
-is exactly one call of this interface, issued in the same plan order on every member.
+A *process comm* connects the processes of one job (MPI rank r = machine r; in the global-tensor API a rank is one
+device). The runtime's boxing (`runtime/boxing.py`) is built on it: where a process holds several devices of a
+placement, their pieces are first combined by direct array work, then exactly one call of this interface moves
+what crosses processes, issued in the same plan order on every member.
+
+Implementations: `SingleProcessComm` (below: a world of one), `MPIComm` (`mpi_comm.py`: mpi4py on host buffers,
+with timeouts and failure detection), `SimulatedComm` (`simulated.py`: N ranks as threads of one process, for tests
+and `explain --ranks N`), and `RecordingComm` (`recording.py`: wraps any of them and counts the bytes each call
+sends). A GPU comm (NCCL, issue 22) implements the same methods on device buffers; the runtime asks for it per
+placement (`runtime/boxing.py`, `comm_for`).
+
+The collectives (every one over a sub-group `ranks`, a sorted tuple of world ranks — e.g. the ranks along one axis
+of an n-D mesh):
+
+==============================================  ====================================================================
+`allreduce_(buf, ranks)`                        elementwise sum, in place on every member
+`reduce_scatter(buf, ranks, axis, sizes)`       member i gets rows `sizes[i]` (default balanced) of the sum
+`allgatherv(local, ranks, axis, sizes)`         every member gets the concatenation of all members' `local`
+`alltoallv(pieces, ranks, axis, recv_sizes)`    `pieces[j]` goes to member j; returns what each member sent here
+`reduce_(buf, root, ranks)`                     the sum lands in the root's `buf` (others' `buf` are unchanged)
+`bcast_(buf, root, ranks)`                      the root's `buf` overwrites every member's
+`gatherv(local, root, ranks, axis, sizes)`      the root gets the concatenation (None elsewhere)
+`send(buf, dst)` / `recv(buf_or_shape, src)`    one message; `send` may block until it is received
+`exchange(sends, recvs)`                        many messages at once: every send and receive is posted, then all
+                                                complete (the point-to-point batch of a placement change; a pair's
+                                                messages match in list order)
+`barrier()`, `bcast_object`, `allgather_object`, `check_same`: control over the whole world (small pickled data)
+==============================================  ====================================================================
 
 Conventions shared by all collectives:
-* `ranks` is a sorted tuple of world ranks, the members of the collective; only members call it, and every
-  member calls the collectives over a given subset in the same order.
+* Only members call a collective, and every member calls the collectives over a given subset in the same order.
 * Array arguments are numpy arrays moved as raw buffers (never pickled). Methods whose name ends in `_`
-  work in place on their argument and also return it.
+  work in place on their argument and also return it; the others return new arrays.
 * The split of a size `n` over `k` parts is the balanced one used everywhere in the project: the first
   `n % k` parts get one extra element (`balanced_sizes`).
+* Booleans sum as logical or (numpy's `+` on bools).
 * Picklable objects travel only in `bcast_object` / `allgather_object` / `check_same` (small control data).
+
+Bytes a call sends (`accounting.py`, what `RecordingComm` counts and what the transition table's costs add up): the
+*direct* schedule, in which every piece goes once from a member that has it straight to each member that needs
+it, and sums are taken where they are received. For a member `i` of `k` with an array of `B` bytes:
+all-reduce `B - c_i + (k - 1) c_i` (reduce-scatter, then all-gather, of balanced chunks `c` of the flat array;
+2B(k-1)/k when even), reduce-scatter `B - s_i` (`s_i` its own share), all-gather(v) `(k - 1) |local_i|`,
+all-to-all(v) the pieces it sends to others, reduce `B` (the root 0), broadcast `(k - 1) B` at the root (others
+0), gather(v) `|local_i|` (the root 0), send / exchange the bytes of its messages. A member's own piece is never
+counted: it does not cross the wire.
 """
 import hashlib
 from abc import ABC, abstractmethod
@@ -135,22 +170,42 @@ class ProcessComm(ABC):
         """
 
     @abstractmethod
-    def reduce_scatter(self, buf, ranks, axis=0):
-        """This member's balanced slice along `axis` of the elementwise sum of every member's `buf` (a new array)."""
+    def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
+        """This member's slice along `axis` of the elementwise sum of every member's `buf` (a new array): member i
+        gets `sizes[i]` consecutive rows (default: the balanced split of the axis over the members)."""
 
     @abstractmethod
-    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         """Send `pieces[j]` to member j; returns the list of pieces received, `[j]` coming from member j.
 
         The pieces received all have the shape of `pieces[me]` (what this member keeps for itself) except
         along `axis`, where the piece from member j has size `recv_sizes[j]` (exchanged first when None).
         This is the shape pattern of an `S(i) -> S(j)` re-split with `axis = i`. The received pieces are views
-        of one buffer; concatenated along `axis` they form this member's new block.
+        of one buffer; concatenated along `axis` they form this member's new block — which `concat=True` returns
+        instead (one new array; MPI writes each piece straight into its place). The pieces sent may be strided
+        views (the columns of a block): they are read in place.
         """
 
     @abstractmethod
     def bcast_(self, buf, root, ranks):
         """Overwrite `buf` on every member with the root's `buf` (`root` is a world rank); returns `buf`."""
+
+    @abstractmethod
+    def reduce_(self, buf, root, ranks):
+        """The elementwise sum of every member's `buf`, written into the root's `buf` (`root` is a world rank);
+        returns `buf` (on the other members unchanged)."""
+
+    @abstractmethod
+    def gatherv(self, local, root, ranks, axis=0, sizes=None):
+        """On the root: the concatenation along `axis` of every member's `local`, in member order (a new array);
+        None on the other members. `sizes` (one per member) as for `allgatherv`; exchanged first when None."""
+
+    @abstractmethod
+    def exchange(self, sends, recvs):
+        """Point-to-point messages posted together and completed together: `sends` is [(dst rank, array)],
+        `recvs` [(src rank, array to fill)]; the messages between two ranks match in the order they are listed.
+        Returns the list of filled arrays. Nothing blocks on the order of the calls, so two ranks may send to
+        each other in one exchange."""
 
     @abstractmethod
     def send(self, buf, dst):
@@ -226,11 +281,15 @@ class SingleProcessComm(ProcessComm):
             raise ValueError("allgatherv: sizes %r do not match the local size %d" % (sizes, local.shape[axis]))
         return local.copy()
 
-    def reduce_scatter(self, buf, ranks, axis=0):
+    def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
         self._members(ranks)
-        return _as_array(buf).copy()
+        buf = _as_array(buf)
+        if sizes is not None and list(sizes) != [buf.shape[axis]]:
+            raise ValueError("reduce_scatter: sizes %r do not match the size %d along axis %d"
+                             % (sizes, buf.shape[axis], axis))
+        return buf.copy()
 
-    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None):
+    def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         self._members(ranks)
         if len(pieces) != 1:
             raise ValueError("alltoallv over 1 member takes 1 piece, got %d" % len(pieces))
@@ -238,13 +297,33 @@ class SingleProcessComm(ProcessComm):
         if recv_sizes is not None and list(recv_sizes) != [piece.shape[axis]]:
             raise ValueError("alltoallv: recv_sizes %r do not match the piece's size %d"
                              % (recv_sizes, piece.shape[axis]))
-        return [piece.copy()]
+        return piece.copy() if concat else [piece.copy()]
 
     def bcast_(self, buf, root, ranks):
         self._members(ranks)
         if root != 0:
             raise ValueError("bcast_ root %r is not a member of ranks (0,)" % (root,))
         return _as_array(buf)
+
+    def reduce_(self, buf, root, ranks):
+        self._members(ranks)
+        if root != 0:
+            raise ValueError("reduce_ root %r is not a member of ranks (0,)" % (root,))
+        return _as_array(buf)
+
+    def gatherv(self, local, root, ranks, axis=0, sizes=None):
+        self._members(ranks)
+        if root != 0:
+            raise ValueError("gatherv root %r is not a member of ranks (0,)" % (root,))
+        local = _as_array(local)
+        if sizes is not None and list(sizes) != [local.shape[axis]]:
+            raise ValueError("gatherv: sizes %r do not match the local size %d" % (sizes, local.shape[axis]))
+        return local.copy()
+
+    def exchange(self, sends, recvs):
+        for peer, _ in list(sends) + list(recvs):
+            raise ValueError("exchange with rank %r: a single-process world has no other rank" % (peer,))
+        return []
 
     def send(self, buf, dst):
         raise ValueError("send to rank %r: a single-process world has no other rank" % (dst,))

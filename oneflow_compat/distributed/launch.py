@@ -125,6 +125,11 @@ def job_environment(options, environ=None):
         env.pop(launcher_env.RENDEZVOUS_ENV, None)
     if options.nproc_per_node > 1 and "OMP_NUM_THREADS" not in env:
         env["OMP_NUM_THREADS"] = "1"
+    if "COLUMNS" not in env:  # mpiexec relays output through pipes: tell the processes the terminal's width,
+        try:                  # which OneFlow's tensor printing takes as its line width (its children print to it)
+            env["COLUMNS"] = str(os.get_terminal_size(sys.stdout.fileno())[0])
+        except (OSError, ValueError, AttributeError):
+            pass
     for name in ("RANK", "LOCAL_RANK"):
         env.pop(name, None)
     return env

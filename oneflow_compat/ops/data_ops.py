@@ -49,14 +49,14 @@ def _call_counter(op, dev):
 
 
 def _is_split(dev):
-    return dev.parallel_num > 1 and S.is_split(dev.sbp_out[0])
+    return dev.parallel_num > 1 and bool(S.split_axes(dev.sbp_out[0]))
 
 
 def _first_row(op, dev):
-    """Logical batch index of this device's first row (0 unless the output is split)."""
+    """Logical batch index of this device's first row (0 unless the output is split; on a mesh, nested)."""
     if not _is_split(dev):
         return 0
-    return S.balanced_ranges(op.outputs[0].shape[0], dev.parallel_num)[dev.index][0]
+    return S.piece_range(op.outputs[0].shape, dev.sbp_out[0], dev.index, dev.parallel_num, 0)[0]
 
 
 # --- SBP -------------------------------------------------------------------------------------------------------

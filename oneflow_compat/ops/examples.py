@@ -1243,3 +1243,56 @@ EXAMPLES.update({
                                                       positive(3), normal(3), normal(3)),
                                                {"axis": 1, "epsilon": 1e-5, "count": 30}, grad=False)],
 })
+
+
+# --- n-D meshes (issue 19): OneFlow v0.4.0's hierarchical parallel casts (ops/parallel_cast_ops.py) ------------------
+def _pin(sbp):
+    from oneflow_compat.ir import sbp as S
+
+    return {"sbp": S.parse(sbp), "grad_mode": "restore", "grad_sbp": None}
+
+
+EXAMPLES.update({
+    "hierarchical_parallel_cast": [Example(inputs(normal(5, 7)), _pin("S(1)"), note="pinned to S(1)"),
+                                   Example(inputs(normal(5, 7)), _pin("B"), note="pinned to B"),
+                                   Example(inputs(normal(5, 7)), _pin("P"), note="pinned to P")],
+    "hierarchical_parallel_cast_like": [Example(inputs(normal(5, 7), normal(5, 7)), wrt=[0],
+                                                note="laid out as like (any layout without a producer)")],
+})
+
+
+# --- tensor ops of OneFlow 0.9's global API (tensor_ops; issue 21, the global helper) ---------------------------
+def _rows_distinct(rows, cols, k):
+    """(rows, k) int64 indices into `cols` columns, distinct within each row (scatter updates without repeats)."""
+    return lambda r: np.stack([r.permutation(cols)[:k] for _ in range(rows)]).astype(np.int64)
+
+
+EXAMPLES.update({
+    "flip": [Example(inputs(normal(5, 7)), {"dims": (1,)}, layouts=[[0]]),
+             Example(inputs(normal(4, 5, 6)), {"dims": (0, 2)}, layouts=[[1]])],
+    "cumsum": [Example(inputs(normal(5, 7)), {"dim": 1}),
+               Example(inputs(normal(4, 5, 6)), {"dim": 0}, layouts=[[2]])],
+    "triu": [Example(inputs(normal(5, 7)), {"diagonal": 0}, splits=[None]),
+             Example(inputs(normal(4, 5, 6)), {"diagonal": -1}),
+             Example(inputs(normal(3, 4, 6)), {"diagonal": 2})],
+    "isnan": [Example(inputs(with_nonfinite(5, 7)), grad=False, note="a flag: no gradient"),
+              Example(inputs(ints(4, 5)), grad=False, note="integers have no NaN")],
+    "isinf": [Example(inputs(with_nonfinite(5, 7)), grad=False, note="a flag: no gradient")],
+    "dim_scatter_update": [
+        Example(lambda r: [r.standard_normal((5, 7)), _rows_distinct(5, 7, 3)(r), r.standard_normal((5, 4))],
+                {"dim": 1}, wrt=[0, 2], note="distinct indices per row (repeats make the written value arbitrary)"),
+        Example(lambda r: [r.standard_normal((6, 5)), _rows_distinct(5, 6, 6)(r).T.copy(), r.standard_normal((6, 5))],
+                {"dim": 0}, wrt=[0, 2], layouts=[[1, 1, 1]], note="dim 0, every row rewritten")],
+    "dim_scatter_add": [
+        Example(inputs(normal(5, 7), ints(5, 4, high=7, dtype=np.int64), normal(5, 4)), {"dim": 1}, wrt=[0, 2],
+                note="repeated indices accumulate"),
+        Example(inputs(normal(4, 5, 6), ints(4, 2, 6, high=5, dtype=np.int64), normal(4, 3, 6)), {"dim": 1},
+                wrt=[0, 2], note="src larger than index")],
+    "dim_scatter_src_grad": [
+        Example(inputs(normal(5, 7), ints(5, 3, high=7, dtype=np.int64), normal(5, 4)), {"dim": 1}, wrt=[0])],
+})
+EXAMPLES.update({
+    "erfinv": [Example(inputs(uniform(5, 7, low=-0.95, high=0.95)), eps=1e-7, rtol=1e-5),
+               Example(inputs(uniform(4, 5, 6, low=-0.9, high=0.9)), rtol=1e-5)],
+    "erfinv_grad": [Example(inputs(normal(5, 7), normal(5, 7)))],
+})

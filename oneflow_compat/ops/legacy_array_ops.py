@@ -13,7 +13,8 @@ import numpy as np
 
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
-from oneflow_compat.ir.sbp import B, P, S, balanced_ranges, is_split
+from oneflow_compat.ir import sbp as sbp_mod
+from oneflow_compat.ir.sbp import B, P, S
 from oneflow_compat.kernels import array as array_k
 from oneflow_compat.kernels import array_legacy as K
 from oneflow_compat.ops import sbp_rules
@@ -108,7 +109,7 @@ def _dynamic_reshape_meta(op):
 def _dynamic_reshape_local(op, dev):
     """The piece's own element count decides the -1 (a dynamic piece may hold fewer rows than the static shape)."""
     shape = list(op.attrs["shape"])
-    if -1 not in shape and dev.parallel_num > 1 and is_split(dev.sbp_out[0]):
+    if -1 not in shape and dev.parallel_num > 1 and sbp_mod.split_axes(dev.sbp_out[0]):
         shape = list(dev.out_shapes[0])
     return {"shape": tuple(shape)}
 
@@ -147,8 +148,8 @@ def _range_meta(op):
 def _range_local(op, dev):
     """A split piece of the range starts where its balanced slice of the logical range starts."""
     a = op.attrs
-    if dev.parallel_num > 1 and is_split(dev.sbp_out[0]):
-        lo, hi = balanced_ranges(op.outputs[0].shape[0], dev.parallel_num)[dev.index]
+    if dev.parallel_num > 1 and sbp_mod.split_axes(dev.sbp_out[0]):
+        lo, hi = sbp_mod.piece_range(op.outputs[0].shape, dev.sbp_out[0], dev.index, dev.parallel_num, 0)
         return {"start": a["start"] + lo * a["delta"], "limit": a["start"] + hi * a["delta"]}
     return {}
 
@@ -317,10 +318,7 @@ def _logical_slice_meta(op):
 
 
 def _offsets(shape, sbp, dev):
-    off = [0] * len(shape)
-    if is_split(sbp) and dev.parallel_num > 1:
-        off[sbp.axis] = balanced_ranges(shape[sbp.axis], dev.parallel_num)[dev.index][0]
-    return off
+    return [start for start, _ in sbp_mod.region(shape, sbp, dev.index, dev.parallel_num)]
 
 
 def _logical_slice_attrs(op):

@@ -183,21 +183,29 @@ def _gpt_meta(op):
 
 
 def _gpt_sbp(op):
-    dist = op.attrs["parallel_distribution"]
-    out = S.B if dist and dist[0] == "B" else S.S(0)
+    """The layout `parallel_distribution` names (one entry per placement dimension: S(0) or B; none: S(0)); on an
+    n-D placement an n-D SBP, on a mesh whose every axis it names."""
+    dist = op.attrs["parallel_distribution"] or ("S(0)",)
+    sbps = [S.B if d == "B" else S.S(0) for d in dist]
+    pl = op.placement
+    if pl is not None and pl.is_nd and len(sbps) == len(pl.hierarchy):
+        out = S.nd(sbps, pl.hierarchy)
+        extra = (S.nd((S.B,) * len(sbps), pl.hierarchy),) if op.inputs else ()
+        return [((extra[0],) * len(op.inputs) if op.inputs else (), (out,) + extra)]
     extra = (S.B,) if op.inputs else ()
-    return [((S.B,) * len(op.inputs), (out,) + extra)]
+    return [((S.B,) * len(op.inputs), (sbps[0],) + extra)]
 
 
 def _gpt_build(op, dev):
-    """Each device reads its shard of every batch: sample iter · batch + shard · local_batch + i."""
+    """Each device reads its rows of every batch: sample iter · batch + (its first row) + i (on a mesh, the rows its
+    nested piece holds)."""
     a = op.attrs
-    shards = dev.parallel_num if _is_split_out(dev) else 1
-    shard = dev.index if shards > 1 else 0
+    lo, hi = S.piece_range(op.outputs[0].shape, dev.sbp_out[0], dev.index, dev.parallel_num, 0)
+    local = hi - lo
+    shards = a["batch_size"] // local if local else 1
     if a["num_samples"] % shards or a["batch_size"] % shards:
         raise ValueError("%s '%s': num_samples %d and batch_size %d must be divisible by the %d shards"
                          % (op.type, op.name, a["num_samples"], a["batch_size"], shards))
-    local = a["batch_size"] // shards
     state = _session_state(dev.session)
     key = ("gpt_dataset", a["data_file_prefix"], a["seq_length"], a["label_length"], a["num_samples"],
            tuple(a["split_sizes"]), a["split_index"], a["shuffle"], op_seed(op, dev.session))
@@ -210,7 +218,7 @@ def _gpt_build(op, dev):
     np_dtype, xp = a["dtype"].np, dev.xp
 
     def batch(it):
-        first = it * local * shards + shard * local
+        first = it * a["batch_size"] + lo
         return xp.asarray(np.stack([dataset.sample(first + i, np_dtype) for i in range(local)]))
 
     if not op.inputs:
@@ -221,10 +229,6 @@ def _gpt_build(op, dev):
         return batch(it), xp.asarray(np.array([it + 1], np.int64))
 
     return run
-
-
-def _is_split_out(dev):
-    return dev.parallel_num > 1 and S.is_split(dev.sbp_out[0])
 
 
 register(OpDef("megatron_gpt_mmap_data_loader", infer=_gpt_meta, build=_gpt_build, sbp=_gpt_sbp))

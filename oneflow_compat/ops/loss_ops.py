@@ -19,11 +19,8 @@ def _sig(ins, outs):
 
 def _class_lower(op, dev, input_index=0):
     """The first class device `dev` holds where input `input_index` is split along its class (last) axis."""
-    sbp = dev.sbp_in[input_index]
-    nd = len(op.inputs[input_index].shape)
-    if S.is_split(sbp) and sbp.axis == nd - 1 and dev.parallel_num > 1:
-        return {"lower": S.balanced_ranges(op.inputs[input_index].shape[-1], dev.parallel_num)[dev.index][0]}
-    return {"lower": 0}
+    shape = op.inputs[input_index].shape  # (its piece's first class; on a mesh, nested along the mesh axes)
+    return {"lower": S.piece_range(shape, dev.sbp_in[input_index], dev.index, dev.parallel_num, len(shape) - 1)[0]}
 
 
 def _check_labels(op, x, labels, what):
@@ -161,8 +158,8 @@ def _chunks_local(op, dev):
     many devices as chunks, else all of them (balanced ranges, the rule of S)."""
     x = op.inputs[0]
     sbp, nd = dev.sbp_in[0], len(x.shape)
-    if S.is_split(sbp) and sbp.axis == nd - 1 and dev.parallel_num > 1:
-        a, b = S.balanced_ranges(x.shape[-1], dev.parallel_num)[dev.index]
+    if S.splits_axis(sbp, nd - 1) and dev.parallel_num > 1:
+        a, b = S.piece_range(x.shape, sbp, dev.index, dev.parallel_num, nd - 1)
         return {"ranges": ((0, b - a),)}
     return {"ranges": tuple(S.balanced_ranges(x.shape[-1], op.attrs["chunks"]))}
 

@@ -8,7 +8,8 @@ inputs take no gradient.
 """
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
-from oneflow_compat.ir.sbp import B, P, S, balanced_ranges
+from oneflow_compat.ir import sbp as sbp_mod
+from oneflow_compat.ir.sbp import B, P, S
 from oneflow_compat.kernels import nd_index as K
 from oneflow_compat.ops.registry import OpDef, apply, register
 
@@ -181,10 +182,9 @@ register(OpDef("dim_scatter_add_like", infer=_dim_scatter_meta, kernel=K.dim_sca
 
 
 # --- segment sums -------------------------------------------------------------------------------------------------
-def _segment_offset(sbp, axis, size, dev):
-    if sbp == S(axis) and dev.parallel_num > 1:
-        return balanced_ranges(size, dev.parallel_num)[dev.index][0]
-    return 0
+def _segment_offset(sbp, axis, shape, dev):
+    """Where device `dev`'s piece starts along `axis` (0 unless split there; on a mesh, nested)."""
+    return sbp_mod.piece_range(shape, sbp, dev.index, dev.parallel_num, axis)[0]
 
 
 def _segment_meta(op):
@@ -229,7 +229,7 @@ def _segment_sbp(op):
 
 def _segment_local(op, dev):
     axis = op.attrs["axis"]
-    return {"offset": _segment_offset(dev.sbp_out[0], axis, op.outputs[0].shape[axis], dev)}
+    return {"offset": _segment_offset(dev.sbp_out[0], axis, op.outputs[0].shape, dev)}
 
 
 def _segment_grad(op, dys):

@@ -9,7 +9,8 @@ import numpy as np
 
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
-from oneflow_compat.ir.sbp import B, P, S, balanced_ranges, is_split
+from oneflow_compat.ir import sbp as sbp_mod
+from oneflow_compat.ir.sbp import B, P, S
 from oneflow_compat.kernels import elementwise as E
 from oneflow_compat.kernels import indexing
 from oneflow_compat.kernels import shape as K
@@ -122,9 +123,11 @@ def _slice_meta(op):
 
 def _local_slice_tup(slice_tup, sbp):
     # a split axis is sliced whole: the device takes its entire piece (the logical bounds do not apply to it)
-    if is_split(sbp):
+    axes = sbp_mod.split_axes(sbp)
+    if axes:
         slice_tup = list(slice_tup)
-        slice_tup[sbp.axis] = (None, None, None)
+        for a in axes:
+            slice_tup[a] = (None, None, None)
     return tuple(slice_tup)
 
 
@@ -232,15 +235,14 @@ def _gather_meta(op):
                        params.is_dynamic or indices.is_dynamic)]
 
 
-def _split_offset(sbp, axis, logical_size, dev):
-    if sbp == S(axis) and dev.parallel_num > 1:
-        return balanced_ranges(logical_size, dev.parallel_num)[dev.index][0]
-    return 0
+def _split_offset(sbp, axis, logical_shape, dev):
+    """Where device `dev`'s piece starts along `axis` (0 unless split there; on a mesh, nested)."""
+    return sbp_mod.piece_range(logical_shape, sbp, dev.index, dev.parallel_num, axis)[0]
 
 
 def _gather_local(op, dev):
     a = op.attrs["axis"]
-    return {"offset": _split_offset(dev.sbp_in[0], a, op.inputs[0].shape[a], dev)}
+    return {"offset": _split_offset(dev.sbp_in[0], a, op.inputs[0].shape, dev)}
 
 
 def _gather_sbp(op):
@@ -264,7 +266,7 @@ register(OpDef("gather", infer=_gather_meta, kernel=indexing.gather, kernel_attr
 
 def _gather_grad_local(op, dev):
     a = op.attrs["axis"]
-    return {"offset": _split_offset(dev.sbp_in[2], a, op.inputs[2].shape[a], dev)}
+    return {"offset": _split_offset(dev.sbp_in[2], a, op.inputs[2].shape, dev)}
 
 
 def _gather_grad_sbp(op):

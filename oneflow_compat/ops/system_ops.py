@@ -47,12 +47,9 @@ register(OpDef("variable", infer=_var_meta, sbp=lambda op: [((), (op.attrs["spec
 
 
 # --- boxing and view casts -----------------------------------------------------------------------------------
-def _boxing_build(op, session):
-    # the transition table has the executors, in one process and across processes
-    return transitions.executor(session.runtime, op.attrs, op.inputs[0].meta, owned=input_owned(op, 0))
-
-
-register(OpDef("boxing", infer=_same_meta, collective=True, build_collective=_boxing_build, boxing=True))
+# The transition table (`ops/transitions.py`) plans and prices every move; its executors need the comm, so the
+# runtime supplies the function (`runtime/boxing.py`, `hook`).
+register(OpDef("boxing", infer=_same_meta, collective=True, boxing=True, runtime_hook="boxing"))
 
 
 def _cast_to_mirrored_meta(op):
@@ -250,8 +247,8 @@ def _indexed_slices_update(op, dev, opt, wd, scale, step_now, n_states):
     device's piece, when the variable is split along axis 0 — are updated, with their optimizer states."""
     xp = dev.xp
     offset, rows_here = 0, op.inputs[0].shape[0]
-    if dev.sbp_in[0] == S.S(0) and dev.parallel_num > 1:
-        offset, stop = S.balanced_ranges(rows_here, dev.parallel_num)[dev.index]
+    if S.splits_axis(dev.sbp_in[0], 0) and dev.parallel_num > 1:
+        offset, stop = S.piece_range(op.inputs[0].shape, dev.sbp_in[0], dev.index, dev.parallel_num, 0)
         rows_here = stop - offset
 
     def update(w, g, lr, step, *rest):

@@ -68,9 +68,11 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                              "function_config.default_initializer_conf)" % fname)
         seed = random_seed if random_seed is not None else default_seed(session.root_seed or 0, fname)
         pl = placement or ctx.placement
+        sbp = sbp if sbp is not None else sbp_mod.B
+        if pl.is_nd and not sbp_mod.is_nd(sbp):  # on a mesh: that symbol on every mesh axis
+            sbp = sbp_mod.nd((sbp,) * len(pl.hierarchy), pl.hierarchy)
         spec = VarSpec(fname, tuple(int(d) for d in shape), dtype, initializer, regularizer,
-                       True if trainable is None else bool(trainable), seed, pl,
-                       sbp if sbp is not None else sbp_mod.B, model_name, init_value)
+                       True if trainable is None else bool(trainable), seed, pl, sbp, model_name, init_value)
         session.vars.add(spec)
         if ctx.eager is not None:
             session.vars.initialize(spec)

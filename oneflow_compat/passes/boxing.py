@@ -31,8 +31,8 @@ def insert(job):
                 name = job.unique_name("boxing-%s-to-%s" % (x.op.name, op.name))
                 bop = Op(job, name, "boxing", defn, [x],
                          {"src_placement": src_pl, "src_sbp": src, "dst_placement": dst_pl, "dst_sbp": dst,
-                          "bytes": t.cost(move, transitions.blob_bytes(x.meta)),
-                          "producer": x.op.name, "consumer": op.name, "collective": t.collective},
+                          "bytes": t.cost(move, x.meta),
+                          "producer": x.op.name, "consumer": op.name, "collective": t.describe(move, x.meta)},
                          dst_pl, "mirrored" if dst == S.M else "consistent")
                 bop.section = op.section
                 bop.sbp_in, bop.sbp_out = [src], [dst]

@@ -168,7 +168,7 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None)
         states.append(variable_ops.get_variable(
             "%s-%s" % (name, suffix), shape=shape, dtype=spec.dtype, trainable=False, init_value=init,
             apply_namespace=False, placement=spec.placement, sbp=sbp))
-    split = sbp_mod.is_split(spec.sbp) and spec.placement.parallel_num > 1
+    split = bool(sbp_mod.split_axes(spec.sbp)) and spec.placement.parallel_num > 1  # (on a mesh: any axis)
     if split and getattr(opt, "needs_whole_tensor_norms", False):
         raise ValueError("job '%s': %s needs the norm of the whole variable, but variable '%s' is split (%s) over %d "
                          "devices; create it broadcast to train it with %s" % (

@@ -1,7 +1,15 @@
 """Greedy SBP inference: op by op in topological order, the declared signature that needs the cheapest boxing
-of its inputs (bytes moved, as the transition table `ops/transitions.py` counts them); ties go to the first
-declared. Users' hints (`with_distribute`, `model_distribute`, `get_variable(distribute=)`, `parallel_cast`) are
-constraints."""
+of its inputs (bytes moved: what the busiest rank sends, as the transition table `ops/transitions.py` counts it and
+`explain` prints it; plus a penalty for making partial sums out of splits, `_partial_from_split`); ties go to the
+first declared. Users' hints (`with_distribute`, `model_distribute`, `get_variable(distribute=)`, `parallel_cast`) are
+constraints.
+
+On an n-D placement (a mesh) an op's signatures are derived from its declared 1-D ones, OneFlow's rule (the "2D
+SBP" page of OneFlow's parallelism chapter: "independently derive in the respective dimensions"; v0.9.0
+`Operator::GetNdSbpSignatureList`): every choice of one declared signature per mesh axis is an n-D signature, in the
+order of preference of the declared ones (`nd_signatures`). No op declaration changes for meshes."""
+import itertools
+
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ops import transitions
 
@@ -43,17 +51,58 @@ def one_device(job):
         op.sbp_out = [s] * len(op.outputs)
 
 
-def _choose(op, ins, exact_first=False):
+def nd_signatures(sigs, mesh):
+    """The n-D signatures on a mesh of shape `mesh` of an op declaring `sigs`: a declared signature that names n-D
+    layouts already (an input pinned to a value's layout, a variable's, hints) is kept, its 1-D entries read as that
+    symbol on every mesh axis; the 1-D ones are combined, one per mesh axis, in their order of preference."""
+    k = len(mesh)
+    given, one_d = [], []
+    for sig in sigs:
+        if any(S.is_nd(s) for side in sig for s in side):
+            given.append(tuple(tuple(s if S.is_nd(s) else S.nd((s,) * k, mesh) for s in side) for side in sig))
+        else:
+            one_d.append(sig)
+    out = list(given)
+    seen = set(out)
+    for choice in itertools.product(one_d, repeat=k):
+        sig = tuple(tuple(S.nd([c[side][i] for c in choice], mesh) for i in range(len(choice[0][side])))
+                    for side in (0, 1))
+        if sig not in seen:
+            seen.add(sig)
+            out.append(sig)
+    return out
+
+
+def signatures(op):
+    """The op's legal signatures on its placement: as declared, or derived per mesh axis on an n-D placement."""
     sigs = op.defn.sbp(op) if op.defn.sbp is not None else None
+    if sigs and op.placement.is_nd:
+        return nd_signatures(sigs, op.placement.hierarchy)
+    return sigs
+
+
+def _reads_partial_from_split(s, want):
+    """Whether reading layout `s` as `want` makes partial sums out of a split on some mesh axis."""
+    if S.is_nd(want):
+        s_axes = s.sbps if S.is_nd(s) else (s,) * len(want.sbps)
+        return any(w == S.P and S.is_split(a) for a, w in zip(s_axes, want.sbps))
+    return want == S.P and S.is_split(s)
+
+
+def _choose(op, ins, exact_first=False):
+    sigs = signatures(op)
     if not sigs:
         raise ValueError("op '%s' (%s) has no SBP signature for %d devices (%s)" % (
             op.name, op.type, op.placement.parallel_num, op.placement))
+    in_hints, out_hints = op.in_hints, op.out_hints
+    if op.placement.is_nd:  # a 1-D hint on a mesh: that symbol on every mesh axis
+        in_hints, out_hints = _nd_hints(in_hints, op.placement), _nd_hints(out_hints, op.placement)
     ok = []
     for sig in sigs:
         in_s, out_s = sig
-        if any(in_s[i] != h for i, h in op.in_hints.items() if i < len(in_s)):
+        if any(in_s[i] != h for i, h in in_hints.items() if i < len(in_s)):
             continue
-        if any(out_s[i] != h for i, h in op.out_hints.items() if i < len(out_s)):
+        if any(out_s[i] != h for i, h in out_hints.items() if i < len(out_s)):
             continue
         ok.append(sig)
     if not ok:
@@ -65,7 +114,9 @@ def _choose(op, ins, exact_first=False):
     for sig in ok:
         cost = 0.0
         for x, (pl, s), want in zip(op.inputs, ins, sig[0]):
-            cost += transitions.cost(pl, s, op.placement, want, transitions.blob_bytes(x.meta))
+            cost += transitions.cost(pl, s, op.placement, want, x.meta)
+            if pl.parallel_num > 1 and _reads_partial_from_split(s, want):
+                cost += _partial_from_split(x.meta)
             if exact_first and (want != s or pl != op.placement):
                 cost += _MISMATCH
             if x.op.defn.role == "variable" and x.op.out_hints and want != s:
@@ -75,6 +126,20 @@ def _choose(op, ins, exact_first=False):
         if best is None or cost < best_cost - 1e-9:
             best, best_cost = sig, cost
     return best
+
+
+def _nd_hints(hints, pl):
+    mesh = pl.hierarchy
+    return {i: h if S.is_nd(h) or h == S.M else S.nd((h,) * len(mesh), mesh) for i, h in hints.items()}
+
+
+def _partial_from_split(meta):
+    """The inference's price for reading partial sums out of a split (S -> P sends nothing: each device pads its
+    slice with zeros) — a policy, not bytes: it postpones a reduction to the consumers, which OneFlow penalizes in
+    its cost model (`Penalty4PartialInConsumer`, oneflow/core/framework/sbp_infer_util.cpp at v0.9.0; lazy mode
+    refuses S -> P outright). Priced at the blob's size, as this table priced S -> P when it went through the
+    logical value, so that the inference keeps the choices it made then."""
+    return transitions.blob_bytes(meta)
 
 
 _LAST_RESORT = 1e15

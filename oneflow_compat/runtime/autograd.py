@@ -333,4 +333,10 @@ def seed_gradient(value):
     pieces = [xp.ones(p.shape, dtype=p.dtype) for p in value.pieces]
     if value.sbp == S.P:
         pieces = [xp.ones(value.meta.shape, dtype=value.meta.dtype.np) for _ in value.pieces]
+    elif S.has_partial(value.sbp):  # a mesh: B on its P axes
+        sbp = S.nd([S.B if s == S.P else s for s in value.sbp.sbps], value.sbp.mesh)
+        pl, me = value.placement, global_eager.rank()
+        index = [m for m, _ in pl.pairs].index(me) if value.pieces else 0
+        shape = S.local_shape(value.meta.shape, sbp, index, pl.parallel_num)
+        pieces = [xp.ones(shape, dtype=value.meta.dtype.np) for _ in value.pieces]
     return global_eager.Value(value.meta, value.placement, sbp, pieces)

@@ -1,18 +1,18 @@
 """Values that cross processes (MPI) outside boxing: consistent feeds from rank 0, mirrored fetches, and the
-boxing executor forced across processes.
+boxing executor.
 
 Rank r owns the devices of machine r, and a placement's devices are in machine order, so each rank's pieces of a
 blob are a contiguous run of its parallel order. Boxing itself (every SBP / placement transition, in one process
-or across processes) is described once, in `ops/transitions.py`.
+or across processes) is planned once, in `ops/transitions.py`, and run by `runtime/boxing.py`.
 """
 import numpy as np
 
-from oneflow_compat.ops import transitions
+from oneflow_compat.runtime import boxing
 
 
 def make_boxing(rt, attrs, meta, owned=False):
-    """The boxing function across processes (`ops/transitions.py` has every transition's executors)."""
-    return transitions.executor(rt, attrs, meta, owned, over_processes=True)
+    """The boxing function of a move (`runtime/boxing.py` has every transition's executor)."""
+    return boxing.executor(rt, attrs, meta, owned, over_processes=True)
 
 
 def gather_mirrored(rt, local, placement):

@@ -25,12 +25,12 @@ import ctypes
 import os
 
 from oneflow_compat.passes.pipeline import fingerprint
-from oneflow_compat.runtime import activity, buckets, watch
+from oneflow_compat.runtime import activity, boxing, buckets, watch
 from oneflow_compat.runtime.plan import Plan
 
 # collective functions that need the runtime itself, by the `runtime_hook` an op declares; the other collectives
-# bring their `build_collective`
-RUNTIME_HOOKS = {"watch": watch.make_watch_fn}
+# bring their `build_collective`. "boxing": the transition table's executors (runtime/boxing.py)
+RUNTIME_HOOKS = {"watch": watch.make_watch_fn, "boxing": boxing.hook}
 
 
 def collective_fn(op, session, name_op=True, hooks=RUNTIME_HOOKS, buckets_of_plan=None):

@@ -37,6 +37,7 @@ from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import registry, transitions
 from oneflow_compat.passes import pipeline
 from oneflow_compat.runtime import activity, agreement, context
+from oneflow_compat.runtime import boxing as boxing_exec
 from oneflow_compat.runtime.session import Session
 from oneflow_compat.runtime.activity import operation
 from oneflow_compat.runtime.executable import Executable, straight_line
@@ -168,9 +169,8 @@ def record_gradient_all_reduce(value):
     (`runtime/buckets.py`) instead of a boxing op, so that `explain` still lists it, labelled as a gradient, with
     the bytes the transition table gives that move."""
     pl, meta = value.placement, value.meta
-    size = meta.dtype.np.itemsize * int(_np.prod(meta.shape, dtype=_np.int64))
     rec = BoxingRecord("gradient", tuple(meta.shape), meta.dtype.name, pl, S.P, pl, S.B,
-                       transitions.collective_name(pl, S.P, pl, S.B), float(transitions.cost(pl, S.P, pl, S.B, size)))
+                       transitions.collective_name(pl, S.P, pl, S.B), float(transitions.cost(pl, S.P, pl, S.B, meta)))
     log = _CTX.boxing_log
     log[rec] = log.get(rec, 0) + 1
 
@@ -433,7 +433,11 @@ def _compile(job, outputs, what, short, identity_text, options=pipeline.EAGER_OP
 
 
 def placement_text(pl):
-    return "%s ranks %s" % (pl.device_tag, [m for m, _ in pl.pairs])
+    ranks = [m for m, _ in pl.pairs]
+    if pl.is_nd:  # a mesh: its ranks nested as the placement was written
+        for h in reversed(pl.hierarchy[1:]):
+            ranks = [ranks[i:i + h] for i in range(0, len(ranks), h)]
+    return "%s ranks %s" % (pl.device_tag, ranks)
 
 
 def _describe(op_type, inputs):
@@ -604,6 +608,13 @@ def _full_value(value):
     with operation(what):
         identity, members = _world_identity(what)
         meta = value.meta
+        if S.is_nd(value.sbp):  # made whole on every device of its mesh first (steps over sub-groups)
+            if identity is not None:
+                agreement.global_op(identity, members)
+                identity = None
+            pieces, pl, sbp = boxing_exec.broadcast_on_mesh(runtime(), list(value.pieces), value.placement,
+                                                            value.sbp, meta.shape, meta.dtype.np)
+            value = Value(meta, pl, sbp, pieces)
         if identity is not None and value.sbp == S.P and meta.dtype.is_floating and \
                 _np.prod(meta.shape, dtype=_np.int64) <= agreement.PAYLOAD:
             # a small partial sum (a loss): its addends ride in the check's payload (one collective, the check)
@@ -614,7 +625,7 @@ def _full_value(value):
             return _np.asarray(sums.reshape(meta.shape).astype(meta.dtype.np))
         if identity is not None:
             agreement.global_op(identity, members)
-        return transitions.materialize(c, list(value.pieces), value.placement, value.sbp, value.meta.shape,
+        return boxing_exec.materialize(c, list(value.pieces), value.placement, value.sbp, value.meta.shape,
                                        value.meta.dtype.np, list(range(c.size)))
 
 
@@ -703,7 +714,9 @@ def _from_local(local, placement, sbp, what, infos):
     if any(len(s) != len(shapes[0]) for s in shapes):
         raise ValueError("%s: the ranks of %s hold local tensors of different ranks (shapes %s)"
                          % (what, placement, shapes))
-    if S.is_split(sbp):
+    if S.is_nd(sbp):
+        logical = _nd_logical_shape(shapes, sbp, placement, members, what)
+    elif S.is_split(sbp):
         ax = sbp.axis
         for s in shapes:
             if s[:ax] + s[ax + 1:] != shapes[0][:ax] + shapes[0][ax + 1:]:
@@ -724,14 +737,50 @@ def _from_local(local, placement, sbp, what, infos):
         import numpy as np
 
         piece = to_device(local.pieces[0], placement)
-        if sbp == S.B and len(members) > 1:
+        group = _broadcast_group(sbp, members, c.rank)
+        if len(group) > 1:  # B: the first rank's value (of each group along the B axes of a mesh)
             from oneflow_compat.backend import devices
 
             buf = np.array(devices.to_host(piece), copy=True, order="C")
-            c.bcast_(buf, members[0], members)
+            c.bcast_(buf, group[0], group)
             piece = to_device(buf, placement)
         pieces = [piece]
     return Value(TensorMeta(logical, dtype), placement, sbp if placement.parallel_num > 1 else S.B, pieces)
+
+
+def _broadcast_group(sbp, members, me):
+    """The ranks whose local tensors `me`'s piece is synchronised with in a local -> global cast: every member
+    for B, none for S and P; on a mesh, the members that differ from `me` only on the B axes (OneFlow's
+    `GetBroadcastSubParallelDesc`, consistent_cast.cpp at v0.9.0), the first of them the root."""
+    if S.is_nd(sbp):
+        mesh, mine = sbp.mesh, S.mesh_coords(members.index(me), sbp.mesh)
+        keep = [k for k, s in enumerate(sbp.sbps) if s != S.B]
+        return [r for i, r in enumerate(members)
+                if all(S.mesh_coords(i, mesh)[k] == mine[k] for k in keep)]
+    return list(members) if sbp == S.B else [me]
+
+
+def _nd_logical_shape(shapes, sbp, placement, members, what):
+    """The logical shape of the members' local shapes laid out as the n-D `sbp` (nested balanced splits), checked:
+    along each tensor axis the pieces at coordinate 0 of every mesh axis that does not split it add up."""
+    n, mesh, nd = len(members), sbp.mesh, len(shapes[0])
+    logical = list(shapes[0])
+    for a in range(nd):
+        axes = [k for k, s in enumerate(sbp.sbps) if S.is_split(s) and s.axis == a]
+        if axes:
+            logical[a] = sum(shapes[i][a] for i in range(n)
+                             if all(c == 0 for k, c in enumerate(S.mesh_coords(i, mesh)) if k not in axes))
+    logical = tuple(logical)
+    for i, s in enumerate(shapes):
+        want = S.local_shape(logical, sbp, i, n)
+        if s != want:
+            off = [a for a in range(nd) if s[a] != want[a]]
+            if any(not S.splits_axis(sbp, a) for a in off):
+                raise ValueError("%s: with %r the ranks of %s must hold local tensors of one shape outside the "
+                                 "split dimensions, got %s" % (what, sbp, placement, ", ".join(
+                                     "rank %d: %s" % (r, t) for r, t in zip(members, shapes))))
+            raise ValueError(BALANCED_MESSAGE % off[0])
+    return logical
 
 
 _DTYPES_BY_NAME = {}

@@ -14,7 +14,6 @@ parameters' updates, and eager changes are seen by the graph.
 Graph inputs are `input` ops pinned to the input tensor's placement and SBP, of micro-batch shape when gradient
 accumulation cuts each call into micro-batches (`micro_shape`).
 """
-from oneflow_compat.backend.balanced_split import balanced_ranges
 from oneflow_compat.ir import builder
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import Job
@@ -179,8 +178,8 @@ def micro_shape(value, n, what):
                          "(set_gradient_accumulation_steps(%d))" % (what, n, n))
     p = value.placement.parallel_num
     sizes = [shape[0]]
-    if S.is_split(value.sbp) and value.sbp.axis == 0 and p > 1:
-        sizes = [b - a for a, b in balanced_ranges(shape[0], p)]
+    if S.splits_axis(value.sbp, 0) and p > 1:  # each rank's rows (on a mesh: its nested piece's)
+        sizes = [S.local_shape(shape, value.sbp, i, p)[0] for i in range(p)]
     if any(size % n for size in sizes):
         raise ValueError("nn.Graph %s: dim 0 of shape %s%s is not divisible by the gradient accumulation steps "
                          "(%d); every rank's piece is cut into %d micro-batches along dim 0"

@@ -1,12 +1,17 @@
 """The process-level runtime: which devices are local, moving pieces to devices, assembling logical values."""
 from oneflow_compat.backend import devices
-from oneflow_compat.ops import transitions
+from oneflow_compat.runtime import boxing
+from oneflow_compat.runtime.executable import keep_freed_memory
 
 
 class Runtime:
     def __init__(self, comm, machine_id):
         self.comm = comm
         self.machine_id = machine_id
+        # every path (legacy jobs, nn.Graph, eager global ops, boxing) allocates its large results afresh: served
+        # from memory already mapped, not faulted in page by page (a 16 MB to_global spent as long in page faults
+        # as in MPI)
+        keep_freed_memory()
 
     def local_indices(self, placement):
         """Indices (in parallel order) of the placement's devices that live in this process."""
@@ -27,4 +32,4 @@ class Runtime:
     def assemble(self, shards, shape, np_dtype, placement, sbp):
         """A fresh host array with the full logical value (`shards`: device index -> piece for the local devices);
         under MPI every rank gets it."""
-        return transitions.assemble(self, shards, shape, np_dtype, placement, sbp)
+        return boxing.assemble(self, shards, shape, np_dtype, placement, sbp)

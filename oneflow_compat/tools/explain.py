@@ -1,5 +1,7 @@
 """What a compiled job does on its devices: each op's placement and SBP, and every boxing transition with the
-bytes it moves per call.
+bytes it moves per call — the bytes the busiest device sends in the collective the boxing runs (each device its
+own rank, as in the global-tensor API; `ops/transitions.py` defines the figure, the SBP inference prices with it,
+and `tests/test_boxing_bytes.py` holds it against what a recording comm counts).
 
     report = oneflow_compat.explain(train_job)   # the function @flow.global_function returned
     print(report)
@@ -48,7 +50,7 @@ class BoxingEntry:
     dst_placement: object
     dst_sbp: object
     collective: str
-    bytes: float  # per call, as the transition table counts them (ops/transitions.py)
+    bytes: float  # per call: what the busiest rank sends, as the transition table counts it (ops/transitions.py)
     section: str
 
 
@@ -111,15 +113,44 @@ def _format_job(job, job_type, ops, boxing):
                         [(o.name, o.type, o.placement, _sbps(o.sbp_in), _sbps(o.sbp_out), o.section) for o in ops]))
     if boxing:
         lines.append("")
-        lines.append("boxing (bytes per call):")
+        lines.append("boxing (bytes per call: what the busiest device sends, ops/transitions.py):")
         lines.append(_table(("blob", "shape", "from", "to", "collective", "bytes", "consumer", "section"),
                             [(b.blob, "x".join(map(str, b.shape)) + " " + b.dtype,
                               "%s %r" % (b.src_placement, b.src_sbp), "%s %r" % (b.dst_placement, b.dst_sbp),
                               b.collective, _fmt_bytes(b.bytes), b.consumer, b.section) for b in boxing]))
+        lines.extend(_mesh_steps([("%s -> %s" % (b.blob, b.consumer), b.shape, b.dtype, b.src_placement, b.src_sbp,
+                                   b.dst_placement, b.dst_sbp) for b in boxing]))
     per_section = ", ".join("%s %s" % (s, _fmt_bytes(sum(b.bytes for b in boxing if b.section == s)))
                             for s in SECTIONS)
     lines.append("total: %s bytes per call (%s)" % (_fmt_bytes(sum(b.bytes for b in boxing)), per_section))
     return "\n".join(lines)
+
+
+def _mesh_steps(rows):
+    """The steps of every boxing on an n-D mesh (`ops/mesh_transitions.py`): one line per step with its mesh axis,
+    symbols, collective, the groups of ranks it runs over and the bytes its busiest rank sends. `rows`: (what,
+    shape, dtype name, src placement, src sbp, dst placement, dst sbp)."""
+    import numpy as np
+
+    from oneflow_compat.ops import mesh_transitions, transitions
+
+    lines = []
+    for what, shape, dtype, src_pl, src, dst_pl, dst in rows:
+        move = transitions.Move(src_pl, src, dst_pl, dst)
+        if not move.nd:
+            continue
+        try:
+            itemsize = np.dtype(dtype).itemsize
+        except TypeError:
+            itemsize = 8
+        if not lines:
+            lines.append("")
+            lines.append("steps of the boxing on n-D meshes (one mesh axis at a time, over its groups of ranks):")
+        lines.append("  %s, %r -> %r%s:" % (what, src, dst, "" if src_pl == dst_pl else " (%s -> %s)" % (
+            src_pl, dst_pl)))
+        for text, nbytes in mesh_transitions.step_lines(move, shape, itemsize):
+            lines.append("    %s: %s bytes" % (text, _fmt_bytes(nbytes)))
+    return lines
 
 
 def report_of_job(job):
@@ -215,6 +246,8 @@ class EagerReport:
                                   "%s %r" % (text(rec.src_placement), rec.src_sbp),
                                   "%s %r" % (text(rec.dst_placement), rec.dst_sbp), rec.collective,
                                   _fmt_bytes(rec.bytes), calls) for rec, calls in self.rows]))
+            lines.extend(_mesh_steps([(rec.op, rec.shape, rec.dtype, rec.src_placement, rec.src_sbp,
+                                       rec.dst_placement, rec.dst_sbp) for rec, _ in self.rows]))
         return "\n".join(lines)
 
     __repr__ = __str__

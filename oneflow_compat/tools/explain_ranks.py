@@ -47,7 +47,8 @@ class PlanOnlyComm(ProcessComm):
         raise RuntimeError("explain --ranks %d compiles the plan without running it: no data moves between the "
                            "simulated ranks (a job call is explained, not run)" % self._size)
 
-    allreduce_ = allgatherv = reduce_scatter = alltoallv = bcast_ = send = recv = _no_data
+    allreduce_ = allgatherv = reduce_scatter = alltoallv = bcast_ = reduce_ = gatherv = exchange = send = recv = \
+        _no_data
 
     def abort(self, exit_code=1):
         os._exit(exit_code)

@@ -32,7 +32,7 @@ import time
 STAGES = ("env", "parity", "validate", "suite", "mpi", "bench")
 MPI_TESTS = ("test_agreement_mpi.py", "test_comm_mpi.py", "test_faults.py", "test_global_launch.py",
              "test_global_mpi.py", "test_mpi_abort_reporting.py", "test_mpi_failures.py", "test_mpi_training.py",
-             "test_nn_ops_global_mpi.py", "test_engine_mpi.py")
+             "test_nn_ops_global_mpi.py", "test_engine_mpi.py", "test_global_2d_mpi.py")
 PARITY_TESTS = ("test_philox.py", "test_fake_gpu.py", "test_device_switch.py")
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)\b")
 

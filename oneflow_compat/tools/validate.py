@@ -2,18 +2,21 @@
 
 An op is correct on N devices only if every signature its `sbp` rule declares computes the same logical result as
 one device. For each op type with example rows (`ops/examples.py`), this module builds the op in a throwaway job
-on 1, 2, 3 and 4 simulated devices (so the op's own `infer` and `sbp` rules run), and for every declared
-signature:
+on 1, 2, 3 and 4 simulated devices and on a 2 x 2 mesh (so the op's own `infer` and `sbp` rules run; on the mesh,
+the n-D signatures the compiler derives from them, one declared signature per mesh axis:
+`passes/sbp_infer.signatures`), and for every signature:
 
 * cuts each logical input into the pieces the signature names: `S(k)` balanced slices (`ir.sbp`), `B` a full
-  copy per device, `P` random addends that sum to the value;
+  copy per device, `P` random addends that sum to the value (on a mesh: each device's block, nested along the mesh
+  axes, with random addends along the P axes);
 * runs the op's per-device function on each piece exactly as the plan does (`runtime.plan.DeviceSlot` +
   `device_fn`);
 * assembles each output per its SBP (concatenate / sum / take one, checking that `B` copies agree and that every
   piece has the shape the plan expects) and compares it with the one-device result.
 
-`oneflow-compat validate [--failures-only] [op_type ...]` (also `python -m oneflow_compat validate`, `python -m
-oneflow_compat.tools.validate`) prints one line per (op, example, signature, device count), or only the failures.
+`oneflow-compat validate [--failures-only] [--devices 2,3,4,2x2] [op_type ...]` (also `python -m oneflow_compat
+validate`, `python -m oneflow_compat.tools.validate`) prints one line per (op, example, signature, devices), or only
+the failures.
 """
 import argparse
 import dataclasses
@@ -30,7 +33,10 @@ from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import registry
 from oneflow_compat.ops import transitions as boxing_impl
 from oneflow_compat.ops.examples import EXAMPLES, WITHOUT_EXAMPLES
+from oneflow_compat.passes import sbp_infer
 from oneflow_compat.runtime import plan
+
+DEVICES = (2, 3, 4, (2, 2))  # device counts, and meshes (tuples)
 
 _RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
 
@@ -43,10 +49,15 @@ class Check:
     devices: int
     ok: bool
     message: str = ""
+    mesh: tuple = None  # the mesh shape of a check on an n-D placement (`devices` its size)
 
     def __str__(self):
-        return "%s [%s] %s on %d devices: %s" % (self.op_type, self.example, self.signature, self.devices,
-                                                 "OK" if self.ok else "FAIL " + self.message)
+        return "%s [%s] %s on %s: %s" % (self.op_type, self.example, self.signature, where(self.devices, self.mesh),
+                                         "OK" if self.ok else "FAIL " + self.message)
+
+
+def where(devices, mesh):
+    return "a %s mesh" % "x".join(map(str, mesh)) if mesh else "%d devices" % devices
 
 
 def load_all_ops():
@@ -58,6 +69,10 @@ def load_all_ops():
 
 
 def placement_of(n):
+    """A placement of `n` devices (an int), or a mesh of that shape (a tuple)."""
+    if isinstance(n, tuple):
+        size = int(np.prod(n))
+        return Placement("cpu", [(0, i) for i in range(size)], hierarchy=n)
     return Placement("cpu", [(0, i) for i in range(n)])
 
 
@@ -83,7 +98,9 @@ def _validation_session():
 
 
 def split_input(value, sbp, n, rng):
-    """The n device pieces of a logical value for one SBP."""
+    """The n device pieces of a logical value for one SBP (1-D, or n-D on a mesh of n devices)."""
+    if S.is_nd(sbp):
+        return _split_on_mesh(value, sbp, n, rng)
     if sbp == S.B:
         return [value.copy() for _ in range(n)]
     if S.is_split(sbp):
@@ -103,6 +120,31 @@ def split_input(value, sbp, n, rng):
             last -= a
         return addends + [last]
     raise ValueError("cannot split an input with sbp %r" % (sbp,))
+
+
+def _split_on_mesh(value, sbp, n, rng):
+    """Each device's block of `value` under the n-D `sbp`; along its P axes the devices sharing a block hold random
+    addends of it (`split_input`'s P over the P coordinates), the same on every copy along the B axes."""
+    for s in sbp.sbps:
+        if S.is_split(s) and s.axis >= value.ndim:
+            raise ValueError("S(%d) of a %d-d input" % (s.axis, value.ndim))
+    pieces = [np.ascontiguousarray(value[S.local_slices(value.shape, sbp, i, n)]) for i in range(n)]
+    p_axes = [k for k, s in enumerate(sbp.sbps) if s == S.P]
+    if not p_axes:
+        return pieces
+    b_axes = [k for k, s in enumerate(sbp.sbps) if s == S.B]
+    blocks = {}  # the devices of one block (coordinates on the split axes) by their P coordinates
+    for i in range(n):
+        c = S.mesh_coords(i, sbp.mesh)
+        block = tuple(0 if k in p_axes or k in b_axes else x for k, x in enumerate(c))
+        blocks.setdefault(block, {}).setdefault(tuple(c[k] for k in p_axes), []).append(i)
+    for by_p in blocks.values():
+        keys = sorted(by_p)
+        first = by_p[keys[0]][0]
+        for key, part in zip(keys, split_input(pieces[first], S.P, len(keys), rng)):
+            for i in by_p[key]:
+                pieces[i] = part.copy()
+    return pieces
 
 
 def _tolerance(dtype, reference):
@@ -132,7 +174,8 @@ def _max_error(a, b):
 
 
 def run_pieces(op, pieces_per_input):
-    """Runs the op's per-device function on each device's pieces; returns [device][output] arrays."""
+    """Runs the op's per-device function on each device's pieces; returns [device][output] arrays (on a mesh, in
+    its parallel order)."""
     n = op.placement.parallel_num
     session = _validation_session()
     outs = []
@@ -161,6 +204,8 @@ def assemble_output(pieces, sbp, meta, n):
                 i, tuple(p.shape), want, sbp, meta.shape))
         if p.dtype != meta.dtype.np:
             raise AssertionError("device %d produced dtype %s, infer says %s" % (i, p.dtype, meta.dtype.np))
+    if S.is_nd(sbp):
+        return _assemble_on_mesh(pieces, sbp, meta, n)
     if sbp == S.B:
         for i, p in enumerate(pieces[1:], 1):
             if not _close(p, pieces[0], p.dtype):
@@ -170,6 +215,26 @@ def assemble_output(pieces, sbp, meta, n):
     if sbp == S.P or S.is_split(sbp):
         return boxing_impl.logical_from_pieces(np, pieces, sbp)
     raise AssertionError("output sbp %r cannot be assembled" % (sbp,))
+
+
+def _assemble_on_mesh(pieces, sbp, meta, n):
+    """The logical value of an n-D output: the devices at coordinate 0 of every B axis put their blocks in place,
+    adding up along the P axes; every other device must hold what its copy at coordinate 0 holds."""
+    b_axes = [k for k, s in enumerate(sbp.sbps) if s == S.B]
+    if len(b_axes) == len(sbp.sbps):  # B on every axis: one value, copied (a dynamic blob's too)
+        return assemble_output(pieces, S.B, meta, n)
+    out = np.zeros(meta.shape, dtype=pieces[0].dtype)
+    for i, p in enumerate(pieces):
+        c = S.mesh_coords(i, sbp.mesh)
+        first = S.mesh_index([0 if k in b_axes else x for k, x in enumerate(c)], sbp.mesh)
+        if first != i:
+            if not _close(p, pieces[first], p.dtype):
+                raise AssertionError("B output differs between device %d and device %d along mesh axes %s (%s)"
+                                     % (first, i, b_axes, _max_error(p, pieces[first])))
+            continue
+        block = out[S.local_slices(meta.shape, sbp, i, n)]
+        block += p if block.dtype != np.bool_ else p.astype(bool)
+    return out
 
 
 def fits_shape(actual, static, is_dynamic):
@@ -186,7 +251,7 @@ def _format_sig(sig):
     return "(%s)->(%s)" % (", ".join(map(repr, ins)), ", ".join(map(repr, outs)))
 
 
-def check_op(op_type, inputs, attrs, device_counts=(2, 3, 4), example="", seed=0):
+def check_op(op_type, inputs, attrs, device_counts=DEVICES, example="", seed=0):
     """Every declared signature of one op instance on each device count: a list of Check (passes and failures)."""
     inputs = [np.asarray(x) for x in inputs]
     attrs = dict(attrs or {})
@@ -204,12 +269,17 @@ def check_op(op_type, inputs, attrs, device_counts=(2, 3, 4), example="", seed=0
     checks = []
     for n in device_counts:
         op = build_op(op_type, inputs, attrs, n)
-        sigs = op.defn.sbp(op)
+        sigs = sbp_infer.signatures(op)
         if not sigs:
-            checks.append(Check(op_type, example, "-", n, False, "no signature declared"))
+            checks.append(Check(op_type, example, "-", op.placement.parallel_num, False, "no signature declared",
+                                _mesh_of(op)))
         for sig in sigs:
             checks.append(_check_signature(op, sig, inputs, reference, rng, example))
     return checks
+
+
+def _mesh_of(op):
+    return tuple(op.placement.hierarchy) if op.placement.is_nd else None
 
 
 def _check_signature(op, sig, inputs, reference, rng, example):
@@ -218,7 +288,7 @@ def _check_signature(op, sig, inputs, reference, rng, example):
     label = _format_sig(sig)
 
     def result(ok, message=""):
-        return Check(op.type, example, label, n, ok, message)
+        return Check(op.type, example, label, n, ok, message, _mesh_of(op))
 
     if len(ins) != len(inputs) or len(outs) != len(op.outputs):
         return result(False, "signature has %d inputs / %d outputs, the op %d / %d" % (
@@ -238,7 +308,7 @@ def _check_signature(op, sig, inputs, reference, rng, example):
     return result(True)
 
 
-def validate_op(op_type, inputs, attrs, device_counts=(2, 3, 4)):
+def validate_op(op_type, inputs, attrs, device_counts=DEVICES):
     """The failing signatures of one op instance (an empty list when every declared signature is right)."""
     return [c for c in check_op(op_type, inputs, attrs, device_counts) if not c.ok]
 
@@ -254,7 +324,7 @@ def missing_examples():
     return [t for t in ops_with_signatures() if t not in EXAMPLES and t not in WITHOUT_EXAMPLES]
 
 
-def check_examples(op_type, device_counts=(2, 3, 4)):
+def check_examples(op_type, device_counts=DEVICES):
     checks = []
     for k, ex in enumerate(EXAMPLES[op_type]):
         rng = np.random.default_rng(1000 + k)
@@ -268,7 +338,7 @@ def check_examples(op_type, device_counts=(2, 3, 4)):
     return checks
 
 
-def validate_all(op_types=None, device_counts=(2, 3, 4)):
+def validate_all(op_types=None, device_counts=DEVICES):
     """Checks for the given op types (default: every op with signatures); ops without examples give a failure."""
     types = list(op_types) if op_types else ops_with_signatures()
     checks = []
@@ -285,7 +355,8 @@ def validate_all(op_types=None, device_counts=(2, 3, 4)):
 def format_table(checks):
     rows = [("op", "example", "signature", "devices", "result")]
     for c in checks:
-        rows.append((c.op_type, c.example, c.signature, str(c.devices) if c.devices else "-",
+        rows.append((c.op_type, c.example, c.signature,
+                     ("x".join(map(str, c.mesh)) if c.mesh else str(c.devices)) if c.devices else "-",
                      ("OK" if c.ok else "FAIL") + ("  " + c.message if c.message else "")))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows)
@@ -297,16 +368,18 @@ def add_arguments(parser):
                         help="op types to check (default: every op that declares SBP signatures)")
     parser.add_argument("--failures-only", action="store_true",
                         help="print only the failing checks and the count line")
-    parser.add_argument("--devices", type=_device_counts, default=[2, 3, 4], metavar="N,N,...",
-                        help="device counts to check each signature on (default: 2,3,4)")
+    parser.add_argument("--devices", type=_device_counts, default=list(DEVICES), metavar="N,N,...",
+                        help="device counts to check each signature on, and meshes written AxB (default: "
+                             "2,3,4,2x2)")
     return parser
 
 
 def _device_counts(text):
     try:
-        return [int(n) for n in text.split(",")]
+        return [tuple(int(m) for m in n.split("x")) if "x" in n else int(n) for n in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError("expected device counts such as 2,3,4, got %r" % text) from None
+        raise argparse.ArgumentTypeError("expected device counts and meshes such as 2,3,4,2x2, got %r"
+                                         % text) from None
 
 
 def build_parser(prog="python -m oneflow_compat.tools.validate"):
@@ -325,7 +398,7 @@ def run(options, out=None):
         print("validate: unknown op type(s): %s (known: %d op types; `oneflow-compat validate` checks them all)"
               % (", ".join(unknown), len(registry.all_types())), file=sys.stderr)
         return 2
-    if any(n < 1 for n in options.devices):
+    if any(min(n) < 1 if isinstance(n, tuple) else n < 1 for n in options.devices):
         print("validate: --devices takes positive device counts, got %s" % options.devices, file=sys.stderr)
         return 2
     checks = validate_all(options.op_types or None, tuple(options.devices))

@@ -1,9 +1,9 @@
 """The communication behind `DistributedDataParallel` (local tensors, one per rank): parameters broadcast from
 rank 0, gradients all-reduced bucket by bucket during backward, buffers broadcast before each forward.
 
-Kept in one small module so that the runtime's own bucketed all-reduce can replace it: the DDP module
-(`distributed.py`) calls only `broadcast_`, `Buckets.grad_view`, `Buckets.ready` and `Buckets.reset`. The
-collectives go straight to the process comm (`comm/`: MPI between processes, nothing to do on one rank).
+The DDP module (`distributed.py`) calls only `broadcast_`, `Buckets.grad_view`, `Buckets.ready` and
+`Buckets.reset`; the buckets are the runtime's (`runtime/buckets.py`), the broadcasts go straight to the process
+comm (`comm/`: MPI between processes, nothing to do on one rank).
 
 Buckets follow OneFlow 0.9 (`nn/parallel/distributed.py`): the parameters that require a gradient, in reverse
 order (backward produces the last layers' gradients first), `bucket_size` parameters per bucket; each bucket is one
@@ -15,6 +15,7 @@ first, so the result is the mean over the ranks.
 import numpy as np
 
 from oneflow_compat.backend import devices
+from oneflow_compat.runtime import buckets as runtime_buckets
 from oneflow_compat.runtime import global_eager
 
 
@@ -34,50 +35,35 @@ def broadcast_(arrays, root=0):
         a[...] = host if not devices.is_device_array(a) else devices.array_module("gpu").asarray(host)
 
 
-def _allreduce_(buffer):
-    comm, ranks = _comm_and_ranks()
-    if comm.size > 1:
-        comm.allreduce_(buffer, ranks)
-
-
 class Buckets:
+    """DDP's buckets on the runtime's gradient buckets (`runtime/buckets.py: GradBuckets`, the engine's bucketed
+    all-reduce): the parameters that require a gradient in reverse order, `bucket_size` of them per bucket (OneFlow
+    counts parameters, not bytes), one persistent flat float32 buffer each; a bucket is all-reduced in order as soon
+    as all its gradients are complete, the first all-reduce of a backward pass checked across the ranks."""
+
     def __init__(self, params, bucket_size):
         if bucket_size < 1:
             raise ValueError("DistributedDataParallel: bucket_size must be at least 1, got %r" % (bucket_size,))
         self.params = list(reversed([p for p in params if p.requires_grad]))
-        self.groups = [self.params[i:i + bucket_size] for i in range(0, len(self.params), bucket_size)]
-        self.where = {}  # id(param) -> (bucket index, offset)
-        self.buffers = []
-        for b, group in enumerate(self.groups):
-            offset = 0
-            for p in group:
-                self.where[id(p)] = (b, offset)
-                offset += p.numel()
-            self.buffers.append(np.zeros(offset, dtype=np.float32))
-        self.ready_flags = {}
-        self.done = [False] * len(self.groups)
-        self.next_bucket = 0
+        self.index = {id(p): k for k, p in enumerate(self.params)}
+        _, ranks = _comm_and_ranks()
+        self.grads = runtime_buckets.GradBuckets(
+            [tuple(p.shape) for p in self.params], [np.float32] * len(self.params), ranks,
+            cap_bytes=float("inf"), per_bucket=int(bucket_size),
+            what="DistributedDataParallel gradient all-reduce of %d parameter(s)" % len(self.params))
+        self.buffers = self.grads.buffers
+        self.where = {id(p): (self.grads.slots[k][0], self.grads.slots[k][1]) for k, p in enumerate(self.params)}
 
     def grad_view(self, param):
         """A zeroed view of the bucket shaped like `param` (its `.grad` storage)."""
-        b, offset = self.where[id(param)]
-        view = self.buffers[b][offset:offset + param.numel()].reshape(tuple(param.shape))
+        view = self.grads.view(self.index[id(param)])
         view[...] = 0
         return view
 
     def reset(self):
         """A new backward pass begins (OneFlow resets the state after each forward)."""
-        self.ready_flags = {}
-        self.done = [False] * len(self.groups)
-        self.next_bucket = 0
+        self.grads.reset()
 
     def ready(self, param):
         """`param`'s gradient is complete: all-reduce every bucket, in order, whose gradients are all complete."""
-        self.ready_flags[id(param)] = True
-        while self.next_bucket < len(self.groups):
-            group = self.groups[self.next_bucket]
-            if not all(self.ready_flags.get(id(p)) for p in group):
-                break
-            _allreduce_(self.buffers[self.next_bucket])
-            self.done[self.next_bucket] = True
-            self.next_bucket += 1
+        self.grads.ready(self.index[id(param)])

@@ -1,0 +1,126 @@
+"""Kernels of the OneFlow 0.9 tensor ops the global API's users call at run time (flowvision's models, the basics
+pages): flip, cumsum, triu, isnan / isinf, the dim scatters, erfinv.
+
+Each works on the piece it is given (a device's piece under the op's SBP signatures), never on a logical shape.
+"""
+
+
+def flip(xp, x, *, dims):
+    """x reversed along each axis of `dims` (a copy: the output owns its memory)."""
+    return xp.ascontiguousarray(xp.flip(x, axis=tuple(dims))) if dims else x.copy()
+
+
+def cumsum(xp, x, *, dim):
+    """Running sums along `dim`, in x's dtype (OneFlow 0.9's cumsum keeps integer inputs as int64)."""
+    dtype = xp.int64 if x.dtype.kind in "biu" else x.dtype
+    return xp.cumsum(x, axis=dim, dtype=dtype)
+
+
+def triu(xp, x, *, diagonal):
+    """The entries on and above the `diagonal`-th diagonal of the last two axes; 0 below."""
+    rows, cols = x.shape[-2], x.shape[-1]
+    keep = (xp.arange(cols).reshape(1, cols) - xp.arange(rows).reshape(rows, 1)) >= diagonal
+    return xp.where(keep, x, xp.zeros((), dtype=x.dtype))
+
+
+def isnan(xp, x):
+    """int8 1 where x is NaN (integer inputs have none)."""
+    if x.dtype.kind not in "fc":
+        return xp.zeros(x.shape, dtype=xp.int8)
+    return xp.isnan(x).astype(xp.int8)
+
+
+def isinf(xp, x):
+    """int8 1 where x is +inf or -inf."""
+    if x.dtype.kind not in "fc":
+        return xp.zeros(x.shape, dtype=xp.int8)
+    return xp.isinf(x).astype(xp.int8)
+
+
+def _scatter_positions(xp, index, dim, size):
+    """Index tuples addressing out[i_0, ..., index[i], ..., i_n] for every position i of `index`."""
+    idx = index.astype(xp.int64)
+    if idx.size and (int(xp.min(idx)) < -size or int(xp.max(idx)) >= size):
+        raise IndexError("scatter: index %d is out of bounds for dimension %d with size %d"
+                         % (int(xp.max(idx)) if int(xp.max(idx)) >= size else int(xp.min(idx)), dim, size))
+    idx = xp.where(idx < 0, idx + size, idx)
+    grids = list(xp.indices(index.shape, sparse=True))
+    grids[dim] = idx
+    return tuple(grids)
+
+
+def _src_part(src, index):
+    """The part of src that index addresses (torch/OneFlow read src[i] for each position i of index)."""
+    return src[tuple(slice(0, n) for n in index.shape)]
+
+
+def dim_scatter_update(xp, x, index, src, *, dim):
+    """A copy of x with out[..., index[i], ...] = src[i] along `dim` (the last write wins on repeated indices)."""
+    out = x.copy()
+    out[_scatter_positions(xp, index, dim, x.shape[dim])] = _src_part(src, index)
+    return out
+
+
+def dim_scatter_add(xp, x, index, src, *, dim):
+    """A copy of x with src[i] added at out[..., index[i], ...] along `dim`, repeated indices accumulating."""
+    out = x.copy()
+    pos, values = _scatter_positions(xp, index, dim, x.shape[dim]), _src_part(src, index)
+    if hasattr(xp.add, "at"):
+        xp.add.at(out, pos, values)
+    else:  # pragma: no cover - CuPy without ufunc.at
+        import cupyx
+
+        cupyx.scatter_add(out, pos, values)
+    return out
+
+
+def dim_scatter_src_grad(xp, dy, index, like, *, dim):
+    """d src of the dim scatters: dy read where each src entry was written, zeros where src was not read (src may
+    be larger than index); `like` is src, for its shape."""
+    out = xp.zeros(like.shape, dtype=dy.dtype)
+    out[tuple(slice(0, n) for n in index.shape)] = dy[_scatter_positions(xp, index, dim, dy.shape[dim])]
+    return out
+
+
+def _erf(xp, x):
+    """erf to float64 precision: math.erf per entry (the kernel runs at initialisation, on parameter-sized
+    arrays)."""
+    import math
+
+    import numpy
+
+    flat = numpy.asarray(x, dtype=numpy.float64).reshape(-1)
+    return numpy.fromiter((math.erf(v) for v in flat), numpy.float64, flat.size).reshape(x.shape)
+
+
+def erfinv(xp, x):
+    """The inverse error function on (-1, 1) (±inf at ±1, NaN outside): M. Giles' single-precision
+    approximation ("Approximating the erfinv function", 2010), then two Newton steps on erf."""
+    if xp.__name__ != "numpy":  # pragma: no cover - CuPy ships it
+        import cupyx.scipy.special
+
+        return cupyx.scipy.special.erfinv(x)
+    import numpy
+
+    v = x.astype(numpy.float64)
+    w = -numpy.log(numpy.clip((1.0 - v) * (1.0 + v), 1e-300, None))
+    small = w < 5.0
+    ws, wl = w - 2.5, numpy.sqrt(w) - 3.0
+    ps = numpy.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                        -0.00125372503, -0.00417768164, 0.246640727, 1.50140941], ws)
+    pl = numpy.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                        -0.0076224613, 0.00943887047, 1.00167406, 2.83297682], wl)
+    y = numpy.where(small, ps, pl) * v
+    inside = numpy.abs(v) < 1.0
+    for _ in range(2):
+        yi = numpy.where(inside, y, 0.0)
+        err = _erf(numpy, yi) - v
+        y = numpy.where(inside, yi - err / (2.0 / numpy.sqrt(numpy.pi) * numpy.exp(-yi * yi)), y)
+    y = numpy.where(numpy.abs(v) == 1.0, numpy.copysign(numpy.inf, v), y)
+    y = numpy.where(numpy.abs(v) > 1.0, numpy.nan, y)
+    return y.astype(x.dtype)
+
+
+def erfinv_grad(xp, dy, y):
+    """d erfinv(x) / dx = sqrt(pi) / 2 * exp(erfinv(x)^2), from the forward output y."""
+    return dy * (xp.sqrt(xp.pi) / 2 * xp.exp(y * y)).astype(dy.dtype)

@@ -1,0 +1,50 @@
+"""`oneflow._C`: OneFlow 0.9's functional namespace (its C++ functional API bound to Python), which libraries
+written for OneFlow (flowvision) call directly. Each name is the global API's functional form under the name and
+keyword arguments `oneflow/core/functional/functional_api.yaml` gives it (v0.9.0), where they differ from the
+`nn.functional` / top-level form: `reshape(x, shape=...)`, `transpose(x, perm=...)`, `cast(x, dtype=...)`,
+`binary_cross_entropy_with_logits_loss(input, target, weight, pos_weight, reduction)`, ...
+"""
+from oneflow_compat._global import functional as _F
+from oneflow_compat._global import nn_functional as _nnF
+from oneflow_compat._global import tensor_functions as _T
+
+
+def cast(x, dtype, pin_memory=False):
+    return _F.cast(x, dtype)
+
+
+def reshape(x, shape):
+    return _F.reshape(x, tuple(shape))
+
+
+def transpose(x, perm):
+    return _F.permute(x, list(perm))
+
+
+def pad(x, pad, mode="constant", value=0):  # noqa: A002
+    return _nnF.pad(x, pad, mode=mode, value=value)
+
+
+def binary_cross_entropy_with_logits_loss(input, target, weight=None, pos_weight=None, reduction="mean"):  # noqa: A002
+    return _nnF.binary_cross_entropy_with_logits(input, target, weight=weight, pos_weight=pos_weight,
+                                                 reduction=reduction)
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):  # noqa: A002
+    return _F.cross_entropy(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction,
+                            label_smoothing=label_smoothing)
+
+
+def l1_loss(input, target, reduction="mean"):  # noqa: A002
+    return _F.l1_loss(input, target, reduction=reduction)
+
+
+# the names whose OneFlow _C form matches the functional form
+from oneflow_compat._global.functional import (  # noqa: F401,E402
+    add, argmax, cat as concat, clamp, div, exp, log, matmul, mul, relu, sigmoid, softmax, log_softmax, sub, sum,
+    tanh)
+from oneflow_compat._global.nn_functional import (  # noqa: F401,E402
+    conv2d, dropout, gelu, interpolate, layer_norm, silu)
+from oneflow_compat._global.tensor_functions import (  # noqa: F401,E402
+    argsort, cumsum, flip, normalize, roll, sort, split, topk)
+del _T

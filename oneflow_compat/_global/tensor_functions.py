@@ -1,0 +1,595 @@
+"""OneFlow 0.9's tensor functions beyond `functional.py` that its users call at run time (flowvision's models, the
+basics pages; issue 21): splitting and joining (`split`, `chunk`, `narrow`, `unbind`, `roll`, `flip`, `rot90`,
+`meshgrid`, `expand`, `repeat`, `tile`), ordering (`sort`, `argsort`, `topk`), selection (`masked_select`,
+`argwhere`, `nonzero`, `index_select`, `scatter`), running sums and triangles (`cumsum`, `tril`, `triu`), checks
+(`isnan`, `isinf`, `isfinite`), products (`einsum`, `baddbmm`, `addmm`), norms (`norm`, `normalize`,
+`logsumexp`), `diff`, `var_mean`, `unique`, `bernoulli`.
+
+Each is a registered op (`ops/tensor_ops.py`, `ops/shape_ops.py`) or a composition of registered ops, so it runs
+eagerly, in nn.Graph and on global tensors through the ops' SBP signatures, and autograd follows the ops' rules.
+Functions whose output shape depends on the values (`masked_select`, `argwhere`, `nonzero`, `unique`) read the
+values on the host, as OneFlow's eager kernels do, and are refused inside nn.Graph with a message naming them.
+Argument names and defaults are OneFlow 0.9's (`python/oneflow/framework/docstr/*.py`, `nn/functional`).
+"""
+import builtins
+import collections
+import math
+
+import numpy as np
+
+from oneflow_compat.ir import dtypes
+from oneflow_compat._global import creation, functional as F, lazy
+from oneflow_compat._global.dispatch import apply_op
+from oneflow_compat._global.tensor import BOOL, Tensor
+
+
+def _dim(dim, ndim, what):
+    n = builtins.max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError("%s(): Dimension out of range (expected to be in range of [%d, %d], but got %d)"
+                         % (what, -n, n - 1, dim))
+    return dim % n
+
+
+def _eager_only(x, what):
+    if lazy.is_lazy(x):
+        raise RuntimeError("%s(): the output's shape depends on the input's values, which nn.Graph does not "
+                           "support; call it outside the graph's build()" % what)
+
+
+def _host_like(array, like, dtype):
+    """A tensor of host values `array` on `like`'s device or placement (broadcast): indices and masks."""
+    return creation.new_tensor_like(np.asarray(array), like, dtype=dtype)
+
+
+def _slice_along(x, dim, start, stop):
+    key = (slice(None),) * dim + (slice(start, stop),)
+    return F.index(x, key)
+
+
+# --- splitting and joining -------------------------------------------------------------------------------------
+def split(x, split_size_or_sections, dim=0):
+    """Pieces of `split_size_or_sections` each along `dim` (the last one smaller), or of the listed sizes."""
+    d = _dim(dim, x.ndim, "split")
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [int(s) for s in split_size_or_sections]
+        if builtins.sum(sizes) != n:
+            raise RuntimeError("split(): split_size_or_sections %s must sum to the size %d of dim %d"
+                               % (list(sizes), n, d))
+    else:
+        step = int(split_size_or_sections)
+        if step <= 0:
+            raise RuntimeError("split(): split_size must be positive, got %d" % step)
+        sizes = [builtins.min(step, n - s) for s in range(0, n, step)] or [0]
+    out, start = [], 0
+    for s in sizes:
+        out.append(_slice_along(x, d, start, start + s))
+        start += s
+    return tuple(out)
+
+
+def chunk(x, chunks, dim=0):
+    """`chunks` pieces along `dim` of ceil(size / chunks) each (fewer when the size runs out)."""
+    if chunks <= 0:
+        raise RuntimeError("chunk(): chunks must be positive, got %d" % chunks)
+    d = _dim(dim, x.ndim, "chunk")
+    return split(x, builtins.max(1, -(-x.shape[d] // chunks)), d)
+
+
+def narrow(x, dim, start, length):
+    d = _dim(dim, x.ndim, "narrow")
+    n = x.shape[d]
+    start = start + n if start < 0 else start
+    if not 0 <= start <= n or length < 0 or start + length > n:
+        raise IndexError("narrow(): start %d and length %d do not fit dim %d of size %d" % (start, length, d, n))
+    return _slice_along(x, d, start, start + length)
+
+
+def unbind(x, dim=0):
+    d = _dim(dim, x.ndim, "unbind")
+    return tuple(F.squeeze(p, d) for p in split(x, 1, d))
+
+
+def flip(x, dims):
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    axes = tuple(sorted({_dim(d, x.ndim, "flip") for d in dims}))
+    return apply_op("flip", [x], {"dims": axes})
+
+
+def roll(x, shifts, dims=None):
+    """Entries shifted by `shifts` along `dims`, wrapping around (the flattened tensor when dims is None)."""
+    if dims is None:
+        return F.reshape(roll(F.reshape(x, (-1,)), shifts, 0), tuple(x.shape))
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError("roll(): shifts %s and dims %s must have the same length" % (shifts, dims))
+    out = x
+    for s, d in zip(shifts, dims):
+        d = _dim(d, x.ndim, "roll")
+        n = x.shape[d]
+        s = s % n if n else 0
+        if s:
+            out = F.cat([_slice_along(out, d, n - s, n), _slice_along(out, d, 0, n - s)], d)
+    return out
+
+
+def rot90(x, k=1, dims=(0, 1)):
+    d0, d1 = (_dim(d, x.ndim, "rot90") for d in dims)
+    if d0 == d1:
+        raise RuntimeError("rot90(): dims must differ, got %s" % (list(dims),))
+    k %= 4
+    if k == 1:
+        return F.transpose(flip(x, [d1]), d0, d1)
+    if k == 2:
+        return flip(x, [d0, d1])
+    if k == 3:
+        return F.transpose(flip(x, [d0]), d0, d1)
+    return x
+
+
+def _size_list(sizes):
+    """`f(x, 2, 3)` or `f(x, (2, 3))` / a Size: the sizes as a list of ints."""
+    if len(sizes) == 1 and hasattr(sizes[0], "__len__"):
+        sizes = tuple(sizes[0])
+    return [int(s) for s in sizes]
+
+
+def expand(x, *sizes):
+    """x broadcast to `sizes` (-1 keeps a dim), a view in OneFlow; here the expand op."""
+    sizes = _size_list(sizes)
+    lead = len(sizes) - x.ndim
+    if lead < 0:
+        raise RuntimeError("expand(): the number of sizes provided (%d) must be greater or equal to the number of "
+                           "dimensions in the tensor (%d)" % (len(sizes), x.ndim))
+    target = []
+    for j, s in enumerate(sizes):
+        own = x.shape[j - lead] if j >= lead else None
+        if s == -1:
+            if own is None:
+                raise RuntimeError("expand(): -1 is not allowed in a leading, non-existing dimension")
+            s = own
+        if own is not None and own != 1 and own != s:
+            raise RuntimeError("expand(): the expanded size of the tensor (%d) must match the existing size (%d) "
+                               "at non-singleton dimension %d. Target sizes: %s. Tensor sizes: %s"
+                               % (s, own, j, sizes, list(x.shape)))
+        target.append(s)
+    if tuple(target) == tuple(x.shape):
+        return x
+    return apply_op("expand", [x], {"shape": tuple(target)})
+
+
+def expand_as(x, other):
+    return expand(x, tuple(other.shape))
+
+
+def repeat(x, *sizes):
+    """x tiled `sizes` times along each dim (more sizes than dims add leading dims)."""
+    sizes = _size_list(sizes)
+    if len(sizes) < x.ndim:
+        raise RuntimeError("repeat(): number of repeat dims (%d) can not be smaller than number of dimensions of "
+                           "the tensor (%d)" % (len(sizes), x.ndim))
+    shape = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)
+    inter, target, final = [], [], []
+    for r, d in zip(sizes, shape):  # a repeat axis before each axis: (r0, d0, r1, d1, ...)
+        inter += [1, d]
+        target += [r, d]
+        final.append(r * d)
+    return F.reshape(expand(F.reshape(x, tuple(inter)), tuple(target)), tuple(final))
+
+
+def tile(x, dims):
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return repeat(x, [1] * (x.ndim - len(dims)) + dims)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids of 1-D tensors: output k varies along dim k ('ij'), or dims 0 and 1 swapped ('xy')."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError("meshgrid(): indexing must be 'ij' or 'xy', got %r" % (indexing,))
+    n = len(tensors)
+    pos = list(range(n))
+    if indexing == "xy" and n >= 2:
+        pos[0], pos[1] = 1, 0
+    shape = [0] * n
+    for t, p in zip(tensors, pos):
+        if t.ndim > 1:
+            raise RuntimeError("meshgrid(): expects 0- or 1-dimensional tensors, got %d dims" % t.ndim)
+        shape[p] = t.numel()
+    out = []
+    for t, p in zip(tensors, pos):
+        view = [1] * n
+        view[p] = shape[p]
+        out.append(expand(F.reshape(t, tuple(view)), tuple(shape)))
+    return out
+
+
+# --- ordering ----------------------------------------------------------------------------------------------------
+_TopK = collections.namedtuple("topk", ["values", "indices"])
+_Sort = collections.namedtuple("sort", ["values", "indices"])
+
+
+def _last(x, d):
+    """(x with dim d moved last, the permutation back)."""
+    if d == x.ndim - 1:
+        return x, None
+    perm = [i for i in range(x.ndim) if i != d] + [d]
+    return F.permute(x, perm), [perm.index(i) for i in range(x.ndim)]
+
+
+def _ordered(x, k, d, largest):
+    """(values, int64 indices) of the k largest (smallest) entries along d, in order; ties keep the lower index."""
+    moved, back = _last(x, d)
+    key = moved if x.dtype.is_floating else F.cast(moved, dtypes.int64)
+    if not largest:
+        key = F.neg(key)
+    idx = F.cast(apply_op("top_k", [key], {"k": int(k), "sorted": True}, requires_grad=False), dtypes.int64)
+    values = apply_op("batch_gather", [moved, idx])
+    if back is not None:
+        values, idx = F.permute(values, back), F.permute(idx, back)
+    return values, idx
+
+
+def topk(input, k, dim=None, largest=True, sorted=True):  # noqa: A002
+    x = input
+    d = x.ndim - 1 if dim is None else _dim(dim, x.ndim, "topk")
+    if x.ndim == 0:
+        return _TopK(x, creation.zeros_like(x, dtype=dtypes.int64))
+    if not 0 <= k <= x.shape[d]:
+        raise RuntimeError("topk(): k (%d) is out of range for dim %d of size %d" % (k, d, x.shape[d]))
+    return _TopK(*_ordered(x, k, d, largest))
+
+
+def sort(input, dim=-1, descending=False):  # noqa: A002
+    x = input
+    if x.ndim == 0:
+        return _Sort(x, creation.zeros_like(x, dtype=dtypes.int64))
+    d = _dim(dim, x.ndim, "sort")
+    return _Sort(*_ordered(x, x.shape[d], d, descending))
+
+
+def argsort(input, dim=-1, descending=False):  # noqa: A002
+    return sort(input, dim, descending).indices
+
+
+# --- selection ---------------------------------------------------------------------------------------------------
+def _broadcast_pair(x, mask):
+    shape = tuple(np.broadcast_shapes(tuple(x.shape), tuple(mask.shape)))
+    return expand(x, shape), expand(mask, shape)
+
+
+def masked_select(input, mask):  # noqa: A002
+    """The entries of input where the (broadcast) mask is true, as a 1-D tensor (differentiable in input)."""
+    _eager_only(input, "masked_select")
+    if mask.dtype is not BOOL and mask.dtype is not dtypes.int8 and mask.dtype is not dtypes.uint8:
+        raise TypeError("masked_select(): mask must be a bool tensor, got %s" % mask.dtype.name)
+    x, m = _broadcast_pair(input, mask)
+    flat = np.flatnonzero(np.asarray(m.numpy()).reshape(-1))
+    return apply_op("gather", [F.reshape(x, (-1,)), _host_like(flat, x, dtypes.int64)], {"axis": 0})
+
+
+def argwhere(input, dtype=dtypes.int64):  # noqa: A002
+    """(count, ndim) indices of the non-zero entries, row-major."""
+    _eager_only(input, "argwhere")
+    idx = np.argwhere(np.asarray(input.numpy()))
+    return _host_like(idx, input, dtype)
+
+
+def nonzero(input, as_tuple=False):  # noqa: A002
+    _eager_only(input, "nonzero")
+    idx = np.argwhere(np.asarray(input.numpy()))
+    if as_tuple:
+        return tuple(_host_like(idx[:, i].copy(), input, dtypes.int64) for i in range(idx.shape[1]))
+    return _host_like(idx, input, dtypes.int64)
+
+
+def index_select(input, dim, index):  # noqa: A002
+    d = _dim(dim, input.ndim, "index_select")
+    if index.ndim != 1:
+        raise IndexError("index_select(): index must be 1-D, got %d dims" % index.ndim)
+    return apply_op("gather", [input, index], {"axis": d})
+
+
+def _scatter_src(input, index, src):  # noqa: A002
+    """src as a tensor of input's dtype: a number fills a tensor shaped like index."""
+    if isinstance(src, Tensor):
+        return F.cast(src, input.dtype)
+    return creation.full_like(index, src, dtype=input.dtype)
+
+
+def scatter(input, dim, index, src=None, reduce=None, value=None):  # noqa: A002
+    """A copy of input with src (a tensor or a number) written at `index` along `dim`; reduce='add' adds."""
+    if src is None:
+        src = value
+    d = _dim(dim, input.ndim, "scatter")
+    src = _scatter_src(input, index, src)
+    if reduce is None:
+        return apply_op("dim_scatter_update", [input, index, src], {"dim": d})
+    if reduce == "add":
+        return apply_op("dim_scatter_add", [input, index, src], {"dim": d})
+    raise NotImplementedError("scatter(): reduce=%r is not supported (None or 'add')" % (reduce,))
+
+
+def scatter_add(input, dim, index, src):  # noqa: A002
+    return scatter(input, dim, index, src, reduce="add")
+
+
+# --- running sums, triangles, checks ----------------------------------------------------------------------------
+def cumsum(input, dim, dtype=None):  # noqa: A002
+    x = input if dtype is None else F.cast(input, dtype)
+    if x.ndim == 0:
+        return x
+    return apply_op("cumsum", [x], {"dim": _dim(dim, x.ndim, "cumsum")})
+
+
+def triu(input, diagonal=0):  # noqa: A002
+    return apply_op("triu", [input], {"diagonal": int(diagonal)})
+
+
+def tril(input, diagonal=0):  # noqa: A002
+    """The lower triangle: the upper triangle of the transpose, transposed back (triu(xᵀ, -k)ᵀ)."""
+    t = F.transpose(input, -2, -1)
+    return F.transpose(apply_op("triu", [t], {"diagonal": -int(diagonal)}), -2, -1)
+
+
+def isnan(input):  # noqa: A002
+    return F.cast(apply_op("isnan", [input], requires_grad=False), BOOL)
+
+
+def isinf(input):  # noqa: A002
+    return F.cast(apply_op("isinf", [input], requires_grad=False), BOOL)
+
+
+def isfinite(input):  # noqa: A002
+    bad = apply_op("add", [apply_op("isnan", [input], requires_grad=False),
+                           apply_op("isinf", [input], requires_grad=False)], requires_grad=False)
+    return F.logical_not(bad)
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001,A002
+    return F.cast(F._reduce("reduce_any", F.cast(input, dtypes.int8), dim, keepdim), BOOL)
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001,A002
+    return F.cast(F._reduce("reduce_all", F.cast(input, dtypes.int8), dim, keepdim), BOOL)
+
+
+def amax(input, dim=None, keepdim=False):  # noqa: A002
+    return F._reduce("reduce_max", input, dim, keepdim)
+
+
+def amin(input, dim=None, keepdim=False):  # noqa: A002
+    return F._reduce("reduce_min", input, dim, keepdim)
+
+
+def is_floating_point(input):  # noqa: A002
+    return input.dtype.is_floating
+
+
+# --- products ----------------------------------------------------------------------------------------------------
+def baddbmm(input, batch1, batch2, beta=1.0, alpha=1.0):  # noqa: A002
+    """beta * input + alpha * (batch1 @ batch2)."""
+    prod = F.matmul(batch1, batch2, alpha=alpha)
+    return prod if beta == 0 else F.add(F.mul(input, beta) if beta != 1 else input, prod)
+
+
+def addmm(input, mat1, mat2, beta=1.0, alpha=1.0):  # noqa: A002
+    return baddbmm(input, mat1, mat2, beta, alpha)
+
+
+def _einsum_parse(equation, operands):
+    eq = equation.replace(" ", "")
+    if "->" in eq:
+        lhs, out = eq.split("->")
+    else:
+        lhs = eq
+        letters = lhs.replace(",", "")
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError("einsum(): equation %r names %d operands, %d given" % (equation, len(terms), len(operands)))
+    if "." in eq:
+        raise NotImplementedError("einsum(): ellipsis ('...') in %r is not supported" % equation)
+    for term, x in zip(terms, operands):
+        if len(term) != x.ndim:
+            raise ValueError("einsum(): subscripts %r do not fit an operand of %d dims" % (term, x.ndim))
+        if len(set(term)) != len(term):
+            raise NotImplementedError("einsum(): repeated subscripts within one operand (%r: diagonals) are not "
+                                      "supported" % term)
+    return terms, out
+
+
+def _einsum_reduce(x, term, keep):
+    """Sum x over the subscripts of `term` that are not in `keep`."""
+    drop = [i for i, c in enumerate(term) if c not in keep]
+    if not drop:
+        return x, term
+    return F.sum(x, drop), "".join(c for c in term if c in keep)
+
+
+def _einsum_pair(a, ta, b, tb, keep):
+    """a (subscripts ta) times b (tb), summed over the shared subscripts not in `keep`, as one batched matmul:
+    batch = shared and kept, m = a's own, k = shared and summed, n = b's own."""
+    batch = [c for c in ta if c in tb and c in keep]
+    contract = [c for c in ta if c in tb and c not in keep]
+    m = [c for c in ta if c not in tb]
+    n = [c for c in tb if c not in ta]
+    size = {c: a.shape[ta.index(c)] for c in ta}
+    size.update({c: b.shape[tb.index(c)] for c in tb})
+
+    def prod(cs):
+        p = 1
+        for c in cs:
+            p *= size[c]
+        return p
+
+    a3 = F.reshape(F.permute(a, [ta.index(c) for c in batch + m + contract]),
+                   (prod(batch), prod(m), prod(contract)))
+    b3 = F.reshape(F.permute(b, [tb.index(c) for c in batch + contract + n]),
+                   (prod(batch), prod(contract), prod(n)))
+    out = F.matmul(a3, b3)
+    return F.reshape(out, tuple(size[c] for c in batch + m + n)), "".join(batch + m + n)
+
+
+def einsum(equation, *operands):
+    """Einstein summation over two or more operands as batched matmuls (pairwise, left to right), one operand as
+    sums and a permutation."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    terms, out = _einsum_parse(equation, operands)
+    x, tx = operands[0], terms[0]
+    for i in range(1, len(operands)):
+        later = out + "".join(terms[i + 1:])
+        x, tx = _einsum_reduce(x, tx, later + terms[i])
+        y, ty = _einsum_reduce(operands[i], terms[i], later + tx)
+        x, tx = _einsum_pair(x, tx, y, ty, later)
+    x, tx = _einsum_reduce(x, tx, out)
+    return F.permute(x, [tx.index(c) for c in out]) if tx != out else x
+
+
+# --- norms -------------------------------------------------------------------------------------------------------
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """Vector p-norms over `dim` (all entries when None): 'fro' and 2 the Euclidean norm, inf / -inf the largest /
+    smallest magnitude, 0 the count of non-zeros, others (sum |x|^p)^(1/p)."""
+    x = input if dtype is None else F.cast(input, dtype)
+    if p == "fro" or p == 2 or p is None:
+        return F.sqrt(F.sum(F.square(x), dim, keepdim))
+    if p == math.inf or p == "inf":
+        return amax(F.abs(x), dim, keepdim)
+    if p == -math.inf:
+        return amin(F.abs(x), dim, keepdim)
+    if p == 0:
+        return F.sum(F.cast(F.ne(x, 0), x.dtype), dim, keepdim)
+    if p == 1:
+        return F.sum(F.abs(x), dim, keepdim)
+    if isinstance(p, str):
+        raise NotImplementedError("norm(): p=%r is not supported for vectors" % p)
+    return F.pow(F.sum(F.pow(F.abs(x), float(p)), dim, keepdim), 1.0 / p)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+    """input / max(||input||_p along dim, eps) (OneFlow 0.9 `nn.functional.normalize`)."""
+    if out is not None:
+        raise NotImplementedError("normalize(): out= is not supported")
+    return F.div(input, F.clamp(norm(input, p, dim, keepdim=True), min=eps))
+
+
+def logsumexp(input, dim, keepdim=False):  # noqa: A002
+    x = F._floating(input)
+    axes = F._axes(dim, x.ndim)
+    top = F._reduce("reduce_max", x, axes, True).detach()
+    out = F.add(F.log(F.sum(F.exp(F.sub(x, top)), axes, True)), top)
+    return out if keepdim else F.squeeze(out, axes) if axes else out
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
+    d = _dim(dim, input.ndim, "diff")
+    x = input
+    if prepend is not None or append is not None:
+        x = F.cat([t for t in (prepend, x, append) if t is not None], d)
+    for _ in range(n):
+        size = x.shape[d]
+        x = F.sub(_slice_along(x, d, 1, size), _slice_along(x, d, 0, size - 1))
+    return x
+
+
+def var_mean(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
+    return F.var(input, dim, unbiased, keepdim), F.mean(input, dim, keepdim)
+
+
+# --- values on the host and randomness --------------------------------------------------------------------------
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    _eager_only(input, "unique")
+    if dim is not None:
+        raise NotImplementedError("unique(): dim is not supported")
+    values, inverse, counts = np.unique(np.asarray(input.numpy()), return_inverse=True, return_counts=True)
+    out = [_host_like(values, input, input.dtype)]
+    if return_inverse:
+        out.append(_host_like(inverse.reshape(tuple(input.shape)), input, dtypes.int64))
+    if return_counts:
+        out.append(_host_like(counts, input, dtypes.int64))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def bernoulli(input, p=None, generator=None):  # noqa: A002
+    """1 where a uniform draw falls below the probability (input's entries, or the number p), else 0; drawn on
+    input's layout, so N devices draw what 1 device draws."""
+    if input.is_global:
+        draw = creation.rand(*input.shape, generator=generator, dtype=F._floating(input).dtype,
+                             placement=input.placement, sbp=input.sbp)
+    else:
+        draw = creation.rand(*input.shape, generator=generator, dtype=F._floating(input).dtype,
+                             device=input._device)
+    prob = input.detach() if p is None else p
+    return F.cast(F.lt(draw, prob), input.dtype)
+
+
+# --- small arithmetic of the flowvision layers ---------------------------------------------------------------------
+def log2(input):  # noqa: A002
+    return F.mul(F.log(input), 1.0 / math.log(2.0))
+
+
+def floor_divide(input, other):  # noqa: A002
+    """Division rounded down; integer inputs stay integer (OneFlow 0.9 `floor_divide`)."""
+    integer = not input.dtype.is_floating and (not isinstance(other, Tensor) or not other.dtype.is_floating) \
+        and not isinstance(other, float)
+    out = F.floor(F.div(input, other))
+    return F.cast(out, input.dtype) if integer else out
+
+
+def logical_and(input, other):  # noqa: A002
+    x, y = F._tensor_pair(input, other, "logical_and")
+    return F.cast(apply_op("logical_and", [x, y], requires_grad=False), BOOL)
+
+
+def logical_or(input, other):  # noqa: A002
+    return F.logical_not(logical_and(F.logical_not(input), F.logical_not(other)))
+
+
+def get_default_dtype():
+    """float32: OneFlow 0.9 creates floating tensors as float32 unless told."""
+    return dtypes.float32
+
+
+def _typed_tensor(dtype):
+    def make(*args, **kwargs):
+        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+            return creation.tensor(args[0], dtype=dtype, **kwargs)
+        return creation.zeros(*args, dtype=dtype, **kwargs)
+    return make
+
+
+LongTensor = _typed_tensor(dtypes.int64)
+FloatTensor = _typed_tensor(dtypes.float32)
+DoubleTensor = _typed_tensor(dtypes.float64)
+IntTensor = _typed_tensor(dtypes.int32)
+
+
+def erfinv(input):  # noqa: A002
+    return apply_op("erfinv", [F._floating(input)])
+
+
+# --- the math of the legacy family's elementwise ops (ops/elementwise_math_ops.py) on tensors -------------------
+def _math_unary(op_type):
+    def fn(input):  # noqa: A002
+        return apply_op(op_type, [F._floating(input)])
+
+    fn.__name__ = op_type
+    fn.__doc__ = "OneFlow 0.9's `%s` (floating; integer inputs become float32)." % op_type
+    return fn
+
+
+erf, erfc, lgamma = _math_unary("erf"), _math_unary("erfc"), _math_unary("lgamma")
+tan, atan, asin, acos = _math_unary("tan"), _math_unary("atan"), _math_unary("asin"), _math_unary("acos")
+sinh, cosh, asinh, acosh, atanh = (_math_unary(n) for n in ("sinh", "cosh", "asinh", "acosh", "atanh"))
+
+
+def atan2(input, other):  # noqa: A002
+    """The angle of (other, input) in (-pi, pi]; the two broadcast together first (the op takes equal shapes)."""
+    x, y = F._tensor_pair(input, other, "atan2")
+    x, y = F._floating(x), F._floating(y)
+    shape = tuple(np.broadcast_shapes(tuple(x.shape), tuple(y.shape)))
+    return apply_op("atan2", [expand(x, shape), expand(y, shape)])

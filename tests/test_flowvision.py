@@ -1,0 +1,115 @@
+"""flowvision (OneFlow's torchvision, PyPI) on this implementation (issue 21, part 7): its models build, train
+eagerly and as an nn.Graph to the same numbers, and data-parallel on 2 ranks equal 1 rank.
+
+flowvision is optional: the README's set-up line installs it (`PIP_CONSTRAINT` with setuptools<81 for its sdist's
+build, and tqdm, which it imports without declaring); without it these tests skip."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+flowvision = pytest.importorskip("flowvision", reason="flowvision is not installed (README: the flowvision line "
+                                                     "of the set-up installs it)")
+
+import oneflow_compat as flow  # noqa: E402
+import oneflow_compat.nn as nn  # noqa: E402
+from flowvision import models  # noqa: E402
+from flowvision.models.vision_transformer import VisionTransformer  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+
+
+def _build(name):
+    flow.manual_seed(0)
+    if name == "vit_small":
+        model = VisionTransformer(img_size=32, patch_size=8, embed_dim=96, depth=2, num_heads=3, num_classes=10)
+    else:
+        model = getattr(models, name)(num_classes=10)
+    for m in model.modules():  # dropout draws differently eagerly and in a graph: off for the comparison
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0
+    return model
+
+
+def _train(model, x, y, graph):
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    if graph:
+        class Step(nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+                self.add_optimizer(optimizer)
+
+            def build(self, x, y):
+                loss = loss_fn(self.model(x), y)
+                loss.backward()
+                return loss
+
+        step = Step()
+    losses = []
+    for _ in range(2):
+        if graph:
+            loss = step(x, y)
+        else:
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses, {k: v.numpy().copy() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("name,size", [("squeezenet1_1", 64), ("resnet18", 32), ("vit_small", 32)])
+def test_model_trains_eagerly_and_as_a_graph_to_the_same_numbers(name, size):
+    model = _build(name)
+    start = {k: flow.tensor(v.numpy().copy()) for k, v in model.state_dict().items()}
+    rng = np.random.RandomState(0)
+    x = flow.tensor(rng.randn(4, 3, size, size).astype(np.float32))
+    y = flow.tensor(np.array([1, 2, 3, 4]))
+    eager_losses, eager_state = _train(model, x, y, graph=False)
+    assert np.isfinite(eager_losses).all() and eager_losses[1] != eager_losses[0]
+    moved = [k for k in eager_state if not np.array_equal(eager_state[k], start[k].numpy())]
+    assert moved, "the step changed no parameter"
+    model.load_state_dict(start)
+    graph_losses, graph_state = _train(model, x, y, graph=True)
+    np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-6)
+    for k in eager_state:  # parameters and BatchNorm running statistics
+        np.testing.assert_allclose(graph_state[k], eager_state[k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v3_small", "shufflenet_v2_x0_5", "densenet121"])
+def test_more_models_run_forward_and_backward(name):
+    model = getattr(models, name)(num_classes=10)
+    x = flow.randn(2, 3, 32, 32, requires_grad=True)
+    out = model(x)
+    assert tuple(out.shape) == (2, 10)
+    out.sum().backward()
+    assert x.grad is not None and np.isfinite(x.grad.numpy()).all()
+
+
+def _run(cmd):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k, None)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    return [line for line in out.stdout.splitlines() if line.startswith(("LOSS", "PARAMS"))]
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")
+def test_data_parallel_on_two_ranks_equals_one_rank():
+    """ResNet-18 (batch norm over the split batch) and a small ViT, eager and nn.Graph, in float64 (the same to
+    rounding: float32 batch norm over 4 samples magnifies the summation order to 1e-4)."""
+    script = os.path.join(HERE, "mpi_scripts", "flowvision_dp.py")
+    one = _run([sys.executable, script, "float64"])
+    two = _run([sys.executable, "-m", "oneflow.distributed.launch", "--nproc_per_node", "2", script, "float64"])
+    assert len(one) == 12 and [l.rsplit(" ", 2)[0] for l in one] == [l.rsplit(" ", 2)[0] for l in two]
+    for a, b in zip(one, two):  # "LOSS <model> <mode> <step> <value>", "PARAMS <model> <mode> <sum|p|> <sum p^2>"
+        np.testing.assert_allclose([float(v) for v in b.split()[-2:]], [float(v) for v in a.split()[-2:]],
+                                   rtol=1e-9, err_msg="%s / %s" % (a, b))

@@ -1,0 +1,58 @@
+"""examples/lenet.py (issue 21, part 8), a short run: eager and nn.Graph print the same loss and test accuracy, and
+so do 2 ranks with DistributedDataParallel and with global tensors (nn.Graph) under the launcher. MNIST where
+../shared/data/mnist.npz exists, else the example's synthetic stand-in."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+EXAMPLE = os.path.join(ROOT, "examples", "lenet.py")
+DATA = os.path.join(ROOT, "..", "shared", "data")
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+SHORT = ["--max-steps", "30", "--batch-size", "32", "--train-size", "1024", "--lr", "0.05"] + (
+    ["--data-dir", DATA] if os.path.exists(os.path.join(DATA, "mnist.npz")) else ["--synthetic"])
+
+
+def _run(prefix, extra):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k, None)
+    out = subprocess.run(prefix + [EXAMPLE] + SHORT + extra, capture_output=True, text=True, timeout=300,
+                         cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    found = re.findall(r"^epoch 0 loss (\S+) test accuracy (\S+) \(", out.stdout, re.M)
+    assert len(found) == 1, out.stdout  # printed once, by rank 0
+    return tuple(float(v) for v in found[0])
+
+
+def _close(a, b):
+    assert abs(a[0] - b[0]) <= 1e-5 * abs(b[0]) and abs(a[1] - b[1]) <= 1e-3, (a, b)  # accuracy: a test image
+
+
+@pytest.fixture(scope="module")
+def one_rank_eager():
+    return _run([sys.executable], [])
+
+
+def test_lenet_learns_and_nn_graph_equals_eager(one_rank_eager):
+    loss, accuracy = one_rank_eager
+    assert loss < 2.2 and accuracy > 0.3  # 30 steps of 32 images: well above chance (loss 2.30, accuracy 0.1)
+    _close(_run([sys.executable], ["--graph"]), one_rank_eager)
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")
+@pytest.mark.parametrize("mode", [["--ddp"], ["--global", "--graph"]])
+def test_lenet_on_two_ranks_equals_one_rank(mode, one_rank_eager):
+    launcher = [sys.executable, "-m", "oneflow.distributed.launch", "--nproc_per_node", "2"]
+    _close(_run(launcher, mode), one_rank_eager)
+
+
+def test_lenet_refuses_two_ways_of_data_parallelism():
+    out = subprocess.run([sys.executable, EXAMPLE, "--ddp", "--global", "--synthetic"], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert out.returncode == 2 and "--ddp and --global are two ways of data parallelism" in out.stderr
