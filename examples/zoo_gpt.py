@@ -65,7 +65,8 @@ class _Stage:
 
 def _linear(name, x, size, layout, axis, std):
     with flow.scope.namespace(name):
-        w = flow.get_variable("weight", shape=(x.shape[-1], size), initializer=flow.random_normal_initializer(stddev=std),
+        w = flow.get_variable("weight", shape=(x.shape[-1], size),
+                              initializer=flow.random_normal_initializer(stddev=std),
                               parallel_distribution=layout.split(axis))
         b = flow.get_variable("bias", shape=(size,), initializer=flow.constant_initializer(0.0),
                               parallel_distribution=layout.split(0) if axis == 1 else [])
@@ -110,7 +111,8 @@ def gpt_loss(tokens, labels, layout, vocab, hidden, heads, layers, dropout=0.1, 
     with flow.scope.namespace("model"):
         with layout.scope(0):
             wpe = flow.get_variable("wpe", shape=(seq, hidden), initializer=flow.random_normal_initializer(stddev=std))
-            wte = flow.get_variable("wte", shape=(vocab, hidden), initializer=flow.random_normal_initializer(stddev=std),
+            wte = flow.get_variable("wte", shape=(vocab, hidden),
+                                    initializer=flow.random_normal_initializer(stddev=std),
                                     parallel_distribution=layout.split(0))
             h = flow.nn.dropout(flow.gather(wte, tokens) + wpe, rate=dropout, name="embd_dropout")
             h = flow.transpose(h, [1, 0, 2])  # (s, b, H) for the fused attention
