@@ -107,3 +107,18 @@ def matmul_relu_grad(xp, a, b, y, *, transpose_a=False, transpose_b=False, alpha
     else:
         out *= y > 0
     return out
+
+
+# --- broadcast_matmul (OneFlow v0.4.0 user/ops/matmul_op.cpp; the model zoo's GPT) ------------------------------------
+def broadcast_matmul(xp, a, b, *, transpose_b=False, alpha=1.0):
+    """alpha * a @ op(b) for a of any rank >= 3 and a 2-D b: every leading row of a times b."""
+    lead = a.shape[:-1]
+    out = matmul(xp, xp.ascontiguousarray(a).reshape(-1, a.shape[-1]), b, transpose_b=transpose_b, alpha=alpha)
+    return out.reshape(lead + (out.shape[-1],))
+
+
+def broadcast_matmul_grad_b(xp, a, b, *, alpha=1.0):
+    """alpha * a.T @ b over the flattened leading axes of a (.., k) and b (.., n): the (k, n) weight gradient."""
+    a2 = xp.ascontiguousarray(a).reshape(-1, a.shape[-1])
+    b2 = xp.ascontiguousarray(b).reshape(-1, b.shape[-1])
+    return matmul(xp, a2, b2, transpose_a=True, alpha=alpha)

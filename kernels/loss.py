@@ -129,11 +129,13 @@ def softmax_cross_entropy_grad(xp, dloss, prob, labels):
 def sigmoid_cross_entropy(xp, logits, labels):
     """Element-wise -(z log s(x) + (1 - z) log(1 - s(x))), computed in the overflow-free
     form max(x, 0) - x z + log(1 + exp(-|x|))."""
+    labels = labels.astype(logits.dtype, copy=False)  # int32 / int8 labels (OneFlow's kernels take them)
     loss = xp.maximum(logits, 0) - logits * labels + xp.log1p(xp.exp(-xp.abs(logits)))
     return loss.astype(logits.dtype, copy=False)
 
 
 def sigmoid_cross_entropy_grad(xp, dloss, logits, labels):
+    labels = labels.astype(logits.dtype, copy=False)
     return ((activation.sigmoid(xp, logits) - labels) * dloss).astype(logits.dtype, copy=False)
 
 

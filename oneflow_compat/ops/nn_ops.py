@@ -331,7 +331,15 @@ register(OpDef("softmax_cross_entropy_grad", infer=lambda op: _same_as_input(op,
 
 
 def _sigmoid_ce_meta(op):
-    logits, labels = _check_pair(op)
+    # OneFlow v0.4.0 registers sigmoid_cross_entropy for labels of the prediction's dtype, int32 or int8
+    # (user/kernels/sigmoid_cross_entropy_kernel.cpp): Wide&Deep feeds its int32 click labels as they are
+    logits, labels = op.inputs
+    if labels.dtype in (dtypes.int32, dtypes.int8) and logits.dtype.is_floating:
+        if tuple(logits.shape) != tuple(labels.shape):
+            raise ValueError("%s '%s': labels shape %s differs from logits shape %s" % (
+                op.type, op.name, labels.shape, logits.shape))
+    else:
+        _check_pair(op)
     return [TensorMeta(logits.shape, logits.dtype, logits.is_dynamic or labels.is_dynamic)]
 
 
