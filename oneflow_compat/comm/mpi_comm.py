@@ -729,9 +729,9 @@ class MPIComm(ProcessComm):
             board.exchange(wait, "allgatherv", signature("allgatherv", axis, local.dtype.str, shape, sizes),
                            local.nbytes)
             out = np.empty(shape, local.dtype)
-            out[blocks.index[subset.index]] = local
+            own = blocks.index[subset.index]
             board.stream(wait, [(0, local)], [reading(q, 0, out[index]) for q, index in enumerate(blocks.index)
-                                              if q != subset.index])
+                                              if q != subset.index], meanwhile=lambda: out.__setitem__(own, local))
             return out
         send = _contiguous(local)
         if not blocks.leading:  # every member's block lands straight in its columns of the result
@@ -866,11 +866,10 @@ class MPIComm(ProcessComm):
                                 None, table)
         wrong = [j for j, sizes in enumerate(tables)  # what member j sends here must fill the view it lands in
                  if j != me and int(sizes[me + 1] - sizes[me]) != views[j].nbytes]
-        views[me][...] = own
         # what this member sends is written even when what it receives is wrong: the others' calls complete
         board.stream(wait, [(table[j], p) for j, p in enumerate(pieces) if j != me],
                      [reading(j, int(tables[j][me]), view) for j, view in enumerate(views)
-                      if j != me and j not in wrong])
+                      if j != me and j not in wrong], meanwhile=lambda: views[me].__setitem__(Ellipsis, own))
         if wrong:
             j = wrong[0]
             raise ValueError("alltoallv on rank %d: rank %d sends %d bytes, %d expected for %s %s"

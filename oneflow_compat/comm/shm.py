@@ -246,12 +246,14 @@ class Board:
         self.seq += 1
         return tables
 
-    def stream(self, wait, writes, reads):
+    def stream(self, wait, writes, reads, meanwhile=None):
         """The data of the call `exchange` (without `write`) just agreed on, copied in chunks of about `CHUNK` bytes
         so that readers copy out while writers copy in: `writes` [(byte offset in this member's slot, array)],
         `reads` [(member j, byte offset in j's slot, array to fill)] (arrays of any strides: chunks are runs of
         their leading index, laid out in C order). Each member reports the bytes it has written so far in its
-        progress word, tagged with the call's number (a word from an earlier call never counts)."""
+        progress word, tagged with the call's number (a word from an earlier call never counts). `meanwhile()`: this
+        member's local work (its own piece into its place), done once its writes are out, before it waits for the
+        reads still to come: the others read its slot while it copies, and it copies while they still write."""
         block, half, seq = self.block, self.half, self.seq - 1
         me, base = block.index, self.half * self.capacity
         mine = self._header(me, half)
@@ -265,6 +267,8 @@ class Board:
                 block.win.Sync()
                 mine[_PROGRESS] = (seq << _SEQ_SHIFT) | done
                 self._read(reads, seq, base)
+        if meanwhile is not None:
+            meanwhile()
         while reads:
             if not self._read(reads, seq, base):
                 wait(lambda: self._ready(reads, seq))
