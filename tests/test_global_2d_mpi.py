@@ -40,8 +40,11 @@ def test_2d_sbp_on_four_ranks():
         "OK a data x model parallel MLP, 20 steps nn.Graph on a 2x2 mesh == 1 rank == numpy",
         "OK explain lists the per-axis steps",
     ], done.stdout
-    # every rank printed its piece as the page shows it: its device, the local shape, rows of eight numbers
+    # every rank printed its piece as the page shows it, its three lines together (no other rank's output inside):
+    # its device, the local shape, two rows of eight numbers
+    row = r"(?: *-?\d\.\d{4},){7} *-?\d\.\d{4}\]"
     for r in range(4):
-        assert "cpu:%d, oneflow.Size([1, 2, 8]), " % r in done.stdout
+        block = (r"^cpu:%d, oneflow\.Size\(\[1, 2, 8\]\), \ntensor\(\[\[\[%s,\n {9}\[%s\]\], "
+                 r"dtype=oneflow\.float32\)$" % (r, row, row))
+        assert len(re.findall(block, done.stdout, re.M)) == 1, (r, done.stdout)
     assert done.stdout.count("dtype=oneflow.float32)") == 4
-    assert len(re.findall(r"tensor\(\[\[\[(?: *-?\d\.\d{4},){7} *-?\d\.\d{4}\],", done.stdout)) == 4

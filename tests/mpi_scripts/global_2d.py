@@ -209,6 +209,9 @@ def train(placement, layouts, graph):
         gy = flow.tensor(y).to_global(placement, layouts["whole"]).to_global(sbp=layouts["data"])
         losses.append(float(step(gx, gy).numpy()))
     params = [(p.numpy(), p.sbp) for p in m.parameters()]
+    if not graph:  # each gradient was boxed back to its parameter's own (n-D) layout: the data-parallel partial
+        for p in m.parameters():  # sums along mesh axis 0 all-reduced, the model-parallel split kept
+            assert p.grad.placement == placement and p.grad.sbp == p.sbp, (p.grad.sbp, p.sbp)
     return losses, params
 
 
