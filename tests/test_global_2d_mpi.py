@@ -35,6 +35,7 @@ def test_2d_sbp_on_four_ranks():
         "OK 256 transitions of a 8x12 tensor on a 2x2 mesh and to/from 1-D placements",
         "OK 640 transitions of a 7x5 tensor on a 2x2 mesh and to/from 1-D placements",
         "OK local -> global on a mesh",
+        "OK creation ops on a mesh == on one rank",
         "OK random numbers on a mesh == on one rank",
         "OK a data x model parallel MLP, 20 steps eager on a 2x2 mesh == 1 rank == numpy",
         "OK a data x model parallel MLP, 20 steps nn.Graph on a 2x2 mesh == 1 rank == numpy",

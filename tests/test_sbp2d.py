@@ -61,6 +61,33 @@ def test_random_values_do_not_depend_on_the_mesh():
     np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+def test_normal_draws_mean_and_std_on_any_layout():
+    """flow.normal(mean, std, size) (OneFlow 0.9's functional normal): size an int or a shape, N(mean, std^2), the
+    same logical value on a mesh as on one device, `out` filled and returned; bad std / dtype named."""
+    flow.manual_seed(7)
+    big = flow.normal(3.0, 0.5, (200, 100)).numpy()
+    assert big.dtype == np.float32 and big.shape == (200, 100)
+    assert abs(big.mean() - 3.0) < 0.01 and abs(big.std() - 0.5) < 0.01  # 20000 draws: 6 standard errors
+    assert tuple(flow.normal(0.0, 1.0, 4).shape) == (4,)
+    flow.manual_seed(7)
+    a = flow.normal(-1.0, 2.0, (5, 7), placement=flow.placement("cpu", [[0]]),
+                    sbp=(flow.sbp.split(0), flow.sbp.split(1)))
+    flow.manual_seed(7)
+    b = flow.normal(-1.0, 2.0, (5, 7), placement=flow.placement("cpu", [0]), sbp=flow.sbp.broadcast)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert a.sbp == (flow.sbp.split(0), flow.sbp.split(1))
+    out = flow.zeros(3, 2, dtype=flow.float64)
+    flow.manual_seed(1)
+    got = flow.normal(0.0, 1.0, (3, 2), out=out, dtype=flow.float64)
+    flow.manual_seed(1)
+    np.testing.assert_array_equal(out.numpy(), flow.randn(3, 2, dtype=flow.float64).numpy())
+    assert got is out
+    with pytest.raises(ValueError, match="std must be >= 0, got -1.0"):
+        flow.normal(0.0, -1.0, 3)
+    with pytest.raises(TypeError, match="dtype must be floating, got int64"):
+        flow.normal(0.0, 1.0, 3, dtype=flow.int64)
+
+
 # --- signatures ------------------------------------------------------------------------------------------------------
 def _op_on(mesh_shape, op_type, input_shapes, attrs=None, input_sbps=None):
     n = int(np.prod(mesh_shape))

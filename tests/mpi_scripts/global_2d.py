@@ -128,6 +128,29 @@ np.testing.assert_array_equal(p.to_local().numpy(), np.full((2, 2), 1.0 if RANK 
 np.testing.assert_array_equal(p.numpy(), np.full((2, 2), 1.0 + 3.0))
 ok("local -> global on a mesh")
 
+# --- creation ops on the mesh: each layout's pieces of the value one rank makes; a global tensor's text -------------
+ONE_RANK = flow.placement("cpu", [0])
+CREATORS = [("zeros", lambda **k: flow.zeros(5, 3, **k)), ("ones", lambda **k: flow.ones(5, 3, **k)),
+            ("full", lambda **k: flow.full((5, 3), 2.5, **k)), ("eye", lambda **k: flow.eye(5, 3, **k)),
+            ("rand", lambda **k: flow.rand(5, 3, **k)), ("randint", lambda **k: flow.randint(0, 9, (5, 3), **k)),
+            ("normal", lambda **k: flow.normal(1.0, 2.0, (5, 3), **k)), ("arange", lambda **k: flow.arange(7, **k)),
+            ("randperm", lambda **k: flow.randperm(7, **k))]
+for name, make in CREATORS:
+    for sbp in ((S0, S1), (B, S0), (S1, B), (PS, S0), (S0, S0)):
+        if name in ("arange", "randperm") and S1 in sbp:
+            continue
+        flow.manual_seed(4)
+        t = make(placement=MESH, sbp=sbp)
+        flow.manual_seed(4)
+        want = make(placement=ONE_RANK, sbp=B).numpy()
+        assert t.sbp == sbp and t.placement == MESH, (name, sbp)
+        check_piece(t, want, "%s %s" % (name, sbp))
+        np.testing.assert_array_equal(t.numpy(), want, err_msg=name)
+text = " ".join(str(flow.arange(6, placement=MESH, sbp=(B, S0))).split())  # its line breaks follow COLUMNS
+assert text == ('tensor([0, 1, 2, 3, 4, 5], placement=oneflow.placement(type="cpu", ranks=[[0, 1], [2, 3]]), '
+                'sbp=(oneflow.sbp.broadcast, oneflow.sbp.split(dim=0)), dtype=oneflow.int64)'), text
+ok("creation ops on a mesh == on one rank")
+
 # --- random numbers do not depend on the layout -----------------------------------------------------------------
 flow.manual_seed(11)
 r2 = flow.randn(6, 5, placement=MESH, sbp=(S0, S1))
