@@ -375,3 +375,22 @@ def test_explain_step_lines_are_the_bytes_and_groups_of_each_step_as_run():
                     assert {tuple(c.ranks) for c in step_calls} == want, (line, step_calls)
                 k += 1
             assert all(len(cs) == k for cs in sent), (text, sent)  # no call left unexplained
+
+
+def test_moves_between_meshes_of_other_shapes_and_ranks():
+    """n-D <-> m-D between meshes of other shapes and other ranks (2x2, 3x2, 2x3 on ranks 2-7, 2x2x2, 2x4), on an
+    uneven shape: a sample of layouts for each pair of meshes, checked as every move above."""
+    m22, m32, m23 = cpu(range(4), (2, 2)), cpu(range(6), (3, 2)), cpu(range(2, 8), (2, 3))
+    m222, m24 = cpu(range(8), (2, 2, 2)), cpu(range(8), (2, 4))
+    rng = np.random.default_rng(0)
+    moves = []
+    for a, b in [(m22, m32), (m32, m23), (m222, m22), (m22, m222), (m24, m222), (m23, m22)]:
+        for _ in range(8):
+            s1 = tuple(SBPS[i] for i in rng.integers(0, 4, len(a.hierarchy)))
+            s2 = tuple(SBPS[i] for i in rng.integers(0, 4, len(b.hierarchy)))
+            moves.append((a, S.nd(s1, a.hierarchy), b, S.nd(s2, b.hierarchy)))
+    cases = make_cases(moves, (7, 5), seed=9)
+    rows = set()
+    for case, (pieces, calls) in zip(cases, run_moves(8, cases)):
+        rows.add(T.transition_of(check_case(case[0], case[1], pieces, calls)).collective)
+    assert "mesh-relayout" in rows, rows
