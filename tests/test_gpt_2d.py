@@ -11,7 +11,10 @@ The block is written here after model.py's structure and its parallel distributi
   layer norm parameters [B, B]; logits [S(0), S(1)] into distributed_sparse_softmax_cross_entropy_with_logits.
 On one device (`is_non_parallel`) the casts are left out and the variables take no distribution, as in
 distribute.py. The hidden states are kept as (batch * seq, hidden) between the attention's reshapes (model.py takes
-that 2-D form too: `_infer_split_axis` gives S(0)), so every linear layer is a plain matmul. OneFlow-Benchmark's own GPT on 1-D placements is the zoo's (tests/test_zoo_gpt.py on branch zoo).
+that 2-D form too: `_infer_split_axis` gives S(0)), so every linear layer is a plain matmul. OneFlow-Benchmark's
+own GPT on 1-D placements is the zoo's (tests/test_zoo_gpt.py). (oneflow_gpt itself, run with
+--tensor-model-parallel-size 2 --num-gpus-per-node 4, prints the 1-device losses once both pad the vocabulary alike:
+its padded size is a multiple of make_vocab_size_divisible_by x the tensor-parallel size.)
 """
 import numpy as np
 import pytest

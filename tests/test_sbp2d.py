@@ -171,7 +171,7 @@ def test_visualize_sharding_draws_the_runtime_blocks():
 
 
 # --- the legacy form: a data x model parallel MLP on a 2 x 2 mesh of in-process devices ---------------------------
-N, IN, H, OUT = 10, 6, 5, 3  # uneven: 10 rows and 5 hidden units over 2 and over 4
+N, IN, H, OUT = 9, 6, 5, 3  # uneven on both mesh axes: 9 rows over the data axis, 5 hidden units over the model axis
 
 
 def _train_legacy(devices, hierarchy, steps=20, grad_mode="manual"):

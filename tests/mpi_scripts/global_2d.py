@@ -160,7 +160,7 @@ np.testing.assert_array_equal(r2.numpy(), r1.numpy())
 ok("random numbers on a mesh == on one rank")
 
 # --- a data x model parallel MLP: 20 steps, eager and nn.Graph, == one rank == numpy ------------------------------
-N, IN, H, OUT = 10, 6, 5, 3  # uneven: 10 rows and 5 hidden units over 2
+N, IN, H, OUT = 9, 6, 5, 3  # uneven on both mesh axes: 9 rows over the data axis, 5 hidden units over the model axis
 rng = np.random.default_rng(0)
 W1 = rng.standard_normal((H, IN)).astype(np.float32) * 0.5
 C1 = rng.standard_normal(H).astype(np.float32) * 0.1
