@@ -253,6 +253,35 @@ for graph in (False, True):
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5, err_msg=what)
     ok("a data x model parallel MLP, 20 steps %s on a 2x2 mesh == 1 rank == numpy" % what)
 
+# --- Adam with weight decay and clip_grad_norm_ over parameters in 2-D layouts == one rank --------------------------
+def clipped_adam(placement, lay):
+    flow.manual_seed(1)
+    m = nn.Sequential(nn.Linear(6, 5), nn.GELU(), nn.LayerNorm(5), nn.Linear(5, 3)).to_global(placement, lay["bb"])
+    for param, key in zip(m.parameters(), ("c", "c", "bb", "bb", "r", "bb")):
+        with flow.no_grad():
+            param.data = param.data.to_global(sbp=lay[key])
+    opt = flow.optim.Adam(m.parameters(), lr=0.05, weight_decay=0.1)
+    got = []
+    for s in range(5):
+        flow.manual_seed(10 + s)
+        x = flow.randn(9, 6, placement=placement, sbp=lay["d"])
+        loss = (m(x) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(m.parameters(), 0.5)  # the norm of the whole gradients, whatever the layout
+        opt.step()
+        got.append((float(loss.numpy()), float(norm.numpy())))
+    return got, [param.numpy() for param in m.parameters()]
+
+
+mesh_run = clipped_adam(MESH, {"bb": (B, B), "c": (B, S0), "r": (B, S1), "d": (S0, B)})
+one_run = clipped_adam(flow.placement("cpu", [0]), {k: B for k in ("bb", "c", "r", "d")})
+np.testing.assert_allclose(mesh_run[0], one_run[0], rtol=1e-5)
+assert max(n for _, n in one_run[0]) > 0.5  # the clipping scaled some steps
+for got, want in zip(mesh_run[1], one_run[1]):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+ok("Adam and clip_grad_norm_ on 2-D layouts == 1 rank")
+
 report = str(flow.explain())
 if RANK == 0:
     assert "mesh axis 0: P -> B all-reduce over {0,2} {1,3}" in report, report  # data-parallel gradients
