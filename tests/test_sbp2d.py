@@ -59,6 +59,24 @@ def test_sbp_tuples_one_symbol_per_placement_dimension():
         t.to_global(sbp=(flow.sbp.broadcast,) * 3)
 
 
+def test_functions_that_make_broadcast_helpers_take_meshes():
+    """Functions that lay a value out as broadcast on a tensor's placement (flow.tensor(placement=), where/masked_fill
+    with a number, load_state_dict of local or loaded values) give one symbol per mesh axis."""
+    mesh = flow.placement("cpu", [[0]])
+    b, s0, s1 = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)
+    t = flow.tensor([[1.0, -2.0], [3.0, -4.0]], placement=mesh, sbp=(s0, s1))
+    assert t.sbp == (s0, s1) and t.placement == mesh
+    np.testing.assert_array_equal(t.numpy(), [[1, -2], [3, -4]])
+    np.testing.assert_array_equal(flow.where(t > 0, t, 0.5).numpy(), [[1, 0.5], [3, 0.5]])
+    np.testing.assert_array_equal(t.masked_fill(t < 0, 9.0).numpy(), [[1, 9], [3, 9]])
+    m = flow.nn.Linear(2, 2).to_global(mesh, (b, b))
+    with flow.no_grad():
+        m.weight.data = m.weight.data.to_global(sbp=(b, s0))
+    m.load_state_dict({"weight": flow.tensor([[1.0, 2.0], [3.0, 4.0]]), "bias": flow.zeros(2)})
+    assert m.weight.sbp == (b, s0)
+    np.testing.assert_array_equal(m(t).numpy(), np.array([[1, -2], [3, -4]]) @ np.array([[1, 2], [3, 4]]).T)
+
+
 def test_random_values_do_not_depend_on_the_mesh():
     flow.manual_seed(3)
     a = flow.randn(5, 7, placement=flow.placement("cpu", [[0]]), sbp=(flow.sbp.split(0), flow.sbp.split(1)))

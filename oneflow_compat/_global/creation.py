@@ -256,7 +256,7 @@ def tensor(data, dtype=None, device=None, placement=None, sbp=None, requires_gra
         return _local(array, dt, device, requires_grad)
     placement, ir_sbp, shown = _layout(placement, sbp, array.ndim, "tensor")
     local = _local(array, dt, None, False)
-    t = local.to_global(placement, flow_sbp.broadcast)
+    t = local.to_global(placement, [flow_sbp.broadcast] * len(placement.hierarchy))  # B on every mesh axis
     if ir_sbp != S.B:
         t = t.to_global(placement, list(shown))
     return _finish(Tensor._make(t._value, placement, shown), requires_grad)

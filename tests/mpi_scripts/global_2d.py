@@ -134,7 +134,8 @@ CREATORS = [("zeros", lambda **k: flow.zeros(5, 3, **k)), ("ones", lambda **k: f
             ("full", lambda **k: flow.full((5, 3), 2.5, **k)), ("eye", lambda **k: flow.eye(5, 3, **k)),
             ("rand", lambda **k: flow.rand(5, 3, **k)), ("randint", lambda **k: flow.randint(0, 9, (5, 3), **k)),
             ("normal", lambda **k: flow.normal(1.0, 2.0, (5, 3), **k)), ("arange", lambda **k: flow.arange(7, **k)),
-            ("randperm", lambda **k: flow.randperm(7, **k))]
+            ("randperm", lambda **k: flow.randperm(7, **k)),
+            ("tensor", lambda **k: flow.tensor(np.arange(15.0).reshape(5, 3), **k))]
 for name, make in CREATORS:
     for sbp in ((S0, S1), (B, S0), (S1, B), (PS, S0), (S0, S0)):
         if name in ("arange", "randperm") and S1 in sbp:
