@@ -50,6 +50,7 @@ def test_2d_sbp_on_four_ranks():
         "OK a data x model parallel MLP, 20 steps eager on a 2x2 mesh == 1 rank == numpy",
         "OK a data x model parallel MLP, 20 steps nn.Graph on a 2x2 mesh == 1 rank == numpy",
         "OK Adam and clip_grad_norm_ on 2-D layouts == 1 rank",
+        "OK conv, batch norm, pooling, dropout, embedding on 2-D data layouts == 1 rank",
         "OK explain lists the per-axis steps",
     ], done.stdout
     # every rank printed its piece as the page shows it, its three lines together (no other rank's output inside):

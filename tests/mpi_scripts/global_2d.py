@@ -283,6 +283,39 @@ for got, want in zip(mesh_run[1], one_run[1]):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 ok("Adam and clip_grad_norm_ on 2-D layouts == 1 rank")
 
+# --- conv, batch norm (its running statistics updated in place), pooling, dropout, embedding on 2-D data layouts -----
+def conv_net(placement, data, whole):
+    flow.manual_seed(3)
+    m = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                      nn.Dropout(0.3), nn.Linear(16, 5)).to_global(placement, whole)
+    emb = nn.Embedding(10, 3).to_global(placement, whole)
+    opt = flow.optim.SGD(list(m.parameters()) + list(emb.parameters()), lr=0.1, momentum=0.9)
+    got = []
+    for s in range(3):
+        flow.manual_seed(20 + s)
+        x = flow.randn(6, 2, 4, 4, placement=placement, sbp=data)
+        ids = flow.randint(0, 10, (6,), placement=placement, sbp=data)
+        y = flow.randint(0, 5, (6,), placement=placement, sbp=data)
+        logits = m(x) + emb(ids).sum(1, keepdim=True)
+        loss = nn.functional.cross_entropy(logits, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        got.append(float(loss.numpy()))
+    m.eval()
+    evaluated = m(flow.ones(2, 2, 4, 4, placement=placement, sbp=whole)).numpy()  # with the running statistics
+    return got, [t.numpy() for t in list(m.parameters()) + list(m.buffers())], evaluated
+
+
+one_run = conv_net(flow.placement("cpu", [0]), B, B)
+for data in ((S0, B), (S0, S0), (B, S0)):
+    mesh_run = conv_net(MESH, data, (B, B))
+    np.testing.assert_allclose(mesh_run[0], one_run[0], rtol=1e-5, err_msg=str(data))
+    for got, want in zip(mesh_run[1], one_run[1]):  # the buffers: running mean and variance, batches seen
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=str(data))
+    np.testing.assert_allclose(mesh_run[2], one_run[2], rtol=1e-4, atol=1e-5, err_msg=str(data))
+ok("conv, batch norm, pooling, dropout, embedding on 2-D data layouts == 1 rank")
+
 report = str(flow.explain())
 if RANK == 0:
     assert "mesh axis 0: P -> B all-reduce over {0,2} {1,3}" in report, report  # data-parallel gradients
