@@ -90,7 +90,7 @@ def test_legacy_2d_hybrid_across_processes_equals_one_device(legacy_one_device, 
                         str(LEGACY), str(per_machine), out])
     assert done.stdout.count("done %d %d" % (ranks, per_machine)) == 1
     got, ref = dict(np.load(out)), legacy_one_device
-    assert set(got) == set(ref) and {"losses", "w1", "b1", "w2", "w1-momentum"} <= set(got)
+    assert set(got) == set(ref) and {"losses", "w1", "b1", "w2", "b2", "w1-momentum"} <= set(got)
     assert ref["losses"][-5:].mean() < ref["losses"][:5].mean()  # it learns
     np.testing.assert_allclose(got["losses"], ref["losses"], rtol=1e-5)
     for k in sorted(set(got) - {"losses"}):  # the weights, their momenta, the train step

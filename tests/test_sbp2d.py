@@ -219,6 +219,10 @@ def _train_legacy(devices, hierarchy, steps=20, grad_mode="manual"):
                                    parallel_distribution=dist("B", "S(0)"))
             w2 = flow.get_variable("w2", (H, OUT), initializer=flow.random_normal_initializer(stddev=0.5),
                                    random_seed=8, parallel_distribution=dist("B", "S(0)"))
+            # held whole by every device: its data-parallel gradient is one all-reduced array the devices of a
+            # process share, which the update must apply once
+            b2 = flow.get_variable("b2", (OUT,), initializer=flow.constant_initializer(-0.2),
+                                   parallel_distribution=dist("B", "B"))
             h = flow.nn.relu(flow.nn.bias_add(flow.matmul(x, w1), b1))
             z = flow.matmul(h, w2)  # [S(0), P] on the mesh
             if two_d:  # forward: all-reduce along the model axis; backward as the grad mode says
@@ -226,6 +230,7 @@ def _train_legacy(devices, hierarchy, steps=20, grad_mode="manual"):
                 if grad_mode == "manual":
                     kw["grad_parallel_distribution"] = ["S(0)", "B"]
                 z = flow.hierarchical_parallel_cast(z, parallel_distribution=["S(0)", "B"], **kw)
+            z = flow.nn.bias_add(z, b2)
             loss = flow.math.reduce_mean(flow.nn.sparse_softmax_cross_entropy_with_logits(y, z))
             flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0.9).minimize(loss)
         return loss
@@ -245,7 +250,8 @@ def _numpy_mlp(steps=20):
     """The same 20 SGD-momentum steps written in numpy (initial weights: the job's own, read from one device)."""
     _, w0, _ = _train_legacy(1, None, steps=0)
     W1, c1, W2 = w0["w1"].astype(np.float64), w0["b1"].astype(np.float64), w0["w2"].astype(np.float64)
-    vel = [np.zeros_like(W1), np.zeros_like(c1), np.zeros_like(W2)]
+    c2 = w0["b2"].astype(np.float64)
+    vel = [np.zeros_like(W1), np.zeros_like(c1), np.zeros_like(W2), np.zeros_like(c2)]
     rng = np.random.default_rng(0)
     losses = []
     for _ in range(steps):
@@ -253,7 +259,7 @@ def _numpy_mlp(steps=20):
         y = rng.integers(0, OUT, N)
         hpre = x @ W1 + c1
         hh = np.maximum(hpre, 0)
-        z = hh @ W2
+        z = hh @ W2 + c2
         e = np.exp(z - z.max(1, keepdims=True))
         p = e / e.sum(1, keepdims=True)
         losses.append(-np.log(p[np.arange(N), y]).mean())
@@ -261,11 +267,11 @@ def _numpy_mlp(steps=20):
         dz[np.arange(N), y] -= 1
         dz /= N
         dh = (dz @ W2.T) * (hpre > 0)
-        grads = [x.T @ dh, dh.sum(0), hh.T @ dz]
-        for k, (w, g) in enumerate(zip((W1, c1, W2), grads)):
+        grads = [x.T @ dh, dh.sum(0), hh.T @ dz, dz.sum(0)]
+        for k, (w, g) in enumerate(zip((W1, c1, W2, c2), grads)):
             vel[k] = 0.9 * vel[k] - 0.1 * g  # OneFlow's momentum: v = beta v - lr g; w += v
             w += vel[k]
-    return losses, {"w1": W1, "b1": c1, "w2": W2}
+    return losses, {"w1": W1, "b1": c1, "w2": W2, "b2": c2}
 
 
 @pytest.fixture(scope="module")
@@ -293,6 +299,42 @@ def test_the_legacy_hybrid_mlp_is_the_numpy_mlp(one_device):
     np.testing.assert_allclose(one_device[0], losses, rtol=1e-5)
     for name, w in weights.items():
         np.testing.assert_allclose(one_device[1][name], w, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def _legacy_batch_norm(devices, hierarchy, steps=4):
+    flow.clear_default_session()
+    flow.config.cpu_device_num(devices)
+    cfg = flow.function_config()
+    cfg.default_data_type(flow.float)
+
+    @flow.global_function(type="train", function_config=cfg)
+    def job(x: tp.Numpy.Placeholder((6, 4, 5)), y: tp.Numpy.Placeholder((6,), dtype=flow.int32)) -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:0-%d" % (devices - 1), hierarchy):
+            if hierarchy:
+                x = flow.hierarchical_parallel_cast(x, parallel_distribution=["S(0)", "B"])
+            h = flow.reshape(flow.layers.batch_normalization(x, axis=1, name="bn"), (6, 20))
+            w = flow.get_variable("w", (20, 3), initializer=flow.random_normal_initializer(stddev=0.3),
+                                  random_seed=3, parallel_distribution=["B", "S(1)"] if hierarchy else [])
+            loss = flow.math.reduce_mean(flow.nn.sparse_softmax_cross_entropy_with_logits(y, flow.matmul(h, w)))
+            flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0.9).minimize(loss)
+        return loss
+
+    rng = np.random.default_rng(0)
+    losses = [float(job(rng.standard_normal((6, 4, 5)).astype(np.float32),
+                        rng.integers(0, 3, 6).astype(np.int32)).reshape(-1)[0]) for _ in range(steps)]
+    return losses, {k: v.numpy() for k, v in flow.get_all_variables().items()}
+
+
+def test_legacy_batch_norm_on_a_2x2_mesh_equals_one_device():
+    """Batch norm's beta / gamma and moving statistics lie (B, B): each step updates them once for the devices of
+    the process that share them, its moving averages where they lie."""
+    losses, weights = _legacy_batch_norm(4, (2, 2))
+    want_losses, want = _legacy_batch_norm(1, None)
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    assert {"bn-beta", "bn-gamma", "bn-moving_mean", "bn-moving_variance", "w"} <= set(want) == set(weights)
+    for name, w in want.items():
+        np.testing.assert_allclose(weights[name], w, rtol=1e-5, atol=1e-6, err_msg=name)
+    assert np.abs(want["bn-moving_mean"]).max() > 0  # the statistics moved
 
 
 def test_hierarchical_parallel_cast_gradient_modes_pin_the_gradient_layout():

@@ -50,11 +50,14 @@ def main(per_machine, out):
                                    parallel_distribution=dist("B", "S(0)"))
             w2 = flow.get_variable("w2", (H, OUT), initializer=flow.random_normal_initializer(stddev=0.5),
                                    random_seed=8, parallel_distribution=dist("B", "S(0)"))
+            b2 = flow.get_variable("b2", (OUT,), initializer=flow.constant_initializer(-0.2),
+                                   parallel_distribution=dist("B", "B"))  # whole on every device
             h = flow.nn.relu(flow.nn.bias_add(flow.matmul(x, w1), b1))
             z = flow.matmul(h, w2)
             if two_d:
                 z = flow.hierarchical_parallel_cast(z, parallel_distribution=["S(0)", "B"], grad_mode="manual",
                                                     grad_parallel_distribution=["S(0)", "B"])
+            z = flow.nn.bias_add(z, b2)
             loss = flow.math.reduce_mean(flow.nn.sparse_softmax_cross_entropy_with_logits(y, z))
             flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0.9).minimize(loss)
         return loss
