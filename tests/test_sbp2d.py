@@ -374,3 +374,21 @@ def test_bad_parallel_distributions_are_named():
     flow.clear_default_session()
     with pytest.raises(ValueError, match="does not fit the placement's 4 devices"):
         flow.scope.placement("cpu", "0:0-3", (3, 2))
+
+
+def test_legacy_checkpoints_move_between_the_mesh_and_one_device(tmp_path):
+    """flow.checkpoint.save of variables in 2-D layouts (B, S(1)), (B, S(0)), (B, B) writes logical values: one
+    device loads them, and the mesh loads a one-device checkpoint back, each piece where it lies."""
+    _, trained, _ = _train_legacy(4, (2, 2), steps=3)
+    flow.checkpoint.save(str(tmp_path / "mesh"))
+    _train_legacy(1, None, steps=0)
+    flow.load_variables(flow.checkpoint.get(str(tmp_path / "mesh")))
+    got = {k: v.numpy() for k, v in flow.get_all_variables().items()}
+    assert set(got) == set(trained) and "w1-momentum" in got
+    for name, w in trained.items():
+        np.testing.assert_array_equal(got[name], w, err_msg=name)
+    flow.checkpoint.save(str(tmp_path / "one"))
+    _train_legacy(4, (2, 2), steps=0)
+    flow.load_variables(flow.checkpoint.get(str(tmp_path / "one")))
+    for name, v in flow.get_all_variables().items():
+        np.testing.assert_array_equal(v.numpy(), trained[name], err_msg=name)
