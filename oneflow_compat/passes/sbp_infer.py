@@ -7,7 +7,8 @@ constraints.
 On an n-D placement (a mesh) an op's signatures are derived from its declared 1-D ones, OneFlow's rule (the "2D
 SBP" page of OneFlow's parallelism chapter: "independently derive in the respective dimensions"; v0.9.0
 `Operator::GetNdSbpSignatureList`): every choice of one declared signature per mesh axis is an n-D signature, in the
-order of preference of the declared ones (`ops/mesh_signatures.py`, which `validate` reads too). No op declaration changes for meshes."""
+order of preference of the declared ones (`ops/mesh_signatures.py`, which `validate` reads too). No op
+declaration changes for meshes."""
 
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ops import transitions
