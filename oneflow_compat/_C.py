@@ -48,3 +48,20 @@ from oneflow_compat._global.nn_functional import (  # noqa: F401,E402
 from oneflow_compat._global.tensor_functions import (  # noqa: F401,E402
     argsort, cumsum, flip, normalize, roll, sort, split, topk)
 del _T
+
+
+# ctc helper: CTC loss and decoder, adaptive max pooling (a (y, indices) pair, as OneFlow's TensorTuple), unpooling
+from oneflow_compat._global.nn_ctc import ctc_greedy_decoder, ctc_loss  # noqa: F401,E402
+from oneflow_compat._global.nn_pool_indices import max_unpool1d, max_unpool2d, max_unpool3d  # noqa: F401,E402
+
+
+def adaptive_max_pool1d(input, output_size):  # noqa: A002
+    return _nnF.adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool2d(input, output_size):  # noqa: A002
+    return _nnF.adaptive_max_pool2d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool3d(input, output_size):  # noqa: A002
+    return _nnF.adaptive_max_pool3d(input, output_size, return_indices=True)

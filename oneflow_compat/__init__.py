@@ -27,9 +27,11 @@ from oneflow_compat.ops import (  # noqa: F401,E402 (registers; the whole legacy
 from oneflow_compat.ops import conv_ops, loss_ops, nn_misc_ops, norm_ops, pool_ops  # noqa: F401,E402
 # n-D meshes (issue 19): the transition table's rows for meshes and their executors (register themselves)
 from oneflow_compat.ops import mesh_transitions, parallel_cast_ops  # noqa: F401,E402
-from oneflow_compat.runtime import mesh_boxing  # noqa: F401,E402
+from oneflow_compat.runtime import mesh_boxing as _mesh_boxing  # noqa: F401,E402
 # the OneFlow 0.9 tensor ops of issue 21 (flip, cumsum, triu, isnan/isinf, dim scatters, expand)
 from oneflow_compat.ops import tensor_ops  # noqa: F401,E402
+# CTC loss and decoder, pools with indices, max unpooling (issues 20/21 leftovers, the ctc helper)
+from oneflow_compat.ops import ctc_ops, pool_index_ops  # noqa: F401,E402
 
 # the legacy API's names (the same list `oneflow.compatible.single_client` binds), then the tools' public name
 from oneflow_compat._api.legacy_names import *  # noqa: F401,F403

@@ -51,6 +51,7 @@ SEPARATE = {
     "distributed_partial_fc_sample": "tests/test_legacy_experimental.py (a new random sample every call)",
     "fake_quantization": "tests/test_legacy_quantization.py (a step function: its straight-through gradient is not "
                          "a derivative finite differences can see)",
+    "ctc_loss": "test_ctc_loss_gradient_through_log_softmax (OneFlow's gradient is the one through log_softmax)",
     "cast_to_mirrored": "test_view_casts (they exist only inside a mirrored-view construct)",
     "cast_from_mirrored": "test_view_casts (they exist only inside a mirrored-view construct)",
 }
@@ -97,6 +98,29 @@ def test_view_casts():
     reference = gc.check_op(case)
     for devices in (2, 3):
         gc.compare_devices(case, devices, reference)
+
+
+def _ctc_of_logits(attrs):
+    def body(blobs):
+        z, targets, il, tl = blobs
+        log_probs = registry.apply("log", [registry.apply("softmax", [z], {"axis": 2})])
+        return [registry.apply("ctc_loss", [log_probs, targets, il, tl], attrs)[0]]
+    return body
+
+
+def test_ctc_loss_gradient_through_log_softmax():
+    """OneFlow's ctc_loss gradient (v0.4.0 ctc_loss_kernel_util.cpp) is exp(lp) - posterior, the derivative with
+    respect to the logits of log_softmax: checked as such against central differences, and on 2 and 3 devices."""
+    rng = np.random.default_rng(5)
+    for k, ex in enumerate(examples.EXAMPLES["ctc_loss"]):
+        lp, targets, il, tl = ex.make(rng)
+        z = rng.standard_normal(lp.shape)
+        case = gc.Case("ctc_loss", [z, targets, il, tl], ex.attrs, wrt=[0], splits=[1, None, None, None],
+                       layouts=[[1, 0, 0, 0]] if targets.ndim == 2 else (), body=_ctc_of_logits(ex.attrs),
+                       rtol=1e-5, label="row %d: %s" % (k, ex.note))
+        reference = gc.check_op(case)
+        for devices in (2, 3):
+            gc.compare_devices(case, devices, reference)
 
 
 def test_dropout_gradient_is_the_mask():

@@ -72,8 +72,8 @@ V040_REFUSED = {
     "env.init_bootstrap_confs": refusals.GRPC,
 }
 
-# Names not built yet (each must resolve or be refused with its reason once built): v0.4.0's CTC loss.
-NNOPS = {"ctc_loss"}
+# Names not built yet (each must resolve or be refused with its reason once built): none left.
+NNOPS = set()
 
 
 def resolve(name):

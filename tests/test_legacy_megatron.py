@@ -81,5 +81,7 @@ def test_splits_and_errors(prefix, tmp_path):
     (tmp_path / "bad.bin").write_bytes(b"")
     with pytest.raises(ValueError, match="not a Megatron indexed dataset"):
         megatron_io.MegatronGPTMMapDataset(str(bad), 4, 1, 1)
-    with pytest.raises(NotImplementedError, match="2-d placement hierarchy"):
+    # one parallel_distribution entry per hierarchy axis (2-D ones are read as nested rows on a mesh, test_sbp2d)
+    with pytest.raises(ValueError, match=r"parallel_distribution \['S\(0\)', 'B'\] has 2 entries, but the placement "
+                                         r"has 1 dimension \(hierarchy \(1,\)\)"):
         _loader(prefix, 1, parallel_distribution=["S(0)", "B"])()

@@ -139,8 +139,6 @@ def test_pool_modules_print_and_compute_as_torch(k):
 
 
 def test_pool_errors():
-    with pytest.raises(NotImplementedError, match="return_indices=True is not supported"):
-        flow.nn.MaxPool2d(2, return_indices=True)(flow.tensor(_distinct((1, 1, 4, 4), np.float32)))
     with pytest.raises(ValueError, match="pad should be at most half of kernel size"):
         flow.nn.MaxPool1d(2, padding=2)(flow.tensor(_distinct((1, 1, 8), np.float32)))
 

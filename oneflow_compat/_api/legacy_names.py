@@ -60,6 +60,8 @@ from oneflow_compat._api.legacy_misc import (  # noqa: F401,E402
 from oneflow_compat._api.legacy_math import (  # noqa: F401,E402
     broadcast_to_compatible_with, in_top_k, unsorted_batch_segment_sum, unsorted_segment_sum,
     unsorted_segment_sum_like)
+# v0.4.0's CTC loss (ctc helper; ops/ctc_ops.py)
+from oneflow_compat.nn.legacy_ctc import ctc_loss  # noqa: F401,E402
 
 function_config = FunctionConfig
 ExecutionConfig = FunctionConfig

@@ -20,6 +20,10 @@ from oneflow_compat._global.nn_convs import (  # noqa: F401,E402
 from oneflow_compat._global.nn_pools import (  # noqa: F401,E402
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d,
     max_pool2d, max_pool3d)
+# ctc helper: adaptive max pooling, max unpooling, the CTC greedy decoder
+from oneflow_compat._global.nn_pool_indices import (  # noqa: F401,E402
+    adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, max_unpool1d, max_unpool2d, max_unpool3d)
+from oneflow_compat._global.nn_ctc import ctc_greedy_decoder  # noqa: F401,E402
 # nn ops family: embedding, pixel shuffle, interpolation, padding, channel dropout
 from oneflow_compat._global.nn_misc import (  # noqa: F401,E402
     dropout1d, dropout2d, dropout3d, embedding, interpolate, pad, pixel_shuffle)

@@ -4,11 +4,12 @@ those of legacy `flow.nn.max_pool2d` / `avg_pool2d`), eager, in `nn.Graph`, loca
 splits stay split).
 
 Signatures, defaults (stride = kernel_size, count_include_pad=True) and reprs follow OneFlow 0.9
-(python/oneflow/nn/modules/pooling.py). `return_indices=True` is refused: the ops do not produce the indices.
+(python/oneflow/nn/modules/pooling.py). `return_indices=True` returns (y, indices) from `nn_pool_indices.py`.
 """
 from oneflow_compat._global import functional as F
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.modules import Module
+from oneflow_compat._global.nn_pool_indices import max_pool_with_indices
 
 _FORMATS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
@@ -38,13 +39,13 @@ def _op(kind, nd):
 
 def _max_pool(nd, input, kernel_size, stride, padding, dilation, return_indices, ceil_mode):  # noqa: A002
     x = _check(input, nd, "max_pool%dd" % nd)
-    if return_indices:
-        raise NotImplementedError("max_pool%dd: return_indices=True is not supported (the pooling ops do not "
-                                  "produce indices)" % nd)
     k = _ntuple(kernel_size, nd, "kernel_size")
     s = _ntuple(stride, nd, "stride") if stride is not None else k
     p = _ntuple(padding, nd, "padding")
     d = _ntuple(dilation, nd, "dilation")
+    if return_indices:
+        # (y, indices) from OneFlow's max_pool_Nd op (ops/pool_index_ops.py)
+        return max_pool_with_indices(nd, x, k, s, p, d, ceil_mode)
     return apply_op(_op("max", nd), [x], {"ksize": k, "strides": s, "pads": tuple((v, v) for v in p),
                                           "data_format": _FORMATS[nd], "ceil_mode": bool(ceil_mode),
                                           "dilations": d})

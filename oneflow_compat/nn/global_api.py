@@ -23,6 +23,10 @@ from oneflow_compat._global.nn_convs import (  # noqa: F401,E402
 from oneflow_compat._global.nn_pools import (  # noqa: F401,E402
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d,
     MaxPool3d)
+# ctc helper: adaptive max pooling, max unpooling, CTC loss
+from oneflow_compat._global.nn_pool_indices import (  # noqa: F401,E402
+    AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d)
+from oneflow_compat._global.nn_ctc import CTCLoss  # noqa: F401,E402
 # nn ops family: embedding, pixel shuffle, upsampling, padding, channel dropout
 from oneflow_compat._global.nn_misc import (  # noqa: F401,E402
     ConstantPad1d, ConstantPad2d, ConstantPad3d, Dropout1d, Dropout2d, Dropout3d, Embedding, PixelShufflev2,

@@ -1258,3 +1258,113 @@ EXAMPLES.update({
                Example(inputs(uniform(4, 5, 6, low=-0.9, high=0.9)), rtol=1e-5)],
     "erfinv_grad": [Example(inputs(normal(5, 7), normal(5, 7)))],
 })
+
+
+# --- CTC loss and decoder (ops/ctc_ops.py), pools with indices and max unpooling (ops/pool_index_ops.py) -----------
+def _ctc_inputs(t, n, c, s, input_lengths, target_lengths, flat=False):
+    """log_softmax'd log_probs (T, N, C), targets (padded, or 1-D concatenated), and the two length vectors."""
+    def make(r):
+        z = r.standard_normal((t, n, c))
+        lp = z - np.log(np.exp(z).sum(axis=2, keepdims=True))
+        targets = r.integers(1, c, (n, s)).astype(np.int32)
+        tl = np.array(target_lengths, dtype=np.int64)
+        if flat:
+            targets = np.concatenate([targets[b, :tl[b]] for b in range(n)]).astype(np.int64)
+        return [lp, targets, np.array(input_lengths, dtype=np.int32), tl]
+    return make
+
+
+def _ctc_grad_inputs(make_forward, attrs):
+    def make(r):
+        from oneflow_compat.kernels import ctc
+
+        lp, targets, il, tl = make_forward(r)
+        loss, alpha = ctc.ctc_loss(np, lp, targets, il, tl, blank=attrs["blank"],
+                                   max_target_length=attrs["max_target_length"])
+        return [r.standard_normal(loss.shape), lp, targets, il, tl, loss, alpha]
+    return make
+
+
+_CTC = [(_ctc_inputs(6, 5, 4, 3, [6, 5, 6, 4, 3], [3, 2, 0, 3, 1]), {"blank": 0, "zero_infinity": False,
+                                                                      "max_target_length": 3}, "padded targets"),
+        (_ctc_inputs(5, 3, 5, 2, [5, 5, 4], [2, 1, 2], flat=True), {"blank": 4, "zero_infinity": False,
+                                                                  "max_target_length": 2},
+         "1-D targets, blank 4")]
+# an input too short for its target: an infinite loss, whose gradient zero_infinity zeroes
+_CTC_GRAD = _CTC + [(_ctc_inputs(5, 3, 4, 3, [5, 1, 4], [2, 3, 1]), {"blank": 0, "zero_infinity": True,
+                                                                     "max_target_length": 3},
+                     "zero_infinity, an impossible alignment")]
+_CTC_NO_FD = ("OneFlow's ctc gradient is the one through log_softmax (exp(lp) - posterior), not d/d log_probs: "
+              "checked through log_softmax in tests/test_ctc.py")
+
+
+def _pool_index_inputs(kind, x_shape, attrs):
+    def make(r):
+        from oneflow_compat.kernels import pool_index
+
+        x = distinct(*x_shape)(r)
+        if kind == "adaptive":
+            y, ind = pool_index.adaptive_max_pool(np, x, output_size=attrs["output_size"])
+        else:
+            y, ind = pool_index.max_pool_with_indices(np, x, **attrs)
+        return x, y, ind
+    return make
+
+
+def _pool_index_grad_rows(kind, x_shape, attrs):
+    def make(r):
+        _, y, ind = _pool_index_inputs(kind, x_shape, attrs)(r)
+        return [r.standard_normal(y.shape), ind]
+    return make
+
+
+def _unpool_rows(x_shape, attrs, output_size, grad_of=False):
+    def make(r):
+        _, y, ind = _pool_index_inputs("max", x_shape, attrs)(r)
+        if grad_of:
+            return [r.standard_normal(tuple(y.shape[:2]) + tuple(output_size)), ind]
+        return [r.standard_normal(y.shape), ind]
+    return make
+
+
+def _pix(k, s, p, ceil_mode=False, dil=None):
+    n = len(k)
+    return {"ksize": k, "strides": s, "pads": tuple((v, v) for v in p), "ceil_mode": ceil_mode,
+            "dilations": dil or (1,) * n}
+
+
+_POOL_IX = {1: [((2, 3, 9), _pix((3,), (2,), (1,)), "3/2 pad 1"),
+                ((3, 2, 10), _pix((2,), (3,), (0,), ceil_mode=True, dil=(2,)), "dilation 2, ceil_mode")],
+            2: [((2, 3, 7, 6), _pix((3, 2), (2, 2), (1, 1)), "3x2/2 pad 1"),
+                ((3, 2, 6, 7), _pix((3, 3), (2, 1), (1, 0), ceil_mode=True, dil=(1, 2)), "ceil_mode, dilation")],
+            3: [((2, 2, 4, 5, 4), _pix((2, 2, 2), (2, 2, 2), (0, 1, 0)), "2x2x2/2 pad")]}
+_ADAPTIVE_IX = {1: [((3, 4, 7), (3,))], 2: [((2, 3, 7, 5), (3, 2)), ((2, 3, 5, 4), (5, 6))],
+                3: [((2, 3, 4, 5, 3), (2, 3, 2))]}
+_UNPOOL_IX = {1: ((2, 3, 8), _pix((2,), (2,), (0,)), (8,)), 2: ((2, 3, 6, 6), _pix((2, 2), (2, 2), (0, 0)), (7, 6)),
+              3: ((2, 2, 4, 4, 4), _pix((2, 2, 2), (2, 2, 2), (0, 0, 0)), (4, 4, 4))}
+
+EXAMPLES.update({
+    "ctc_loss": [Example(make, a, note=n + "; " + _CTC_NO_FD, grad=False, layouts=[[1, 0, 0, 0]])
+                 for make, a, n in _CTC],
+    "ctc_loss_grad": [Example(_ctc_grad_inputs(make, a), a, note=n) for make, a, n in _CTC_GRAD],
+    "ctc_greedy_decoder": [
+        Example(lambda r: [distinct(6, 5, 4)(r), np.array([6, 5, 6, 1, 3], dtype=np.int64)],
+                {"merge_repeated": True}),
+        Example(lambda r: [distinct(5, 3, 3)(r), np.array([5, 4, 0], dtype=np.int64)],
+                {"merge_repeated": False}, note="repeats kept, an empty input")],
+})
+for _nd in (1, 2, 3):
+    EXAMPLES.update({
+        "max_pool_%dd" % _nd: [Example(lambda r, xs=xs: [distinct(*xs)(r)], a, note=n, layouts=[[1]])
+                               for xs, a, n in _POOL_IX[_nd]],
+        "max_pool_%dd_grad" % _nd: [Example(_pool_index_grad_rows("max", xs, a), dict(input_spatial=xs[2:]), note=n)
+                                    for xs, a, n in _POOL_IX[_nd]],
+        "adaptive_max_pool%dd" % _nd: [Example(lambda r, xs=xs: [distinct(*xs)(r)], {"output_size": o},
+                                               layouts=[[1]]) for xs, o in _ADAPTIVE_IX[_nd]],
+        "adaptive_max_pool%dd_grad" % _nd: [
+            Example(_pool_index_grad_rows("adaptive", xs, {"output_size": o}), {"input_spatial": xs[2:]})
+            for xs, o in _ADAPTIVE_IX[_nd]],
+        "max_unpool_%dd" % _nd: [Example(_unpool_rows(*_UNPOOL_IX[_nd]), {"output_size": _UNPOOL_IX[_nd][2]},
+                                         wrt=[0], layouts=[[1, 1]])],
+        "max_unpool_%dd_grad" % _nd: [Example(_unpool_rows(*_UNPOOL_IX[_nd], grad_of=True), {})],
+    })

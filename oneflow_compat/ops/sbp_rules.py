@@ -1,4 +1,7 @@
 """Generators for the SBP signatures ops declare (as data: lists of (input SBPs, output SBPs))."""
+import itertools
+
+from oneflow_compat.ir import sbp as _sbp
 from oneflow_compat.ir.sbp import B, P, S
 
 
@@ -110,3 +113,34 @@ def shape_only(sigs, index):
             if sig not in out:
                 out.append(sig)
     return out
+
+
+# The signatures an op has on its placement (the compiler's SBP inference and `validate` both read them).
+def nd_signatures(sigs, mesh):
+    """The n-D signatures on a mesh of shape `mesh` of an op declaring `sigs`: a declared signature that names n-D
+    layouts already (an input pinned to a value's layout, a variable's, hints) is kept, its 1-D entries read as that
+    symbol on every mesh axis; the 1-D ones are combined, one per mesh axis, in their order of preference."""
+    k = len(mesh)
+    given, one_d = [], []
+    for sig in sigs:
+        if any(_sbp.is_nd(s) for side in sig for s in side):
+            given.append(tuple(tuple(s if _sbp.is_nd(s) else _sbp.nd((s,) * k, mesh) for s in side) for side in sig))
+        else:
+            one_d.append(sig)
+    out = list(given)
+    seen = set(out)
+    for choice in itertools.product(one_d, repeat=k):
+        sig = tuple(tuple(_sbp.nd([c[side][i] for c in choice], mesh) for i in range(len(choice[0][side])))
+                    for side in (0, 1))
+        if sig not in seen:
+            seen.add(sig)
+            out.append(sig)
+    return out
+
+
+def signatures(op):
+    """The op's legal signatures on its placement: as declared, or derived per mesh axis on an n-D placement."""
+    sigs = op.defn.sbp(op) if op.defn.sbp is not None else None
+    if sigs and op.placement.is_nd:
+        return nd_signatures(sigs, op.placement.hierarchy)
+    return sigs

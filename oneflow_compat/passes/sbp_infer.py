@@ -7,12 +7,10 @@ constraints.
 On an n-D placement (a mesh) an op's signatures are derived from its declared 1-D ones, OneFlow's rule (the "2D
 SBP" page of OneFlow's parallelism chapter: "independently derive in the respective dimensions"; v0.9.0
 `Operator::GetNdSbpSignatureList`): every choice of one declared signature per mesh axis is an n-D signature, in the
-order of preference of the declared ones (`ops/mesh_signatures.py`, which `validate` reads too). No op
-declaration changes for meshes."""
-
+order of preference of the declared ones (`ops/sbp_rules.nd_signatures`). No op declaration changes for meshes."""
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ops import transitions
-from oneflow_compat.ops.mesh_signatures import nd_signatures, signatures  # noqa: F401 (used here and re-exported)
+from oneflow_compat.ops.sbp_rules import nd_signatures, signatures  # noqa: F401 (validate reads them there too)
 
 
 def _normalize(pl, s):
@@ -50,8 +48,6 @@ def one_device(job):
         s = S.M if op.view == "mirrored" else S.B
         op.sbp_in = [s] * len(op.inputs)
         op.sbp_out = [s] * len(op.outputs)
-
-
 
 
 def _reads_partial_from_split(s, want):
