@@ -5,6 +5,9 @@ launches with the venv's mpiexec: the MLP 784-512-512-10, batch 64 per rank, SGD
    (target: 2 ranks / 1 rank <= 1.25);
 2. nn.Graph: the same step compiled (target <= 1.15).
 
+Each rank's BLAS uses its share of the threads a measurement gives the job: at 2 threads the 1-rank side's rank
+uses 2, each of the 2 ranks 1 (as torchrun sets OMP_NUM_THREADS = cores / ranks).
+
 The 1-rank side is the same program on a placement of rank 0 alone (rank 1 runs it too, holding no pieces); the
 2-rank side feeds each rank its own 64 rows. Sides are timed in turn (A B, B A, ...) on rank 0; the collectives
 each side issues per step are counted (`comm.collectives_issued()`) and shown in the note.
@@ -78,7 +81,36 @@ def _steps(kind, quick):
             graph(*feed()).numpy()
         return step
 
-    return [("1 rank", side([0])), ("2 ranks", side([0, 1]))]
+    return [("1 rank", _with_threads(side([0]), 1)), ("2 ranks", _with_threads(side([0, 1]), 2))]
+
+
+_BLAS = {"controllers": None, "threads": None, "machine": None}
+
+
+def set_machine_threads(n):
+    """The threads the harness gives this job (`harness.set_threads` per measurement): each side's ranks share them."""
+    _BLAS["machine"] = n
+
+
+def _with_threads(step, ranks):
+    """`step`, run with BLAS threads = this rank's share of the threads the measurement gives the job (torchrun's
+    OMP_NUM_THREADS rule): on 2 threads the 1-rank side's rank uses both, each of the 2 ranks one. The limit is set
+    when the side changes (threadpoolctl's controllers found once: setting them is cheap)."""
+    def run():
+        want = max(1, (_BLAS["machine"] or 1) // ranks)
+        if want != _BLAS["threads"]:
+            if _BLAS["controllers"] is None:
+                from threadpoolctl import ThreadpoolController
+
+                _BLAS["controllers"] = ThreadpoolController().select(user_api="blas").lib_controllers
+            for controller in _BLAS["controllers"]:
+                clear = getattr(type(controller), "clear_controlling_thread", None)
+                if clear is not None:
+                    clear(force=True)
+                controller.set_num_threads(want)
+            _BLAS["threads"] = want
+        step()
+    return run
 
 
 def worker(rounds, quick, threads):
@@ -90,7 +122,8 @@ def worker(rounds, quick, threads):
         sides = _steps("eager" if kind == "eager" else "graph", quick)
         counts = {}
         for label, step in sides:
-            step()  # warm: compiled
+            step()  # warm: compiled; the gradients' order learned
+            step()  # the buckets summed during backward allocated
             before = comm.collectives_issued()
             step()
             counts[label] = comm.collectives_issued() - before
@@ -100,6 +133,8 @@ def worker(rounds, quick, threads):
                             note="collectives per step: %s %s: %s" % (kind, ", ".join(
                                 "%s %d" % (label, n) for label, n in counts.items()), "counted on rank 0"))
         for t in threads or harness.thread_counts():
+            set_machine_threads(t)
+            _BLAS["threads"] = None  # harness.set_threads(t) sets every BLAS thread count anew
             rows.extend(harness.measure(case.resolve(), t, rounds))
     if comm.rank == 0:
         print("RESULT " + json.dumps(rows))

@@ -7,6 +7,8 @@ import math
 
 import numpy
 
+from . import cuda_source
+
 
 def relu(xp, x):
     return xp.maximum(x, x.dtype.type(0))
@@ -79,12 +81,13 @@ def _fit_erfcx_table():
 
 
 _ERFCX_TABLE = _fit_erfcx_table()
-_ERFCX_TABLES = {}  # (array module, dtype) -> the table as an array of that module
+_ERFCX_TABLES = {}  # (array module, device, dtype) -> the table as an array of that module on that device
 
 
 def _erfc_nonnegative(xp, a):
     """erfc(a) for a >= 0 (or NaN), same floating dtype."""
-    key = (xp.__name__, numpy.dtype(a.dtype).str)
+    # a device array lives on one GPU: the table is kept per device (the current one, where `a` is used)
+    key = (id(xp), cuda_source.current_device(xp), numpy.dtype(a.dtype).str)
     table = _ERFCX_TABLES.get(key)
     if table is None:
         table = _ERFCX_TABLES[key] = xp.asarray(_ERFCX_TABLE, dtype=a.dtype)

@@ -74,12 +74,15 @@ def range_(xp, *, start, limit, delta, dtype):
 # --- counting non-finite entries (the dynamic loss scale's test) -------------------------------------------------
 def count_not_finite(xp, x):
     """int64 (1,): how many entries of x are inf or nan."""
-    return xp.asarray([int(xp.sum(~xp.isfinite(x)))], dtype=xp.int64)
+    return xp.reshape(xp.sum(~xp.isfinite(x)).astype(xp.int64), (1,))  # (on a device: no read back)
 
 
 def multi_count_not_finite(xp, *xs):
     """int64 (1,): how many entries of all the xs are inf or nan."""
-    return xp.asarray([sum(int(xp.sum(~xp.isfinite(x))) for x in xs)], dtype=xp.int64)
+    total = xp.zeros((1,), dtype=xp.int64)
+    for x in xs:
+        total += xp.sum(~xp.isfinite(x)).astype(xp.int64)
+    return total
 
 
 # --- broadcast to the shape of others -------------------------------------------------------------------------

@@ -6,10 +6,29 @@ the pieces' results add up to the whole (partial sums).
 """
 import numpy
 
+from . import checks
+
 
 def _no_negative(xp, indices, what):
-    if indices.size and int(xp.min(indices)) < 0:
-        raise ValueError("%s: negative index %d" % (what, int(xp.min(indices))))
+    """A negative index is a ValueError naming it: at once on the host; on a device with the step's results
+    (`checks`: no wait for the device here)."""
+    if not indices.size:
+        return
+    low = xp.min(indices)
+    checks.require(xp, low < 0, what.replace("%", "%%") + ": negative index %d", low)
+
+
+def in_range(xp, indices, n, message, error=ValueError, name_index=True):
+    """Indices outside [0, n) fail with `message` (formatted with the offending index — the lowest when one is
+    negative, else the highest — and n; with n alone unless `name_index`): at once on the host, with the step's
+    results on a device. Returns the indices clipped into range on a device (so that the step runs on valid reads
+    until the check is read), as they are on the host."""
+    if not indices.size:
+        return indices
+    low, high = xp.min(indices), xp.max(indices)
+    values = (xp.where(low < 0, low, high), n) if name_index else (n,)
+    checks.require(xp, (low < 0) | (high >= n), message, *values, error=error)
+    return indices if xp is numpy else xp.clip(indices, 0, max(n - 1, 0))
 
 
 def _local_rows(xp, indices, offset, n):
@@ -70,8 +89,7 @@ def _batch_flat(params_shape, indices):
 def batch_gather(xp, params, indices):
     """out[b..., j, r...] = params[b..., indices[b..., j], r...]; every index must lie in [0, n)."""
     nb, batch, n, inner = _batch_flat(params.shape, indices)
-    if indices.size and (int(xp.min(indices)) < 0 or int(xp.max(indices)) >= n):
-        raise ValueError("batch_gather: indices must lie in [0, %d)" % n)
+    indices = in_range(xp, indices, n, "batch_gather: indices must lie in [0, %d)", name_index=False)
     k = indices.shape[-1]
     rows = xp.arange(batch).reshape(batch, 1)
     out = params.reshape(batch, n, inner)[rows, indices.reshape(batch, k).astype(xp.int64)]

@@ -2,7 +2,7 @@
 kernels (bias and activation epilogue, relu gradient) at the end."""
 import numpy
 
-from . import blas, dense_jit
+from . import blas, cuda_nn, dense_jit
 
 
 _SMALL_PRODUCT_FLOPS = 1 << 16
@@ -63,6 +63,13 @@ def _product(xp, a, b, transpose_a, transpose_b, alpha, f_order):
     return out
 
 
+def _device_epilogue(xp, a, b, other):
+    """Whether the device kernels of kernels/cuda_nn.py take the epilogue: a device module that builds raw kernels,
+    operands and the other input of one float dtype."""
+    return xp is not numpy and hasattr(xp, "RawModule") and cuda_nn.supported(a.dtype) and \
+        a.dtype == b.dtype == other.dtype and a.ndim == 2
+
+
 def matmul_bias_act(xp, a, b, bias, *, transpose_a=False, transpose_b=False, alpha=1.0, activation=None):
     """matmul (2-D), + bias along the last axis, then `activation` (None | "relu"): the values of matmul, bias_add
     and relu one after the other. Where BLAS can add in place, the bias is broadcast into the output first and the
@@ -71,6 +78,10 @@ def matmul_bias_act(xp, a, b, bias, *, transpose_a=False, transpose_b=False, alp
         raise ValueError("matmul_bias_act: activation must be None or 'relu', got %r" % (activation,))
     m = a.shape[1] if transpose_a else a.shape[0]
     n = b.shape[0] if transpose_b else b.shape[1]
+    if _device_epilogue(xp, a, b, bias):
+        # on a device: the product, then one launch adding the bias (and relu) in place (kernels/cuda_nn.py)
+        out = _product(xp, a, b, transpose_a, transpose_b, alpha, False)
+        return cuda_nn.bias_act(xp, out, bias, activation == "relu")
     if xp is numpy and blas.adds_in_place(m, n):
         out = numpy.empty((n, m), dtype=a.dtype).T if n > m else numpy.empty((m, n), dtype=a.dtype)
         out[...] = bias
@@ -87,6 +98,8 @@ def matmul_relu_grad(xp, a, b, y, *, transpose_a=False, transpose_b=False, alpha
     """relu_grad(matmul(a, b), y): the product where the relu's output y is positive, else 0 — the gradient
     reaching a dense layer's relu, masked in place on the product (laid out like y)."""
     f_order = not y.flags.c_contiguous and y.flags.f_contiguous
+    if _device_epilogue(xp, a, b, y) and y.flags.c_contiguous:
+        return cuda_nn.relu_mask(xp, _product(xp, a, b, transpose_a, transpose_b, alpha, False), y)
     out = _product(xp, a, b, transpose_a, transpose_b, alpha, f_order)
     if xp is numpy and dense_jit.AVAILABLE and out.dtype == y.dtype and out.dtype.kind == "f" and \
             (out.flags.f_contiguous if f_order else out.flags.c_contiguous):
@@ -94,3 +107,18 @@ def matmul_relu_grad(xp, a, b, y, *, transpose_a=False, transpose_b=False, alpha
     else:
         out *= y > 0
     return out
+
+
+# --- broadcast_matmul (OneFlow v0.4.0 user/ops/matmul_op.cpp; the model zoo's GPT) ------------------------------------
+def broadcast_matmul(xp, a, b, *, transpose_b=False, alpha=1.0):
+    """alpha * a @ op(b) for a of any rank >= 3 and a 2-D b: every leading row of a times b."""
+    lead = a.shape[:-1]
+    out = matmul(xp, xp.ascontiguousarray(a).reshape(-1, a.shape[-1]), b, transpose_b=transpose_b, alpha=alpha)
+    return out.reshape(lead + (out.shape[-1],))
+
+
+def broadcast_matmul_grad_b(xp, a, b, *, alpha=1.0):
+    """alpha * a.T @ b over the flattened leading axes of a (.., k) and b (.., n): the (k, n) weight gradient."""
+    a2 = xp.ascontiguousarray(a).reshape(-1, a.shape[-1])
+    b2 = xp.ascontiguousarray(b).reshape(-1, b.shape[-1])
+    return matmul(xp, a2, b2, transpose_a=True, alpha=alpha)

@@ -6,7 +6,7 @@ probability gives a large finite loss.
 """
 import numpy
 
-from . import activation, checks, dense_jit
+from . import activation, checks, cuda_loss, dense_jit
 
 _SAFE_LOG_FLOOR = 1e-20
 
@@ -39,6 +39,22 @@ def _flat_label_index(xp, labels, depth):
     return xp.arange(0, labels.size * depth, depth) + labels.reshape(-1)
 
 
+def _device_rows(xp, logits, labels):
+    """Whether one CUDA launch (kernels/cuda_loss.py) computes the loss: a device module that builds raw kernels,
+    float logits, int32/int64 labels, at least one row and one class."""
+    return xp is not numpy and hasattr(xp, "RawModule") and cuda_loss.supported(logits.dtype, labels.dtype) and \
+        labels.size > 0 and logits.shape[-1] > 0
+
+
+def _softmax_xent_on_device(xp, logits, labels, seed, gradient):
+    depth = logits.shape[-1]
+    loss, out, check = cuda_loss.softmax_xent(xp, xp.ascontiguousarray(logits), xp.ascontiguousarray(labels), seed,
+                                              gradient)
+    # the labels' check, read with the step's results (`checks`): views of the kernel's (failed, label) pair
+    checks.require(xp, check[0:1].reshape(()), _LABEL_OUT_OF_RANGE, check[1:2].reshape(()), depth)
+    return loss.reshape(labels.shape), out.reshape(logits.shape)
+
+
 def sparse_softmax_cross_entropy(xp, logits, labels):
     """-> (loss, prob). loss[i] = -log(max(softmax(logits)[i, labels[i]], 1e-20)).
 
@@ -46,6 +62,8 @@ def sparse_softmax_cross_entropy(xp, logits, labels):
     ValueError naming the label.
     """
     depth = logits.shape[-1]
+    if _device_rows(xp, logits, labels):
+        return _softmax_xent_on_device(xp, logits, labels, 1.0, False)
     labels = _check_labels(xp, labels, depth)
     prob = activation.softmax(xp, logits, axis=-1)
     picked = xp.ascontiguousarray(prob).reshape(-1)[_flat_label_index(xp, labels, depth)]
@@ -67,8 +85,10 @@ def sparse_softmax_cross_entropy_grad(xp, dloss, prob, labels):
 def sparse_softmax_cross_entropy_and_grad(xp, logits, labels, *, seed=1.0):
     """-> (loss, d logits) of `sparse_softmax_cross_entropy` and of its gradient for the constant loss gradient
     `seed` (backward's seed), in one kernel: the probabilities become the gradient in place (one compiled pass
-    over the rows where numba is there: `dense_jit.softmax_xent_rows`)."""
+    over the rows where numba is there: `dense_jit.softmax_xent_rows`; one CUDA launch on a device)."""
     depth = logits.shape[-1]
+    if _device_rows(xp, logits, labels):
+        return _softmax_xent_on_device(xp, logits, labels, seed, True)
     if xp is numpy and dense_jit.AVAILABLE and logits.dtype.kind == "f" and labels.dtype.kind in "iu":
         rows = logits.reshape(-1, depth)
         loss = numpy.empty(rows.shape[0], dtype=logits.dtype)
@@ -109,11 +129,13 @@ def softmax_cross_entropy_grad(xp, dloss, prob, labels):
 def sigmoid_cross_entropy(xp, logits, labels):
     """Element-wise -(z log s(x) + (1 - z) log(1 - s(x))), computed in the overflow-free
     form max(x, 0) - x z + log(1 + exp(-|x|))."""
+    labels = labels.astype(logits.dtype, copy=False)  # int32 / int8 labels (OneFlow's kernels take them)
     loss = xp.maximum(logits, 0) - logits * labels + xp.log1p(xp.exp(-xp.abs(logits)))
     return loss.astype(logits.dtype, copy=False)
 
 
 def sigmoid_cross_entropy_grad(xp, dloss, logits, labels):
+    labels = labels.astype(logits.dtype, copy=False)
     return ((activation.sigmoid(xp, logits) - labels) * dloss).astype(logits.dtype, copy=False)
 
 

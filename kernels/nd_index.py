@@ -16,6 +16,8 @@ Rules as OneFlow v0.3.4's kernels compute them (`oneflow/user/kernels/nd_index_s
 """
 import numpy
 
+from . import checks, indexing
+
 
 def _scatter_add_rows(xp, target, rows, values):
     """target[rows[i]] += values[i] over a 2-d (n, inner) view, repeated rows accumulating."""
@@ -34,11 +36,20 @@ def _flat_rows(xp, indices, dense_shape, what):
         raise ValueError("%s: index rows of length %d for a %d-d tensor" % (what, q, len(dense_shape)))
     idx = indices.reshape(-1, q).astype(xp.int64)
     lead = numpy.array(dense_shape[:q], dtype=numpy.int64)
-    if idx.size:
-        bad = (idx < 0) | (idx >= xp.asarray(lead))
-        if bool(xp.any(bad)):
+    if idx.size and xp is numpy:
+        bad = (idx < 0) | (idx >= lead)
+        if bad.any():
             raise IndexError("%s: index %s out of range for the leading dims %s" % (
-                what, tuple(int(v) for v in idx[xp.argmax(bad.any(axis=1))]), tuple(dense_shape[:q])))
+                what, tuple(int(v) for v in idx[numpy.argmax(bad.any(axis=1))]), tuple(dense_shape[:q])))
+    elif idx.size:
+        # on a device: no wait here; the first bad row is named with the step's results (kernels/checks.py)
+        bad = ((idx < 0) | (idx >= xp.asarray(lead))).any(axis=1)
+        first = idx[xp.argmax(bad)]
+        message = "%s: index (%s) out of range for the leading dims %s" % (
+            what, ", ".join(["%d"] * q), tuple(dense_shape[:q]))
+        checks.require(xp, xp.any(bad), message.replace("(%d)", "(%d,)"), *[first[j] for j in range(q)],
+                       error=IndexError)
+        idx = xp.clip(idx, 0, xp.asarray(numpy.maximum(lead - 1, 0)))
     strides = numpy.ones(q, dtype=numpy.int64)
     for i in range(q - 2, -1, -1):
         strides[i] = strides[i + 1] * lead[i + 1]
@@ -104,8 +115,8 @@ def tensor_scatter_nd_add(xp, params, updates, indices):
 def dim_gather(xp, input, index, *, dim):  # noqa: A002 - OneFlow's argument name
     """input's entries along `dim` at `index` (same rank, the same size as input on every other axis)."""
     n = input.shape[dim]
-    if index.size and (int(xp.min(index)) < 0 or int(xp.max(index)) >= n):
-        raise IndexError("dim_gather: index out of range [0, %d) along dim %d" % (n, dim))
+    index = indexing.in_range(xp, index, n, "dim_gather: index out of range [0, %%d) along dim %d" % dim,
+                              error=IndexError, name_index=False)
     return xp.take_along_axis(input, index.astype(xp.int64), axis=dim)
 
 
@@ -121,8 +132,9 @@ def dim_scatter_add_like(xp, dy, index, like, *, dim):
 
 # --- segment sums ------------------------------------------------------------------------------------------------
 def _no_negative_ids(xp, segment_ids, what):
-    if segment_ids.size and int(xp.min(segment_ids)) < 0:
-        raise ValueError("%s: negative segment id %d" % (what, int(xp.min(segment_ids))))
+    if segment_ids.size:
+        low = xp.min(segment_ids)
+        checks.require(xp, low < 0, what + ": negative segment id %d", low)  # (with the step's results on a device)
 
 
 def _segment_sum_into(xp, out, data, segment_ids, axis, offset):

@@ -8,8 +8,8 @@ so any slice is generated without generating what precedes it. Consequently
 concatenating slices gives exactly the whole, whatever the number of devices.
 
 On the host the numbers come from numpy's own Philox; on a device (`xp` other than numpy) from
-`philox4x64_10`, the same function written over uint64 arrays (and `PHILOX_UNIFORM_CUDA`, its CUDA twin for a
-single-launch kernel), so both give the same bits: no draw on the host, no copy up.
+`philox4x64_10`, the same function written over uint64 arrays, or from its CUDA twin in kernels/cuda_random.py
+(dropout's mask drawn and applied in one launch), so all give the same bits: no draw on the host, no copy up.
 """
 import zlib
 
@@ -65,7 +65,8 @@ def philox4x64_10(xp, counter, key):
 
     `counter`: four uint64 arrays (word 0 the lowest of the 256-bit counter), broadcastable together; `key`: two
     uint64 words (Python ints or 0-d arrays; word 0 the low one). Returns four uint64 arrays. The same function
-    as numpy.random.Philox's block (`tests/test_philox.py` checks the bits) and as `PHILOX_UNIFORM_CUDA`."""
+    as numpy.random.Philox's block (`tests/test_philox.py` checks the bits) and as kernels/cuda_random.py's
+    `philox_uniform` (tests/test_cuda_kernels.py)."""
     c0, c1, c2, c3 = (xp.asarray(c, dtype=xp.uint64) for c in counter)
     k0, k1 = numpy.uint64(int(key[0]) & _SEED_MASK), numpy.uint64(int(key[1]) & _SEED_MASK)
     with numpy.errstate(over="ignore"):  # key bumps wrap modulo 2**64 by design
@@ -89,27 +90,6 @@ def philox_uniform(xp, seed, elements):
     lane = elements % numpy.uint64(4)
     word = xp.where(lane == 0, words[0], xp.where(lane == 1, words[1], xp.where(lane == 2, words[2], words[3])))
     return (word >> _U11).astype(xp.float64) * (1.0 / (1 << 53))
-
-
-# The CUDA twin of `philox_uniform` for one launch (a cupy.ElementwiseKernel body: in 'uint64 e, uint64 k0,
-# uint64 k1', out 'float64 u'); tests/test_philox.py runs it against numpy where a GPU is present.
-PHILOX_UNIFORM_CUDA = r"""
-unsigned long long c0 = e / 4 + 1, c1 = 0, c2 = 0, c3 = 0;
-unsigned long long key0 = k0, key1 = k1;
-for (int r = 0; r < 10; ++r) {
-    if (r > 0) {
-        key0 += 0x9E3779B97F4A7C15ULL;
-        key1 += 0xBB67AE8584CAA73BULL;
-    }
-    unsigned long long lo0 = 0xD2E7470EE14C6C93ULL * c0, hi0 = __umul64hi(0xD2E7470EE14C6C93ULL, c0);
-    unsigned long long lo1 = 0xCA5A826395121157ULL * c2, hi1 = __umul64hi(0xCA5A826395121157ULL, c2);
-    unsigned long long n0 = hi1 ^ c1 ^ key0, n2 = hi0 ^ c3 ^ key1;
-    c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
-}
-unsigned long long lane = e % 4;
-unsigned long long word = lane == 0 ? c0 : (lane == 1 ? c1 : (lane == 2 ? c2 : c3));
-u = (double)(word >> 11) * (1.0 / 9007199254740992.0);
-"""
 
 
 def _uniform_host(seed, start, stop):

@@ -6,7 +6,7 @@ GPU op can consume them.
 """
 import numpy
 
-from oneflow_compat.datasets import ofrecord_io
+from oneflow_compat.datasets import ofrecord_io, onerec_io
 
 from .array import object_array
 
@@ -35,3 +35,10 @@ def image_decode(xp, buffers, *, color_space, np_dtype):
         image = ofrecord_io.decode_image(numpy.asarray(data).tobytes(), color_space)
         out.append(image if image.dtype == np_dtype else image.astype(np_dtype))
     return object_array(out)
+
+
+# --- OneRec (model zoo, issue 24): a tensor buffer blob of raw OneRec examples (datasets/onerec_io.py parses them)
+def onerec_decode(xp, examples, *, key, np_dtype, static_shape, is_dynamic, reshape, batch_padding):
+    """Feature `key` of every OneRec example as one (batch,) + instance-shape array (OneFlow's onerec_decoder)."""
+    return xp.asarray(onerec_io.decode_feature(list(examples), key, np_dtype, static_shape, is_dynamic, reshape,
+                                               batch_padding))

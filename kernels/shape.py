@@ -3,6 +3,7 @@
 The reshape family (reshape, reshape_like, expand_dims, squeeze, flatten) returns views of its input: those ops only
 relabel the data. Every other kernel here returns a fresh array, never a view of an input.
 """
+from . import indexing
 
 
 # --- views ------------------------------------------------------------------------------------------------------
@@ -134,11 +135,8 @@ def one_hot(xp, indices, *, depth, on_value=1, off_value=0, dtype="float32", axi
     Indices outside [0, depth) raise ValueError (the legacy kernel aborts on them).
     """
     depth = int(depth)
-    if indices.size:
-        low, high = int(xp.min(indices)), int(xp.max(indices))
-        if low < 0 or high >= depth:
-            bad = low if low < 0 else high
-            raise ValueError("one_hot: index %d out of range [0, %d)" % (bad, depth))
+    # (no wait for a device: a bad index fails with the step's results, kernels/checks.py)
+    indices = indexing.in_range(xp, indices, depth, "one_hot: index %d out of range [0, %d)")
     hot = indices[..., None] == xp.arange(depth, dtype=indices.dtype)
     out = xp.where(hot, xp.asarray(on_value, dtype=dtype), xp.asarray(off_value, dtype=dtype))
     if axis not in (-1, indices.ndim):

@@ -3,6 +3,9 @@ pages): flip, cumsum, triu, isnan / isinf, the dim scatters, erfinv.
 
 Each works on the piece it is given (a device's piece under the op's SBP signatures), never on a logical shape.
 """
+import math
+
+from . import special
 
 
 def flip(xp, x, *, dims):
@@ -82,42 +85,36 @@ def dim_scatter_src_grad(xp, dy, index, like, *, dim):
     return out
 
 
-def _erf(xp, x):
-    """erf to float64 precision: math.erf per entry (the kernel runs at initialisation, on parameter-sized
-    arrays)."""
-    import math
+_GILES_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                -0.00417768164, 0.246640727, 1.50140941)
+_GILES_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                0.00943887047, 1.00167406, 2.83297682)
 
-    import numpy
 
-    flat = numpy.asarray(x, dtype=numpy.float64).reshape(-1)
-    return numpy.fromiter((math.erf(v) for v in flat), numpy.float64, flat.size).reshape(x.shape)
+def _horner(coefficients, t):
+    """The polynomial with these coefficients (highest power first) at t (numpy.polyval's order of operations)."""
+    y = t * 0.0 + coefficients[0]
+    for c in coefficients[1:]:
+        y = y * t + c
+    return y
 
 
 def erfinv(xp, x):
     """The inverse error function on (-1, 1) (±inf at ±1, NaN outside): M. Giles' single-precision
-    approximation ("Approximating the erfinv function", 2010), then two Newton steps on erf."""
-    if xp.__name__ != "numpy":  # pragma: no cover - CuPy ships it
-        import cupyx.scipy.special
-
-        return cupyx.scipy.special.erfinv(x)
-    import numpy
-
-    v = x.astype(numpy.float64)
-    w = -numpy.log(numpy.clip((1.0 - v) * (1.0 + v), 1e-300, None))
+    approximation ("Approximating the erfinv function", 2010), then two Newton steps on erf (kernels/special.py's,
+    to float64 precision). Array operations only, so that it runs on any device's module alike (no CuPy import
+    chosen by the module's name)."""
+    v = x.astype(xp.float64)
+    w = -xp.log(xp.clip((1.0 - v) * (1.0 + v), 1e-300, None))
     small = w < 5.0
-    ws, wl = w - 2.5, numpy.sqrt(w) - 3.0
-    ps = numpy.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                        -0.00125372503, -0.00417768164, 0.246640727, 1.50140941], ws)
-    pl = numpy.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                        -0.0076224613, 0.00943887047, 1.00167406, 2.83297682], wl)
-    y = numpy.where(small, ps, pl) * v
-    inside = numpy.abs(v) < 1.0
+    y = xp.where(small, _horner(_GILES_SMALL, w - 2.5), _horner(_GILES_LARGE, xp.sqrt(w) - 3.0)) * v
+    inside = xp.abs(v) < 1.0
     for _ in range(2):
-        yi = numpy.where(inside, y, 0.0)
-        err = _erf(numpy, yi) - v
-        y = numpy.where(inside, yi - err / (2.0 / numpy.sqrt(numpy.pi) * numpy.exp(-yi * yi)), y)
-    y = numpy.where(numpy.abs(v) == 1.0, numpy.copysign(numpy.inf, v), y)
-    y = numpy.where(numpy.abs(v) > 1.0, numpy.nan, y)
+        yi = xp.where(inside, y, 0.0)
+        err = special.erf(xp, yi) - v
+        y = xp.where(inside, yi - err / (2.0 / math.sqrt(math.pi) * xp.exp(-yi * yi)), y)
+    y = xp.where(xp.abs(v) == 1.0, xp.where(v < 0, -xp.inf, xp.inf), y)
+    y = xp.where(xp.abs(v) > 1.0, xp.nan, y)
     return y.astype(x.dtype)
 
 

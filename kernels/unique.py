@@ -62,11 +62,13 @@ def multi_square_sum(xp, *xs):
 def categorical_ordinal_encode(xp, x, table, size):
     """Each hash value of x replaced by its ordinal (1, 2, … in order of first appearance over every call),
     kept in the open-addressing `table` (pairs key, value; key 0 = empty slot) and the counter `size`, both
-    updated in place (OneFlow's CategoricalOrdinalEncodeKernelUtil)."""
-    host_table, host_size = table, size
+    updated in place (OneFlow's CategoricalOrdinalEncodeKernelUtil). A host loop: on a device the table, the
+    counter and x come down (explicit copies, a wait for the device) and the table and counter go back up."""
+    on_device = xp is not numpy
+    host_table, host_size = (table.get(), size.get()) if on_device else (table, size)
     capacity = table.shape[0] // 2
     out = numpy.empty(x.shape, dtype=x.dtype)
-    flat_in, flat_out = numpy.asarray(x).reshape(-1), out.reshape(-1)
+    flat_in, flat_out = (x.get() if on_device else numpy.asarray(x)).reshape(-1), out.reshape(-1)
     for i, h in enumerate(flat_in):
         for count in range(capacity):
             idx = (int(h) + count) % capacity
@@ -81,4 +83,7 @@ def categorical_ordinal_encode(xp, x, table, size):
                 break
         else:
             raise RuntimeError("categorical_ordinal_encode: the table of capacity %d is full" % capacity)
+    if on_device:
+        table[...] = xp.asarray(host_table)
+        size[...] = xp.asarray(host_size)
     return xp.asarray(out)

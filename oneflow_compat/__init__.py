@@ -25,6 +25,8 @@ from oneflow_compat.ops import (  # noqa: F401,E402 (registers; the whole legacy
     random_ops, summary_ops, tensor_buffer_ops, two_stage_reduce_ops)
 # the nn ops family's op modules (registers them)
 from oneflow_compat.ops import conv_ops, loss_ops, nn_misc_ops, norm_ops, pool_ops  # noqa: F401,E402
+# the model zoo's op modules (issue 24)
+from oneflow_compat.ops import broadcast_matmul_ops, onerec_ops  # noqa: F401,E402
 # n-D meshes (issue 19): the transition table's rows for meshes and their executors (register themselves)
 from oneflow_compat.ops import mesh_transitions, parallel_cast_ops  # noqa: F401,E402
 from oneflow_compat.runtime import mesh_boxing as _mesh_boxing  # noqa: F401,E402

@@ -6,8 +6,9 @@ from oneflow_compat._api.data_api import (
     ofrecord_loader, ofrecord_raw_decoder, ofrecord_reader)
 from oneflow_compat._api.legacy_data_api import (  # noqa: F401 (the rest of OneFlow v0.3.4's flow.data)
     BytesListCodec, ImageCodec, ImagePreprocessor, ImageResizePreprocessor, MegatronGPTMMapDataLoader,
-    NormByChannelPreprocessor, OneRecDecoder, coco_reader, decode_random, image_decoder_random_crop_resize,
-    megatron_gpt_mmap_data_loader, onerec_decoder, onerec_reader)
+    NormByChannelPreprocessor, coco_reader, decode_random, image_decoder_random_crop_resize,
+    megatron_gpt_mmap_data_loader)
+from oneflow_compat._api.onerec_api import OneRecDecoder, onerec_decoder, onerec_reader  # noqa: F401 (v0.4.0)
 
 ImageDecoderRandomCropResize = image_decoder_random_crop_resize
 

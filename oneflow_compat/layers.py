@@ -30,14 +30,15 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
             initializer=kernel_initializer if kernel_initializer is not None else init.constant_initializer(0),
             regularizer=kernel_regularizer, trainable=trainable, model_name="weight",
             distribute=model_distribute, reuse=False)
-        out = ops_api.matmul(x, weight, transpose_b=True, name="%s-matmul" % name)
+        # inside namespace(name): OneFlow's op names "<name>-matmul", "<name>-bias_add" (v0.4.0 ops/layers.py)
+        out = ops_api.matmul(x, weight, transpose_b=True, name="matmul")
         if use_bias:
             bias = ops_api.get_variable(
                 "bias", shape=(units,), dtype=inputs.dtype,
                 initializer=bias_initializer if bias_initializer is not None else init.constant_initializer(0),
                 regularizer=bias_regularizer, trainable=trainable, model_name="bias",
                 distribute=model_distribute, reuse=False)
-            out = nn.bias_add(out, bias, name="%s-bias_add" % name)
+            out = nn.bias_add(out, bias, name="bias_add")
     if callable(activation):
         out = activation(out, name="%s-activation" % name)
     if len(in_shape) > 2:

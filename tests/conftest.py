@@ -29,3 +29,30 @@ def mnist_path():
     if not os.path.exists(MNIST):
         pytest.skip("../shared/data/mnist.npz is not present")
     return os.path.abspath(MNIST)
+
+
+# --- gpu (issue 22): tests of CPU-only behaviour, skipped when the suite runs on a GPU ----------------------------
+CPU_ONLY = ("cpu_only(reason): the test asserts behaviour only CPU devices have (CPU devices of one process sharing "
+            "one array per variable, batching row pieces, the text of CPU placements); under "
+            "ONEFLOW_COMPAT_DEVICE=gpu (and the fake device's plugin, tests/strict_device.py) it is skipped with its "
+            "reason")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", CPU_ONLY)
+
+
+def suite_on_gpu(config):
+    """Whether this run puts every placement on a GPU: ONEFLOW_COMPAT_DEVICE=gpu, or the fake device's plugin."""
+    return os.environ.get("ONEFLOW_COMPAT_DEVICE", "").strip().lower() == "gpu" or \
+        config.pluginmanager.has_plugin("strict_device")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not suite_on_gpu(config):
+        return
+    for item in items:
+        marker = item.get_closest_marker("cpu_only")
+        if marker is not None:
+            reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.skip(reason="CPU devices only: %s" % reason))

@@ -22,6 +22,8 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat.ops import registry
 from oneflow_compat.tools import validate
 
+import cpu_reference  # (tests/ is on the path: gradcheck is imported from the tests)
+
 _SGD_LR = 1.0
 # N devices vs one: the same math up to summation order (partial sums, split reductions)
 _DEVICE_RTOL = {2: 1e-2, 4: 1e-5, 8: 1e-10}
@@ -189,13 +191,27 @@ def framework_grads(case, sel, rs, devices=1, splits=None):
 
 
 def check_op(case):
-    """Asserts the framework's gradient of `case` equals central differences; returns (outputs, grads)."""
-    fwd = forward_job(case)
-    outs = [np.asarray(o) for o in fwd(tuple(case.inputs))]
-    sel, rs = loss_weights(case, outs)
-    num = numeric_grads(case, fwd, sel, rs)
+    """Asserts the framework's gradient of `case` equals central differences; returns (outputs, grads).
+
+    The central differences are computed on CPU devices (`cpu_reference`): on a GPU run of the suite the device's
+    gradient is compared with them, and its outputs with the CPU's (within the gradient's tolerance), while its
+    train and predict jobs still agree exactly with each other."""
+    with cpu_reference.on_cpu():
+        fwd = forward_job(case)
+        outs = [np.asarray(o) for o in fwd(tuple(case.inputs))]
+        sel, rs = loss_weights(case, outs)
+        num = numeric_grads(case, fwd, sel, rs)
     train_outs, grads = framework_grads(case, sel, rs)
-    for k, (a, b) in enumerate(zip(train_outs, outs)):
+    same_device = outs
+    if cpu_reference.device_under_test() != "cpu":
+        same_device = [np.asarray(o) for o in forward_job(case)(tuple(case.inputs))]
+        for k, (a, b) in enumerate(zip(same_device, outs)):
+            if b.dtype.kind == "f":
+                np.testing.assert_allclose(a, b, rtol=max(case.rtol, 1e-5), atol=case.atol,
+                                           err_msg="%r: output %d on the device vs the CPU" % (case, k))
+            else:
+                np.testing.assert_array_equal(a, b, err_msg="%r: output %d on the device vs the CPU" % (case, k))
+    for k, (a, b) in enumerate(zip(train_outs, same_device)):
         np.testing.assert_array_equal(a, b, err_msg="%r: output %d of the train and the predict job" % (case, k))
     for i, g, n in zip(case.wrt, grads, num):
         scale = float(np.max(np.abs(n))) if n.size else 0.0

@@ -80,13 +80,238 @@ class Syncs:
     allowed = False
     seen = []  # what each allowed implicit synchronisation was, in order
     gets = 0
+    at_launch = []  # Launches.count at each synchronisation (explicit or implicit): where in the step it happened
+
+    @classmethod
+    def total(cls):
+        """Every device -> host synchronisation so far: explicit transfers and the allowed implicit ones."""
+        return cls.gets + len(cls.seen)
+
+
+class Launches:
+    """Kernel launches and host -> device copies, counted as CuPy would make them.
+
+    A launch is every operation that writes device memory: a ufunc (operators included), a function or method
+    whose result is new memory (not a view of an input: reshape/transpose/basic slicing launch nothing), an
+    advanced-indexing read, an item assignment, a raw kernel of `RawModule`. `uploads`: host data copied up
+    (`asarray`/`array` of host values, host values assigned into a device array). `by_name`: launches per
+    operation name, to see what a step is made of."""
+    count = 0
+    uploads = 0
+    by_name = {}
+
+    by_device = {}  # launches per current GPU, where the fake module has GPUs (`module(gpus=n)`)
+
+    @classmethod
+    def reset(cls):
+        cls.count, cls.uploads, cls.by_name, cls.by_device = 0, 0, {}, {}
+
+    @classmethod
+    def add(cls, name, n=1):
+        cls.count += n
+        cls.by_name[name] = cls.by_name.get(name, 0) + n
+        if _GPUS["cuda"] is not None:
+            gpu = _GPUS["cuda"].current
+            cls.by_device[gpu] = cls.by_device.get(gpu, 0) + n
+
+
+_GPUS = {"cuda": None}  # the fake CUDA runtime of the last module made with gpus
+
+
+_PINNED = []  # the fake's pinned host allocations (bytearrays)
+
+
+def _is_pinned(array):
+    base = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return any(base is p for p in _PINNED)
+
+
+class FakeStream:
+    """A stream of the fake CUDA runtime: `with stream:` makes it current; `begin_capture()` records every launch
+    (and memcpy from pinned memory) until `end_capture()`, which returns a FakeGraph replaying them; a sync, a
+    pageable upload or a read of a device value while capturing raises, as CUDA refuses them."""
+
+    def __init__(self, cuda):
+        self.cuda = cuda
+        self.ptr = id(self)
+
+    def __enter__(self):
+        self.cuda._streams.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        self.cuda._streams.pop()
+
+    def begin_capture(self, mode=None):
+        if _CAPTURE["thunks"] is not None:
+            raise RuntimeError("a capture is already under way")
+        _CAPTURE["thunks"] = []
+
+    def end_capture(self):
+        thunks, _CAPTURE["thunks"] = _CAPTURE["thunks"], None
+        if thunks is None:
+            raise RuntimeError("end_capture without begin_capture")
+        self.cuda.captures += 1
+        return FakeGraph(self.cuda, thunks)
+
+    def is_capturing(self):
+        return _CAPTURE["thunks"] is not None
+
+    def synchronize(self):
+        _refuse_in_capture("stream.synchronize()")
+        Syncs.gets += 1
+        Syncs.at_launch.append(Launches.count)
+
+
+class FakeGraph:
+    """A captured graph: `launch()` replays the captured launches in order, one launch counted.
+
+    Unlike CUDA, the fake computes while it captures (the code being captured needs its arrays' shapes); so the
+    first launch after the capture replays nothing — the capture already made that run — and every later launch
+    replays it all, with the captured arguments."""
+
+    def __init__(self, cuda, thunks):
+        self.cuda, self.thunks = cuda, thunks
+        self.ran_at_capture = True
+
+    def launch(self, stream=None):
+        self.cuda.launches += 1
+        Launches.add("graph")
+        if self.ran_at_capture:
+            self.ran_at_capture = False
+            return
+        for thunk in self.thunks:
+            thunk()
+
+
+class FakeCuda:
+    """CuPy's `cuda` calls the runtime makes to pick GPUs: a device count, the current device, `Device(k)` (`use()`,
+    or a `with` block). The fake module's launches are counted per current device (`Launches.by_device`)."""
+
+    def __init__(self, count):
+        self.count, self.current, self.used = count, 0, []
+        self.runtime = types.SimpleNamespace(getDeviceCount=lambda: self.count, getDevice=lambda: self.current,
+                                             streamCaptureModeRelaxed=2)
+        self._null = FakeStream(self)
+        self._streams = [self._null]
+        self.captures = 0  # graphs captured
+        self.launches = 0  # graph launches
+
+    # --- streams, graphs, pinned memory, pools: what runtime/cuda_graph.py and backend/step_scalars.py call ------
+    def Stream(self, non_blocking=False, null=False):  # noqa: N802 - CuPy's name
+        return FakeStream(self)
+
+    def get_current_stream(self):
+        return self._streams[-1]
+
+    def alloc_pinned_memory(self, nbytes):
+        memory = bytearray(nbytes)
+        _PINNED.append(memory)
+        return memory
+
+    def Event(self, block=False, disable_timing=False, interprocess=False):  # noqa: N802
+        return types.SimpleNamespace(record=lambda stream=None: None, synchronize=lambda: None)
+
+    def MemoryPool(self):  # noqa: N802
+        return types.SimpleNamespace(malloc=lambda size: None, used_bytes=lambda: 0, free_all_blocks=lambda: None)
+
+    @staticmethod
+    def using_allocator(allocator=None):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def Device(self, k):  # noqa: N802 - CuPy's name
+        cuda = self
+
+        class _Device:
+            def use(self):
+                cuda.used.append(k)
+                cuda.current = k
+
+            def __enter__(self):
+                self.previous = cuda.current
+                cuda.current = k
+                return self
+
+            def __exit__(self, *exc):
+                cuda.current = self.previous
+
+        if not 0 <= k < self.count:
+            raise ValueError("CUDA device %d of %d" % (k, self.count))
+        return _Device()
+
+
+def _data_of(values):
+    """The numpy arrays among `values` (device data already unwrapped), nested lists/tuples/dicts included."""
+    if isinstance(values, np.ndarray):
+        return [values]
+    if isinstance(values, (list, tuple)):
+        return [a for v in values for a in _data_of(v)]
+    if isinstance(values, dict):
+        return [a for v in values.values() for a in _data_of(v)]
+    return []
+
+
+def _count_new(name, result, raw_inputs):
+    """One launch for a call whose result is new device memory, none for a view of an input (or a non-array);
+    returns whether it launched."""
+    outs = _data_of(result)
+    if not outs:
+        return False
+    ins = _data_of(raw_inputs)
+    if all(any(np.may_share_memory(o, i) for i in ins) for o in outs if o.size):
+        return False
+    Launches.add(name)
+    return True
+
+
+# --- stream capture (CUDA graphs): launches recorded while a FakeCuda stream captures, replayed by its graph ------
+_CAPTURE = {"thunks": None}
+
+
+def _flat(value):
+    if isinstance(value, (tuple, list)):
+        return [a for v in value for a in _flat(v)]
+    return [value]
+
+
+def _record(recompute, wrapped=None):
+    """While capturing: `recompute()` (the launch's computation on the raw arrays) is kept for the graph's replays,
+    its results written into the memory of the results this launch made (`wrapped`: what the caller got), as a
+    replayed kernel writes into the addresses it was captured with. Values passed by value (Python scalars) are
+    replayed as captured — frozen, as in a real graph."""
+    thunks = _CAPTURE["thunks"]
+    if thunks is None:
+        return
+    targets = [w._data for w in _flat(wrapped) if isinstance(w, StrictArray)] if wrapped is not None else []
+
+    def replay():
+        new = recompute()
+        if targets:
+            for target, value in zip(targets, _flat(new)):
+                if target is not value:
+                    target[...] = value
+    thunks.append(replay)
+
+
+def _refuse_in_capture(what):
+    if _CAPTURE["thunks"] is not None:
+        raise RuntimeError("%s while a stream is capturing (cudaErrorStreamCaptureUnsupported: operation not "
+                           "permitted when stream is capturing)" % what)
 
 
 def _refuse(what, convert):
     def refused(self, *args, **kwargs):
+        _refuse_in_capture("%s of a device array" % what)
         if not Syncs.allowed:
             raise TypeError(SYNC % what)
         Syncs.seen.append(what)
+        Syncs.at_launch.append(Launches.count)
         return convert(self._data, *args, **kwargs)
     return refused
 
@@ -98,9 +323,28 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         self._data = data
 
     # --- the only ways down ---------------------------------------------------------------------------------------
-    def get(self):
+    def get(self, stream=None, out=None, blocking=True):
+        _refuse_in_capture("a device -> host copy")
         Syncs.gets += 1
+        Syncs.at_launch.append(Launches.count)
+        if out is not None:
+            out[...] = self._data
+            return out
         return np.array(self._data, copy=True)
+
+    def set(self, arr, stream=None):
+        """Host data copied into this array (CuPy's `set`; asynchronous with a stream and pinned memory)."""
+        if isinstance(arr, StrictArray) or not isinstance(arr, np.ndarray):
+            raise TypeError("set() takes a host numpy array, got %s" % type(arr).__name__)
+        if arr.shape != self._data.shape or arr.dtype != self._data.dtype:
+            raise ValueError("set(): shape/dtype %s %s differ from the array's %s %s" % (
+                arr.shape, arr.dtype, self._data.shape, self._data.dtype))
+        if _CAPTURE["thunks"] is not None and not _is_pinned(arr):
+            _refuse_in_capture("an upload from pageable host memory")
+        Launches.uploads += 1
+        self._data[...] = arr
+        data = self._data
+        _record(lambda: data.__setitem__(Ellipsis, arr))  # a memcpy node: reads the host bytes when it runs
 
     # --- refused: implicit conversions and synchronisations --------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
@@ -122,20 +366,40 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         raw_inputs = _raw(inputs, where)
         raw_kwargs = _raw(kwargs, where)
         result = getattr(ufunc, method)(*raw_inputs, **raw_kwargs)
-        if out is not None:
-            return out[0] if len(out) == 1 else out
-        return _device(result)
+        Launches.add(where if method == "__call__" else "%s.%s" % (where, method))
+        wrapped = (out[0] if len(out) == 1 else out) if out is not None else _device(result)
+        _record(lambda: getattr(ufunc, method)(*raw_inputs, **raw_kwargs), wrapped)
+        return wrapped
 
     def __array_function__(self, func, types_, args, kwargs):
         where = "numpy.%s" % func.__name__
-        return _device(func(*_raw(args, where), **_raw(kwargs, where)))
+        raw_args, raw_kwargs = _raw(args, where), _raw(kwargs, where)
+        result = func(*raw_args, **raw_kwargs)
+        wrapped = _device(result)
+        if _count_new(where, result, (raw_args, raw_kwargs)):
+            _record(lambda: func(*raw_args, **raw_kwargs), wrapped)
+        return wrapped
 
     # --- array behaviour ---------------------------------------------------------------------------------------
     def __getitem__(self, index):
-        return _device(self._data[_lenient_raw(index)])
+        raw_index = _lenient_raw(index)
+        if _is_mask(raw_index):
+            _size_from_device("boolean-mask indexing")
+        data = self._data
+        result = data[raw_index]
+        wrapped = _device(result)
+        if _count_new("getitem", result, data):
+            _record(lambda: data[raw_index], wrapped)
+        return wrapped
 
     def __setitem__(self, index, value):
-        self._data[_lenient_raw(index)] = _lenient_raw(value)
+        if isinstance(value, np.ndarray) or (isinstance(value, (list, tuple)) and not _contains_device(value)):
+            _refuse_in_capture("host data assigned into a device array")
+            Launches.uploads += 1
+        data, raw_index, raw_value = self._data, _lenient_raw(index), _lenient_raw(value)
+        data[raw_index] = raw_value
+        Launches.add("setitem")
+        _record(lambda: data.__setitem__(raw_index, raw_value))
 
     def __len__(self):
         return len(self._data)
@@ -157,9 +421,19 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
             raise AttributeError(name)
         value = getattr(self._data, name)
         if callable(value):
+            data = self._data
+
             def method(*args, **kwargs):
                 where = "ndarray.%s" % name
-                return _device(value(*_raw(args, where), **_raw(kwargs, where)))
+                raw_args, raw_kwargs = _raw(args, where), _raw(kwargs, where)
+                result = value(*raw_args, **raw_kwargs)
+                wrapped = _device(result)
+                if result is None:  # in place (fill, sort)
+                    Launches.add(where)
+                    _record(lambda: value(*raw_args, **raw_kwargs))
+                elif _count_new(where, result, data):
+                    _record(lambda: value(*raw_args, **raw_kwargs), wrapped)
+                return wrapped
             method.__name__ = name
             return method
         return _device(value) if isinstance(value, np.ndarray) else value
@@ -172,11 +446,60 @@ class _Function:
         self._fn, self.__name__ = fn, name
 
     def __call__(self, *args, **kwargs):
-        return _device(self._fn(*_raw(args, self.__name__), **_raw(kwargs, self.__name__)))
+        raw_args, raw_kwargs = _raw(args, self.__name__), _raw(kwargs, self.__name__)
+        if self.__name__ in _SIZE_FROM_DEVICE or (self.__name__.endswith(".where") and len(raw_args) == 1):
+            _size_from_device(self.__name__)
+        fn = self._fn
+        result = fn(*raw_args, **raw_kwargs)
+        wrapped = _device(result)
+        if self.__name__ in _NO_KERNEL:
+            pass
+        elif isinstance(fn, np.ufunc) or result is None:  # a ufunc, or an in-place call (add.at, copyto)
+            Launches.add(self.__name__)
+            _record(lambda: fn(*raw_args, **raw_kwargs), wrapped if result is not None else None)
+        elif _count_new(self.__name__, result, (raw_args, raw_kwargs)):
+            _record(lambda: fn(*raw_args, **raw_kwargs), wrapped)
+        return wrapped
 
     def __getattr__(self, name):
         value = getattr(self._fn, name)
         return _Function(value, "%s.%s" % (self.__name__, name)) if callable(value) else value
+
+
+def _is_mask(index):
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, np.ndarray) and i.dtype == bool for i in items)
+
+
+def _contains_device(value):
+    return any(isinstance(v, StrictArray) or (isinstance(v, (list, tuple)) and _contains_device(v)) for v in value)
+
+
+# operations whose result size depends on device values: CuPy reads a count back first (an implicit synchronisation)
+_SIZE_FROM_DEVICE = {MODULE_NAME + "." + name for name in (
+    "nonzero", "flatnonzero", "argwhere", "unique", "compress", "extract", "count_nonzero_host")}
+
+
+# allocations without a kernel (CuPy's `empty` takes memory from its pool and writes nothing)
+_NO_KERNEL = {MODULE_NAME + "." + name for name in ("empty", "empty_like")}
+
+
+def _size_from_device(what):
+    _refuse_in_capture(what)
+    if not Syncs.allowed:
+        raise TypeError(SYNC % what)
+    Syncs.seen.append(what)
+    Syncs.at_launch.append(Launches.count)
+
+
+def _upload(a, dtype, order):
+    """Host data up: one host -> device copy (device values inside lists are taken as they are)."""
+    if not (isinstance(a, (list, tuple)) and _contains_device(a)):
+        _refuse_in_capture("host data uploaded (it would be frozen into the graph)")
+        Launches.uploads += 1
+    else:
+        Launches.add("array(list of device values)")
+    return StrictArray(np.array(_lenient_raw(a), dtype=dtype, order=order, copy=True))
 
 
 def asarray(a, dtype=None, order=None):
@@ -184,14 +507,22 @@ def asarray(a, dtype=None, order=None):
     if isinstance(a, StrictArray):
         if dtype is None or np.dtype(dtype) == a.dtype:
             return a
-        return StrictArray(a._data.astype(dtype))
-    return StrictArray(np.array(_lenient_raw(a), dtype=dtype, order=order or "K", copy=True))
+        Launches.add("asarray(astype)")
+        out = StrictArray(a._data.astype(dtype))
+        data = a._data
+        _record(lambda: data.astype(dtype), out)
+        return out
+    return _upload(a, dtype, order or "K")
 
 
 def array(a, dtype=None, copy=True, order="K"):
     if isinstance(a, StrictArray):
-        return StrictArray(np.array(a._data, dtype=dtype, copy=True, order=order))
-    return StrictArray(np.array(_lenient_raw(a), dtype=dtype, copy=True, order=order))
+        Launches.add("array(copy)")
+        out = StrictArray(np.array(a._data, dtype=dtype, copy=True, order=order))
+        data = a._data
+        _record(lambda: np.array(data, dtype=dtype, copy=True, order=order), out)
+        return out
+    return _upload(a, dtype, order)
 
 
 def asnumpy(a):
@@ -218,23 +549,79 @@ class _Namespace(types.SimpleNamespace):
         return wrapped
 
 
-def module():
-    """A fresh fake device array module (CuPy's rules, numpy's arithmetic)."""
+class _RawFunction:
+    """A function of a fake RawModule: a launch runs the function's host twin (kernels/cuda_source.py) on the
+    arrays' data, or, with a `runner`, whatever the runner makes of the source (tests/cuda_host.py compiles it for
+    the host)."""
+
+    def __init__(self, module, name, runner):
+        self.module, self.name, self.runner = module, name, runner
+
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        if shared_mem:
+            raise ValueError("%s: the project's kernels use no shared memory" % self.name)
+        raw = [a._data if isinstance(a, StrictArray) else a for a in args]
+        if any(isinstance(a, np.ndarray) and not isinstance(b, StrictArray) for a, b in zip(raw, args)):
+            raise TypeError("%s: a host array given to a device kernel" % self.name)
+        Launches.add("raw:" + self.name)
+        module, name, runner = self.module, self.name, self.runner
+        if runner is not None:
+            def run():
+                runner(module, name, tuple(grid), tuple(block), raw)
+        else:
+            def run():
+                module.twins[name](*raw)
+        run()
+        _record(run)
+
+
+class RawModule:
+    """cupy.RawModule's calls the project makes (`get_function`), on a CudaModule's twins."""
+
+    runner = None  # set per fake module by `module(runner=...)`
+
+    def __init__(self, code, options=(), name_expressions=None, backend="nvrtc"):
+        from oneflow_compat.kernels import cuda_source
+
+        # only the project's declared sources exist here (a fake device runs their twins)
+        found = [m for m in cuda_source.MODULES.values() if m.code == code]
+        if not found:
+            raise KeyError("no CudaModule of kernels/cuda_source.py has this source")
+        self.cuda_module = found[0]
+        self.options = tuple(options)
+
+    def get_function(self, name):
+        if name not in self.cuda_module.functions:
+            raise AttributeError("CUDA module %r has no function %r" % (self.cuda_module.name, name))
+        return _RawFunction(self.cuda_module, name, type(self).runner)
+
+
+def module(runner=None, gpus=None):
+    """A fresh fake device array module (CuPy's rules, numpy's arithmetic). `runner(cuda_module, function, grid,
+    block, host arrays and scalars)` runs raw kernels instead of their twins. `gpus`: a fake CUDA runtime with that
+    many GPUs (`FakeCuda`; the module's `cuda`), launches counted per GPU."""
+    raw = type("RawModule", (RawModule,), {"runner": staticmethod(runner) if runner is not None else None})
+    extra = {}
+    _GPUS["cuda"] = None
+    if gpus is not None:
+        extra["cuda"] = _GPUS["cuda"] = FakeCuda(gpus)
     return _Namespace(np, MODULE_NAME, asarray=asarray, asanyarray=asarray, array=array, asnumpy=asnumpy,
-                      ndarray=StrictArray)
+                      ndarray=StrictArray, RawModule=raw, **extra)
 
 
-def install(monkeypatch, mode="auto", allow_syncs=False):
+def install(monkeypatch, mode="auto", allow_syncs=False, gpus=None):
     """Run "gpu" placements on a fresh fake module, CUDA reported usable, under ONEFLOW_COMPAT_DEVICE=`mode`, in a
     new default session; returns the module. `allow_syncs`: record device -> host synchronisations in
-    `Syncs.seen` instead of refusing them."""
+    `Syncs.seen` instead of refusing them. `gpus`: give the module a fake CUDA runtime with that many GPUs."""
     import oneflow_compat as flow
     from oneflow_compat.backend import devices
 
-    fake = module()
+    fake = module(gpus=gpus)
     monkeypatch.setattr(Syncs, "allowed", allow_syncs)
     monkeypatch.setattr(Syncs, "seen", [])
     monkeypatch.setattr(Syncs, "gets", 0)
+    monkeypatch.setattr(Syncs, "at_launch", [])
+    Launches.reset()
     monkeypatch.setattr(devices, "mode", lambda: mode)  # not the variable: child processes have no fake device
     monkeypatch.setattr(devices, "_CUDA", True)
     monkeypatch.setattr(devices, "_CUDA_REASON", None)
@@ -248,3 +635,15 @@ def install(monkeypatch, mode="auto", allow_syncs=False):
 def strict_gpu_everywhere(fresh_session, monkeypatch):
     """With `-p strict_device`: every test on the fake device, every placement a "gpu" one."""
     install(monkeypatch, "gpu", allow_syncs=os.environ.get("STRICT_DEVICE_SYNCS") == "allow")
+
+
+# the tests of the device switch itself (modes, notices, the GPU check's stages): the plugin replaces the switch
+_SWITCH_TESTS = ("test_device_switch.py", "test_notices.py", "test_device_gpu_check.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """With `-p strict_device`: the device switch's own tests are skipped (the plugin fixes the switch)."""
+    for item in items:
+        if item.path.name in _SWITCH_TESTS:
+            item.add_marker(pytest.mark.skip(reason="tests the device switch itself, which the fake device's "
+                                                    "plugin replaces"))

@@ -50,7 +50,7 @@ def test_a_legacy_job_collective_names_the_job_call_and_op():
 
     watched(np.ones(4, np.float32))
     watched(np.ones(4, np.float32))
-    assert seen == ["job 'watched' call #1, op 'watch_2'", "job 'watched' call #2, op 'watch_2'"]
+    assert seen == ["job 'watched' call #1, op 'watch_0'", "job 'watched' call #2, op 'watch_0'"]
     assert activity.describe_current() is None
 
 

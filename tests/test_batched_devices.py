@@ -46,6 +46,8 @@ def _counting(monkeypatch, op_type):
     return calls
 
 
+@pytest.mark.cpu_only("row pieces on the CPU devices of one process run as one call on the whole batch "
+                      "(plan._rows_batchable)")
 @pytest.mark.parametrize("devices", [2, 3])
 def test_an_op_on_row_pieces_runs_once_on_the_whole_batch(monkeypatch, devices):
     calls = _counting(monkeypatch, "sigmoid")

@@ -67,13 +67,16 @@ def timeout_runs():
     """The jobs that wait for a 3 s timeout, one after the other: run together (8 processes on a 2-core machine)
     a rank could miss the 1 s window in which waiting ranks answer, and be reported missing."""
     jobs = {"missing-2": mpi_command(2, "comm_timeout.py"), "missing-4": mpi_command(4, "comm_timeout.py"),
-            "order-2": mpi_command(2, "comm_timeout_order.py")}
+            "order-2": mpi_command(2, "comm_timeout_order.py"),
+            "missing-shared-3": mpi_command(3, "comm_timeout.py", "shared")}
     return {name: finish(start(command), timeout=30) for name, command in jobs.items()}
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_collectives_match_numpy(n):
-    result = mpirun(n, "comm_collectives.py")
+@pytest.mark.parametrize("n, shm", [(2, "1"), (4, "1"), (3, "0")])
+def test_collectives_match_numpy(n, shm):
+    """Through shared memory (the ranks of one host, the default) and through MPI's own collectives (shm off: what
+    ranks on several hosts use)."""
+    result = mpirun(n, "comm_collectives.py", ONEFLOW_COMPAT_SHM=shm)
     assert result.returncode == 0, result.stdout + result.stderr
     # stdout appears once (rank 0's), and reports how many checks all ranks ran
     match = re.fullmatch(r"collectives OK: (\d+) checks over (\d+) ranks\n", result.stdout)
@@ -113,9 +116,10 @@ def test_exception_in_a_thread_ends_all_ranks():
     assert "[rank 1] ValueError: boom on purpose in a thread of the last rank" in result.stderr
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_rank_missing_from_collective_times_out_naming_it(n, timeout_runs):
-    result = timeout_runs["missing-%d" % n]
+@pytest.mark.parametrize("n, kind", [(2, ""), (4, ""), (3, "shared-")])
+def test_rank_missing_from_collective_times_out_naming_it(n, kind, timeout_runs):
+    """Also for an all-reduce in shared memory (`shared-`), whose waiting makes no MPI call."""
+    result = timeout_runs["missing-%s%d" % (kind, n)]
     assert result.returncode != 0
     assert result.elapsed < 10, result.elapsed  # 3 s timeout + 1 s asking around + start-up
     everyone = "(%s)" % ", ".join(map(str, range(n)))
@@ -124,7 +128,8 @@ def test_rank_missing_from_collective_times_out_naming_it(n, timeout_runs):
     assert message, result.stderr
     if n > 2:
         waiting = [r for r in range(n - 1) if r != int(message.group(1))]
-        assert "Waiting in the same collective: ranks %s." % ", ".join(map(str, waiting)) in result.stderr
+        assert "Waiting in the same collective: rank%s %s." % ("s" if len(waiting) > 1 else "",
+                                                               ", ".join(map(str, waiting))) in result.stderr
 
 
 @pytest.mark.parametrize("n", [2, 4])
@@ -292,3 +297,21 @@ def test_a_signal_to_the_launcher_ends_the_whole_job(signum, tmp_path):
     assert process.returncode == 128 + signum
     assert time.perf_counter() - stopped < 15
     assert wait_until_gone(job) == []
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_members_in_different_shared_memory_collectives_fail_naming_both(n):
+    """Ranks that call different collectives over one subset of one host meet at its shared-memory board: each
+    fails at once naming what every rank runs, instead of mixing their data."""
+    result = mpirun(n, "comm_shm_mismatch.py", timeout=30, ONEFLOW_COMPAT_OUTPUT="all")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = sorted(result.stdout.splitlines())
+    assert len(lines) == n, result.stdout
+    for r, line in enumerate(lines):
+        assert line.startswith("[rank %d] rank %d caught: rank %d runs %s (call signature " % (
+            r, r, r, "alltoallv" if r == n - 1 else "allgatherv")), line
+        assert "the ranks issue different collectives" in line
+        if r == n - 1:
+            assert "rank 0 runs allgatherv" in line
+        else:
+            assert "rank %d runs alltoallv" % (n - 1) in line

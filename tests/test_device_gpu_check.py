@@ -1,6 +1,7 @@
-"""The GPU machine's one command (oneflow_compat/tools/gpu_check.py): its stages' commands and counts, the stages
-that run without a GPU (under ONEFLOW_COMPAT_DEVICE=cpu), the summary file, the per-stage time limit; and the
-`gpu` / `gpu-cuda12` extras with the markers CuPy 14 needs."""
+"""The GPU machine's one command (oneflow_compat/tools/gpu_check.py): its stages' commands and counts (pytest's
+summary, its per-test lines when a stage is stopped, the stages' own GPU_CHECK lines), the stages that run without a
+GPU (under ONEFLOW_COMPAT_DEVICE=cpu, and the dry run on the fake device), the summary files, the per-stage limit
+and the whole run's budget; and the `gpu` / `gpu-cuda12` extras with the markers CuPy 14 needs."""
 import configparser
 import json
 import os
@@ -23,22 +24,41 @@ def test_stage_commands_name_existing_tests_and_split_the_suite():
     # every multi-process test file is in the mpi stage, and only there
     spawning = {f for f in os.listdir(TESTS) if f.startswith("test_") and ("mpi" in f or "launch" in f)}
     assert spawning <= set(gpu_check.MPI_TESTS)
-    assert all(os.path.exists(p) for p in mpi[6:] + parity[6:])
-    assert {os.path.basename(p) for p in parity[6:]} >= {"test_kernels_nn.py", "test_kernels_optim.py",
-                                                         "test_philox.py", "test_fake_gpu.py"}
+    assert all(os.path.exists(p) for p in mpi[7:] + parity[7:])
+    assert {os.path.basename(p) for p in parity[7:]} >= {"test_kernels_nn.py", "test_kernels_optim.py",
+                                                         "test_philox.py", "test_fake_gpu.py", "test_cuda_kernels.py",
+                                                         "test_cuda_sources.py", "test_nccl_comm.py"}
+    assert gpu_check.stage_command("suite", ROOT, python="py", fake=True)[7:9] == ["-p", "strict_device"]
+    assert gpu_check.stage_command("validate", ROOT, python="py") == ["py", "-m", "oneflow_compat.tools.gpu_stages",
+                                                                       "validate"]
+    assert gpu_check.DEFAULT_STAGES == ("setup", "env", "models", "graph", "nccl", "parity", "validate", "suite")
     with pytest.raises(ValueError, match="unknown stage 'gpu'"):
         gpu_check.stage_command("gpu", ROOT)
 
 
-@pytest.mark.parametrize("stage, output, counts", [
+@pytest.mark.parametrize("stage, output, counts, stopped", [c + (False,) * (4 - len(c)) for c in [
     ("suite", "....\n==== 2 failed, 1745 passed, 242 skipped, 3 warnings in 212.31s (0:03:32) ====\n", (1745, 2, 242)),
     ("parity", "1 passed in 0.10s\n", (1, 0, 0)),
     ("mpi", "3 passed, 1 error in 2.00s\n", (3, 1, 0)),
     ("mpi", "Traceback (most recent call last):\nKeyboardInterrupt\n", (0, 0, 0)),
     ("validate", "conv2d ... OK\n\n3157 checks, 2 failed\n", (3155, 2, 0)),
-    ("env", "PASS python: 3.11\nFAIL cuda: no\nSKIP x: y\nPASS pytest: 9\n", (2, 1, 1))])
-def test_counts_of_each_kind_of_output(stage, output, counts):
-    got = gpu_check.parse_counts(stage, output)
+    ("validate", "validate add_n: 40 checks, 0 failed (0.1 s)\nvalidate conv2d: 30 checks, 2 failed (1.2 s)\n"
+                 "70 checks, 2 failed\n", (68, 2, 0)),
+    ("validate", "validate add_n: 40 checks, 0 failed (0.1 s)\nvalidate conv2d: 30 checks, 2 failed (1.2 s)\n",
+     (68, 2, 0), True),
+    ("env", "PASS python: 3.11\nFAIL cuda: no\nSKIP x: y\nPASS pytest: 9\n", (2, 1, 1)),
+    ("suite", "tests/test_a.py::test_x PASSED [ 10%]\ntests/test_a.py::test_y FAILED [ 20%]\n"
+              "tests/test_b.py::test_z SKIPPED (no GPU) [ 30%]\n[gw1] [ 40%] PASSED tests/test_c.py::test_w\n"
+              "[gpu_check] stage suite stopped after 9 s\n", (2, 1, 1)),
+    ("models", "GPU_CHECK ok mlp gpu: {}\nGPU_CHECK failed lenet gpu: {}\nGPU_CHECK skipped lenet torch: no CUDA\n",
+     (1, 1, 1)),
+    # a test's own child pytest printed a count line: the stage's counts are still its own per-test lines
+    ("suite", "tests/test_a.py::test_x PASSED [ 10%]\n3 passed, 1 failed in 2.10s\ntests/test_a.py::test_y PASSED "
+              "[ 20%]\n", (2, 0, 0), True),
+    ("suite", "tests/test_a.py::test_x PASSED [ 10%]\n3 passed, 1 failed in 2.10s\ntests/test_a.py::test_y PASSED "
+              "[ 20%]\n===== 2 passed in 9.00s =====\n", (2, 0, 0))]])
+def test_counts_of_each_kind_of_output(stage, output, counts, stopped):
+    got = gpu_check.parse_counts(stage, output, stopped=stopped)
     assert (got["passed"], got["failed"], got["skipped"]) == counts
 
 
@@ -48,6 +68,7 @@ def test_cpu_runnable_stages_pass_and_fill_the_summary(tmp_path):
                            "--pytest-args", "-k", "test_block_function_over_many_counters or test_mode_values"])
     summary = json.loads((out / "summary.json").read_text())
     assert code == 0, summary
+    assert summary["run"]["stages"] == ["env", "parity"] and summary["run"]["budget_s"] == 470
     env, parity = summary["env"], summary["parity"]
     assert env["status"] == "ok" and env["failed"] == 0 and env["passed"] >= 4 and env["skipped"] == 1
     assert "SKIP cuda: not probed under ONEFLOW_COMPAT_DEVICE=cpu" in (out / "env.log").read_text()
@@ -57,7 +78,7 @@ def test_cpu_runnable_stages_pass_and_fill_the_summary(tmp_path):
     # a later run updates its own stage and keeps the others
     gpu_check.main(["--stage", "env", "--device", "cpu", "--out", str(out)])
     again = json.loads((out / "summary.json").read_text())
-    assert sorted(again) == ["env", "parity"] and again["parity"] == parity
+    assert sorted(again) == ["env", "parity", "run"] and again["parity"] == parity
     table = gpu_check.format_summary(again).splitlines()
     assert table[0].split() == ["stage", "status", "passed", "failed", "skipped", "seconds"]
     assert [row.split()[:2] for row in table[1:]] == [["env", "ok"], ["parity", "ok"]]
@@ -81,6 +102,27 @@ def test_a_stage_past_its_time_is_stopped(tmp_path):
     assert "[gpu_check] stage validate stopped after 0.2 s" in (tmp_path / "validate.log").read_text()
 
 
+def test_validate_on_the_gpu_checks_the_cuda_kernels_ops_first():
+    from oneflow_compat.tools import gpu_stages, validate
+
+    types = validate.ops_with_signatures()
+    ordered = gpu_stages.first_the_cuda_kernels(types)
+    assert sorted(ordered) == sorted(types)
+    assert set(gpu_stages.CUDA_FIRST) <= set(types)  # every name still an op type (a rename shows here)
+    assert ordered[:len(gpu_stages.CUDA_FIRST)] == list(gpu_stages.CUDA_FIRST)
+
+
+def test_a_suite_stopped_at_its_limit_without_failures_is_a_partial_pass():
+    counts = dict(passed=120, failed=0, skipped=3)
+    assert gpu_check.stage_status("suite", None, counts) == "partial"
+    assert gpu_check.stage_status("suite", None, dict(counts, failed=1)) == "timeout"
+    assert gpu_check.stage_status("suite", None, dict(counts, passed=0)) == "timeout"
+    assert gpu_check.stage_status("parity", None, counts) == "timeout"  # only the suite is given the time left
+    assert gpu_check.stage_status("suite", 0, counts) == "ok"
+    assert gpu_check.stage_status("suite", 1, counts) == "failed"
+    assert gpu_check.stage_status("suite", 0, dict(counts, failed=2)) == "failed"
+
+
 def test_gpu_extras_carry_cupy_14_markers():
     from packaging.requirements import Requirement
 
@@ -96,3 +138,29 @@ def test_gpu_extras_carry_cupy_14_markers():
         assert not requirements["numpy"].specifier.contains("1.26.4")
         for r in requirements.values():
             assert r.marker.evaluate({"python_version": "3.10"}) and not r.marker.evaluate({"python_version": "3.9"})
+
+
+def test_the_dry_run_of_the_quick_stages_passes_on_the_fake_device(tmp_path):
+    """`--fake`: the GPU is the strict fake device, NCCL a fake communicator; nothing is installed."""
+    out = tmp_path / "dry"
+    code = gpu_check.main(["--fake", "--stage", "setup", "env", "graph", "nccl", "--out", str(out), "--budget", "300"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert code == 0, {k: (v.get("status"), v.get("failures")) for k, v in summary.items() if k != "run"}
+    assert summary["setup"]["status"] == "skipped" and summary["setup"]["note"] == "a dry run installs nothing"
+    assert summary["graph"]["results"] == {"mlp_captured": True, "mlp_captured_equals_cpu": True}
+    assert len(summary["nccl"]["results"]["one_rank_collectives"]) == 14
+    assert summary["nccl"]["skipped"] == 3  # no NCCL of CuPy's alone, none across processes in a dry run
+    # the env stage's findings are the summary's too
+    assert summary["env"]["results"]["cuda"] == "SKIP not probed in a dry run (--fake)"
+    assert summary["env"]["results"]["mpi4py"].startswith("PASS ")
+    text = (out / "summary.txt").read_text()
+    assert text.splitlines()[0].split() == ["stage", "status", "passed", "failed", "skipped", "seconds"]
+    assert "graph mlp_captured_equals_cpu: True" in text and "total " in text
+
+
+def test_stages_past_the_budget_are_skipped_with_a_note(tmp_path):
+    code = gpu_check.main(["--stage", "env", "parity", "--device", "cpu", "--out", str(tmp_path), "--budget", "5"])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert code == 0
+    for stage in ("env", "parity"):
+        assert summary[stage]["status"] == "skipped" and summary[stage]["note"].startswith("no time left")

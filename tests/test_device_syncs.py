@@ -1,13 +1,14 @@
 """No device -> host synchronisation inside a train step: with every optimizer, a changing learning rate, dynamic
 loss scaling and clipping, a step on the strict fake device (which refuses float()/int()/bool() of device arrays)
-runs and equals the CPU step; after the first call a step reads back only its results and one flag of its
-device-side checks. Label checks on a device raise with the step's results."""
+runs and equals the CPU step; after the first call a step reads back its results and the flags of its device-side
+checks in one transfer. Label checks on a device raise with the step's results."""
 import numpy as np
 import pytest
 
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
 import strict_device
+from cpu_reference import on_cpu
 from oneflow_compat.kernels import checks
 from oneflow_compat.kernels import optim as optim_k
 from oneflow_compat.optimizer import loss_scale
@@ -66,12 +67,14 @@ def _train(make_optimizer, steps=4, labels=None, on_step=None):
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_train_steps_make_no_implicit_synchronisation(monkeypatch, name):
-    want = _train(OPTIMIZERS[name])
+    with on_cpu():
+        want = _train(OPTIMIZERS[name])
     strict_device.install(monkeypatch, "gpu", allow_syncs=False)  # float()/int()/bool() of device arrays raise
     gets = []
     got = _train(OPTIMIZERS[name], on_step=lambda s: gets.append(strict_device.Syncs.gets))
-    # after the first call (which reads the step counter's value once): the loss and the checks' flag, no more
-    assert [b - a for a, b in zip(gets, gets[1:])] == [2, 2, 2]
+    # after the first call (which reads the step counter's value once): the loss and the checks' flags come down
+    # together at the step's end, one transfer
+    assert [b - a for a, b in zip(gets, gets[1:])] == [1, 1, 1]
     for g, w in zip(got[0], want[0]):
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-7)
     assert sorted(got[1]) == sorted(want[1])
@@ -97,7 +100,8 @@ def test_an_overflowing_step_is_skipped_on_the_device(monkeypatch):
         train(x)  # the scaled gradient 2 * 2**127 overflows float32: the update is skipped
         return {k: v.numpy() for k, v in flow.get_all_variables().items()}
 
-    want = run()
+    with on_cpu():
+        want = run()
     strict_device.install(monkeypatch, "gpu")
     got = run()
     np.testing.assert_array_equal(got["w"], np.full((3, 1), 0.5, np.float32))  # not updated
@@ -180,3 +184,34 @@ def test_the_host_copy_of_the_step_follows_host_writes(monkeypatch, on_device):
     np.testing.assert_allclose(got, want, rtol=1e-5)
     assert len({_schedule().lr_at(t) for t in range(4)}) == 3  # the steps are told apart
     assert int(flow.get_all_variables()[step].numpy()[0]) == 3
+
+
+_INDEX_OPS = {
+    "gather": (lambda m, k: k.indexing.gather(m, m.asarray(np.ones((4, 3), np.float32)),
+                                              m.asarray(np.array([1, -1, 2])), axis=0),
+               "^gather: negative index -1$", ValueError),
+    "batch_gather": (lambda m, k: k.indexing.batch_gather(m, m.asarray(np.ones((2, 5, 3), np.float32)),
+                                                          m.asarray(np.array([[1, 5], [0, 2]]))),
+                     r"^batch_gather: indices must lie in \[0, 5\)$", ValueError),
+    "one_hot": (lambda m, k: k.shape.one_hot(m, m.asarray(np.array([0, 3, 7])), depth=4),
+                r"^one_hot: index 7 out of range \[0, 4\)$", ValueError),
+    "dim_gather": (lambda m, k: k.nd_index.dim_gather(m, m.asarray(np.ones((2, 3), np.float32)),
+                                                      m.asarray(np.array([[0, 3, 1], [2, 2, 2]])), dim=1),
+                   r"^dim_gather: index out of range \[0, 3\) along dim 1$", IndexError),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_INDEX_OPS))
+def test_index_ops_on_a_device_check_their_indices_without_waiting(op):
+    import types
+
+    from oneflow_compat.kernels import indexing, nd_index, shape
+
+    kernels = types.SimpleNamespace(indexing=indexing, nd_index=nd_index, shape=shape)
+    run, message, error = _INDEX_OPS[op]
+    with pytest.raises(error, match=message):
+        run(np, kernels)  # the host raises at once
+    out = run(strict_device.module(), kernels)  # int()/bool() of device arrays raise: nothing waits for the device
+    assert isinstance(out, strict_device.StrictArray)
+    with pytest.raises(error, match=message):
+        checks.raise_failed()  # where the runtime reads the step's results

@@ -102,6 +102,7 @@ def _var_shape(var, units):
     return {"d1-weight": (HID, IN), "d1-bias": (HID,), "d2-weight": (units, HID), "d2-bias": (units,)}[var]
 
 
+@pytest.mark.cpu_only("the fused updates add partial gradients into one shared array, which only CPU devices of one process have")
 @pytest.mark.parametrize("p", [2, 3, 4])
 def test_model_parallel_dense_gathers_its_input(p):
     batch, units = 4, 10  # batch < units: gathering the input is cheaper than gathering the weight
@@ -134,7 +135,7 @@ def test_model_parallel_dense_gathers_its_input(p):
     assert [g[:5] for g in got] == [e[:5] for e in expected]
     for g, e in zip(got, expected):
         assert g[5] == e[5], g
-    assert [b.consumer for b in report.boxing][:2] == ["d2-bias_add", "sparse_softmax_cross_entropy_2"]
+    assert [b.consumer for b in report.boxing][:2] == ["d2-bias_add", "sparse_softmax_cross_entropy_0"]
     assert report.total_bytes("forward") == expected[0][5] + expected[1][5]
     assert report.total_bytes() == pytest.approx(sum(e[5] for e in expected))
     text = str(report)

@@ -45,6 +45,7 @@ def _bytes_text(n):
     return "{:,} B".format(int(n)) if float(n).is_integer() else "{:,.1f} B".format(n)
 
 
+@pytest.mark.cpu_only("asserts the text of CPU placements")
 def test_legacy_job_picture_shows_every_stage_device_op_and_boxing(tmp_path):
     job = _hybrid_job()
     report = flow.explain(job, to=str(tmp_path / "plan.svg"))  # draws, and still returns the report
@@ -82,6 +83,7 @@ def test_png_and_pdf_are_written_and_other_suffixes_refused(tmp_path):
     assert not (tmp_path / "plan.gif").exists()
 
 
+@pytest.mark.cpu_only("asserts the text of CPU placements")
 def test_a_job_without_boxing_says_so(tmp_path):
     flow.clear_default_session()
 

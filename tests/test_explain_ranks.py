@@ -40,9 +40,10 @@ def test_under_the_launcher_the_report_is_printed_once_with_gradients_labelled(t
     assert lines.count("done") == 2  # the program's own output: every rank's, as OneFlow's launcher shows it
     assert sum(line.startswith("eager global ops:") for line in lines) == 1
     rows = [line.split() for line in lines if line.startswith("gradient ")]
-    # nn.Linear's weight (3x4) and bias (3): partial sums of the two ranks all-reduced to the parameters' broadcast
-    assert sorted((r[1], r[-3], r[-2], r[-1]) for r in rows) == [("3", "all-reduce", "12", "1"),
-                                                                  ("3x4", "all-reduce", "48", "1")]
+    # nn.Linear's weight (3x4) and bias (3): partial sums of the two ranks, all-reduced to the parameters' broadcast
+    # in one gradient bucket: one flat buffer of 15 floats, whose all-reduce sends 2 * 60 * (2 - 1) / 2 bytes per rank
+    assert [r[:4] + r[-3:] for r in rows] == [["gradient", "bucket", "[3,", "3x4]", "all-reduce", "60", "1"]]
+    assert [r[4:6] for r in rows] == [["15", "float32"]]
     assert not any(line.startswith("to_global") for line in lines)
 
 
@@ -102,8 +103,8 @@ def test_legacy_ranks_change_the_plan_and_draw_it(tmp_path):
     assert "stage 0: cpu 0:0-1,1:0-1,2:0-1,3:0-1 (8 devices)" in svg
 
 
-@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")
-def test_a_global_program_runs_on_n_ranks_and_is_reported_once(tmp_path):
+def test_a_global_program_runs_on_n_simulated_ranks_and_is_reported_once(tmp_path):
+    """Its 3 ranks run as threads of the one explain process, each with its own context and comm."""
     program = "print('banner')\n" + DATA_PARALLEL.replace('flow.placement("cpu", [0, 1])',
                                                           'flow.placement("cpu", [0, 1, 2])')
     (tmp_path / "prog.py").write_text(program)
@@ -111,12 +112,70 @@ def test_a_global_program_runs_on_n_ranks_and_is_reported_once(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[:2] == ["banner", "done"]  # printed once: by rank 0 of the real run, not by the first attempt
-    # the two parameters' gradients (the loss seed needs no all-reduce: fill_like reads a partial sum for its shape),
-    # all-reduces of 3x4 and 3 float32 elements over 3 ranks: what the busiest rank sends (ops/transitions.py)
-    assert lines[2] == "eager global ops: 2 boxing transfers (2 calls), 80 bytes in all"
-    grads = sorted(line.split()[1] for line in lines if line.startswith("gradient "))
-    assert grads == ["3", "3x4"] and all("cpu ranks [0, 1, 2] P" in line for line in lines[4:])
-    assert "running it on 3 ranks (mpiexec -n 3)" in done.stderr
+    # the two parameters' gradients (the loss seed needs no all-reduce: fill_like reads a partial sum for its shape)
+    # in one bucket: the all-reduce of 3x4 + 3 = 15 float32 elements over 3 ranks, chunks of 5: the busiest rank sends
+    # 10 of its elements and its chunk twice, 80 bytes (ops/transitions.py)
+    assert lines[2] == "eager global ops: 1 boxing transfer (1 call), 80 bytes in all"
+    grads = [line.split()[:6] for line in lines if line.startswith("gradient ")]
+    assert grads == [["gradient", "bucket", "[3,", "3x4]", "15", "float32"]]
+    assert all("cpu ranks [0, 1, 2] P" in line for line in lines[4:])
+    assert "running its 3 ranks in this process (simulated ranks, one thread each)" in done.stderr
+
+
+GLOBAL_WITH_GRAPH = textwrap.dedent("""
+    import oneflow as flow
+    pl = flow.placement("cpu", [0, 1])
+    x = flow.ones(8, 6, placement=pl, sbp=flow.sbp.split(0))
+    z = x.to_global(sbp=flow.sbp.split(1)).to_global(sbp=flow.sbp.broadcast)
+    print("sum", float(z.sum().numpy()), "rank", flow.env.get_rank(), "of", flow.env.get_world_size())
+
+
+    class Double(flow.nn.Graph):
+        def build(self, a):
+            return (a * 2).to_global(sbp=flow.sbp.broadcast)
+
+
+    print(Double()(x).shape)
+""")
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")
+def test_simulated_ranks_report_what_mpi_ranks_report(tmp_path):
+    """Eager boxing (S(0) -> S(1) -> B) and an nn.Graph's plan: the report of 2 simulated ranks is, line for line,
+    the report of 2 MPI processes (rank 0's output in both; each simulated rank counts its own graphs)."""
+    (tmp_path / "prog.py").write_text(GLOBAL_WITH_GRAPH)
+    simulated = _explain(["--ranks", "2", "prog.py"], tmp_path)
+    assert simulated.returncode == 0, simulated.stdout + simulated.stderr
+    real = _explain(["prog.py"], tmp_path, prefix=["timeout", "120", MPIEXEC, "-n", "2"])
+    assert real.returncode == 0, real.stderr
+    assert simulated.stdout == real.stdout
+    lines = simulated.stdout.splitlines()
+    assert lines[0] == "sum 48.0 rank 0 of 2"
+    # 8x6 float32 over 2 ranks: the all-to-all sends each rank's 4x3 block to the other (48 bytes), the all-gather
+    # each rank's 8x3 half (96 bytes)
+    assert lines[2] == "eager global ops: 2 boxing transfers (2 calls), 144 bytes in all"
+    assert [line.split()[-3:] for line in lines[4:6]] == [["all-to-all", "48", "1"], ["all-gather", "96", "1"]]
+    assert any(line.startswith("nn.Graph 'Double_0' (predict") for line in lines)
+
+
+def test_simulated_ranks_that_diverge_fail_naming_both_sides(tmp_path):
+    """A program whose ranks run different global ops fails under explain --ranks as it would under MPI: an
+    AgreementError naming what each side runs, at once (no hang)."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+        import oneflow as flow
+        pl = flow.placement("cpu", [0, 1])
+        x = flow.ones(4, 4, placement=pl, sbp=flow.sbp.split(0))
+        sbp = flow.sbp.broadcast if flow.env.get_rank() == 0 else flow.sbp.split(1)
+        x.to_global(sbp=sbp)
+    """))
+    done = subprocess.run([sys.executable, "-m", "oneflow_compat", "explain", "--ranks", "2", "prog.py"],
+                          cwd=str(tmp_path), env=dict(_env(), ONEFLOW_COMPAT_COMM_TIMEOUT="20"), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "AgreementError: rank " in done.stderr
+    assert "S(0) on cpu ranks [0, 1] -> B on cpu ranks [0, 1]" in done.stderr  # rank 0's side
+    assert "S(0) on cpu ranks [0, 1] -> S(1) on cpu ranks [0, 1]" in done.stderr  # rank 1's
+    assert "the ranks run different global operations" in done.stderr
 
 
 def test_ranks_refused_inside_a_multi_rank_job_and_checked(monkeypatch, tmp_path, capsys):

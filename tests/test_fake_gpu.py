@@ -10,6 +10,7 @@ import pytest
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
 import strict_device
+from cpu_reference import on_cpu
 from oneflow_compat._api import data_api as D
 from oneflow_compat.core.record import record_pb2 as pb
 from oneflow_compat.datasets import ofrecord_io
@@ -73,7 +74,8 @@ def _assert_same_run(got, want, rtol=1e-6):
 
 
 def test_legacy_train_and_predict_on_the_device_equal_cpu(monkeypatch):
-    want = _train_and_predict()  # CPU devices (the suite's ONEFLOW_COMPAT_DEVICE=cpu)
+    with on_cpu():
+        want = _train_and_predict()  # CPU devices, whatever the suite runs on
     strict_device.install(monkeypatch, "auto", allow_syncs=True)
     got = _train_and_predict()
     assert sess.default_session().jobs["train"].default_placement.device_tag == "gpu"
@@ -133,7 +135,8 @@ def test_eager_mode_moves_inputs_up_and_results_down(monkeypatch):
         out = [train(x, y) for _ in range(2)]
         return out, watched
 
-    want, want_watched = run()
+    with on_cpu():
+        want, want_watched = run()
     strict_device.install(monkeypatch, "auto", allow_syncs=True)
     got, got_watched = run()
     for g, w in zip(got + got_watched, want + want_watched):
@@ -152,7 +155,8 @@ def test_global_tensors_on_cuda_come_back_as_numpy(monkeypatch):
         loss.backward()
         return loss.numpy(), w.grad.numpy(), flow.matmul(x, w).numpy()
 
-    want = run()
+    with on_cpu():
+        want = run()
     strict_device.install(monkeypatch, "auto", allow_syncs=True)
     got = run()
     for g, w in zip(got, want):
@@ -177,7 +181,8 @@ def test_checkpoint_of_device_variables_saves_and_loads(monkeypatch, tmp_path):
         flow.checkpoint.save(str(folder))
         return {k: v.numpy() for k, v in flow.get_all_variables().items()}
 
-    want = trained(tmp_path / "cpu")
+    with on_cpu():
+        want = trained(tmp_path / "cpu")
     strict_device.install(monkeypatch, "auto", allow_syncs=True)
     got = trained(tmp_path / "gpu")
     for name, value in want.items():
@@ -236,7 +241,8 @@ def test_data_pipeline_on_gpu_placements_equals_cpu(monkeypatch, tmp_path):
 
         return [pipeline() for _ in range(2)]
 
-    want = run()
+    with on_cpu():
+        want = run()
     strict_device.install(monkeypatch, "auto")
     got = run()
     assert any(w[1].any() for w in want) and not all(w[1].all() for w in want)  # some images are mirrored

@@ -284,6 +284,7 @@ def test_errors_inside_build_are_clear():
     assert shown == ["tensor(..., is_lazy='True', size=(4, 2), dtype=oneflow.float32)"]
 
 
+@pytest.mark.cpu_only("asserts the text of a CPU placement")
 def test_inputs_keep_the_layout_of_the_first_call():
     p0 = flow.placement("cpu", ranks=[0])
     graph = FnGraph(lambda g, x: g.lin(x))

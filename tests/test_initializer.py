@@ -132,8 +132,11 @@ def test_integer_uniform_and_float_uniform_into_integer_variables():
     conf = init.random_uniform_initializer(0, 10, dtype=dtypes.int32)
     assert conf.kind == "random_uniform_int"
     got = init.generate(conf, (1000,), np.int32, seed=11)
-    np.testing.assert_array_equal(got, np.random.default_rng(11).integers(0, 10, size=1000).astype(np.int32))
-    assert got.min() == 0 and got.max() == 9
+    # OneFlow's RngIntUniform (core/kernel/kernel_util.cpp, v0.4.0) includes maxval: [0, 10]
+    np.testing.assert_array_equal(got, np.random.default_rng(11).integers(0, 11, size=1000).astype(np.int32))
+    assert got.min() == 0 and got.max() == 10
+    labels = init.generate(init.random_uniform_initializer(dtype=dtypes.int32), (1000,), np.int32, seed=3)
+    assert set(labels.tolist()) == {0, 1}  # the defaults (0, 1): Wide&Deep's synthetic click labels
     # A float conf on an int variable draws floats and truncates them, as OneFlow's astype did.
     got = init.generate(init.random_uniform_initializer(0, 3), (500,), np.int64, seed=12)
     expected = np.random.default_rng(12).uniform(0.0, np.nextafter(3.0, np.inf), size=500).astype(np.int64)

@@ -139,3 +139,17 @@ def test_refusals_are_listed_where_the_readme_reads_them():
     for name in ("tensorrt.write_int8_calibration", "onnx.export", "eager_nccl_all_reduce",
                  "deprecated.init_worker"):
         assert name in refusals.REFUSED
+
+
+def test_the_refusal_registry_is_exactly_the_listed_refusals():
+    # a name refused in code but not listed here (or listed but implemented since) fails: the lists stay true
+    listed = {n for n, why in {**REFUSED, **V040_REFUSED}.items() if why is not _CPP}
+    assert set(refusals.REFUSED) == listed
+
+
+@pytest.mark.parametrize("name", ["data.onerec_reader", "data.OneRecDecoder", "data.onerec_decoder"])
+def test_onerec_readers_are_implemented_not_refused(name):
+    # v0.3.4's OneRec reader/decoder (data_ops.py / user_data_ops.py) are built (issue 24; tests/test_onerec.py)
+    assert name in V034 and name not in REFUSED and name not in refusals.REFUSED
+    obj = resolve(name)
+    assert obj.__module__ == "oneflow_compat._api.onerec_api"

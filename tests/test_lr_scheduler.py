@@ -140,8 +140,18 @@ def test_warmup_asserts():
         warmup.linear(-1, 0.5)
     with pytest.raises(TypeError):
         sched.CosineScheduler(0.1, 10, warmup=0.5)
-    with pytest.raises(AssertionError):
-        sched.CosineScheduler(0.1, 0)
+    # OneFlow v0.4.0 checks decay_batches > 0 where the decay is evaluated (learning_rate_schedule_kernel.cpp),
+    # so a schedule whose decay steps are <= 0 still runs its warmup: the model zoo's short runs do this
+    short = sched.CosineScheduler(0.1, -40, warmup=warmup.linear(50, 0))
+    assert short.lr_at(49) == f32(f32(0.1) * (49 / 50))
+    with pytest.raises(AssertionError, match=r"CosineScheduler: decay steps must be > 0, got -40 \(needed from "
+                                             r"train step 50"):
+        short.lr_at(50)
+    for bad in (sched.CosineScheduler(0.1, 0), sched.PolynomialScheduler(0.1, 0),
+                sched.ExponentialScheduler(0.1, 0, 0.5),
+                sched.LinearCosineScheduler(0.1, -1)):
+        with pytest.raises(AssertionError, match="decay steps must be > 0"):
+            bad.lr_at(0)
 
 
 def test_custom_scheduler():

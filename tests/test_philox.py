@@ -1,11 +1,10 @@
 """Philox4x64-10 over arrays (kernels/random.py) gives numpy.random.Philox's bits: the block function for any
 256-bit counter and 128-bit key, the uniform stream for any seed, offset and size, the dropout mask on a device
-module equal to the host's, and the CUDA twin where a GPU is present."""
+module equal to the host's (the CUDA kernels' bits: tests/test_cuda_kernels.py)."""
 import numpy as np
 import pytest
 
 import strict_device
-from kernel_testing import CUPY
 from oneflow_compat.kernels import random as rnd
 
 MASK64 = (1 << 64) - 1
@@ -69,15 +68,3 @@ def test_device_uniform_slice_equals_the_host_slice():
     for start, stop in [(0, 63), (13, 13), (5, 41)]:
         np.testing.assert_array_equal(rnd.uniform_slice(xp, 1234, (7, 9), start, stop).get(),
                                       rnd.uniform_slice(np, 1234, (7, 9), start, stop))
-
-
-@pytest.mark.skipif(CUPY is None, reason="CuPy with a usable GPU is not available")
-def test_cuda_twin_equals_numpy_philox():
-    kernel = CUPY.ElementwiseKernel("uint64 e, uint64 k0, uint64 k1", "float64 u", rnd.PHILOX_UNIFORM_CUDA,
-                                    "philox4x64_uniform")
-    for seed in (0, 1234, 2 ** 63 + 11, MASK64):
-        elements = np.concatenate([np.arange(0, 1000), np.arange(123_456, 124_001)]).astype(np.uint64)
-        got = kernel(CUPY.asarray(elements), np.uint64(seed & MASK64), np.uint64(seed >> 64))
-        np.testing.assert_array_equal(CUPY.asnumpy(got), rnd.philox_uniform(np, seed, elements))
-        np.testing.assert_array_equal(CUPY.asnumpy(rnd.philox_uniform(CUPY, seed, CUPY.asarray(elements))),
-                                      rnd.philox_uniform(np, seed, elements))

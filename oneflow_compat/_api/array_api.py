@@ -190,7 +190,8 @@ def flatten(input, start_dim=0, end_dim=-1, name=None):  # noqa: A002
 # --- gather / one_hot ------------------------------------------------------------------------------------------
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """params.take(indices, axis); indices >= params.shape[axis] read zeros, negative ones are an error.
-    batch_dims > 0 (with axis == batch_dims) gathers per batch row."""
+    batch_dims > 0 (with axis == batch_dims) gathers per batch row, along axis indices.ndim - 1 (OneFlow's
+    batch_gather)."""
     _blob(params, "flow.gather")
     _blob(indices, "flow.gather")
     nd = len(params.shape)
@@ -200,9 +201,9 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
             raise AttributeError("flow.gather: axis %d is smaller than batch_dims %d" % (axis, batch_dims))
         if axis > batch_dims:
             raise NotImplementedError("flow.gather: axis > batch_dims is not supported")
-        if batch_dims != len(indices.shape) - 1:
-            raise ValueError("flow.gather: batch_dims=%d needs indices of rank %d, got shape %s" % (
-                batch_dims, batch_dims + 1, indices.shape))
+        # OneFlow (v0.4.0 ops/array_ops.py) then builds `batch_gather`, which gathers along axis
+        # indices.ndim - 1 whatever batch_dims says: BERT's pretraining heads call it with axis=batch_dims=2 on
+        # (batch, seq, hidden) params and (batch, positions) indices
         return apply("batch_gather", [params, indices], name=name)
     return apply("gather", [params, indices], {"axis": axis}, name=name)
 

@@ -29,8 +29,10 @@ TOP_LEVEL_NAMES = {"image_resize": "Resize", "image_target_resize": "target_resi
 def _op_name(name, prefix, module=False):
     """`name`, or a fresh one when it is None. Seeded ops (`module=True`: CoinFlip, the random crops) are legacy
     "modules": their first call takes `name` and later calls with the same name get fresh ones."""
-    job = builder.current("a data-pipeline op (%s)" % prefix).job
-    if name is None or (module and name in job.op_names):
+    ctx = builder.current("a data-pipeline op (%s)" % prefix)
+    job = ctx.job
+    # op names take the open namespaces as a prefix (ops/registry.py new_op)
+    if name is None or (module and "".join(ns + "-" for ns in ctx.namespaces) + name in job.op_names):
         return job.unique_name(prefix)
     return name
 

@@ -1,14 +1,10 @@
 """`flow.data` names of OneFlow v0.3.4 beyond data_api.py: decode_random, image_decoder_random_crop_resize, and the
 old decode_ofrecord API's codecs and preprocessors (ImageCodec,
 BytesListCodec, ImagePreprocessor, ImageResizePreprocessor, NormByChannelPreprocessor). Signatures, defaults and
-checks after `oneflow/python/ops/data_ops.py` and `user_data_ops.py` at v0.3.4; OneRec is refused (its payload is a
-FlatBuffers table of the separate onerec library, which this project does not have)."""
-from oneflow_compat._api.refusals import refused
+checks after `oneflow/python/ops/data_ops.py` and `user_data_ops.py` at v0.3.4. OneRec's reader and decoder are
+onerec_api.py's."""
 from oneflow_compat.ir import builder, dtypes
 from oneflow_compat.ops.registry import apply
-
-ONEREC = ("OneRec files are out of scope: their payload is a FlatBuffers table of the separate onerec library's "
-          "schema, which oneflow_compat does not have; convert the data to OFRecord")
 
 
 def _name(name, prefix, what):
@@ -92,11 +88,6 @@ class NormByChannelPreprocessor:
         assert isinstance(std_values, (list, tuple))
         assert isinstance(data_format, str)
         self.mean_values, self.std_values, self.data_format = mean_values, std_values, data_format
-
-
-onerec_reader = refused("data.onerec_reader", ONEREC)
-OneRecDecoder = refused("data.OneRecDecoder", ONEREC)
-onerec_decoder = refused("data.onerec_decoder", ONEREC)
 
 
 # --- COCO (v0.3.4 `user_data_ops.py` api_coco_reader / COCOReader) -------------------------------------------------

@@ -94,8 +94,11 @@ def name_scope(*args, **kwargs):
     return scope.namespace(*args, **kwargs)
 
 
-# the scope attributes OneFlow v0.3.4 registers (REGISTER_SCOPE_CONFIG_DEF) and their defaults
-SCOPE_CONFIG_DEFAULTS = {"checkpointing": False, "ssp_num_stages": -1, "ssp_stage_id": -1}
+# the scope attributes OneFlow v0.3.4 registers (REGISTER_SCOPE_CONFIG_DEF) and their defaults, and those v0.4.0 adds
+# (core/job/pipeline_config_def.cpp, qat_config_def.cpp): GPT marks its pipeline stages with pipeline_stage_id_hint,
+# which places OneFlow's pipeline buffers (scheduling, never values; the stages' placements already differ)
+SCOPE_CONFIG_DEFAULTS = {"checkpointing": False, "ssp_num_stages": -1, "ssp_stage_id": -1,
+                         "pipeline_stage_id_hint": 0, "quantization_aware_training": True}
 
 
 class scope_config:  # noqa: N801 - OneFlow's name (experimental.scope.config)
@@ -105,7 +108,7 @@ class scope_config:  # noqa: N801 - OneFlow's name (experimental.scope.config)
 
     def __init__(self, **kwargs):
         for name in kwargs:
-            assert name in SCOPE_CONFIG_DEFAULTS, "unknown scope attribute %r (OneFlow v0.3.4 has %s)" % (
+            assert name in SCOPE_CONFIG_DEFAULTS, "unknown scope attribute %r (OneFlow v0.4.0 has %s)" % (
                 name, ", ".join(sorted(SCOPE_CONFIG_DEFAULTS)))
         self.attrs = kwargs
 

@@ -18,6 +18,18 @@ def reshape_like(x, like, name=None):
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, alpha=1.0, name=None):
+    # OneFlow v0.4.0 (ops/linalg.py): blobs of different ranks take broadcast_matmul, which needs a 2-D b and no
+    # transpose of a; equal ranks are matmul / batch_matmul (one op here)
+    if len(a.shape) != len(b.shape):
+        if len(b.shape) != 2 or len(a.shape) < 2:
+            raise ValueError("flow.matmul: a of shape %s and b of shape %s: of blobs of different ranks only an a of "
+                             "rank > 2 times a 2-D b is supported (OneFlow's broadcast_matmul)"
+                             % (tuple(a.shape), tuple(b.shape)))
+        if transpose_a:
+            raise ValueError("flow.matmul: transpose_a is not supported when b (2-D) is broadcast to a %s"
+                             % (tuple(a.shape),))
+        return apply("broadcast_matmul", [a, b], {"transpose_a": False, "transpose_b": bool(transpose_b),
+                                                  "alpha": float(alpha)}, name=name)
     return apply("matmul", [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b),
                                     "alpha": float(alpha)}, name=name)
 

@@ -14,7 +14,7 @@ from oneflow_compat._global import lazy
 from oneflow_compat._global.op_names import ONEFLOW_OP_NAMES
 from oneflow_compat._global.tensor import Tensor, wrap
 
-_CTX = context.get()  # `graph_traces`: whether an nn.Graph is tracing its build
+_CTX = context.CURRENT  # `graph_traces`: whether an nn.Graph is tracing its build
 _API = client_mode.choice_holder()
 _GLOBAL_API = client_mode.GLOBAL
 _new = object.__new__

@@ -32,7 +32,7 @@ import collections
 import time
 
 from oneflow_compat.ir.placement import Placement as IrPlacement
-from oneflow_compat.runtime import activity, agreement, global_eager
+from oneflow_compat.runtime import activity, agreement, context, global_eager
 from oneflow_compat.runtime.graph_runtime import CompiledGraph
 from oneflow_compat.runtime.graph_trace import GraphTrace, layout_of
 from oneflow_compat._global import generators, graph_debug, lazy
@@ -109,13 +109,12 @@ class GraphConfig:
 class Graph:
     """Base class of a compiled training or evaluation step (see the module docstring)."""
 
-    _instances = collections.Counter()
-
     def __init__(self):
         cls = type(self).__name__
         d = self.__dict__
-        d["_name"] = "%s_%d" % (cls, Graph._instances[cls])
-        Graph._instances[cls] += 1
+        made = context.get().graph_instances  # per process (a simulated rank: its own, as a real rank counts)
+        d["_name"] = "%s_%d" % (cls, made[cls])
+        made[cls] += 1
         d["config"] = GraphConfig()
         d["_blocks"] = collections.OrderedDict()
         d["_opts"] = []  # [(optimizer, lr scheduler or None)]

@@ -13,7 +13,7 @@ from oneflow_compat.runtime import context
 from oneflow_compat.runtime.graph_trace import LazyValue
 from oneflow_compat._global.tensor import Tensor
 
-_CTX = context.get()  # `_CTX.graph_traces`: (GraphTrace, GraphScope) of the builds being traced, innermost last
+_CTX = context.CURRENT  # `_CTX.graph_traces`: (GraphTrace, GraphScope) of the builds being traced, innermost last
 
 
 class GraphScope:

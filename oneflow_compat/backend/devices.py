@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from oneflow_compat.backend import notices
+from oneflow_compat.backend import notices, step_scalars
 from oneflow_compat.kernels import checks
 
 MODE_ENV = "ONEFLOW_COMPAT_DEVICE"
@@ -128,10 +128,46 @@ def is_device_array(x):
     return not isinstance(x, (np.ndarray, np.generic)) and callable(getattr(x, "get", None)) and hasattr(x, "dtype")
 
 
+def module_of(x):
+    """The array module of an array: the device module ("gpu" placements' CuPy, or a stand-in) for a device array,
+    numpy for anything else. By what the array is (`is_device_array`), not by the name of its type's module."""
+    return array_module("gpu") if is_device_array(x) else np
+
+
 def to_host(x):
     """A host (numpy) value of `x`: device arrays are copied down, host values returned as they are. A fetch from a
     device first raises what the device-side checks of the steps before it found (kernels/checks.py)."""
     if not is_device_array(x):
         return x
+    step_scalars.refuse_in_capture("a device value read on the host inside a step")
     checks.raise_failed()
     return x.get()
+
+
+def to_host_all(values):
+    """Host values of `values` (device arrays and host values mixed) with ONE transfer down per device: the device
+    arrays are packed into one byte buffer there (one copy kernel), brought down together and cut apart on the
+    host. A step's results and its device checks come down this way: one synchronisation per step."""
+    values = list(values)
+    on_device = [i for i, v in enumerate(values) if is_device_array(v)]
+    if not on_device:
+        return values
+    groups = {}
+    for i in on_device:
+        device = getattr(getattr(values[i], "device", None), "id", 0)
+        groups.setdefault(device, []).append(i)
+    out = list(values)
+    for indices in groups.values():
+        if len(indices) == 1:
+            out[indices[0]] = values[indices[0]].get()
+            continue
+        arrays = [values[i] for i in indices]
+        xp = array_module("gpu")
+        flat = [xp.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
+        packed = xp.concatenate(flat).get()
+        at = 0
+        for i, a in zip(indices, arrays):
+            size = a.size * a.dtype.itemsize
+            out[i] = packed[at:at + size].view(a.dtype).reshape(a.shape).copy()  # aligned, its own
+            at += size
+    return out

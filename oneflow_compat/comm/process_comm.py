@@ -17,6 +17,9 @@ of an n-D mesh):
 
 ==============================================  ====================================================================
 `allreduce_(buf, ranks)`                        elementwise sum, in place on every member
+`iallreduce_(buf, ranks)`                       the same, started: returns a `Pending` (`test()`, `wait()` -> buf)
+`shared_buffer(shape, dtype, ranks)`            a zeroed array for repeated all-reduces over `ranks` (MPI: in
+                                                memory shared by the members of one host, summed in place)
 `reduce_scatter(buf, ranks, axis, sizes)`       member i gets rows `sizes[i]` (default balanced) of the sum
 `allgatherv(local, ranks, axis, sizes)`         every member gets the concatenation of all members' `local`
 `alltoallv(pieces, ranks, axis, recv_sizes)`    `pieces[j]` goes to member j; returns what each member sent here
@@ -38,6 +41,9 @@ Conventions shared by all collectives:
   `n % k` parts get one extra element (`balanced_sizes`).
 * Booleans sum as logical or (numpy's `+` on bools).
 * Picklable objects travel only in `bcast_object` / `allgather_object` / `check_same` (small control data).
+* A started collective (`iallreduce_`) takes its place in the members' order when it starts: other collectives
+  may run before its `wait()`, and its buffer must not be touched until then. Backends that cannot overlap
+  complete it at once (the default).
 
 Bytes a call sends (`accounting.py`, what `RecordingComm` counts and what the transition table's costs add up): the
 *direct* schedule, in which every piece goes once from a member that has it straight to each member that needs
@@ -133,6 +139,20 @@ def describe_mismatch(lists_by_rank, what, item_kind="item", max_chars=160):
     return "%s differs across ranks at %s #%d: %s" % (what, item_kind, index, ", ".join(parts))
 
 
+class Pending:
+    """A collective started by `iallreduce_`: `test()` advances it without waiting (True once complete), `wait()`
+    completes it and returns its result. This one is complete from the start (backends without overlap)."""
+
+    def __init__(self, result):
+        self._result = result
+
+    def test(self):
+        return True
+
+    def wait(self):
+        return self._result
+
+
 class ProcessComm(ABC):
     """The collectives among the processes of one job. See the module docstring for the conventions."""
 
@@ -160,6 +180,16 @@ class ProcessComm(ABC):
     @abstractmethod
     def allreduce_(self, buf, ranks):
         """Sum `buf` elementwise over the members, in place; returns `buf`."""
+
+    def iallreduce_(self, buf, ranks):
+        """`allreduce_` started now and completed by the returned `Pending` (see the conventions)."""
+        return Pending(self.allreduce_(buf, ranks))
+
+    def shared_buffer(self, shape, dtype, ranks):
+        """A zeroed array for repeated all-reduces over `ranks`; every member calls it alike. MPI places it in memory
+        shared by the members of one host and sums it in place (`shm.py`); elsewhere it is an ordinary array."""
+        check_ranks(ranks, self.rank, self.size)
+        return np.zeros(tuple(shape), dtype)
 
     @abstractmethod
     def allgatherv(self, local, ranks, axis=0, sizes=None):

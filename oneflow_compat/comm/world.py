@@ -8,7 +8,9 @@ this MPI world (one `mpiexec` per node, or processes started by hand).
 
 The environment helpers are re-exported here because callers read them as `world.detect_mpi_world()` etc.
 """
+import contextlib
 import os
+import threading
 
 from .environment import (THREAD_VARIABLES, detect_local_size, detect_mpi_world,  # noqa: F401 (re-exported)
                           limit_blas_threads, limit_loaded_blas_threads, threads_per_rank, usable_cores)
@@ -25,8 +27,34 @@ class MPIUnavailableError(RuntimeError):
 _process_comm = None
 
 
+class _ThreadComm(threading.local):
+    comm = None  # the comm of a simulated rank running in this thread (`simulated.py`), or None
+
+
+_THREAD = _ThreadComm()
+
+
+@contextlib.contextmanager
+def simulated_rank(comm):
+    """In this thread, while inside: `comm` (a `SimulatedComm`) is the process comm, and its rank and size are the
+    job's (`explain --ranks N` runs a global-tensor program's N ranks as threads of one process)."""
+    saved, _THREAD.comm = _THREAD.comm, comm
+    try:
+        yield comm
+    finally:
+        _THREAD.comm = saved
+
+
+def thread_comm():
+    """The comm of the simulated rank this thread runs (None: a real process)."""
+    return _THREAD.comm
+
+
 def job_rank():
-    """This process's rank in the job: RANK, else the MPI launcher's rank, else 0."""
+    """This process's rank in the job: RANK, else the MPI launcher's rank, else 0 (a simulated rank's, in its
+    thread)."""
+    if _THREAD.comm is not None:
+        return _THREAD.comm.rank
     launch = read_launch_environment()
     if launch is not None:
         return launch.rank
@@ -36,6 +64,8 @@ def job_rank():
 
 def job_size():
     """The number of processes of the job: WORLD_SIZE, else the MPI launcher's world size, else 1."""
+    if _THREAD.comm is not None:
+        return _THREAD.comm.size
     launch = read_launch_environment()
     if launch is not None:
         return launch.world_size
@@ -85,6 +115,8 @@ def get_process_comm():
     output rules (`output.py`).
     """
     global _process_comm
+    if _THREAD.comm is not None:
+        return _THREAD.comm
     if _process_comm is not None:
         return _process_comm
     launch = read_launch_environment()

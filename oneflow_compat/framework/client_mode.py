@@ -36,7 +36,7 @@ _API = {
 
 # the context holds [mode, what chose it, where] (`context.api`): the fast path in `use` is one item read and one
 # comparison (`reset()` of the context keeps the object, so it is read once here)
-_CTX = context.get()
+_CTX = context.CURRENT
 _NEUTRAL = [0]  # > 0 inside `neutral()` (a scope, not process state: it is back to 0 when the scope ends)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

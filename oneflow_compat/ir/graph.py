@@ -4,6 +4,7 @@ A `LazyBlob` is what user code sees inside a job function: a logical tensor with
 maximum) shape, a dtype and no value. Ops are appended to their job in creation order, which is a topological
 order; passes append more ops (backward, optimizer) the same way.
 """
+import collections
 import itertools
 
 
@@ -155,7 +156,10 @@ class Job:
         # set when the job is traced, read by the passes and the plan (which never look at the config's scopes)
         self.default_placement = None  # where ops go outside any placement scope
         self.micro_batches = 1  # train jobs: num_gradient_accumulation_steps; a call runs this many micro-batches
-        self._ids = itertools.count()
+        # one counter per prefix, as OneFlow's UniqueStr: a generated name (and the seed of a random op derived
+        # from it) does not shift when the script adds ops of other kinds, e.g. the parallel casts a model-parallel
+        # configuration inserts, so such configurations draw the same dropout masks as one device
+        self._ids = collections.defaultdict(itertools.count)
 
     @property
     def is_train(self):
@@ -163,7 +167,7 @@ class Job:
 
     def unique_name(self, prefix):
         while True:
-            name = "%s_%d" % (prefix, next(self._ids))
+            name = "%s_%d" % (prefix, next(self._ids[prefix]))
             if name not in self.op_names:
                 return name
 

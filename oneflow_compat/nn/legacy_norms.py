@@ -195,11 +195,21 @@ def layers_batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, ce
         name, gamma_name, beta_name, moving_mean_name, moving_variance_name, center, scale, c, vdtype, trainable,
         beta_initializer, beta_regularizer, gamma_initializer, gamma_regularizer, moving_mean_initializer,
         moving_variance_initializer)
-    if ctx.job.is_train and trainable and training:
+    batch_stats = ctx.job.is_train and trainable and training
+    if batch_stats:
         reduce_axes = [i for i in range(nd) if i != axis]
         stats_in = inputs if inputs.dtype is vdtype else ops_api.cast(inputs, vdtype)
-        mean = _math.reduce_mean(stats_in, reduce_axes, keepdims=False)
-        variance = _math.reduce_variance(stats_in, reduce_axes, keepdims=False)
+        if inputs.is_dynamic:
+            mean = _math.reduce_mean(stats_in, reduce_axes, keepdims=False)
+            variance = _math.reduce_variance(stats_in, reduce_axes, keepdims=False)
+        else:
+            # the same statistics in two passes over x (ops/norm_ops.py: channel_sum, centered_square_sum), and
+            # below the normalization whose gradient runs through them (model zoo, issue 24)
+            count = _count(inputs.shape, reduce_axes)
+            mean = _math.multiply(apply("channel_sum", [stats_in], {"axis": axis, "dtype": vdtype}),
+                                  float(1.0 / count))
+            variance = _math.multiply(apply("centered_square_sum", [stats_in, mean], {"axis": axis}),
+                                      float(1.0 / count))
         moving_var_stat = variance
         if ctx.placement.requested_tag == "gpu":
             moving_var_stat = _math.multiply(variance, _unbiased_factor(inputs.shape, reduce_axes))
@@ -209,7 +219,19 @@ def layers_batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, ce
                    in_hints={0: S.B, 1: S.B})
     else:
         mean, variance = moving_mean, moving_var
+    if batch_stats and not inputs.is_dynamic:
+        ins = [inputs, mean, variance] + ([gamma] if gamma is not None else []) + ([beta] if beta is not None else [])
+        return apply("normalization_batch_stats", ins, {"axis": axis, "epsilon": float(epsilon),
+                                                        "center": beta is not None, "scale": gamma is not None,
+                                                        "count": _count(inputs.shape, reduce_axes)}, name=name)
     return _normalize(inputs, mean, variance, beta, gamma, epsilon, axis, name)
+
+
+def _count(shape, axes):
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
 
 
 def _unbiased_factor(shape, reduce_axes):

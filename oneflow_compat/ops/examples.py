@@ -1207,6 +1207,44 @@ EXAMPLES.update({
 })
 
 
+# --- model zoo (issue 24): int labels of sigmoid_cross_entropy (OneFlow v0.4.0 registers int32 / int8 labels) ---------
+EXAMPLES["sigmoid_cross_entropy"] = EXAMPLES["sigmoid_cross_entropy"] + [
+    Example(inputs(normal(5, 1, scale=3.0), ints(5, 1, high=2)), wrt=[0], note="int32 click labels (Wide&Deep)"),
+    Example(inputs(normal(4, 3), ints(4, 3, high=2, dtype=np.int8)), wrt=[0], note="int8 labels")]
+EXAMPLES["sigmoid_cross_entropy_grad"] = EXAMPLES["sigmoid_cross_entropy_grad"] + [
+    Example(inputs(normal(5, 1), normal(5, 1), ints(5, 1, high=2)), note="int32 labels")]
+WITHOUT_EXAMPLES.update({
+    "OneRecReader": "reads OneRec files, the next batch every call (session state); covered by tests/test_onerec.py",
+    "onerec_decoder": _NOT_NUMERIC.replace("test_data_ops", "test_onerec") % "OneRec examples (tensor buffers)",
+})
+EXAMPLES.update({
+    "broadcast_matmul": [Example(inputs(normal(5, 3, 4), normal(4, 6)), {"transpose_a": False, "transpose_b": False,
+                                                                         "alpha": 1.0}, layouts=[[1, None], [2, 0]]),
+                         Example(inputs(normal(2, 5, 4), normal(7, 4)), {"transpose_a": False, "transpose_b": True,
+                                                                         "alpha": 0.5}, note="transpose_b, alpha")],
+    "broadcast_matmul_grad_b": [Example(inputs(normal(5, 3, 4), normal(5, 3, 6)), {"alpha": 1.0},
+                                        layouts=[[1, 1], [2, None]])],
+})
+# batch normalization in training (ops/norm_ops.py's model-zoo block): the statistics' sums, the normalization whose
+# gradient is that of the whole batch norm (so a numeric check of it alone, with mean and variance held fixed, does
+# not apply: tests/test_zoo_kernels.py checks it against torch and the composed ops), and its two gradient passes
+_BS = {"axis": 1, "epsilon": 1e-5, "center": True, "scale": True, "count": 5 * 6}
+EXAMPLES.update({
+    "channel_sum": [Example(inputs(normal(5, 3, 6)), {"axis": 1, "dtype": dtypes.float64}, grad=False,
+                            note="no gradient rule: normalization_batch_stats carries it"),
+                    Example(inputs(normal(4, 7)), {"axis": 1, "dtype": dtypes.float64}, grad=False, note="NC")],
+    "centered_square_sum": [Example(inputs(normal(5, 3, 6), normal(3)), {"axis": 1}, grad=False,
+                                    note="no gradient rule: normalization_batch_stats carries it")],
+    "normalization_batch_stats": [Example(inputs(normal(5, 3, 6), normal(3), positive(3), positive(3), normal(3)),
+                                          _BS, grad=False, note="the gradient is the whole batch norm's")],
+    "normalization_batch_stats_grad_sums": [Example(inputs(normal(5, 3, 6), normal(5, 3, 6), normal(3), positive(3)),
+                                                    {"axis": 1, "epsilon": 1e-5}, grad=False)],
+    "normalization_batch_stats_grad": [Example(inputs(normal(5, 3, 6), normal(5, 3, 6), normal(3), positive(3),
+                                                      positive(3), normal(3), normal(3)),
+                                               {"axis": 1, "epsilon": 1e-5, "count": 30}, grad=False)],
+})
+
+
 # --- n-D meshes (issue 19): OneFlow v0.4.0's hierarchical parallel casts (ops/parallel_cast_ops.py) ------------------
 def _pin(sbp):
     from oneflow_compat.ir import sbp as S

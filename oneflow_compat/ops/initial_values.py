@@ -171,7 +171,10 @@ def _sampler(conf, shape, seed):
         high = np.nextafter(p["max"], float("inf"))
         return lambda length: rng.uniform(low=p["min"], high=high, size=length)
     if kind == "random_uniform_int":
-        return lambda length: rng.integers(low=p["min"], high=p["max"], size=length)
+        # both bounds included: OneFlow's RngIntUniform (core/kernel/kernel_util.cpp, v0.3.4/v0.4.0) builds
+        # uniform_int_distribution(min, nextafter(max, max_value)) the double that nextafter returns truncates back to
+        # max, so the zoo's flow.random_uniform_initializer(dtype=flow.int32) (0 and 1) draws labels 0 and 1
+        return lambda length: rng.integers(low=p["min"], high=p["max"], size=length, endpoint=True)
     if kind == "random_normal":
         return lambda length: rng.normal(loc=p["mean"], scale=p["std"], size=length)
     if kind == "truncated_normal":

@@ -6,10 +6,13 @@ the batch dimension from the incoming gradient at call time, so dynamic (mirrore
 empty piece (a split axis shorter than the device count) gives zeros.
 """
 
+import numpy as np
+
+from oneflow_compat.backend import step_scalars
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
-from oneflow_compat.kernels import linalg
+from oneflow_compat.kernels import cuda_random, linalg
 from oneflow_compat.kernels import loss as loss_k
 from oneflow_compat.kernels import nn as nn_k
 from oneflow_compat.kernels import pool_nd as pool_k
@@ -211,14 +214,34 @@ def _dropout_build(op, dev):
     calls = _call_counters(dev.session)
     counter = (op.job.name, op.name, dev.index)
 
-    def run(x):
+    def next_key():
         call = calls.get(counter, 0)
         calls[counter] = call + 1
+        # mirrored: each device holds an independent tensor (its batch may be dynamic): its own stream
+        return random_k.call_key(seed, call, dev.index) if mirrored else random_k.call_key(seed, call)
+
+    geometry = None if mirrored else cuda_random.piece_geometry(logical, piece)
+    if xp is not np and hasattr(xp, "RawModule") and cuda_random.supported(op.inputs[0].dtype.np) and \
+            (mirrored or geometry is not None):
+        # on a device: one Philox launch draws the mask and applies it (kernels/cuda_random.py); the call's key is
+        # a step scalar (uploaded with the call), or uploaded here where the running code has none (eager ops)
+        scalars = step_scalars.for_device(xp, dev.index)
+        key = scalars.add(np.uint64, next_key) if scalars is not None else None
+
+        def run_device(x):
+            k = key if key is not None else xp.asarray(np.uint64(next_key()))
+            geo = cuda_random.piece_geometry(tuple(x.shape)) if mirrored else geometry
+            return cuda_random.dropout(xp, xp.ascontiguousarray(x), k, rate, geo)
+
+        return run_device
+
+    def run(x):
+        step_scalars.refuse_in_capture("dropout '%s' draws its key on the host" % op.name)
+        key = next_key()
         if mirrored:
-            # each device holds an independent tensor (its batch may be dynamic): its own stream, its own shape
-            mask = random_k.dropout_mask(xp, random_k.call_key(seed, call, dev.index), tuple(x.shape), rate)
+            mask = random_k.dropout_mask(xp, key, tuple(x.shape), rate)
         else:
-            mask = random_k.dropout_mask(xp, random_k.call_key(seed, call), logical, rate, piece)
+            mask = random_k.dropout_mask(xp, key, logical, rate, piece)
         return random_k.dropout(xp, x, mask, rate=rate), mask
 
     return run
@@ -308,7 +331,15 @@ register(OpDef("softmax_cross_entropy_grad", infer=lambda op: _same_as_input(op,
 
 
 def _sigmoid_ce_meta(op):
-    logits, labels = _check_pair(op)
+    # OneFlow v0.4.0 registers sigmoid_cross_entropy for labels of the prediction's dtype, int32 or int8
+    # (user/kernels/sigmoid_cross_entropy_kernel.cpp): Wide&Deep feeds its int32 click labels as they are
+    logits, labels = op.inputs
+    if labels.dtype in (dtypes.int32, dtypes.int8) and logits.dtype.is_floating:
+        if tuple(logits.shape) != tuple(labels.shape):
+            raise ValueError("%s '%s': labels shape %s differs from logits shape %s" % (
+                op.type, op.name, labels.shape, logits.shape))
+    else:
+        _check_pair(op)
     return [TensorMeta(logits.shape, logits.dtype, logits.is_dynamic or labels.is_dynamic)]
 
 

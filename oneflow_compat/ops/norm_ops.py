@@ -211,3 +211,101 @@ register(OpDef("layer_norm_grad", infer=lambda op: [TensorMeta(op.inputs[1].shap
 register(OpDef("layer_norm_param_grad", infer=_ln_param_grad_meta, kernel=norm_k.layer_norm_param_grad,
                kernel_attrs=lambda op: {"begin_params_axis": op.attrs["begin_params_axis"]},
                sbp=_ln_param_grad_sbp, num_outputs=3))
+
+
+# --- batch normalization in training (model zoo, issue 24; kernels/norm.py has the formulas) -------------------------
+# channel_sum and centered_square_sum give the batch's per-channel sums (partial sums where the batch is split:
+# the boxing all-reduces them, so N devices normalize with the whole batch's statistics as one device does);
+# normalization_batch_stats normalizes with mean and variance made from them and carries the gradient of the whole
+# batch normalization to x (none to the statistics: their dependence on x is in that gradient). The composed
+# reduce_mean / reduce_variance / normalization graph gives the same values in many more passes over the data.
+def _channel_axis_ok(op, x, axis):
+    if not (0 <= axis < len(x.shape)) or not x.dtype.is_floating:
+        raise ValueError("%s '%s': axis %r of a %s input of shape %s" % (op.type, op.name, axis, x.dtype.name,
+                                                                       tuple(x.shape)))
+
+
+def _channel_sum_meta(op):
+    x, axis = op.inputs[0], op.attrs["axis"]
+    _channel_axis_ok(op, x, axis)
+    return [TensorMeta((x.shape[axis],), op.attrs["dtype"])]
+
+
+def _channel_sums_sbp(op, n_vectors_in=0, n_out=1, linear=True):
+    nd, axis = len(op.inputs[0].shape), op.attrs["axis"]
+    n_full = len(op.inputs) - n_vectors_in
+    sigs = [_sig([S.S(i)] * n_full + [S.B] * n_vectors_in, [S.P] * n_out) for i in range(nd) if i != axis]
+    sigs.append(_sig([S.S(axis)] * n_full + [S.S(0)] * n_vectors_in, [S.S(0)] * n_out))
+    sigs.append(_sig([S.B] * len(op.inputs), [S.B] * n_out))
+    if linear:
+        sigs.append(_sig([S.P] + [S.B] * (len(op.inputs) - 1), [S.P] * n_out))
+    return sigs
+
+
+register(OpDef("channel_sum", infer=_channel_sum_meta, kernel=norm_k.channel_sum,
+               kernel_attrs=lambda op: {"axis": op.attrs["axis"], "dtype": op.attrs["dtype"].np},
+               sbp=lambda op: _channel_sums_sbp(op)))
+
+
+def _centered_meta(op):
+    x, mean = op.inputs
+    axis = op.attrs["axis"]
+    _channel_axis_ok(op, x, axis)
+    if tuple(mean.shape) != (x.shape[axis],):
+        raise ValueError("centered_square_sum '%s': mean of shape %s for %d channels" % (op.name, mean.shape,
+                                                                                        x.shape[axis]))
+    return [TensorMeta(mean.shape, mean.dtype)]
+
+
+register(OpDef("centered_square_sum", infer=_centered_meta, kernel=norm_k.centered_square_sum,
+               kernel_attrs=lambda op: {"axis": op.attrs["axis"]},
+               sbp=lambda op: _channel_sums_sbp(op, n_vectors_in=1, linear=False)))
+
+
+def _bs_attrs(op):
+    return {k: op.attrs[k] for k in ("axis", "epsilon", "center", "scale", "count")}
+
+
+def _bs_grad(op, dys):
+    if dys[0] is None:
+        return [None] * len(op.inputs)
+    x, mean, variance = op.inputs[:3]
+    a = op.attrs
+    s_dy, s_dyx = apply("normalization_batch_stats_grad_sums", [dys[0], x, mean, variance],
+                        {"axis": a["axis"], "epsilon": a["epsilon"]})
+    gamma = [op.inputs[3]] if a["scale"] else []
+    dx = apply("normalization_batch_stats_grad", [dys[0], x, mean, variance] + gamma + [s_dy, s_dyx],
+               {"axis": a["axis"], "epsilon": a["epsilon"], "count": a["count"]})
+    # no gradient to mean and variance: the total derivative through them is in dx
+    return [dx, None, None] + ([s_dyx] if a["scale"] else []) + ([s_dy] if a["center"] else [])
+
+
+register(OpDef("normalization_batch_stats", infer=_norm_meta, kernel=norm_k.normalization_batch_stats,
+               kernel_attrs=_bs_attrs, sbp=_norm_sbp, grad=_bs_grad))
+
+
+def _bs_sums_meta(op):
+    dy, x, mean = op.inputs[:3]
+    return [TensorMeta(mean.shape, mean.dtype)] * 2
+
+
+register(OpDef("normalization_batch_stats_grad_sums", infer=_bs_sums_meta,
+               kernel=norm_k.normalization_batch_stats_grad_sums,
+               kernel_attrs=lambda op: {"axis": op.attrs["axis"], "epsilon": op.attrs["epsilon"]},
+               sbp=lambda op: _channel_sums_sbp(op, n_vectors_in=2, n_out=2), num_outputs=2))
+
+
+def _bs_dx_sbp(op):
+    nd, axis = len(op.inputs[1].shape), op.attrs["axis"]
+    k = len(op.inputs) - 2
+    sigs = [_sig([S.S(i), S.S(i)] + [S.B] * k, [S.S(i)]) for i in range(nd) if i != axis]
+    sigs.append(_sig([S.S(axis), S.S(axis)] + [S.S(0)] * k, [S.S(axis)]))
+    return sigs + [_sig([S.B] * (k + 2), [S.B])]
+
+
+register(OpDef("normalization_batch_stats_grad",
+               infer=lambda op: [TensorMeta(op.inputs[1].shape, op.inputs[0].dtype, op.inputs[1].is_dynamic)],
+               kernel=norm_k.normalization_batch_stats_grad,
+               kernel_attrs=lambda op: {"axis": op.attrs["axis"], "epsilon": op.attrs["epsilon"],
+                                        "count": op.attrs["count"]},
+               sbp=_bs_dx_sbp))

@@ -125,8 +125,12 @@ def new_op(op_type, inputs, attrs=None, name=None, in_hints=None, out_hints=None
                          "pack or acc them first" % op_type)
     attrs = dict(attrs or {})
     inputs = [_in_view(ctx, ctx.check_input(x, op_type), defn) for x in inputs]
-    if name is None:
-        name = ctx.job.unique_name(op_type)
+    # OneFlow (v0.3.4/v0.4.0 `ops/user_op_builder.py`) prefixes every op name, given or generated, with the
+    # namespaces open around it joined by '-': the same name may be used in two `flow.scope.namespace`s. A
+    # variable op is named by its variable's full name, which holds the namespaces already (OneFlow's
+    # PrependOpNamePrefixIfNeed skips variable_conf).
+    prefix = "" if op_type == "variable" else "".join(ns + "-" for ns in ctx.namespaces)
+    name = ctx.job.unique_name(prefix + op_type) if name is None else prefix + name
     # a view cast lives in the view it casts to, so that its consumers see the right view
     view = defn.view_cast or ctx.view
     op = Op(ctx.job, name, op_type, defn, inputs, attrs, ctx.placement, view)

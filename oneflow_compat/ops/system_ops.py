@@ -4,13 +4,15 @@ import functools
 
 import numpy as np
 
-from oneflow_compat.backend import devices
+from oneflow_compat.backend import devices, step_scalars
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import array as array_k
 from oneflow_compat.kernels import elementwise as E
 from oneflow_compat.kernels import norm as norm_k
+from oneflow_compat.kernels import cuda_optim
+from oneflow_compat.kernels import linalg as linalg_k
 from oneflow_compat.kernels import optim as optim_k
 from oneflow_compat.kernels import reduce as reduce_k
 from oneflow_compat.ops import host_step, sbp_rules, transitions
@@ -177,6 +179,13 @@ def _lr_build(op, dev):
     xp = dev.xp
     cache = {}
     step_now = host_step.reader(op.inputs[0])  # the step from its host copy: no wait for the device
+    scalars = step_scalars.for_device(xp, dev.index)
+    current = host_step.current(op.inputs[0])
+    if scalars is not None and current is not None:
+        # on a device: a step scalar, uploaded with the call's other scalars (no copy of its own, not frozen in a
+        # CUDA graph); the op's (1,) output is a view of it
+        rate = scalars.add(np.float32, lambda: sched.lr_at(current())).reshape(1)
+        return lambda step: rate
 
     def lr(step):
         t = step_now(step)
@@ -223,6 +232,10 @@ def _update_build(op, dev):
     if indexed:
         return _indexed_slices_update(op, dev, opt, wd, scale, step_now, n_states)
 
+    on_device = _device_update(op, dev, opt, wd, scale, owned, n_states)
+    if on_device is not None:
+        return on_device
+
     def update(w, g, lr, step, *rest):
         # the learning rate and step from the step's host copy (the `learning_rate` op's value, not read back)
         t = step_now(step)
@@ -238,6 +251,36 @@ def _update_build(op, dev):
             saved = [a.copy() for a in [w] + states]
             opt.update_scaled(xp, w, g, states, **kwargs)
             optim_k.undo_if_nonfinite(xp, rest[n_states], [w] + states, saved)
+
+    return update
+
+
+def _device_update(op, dev, opt, wd, scale, owned, n_states):
+    """The update on a device as one launch (`Optimizer.update_on_device`, kernels/cuda_optim.py) reading its rate
+    from a step scalar computed on the host at each call's start (backend/step_scalars.py): nothing passed by
+    value, so a captured CUDA graph updates with each call's rate. None where that does not apply (host arrays, no
+    device rule for this optimizer, dynamic loss scaling's skip input, no step scalars where the op runs)."""
+    xp = dev.xp
+    device_rate = getattr(opt, "device_rate", None)  # (an optimizer of another API may not have one)
+    if xp is np or device_rate is None or device_rate(1.0, 0) is None or len(op.inputs) != 4 + n_states:
+        return None
+    scalars = step_scalars.for_device(xp, dev.index)
+    step_now = host_step.current(op.inputs[3])
+    if scalars is None or step_now is None:
+        return None
+
+    def rate_now():
+        t = step_now()
+        return opt.device_rate(float(np.float32(opt.lr_scheduler.lr_at(t))), t)
+
+    rate = scalars.add(np.float32, rate_now)
+
+    def update(w, g, lr, step, *states):
+        if not opt.update_on_device(xp, w, g, list(states), rate, weight_decay=wd, grad_scale=scale,
+                                    grad_owned=owned):
+            t = step_now()
+            opt.update_scaled(xp, w, g, list(states), lr=float(np.float32(opt.lr_scheduler.lr_at(t))), step=t,
+                              weight_decay=wd, grad_scale=scale, grad_owned=owned)
 
     return update
 
@@ -276,6 +319,12 @@ register(OpDef("optimizer_update", infer=lambda op: [], build=_update_build, sbp
 def _increment_build(op, dev):
     spec = host_step.counter_spec(op.inputs[0])
     follows = spec is not None and dev.index == dev.session.runtime.local_indices(op.placement)[0]
+    scalars = step_scalars.for_device(dev.xp, dev.index)
+    if scalars is not None:
+        # on a device the host copy follows after the call's steps ran (a captured CUDA graph runs no Python)
+        if follows:
+            scalars.after_call(lambda: host_step.advance(spec))
+        return functools.partial(optim_k.increment, dev.xp)
 
     def increment(step):
         optim_k.increment(dev.xp, step)
@@ -355,8 +404,52 @@ def _fused_sgd_sbp(n_operands, product_sigs):
     return sigs
 
 
-def _fused_sgd_build(n_operands, kernel, kernel_attrs):
+def _fused_sgd_on_device(op, session, n_operands, gradient, kernel, kernel_attrs):
+    """On a device (one local device): the gradient made by its own kernel (`gradient(xp, operands, attrs)` ->
+    (g, alpha)), then one launch applies w ← w − c·g (or the momentum step) with the rate read from a step scalar
+    (kernels/cuda_optim.py's fused branch: c = lr·scale·alpha). None where that does not apply."""
+    rt = session.runtime
+    xp, local = rt.xp(op.placement), rt.local_indices(op.placement)
+    if xp is np or len(local) != 1 or not hasattr(xp, "RawModule"):
+        return None
+    scalars = step_scalars.for_device(xp, local[0])
+    step_now = host_step.current(op.inputs[1 + n_operands])
+    if scalars is None or step_now is None:
+        return None
+    momentum, schedule, scale = op.attrs["momentum"], op.attrs["optimizer"].lr_scheduler, op.attrs["scale"]
+    attrs = kernel_attrs(op)
+    rate = scalars.add(np.float32, lambda: np.float32(schedule.lr_at(step_now())))
+
+    def update_one(w, *rest):
+        m = rest[-1] if momentum else None
+        g, alpha = gradient(xp, rest[:n_operands], attrs)
+        if not cuda_optim.supported(w, g, *([m] if momentum else [])):
+            lr = float(np.float32(schedule.lr_at(step_now())))
+            kernel(xp, w, m, [rest[0] if n_operands == 1 else rest[:n_operands]], lr=lr, scale=scale,
+                   momentum=momentum, **attrs)
+        elif momentum:
+            cuda_optim.momentum(xp, w, m, g.reshape(w.shape), rate, beta=momentum, scale=scale * alpha, fused=True)
+        else:
+            cuda_optim.sgd(xp, w, g.reshape(w.shape), rate, scale=scale * alpha, fused=True)
+
+    return update_one
+
+
+def _matmul_gradient(xp, operands, attrs):
+    return linalg_k.matmul(xp, operands[0], operands[1], transpose_a=attrs["transpose_a"],
+                           transpose_b=attrs["transpose_b"]), attrs["alpha"]
+
+
+def _reduce_sum_gradient(xp, operands, attrs):
+    return xp.sum(operands[0], axis=tuple(attrs["axis"])), 1.0
+
+
+def _fused_sgd_build(n_operands, kernel, kernel_attrs, gradient=None):
     def build(op, session):
+        if gradient is not None:
+            on_device = _fused_sgd_on_device(op, session, n_operands, gradient, kernel, kernel_attrs)
+            if on_device is not None:
+                return on_device
         rt = session.runtime
         xp, k = rt.xp(op.placement), len(rt.local_indices(op.placement))
         momentum, schedule = op.attrs["momentum"], op.attrs["optimizer"].lr_scheduler
@@ -421,9 +514,10 @@ def _matmul_sgd_attrs(op):
 
 
 register(OpDef("matmul_sgd_update", infer=lambda op: [], in_place=True, collective=True,
-               build_collective=_fused_sgd_build(2, optim_k.matmul_sgd_update, _matmul_sgd_attrs),
+               build_collective=_fused_sgd_build(2, optim_k.matmul_sgd_update, _matmul_sgd_attrs, _matmul_gradient),
                sbp=_fused_sgd_sbp(2, lambda op, p: sbp_rules.matmul(p, op.attrs["transpose_a"],
                                                                     op.attrs["transpose_b"]))))
 register(OpDef("reduce_sum_sgd_update", infer=lambda op: [], in_place=True, collective=True,
-               build_collective=_fused_sgd_build(1, optim_k.reduce_sum_sgd_update, lambda op: {"axis": op.attrs["axis"]}),
+               build_collective=_fused_sgd_build(1, optim_k.reduce_sum_sgd_update,
+                                                 lambda op: {"axis": op.attrs["axis"]}, _reduce_sum_gradient),
                sbp=_fused_sgd_sbp(1, lambda op, p: sbp_rules.reduction(p, op.attrs["axis"], False, True))))

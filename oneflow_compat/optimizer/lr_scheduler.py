@@ -37,6 +37,8 @@ class LrScheduler:
         if self.warmup is not None and self.warmup.active(step):
             value = self.warmup.lr(base, step)
         else:
+            if "steps" in vars(self):
+                _check_decay_steps(self, step)
             value = self._decayed(base, step)
         return _as_float32(value)
 
@@ -45,10 +47,14 @@ class LrScheduler:
         return "%s(%s)" % (type(self).__name__, fields)
 
 
-def _positive_steps(steps):
-    if not (steps > 0):
-        raise AssertionError("decay steps must be > 0, got %r" % (steps,))
-    return steps
+def _check_decay_steps(scheduler, step):
+    # OneFlow v0.4.0 (`oneflow/core/kernel/learning_rate_schedule_kernel.cpp`) checks `decay_batches > 0` inside
+    # the decay functions, which run only once the warmup is over: a schedule whose decay steps are <= 0 (the model
+    # zoo's `num_epochs < warmup_epochs` on a short run) trains through its warmup and fails at the first step that
+    # needs the decay. The check is kept at that same point.
+    if not (scheduler.steps > 0):
+        raise AssertionError("%s: decay steps must be > 0, got %r (needed from train step %d, after the warmup)"
+                             % (type(scheduler).__name__, scheduler.steps, step))
 
 
 def _piecewise_index(boundaries, step):
@@ -88,7 +94,7 @@ class PiecewiseScalingScheduler(LrScheduler):
 class CosineScheduler(LrScheduler):
     def __init__(self, base_lr, steps, alpha=0.0, warmup=None):
         super().__init__(base_lr=base_lr, warmup=warmup)
-        self.steps = _positive_steps(steps)
+        self.steps = steps
         self.alpha = alpha
 
     def _decayed(self, base_lr, step):
@@ -100,7 +106,7 @@ class CosineScheduler(LrScheduler):
 class PolynomialScheduler(LrScheduler):
     def __init__(self, base_lr, steps, end_learning_rate=0.0001, power=1.0, cycle=False, warmup=None):
         super().__init__(base_lr=base_lr, warmup=warmup)
-        self.steps = _positive_steps(steps)
+        self.steps = steps
         self.end_learning_rate = end_learning_rate
         self.power = power
         self.cycle = cycle
@@ -130,7 +136,7 @@ class PolynomialSchduler(PolynomialScheduler):
 class LinearCosineScheduler(LrScheduler):
     def __init__(self, base_lr, steps, num_periods=0.5, alpha=0.0, beta=0.001, warmup=None):
         super().__init__(base_lr=base_lr, warmup=warmup)
-        self.steps = _positive_steps(steps)
+        self.steps = steps
         self.num_periods = num_periods
         self.alpha = alpha
         self.beta = beta
@@ -149,7 +155,7 @@ class _RatioDecayScheduler(LrScheduler):
 
     def __init__(self, base_lr, steps, decay_rate, staircase=False, warmup=None):
         super().__init__(base_lr=base_lr, warmup=warmup)
-        self.steps = _positive_steps(steps)
+        self.steps = steps
         self.decay_rate = decay_rate
         self.staircase = staircase
 

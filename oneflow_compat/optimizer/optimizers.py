@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 
+from oneflow_compat.kernels import cuda_optim
 from oneflow_compat.kernels import optim as optim_kernels
 from oneflow_compat.optimizer.loss_scale import LossScalePolicy, StaticLossScalePolicy
 
@@ -102,6 +103,17 @@ class Optimizer:
     def update(self, xp, w, g, states, *, lr, step, weight_decay):
         raise NotImplementedError
 
+    # -- on a device: one CUDA launch per update, the rate read from device memory (kernels/cuda_optim.py) --------
+    def device_rate(self, lr, step):
+        """The float32 rate the device update reads for learning rate `lr` at `step` (a step scalar, uploaded every
+        call), or None where this optimizer has no device update (its array update runs, with host scalars)."""
+        return None
+
+    def update_on_device(self, xp, w, g, states, rate, *, weight_decay, grad_scale=1.0, grad_owned=False):
+        """The update of `update_scaled` as one launch reading `rate` (a float32 device scalar holding
+        `device_rate`); False where the arrays do not fit the device kernels (the caller runs the array update)."""
+        return False
+
     # -- helpers ----------------------------------------------------------------------------------------------
 
     def _set_common(self, lr_scheduler, grad_clipping, variables):
@@ -156,6 +168,21 @@ class _MomentumSGD(Optimizer):
             m -= g
             w += m
 
+    def device_rate(self, lr, step):
+        return np.float32(lr)
+
+    def update_on_device(self, xp, w, g, states, rate, *, weight_decay, grad_scale=1.0, grad_owned=False):
+        if not cuda_optim.supported(w, g, *states):
+            return False
+        # update_scaled's fused branch where it takes it (an owned gradient, no weight decay), else update's
+        fused = grad_owned and weight_decay == 0
+        if self.momentum == 0:
+            cuda_optim.sgd(xp, w, g, rate, scale=grad_scale, weight_decay=weight_decay, fused=fused)
+        else:
+            cuda_optim.momentum(xp, w, states[0], g, rate, beta=self.momentum, scale=grad_scale,
+                                weight_decay=weight_decay, fused=fused)
+        return True
+
     def update(self, xp, w, g, states, *, lr, step, weight_decay):
         if self.momentum == 0:
             optim_kernels.sgd_update(xp, w, g, lr=lr, weight_decay=weight_decay)
@@ -182,6 +209,14 @@ class SGDW(_MomentumSGD):
         self.set_weight_decay(weight_decay, weight_decay_includes, weight_decay_excludes)
 
 
+def _adam_on_device(opt, xp, w, g, states, rate, weight_decay, grad_scale):
+    if not cuda_optim.supported(w, g, *states):
+        return False
+    cuda_optim.adam(xp, w, states[0], states[1], g, rate, beta1=opt.beta1, beta2=opt.beta2, epsilon=opt.epsilon,
+                    scale=grad_scale, weight_decay=weight_decay)
+    return True
+
+
 class _AdamFamily(Optimizer):
     indexed_slices_update = True  # and adam updates (with or without weight decay)
 
@@ -193,6 +228,14 @@ class _AdamFamily(Optimizer):
         optim_kernels.adam_update(xp, w, m, v, g, lr=lr, beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
                                   weight_decay=weight_decay, do_bias_correction=self.do_bias_correction,
                                   step=step)
+
+    def device_rate(self, lr, step):
+        if self.do_bias_correction:
+            return optim_kernels.adam_bias_corrected_lr(lr, self.beta1, self.beta2, step)
+        return np.float32(lr)
+
+    def update_on_device(self, xp, w, g, states, rate, *, weight_decay, grad_scale=1.0, grad_owned=False):
+        return _adam_on_device(self, xp, w, g, states, rate, weight_decay, grad_scale)
 
 
 class Adam(_AdamFamily):
@@ -231,6 +274,12 @@ class LazyAdam(Optimizer):
 
     def state_specs(self, var_name, shape, np_dtype):
         return [("m", 0.0), ("v", 0.0)]
+
+    def device_rate(self, lr, step):
+        return optim_kernels.adam_bias_corrected_lr(lr, self.beta1, self.beta2, step)
+
+    def update_on_device(self, xp, w, g, states, rate, *, weight_decay, grad_scale=1.0, grad_owned=False):
+        return _adam_on_device(self, xp, w, g, states, rate, 0.0, grad_scale)  # lazy_adam_update: no decay
 
     def update(self, xp, w, g, states, *, lr, step, weight_decay):
         m, v = states

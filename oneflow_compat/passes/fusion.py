@@ -26,6 +26,10 @@ name, the place in the job and the output blob of the chain's last op, so its re
 no change; an update's fused op runs where the update ran, after every reader of the old weight. Fused ops are
 ordinary ops (`ops/nn_ops.py`, `ops/math_ops.py`, `ops/system_ops.py`; rows in `ops/examples.py`).
 
+Every fused op runs on both kinds of device: on the host through BLAS and compiled loops, on a GPU through the CUDA
+kernels of kernels/cuda_nn.py, cuda_loss.py and cuda_optim.py (the updates read their learning rate from a step
+scalar there).
+
 The patterns name the declarations they match (`registry.get("conv2d")`), resolved once; an op matches by its
 declaration (`op.defn is ...`), never by its type name.
 
@@ -66,7 +70,7 @@ def fuse(job):
         pinned |= {g.key() for g in job.raw_grads}
     replaced = {}  # id(op) -> fused op standing at its place, or None: removed
     for op in list(job.ops):
-        if id(op) in replaced or op.placement.device_tag != "cpu":  # fused kernels are host ones (BLAS): not on GPUs
+        if id(op) in replaced:  # (fused kernels run on GPUs too: kernels/cuda_*.py, the device updates)
             continue
         for rule in (_conv_bias_act, _matmul_bias_act, _matmul_relu_grad, _pool_relu_grad, _loss_and_grad,
                      _matmul_update, _reduce_sum_update):

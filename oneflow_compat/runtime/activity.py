@@ -9,6 +9,8 @@ collective starts.
 """
 import threading
 
+from oneflow_compat.comm import world
+
 
 class _Frames(threading.local):
     def __init__(self):
@@ -22,6 +24,8 @@ _COMM = {}  # "comm": the process comm the frames are installed on
 
 def install(comm):
     """Let `comm` name this process's frames in what it reports (MPI comms; others report nothing)."""
+    if world.thread_comm() is comm:  # a simulated rank's comm: this thread's alone (`installed_comm`)
+        return
     if _COMM.get("comm") is not comm:
         _COMM["comm"] = comm
         if hasattr(comm, "context"):
@@ -29,8 +33,9 @@ def install(comm):
 
 
 def installed_comm():
-    """The comm `install` was given (None before)."""
-    return _COMM.get("comm")
+    """The comm `install` was given (None before); a simulated rank's in the thread that runs it."""
+    bound = world.thread_comm()
+    return bound if bound is not None else _COMM.get("comm")
 
 
 def describe_current():

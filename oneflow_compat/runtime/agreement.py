@@ -27,9 +27,11 @@ import collections
 import hashlib
 import pickle
 import threading
+import weakref
 
 import numpy as np
 
+from oneflow_compat.comm import world
 from oneflow_compat.comm.process_comm import CommError
 from oneflow_compat.runtime import activity
 
@@ -126,7 +128,49 @@ class Turns:
             return False
 
 
-LOCK = Turns()
+class _RankTurns:
+    """`LOCK`: the process's `Turns`; in the thread of a simulated rank (`comm/world.simulated_rank`: the ranks of
+    `explain --ranks N`, threads of one process), that rank's own, as each real rank is a process of its own."""
+
+    def __init__(self):
+        self._process = Turns()
+        self._ranks = weakref.WeakKeyDictionary()  # simulated rank's comm -> its Turns
+
+    def turns(self):
+        comm = world.thread_comm()
+        if comm is None:
+            return self._process
+        turns = self._ranks.get(comm)
+        if turns is None:
+            turns = self._ranks.setdefault(comm, Turns())
+        return turns
+
+    def acquire(self):
+        self.turns().acquire()
+
+    def release(self):
+        self.turns().release()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self.turns().release()
+        return False
+
+    def depth(self):
+        return self.turns().depth()
+
+    def hand_to(self, tag):
+        self.turns().hand_to(tag)
+
+    def taken(self, tag):
+        self.turns().taken(tag)
+
+    def wait_until_taken(self, tag, timeout):
+        return self.turns().wait_until_taken(tag, timeout)
+
+
+LOCK = _RankTurns()
 
 
 class TurnOfAnother(Exception):

@@ -30,6 +30,24 @@ _MODE = _GradMode()
 _SEQ = itertools.count()
 
 
+class _Callbacks(threading.local):
+    """Per thread: the callbacks queued during each backward pass in progress (innermost last)."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_CALLBACKS = _Callbacks()
+
+
+def queue_callback(fn):
+    """Runs `fn()` once the backward pass in progress (in this thread) has handed out every gradient (PyTorch's
+    `queue_callback` of its autograd engine): DDP waits there for the gradient all-reduces it started."""
+    if not _CALLBACKS.stack:
+        raise RuntimeError("queue_callback: no backward pass is running in this thread")
+    _CALLBACKS.stack[-1].append(fn)
+
+
 def is_grad_enabled():
     return _MODE.stack[-1]
 
@@ -214,11 +232,19 @@ def box(value, placement, sbp, label="to_global"):
     return global_eager.transfer(value, placement, sbp, label)
 
 
+class _Uses(dict):
+    """{id(leaf): edges reaching it}, with `leaves`: the leaf objects, in the order the search met them."""
+
+    def __init__(self):
+        super().__init__()
+        self.leaves = []
+
+
 def _leaf_uses(roots):
     """{id(leaf): number of edges reaching it} over the nodes reachable from `roots`: a leaf's gradient is
     complete once that many edges were handled (then it is accumulated at once, during the backward pass, as
     OneFlow's AccumulateGrad nodes run, so that gradient hooks such as DDP's all-reduce see it early)."""
-    uses = {}
+    uses = _Uses()
     seen = set()
     stack = [edge for edge, _ in roots]
     while stack:
@@ -226,7 +252,10 @@ def _leaf_uses(roots):
         if edge is None:
             continue
         if edge[0] == "leaf":
-            uses[id(edge[1])] = uses.get(id(edge[1]), 0) + 1
+            key = id(edge[1])
+            if key not in uses:
+                uses.leaves.append(edge[1])
+            uses[key] = uses.get(key, 0) + 1
             continue
         node = edge[1]
         if node in seen:
@@ -241,19 +270,37 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
     reached with its summed gradient (not yet boxed: the surface boxes it to the leaf's layout), as soon as every
     edge reaching the leaf was handled. Output hooks of a node run on its summed output gradients first.
 
-    `leaf_layout(leaf)` = the leaf's (placement, sbp): where given, a partial-sum gradient of a broadcast leaf on a
-    placement of several ranks (data parallelism) waits until the walk ends; these are then all-reduced together,
-    through persistent gradient buckets (`runtime/buckets.py`: one check and one all-reduce per bucket, instead of
-    both per gradient), and accumulated in the order they were complete."""
+    `leaf_layout(leaf)` = the leaf's (placement, sbp): where given, the partial-sum gradients of broadcast leaves on
+    a placement of several ranks (data parallelism) are all-reduced through persistent gradient buckets
+    (`runtime/buckets.py`: one check and one all-reduce per bucket, instead of both per gradient): from a loop's
+    second step on while the walk goes on (`buckets.OverlappedGradients`: a bucket's all-reduce starts as soon as
+    its gradients are complete), else together once it ends; they are accumulated when the walk ends.
+
+    Callbacks queued during the walk (`queue_callback`) run at its end, in order."""
+    _CALLBACKS.stack.append([])
+    try:
+        _walk(roots, accumulate_leaf, retain_graph, leaf_layout)
+        callbacks = _CALLBACKS.stack[-1]
+        while callbacks:  # (a callback may queue another)
+            callbacks.pop(0)()
+    finally:
+        _CALLBACKS.stack.pop()
+
+
+def _walk(roots, accumulate_leaf, retain_graph, leaf_layout):
     pending = {}  # node -> [list of grads per output]
     leaves = {}  # id(leaf) -> (leaf, [grads])
     nodes = {}
     uses = _leaf_uses(roots)
     deferred = []  # (leaf, gradient) waiting for the buckets
+    # from a loop's second step on, the partial sums go into their buckets as they complete and are all-reduced
+    # while the walk goes on (`buckets.OverlappedGradients`)
+    overlap = buckets.OverlappedGradients(uses.leaves, _device_value) if leaf_layout is not None else None
 
     def complete(leaf, value):
         if leaf_layout is not None and buckets.bucketable(value, leaf_layout(leaf)):
-            deferred.append((leaf, value))
+            if not overlap.take(leaf, value):
+                deferred.append((leaf, value))
         else:
             accumulate_leaf(leaf, value)
 
@@ -309,11 +356,13 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
     for leaf, grads in leaves.values():  # (leaves whose other edges lay under nodes no gradient reached)
         if grads:
             complete(leaf, add(grads))
+    if overlap is not None and overlap.seen:
+        summed, deferred = overlap.finish()
+        for leaf, g in summed:
+            accumulate_leaf(leaf, g)
     if deferred:
         summed = buckets.reduce_partial_gradients([(g, leaf_layout(leaf)) for leaf, g in deferred], _device_value)
-        for (leaf, partial), g in zip(deferred, summed):
-            if g is not partial:  # summed through the buckets: explain lists it as the gradient's all-reduce
-                global_eager.record_gradient_all_reduce(partial)
+        for (leaf, _), g in zip(deferred, summed):
             accumulate_leaf(leaf, g)
 
 

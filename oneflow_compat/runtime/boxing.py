@@ -26,8 +26,12 @@ def comm_for(rt, move):
     """The comm a boxing between these placements runs on, and whether pieces are staged through host arrays.
 
     The process comm (MPI, or the simulated comm) moves host buffers: GPU pieces go down to the host and back up.
-    This is the slot of the GPU issue's NCCL comm (issue 22): where both placements are on GPUs and the runtime has
-    a device comm, return it with `staged=False`, and the executors hand it device arrays unchanged."""
+    Where both placements are on GPUs and the runtime has a device comm (NCCL: comm/nccl_comm.py, issue 22), that
+    comm with `staged=False`: the executors hand it device arrays unchanged."""
+    if move.src_pl.device_tag == "gpu" and move.dst_pl.device_tag == "gpu":  # (only then is NCCL looked for)
+        device = getattr(rt, "device_comm", None)
+        if device is not None:
+            return device, False
     return rt.comm, True
 
 
@@ -44,6 +48,8 @@ class Site:
         self.xp_src, self.xp_dst = rt.xp(move.src_pl), rt.xp(move.dst_pl)
         self.ranks = sorted(set(T.owners(move.src_pl)) | set(T.owners(move.dst_pl)))
         self.comm, self.staged = comm_for(rt, move)
+        self.xp_comm = np if self.staged else self.xp_dst  # what the comm's buffers are arrays of
+        self.dynamic = False  # a dynamic blob: its pieces' sizes along a split axis are known only when they run
 
     def to_dst(self, value):
         return self.rt.to_device(value, self.move.dst_pl)
@@ -58,7 +64,7 @@ class Site:
         host = self.to_comm(x)
         if host is x and not fresh or host.dtype != self.np_dtype or not host.flags.writeable \
                 or not host.flags.c_contiguous:
-            host = np.array(host, dtype=self.np_dtype, copy=True, order="C")
+            host = self.xp_comm.array(host, dtype=self.np_dtype, copy=True, order="C")
         return host
 
     @property
@@ -155,7 +161,9 @@ def _all_gather(site):
     def all_gather(*pieces):
         whole = _joined(xp, pieces, axis)
         if len(procs) > 1:
-            whole = site.to_dst(comm.allgatherv(site.to_comm(whole), procs, axis=axis, sizes=merged))
+            # a dynamic blob's pieces are shorter than the static cuts: the comm exchanges the sizes first
+            whole = site.to_dst(comm.allgatherv(site.to_comm(whole), procs, axis=axis,
+                                                sizes=None if site.dynamic else merged))
         return (whole,) * n
     return all_gather
 
@@ -221,7 +229,7 @@ def _reduce(site):
         if pieces:
             total, fresh = _summed(pieces, owned)
         else:  # the root holds no addend
-            total, fresh = np.zeros(shape, dtype), True
+            total, fresh = site.xp_comm.zeros(shape, dtype), True
         if len(procs) > 1:  # the sum lands in the root's buffer; the others' are only read
             total = site.comm_buffer(total, fresh) if site.me == root else site.to_comm(total)
             comm.reduce_(total, root, procs)
@@ -237,7 +245,12 @@ def _broadcast(site):
 
     def broadcast(*pieces):
         if len(procs) > 1:
-            buf = site.to_comm(pieces[0]) if pieces else np.empty(shape, dtype)
+            here = shape
+            if site.dynamic:  # the source's piece may be shorter than the static shape: its shape goes first
+                dims = np.asarray(pieces[0].shape if pieces else shape, np.int64)
+                site.rt.comm.bcast_(dims, root, procs)  # host ints: the process comm, whatever comm moves the data
+                here = tuple(int(d) for d in dims)
+            buf = site.to_comm(pieces[0]) if pieces else site.xp_comm.empty(here, dtype)
             comm.bcast_(buf, root, procs)
             value = pieces[0] if pieces else buf
         else:
@@ -256,12 +269,13 @@ def _gather(site):
     root, procs = T.owners(m.dst_pl)[0], site.ranks
     _, merged, _ = _split_layout(site, m.src_pl, axis)
     held = dict(zip(T.owners(m.src_pl), merged))
-    sizes = [held.get(r, 0) for r in procs]
+    # a dynamic blob's pieces (argwhere's, unique's) are shorter than the static cuts: the comm gathers the sizes
+    sizes = None if site.dynamic else [held.get(r, 0) for r in procs]
     holds, xp, comm, shape, dtype = bool(site.dst_idx), site.xp_src, site.comm, site.shape, site.np_dtype
     empty = shape[:axis] + (0,) + shape[axis + 1:]
 
     def gather(*pieces):
-        mine = _joined(xp, pieces, axis) if pieces else np.empty(empty, dtype)
+        mine = _joined(xp, pieces, axis) if pieces else site.xp_comm.empty(empty, dtype)
         if len(procs) > 1:
             mine = comm.gatherv(site.to_comm(mine), root, procs, axis=axis, sizes=sizes)
         return (site.to_dst(mine),) if holds else ()
@@ -293,7 +307,8 @@ def _exchanged(site, transfers, have, pieces, local, outgoing, incoming):
     if outgoing or incoming:
         sends = [(peer, site.to_comm(pieces[pos[t.src]][T.relative(t.region, have[t.src])]))
                  for peer, _, t in outgoing]
-        recvs = [(peer, np.empty(tuple(b - a for a, b in t.region), site.np_dtype)) for peer, _, t in incoming]
+        recvs = [(peer, site.xp_comm.empty(tuple(b - a for a, b in t.region), site.np_dtype))
+                 for peer, _, t in incoming]
         got = site.comm.exchange(sends, recvs)
         for (_, k, _), buf in zip(incoming, got):
             parts[k] = site.to_dst(buf)
@@ -403,7 +418,9 @@ def _via_logical(site):
         return via_logical
 
     def via_logical_across(*pieces):
-        value = materialize(site.comm, list(pieces), m.src_pl, m.src, site.shape, site.np_dtype, site.ranks, owned)
+        # (on host arrays, through the process comm, whatever comm the site's collectives use)
+        value = materialize(site.rt.comm, list(pieces), m.src_pl, m.src, site.shape, site.np_dtype, site.ranks,
+                            owned, dynamic=site.dynamic)
         if not idx:
             return ()
         return tuple(T.pieces_from_logical(xp_dst, site.to_dst(value), m.dst, m.p_dst, idx))
@@ -450,6 +467,7 @@ def executor(rt, attrs, meta, owned=False, over_processes=None):
     move = T.Move.of(attrs)
     t = T.transition_of(move)
     site = Site(rt, move, meta.shape, meta.dtype.np, owned)
+    site.dynamic = bool(getattr(meta, "is_dynamic", False))
     if over_processes is False and not site.all_local:
         raise ValueError("boxing %r: pieces live in processes %s, not only in this one (%d)"
                          % (move, site.ranks, rt.machine_id))
@@ -468,11 +486,12 @@ def hook(op, session):
 
 
 # --- logical values on the host ------------------------------------------------------------------------------------
-def materialize(comm, local, placement, sbp, shape, np_dtype, ranks, owned=False):
+def materialize(comm, local, placement, sbp, shape, np_dtype, ranks, owned=False, dynamic=False):
     """The full logical value (host array) on every member of `ranks` (sorted world ranks, a superset of the
     placement's machines): this process's pieces (`local`, in parallel order, empty where it owns none) are
     combined, then one collective over `ranks` — an all-reduce of the partial sums, an all-gather of the splits,
-    or a broadcast from the first owner."""
+    or a broadcast from the first owner. `dynamic`: the pieces may be shorter than the static shape's cuts (a
+    dynamic blob: argwhere's, unique's), so their sizes travel first."""
     n = placement.parallel_num
     if sbp == S.P:
         if local:  # the collective works in place: on a copy unless the pieces are owned
@@ -494,9 +513,14 @@ def materialize(comm, local, placement, sbp, shape, np_dtype, ranks, owned=False
             mine = np.zeros(empty, np_dtype)
         sizes = [b - a for a, b in (T.region(tuple(shape), sbp, n, i)[ax] for i in range(n))]
         per_machine = dict(zip(T.owners(placement), T.merged_sizes(placement, sizes)))
-        return comm.allgatherv(mine, ranks, axis=ax, sizes=[per_machine.get(r, 0) for r in ranks]) \
+        return comm.allgatherv(mine, ranks, axis=ax,
+                               sizes=None if dynamic else [per_machine.get(r, 0) for r in ranks]) \
             if len(ranks) > 1 else mine
     # B (or a single device): the first owner has the value
+    if dynamic and len(ranks) > 1:  # the first owner's piece may be shorter than the static shape
+        dims = np.asarray(_host(local[0]).shape if local else shape, np.int64)
+        comm.bcast_(dims, T.owners(placement)[0], ranks)
+        shape = tuple(int(d) for d in dims)
     buf = _host(local[0]).copy() if local else np.empty(shape, np_dtype)
     if len(ranks) > 1:
         comm.bcast_(buf, T.owners(placement)[0], ranks)

@@ -1,15 +1,19 @@
 """Gradient buckets: the gradients of a data-parallel step all-reduced in persistent flat buffers, as PyTorch's
 DistributedDataParallel does (its Reducer): a fixed order of the gradients, consecutive gradients of one dtype
-packed into flat buffers of up to `cap_bytes`, the buffers allocated once and reused at every step, one all-reduce
-per buffer instead of one per gradient — and, before them, one agreement check for all of them
-(`runtime/agreement.py`) instead of one per gradient.
+packed into flat buffers (the first up to `first_cap_bytes`, the others up to `cap_bytes`), the buffers allocated
+once and reused at every step, one all-reduce per buffer instead of one per gradient — and, before them, one
+agreement check for all of them (`runtime/agreement.py`) instead of one per gradient. The buffers come from the
+comm (`ProcessComm.shared_buffer`): over MPI on one host they live in memory the members share and are summed in
+place there, with no copy (`comm/shm.py`).
 
 The runtime API (also what `oneflow.nn.parallel.DistributedDataParallel` builds on):
 
-    buckets = GradBuckets(shapes, np_dtypes, ranks, cap_bytes=25 << 20, per_bucket=None, what=None)
+    buckets = GradBuckets(shapes, np_dtypes, ranks, cap_bytes=25 << 20, per_bucket=None, what=None,
+                          first_cap_bytes=None, placement=None)
         # once, for a fixed list of gradients (their order is the buckets' order); a bucket holds consecutive
-        # entries of one dtype, up to `cap_bytes` (PyTorch's bucket_cap_mb) and `per_bucket` entries (OneFlow's
-        # DDP bucket_size); `what` names the all-reduce in reports
+        # entries of one dtype, up to `cap_bytes` (PyTorch's bucket_cap_mb; the first bucket up to
+        # `first_cap_bytes`, as PyTorch's 1 MB first bucket, so that it is reduced early) and `per_bucket` entries
+        # (OneFlow's DDP bucket_size); `what` names the all-reduce in reports; `placement` is what explain shows
     # a whole step at once:
     reduced = buckets.all_reduce(arrays, scale=None)   # every member rank, every step
         # arrays: this rank's gradient of each entry (None: a zero gradient); returns the member-wise sums (times
@@ -17,119 +21,213 @@ The runtime API (also what `oneflow.nn.parallel.DistributedDataParallel` builds 
         # valid until the next all-reduce: copy or add them into the gradients
     # or gradients that live in the buckets, reduced as buckets complete during backward (DDP):
     buckets.reset()                  # a backward pass begins
-    g = buckets.view(k)              # entry k's slot: its gradient is accumulated there
-    buckets.ready(k)                 # entry k is complete: every complete bucket, in order, is all-reduced
+    g = buckets.view(k)              # entry k's slot: its gradient is written or accumulated there
+    buckets.ready(k)                 # entry k is complete: every complete bucket, in order, starts its all-reduce
+    buckets.wait()                   # every started all-reduce completed (before the optimizer reads the sums)
 
-Each all-reduce of a whole step, and the first of a pass of `ready`, is a global operation of `agreement` (one
-check over `ranks` for the buckets that follow), run in the process-wide turn (`agreement.in_turn`) and named in
-reports. On one rank nothing is sent.
+`ready` starts an all-reduce without waiting for it (`ProcessComm.iallreduce_`): the rest of backward runs while the
+members sum the bucket, and `wait` completes them all, as DDP's Reducer does before the optimizer step. The
+first all-reduce of a pass (and every all-reduce of a whole step) is a global operation of `agreement`: one check
+over `ranks` for the buckets that follow, run in the process-wide turn (`agreement.in_turn`) and named in reports.
+On one rank nothing is sent. Each bucket all-reduce is logged for `explain` as one transfer of its flat buffer
+(`boxing_log.record_bucket_all_reduce`): the bytes of the all-reduce that ran, not an estimate per gradient.
 
 `reduce_partial_gradients(items)` is what backward of eager global tensors uses (`runtime/autograd.py`): the
 leaves' partial-sum gradients (data parallelism: S(0) activations give P weight gradients) that go to broadcast
 leaves on a placement of several ranks are summed through buckets kept in the process context, keyed by the
 layouts of the gradients (and the thread), so a training loop reuses the same buffers at every step.
+`OverlappedGradients` does the same during the walk: from the second step of a loop on, each gradient goes into its
+bucket as soon as it is complete and full buckets start their all-reduce while backward goes on.
 """
 import threading
+import weakref
 
 import numpy as np
 
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.runtime import activity, agreement, context
+from oneflow_compat.runtime import activity, agreement, boxing_log, context
 
 DEFAULT_CAP_BYTES = 25 << 20  # DDP's default bucket_cap_mb = 25
+FIRST_CAP_BYTES = 1 << 20  # PyTorch's first bucket (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES): reduced early
 
 
 class GradBuckets:
     """Persistent flat buffers for a fixed list of gradients (see the module docstring)."""
 
-    def __init__(self, shapes, np_dtypes, ranks, cap_bytes=DEFAULT_CAP_BYTES, per_bucket=None, what=None):
+    def __init__(self, shapes, np_dtypes, ranks, cap_bytes=DEFAULT_CAP_BYTES, per_bucket=None, what=None,
+                 first_cap_bytes=None, placement=None):
         self.shapes = [tuple(int(d) for d in s) for s in shapes]
         self.per_bucket = per_bucket
         self.dtypes = [np.dtype(d) for d in np_dtypes]
         self.ranks = tuple(sorted(int(r) for r in ranks))
         self.cap_bytes = cap_bytes
-        self.buffers = []  # flat arrays, one per bucket
+        self.placement = placement
         self.slots = []  # per entry: (bucket index, start, stop) in its bucket's buffer
-        plan = []  # per bucket: [dtype, elements, bytes]
+        plan = []  # per bucket: [dtype, elements, bytes, entries]
         for shape, dtype in zip(self.shapes, self.dtypes):
             size = int(np.prod(shape, dtype=np.int64))
             nbytes = size * dtype.itemsize
+            cap = first_cap_bytes if first_cap_bytes is not None and len(plan) == 1 else self.cap_bytes
             full = per_bucket is not None and plan and plan[-1][3] >= per_bucket
-            if not plan or full or plan[-1][0] != dtype or (plan[-1][2] and plan[-1][2] + nbytes > self.cap_bytes):
+            if not plan or full or plan[-1][0] != dtype or (plan[-1][2] and plan[-1][2] + nbytes > cap):
                 plan.append([dtype, 0, 0, 0])
             bucket = plan[-1]
             bucket[3] += 1
             self.slots.append((len(plan) - 1, bucket[1], bucket[1] + size))
             bucket[1] += size
             bucket[2] += nbytes
-        self.buffers = [np.zeros(elements, dtype) for dtype, elements, _, _ in plan]
+        self.plan = [(dtype, elements) for dtype, elements, _, _ in plan]
         self.members = [[k for k, slot in enumerate(self.slots) if slot[0] == b] for b in range(len(plan))]
         self.what = what
+        self.buffers, self.views = [], []
+        if len(self.ranks) < 2:  # nothing to share: allocated now (over several ranks: by the members together)
+            self._allocate(None)
         self.reset()
-        self.views = [self.buffers[b][a:z].reshape(shape) for (b, a, z), shape in zip(self.slots, self.shapes)]
         self.calls = 0
+        self._pending = []  # (bucket, Pending) started and not yet waited for
+
+    def _allocate(self, comm):
+        """The persistent buffers (a collective of the members when they are several: the comm's shared buffers)."""
+        if self.buffers:
+            return
+        if comm is None or len(self.ranks) < 2 or comm.rank not in self.ranks:
+            self.buffers = [np.zeros(elements, dtype) for dtype, elements in self.plan]
+        else:
+            self.buffers = [comm.shared_buffer((elements,), dtype, self.ranks) for dtype, elements in self.plan]
+        self.views = [self.buffers[b][a:z].reshape(shape) for (b, a, z), shape in zip(self.slots, self.shapes)]
 
     # --- gradients that live in the buckets, reduced as their buckets complete (DDP during backward) ---------------
     def view(self, k):
-        """The persistent view of entry k's slot (a gradient may live there: DDP's `.grad` is this view)."""
+        """The persistent view of entry k's slot (a gradient may live there: DDP's `.grad` is this view). Over
+        several ranks the first call allocates the buffers: every member makes it at the same point."""
+        if not self.buffers:
+            agreement.in_turn(self._allocate_checked, self._text())
         return self.views[k]
 
     def reset(self):
-        """A new backward pass begins: no entry is complete, no bucket reduced."""
+        """A new backward pass begins: no entry is complete, no bucket reduced (all-reduces still in flight are
+        completed first)."""
+        if getattr(self, "_pending", None):
+            self.wait()
         self._ready = [False] * len(self.shapes)
+        self._missing = [len(m) for m in self.members]  # per bucket: entries not complete yet
         self.next_bucket = 0
         self._checked = False
 
     def ready(self, k):
-        """Entry k's gradient (in its view) is complete: all-reduces, in bucket order, every bucket whose entries
-        are all complete and every bucket before it was reduced (so every rank issues them in one order); returns
-        the numbers of the buckets reduced now. The first all-reduce of a pass is checked across the ranks
-        (`agreement`: ranks whose buckets differ fail naming both sides)."""
-        self._ready[k] = True
+        """Entry k's gradient (in its view) is complete: starts the all-reduce, in bucket order, of every bucket whose
+        entries are all complete and every bucket before it was started (so every rank issues them in one order);
+        returns the numbers of the buckets started now. The first all-reduce of a pass is checked across the ranks
+        (`agreement`: ranks whose buckets differ fail naming both sides). `wait()` completes them."""
+        if not self._ready[k]:
+            self._ready[k] = True
+            self._missing[self.slots[k][0]] -= 1
         done = []
-        while self.next_bucket < len(self.buffers) and all(self._ready[j] for j in self.members[self.next_bucket]):
+        while self.next_bucket < len(self.plan) and not self._missing[self.next_bucket]:
             b = self.next_bucket
-            agreement.in_turn(self._reduce_in_turn, self.what or "gradient all-reduce of %s" % self.describe(),
-                              [self.buffers[b]], not self._checked)
+            agreement.in_turn(self._start_in_turn, self._text(), [b], not self._checked)
             self._checked = True
             self.next_bucket += 1
             done.append(b)
         return done
 
+    def wait(self):
+        """Completes every all-reduce `ready` started; returns the numbers of those buckets."""
+        if not self._pending:
+            return []
+        pending, self._pending = self._pending, []
+        agreement.in_turn(self._wait_in_turn, self._text(), pending)
+        return [b for b, _ in pending]
+
     def describe(self):
         return "%d gradient(s) %s in %d bucket(s) of %s bytes over ranks %s" % (
             len(self.shapes), ", ".join("%s %s" % (s, d.name) for s, d in zip(self.shapes, self.dtypes)),
-            len(self.buffers), "+".join(str(b.nbytes) for b in self.buffers), list(self.ranks))
+            len(self.plan), "+".join(str(e * d.itemsize) for d, e in self.plan), list(self.ranks))
+
+    def _text(self, what=None):
+        return what or self.what or "gradient all-reduce of %s" % self.describe()
 
     def all_reduce(self, arrays, scale=None, what=None):
         """The member-wise sums of `arrays` (see the module docstring); every member rank calls it."""
         if len(arrays) != len(self.shapes):
             raise ValueError("GradBuckets.all_reduce: %d arrays for %d gradients" % (len(arrays), len(self.shapes)))
-        for view, a, shape in zip(self.views, arrays, self.shapes):
-            if a is None:
-                view[...] = 0
-            elif tuple(a.shape) != shape:
+        for a, shape in zip(arrays, self.shapes):
+            if a is not None and tuple(a.shape) != shape:
                 raise ValueError("GradBuckets.all_reduce: a gradient of shape %s for the entry of shape %s"
                                  % (tuple(a.shape), shape))
-            else:
-                view[...] = a
-        text = what or self.what or "gradient all-reduce of %s" % self.describe()
-        agreement.in_turn(self._reduce_in_turn, text, self.buffers, True)
+        agreement.in_turn(self._all_reduce_in_turn, self._text(what), arrays)
         if scale is not None:
             for buf in self.buffers:
                 buf *= buf.dtype.type(scale)
         self.calls += 1
         return list(self.views)
 
-    def _reduce_in_turn(self, text, buffers, check):
-        comm = activity.installed_comm() or _process_comm()
-        if len(self.ranks) < 2 or comm.size == 1:
+    def _allocate_checked(self, text):
+        """The buffers allocated by the members together, after the check of this pass (so that ranks that
+        disagree fail naming both sides before any of them allocates)."""
+        comm = _comm()
+        if not self._communicates(comm):
+            self._allocate(None)
+            return
+        with activity.operation(text):
+            if not self._checked:
+                agreement.global_op((agreement.digest(text), text), self.ranks)
+                self._checked = True
+            self._allocate(comm)
+
+    def _communicates(self, comm):
+        return len(self.ranks) >= 2 and comm.size > 1
+
+    def _all_reduce_in_turn(self, text, arrays):
+        comm = _comm()
+        if not self._communicates(comm):
+            self._allocate(None)
+            self._fill(arrays)
+            return
+        with activity.operation(text):
+            agreement.global_op((agreement.digest(text), text), self.ranks)
+            self._allocate(comm)
+            self._fill(arrays)
+            started = [(b, comm.iallreduce_(buf, self.ranks)) for b, buf in enumerate(self.buffers)]
+            for b, pending in started:
+                pending.wait()
+                self._record(b, comm)
+
+    def _fill(self, arrays):
+        for view, a in zip(self.views, arrays):
+            if a is None:
+                view[...] = 0
+            else:
+                view[...] = a
+
+    def _start_in_turn(self, text, numbers, check):
+        comm = _comm()
+        if not self._communicates(comm):
             return
         with activity.operation(text):
             if check:
                 agreement.global_op((agreement.digest(text), text), self.ranks)
-            for buf in buffers:
-                comm.allreduce_(buf, self.ranks)
+            for b in numbers:
+                self._pending.append((b, comm.iallreduce_(self.buffers[b], self.ranks)))
+
+    def _wait_in_turn(self, text, pending):
+        comm = _comm()
+        with activity.operation(text):
+            for b, p in pending:
+                p.wait()
+                self._record(b, comm)
+
+    def _record(self, b, comm):
+        """explain's row for bucket b's all-reduce: its flat buffer, the bytes that all-reduce sends."""
+        if self.placement is None:
+            return
+        dtype, elements = self.plan[b]
+        boxing_log.record_bucket_all_reduce(self.placement, elements, dtype,
+                                              [self.shapes[k] for k in self.members[b]])
+
+
+def _comm():
+    return activity.installed_comm() or _process_comm()
 
 
 def _process_comm():
@@ -175,12 +273,98 @@ def reduce_partial_gradients(items, make_value):
         buckets = ctx.buckets.get(key)
         if buckets is None:
             buckets = ctx.buckets[key] = GradBuckets([g.meta.shape for g in grads],
-                                                     [g.meta.dtype.np for g in grads], ranks)
+                                                     [g.meta.dtype.np for g in grads], ranks, placement=pl)
         what = "eager gradient all-reduce of %s" % buckets.describe()
         reduced = buckets.all_reduce([_host(g.pieces[0]) if g.pieces else None for g in grads], what=what)
         for k, g, r in zip(ks, grads, reduced):
             out[k] = make_value(g.meta, pl, S.B, [r])
     return out
+
+
+class OverlappedGradients:
+    """The partial-sum gradients of one backward pass of eager global tensors, summed through buckets while the walk
+    goes on (`runtime/autograd.py`), as DDP's Reducer does: each gradient goes into its bucket as soon as it is
+    complete, and a full bucket starts its all-reduce at once (`GradBuckets.ready`); `finish` waits for them.
+
+    The buckets need the list of gradients in advance; a backward pass over the same leaves as an earlier one (a
+    training loop's steps) finds it in the process context: the gradients that pass summed, in the order they were
+    complete. A pass that differs from it (a gradient in another order or layout, one missing, a new one) keeps
+    what was reduced and gives back the rest (`take` returns False; `finish` returns them) for the end-of-walk
+    path (`reduce_partial_gradients`); `finish` then records the pass's own list for the next one. Every rank walks
+    the same nodes in the same order, so every rank makes the same choices."""
+
+    def __init__(self, leaves, make_value):
+        # the plan is found by the leaves' ids and used only if it was learned over these very objects (weak
+        # references): an id reused by a new object after an old one was freed must not make one rank use a plan
+        # that another rank, whose memory differs, does not find
+        leaves = sorted(leaves, key=id)
+        self.key = ("overlapped gradients", threading.get_ident(), tuple(id(leaf) for leaf in leaves))
+        self.leaves = leaves
+        self.make_value = make_value
+        plan = context.get().buckets.get(self.key)  # (placement, [(leaf id, layout id)], GradBuckets, refs) or None
+        if plan is not None and (len(plan[3]) != len(leaves) or any(r() is not x for r, x in zip(plan[3], leaves))):
+            plan = None
+        self.plan = plan
+        self.seen = []  # (leaf, gradient Value) of every bucketable gradient, in the order they were complete
+        self.pos = 0  # entries of the plan taken so far (in its order)
+        self.on_plan = self.plan is not None
+        if self.on_plan:
+            self.plan[2].reset()
+
+    def take(self, leaf, value):
+        """A bucketable gradient of `leaf` is complete: True when it went into its bucket (the caller then forgets
+        it), False when the caller must sum it at the end of the walk."""
+        self.seen.append((leaf, value))
+        if not self.on_plan:
+            return False
+        pl, entries, grad_buckets, _ = self.plan
+        if self.pos >= len(entries) or entries[self.pos] != (id(leaf), value.lk) or not value.pieces:
+            self.on_plan = False
+            return False
+        k = self.pos
+        view = grad_buckets.view(k)
+        view[...] = _host(value.pieces[0])
+        self.pos += 1
+        grad_buckets.ready(k)
+        return True
+
+    def finish(self):
+        """Waits for the all-reduces started; returns ([(leaf, summed Value)], [(leaf, gradient)] given back to the
+        caller to sum at the end of the walk), both in the order the gradients were complete, and remembers this
+        pass's gradients for the next pass."""
+        summed_at = {}
+        if self.plan is not None:
+            pl, _, grad_buckets, _ = self.plan
+            grad_buckets.wait()
+            started = grad_buckets.next_bucket  # buckets are started in order
+            for k in range(self.pos):
+                if grad_buckets.slots[k][0] < started:
+                    leaf, g = self.seen[k]
+                    summed_at[k] = (leaf, self.make_value(g.meta, pl, S.B, [grad_buckets.view(k)]))
+        # (a bucket that never filled up was not reduced: its gradients are summed with the rest)
+        given_back = [item for k, item in enumerate(self.seen) if k not in summed_at]
+        if self.plan is None or given_back:
+            self._learn()
+        return list(summed_at.values()), given_back
+
+    def _learn(self):
+        """This pass's list, for the next pass over the same leaves (one placement of several ranks, this rank in
+        it: the case of data parallelism; otherwise no overlap)."""
+        store = context.get().buckets
+        placements = {g.placement for _, g in self.seen}
+        if len(placements) != 1 or any(not g.pieces for _, g in self.seen):
+            store.pop(self.key, None)
+            return
+        try:
+            refs = [weakref.ref(leaf) for leaf in self.leaves]
+        except TypeError:  # leaves that take no weak reference: no plan (no overlap)
+            store.pop(self.key, None)
+            return
+        (pl,) = placements
+        grads = [g for _, g in self.seen]
+        store[self.key] = (pl, [(id(leaf), g.lk) for leaf, g in self.seen],
+                           GradBuckets([g.meta.shape for g in grads], [g.meta.dtype.np for g in grads], _owners(pl),
+                                       first_cap_bytes=FIRST_CAP_BYTES, placement=pl), refs)
 
 
 def _owners(placement):
@@ -203,9 +387,10 @@ class _BucketRun:
         self.buckets = None
 
     def views(self):
-        if self.buckets is None:
+        if self.buckets is None:  # (the first member's call: every member rank runs the plan's ops in one order)
             self.buckets = GradBuckets([m.shape for m in self.metas], [m.dtype.np for m in self.metas], self.ranks,
                                        cap_bytes=float("inf"))
+            self.buckets._allocate(self.comm)
         return self.buckets.views
 
     def reduce(self):

@@ -12,11 +12,17 @@ ran the op (`Session.op_state`), so it goes with the session.
 `reset()` forgets all of it (closing the legacy session): the test suite, which runs programs of both APIs in one
 process, calls it around every test (tests/conftest.py). A program has no reason to call it.
 
+Simulated ranks (`explain --ranks N` of a global-tensor program: N threads of one process, `tools/explain_ranks.py`)
+each run with a context of their own: `bound(ctx)` makes `get()` return `ctx` in the calling thread. Modules that
+keep the context in a name hold `CURRENT`, which stands for whatever `get()` returns in the thread that reads it.
+
 What is not here, on purpose: per-thread state (gradient mode, the agreement chain of each thread, the frames of
 `activity`), the process comm (one MPI world per process, `comm/world.py`), and registries filled at import
 (ops, dtypes).
 """
 import collections
+import contextlib
+import threading
 
 
 class EnvConfig:
@@ -46,6 +52,7 @@ class Context:
         self.boxing_log = collections.OrderedDict()  # BoxingRecord -> calls, of eager ops on this rank
         self.local_placements = {}  # device tag -> the placement of this rank's local tensors
         self.graph_reports = collections.OrderedDict()  # graph name -> GraphReport (runtime/graph_report.py)
+        self.graph_instances = collections.Counter()  # nn.Graph class name -> instances made ('TrainGraph_0', ...)
         self.graph_traces = []  # (GraphTrace, GraphScope) of the nn.Graph builds being traced, innermost last
         self.buckets = {}  # persistent gradient buckets of eager data-parallel steps (runtime/buckets.py)
 
@@ -60,9 +67,41 @@ class Context:
 _CONTEXT = Context()
 
 
+class _Bound(threading.local):
+    context = None  # the context of a simulated rank running in this thread (None: the process's)
+
+
+_BOUND = _Bound()
+
+
 def get():
-    """The process's context."""
-    return _CONTEXT
+    """The process's context (a simulated rank's, in the thread that runs it: `bound`)."""
+    return _BOUND.context or _CONTEXT
+
+
+@contextlib.contextmanager
+def bound(ctx):
+    """`get()` is `ctx` in this thread while inside (a simulated rank: its own session, plans, boxing log, ...)."""
+    saved, _BOUND.context = _BOUND.context, ctx
+    try:
+        yield ctx
+    finally:
+        _BOUND.context = saved
+
+
+class _Current:
+    """Stands for `get()`: every attribute read or set is the current context's (for modules that keep the context
+    in a module-level name)."""
+    __slots__ = ()
+
+    def __getattribute__(self, name):  # not __getattr__: that runs only after a failed lookup (an exception each)
+        return getattr(_BOUND.context or _CONTEXT, name)
+
+    def __setattr__(self, name, value):
+        setattr(_BOUND.context or _CONTEXT, name, value)
+
+
+CURRENT = _Current()
 
 
 def reset():

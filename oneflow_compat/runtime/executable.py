@@ -25,7 +25,7 @@ import ctypes
 import os
 
 from oneflow_compat.passes.pipeline import fingerprint
-from oneflow_compat.runtime import activity, boxing, buckets, watch
+from oneflow_compat.runtime import activity, boxing, buckets, cuda_graph, watch
 from oneflow_compat.runtime.plan import Plan
 
 # collective functions that need the runtime itself, by the `runtime_hook` an op declares; the other collectives
@@ -91,6 +91,8 @@ class Executable:
         if self.pipelined and any(op.section == "forward" for op in ops[self.backward_start:plan.optimizer_start]):
             raise AssertionError("job '%s': a forward step follows a backward step in the plan" % job.name)
         self._dynamic_vars = []  # (registers, register, getter) re-read before every call
+        # ONEFLOW_COMPAT_CUDA_GRAPH=1: the whole step captured once and replayed (runtime/cuda_graph.py)
+        self.captured = cuda_graph.for_executable(self) if not one_device else None
 
     # --- variables -------------------------------------------------------------------------------------------------
     def bind_variables(self, getters=None):
@@ -146,10 +148,14 @@ class Executable:
         copy `copy`; runs the steps (by micro-batches when the job has several); returns [micro-batch][output] of
         fetched results. The caller calls `finish()` when it has read them."""
         n = self.micro_batches
+        if self.captured is not None and self.captured.usable():
+            return self.captured.call(feed)
         self.refresh_variables()
         if n == 1:
             feed(0, None)
+            self.plan.scalars.upload()
             self.run()
+            self.plan.scalars.finish_call()
             return [list(self.plan.results)]
         if self.pipelined:
             return self._gpipe(feed, n)
@@ -162,6 +168,7 @@ class Executable:
         acc, outs = {}, []
         for m in range(n):
             feed(0, (m, n))
+            plan.scalars.upload()  # each micro-batch its own dropout keys (the rates are the call's)
             self.run(plan, 0, split)
             for r in self.grad_regs:
                 if m == 0:
@@ -172,6 +179,7 @@ class Executable:
         for r in self.grad_regs:
             regs[r] = acc[r]
         self.run(plan, split, len(plan.steps))
+        plan.scalars.finish_call()
         return outs
 
     def _gpipe(self, feed, n):
@@ -181,6 +189,8 @@ class Executable:
         first, split = self.backward_start, self.plan.optimizer_start
         for m in range(n):
             feed(m, (m, n))
+        for plan in plans:
+            plan.scalars.upload()
         for plan in plans:
             self.run(plan, 0, first)
         for plan in plans:
@@ -193,6 +203,7 @@ class Executable:
             regs[r] = acc
         outs = [list(plan.results) for plan in plans]
         self.run(self.plan, split, len(self.plan.steps))
+        self.plan.scalars.finish_call()  # (the update, the counter's increment with it, ran in copy 0 alone)
         return outs
 
     def finish(self):
@@ -200,6 +211,7 @@ class Executable:
         where the plan keeps its registers to be inspected (`Plan.release` False)."""
         for plan, in_regs in zip(self.plans, self.in_regs):
             plan.results[:] = [None] * len(plan.results)
+            plan._held.clear()  # (a call that failed before its end leaves pieces held)
             if not plan.release:
                 continue
             regs = plan.regs
@@ -239,7 +251,7 @@ def straight_line(plan):
     line of kernel calls. Run with registers of its own per call (a local list, not the plan's register file), it
     needs no lock to be called from several threads, and a plan of one kernel call is that call alone (inputs
     passed straight to the kernel, its result straight back)."""
-    if plan.var_slots or any(op.defn.collective for op in plan.step_ops):
+    if plan.var_slots or len(plan.scalars) or any(op.defn.collective for op in plan.step_ops):
         return None
     prog = [(call[0], tuple(call[1]), plan.writes[k]) for k, call in enumerate(plan.kernel_calls)
             if call is not None]

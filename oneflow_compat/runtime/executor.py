@@ -27,10 +27,16 @@ class CompiledJob:
     def _fetcher(self, blob, sbp):
         rt, pl = self.session.runtime, blob.op.placement
         if sbp == S.M:
-            return lambda pieces: results.gather_mirrored_pieces(rt, pieces, pl)
-        local = rt.local_indices(pl)
-        shape, dtype = blob.shape, blob.dtype.np
-        return lambda pieces: rt.assemble(dict(zip(local, pieces)), shape, dtype, pl, sbp)
+            def fetch(pieces):
+                return results.gather_mirrored_pieces(rt, pieces, pl)
+        else:
+            local = rt.local_indices(pl)
+            shape, dtype = blob.shape, blob.dtype.np
+
+            def fetch(pieces):
+                return rt.assemble(dict(zip(local, pieces)), shape, dtype, pl, sbp)
+        fetch.to_host = True  # host results: device pieces come down at the step's end, in one transfer (plan.py)
+        return fetch
 
     def bind(self):
         self.exe.bind_variables()
@@ -70,15 +76,15 @@ class CompiledJob:
         if sbp is S.M:
             def feed(regs, value):
                 for i, r in slots:
-                    regs[r] = to_dev(value[i], pl)
+                    regs[r] = to_dev(value[i], pl, i)
         elif n == 1 or sbp is S.B:
             def feed(regs, value):
-                for _, r in slots:
-                    regs[r] = to_dev(value, pl)
+                for i, r in slots:
+                    regs[r] = to_dev(value, pl, i)
         else:
             def feed(regs, value):
                 for i, r in slots:
-                    regs[r] = to_dev(np.ascontiguousarray(value[S.local_slices(value.shape, sbp, i, n)]), pl)
+                    regs[r] = to_dev(np.ascontiguousarray(value[S.local_slices(value.shape, sbp, i, n)]), pl, i)
         feed.parallel_num = n
         return feed
 

@@ -23,7 +23,6 @@ the ranks agree on), and every op on a placement of several ranks is a global op
 ranks compare what they run before an op that communicates (a boxing that moves data, `numpy()`, `to_global` of
 local tensors), so ranks that run different ops fail at once naming both sides instead of pairing up.
 """
-import collections
 import itertools
 import re
 
@@ -39,6 +38,7 @@ from oneflow_compat.passes import pipeline
 from oneflow_compat.runtime import activity, agreement, context
 from oneflow_compat.runtime import boxing as boxing_exec
 from oneflow_compat.runtime.session import Session
+from oneflow_compat.runtime.boxing_log import BoxingRecord, record_bucket_all_reduce  # noqa: F401 (their home)
 from oneflow_compat.runtime.activity import operation
 from oneflow_compat.runtime.executable import Executable, straight_line
 
@@ -94,7 +94,7 @@ def layout_id(meta, placement, sbp):
 
 
 # --- the process: comm, runtime, and the session of the global-tensor API ---------------------------------------
-_CTX = context.get()  # the process state (`reset()` keeps the object)
+_CTX = context.CURRENT  # the process state (`reset()` keeps the object)
 
 
 def site():
@@ -150,11 +150,6 @@ def xp(placement):
 # --- compiled one-op plans --------------------------------------------------------------------------------------
 
 
-class BoxingRecord(collections.namedtuple("BoxingRecord", "op shape dtype src_placement src_sbp dst_placement "
-                                                           "dst_sbp collective bytes")):
-    """One boxing an eager op performed (per call: `bytes`)."""
-
-
 def boxing_log():
     """[(BoxingRecord, calls)] of every boxing the eager ops of this process took part in, in first-seen order."""
     return [(rec, calls) for rec, calls in _CTX.boxing_log.items()]
@@ -162,17 +157,6 @@ def boxing_log():
 
 def clear_boxing_log():
     _CTX.boxing_log.clear()
-
-
-def record_gradient_all_reduce(value):
-    """Logs the P -> B all-reduce of a partial-sum gradient `value` that went through gradient buckets
-    (`runtime/buckets.py`) instead of a boxing op, so that `explain` still lists it, labelled as a gradient, with
-    the bytes the transition table gives that move."""
-    pl, meta = value.placement, value.meta
-    rec = BoxingRecord("gradient", tuple(meta.shape), meta.dtype.name, pl, S.P, pl, S.B,
-                       transitions.collective_name(pl, S.P, pl, S.B), float(transitions.cost(pl, S.P, pl, S.B, meta)))
-    log = _CTX.boxing_log
-    log[rec] = log.get(rec, 0) + 1
 
 
 class _Compiled:

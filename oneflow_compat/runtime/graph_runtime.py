@@ -22,8 +22,7 @@ micro-batch stay alive until its backward): the forward steps of micro-batches 0
 0…n-1, then the optimizer once. While a later stage works on micro-batch m, an earlier one already runs m+1, so
 stages overlap; the numbers are those of the sequential schedule, bit for bit.
 """
-import numpy as np
-
+from oneflow_compat.backend import devices
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.passes import pipeline
@@ -133,17 +132,9 @@ def pack(micro_pieces):
     packed = []
     for j in range(len(micro_pieces[0])):
         parts = [ps[j] for ps in micro_pieces]
-        xp = _xp(parts[0])
+        xp = devices.module_of(parts[0])
         packed.append(xp.stack(parts) if parts[0].ndim == 0 else xp.concatenate(parts, axis=0))
     return packed
-
-
-def _xp(array):
-    if type(array).__module__.startswith("cupy"):
-        import cupy
-
-        return cupy
-    return np
 
 
 def _describe(layout):

@@ -19,9 +19,14 @@ only what later steps still need, and nothing stays alive between calls. Not rel
 variables' storage), and registers no step reads (the runtime reads them itself after a run: eager results);
 `plan.release = False` keeps them all (to inspect registers after a call).
 """
+import contextlib
 import functools
 
+import numpy as np
+
+from oneflow_compat.backend import devices, step_scalars
 from oneflow_compat.ir import sbp as S
+from oneflow_compat.kernels import checks
 from oneflow_compat.ops.transitions import rows_of_one
 from oneflow_compat.ops.variable_ops import shares_replicas
 
@@ -75,8 +80,6 @@ def _keyword_defaults(kernel):
 
 def _zero_d(fn, n_outputs):
     """`fn` with the numpy scalars it returns for 0-d results made 0-d arrays (see the module docstring)."""
-    import numpy as np
-
     generic = np.generic
     if n_outputs == 1:
         def kernel(*arrays):
@@ -122,7 +125,6 @@ def _rows_batchable(op, local, xp):
     """Whether the op's pieces on this process's CPU devices may be computed by one call on the whole value: every
     device of the placement is here, the op is a plain kernel, and it reads S(0) pieces or broadcast copies and
     produces S(0) pieces — a signature that says the rows of the result are the pieces' results stacked."""
-    import numpy as np
 
     d = op.defn
     return (xp is np and len(local) > 1 and len(local) == op.placement.parallel_num and d.kernel is not None
@@ -210,6 +212,10 @@ class Plan:
         self.results = [None] * len(job.output_blobs)  # written by the fetch steps
         self._rt, self._collective_fn, self._fetch_fn = rt, collective_fn, fetch_fn
         self._first_optimizer_step = None
+        self._held = {}  # output index -> (converter, device pieces) awaiting the step's one transfer down
+        self._download_step = None
+        # per-call scalars on devices (learning rates, dropout keys): uploaded by the executable before each run
+        self.scalars = step_scalars.PlanScalars()
         for op in job.ops:
             for y in op.outputs:
                 for i in self._local(op.placement):
@@ -228,15 +234,27 @@ class Plan:
         out_keys = {}
         for k, (blob, kind) in enumerate(job.output_blobs):
             out_keys.setdefault(blob.key(), []).append(k)
-        for op in job.ops:
-            self._build_op(op)
-            for y in op.outputs:
-                for k in out_keys.get(y.key(), ()):
-                    self._add_fetch(k, y, op)
+        with step_scalars.building(self.scalars):
+            for op in job.ops:
+                self._build_op(op)
+                for y in op.outputs:
+                    for k in out_keys.get(y.key(), ()):
+                        self._add_fetch(k, y, op)
         # where the optimizer section starts (variable fetches were inserted in front): gradient accumulation
         # runs the steps before it once per micro-batch
         first = self._first_optimizer_step
         self.optimizer_start = self.steps.index(first) if first is not None else len(self.steps)
+        if self._download_step is not None:
+            # the held results come down at the step's end: after the update with one micro-batch, else at the end
+            # of each micro-batch's forward and backward (the executable reads results after those)
+            at = len(self.steps) if job.micro_batches == 1 else self.optimizer_start
+            self.steps.insert(at, self._download_step)
+            self.step_ops.insert(at, self.step_ops[at - 1] if at else job.ops[0])
+            self.kernel_calls.insert(at, None)
+            self.writes.insert(at, ())
+            self.reads.insert(at, ())
+            if at <= self.optimizer_start:
+                self.optimizer_start += 1
         self._release_after_last_use()
 
     def _release_after_last_use(self):
@@ -290,10 +308,32 @@ class Plan:
             self._add_step(_step(self.regs, fn, ins, outs), op, (fn, ins), ins, outs)
 
     def _device_call(self, op, i, xp):
-        fn = device_fn(op, DeviceSlot(op, i, xp, self.session, one_device=self.one_device))
+        with self._on_device(op.placement, i, xp):  # (what the builder allocates lands on the device's GPU)
+            fn = device_fn(op, DeviceSlot(op, i, xp, self.session, one_device=self.one_device))
         if any(not y.shape for y in op.outputs):
             fn = _zero_d(fn, len(op.outputs))
+        fn = self._on_its_gpu(op.placement, i, xp, fn)
         return fn, [self.slot[(x.key(), i)] for x in op.inputs], [self.slot[(y.key(), i)] for y in op.outputs]
+
+    def _on_device(self, placement, i, xp):
+        rt = self._rt
+        if xp is np or self.one_device or not hasattr(rt, "on_device"):
+            return contextlib.nullcontext()
+        return rt.on_device(placement, i)
+
+    def _on_its_gpu(self, placement, i, xp, fn):
+        """`fn` run with device i's GPU current, where that is not the process's home GPU (several GPUs driven by
+        one process); `fn` itself otherwise (one GPU per process: nothing to switch)."""
+        rt = self._rt
+        if xp is np or self.one_device or not hasattr(rt, "gpu_of"):
+            return fn
+        if rt.gpu_of(placement, i) == rt.gpus.select_home(xp):
+            return fn
+
+        def on_its_gpu(*arrays):
+            with rt.on_device(placement, i):
+                return fn(*arrays)
+        return on_its_gpu
 
     def _add_batched(self, op, local, xp):
         per_device = [_step(self.regs, *self._device_call(op, i, xp)) for i in local]
@@ -323,16 +363,72 @@ class Plan:
         self.fetch_regs[k] = regs_of
         convert = self._fetch_fn(blob, op.sbp_out[blob.index])
         regs, results = self.regs, self.results
+        if getattr(convert, "to_host", False):
+            # host results of device pieces wait for the step's end (`_add_download`): one transfer for them all
+            self._add_held_fetch(k, regs_of, op, convert)
+            return
 
         def fetch():
             results[k] = convert([regs[r] for r in regs_of])
 
         if op.defn.role == "variable":
             # a variable's value is fetched before this call's update, as legacy train jobs return it
-            self.steps.insert(0, fetch)
-            self.step_ops.insert(0, op)
-            self.kernel_calls.insert(0, None)
-            self.writes.insert(0, ())
-            self.reads.insert(0, tuple(regs_of))
+            self._insert_first(fetch, op, regs_of)
         else:
             self._add_step(fetch, op, reads=regs_of)
+
+    def _insert_first(self, step, op, reads):
+        self.steps.insert(0, step)
+        self.step_ops.insert(0, op)
+        self.kernel_calls.insert(0, None)
+        self.writes.insert(0, ())
+        self.reads.insert(0, tuple(reads))
+
+    def _add_held_fetch(self, k, regs_of, op, convert):
+        """A fetch whose converter brings the value to the host. Host pieces convert where they are made, as
+        before; device pieces are held (a device copy where a piece shares a variable's storage, which the update
+        would change) and converted at the step's end, after ONE transfer down of every held piece and the
+        step's pending device checks (`_download`): the step's only device -> host synchronisation."""
+        regs, results, held = self.regs, self.results, self._held
+
+        def hold():
+            pieces = [regs[r] for r in regs_of]
+            if not any(devices.is_device_array(p) for p in pieces):
+                results[k] = convert(pieces)
+                return
+            variables = [regs[r] for r, _, _ in self.var_slots]
+            held[k] = (convert, [_unaliased(p, variables) for p in pieces])
+
+        if op.defn.role == "variable":
+            self._insert_first(hold, op, regs_of)
+        else:
+            self._add_step(hold, op, reads=regs_of)
+        if self._download_step is None:
+            self._download_step = self._download
+            self._download_at_end = True
+
+    def _download(self):
+        held, results = self._held, self.results
+        if not held:
+            return
+        order = sorted(held)
+        pending = checks.take_pending()
+        flat = [p for k in order for p in held[k][1]]
+        host = devices.to_host_all(flat + [c[1] for c in pending])
+        checks.put_back(pending, host[len(flat):])
+        at = 0
+        for k in order:
+            convert, pieces = held[k]
+            results[k] = convert(host[at:at + len(pieces)])
+            at += len(pieces)
+        held.clear()
+
+
+def _unaliased(piece, variables):
+    """`piece`, or a device copy of it where it shares memory with a variable (a view of one)."""
+    if not devices.is_device_array(piece):
+        return piece
+    xp = devices.array_module("gpu")
+    if any(devices.is_device_array(v) and xp.may_share_memory(piece, v) for v in variables):
+        return piece.copy()
+    return piece

@@ -136,7 +136,7 @@ class Session:
                                "the job runs on %d process(es); under mpiexec start one process per machine"
                                % (comm.rank, machine_num, comm.size))
         context.get().env.initialized = True
-        self.runtime = Runtime(comm, comm.rank)
+        self.runtime = Runtime(comm, comm.rank, self.resource.devices_per_machine)
         seed = os.environ.get("ONEFLOW_COMPAT_SEED")
         root = int(seed) if seed is not None else random.SystemRandom().randrange(2 ** 62)
         self.root_seed = comm.bcast_object(root, root=0)

@@ -52,9 +52,9 @@ class VarStore:
         for i in local:
             piece = value[sbp_mod.local_slices(spec.shape, spec.sbp, i, n)]
             if fresh or i not in spec.shards:
-                spec.shards[i] = rt.to_device(np.array(piece, copy=True, order="C"), spec.placement)
+                spec.shards[i] = rt.to_device(np.array(piece, copy=True, order="C"), spec.placement, i)
             else:
-                spec.shards[i][...] = rt.to_device(piece, spec.placement)
+                spec.shards[i][...] = rt.to_device(piece, spec.placement, i)
 
     def get_full(self, spec):
         """The full logical value on the host (gathered from every process under MPI)."""

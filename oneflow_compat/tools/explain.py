@@ -405,7 +405,8 @@ def add_arguments(parser):
     parser.add_argument("--ranks", type=_rank_count, metavar="N",
                         help="explain the program as N ranks (processes; machines of a legacy program) run it: a "
                              "legacy program is compiled for N machines in this one process, a global-tensor "
-                             "program runs on N MPI ranks; the report is printed once")
+                             "program's N ranks run as threads of this process (simulated ranks); the report is "
+                             "printed once")
     parser.add_argument("--svg", metavar="FILE", help="also draw the plan as an SVG picture (needs matplotlib: "
                                                       "pip install 'oneflow_compat[plot]')")
     parser.add_argument("--png", metavar="FILE", help="also draw the plan as a PNG picture (needs matplotlib)")
@@ -429,7 +430,7 @@ def run(options, out=None):
     if getattr(options, "ranks", None) and options.ranks > 1:
         from oneflow_compat.tools import explain_ranks
 
-        code, reports = explain_ranks.run(options, out, run_script)
+        code, reports = explain_ranks.run(options, out, run_script, _merged_eager_report)
     else:
         code, reports = run_script(options.script, options.args, out)
     if reports and pictures and _first_rank():

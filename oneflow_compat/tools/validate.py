@@ -14,9 +14,10 @@ the n-D signatures the compiler derives from them, one declared signature per me
 * assembles each output per its SBP (concatenate / sum / take one, checking that `B` copies agree and that every
   piece has the shape the plan expects) and compares it with the one-device result.
 
-`oneflow-compat validate [--failures-only] [--devices 2,3,4,2x2] [op_type ...]` (also `python -m oneflow_compat
-validate`, `python -m oneflow_compat.tools.validate`) prints one line per (op, example, signature, devices), or only
-the failures.
+`oneflow-compat validate [--failures-only] [--devices 2,3,4,2x2] [--device gpu] [op_type ...]` (also `python -m
+oneflow_compat validate`, `python -m oneflow_compat.tools.validate`) prints one line per (op, example, signature,
+devices), or only the failures. With `--device gpu` the devices compute with CuPy: every signature's pieces run on
+the GPU and the one-device reference stays numpy's, so each op's GPU kernels are checked against its numpy kernels too.
 """
 import argparse
 import dataclasses
@@ -26,10 +27,12 @@ import sys
 
 import numpy as np
 
+from oneflow_compat.backend import devices
 from oneflow_compat.ir import builder, dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import Job
 from oneflow_compat.ir.placement import Placement
+from oneflow_compat.kernels import checks
 from oneflow_compat.ops import registry
 from oneflow_compat.ops import transitions as boxing_impl
 from oneflow_compat.ops.examples import EXAMPLES, WITHOUT_EXAMPLES
@@ -175,26 +178,37 @@ def _max_error(a, b):
     return "%d of %d elements differ" % (int(np.sum(a != b)), a.size)
 
 
-def run_pieces(op, pieces_per_input):
-    """Runs the op's per-device function on each device's pieces; returns [device][output] arrays (on a mesh, in
-    its parallel order)."""
+def run_pieces(op, pieces_per_input, xp=np):
+    """Runs the op's per-device function on each device's pieces; returns [device][output] host arrays (on a mesh,
+    in its parallel order).
+
+    `xp`: the array module the devices compute with — numpy, or the GPU's (`--device gpu`: each piece is copied up,
+    each result down, and the op's device-side checks are read with them); object arrays (records, tensor
+    buffers) stay on the host as the runtime keeps them."""
     n = op.placement.parallel_num
     session = _validation_session()
     outs = []
     for i in range(n):
-        dev = plan.DeviceSlot(op, i, np, session)
+        dev = plan.DeviceSlot(op, i, xp, session)
         fn = plan.device_fn(op, dev)
-        args = [pieces[i] for pieces in pieces_per_input]
-        before = [a.copy() for a in args]
+        args = [_up(xp, pieces[i]) for pieces in pieces_per_input]
+        before = [devices.to_host(a).copy() for a in args]
         res = fn(*args)
         for k, (a, b) in enumerate(zip(args, before)):
             # kernels never write their inputs: on a device the same register may feed several ops
-            if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+            if not np.array_equal(devices.to_host(a), b, equal_nan=b.dtype.kind in "fc"):
                 raise AssertionError("device %d: the kernel modified its input %d in place" % (i, k))
         if len(op.outputs) == 1:
             res = (res,)
-        outs.append([np.asarray(r) for r in res])
+        outs.append([np.asarray(devices.to_host(r)) for r in res])
+        checks.raise_failed()  # (a device kernel's checks fail here, with its results)
     return outs
+
+
+def _up(xp, piece):
+    if xp is np or getattr(piece, "dtype", None) == object:
+        return piece
+    return xp.asarray(piece)
 
 
 def assemble_output(pieces, sbp, meta, n):
@@ -253,8 +267,10 @@ def _format_sig(sig):
     return "(%s)->(%s)" % (", ".join(map(repr, ins)), ", ".join(map(repr, outs)))
 
 
-def check_op(op_type, inputs, attrs, device_counts=DEVICES, example="", seed=0):
-    """Every declared signature of one op instance on each device count: a list of Check (passes and failures)."""
+def check_op(op_type, inputs, attrs, device_counts=DEVICES, example="", seed=0, xp=np):
+    """Every declared signature of one op instance on each device count: a list of Check (passes and failures).
+    The reference is the op on one host device (numpy); with `xp` a GPU module every device run is on the GPU,
+    the one-device run included (a check of its own: the GPU's kernels against numpy's)."""
     inputs = [np.asarray(x) for x in inputs]
     attrs = dict(attrs or {})
     rng = np.random.default_rng(seed)
@@ -269,6 +285,8 @@ def check_op(op_type, inputs, attrs, device_counts=DEVICES, example="", seed=0):
             return [Check(op_type, example, "1 device", 1, False, "kernel gives %s %s but infer says %s %s" % (
                 ref.shape, ref.dtype, y.shape, y.dtype.np))]
     checks = []
+    if xp is not np:
+        checks.append(_check_on_device(single, inputs, reference, xp, example))
     for n in device_counts:
         op = build_op(op_type, inputs, attrs, n)
         sigs = sbp_rules.signatures(op)
@@ -276,15 +294,34 @@ def check_op(op_type, inputs, attrs, device_counts=DEVICES, example="", seed=0):
             checks.append(Check(op_type, example, "-", op.placement.parallel_num, False, "no signature declared",
                                 _mesh_of(op)))
         for sig in sigs:
-            checks.append(_check_signature(op, sig, inputs, reference, rng, example))
+            checks.append(_check_signature(op, sig, inputs, reference, rng, example, xp))
     return checks
+
+
+def _check_on_device(single, inputs, reference, xp, example):
+    """The op on one GPU device against the host reference."""
+    def result(ok, message=""):
+        return Check(single.type, example, "1 device on the GPU", 1, ok, message)
+
+    try:
+        got = run_pieces(single, [[x] for x in inputs], xp)[0]
+        for k, (a, b) in enumerate(zip(got, reference)):
+            if a.dtype != b.dtype or not _close(a, b, b.dtype):
+                return result(False, "output %d differs from the host's: %s" % (
+                    k, _max_error(a, b) if a.dtype == b.dtype else "dtype %s vs %s" % (a.dtype, b.dtype)))
+    except AssertionError as e:
+        return result(False, str(e))
+    except Exception as e:  # noqa: BLE001 - a kernel that cannot run on the GPU is a failure to report
+        return result(False, "%s: %s" % (type(e).__name__, e))
+    return result(True)
+
 
 
 def _mesh_of(op):
     return tuple(op.placement.hierarchy) if op.placement.is_nd else None
 
 
-def _check_signature(op, sig, inputs, reference, rng, example):
+def _check_signature(op, sig, inputs, reference, rng, example, xp=np):
     n = op.placement.parallel_num
     ins, outs = tuple(sig[0]), tuple(sig[1])
     label = _format_sig(sig)
@@ -298,7 +335,7 @@ def _check_signature(op, sig, inputs, reference, rng, example):
     op.sbp_in, op.sbp_out = list(ins), list(outs)
     try:
         pieces = [split_input(x, s, n, rng) for x, s in zip(inputs, ins)]
-        per_device = run_pieces(op, pieces)
+        per_device = run_pieces(op, pieces, xp)
         for k, (y, s) in enumerate(zip(op.outputs, outs)):
             value = assemble_output([d[k] for d in per_device], s, y.meta, n)
             if not _close(value, reference[k], reference[k].dtype):
@@ -326,27 +363,28 @@ def missing_examples():
     return [t for t in ops_with_signatures() if t not in EXAMPLES and t not in WITHOUT_EXAMPLES]
 
 
-def check_examples(op_type, device_counts=DEVICES):
+def check_examples(op_type, device_counts=DEVICES, xp=np):
     checks = []
     for k, ex in enumerate(EXAMPLES[op_type]):
         rng = np.random.default_rng(1000 + k)
         name = "%d%s" % (k, ": " + ex.note if ex.note else "")
         try:
             inputs = ex.make(rng)
-            checks.extend(check_op(op_type, inputs, ex.attrs, device_counts, example=name, seed=k))
+            checks.extend(check_op(op_type, inputs, ex.attrs, device_counts, example=name, seed=k, xp=xp))
         except Exception as e:
             checks.append(Check(op_type, name, "-", 1, False, "example does not build: %s: %s" % (
                 type(e).__name__, e)))
     return checks
 
 
-def validate_all(op_types=None, device_counts=DEVICES):
-    """Checks for the given op types (default: every op with signatures); ops without examples give a failure."""
+def validate_all(op_types=None, device_counts=DEVICES, xp=np):
+    """Checks for the given op types (default: every op with signatures); ops without examples give a failure.
+    `xp`: the devices' array module (numpy, or the GPU's for `--device gpu`)."""
     types = list(op_types) if op_types else ops_with_signatures()
     checks = []
     for t in types:
         if t in EXAMPLES:
-            checks.extend(check_examples(t, device_counts))
+            checks.extend(check_examples(t, device_counts, xp))
         elif t in WITHOUT_EXAMPLES:
             checks.append(Check(t, "-", "skipped", 0, True, WITHOUT_EXAMPLES[t]))
         else:
@@ -373,6 +411,9 @@ def add_arguments(parser):
     parser.add_argument("--devices", type=_device_counts, default=list(DEVICES), metavar="N,N,...",
                         help="device counts to check each signature on, and meshes written AxB (default: "
                              "2,3,4,2x2)")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                        help="what the devices compute with: cpu (numpy, the default) or gpu (CuPy: every device "
+                             "run on the GPU, each op's one-device GPU run also checked against numpy)")
     return parser
 
 
@@ -403,7 +444,15 @@ def run(options, out=None):
     if any(min(n) < 1 if isinstance(n, tuple) else n < 1 for n in options.devices):
         print("validate: --devices takes positive device counts, got %s" % options.devices, file=sys.stderr)
         return 2
-    checks = validate_all(options.op_types or None, tuple(options.devices))
+    xp = np
+    if getattr(options, "device", "cpu") == "gpu":
+        try:
+            devices.require_cuda()
+        except devices.CudaUnavailableError as e:
+            print("validate --device gpu: %s" % e, file=sys.stderr)
+            return 2
+        xp = devices.array_module("gpu")
+    checks = validate_all(options.op_types or None, tuple(options.devices), xp)
     failed = [c for c in checks if not c.ok]
     shown = failed if options.failures_only else checks
     if shown:

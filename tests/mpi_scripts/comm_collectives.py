@@ -205,6 +205,60 @@ def main(comm):
         check(got[2 * i], data(peer, (64, 2048), np.float32, 9100)[:, ::2], "exchange from %d" % peer)
         check(got[2 * i + 1], np.full((3,), peer * 10 + rank, np.int16), "exchange small from %d" % peer)
 
+    # Shared buffers (MPI: memory shared by the ranks of this host, summed in place), reused: every dtype, the world
+    # and a subset of uneven chunks (7 elements over 3 ranks); started all-reduces complete in the order they were
+    # started even with another collective between (`iallreduce_`), and a buffer keeps summing correctly when reused.
+    for ranks in [tuple(range(size)), tuple(range(1, size)) if size > 2 else (0, 1)]:
+        if rank not in ranks:
+            continue
+        tag += 1
+        bufs = {dtype: comm.shared_buffer((7,), dtype, ranks) for dtype in (np.float32, np.int64, np.bool_)}
+        for dtype, buf in bufs.items():
+            check(buf, np.zeros(7, dtype), "shared_buffer %s is zeroed" % np.dtype(dtype).name)
+        for round_ in range(3):
+            for dtype, buf in bufs.items():
+                buf[...] = data(rank, (7,), dtype, 100 * tag + round_)
+            started = [(dtype, comm.iallreduce_(buf, ranks)) for dtype, buf in bufs.items()]
+            between = np.full(3, rank + 1.0)
+            comm.allreduce_(between, ranks)
+            check(between, np.full(3, float(sum(r + 1 for r in ranks))), "allreduce between started ones")
+            for dtype, pending in started:
+                got = pending.wait()
+                want = data(ranks[0], (7,), dtype, 100 * tag + round_)
+                for r in ranks[1:]:
+                    want = want + data(r, (7,), dtype, 100 * tag + round_)
+                check(got, want, "shared %s all-reduce, round %d, ranks %s" % (np.dtype(dtype).name, round_, ranks))
+                assert got is bufs[dtype]
+        matrix = comm.shared_buffer((4, 5), np.float64, ranks)
+        matrix[...] = rank
+        check(comm.allreduce_(matrix, ranks), np.full((4, 5), float(sum(ranks))), "shared 2-d all-reduce")
+
+    # Arrays of several MB (MPI, one host: streamed through shared memory in 1 MB chunks while the readers copy out),
+    # along axis 1 (strided places and pieces) and of uneven sizes, twice (the slots' halves alternate).
+    everyone = tuple(range(size))
+    for round_ in range(2):
+        tag = 5000 + 10 * round_  # the same on every rank (the loop above counts only on its members)
+        cols = [300 + 7 * r for r in everyone]
+        mine = data(rank, (700, cols[rank]), np.float64, tag)
+        check(comm.allgatherv(mine, everyone, axis=1, sizes=cols),
+              np.concatenate([data(r, (700, cols[r]), np.float64, tag) for r in everyone], axis=1),
+              "large all-gather along axis 1, round %d" % round_)
+        big = data(0, (900, 500), np.float32, tag) if rank == 0 else np.zeros((900, 500), np.float32)
+        check(comm.bcast_(big, 0, everyone), data(0, (900, 500), np.float32, tag), "large broadcast")
+        # S(0) -> S(1) of a (rows x 600) block: member j gets columns bounds[j]:bounds[j+1] of every member's rows
+        rows, width = [400 + 13 * r for r in everyone], 600
+        bounds = balanced_offsets(width, size)
+        block = data(rank, (rows[rank], width), np.float64, tag + 1)
+        got = comm.alltoallv([block[:, bounds[j]:bounds[j + 1]] for j in everyone], everyone, axis=0,
+                             recv_sizes=rows, concat=True)
+        check(got, np.concatenate([data(r, (rows[r], width), np.float64, tag + 1)[:, bounds[rank]:bounds[rank + 1]]
+                                   for r in everyone], axis=0), "large strided all-to-all")
+        total = sum(data(r, (600, 500), np.float64, tag + 2) for r in everyone)
+        check(comm.reduce_scatter(data(rank, (600, 500), np.float64, tag + 2), everyone, axis=1),
+              total[:, balanced_offsets(500, size)[rank]:balanced_offsets(500, size)[rank + 1]],
+              "large reduce-scatter along axis 1")
+        check(comm.allreduce_(data(rank, (600, 500), np.float64, tag + 2), everyone), total, "large all-reduce")
+
     # Control data over the world.
     check(np.array(comm.bcast_object({"from": size - 1, "list": [1, 2]} if rank == size - 1 else None,
                                      root=size - 1)["from"]), np.array(size - 1), "bcast_object")

@@ -1,20 +1,29 @@
-"""`oneflow.nn.parallel.DistributedDataParallel` (OneFlow 0.9, `nn/parallel/distributed.py`): data parallelism on
-local tensors, one process per rank. As in OneFlow it is a function that returns the SAME module, prepared:
+"""`oneflow.nn.parallel.DistributedDataParallel` (OneFlow 0.9, `python/oneflow/nn/parallel/distributed.py`): data
+parallelism on local tensors, one process per rank. As in OneFlow it is a function that returns the SAME module,
+prepared:
 
 * `broadcast_parameters=True`: every parameter takes rank 0's value;
 * the gradients of the parameters that require one live in flat buckets (`bucket_size` parameters each, in
-  reverse order); as soon as every gradient of a bucket is complete during `backward()` the bucket is
-  all-reduced, each gradient having been scaled by 1/world_size, so `.grad` is the mean over the ranks;
+  reverse order: backward produces the last layers' gradients first): each parameter's `.grad` is a view of its
+  bucket. As soon as every gradient of a bucket is complete during `backward()` (each scaled by 1/world_size, so
+  `.grad` becomes the mean over the ranks) the bucket's all-reduce starts, and the rest of backward runs while the
+  ranks sum it; backward ends by waiting for them all, as PyTorch's DDP Reducer does (OneFlow's own all-reduce runs
+  asynchronously in its VM);
 * `broadcast_buffers=True`: before each forward the buffers take rank 0's values.
 
-Only float32 parameters, all on one device, are accepted (OneFlow asserts the same). The collectives are in
-`gradient_buckets.py`.
+The buckets are the runtime's gradient buckets (`runtime/buckets.GradBuckets`: the one bucket mechanism, also
+behind eager global data parallelism and nn.Graph), with their buffers in memory the ranks of one host share
+(`comm/shm.py`), and each bucket all-reduce is listed by `explain` with the bytes its flat buffer sends. Only
+float32 parameters, all on one device, are accepted (OneFlow asserts the same).
 """
+import numpy as np
+
+from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
-from oneflow_compat.runtime import autograd
+from oneflow_compat.ir.placement import Placement
+from oneflow_compat.runtime import autograd, buckets, global_eager
 from oneflow_compat._global.modules import Module
 from oneflow_compat._global.tensor import Tensor
-from oneflow_compat.nn.parallel import gradient_buckets
 
 
 def DistributedDataParallel(module, *, broadcast_buffers=True, broadcast_parameters=True,  # noqa: N802
@@ -31,41 +40,75 @@ def DistributedDataParallel(module, *, broadcast_buffers=True, broadcast_paramet
                              "is for local tensors (a global module is data-parallel by its sbp already)" % name)
     if params and any(p._device != params[0]._device for p in params):
         raise AssertionError("DistributedDataParallel: all parameters must be on one device")
+    bucket_size = int(bucket_size)
+    if bucket_size < 1:
+        raise ValueError("DistributedDataParallel: bucket_size must be at least 1, got %r" % (bucket_size,))
+    comm = global_eager.comm()
+    ranks = tuple(range(comm.size))
     if broadcast_parameters:
         with autograd.no_grad():
-            gradient_buckets.broadcast_([a for p in params for a in p._value.pieces])
-    buckets = gradient_buckets.Buckets(params, int(bucket_size))
-    world = gradient_buckets._comm_and_ranks()[0].size
-    factor = 1.0 / world
-
-    for p in buckets.params:
-        p.register_hook(_grad_setting(buckets, p))
-        p._register_post_grad_accumulation_hook(_scale_and_reduce(buckets, p, factor))
+            broadcast_([a for p in params for a in p._value.pieces])
+    reversed_params = list(reversed([p for p in params if p.requires_grad]))
+    tag = params[0]._value.placement.device_tag if params else "cpu"
+    grad_buckets = buckets.GradBuckets(
+        [tuple(p.shape) for p in reversed_params], [np.float32] * len(reversed_params), ranks,
+        cap_bytes=float("inf"), per_bucket=bucket_size, placement=Placement(tag, [(r, 0) for r in ranks]),
+        what="DistributedDataParallel gradient all-reduce")
+    state = _State(grad_buckets, 1.0 / comm.size)
+    for k, p in enumerate(reversed_params):
+        p.register_hook(_grad_setting(state, p, k))
+        p._register_post_grad_accumulation_hook(_scale_and_reduce(state, k))
 
     def post_forward_hook(mod, inputs, output):
-        buckets.reset()
+        grad_buckets.reset()
         return None
 
     module.register_forward_hook(post_forward_hook)
     if broadcast_buffers:
         def pre_forward_hook(mod, inputs):
             with autograd.no_grad():
-                gradient_buckets.broadcast_([a for b in mod.buffers() for a in b._value.pieces])
+                broadcast_([a for b in mod.buffers() for a in b._value.pieces])
 
         module.register_forward_pre_hook(pre_forward_hook)
     object.__setattr__(module, "_is_ddp_module", True)
-    object.__setattr__(module, "_ddp_buckets", buckets)
+    object.__setattr__(module, "_ddp_buckets", grad_buckets)
     return module
 
 
-def _grad_setting(buckets, param):
-    """Before the first accumulation of a pass, the parameter's `.grad` becomes its view into the bucket."""
+def broadcast_(arrays, root=0):
+    """Every rank's `arrays` (numpy or device arrays, in place) take rank `root`'s values."""
+    comm = global_eager.comm()
+    if comm.size == 1:
+        return
+    ranks = tuple(range(comm.size))
+    for a in arrays:
+        host = np.ascontiguousarray(devices.to_host(a))
+        comm.bcast_(host, root, ranks)
+        a[...] = host if not devices.is_device_array(a) else devices.array_module("gpu").asarray(host)
+
+
+class _State:
+    """The DDP module's buckets, its gradient factor, and whether this backward pass queued its final wait."""
+
+    def __init__(self, grad_buckets, factor):
+        self.buckets, self.factor, self.waiting = grad_buckets, factor, False
+
+    def wait(self):
+        self.waiting = False
+        self.buckets.wait()
+
+
+def _grad_setting(state, param, k):
+    """Before an accumulation, the parameter's `.grad` becomes its view of the bucket (OneFlow's grad_setting_fn;
+    a gradient accumulated before without zero_grad is kept)."""
     def grad_setting(grad):
         g = param.grad
-        if g is None or not _is_view_of_bucket(g, buckets, param):
-            view = buckets.grad_view(param)
-            if g is not None:  # a gradient accumulated before (no zero_grad): keep it
-                view[...] = g.numpy()
+        view = state.buckets.view(k)
+        if g is None or not _is_view(g, view):
+            if g is None:
+                view[...] = 0
+            else:
+                view[...] = devices.to_host(g._value.pieces[0])
             param.grad = Tensor._make(param._value.__class__(param._value.meta, param._value.placement,
                                                              param._value.sbp, [view]), device=param._device)
         return None
@@ -73,17 +116,22 @@ def _grad_setting(buckets, param):
     return grad_setting
 
 
-def _is_view_of_bucket(g, buckets, param):
+def _is_view(g, view):
     piece = g._value.pieces[0] if g._value.pieces else None
-    b, _ = buckets.where[id(param)]
-    return piece is not None and piece.base is buckets.buffers[b]
+    return isinstance(piece, np.ndarray) and piece.shape == view.shape and \
+        piece.__array_interface__["data"][0] == view.__array_interface__["data"][0]
 
 
-def _scale_and_reduce(buckets, param, factor):
+def _scale_and_reduce(state, k):
+    """After the accumulation: the gradient times 1/world_size (OneFlow's inplace_mul_and_return_none), then its
+    bucket's all-reduce starts once the bucket is complete (OneFlow's allreduce_fn); the end of the backward pass
+    waits for every one started."""
     def hook(grad):
-        if factor != 1.0:
+        if state.factor != 1.0:
             for a in grad._value.pieces:
-                a *= factor
-        buckets.ready(param)
+                a *= np.float32(state.factor)
+        if state.buckets.ready(k) and not state.waiting:
+            state.waiting = True
+            autograd.queue_callback(state.wait)
 
     return hook

@@ -1,0 +1,410 @@
+"""CUDA kernels of the convolution and pooling ops on a device, each with its numpy twin (kernels/cuda_source.py).
+
+On a device the whole batch is one launch: the CPU's chunking by cache size (kernels/nn.py) is a CPU rule. A
+convolution is im2col (patches of the whole batch, channel-major: (N, C·kh·kw, OH·OW)), one batched product, and
+the bias/activation epilogue in place; its input gradient is one batched product and col2im; its weight gradient
+im2col, one batched product and the sum over the batch. Pooling, forward and backward, is one launch each; the max
+pool gradient gathers (a thread per input cell finds the windows whose first maximal cell it is: no atomics), and
+so do col2im and the average pool gradient, each cell summing its contributions in the order the numpy path adds
+them — so the values are those of the numpy path (kernels/nn.py), bit for bit where no exp/log is involved.
+
+Geometry (all NCHW, explicit pads): kh, kw window; sh, sw strides; dh, dw dilations; top, left pads; (oh, ow) the
+output plane. A window cell (i, j) of output (oy, ox) reads input (oy·sh − top + i·dh, ox·sw − left + j·dw);
+cells outside the input are padding (zeros for patches and averages; never the maximum).
+
+Compiled with --fmad=false: no multiply-add contraction, so sums and products round as numpy's do.
+"""
+import numpy
+
+from .cuda_source import CudaModule
+
+_HEADER = r"""
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+#define GRID_LOOP(i, n) \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); \
+         i += (long long)blockDim.x * gridDim.x)
+"""
+
+_TEMPLATE = r"""
+
+extern "C" __global__ void im2col_{S}(const {T}* x, {T}* cols, long long n, long long c, long long h, long long w,
+                                      int kh, int kw, int sh, int sw, int dh, int dw, int top, int left,
+                                      long long oh, long long ow) {
+    GRID_LOOP(idx, n * c * kh * kw * oh * ow) {
+        long long q = idx;
+        long long ox = q % ow; q /= ow;
+        long long oy = q % oh; q /= oh;
+        long long j = q % kw; q /= kw;
+        long long i = q % kh; q /= kh;
+        long long ch = q % c;
+        long long s = q / c;
+        long long y = oy * sh - top + i * dh, xx = ox * sw - left + j * dw;
+        cols[idx] = (y >= 0 && y < h && xx >= 0 && xx < w) ? x[((s * c + ch) * h + y) * w + xx] : ({T})0;
+    }
+}
+
+// dx[s, ch, y, x] = sum over the window cells (i, j) that read (y, x) of dcols[s, (ch, i, j), (oy, ox)], added in
+// (i, j) order onto 0, as the numpy col2im adds its strided slices
+extern "C" __global__ void col2im_{S}(const {T}* dcols, {T}* dx, long long n, long long c, long long h, long long w,
+                                      int kh, int kw, int sh, int sw, int dh, int dw, int top, int left,
+                                      long long oh, long long ow) {
+    GRID_LOOP(idx, n * c * h * w) {
+        long long q = idx;
+        long long xx = q % w; q /= w;
+        long long y = q % h; q /= h;
+        long long ch = q % c;
+        long long s = q / c;
+        {T} acc = 0;
+        for (int i = 0; i < kh; ++i) {
+            long long ty = y + top - (long long)i * dh;
+            if (ty < 0 || ty % sh) continue;
+            long long oy = ty / sh;
+            if (oy >= oh) continue;
+            for (int j = 0; j < kw; ++j) {
+                long long tx = xx + left - (long long)j * dw;
+                if (tx < 0 || tx % sw) continue;
+                long long ox = tx / sw;
+                if (ox >= ow) continue;
+                acc += dcols[(((s * c + ch) * kh + i) * kw + j) * oh * ow + oy * ow + ox];
+            }
+        }
+        dx[idx] = acc;
+    }
+}
+
+// y[s, f, p] = act(y[s, f, p] + b[f]) in place over (rows, f, p): the convolution's (p = OH·OW) and the dense
+// layer's (p = 1) epilogue
+extern "C" __global__ void bias_act_{S}({T}* y, const {T}* b, long long rows, long long f, long long p, int relu) {
+    GRID_LOOP(idx, rows * f * p) {
+        {T} v = y[idx] + b[(idx / p) % f];
+        y[idx] = (relu && !(v > ({T})0)) ? (v != v ? v : ({T})0) : v;
+    }
+}
+
+// g = g * (y > 0) in place (relu_grad's formula: a product with the mask)
+extern "C" __global__ void relu_mask_{S}({T}* g, const {T}* y, long long n) {
+    GRID_LOOP(idx, n) {
+        g[idx] = g[idx] * ({T})(y[idx] > ({T})0);
+    }
+}
+
+extern "C" __global__ void max_pool_{S}(const {T}* x, {T}* out, long long n, long long c, long long h, long long w,
+                                        int kh, int kw, int sh, int sw, int top, int left, long long oh,
+                                        long long ow) {
+    GRID_LOOP(idx, n * c * oh * ow) {
+        long long q = idx;
+        long long ox = q % ow; q /= ow;
+        long long oy = q % oh; q /= oh;
+        const {T}* plane = x + q * h * w;
+        {T} best = -({T})INFINITY;
+        bool nan = false;
+        for (int i = 0; i < kh; ++i) {
+            long long y = oy * sh - top + i;
+            if (y < 0 || y >= h) continue;
+            for (int j = 0; j < kw; ++j) {
+                long long xx = ox * sw - left + j;
+                if (xx < 0 || xx >= w) continue;
+                {T} v = plane[y * w + xx];
+                if (v != v) nan = true;
+                else if (v > best) best = v;
+            }
+        }
+        out[idx] = nan ? ({T})NAN : best;
+    }
+}
+
+// dx[s, ch, y, x] = the sum of dy over the windows whose first maximal cell (window order: rows top to bottom,
+// each left to right) is (y, x); with relu, 0 where x <= 0
+extern "C" __global__ void max_pool_grad_{S}(const {T}* dy, const {T}* x, const {T}* out, {T}* dx, long long n,
+                                             long long c, long long h, long long w, int kh, int kw, int sh, int sw,
+                                             int top, int left, long long oh, long long ow, int relu) {
+    GRID_LOOP(idx, n * c * h * w) {
+        long long q = idx;
+        long long xx = q % w; q /= w;
+        long long y = q % h; q /= h;
+        const {T}* plane = x + q * h * w;
+        {T} acc = 0;
+        for (int i = 0; i < kh; ++i) {
+            long long ty = y + top - i;
+            if (ty < 0 || ty % sh) continue;
+            long long oy = ty / sh;
+            if (oy >= oh) continue;
+            for (int j = 0; j < kw; ++j) {
+                long long tx = xx + left - j;
+                if (tx < 0 || tx % sw) continue;
+                long long ox = tx / sw;
+                if (ox >= ow) continue;
+                long long o = q * oh * ow + oy * ow + ox;
+                {T} m = out[o];
+                // the window's first cell equal to its maximum
+                int first_i = -1, first_j = -1;
+                for (int a = 0; a < kh && first_i < 0; ++a) {
+                    long long yy = oy * sh - top + a;
+                    if (yy < 0 || yy >= h) continue;
+                    for (int b = 0; b < kw; ++b) {
+                        long long xb = ox * sw - left + b;
+                        if (xb < 0 || xb >= w) continue;
+                        if (plane[yy * w + xb] == m) { first_i = a; first_j = b; break; }
+                    }
+                }
+                if (first_i == i && first_j == j) acc += dy[o];
+            }
+        }
+        if (relu) acc = acc * ({T})(plane[y * w + xx] > ({T})0);
+        dx[idx] = acc;
+    }
+}
+
+// window sums of the input cells (padding adds nothing), divided by the count of input cells
+extern "C" __global__ void avg_pool_{S}(const {T}* x, {T}* out, long long n, long long c, long long h, long long w,
+                                        int kh, int kw, int sh, int sw, int top, int left, long long oh,
+                                        long long ow) {
+    GRID_LOOP(idx, n * c * oh * ow) {
+        long long q = idx;
+        long long ox = q % ow; q /= ow;
+        long long oy = q % oh; q /= oh;
+        const {T}* plane = x + q * h * w;
+        {T} total = 0;
+        for (int i = 0; i < kh; ++i) {
+            long long y = oy * sh - top + i;
+            if (y < 0 || y >= h) continue;
+            for (int j = 0; j < kw; ++j) {
+                long long xx = ox * sw - left + j;
+                if (xx < 0 || xx >= w) continue;
+                total += plane[y * w + xx];
+            }
+        }
+        long long y0 = oy * sh - top, x0 = ox * sw - left;
+        long long rows = (y0 + kh < h ? y0 + kh : h) - (y0 > 0 ? y0 : 0);
+        long long cols = (x0 + kw < w ? x0 + kw : w) - (x0 > 0 ? x0 : 0);
+        out[idx] = total / ({T})(rows * cols);
+    }
+}
+
+// dx[s, ch, y, x] = sum over the windows holding (y, x) of dy / count, in (i, j) order as the numpy path adds them
+extern "C" __global__ void avg_pool_grad_{S}(const {T}* dy, {T}* dx, long long n, long long c, long long h,
+                                             long long w, int kh, int kw, int sh, int sw, int top, int left,
+                                             long long oh, long long ow) {
+    GRID_LOOP(idx, n * c * h * w) {
+        long long q = idx;
+        long long xx = q % w; q /= w;
+        long long y = q % h; q /= h;
+        {T} acc = 0;
+        for (int i = 0; i < kh; ++i) {
+            long long ty = y + top - i;
+            if (ty < 0 || ty % sh) continue;
+            long long oy = ty / sh;
+            if (oy >= oh) continue;
+            for (int j = 0; j < kw; ++j) {
+                long long tx = xx + left - j;
+                if (tx < 0 || tx % sw) continue;
+                long long ox = tx / sw;
+                if (ox >= ow) continue;
+                long long y0 = oy * sh - top, x0 = ox * sw - left;
+                long long rows = (y0 + kh < h ? y0 + kh : h) - (y0 > 0 ? y0 : 0);
+                long long cols = (x0 + kw < w ? x0 + kw : w) - (x0 > 0 ? x0 : 0);
+                acc += dy[q * oh * ow + oy * ow + ox] / ({T})(rows * cols);
+            }
+        }
+        dx[idx] = acc;
+    }
+}
+"""
+
+_SUFFIX = {numpy.dtype(numpy.float32): "f32", numpy.dtype(numpy.float64): "f64"}
+
+
+def _source():
+    return _HEADER + "".join(_TEMPLATE.replace("{T}", t).replace("{S}", s)
+                             for t, s in (("float", "f32"), ("double", "f64")))
+
+
+# --- the twins: numpy, same arguments, same writes ----------------------------------------------------------------
+def _padded(x, n, c, h, w, top, left, kh, kw, sh, sw, dh, dw, oh, ow, fill):
+    """x (n, c, h, w) padded so that every window cell of every output lies inside; padding = fill."""
+    hp = max(h + top, (oh - 1) * sh + (kh - 1) * dh + 1)
+    wp = max(w + left, (ow - 1) * sw + (kw - 1) * dw + 1)
+    out = numpy.full((n, c, hp, wp), fill, dtype=x.dtype)
+    out[:, :, top:top + h, left:left + w] = x.reshape(n, c, h, w)[:, :, :hp - top, :wp - left]
+    return out
+
+
+def _im2col_twin(x, cols, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
+    p = _padded(x, n, c, h, w, top, left, kh, kw, sh, sw, dh, dw, oh, ow, 0)
+    s_n, s_c, s_h, s_w = p.strides
+    view = numpy.lib.stride_tricks.as_strided(p, shape=(n, c, kh, kw, oh, ow),
+                                              strides=(s_n, s_c, s_h * dh, s_w * dw, s_h * sh, s_w * sw))
+    cols.reshape(view.shape)[...] = view
+
+
+def _col2im_twin(dcols, dx, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
+    p = _padded(numpy.zeros((n, c, h, w), dx.dtype), n, c, h, w, top, left, kh, kw, sh, sw, dh, dw, oh, ow, 0)
+    d6 = dcols.reshape(n, c, kh, kw, oh, ow)
+    for i in range(kh):
+        for j in range(kw):
+            p[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += d6[:, :, i, j]
+    dx.reshape(n, c, h, w)[...] = p[:, :, top:top + h, left:left + w]
+
+
+def _bias_act_twin(y, b, rows, f, p, relu):
+    y3 = y.reshape(rows, f, p)
+    y3 += b.reshape(1, f, 1)
+    if relu:
+        numpy.maximum(y3, y3.dtype.type(0), out=y3)
+
+
+def _relu_mask_twin(g, y, n):
+    g *= y > 0
+
+
+def _windows(padded, oh, ow, sh, sw):
+    for i in range(padded.shape[2] - (oh - 1) * sh):
+        for j in range(padded.shape[3] - (ow - 1) * sw):
+            yield i, j, padded[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+
+
+def _max_pool_twin(x, out, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow):
+    p = _padded(x, n, c, h, w, top, left, kh, kw, sh, sw, 1, 1, oh, ow, -numpy.inf)
+    o = out.reshape(n, c, oh, ow)
+    o[...] = -numpy.inf
+    nan = numpy.zeros(o.shape, bool)
+    for i in range(kh):
+        for j in range(kw):
+            v = p[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+            nan |= v != v
+            numpy.fmax(o, v, out=o)
+    o[nan] = numpy.nan
+
+
+def _max_pool_grad_twin(dy, x, out, dx, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow, relu):
+    p = _padded(x, n, c, h, w, top, left, kh, kw, sh, sw, 1, 1, oh, ow, numpy.nan)  # padding never equals
+    g = numpy.zeros(p.shape, dtype=dx.dtype)
+    y4, dy4 = out.reshape(n, c, oh, ow), dy.reshape(n, c, oh, ow)
+    taken = numpy.zeros(y4.shape, bool)
+    for i in range(kh):
+        for j in range(kw):
+            hit = (p[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw] == y4) & ~taken
+            g[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw] += numpy.where(hit, dy4, 0)
+            taken |= hit
+    d = dx.reshape(n, c, h, w)
+    d[...] = g[:, :, top:top + h, left:left + w]
+    if relu:
+        d *= x.reshape(n, c, h, w) > 0
+
+
+def _counts(h, w, kh, kw, sh, sw, top, left, oh, ow):
+    def along(size, k, s, before, o):
+        start = numpy.arange(o) * s - before
+        return numpy.minimum(start + k, size) - numpy.maximum(start, 0)
+    return along(h, kh, sh, top, oh)[:, None] * along(w, kw, sw, left, ow)[None, :]
+
+
+def _avg_pool_twin(x, out, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow):
+    p = _padded(x, n, c, h, w, top, left, kh, kw, sh, sw, 1, 1, oh, ow, 0)
+    total = numpy.zeros((n, c, oh, ow), dtype=out.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            total += p[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+    out.reshape(n, c, oh, ow)[...] = total / _counts(h, w, kh, kw, sh, sw, top, left, oh, ow).astype(out.dtype)
+
+
+def _avg_pool_grad_twin(dy, dx, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow):
+    share = dy.reshape(n, c, oh, ow) / _counts(h, w, kh, kw, sh, sw, top, left, oh, ow).astype(dx.dtype)
+    p = _padded(numpy.zeros((n, c, h, w), dx.dtype), n, c, h, w, top, left, kh, kw, sh, sw, 1, 1, oh, ow, 0)
+    for i in range(kh):
+        for j in range(kw):
+            p[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw] += share
+    dx.reshape(n, c, h, w)[...] = p[:, :, top:top + h, left:left + w]
+
+
+_TWINS = {"im2col": _im2col_twin, "col2im": _col2im_twin, "bias_act": _bias_act_twin, "relu_mask": _relu_mask_twin,
+          "max_pool": _max_pool_twin, "max_pool_grad": _max_pool_grad_twin, "avg_pool": _avg_pool_twin,
+          "avg_pool_grad": _avg_pool_grad_twin}
+
+MODULE = CudaModule("nn", _source(), {"%s_%s" % (name, s): twin for name, twin in _TWINS.items()
+                                       for s in ("f32", "f64")},
+                    options=("--std=c++17", "--fmad=false"))
+
+
+def supported(dtype):
+    """Whether the device kernels take arrays of `dtype` (float32, float64)."""
+    return numpy.dtype(dtype) in _SUFFIX
+
+
+def _name(base, dtype):
+    return "%s_%s" % (base, _SUFFIX[numpy.dtype(dtype)])
+
+
+# --- the device operations (xp: CuPy or the tests' fake; arrays C-contiguous NCHW) ------------------------------
+def im2col(xp, x, kh, kw, strides, dilations, pads, out_hw):
+    """(N, C·kh·kw, OH·OW) channel-major patches of the whole batch x (N, C, H, W)."""
+    n, c, h, w = x.shape
+    (sh, sw), (dh, dw), ((top, _), (left, _)), (oh, ow) = strides, dilations, pads, out_hw
+    cols = xp.empty((n, c * kh * kw, oh * ow), dtype=x.dtype)
+    MODULE.launch(xp, _name("im2col", x.dtype), cols.size, x, cols, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left,
+                  oh, ow)
+    return cols
+
+
+def col2im(xp, dcols, input_shape, kh, kw, strides, dilations, pads, out_hw):
+    """dx (N, C, H, W) from the patch gradients dcols (N, C·kh·kw, OH·OW)."""
+    n, c, h, w = input_shape
+    (sh, sw), (dh, dw), ((top, _), (left, _)), (oh, ow) = strides, dilations, pads, out_hw
+    dx = xp.empty((n, c, h, w), dtype=dcols.dtype)
+    MODULE.launch(xp, _name("col2im", dx.dtype), dx.size, dcols, dx, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left,
+                  oh, ow)
+    return dx
+
+
+def bias_act(xp, y, b, relu):
+    """In place: y (rows, F, ...) += b per F, then relu when asked."""
+    rows, f = y.shape[0], y.shape[1]
+    p = y.size // max(1, rows * f)
+    MODULE.launch(xp, _name("bias_act", y.dtype), y.size, y, b.astype(y.dtype, copy=False), rows, f, p,
+                  1 if relu else 0)
+    return y
+
+
+def relu_mask(xp, g, y):
+    """In place: g *= (y > 0)."""
+    MODULE.launch(xp, _name("relu_mask", g.dtype), g.size, g, y, g.size)
+    return g
+
+
+def max_pool(xp, x, ksize, strides, pads, out_hw):
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), ((top, _), (left, _)), (oh, ow) = ksize, strides, pads, out_hw
+    out = xp.empty((n, c, oh, ow), dtype=x.dtype)
+    MODULE.launch(xp, _name("max_pool", x.dtype), out.size, x, out, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow)
+    return out
+
+
+def max_pool_grad(xp, dy, x, y, ksize, strides, pads, relu):
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), ((top, _), (left, _)), (oh, ow) = ksize, strides, pads, y.shape[2:]
+    dx = xp.empty(x.shape, dtype=x.dtype)
+    MODULE.launch(xp, _name("max_pool_grad", x.dtype), dx.size, dy, x, y, dx, n, c, h, w, kh, kw, sh, sw, top,
+                  left, oh, ow, 1 if relu else 0)
+    return dx
+
+
+def avg_pool(xp, x, ksize, strides, pads, out_hw):
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), ((top, _), (left, _)), (oh, ow) = ksize, strides, pads, out_hw
+    out = xp.empty((n, c, oh, ow), dtype=x.dtype)
+    MODULE.launch(xp, _name("avg_pool", x.dtype), out.size, x, out, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow)
+    return out
+
+
+def avg_pool_grad(xp, dy, input_shape, ksize, strides, pads):
+    n, c, h, w = input_shape
+    (kh, kw), (sh, sw), ((top, _), (left, _)), (oh, ow) = ksize, strides, pads, dy.shape[2:]
+    dx = xp.empty((n, c, h, w), dtype=dy.dtype)
+    MODULE.launch(xp, _name("avg_pool_grad", dy.dtype), dx.size, dy, dx, n, c, h, w, kh, kw, sh, sw, top, left,
+                  oh, ow)
+    return dx

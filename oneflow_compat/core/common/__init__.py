@@ -1,0 +1,1 @@
+"""`oneflow.core.common`: OneFlow's common protobuf modules (enums only, pure Python)."""

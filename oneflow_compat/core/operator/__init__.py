@@ -1,0 +1,1 @@
+"""`oneflow.core.operator`: OneFlow's operator protobuf module (its enums, pure Python)."""

@@ -1,0 +1,213 @@
+"""CUDA graphs, opt-in (`ONEFLOW_COMPAT_CUDA_GRAPH=1`): a compiled job's whole step captured once and replayed by
+one launch per call.
+
+A graph replays the kernels it captured with the arguments they had: the device addresses, and every value passed
+by value. So everything that changes from call to call lives in device memory at fixed addresses:
+
+* inputs: static device buffers, filled at each call by copies captured in the graph from pinned staging buffers
+  (the host writes the fed batch there before the launch; a fed device array is copied into its buffer first);
+* per-call scalars (learning rates, Adam's rate, dropout keys): the step scalars (backend/step_scalars.py), whose
+  copy up from pinned memory is captured too;
+* outputs: the registers the step's last kernels wrote, held at the capture (`plan._held`) and brought down after
+  each launch by the step's one transfer (runtime/plan.py's download);
+* temporaries: a private memory pool, used by the capture alone; its blocks stay the graph's.
+
+The graph runs on a non-default stream of its own. Call 1 runs the steps as usual on that stream and pool (its
+results are the call's, and it leaves the pool holding every block the step needs); call 2 captures (inputs' and
+scalars' copies up, every step but the download), then launches; later calls write the pinned buffers, launch,
+download — one device -> host synchronisation per call.
+
+Not captured (the job runs as before; a notice says why, once): several micro-batches or pipeline stages, several
+processes (MPI collectives run on the host), ops on CPU devices, watches, a CUDA-less device module, variables
+re-bound between calls. A step that reads a per-call host value or waits for the device — an optimizer without a
+device update reading its learning rate on the host, an array dropout drawing its key on the host, a host copy —
+is found during the capture (backend/step_scalars.py's `FrozenInGraph`): the capture is dropped, the notice names
+it, and the job runs uncaptured from then on.
+"""
+import os
+
+import numpy as np
+
+from oneflow_compat.backend import notices, step_scalars
+from oneflow_compat.kernels import checks
+
+ENV = "ONEFLOW_COMPAT_CUDA_GRAPH"
+
+
+def requested():
+    """Whether `ONEFLOW_COMPAT_CUDA_GRAPH` asks for captured steps (1, true, on)."""
+    return os.environ.get(ENV, "").strip().lower() in ("1", "true", "on", "yes")
+
+
+def unsupported_reason(exe, xp):
+    """Why `exe`'s steps cannot be captured (None where they can)."""
+    cuda = getattr(xp, "cuda", None)
+    if xp is np or cuda is None or not hasattr(cuda, "Stream"):
+        return "its devices are not CUDA devices"
+    if exe.micro_batches != 1 or exe.pipelined:
+        return "it runs %d micro-batches" % exe.micro_batches
+    if exe.session.runtime.comm.size > 1:
+        return "it runs across %d processes (their collectives run on the host)" % exe.session.runtime.comm.size
+    for op in exe.job.ops:
+        if op.placement.device_tag != "gpu":
+            return "op '%s' runs on CPU devices" % op.name
+        if op.defn.runtime_hook == "watch":
+            return "op '%s' is a watch (a host callback)" % op.name
+    if getattr(exe.job, "diff_watches", None):
+        return "it watches gradients (host callbacks)"
+    return None
+
+
+def for_executable(exe):
+    """A CapturedStep for `exe` when graphs are requested and its steps can be captured, else None (with a notice
+    naming why, where they were requested)."""
+    if not requested():
+        return None
+    xp = exe.session.runtime.xp(exe.job.ops[0].placement) if exe.job.ops else np
+    if xp is np:
+        return None  # a job on CPU devices: nothing to say
+    reason = unsupported_reason(exe, xp)
+    if reason is not None:
+        notices.warn("%s=1: job '%s' runs without a CUDA graph: %s", ENV, exe.job.name, reason)
+        return None
+    return CapturedStep(exe, xp)
+
+
+class CapturedStep:
+    """The captured step of one executable; see the module docstring."""
+
+    def __init__(self, exe, xp):
+        self.exe, self.xp = exe, xp
+        self.stream = xp.cuda.Stream(non_blocking=True)
+        self.pool = xp.cuda.MemoryPool()
+        self.graph = None
+        self.calls = 0
+        self.inputs = None  # per input register: (register, static device array, pinned host staging array)
+        self.variables = None  # the variable arrays the graph was captured with
+        self.held = {}
+        self.pending = []
+        self.disabled = None  # why the capture was given up
+
+    def usable(self):
+        return self.disabled is None
+
+    # --- inputs -------------------------------------------------------------------------------------------------
+    def _static_inputs(self, values):
+        xp = self.xp
+        inputs = []
+        for r, value in values:
+            if getattr(value, "dtype", None) == object:
+                raise step_scalars.FrozenInGraph("input register %d holds host objects" % r)
+            static = xp.empty(value.shape, dtype=value.dtype)
+            memory = xp.cuda.alloc_pinned_memory(max(1, value.nbytes))
+            pinned = np.frombuffer(memory, value.dtype, value.size).reshape(value.shape)
+            inputs.append((r, static, pinned, memory))
+        return inputs
+
+    def _stage(self, values):
+        """Fed values into the pinned staging buffers (host values) or straight into the static buffers (device
+        values, copied on the graph's stream before the launch)."""
+        regs = self.exe.plan.regs
+        for (r, static, pinned, _), (_, value) in zip(self.inputs, values):
+            if tuple(value.shape) != tuple(static.shape) or value.dtype != static.dtype:
+                raise step_scalars.FrozenInGraph("input register %d changed from %s %s to %s %s" % (
+                    r, tuple(static.shape), static.dtype, tuple(value.shape), value.dtype))
+            if isinstance(value, np.ndarray):
+                np.copyto(pinned, value)
+            else:
+                with self.stream:
+                    static[...] = value  # a device value: copied into the buffer the graph reads
+            regs[r] = static
+
+    def _copy_inputs_up(self):
+        for r, static, pinned, _ in self.inputs:
+            static.set(pinned, stream=self.stream)
+
+    # --- a call -------------------------------------------------------------------------------------------------
+    def call(self, feed):
+        """One call (the executable's `call` for one micro-batch); returns [[results]]."""
+        exe, plan = self.exe, self.exe.plan
+        rt = exe.session.runtime
+        exe.refresh_variables()
+        variables = [plan.regs[r] for r, _, _ in plan.var_slots]
+        with rt.host_feeds():
+            feed(0, None)
+        values = [(r, plan.regs[r]) for slots in exe.in_regs[0] for r in slots]
+        try:
+            if self.inputs is None:
+                self.inputs = self._static_inputs(values)
+            if self.variables is not None and any(a is not b for a, b in zip(variables, self.variables)):
+                raise step_scalars.FrozenInGraph("a variable was bound to another array since the capture")
+            self._stage(values)
+        except step_scalars.FrozenInGraph as e:
+            return self._give_up(e, feed)
+        plan.scalars.write_host()
+        end = plan.steps.index(plan._download_step) if plan._download_step is not None else len(plan.steps)
+        with self.stream:
+            if self.calls == 0:
+                # as usual, but checked: what a capture would freeze is found now, without a capture to drop
+                found = []
+                with self.xp.cuda.using_allocator(self.pool.malloc), step_scalars.capture_guard(found):
+                    self._copy_inputs_up()
+                    plan.scalars.copy_up(record_event=False)
+                    exe.run(plan, 0, end)
+                if found:
+                    self.disabled = found[0]
+                    notices.warn("%s=1: job '%s' runs without a CUDA graph: %s", ENV, exe.job.name, found[0])
+            else:
+                if self.graph is None:
+                    try:
+                        self._capture(plan, end)
+                    except Exception as e:  # noqa: BLE001 - nothing ran (a capture executes nothing): run uncaptured
+                        return self._give_up(e, feed, staged=True)
+                    self.variables = variables
+                self.graph.launch(self.stream)
+                plan._held.update(self.held)
+                checks.restore_pending(self.pending)
+            if end < len(plan.steps):
+                exe.run(plan, end, len(plan.steps))  # the download: the call's one synchronisation
+            else:
+                self.stream.synchronize()  # nothing comes down: the pinned buffers may be rewritten next call
+        plan.scalars.finish_call()
+        self.calls += 1
+        return [list(plan.results)]
+
+    def _capture(self, plan, end):
+        xp = self.xp
+        mode = getattr(xp.cuda.runtime, "streamCaptureModeRelaxed", None)
+        with xp.cuda.using_allocator(self.pool.malloc):
+            self.stream.begin_capture(mode) if mode is not None else self.stream.begin_capture()
+            try:
+                with step_scalars.capture_guard():
+                    self._copy_inputs_up()
+                    plan.scalars.copy_up(record_event=False)
+                    self.exe.run(plan, 0, end)
+            except BaseException:
+                try:
+                    self.stream.end_capture()
+                except Exception:  # noqa: BLE001 - the capture's own error is the one to report
+                    pass
+                plan._held.clear()
+                checks.take_pending()
+                raise
+            self.graph = self.stream.end_capture()
+        self.held = dict(plan._held)
+        self.pending = checks.take_pending()
+
+    def _give_up(self, error, feed, staged=False):
+        """The step cannot be captured: said once, and this call (and every later one) runs uncaptured."""
+        exe, plan = self.exe, self.exe.plan
+        self.disabled = "%s%s" % ("" if isinstance(error, step_scalars.FrozenInGraph) else type(error).__name__ + ": ",
+                                  error)
+        notices.warn("%s=1: job '%s' runs without a CUDA graph: %s", ENV, exe.job.name, self.disabled)
+        plan._held.clear()
+        self.graph = None
+        if staged:
+            # this call's inputs and scalars are staged already: copied up, then the steps as usual
+            with self.stream:
+                self._copy_inputs_up()
+                plan.scalars.copy_up()
+                exe.run()
+                plan.scalars.finish_call()
+            return [list(plan.results)]
+        return exe.call(feed)

@@ -1,0 +1,568 @@
+"""The in-process stages of the GPU check (oneflow_compat/tools/gpu_check.py runs each as a child process):
+
+    python -m oneflow_compat.tools.gpu_stages models|graph|nccl|nccl_ranks|validate [--out DIR]
+
+Each prints `GPU_CHECK ok|failed|skipped <what>: <detail>` lines (the check counts them) and writes its numbers to
+`DIR/<stage>.json`. With GPU_CHECK_FAKE=1 (the check's `--fake` dry run) the GPU is the strict fake device of
+tests/strict_device.py (its launches and synchronisations counted by the fake itself), NCCL a fake communicator
+(tests/fake_nccl.py), and torch's CUDA comparisons are skipped.
+
+Run from the checkout's root (the docs' MLP and LeNet come from `benchmarks/models.py`).
+"""
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+
+import numpy as np
+
+# (realpath: imported through gpu_check's link farm, the file still lies in the checkout)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+FAKE = os.environ.get("GPU_CHECK_FAKE") == "1"
+
+
+def say(status, what, detail=""):
+    print("GPU_CHECK %s %s%s" % (status, what, (": " + str(detail)) if detail != "" else ""), flush=True)
+
+
+def write(out, stage, results):
+    if out:
+        with open(os.path.join(out, "%s.json" % stage), "w") as f:
+            json.dump(results, f, indent=2, sort_keys=True, default=str)
+
+
+def guarded(results, name, fn):
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - a check reports everything and goes on
+        results[name + "_error"] = "%s: %s" % (type(e).__name__, str(e)[:600])
+        say("failed", name, results[name + "_error"])
+        traceback.print_exc()
+        return None
+
+
+# --- device modes ----------------------------------------------------------------------------------------------
+class _Patches:
+    """monkeypatch's setattr for the fake device, undone on exit."""
+
+    def __init__(self):
+        self.undo = []
+
+    def setattr(self, obj, name, value):
+        self.undo.append((obj, name, getattr(obj, name)))
+        setattr(obj, name, value)
+
+    def restore(self):
+        for obj, name, value in reversed(self.undo):
+            setattr(obj, name, value)
+        self.undo = []
+
+
+@contextlib.contextmanager
+def device(mode, graph=False):
+    """Runs the block with every placement on `mode` ("cpu" or "gpu"; the fake device in a dry run), CUDA graphs
+    asked or not, in a fresh session."""
+    from oneflow_compat.framework import session as sess
+
+    patches = _Patches()
+    old = {k: os.environ.get(k) for k in ("ONEFLOW_COMPAT_DEVICE", "ONEFLOW_COMPAT_CUDA_GRAPH")}
+    os.environ["ONEFLOW_COMPAT_DEVICE"] = mode if not (FAKE and mode == "gpu") else "cpu"
+    os.environ["ONEFLOW_COMPAT_CUDA_GRAPH"] = "1" if graph else "0"
+    fake = None
+    if FAKE and mode == "gpu":
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        import strict_device
+
+        fake = strict_device.install(patches, "gpu", allow_syncs=True, gpus=1)
+    sess.clear_default_session()
+    try:
+        yield fake
+    finally:
+        sess.clear_default_session()
+        patches.restore()
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _median_ms(fn, n, warm=2, sync=None):
+    for _ in range(warm):
+        fn()
+    if sync:
+        sync()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        if sync:
+            sync()
+        times.append(time.perf_counter() - t)
+    return round(statistics.median(times) * 1e3, 3)
+
+
+def _rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+
+def _close(got, want):
+    return all(np.allclose(g, w, rtol=1e-5, atol=1e-6) for g, w in zip(got, want))
+
+
+# what "equal to the CPU" means: every loss of the three steps within rtol 1e-5 of the CPU's (dropout masks are the
+# same Philox bits: a different mask would move a loss by far more), and every variable after the first step within
+# 1e-5 of the CPU's in norm. After three steps the variables are reported, not judged: the docs' LeNet at lr 0.1 on
+# one batch is ill-conditioned there — float32 sums in another order (cuBLAS, a batched product, a reduction kernel)
+# leave ~1e-7 after one step and ~1e-4 after three in the convolutions' weights and biases, as much as the CPU's own
+# two paths differ (its numba kernels against its numpy ones, ONEFLOW_COMPAT_JIT=0: 8.8e-5 in conv1's weight).
+LOSS_RTOL, WEIGHT_RTOL, WEIGHT_RTOL_LAST = 1e-5, 1e-5, 1e-4
+
+
+def _rel_weights(weights, cpu_weights):
+    rel = {k: _rel(weights[k], cpu_weights[k]) for k in cpu_weights if k in weights}
+    worst = max(rel, key=rel.get)
+    return rel[worst], worst
+
+
+def _compare(losses, weights, cpu_losses, cpu_weights, first=None, cpu_first=None):
+    """The GPU run against the CPU's. `weights`: after the last step; `first`: after the first (then the variables
+    are judged there, see above; without it, after the last step within WEIGHT_RTOL_LAST)."""
+    rel_loss = max(_rel(a, b) for a, b in zip(losses, cpu_losses))
+    rel_last, worst_last = _rel_weights(weights, cpu_weights)
+    same_names = sorted(weights) == sorted(cpu_weights)
+    out = {"max_rel_loss": rel_loss, "max_rel_weight": rel_last, "worst_weight": worst_last,
+           "losses_rtol_1e-5": bool(_close(losses, cpu_losses)),
+           "weights_elementwise_rtol_1e-5": bool(same_names and all(_close([weights[k]], [cpu_weights[k]])
+                                                                    for k in cpu_weights))}
+    if first is not None:
+        rel_first, worst_first = _rel_weights(first, cpu_first)
+        out.update(max_rel_weight_step1=rel_first, worst_weight_step1=worst_first)
+        weights_ok = rel_first <= WEIGHT_RTOL
+    else:
+        weights_ok = rel_last <= WEIGHT_RTOL_LAST
+    out["matches_cpu"] = bool(same_names and _close(losses, cpu_losses) and weights_ok)
+    return out
+
+
+def _train(model, batch, steps):
+    """(losses of `steps` calls, every variable after the last, every variable after the first, the step function)
+    of the docs' train job."""
+    sys.path.insert(0, ROOT)
+    from benchmarks import models  # (it imports the package itself: the check runs its jobs as a user would)
+
+    step = models.make_train_step(getattr(models, model), 1, batch)
+    losses = [np.array(step(), copy=True)]
+    first = {k: np.array(v, copy=True) for k, v in _variables().items()}
+    losses += [np.array(step(), copy=True) for _ in range(steps - 1)]
+    weights = {k: np.array(v, copy=True) for k, v in _variables().items()}
+    return losses, weights, first, step
+
+
+# --- torch CUDA: the reference step, and kernel counts through its profiler -----------------------------------
+def _variables():
+    """Every variable of the default session, as host arrays (what flow.get_all_variables() reads)."""
+    from oneflow_compat.framework import session as sess
+
+    s = sess.default_session()
+    return {name: s.vars.get_full(spec) for name, spec in s.vars.specs.items()}
+
+
+def _torch_step(model, batch):
+    import torch
+    import torch.nn.functional as F
+
+    sys.path.insert(0, ROOT)
+    from benchmarks import models
+
+    dev = "cuda"
+    x, y = models.batch(batch)
+    x, y = torch.from_numpy(x).to(dev), torch.from_numpy(y.astype(np.int64)).to(dev)
+    if model == "lenet":
+        shapes = [(32, 1, 5, 5), (32,), (64, 32, 5, 5), (64,), (512, 3136), (512,), (10, 512), (10,)]
+    else:
+        shapes = [(512, 784), (512,), (10, 512), (10,)]
+    params = [(torch.randn(*s, device=dev) * 0.1).requires_grad_(True) for s in shapes]
+    opt = torch.optim.SGD(params, lr=0.1)
+
+    def step():
+        opt.zero_grad()
+        if model == "lenet":
+            c1, b1, c2, b2, w1, d1, w2, d2 = params
+            h = F.max_pool2d(F.relu(F.conv2d(x, c1, b1, padding=2)), 2, 2)
+            h = F.max_pool2d(F.relu(F.conv2d(h, c2, b2, padding=2)), 2, 2)
+            h = F.dropout(F.relu(F.linear(h.reshape(batch, -1), w1, d1)), 0.5, training=True)
+        else:
+            w1, d1, w2, d2 = params
+            h = F.relu(F.linear(x.reshape(batch, -1), w1, d1))
+        loss = F.cross_entropy(F.linear(h, w2, d2), y, reduction="none")
+        loss.mean().backward()
+        opt.step()
+        return loss.detach().cpu().numpy()  # a fetched loss, as the oneflow_compat step returns one
+
+    return step
+
+
+def _profile_counts(fn):
+    """Kernels, host->device and device->host copies and memsets of one call of fn (CUPTI sees CuPy's too)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    kinds = {"kernels": 0, "htod": 0, "dtoh": 0, "dtod": 0, "memset": 0}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            n = e.name.lower()
+            key = "htod" if "htod" in n else "dtoh" if "dtoh" in n else "dtod" if "dtod" in n or "memcpy" in n \
+                else "memset" if "memset" in n else "kernels"
+            kinds[key] += 1
+    return kinds
+
+
+# --- stage: models ---------------------------------------------------------------------------------------------
+def stage_models(out):
+    batch = int(os.environ.get("GPU_CHECK_BATCH", "100"))
+    reps = 3 if FAKE else 20
+    results = {}
+    for model in ("mlp", "lenet"):
+        r = results[model] = {"batch": batch}
+        with device("cpu"):
+            cpu_losses, cpu_weights, cpu_first, cpu_step = _train(model, batch, 3)
+            r["cpu_ms"] = _median_ms(cpu_step, 2 if FAKE else 5, warm=1)
+        for graph in (False, True):
+            key = "gpu_graph" if graph else "gpu"
+
+            def run_gpu(key=key, graph=graph):
+                g = r[key] = {}
+                with device("gpu", graph=graph) as fake:
+                    losses, weights, first, step = _train(model, batch, 3)
+                    g.update(_compare(losses, weights, cpu_losses, cpu_weights, first, cpu_first))
+                    g["ms"] = _median_ms(step, reps)
+                    if fake is not None:
+                        import strict_device
+
+                        L, S = strict_device.Launches, strict_device.Syncs
+                        l0, s0, u0 = L.count, S.total(), L.uploads
+                        step()
+                        g["per_step"] = {"launches": L.count - l0, "syncs": S.total() - s0, "uploads": L.uploads - u0}
+                        if graph:
+                            g["captured"] = fake.cuda.captures == 1
+                    else:
+                        g["per_step"] = _profile_counts(step)
+                        if graph:
+                            from oneflow_compat.framework import session as sess
+
+                            compiled = list(sess.default_session().compiled.values())
+                            captured = [c.exe.captured for c in compiled if getattr(c.exe, "captured", None)]
+                            g["captured"] = bool(captured) and all(c.graph is not None for c in captured)
+                            g["not_captured_because"] = [c.disabled for c in captured if c.disabled]
+                ok = g["matches_cpu"] and (not graph or g.get("captured"))
+                say("ok" if ok else "failed", "%s %s" % (model, key), json.dumps(g, sort_keys=True))
+
+            guarded(r, key, run_gpu)
+        if not FAKE:
+            def torch_part():
+                import torch
+
+                if not torch.cuda.is_available():
+                    say("skipped", "%s torch" % model, "torch has no CUDA here")
+                    return
+                ts = _torch_step(model, batch)
+                r["torch_cuda_eager_ms"] = _median_ms(ts, 50, warm=5, sync=torch.cuda.synchronize)
+                r["torch_per_step"] = _profile_counts(ts)
+                for key in ("gpu", "gpu_graph"):
+                    if "ms" in r.get(key, {}):
+                        r[key]["vs_torch_eager"] = round(r[key]["ms"] / r["torch_cuda_eager_ms"], 3)
+                say("ok", "%s torch" % model, "%s ms, %s" % (r["torch_cuda_eager_ms"], r["torch_per_step"]))
+
+            guarded(r, "torch", torch_part)
+        write(out, "models", results)
+    return results
+
+
+# --- stage: graph ---------------------------------------------------------------------------------------------
+def stage_graph(out):
+    results = {}
+    if not FAKE:
+        def smoke():
+            import cupy
+
+            s = cupy.cuda.Stream(non_blocking=True)
+            with s:
+                a = cupy.random.rand(256, 256, dtype=cupy.float32)
+                c = cupy.maximum(a @ a, 0) * 2
+                s.synchronize()
+                s.begin_capture()
+                c = cupy.maximum(a @ a, 0) * 2
+                g = s.end_capture()
+                a[...] = cupy.random.rand(256, 256, dtype=cupy.float32)
+                g.launch()
+                s.synchronize()
+                ok = bool(cupy.allclose(c, cupy.maximum(a @ a, 0) * 2).get())
+            results["cupy_capture_replay"] = ok
+            say("ok" if ok else "failed", "cupy capture", "replay equals a fresh run: %s" % ok)
+
+        guarded(results, "cupy_capture", smoke)
+
+    def captured_step():
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        import test_gpu_step_budget as budget
+
+        schedule = ([1, 3], [0.1, 0.05, 0.02])  # the rate changes under the replays: a frozen one would show
+        with device("cpu"):
+            want = budget._steps(budget.mlp, 5, schedule=schedule)
+        with device("gpu", graph=True) as fake:
+            got = budget._steps(budget.mlp, 5, schedule=schedule)
+            from oneflow_compat.framework import session as sess
+
+            captured = [c.exe.captured for c in sess.default_session().compiled.values()
+                        if getattr(c.exe, "captured", None)]
+        same = _compare(got[0], got[1], want[0], want[1])["matches_cpu"]
+        graph_made = bool(captured) and captured[0].graph is not None
+        results["mlp_captured"] = graph_made
+        results["mlp_captured_equals_cpu"] = bool(same)
+        if captured and captured[0].disabled:
+            results["not_captured_because"] = captured[0].disabled
+        say("ok" if same and graph_made else "failed", "captured mlp step",
+            "graph %s, equals CPU over 5 calls with a changing rate: %s" % (graph_made, same))
+        del fake
+
+    guarded(results, "captured_step", captured_step)
+    write(out, "graph", results)
+    return results
+
+
+# --- stage: nccl ----------------------------------------------------------------------------------------------
+def stage_nccl(out):
+    results = {}
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from oneflow_compat.comm import nccl_comm
+    from oneflow_compat.comm.process_comm import SingleProcessComm
+
+    def raw_one_rank():
+        """CuPy's NCCL alone (none of this package): a 1-rank communicator's all-reduce, so that a failure below
+        is told apart from a broken NCCL."""
+        import cupy
+        from cupy.cuda import nccl
+
+        comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        x = cupy.arange(1 << 20, dtype=cupy.float32)
+        y = cupy.empty_like(x)
+        stream = cupy.cuda.get_current_stream()
+        comm.allReduce(x.data.ptr, y.data.ptr, x.size, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, stream.ptr)
+        stream.synchronize()
+        ok = bool((y == x).all().get())
+        results["raw_one_rank_allreduce"] = ok
+        say("ok" if ok else "failed", "nccl raw one rank", "CuPy's NcclCommunicator(1) all-reduce: %s" % ok)
+
+    if FAKE:
+        say("skipped", "nccl raw one rank", "a dry run has no NCCL")
+    else:
+        guarded(results, "raw_one_rank", raw_one_rank)
+
+    def one_rank():
+        if FAKE:
+            from fake_nccl import FakeNccl
+
+            xp, binding = np, FakeNccl()
+        else:
+            import cupy
+
+            if not nccl_comm.available(cupy):
+                say("skipped", "nccl one rank", "CuPy's NCCL is not available")
+                return
+            xp, binding = cupy, None
+        import test_nccl_comm as t
+
+        comm = nccl_comm.NcclComm(SingleProcessComm(), xp, binding, timeout=60)
+        host = SingleProcessComm()
+        done = []
+        for name, body in sorted(t.COLLECTIVES.items()):
+            if name == "subset":
+                continue
+            up = _Up(comm, xp)
+            got, want = body(up, 0, 1), body(host, 0, 1)
+            t._same(got, want)
+            done.append(name)
+        comm.close()
+        results["one_rank_collectives"] = done
+        say("ok", "nccl one rank", "%d collectives equal the process comm's" % len(done))
+
+    guarded(results, "one_rank", one_rank)
+
+    def over_mpi(n):
+        import shutil
+        import subprocess
+
+        if FAKE:
+            say("skipped", "nccl %d ranks" % n, "a dry run has no NCCL across processes")
+            return
+
+        mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+        mpiexec = mpiexec if os.path.exists(mpiexec) else shutil.which("mpiexec")
+        if not mpiexec:
+            say("skipped", "nccl %d ranks" % n, "no mpiexec")
+            return
+        env = dict(os.environ, NCCL_DEBUG=os.environ.get("NCCL_DEBUG", "WARN"))
+        done = subprocess.run([mpiexec, "-n", str(n), sys.executable, "-m", "oneflow_compat.tools.gpu_stages",
+                               "nccl_ranks"], cwd=ROOT, capture_output=True, text=True, timeout=90, env=env)
+        text = (done.stdout + done.stderr)[-3000:]
+        oks = done.stdout.count("GPU_CHECK ok nccl ranks")
+        results["mpi_%d_ranks" % n] = "rc %d, %d of %d ranks ok: %s" % (done.returncode, oks, n, text[-400:])
+        gpus = _gpu_count()
+        if oks == n:
+            say("ok", "nccl %d ranks" % n, "bootstrap over MPI and every collective")
+        elif n > gpus and not FAKE:
+            say("skipped", "nccl %d ranks" % n, "%d GPU(s): NCCL refuses two ranks on one GPU (rc %d)"
+                % (gpus, done.returncode))
+        else:
+            say("failed", "nccl %d ranks" % n, text[-600:])
+
+    for n in (1, 2):
+        guarded(results, "mpi_%d" % n, lambda n=n: over_mpi(n))
+    write(out, "nccl", results)
+    return results
+
+
+class _Up:
+    """A comm call with host arrays: they go up to `xp`, the results come down."""
+
+    def __init__(self, comm, xp):
+        self.comm, self.xp = comm, xp
+
+    def __getattr__(self, method):
+        xp = self.xp
+
+        def up(a):
+            if isinstance(a, np.ndarray):
+                return xp.asarray(a)
+            if isinstance(a, list) and a and isinstance(a[0], np.ndarray):
+                return [xp.asarray(p) for p in a]
+            return a
+
+        def down(a):
+            if a is None:
+                return None
+            if isinstance(a, list):
+                return [down(p) for p in a]
+            return a.get() if hasattr(a, "get") else np.asarray(a)
+
+        def call(*args, **kwargs):
+            return down(getattr(self.comm, method)(*[up(a) for a in args], **kwargs))
+        return call
+
+
+def _gpu_count():
+    if FAKE:
+        return 1
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def stage_nccl_ranks():
+    """One MPI rank of the NCCL check (under mpiexec): rank r on GPU r % count, every collective over the world."""
+    from oneflow_compat.comm import nccl_comm, world
+
+    host = world.get_process_comm()
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import test_nccl_comm as t
+
+    if FAKE:
+        say("skipped", "nccl ranks", "a dry run has no NCCL across processes")
+        return
+    import cupy
+
+    cupy.cuda.Device(host.rank % cupy.cuda.runtime.getDeviceCount()).use()
+    comm = nccl_comm.NcclComm(host, cupy, timeout=60)
+    k = host.size
+    for name, body in sorted(t.COLLECTIVES.items()):
+        if name == "subset" and k < 2:
+            continue
+        got = body(_Up(comm, cupy), host.rank, k)
+        want = body(host, host.rank, k)
+        t._same(got, want)
+    comm.close()
+    say("ok", "nccl ranks", "rank %d of %d: every collective equals MPI's" % (host.rank, k))
+
+
+# --- stage: validate ------------------------------------------------------------------------------------------
+# the op types whose GPU path runs the project's own CUDA kernels (kernels/cuda_*.py) or the models' fused ops:
+# checked first, so that a stage stopped at its time limit has checked them
+CUDA_FIRST = ("conv2d", "conv2d_bias_act", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_grad",
+              "max_pool2d_relu_grad", "avg_pool2d", "avg_pool2d_grad", "bias_add", "relu", "relu_grad", "matmul",
+              "matmul_bias_act", "matmul_relu_grad", "sparse_softmax_cross_entropy",
+              "sparse_softmax_cross_entropy_grad", "sparse_softmax_cross_entropy_and_grad", "dropout", "dropout_grad",
+              "optimizer_update", "matmul_sgd_update", "reduce_sum_sgd_update")
+
+
+def first_the_cuda_kernels(types):
+    """`types` with those of CUDA_FIRST (that exist) first, in that order; the others as they were."""
+    present = set(types)
+    head = [t for t in CUDA_FIRST if t in present]
+    return head + [t for t in types if t not in set(head)]
+
+
+def stage_validate(out):
+    """`validate --device gpu` one op type at a time: each op's line as soon as it is checked (its failures first),
+    and validate.json rewritten after each, so that a stage stopped at its time limit still says how far it came
+    and what failed (the command line's table comes only at the end)."""
+    from oneflow_compat.backend import devices as device_switch
+    from oneflow_compat.tools import validate
+
+    with device("gpu"):
+        if not FAKE:
+            try:
+                device_switch.require_cuda()
+            except device_switch.CudaUnavailableError as e:
+                say("failed", "validate", "--device gpu: %s" % e)
+                return 2
+        xp = device_switch.array_module("gpu")
+        types = first_the_cuda_kernels(validate.ops_with_signatures())
+        total, failures, slowest = 0, [], []
+        for k, op_type in enumerate(types, 1):
+            start = time.perf_counter()
+            checks = validate.validate_all([op_type], validate.DEVICES, xp)
+            seconds = time.perf_counter() - start
+            bad = [str(c) for c in checks if not c.ok]
+            for line in bad:
+                print(line, flush=True)
+            total += len(checks)
+            failures += bad
+            slowest = sorted(slowest + [(round(seconds, 2), op_type)], reverse=True)[:10]
+            print("validate %s: %d checks, %d failed (%.2f s)" % (op_type, len(checks), len(bad), seconds), flush=True)
+            write(out, "validate", {"op_types_done": k, "op_types": len(types), "checks": total,
+                                    "failed": len(failures), "failures": failures[:60], "slowest_op_types": slowest})
+    print("%d checks, %d failed" % (total, len(failures)), flush=True)
+    return 1 if failures else 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m oneflow_compat.tools.gpu_stages")
+    ap.add_argument("stage", choices=("models", "graph", "nccl", "nccl_ranks", "validate"))
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    if a.stage == "nccl_ranks":
+        stage_nccl_ranks()
+        return 0
+    if a.stage == "validate":
+        return stage_validate(a.out)
+    results = {"models": stage_models, "graph": stage_graph, "nccl": stage_nccl}[a.stage](a.out)
+    failed = [k for k in results if k.endswith("_error")]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""CUDA graphs (runtime/cuda_graph.py, ONEFLOW_COMPAT_CUDA_GRAPH=1) on the fake device with a fake CUDA runtime
+(tests/strict_device.py): a capture records every launch with the arguments it had, and each later launch replays
+them as a graph does — so a per-call value passed by value would be frozen at its first call, and a step that
+synchronises or uploads pageable host data inside the capture fails as CUDA fails it.
+
+The captured LeNet and MLP train steps equal the CPU's over calls whose learning rate changes and whose dropout
+masks differ (the rates and keys are step scalars read from device memory); after the capture a call is one graph
+launch and the packed download, with one synchronisation; what cannot be captured runs uncaptured with a notice
+naming why."""
+import logging
+import re
+
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+import oneflow_compat.typing as tp
+import strict_device
+import test_gpu_step_budget as budget
+from cpu_reference import on_cpu
+from oneflow_compat.runtime import cuda_graph
+
+
+@pytest.fixture
+def graphs(monkeypatch):
+    monkeypatch.setenv(cuda_graph.ENV, "1")
+
+
+def _assert_same(got, want):
+    for g, w in zip(got[0], want[0]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert sorted(got[1]) == sorted(want[1])
+    for name, value in want[1].items():
+        np.testing.assert_allclose(got[1][name], value, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("model", [budget.lenet, budget.mlp], ids=["lenet", "mlp"])
+def test_captured_steps_equal_the_cpu_steps(monkeypatch, graphs, model):
+    with on_cpu():
+        want = budget._steps(model, 5, schedule=([1, 3], [0.1, 0.05, 0.02]))
+    fake = strict_device.install(monkeypatch, "gpu", allow_syncs=False, gpus=1)
+    L, S = strict_device.Launches, strict_device.Syncs
+    marks = []
+    got = budget._steps(model, 5, on_step=lambda s: marks.append((L.count, S.total(), L.uploads)),
+                        schedule=([1, 3], [0.1, 0.05, 0.02]))
+    _assert_same(got, want)
+    assert fake.cuda.captures == 1 and fake.cuda.launches == 4  # call 1 ran as usual, call 2 captured, 3-5 replay
+    for (l0, s0, u0), (l1, s1, u1) in zip(marks[1:], marks[2:]):  # replayed calls
+        assert l1 - l0 == 2  # the graph's launch and the packed download of the loss with its checks
+        assert s1 - s0 == 1  # one synchronisation
+        assert u1 - u0 == 0  # nothing uploaded outside the graph: inputs and scalars come through pinned memory
+
+
+def test_data_parallel_on_two_devices_of_one_gpu_is_captured(monkeypatch, graphs):
+    with on_cpu():
+        want = budget._steps(budget.mlp, 3, devices=2)
+    fake = strict_device.install(monkeypatch, "gpu", allow_syncs=False, gpus=1)
+    got = budget._steps(budget.mlp, 3, devices=2)
+    _assert_same(got, want)
+    assert fake.cuda.captures == 1 and fake.cuda.launches == 2
+
+
+def _rmsprop_job():
+    flow.clear_default_session()
+    flow.config.gpu_device_num(1)
+
+    @flow.global_function(type="train")
+    def train(x: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+        w = flow.get_variable("w", (3, 2), initializer=flow.constant_initializer(0.5))
+        loss = flow.math.reduce_sum(flow.matmul(x, w) ** 2)
+        flow.optimizer.RMSProp(flow.optimizer.PiecewiseConstantScheduler([1], [0.1, 0.01])).minimize(loss)
+        return loss
+
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    return [train(x) for _ in range(3)], flow.get_all_variables()["w"].numpy()
+
+
+def test_a_host_learning_rate_is_found_before_any_capture(monkeypatch, graphs, caplog):
+    with on_cpu():
+        want = _rmsprop_job()
+    fake = strict_device.install(monkeypatch, "gpu", allow_syncs=True, gpus=1)
+    caplog.clear()  # (the CPU reference's own notice, where the suite runs on the fake device, is not this one)
+    with caplog.at_level(logging.WARNING, logger="oneflow_compat"):
+        got = _rmsprop_job()
+    assert fake.cuda.captures == 0
+    messages = [r.getMessage() for r in caplog.records if "CUDA graph" in r.getMessage()]
+    assert messages == ["ONEFLOW_COMPAT_CUDA_GRAPH=1: job 'train' runs without a CUDA graph: the train-step counter "
+                        "read on the host by a step (a host learning rate): a captured CUDA graph would replay the "
+                        "value of its first call"]
+    for g, w in zip(got[0], want[0]):
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
+
+
+def test_a_job_with_a_cpu_op_is_not_captured(monkeypatch, graphs, caplog):
+    strict_device.install(monkeypatch, "auto", allow_syncs=True, gpus=1)
+    flow.config.gpu_device_num(1)
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:0"):
+            y = flow.math.relu(x, name="on_cpu")
+        with flow.scope.placement("gpu", "0:0"):
+            return flow.math.square(y)
+
+    with caplog.at_level(logging.WARNING, logger="oneflow_compat"):
+        out = job(np.arange(-3, 3, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(out, np.maximum(np.arange(-3, 3, dtype=np.float32).reshape(2, 3), 0) ** 2)
+    # (the first op on CPU devices in the job's order: the boxing that moves the input to them)
+    assert any(re.fullmatch(r"ONEFLOW_COMPAT_CUDA_GRAPH=1: job 'job' runs without a CUDA graph: op '\S*on_cpu\S*' "
+                            r"runs on CPU devices", r.getMessage()) for r in caplog.records)
+
+
+def test_without_the_variable_nothing_is_captured(monkeypatch):
+    monkeypatch.delenv(cuda_graph.ENV, raising=False)
+    fake = strict_device.install(monkeypatch, "gpu", allow_syncs=False, gpus=1)
+    budget._steps(budget.mlp, 3)
+    assert fake.cuda.captures == 0 and fake.cuda.launches == 0
+
+
+def test_the_fake_capture_refuses_what_cuda_refuses():
+    xp = strict_device.module(gpus=1)
+    a = xp.asarray(np.arange(4, dtype=np.float32))
+    stream = xp.cuda.Stream(non_blocking=True)
+    stream.begin_capture()
+    with pytest.raises(RuntimeError, match="a device -> host copy while a stream is capturing"):
+        a.get()
+    with pytest.raises(RuntimeError, match="host data uploaded .* while a stream is capturing"):
+        xp.asarray(np.ones(3))
+    b = a * 2  # recorded: replayed by each launch after the first
+    graph = stream.end_capture()
+    graph.launch()
+    a[...] = xp.asarray(np.full(4, 10, np.float32))
+    graph.launch()
+    np.testing.assert_array_equal(b.get(), np.full(4, 20, np.float32))

@@ -1,0 +1,109 @@
+"""What one training step costs on a GPU, counted on the fake device (tests/strict_device.py: CuPy's host/device
+rules on numpy; every kernel launch counted as CuPy would make it, raw kernels run on their numpy twins).
+
+Per step of the docs' LeNet (batch 100): at most 80 launches and one device -> host synchronisation, which is the
+fetch of the loss (with the step's device checks) at the very end of the step, after the last launch; MLP at most 30
+launches. The host uploads only the fed batch and the step's one buffer of per-call scalars (learning rate,
+dropout key). And the device steps equal the CPU steps: losses and every variable (dropout masks included)."""
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+import oneflow_compat.typing as tp
+import strict_device
+from cpu_reference import on_cpu
+
+BATCH = 100
+
+
+def lenet(data, train):
+    init = flow.truncated_normal(0.1)
+    conv1 = flow.layers.conv2d(data, 32, 5, padding="SAME", activation=flow.nn.relu, name="conv1",
+                               kernel_initializer=init)
+    pool1 = flow.nn.max_pool2d(conv1, ksize=2, strides=2, padding="SAME", name="pool1", data_format="NCHW")
+    conv2 = flow.layers.conv2d(pool1, 64, 5, padding="SAME", activation=flow.nn.relu, name="conv2",
+                               kernel_initializer=init)
+    pool2 = flow.nn.max_pool2d(conv2, ksize=2, strides=2, padding="SAME", name="pool2", data_format="NCHW")
+    reshape = flow.reshape(pool2, [pool2.shape[0], -1])
+    hidden = flow.layers.dense(reshape, 512, activation=flow.nn.relu, kernel_initializer=init, name="dense1")
+    if train:
+        hidden = flow.nn.dropout(hidden, rate=0.5, name="dropout")
+    return flow.layers.dense(hidden, 10, kernel_initializer=init, name="dense2")
+
+
+def mlp(data, train):
+    reshape = flow.reshape(data, [data.shape[0], -1])
+    hidden = flow.layers.dense(reshape, 512, activation=flow.nn.relu, name="dense1",
+                               kernel_initializer=flow.truncated_normal(0.1))
+    return flow.layers.dense(hidden, 10, name="dense2", kernel_initializer=flow.truncated_normal(0.1))
+
+
+def _batch(step):
+    r = np.random.default_rng(step)
+    return r.random((BATCH, 1, 28, 28), dtype=np.float32), r.integers(0, 10, BATCH).astype(np.int32)
+
+
+def _steps(model, n, on_step=None, schedule=([1], [0.1, 0.05]), devices=1):
+    flow.clear_default_session()
+    flow.config.gpu_device_num(devices)
+
+    @flow.global_function(type="train")
+    def train(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28)),
+              labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32)) -> tp.Numpy:
+        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, model(images, True))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler(*schedule), momentum=0).minimize(loss)
+        return loss
+
+    losses = []
+    for s in range(n):
+        losses.append(train(*_batch(s)))
+        if on_step is not None:
+            on_step(s)
+    return losses, {k: v.numpy() for k, v in flow.get_all_variables().items()}
+
+
+def _budget(monkeypatch, model):
+    """(launches, uploads, synchronisations and where they happened) of each step after the first, and the run."""
+    strict_device.install(monkeypatch, "gpu", allow_syncs=False)
+    L, S = strict_device.Launches, strict_device.Syncs
+    marks = []
+
+    def mark(step):
+        marks.append((L.count, L.uploads, S.total(), list(S.at_launch)))
+
+    mark(-1)
+    run = _steps(model, 3, on_step=mark)
+    per_step = []
+    for (l0, u0, s0, _), (l1, u1, s1, at) in zip(marks[1:], marks[2:]):  # steps 2 and 3 (step 1 reads the counter)
+        per_step.append(dict(launches=l1 - l0, uploads=u1 - u0, syncs=s1 - s0, sync_after=[a - l0 for a in
+                                                                                          at[len(at) - (s1 - s0):]]))
+    return per_step, run
+
+
+@pytest.mark.parametrize("model, launches", [(lenet, 80), (mlp, 30)], ids=["lenet", "mlp"])
+def test_a_step_stays_within_its_launch_budget_with_one_sync_at_its_end(monkeypatch, model, launches):
+    with on_cpu():
+        want = _steps(model, 3)  # CPU devices, whatever the suite runs on
+    per_step, got = _budget(monkeypatch, model)
+    for step in per_step:
+        assert step["launches"] <= launches, step
+        assert step["syncs"] == 1, step
+        assert step["sync_after"] == [step["launches"]], step  # the loss comes down after the step's last launch
+        assert step["uploads"] == 3, step  # images, labels, the step scalars
+    for g, w in zip(got[0], want[0]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert sorted(got[1]) == sorted(want[1])
+    for name, value in want[1].items():
+        np.testing.assert_allclose(got[1][name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_the_budgets_count_what_the_fused_kernels_replace(monkeypatch):
+    """The counts are of the fused device path: one raw launch per dropout, per pooling, per loss, per update."""
+    strict_device.install(monkeypatch, "gpu", allow_syncs=False)
+    _steps(lenet, 2)
+    by_name = strict_device.Launches.by_name
+    assert by_name["raw:dropout_f32"] == 2 and by_name["raw:softmax_xent_f32_i32"] == 2
+    assert by_name["raw:max_pool_f32"] == 4 and by_name["raw:max_pool_grad_f32"] == 4
+    assert by_name["raw:im2col_f32"] == 8 and by_name["raw:col2im_f32"] == 2  # conv1 needs no input gradient
+    assert by_name["raw:sgd_f32"] == 16  # 8 variables, one launch each per step
+    assert not any(name.startswith("numpy.right_shift") or name == "numpy.bitwise_xor" for name in by_name)

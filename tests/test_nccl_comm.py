@@ -1,0 +1,239 @@
+"""NCCL behind the comm interface (comm/nccl_comm.py).
+
+On any machine, with a fake NCCL binding (tests/fake_nccl.py) over simulated ranks (comm/simulated.py): every
+collective of the interface gives what the simulated process comm gives (an independent implementation) on 1-4
+ranks, with even and uneven splits, other axes and booleans; a communicator per rank set, bootstrapped over the
+host comm from one member's unique id (bytes, as CuPy 14 gives it, or a tuple of ints); uneven splits, all-to-all,
+gather and exchange as grouped operations; the watchdog aborting a communicator past the timeout and ending the job.
+
+On a GPU (skipped elsewhere): a 1-rank NCCL communicator running every collective on CuPy arrays; data parallelism on
+2 logical devices of one GPU equal to 1 device. With 2 GPUs (skipped below): the collectives over 2 MPI ranks."""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fake_nccl import FakeNccl
+from kernel_testing import CUPY
+from oneflow_compat.comm import nccl_comm
+from oneflow_compat.comm.process_comm import CollectiveTimeout, SingleProcessComm
+from oneflow_compat.comm.simulated import SimulatedWorld
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _both(size, body):
+    """body(comm, rank) on `size` simulated ranks: through NCCL (fake) and through the process comm itself."""
+    fake = FakeNccl()
+
+    def with_nccl(host):
+        comm = nccl_comm.NcclComm(host, np, fake, timeout=30, watchdog=False)
+        return body(comm, host.rank)
+
+    got = SimulatedWorld(size).run(with_nccl)
+    want = SimulatedWorld(size).run(lambda host: body(host, host.rank))
+    return got, want, fake
+
+
+def _same(got, want):
+    assert type(got) is type(want) or got is None and want is None, (type(got), type(want))
+    if isinstance(want, (list, tuple)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+    elif want is None:
+        assert got is None
+    else:
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+
+
+def _data(rank, shape, dtype=np.float32):
+    rng = np.random.default_rng(rank)
+    if np.dtype(dtype) == np.bool_:
+        return rng.random(shape) < 0.3
+    return (rng.standard_normal(shape) * 10).astype(dtype) if np.dtype(dtype).kind == "f" else \
+        rng.integers(-50, 50, shape).astype(dtype)
+
+
+COLLECTIVES = {
+    "allreduce": lambda c, r, k: c.allreduce_(_data(r, (5, 3)), tuple(range(k))),
+    "allreduce_bool": lambda c, r, k: c.allreduce_(_data(r, (7,), np.bool_), tuple(range(k))),
+    "allreduce_int64": lambda c, r, k: c.allreduce_(_data(r, (4, 2), np.int64), tuple(range(k))),
+    "reduce_scatter_even": lambda c, r, k: c.reduce_scatter(_data(r, (4 * k, 3)), tuple(range(k))),
+    "reduce_scatter_uneven": lambda c, r, k: c.reduce_scatter(_data(r, (2 * k + 1, 3)), tuple(range(k))),
+    "reduce_scatter_axis1": lambda c, r, k: c.reduce_scatter(_data(r, (2, 3 * k + 2)), tuple(range(k)), axis=1),
+    "allgatherv_even": lambda c, r, k: c.allgatherv(_data(r, (2, 3)), tuple(range(k))),
+    "allgatherv_uneven": lambda c, r, k: c.allgatherv(_data(r, (r + 1, 3)), tuple(range(k)),
+                                                      sizes=[j + 1 for j in range(k)]),
+    "allgatherv_unknown_sizes_axis1": lambda c, r, k: c.allgatherv(_data(r, (2, r % 2 + 1)), tuple(range(k)), axis=1),
+    "alltoallv": lambda c, r, k: c.alltoallv([_data(10 * r + j, (j + 1, 2)) for j in range(k)], tuple(range(k)),
+                                             recv_sizes=[r + 1] * k),
+    "alltoallv_concat_axis1": lambda c, r, k: c.alltoallv(
+        [_data(10 * r + j, (2, j + 2)) for j in range(k)], tuple(range(k)), axis=1, concat=True),
+    "bcast": lambda c, r, k: c.bcast_(_data(r, (3, 2)), k - 1, tuple(range(k))),
+    "reduce": lambda c, r, k: c.reduce_(_data(r, (3, 2)), 0, tuple(range(k))),
+    "gatherv": lambda c, r, k: c.gatherv(_data(r, (r + 1, 2)), k - 1, tuple(range(k)),
+                                         sizes=[j + 1 for j in range(k)]),
+    "subset": lambda c, r, k: c.allreduce_(_data(r, (3,)), tuple(range(1, k))) if r >= 1 else None,
+}
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("name", sorted(COLLECTIVES))
+def test_every_collective_equals_the_process_comm(name, k):
+    if name == "subset" and k == 1:
+        pytest.skip("a subset needs two ranks")
+    body = COLLECTIVES[name]
+    got, want, fake = _both(k, lambda c, r: body(c, r, k))
+    _same(got, want)
+    # (with one member, all-to-all and gather are a local copy: nothing to send)
+    assert fake.calls or (k == 1 and name.startswith(("alltoallv", "gatherv"))), "NCCL was not called"
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_exchange_and_point_to_point(k):
+    def body(c, r):
+        sends = [(j, _data(100 * r + j, (j + 1, 2))) for j in range(k) if j != r]
+        recvs = [(j, np.empty((r + 1, 2), np.float32)) for j in range(k) if j != r]
+        got = c.exchange(sends, recvs)
+        if r == 0:
+            c.send(np.arange(6, dtype=np.float32), 1)
+            return got, None
+        if r == 1:
+            return got, c.recv((6,), 0)
+        return got, None
+
+    got, want, _ = _both(k, body)
+    _same(got, want)
+
+
+def test_uneven_splits_and_all_to_all_are_grouped_operations():
+    got, _, fake = _both(3, lambda c, r: c.reduce_scatter(_data(r, (7, 2)), (0, 1, 2)))
+    assert [kind for member, kind in fake.calls if member == 0] == ["reduce", "reduce", "reduce"]
+    _, _, fake = _both(3, lambda c, r: c.reduce_scatter(_data(r, (6, 2)), (0, 1, 2)))
+    assert [kind for member, kind in fake.calls if member == 0] == ["reduce_scatter"]
+    _, _, fake = _both(3, lambda c, r: c.alltoallv([_data(j, (2, 2)) for j in range(3)], (0, 1, 2),
+                                                   recv_sizes=[2, 2, 2]))
+    assert sorted(kind for member, kind in fake.calls if member == 1) == ["recv", "recv", "send", "send"]
+
+
+def test_a_communicator_per_rank_set_from_one_unique_id():
+    fake = FakeNccl()
+    made = []
+    original = fake.communicator
+
+    def communicator(members, uid, index):
+        made.append((members, index, type(uid).__name__, len(uid)))
+        return original(members, uid, index)
+    fake.communicator = communicator
+
+    def body(host):
+        comm = nccl_comm.NcclComm(host, np, fake, timeout=30, watchdog=False)
+        comm.allreduce_(np.ones(2, np.float32), (0, 1, 2))
+        comm.allreduce_(np.ones(2, np.float32), (0, 1, 2))  # the same set: the same communicator
+        if host.rank > 0:
+            comm.allreduce_(np.ones(2, np.float32), (1, 2))
+        return sorted(comm._comms)
+
+    assert SimulatedWorld(3).run(body) == [[(0, 1, 2)], [(0, 1, 2), (1, 2)], [(0, 1, 2), (1, 2)]]
+    assert sorted(made) == sorted([(3, i, "bytes", 128) for i in range(3)] + [(2, i, "bytes", 128) for i in range(2)])
+
+
+def test_a_unique_id_of_ints_travels_too():
+    array, kind = nccl_comm.uid_to_array(tuple(range(-64, 64)))
+    assert kind == "tuple" and nccl_comm.uid_from_array(array, kind) == tuple(range(-64, 64))
+    array, kind = nccl_comm.uid_to_array(b"\x00\xff" * 64)
+    assert kind == "bytes" and nccl_comm.uid_from_array(array, kind) == b"\x00\xff" * 64
+
+
+def test_the_watchdog_aborts_a_collective_past_the_timeout():
+    fake = FakeNccl()
+    fake.event_done = False  # the collective never completes
+    ended = []
+    comm = nccl_comm.NcclComm(SingleProcessComm(), np, fake, timeout=5, on_timeout=ended.append, watchdog=False)
+    now = [100.0]
+    comm.watchdog._clock = lambda: now[0]
+    comm.allreduce_(np.ones(3, np.float32), (0,))
+    comm.watchdog.poll()
+    assert ended == [] and fake.aborted == []  # not yet past its deadline
+    now[0] += 6
+    comm.watchdog.poll()
+    assert ended == ["NCCL all-reduce over ranks 0 did not complete within 5 s: its NCCL communicator was aborted"]
+    assert fake.aborted == [0]
+    with pytest.raises(CollectiveTimeout, match="all-reduce over ranks 0 did not complete within 5 s"):
+        comm.allreduce_(np.ones(3, np.float32), (0,))
+
+
+def test_without_nccl_the_runtime_keeps_the_process_comm(monkeypatch):
+    from oneflow_compat.runtime.runtime import Runtime
+
+    rt = Runtime(SingleProcessComm(), 0)
+    assert rt.device_comm is None  # one process
+    monkeypatch.setattr(nccl_comm, "available", lambda xp: False)
+    assert nccl_comm.available(np) is False
+
+
+# --- on a GPU --------------------------------------------------------------------------------------------------
+def _nccl_or_skip():
+    if CUPY is None:
+        pytest.skip("CuPy with a usable GPU is not available")
+    if not nccl_comm.available(CUPY):
+        pytest.skip("CuPy's NCCL is not available")
+    return CUPY
+
+
+@pytest.mark.parametrize("name", sorted(set(COLLECTIVES) - {"subset"}))
+def test_a_one_rank_nccl_communicator_runs_every_collective(name):
+    cp = _nccl_or_skip()
+    comm = nccl_comm.NcclComm(SingleProcessComm(), cp, timeout=60)
+
+    class OnDevice:
+        """The body's host arrays go up, the results come down."""
+
+        def __getattr__(self, method):
+            def call(*args, **kwargs):
+                up = [cp.asarray(a) if isinstance(a, np.ndarray) else
+                      [cp.asarray(p) for p in a] if isinstance(a, list) and a and isinstance(a[0], np.ndarray)
+                      else a for a in args]
+                out = getattr(comm, method)(*up, **kwargs)
+                return [cp.asnumpy(o) for o in out] if isinstance(out, list) else \
+                    None if out is None else cp.asnumpy(out)
+            return call
+
+    got = COLLECTIVES[name](OnDevice(), 0, 1)
+    want = COLLECTIVES[name](SingleProcessComm(), 0, 1)
+    _same(got, want)
+    comm.close()
+
+
+def test_data_parallel_on_two_devices_of_one_gpu_equals_one_device(monkeypatch):
+    if CUPY is None:
+        pytest.skip("CuPy with a usable GPU is not available")
+    import test_gpu_step_budget as budget
+
+    monkeypatch.setenv("ONEFLOW_COMPAT_DEVICE", "gpu")
+    one = budget._steps(budget.mlp, 3, devices=1)
+    two = budget._steps(budget.mlp, 3, devices=2)
+    for a, b in zip(two[0], one[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    for name, value in one[1].items():
+        np.testing.assert_allclose(two[1][name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_collectives_over_two_gpus_and_two_ranks():
+    cp = _nccl_or_skip()
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("NCCL refuses two ranks on one GPU: this needs 2 GPUs")
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if not os.path.exists(mpiexec):
+        mpiexec = shutil.which("mpiexec")
+    if not mpiexec:
+        pytest.skip("no mpiexec")
+    done = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "oneflow_compat.tools.gpu_stages", "nccl_ranks"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("GPU_CHECK ok nccl ranks") == 2, done.stdout
