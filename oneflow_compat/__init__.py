@@ -77,6 +77,8 @@ from oneflow_compat import compatible  # noqa: E402,F401
 from oneflow_compat.ir.dtypes import DType as dtype  # noqa: E402,F401
 from oneflow_compat import jit, utils  # noqa: E402,F401
 from oneflow_compat._global.creation import empty_like, eye, logspace  # noqa: E402,F401
+# --- n-D placements (issue 19): flow.normal, the one random creation op the global surface lacked
+from oneflow_compat._global.creation import normal  # noqa: E402,F401
 from oneflow_compat._global import framework_tensor as _framework_tensor  # noqa: E402
 from oneflow_compat import framework as _framework  # noqa: E402
 from oneflow_compat.framework import dtype as _framework_dtype  # noqa: E402,F401

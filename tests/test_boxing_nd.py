@@ -341,3 +341,56 @@ def test_explain_lists_each_step_with_its_groups_and_bytes():
     move = T.Move(MESH, nd((S.P, S.S(1)), MESH), cpu(range(4)), S.S(0))
     text = str(explained(move, TensorMeta((8, 12), dtypes.float32)))
     assert "mesh axis 0: P -> S(0) reduce-scatter over {0,2} {1,3}" in text and "point to point:" in text
+
+
+def test_explain_step_lines_are_the_bytes_and_groups_of_each_step_as_run():
+    """Each step line explain prints (mesh axis, symbols, collective, groups, bytes) against the calls the ranks
+    made for that step, in order: its groups are the ranks of those calls, its bytes the most any rank sent."""
+    import re
+
+    moves = [(MESH, nd((S.P, S.S(0)), MESH), MESH, nd((S.B, S.B), MESH)),
+             (MESH, nd((S.S(0), S.S(0)), MESH), MESH, nd((S.S(1), S.S(0)), MESH)),
+             (MESH, nd((S.P, S.S(1)), MESH), cpu(range(4)), S.S(0)),
+             (MESH, nd((S.S(1), S.P), MESH), MESH, nd((S.S(0), S.B), MESH))]
+    for shape in SHAPES.values():
+        rng = np.random.default_rng(1)
+        cases = []
+        for move in moves:
+            logical = rng.integers(-9, 9, shape).astype(np.float32)
+            cases.append((move, logical, source_pieces(rng, logical, move[0], move[1])))
+        for (move, logical, _), (pieces, calls) in zip(cases, run_moves(4, cases)):
+            text = str(explained(T.Move(*move), TensorMeta(shape, dtypes.float32)))
+            steps = re.findall(r"^    (mesh axis \d: .* over ((?:\{[\d,]+\} ?)+)|point to point: .*): (\d+) bytes$",
+                               text, re.M)
+            assert steps, text
+            sent = [[c for c in calls[r] if not c.control] for r in range(4)]
+            k = 0
+            for line, groups, nbytes in steps:
+                if int(nbytes) == 0:  # a local slice: no call
+                    continue
+                step_calls = [cs[k] for cs in sent if k < len(cs)]
+                assert max(c.sent for c in step_calls) == int(nbytes), (line, step_calls)
+                if groups:
+                    want = {tuple(int(x) for x in g.split(",")) for g in re.findall(r"\{([\d,]+)\}", groups)}
+                    assert {tuple(c.ranks) for c in step_calls} == want, (line, step_calls)
+                k += 1
+            assert all(len(cs) == k for cs in sent), (text, sent)  # no call left unexplained
+
+
+def test_moves_between_meshes_of_other_shapes_and_ranks():
+    """n-D <-> m-D between meshes of other shapes and other ranks (2x2, 3x2, 2x3 on ranks 2-7, 2x2x2, 2x4), on an
+    uneven shape: a sample of layouts for each pair of meshes, checked as every move above."""
+    m22, m32, m23 = cpu(range(4), (2, 2)), cpu(range(6), (3, 2)), cpu(range(2, 8), (2, 3))
+    m222, m24 = cpu(range(8), (2, 2, 2)), cpu(range(8), (2, 4))
+    rng = np.random.default_rng(0)
+    moves = []
+    for a, b in [(m22, m32), (m32, m23), (m222, m22), (m22, m222), (m24, m222), (m23, m22)]:
+        for _ in range(8):
+            s1 = tuple(SBPS[i] for i in rng.integers(0, 4, len(a.hierarchy)))
+            s2 = tuple(SBPS[i] for i in rng.integers(0, 4, len(b.hierarchy)))
+            moves.append((a, S.nd(s1, a.hierarchy), b, S.nd(s2, b.hierarchy)))
+    cases = make_cases(moves, (7, 5), seed=9)
+    rows = set()
+    for case, (pieces, calls) in zip(cases, run_moves(8, cases)):
+        rows.add(T.transition_of(check_case(case[0], case[1], pieces, calls)).collective)
+    assert "mesh-relayout" in rows, rows

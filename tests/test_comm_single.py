@@ -206,6 +206,34 @@ def test_prefixed_writer_emits_whole_prefixed_lines():
     assert target.getvalue().endswith("[rank 2] x y\n")
 
 
+def test_raw_output_goes_out_one_whole_print_at_a_time():
+    """The launcher's raw mode: print(text) is text + "\\n" in two writes; a tensor's lines and its last line's end
+    must reach the shared pipe in one write, or another rank's line lands inside it."""
+    from oneflow_compat.comm.output import WholeLinesWriter
+
+    class Target(io.StringIO):
+        def __init__(self):
+            super().__init__()
+            self.writes = []
+
+        def write(self, text):
+            self.writes.append(text)
+            return super().write(text)
+
+    target = Target()
+    out = WholeLinesWriter(target)
+    print("cpu:2, oneflow.Size([1, 2, 8]), \ntensor([[1., 2.]], dtype=oneflow.float32)", file=out)
+    assert target.writes == ["cpu:2, oneflow.Size([1, 2, 8]), \ntensor([[1., 2.]], dtype=oneflow.float32)\n"]
+    out.write("step 1 ")
+    out.write("loss 0.5")
+    assert len(target.writes) == 1          # nothing of an unfinished line goes out
+    out.flush()
+    assert target.writes[1:] == ["step 1 loss 0.5"] and target.getvalue().endswith("step 1 loss 0.5")
+    out.write("x" * (WholeLinesWriter.HOLD_LIMIT - 1) + "\nab")  # long output is not held without bound
+    assert target.writes[2] == "x" * (WholeLinesWriter.HOLD_LIMIT - 1) + "\n" and out._partial == "ab"
+    assert out.getvalue is not None and out.encoding == target.encoding  # the rest is the stream's
+
+
 # ----- launcher helpers -----------------------------------------------------------------------------------
 
 def test_launcher_placement_and_environment():

@@ -32,6 +32,12 @@ def test_nd_placements_ranks_hierarchy_equality_and_repr():
     assert mesh != flow.placement("cuda", [0, 1, 2, 3]) and mesh != flow.placement("cuda", [[0, 1, 2, 3]])
     assert mesh != flow.placement("cuda", [[0], [1], [2], [3]]) and mesh != flow.placement("cpu", [[0, 1], [2, 3]])
     assert tuple(flow.placement("cpu", [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]).hierarchy) == (2, 2, 2)
+    # OneFlow's placement is its set of ranks laid out in the hierarchy in sorted order (ParallelDesc sorts them):
+    # ranks=[[0, 2], [1, 3]] is the mesh [[0, 1], [2, 3]], and shows so
+    shuffled = flow.placement("cpu", [[0, 2], [1, 3]])
+    assert shuffled == flow.placement("cpu", [[0, 1], [2, 3]]) and shuffled.ranks == [[0, 1], [2, 3]]
+    assert repr(shuffled) == 'oneflow.placement(type="cpu", ranks=[[0, 1], [2, 3]])'
+    assert flow.placement("cpu", [3, 1]).ranks == [1, 3] and flow.placement("cpu", {0: [1, 0]}).ranks == [0, 1]
     ir = mesh.ir()
     assert ir.hierarchy == (2, 2) and ir.is_nd and ir.pairs == ((0, 0), (1, 0), (2, 0), (3, 0))
     assert ir != ir.flat() and ir.flat().hierarchy == (4,) and ir.flat().pairs == ir.pairs
@@ -53,12 +59,57 @@ def test_sbp_tuples_one_symbol_per_placement_dimension():
         t.to_global(sbp=(flow.sbp.broadcast,) * 3)
 
 
+def test_functions_that_make_broadcast_helpers_take_meshes():
+    """Functions that lay a value out as broadcast on a tensor's placement (flow.tensor(placement=), where/masked_fill
+    with a number, load_state_dict of local or loaded values) give one symbol per mesh axis."""
+    mesh = flow.placement("cpu", [[0]])
+    b, s0, s1 = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)
+    t = flow.tensor([[1.0, -2.0], [3.0, -4.0]], placement=mesh, sbp=(s0, s1))
+    assert t.sbp == (s0, s1) and t.placement == mesh
+    np.testing.assert_array_equal(t.numpy(), [[1, -2], [3, -4]])
+    np.testing.assert_array_equal(flow.where(t > 0, t, 0.5).numpy(), [[1, 0.5], [3, 0.5]])
+    np.testing.assert_array_equal(t.masked_fill(t < 0, 9.0).numpy(), [[1, 9], [3, 9]])
+    m = flow.nn.Linear(2, 2).to_global(mesh, (b, b))
+    with flow.no_grad():
+        m.weight.data = m.weight.data.to_global(sbp=(b, s0))
+    m.load_state_dict({"weight": flow.tensor([[1.0, 2.0], [3.0, 4.0]]), "bias": flow.zeros(2)})
+    assert m.weight.sbp == (b, s0)
+    np.testing.assert_array_equal(m(t).numpy(), np.array([[1, -2], [3, -4]]) @ np.array([[1, 2], [3, 4]]).T)
+
+
 def test_random_values_do_not_depend_on_the_mesh():
     flow.manual_seed(3)
     a = flow.randn(5, 7, placement=flow.placement("cpu", [[0]]), sbp=(flow.sbp.split(0), flow.sbp.split(1)))
     flow.manual_seed(3)
     b = flow.randn(5, 7, placement=flow.placement("cpu", [0]), sbp=flow.sbp.broadcast)
     np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_normal_draws_mean_and_std_on_any_layout():
+    """flow.normal(mean, std, size) (OneFlow 0.9's functional normal): size an int or a shape, N(mean, std^2), the
+    same logical value on a mesh as on one device, `out` filled and returned; bad std / dtype named."""
+    flow.manual_seed(7)
+    big = flow.normal(3.0, 0.5, (200, 100)).numpy()
+    assert big.dtype == np.float32 and big.shape == (200, 100)
+    assert abs(big.mean() - 3.0) < 0.01 and abs(big.std() - 0.5) < 0.01  # 20000 draws: 6 standard errors
+    assert tuple(flow.normal(0.0, 1.0, 4).shape) == (4,)
+    flow.manual_seed(7)
+    a = flow.normal(-1.0, 2.0, (5, 7), placement=flow.placement("cpu", [[0]]),
+                    sbp=(flow.sbp.split(0), flow.sbp.split(1)))
+    flow.manual_seed(7)
+    b = flow.normal(-1.0, 2.0, (5, 7), placement=flow.placement("cpu", [0]), sbp=flow.sbp.broadcast)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert a.sbp == (flow.sbp.split(0), flow.sbp.split(1))
+    out = flow.zeros(3, 2, dtype=flow.float64)
+    flow.manual_seed(1)
+    got = flow.normal(0.0, 1.0, (3, 2), out=out, dtype=flow.float64)
+    flow.manual_seed(1)
+    np.testing.assert_array_equal(out.numpy(), flow.randn(3, 2, dtype=flow.float64).numpy())
+    assert got is out
+    with pytest.raises(ValueError, match="std must be >= 0, got -1.0"):
+        flow.normal(0.0, -1.0, 3)
+    with pytest.raises(TypeError, match="dtype must be floating, got int64"):
+        flow.normal(0.0, 1.0, 3, dtype=flow.int64)
 
 
 # --- signatures ------------------------------------------------------------------------------------------------------
@@ -144,7 +195,7 @@ def test_visualize_sharding_draws_the_runtime_blocks():
 
 
 # --- the legacy form: a data x model parallel MLP on a 2 x 2 mesh of in-process devices ---------------------------
-N, IN, H, OUT = 10, 6, 5, 3  # uneven: 10 rows and 5 hidden units over 2 and over 4
+N, IN, H, OUT = 9, 6, 5, 3  # uneven on both mesh axes: 9 rows over the data axis, 5 hidden units over the model axis
 
 
 def _train_legacy(devices, hierarchy, steps=20, grad_mode="manual"):
@@ -168,6 +219,10 @@ def _train_legacy(devices, hierarchy, steps=20, grad_mode="manual"):
                                    parallel_distribution=dist("B", "S(0)"))
             w2 = flow.get_variable("w2", (H, OUT), initializer=flow.random_normal_initializer(stddev=0.5),
                                    random_seed=8, parallel_distribution=dist("B", "S(0)"))
+            # held whole by every device: its data-parallel gradient is one all-reduced array the devices of a
+            # process share, which the update must apply once
+            b2 = flow.get_variable("b2", (OUT,), initializer=flow.constant_initializer(-0.2),
+                                   parallel_distribution=dist("B", "B"))
             h = flow.nn.relu(flow.nn.bias_add(flow.matmul(x, w1), b1))
             z = flow.matmul(h, w2)  # [S(0), P] on the mesh
             if two_d:  # forward: all-reduce along the model axis; backward as the grad mode says
@@ -175,6 +230,7 @@ def _train_legacy(devices, hierarchy, steps=20, grad_mode="manual"):
                 if grad_mode == "manual":
                     kw["grad_parallel_distribution"] = ["S(0)", "B"]
                 z = flow.hierarchical_parallel_cast(z, parallel_distribution=["S(0)", "B"], **kw)
+            z = flow.nn.bias_add(z, b2)
             loss = flow.math.reduce_mean(flow.nn.sparse_softmax_cross_entropy_with_logits(y, z))
             flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0.9).minimize(loss)
         return loss
@@ -194,7 +250,8 @@ def _numpy_mlp(steps=20):
     """The same 20 SGD-momentum steps written in numpy (initial weights: the job's own, read from one device)."""
     _, w0, _ = _train_legacy(1, None, steps=0)
     W1, c1, W2 = w0["w1"].astype(np.float64), w0["b1"].astype(np.float64), w0["w2"].astype(np.float64)
-    vel = [np.zeros_like(W1), np.zeros_like(c1), np.zeros_like(W2)]
+    c2 = w0["b2"].astype(np.float64)
+    vel = [np.zeros_like(W1), np.zeros_like(c1), np.zeros_like(W2), np.zeros_like(c2)]
     rng = np.random.default_rng(0)
     losses = []
     for _ in range(steps):
@@ -202,7 +259,7 @@ def _numpy_mlp(steps=20):
         y = rng.integers(0, OUT, N)
         hpre = x @ W1 + c1
         hh = np.maximum(hpre, 0)
-        z = hh @ W2
+        z = hh @ W2 + c2
         e = np.exp(z - z.max(1, keepdims=True))
         p = e / e.sum(1, keepdims=True)
         losses.append(-np.log(p[np.arange(N), y]).mean())
@@ -210,11 +267,11 @@ def _numpy_mlp(steps=20):
         dz[np.arange(N), y] -= 1
         dz /= N
         dh = (dz @ W2.T) * (hpre > 0)
-        grads = [x.T @ dh, dh.sum(0), hh.T @ dz]
-        for k, (w, g) in enumerate(zip((W1, c1, W2), grads)):
+        grads = [x.T @ dh, dh.sum(0), hh.T @ dz, dz.sum(0)]
+        for k, (w, g) in enumerate(zip((W1, c1, W2, c2), grads)):
             vel[k] = 0.9 * vel[k] - 0.1 * g  # OneFlow's momentum: v = beta v - lr g; w += v
             w += vel[k]
-    return losses, {"w1": W1, "b1": c1, "w2": W2}
+    return losses, {"w1": W1, "b1": c1, "w2": W2, "b2": c2}
 
 
 @pytest.fixture(scope="module")
@@ -242,6 +299,42 @@ def test_the_legacy_hybrid_mlp_is_the_numpy_mlp(one_device):
     np.testing.assert_allclose(one_device[0], losses, rtol=1e-5)
     for name, w in weights.items():
         np.testing.assert_allclose(one_device[1][name], w, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def _legacy_batch_norm(devices, hierarchy, steps=4):
+    flow.clear_default_session()
+    flow.config.cpu_device_num(devices)
+    cfg = flow.function_config()
+    cfg.default_data_type(flow.float)
+
+    @flow.global_function(type="train", function_config=cfg)
+    def job(x: tp.Numpy.Placeholder((6, 4, 5)), y: tp.Numpy.Placeholder((6,), dtype=flow.int32)) -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:0-%d" % (devices - 1), hierarchy):
+            if hierarchy:
+                x = flow.hierarchical_parallel_cast(x, parallel_distribution=["S(0)", "B"])
+            h = flow.reshape(flow.layers.batch_normalization(x, axis=1, name="bn"), (6, 20))
+            w = flow.get_variable("w", (20, 3), initializer=flow.random_normal_initializer(stddev=0.3),
+                                  random_seed=3, parallel_distribution=["B", "S(1)"] if hierarchy else [])
+            loss = flow.math.reduce_mean(flow.nn.sparse_softmax_cross_entropy_with_logits(y, flow.matmul(h, w)))
+            flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0.9).minimize(loss)
+        return loss
+
+    rng = np.random.default_rng(0)
+    losses = [float(job(rng.standard_normal((6, 4, 5)).astype(np.float32),
+                        rng.integers(0, 3, 6).astype(np.int32)).reshape(-1)[0]) for _ in range(steps)]
+    return losses, {k: v.numpy() for k, v in flow.get_all_variables().items()}
+
+
+def test_legacy_batch_norm_on_a_2x2_mesh_equals_one_device():
+    """Batch norm's beta / gamma and moving statistics lie (B, B): each step updates them once for the devices of
+    the process that share them, its moving averages where they lie."""
+    losses, weights = _legacy_batch_norm(4, (2, 2))
+    want_losses, want = _legacy_batch_norm(1, None)
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    assert {"bn-beta", "bn-gamma", "bn-moving_mean", "bn-moving_variance", "w"} <= set(want) == set(weights)
+    for name, w in want.items():
+        np.testing.assert_allclose(weights[name], w, rtol=1e-5, atol=1e-6, err_msg=name)
+    assert np.abs(want["bn-moving_mean"]).max() > 0  # the statistics moved
 
 
 def test_hierarchical_parallel_cast_gradient_modes_pin_the_gradient_layout():
@@ -281,3 +374,21 @@ def test_bad_parallel_distributions_are_named():
     flow.clear_default_session()
     with pytest.raises(ValueError, match="does not fit the placement's 4 devices"):
         flow.scope.placement("cpu", "0:0-3", (3, 2))
+
+
+def test_legacy_checkpoints_move_between_the_mesh_and_one_device(tmp_path):
+    """flow.checkpoint.save of variables in 2-D layouts (B, S(1)), (B, S(0)), (B, B) writes logical values: one
+    device loads them, and the mesh loads a one-device checkpoint back, each piece where it lies."""
+    _, trained, _ = _train_legacy(4, (2, 2), steps=3)
+    flow.checkpoint.save(str(tmp_path / "mesh"))
+    _train_legacy(1, None, steps=0)
+    flow.load_variables(flow.checkpoint.get(str(tmp_path / "mesh")))
+    got = {k: v.numpy() for k, v in flow.get_all_variables().items()}
+    assert set(got) == set(trained) and "w1-momentum" in got
+    for name, w in trained.items():
+        np.testing.assert_array_equal(got[name], w, err_msg=name)
+    flow.checkpoint.save(str(tmp_path / "one"))
+    _train_legacy(4, (2, 2), steps=0)
+    flow.load_variables(flow.checkpoint.get(str(tmp_path / "one")))
+    for name, v in flow.get_all_variables().items():
+        np.testing.assert_array_equal(v.numpy(), trained[name], err_msg=name)

@@ -198,6 +198,25 @@ def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, d
                    generator, device, placement, sbp, requires_grad, "randint")
 
 
+def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None, placement=None, sbp=None,
+           requires_grad=False):
+    """`flow.normal(mean, std, size)`: values drawn from N(mean, std^2); `size` an int or a shape (OneFlow 0.9's
+    functional `normal`, functional_api.yaml @ v0.9.0: Normal / Normal2 / GlobalNormal / GlobalNormal2). With
+    `out`, its storage takes the values and `out` is returned."""
+    mean, std = float(mean), float(std)
+    if std < 0:
+        raise ValueError("normal(): std must be >= 0, got %s" % std)
+    if dtype is not None and not as_dtype(dtype).is_floating:
+        raise TypeError("normal(): dtype must be floating, got %s" % as_dtype(dtype).name)
+    shape = (size,) if isinstance(size, int) else tuple(size)
+    value = _random(lambda g, shp, t: g.normal(shp, t, mean, std), shape, dtype, dtypes.float32, generator, device,
+                    placement, sbp, requires_grad, "normal")
+    if out is None:
+        return value
+    out.copy_(value)
+    return out
+
+
 def randperm(n, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
     dtype = as_dtype(dtype) or dtypes.int64
     placement, ir_sbp, shown = _layout(placement, sbp, 1, "randperm")
@@ -237,7 +256,7 @@ def tensor(data, dtype=None, device=None, placement=None, sbp=None, requires_gra
         return _local(array, dt, device, requires_grad)
     placement, ir_sbp, shown = _layout(placement, sbp, array.ndim, "tensor")
     local = _local(array, dt, None, False)
-    t = local.to_global(placement, flow_sbp.broadcast)
+    t = local.to_global(placement, [flow_sbp.broadcast] * len(placement.hierarchy))  # B on every mesh axis
     if ir_sbp != S.B:
         t = t.to_global(placement, list(shown))
     return _finish(Tensor._make(t._value, placement, shown), requires_grad)

@@ -37,7 +37,8 @@ def _const(value, like, dtype=None):
 
     dtype = dtype or like.dtype
     if like.is_global:
-        return creation.full((), value, dtype=dtype, placement=like.placement, sbp=flow_sbp.broadcast)
+        return creation.full((), value, dtype=dtype, placement=like.placement,
+                             sbp=[flow_sbp.broadcast] * len(like.sbp))  # B on every mesh axis
     return creation.full((), value, dtype=dtype, device=like._device)
 
 

@@ -106,7 +106,7 @@ def as_layout_of(src, like):
     if not isinstance(src, Tensor):
         src = creation.tensor(src, dtype=like.dtype)
         if like.is_global:
-            src = src.to_global(like.placement, flow_sbp.broadcast)
+            src = src.to_global(like.placement, [flow_sbp.broadcast] * len(like.sbp))
     if like.is_global:
         if src.is_local:
             raise RuntimeError("copy_: cannot copy a local tensor into a global one; convert it with to_global")

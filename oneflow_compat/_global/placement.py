@@ -111,8 +111,12 @@ class placement:  # noqa: N801 - OneFlow's name
             raise ValueError("%s: ranks %r repeat a rank" % (what, nested))
         if any(r < 0 for r in flat):
             raise ValueError("%s: ranks must be non-negative, got %r" % (what, nested))
+        # OneFlow keeps the set of ranks: its ParallelDesc sorts them, and `.ranks` / the text are the sorted ranks
+        # laid out in the hierarchy (placement_symbol.cpp GetPlacementRanks, parallel_desc.cpp RawPlacementToString
+        # @ v0.9.0): ranks=[[0, 2], [1, 3]] is the mesh [[0, 1], [2, 3]]
+        flat = sorted(flat)
         self._type = kind
-        self._ranks = nested
+        self._ranks = _reshape(flat, tuple(shape))
         self._hierarchy = Size(shape)
         self._flat = tuple(flat)
         self._key = (kind, tuple(sorted(flat)), tuple(shape))

@@ -60,7 +60,7 @@ def copy_into(target, value):
     if isinstance(value, Tensor):
         if target.is_global:
             if value.is_local:
-                value = value.to_global(target.placement, flow_sbp.broadcast)
+                value = value.to_global(target.placement, [flow_sbp.broadcast] * len(target.sbp))
             return target.copy_(value)
         value = value.numpy()
     array = _host_array(value, target)

@@ -5,7 +5,7 @@ Under MPI with size > 1 (every rank runs the script, SPMD):
   libraries and child processes is silenced as well;
 * with `ONEFLOW_COMPAT_OUTPUT=all` nothing is silenced and every rank's stdout lines start with `[rank r] `;
 * with `ONEFLOW_COMPAT_OUTPUT=raw` (what `python -m oneflow.distributed.launch` sets, OneFlow's behaviour) every
-  rank writes to its stdout and stderr untouched;
+  rank writes to its stdout and stderr untouched, its stdout one whole print at a time (`WholeLinesWriter`);
 * stderr is never silenced; on ranks != 0 its lines start with `[rank r] ` (Python-level writes only);
 * a rank about to abort the job first waits until the launcher has read what it wrote (`wait_until_output_is_read`).
 """
@@ -74,6 +74,51 @@ class PrefixedLineWriter(io.TextIOBase):
         return getattr(self.stream, "errors", "strict")
 
 
+class WholeLinesWriter(PrefixedLineWriter):
+    """The raw mode's stdout: what a rank writes goes out untouched, but only as whole lines, and the lines of one
+    `print` in one write.
+
+    A line-buffered stream flushes each write that holds a newline, and `print(text)` writes `text` and its "\n"
+    separately, so a multi-line print (a tensor) went out as its lines plus an unfinished last line, and another
+    rank's line could land in the middle of it (`...dtype=oneflow.float32)cpu:3, ...`). Here a write that does not
+    end a line is held, its finished lines too, until a later write ends one (or `flush()`, or `HOLD_LIMIT`
+    characters are waiting); then everything held goes out in one write + flush. A pipe (mpiexec relays through
+    them) delivers one write of up to PIPE_BUF bytes unbroken; longer output still breaks only between lines.
+    """
+
+    HOLD_LIMIT = 1 << 16
+
+    def __init__(self, stream):
+        super().__init__(stream, "")
+
+    def write(self, text):
+        if not text:
+            return 0
+        self._partial += text
+        if self._partial.endswith("\n"):
+            self.stream.write(self._partial)
+            self._partial = ""
+            self.stream.flush()
+        elif len(self._partial) > self.HOLD_LIMIT:
+            end = self._partial.rfind("\n") + 1
+            if end:
+                self.stream.write(self._partial[:end])
+                self._partial = self._partial[end:]
+                self.stream.flush()
+        return len(text)
+
+    def flush(self):
+        if self._partial:
+            self.stream.write(self._partial)
+            self._partial = ""
+        self.stream.flush()
+
+    def __getattr__(self, name):  # buffer, line_buffering, reconfigure, …: the underlying stream's
+        if name == "stream":
+            raise AttributeError(name)
+        return getattr(self.stream, name)
+
+
 def output_mode():
     """'all' (every rank's stdout, prefixed: `ONEFLOW_COMPAT_OUTPUT=all`), 'raw' (every rank's output untouched:
     `ONEFLOW_COMPAT_OUTPUT=raw`), else 'rank0'."""
@@ -106,10 +151,8 @@ def setup_rank_output(rank, size):
     mode = output_mode()
     _configured = (rank, size, mode)
     if mode == "raw":
-        try:  # whole lines, as soon as they are complete: the ranks' lines interleave, but not within a line
-            sys.stdout.reconfigure(line_buffering=True, write_through=False)
-        except (AttributeError, ValueError):
-            pass
+        # whole lines, as soon as a print is complete: the ranks' prints interleave, but not within one
+        sys.stdout = WholeLinesWriter(sys.stdout)
         return
     prefix = "[rank %d] " % rank
     _unprefixed_stderr = sys.stderr

@@ -346,8 +346,8 @@ def _moving_average_sig(op):
         return _hinted_sig(op)
     moving = op.inputs[0]
     held = moving.op.sbp_out[moving.index] if moving.op.sbp_out else None  # (inference runs producers first)
-    if held is not None and (held == S.B or S.is_split(held)):
-        return [((held, held), ())]  # updated where it lies: a boxed copy would take the update instead
+    if held is not None and (held == S.B or S.is_split(held) or (S.is_nd(held) and S.P not in held.sbps)):
+        return [((held, held), ())]  # updated where it lies (on a mesh too): a boxed copy would take the update
     nd = len(moving.shape)
     return [((S.B, S.B), ())] + [((S.S(i), S.S(i)), ()) for i in range(nd)]
 

@@ -29,7 +29,11 @@ class VarSpec:
 def shares_replicas(placement, sbp):
     """Whether the replicas of a broadcast blob on this process's CPU devices are one array: in-process CPU
     "devices" share memory, so keeping n copies of a variable (and updating each) would only cost time."""
-    return placement.device_tag == "cpu" and placement.parallel_num > 1 and sbp == sbp_mod.B
+    # B on every axis of a mesh is the same: the devices all hold the whole value (a boxing's all-reduce of partial
+    # sums into them makes one shared array, transitions.makes_shared_fresh_array, whose in-place consumer must then
+    # run once, not once per device)
+    broadcast = sbp == sbp_mod.B or (sbp_mod.is_nd(sbp) and all(s == sbp_mod.B for s in sbp.sbps))
+    return placement.device_tag == "cpu" and placement.parallel_num > 1 and broadcast
 
 
 def default_seed(root_seed, name):

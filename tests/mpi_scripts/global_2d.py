@@ -128,6 +128,30 @@ np.testing.assert_array_equal(p.to_local().numpy(), np.full((2, 2), 1.0 if RANK 
 np.testing.assert_array_equal(p.numpy(), np.full((2, 2), 1.0 + 3.0))
 ok("local -> global on a mesh")
 
+# --- creation ops on the mesh: each layout's pieces of the value one rank makes; a global tensor's text -------------
+ONE_RANK = flow.placement("cpu", [0])
+CREATORS = [("zeros", lambda **k: flow.zeros(5, 3, **k)), ("ones", lambda **k: flow.ones(5, 3, **k)),
+            ("full", lambda **k: flow.full((5, 3), 2.5, **k)), ("eye", lambda **k: flow.eye(5, 3, **k)),
+            ("rand", lambda **k: flow.rand(5, 3, **k)), ("randint", lambda **k: flow.randint(0, 9, (5, 3), **k)),
+            ("normal", lambda **k: flow.normal(1.0, 2.0, (5, 3), **k)), ("arange", lambda **k: flow.arange(7, **k)),
+            ("randperm", lambda **k: flow.randperm(7, **k)),
+            ("tensor", lambda **k: flow.tensor(np.arange(15.0).reshape(5, 3), **k))]
+for name, make in CREATORS:
+    for sbp in ((S0, S1), (B, S0), (S1, B), (PS, S0), (S0, S0)):
+        if name in ("arange", "randperm") and S1 in sbp:
+            continue
+        flow.manual_seed(4)
+        t = make(placement=MESH, sbp=sbp)
+        flow.manual_seed(4)
+        want = make(placement=ONE_RANK, sbp=B).numpy()
+        assert t.sbp == sbp and t.placement == MESH, (name, sbp)
+        check_piece(t, want, "%s %s" % (name, sbp))
+        np.testing.assert_array_equal(t.numpy(), want, err_msg=name)
+text = " ".join(str(flow.arange(6, placement=MESH, sbp=(B, S0))).split())  # its line breaks follow COLUMNS
+assert text == ('tensor([0, 1, 2, 3, 4, 5], placement=oneflow.placement(type="cpu", ranks=[[0, 1], [2, 3]]), '
+                'sbp=(oneflow.sbp.broadcast, oneflow.sbp.split(dim=0)), dtype=oneflow.int64)'), text
+ok("creation ops on a mesh == on one rank")
+
 # --- random numbers do not depend on the layout -----------------------------------------------------------------
 flow.manual_seed(11)
 r2 = flow.randn(6, 5, placement=MESH, sbp=(S0, S1))
@@ -137,7 +161,7 @@ np.testing.assert_array_equal(r2.numpy(), r1.numpy())
 ok("random numbers on a mesh == on one rank")
 
 # --- a data x model parallel MLP: 20 steps, eager and nn.Graph, == one rank == numpy ------------------------------
-N, IN, H, OUT = 10, 6, 5, 3  # uneven: 10 rows and 5 hidden units over 2
+N, IN, H, OUT = 9, 6, 5, 3  # uneven on both mesh axes: 9 rows over the data axis, 5 hidden units over the model axis
 rng = np.random.default_rng(0)
 W1 = rng.standard_normal((H, IN)).astype(np.float32) * 0.5
 C1 = rng.standard_normal(H).astype(np.float32) * 0.1
@@ -209,6 +233,9 @@ def train(placement, layouts, graph):
         gy = flow.tensor(y).to_global(placement, layouts["whole"]).to_global(sbp=layouts["data"])
         losses.append(float(step(gx, gy).numpy()))
     params = [(p.numpy(), p.sbp) for p in m.parameters()]
+    if not graph:  # each gradient was boxed back to its parameter's own (n-D) layout: the data-parallel partial
+        for p in m.parameters():  # sums along mesh axis 0 all-reduced, the model-parallel split kept
+            assert p.grad.placement == placement and p.grad.sbp == p.sbp, (p.grad.sbp, p.sbp)
     return losses, params
 
 
@@ -226,6 +253,68 @@ for graph in (False, True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=what)
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5, err_msg=what)
     ok("a data x model parallel MLP, 20 steps %s on a 2x2 mesh == 1 rank == numpy" % what)
+
+# --- Adam with weight decay and clip_grad_norm_ over parameters in 2-D layouts == one rank --------------------------
+def clipped_adam(placement, lay):
+    flow.manual_seed(1)
+    m = nn.Sequential(nn.Linear(6, 5), nn.GELU(), nn.LayerNorm(5), nn.Linear(5, 3)).to_global(placement, lay["bb"])
+    for param, key in zip(m.parameters(), ("c", "c", "bb", "bb", "r", "bb")):
+        with flow.no_grad():
+            param.data = param.data.to_global(sbp=lay[key])
+    opt = flow.optim.Adam(m.parameters(), lr=0.05, weight_decay=0.1)
+    got = []
+    for s in range(5):
+        flow.manual_seed(10 + s)
+        x = flow.randn(9, 6, placement=placement, sbp=lay["d"])
+        loss = (m(x) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(m.parameters(), 0.5)  # the norm of the whole gradients, whatever the layout
+        opt.step()
+        got.append((float(loss.numpy()), float(norm.numpy())))
+    return got, [param.numpy() for param in m.parameters()]
+
+
+mesh_run = clipped_adam(MESH, {"bb": (B, B), "c": (B, S0), "r": (B, S1), "d": (S0, B)})
+one_run = clipped_adam(flow.placement("cpu", [0]), {k: B for k in ("bb", "c", "r", "d")})
+np.testing.assert_allclose(mesh_run[0], one_run[0], rtol=1e-5)
+assert max(n for _, n in one_run[0]) > 0.5  # the clipping scaled some steps
+for got, want in zip(mesh_run[1], one_run[1]):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+ok("Adam and clip_grad_norm_ on 2-D layouts == 1 rank")
+
+# --- conv, batch norm (its running statistics updated in place), pooling, dropout, embedding on 2-D data layouts -----
+def conv_net(placement, data, whole):
+    flow.manual_seed(3)
+    m = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                      nn.Dropout(0.3), nn.Linear(16, 5)).to_global(placement, whole)
+    emb = nn.Embedding(10, 3).to_global(placement, whole)
+    opt = flow.optim.SGD(list(m.parameters()) + list(emb.parameters()), lr=0.1, momentum=0.9)
+    got = []
+    for s in range(3):
+        flow.manual_seed(20 + s)
+        x = flow.randn(6, 2, 4, 4, placement=placement, sbp=data)
+        ids = flow.randint(0, 10, (6,), placement=placement, sbp=data)
+        y = flow.randint(0, 5, (6,), placement=placement, sbp=data)
+        logits = m(x) + emb(ids).sum(1, keepdim=True)
+        loss = nn.functional.cross_entropy(logits, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        got.append(float(loss.numpy()))
+    m.eval()
+    evaluated = m(flow.ones(2, 2, 4, 4, placement=placement, sbp=whole)).numpy()  # with the running statistics
+    return got, [t.numpy() for t in list(m.parameters()) + list(m.buffers())], evaluated
+
+
+one_run = conv_net(flow.placement("cpu", [0]), B, B)
+for data in ((S0, B), (S0, S0), (B, S0)):
+    mesh_run = conv_net(MESH, data, (B, B))
+    np.testing.assert_allclose(mesh_run[0], one_run[0], rtol=1e-5, err_msg=str(data))
+    for got, want in zip(mesh_run[1], one_run[1]):  # the buffers: running mean and variance, batches seen
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=str(data))
+    np.testing.assert_allclose(mesh_run[2], one_run[2], rtol=1e-4, atol=1e-5, err_msg=str(data))
+ok("conv, batch norm, pooling, dropout, embedding on 2-D data layouts == 1 rank")
 
 report = str(flow.explain())
 if RANK == 0:

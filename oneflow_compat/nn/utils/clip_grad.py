@@ -38,8 +38,8 @@ def total_norm(parameters, norm_type=2.0):
     norms = []
     for p in params:
         g = p.grad.detach()
-        if g.is_global:
-            g = g.to_global(sbp=[flow_sbp.broadcast]).to_global(placement=first.placement)
+        if g.is_global:  # broadcast on the first gradient's placement: one symbol per dimension of it (a mesh)
+            g = g.to_global(placement=first.placement, sbp=[flow_sbp.broadcast] * len(first.placement.hierarchy))
         elif not first.is_global and g._device != first.grad._device:
             g = g.to(first.grad._device)
         norms.append(F.reshape(_norm(g, norm_type), (1,)))
