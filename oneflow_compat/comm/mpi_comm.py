@@ -39,7 +39,7 @@ from .environment import comm_timeout_from_env as timeout_from_env
 from .output import unprefixed_stderr, wait_until_output_is_read
 from .process_comm import (CollectiveTimeout, CommError, Pending, ProcessComm, balanced_offsets, balanced_sizes,
                            check_ranks)
-from .shm import Board, SharedBlock, ShmAllreduce, add_into, reading, signature, sum_into_all
+from .shm import Board, SharedBlock, ShmAllreduce, add_into, reading, signature
 
 QUERY_WINDOW_S = 1.0      # how long a timed-out rank waits for the other members to say where they are
 PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act on a failed rank's MPI_Abort
@@ -665,8 +665,9 @@ class MPIComm(ProcessComm):
 
     def _shm_allreduce(self, board, activity, buf):
         """Every member's `buf` copied into its slot, the balanced chunks summed over all slots (each member its
-        own, written into every slot), then the sum copied back (an ordinary buffer: `shared_buffer` saves both
-        copies)."""
+        own chunk, in member order, into member 0's slot only: the others' slots are not read again, so writing the
+        sum there too would be k - 1 chunks of stores for nothing), then the sum copied back from member 0's slot
+        (an ordinary buffer: `shared_buffer` saves both copies, and keeps the sum in every slot)."""
         wait = self._waiter(activity, buf.nbytes)
         board.exchange(wait, "allreduce", signature("allreduce", buf.dtype.str, buf.shape), buf.nbytes,
                        lambda slot: _put(slot, buf))
@@ -674,9 +675,11 @@ class MPIComm(ProcessComm):
         slots = [board.slot(j)[:buf.nbytes].view(buf.dtype) for j in range(k)]
         offsets = balanced_offsets(buf.size, k)
         chunk = slice(offsets[me], offsets[me + 1])
-        sum_into_all([slot[chunk] for slot in slots])
+        acc = slots[0][chunk]  # the same additions in the same order as `sum_into_all`: the same bits
+        for slot in slots[1:]:
+            add_into(acc, slot[chunk])
         board.publish(wait)
-        buf[...] = slots[me].reshape(buf.shape)
+        buf[...] = slots[0].reshape(buf.shape)
 
     def shared_buffer(self, shape, dtype, ranks):
         """A zeroed array that `allreduce_` / `iallreduce_` over `ranks` sum in place through memory shared by the
