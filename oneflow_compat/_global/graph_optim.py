@@ -1,4 +1,5 @@
-"""`nn.Graph.add_optimizer`: a modern optimizer (`flow.optim.SGD`, `Adam`) as the job's optimizer description, so
+"""`nn.Graph.add_optimizer`: a modern optimizer (`flow.optim.SGD`, `Adam`, and the `optim.elementwise`
+optimizers AdamW, RMSprop, Adagrad, Adadelta, LAMB) as the job's optimizer description, so
 that the optimizer pass (`passes/optimizer_pass.py`) builds the compiled step's update ops from it.
 
 Each parameter group is one leaf optimizer of the legacy protocol (`optimizer/optimizers.py` lists it): its
@@ -12,6 +13,7 @@ counts the optimizer's steps (`_step_count`, advanced after every graph call lik
 """
 from oneflow_compat.optim import adam as adam_mod
 from oneflow_compat.optim import sgd as sgd_mod
+from oneflow_compat.optim.elementwise import PieceOptimizer
 from oneflow_compat.optim.optimizer import zeros_like
 
 
@@ -45,9 +47,14 @@ class GroupLeaf:
         elif isinstance(optimizer, adam_mod.Adam):
             self.kind = "adam"
             self.states = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
+        elif isinstance(optimizer, PieceOptimizer):  # AdamW, RMSprop, Adagrad, Adadelta, LAMB
+            self.kind = "piece"
+            self.states = tuple(optimizer.state_names(group))
+            # LAMB: the optimizer pass refuses split variables (their pieces cannot see the whole norm)
+            self.needs_whole_tensor_norms = optimizer.needs_whole_tensor_norms
         else:
-            raise NotImplementedError("nn.Graph.add_optimizer: %s is not supported in a graph (SGD and Adam are)"
-                                      % type(optimizer).__name__)
+            raise NotImplementedError("nn.Graph.add_optimizer: %s is not supported in a graph (SGD, Adam, AdamW, "
+                                      "RMSprop, Adagrad, Adadelta and LAMB are)" % type(optimizer).__name__)
 
     # --- the legacy leaf-optimizer protocol -------------------------------------------------------------------
     def resolve_variables(self, job_variable_names):
@@ -55,6 +62,8 @@ class GroupLeaf:
         return [n for n in self.params if n in names]
 
     def state_specs(self, var_name, shape, np_dtype):
+        if self.kind == "piece":
+            return [(s, float(self.optimizer.state_init(self.group, s))) for s in self.states]
         return [(s, 0.0) for s in self.states]
 
     def state_shape(self, suffix, var_shape):
@@ -75,6 +84,8 @@ class GroupLeaf:
             sgd_mod.plain_update(xp, w, g, lr, group)
         elif self.kind == "momentum":
             sgd_mod.momentum_update(xp, w, g, states[0], lr, group)
+        elif self.kind == "piece":
+            self.optimizer.piece_update(xp, w, g, list(states), lr, self.optimizer._step_count + 1, group)
         else:
             beta1, beta2 = group["betas"]
             if group["do_bias_correction"]:
@@ -90,7 +101,10 @@ class GroupLeaf:
         p = self.params[var_name]
         state = self.optimizer.state.setdefault(p, {})
         if suffix not in state:
-            state[suffix] = zeros_like(p)
+            if self.kind == "piece":
+                state[suffix] = self.optimizer.new_state(p, self.group, suffix)
+            else:
+                state[suffix] = zeros_like(p)
         return state[suffix]
 
 
