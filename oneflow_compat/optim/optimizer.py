@@ -178,8 +178,8 @@ class Optimizer:
 
     # --- state dict ------------------------------------------------------------------------------------------
     def state_dict(self):
-        """{"state": {parameter index: {name: value}}, "param_groups": [options + "params": [indices]]} — the
-        parameters numbered in group order, as OneFlow and PyTorch do."""
+        """{"state": {parameter index: {name: value}, "step": steps taken}, "param_groups": [options + "params":
+        [indices]]} — the parameters numbered in group order, as OneFlow and PyTorch do."""
         index, groups = {}, []
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
@@ -194,6 +194,9 @@ class Optimizer:
                 if p in self.state:
                     state[index[id(p)]] = {k: (v.detach() if isinstance(v, Tensor) else v)
                                            for k, v in self.state[p].items()}
+        # OneFlow 0.9 keeps its step count in the state (`_state["step"]`, python/oneflow/optim/optimizer.py@v0.9.0),
+        # so a restored Adam/AdamW/LAMB continues its bias correction and Adagrad its lr decay
+        state["step"] = self._step_count
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict):
@@ -213,7 +216,10 @@ class Optimizer:
             for p, i in zip(mine["params"], saved["params"]):
                 by_index[i] = p
         restored = []
+        step = state_dict["state"].get("step")
         for i, entries in state_dict["state"].items():
+            if i == "step":
+                continue
             p = by_index.get(int(i))
             if p is None:
                 continue
@@ -233,6 +239,8 @@ class Optimizer:
             for key, value in saved.items():
                 if key != "params":
                     mine[key] = value
+        if step is not None:
+            self._step_count = int(step)
         self.state = _State()
         for p, entry in restored:
             self.state[p] = entry
