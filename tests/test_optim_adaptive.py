@@ -301,3 +301,41 @@ def test_global_two_ranks_equal_one_rank_and_lamb_refuses_split(tmp_path):
         assert len(result) == 9
     for name in ("AdamW", "RMSprop", "Adagrad", "Adadelta"):
         np.testing.assert_allclose(one[name + "/split"], one[name + "/broadcast"], rtol=1e-12)
+
+
+# --- gradient clipping from the param group's options (OneFlow 0.9's Optimizer.clip_grad) -----------------------
+def test_clip_grad_uses_the_group_options_eagerly_and_in_graph():
+    rng = np.random.RandomState(2)
+    x, y = flow.tensor(rng.randn(8, 3).astype(np.float32)), flow.tensor(10 * rng.randn(8, 2).astype(np.float32))
+
+    def make():
+        model = _mlp()
+        return model, flow.optim.AdamW([{"params": model.parameters(), "clip_grad_max_norm": 0.5,
+                                         "clip_grad_norm_type": 2.0}], lr=0.05)
+
+    model, opt = make()
+    eager, norms = [], []
+    for _ in range(4):
+        loss = nn.MSELoss()(model(x), y)
+        loss.backward()
+        total = math.sqrt(sum(float((p.grad.numpy().astype(np.float64) ** 2).sum()) for p in model.parameters()))
+        opt.clip_grad()
+        norms.append((total, math.sqrt(sum(float((p.grad.numpy().astype(np.float64) ** 2).sum())
+                                           for p in model.parameters()))))
+        opt.step()
+        opt.zero_grad()
+        eager.append(loss.item())
+    assert all(before > 0.5 and after == pytest.approx(0.5, rel=1e-4) for before, after in norms)
+    params = [p.numpy().copy() for p in model.parameters()]
+    model, opt = make()
+    graph = _TrainGraph(model, opt)  # the graph clips by itself
+    np.testing.assert_allclose([graph(x, y).item() for _ in range(4)], eager, rtol=1e-5)
+    for p, q in zip(model.parameters(), params):
+        np.testing.assert_allclose(p.numpy(), q, rtol=1e-4, atol=1e-6)
+    plain = flow.optim.SGD(_mlp().parameters(), lr=0.1)
+    with pytest.warns(UserWarning, match="To enable clip_grad, passing the `clip_grad_max_norm`"):
+        plain.clip_grad()
+    model = _mlp()
+    odd = flow.optim.SGD([{"params": model.parameters(), "clip_grad_max_norm": 1.0, "clip_grad_norm_type": 1.0}])
+    with pytest.raises(NotImplementedError, match="clip_grad_norm_type=1.0 is not supported in a graph"):
+        _TrainGraph(model, odd)(x, y)

@@ -58,6 +58,11 @@ class _State:
         return len(self._entries)
 
 
+def clips_gradients(group):
+    """Whether a parameter group asks for gradient clipping (OneFlow 0.9: both options given)."""
+    return "clip_grad_max_norm" in group and "clip_grad_norm_type" in group
+
+
 def pieces(t):
     """This rank's arrays of tensor `t` (in-place updates of them update the tensor); [] outside its placement."""
     return t._value.pieces
@@ -121,6 +126,22 @@ class Optimizer:
 
     def _check_group(self, group):
         """Validates a group's options (subclasses)."""
+
+    def clip_grad(self, error_if_nonfinite=False):
+        """Clips each group's gradients to the group's `clip_grad_max_norm` under its `clip_grad_norm_type` (both set
+        when the group was made: OneFlow 0.9's `Optimizer.clip_grad`, python/oneflow/optim/optimizer.py@v0.9.0);
+        call it between `backward()` and `step()`. nn.Graph clips such groups by itself."""
+        import warnings
+
+        from oneflow_compat.nn.utils.clip_grad import clip_grad_norm_
+
+        for group in self.param_groups:
+            if clips_gradients(group):
+                clip_grad_norm_(group["params"], group["clip_grad_max_norm"], group["clip_grad_norm_type"],
+                                error_if_nonfinite)
+            else:
+                warnings.warn("To enable clip_grad, passing the `clip_grad_max_norm` and `clip_grad_norm_type` "
+                              "parameters when instantializing the Optimizer.", UserWarning, stacklevel=2)
 
     def zero_grad(self, set_to_none=False):
         """Zeroes every parameter's gradient (or drops it: `set_to_none=True`)."""
