@@ -65,3 +65,10 @@ def adaptive_max_pool2d(input, output_size):  # noqa: A002
 
 def adaptive_max_pool3d(input, output_size):  # noqa: A002
     return _nnF.adaptive_max_pool3d(input, output_size, return_indices=True)
+
+
+# nnextra helper (issue 21): the further activations (the _C forms' keywords are the functional forms': celu alpha,
+# hardshrink lambd, softshrink alpha, threshold threshold / value), cumprod, fmod
+from oneflow_compat._global.nn_activations_extra import (  # noqa: F401,E402
+    celu, glu, hardshrink, quick_gelu, selu, softshrink, softsign, threshold)
+from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: F401,E402
