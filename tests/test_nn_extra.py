@@ -1,0 +1,232 @@
+"""The nnextra helper's part of issue 21: OneFlow 0.9's CELU, SELU, Hardshrink, Softshrink, Softsign, GLU, Threshold
+and QuickGELU (modules and `nn.functional` / `_C` forms), `flow.cumprod` and `flow.fmod` (and the Tensor methods):
+forward and backward against PyTorch in float64 and float32, reprs as OneFlow prints them, errors, `nn.Graph` equal
+to eager, and 2 ranks equal to 1 (tests/mpi_scripts/nn_extra_global.py under mpiexec)."""
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nn_reference as ref  # noqa: E402
+
+F = flow.nn.functional
+
+
+def _x(dtype, shape=(4, 3, 6), scale=3.0, seed=0):
+    x = np.random.default_rng(seed).uniform(-scale, scale, shape)
+    for k in (0.0, 0.5, -0.5, 1.0, -1.0, 0.3):  # off the kinks: the gradient there is a convention
+        x = np.where(np.abs(x - k) < 0.05, x + 0.2, x)
+    return x.astype(dtype)
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _cases(torch):
+    TF = torch.nn.functional
+    return {
+        "celu": (lambda x: F.celu(x, 0.6), lambda x: TF.celu(x, 0.6)),
+        "celu_default": (F.celu, TF.celu),
+        "selu": (F.selu, TF.selu),
+        "hardshrink": (F.hardshrink, TF.hardshrink),
+        "hardshrink_1": (lambda x: F.hardshrink(x, lambd=1.0), lambda x: TF.hardshrink(x, 1.0)),
+        "softshrink": (F.softshrink, TF.softshrink),
+        "softshrink_1": (lambda x: F.softshrink(x, alpha=1.0), lambda x: TF.softshrink(x, 1.0)),
+        "softsign": (F.softsign, TF.softsign),
+        "threshold": (lambda x: F.threshold(x, 0.3, -2.0), lambda x: TF.threshold(x, 0.3, -2.0)),
+        "quick_gelu": (F.quick_gelu, lambda x: x * torch.sigmoid(1.702 * x)),
+        "glu_last": (F.glu, TF.glu),
+        "glu_dim0": (lambda x: F.glu(x, 0), lambda x: TF.glu(x, 0)),
+        "cumprod_1": (lambda x: flow.cumprod(x, 1), lambda x: torch.cumprod(x, 1)),
+        "cumprod_neg": (lambda x: x.cumprod(-1), lambda x: torch.cumprod(x, -1)),
+        "fmod_scalar": (lambda x: flow.fmod(x, 1.3), lambda x: torch.fmod(x, 1.3)),
+        "fmod_method_neg": (lambda x: x.fmod(-0.7), lambda x: torch.fmod(x, -0.7)),
+        "_C.celu": (lambda x: flow._C.celu(x, alpha=2.0), lambda x: TF.celu(x, 2.0)),
+        "_C.softshrink": (lambda x: flow._C.softshrink(x, alpha=0.7), lambda x: TF.softshrink(x, 0.7)),
+    }
+
+
+CASE_NAMES = ["celu", "celu_default", "selu", "hardshrink", "hardshrink_1", "softshrink", "softshrink_1", "softsign",
+              "threshold", "quick_gelu", "glu_last", "glu_dim0", "cumprod_1", "cumprod_neg", "fmod_scalar",
+              "fmod_method_neg", "_C.celu", "_C.softshrink"]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_functional_forms_match_torch(name, dtype):
+    torch = _torch()
+    fn, tfn = _cases(torch)[name]
+    x = _x(dtype)
+    if name.startswith("cumprod"):
+        x = x / dtype(2.0)  # products of 6 factors of about 1
+    if name.startswith("fmod"):  # off the jumps where x / other crosses an integer
+        q = x / dtype(1.3 if "scalar" in name else -0.7)
+        x = np.where(np.abs(q - np.round(q)) < 0.05, x + dtype(0.1), x).astype(dtype)
+    outs, grads, rs = ref.eager(fn, [x])
+    t_outs, t_grads = ref.torch_ref(tfn, [x], rs)
+    ref.assert_close(outs, t_outs, dtype, name)
+    ref.assert_close(grads, t_grads, dtype, name + " grad")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fmod_of_two_tensors_broadcasts_and_differentiates_both_as_torch(dtype):
+    torch = _torch()
+    rng = np.random.default_rng(1)
+    b = (rng.uniform(0.5, 2.0, (5, 7)) * rng.choice([-1, 1], (5, 7))).astype(dtype)
+    # a / b = an integer plus a fraction in (0.1, 0.9) of either sign: off the jumps, quotients of both signs
+    q = rng.integers(-3, 4, (4, 5, 7)) + rng.uniform(0.1, 0.9, (4, 5, 7)) * rng.choice([-1, 1], (4, 5, 7))
+    a = (q * b).astype(dtype)
+    outs, grads, rs = ref.eager(lambda x, y: flow.fmod(x, y), [a, b])
+    t_outs, t_grads = ref.torch_ref(torch.fmod, [a, b], rs)
+    ref.assert_close(outs, t_outs, dtype, "fmod")
+    ref.assert_close(grads, t_grads, dtype, "fmod grads")
+
+
+def test_fmod_takes_the_sign_of_the_dividend_and_keeps_integers():
+    x = flow.tensor(np.array([-7, -3, 3, 7], np.int64))
+    y = flow.fmod(x, flow.tensor(np.array([2, -2, 2, -2], np.int64)))
+    assert y.dtype == flow.int64
+    np.testing.assert_array_equal(y.numpy(), [-1, -1, 1, 1])
+    np.testing.assert_allclose(flow.fmod(flow.tensor([-3.5, 3.5]), 2.0).numpy(), [-1.5, 1.5])
+    with pytest.raises(ZeroDivisionError, match="fmod: integer division by zero"):
+        flow.fmod(x, flow.tensor(np.array([1, 0, 1, 1], np.int64))).numpy()
+    with pytest.raises(TypeError, match="fmod\\(\\): input must be a Tensor"):
+        flow.fmod(3.0, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cumprod_gradient_through_zeros_matches_torch(dtype):
+    torch = _torch()
+    x = np.random.default_rng(4).standard_normal((5, 7)).astype(dtype)
+    x[0, 2] = 0.0          # one zero in a line
+    x[1, 1] = x[1, 4] = 0  # two zeros: the first one's gradient is a product past it, the second's is 0
+    x[2, 0] = 0.0          # a zero at the start
+    x[3, 6] = 0.0          # a zero at the end
+    outs, grads, rs = ref.eager(lambda t: flow.cumprod(t, 1), [x])
+    t_outs, t_grads = ref.torch_ref(lambda t: torch.cumprod(t, 1), [x], rs)
+    ref.assert_close(outs, t_outs, dtype, "cumprod")
+    ref.assert_close(grads, t_grads, dtype, "cumprod grad through zeros")
+
+
+def test_cumprod_of_integers_is_int64_and_checks_its_dim():
+    y = flow.cumprod(flow.tensor(np.array([[1, 2, 3], [4, 5, 6]], np.int32)), dim=1)
+    assert y.dtype == flow.int64
+    np.testing.assert_array_equal(y.numpy(), [[1, 2, 6], [4, 20, 120]])
+    with pytest.raises(IndexError, match=re.escape("cumprod(): Dimension out of range (expected to be in range of "
+                                                   "[-2, 1], but got 2)")):
+        flow.cumprod(flow.ones(2, 3), 2)
+
+
+MODULES = [
+    (lambda: flow.nn.CELU(), "CELU(alpha=1.0)", "CELU", {}),
+    (lambda: flow.nn.CELU(0.5, inplace=True), "CELU(alpha=0.5, inplace=True)", "CELU", {"alpha": 0.5}),
+    (lambda: flow.nn.SELU(), "SELU()", "SELU", {}),
+    (lambda: flow.nn.Hardshrink(), "Hardshrink(lambd=0.5)", "Hardshrink", {}),
+    (lambda: flow.nn.Softshrink(1.0), "Softshrink(lambd=1.0)", "Softshrink", {"lambd": 1.0}),
+    (lambda: flow.nn.Softsign(), "Softsign()", "Softsign", {}),
+    (lambda: flow.nn.GLU(dim=0), "GLU()", "GLU", {"dim": 0}),
+    (lambda: flow.nn.Threshold(0.3, 5.0), "Threshold()", "Threshold", {"threshold": 0.3, "value": 5.0}),
+]
+
+
+@pytest.mark.parametrize("k", range(len(MODULES)))
+def test_modules_match_torch_and_print_as_oneflow(k):
+    torch = _torch()
+    make, text, tname, targs = MODULES[k]
+    m = make()
+    assert repr(m) == text
+    x = _x(np.float32)
+    if k == 1:  # inplace=True writes the input (nothing records gradients here)
+        xt = flow.tensor(x.copy())
+        assert m(xt) is xt
+        np.testing.assert_allclose(xt.numpy(), torch.nn.functional.celu(torch.tensor(x), 0.5).numpy(), rtol=1e-6)
+        return
+    outs, grads, rs = ref.eager(m, [x])
+    t_outs, t_grads = ref.torch_ref(getattr(torch.nn, tname)(**targs), [x], rs)
+    ref.assert_close(outs, t_outs, np.float32, text)
+    ref.assert_close(grads, t_grads, np.float32, text + " grad")
+
+
+def test_quick_gelu_module_and_the_import_paths():
+    x = _x(np.float64)
+    y = flow.nn.QuickGELU()(flow.tensor(x)).numpy()
+    np.testing.assert_allclose(y, x / (1 + np.exp(-1.702 * x)), rtol=1e-12)
+    from oneflow_compat.nn.modules import activation
+
+    for name in ("CELU", "SELU", "Hardshrink", "Softshrink", "Softsign", "GLU", "Threshold", "QuickGELU"):
+        assert getattr(activation, name) is getattr(flow.nn, name)
+
+
+def test_bad_arguments_raise_clear_errors():
+    x = flow.tensor(_x(np.float32, (2, 5)))
+    with pytest.raises(ValueError, match="Halving dimension must be even, but dimension 1 is size 5"):
+        F.glu(x)
+    with pytest.raises(ValueError, match="hardshrink: lambd must be non-negative, got -1"):
+        F.hardshrink(x, -1)
+    with pytest.raises(ValueError, match="celu: alpha must not be 0"):
+        F.celu(x, 0.0)
+    with pytest.raises(TypeError, match=re.escape("selu(): expected a Tensor, got list")):
+        F.selu([1.0, 2.0])
+    # an integer tensor is promoted to the default floating dtype first, as the other activations do
+    assert F.selu(flow.tensor(np.array([1, 2], np.int64))).dtype == flow.float32
+
+
+def test_the_new_ops_in_a_graph_equal_eager():
+    class Net(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = flow.nn.Linear(5, 8)
+            self.acts = flow.nn.Sequential(flow.nn.CELU(0.5), flow.nn.SELU(), flow.nn.Softsign(),
+                                           flow.nn.Hardshrink(0.1), flow.nn.Softshrink(0.05), flow.nn.QuickGELU(),
+                                           flow.nn.Threshold(-0.5, 0.2), flow.nn.GLU())
+
+        def forward(self, x):
+            y = self.acts(self.lin(x))
+            return flow.fmod(flow.cumprod(y + 1.0, 1), 0.9)
+
+    net = Net()
+    opt = flow.optim.SGD(net.parameters(), lr=0.1)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            y = self.net(x)
+            y.sum().backward()
+            return y
+
+    x = flow.tensor(_x(np.float32, (4, 5), scale=1.0))
+    eager_y = net(x)
+    eager_y.sum().backward()
+    eager_grad = net.lin.weight.grad.numpy().copy()
+    w0 = net.lin.weight.numpy().copy()
+    net.zero_grad()
+    graph_y = Train()(x).numpy()
+    np.testing.assert_allclose(graph_y, eager_y.numpy(), rtol=1e-6, atol=1e-6)
+    # the graph's step applied the same gradient (SGD, lr 0.1)
+    np.testing.assert_allclose(net.lin.weight.numpy(), w0 - 0.1 * eager_grad, rtol=1e-5, atol=1e-6)
+
+
+def test_two_ranks_equal_one_rank():
+    pytest.importorskip("mpi4py")
+    from test_global_mpi import MPIEXEC, SCRIPTS, mpi
+
+    if not MPIEXEC.exists():
+        pytest.skip("no mpiexec beside %s" % sys.executable)
+    done = mpi(2, SCRIPTS / "nn_extra_global.py", timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    assert done.stdout.rstrip().endswith("DONE"), done.stdout[-2000:]
+    seen = re.findall(r"^OK (\S+) (.*)$", done.stdout, re.M)
+    names = {n for n, _ in seen}
+    assert names == {"CELU", "SELU", "Hardshrink", "Softshrink", "Softsign", "Threshold", "QuickGELU", "GLU",
+                     "cumprod", "fmod"}
+    assert len(seen) == 30
