@@ -126,3 +126,38 @@ def broadcast_fmod(xp, a, b):
         if bool((b == 0).any()):
             raise ZeroDivisionError("fmod: integer division by zero")
     return xp.fmod(a, b)
+
+
+# --- unfold / fold (im2col / col2im; OneFlow's unfold_fold_op.cpp: 4-D channels_first inputs) ----------------------
+def _out_size(size, k, d, p, s):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def unfold(xp, x, *, kernel_size, dilation_rate, padding, strides):
+    """(N, C, H, W) -> (N, C * kh * kw, L): every kh x kw block (dilated, strided, zero-padded) as a column, the
+    channel the slowest of the column's axes, then the kernel rows, then the kernel columns (OneFlow's and
+    PyTorch's order); L the blocks in row-major order."""
+    n, c, h, w = x.shape
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel_size, dilation_rate, padding, strides
+    oh, ow = _out_size(h, kh, dh, ph, sh), _out_size(w, kw, dw, pw, sw)
+    xp_ = xp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))) if ph or pw else x
+    cols = xp.empty((n, c, kh, kw, oh, ow), dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, i, j] = xp_[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+    return cols.reshape(n, c * kh * kw, oh * ow)
+
+
+def fold(xp, cols, *, output_size, kernel_size, dilation_rate, padding, strides):
+    """(N, C * kh * kw, L) -> (N, C, H, W): each column added back onto its block (overlaps sum): unfold's
+    adjoint."""
+    n, ckk, _ = cols.shape
+    (h, w), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = output_size, kernel_size, dilation_rate, padding, strides
+    c = ckk // (kh * kw)
+    oh, ow = _out_size(h, kh, dh, ph, sh), _out_size(w, kw, dw, pw, sw)
+    blocks = cols.reshape(n, c, kh, kw, oh, ow)
+    out = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += blocks[:, :, i, j]
+    return xp.ascontiguousarray(out[:, :, ph:ph + h, pw:pw + w])

@@ -216,6 +216,56 @@ def test_the_new_ops_in_a_graph_equal_eager():
     np.testing.assert_allclose(net.lin.weight.numpy(), w0 - 0.1 * eager_grad, rtol=1e-5, atol=1e-6)
 
 
+FOLDS = [((2, 3, 5, 6), dict(kernel_size=(2, 3))),
+         ((3, 2, 7, 6), dict(kernel_size=(3, 2), dilation=(2, 1), padding=(1, 2), stride=(2, 3))),
+         ((1, 4, 6, 6), dict(kernel_size=3, padding=1, stride=2))]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("k", range(len(FOLDS)))
+def test_unfold_and_fold_match_torch(k, dtype):
+    torch = _torch()
+    shape, kw = FOLDS[k]
+    x = _x(dtype, shape)
+    outs, grads, rs = ref.eager(lambda t: F.unfold(t, **kw), [x])
+    t_outs, t_grads = ref.torch_ref(lambda t: torch.nn.functional.unfold(t, **kw), [x], rs)
+    ref.assert_close(outs, t_outs, dtype, "unfold")
+    ref.assert_close(grads, t_grads, dtype, "unfold grad")
+    cols = _x(dtype, t_outs[0].shape, seed=5)
+    outs, grads, rs = ref.eager(lambda t: flow.nn.Fold(shape[2:], **kw)(t), [cols])
+    t_outs, t_grads = ref.torch_ref(lambda t: torch.nn.Fold(shape[2:], **kw)(t), [cols], rs)
+    ref.assert_close(outs, t_outs, dtype, "fold")
+    ref.assert_close(grads, t_grads, dtype, "fold grad")
+
+
+def test_fold_reprs_paths_and_errors():
+    from oneflow_compat.nn.modules import fold
+
+    assert fold.Fold is flow.nn.Fold and fold.Unfold is flow.nn.Unfold
+    assert repr(flow.nn.Unfold(3, padding=1)) == "Unfold(kernel_size=3, dilation=1, padding=1, stride=1)"
+    assert repr(flow.nn.Fold((4, 4), 3)) == "Fold(output_size=(4, 4), kernel_size=3, dilation=1, padding=0, stride=1)"
+    y = flow._C.unfold(flow.ones(1, 1, 4, 4), [3, 3], [1, 1], [1, 1], [1, 1])
+    assert tuple(y.shape) == (1, 9, 16)
+    with pytest.raises(ValueError, match="input must be 4-D \\(N, C, H, W\\), got shape \\(2, 3, 4\\)"):
+        F.unfold(flow.ones(2, 3, 4), 2)
+    with pytest.raises(ValueError, match="input's axis 2 holds 10 blocks, but output_size \\(4, 4\\) with these "
+                                         "parameters makes 2 x 2 = 4"):
+        F.fold(flow.ones(1, 9, 10), (4, 4), 3)
+    with pytest.raises(ValueError, match="is no multiple of the kernel's size 3 x 3"):
+        F.fold(flow.ones(1, 10, 4), (4, 4), 3)
+
+
+def test_unfold_fold_in_a_graph_equal_eager():
+    unfold, fold = flow.nn.Unfold(3, padding=1), flow.nn.Fold((6, 5), 3, padding=1)
+
+    class G(flow.nn.Graph):
+        def build(self, x):
+            return fold(unfold(x) * 0.5)
+
+    x = flow.tensor(_x(np.float32, (2, 3, 6, 5)))
+    np.testing.assert_allclose(G()(x).numpy(), fold(unfold(x) * 0.5).numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_two_ranks_equal_one_rank():
     pytest.importorskip("mpi4py")
     from test_global_mpi import MPIEXEC, SCRIPTS, mpi
@@ -228,5 +278,5 @@ def test_two_ranks_equal_one_rank():
     seen = re.findall(r"^OK (\S+) (.*)$", done.stdout, re.M)
     names = {n for n, _ in seen}
     assert names == {"CELU", "SELU", "Hardshrink", "Softshrink", "Softsign", "Threshold", "QuickGELU", "GLU",
-                     "cumprod", "fmod"}
-    assert len(seen) == 30
+                     "cumprod", "fmod", "Unfold", "Fold"}
+    assert len(seen) == 34

@@ -40,3 +40,4 @@ def relu(input, inplace=False):  # noqa: A002,F811
 # nnextra helper (issue 21): further activations
 from oneflow_compat._global.nn_activations_extra import (  # noqa: F401,E402
     celu, glu, hardshrink, quick_gelu, selu, softshrink, softsign, threshold)
+from oneflow_compat._global.nn_fold import fold, unfold  # noqa: F401,E402

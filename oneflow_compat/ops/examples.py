@@ -1444,3 +1444,21 @@ EXAMPLES.update({
                              note="zeros in x (the first zero of a line, and past it)")],
     "broadcast_fmod": binary(b=away_from_zero),
 })
+
+
+def _fold_attrs(out, k, d=(1, 1), p=(0, 0), s=(1, 1)):
+    return {"output_size": out, "kernel_size": k, "dilation_rate": d, "padding": p, "strides": s}
+
+
+def _unfold_attrs(k, d=(1, 1), p=(0, 0), s=(1, 1)):
+    return {"kernel_size": k, "dilation_rate": d, "padding": p, "strides": s}
+
+
+EXAMPLES.update({  # nnextra helper: unfold / fold
+    "unfold": [Example(inputs(normal(2, 3, 5, 6)), _unfold_attrs((2, 3)), layouts=[[0]]),
+               Example(inputs(normal(3, 2, 7, 6)), _unfold_attrs((3, 2), (2, 1), (1, 2), (2, 3)),
+                       note="dilation, padding, stride")],
+    "fold": [Example(inputs(normal(2, 18, 16)), _fold_attrs((5, 6), (2, 3)), layouts=[[0]]),
+             Example(inputs(normal(3, 12, 9)), _fold_attrs((7, 6), (3, 2), (2, 1), (1, 2), (2, 3)),
+                     note="dilation, padding, stride (overlaps and gaps)")],
+})

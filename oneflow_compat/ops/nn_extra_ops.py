@@ -8,7 +8,7 @@ its own (OneFlow's functional composes it from a split, sigmoid and a product; s
 """
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ir import dtypes
-from oneflow_compat.ir.sbp import B, S
+from oneflow_compat.ir.sbp import B, P, S
 from oneflow_compat.kernels import activation_extra as K
 from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.activation_ops import _elementwise_activation
@@ -77,3 +77,73 @@ def _fmod_meta(op):
 
 register(OpDef("broadcast_fmod", infer=_fmod_meta, kernel=K.broadcast_fmod, grad=_fmod_grad,
                sbp=lambda op: sbp_rules.broadcast_elementwise(op, partial=None)))
+
+
+# --- unfold / fold (im2col / col2im), OneFlow's unfold_fold_op.cpp (v0.9.0): 4-D channels_first only -------------
+_WINDOW_ATTRS = ("kernel_size", "dilation_rate", "padding", "strides")
+
+
+def _window(op):
+    return {k: tuple(int(v) for v in op.attrs[k]) for k in _WINDOW_ATTRS}
+
+
+def _blocks(op, spatial):
+    """The number of blocks along each spatial axis, checked positive."""
+    w = _window(op)
+    out = []
+    for size, k, d, p, s in zip(spatial, w["kernel_size"], w["dilation_rate"], w["padding"], w["strides"]):
+        if k < 1 or d < 1 or s < 1 or p < 0:
+            raise ValueError("%s '%s': kernel_size, dilation and stride must be positive and padding non-negative, "
+                             "got %s" % (op.type, op.name, w))
+        n = K._out_size(size, k, d, p, s)
+        if n < 1:
+            raise ValueError("%s '%s': spatial size %s with %s gives no block" % (op.type, op.name, tuple(spatial),
+                                                                               w))
+        out.append(n)
+    return out
+
+
+def _unfold_meta(op):
+    x = op.inputs[0]
+    if len(x.shape) != 4:
+        raise ValueError("unfold '%s': input must be 4-D (N, C, H, W), got shape %s (OneFlow 0.9 supports 4-D "
+                         "inputs only)" % (op.name, tuple(x.shape)))
+    oh, ow = _blocks(op, x.shape[2:])
+    kh, kw = op.attrs["kernel_size"]
+    return [TensorMeta((x.shape[0], x.shape[1] * kh * kw, oh * ow), x.dtype, x.is_dynamic)]
+
+
+def _fold_meta(op):
+    x = op.inputs[0]
+    kh, kw = op.attrs["kernel_size"]
+    if len(x.shape) != 3:
+        raise ValueError("fold '%s': input must be 3-D (N, C * kh * kw, L), got shape %s" % (op.name,
+                                                                                           tuple(x.shape)))
+    if x.shape[1] % (kh * kw):
+        raise ValueError("fold '%s': input's axis 1 (%d) is no multiple of the kernel's size %d x %d" % (
+            op.name, x.shape[1], kh, kw))
+    oh, ow = _blocks(op, op.attrs["output_size"])
+    if oh * ow != x.shape[2]:
+        raise ValueError("fold '%s': input's axis 2 holds %d blocks, but output_size %s with these parameters makes "
+                         "%d x %d = %d" % (op.name, x.shape[2], tuple(op.attrs["output_size"]), oh, ow, oh * ow))
+    return [TensorMeta((x.shape[0], x.shape[1] // (kh * kw)) + tuple(op.attrs["output_size"]), x.dtype,
+                       x.is_dynamic)]
+
+
+def _batch_sbp(op):
+    """Blocks never cross samples: a batch split; both are linear, so partial sums pass through. (A channel split
+    would not line up with an even split of axis 1's C * kh * kw columns.)"""
+    return [((S(0),), (S(0),)), ((B,), (B,)), ((P,), (P,))]
+
+
+def _unfold_grad(op, dys):
+    attrs = {k: op.attrs[k] for k in _WINDOW_ATTRS}
+    attrs["output_size"] = tuple(op.inputs[0].shape[2:])
+    return [apply("fold", [dys[0]], attrs)]
+
+
+register(OpDef("unfold", infer=_unfold_meta, kernel=K.unfold, kernel_attrs=_window, sbp=_batch_sbp,
+               grad=_unfold_grad))
+register(OpDef("fold", infer=_fold_meta, kernel=K.fold,
+               kernel_attrs=lambda op: dict(_window(op), output_size=tuple(op.attrs["output_size"])), sbp=_batch_sbp,
+               grad=lambda op, dys: [apply("unfold", [dys[0]], {k: op.attrs[k] for k in _WINDOW_ATTRS})]))

@@ -33,5 +33,9 @@ if __name__ == "__main__":
     check("cumprod", lambda: (lambda t: flow.cumprod(t, 1)), [x], [[0], [1], [2]])
     d = np.where(np.abs(_x(6, 4, 5, seed=1)) < 0.5, 0.7, _x(6, 4, 5, seed=1))
     check("fmod", lambda: (lambda a, b: flow.fmod(a, b)), [x * 3, d], [[0, 0], [1, 1], [2, None]])
+    x4 = _x(4, 3, 6, 5, seed=2)
+    check("Unfold", lambda: nn.Unfold((3, 2), dilation=(1, 2), padding=1, stride=(2, 1)), [x4], [[0], [None]])
+    cols = _x(4, 12, 24, seed=3)
+    check("Fold", lambda: nn.Fold((6, 5), 2, padding=1, stride=(2, 1)), [cols], [[0], [None]])
     if global_eager.rank() == 0:
         print("DONE", flush=True)
