@@ -280,3 +280,41 @@ def test_two_ranks_equal_one_rank():
     assert names == {"CELU", "SELU", "Hardshrink", "Softshrink", "Softsign", "Threshold", "QuickGELU", "GLU",
                      "cumprod", "fmod", "Unfold", "Fold"}
     assert len(seen) == 34
+
+
+# --- random generator states (flow.get_rng_state / set_rng_state, Generator.get_state / set_state) ------------------
+def test_rng_state_replays_local_and_global_draws():
+    flow.manual_seed(11)
+    state = flow.get_rng_state()
+    assert state.dtype == flow.uint8 and tuple(state.shape) == (32,)
+    p = flow.placement("cpu", [0])
+    a, ga = flow.randn(3, 4), flow.rand(5, placement=p, sbp=flow.sbp.broadcast)
+    c = flow.randn(2)  # the stream moves on
+    flow.set_rng_state(state)
+    b, gb = flow.randn(3, 4), flow.rand(5, placement=p, sbp=flow.sbp.broadcast)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(ga.numpy(), gb.numpy())
+    np.testing.assert_array_equal(c.numpy(), flow.randn(2).numpy())
+    # the default generator's own 16-byte state restores it alone
+    s16 = flow.default_generator.get_state() if not callable(flow.default_generator) else \
+        flow.default_generator().get_state()
+    d = flow.randn(4)
+    flow.set_rng_state(s16)
+    np.testing.assert_array_equal(d.numpy(), flow.randn(4).numpy())
+
+
+def test_generator_state_round_trips_and_rejects_other_values():
+    g = flow.Generator()
+    g.manual_seed(5)
+    st = g.get_state()
+    assert st.dtype == flow.uint8 and tuple(st.shape) == (16,)
+    np.testing.assert_array_equal(st.numpy()[:8].view("<i8"), [5])
+    x = flow.randn(3, generator=g)
+    g.set_state(st)
+    np.testing.assert_array_equal(x.numpy(), flow.randn(3, generator=g).numpy())
+    g.set_state(bytes(st.numpy()))  # bytes of a saved state too
+    np.testing.assert_array_equal(x.numpy(), flow.randn(3, generator=g).numpy())
+    with pytest.raises(ValueError, match="Generator.set_state: expected the uint8 state of 16 bytes"):
+        g.set_state(flow.tensor(np.zeros(16, np.float32)))
+    with pytest.raises(ValueError, match="set_rng_state: expected the uint8 state of 32 bytes"):
+        flow.set_rng_state(flow.tensor(np.zeros(8, np.uint8)))
