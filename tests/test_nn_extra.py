@@ -318,3 +318,50 @@ def test_generator_state_round_trips_and_rejects_other_values():
         g.set_state(flow.tensor(np.zeros(16, np.float32)))
     with pytest.raises(ValueError, match="set_rng_state: expected the uint8 state of 32 bytes"):
         flow.set_rng_state(flow.tensor(np.zeros(8, np.uint8)))
+
+
+# --- SyncBatchNorm ------------------------------------------------------------------------------------------------
+def test_sync_batchnorm_on_one_rank_is_batchnorm_and_converts_modules():
+    from oneflow_compat.nn.modules import batchnorm
+
+    assert batchnorm.SyncBatchNorm is flow.nn.SyncBatchNorm
+    net = flow.nn.Sequential(flow.nn.Conv2d(3, 4, 3), flow.nn.BatchNorm2d(4),
+                             flow.nn.Sequential(flow.nn.BatchNorm1d(4), flow.nn.ReLU()))
+    bn = net[1]
+    conv = flow.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    assert conv is net and type(net[1]) is flow.nn.SyncBatchNorm and type(net[2][0]) is flow.nn.SyncBatchNorm
+    assert net[1].weight is bn.weight and net[1].running_mean is bn.running_mean
+    assert repr(net[1]) == "SyncBatchNorm(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    x = _x(np.float64, (6, 4, 3, 5))
+    ref_bn, sync = flow.nn.BatchNorm2d(4).to(flow.float64), flow.nn.SyncBatchNorm(4).to(flow.float64)
+    outs, grads, rs = ref.eager(ref_bn, [x])
+    outs2, grads2, _ = ref.eager(sync, [x], rs)
+    ref.assert_close(outs2, outs, np.float64, "SyncBatchNorm forward")
+    ref.assert_close(grads2, grads, np.float64, "SyncBatchNorm backward")
+    np.testing.assert_allclose(sync.running_var.numpy(), ref_bn.running_var.numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match=re.escape("expected at least 2D input (got 1D input)")):
+        sync(flow.ones(4))
+    with pytest.raises(ValueError, match="process_group must be None"):
+        flow.nn.SyncBatchNorm.convert_sync_batchnorm(net, process_group=[0, 1])
+
+
+def test_sync_batchnorm_matches_torch_batchnorm():
+    torch = _torch()
+    x = _x(np.float32, (5, 3, 4, 2))
+    outs, grads, rs = ref.eager(flow.nn.SyncBatchNorm(3), [x])
+    t_outs, t_grads = ref.torch_ref(torch.nn.BatchNorm2d(3), [x], rs)
+    ref.assert_close(outs, t_outs, np.float32, "SyncBatchNorm")
+    ref.assert_close(grads, t_grads, np.float32, "SyncBatchNorm grad")
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_sync_batchnorm_on_local_tensors_of_several_ranks_uses_the_whole_batch(ranks):
+    pytest.importorskip("mpi4py")
+    from test_global_mpi import MPIEXEC, SCRIPTS, mpi
+
+    if not MPIEXEC.exists():
+        pytest.skip("no mpiexec beside %s" % sys.executable)
+    done = mpi(ranks, SCRIPTS / "sync_batchnorm.py", timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    assert re.findall(r"^OK .*$", done.stdout, re.M) == ["OK step 0", "OK step 1", "OK eval"]
+    assert done.stdout.rstrip().endswith("DONE")

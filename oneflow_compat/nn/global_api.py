@@ -38,3 +38,4 @@ from oneflow_compat._global.containers import ModuleDict, ParameterDict, Paramet
 from oneflow_compat._global.nn_activations_extra import (  # noqa: F401,E402
     CELU, GLU, Hardshrink, QuickGELU, SELU, Softshrink, Softsign, Threshold)
 from oneflow_compat._global.nn_fold import Fold, Unfold  # noqa: F401,E402
+from oneflow_compat._global.nn_sync_batchnorm import SyncBatchNorm  # noqa: F401,E402
