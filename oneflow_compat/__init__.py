@@ -107,4 +107,4 @@ from oneflow_compat._global.tensor_functions import (  # noqa: E402,F401
 from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespace, as flowvision calls it)
 # nnextra helper (issue 21): flow.cumprod, flow.fmod (no legacy name to share)
 from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: E402,F401
-from oneflow_compat._global.generators import get_rng_state, set_rng_state  # noqa: E402,F401
+from oneflow_compat._global.rng_state import get_rng_state, set_rng_state  # noqa: E402,F401

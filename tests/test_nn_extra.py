@@ -48,13 +48,15 @@ def _cases(torch):
         "fmod_scalar": (lambda x: flow.fmod(x, 1.3), lambda x: torch.fmod(x, 1.3)),
         "fmod_method_neg": (lambda x: x.fmod(-0.7), lambda x: torch.fmod(x, -0.7)),
         "_C.celu": (lambda x: flow._C.celu(x, alpha=2.0), lambda x: TF.celu(x, 2.0)),
+        "Tensor.selu": (lambda x: x.selu(), TF.selu),
+        "Tensor.softsign": (lambda x: x.softsign(), TF.softsign),
         "_C.softshrink": (lambda x: flow._C.softshrink(x, alpha=0.7), lambda x: TF.softshrink(x, 0.7)),
     }
 
 
 CASE_NAMES = ["celu", "celu_default", "selu", "hardshrink", "hardshrink_1", "softshrink", "softshrink_1", "softsign",
               "threshold", "quick_gelu", "glu_last", "glu_dim0", "cumprod_1", "cumprod_neg", "fmod_scalar",
-              "fmod_method_neg", "_C.celu", "_C.softshrink"]
+              "fmod_method_neg", "_C.celu", "_C.softshrink", "Tensor.selu", "Tensor.softsign"]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

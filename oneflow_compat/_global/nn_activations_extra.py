@@ -11,6 +11,7 @@ inplace=False)`, `softshrink(x, alpha=0.5, inplace=False)` (the module's `lambd`
 and ignore it, so do these.
 """
 from oneflow_compat._global import functional as F
+from oneflow_compat._global import tensor_methods
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.modules import Module
 from oneflow_compat._global.nn_activations import _floating, _maybe_inplace
@@ -160,3 +161,9 @@ class Threshold(Module):
 class QuickGELU(Module):
     def forward(self, x):
         return quick_gelu(x)
+
+
+# Tensor.selu / Tensor.softsign (OneFlow 0.9's tensor_functions.cpp): installed from here, as this module imports
+# tensor_methods (the other way round would be an import cycle)
+tensor_methods._METHODS.update({"selu": selu, "softsign": softsign})
+tensor_methods.install()
