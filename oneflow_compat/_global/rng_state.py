@@ -61,3 +61,17 @@ def _set_state(self, state):
 
 generators.Generator.get_state = _get_state
 generators.Generator.set_state = _set_state
+
+
+def _getstate(self):
+    """Pickling (`flow.save` of a generator, deep copies): OneFlow 0.9's {"device", "state"} dictionary."""
+    return {"device": str(self.device), "state": _get_state(self)}
+
+
+def _setstate(self, state_dict):
+    self.__init__(state_dict["device"])
+    _set_state(self, state_dict["state"])
+
+
+generators.Generator.__getstate__ = _getstate
+generators.Generator.__setstate__ = _setstate
