@@ -382,3 +382,20 @@ def test_generator_pickles_with_its_state():
     want = flow.randn(5, generator=g).numpy()
     np.testing.assert_array_equal(flow.randn(5, generator=h).numpy(), want)
     np.testing.assert_array_equal(flow.randn(5, generator=k).numpy(), want)
+
+
+def test_sync_batchnorm_in_a_graph_equals_eager():
+    x = flow.tensor(_x(np.float32, (6, 3, 4, 4)))
+    eager_bn, graph_bn = flow.nn.SyncBatchNorm(3, momentum=0.3), flow.nn.SyncBatchNorm(3, momentum=0.3)
+
+    class G(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.bn = graph_bn
+
+        def build(self, t):
+            return self.bn(t)
+
+    np.testing.assert_allclose(G()(x).numpy(), eager_bn(x).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(graph_bn.running_mean.numpy(), eager_bn.running_mean.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(graph_bn.running_var.numpy(), eager_bn.running_var.numpy(), rtol=1e-6)
