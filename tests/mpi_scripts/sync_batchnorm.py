@@ -53,4 +53,23 @@ xe = x_all[0][mine]
 np.testing.assert_allclose(sync(flow.tensor(xe)).numpy(), ref(flow.tensor(xe)).numpy(), rtol=1e-10, atol=1e-13)
 if rank == 0:
     print("OK eval", flush=True)
+
+# under DistributedDataParallel: every gradient (the convolution's, upstream of the normalization, included) is the
+# whole batch's summed loss gradient averaged over the ranks, i.e. the one-rank model's divided by the world size
+flow.manual_seed(3)
+ref_net = flow.nn.Sequential(flow.nn.Conv2d(3, 4, 3), flow.nn.BatchNorm2d(4))  # float32: DDP's parameters
+net = flow.nn.Sequential(flow.nn.Conv2d(3, 4, 3), flow.nn.BatchNorm2d(4))
+net.load_state_dict(ref_net.state_dict())
+ddp = flow.nn.parallel.DistributedDataParallel(flow.nn.SyncBatchNorm.convert_sync_batchnorm(net))
+x, r = x_all[1].astype(np.float32), rng.uniform(0.5, 1.5, (4 * world, 4, 3, 2)).astype(np.float32)
+(ref_net(flow.tensor(x)) * flow.tensor(r)).sum().backward()
+(ddp(flow.tensor(x[mine])) * flow.tensor(r[mine])).sum().backward()
+for (name, p), (_, q) in zip(ddp.named_parameters(), ref_net.named_parameters()):
+    want = q.grad.numpy() / world
+    if name == "0.bias":  # a bias just before a normalization: its gradient is 0 up to rounding
+        assert np.abs(p.grad.numpy()).max() < 1e-4 and np.abs(want).max() < 1e-4, (p.grad.numpy(), want)
+        continue
+    np.testing.assert_allclose(p.grad.numpy(), want, rtol=1e-4, atol=1e-4 * np.abs(want).max(), err_msg=name)
+if rank == 0:
+    print("OK ddp", flush=True)
     print("DONE", flush=True)
