@@ -1,15 +1,15 @@
-"""OneFlow 0.9's further activations (celu, selu, hardshrink, softshrink, softsign, threshold, quick_gelu), cumprod
-and broadcast_fmod (issue 21, the nnextra helper).
+"""OneFlow 0.9's further activations (celu, selu, hardshrink, softshrink, softsign, threshold, quick_gelu), cumprod,
+broadcast_fmod, unfold and fold (issue 21, the nnextra helper).
 
 Op types and attribute names are OneFlow v0.9.0's user ops (oneflow/ir/include/OneFlow/OneFlowUserOps.td:
 celu `alpha`, hardshrink `lambd`, softshrink `alpha`, threshold `threshold_val` / `value`, cumprod `dim`), so that
-another branch adding one shows as a registration clash. Kernels: `kernels/activation_extra.py`. GLU is no op of
+another branch adding one shows as a registration clash. Kernels: `kernels/nn_extra.py`. GLU is no op of
 its own (OneFlow's functional composes it from a split, sigmoid and a product; so does the surface).
 """
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.sbp import B, P, S
-from oneflow_compat.kernels import activation_extra as K
+from oneflow_compat.kernels import nn_extra as K
 from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.activation_ops import _elementwise_activation
 from oneflow_compat.ops.math_ops import _broadcast_meta, _unbroadcast
@@ -51,7 +51,7 @@ def _cumprod_grad_sbp(op):
 register(OpDef("cumprod", infer=_cumprod_meta, kernel=K.cumprod, kernel_attrs=_dim_attr,
                sbp=lambda op: _splits_except(op, [op.attrs["dim"]], linear=False),
                grad=lambda op, dys: [apply("cumprod_grad", [dys[0], op.inputs[0]], {"dim": op.attrs["dim"]})]))
-# (dy, x) -> dx: recomputes the product (zeros in x handled; kernels/activation_extra.cumprod_grad)
+# (dy, x) -> dx: recomputes the product (zeros in x handled; kernels/nn_extra.cumprod_grad)
 register(OpDef("cumprod_grad", infer=_cumprod_grad_meta, kernel=K.cumprod_grad, kernel_attrs=_dim_attr,
                sbp=_cumprod_grad_sbp))
 

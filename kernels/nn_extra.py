@@ -1,5 +1,6 @@
-"""OneFlow 0.9's further activations (celu, selu, hardshrink, softshrink, softsign, threshold, quick_gelu) and
-their gradient kernels, plus cumprod and fmod (issue 21, the nnextra helper).
+"""Kernels of the nnextra helper (issue 21): OneFlow 0.9's further activations (celu, selu, hardshrink, softshrink,
+softsign, threshold, quick_gelu) and their gradient kernels, cumprod and its gradient, fmod, and unfold / fold
+(im2col / col2im).
 
 Formulas and constants are OneFlow v0.9.0's (oneflow/core/ep/common/primitive/unary_functor.h,
 oneflow/user/kernels/*_kernel.cpp): SELU's alpha and scale are the published constants; quick_gelu is
