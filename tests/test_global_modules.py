@@ -295,7 +295,8 @@ def test_param_groups_state_dict_and_errors():
     opt.step()
     sd = opt.state_dict()
     assert [g["params"] for g in sd["param_groups"]] == [[0, 1], [2, 3]]
-    assert sorted(sd["state"]) == [0, 1, 2, 3] and list(sd["state"][0]) == ["momentum_buf"]
+    assert sorted(sd["state"], key=str) == [0, 1, 2, 3, "step"] and list(sd["state"][0]) == ["momentum_buf"]
+    assert sd["state"]["step"] == 1  # OneFlow 0.9 keeps the step count in the state
     opt2 = flow.optim.SGD([{"params": a.parameters()}, {"params": b.parameters()}], lr=1.0, momentum=0.9)
     opt2.load_state_dict(sd)
     assert [g["lr"] for g in opt2.param_groups] == [0.1, 0.5]
@@ -430,6 +431,10 @@ def test_save_nested_objects_and_refusals(tmp_path):
     back = flow.load(str(tmp_path / "ckpt"))
     assert back["epoch"] == 3 and back["note"] == ("a", 1.5, None)
     assert back["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.999)
+    assert back["optimizer"]["state"]["step"] == 1
+    restored = flow.optim.Adam([nn.Parameter(flow.tensor([[1.0, 2.0]]))], lr=0.1)
+    restored.load_state_dict(back["optimizer"])
+    assert restored._step_count == 1  # the next step's bias correction is that of step 2
     np.testing.assert_array_equal(back["optimizer"]["state"][0]["exp_avg_sq"].numpy(),
                                   opt.state[p]["exp_avg_sq"].numpy())
     # one tensor

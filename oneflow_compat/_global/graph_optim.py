@@ -1,4 +1,5 @@
-"""`nn.Graph.add_optimizer`: a modern optimizer (`flow.optim.SGD`, `Adam`) as the job's optimizer description, so
+"""`nn.Graph.add_optimizer`: a modern optimizer (`flow.optim.SGD`, `Adam`, and the `optim.elementwise`
+optimizers AdamW, RMSprop, Adagrad, Adadelta, LAMB) as the job's optimizer description, so
 that the optimizer pass (`passes/optimizer_pass.py`) builds the compiled step's update ops from it.
 
 Each parameter group is one leaf optimizer of the legacy protocol (`optimizer/optimizers.py` lists it): its
@@ -12,7 +13,9 @@ counts the optimizer's steps (`_step_count`, advanced after every graph call lik
 """
 from oneflow_compat.optim import adam as adam_mod
 from oneflow_compat.optim import sgd as sgd_mod
-from oneflow_compat.optim.optimizer import zeros_like
+from oneflow_compat.optim.elementwise import PieceOptimizer
+from oneflow_compat.optim.optimizer import clips_gradients, zeros_like
+from oneflow_compat.optimizer.grad_clipping import by_global_norm
 
 
 class _GroupRate:
@@ -39,15 +42,29 @@ class GroupLeaf:
             name = names.get(id(p))
             if name is not None and p.requires_grad:
                 self.params[name] = p
+        if clips_gradients(group):
+            # OneFlow 0.9's graph turns the group's clip options into a clip_by_global_norm conf
+            # (Optimizer._generate_grad_clip_conf_for_optim_conf, python/oneflow/optim/optimizer.py@v0.9.0); the
+            # optimizer pass clips this group's gradients by their joint L2 norm
+            if float(group["clip_grad_norm_type"]) != 2.0:
+                raise NotImplementedError("nn.Graph.add_optimizer: clip_grad_norm_type=%r is not supported in a "
+                                          "graph (2.0 is; eager optimizer.clip_grad() takes any norm type)"
+                                          % (group["clip_grad_norm_type"],))
+            self.grad_clipping = by_global_norm(float(group["clip_grad_max_norm"]))
         if isinstance(optimizer, sgd_mod.SGD):
             self.kind = "momentum" if group["momentum"] != 0 else "sgd"
             self.states = ("momentum_buf",) if self.kind == "momentum" else ()
         elif isinstance(optimizer, adam_mod.Adam):
             self.kind = "adam"
             self.states = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
+        elif isinstance(optimizer, PieceOptimizer):  # AdamW, RMSprop, Adagrad, Adadelta, LAMB
+            self.kind = "piece"
+            self.states = tuple(optimizer.state_names(group))
+            # LAMB: the optimizer pass refuses split variables (their pieces cannot see the whole norm)
+            self.needs_whole_tensor_norms = optimizer.needs_whole_tensor_norms
         else:
-            raise NotImplementedError("nn.Graph.add_optimizer: %s is not supported in a graph (SGD and Adam are)"
-                                      % type(optimizer).__name__)
+            raise NotImplementedError("nn.Graph.add_optimizer: %s is not supported in a graph (SGD, Adam, AdamW, "
+                                      "RMSprop, Adagrad, Adadelta and LAMB are)" % type(optimizer).__name__)
 
     # --- the legacy leaf-optimizer protocol -------------------------------------------------------------------
     def resolve_variables(self, job_variable_names):
@@ -55,6 +72,8 @@ class GroupLeaf:
         return [n for n in self.params if n in names]
 
     def state_specs(self, var_name, shape, np_dtype):
+        if self.kind == "piece":
+            return [(s, float(self.optimizer.state_init(self.group, s))) for s in self.states]
         return [(s, 0.0) for s in self.states]
 
     def state_shape(self, suffix, var_shape):
@@ -75,6 +94,8 @@ class GroupLeaf:
             sgd_mod.plain_update(xp, w, g, lr, group)
         elif self.kind == "momentum":
             sgd_mod.momentum_update(xp, w, g, states[0], lr, group)
+        elif self.kind == "piece":
+            self.optimizer.piece_update(xp, w, g, list(states), lr, self.optimizer._step_count + 1, group)
         else:
             beta1, beta2 = group["betas"]
             if group["do_bias_correction"]:
@@ -90,7 +111,10 @@ class GroupLeaf:
         p = self.params[var_name]
         state = self.optimizer.state.setdefault(p, {})
         if suffix not in state:
-            state[suffix] = zeros_like(p)
+            if self.kind == "piece":
+                state[suffix] = self.optimizer.new_state(p, self.group, suffix)
+            else:
+                state[suffix] = zeros_like(p)
         return state[suffix]
 
 

@@ -58,6 +58,11 @@ class _State:
         return len(self._entries)
 
 
+def clips_gradients(group):
+    """Whether a parameter group asks for gradient clipping (OneFlow 0.9: both options given)."""
+    return "clip_grad_max_norm" in group and "clip_grad_norm_type" in group
+
+
 def pieces(t):
     """This rank's arrays of tensor `t` (in-place updates of them update the tensor); [] outside its placement."""
     return t._value.pieces
@@ -122,6 +127,22 @@ class Optimizer:
     def _check_group(self, group):
         """Validates a group's options (subclasses)."""
 
+    def clip_grad(self, error_if_nonfinite=False):
+        """Clips each group's gradients to the group's `clip_grad_max_norm` under its `clip_grad_norm_type` (both set
+        when the group was made: OneFlow 0.9's `Optimizer.clip_grad`, python/oneflow/optim/optimizer.py@v0.9.0);
+        call it between `backward()` and `step()`. nn.Graph clips such groups by itself."""
+        import warnings
+
+        from oneflow_compat.nn.utils.clip_grad import clip_grad_norm_
+
+        for group in self.param_groups:
+            if clips_gradients(group):
+                clip_grad_norm_(group["params"], group["clip_grad_max_norm"], group["clip_grad_norm_type"],
+                                error_if_nonfinite)
+            else:
+                warnings.warn("To enable clip_grad, passing the `clip_grad_max_norm` and `clip_grad_norm_type` "
+                              "parameters when instantializing the Optimizer.", UserWarning, stacklevel=2)
+
     def zero_grad(self, set_to_none=False):
         """Zeroes every parameter's gradient (or drops it: `set_to_none=True`)."""
         for group in self.param_groups:
@@ -178,8 +199,8 @@ class Optimizer:
 
     # --- state dict ------------------------------------------------------------------------------------------
     def state_dict(self):
-        """{"state": {parameter index: {name: value}}, "param_groups": [options + "params": [indices]]} — the
-        parameters numbered in group order, as OneFlow and PyTorch do."""
+        """{"state": {parameter index: {name: value}, "step": steps taken}, "param_groups": [options + "params":
+        [indices]]} — the parameters numbered in group order, as OneFlow and PyTorch do."""
         index, groups = {}, []
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
@@ -194,6 +215,9 @@ class Optimizer:
                 if p in self.state:
                     state[index[id(p)]] = {k: (v.detach() if isinstance(v, Tensor) else v)
                                            for k, v in self.state[p].items()}
+        # OneFlow 0.9 keeps its step count in the state (`_state["step"]`, python/oneflow/optim/optimizer.py@v0.9.0),
+        # so a restored Adam/AdamW/LAMB continues its bias correction and Adagrad its lr decay
+        state["step"] = self._step_count
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict):
@@ -213,7 +237,10 @@ class Optimizer:
             for p, i in zip(mine["params"], saved["params"]):
                 by_index[i] = p
         restored = []
+        step = state_dict["state"].get("step")
         for i, entries in state_dict["state"].items():
+            if i == "step":
+                continue
             p = by_index.get(int(i))
             if p is None:
                 continue
@@ -233,6 +260,8 @@ class Optimizer:
             for key, value in saved.items():
                 if key != "params":
                     mine[key] = value
+        if step is not None:
+            self._step_count = int(step)
         self.state = _State()
         for p, entry in restored:
             self.state[p] = entry

@@ -1,0 +1,80 @@
+"""The base of the optimizers whose update is one formula per parameter piece (AdamW, RMSprop, Adagrad, Adadelta,
+LAMB): each names its state tensors and their starting values, and gives `piece_update`, which updates one piece
+of a parameter and of its states in place. The eager `step()` and nn.Graph's compiled step
+(`_global/graph_optim.py`) both call it, so both run one formula.
+
+Scalars are cast to the parameter's own dtype before they touch an array, so a float64 parameter is updated in
+float64 throughout (a float32 scalar would round 0.9 to 0.8999999762 and drift from float64 references).
+"""
+from oneflow_compat.ir import sbp as sbp_mod
+from oneflow_compat.optim.optimizer import Optimizer, array_module, pieces, zeros_like
+
+
+class PieceOptimizer(Optimizer):
+    #: True where the update reads norms of the whole parameter (LAMB's trust ratio): split parameters are refused
+    needs_whole_tensor_norms = False
+
+    def state_names(self, group):
+        """The names of a parameter's state tensors under `group`'s options."""
+        raise NotImplementedError
+
+    def state_init(self, group, name):
+        """The starting value of state `name` (0 unless the optimizer says otherwise)."""
+        return 0.0
+
+    def piece_update(self, xp, w, g, states, lr, t, group):
+        """Updates one piece `w` (and its `states`, in `state_names` order) in place from gradient piece `g`;
+        `t` is the step number, counted from 1."""
+        raise NotImplementedError
+
+    def new_state(self, param, group, name):
+        state = zeros_like(param)
+        init = self.state_init(group, name)
+        if init:
+            for piece in pieces(state):
+                piece[...] = init
+        return state
+
+    def _update(self, group, param, state):
+        if self.needs_whole_tensor_norms:
+            check_whole(type(self).__name__, param)
+        names = self.state_names(group)
+        for name in names:
+            if name not in state:
+                state[name] = self.new_state(param, group, name)
+        t = self._step_count + 1
+        for w, g, *states in zip(pieces(param), self._grad_pieces(param), *[pieces(state[n]) for n in names]):
+            self.piece_update(array_module(w), w, g, states, group["lr"], t, group)
+
+
+def check_whole(optimizer_name, param):
+    """Refuses a parameter split over several devices (the legacy LARS/LAMB's rule, `passes/optimizer_pass.py`):
+    its pieces cannot see the whole tensor's norm."""
+    if not param.is_global:
+        return
+    value = param._value
+    if value.placement.parallel_num > 1 and sbp_mod.split_axes(value.sbp):
+        raise ValueError("%s needs the norm of the whole parameter, but a parameter of shape %s is split (%s) over %d "
+                         "devices; make it broadcast to train it with %s"
+                         % (optimizer_name, tuple(param.shape), param.sbp, value.placement.parallel_num,
+                            optimizer_name))
+
+
+def scalar(w, value):
+    """`value` as a scalar of `w`'s dtype."""
+    return w.dtype.type(value)
+
+
+def check_common(group, *, betas=False):
+    if group["lr"] < 0:
+        raise ValueError("Invalid learning rate: %r" % (group["lr"],))
+    if "eps" in group and group["eps"] < 0:
+        raise ValueError("Invalid epsilon value: %r" % (group["eps"],))
+    if group.get("weight_decay", 0) < 0:
+        raise ValueError("Invalid weight_decay value: %r" % (group["weight_decay"],))
+    if betas:
+        b1, b2 = group["betas"]
+        if not 0 <= b1 < 1:
+            raise ValueError("Invalid beta parameter at index 0: %r" % (b1,))
+        if not 0 <= b2 < 1:
+            raise ValueError("Invalid beta parameter at index 1: %r" % (b2,))
