@@ -65,3 +65,28 @@ def adaptive_max_pool2d(input, output_size):  # noqa: A002
 
 def adaptive_max_pool3d(input, output_size):  # noqa: A002
     return _nnF.adaptive_max_pool3d(input, output_size, return_indices=True)
+
+
+# nnextra helper (issue 21): the further activations (the _C forms' keywords are the functional forms': celu alpha,
+# hardshrink lambd, softshrink alpha, threshold threshold / value), cumprod, fmod
+from oneflow_compat._global.nn_activations_extra import (  # noqa: F401,E402
+    celu, glu, hardshrink, quick_gelu, selu, softshrink, softsign, threshold)
+from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: F401,E402
+
+
+def unfold(x, kernel_size, dilation=1, padding=0, stride=1, data_format="channels_first"):
+    if data_format != "channels_first":
+        raise ValueError("unfold: only data_format='channels_first' is supported (as OneFlow 0.9), got %r"
+                         % (data_format,))
+    from oneflow_compat._global import nn_fold
+
+    return nn_fold.unfold(x, kernel_size, dilation, padding, stride)
+
+
+def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1, data_format="channels_first"):
+    if data_format != "channels_first":
+        raise ValueError("fold: only data_format='channels_first' is supported (as OneFlow 0.9), got %r"
+                         % (data_format,))
+    from oneflow_compat._global import nn_fold
+
+    return nn_fold.fold(x, output_size, kernel_size, dilation, padding, stride)

@@ -34,6 +34,8 @@ from oneflow_compat.runtime import mesh_boxing as _mesh_boxing  # noqa: F401,E40
 from oneflow_compat.ops import tensor_ops  # noqa: F401,E402
 # CTC loss and decoder, pools with indices, max unpooling (issues 20/21 leftovers, the ctc helper)
 from oneflow_compat.ops import ctc_ops, pool_index_ops  # noqa: F401,E402
+# further activations, cumprod, fmod (issue 21, the nnextra helper)
+from oneflow_compat.ops import nn_extra_ops  # noqa: F401,E402
 
 # the legacy API's names (the same list `oneflow.compatible.single_client` binds), then the tools' public name
 from oneflow_compat._api.legacy_names import *  # noqa: F401,F403
@@ -103,3 +105,6 @@ del _name
 from oneflow_compat._global.tensor_functions import (  # noqa: E402,F401
     DoubleTensor, FloatTensor, IntTensor, LongTensor, get_default_dtype)
 from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespace, as flowvision calls it)
+# nnextra helper (issue 21): flow.cumprod, flow.fmod (no legacy name to share)
+from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: E402,F401
+from oneflow_compat._global.rng_state import get_rng_state, set_rng_state  # noqa: E402,F401

@@ -60,11 +60,8 @@ class Generator:
             self._seed = seed
         return self._seed
 
-    def get_state(self):
-        return (self.seed(), self._draws)
-
-    def set_state(self, state):
-        self._seed, self._draws = int(state[0]), int(state[1])
+    # get_state / set_state: installed by _global/rng_state.py (their uint8 tensors need `creation`, which imports
+    # this module)
 
     def _next_rng(self):
         key = random_k.call_key(self.seed(), self._draws)

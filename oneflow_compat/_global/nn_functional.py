@@ -37,3 +37,7 @@ def relu(input, inplace=False):  # noqa: A002,F811
     from oneflow_compat._global import functional, nn_activations
 
     return nn_activations._maybe_inplace(input, functional.relu(input), inplace)
+# nnextra helper (issue 21): further activations
+from oneflow_compat._global.nn_activations_extra import (  # noqa: F401,E402
+    celu, glu, hardshrink, quick_gelu, selu, softshrink, softsign, threshold)
+from oneflow_compat._global.nn_fold import fold, unfold  # noqa: F401,E402

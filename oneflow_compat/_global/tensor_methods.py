@@ -240,6 +240,10 @@ _METHODS.update({
     "normal_": lambda self, mean=0.0, std=1.0: nn_init.normal_(self, mean, std),
 })
 
+# nnextra helper (issue 21): Tensor.cumprod, Tensor.fmod (and fmod_ in place)
+from oneflow_compat._global import math_extra as _math_extra  # noqa: E402
+_METHODS.update({"cumprod": _math_extra.cumprod, "fmod": _math_extra.fmod, "fmod_": _inplace(_math_extra.fmod)})
+
 
 def install():
     for name, fn in _METHODS.items():

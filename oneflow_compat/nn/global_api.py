@@ -34,3 +34,8 @@ from oneflow_compat._global.nn_misc import (  # noqa: F401,E402
     UpsamplingNearest2d, ZeroPad2d)
 # global API: containers (ModuleDict, ParameterList, ParameterDict)
 from oneflow_compat._global.containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401,E402
+# nnextra helper (issue 21): further activations
+from oneflow_compat._global.nn_activations_extra import (  # noqa: F401,E402
+    CELU, GLU, Hardshrink, QuickGELU, SELU, Softshrink, Softsign, Threshold)
+from oneflow_compat._global.nn_fold import Fold, Unfold  # noqa: F401,E402
+from oneflow_compat._global.nn_sync_batchnorm import SyncBatchNorm  # noqa: F401,E402

@@ -1406,3 +1406,59 @@ for _nd in (1, 2, 3):
                                          wrt=[0], layouts=[[1, 1]])],
         "max_unpool_%dd_grad" % _nd: [Example(_unpool_rows(*_UNPOOL_IX[_nd], grad_of=True), {})],
     })
+
+
+# --- nnextra helper (issue 21): further activations, cumprod, broadcast_fmod (ops/nn_extra_ops.py) -----------------
+def _with_zeros(*shape):
+    """Normal values with about a fifth set to exactly 0 (cumprod's gradient at and past a zero)."""
+    def make(r):
+        x = r.standard_normal(shape)
+        return np.where(r.uniform(size=shape) < 0.2, 0.0, x)
+    return make
+
+
+EXAMPLES.update({
+    "celu": _act_rows((0.0,), alpha=1.0) + [Example(inputs(spread_away_from((0.0,), 5, 7)), {"alpha": 0.4},
+                                                    note="alpha 0.4")],
+    "celu_grad": _act_grad_rows((0.0,), alpha=0.4),
+    "selu": _act_rows((0.0,)),
+    "selu_grad": _act_grad_rows((0.0,)),
+    "hardshrink": _act_rows((-0.5, 0.5), lambd=0.5) + [
+        Example(inputs(spread_away_from((-1.5, 1.5), 5, 7)), {"lambd": 1.5}, note="lambd 1.5")],
+    "hardshrink_grad": [Example(inputs(normal(5, 7), spread_away_from((-0.5, 0.5), 5, 7)), {"lambd": 0.5},
+                                note="y read as the forward output: zero where |x| <= lambd", grad=False)],
+    "softshrink": _act_rows((-0.5, 0.5), alpha=0.5) + [
+        Example(inputs(spread_away_from((-1.5, 1.5), 5, 7)), {"alpha": 1.5}, note="lambd 1.5")],
+    "softshrink_grad": [Example(inputs(normal(5, 7), spread_away_from((0.0,), 5, 7)), {"alpha": 0.5},
+                                note="y read as the forward output", grad=False)],
+    "softsign": _act_rows((0.0,)),
+    "softsign_grad": _act_grad_rows((0.0,)),
+    "threshold": _act_rows((0.3,), threshold_val=0.3, value=-2.0),
+    "threshold_grad": _act_grad_rows((0.3,), threshold_val=0.3, value=-2.0),
+    "quick_gelu": _act_rows(()),
+    "quick_gelu_grad": _act_grad_rows(()),
+    "cumprod": [Example(inputs(positive(5, 7)), {"dim": 1}),
+                Example(inputs(away_from_zero(4, 5, 6)), {"dim": 0}, layouts=[[2]]),
+                Example(inputs(_with_zeros(6, 8)), {"dim": 1}, note="zeros in the input")],
+    "cumprod_grad": [Example(inputs(normal(5, 7), _with_zeros(5, 7)), {"dim": 1}, grad=False,
+                             note="zeros in x (the first zero of a line, and past it)")],
+    "broadcast_fmod": binary(b=away_from_zero),
+})
+
+
+def _fold_attrs(out, k, d=(1, 1), p=(0, 0), s=(1, 1)):
+    return {"output_size": out, "kernel_size": k, "dilation_rate": d, "padding": p, "strides": s}
+
+
+def _unfold_attrs(k, d=(1, 1), p=(0, 0), s=(1, 1)):
+    return {"kernel_size": k, "dilation_rate": d, "padding": p, "strides": s}
+
+
+EXAMPLES.update({  # nnextra helper: unfold / fold
+    "unfold": [Example(inputs(normal(2, 3, 5, 6)), _unfold_attrs((2, 3)), layouts=[[0]]),
+               Example(inputs(normal(3, 2, 7, 6)), _unfold_attrs((3, 2), (2, 1), (1, 2), (2, 3)),
+                       note="dilation, padding, stride")],
+    "fold": [Example(inputs(normal(2, 18, 16)), _fold_attrs((5, 6), (2, 3)), layouts=[[0]]),
+             Example(inputs(normal(3, 12, 9)), _fold_attrs((7, 6), (3, 2), (2, 1), (1, 2), (2, 3)),
+                     note="dilation, padding, stride (overlaps and gaps)")],
+})
