@@ -34,6 +34,7 @@ import argparse
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from pathlib import Path
 
 from oneflow_compat.comm.environment import THREAD_VARIABLES, threads_per_rank
 from oneflow_compat.comm.mpiexec_report import MpiexecOutput, exit_code as report_exit_code, killed_process_line
-from oneflow_compat.comm.rank_records import JOB_DIR_ENV
+from oneflow_compat.comm.rank_records import JOB_DIR_ENV, read_records
 
 SELFTEST_BYTES = 4 * 1024 * 1024
 SELFTEST_TIMEOUT_S = 120
@@ -120,7 +121,7 @@ def run_child(command, env, timeout=None, only_rank=None):
             received.append(signum)
             process.send_signal(signum)
             # mpiexec normally ends the ranks and itself at once; should it not, the job must still go
-            killer = threading.Timer(10, lambda: process.poll() is None and process.kill())
+            killer = threading.Timer(10, lambda: process.poll() is None and _kill_job(process, job_dir))
             killer.daemon = True
             killer.start()
 
@@ -133,10 +134,10 @@ def run_child(command, env, timeout=None, only_rank=None):
             try:
                 code = _exit_code(process.wait(timeout=10))
             except subprocess.TimeoutExpired:
-                process.kill()
+                _kill_job(process, job_dir)
                 code = _exit_code(process.wait())
         except subprocess.TimeoutExpired:
-            process.kill()
+            _kill_job(process, job_dir)
             process.wait()
             raise
         finally:
@@ -151,6 +152,24 @@ def run_child(command, env, timeout=None, only_rank=None):
         return report_exit_code(output, code)
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
+
+
+def _kill_job(process, job_dir):
+    """mpiexec did not end when told to: kill it, and the ranks it started on this host, so that no rank outlives
+    the launcher holding the output pipes open (the launcher would wait for them). A rank is known by its record in
+    the job folder and killed only if its environment still names that folder (a pid may have been reused)."""
+    process.kill()
+    host, mark = socket.gethostname(), ("%s=%s" % (JOB_DIR_ENV, job_dir)).encode()
+    for pid, entries in read_records(job_dir).items():
+        if not any(h == host for _, h in entries):
+            continue
+        try:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                if mark not in f.read().split(b"\0"):
+                    continue
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            continue  # gone already, or not ours to read
 
 
 def _exit_code(code):
