@@ -47,6 +47,7 @@ from oneflow_compat.comm.rank_records import JOB_DIR_ENV, read_records
 
 SELFTEST_BYTES = 4 * 1024 * 1024
 SELFTEST_TIMEOUT_S = 120
+KILL_GRACE_S = 5  # after Ctrl-C/SIGTERM, mpiexec's time to end the job before it is killed (it takes ~1 s)
 
 
 class LaunchError(RuntimeError):
@@ -121,7 +122,7 @@ def run_child(command, env, timeout=None, only_rank=None):
             received.append(signum)
             process.send_signal(signum)
             # mpiexec normally ends the ranks and itself at once; should it not, the job must still go
-            killer = threading.Timer(10, lambda: process.poll() is None and _kill_job(process, job_dir))
+            killer = threading.Timer(KILL_GRACE_S, lambda: process.poll() is None and _kill_job(process, job_dir))
             killer.daemon = True
             killer.start()
 
@@ -132,7 +133,7 @@ def run_child(command, env, timeout=None, only_rank=None):
             received.append(signal.SIGINT)
             process.send_signal(signal.SIGINT)
             try:
-                code = _exit_code(process.wait(timeout=10))
+                code = _exit_code(process.wait(timeout=KILL_GRACE_S))
             except subprocess.TimeoutExpired:
                 _kill_job(process, job_dir)
                 code = _exit_code(process.wait())
@@ -154,11 +155,40 @@ def run_child(command, env, timeout=None, only_rank=None):
         shutil.rmtree(job_dir, ignore_errors=True)
 
 
+def _descendants(root):
+    """The pids below `root` now (from /proc; empty where there is none)."""
+    children = {}
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def _kill_job(process, job_dir):
-    """mpiexec did not end when told to: kill it, and the ranks it started on this host, so that no rank outlives
-    the launcher holding the output pipes open (the launcher would wait for them). A rank is known by its record in
-    the job folder and killed only if its environment still names that folder (a pid may have been reused)."""
+    """mpiexec did not end when told to: kill it with everything it started here (hydra's proxy and the ranks hold
+    the output pipes open, and the launcher would wait for them), found below it in /proc before it dies, and the
+    ranks recorded in the job folder (killed only if their environment still names that folder: a pid may have
+    been reused)."""
+    below = _descendants(process.pid)
     process.kill()
+    for pid in below:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass  # gone already
     host, mark = socket.gethostname(), ("%s=%s" % (JOB_DIR_ENV, job_dir)).encode()
     for pid, entries in read_records(job_dir).items():
         if not any(h == host for _, h in entries):

@@ -24,23 +24,32 @@ RANK = textwrap.dedent("""
         f.write(str(os.getpid()))
     time.sleep(60)
 """)
+# the stand-in "mpiexec" also starts a "proxy" that records nothing (as hydra's proxy, it holds the output pipes)
+PROXY = textwrap.dedent("""
+    import os, signal, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with open(sys.argv[1], "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(60)
+""")
 MPIEXEC = textwrap.dedent("""
     import signal, subprocess, sys, time
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]])
+    subprocess.Popen([sys.executable, "-c", sys.argv[3], sys.argv[4]])
     time.sleep(60)
 """)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to see the processes")
 def test_a_job_past_its_time_is_killed_with_the_ranks_it_started_here(tmp_path):
-    pid_file = tmp_path / "rank.pid"
-    command = [sys.executable, "-c", MPIEXEC, RANK, str(pid_file)]
+    pid_file, proxy_file = tmp_path / "rank.pid", tmp_path / "proxy.pid"
+    command = [sys.executable, "-c", MPIEXEC, RANK, str(pid_file), PROXY, str(proxy_file)]
     with pytest.raises(subprocess.TimeoutExpired):
         launch.run_child(command, dict(os.environ), timeout=8)
-    assert pid_file.exists(), "the stand-in rank did not start within the job's 8 s"
-    rank = int(pid_file.read_text())
-    assert wait_until_gone([rank]) == [], "the rank outlived the launcher"
+    assert pid_file.exists() and proxy_file.exists(), "the stand-ins did not start within the job's 8 s"
+    rank, proxy = int(pid_file.read_text()), int(proxy_file.read_text())
+    assert wait_until_gone([rank, proxy]) == [], "a process of the job outlived the launcher"
 
 
 def test_a_process_that_is_not_the_jobs_is_left_alone(tmp_path):
