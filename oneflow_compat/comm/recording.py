@@ -69,6 +69,11 @@ class RecordingComm(ProcessComm):
         self._record("allreduce", ranks, accounting.allreduce(a.size, a.itemsize, len(ranks), self._index(ranks)))
         return self.inner.allreduce_(buf, ranks)
 
+    def allreduce(self, buf, ranks):
+        a = np.asarray(buf)
+        self._record("allreduce", ranks, accounting.allreduce(a.size, a.itemsize, len(ranks), self._index(ranks)))
+        return self.inner.allreduce(buf, ranks)
+
     def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
         a = np.asarray(buf)
         k = len(ranks)

@@ -307,6 +307,59 @@ class Board:
                 wait(lambda: self._ready(reads, seq))
         return done
 
+    def reduce_stream(self, wait, writes, parts, out):
+        """A reduction streamed like `stream`: `writes` as there; `out` (C-contiguous) gets the elementwise sum of
+        `parts` in their order, each an array of `out`'s shape (this member's own) or (member j, byte offset in j's
+        slot) of the same shape in C order. Chunk by chunk (runs of `out`'s leading index of about `CHUNK` bytes,
+        in order): the first part copied, the others added in turn, as soon as every member's bytes of the chunk
+        are written — between this member's own chunks of writing, then waiting for the rest."""
+        block, half, seq = self.block, self.half, self.seq - 1
+        me, base = block.index, self.half * self.capacity
+        mine = self._header(me, half)
+        slot = block.slots[me]
+        rows = out.shape[0] if out.ndim else 1
+        flat = out.reshape(rows, out.size // rows) if out.size else None
+        row = out.nbytes // rows if out.size else 0
+        step = max(1, CHUNK // max(row, 1))
+        todo = list(range(0, rows, step)) if out.size else []
+        local = {id(p): p.reshape(flat.shape) for p in parts if isinstance(p, np.ndarray)} if out.size else {}
+
+        def ready():
+            stop = min(todo[0] + step, rows) * row
+            return all(isinstance(p, np.ndarray) or self._available(p[0], seq) >= p[1] + stop for p in parts)
+
+        def reduce_ready():
+            moved = False
+            while todo and ready():
+                block.win.Sync()  # the data the progress words report is visible from here on
+                r = todo.pop(0)
+                stop = min(r + step, rows)
+                into = flat[r:stop]
+                for n, p in enumerate(parts):
+                    if isinstance(p, np.ndarray):
+                        src = local[id(p)][r:stop]
+                    else:
+                        j, offset = p
+                        src = self.block.slots[j][base + offset + r * row:base + offset + stop * row].view(
+                            out.dtype).reshape(into.shape)
+                    if n == 0:
+                        into[...] = src
+                    else:
+                        add_into(into, src)
+                moved = True
+            return moved
+
+        for offset, array in writes:
+            for start, stop, chunk in _chunks(array):
+                at = base + offset + start
+                slot[at:at + stop - start].view(array.dtype).reshape(chunk.shape)[...] = chunk
+                block.win.Sync()
+                mine[_PROGRESS] = (seq << _SEQ_SHIFT) | (offset + stop)
+                reduce_ready()
+        while todo:
+            if not reduce_ready():
+                wait(ready)
+
     def _available(self, j, seq):
         word = int(self._header(j, self.half)[_PROGRESS])
         return word & ((1 << _SEQ_SHIFT) - 1) if word >> _SEQ_SHIFT == seq else 0

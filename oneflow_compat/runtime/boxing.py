@@ -126,6 +126,10 @@ def _all_reduce(site):
 
     def all_reduce(*pieces):
         total, fresh = _summed(pieces, owned)
+        if site.staged and not fresh:
+            host = site.to_comm(total)
+            if host.dtype == site.np_dtype:  # only read: the sum comes out as a new array, with no copy of the
+                return (site.to_dst(comm.allreduce(host, procs)),) * n  # addend first (comm.allreduce)
         buf = site.comm_buffer(total, fresh)
         comm.allreduce_(buf, procs)
         value = site.to_dst(buf)
