@@ -323,6 +323,17 @@ class Board:
         step = max(1, CHUNK // max(row, 1))
         todo = list(range(0, rows, step)) if out.size else []
         local = {id(p): p.reshape(flat.shape) for p in parts if isinstance(p, np.ndarray)} if out.size else {}
+        # numpy adds a strided operand (this member's block of an S(1) addend: rows of a wider array) several times
+        # slower than a contiguous one, and copies it nearly as fast as a contiguous one: the first two addends may
+        # swap (a + b is b + a, bit for bit), so a strided one comes first, copied; a strided one further on is
+        # copied into a scratch chunk first, then added (the order of additions, and so the bits, stay the same)
+        def strided(p):
+            return isinstance(p, np.ndarray) and not p.flags.c_contiguous
+        parts = list(parts)
+        if len(parts) >= 2 and strided(parts[1]) and not strided(parts[0]):
+            parts[0], parts[1] = parts[1], parts[0]
+        scratch = np.empty((min(step, rows),) + flat.shape[1:], out.dtype) if out.size and \
+            any(strided(p) for p in parts[2:]) else None
 
         def ready():
             stop = min(todo[0] + step, rows) * row
@@ -338,6 +349,9 @@ class Board:
                 for n, p in enumerate(parts):
                     if isinstance(p, np.ndarray):
                         src = local[id(p)][r:stop]
+                        if n >= 2 and scratch is not None and not src.flags.c_contiguous:
+                            scratch[:stop - r] = src
+                            src = scratch[:stop - r]
                     else:
                         j, offset = p
                         src = self.block.slots[j][base + offset + r * row:base + offset + stop * row].view(
