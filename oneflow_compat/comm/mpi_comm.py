@@ -955,7 +955,14 @@ class MPIComm(ProcessComm):
                              % (self._rank, board.ranks[j], int(tables[j][me + 1] - tables[j][me]), views[j].nbytes,
                                 views[j].dtype, views[j].shape))
 
-    def bcast_(self, buf, root, ranks):
+    def bcast(self, buf, root, ranks):
+        if self._rank != root:
+            return self.bcast_(buf, root, ranks)
+        out = np.empty(np.shape(buf), np.asarray(buf).dtype)
+        return self.bcast_(buf, root, ranks, out)
+
+    def bcast_(self, buf, root, ranks, out=None):
+        """(`out`, on the root: a copy of `buf` goes there, made from the chunks written into the slot: `bcast`.)"""
         subset, activity = self._begin("bcast", ranks, carry=True)
         if root not in subset.ranks:
             raise ValueError("bcast_ root %r is not one of the member ranks %r" % (root, subset.ranks))
@@ -967,10 +974,13 @@ class MPIComm(ProcessComm):
             self._exchange(board, wait, "bcast", signature("bcast", root, buf.dtype.str, buf.shape),
                            buf.nbytes if at_root else 0)
             if at_root:
-                board.stream(wait, [(0, buf)], [])
-            else:
-                board.stream(wait, [], [reading(subset.ranks.index(root), 0, buf)])
+                board.stream(wait, [(0, buf) if out is None else (0, buf, out)], [])
+                return buf if out is None else out
+            board.stream(wait, [], [reading(subset.ranks.index(root), 0, buf)])
             return buf
+        if out is not None:
+            out[...] = buf
+            buf = out
         work = _contiguous(buf)
         if len(subset.ranks) > 1:
             self._complete(subset.comm.Ibcast([work, MPI.BYTE], root=subset.ranks.index(root)), activity,

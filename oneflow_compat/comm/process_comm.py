@@ -226,6 +226,13 @@ class ProcessComm(ABC):
     def bcast_(self, buf, root, ranks):
         """Overwrite `buf` on every member with the root's `buf` (`root` is a world rank); returns `buf`."""
 
+    def bcast(self, buf, root, ranks):
+        """`bcast_`, except that the root's `buf` is only read and the root gets a new array holding it (a copy of its
+        own, as every other member has): what MPI's shared memory makes from the chunks the root writes anyway."""
+        if self.rank == root:
+            buf = buf.copy()
+        return self.bcast_(buf, root, ranks)
+
     @abstractmethod
     def reduce_(self, buf, root, ranks):
         """The elementwise sum of every member's `buf`, written into the root's `buf` (`root` is a world rank);

@@ -99,6 +99,10 @@ class RecordingComm(ProcessComm):
         self._record("bcast", ranks, accounting.broadcast(_nbytes(buf), len(ranks), self.rank == root))
         return self.inner.bcast_(buf, root, ranks)
 
+    def bcast(self, buf, root, ranks):
+        self._record("bcast", ranks, accounting.broadcast(_nbytes(buf), len(ranks), self.rank == root))
+        return self.inner.bcast(buf, root, ranks)
+
     def gatherv(self, local, root, ranks, axis=0, sizes=None):
         self._record("gatherv", ranks, accounting.gather(_nbytes(local), self.rank == root))
         return self.inner.gatherv(local, root, ranks, axis, sizes)

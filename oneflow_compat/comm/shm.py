@@ -281,7 +281,8 @@ class Board:
 
     def stream(self, wait, writes, reads, meanwhile=None):
         """The data of the call `exchange` (without `write`) just agreed on, copied in chunks of about `CHUNK` bytes
-        so that readers copy out while writers copy in: `writes` [(byte offset in this member's slot, array)],
+        so that readers copy out while writers copy in: `writes` [(byte offset in this member's slot, array[, also])]
+        (`also`: a C-contiguous array of the same shape and dtype that gets a copy, chunk by chunk from the slot),
         `reads` [(member j, byte offset in j's slot, array to fill)] (arrays of any strides: chunks are runs of
         their leading index, laid out in C order). Each member reports the bytes it has written so far in its
         progress word, tagged with the call's number (a word from an earlier call never counts). `meanwhile()`: this
@@ -292,13 +293,17 @@ class Board:
         mine = self._header(me, half)
         slot = block.slots[me]
         done = 0
-        for offset, array in writes:
+        for write in writes:
+            offset, array = write[:2]
+            also = write[2].reshape(-1).view(np.uint8) if len(write) > 2 else None
             for start, stop, rows in _chunks(array):
                 at = base + offset + start
                 slot[at:at + stop - start].view(array.dtype).reshape(rows.shape)[...] = rows
                 done = offset + stop
                 block.win.Sync()
                 mine[_PROGRESS] = (seq << _SEQ_SHIFT) | done
+                if also is not None:  # a copy of its own, from the chunk just written (still in cache)
+                    also[start:stop] = slot[at:at + stop - start]
                 self._read(reads, seq, base)
         if meanwhile is not None:
             meanwhile()

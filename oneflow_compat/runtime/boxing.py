@@ -255,8 +255,13 @@ def _broadcast(site):
                 site.rt.comm.bcast_(dims, root, procs)  # host ints: the process comm, whatever comm moves the data
                 here = tuple(int(d) for d in dims)
             buf = site.to_comm(pieces[0]) if pieces else site.xp_comm.empty(here, dtype)
-            comm.bcast_(buf, root, procs)
-            value = pieces[0] if pieces else buf
+            if pieces and site.staged and not site.owned and buf.dtype == dtype:
+                # the root's output a copy of its own, as every other member's is (made from the chunks it writes
+                # for the others: no second pass over its piece; a to_global's output must not share the input's)
+                value = comm.bcast(buf, root, procs)
+            else:
+                comm.bcast_(buf, root, procs)
+                value = pieces[0] if pieces else buf
         else:
             value = pieces[0]
         if not n:

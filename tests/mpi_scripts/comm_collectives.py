@@ -270,6 +270,10 @@ def main(comm):
               "large all-gather along axis 1, round %d" % round_)
         big = data(0, (900, 500), np.float32, tag) if rank == 0 else np.zeros((900, 500), np.float32)
         check(comm.bcast_(big, 0, everyone), data(0, (900, 500), np.float32, tag), "large broadcast")
+        # bcast: the root keeps its buffer and gets a copy of its own (in chunks from its slot: > 1 MB here)
+        got = comm.bcast(big, 0, everyone)
+        check(got, data(0, (900, 500), np.float32, tag), "large bcast")
+        assert (got is big) == (rank != 0) and not (rank == 0 and np.may_share_memory(got, big)), rank
         # S(0) -> S(1) of a (rows x 600) block: member j gets columns bounds[j]:bounds[j+1] of every member's rows
         rows, width = [400 + 13 * r for r in everyone], 600
         bounds = balanced_offsets(width, size)
