@@ -146,6 +146,16 @@ class _Departure:
         return self.begun.get(activity.ranks, -1) >= activity.number
 
 
+def _one_world(comm):
+    """Whether every process of `comm` is in this process's MPI_COMM_WORLD."""
+    group, world = comm.Get_group(), MPI.COMM_WORLD.Get_group()
+    try:
+        return MPI.UNDEFINED not in MPI.Group.Translate_ranks(group, list(range(group.Get_size())), world)
+    finally:
+        group.Free()
+        world.Free()
+
+
 def _ranks_text(ranks):
     return "(%s)" % ", ".join(map(str, ranks))
 
@@ -741,8 +751,11 @@ class MPIComm(ProcessComm):
                 mine = np.array([zlib.crc32(MPI.Get_processor_name().encode())], np.int64)
                 hosts = np.empty(len(subset.ranks), np.int64)
                 self._complete(subset.comm.Iallgather(mine, hosts), activity)
-                if (hosts == hosts[0]).all():  # every member is here (the gather completed): the allocation
-                    subset.board = Board(subset.comm, subset.ranks)  # cannot wait forever
+                # every member is here (the gather completed): the allocation cannot wait forever. Ranks of one
+                # host in different MPI worlds (joined by `join.py`) share no window: only members of this
+                # process's MPI_COMM_WORLD do (every member sees the same: the subset is in one world or not)
+                if (hosts == hosts[0]).all() and _one_world(subset.comm):
+                    subset.board = Board(subset.comm, subset.ranks)
         return subset.board
 
     def _waiter(self, activity, nbytes):
