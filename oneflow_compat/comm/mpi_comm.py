@@ -832,8 +832,8 @@ class MPIComm(ProcessComm):
                            local.nbytes)
             out = np.empty(shape, local.dtype)
             own = blocks.index[subset.index]
-            board.stream(wait, [(0, local)], [reading(q, 0, out[index]) for q, index in enumerate(blocks.index)
-                                              if q != subset.index], meanwhile=lambda: out.__setitem__(own, local))
+            board.stream(wait, [(0, local, out[own])], [reading(q, 0, out[index]) for q, index
+                                                         in enumerate(blocks.index) if q != subset.index])
             return out
         send = _contiguous(local)
         if not blocks.leading:  # every member's block lands straight in its columns of the result

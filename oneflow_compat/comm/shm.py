@@ -282,7 +282,8 @@ class Board:
     def stream(self, wait, writes, reads, meanwhile=None):
         """The data of the call `exchange` (without `write`) just agreed on, copied in chunks of about `CHUNK` bytes
         so that readers copy out while writers copy in: `writes` [(byte offset in this member's slot, array[, also])]
-        (`also`: a C-contiguous array of the same shape and dtype that gets a copy, chunk by chunk from the slot),
+        (`also`: an array of the same shape, any strides, that gets a copy too, chunk by chunk, from the chunk just
+        written: this member's own piece of the result, from memory still in cache),
         `reads` [(member j, byte offset in j's slot, array to fill)] (arrays of any strides: chunks are runs of
         their leading index, laid out in C order). Each member reports the bytes it has written so far in its
         progress word, tagged with the call's number (a word from an earlier call never counts). `meanwhile()`: this
@@ -295,15 +296,19 @@ class Board:
         done = 0
         for write in writes:
             offset, array = write[:2]
-            also = write[2].reshape(-1).view(np.uint8) if len(write) > 2 else None
+            also = write[2] if len(write) > 2 else None
+            if also is not None and also.ndim == 0:
+                also = also.reshape(1)
+            row = array.nbytes // array.shape[0] if array.ndim and array.shape[0] else 1
             for start, stop, rows in _chunks(array):
                 at = base + offset + start
-                slot[at:at + stop - start].view(array.dtype).reshape(rows.shape)[...] = rows
+                written = slot[at:at + stop - start].view(array.dtype).reshape(rows.shape)
+                written[...] = rows
                 done = offset + stop
                 block.win.Sync()
                 mine[_PROGRESS] = (seq << _SEQ_SHIFT) | done
-                if also is not None:  # a copy of its own, from the chunk just written (still in cache)
-                    also[start:stop] = slot[at:at + stop - start]
+                if also is not None:  # another copy, from the chunk just written (still in cache)
+                    also[start // row:stop // row] = written
                 self._read(reads, seq, base)
         if meanwhile is not None:
             meanwhile()
