@@ -1067,8 +1067,9 @@ class MPIComm(ProcessComm):
         return result()
 
     def _shm_gatherv(self, board, activity, local, root, axis, sizes):
-        """Every member but the root copies its piece into its slot (publishing its size along `axis`); the root
-        copies each straight into its place of the result."""
+        """The members publish their sizes along `axis`; then every member but the root copies its piece into its
+        slot, chunk by chunk, while the root copies each chunk written so far straight into its place of the result
+        (`Board.stream`), and its own piece meanwhile."""
         me, at_root = board.block.index, self._rank == root
         if sizes is not None:
             sizes = [int(s) for s in sizes]
@@ -1078,21 +1079,20 @@ class MPIComm(ProcessComm):
         wait = self._waiter(activity, local.nbytes)
         rest = local.shape[:axis] + local.shape[axis + 1:]
         tables = self._exchange(board, wait, "gatherv", signature("gatherv", root, axis, local.dtype.str, rest),
-                                0 if at_root else local.nbytes, lambda slot: _put(slot, local),
-                                [local.shape[axis]] + [0] * len(board.ranks))
+                                0 if at_root else local.nbytes, None, [local.shape[axis]] + [0] * len(board.ranks))
         got = [int(t[0]) for t in tables]
         if sizes is not None and got != sizes:
             raise ValueError("gatherv on rank %d: the members hold %r rows along axis %d, not the sizes %r"
                              % (self._rank, got, axis, sizes))
         if not at_root:
+            board.stream(wait, [(0, local)], [])
             return None
         shape = local.shape[:axis] + (sum(got),) + local.shape[axis + 1:]
         blocks = _Blocks(shape, axis, got, local.dtype)
         out = np.empty(shape, local.dtype)
-        for q, index in enumerate(blocks.index):
-            nbytes = blocks.counts[q] * local.dtype.itemsize
-            out[index] = local if board.ranks[q] == root else \
-                board.slot(q)[:nbytes].view(local.dtype).reshape(blocks.block_shape(q))
+        own = blocks.index[me]
+        board.stream(wait, [], [reading(q, 0, out[index]) for q, index in enumerate(blocks.index) if q != me],
+                     meanwhile=lambda: out.__setitem__(own, local))
         return out
 
     # ----- point to point -------------------------------------------------------------------------------------

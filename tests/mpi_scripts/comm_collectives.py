@@ -268,6 +268,12 @@ def main(comm):
         check(comm.allgatherv(mine, everyone, axis=1, sizes=cols),
               np.concatenate([data(r, (700, cols[r]), np.float64, tag) for r in everyone], axis=1),
               "large all-gather along axis 1, round %d" % round_)
+        gathered = comm.gatherv(mine, size - 1, everyone, axis=1)  # streamed in chunks to the last rank
+        if rank == size - 1:
+            check(gathered, np.concatenate([data(r, (700, cols[r]), np.float64, tag) for r in everyone], axis=1),
+                  "large gather along axis 1, round %d" % round_)
+        else:
+            assert gathered is None
         big = data(0, (900, 500), np.float32, tag) if rank == 0 else np.zeros((900, 500), np.float32)
         check(comm.bcast_(big, 0, everyone), data(0, (900, 500), np.float32, tag), "large broadcast")
         # bcast: the root keeps its buffer and gets a copy of its own (in chunks from its slot: > 1 MB here)
