@@ -1009,17 +1009,25 @@ class MPIComm(ProcessComm):
         if len(subset.ranks) == 1:
             return buf
         board = self._board_for(subset, activity, isinstance(buf, np.ndarray) and buf.dtype != object)
-        if board is not None:  # every other member's addend copied into its slot; the root sums them in member order
+        if board is not None:
+            # every other member's addend copied into its slot, chunk by chunk, while the root sums each chunk in
+            # member order as soon as every member wrote it (`Board.reduce_stream`)
             wait = self._waiter(activity, buf.nbytes)
             at_root = self._rank == root
             self._exchange(board, wait, "reduce", signature("reduce", root, buf.dtype.str, buf.shape),
-                           0 if at_root else buf.nbytes, lambda slot: _put(slot, buf))
-            if at_root:
-                parts = [buf if r == root else board.slot(j)[:buf.nbytes].view(buf.dtype).reshape(buf.shape)
-                         for j, r in enumerate(subset.ranks)]
-                total = np.array(parts[0], copy=True)
-                for part in parts[1:]:
-                    add_into(total, part)
+                           0 if at_root else buf.nbytes)
+            if not at_root:
+                board.stream(wait, [(0, buf)], [])
+                return buf
+            me, k = subset.index, len(subset.ranks)
+            parts = [buf if j == me else (j, 0) for j in range(k)]
+            if k == 2:  # a + b is b + a, bit for bit: the root's own addend first
+                parts = [buf, (1 - me, 0)]
+            if parts[0] is buf and buf.flags.c_contiguous:  # summed in place
+                board.reduce_stream(wait, [], parts, buf)
+            else:
+                total = np.empty(buf.shape, buf.dtype)
+                board.reduce_stream(wait, [], parts, total)
                 buf[...] = total
             return buf
         work = _contiguous(buf)

@@ -112,6 +112,13 @@ def main(comm):
                 want = np.take(total, np.arange(bounds[me], bounds[me + 1]), axis=axis)
                 check(comm.reduce_scatter(data(rank, shape, np.float32, tag + 270 + axis), ranks, axis=axis), want,
                       "reduce_scatter in chunks axis %d over %s" % (axis, ranks))
+            # reduce_ streamed in chunks to the first and to the last member (in place or not): member order
+            for root in (ranks[0], ranks[-1]):
+                buf = data(rank, (37, 11), np.float32, tag + 280)
+                before = buf.copy()
+                want = sum(data(r, (37, 11), np.float32, tag + 280) for r in ranks)
+                assert comm.reduce_(buf, root, ranks) is buf
+                check(buf, want if rank == root else before, "reduce_ in chunks to %d over %s" % (root, ranks))
         finally:
             shm.CHUNK = saved
 
