@@ -33,6 +33,13 @@ needs. Members in different collectives fail naming both and never read each oth
 did not fit, everyone sees it, the slots grow (collectively) and the call is made again. A member writes a half
 again two calls later, after the next call's arrival, which every member reaches only once it has finished
 reading that half: no member overwrites what another still reads.
+
+A call's header also carries an identity check (`runtime/agreement.py`: the message of the members' agreement on
+what they run): every member settles on the same member-wise sums before anything else is compared or read, so
+a `to_global` needs no separate collective for its check (`MPIComm.carry_check`). Streamed calls (`stream`,
+`reduce_stream`) move their data after the arrival in chunks, readers (or the summing member) following the
+writers' progress words: an all-gather, all-to-all, broadcast and gather copy each chunk out as soon as it is
+written, a reduce-scatter and a reduce sum it (in member order: the same bits as whole arrays).
 """
 import zlib
 
