@@ -97,7 +97,7 @@ class _Subset:
 
 _UNSET = object()
 SHM_ENV = "ONEFLOW_COMPAT_SHM"  # "0": every collective through MPI (shared memory off), e.g. to compare
-_SHM_ALLREDUCE_MIN = 1 << 18  # bytes: smaller all-reduces (the agreement checks) stay MPI's (one latency)
+_SHM_ALLREDUCE_MIN = 1 << 18  # bytes: smaller all-reduces stay MPI's (one latency)
 
 
 class _Activity:
