@@ -1462,3 +1462,21 @@ EXAMPLES.update({  # nnextra helper: unfold / fold
              Example(inputs(normal(3, 12, 9)), _fold_attrs((7, 6), (3, 2), (2, 1), (1, 2), (2, 3)),
                      note="dilation, padding, stride (overlaps and gaps)")],
 })
+
+
+def _unfold_tensor_attrs(dimension, size, step):
+    return {"dimension": dimension, "size": size, "step": step}
+
+
+EXAMPLES.update({  # leftovers helper: unfold_tensor (Tensor.unfold) and its gradient
+    "unfold_tensor": [
+        Example(inputs(normal(4, 7, 3)), _unfold_tensor_attrs(1, 3, 2), layouts=[[2]], note="a split passes through"),
+        Example(inputs(normal(9, 4)), _unfold_tensor_attrs(0, 4, 1), layouts=[[1]],
+                note="overlapping windows (step < size)"),
+        Example(inputs(normal(3, 10)), _unfold_tensor_attrs(1, 2, 3), note="gaps between windows (step > size)")],
+    "unfold_tensor_grad": [
+        Example(inputs(normal(4, 3, 3, 3), normal(4, 7, 3)), _unfold_tensor_attrs(1, 3, 2), wrt=[0],
+                note="x is read for its shape"),
+        Example(inputs(normal(6, 4, 4), normal(9, 4)), _unfold_tensor_attrs(0, 4, 1), wrt=[0], layouts=[[1, 1]],
+                note="overlapping windows sum")],
+})
