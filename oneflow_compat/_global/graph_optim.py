@@ -60,7 +60,7 @@ class GroupLeaf:
         elif isinstance(optimizer, PieceOptimizer):  # AdamW, RMSprop, Adagrad, Adadelta, LAMB
             self.kind = "piece"
             self.states = tuple(optimizer.state_names(group))
-            # LAMB: the optimizer pass refuses split variables (their pieces cannot see the whole norm)
+            # LAMB: on a split variable the optimizer pass runs `split_update` with the whole variable's norms
             self.needs_whole_tensor_norms = optimizer.needs_whole_tensor_norms
         else:
             raise NotImplementedError("nn.Graph.add_optimizer: %s is not supported in a graph (SGD, Adam, AdamW, "
@@ -104,6 +104,12 @@ class GroupLeaf:
             else:
                 bc1 = bc2 = 1.0
             adam_mod.piece_update(xp, w, g, states, lr, bc1, bc2, group)
+
+    def split_update(self, xp, w, g, states, *, lr, step, weight_decay):
+        """The update of one piece of a split parameter by an optimizer reading whole norms (LAMB), as the
+        generator the optimizer pass drives (optimizer/optimizers.py's protocol)."""
+        return self.optimizer.split_piece_update(xp, w, g, list(states), lr, self.optimizer._step_count + 1,
+                                                 self.group)
 
     # --- storage of the state variables ---------------------------------------------------------------------
     def state_tensor(self, var_name, suffix):

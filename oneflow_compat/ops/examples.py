@@ -1480,3 +1480,10 @@ EXAMPLES.update({  # leftovers helper: unfold_tensor (Tensor.unfold) and its gra
         Example(inputs(normal(6, 4, 4), normal(9, 4)), _unfold_tensor_attrs(0, 4, 1), wrt=[0], layouts=[[1, 1]],
                 note="overlapping windows sum")],
 })
+
+
+# leftovers helper: the update of a split variable by LARS / LAMB (whole norms over the pieces)
+WITHOUT_EXAMPLES.update({
+    "optimizer_update_whole_norms": "updates session variables in place; covered by tests/test_split_norms.py and "
+                                    "tests/test_optim_adaptive.py (2 ranks == 1 rank)",
+})
