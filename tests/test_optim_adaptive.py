@@ -298,6 +298,15 @@ for name, kw in CASES:
             result[tag + "/graph_error"] = np.array(str(e))
             continue
         result[tag + "/graph"] = holder.w.to_global(PALL, flow.sbp.broadcast).numpy()
+# clip_grad_norm_ over a split and a broadcast parameter: the joint norm of the whole gradients
+for layout, sbp in (("split0", flow.sbp.split(0)), ("split1", flow.sbp.split(1)), ("broadcast", flow.sbp.broadcast)):
+    tag = "clip/" + layout
+    g = lambda x: flow.tensor(x, dtype=flow.float64, placement=PALL, sbp=flow.sbp.broadcast).to_global(PALL, sbp)
+    w, v = flow.nn.Parameter(g(W0)), flow.nn.Parameter(g(BB))
+    (g(A) * w * w + v * w).sum().backward()
+    total = flow.nn.utils.clip_grad_norm_([w, v], 1.5)
+    result[tag] = np.concatenate([[float(total.numpy())], w.grad.to_global(PALL, flow.sbp.broadcast).numpy().ravel(),
+                                  v.grad.to_global(PALL, flow.sbp.broadcast).numpy().ravel()])
 np.savez(OUT + ".%d.npz" % os.getpid(), **result)
 '''
 
@@ -317,14 +326,22 @@ def test_global_two_ranks_equal_one_rank_lamb_on_split_parameters_too(tmp_path):
     (one,) = run([sys.executable], "one")
     two = run(["timeout", "120", MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py"], "two")
     assert len(two) == 2
-    assert len(one) == 20 and not any(k.endswith("error") for k in one)
+    assert len(one) == 23 and not any(k.endswith("error") for k in one)
+    # clip_grad_norm_: the joint norm of the whole gradients (numpy here), split or not
+    rng = np.random.RandomState(0)  # the program's values
+    w0, a, bb = rng.randn(6, 3), rng.randn(6, 3), rng.rand(6, 3) + 0.5
+    gw, gv = 2 * a * w0 + bb, w0
+    norm = np.sqrt((gw ** 2).sum() + (gv ** 2).sum())
+    want = np.concatenate([[norm], (gw * 1.5 / (norm + 1e-6)).ravel(), (gv * 1.5 / (norm + 1e-6)).ravel()])
+    for layout in ("split0", "split1", "broadcast"):
+        np.testing.assert_allclose(one["clip/" + layout], want, rtol=1e-12, err_msg=layout)
     for result in two:
         # LAMB on a parameter split over 2 ranks: its trust ratio reads the whole parameter's norms, summed over the
         # pieces (ops/split_norms.py), eagerly and in the graph, so 2 ranks == 1 rank
         assert not any(k.endswith("error") for k in result), {k: str(v) for k, v in result.items() if "error" in k}
         for key, value in result.items():
             np.testing.assert_allclose(value, one[key], rtol=1e-12, atol=1e-14, err_msg=key)
-        assert len(result) == 20
+        assert len(result) == 23
     for name in ("AdamW", "RMSprop", "Adagrad", "Adadelta", "LAMB"):
         for layout in ("split", "broadcast"):
             # the compiled step == the eager step; the job's learning rate is a float32 value (OneFlow's
