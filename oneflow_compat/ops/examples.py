@@ -1486,4 +1486,6 @@ EXAMPLES.update({  # leftovers helper: unfold_tensor (Tensor.unfold) and its gra
 WITHOUT_EXAMPLES.update({
     "optimizer_update_whole_norms": "updates session variables in place; covered by tests/test_split_norms.py and "
                                     "tests/test_optim_adaptive.py (2 ranks == 1 rank)",
+    "eager_ccl_all_reduce": "sums over the ranks of a graph of local tensors (each rank its own job); covered by "
+                            "tests/test_nn_extra.py's SyncBatchNorm-in-a-graph runs under mpiexec",
 })
