@@ -43,10 +43,15 @@ def sum_of_squares(xp, g):
     return xp.reshape(squared_l2_norm(xp, g), (1,))
 
 
-def global_norm_clip_scale(xp, total, *, clip_norm):
+def global_norm_clip_scale(xp, total, *, clip_norm, formula="legacy"):
     """The factor applied to every gradient by `flow.optimizer.grad_clipping.by_global_norm`, from the summed squares
     `total`: min(1/‖g‖, 1/clip_norm), as OneFlow's source (legacy-api.md §2.13), not TensorFlow's
-    clip_norm / max(‖g‖, clip_norm)."""
+    clip_norm / max(‖g‖, clip_norm). `formula="max_norm"`: OneFlow 0.9's nn.Graph clipping (a param group's
+    `clip_grad_max_norm`; job_rewriter/autograd.cpp ClipGradientByGlobalNorm, v0.9.0), min(max_norm/(‖g‖ + 1e-6),
+    1), the same factor as the eager `clip_grad_norm_`."""
+    if formula == "max_norm":
+        return xp.minimum(total.dtype.type(clip_norm) / (xp.sqrt(total) + total.dtype.type(1e-6)),
+                          total.dtype.type(1.0))
     return xp.minimum(1.0 / xp.sqrt(total), total.dtype.type(1.0 / clip_norm))
 
 

@@ -162,7 +162,9 @@ register(OpDef("reduce_sum_square", infer=lambda op: [TensorMeta((1,), op.inputs
 
 
 register(OpDef("global_norm_clip_scale", infer=_same_meta, kernel=optim_k.global_norm_clip_scale,
-               kernel_attrs=lambda op: {"clip_norm": op.attrs["clip_norm"]}, sbp=sbp_rules.all_broadcast))
+               kernel_attrs=lambda op: {"clip_norm": op.attrs["clip_norm"],
+                                        "formula": op.attrs.get("formula", "legacy")},
+               sbp=sbp_rules.all_broadcast))
 
 
 def _two_same_sbp(op):

@@ -102,7 +102,9 @@ def _clip_by_global_norm(ctx, job, grads, clip):
             sq.append(registry.apply("reduce_sum_square", [g]))
     ctx.section = "optimizer"
     total = sq[0] if len(sq) == 1 else registry.apply("add_n", sq)
-    scale = registry.apply("global_norm_clip_scale", [total], {"clip_norm": float(clip.clip_norm)})
+    # (OneFlow 0.9's graphs clip by max_norm / (‖g‖ + 1e-6), the legacy jobs by min(1/‖g‖, 1/clip_norm))
+    scale = registry.apply("global_norm_clip_scale", [total], {"clip_norm": float(clip.clip_norm),
+                                                               "formula": getattr(clip, "formula", "legacy")})
     out = {}
     for name, (vop, g) in grads.items():
         with GradScope(ctx, vop, "optimizer"):
