@@ -118,6 +118,23 @@ for name, p in net.named_parameters():
 for name in ("running_mean", "running_var", "num_batches_tracked"):
     np.testing.assert_allclose(getattr(net[1], name).numpy(), getattr(ref_net[1], name).numpy(), rtol=1e-10,
                                err_msg=name)
+cumulative = flow.nn.SyncBatchNorm(4, momentum=None).to(flow.float64)
+
+
+class Cumulative(flow.nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.bn = cumulative
+
+    def build(self, x):
+        return self.bn(x)
+
+
+try:  # a cumulative average reads the batch count on the host: refused in a graph (every rank alike)
+    Cumulative()(flow.tensor(r[part]))
+    raise AssertionError("SyncBatchNorm(momentum=None) in a graph of several ranks ran")
+except ValueError as e:
+    assert "momentum=None (a cumulative average) reads the batch count on the host" in str(e), e
 if rank == 0:
     print("OK graph", flush=True)
     print("DONE", flush=True)
