@@ -88,3 +88,43 @@ def test_legacy_split_variable_trains_as_on_one_device(name, devices, axis, monk
     np.testing.assert_allclose(losses, one_losses, rtol=2e-6)
     for k in one:
         np.testing.assert_allclose(many[k], one[k], rtol=2e-6, atol=1e-7, err_msg=k)
+
+
+def _mesh_run(devices, hierarchy, optimizer, steps=4):
+    flow.clear_default_session()
+    flow.config.cpu_device_num(devices)
+
+    def dist(*entries):
+        return list(entries) if hierarchy is not None else []
+
+    @flow.global_function(type="train")
+    def train(x: tp.Numpy.Placeholder((6, 5))) -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:0-%d" % (devices - 1), hierarchy):
+            # replicas along one mesh axis each: their pieces must count once in the norms
+            w = flow.get_variable("w", shape=(5, 7), initializer=flow.random_normal_initializer(),
+                                  parallel_distribution=dist("B", "S(1)"))
+            v = flow.get_variable("v", shape=(6, 7), initializer=flow.random_normal_initializer(),
+                                  parallel_distribution=dist("S(0)", "B"))
+            y = flow.matmul(x, w) + v
+            loss = flow.math.reduce_mean(y * y + 0.5 * y)
+            optimizer().minimize(loss)
+        return loss
+
+    x = np.cos(np.arange(30, dtype=np.float32)).reshape(6, 5)
+    losses = [float(np.asarray(train(x)).reshape(-1)[0]) for _ in range(steps)]
+    return np.array(losses), {k: v.numpy() for k, v in flow.get_all_variables().items()}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_legacy_variables_split_on_a_2x2_mesh_train_as_on_one_device(name, monkeypatch):
+    monkeypatch.setenv("ONEFLOW_COMPAT_SEED", "6")
+    calls = []
+    whole_norms = split_norms.whole_norms
+    monkeypatch.setattr(split_norms, "whole_norms", lambda *a: calls.append(a[2]) or whole_norms(*a))
+    one_losses, one = _mesh_run(1, None, OPTIMIZERS[name])
+    losses, mesh = _mesh_run(4, (2, 2), OPTIMIZERS[name])
+    assert len(calls) == 8 and {repr(s) for s in calls} == {"(B, S(1))", "(S(0), B)"}, calls
+    assert one_losses[-1] < one_losses[0]
+    np.testing.assert_allclose(losses, one_losses, rtol=2e-6)
+    for k in one:
+        np.testing.assert_allclose(mesh[k], one[k], rtol=2e-6, atol=1e-7, err_msg=k)
