@@ -100,7 +100,8 @@ def _mesh_run(devices, hierarchy, optimizer, steps=4):
     @flow.global_function(type="train")
     def train(x: tp.Numpy.Placeholder((6, 5))) -> tp.Numpy:
         with flow.scope.placement("cpu", "0:0-%d" % (devices - 1), hierarchy):
-            # replicas along one mesh axis each: their pieces must count once in the norms
+            # replicas along one mesh axis each: their pieces count once in the norms (a common factor would
+            # cancel in the trust ratios: test_whole_norms_equal_numpys_norm_of_the_whole checks the counting)
             w = flow.get_variable("w", shape=(5, 7), initializer=flow.random_normal_initializer(),
                                   parallel_distribution=dist("B", "S(1)"))
             v = flow.get_variable("v", shape=(6, 7), initializer=flow.random_normal_initializer(),
