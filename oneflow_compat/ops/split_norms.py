@@ -46,6 +46,19 @@ def whole_norms(comm, placement, sbp, local_indices, local_arrays):
     return [float(np.sqrt(rows[:, j].sum())) for j in range(width)]
 
 
+def run_updates(runs, norms_of):
+    """Drives split updates (generators, one per local piece: each yields the arrays it measures, receives the whole
+    variable's norms and finishes); `norms_of([arrays per piece]) -> [norms]`."""
+    arrays = [next(r) for r in runs]
+    norms = norms_of(arrays)
+    for r in runs:
+        try:
+            r.send(norms)
+        except StopIteration:
+            continue
+        raise AssertionError("a split update yielded twice")
+
+
 def _squared(a):
     xp = np
     if not isinstance(a, np.ndarray):

@@ -358,14 +358,7 @@ def _whole_norm_update_build(op, session):
                 g = g * g.dtype.type(scale)
             runs.append(opt.split_update(xp, per_input[0][d], g, [c[d] for c in states], lr=lr, step=t,
                                          weight_decay=wd))
-        arrays = [next(r) for r in runs]
-        norms = split_norms.whole_norms(rt.comm, placement, sbp, local, arrays)
-        for r in runs:
-            try:
-                r.send(norms)
-            except StopIteration:
-                continue
-            raise AssertionError("split_update of %s yielded twice" % type(opt).__name__)
+        split_norms.run_updates(runs, lambda arrays: split_norms.whole_norms(rt.comm, placement, sbp, local, arrays))
 
     return update
 

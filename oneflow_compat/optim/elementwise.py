@@ -30,8 +30,8 @@ class PieceOptimizer(Optimizer):
         if not self.needs_whole_tensor_norms:
             raise NotImplementedError
         # the piece is the whole parameter: its own norms
-        run_with_norms([self.split_piece_update(xp, w, g, states, lr, t, group)],
-                       lambda arrays: [float(xp.sqrt((a * a).sum())) for a in arrays[0]])
+        split_norms.run_updates([self.split_piece_update(xp, w, g, states, lr, t, group)],
+                                lambda arrays: [float(xp.sqrt((a * a).sum())) for a in arrays[0]])
 
     def split_piece_update(self, xp, w, g, states, lr, t, group):
         """`piece_update` of an optimizer reading whole-parameter norms, as a generator: it yields the list of
@@ -58,25 +58,13 @@ class PieceOptimizer(Optimizer):
             value = param._value
             runs = [self.split_piece_update(array_module(w), w, g, states, group["lr"], t, group)
                     for w, g, *states in work]
-            local = global_eager.site().runtime.local_indices(value.placement)
-            run_with_norms(runs, lambda arrays: split_norms.whole_norms(global_eager.comm(), value.placement,
-                                                                        value.sbp, local, arrays))
+            if runs:  # (a rank outside the placement has no piece and no part in the norms)
+                local = global_eager.site().runtime.local_indices(value.placement)
+                split_norms.run_updates(runs, lambda arrays: split_norms.whole_norms(
+                    global_eager.comm(), value.placement, value.sbp, local, arrays))
             return
         for w, g, *states in work:
             self.piece_update(array_module(w), w, g, states, group["lr"], t, group)
-
-
-def run_with_norms(runs, norms_of):
-    """Drives `split_piece_update` generators (one per local piece): each yields the arrays to measure;
-    `norms_of([arrays per piece]) -> [norms]` gives the whole parameter's norms, sent to every piece's generator."""
-    arrays = [next(r) for r in runs]
-    norms = norms_of(arrays)
-    for r in runs:
-        try:
-            r.send(norms)
-        except StopIteration:
-            continue
-        raise AssertionError("split_piece_update yielded twice")
 
 
 def scalar(w, value):
