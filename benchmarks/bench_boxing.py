@@ -8,7 +8,9 @@ each after a barrier; a call takes as long as its slowest rank. The ratio of eac
 shows the median and the range (target <= 1.3, goal 1.1). Moves with no communication (B -> S, B -> P, S -> P) are
 timed alone (their reference would be nothing).
 
-    python benchmarks/bench_boxing.py [--rounds 9] [--ranks 2 4] [--quick]"""
+    python benchmarks/bench_boxing.py [--rounds 9] [--ranks 2 4] [--quick] [--cases stage "S1 -> B"]
+
+(`--cases`: only the transitions whose name holds one of these texts: more rounds of the rows in question.)"""
 import argparse
 import json
 import os
@@ -85,7 +87,7 @@ def _raw(name, n, rank, src_ranks, dst_ranks):
     return send_recv
 
 
-def worker(rounds):
+def worker(rounds, only=()):
     import numpy as np
     from mpi4py import MPI
 
@@ -98,6 +100,8 @@ def worker(rounds):
     rng = np.random.default_rng(rank)
     rows = []
     for name, (src_ranks, src), (dst_ranks, dst), raw_name in _cases(n):
+        if only and not any(text in name for text in only):
+            continue
         src_pl, dst_pl = flow.placement("cpu", src_ranks), flow.placement("cpu", dst_ranks)
         local = rng.standard_normal(SHAPE).astype(np.float32)
         if src in ("S0", "S1"):  # every source rank's local tensor is its piece
@@ -140,20 +144,20 @@ def worker(rounds):
         print("RESULT " + json.dumps(rows), flush=True)
 
 
-def launch(ranks, rounds):
+def launch(ranks, rounds, only=()):
     env = dict(os.environ, ONEFLOW_COMPAT_SEED="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     p = subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", os.path.abspath(__file__),
-                        "--worker", "--rounds", str(rounds)], capture_output=True, text=True, env=env, timeout=1800)
+                        "--worker", "--rounds", str(rounds)] + (["--cases"] + list(only) if only else []), capture_output=True, text=True, env=env, timeout=1800)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
     raise RuntimeError(p.stdout + p.stderr)
 
 
-def rows(rounds=9, quick=False, ranks=(2, 4)):
+def rows(rounds=9, quick=False, ranks=(2, 4), only=()):
     out = []
     for n in ranks:
-        out += launch(n, max(3, rounds // 2) if quick else rounds)
+        out += launch(n, max(3, rounds // 2) if quick else rounds, only)
     return out
 
 
@@ -162,11 +166,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--ranks", type=int, nargs="*", default=[2, 4])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cases", nargs="*", default=[], help="only the transitions whose name holds one of these")
     ap.add_argument("--worker", action="store_true")
     a = ap.parse_args()
     if a.worker:
-        return worker(a.rounds)
-    print(harness.format_table(rows(a.rounds, a.quick, a.ranks), "python benchmarks/bench_boxing.py --rounds %d"
+        return worker(a.rounds, a.cases)
+    print(harness.format_table(rows(a.rounds, a.quick, a.ranks, a.cases), "python benchmarks/bench_boxing.py --rounds %d"
                                % a.rounds))
 
 

@@ -28,6 +28,9 @@ pytestmark = pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside 
 
 CHECKS = ["eager op type", "eager op attrs", "eager input shapes", "eager input sbp", "eager agrees again",
           "a to_global makes one collective", "to_global against numpy()", "to_global against a local tensor's to_global",
+          "a to_global onto other ranks", "a to_global onto other ranks against one onto the same",
+          "a to_global onto other ranks against numpy()", "two different to_globals onto other ranks",
+          "to_globals onto other ranks agree again",
           "local ops are not compared", "different graphs", "a graph called a different number of times",
           "a rank that caught a rejected call", "two threads calling one nn.Graph",
           "two threads running to_global", "two threads running eager global ops"]

@@ -681,10 +681,7 @@ class MPIComm(ProcessComm):
             subset, activity = self._begin("identity check", members)
             board = self._board(subset, activity)
             if board is not None:
-                # (an empty table: a member that moves a to_global's pieces in this call, `_shm_exchange`, reads
-                # nothing stale from this one)
-                board.exchange(self._waiter(activity, 0), "check", 0, 0, table=[0] * (len(members) + 1),
-                               check=check.message, settle=check.settle)
+                board.exchange(self._waiter(activity, 0), "check", 0, 0, check=check.message, settle=check.settle)
                 return
         check.run_over_allreduce()
 
@@ -1153,15 +1150,6 @@ class MPIComm(ProcessComm):
                 raise ValueError("exchange: rank %d cannot exchange with rank %r (world size %d)"
                                  % (self._rank, peer, self._size))
             peers.add(peer)
-        if self._carried is not None and peers <= set(self._carried.members) and \
-                self._subset(self._carried.members).board is not None and \
-                all(isinstance(buf, np.ndarray) and buf.dtype != object for _, buf in sends + recvs):
-            # a to_global's point-to-point move: through the members' board, carrying its identity check
-            subset, activity = self._begin("exchange with ranks %s" % _ranks_text(sorted(peers)),
-                                           self._carried.members, carry=True)
-            board = self._board(subset, activity)
-            if board is not None:
-                return self._shm_exchange(board, activity, sends, recvs)
         if self._carried is not None:
             self._flush_carried()
         if not peers:
@@ -1196,47 +1184,6 @@ class MPIComm(ProcessComm):
                 buf[...] = work
             out.append(buf)
         return out
-
-    def _shm_exchange(self, board, activity, sends, recvs):
-        """`exchange` as the first communication of a `to_global` whose identity check is pending (`carry_check`)
-        and whose peers are all members of the check: one call on the members' board that carries the check in its
-        header (kind "check", as the check on its own: a member with nothing to move makes that at the end of its
-        turn, and meets this call), then the pieces streamed — each member writes what it sends into its slot, in
-        member order (its table: where the pieces for each member lie), and copies what it receives from its
-        senders' slots as far as they have written. The check costs no meeting of its own before the transfer
-        (measured on 4 ranks of the loaded 2-core CI machine: a standalone check 0.55-2 ms beside a 16 MB
-        Send/Recv of 1.3-5 ms), and ranks in different operations fail naming both, as in every board call."""
-        k, me = len(board.ranks), board.block.index
-        index = {r: j for j, r in enumerate(board.ranks)}
-        outgoing = [[] for _ in range(k)]
-        for peer, buf in sends:
-            outgoing[index[int(peer)]].append(np.asarray(buf))
-        table, writes = [0], []
-        for pieces in outgoing:
-            at = table[-1]
-            for p in pieces:
-                writes.append((at, p))
-                at += p.nbytes
-            table.append(at)
-        wait = self._waiter(activity, table[-1])
-        tables = self._exchange(board, wait, "check", 0, table[-1], None, table)
-        expected = [0] * k
-        for peer, buf in recvs:
-            expected[index[int(peer)]] += buf.nbytes
-        wrong = [j for j in range(k) if expected[j] and int(tables[j][me + 1] - tables[j][me]) != expected[j]]
-        reads, start = [], [int(tables[j][me]) for j in range(k)]
-        for peer, buf in recvs:
-            j = index[int(peer)]
-            if j not in wrong:
-                reads.append(reading(j, start[j], buf))
-            start[j] += buf.nbytes
-        # what this member sends is written even when what it receives is wrong: the others' calls complete
-        board.stream(wait, writes, reads)
-        if wrong:
-            j = wrong[0]
-            raise ValueError("exchange on rank %d: expected %d bytes from rank %d, got %d"
-                             % (self._rank, expected[j], board.ranks[j], int(tables[j][me + 1] - tables[j][me])))
-        return [buf for _, buf in recvs]
 
     # ----- small control data over the world ------------------------------------------------------------
 

@@ -107,6 +107,28 @@ diverges("to_global against a local tensor's to_global",
          [lambda: x.to_global(sbp=S1), lambda: flow.tensor(np.ones(3, np.float32)).to_global(P, S0)],
          "rank 0 runs eager op 'to_global' ((4, 5) S(0) on cpu ranks [0, 1] -> S(1)",
          "rank 1 runs to_global of a local tensor onto")
+# a placement change onto other ranks: a gather onto rank 1, and rank 0's whole value sent to rank 1 point to point
+# (its check goes first, on its own); ranks in different operations fail naming both, whether the other one is in a
+# collective, a standalone check or another move
+ZERO, ONE = flow.placement("cpu", [0]), flow.placement("cpu", [1])
+x0 = x.to_global(ZERO, B)
+for moved in (x.to_global(ONE, B), x0.to_global(ONE, B)):
+    if RANK == 1:
+        np.testing.assert_array_equal(moved.to_local().numpy(), whole.to_local().numpy())
+ok("a to_global onto other ranks")
+diverges("a to_global onto other ranks against one onto the same",
+         [lambda: x0.to_global(ONE, B), lambda: x.to_global(sbp=B)],
+         "rank 0 runs eager op 'to_global' ((4, 5) B on cpu ranks [0] -> B on cpu ranks [1])",
+         "rank 1 runs eager op 'to_global' ((4, 5) S(0) on cpu ranks [0, 1] -> B on cpu ranks [0, 1])")
+diverges("a to_global onto other ranks against numpy()",
+         [lambda: x.numpy(), lambda: x0.to_global(ONE, S1)],
+         "rank 0 runs numpy() of a global tensor (4, 5) float32 S(0)",
+         "rank 1 runs eager op 'to_global' ((4, 5) B on cpu ranks [0] -> S(1) on cpu ranks [1])")
+diverges("two different to_globals onto other ranks",
+         [lambda: x0.to_global(ONE, B), lambda: x0.to_global(ONE, S1)],
+         "-> B on cpu ranks [1])", "-> S(1) on cpu ranks [1])")
+np.testing.assert_array_equal(x0.to_global(ONE, S1).to_global(P, B).numpy(), whole.to_local().numpy())
+ok("to_globals onto other ranks agree again")
 # local tensors may differ per rank (shapes, ops): only global operations are compared
 local = flow.randn(3 - RANK, 5) * float(RANK + 1)
 if RANK == 1:
@@ -225,12 +247,13 @@ def eager_runner(t):
 
 
 def mover(t):
-    """to_global only: every check of this thread rides in a collective (turns are settled inside them)."""
+    """to_global only, onto the same ranks and onto another placement (turns are settled inside their checks)."""
     def run():
         rng = np.random.RandomState(20 * RANK + t)
         for i, v in enumerate(inputs[t][:steps]):
             pause(rng)
-            moved[t][i] = v.to_global(sbp=S1).to_global(sbp=B).to_local().numpy()
+            there = v.to_global(sbp=S1).to_global(ZERO, B).to_global(ONE, S0)  # a gather, then point to point
+            moved[t][i] = there.to_global(P, B).to_local().numpy()
     return run
 
 
