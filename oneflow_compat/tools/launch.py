@@ -7,7 +7,7 @@ Each rank runs the whole script (rank r is machine r of `flow.env.machine`), as
 `-m mpi4py` makes an uncaught exception on any rank abort the whole job. The launcher's exit code is mpiexec's,
 except that a rank killed by a signal is named in one line ("rank 1 (pid N on HOST) was killed by signal 9
 (SIGKILL)") and gives 128 + signal; SIGTERM or Ctrl-C to the launcher end the whole job, with 128 + signal, even
-where the launcher was started with them ignored or blocked (as a shell starts a command in the background).
+where the launcher was started with them ignored (as a shell starts its background commands with SIGINT) or blocked.
 
 Options:
   -n N              number of ranks (processes; one per machine of the job)
