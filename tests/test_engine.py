@@ -147,6 +147,19 @@ def test_local_ops_run_as_their_kernel_without_the_lock_and_agree_with_numpy():
     assert executable.straight_line(compiled.exe.plan) is not None
 
 
+def test_a_small_eager_matmul_runs_numpy_dot_itself_and_shares_its_plan_with_plain_attrs():
+    a = np.arange(64, dtype=np.float32).reshape(8, 8) / 7
+    x, w = flow.tensor(a), flow.tensor(a.T.copy())
+    y = flow.matmul(x, w)
+    np.testing.assert_array_equal(y.numpy(), np.matmul(a, a.T))
+    # the surface's attrs (FrozenAttrs: a cache key found once) and a plain dict with the same items find one plan
+    compiled = global_eager.compiled_op("matmul", {"transpose_a": False, "transpose_b": False, "alpha": 1.0},
+                                        [x._value, w._value])
+    assert compiled.lock_free and compiled.program.kernel is np.dot
+    assert sum(1 for key in context.get().eager_plans if key[0] == "matmul") == 1
+    np.testing.assert_array_equal(flow.matmul(x, w, transpose_b=True).numpy(), np.matmul(a, a))
+
+
 def test_local_ops_from_several_threads_give_each_its_own_results():
     results, errors = {}, []
 
