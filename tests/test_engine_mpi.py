@@ -19,7 +19,8 @@ pytestmark = pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside 
 
 CHECKS = ["eager data parallel equals one rank", "eager step makes at most 7 collectives",
           "graph data parallel equals one rank", "graph call makes 2 collectives", "uneven feed", "5-d feed",
-          "dtypes differ", "numpy of partial sums"]
+          "dtypes differ", "check_meta=False feed makes no collective",
+          "check_meta=False with differing shapes fails naming both", "numpy of partial sums"]
 
 
 @pytest.fixture(scope="module")

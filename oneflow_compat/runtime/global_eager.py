@@ -24,6 +24,7 @@ ranks compare what they run before an op that communicates (a boxing that moves 
 local tensors), so ranks that run different ops fail at once naming both sides instead of pairing up.
 """
 import itertools
+import os as _os
 import re
 
 import numpy as _np
@@ -666,20 +667,53 @@ BALANCED_MESSAGE = ("Sizes of tensors in dimension %d must be same or match bala
                     "for details of balanced split")
 
 
-def from_local(local, placement, sbp, what="to_global"):
+def from_local(local, placement, sbp, what="to_global", check_meta=True):
     """A global value made of every rank's local value (every rank of the world calls it): split(d) concatenates
     the members' pieces along d (their sizes must follow the balanced split), broadcast takes the placement's
-    first rank's value, partial_sum adds them. Ranks outside the placement hold no piece and receive the meta."""
-    return agreement.in_turn(_from_local_in_turn, local, placement, sbp, what)
+    first rank's value, partial_sum adds them. Ranks outside the placement hold no piece and receive the meta.
+
+    `check_meta` (OneFlow 0.9's `to_global(..., check_meta=)`): False says every rank holds a local tensor of this
+    rank's shape and dtype, so the ranks exchange no shapes (`sync_meta`). Where nothing else must cross the ranks
+    (every rank of the world in the placement, no broadcast axis to synchronise) the cast then makes no collective:
+    it joins this thread's agreement chain with this rank's local shape and dtype in its identity, so ranks whose
+    local tensors differ after all fail at their next check, naming both sides' shapes."""
+    return agreement.in_turn(_from_local_in_turn, local, placement, sbp, what, check_meta)
 
 
-def _from_local_in_turn(local, placement, sbp, what):
+BALANCED_OVERRIDE_ENV = "ONEFLOW_EAGER_LOCAL_TO_GLOBAL_BALANCED_OVERRIDE"
+
+
+def sync_meta(check_meta):
+    """Whether a local -> global cast exchanges the ranks' shapes and dtypes: `check_meta`, unless
+    ONEFLOW_EAGER_LOCAL_TO_GLOBAL_BALANCED_OVERRIDE says otherwise (true: never, false: always), as OneFlow v0.9.0
+    decides (`NeedSyncAndCheckShapeAndDtype`, oneflow/core/functional/impl/global_cast.cpp)."""
+    override = _os.environ.get(BALANCED_OVERRIDE_ENV)
+    if override is None or not override.strip():
+        return bool(check_meta)
+    value = override.strip().lower()
+    if value in ("1", "true", "yes", "on", "y"):
+        return False
+    if value in ("0", "false", "no", "off", "n"):
+        return True
+    raise ValueError("%s=%r: expected a boolean (1/0, true/false, yes/no, on/off)" % (BALANCED_OVERRIDE_ENV, override))
+
+
+def _from_local_in_turn(local, placement, sbp, what, check_meta=True):
     text = "to_global of a local tensor onto %s %r (every rank must call it)" % (placement_text(placement), sbp)
     with operation(text):
         c = comm()
-        mine = (tuple(local.meta.shape), local.meta.dtype.name) if c.rank in transitions.owners(placement) else None
+        owners = transitions.owners(placement)
+        mine = (tuple(local.meta.shape), local.meta.dtype.name) if c.rank in owners else None
         identity, world = _world_identity(text)
-        infos = [mine] if identity is None else _exchange_layouts(identity, world, c, mine)
+        if identity is None:
+            infos = [mine]
+        elif not sync_meta(check_meta) and len(owners) == c.size and _broadcast_group(sbp, owners, c.rank) == [c.rank]:
+            # every rank assumes the others hold what it holds; the assumption is in the identity the ranks compare
+            assumed = "%s, check_meta=False: local tensor %s %s on every rank" % (text, mine[0], mine[1])
+            agreement.global_op((agreement.digest(assumed), assumed), None)
+            infos = [mine] * c.size
+        else:
+            infos = _exchange_layouts(identity, world, c, mine)
         return _from_local(local, placement, sbp, what, infos)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import oneflow_compat as flow
 from oneflow_compat import nn
 from oneflow_compat.runtime import global_eager
+from oneflow_compat.runtime.agreement import AgreementError
 
 RANK, WORLD = global_eager.rank(), global_eager.world_size()
 P2 = flow.placement("cpu", [0, 1])
@@ -135,6 +136,30 @@ except TypeError as e:
     ok("dtypes differ")
 else:
     raise AssertionError("ranks holding different dtypes were not refused")
+
+# check_meta=False (OneFlow 0.9): every rank holds one shape and dtype, no shapes exchanged: the cast makes no
+# collective, and the numbers are those of the exchanged cast
+piece = np.arange(6, dtype=np.float32).reshape(3, 2) + 10 * RANK
+before = COMM.collectives_issued()
+fast = flow.tensor(piece).to_global(placement=P2, sbp=S0, check_meta=False)
+assert COMM.collectives_issued() == before, COMM.collectives_issued() - before
+assert tuple(fast.shape) == (6, 2)
+checked = flow.tensor(piece).to_global(placement=P2, sbp=S0)
+np.testing.assert_array_equal(fast.numpy(), checked.numpy())
+np.testing.assert_array_equal((fast * 2).sum(0).numpy(), 2 * np.concatenate([piece - 10 * RANK, piece - 10 * RANK + 10]).sum(0))
+ok("check_meta=False feed makes no collective")
+# ranks whose local tensors differ after all fail at their next check, naming both sides' shapes (and go on)
+try:
+    bad = flow.tensor(np.zeros((2 + RANK, 2), np.float32)).to_global(placement=P2, sbp=S0, check_meta=False)
+    bad.sum().numpy()
+except AgreementError as e:
+    text = str(e)
+    assert "check_meta=False: local tensor (2, 2) float32" in text and \
+        "check_meta=False: local tensor (3, 2) float32" in text, text
+    ok("check_meta=False with differing shapes fails naming both")
+else:
+    raise AssertionError("ranks that fed different shapes with check_meta=False were not refused")
+np.testing.assert_array_equal(checked.numpy(), fast.numpy())  # the ranks go on in step
 
 # --- numpy() of partial sums ----------------------------------------------------------------------------------------
 small = flow.tensor(np.full((2, 3), RANK + 1.5, np.float32)).to_global(placement=P2, sbp=PS)
