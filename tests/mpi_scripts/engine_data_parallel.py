@@ -1,12 +1,13 @@
 """Data parallelism with fewer synchronisations (tests/test_engine_mpi.py runs this under `mpiexec -n 2`).
 
-* eager: the 784-512-512-10 MLP, batch 16 per rank: the weight gradients are all-reduced through gradient buckets
+* eager: the 784-512-512-10 MLP (the step of oneflow_compat/tools/data_parallel_mlp.py), batch 16 per rank: the weight gradients are all-reduced through gradient buckets
   during backward (one check, one all-reduce per bucket), the feeds' shapes ride in their checks, a scalar loss's
   numpy() in its check: 6 collectives per step (20 before buckets), and the numbers equal the same training on one
   rank;
 * nn.Graph: the same training compiled: 2 collectives per call (the call's check, the bucket);
 * feeds: uneven local pieces (the balanced split), a 5-d local tensor (its shape does not fit in a check: an
-  exchange of its own), ranks holding different dtypes (an error naming both ranks);
+  exchange of its own), ranks holding different dtypes (an error naming both ranks); `check_meta=False`: no
+  collective at all, and ranks that fed different shapes after all fail at their next check naming both shapes;
 * numpy() of a partial sum: small (in the check's payload) and large (an all-reduce of its own), exact.
 
 Every rank prints `CHECK <name> ok` per check and `DONE <count>`; a failed check raises (the job ends non-zero).
@@ -14,9 +15,9 @@ Every rank prints `CHECK <name> ok` per check and `DONE <count>`; a failed check
 import numpy as np
 
 import oneflow_compat as flow
-from oneflow_compat import nn
 from oneflow_compat.runtime import global_eager
 from oneflow_compat.runtime.agreement import AgreementError
+from oneflow_compat.tools.data_parallel_mlp import DataParallelMLP
 
 RANK, WORLD = global_eager.rank(), global_eager.world_size()
 P2 = flow.placement("cpu", [0, 1])
@@ -31,18 +32,6 @@ def ok(name):
     print("CHECK %s ok" % name, flush=True)
 
 
-def mlp(placement):
-    flow.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-    model.to_global(placement=placement, sbp=B)
-    return model
-
-
-def batches(steps, batch):
-    rng = np.random.default_rng(1)
-    return [(rng.random((batch, 784), dtype=np.float32), rng.integers(0, 10, batch)) for _ in range(steps)]
-
-
 def rows(a, placement):
     """This rank's rows of a batch on `placement` (all of them on one rank; none outside it)."""
     members = [0, 1] if placement == P2 else [0]
@@ -52,31 +41,33 @@ def rows(a, placement):
 
 
 STEPS, BATCH = 4, 32
-data = batches(STEPS, BATCH)
-loss_fn = nn.CrossEntropyLoss()
+rng = np.random.default_rng(1)
+data = [(rng.random((BATCH, 784), dtype=np.float32), rng.integers(0, 10, BATCH)) for _ in range(STEPS)]
 
 
-def train_eager(placement):
-    model = mlp(placement)
-    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+def train(placement, graph=False, count_feeds=True):
+    """The data-parallel step of oneflow_compat/tools/data_parallel_mlp.py (what benchmarks/bench_data_parallel.py
+    times) for STEPS steps: (the trainer, losses, collectives per step)."""
+    dp = DataParallelMLP(placement, lr=0.1, momentum=0.9, graph=graph)
     losses, counts = [], []
     for xs, ys in data:
         before = COMM.collectives_issued()
-        x = flow.tensor(rows(xs, placement)).to_global(placement=placement, sbp=S0)
-        y = flow.tensor(rows(ys, placement), dtype=flow.int64).to_global(placement=placement, sbp=S0)
-        loss = loss_fn(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        x, y = dp.feed(rows(xs, placement), rows(ys, placement))
+        if not count_feeds:
+            before = COMM.collectives_issued()
+        loss = dp.run(x, y)
+        if not count_feeds:
+            counts.append(COMM.collectives_issued() - before)
         losses.append(float(loss.numpy()))
-        counts.append(COMM.collectives_issued() - before)
-    return model, losses, counts
+        if count_feeds:
+            counts.append(COMM.collectives_issued() - before)
+    return dp, losses, counts
 
 
-model2, losses2, counts2 = train_eager(P2)
-model1, losses1, _ = train_eager(P1)
+dp2, losses2, counts2 = train(P2)
+dp1, losses1, _ = train(P1)
 np.testing.assert_allclose(losses2, losses1, rtol=1e-5)
-for p, q in zip(model2.parameters(), model1.parameters()):
+for p, q in zip(dp2.model.parameters(), dp1.model.parameters()):
     np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
 ok("eager data parallel equals one rank")
 # step 0 learns the gradients' order (summed after backward), step 1 allocates the buckets that are summed during
@@ -86,37 +77,13 @@ ok("eager data parallel equals one rank")
 assert counts2[2:] == [6] * (STEPS - 2), counts2
 ok("eager step makes at most 7 collectives")
 
-model = mlp(P2)
-opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-
-class Train(nn.Graph):
-    def __init__(self):
-        super().__init__()
-        self.model = model
-        self.add_optimizer(opt)
-
-    def build(self, x, y):
-        loss = loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
-graph = Train()
-graph_losses, graph_counts = [], []
-for xs, ys in data:
-    x = flow.tensor(rows(xs, P2)).to_global(placement=P2, sbp=S0)
-    y = flow.tensor(rows(ys, P2), dtype=flow.int64).to_global(placement=P2, sbp=S0)
-    before = COMM.collectives_issued()
-    loss = graph(x, y)
-    graph_counts.append(COMM.collectives_issued() - before)
-    graph_losses.append(float(loss.numpy()))
+dpg, graph_losses, graph_counts = train(P2, graph=True, count_feeds=False)
 np.testing.assert_allclose(graph_losses, losses1, rtol=1e-5)
-for p, q in zip(model.parameters(), model1.parameters()):
+for p, q in zip(dpg.model.parameters(), dp1.model.parameters()):
     np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
 ok("graph data parallel equals one rank")
 assert max(graph_counts[1:]) == 2, graph_counts
-members = [op for op in graph._compiled.job.ops if "bucket" in op.attrs]
+members = [op for op in dpg.graph._compiled.job.ops if "bucket" in op.attrs]
 assert len(members) == 6 and {op.attrs["bucket"][0] for op in members} == {0}, [op.attrs.get("bucket") for op in members]
 ok("graph call makes 2 collectives")
 
