@@ -1,6 +1,6 @@
 """The ranks agree on what they run: `mpiexec -n 2` runs of tests/mpi_scripts/agreement_*.py under a timeout.
 
-* agreement_checks.py: eager ops that differ in type, attrs, input shapes or SBPs, different nn.Graphs, a graph
+* agreement_checks.py (with shared memory on, where a to_global's check rides in its collective, and off): eager ops that differ in type, attrs, input shapes or SBPs, different nn.Graphs, a graph
   called a different number of times, a rank that caught a rejected call: every rank raises `AgreementError`
   naming both sides (instead of pairing the collectives up or hanging); two threads calling one nn.Graph and two
   threads running eager global ops (with backward and numpy()) get the sequential run's results on both ranks.
@@ -27,9 +27,10 @@ _LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_
 pytestmark = pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside %s" % sys.executable)
 
 CHECKS = ["eager op type", "eager op attrs", "eager input shapes", "eager input sbp", "eager agrees again",
+          "a to_global makes one collective", "to_global against numpy()", "to_global against a local tensor's to_global",
           "local ops are not compared", "different graphs", "a graph called a different number of times",
           "a rank that caught a rejected call", "two threads calling one nn.Graph",
-          "two threads running eager global ops"]
+          "two threads running to_global", "two threads running eager global ops"]
 
 
 def mpi2(script, timeout, **extra_env):
@@ -43,10 +44,13 @@ def mpi2(script, timeout, **extra_env):
     return done
 
 
-@pytest.fixture(scope="module")
-def checks():
-    # a generous comm timeout: a check that hangs instead of failing ends the run with a report, not a pass
-    done = mpi2("agreement_checks.py", 240, ONEFLOW_COMPAT_OUTPUT="all", ONEFLOW_COMPAT_COMM_TIMEOUT="60")
+@pytest.fixture(scope="module", params=["1", "0"], ids=["shm", "mpi"])
+def checks(request):
+    # a generous comm timeout: a check that hangs instead of failing ends the run with a report, not a pass.
+    # Through shared memory a to_global's check rides in its collective; with it off (MPI's collectives) every
+    # check is an all-reduce of its own: both must fail alike, naming both sides
+    done = mpi2("agreement_checks.py", 240, ONEFLOW_COMPAT_OUTPUT="all", ONEFLOW_COMPAT_COMM_TIMEOUT="60",
+                ONEFLOW_COMPAT_SHM=request.param)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

@@ -39,7 +39,7 @@ from .environment import comm_timeout_from_env as timeout_from_env
 from .output import unprefixed_stderr, wait_until_output_is_read
 from .process_comm import (CollectiveTimeout, CommError, Pending, ProcessComm, balanced_offsets, balanced_sizes,
                            check_ranks)
-from .shm import Board, SharedBlock, ShmAllreduce, add_into, reading, signature
+from .shm import CHECK_WORDS, Board, SharedBlock, ShmAllreduce, add_into, reading, signature
 
 QUERY_WINDOW_S = 1.0      # how long a timed-out rank waits for the other members to say where they are
 PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act on a failed rank's MPI_Abort
@@ -351,6 +351,7 @@ class MPIComm(ProcessComm):
         self._subsets = {world.ranks: world}
         self._shared = {}  # address of a buffer `shared_buffer` handed out: its SharedBlock
         self._use_shm = os.environ.get(SHM_ENV, "1").strip() not in ("0", "false", "no", "off")
+        self._carried = None  # an identity check waiting for the next collective to carry it (`carry_check`)
 
     # ----- basics -------------------------------------------------------------------------------------------
 
@@ -606,14 +607,86 @@ class MPIComm(ProcessComm):
         group.Free()
         return _Subset(ranks, comm, ranks.index(self._rank))
 
-    def _begin(self, name, ranks):
+    def _begin(self, name, ranks, carry=False):
+        """The subset and activity of a collective; `carry`: it may carry the pending identity check (it is over
+        the check's members and goes through their board, `_board_for`), which is made first otherwise."""
         _exit_request.clear()  # a collective after sys.exit(n): the SystemExit was caught, the rank goes on
-        subset = self._subset(ranks if isinstance(ranks, tuple) else tuple(ranks))
+        ranks = ranks if isinstance(ranks, tuple) else tuple(ranks)
+        if self._carried is not None and not (carry and ranks == self._carried.members):
+            self._flush_carried()
+        subset = self._subset(ranks)
         subset.count += 1
         where = self.context() if self.context is not None else None
         if where:  # what the caller is running (an eager global op): timeout reports name it on every rank
             name = "%s in %s" % (name, where)
         return subset, _Activity(name, subset.ranks, subset.count)
+
+    # ----- identity checks (runtime/agreement.py), carried by the shared-memory collectives -------------------
+
+    def carry_check(self, check):
+        """Takes an identity check (`agreement.Check`: `members`, `message`, `settle(sums)`, `drop()`) to carry in
+        the header of this rank's next collective when that one is over exactly `check.members` and goes through
+        their shared-memory board (`Board.exchange`): then the check costs no collective of its own. Any other next
+        communication (another subset, point to point, MPI's path) makes the check on its own first (`run_check`).
+        Every member decides alike: the choice rests on the collective and its members, never on one rank's state."""
+        if self._carried is not None:
+            self._flush_carried()
+        if not self._use_shm or not check.exact or len(check.message) > CHECK_WORDS:
+            self.run_check(check)
+            return
+        self._carried = check
+
+    def end_carried_check(self, completed):
+        """The end of the operation that handed a check to `carry_check`: made now if no collective carried it and
+        the operation `completed`; dropped if it failed."""
+        check, self._carried = self._carried, None
+        if check is not None:
+            if completed:
+                self.run_check(check)
+            else:
+                check.drop()
+
+    def _flush_carried(self):
+        check, self._carried = self._carried, None
+        if check is not None:
+            self.run_check(check)
+
+    def _take_carried(self, board):
+        """The pending check, taken by a collective on `board` (over its members): (message, settle) or Nones."""
+        check = self._carried
+        if check is None or check.members != board.ranks:
+            if check is not None:  # (`_begin` made sure it is over these members: never here)
+                self._flush_carried()
+            return None, None
+        self._carried = None
+        return check.message, check.settle
+
+    def run_check(self, check):
+        """An identity check on its own: an exchange of its message on the members' board (one arrival; every
+        collective on the board compares it, so ranks that run different operations fail naming them, whatever
+        collective the others are in), or MPI's all-reduce of it (several hosts, shared memory off)."""
+        members = check.members
+        if self._use_shm and check.exact and len(check.message) <= CHECK_WORDS and len(members) > 1 and \
+                self._subset(members).board is not None:
+            subset, activity = self._begin("identity check", members)
+            board = self._board(subset, activity)
+            if board is not None:
+                board.exchange(self._waiter(activity, 0), "check", 0, 0, check=check.message, settle=check.settle)
+                return
+        check.run_over_allreduce()
+
+    def _board_for(self, subset, activity, usable):
+        """The subset's board when this collective goes through shared memory (`usable`: its arguments allow it);
+        else None, after making the pending identity check on its own."""
+        board = self._board(subset, activity) if usable else None
+        if board is None and self._carried is not None:
+            self._flush_carried()
+        return board
+
+    def _exchange(self, board, wait, kind, sig, need, write=None, table=None):
+        """`board.exchange`, carrying the pending identity check."""
+        check, settle = self._take_carried(board)
+        return board.exchange(wait, kind, sig, need, write, table, check, settle)
 
     # ----- collectives over subsets ----------------------------------------------------------------------
 
@@ -625,20 +698,21 @@ class MPIComm(ProcessComm):
         return self.iallreduce_(buf, ranks).wait()
 
     def iallreduce_(self, buf, ranks):
-        subset, activity = self._begin("allreduce", ranks)
+        subset, activity = self._begin("allreduce", ranks, carry=True)
         if len(subset.ranks) == 1:
             return Pending(buf)
         block = self._shared.get(_address(buf)) if isinstance(buf, np.ndarray) else None
         if block is not None and block.nbytes == buf.nbytes and block.ranks == subset.ranks and \
                 buf.flags.c_contiguous:
             # a buffer this comm handed out (`shared_buffer`): summed in place through shared memory, no copies
+            self._flush_carried()
             op = ShmAllreduce(block, buf)
             return _MPIPending(self, op.test, activity, buf.nbytes, buf)
-        if isinstance(buf, np.ndarray) and buf.nbytes >= _SHM_ALLREDUCE_MIN and buf.dtype != object:
-            board = self._board(subset, activity)
-            if board is not None:
-                self._shm_allreduce(board, activity, buf)
-                return Pending(buf)
+        board = self._board_for(subset, activity, isinstance(buf, np.ndarray) and buf.nbytes >= _SHM_ALLREDUCE_MIN
+                                and buf.dtype != object)
+        if board is not None:
+            self._shm_allreduce(board, activity, buf)
+            return Pending(buf)
         work = _contiguous(buf)
         data, op = _reduce_buffer(work)
         request = subset.comm.Iallreduce(MPI.IN_PLACE, data, op=op)
@@ -669,7 +743,7 @@ class MPIComm(ProcessComm):
         sum there too would be k - 1 chunks of stores for nothing), then the sum copied back from member 0's slot
         (an ordinary buffer: `shared_buffer` saves both copies, and keeps the sum in every slot)."""
         wait = self._waiter(activity, buf.nbytes)
-        board.exchange(wait, "allreduce", signature("allreduce", buf.dtype.str, buf.shape), buf.nbytes,
+        self._exchange(board, wait, "allreduce", signature("allreduce", buf.dtype.str, buf.shape), buf.nbytes,
                        lambda slot: _put(slot, buf))
         k, me = len(board.ranks), board.block.index
         slots = [board.slot(j)[:buf.nbytes].view(buf.dtype) for j in range(k)]
@@ -715,7 +789,7 @@ class MPIComm(ProcessComm):
         return [int(c) for c in counts]
 
     def allgatherv(self, local, ranks, axis=0, sizes=None):
-        subset, activity = self._begin("allgatherv", ranks)
+        subset, activity = self._begin("allgatherv", ranks, carry=sizes is not None)
         local = np.asarray(local)
         axis = axis % local.ndim
         if sizes is None:
@@ -726,10 +800,10 @@ class MPIComm(ProcessComm):
                              % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
         shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
         blocks = _Blocks(shape, axis, sizes, local.dtype)
-        board = self._board(subset, activity) if local.dtype != object else None
+        board = self._board_for(subset, activity, local.dtype != object)
         if board is not None:  # each member's block copied into its slot, then from every slot into its place
             wait = self._waiter(activity, local.nbytes)
-            board.exchange(wait, "allgatherv", signature("allgatherv", axis, local.dtype.str, shape, sizes),
+            self._exchange(board, wait, "allgatherv", signature("allgatherv", axis, local.dtype.str, shape, sizes),
                            local.nbytes)
             out = np.empty(shape, local.dtype)
             own = blocks.index[subset.index]
@@ -765,7 +839,7 @@ class MPIComm(ProcessComm):
             into.free()
 
     def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
-        subset, activity = self._begin("reduce_scatter", ranks)
+        subset, activity = self._begin("reduce_scatter", ranks, carry=True)
         buf = np.asarray(buf)
         axis = axis % buf.ndim
         if sizes is None:
@@ -780,7 +854,7 @@ class MPIComm(ProcessComm):
         if len(subset.ranks) == 1:
             out[...] = buf
             return out
-        board = self._board(subset, activity) if buf.dtype != object else None
+        board = self._board_for(subset, activity, buf.dtype != object)
         if board is not None:
             self._shm_reduce_scatter(board, activity, buf, blocks, out)
             return out
@@ -808,7 +882,7 @@ class MPIComm(ProcessComm):
                     at = start(me, q)
                     mine[at:at + blocks.counts[q] * itemsize].view(buf.dtype).reshape(blocks.block_shape(q))[...] = \
                         buf[index]
-        board.exchange(wait, "reduce_scatter", signature("reduce_scatter", blocks.axis, buf.dtype.str, buf.shape,
+        self._exchange(board, wait, "reduce_scatter", signature("reduce_scatter", blocks.axis, buf.dtype.str, buf.shape,
                                                          blocks.sizes), need, write)
         shape = blocks.block_shape(me)
         size = blocks.counts[me] * itemsize
@@ -821,7 +895,7 @@ class MPIComm(ProcessComm):
                 add_into(out, part)
 
     def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
-        subset, activity = self._begin("alltoallv", ranks)
+        subset, activity = self._begin("alltoallv", ranks, carry=recv_sizes is not None)
         members = len(subset.ranks)
         if len(pieces) != members:
             raise ValueError("alltoallv on rank %d: %d pieces for %d members" % (self._rank, len(pieces), members))
@@ -847,7 +921,7 @@ class MPIComm(ProcessComm):
             flat = np.empty(blocks.total, own.dtype)
             views = [flat[d:d + c].reshape(blocks.block_shape(q))
                      for q, (d, c) in enumerate(zip(blocks.displs, blocks.counts))]
-        board = self._board(subset, activity) if own.dtype != object else None
+        board = self._board_for(subset, activity, own.dtype != object)
         if board is not None:
             self._shm_alltoallv(board, activity, pieces, views, axis)
             return received if concat else views
@@ -865,7 +939,7 @@ class MPIComm(ProcessComm):
             table.append(table[-1] + (0 if j == me else p.nbytes))
         wait = self._waiter(activity, table[-1])
         own = pieces[me]
-        tables = board.exchange(wait, "alltoallv", signature("alltoallv", axis, own.dtype.str, own.ndim), table[-1],
+        tables = self._exchange(board, wait, "alltoallv", signature("alltoallv", axis, own.dtype.str, own.ndim), table[-1],
                                 None, table)
         wrong = [j for j, sizes in enumerate(tables)  # what member j sends here must fill the view it lands in
                  if j != me and int(sizes[me + 1] - sizes[me]) != views[j].nbytes]
@@ -880,15 +954,15 @@ class MPIComm(ProcessComm):
                                 views[j].dtype, views[j].shape))
 
     def bcast_(self, buf, root, ranks):
-        subset, activity = self._begin("bcast", ranks)
+        subset, activity = self._begin("bcast", ranks, carry=True)
         if root not in subset.ranks:
             raise ValueError("bcast_ root %r is not one of the member ranks %r" % (root, subset.ranks))
-        board = self._board(subset, activity) if len(subset.ranks) > 1 and isinstance(buf, np.ndarray) and \
-            buf.dtype != object else None
+        board = self._board_for(subset, activity, len(subset.ranks) > 1 and isinstance(buf, np.ndarray) and
+                                buf.dtype != object)
         if board is not None:  # the root's buffer copied into its slot, then into every member's buffer
             wait = self._waiter(activity, buf.nbytes)
             at_root = self._rank == root
-            board.exchange(wait, "bcast", signature("bcast", root, buf.dtype.str, buf.shape),
+            self._exchange(board, wait, "bcast", signature("bcast", root, buf.dtype.str, buf.shape),
                            buf.nbytes if at_root else 0)
             if at_root:
                 board.stream(wait, [(0, buf)], [])
@@ -904,16 +978,16 @@ class MPIComm(ProcessComm):
         return buf
 
     def reduce_(self, buf, root, ranks):
-        subset, activity = self._begin("reduce", ranks)
+        subset, activity = self._begin("reduce", ranks, carry=True)
         if root not in subset.ranks:
             raise ValueError("reduce_ root %r is not one of the member ranks %r" % (root, subset.ranks))
         if len(subset.ranks) == 1:
             return buf
-        board = self._board(subset, activity) if isinstance(buf, np.ndarray) and buf.dtype != object else None
+        board = self._board_for(subset, activity, isinstance(buf, np.ndarray) and buf.dtype != object)
         if board is not None:  # every other member's addend copied into its slot; the root sums them in member order
             wait = self._waiter(activity, buf.nbytes)
             at_root = self._rank == root
-            board.exchange(wait, "reduce", signature("reduce", root, buf.dtype.str, buf.shape),
+            self._exchange(board, wait, "reduce", signature("reduce", root, buf.dtype.str, buf.shape),
                            0 if at_root else buf.nbytes, lambda slot: _put(slot, buf))
             if at_root:
                 parts = [buf if r == root else board.slot(j)[:buf.nbytes].view(buf.dtype).reshape(buf.shape)
@@ -933,14 +1007,14 @@ class MPIComm(ProcessComm):
         return buf
 
     def gatherv(self, local, root, ranks, axis=0, sizes=None):
-        subset, activity = self._begin("gatherv", ranks)
+        subset, activity = self._begin("gatherv", ranks, carry=True)
         if root not in subset.ranks:
             raise ValueError("gatherv root %r is not one of the member ranks %r" % (root, subset.ranks))
         local = np.asarray(local)
         axis = axis % local.ndim
         at_root = self._rank == root
         root_index = subset.ranks.index(root)
-        board = self._board(subset, activity) if len(subset.ranks) > 1 and local.dtype != object else None
+        board = self._board_for(subset, activity, len(subset.ranks) > 1 and local.dtype != object)
         if board is not None:
             return self._shm_gatherv(board, activity, local, root, axis, sizes)
         if sizes is None:
@@ -978,7 +1052,7 @@ class MPIComm(ProcessComm):
                                  % (self._rank, sizes, len(board.ranks), local.shape[axis]))
         wait = self._waiter(activity, local.nbytes)
         rest = local.shape[:axis] + local.shape[axis + 1:]
-        tables = board.exchange(wait, "gatherv", signature("gatherv", root, axis, local.dtype.str, rest),
+        tables = self._exchange(board, wait, "gatherv", signature("gatherv", root, axis, local.dtype.str, rest),
                                 0 if at_root else local.nbytes, lambda slot: _put(slot, local),
                                 [local.shape[axis]] + [0] * len(board.ranks))
         got = [int(t[0]) for t in tables]
@@ -999,6 +1073,8 @@ class MPIComm(ProcessComm):
     # ----- point to point -------------------------------------------------------------------------------------
 
     def _peer(self, peer, what):
+        if self._carried is not None:
+            self._flush_carried()
         peer = int(peer)
         if not 0 <= peer < self._size or peer == self._rank:
             raise ValueError("%s: rank %d cannot exchange with rank %r (world size %d)"
@@ -1041,6 +1117,8 @@ class MPIComm(ProcessComm):
                 raise ValueError("exchange: rank %d cannot exchange with rank %r (world size %d)"
                                  % (self._rank, peer, self._size))
             peers.add(peer)
+        if self._carried is not None:
+            self._flush_carried()
         if not peers:
             return [buf for _, buf in recvs]
         _exit_request.clear()

@@ -46,7 +46,8 @@ _EPOCH = 0  # header word 0: the arrival epoch, alone on its cache line
 _NEED, _SIGNATURE, _KIND, _WRITTEN, _PROGRESS, _HALF = 0, 1, 2, 3, 4, 5  # a Board's words of one call (then its table)
 _SEQ_SHIFT = 40  # the progress word: the call's sequence number above this bit, the bytes written so far below
 CHUNK = 1 << 20  # bytes a streamed copy moves between two progress reports
-KINDS = ("allgatherv", "alltoallv", "reduce_scatter", "allreduce", "bcast", "reduce", "gatherv")
+KINDS = ("allgatherv", "alltoallv", "reduce_scatter", "allreduce", "bcast", "reduce", "gatherv", "check")
+CHECK_WORDS = 40  # float64 words of an identity check's message a call's header carries (`Board.exchange`)
 
 
 def _round(nbytes):
@@ -182,7 +183,9 @@ class Board:
     def __init__(self, comm, ranks):
         self.comm, self.ranks = comm, ranks
         self.k = len(ranks)
-        self.half_words = _HALF + self.k + 1  # need, signature, kind, written, then the table of k + 1 offsets
+        # need, signature, kind, written, progress, then the table of k + 1 offsets, then a check: a flag and its
+        # message
+        self.half_words = _HALF + self.k + 1 + 1 + CHECK_WORDS
         self.calls = 0  # calls on the current block (its halves alternate)
         self.seq = 0  # calls on this board (the same on every member: tags the progress words of streamed calls)
         self.half = 0  # the half the last call used
@@ -196,55 +199,85 @@ class Board:
         start = _LINE // 8 + half * self.half_words
         return self.block.words[j][start:start + self.half_words]
 
-    def exchange(self, wait, kind, sig, need, write=None, table=None):
+    def exchange(self, wait, kind, sig, need, write=None, table=None, check=None, settle=None):
         """One call, in one arrival while the slots are large enough: `write(slot)` copies this member's data into
         its slot (uint8, at least `need` bytes) and the header says `need`, the call's kind (one of `KINDS`) and
         signature and an optional table of k + 1 int64 (offsets of this member's pieces); after everyone arrived
         the members' slots of this call are `slot(j)`. Returns every member's table (a k x (k+1) array, or None).
         Without `write`, the data moves after the arrival, through `stream` (writers and readers overlapping).
 
+        `check`: an identity check's message (float64, at most `CHECK_WORDS`: `runtime/agreement.py`) that rides in
+        the header; after the arrival its member-wise sums (in member order, the same on every member) go to
+        `settle(sums)` before anything else is compared or read: it may raise (every member alike: no member reads
+        the others' data), or return False to make the whole call again (this member's thread has the turn and
+        the others' is not here yet). Members of which some carry a check and others not fail naming both.
+
         Raises `CommError` on every member when they are in different calls (no member reads the others' data).
         When some member's data did not fit, everyone sees it in the headers: the slots grow (a collective: every
         member is here, none reads the old block any more) and the call is made again on the new block."""
-        block, half = self.block, self.calls % 2
-        fits = need <= self.capacity
-        if fits and need and write is not None:
-            write(block.slots[block.index][half * self.capacity:half * self.capacity + self.capacity])
-        mine = self._header(block.index, half)
-        mine[_NEED], mine[_SIGNATURE], mine[_KIND], mine[_WRITTEN] = need, sig, KINDS.index(kind), int(fits)
-        mine[_PROGRESS] = self.seq << _SEQ_SHIFT
-        if table is not None:
-            mine[_HALF:_HALF + len(table)] = table
-        block.arrive()
-        wait(block.everyone_arrived)
-        headers = [self._header(j, half) for j in range(self.k)]
-        calls = [(int(w[_KIND]), int(w[_SIGNATURE])) for w in headers]
-        if any(c != calls[block.index] for c in calls):
-            # every member saw the difference; none goes on (writing this half again) until all have read it
+        while True:
+            block, half = self.block, self.calls % 2
+            fits = need <= self.capacity
+            if fits and need and write is not None:
+                write(block.slots[block.index][half * self.capacity:half * self.capacity + self.capacity])
+            mine = self._header(block.index, half)
+            mine[_NEED], mine[_SIGNATURE], mine[_KIND], mine[_WRITTEN] = need, sig, KINDS.index(kind), int(fits)
+            mine[_PROGRESS] = self.seq << _SEQ_SHIFT
+            if table is not None:
+                mine[_HALF:_HALF + len(table)] = table
+            at = _HALF + self.k + 1
+            mine[at] = check is not None
+            if check is not None:
+                mine[at + 1:at + 1 + len(check)].view(np.float64)[:] = check
+                mine[at + 1 + len(check):at + 1 + CHECK_WORDS] = 0
             block.arrive()
             wait(block.everyone_arrived)
+            headers = [self._header(j, half) for j in range(self.k)]
+            # the call is over for the halves: a collective made in `settle` takes the next one (what it writes
+            # there was last read in the call before this one, which everyone has finished: they arrived here)
+            self.half = half
             self.calls += 1
             self.seq += 1
+            carried = [bool(w[at]) for w in headers]
+            if any(carried):
+                if not all(carried):
+                    block.arrive()  # every member saw it; none writes this half again until all have read it
+                    wait(block.everyone_arrived)
+                    raise CommError("rank %d runs %s over ranks %s %s while %s: the ranks run different operations"
+                                    % (self.ranks[block.index], kind, self.ranks,
+                                       "as the first collective of a global operation" if check is not None else
+                                       "inside a global operation",
+                                       ", ".join("rank %d %s" % (self.ranks[j], "begins one" if c else
+                                                                 "runs inside one")
+                                                 for j, c in enumerate(carried) if c != carried[block.index])))
+                sums = np.zeros(CHECK_WORDS, np.float64)
+                for w in headers:
+                    sums += w[at + 1:at + 1 + CHECK_WORDS].view(np.float64)
+                if not settle(sums):
+                    continue  # the same call again (the members whose thread has no turn left it in `settle`)
+                check = None  # settled: a call made again on grown slots does not carry it again
+            calls = [(int(w[_KIND]), int(w[_SIGNATURE])) for w in headers]
+            if any(c != calls[block.index] for c in calls):
+                # every member saw the difference; none goes on (writing this half again) until all have read it
+                block.arrive()
+                wait(block.everyone_arrived)
 
-            def text(c):
-                return "%s (call signature %d)" % (KINDS[c[0]] if 0 <= c[0] < len(KINDS) else "?", c[1])
-            others = ", ".join("rank %d runs %s" % (self.ranks[j], text(c)) for j, c in enumerate(calls)
-                               if c != calls[block.index])
-            raise CommError("rank %d runs %s over ranks %s while %s: the ranks issue different collectives, or "
-                            "the same one with different arguments" % (self.ranks[block.index],
-                                                                       text(calls[block.index]), self.ranks, others))
-        if not all(int(w[_WRITTEN]) for w in headers):  # every member saw the same needs: all grow together
-            most = max(int(w[_NEED]) for w in headers)
-            block.free()
-            self.block = self._allocate(max(most, 2 * self.capacity))
-            return self.exchange(wait, kind, sig, need, write, table)
-        tables = None
-        if table is not None:
-            tables = np.array([w[_HALF:_HALF + self.k + 1] for w in headers], np.int64)
-        self.half = half
-        self.calls += 1
-        self.seq += 1
-        return tables
+                def text(c):
+                    return "%s (call signature %d)" % (KINDS[c[0]] if 0 <= c[0] < len(KINDS) else "?", c[1])
+                others = ", ".join("rank %d runs %s" % (self.ranks[j], text(c)) for j, c in enumerate(calls)
+                                   if c != calls[block.index])
+                raise CommError("rank %d runs %s over ranks %s while %s: the ranks issue different collectives, or "
+                                "the same one with different arguments" % (self.ranks[block.index],
+                                                                           text(calls[block.index]), self.ranks,
+                                                                           others))
+            if not all(int(w[_WRITTEN]) for w in headers):  # every member saw the same needs: all grow together
+                most = max(int(w[_NEED]) for w in headers)
+                block.free()
+                self.block = self._allocate(max(most, 2 * self.capacity))
+                continue
+            if table is not None:
+                return np.array([w[_HALF:_HALF + self.k + 1] for w in headers], np.int64)
+            return None
 
     def stream(self, wait, writes, reads, meanwhile=None):
         """The data of the call `exchange` (without `write`) just agreed on, copied in chunks of about `CHUNK` bytes

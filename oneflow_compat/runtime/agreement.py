@@ -186,12 +186,20 @@ def in_turn(fn, *args):
     given back, and `fn` runs again once that thread's operation has passed its check."""
     while True:
         LOCK.acquire()
+        completed = False
         try:
-            return fn(*args)
+            out = fn(*args)
+            # a check that no collective carried is made now (it may still find another thread's turn: `fn`
+            # then made no collective, and runs again in its turn)
+            completed = True
+            settle_carried(True)
+            return out
         except TurnOfAnother as turn:
             handed = turn
             LOCK.hand_to(turn.tag)
         finally:
+            if not completed:
+                settle_carried(False)
             LOCK.release()
         comm = activity.installed_comm()
         timeout = getattr(comm, "timeout", float("inf"))
@@ -219,7 +227,7 @@ def chain_only(identity):
     th.recent.append((th.count, identity[1]))
 
 
-def global_op(identity, members, payload=None):
+def global_op(identity, members, payload=None, carry=False):
     """Records a global operation of this thread, run inside `LOCK` and a frame (`activity.operation`), and returns
     its number. `identity` = (digest, text); `members` = the sorted ranks that communicate in it, this rank among
     them, or None when it does not communicate (it is then checked at the next operation that does).
@@ -227,25 +235,57 @@ def global_op(identity, members, payload=None):
     `payload`: up to `PAYLOAD` numbers of the operation itself (exact as float64: integers below 2^53) that ride
     in the check's message, summed over the members — what a small operation would otherwise send in a collective
     of its own (a feed's shapes, a scalar's partial sums). Then the member-wise sums are returned instead of the
-    number (a float64 array, one per payload value)."""
+    number (a float64 array, one per payload value).
+
+    `carry`: the operation's first communication is a collective over exactly `members` made before anything it
+    does has an effect (a `to_global`: its boxing), so the check may ride in that collective's own message (a comm
+    with `carry_check`: the shared-memory collectives of `comm/mpi_comm.py` carry it in their headers) instead of
+    an all-reduce of its own. Every member decides alike whether it rides (what the comm does is a function of the
+    collective and its members); where it cannot, the comm makes the check on its own first. A mismatch then
+    surfaces from inside that collective, before any member reads another's data: the same `AgreementError`, or
+    `TurnOfAnother` (the operation has changed nothing yet, and runs again in its turn)."""
     th = _THREAD
     number = th.count + 1
     chain = (th.chain * _P + identity[0]) % _M61
     frame = activity.top()
     if frame is not None:
         frame.number = number
-    sums = None
-    if members is not None:
-        if frame is not None:
-            frame.checking = True
-        sums = _check(th, chain, number, identity[1], members, payload)
-        if frame is not None:
-            frame.checking = False
-    elif payload is not None:
-        raise ValueError("a global operation that does not communicate has no payload to sum")
+    if members is None:
+        if payload is not None:
+            raise ValueError("a global operation that does not communicate has no payload to sum")
+        th.chain, th.count = chain, number
+        th.recent.append((number, identity[1]))
+        return number
+    comm = activity.installed_comm()
+    check = Check(th, chain, number, identity[1], members, payload, comm)
+    carrier = getattr(comm, "carry_check", None) if carry and payload is None else None
+    if carrier is not None:
+        # the chain moves on now (a later op of this thread chains on it); `settle` takes it back if the turn is
+        # another thread's
+        check.rollback = (th.chain, th.count)
+        th.chain, th.count = chain, number
+        carrier(check)
+        return number
+    if frame is not None:
+        frame.checking = True
+    run = getattr(comm, "run_check", None)
+    if run is not None:
+        run(check)  # (the comm's own way: the shared-memory board where the members have one)
+    else:
+        check.run_over_allreduce()
+    if frame is not None:
+        frame.checking = False
     th.chain, th.count = chain, number
-    th.recent.append((number, identity[1]))
-    return number if payload is None else sums
+    return number if payload is None else check.result
+
+
+def settle_carried(completed):
+    """The end of a turn (`in_turn`): a check still waiting for a collective to carry it is made now when the
+    operation completed (it did not communicate after all, on every member alike), dropped when it failed."""
+    comm = activity.installed_comm()
+    end = getattr(comm, "end_carried_check", None)
+    if end is not None:
+        end(completed)
 
 
 # The check's message: the thread tag and three 20-bit parts of the chain, their squares, and PAYLOAD slots for
@@ -254,33 +294,60 @@ def global_op(identity, members, payload=None):
 # are below 2^40); beyond, the message is int64 and a payload travels in an allreduce of its own.
 PAYLOAD = 32
 _EXACT_MEMBERS = 1 << 12
+MESSAGE = 8 + PAYLOAD  # float64 numbers of a check's message (what a comm carrying it must have room for)
 
 
-def _check(th, chain, number, text, members, payload=None):
-    comm = activity.installed_comm()
-    n = len(members)
-    parts = _parts(th.tag, chain)
-    values = parts + [p * p for p in parts]
-    agreed = [n * v for v in values]  # the sums when every member holds these values
-    exact = n < _EXACT_MEMBERS
-    if payload is not None and len(payload) > PAYLOAD:
-        raise ValueError("a check carries at most %d payload values, got %d" % (PAYLOAD, len(payload)))
-    message = np.zeros(len(values) + PAYLOAD, np.float64) if exact else np.zeros(len(values), np.int64)
-    while True:
-        message[:len(values)] = values
-        if exact and payload is not None:
-            message[len(values):len(values) + len(payload)] = payload
-        sums = comm.allreduce_(message.copy(), members)
-        head = [int(v) for v in sums[:len(values)]]
-        if head == agreed:
+class Check:
+    """One identity check of this thread's global operation over `members`: its `message` (summed over the members
+    by an all-reduce, or by a comm that carries it in a collective's header) and `settle(sums)`, which decides on
+    the sums alike on every member (see the module docstring)."""
+
+    def __init__(self, th, chain, number, text, members, payload, comm):
+        self.th, self.chain, self.number, self.text = th, chain, number, text
+        self.members, self.payload, self.comm = tuple(members), payload, comm
+        self.rollback = None  # (chain, count) before this op, when the chain moved on before the check (carried)
+        n = len(self.members)
+        self.parts = _parts(th.tag, chain)
+        values = self.parts + [p * p for p in self.parts]
+        self.agreed = [n * v for v in values]  # the sums when every member holds these values
+        self.exact = n < _EXACT_MEMBERS
+        if payload is not None and len(payload) > PAYLOAD:
+            raise ValueError("a check carries at most %d payload values, got %d" % (PAYLOAD, len(payload)))
+        self.message = np.zeros(MESSAGE, np.float64) if self.exact else np.zeros(len(values), np.int64)
+        self.message[:len(values)] = values
+        if self.exact and payload is not None:
+            self.message[len(values):len(values) + len(payload)] = payload
+        self.result = None
+
+    def drop(self):
+        """The operation failed before any collective carried its check: it stays in the chain, unchecked (the
+        members compare it at the next check)."""
+        self.th.recent.append((self.number, self.text))
+
+    def run_over_allreduce(self):
+        """The check as an all-reduce of its message over the members (again while this thread has the turn and
+        the others' threads with it are not there yet)."""
+        comm = self.comm
+        while not self.settle(comm.allreduce_(self.message.copy(), self.members)):
+            pass
+
+    def settle(self, sums):
+        """True when every member runs this operation (`result`: the payload's sums); False when this thread has the
+        turn and the check must be made again; raises `AgreementError` or `TurnOfAnother` (on every member alike:
+        the decision rests on the sums only, then on what the members exchange)."""
+        th, comm, members, n = self.th, self.comm, self.members, len(self.members)
+        k = len(self.parts) * 2
+        head = [int(v) for v in sums[:k]]
+        if head == self.agreed:
             LOCK.taken(th.tag)
-            if payload is None:
-                return None
-            if exact:
-                return sums[len(values):len(values) + len(payload)]
-            return comm.allreduce_(np.asarray(payload, np.float64).copy(), members)
-        same = _same_everywhere(head, parts, n)
-        infos = _gather(comm, members, (th.name, text, number, list(th.recent)))
+            th.recent.append((self.number, self.text))
+            if self.payload is not None:
+                self.result = sums[k:k + len(self.payload)] if self.exact else \
+                    comm.allreduce_(np.asarray(self.payload, np.float64).copy(), members)
+            return True
+        same = _same_everywhere(head, self.parts, n)
+        before = list(th.recent)
+        infos = _gather(comm, members, (th.name, self.text, self.number, before))
         if same[0]:
             message = _mismatch(comm.rank, members, infos)
             # every member raises; should the program catch it and go on, the members compare from here on
@@ -288,15 +355,17 @@ def _check(th, chain, number, text, members, payload=None):
             th.recent.clear()
             raise AgreementError(message)
         first_name, first_text, first_number, _ = infos[0]
-        if first_name != th.name:
-            break
-        # this thread has the turn: check again once the other ranks' threads with it are here
-    if LOCK.depth() != 1:
-        raise AgreementError(
-            "rank %d: thread %r reached %s inside another operation while rank %d runs thread %r: the threads' "
-            "operations interleave differently on the ranks" % (comm.rank, th.name, text, members[0], first_name))
-    raise TurnOfAnother(digest(first_name) & _PART, first_name,
-                         "rank %d runs %s in it, as global op #%d" % (members[0], first_text, first_number))
+        if first_name == th.name:
+            return False  # this thread has the turn: check again once the other ranks' threads with it are here
+        if self.rollback is not None:
+            th.chain, th.count = self.rollback
+        if LOCK.depth() != 1:
+            raise AgreementError(
+                "rank %d: thread %r reached %s inside another operation while rank %d runs thread %r: the threads' "
+                "operations interleave differently on the ranks" % (comm.rank, th.name, self.text, members[0],
+                                                                   first_name))
+        raise TurnOfAnother(digest(first_name) & _PART, first_name,
+                             "rank %d runs %s in it, as global op #%d" % (members[0], first_text, first_number))
 
 
 def _same_everywhere(sums, parts, n):

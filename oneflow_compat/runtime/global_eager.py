@@ -193,6 +193,9 @@ class _Compiled:
                                                      a["src_sbp"], a["dst_placement"], a["dst_sbp"],
                                                      a["collective"], float(a["bytes"])))
         self.identity, self.members = _global_identity(job, identity_text, rt.machine_id)
+        # the identity check may ride in the op's first collective (`agreement.global_op`'s `carry`): set for a
+        # to_global, whose plan is its boxing (nothing it does has an effect before its first collective)
+        self.carry = False
         self.op_type, self.attrs = None, None  # of a forward op (`compiled_op`), from which its backward is built
         self.grads = {}  # (layout ids of the output gradients, inputs needed) -> compiled backward
         self.program = straight_line(self.exe.plan)
@@ -259,14 +262,14 @@ class _Compiled:
         if program is not None:
             with operation(self.what):
                 if self.identity is not None:
-                    agreement.global_op(self.identity, self.members)
+                    agreement.global_op(self.identity, self.members, carry=self.carry)
                 results = program(pieces)
         else:
             exe = self.exe
             try:
                 with operation(self.what):
                     if self.identity is not None:
-                        agreement.global_op(self.identity, self.members)
+                        agreement.global_op(self.identity, self.members, carry=self.carry)
                     results = exe.call(lambda copy, micro: exe.feed_pieces(copy, pieces))[0]
             finally:
                 exe.finish()
@@ -562,7 +565,9 @@ def transfer(value, placement, sbp, label="to_global"):
         job.output_blobs = [(op.outputs[0], "numpy")]
         what = "eager op 'to_global' (%s %r on %s -> %r on %s)" % (
             tuple(value.meta.shape), value.sbp, placement_text(value.placement), sbp, placement_text(placement))
-        return _compile(job, [op.outputs[0]], what, label, _op_identity(what, {}, [value]))
+        compiled = _compile(job, [op.outputs[0]], what, label, _op_identity(what, {}, [value]))
+        compiled.carry = True
+        return compiled
 
     out = agreement.in_turn(_run_cached, key, build, [value])[0]
     # a tensor made by to_global owns its storage (B -> S slices and B -> P keep views of the source pieces):

@@ -6,6 +6,7 @@ Then two threads call one nn.Graph, and two threads run eager global ops with ba
 equal the sequential run's. Every rank checks its own results and prints `CHECK <name> ok` per check, and finally
 `DONE <count>`; any failed check raises (the job then ends non-zero).
 """
+import os
 import sys
 import threading
 import time
@@ -88,6 +89,24 @@ diverges("eager input sbp",
 # after a caught mismatch the ranks compare from there on: the same ops agree again
 np.testing.assert_allclose(x.to_global(sbp=B).numpy(), x.numpy())
 ok("eager agrees again")
+# a to_global's check rides in its collective's header when that goes through shared memory (one collective, not
+# two); ranks in different operations still fail naming both, whichever collective or check the other one is in
+COMM = global_eager.comm()
+SHM = os.environ.get("ONEFLOW_COMPAT_SHM", "1") != "0"
+before = COMM.collectives_issued()
+whole = x.to_global(sbp=B)
+made = COMM.collectives_issued() - before
+np.testing.assert_array_equal(whole.to_local().numpy(), x.numpy())
+assert made == (1 if SHM else 2), made
+ok("a to_global makes one collective")
+diverges("to_global against numpy()",
+         [lambda: x.to_global(sbp=B), lambda: x.numpy()],
+         "rank 0 runs eager op 'to_global' ((4, 5) S(0) on cpu ranks [0, 1] -> B",
+         "rank 1 runs numpy() of a global tensor (4, 5) float32 S(0)")
+diverges("to_global against a local tensor's to_global",
+         [lambda: x.to_global(sbp=S1), lambda: flow.tensor(np.ones(3, np.float32)).to_global(P, S0)],
+         "rank 0 runs eager op 'to_global' ((4, 5) S(0) on cpu ranks [0, 1] -> S(1)",
+         "rank 1 runs to_global of a local tensor onto")
 # local tensors may differ per rank (shapes, ops): only global operations are compared
 local = flow.randn(3 - RANK, 5) * float(RANK + 1)
 if RANK == 1:
@@ -204,6 +223,23 @@ def eager_runner(t):
             got_eager[t][i] = eager_step(v, t + 1.0)
     return run
 
+
+def mover(t):
+    """to_global only: every check of this thread rides in a collective (turns are settled inside them)."""
+    def run():
+        rng = np.random.RandomState(20 * RANK + t)
+        for i, v in enumerate(inputs[t][:steps]):
+            pause(rng)
+            moved[t][i] = v.to_global(sbp=S1).to_global(sbp=B).to_local().numpy()
+    return run
+
+
+moved = [[None] * steps for _ in range(2)]
+in_threads([mover(0), mover(1)])
+for t in range(2):
+    for got_t, v in zip(moved[t], inputs[t][:steps]):
+        np.testing.assert_array_equal(got_t, v.numpy())
+ok("two threads running to_global")
 
 in_threads([eager_runner(0), eager_runner(1)])
 for t in range(2):
