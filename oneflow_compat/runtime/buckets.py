@@ -185,7 +185,8 @@ class GradBuckets:
             self._fill(arrays)
             return
         with activity.operation(text):
-            agreement.global_op((agreement.digest(text), text), self.ranks)
+            # the check rides in the first bucket's all-reduce (`carry`: nothing before it has an effect)
+            agreement.global_op((agreement.digest(text), text), self.ranks, carry=True)
             self._allocate(comm)
             self._fill(arrays)
             started = [(b, comm.iallreduce_(buf, self.ranks)) for b, buf in enumerate(self.buffers)]
@@ -206,7 +207,9 @@ class GradBuckets:
             return
         with activity.operation(text):
             if check:
-                agreement.global_op((agreement.digest(text), text), self.ranks)
+                # the check rides in the first bucket's all-reduce, in the arrival that says its addends are in
+                # (`comm/mpi_comm.py`; a separate check where no shared-memory board carries it)
+                agreement.global_op((agreement.digest(text), text), self.ranks, carry=True)
             for b in numbers:
                 self._pending.append((b, comm.iallreduce_(self.buffers[b], self.ranks)))
 

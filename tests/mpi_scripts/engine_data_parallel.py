@@ -1,10 +1,10 @@
 """Data parallelism with fewer synchronisations (tests/test_engine_mpi.py runs this under `mpiexec -n 2`).
 
 * eager: the 784-512-512-10 MLP (the step of oneflow_compat/tools/data_parallel_mlp.py), batch 16 per rank: the weight gradients are all-reduced through gradient buckets
-  during backward (one check, one all-reduce per bucket), the feeds' shapes ride in their checks, a scalar loss's
-  numpy() in its check: 6 collectives per step (20 before buckets), and the numbers equal the same training on one
-  rank;
-* nn.Graph: the same training compiled: 2 collectives per call (the call's check, the bucket);
+  during backward (one all-reduce per bucket, the first carrying the buckets' check), the feeds' shapes ride in
+  their checks, a scalar loss's numpy() in its check: 5 collectives per step (20 before buckets), and the numbers
+  equal the same training on one rank;
+* nn.Graph: the same training compiled: 1 collective per call (the bucket, carrying the call's check);
 * feeds: uneven local pieces (the balanced split), a 5-d local tensor (its shape does not fit in a check: an
   exchange of its own), ranks holding different dtypes (an error naming both ranks); `check_meta=False`: no
   collective at all, and ranks that fed different shapes after all fail at their next check naming both shapes;
@@ -72,20 +72,22 @@ for p, q in zip(dp2.model.parameters(), dp1.model.parameters()):
 ok("eager data parallel equals one rank")
 # step 0 learns the gradients' order (summed after backward), step 1 allocates the buckets that are summed during
 # backward from then on (their shared memory: one collective per bucket), the steps after make only their own:
-# 2 feed checks, the buckets' check, one all-reduce per bucket (the MLP's first bucket of <= 1 MB, then the rest),
-# the loss's numpy() in its check
-assert counts2[2:] == [6] * (STEPS - 2), counts2
-ok("eager step makes at most 7 collectives")
+# 2 feed checks, one all-reduce per bucket (the MLP's first bucket of <= 1 MB carrying the buckets' check, then
+# the rest), the loss's numpy() in its check
+assert counts2[2:] == [5] * (STEPS - 2), counts2
+ok("eager step makes 5 collectives")
 
 dpg, graph_losses, graph_counts = train(P2, graph=True, count_feeds=False)
 np.testing.assert_allclose(graph_losses, losses1, rtol=1e-5)
 for p, q in zip(dpg.model.parameters(), dp1.model.parameters()):
     np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
 ok("graph data parallel equals one rank")
-assert max(graph_counts[1:]) == 2, graph_counts
+# the first call checks on its own (it compiles); from then on the call's check rides in its bucket's all-reduce
+assert graph_counts[1:] == [1] * (STEPS - 1), graph_counts
+assert dpg.graph._compiled.check_rides
 members = [op for op in dpg.graph._compiled.job.ops if "bucket" in op.attrs]
 assert len(members) == 6 and {op.attrs["bucket"][0] for op in members} == {0}, [op.attrs.get("bucket") for op in members]
-ok("graph call makes 2 collectives")
+ok("graph call makes 1 collective")
 
 # --- feeds ------------------------------------------------------------------------------------------------------
 uneven = flow.tensor(np.full((3 - RANK, 2), RANK, np.float32)).to_global(placement=P2, sbp=S0)
@@ -134,5 +136,63 @@ np.testing.assert_array_equal(small.numpy(), np.full((2, 3), 4.0, np.float32))  
 big = flow.tensor(np.full((40,), RANK + 0.25, np.float32)).to_global(placement=P2, sbp=PS)
 np.testing.assert_array_equal(big.numpy(), np.full(40, 1.5, np.float32))
 ok("numpy of partial sums")
+
+# --- checks that ride in a collective: ranks that run different operations still fail naming both ---------------
+def diverges(name, per_rank, *fragments):
+    """`per_rank[RANK]()` must raise AgreementError on this rank, its message holding every fragment."""
+    try:
+        per_rank[RANK]()
+    except AgreementError as e:
+        text = str(e)
+        missing = [f for f in fragments if f not in text]
+        assert not missing, "%s: the message lacks %r: %s" % (name, missing, text)
+        ok(name)
+        return
+    raise AssertionError("%s: rank %d ran on without an AgreementError" % (name, RANK))
+
+
+xs, ys = data[0]
+# eager: rank 0's backward starts the buckets' all-reduce (carrying their check) while rank 1 fetches a loss
+dp_e = DataParallelMLP(P2, lr=0.1, momentum=0.9)
+for _ in range(3):  # (the buckets summed during backward exist from the third step on)
+    dp_e.step(rows(xs, P2), rows(ys, P2))
+loss_e = dp_e.run(*dp_e.feed(rows(xs, P2), rows(ys, P2)))
+loss_e.numpy()
+x_e, y_e = dp_e.feed(rows(xs, P2), rows(ys, P2))
+pending = dp_e.loss_fn(dp_e.model(x_e), y_e)
+diverges("a bucket's carried check against numpy()",
+         [lambda: pending.backward(), lambda: pending.numpy()],
+         "rank 0 runs gradient all-reduce of 6 gradient(s)", "rank 1 runs numpy() of a global tensor")
+# nn.Graph: rank 0's call (its check riding in the bucket) while rank 1 fetches a value; the failed call changed
+# no parameter on rank 0 (nothing before its first collective has an effect)
+dp_g = DataParallelMLP(P2, lr=0.1, momentum=0.9, graph=True)
+for _ in range(2):
+    dp_g.step(rows(xs, P2), rows(ys, P2))
+x_g, y_g = dp_g.feed(rows(xs, P2), rows(ys, P2))
+before_call = [p.numpy().copy() for p in dp_g.model.parameters()]
+diverges("a graph call's carried check against numpy()",
+         [lambda: dp_g.graph(x_g, y_g), lambda: x_g.sum().numpy()],
+         "rank 0 runs nn.Graph 'TrainGraph_", "rank 1 runs numpy() of a global tensor")
+for p, q in zip(dp_g.model.parameters(), before_call):
+    np.testing.assert_array_equal(p.numpy(), q)
+ok("the failed graph call changed no parameter")
+
+
+# a graph with an effect before its first collective (batch norm's running statistics) checks on its own first
+class NormGraph(flow.nn.Graph):
+    def __init__(self, norm):
+        super().__init__()
+        self.norm = norm
+
+    def build(self, x):
+        return self.norm(x).sum()
+
+
+norm = flow.nn.BatchNorm1d(4)
+norm.to_global(placement=P2, sbp=B)
+ng = NormGraph(norm)
+ng(flow.tensor(np.ones((2, 4), np.float32)).to_global(placement=P2, sbp=S0)).numpy()
+assert not ng._compiled.check_rides
+ok("a graph with an effect before its first collective checks on its own")
 
 print("DONE %d" % len(passed), flush=True)
