@@ -237,3 +237,15 @@ def test_buckets_of_gradients_that_live_in_them_reduce_in_order_as_they_complete
     np.testing.assert_array_equal(b.view(2), np.ones(4))
     b.reset()
     assert b.ready(0) == [] and b.next_bucket == 0
+
+
+def test_eager_gradients_on_cpu_devices_have_no_small_first_bucket():
+    # the ranks sum a CPU bucket themselves at the end of backward: an early small bucket would only add a meeting
+    # of the ranks (a GPU's first bucket is summed by NCCL while backward goes on: PyTorch's 1 MB)
+    from oneflow_compat.ir.placement import Placement
+
+    assert buckets.first_cap_bytes(Placement("cpu", [(0, 0), (1, 0)])) is None
+    assert buckets.first_cap_bytes(Placement("gpu", [(0, 0), (1, 0)])) == buckets.FIRST_CAP_BYTES == 1 << 20
+    b = buckets.GradBuckets([(10,), (10, 512), (512,), (512, 512)], [np.float32] * 4, [0],
+                            first_cap_bytes=buckets.first_cap_bytes(Placement("cpu", [(0, 0)])))
+    assert len(b.plan) == 1

@@ -17,7 +17,7 @@ _LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_
 
 pytestmark = pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside %s" % sys.executable)
 
-CHECKS = ["eager data parallel equals one rank", "eager step makes 5 collectives",
+CHECKS = ["eager data parallel equals one rank", "eager step makes 4 collectives",
           "graph data parallel equals one rank", "graph call makes 1 collective", "uneven feed", "5-d feed",
           "dtypes differ", "check_meta=False feed makes no collective",
           "check_meta=False with differing shapes fails naming both", "numpy of partial sums",

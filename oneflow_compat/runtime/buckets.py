@@ -367,7 +367,16 @@ class OverlappedGradients:
         grads = [g for _, g in self.seen]
         store[self.key] = (pl, [(id(leaf), g.lk) for leaf, g in self.seen],
                            GradBuckets([g.meta.shape for g in grads], [g.meta.dtype.np for g in grads], _owners(pl),
-                                       first_cap_bytes=FIRST_CAP_BYTES, placement=pl), refs)
+                                       first_cap_bytes=first_cap_bytes(pl), placement=pl), refs)
+
+
+def first_cap_bytes(placement):
+    """The cap of the first bucket of eager gradients on `placement`. PyTorch's small first bucket is reduced while
+    backward goes on — on a GPU, NCCL sums it on its own stream. On CPU devices the ranks sum a bucket themselves
+    (shared memory, or MPI, which progresses only while a rank polls), so a bucket started early is summed at the
+    end of backward all the same: an early first bucket would only add a meeting of the ranks in the middle of
+    backward. There the buckets are cut by `DEFAULT_CAP_BYTES` alone (None)."""
+    return None if placement.device_tag == "cpu" else FIRST_CAP_BYTES
 
 
 def _owners(placement):
