@@ -14,22 +14,22 @@ checks that
 A few rows are also priced against formulas written here (2B(p-1)/p for an all-reduce ...). Machines holding several
 devices (the legacy API) are checked the same way: one comm call per stage, bytes per process.
 """
+import os
+import sys
+
 import numpy as np
 import pytest
 
-from oneflow_compat.comm.recording import RecordingComm
-from oneflow_compat.comm.simulated import SimulatedWorld
-from oneflow_compat.ir import builder, dtypes
+from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.ir.graph import Job, TensorMeta
+from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ir.placement import Placement
-from oneflow_compat.ops import registry
 from oneflow_compat.ops import transitions as T
-from oneflow_compat.passes import boxing as boxing_pass
-from oneflow_compat.passes import sbp_infer
 from oneflow_compat.runtime import boxing
-from oneflow_compat.runtime.runtime import Runtime
-from oneflow_compat.tools import explain as explain_mod
+
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from boxing_recording import explained, run_moves  # noqa: E402
 
 SBPS = [S.S(0), S.S(1), S.B, S.P]
 NAMES = {S.S(0): "S0", S.S(1): "S1", S.S(2): "S2", S.B: "B", S.P: "P"}
@@ -108,61 +108,12 @@ def check_destination(pieces, logical, pl, sbp, what):
 
 
 # --- explain's figure: the boxing the compiler inserts for a to_global of this move --------------------------------
-class _Site:
-    runtime, root_seed = None, None
-
-
 def explained_bytes(move, meta):
-    job = Job("to_global", "predict", None)
-    job.default_placement = move.dst_pl
-    ctx = builder.BuildContext(job, _Site(), move.src_pl, "consistent")
-    with builder.Scoped(ctx):
-        x = registry.new_op("input", [], {"shape": meta.shape, "dtype": meta.dtype, "kind": "numpy",
-                                          "batch_axis": None, "sbp": move.src}, name="in0",
-                            out_hints={0: move.src}).outputs[0]
-        ctx.placements.append(move.dst_pl)
-        registry.new_op("identity", [x], {}, name="to_global", in_hints={0: move.dst}, out_hints={0: move.dst})
-    sbp_infer.infer(job, exact_first=True)
-    boxing_pass.insert(job)
-    report = explain_mod.report_of_job(job)
-    assert len(report.boxing) <= 1
+    report = explained(move, meta)
     return report.boxing[0].bytes if report.boxing else 0.0
 
 
-# --- running a list of moves on a simulated world ---------------------------------------------------------------------
-def run_moves(world_size, cases):
-    """Every case (move, logical, source pieces) on `world_size` simulated ranks; returns per case
-    ({dst device: piece} over all ranks, {rank: [recorded calls]})."""
-    world = SimulatedWorld(world_size, timeout=20)
-    comms = [RecordingComm(c) for c in world.comms]
-
-    def rank_main(comm):
-        rt = Runtime(comm, comm.rank)
-        out = []
-        for move, logical, pieces in cases:
-            comm.reset()
-            meta = TensorMeta(logical.shape, dtypes.from_numpy(logical.dtype))
-            attrs = {"src_placement": move.src_pl, "src_sbp": move.src, "dst_placement": move.dst_pl,
-                     "dst_sbp": move.dst}
-            fn = boxing.executor(rt, attrs, meta)
-            got = fn(*[pieces[i] for i in rt.local_indices(move.src_pl)])
-            idx = rt.local_indices(move.dst_pl)
-            assert len(got) == len(idx), _label(move, logical.shape, meta.dtype)
-            out.append((dict(zip(idx, got)), list(comm.calls)))
-        return out
-
-    per_rank = world.run(rank_main, comms)
-    results = []
-    for k in range(len(cases)):
-        pieces, calls = {}, {}
-        for r in range(world_size):
-            got, rank_calls = per_rank[r][k]
-            pieces.update(got)
-            calls[r] = rank_calls
-        results.append((pieces, calls))
-    return results
-
-
+# --- the cases: every move between the placements, each on a simulated world (boxing_recording.run_moves) ------------
 def _cases(n, devices=1, shapes=SHAPES, sbps=SBPS, seed=0):
     rng = np.random.default_rng(seed)
     cases, k = [], 0

@@ -13,24 +13,21 @@ ranks, a pair, one rank, three ranks) in both directions, on an evenly divisible
 A 3-D mesh (8 ranks) and machines holding several devices of a mesh (the legacy API) are checked the same way.
 """
 import itertools
+import os
+import sys
 
 import numpy as np
 import pytest
 
-from oneflow_compat.comm.recording import RecordingComm
-from oneflow_compat.comm.simulated import SimulatedWorld
-from oneflow_compat.ir import builder, dtypes
+from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
-from oneflow_compat.ir.graph import Job, TensorMeta
+from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ir.placement import Placement
 from oneflow_compat.ops import mesh_transitions as MT
-from oneflow_compat.ops import registry
 from oneflow_compat.ops import transitions as T
-from oneflow_compat.passes import boxing as boxing_pass
-from oneflow_compat.passes import sbp_infer
-from oneflow_compat.runtime import boxing
-from oneflow_compat.runtime.runtime import Runtime
-from oneflow_compat.tools import explain as explain_mod
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from boxing_recording import explained, run_moves  # noqa: E402
 
 SBPS = [S.S(0), S.S(1), S.B, S.P]
 SHAPES = {"even": (8, 12), "uneven": (7, 5)}
@@ -132,51 +129,7 @@ def check_destination(pieces, logical, pl, sbp, what):
         np.testing.assert_array_equal(total, blocks[i], err_msg="%s addends of device %d's block" % (what, i))
 
 
-# --- explain's figure: the boxing the compiler inserts for a to_global of this move --------------------------------
-class _Site:
-    runtime, root_seed = None, None
-
-
-def explained(move, meta):
-    job = Job("to_global", "predict", None)
-    job.default_placement = move.dst_pl
-    ctx = builder.BuildContext(job, _Site(), move.src_pl, "consistent")
-    with builder.Scoped(ctx):
-        x = registry.new_op("input", [], {"shape": meta.shape, "dtype": meta.dtype, "kind": "numpy",
-                                          "batch_axis": None, "sbp": move.src}, name="in0",
-                            out_hints={0: move.src}).outputs[0]
-        ctx.placements.append(move.dst_pl)
-        registry.new_op("identity", [x], {}, name="to_global", in_hints={0: move.dst}, out_hints={0: move.dst})
-    sbp_infer.infer(job, exact_first=True)
-    boxing_pass.insert(job)
-    report = explain_mod.report_of_job(job)
-    assert len(report.boxing) <= 1
-    return report
-
-
-# --- running moves on a simulated world ------------------------------------------------------------------------------
-def run_moves(world_size, cases):
-    world = SimulatedWorld(world_size, timeout=30)
-    comms = [RecordingComm(c) for c in world.comms]
-
-    def rank_main(comm):
-        rt = Runtime(comm, comm.rank)
-        out = []
-        for (a, s, b, d), logical, pieces in cases:
-            comm.reset()
-            meta = TensorMeta(logical.shape, dtypes.from_numpy(logical.dtype))
-            fn = boxing.executor(rt, {"src_placement": a, "src_sbp": s, "dst_placement": b, "dst_sbp": d}, meta)
-            got = fn(*[pieces[i] for i in rt.local_indices(a)])
-            idx = rt.local_indices(b)
-            assert len(got) == len(idx)
-            out.append((dict(zip(idx, got)), list(comm.calls)))
-        return out
-
-    per_rank = world.run(rank_main, comms)
-    return [({i: p for r in range(world_size) for i, p in per_rank[r][k][0].items()},
-             {r: per_rank[r][k][1] for r in range(world_size)}) for k in range(len(cases))]
-
-
+# --- the moves ------------------------------------------------------------------------------------------------------
 def nd(sbps, pl):
     return S.nd(sbps, pl.hierarchy)
 
@@ -244,7 +197,7 @@ def test_every_move_on_a_2x2_mesh_and_to_and_from_lines(shape):
     moves = mesh_moves()
     cases = make_cases(moves, SHAPES[shape], seed=len(shape))
     rows = set()
-    for case, (pieces, calls) in zip(cases, run_moves(4, cases)):
+    for case, (pieces, calls) in zip(cases, run_moves(4, cases, timeout=30)):
         move = check_case(case[0], case[1], pieces, calls)
         rows.add(T.transition_of(move).collective)
     assert {"mesh-steps", "mesh-relayout", "identity"} <= rows, rows
@@ -312,7 +265,7 @@ def test_a_three_dimensional_mesh():
     for k, (a, s, b, d) in enumerate(moves):
         logical = rng.integers(-9, 9, (5, 6, 7)).astype(np.int64)
         cases.append(((a, s, b, d), logical, source_pieces(rng, logical, a, s)))
-    for case, (pieces, calls) in zip(cases, run_moves(8, cases)):
+    for case, (pieces, calls) in zip(cases, run_moves(8, cases, timeout=30)):
         check_case(case[0], case[1], pieces, calls)
 
 
@@ -326,7 +279,7 @@ def test_machines_holding_several_devices_of_a_mesh():
              if (a, b) != (a, a)][::3]
     moves += [(mesh, S.nd(a, (2, 2)), line, s) for a in pairs for s in SBPS][::2]
     cases = make_cases(moves, (7, 5), seed=3)
-    for case, (pieces, calls) in zip(cases, run_moves(2, cases)):
+    for case, (pieces, calls) in zip(cases, run_moves(2, cases, timeout=30)):
         check_case(case[0], case[1], pieces, calls, by_machine=True)
 
 
@@ -358,7 +311,7 @@ def test_explain_step_lines_are_the_bytes_and_groups_of_each_step_as_run():
         for move in moves:
             logical = rng.integers(-9, 9, shape).astype(np.float32)
             cases.append((move, logical, source_pieces(rng, logical, move[0], move[1])))
-        for (move, logical, _), (pieces, calls) in zip(cases, run_moves(4, cases)):
+        for (move, logical, _), (pieces, calls) in zip(cases, run_moves(4, cases, timeout=30)):
             text = str(explained(T.Move(*move), TensorMeta(shape, dtypes.float32)))
             steps = re.findall(r"^    (mesh axis \d: .* over ((?:\{[\d,]+\} ?)+)|point to point: .*): (\d+) bytes$",
                                text, re.M)
@@ -391,6 +344,6 @@ def test_moves_between_meshes_of_other_shapes_and_ranks():
             moves.append((a, S.nd(s1, a.hierarchy), b, S.nd(s2, b.hierarchy)))
     cases = make_cases(moves, (7, 5), seed=9)
     rows = set()
-    for case, (pieces, calls) in zip(cases, run_moves(8, cases)):
+    for case, (pieces, calls) in zip(cases, run_moves(8, cases, timeout=30)):
         rows.add(T.transition_of(check_case(case[0], case[1], pieces, calls)).collective)
     assert "mesh-relayout" in rows, rows

@@ -697,11 +697,19 @@ class MPIComm(ProcessComm):
     def allreduce_(self, buf, ranks):
         return self.iallreduce_(buf, ranks).wait()
 
-    def iallreduce_(self, buf, ranks):
+    def allreduce(self, buf, ranks):
+        buf = np.asarray(buf)
+        return self.iallreduce_(buf, ranks, out=np.empty(buf.shape, buf.dtype)).wait()
+
+    def iallreduce_(self, buf, ranks, out=None):
+        """(`out`: the sum goes there, `buf` is only read: `allreduce`.)"""
         subset, activity = self._begin("allreduce", ranks, carry=True)
         if len(subset.ranks) == 1:
+            if out is not None:
+                out[...] = buf
+                return Pending(out)
             return Pending(buf)
-        block = self._shared.get(_address(buf)) if isinstance(buf, np.ndarray) else None
+        block = self._shared.get(_address(buf)) if isinstance(buf, np.ndarray) and out is None else None
         if block is not None and block.nbytes == buf.nbytes and block.ranks == subset.ranks and \
                 buf.flags.c_contiguous:
             # a buffer this comm handed out (`shared_buffer`): summed in place through shared memory, no copies. A
@@ -720,8 +728,11 @@ class MPIComm(ProcessComm):
         board = self._board_for(subset, activity, isinstance(buf, np.ndarray) and buf.nbytes >= _SHM_ALLREDUCE_MIN
                                 and buf.dtype != object)
         if board is not None:
-            self._shm_allreduce(board, activity, buf)
-            return Pending(buf)
+            self._shm_allreduce(board, activity, buf, out)
+            return Pending(buf if out is None else out)
+        if out is not None:
+            out[...] = buf
+            buf = out
         work = _contiguous(buf)
         data, op = _reduce_buffer(work)
         request = subset.comm.Iallreduce(MPI.IN_PLACE, data, op=op)
@@ -746,11 +757,12 @@ class MPIComm(ProcessComm):
     def _waiter(self, activity, nbytes):
         return functools.partial(self._complete, activity=activity, nbytes=nbytes)
 
-    def _shm_allreduce(self, board, activity, buf):
+    def _shm_allreduce(self, board, activity, buf, out=None):
         """Every member's `buf` copied into its slot, the balanced chunks summed over all slots (each member its
         own chunk, in member order, into member 0's slot only: the others' slots are not read again, so writing the
         sum there too would be k - 1 chunks of stores for nothing), then the sum copied back from member 0's slot
-        (an ordinary buffer: `shared_buffer` saves both copies, and keeps the sum in every slot)."""
+        (an ordinary buffer: `shared_buffer` saves both copies, and keeps the sum in every slot), into `out` when
+        given (out of place: `buf` is only read)."""
         wait = self._waiter(activity, buf.nbytes)
         self._exchange(board, wait, "allreduce", signature("allreduce", buf.dtype.str, buf.shape), buf.nbytes,
                        lambda slot: _put(slot, buf))
@@ -762,7 +774,7 @@ class MPIComm(ProcessComm):
         for slot in slots[1:]:
             add_into(acc, slot[chunk])
         board.publish(wait)
-        buf[...] = slots[0].reshape(buf.shape)
+        (buf if out is None else out)[...] = slots[0].reshape(buf.shape)
 
     def shared_buffer(self, shape, dtype, ranks):
         """A zeroed array that `allreduce_` / `iallreduce_` over `ranks` sum in place through memory shared by the
@@ -876,32 +888,22 @@ class MPIComm(ProcessComm):
 
     def _shm_reduce_scatter(self, board, activity, buf, blocks, out):
         """Each member copies the other members' blocks of its addend into its slot (packing strided blocks in that
-        copy), then sums its own block over every member's, in member order, into `out`."""
+        copy), next member's first (member j's slot holds the blocks of members j + 1, j + 2, ... mod k), chunk by
+        chunk, saying how far it got; meanwhile it sums its own block over every member's, chunk by chunk, in member
+        order (the same additions in the same order as summing whole blocks: the same bits), as far as the others
+        have written it (`Board.reduce_stream`): readers sum what writers have just written, still in cache."""
         k, me, itemsize = len(board.ranks), board.block.index, buf.dtype.itemsize
 
-        def start(owner, q):  # where member `owner`'s slot holds block q (blocks in member order, its own left out)
-            return sum(blocks.counts[j] for j in range(q) if j != owner) * itemsize
+        def start(owner, q):  # where member `owner`'s slot holds block q
+            return sum(blocks.counts[(owner + r) % k] for r in range(1, (q - owner) % k)) * itemsize
 
         need = (blocks.total - blocks.counts[me]) * itemsize
         wait = self._waiter(activity, buf.nbytes)
-
-        def write(mine):
-            for q, index in enumerate(blocks.index):
-                if q != me:
-                    at = start(me, q)
-                    mine[at:at + blocks.counts[q] * itemsize].view(buf.dtype).reshape(blocks.block_shape(q))[...] = \
-                        buf[index]
-        self._exchange(board, wait, "reduce_scatter", signature("reduce_scatter", blocks.axis, buf.dtype.str, buf.shape,
-                                                         blocks.sizes), need, write)
-        shape = blocks.block_shape(me)
-        size = blocks.counts[me] * itemsize
-        for j in range(k):
-            at = start(j, me)
-            part = buf[blocks.index[me]] if j == me else board.slot(j)[at:at + size].view(buf.dtype).reshape(shape)
-            if j == 0:
-                out[...] = part
-            else:
-                add_into(out, part)
+        self._exchange(board, wait, "reduce_scatter", signature("reduce_scatter", blocks.axis, buf.dtype.str,
+                                                                buf.shape, blocks.sizes), need)
+        writes = [(start(me, q), buf[blocks.index[q]]) for q in ((me + r) % k for r in range(1, k))]
+        parts = [buf[blocks.index[me]] if j == me else (j, start(j, me)) for j in range(k)]
+        board.reduce_stream(wait, writes, parts, out)
 
     def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         subset, activity = self._begin("alltoallv", ranks, carry=recv_sizes is not None)
@@ -962,7 +964,14 @@ class MPIComm(ProcessComm):
                              % (self._rank, board.ranks[j], int(tables[j][me + 1] - tables[j][me]), views[j].nbytes,
                                 views[j].dtype, views[j].shape))
 
-    def bcast_(self, buf, root, ranks):
+    def bcast(self, buf, root, ranks):
+        if self._rank != root:
+            return self.bcast_(buf, root, ranks)
+        out = np.empty(np.shape(buf), np.asarray(buf).dtype)
+        return self.bcast_(buf, root, ranks, out)
+
+    def bcast_(self, buf, root, ranks, out=None):
+        """(`out`, on the root: a copy of `buf` goes there, made from the chunks written into the slot: `bcast`.)"""
         subset, activity = self._begin("bcast", ranks, carry=True)
         if root not in subset.ranks:
             raise ValueError("bcast_ root %r is not one of the member ranks %r" % (root, subset.ranks))
@@ -974,10 +983,13 @@ class MPIComm(ProcessComm):
             self._exchange(board, wait, "bcast", signature("bcast", root, buf.dtype.str, buf.shape),
                            buf.nbytes if at_root else 0)
             if at_root:
-                board.stream(wait, [(0, buf)], [])
-            else:
-                board.stream(wait, [], [reading(subset.ranks.index(root), 0, buf)])
+                board.stream(wait, [(0, buf) if out is None else (0, buf, out)], [])
+                return buf if out is None else out
+            board.stream(wait, [], [reading(subset.ranks.index(root), 0, buf)])
             return buf
+        if out is not None:
+            out[...] = buf
+            buf = out
         work = _contiguous(buf)
         if len(subset.ranks) > 1:
             self._complete(subset.comm.Ibcast([work, MPI.BYTE], root=subset.ranks.index(root)), activity,

@@ -185,6 +185,12 @@ class ProcessComm(ABC):
         """`allreduce_` started now and completed by the returned `Pending` (see the conventions)."""
         return Pending(self.allreduce_(buf, ranks))
 
+    def allreduce(self, buf, ranks):
+        """The elementwise sum of every member's `buf` as a new array (`buf` is only read, any layout): what a
+        comm that copies the addends anyway (MPI's shared memory: into the members' slots) does without the copy
+        an in-place all-reduce of a buffer the caller may not overwrite needs first."""
+        return self.allreduce_(buf.copy(), ranks)
+
     def shared_buffer(self, shape, dtype, ranks):
         """A zeroed array for repeated all-reduces over `ranks`; every member calls it alike. MPI places it in memory
         shared by the members of one host and sums it in place (`shm.py`); elsewhere it is an ordinary array."""
@@ -219,6 +225,13 @@ class ProcessComm(ABC):
     @abstractmethod
     def bcast_(self, buf, root, ranks):
         """Overwrite `buf` on every member with the root's `buf` (`root` is a world rank); returns `buf`."""
+
+    def bcast(self, buf, root, ranks):
+        """`bcast_`, except that the root's `buf` is only read and the root gets a new array holding it (a copy of its
+        own, as every other member has): what MPI's shared memory makes from the chunks the root writes anyway."""
+        if self.rank == root:
+            buf = buf.copy()
+        return self.bcast_(buf, root, ranks)
 
     @abstractmethod
     def reduce_(self, buf, root, ranks):

@@ -69,6 +69,11 @@ class RecordingComm(ProcessComm):
         self._record("allreduce", ranks, accounting.allreduce(a.size, a.itemsize, len(ranks), self._index(ranks)))
         return self.inner.allreduce_(buf, ranks)
 
+    def allreduce(self, buf, ranks):
+        a = np.asarray(buf)
+        self._record("allreduce", ranks, accounting.allreduce(a.size, a.itemsize, len(ranks), self._index(ranks)))
+        return self.inner.allreduce(buf, ranks)
+
     def reduce_scatter(self, buf, ranks, axis=0, sizes=None):
         a = np.asarray(buf)
         k = len(ranks)
@@ -93,6 +98,10 @@ class RecordingComm(ProcessComm):
     def bcast_(self, buf, root, ranks):
         self._record("bcast", ranks, accounting.broadcast(_nbytes(buf), len(ranks), self.rank == root))
         return self.inner.bcast_(buf, root, ranks)
+
+    def bcast(self, buf, root, ranks):
+        self._record("bcast", ranks, accounting.broadcast(_nbytes(buf), len(ranks), self.rank == root))
+        return self.inner.bcast(buf, root, ranks)
 
     def gatherv(self, local, root, ranks, axis=0, sizes=None):
         self._record("gatherv", ranks, accounting.gather(_nbytes(local), self.rank == root))

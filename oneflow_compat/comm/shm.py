@@ -288,7 +288,8 @@ class Board:
 
     def stream(self, wait, writes, reads, meanwhile=None):
         """The data of the call `exchange` (without `write`) just agreed on, copied in chunks of about `CHUNK` bytes
-        so that readers copy out while writers copy in: `writes` [(byte offset in this member's slot, array)],
+        so that readers copy out while writers copy in: `writes` [(byte offset in this member's slot, array[, also])]
+        (`also`: a C-contiguous array of the same shape and dtype that gets a copy, chunk by chunk from the slot),
         `reads` [(member j, byte offset in j's slot, array to fill)] (arrays of any strides: chunks are runs of
         their leading index, laid out in C order). Each member reports the bytes it has written so far in its
         progress word, tagged with the call's number (a word from an earlier call never counts). `meanwhile()`: this
@@ -299,13 +300,17 @@ class Board:
         mine = self._header(me, half)
         slot = block.slots[me]
         done = 0
-        for offset, array in writes:
+        for write in writes:
+            offset, array = write[:2]
+            also = write[2].reshape(-1).view(np.uint8) if len(write) > 2 else None
             for start, stop, rows in _chunks(array):
                 at = base + offset + start
                 slot[at:at + stop - start].view(array.dtype).reshape(rows.shape)[...] = rows
                 done = offset + stop
                 block.win.Sync()
                 mine[_PROGRESS] = (seq << _SEQ_SHIFT) | done
+                if also is not None:  # a copy of its own, from the chunk just written (still in cache)
+                    also[start:stop] = slot[at:at + stop - start]
                 self._read(reads, seq, base)
         if meanwhile is not None:
             meanwhile()
@@ -313,6 +318,73 @@ class Board:
             if not self._read(reads, seq, base):
                 wait(lambda: self._ready(reads, seq))
         return done
+
+    def reduce_stream(self, wait, writes, parts, out):
+        """A reduction streamed like `stream`: `writes` as there; `out` (C-contiguous) gets the elementwise sum of
+        `parts` in their order, each an array of `out`'s shape (this member's own) or (member j, byte offset in j's
+        slot) of the same shape in C order. Chunk by chunk (runs of `out`'s leading index of about `CHUNK` bytes,
+        in order): the first part copied, the others added in turn, as soon as every member's bytes of the chunk
+        are written — between this member's own chunks of writing, then waiting for the rest."""
+        block, half, seq = self.block, self.half, self.seq - 1
+        me, base = block.index, self.half * self.capacity
+        mine = self._header(me, half)
+        slot = block.slots[me]
+        rows = out.shape[0] if out.ndim else 1
+        flat = out.reshape(rows, out.size // rows) if out.size else None
+        row = out.nbytes // rows if out.size else 0
+        step = max(1, CHUNK // max(row, 1))
+        todo = list(range(0, rows, step)) if out.size else []
+        local = {id(p): p.reshape(flat.shape) for p in parts if isinstance(p, np.ndarray)} if out.size else {}
+        # numpy adds a strided operand (this member's block of an S(1) addend: rows of a wider array) several times
+        # slower than a contiguous one, and copies it nearly as fast as a contiguous one: the first two addends may
+        # swap (a + b is b + a, bit for bit), so a strided one comes first, copied; a strided one further on is
+        # copied into a scratch chunk first, then added (the order of additions, and so the bits, stay the same)
+        def strided(p):
+            return isinstance(p, np.ndarray) and not p.flags.c_contiguous
+        parts = list(parts)
+        if len(parts) >= 2 and strided(parts[1]) and not strided(parts[0]):
+            parts[0], parts[1] = parts[1], parts[0]
+        scratch = np.empty((min(step, rows),) + flat.shape[1:], out.dtype) if out.size and \
+            any(strided(p) for p in parts[2:]) else None
+
+        def ready():
+            stop = min(todo[0] + step, rows) * row
+            return all(isinstance(p, np.ndarray) or self._available(p[0], seq) >= p[1] + stop for p in parts)
+
+        def reduce_ready():
+            moved = False
+            while todo and ready():
+                block.win.Sync()  # the data the progress words report is visible from here on
+                r = todo.pop(0)
+                stop = min(r + step, rows)
+                into = flat[r:stop]
+                for n, p in enumerate(parts):
+                    if isinstance(p, np.ndarray):
+                        src = local[id(p)][r:stop]
+                        if n >= 2 and scratch is not None and not src.flags.c_contiguous:
+                            scratch[:stop - r] = src
+                            src = scratch[:stop - r]
+                    else:
+                        j, offset = p
+                        src = self.block.slots[j][base + offset + r * row:base + offset + stop * row].view(
+                            out.dtype).reshape(into.shape)
+                    if n == 0:
+                        into[...] = src
+                    else:
+                        add_into(into, src)
+                moved = True
+            return moved
+
+        for offset, array in writes:
+            for start, stop, chunk in _chunks(array):
+                at = base + offset + start
+                slot[at:at + stop - start].view(array.dtype).reshape(chunk.shape)[...] = chunk
+                block.win.Sync()
+                mine[_PROGRESS] = (seq << _SEQ_SHIFT) | (offset + stop)
+                reduce_ready()
+        while todo:
+            if not reduce_ready():
+                wait(ready)
 
     def _available(self, j, seq):
         word = int(self._header(j, self.half)[_PROGRESS])

@@ -126,6 +126,10 @@ def _all_reduce(site):
 
     def all_reduce(*pieces):
         total, fresh = _summed(pieces, owned)
+        if site.staged and not fresh:
+            host = site.to_comm(total)
+            if host.dtype == site.np_dtype:  # only read: the sum comes out as a new array, with no copy of the
+                return (site.to_dst(comm.allreduce(host, procs)),) * n  # addend first (comm.allreduce)
         buf = site.comm_buffer(total, fresh)
         comm.allreduce_(buf, procs)
         value = site.to_dst(buf)
@@ -251,8 +255,13 @@ def _broadcast(site):
                 site.rt.comm.bcast_(dims, root, procs)  # host ints: the process comm, whatever comm moves the data
                 here = tuple(int(d) for d in dims)
             buf = site.to_comm(pieces[0]) if pieces else site.xp_comm.empty(here, dtype)
-            comm.bcast_(buf, root, procs)
-            value = pieces[0] if pieces else buf
+            if pieces and site.staged and not site.owned and buf.dtype == dtype:
+                # the root's output a copy of its own, as every other member's is (made from the chunks it writes
+                # for the others: no second pass over its piece; a to_global's output must not share the input's)
+                value = comm.bcast(buf, root, procs)
+            else:
+                comm.bcast_(buf, root, procs)
+                value = pieces[0] if pieces else buf
         else:
             value = pieces[0]
         if not n:

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 from oneflow_compat.comm import balanced_offsets, get_process_comm
+from oneflow_compat.comm import shm
 
 
 def main(comm):
@@ -69,6 +70,16 @@ def main(comm):
         comm.allreduce_(view, ranks)
         check(parent, want_parent, "allreduce_ on a strided view over %s" % (ranks,))
 
+        # allreduce (out of place): a new array with the sum, the addend untouched; small (MPI's all-reduce) and
+        # large enough for shared memory's, read from a strided view
+        for shape in ((5, 3), (300, 600)):
+            parent = data(rank, shape, np.float32, tag + 550)
+            before = parent.copy()
+            got = comm.allreduce(parent[:, ::2], ranks)
+            check(got, sum(data(r, shape, np.float32, tag + 550)[:, ::2] for r in ranks),
+                  "allreduce %s over %s" % (shape, ranks))
+            check(parent, before, "allreduce's addend after it")
+
         # allgatherv along axis 0 and 1 with uneven sizes (member i contributes i % 3 rows: some contribute none).
         for axis in (0, 1):
             def piece(r):
@@ -89,6 +100,20 @@ def main(comm):
             want = np.take(total, np.arange(bounds[me], bounds[me + 1]), axis=axis)
             check(comm.reduce_scatter(data(rank, shape, np.float64, tag + 200), ranks, axis=axis), want,
                   "reduce_scatter axis %d n=%d over %s" % (axis, n, ranks))
+
+        # reduce_scatter streamed in many chunks (shared memory: each member sums a chunk of its block as soon as
+        # every member has written it, in member order): the same bits as numpy's sum in member order
+        saved = shm.CHUNK
+        shm.CHUNK = 64
+        try:
+            for axis, shape in ((0, (37, 11)), (1, (13, 29))):
+                total = sum(data(r, shape, np.float32, tag + 270 + axis) for r in ranks)
+                bounds = balanced_offsets(shape[axis], k)
+                want = np.take(total, np.arange(bounds[me], bounds[me + 1]), axis=axis)
+                check(comm.reduce_scatter(data(rank, shape, np.float32, tag + 270 + axis), ranks, axis=axis), want,
+                      "reduce_scatter in chunks axis %d over %s" % (axis, ranks))
+        finally:
+            shm.CHUNK = saved
 
         # reduce_scatter with given sizes (uneven, one member gets no row)
         shape = (7, 3)
@@ -245,6 +270,10 @@ def main(comm):
               "large all-gather along axis 1, round %d" % round_)
         big = data(0, (900, 500), np.float32, tag) if rank == 0 else np.zeros((900, 500), np.float32)
         check(comm.bcast_(big, 0, everyone), data(0, (900, 500), np.float32, tag), "large broadcast")
+        # bcast: the root keeps its buffer and gets a copy of its own (in chunks from its slot: > 1 MB here)
+        got = comm.bcast(big, 0, everyone)
+        check(got, data(0, (900, 500), np.float32, tag), "large bcast")
+        assert (got is big) == (rank != 0) and not (rank == 0 and np.may_share_memory(got, big)), rank
         # S(0) -> S(1) of a (rows x 600) block: member j gets columns bounds[j]:bounds[j+1] of every member's rows
         rows, width = [400 + 13 * r for r in everyone], 600
         bounds = balanced_offsets(width, size)
