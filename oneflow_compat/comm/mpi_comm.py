@@ -97,7 +97,7 @@ class _Subset:
 
 _UNSET = object()
 SHM_ENV = "ONEFLOW_COMPAT_SHM"  # "0": every collective through MPI (shared memory off), e.g. to compare
-_SHM_ALLREDUCE_MIN = 1 << 18  # bytes: smaller all-reduces (the agreement checks) stay MPI's (one latency)
+_SHM_ALLREDUCE_MIN = 1 << 18  # bytes: smaller all-reduces stay MPI's (one latency)
 
 
 class _Activity:
@@ -144,6 +144,16 @@ class _Departure:
             done = self.sent if activity.name.startswith("recv") else self.received
             return done.get(me, 0) >= activity.index
         return self.begun.get(activity.ranks, -1) >= activity.number
+
+
+def _one_world(comm):
+    """Whether every process of `comm` is in this process's MPI_COMM_WORLD."""
+    group, world = comm.Get_group(), MPI.COMM_WORLD.Get_group()
+    try:
+        return MPI.UNDEFINED not in MPI.Group.Translate_ranks(group, list(range(group.Get_size())), world)
+    finally:
+        group.Free()
+        world.Free()
 
 
 def _ranks_text(ranks):
@@ -750,8 +760,11 @@ class MPIComm(ProcessComm):
                 mine = np.array([zlib.crc32(MPI.Get_processor_name().encode())], np.int64)
                 hosts = np.empty(len(subset.ranks), np.int64)
                 self._complete(subset.comm.Iallgather(mine, hosts), activity)
-                if (hosts == hosts[0]).all():  # every member is here (the gather completed): the allocation
-                    subset.board = Board(subset.comm, subset.ranks)  # cannot wait forever
+                # every member is here (the gather completed): the allocation cannot wait forever. Ranks of one
+                # host in different MPI worlds (joined by `join.py`) share no window: only members of this
+                # process's MPI_COMM_WORLD do (every member sees the same: the subset is in one world or not)
+                if (hosts == hosts[0]).all() and _one_world(subset.comm):
+                    subset.board = Board(subset.comm, subset.ranks)
         return subset.board
 
     def _waiter(self, activity, nbytes):
@@ -828,8 +841,8 @@ class MPIComm(ProcessComm):
                            local.nbytes)
             out = np.empty(shape, local.dtype)
             own = blocks.index[subset.index]
-            board.stream(wait, [(0, local)], [reading(q, 0, out[index]) for q, index in enumerate(blocks.index)
-                                              if q != subset.index], meanwhile=lambda: out.__setitem__(own, local))
+            board.stream(wait, [(0, local, out[own])], [reading(q, 0, out[index]) for q, index
+                                                         in enumerate(blocks.index) if q != subset.index])
             return out
         send = _contiguous(local)
         if not blocks.leading:  # every member's block lands straight in its columns of the result
@@ -1005,17 +1018,25 @@ class MPIComm(ProcessComm):
         if len(subset.ranks) == 1:
             return buf
         board = self._board_for(subset, activity, isinstance(buf, np.ndarray) and buf.dtype != object)
-        if board is not None:  # every other member's addend copied into its slot; the root sums them in member order
+        if board is not None:
+            # every other member's addend copied into its slot, chunk by chunk, while the root sums each chunk in
+            # member order as soon as every member wrote it (`Board.reduce_stream`)
             wait = self._waiter(activity, buf.nbytes)
             at_root = self._rank == root
             self._exchange(board, wait, "reduce", signature("reduce", root, buf.dtype.str, buf.shape),
-                           0 if at_root else buf.nbytes, lambda slot: _put(slot, buf))
-            if at_root:
-                parts = [buf if r == root else board.slot(j)[:buf.nbytes].view(buf.dtype).reshape(buf.shape)
-                         for j, r in enumerate(subset.ranks)]
-                total = np.array(parts[0], copy=True)
-                for part in parts[1:]:
-                    add_into(total, part)
+                           0 if at_root else buf.nbytes)
+            if not at_root:
+                board.stream(wait, [(0, buf)], [])
+                return buf
+            me, k = subset.index, len(subset.ranks)
+            parts = [buf if j == me else (j, 0) for j in range(k)]
+            if k == 2:  # a + b is b + a, bit for bit: the root's own addend first
+                parts = [buf, (1 - me, 0)]
+            if parts[0] is buf and buf.flags.c_contiguous:  # summed in place
+                board.reduce_stream(wait, [], parts, buf)
+            else:
+                total = np.empty(buf.shape, buf.dtype)
+                board.reduce_stream(wait, [], parts, total)
                 buf[...] = total
             return buf
         work = _contiguous(buf)
@@ -1063,8 +1084,9 @@ class MPIComm(ProcessComm):
         return result()
 
     def _shm_gatherv(self, board, activity, local, root, axis, sizes):
-        """Every member but the root copies its piece into its slot (publishing its size along `axis`); the root
-        copies each straight into its place of the result."""
+        """The members publish their sizes along `axis`; then every member but the root copies its piece into its
+        slot, chunk by chunk, while the root copies each chunk written so far straight into its place of the result
+        (`Board.stream`), and its own piece meanwhile."""
         me, at_root = board.block.index, self._rank == root
         if sizes is not None:
             sizes = [int(s) for s in sizes]
@@ -1074,21 +1096,20 @@ class MPIComm(ProcessComm):
         wait = self._waiter(activity, local.nbytes)
         rest = local.shape[:axis] + local.shape[axis + 1:]
         tables = self._exchange(board, wait, "gatherv", signature("gatherv", root, axis, local.dtype.str, rest),
-                                0 if at_root else local.nbytes, lambda slot: _put(slot, local),
-                                [local.shape[axis]] + [0] * len(board.ranks))
+                                0 if at_root else local.nbytes, None, [local.shape[axis]] + [0] * len(board.ranks))
         got = [int(t[0]) for t in tables]
         if sizes is not None and got != sizes:
             raise ValueError("gatherv on rank %d: the members hold %r rows along axis %d, not the sizes %r"
                              % (self._rank, got, axis, sizes))
         if not at_root:
+            board.stream(wait, [(0, local)], [])
             return None
         shape = local.shape[:axis] + (sum(got),) + local.shape[axis + 1:]
         blocks = _Blocks(shape, axis, got, local.dtype)
         out = np.empty(shape, local.dtype)
-        for q, index in enumerate(blocks.index):
-            nbytes = blocks.counts[q] * local.dtype.itemsize
-            out[index] = local if board.ranks[q] == root else \
-                board.slot(q)[:nbytes].view(local.dtype).reshape(blocks.block_shape(q))
+        own = blocks.index[me]
+        board.stream(wait, [], [reading(q, 0, out[index]) for q, index in enumerate(blocks.index) if q != me],
+                     meanwhile=lambda: out.__setitem__(own, local))
         return out
 
     # ----- point to point -------------------------------------------------------------------------------------

@@ -33,6 +33,13 @@ needs. Members in different collectives fail naming both and never read each oth
 did not fit, everyone sees it, the slots grow (collectively) and the call is made again. A member writes a half
 again two calls later, after the next call's arrival, which every member reaches only once it has finished
 reading that half: no member overwrites what another still reads.
+
+A call's header also carries an identity check (`runtime/agreement.py`: the message of the members' agreement on
+what they run): every member settles on the same member-wise sums before anything else is compared or read, so
+a `to_global` needs no separate collective for its check (`MPIComm.carry_check`). Streamed calls (`stream`,
+`reduce_stream`) move their data after the arrival in chunks, readers (or the summing member) following the
+writers' progress words: an all-gather, all-to-all, broadcast and gather copy each chunk out as soon as it is
+written, a reduce-scatter and a reduce sum it (in member order: the same bits as whole arrays).
 """
 import zlib
 
@@ -289,7 +296,8 @@ class Board:
     def stream(self, wait, writes, reads, meanwhile=None):
         """The data of the call `exchange` (without `write`) just agreed on, copied in chunks of about `CHUNK` bytes
         so that readers copy out while writers copy in: `writes` [(byte offset in this member's slot, array[, also])]
-        (`also`: a C-contiguous array of the same shape and dtype that gets a copy, chunk by chunk from the slot),
+        (`also`: an array of the same shape, any strides, that gets a copy too, chunk by chunk, from the chunk just
+        written: this member's own piece of the result, from memory still in cache),
         `reads` [(member j, byte offset in j's slot, array to fill)] (arrays of any strides: chunks are runs of
         their leading index, laid out in C order). Each member reports the bytes it has written so far in its
         progress word, tagged with the call's number (a word from an earlier call never counts). `meanwhile()`: this
@@ -302,15 +310,19 @@ class Board:
         done = 0
         for write in writes:
             offset, array = write[:2]
-            also = write[2].reshape(-1).view(np.uint8) if len(write) > 2 else None
+            also = write[2] if len(write) > 2 else None
+            if also is not None and also.ndim == 0:
+                also = also.reshape(1)
+            row = array.nbytes // array.shape[0] if array.ndim and array.shape[0] else 1
             for start, stop, rows in _chunks(array):
                 at = base + offset + start
-                slot[at:at + stop - start].view(array.dtype).reshape(rows.shape)[...] = rows
+                written = slot[at:at + stop - start].view(array.dtype).reshape(rows.shape)
+                written[...] = rows
                 done = offset + stop
                 block.win.Sync()
                 mine[_PROGRESS] = (seq << _SEQ_SHIFT) | done
-                if also is not None:  # a copy of its own, from the chunk just written (still in cache)
-                    also[start:stop] = slot[at:at + stop - start]
+                if also is not None:  # another copy, from the chunk just written (still in cache)
+                    also[start // row:stop // row] = written
                 self._read(reads, seq, base)
         if meanwhile is not None:
             meanwhile()

@@ -14,6 +14,17 @@ the members: an operation whose communication is that small (a feed's shapes, th
 `numpy()`) makes no collective but its check. An op that does not communicate is caught at the next one that does. On a difference the
 members exchange their recent identity texts and raise `AgreementError` naming both sides.
 
+Carried checks. Where the comm can (`MPIComm` on one host: `carry_check`), the check needs no collective of its
+own: its message rides in the header of a shared-memory collective (`comm/shm.Board.exchange`), and a standalone
+check is an exchange on the same board — so every collective on the board compares what the members run, and
+members in different operations fail naming both, whichever collective or check each is in. A `to_global` hands
+its check to the comm (`global_op(carry=True)`): its first collective carries it when that one is over exactly the
+check's members on their board; any other next communication (another subset, point to point, MPI's path) makes
+the check on its own first, and so does the end of the turn (`in_turn`) when nothing carried it. The decision
+rests on the operation and its collectives only, so every member takes the same path. A carried check that
+finds another thread's turn raises `TurnOfAnother` from inside that collective, before the operation changed
+anything (the chain is taken back and the operation runs again in its turn).
+
 Turns. One process-wide lock (`LOCK`) serialises every eager global op, nn.Graph call and legacy job call: a
 compiled plan has one register file, and an op's collectives must not interleave with another thread's. A lock
 alone is not enough across ranks: two threads could take it in one order on rank 0 and in the other on rank 1, and

@@ -566,7 +566,9 @@ def transfer(value, placement, sbp, label="to_global"):
         what = "eager op 'to_global' (%s %r on %s -> %r on %s)" % (
             tuple(value.meta.shape), value.sbp, placement_text(value.placement), sbp, placement_text(placement))
         compiled = _compile(job, [op.outputs[0]], what, label, _op_identity(what, {}, [value]))
-        compiled.carry = True
+        # its check rides in its first collective, on the process comm: not between GPUs (a device comm, NCCL,
+        # moves the data there, and its collectives must not start before the check)
+        compiled.carry = not (value.placement.device_tag == "gpu" and placement.device_tag == "gpu")
         return compiled
 
     out = agreement.in_turn(_run_cached, key, build, [value])[0]

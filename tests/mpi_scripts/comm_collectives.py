@@ -112,6 +112,13 @@ def main(comm):
                 want = np.take(total, np.arange(bounds[me], bounds[me + 1]), axis=axis)
                 check(comm.reduce_scatter(data(rank, shape, np.float32, tag + 270 + axis), ranks, axis=axis), want,
                       "reduce_scatter in chunks axis %d over %s" % (axis, ranks))
+            # reduce_ streamed in chunks to the first and to the last member (in place or not): member order
+            for root in (ranks[0], ranks[-1]):
+                buf = data(rank, (37, 11), np.float32, tag + 280)
+                before = buf.copy()
+                want = sum(data(r, (37, 11), np.float32, tag + 280) for r in ranks)
+                assert comm.reduce_(buf, root, ranks) is buf
+                check(buf, want if rank == root else before, "reduce_ in chunks to %d over %s" % (root, ranks))
         finally:
             shm.CHUNK = saved
 
@@ -268,6 +275,12 @@ def main(comm):
         check(comm.allgatherv(mine, everyone, axis=1, sizes=cols),
               np.concatenate([data(r, (700, cols[r]), np.float64, tag) for r in everyone], axis=1),
               "large all-gather along axis 1, round %d" % round_)
+        gathered = comm.gatherv(mine, size - 1, everyone, axis=1)  # streamed in chunks to the last rank
+        if rank == size - 1:
+            check(gathered, np.concatenate([data(r, (700, cols[r]), np.float64, tag) for r in everyone], axis=1),
+                  "large gather along axis 1, round %d" % round_)
+        else:
+            assert gathered is None
         big = data(0, (900, 500), np.float32, tag) if rank == 0 else np.zeros((900, 500), np.float32)
         check(comm.bcast_(big, 0, everyone), data(0, (900, 500), np.float32, tag), "large broadcast")
         # bcast: the root keeps its buffer and gets a copy of its own (in chunks from its slot: > 1 MB here)
