@@ -249,3 +249,24 @@ def test_eager_gradients_on_cpu_devices_have_no_small_first_bucket():
     b = buckets.GradBuckets([(10,), (10, 512), (512,), (512, 512)], [np.float32] * 4, [0],
                             first_cap_bytes=buckets.first_cap_bytes(Placement("cpu", [(0, 0)])))
     assert len(b.plan) == 1
+
+
+def test_check_meta_and_oneflows_balanced_override_decide_whether_a_feed_exchanges_shapes(monkeypatch):
+    # OneFlow v0.9.0 NeedSyncAndCheckShapeAndDtype (global_cast.cpp): the env override, when set, wins
+    env = global_eager.BALANCED_OVERRIDE_ENV
+    assert env == "ONEFLOW_EAGER_LOCAL_TO_GLOBAL_BALANCED_OVERRIDE"
+    monkeypatch.delenv(env, raising=False)
+    assert global_eager.sync_meta(True) is True and global_eager.sync_meta(False) is False
+    monkeypatch.setenv(env, "true")
+    assert global_eager.sync_meta(True) is False
+    monkeypatch.setenv(env, "0")
+    assert global_eager.sync_meta(False) is True
+    monkeypatch.setenv(env, "maybe")
+    with pytest.raises(ValueError, match="ONEFLOW_EAGER_LOCAL_TO_GLOBAL_BALANCED_OVERRIDE='maybe'"):
+        global_eager.sync_meta(True)
+    # on one process a feed with check_meta=False is the local tensor made global
+    monkeypatch.delenv(env)
+    t = flow.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
+    g = t.to_global(placement=flow.placement("cpu", [0]), sbp=flow.sbp.split(0), check_meta=False)
+    assert tuple(g.shape) == (3, 2)
+    np.testing.assert_array_equal(g.numpy(), t.numpy())
