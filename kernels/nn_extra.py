@@ -162,3 +162,35 @@ def fold(xp, cols, *, output_size, kernel_size, dilation_rate, padding, strides)
         for j in range(kw):
             out[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw] += blocks[:, :, i, j]
     return xp.ascontiguousarray(out[:, :, ph:ph + h, pw:pw + w])
+
+
+# --- unfold_tensor (Tensor.unfold: sliding windows along one axis; OneFlow's unfold_tensor_op.cpp, v0.9.0) ----------
+def _windows(shape, dimension, size, step):
+    """The number of windows along `dimension` (a 0-d tensor is one window of size 1)."""
+    return (shape[dimension] - size) // step + 1 if shape else 1
+
+
+def unfold_tensor(xp, x, *, dimension, size, step):
+    """x -> y with y.shape = x.shape but `dimension` holding (n - size) // step + 1 windows, plus a last axis of
+    `size`: y[..., i, ..., j] = x[..., i * step + j, ...]. A copy (OneFlow returns a strided view of eager local
+    tensors; the values are the same)."""
+    if x.ndim == 0:
+        return xp.reshape(x, (1,)).copy()
+    n = _windows(x.shape, dimension, size, step)
+    y = xp.empty(x.shape[:dimension] + (n,) + x.shape[dimension + 1:] + (size,), dtype=x.dtype)
+    lead = (slice(None),) * dimension
+    for j in range(size):
+        y[..., j] = x[lead + (slice(j, j + step * (n - 1) + 1, step),)]
+    return y
+
+
+def unfold_tensor_grad(xp, dy, x, *, dimension, size, step):
+    """dx: each window's entries added back where they were read (windows overlap where step < size)."""
+    if x.ndim == 0:
+        return xp.reshape(dy, ()).copy()
+    n = _windows(x.shape, dimension, size, step)
+    dx = xp.zeros(x.shape, dtype=dy.dtype)
+    lead = (slice(None),) * dimension
+    for j in range(size):  # within one offset j the windows read distinct entries: a plain slice add
+        dx[lead + (slice(j, j + step * (n - 1) + 1, step),)] += dy[..., j]
+    return dx

@@ -43,10 +43,15 @@ def sum_of_squares(xp, g):
     return xp.reshape(squared_l2_norm(xp, g), (1,))
 
 
-def global_norm_clip_scale(xp, total, *, clip_norm):
+def global_norm_clip_scale(xp, total, *, clip_norm, formula="legacy"):
     """The factor applied to every gradient by `flow.optimizer.grad_clipping.by_global_norm`, from the summed squares
     `total`: min(1/‖g‖, 1/clip_norm), as OneFlow's source (legacy-api.md §2.13), not TensorFlow's
-    clip_norm / max(‖g‖, clip_norm)."""
+    clip_norm / max(‖g‖, clip_norm). `formula="max_norm"`: OneFlow 0.9's nn.Graph clipping (a param group's
+    `clip_grad_max_norm`; job_rewriter/autograd.cpp ClipGradientByGlobalNorm, v0.9.0), min(max_norm/(‖g‖ + 1e-6),
+    1), the same factor as the eager `clip_grad_norm_`."""
+    if formula == "max_norm":
+        return xp.minimum(total.dtype.type(clip_norm) / (xp.sqrt(total) + total.dtype.type(1e-6)),
+                          total.dtype.type(1.0))
     return xp.minimum(1.0 / xp.sqrt(total), total.dtype.type(1.0 / clip_norm))
 
 
@@ -229,11 +234,15 @@ def _guarded_ratio(xp, numerator, denominator, valid, dtype):
     return xp.where(valid, numerator / safe, one)
 
 
-def lars_update(xp, w, m, g, *, lr, momentum_beta, epsilon, lars_coefficient, weight_decay=0.0):
+def lars_update(xp, w, m, g, *, lr, momentum_beta, epsilon, lars_coefficient, weight_decay=0.0, norms=None):
     """LARS (OneFlow v0.4.0 form): `trust = coef·‖w‖/(ε + ‖g‖ + wd·‖w‖)` (1 if either norm is 0),
-    `llr = lr·trust; m ← β·m − llr·g; w ← w + m − llr·wd·w`."""
-    w_norm = xp.sqrt(squared_l2_norm(xp, w))
-    g_norm = xp.sqrt(squared_l2_norm(xp, g))
+    `llr = lr·trust; m ← β·m − llr·g; w ← w + m − llr·wd·w`. `norms`: (‖w‖, ‖g‖) of the whole variable when `w`
+    and `g` are pieces of a split one (`lars_norm_terms` names what to measure); by default those of `w` and `g`."""
+    if norms is None:
+        w_norm = xp.sqrt(squared_l2_norm(xp, w))
+        g_norm = xp.sqrt(squared_l2_norm(xp, g))
+    else:
+        w_norm, g_norm = (w.dtype.type(n) for n in norms)
     valid = (w_norm > 0) & (g_norm > 0)
     trust = _guarded_ratio(xp, _f32(lars_coefficient) * w_norm,
                            (_f32(epsilon) + g_norm) + _f32(weight_decay) * w_norm, valid, w.dtype)
@@ -246,11 +255,24 @@ def lars_update(xp, w, m, g, *, lr, momentum_beta, epsilon, lars_coefficient, we
         w -= decay
 
 
+def lars_norm_terms(xp, w, g):
+    """The arrays whose whole-variable norms LARS reads, in `lars_update`'s `norms` order."""
+    return [w, g]
+
+
 def lamb_update(xp, w, m, v, beta1_t, beta2_t, g, *, lr, beta1, beta2, epsilon, weight_decay=0.0):
     """LAMB as OneFlow v0.3/v0.4 ran it. `beta1_t`, `beta2_t` are the step-power states (initialized to β1, β2);
     they are multiplied by β *before* use, so the first step corrects with β² (off by one vs. the paper):
     `u = (m/(1−β1_t)) / √(v/(1−β2_t) + ε)` (ε inside the root, as in OneFlow's LambGradFunctor),
-    `r = ‖w‖/‖u‖` (1 if either is 0), `w ← w − lr·r·(u + wd·w)`."""
+    `r = ‖w‖/‖u‖` (1 if either is 0), `w ← w − lr·r·(u + wd·w)`. The two halves, `lamb_direction` and
+    `lamb_apply`, run apart on the pieces of a split variable, with the whole variable's norms between them."""
+    direction = lamb_direction(xp, m, v, beta1_t, beta2_t, g, beta1=beta1, beta2=beta2, epsilon=epsilon)
+    lamb_apply(xp, w, direction, (xp.sqrt(squared_l2_norm(xp, w)), xp.sqrt(squared_l2_norm(xp, direction))),
+               lr=lr, weight_decay=weight_decay)
+
+
+def lamb_direction(xp, m, v, beta1_t, beta2_t, g, *, beta1, beta2, epsilon):
+    """LAMB's first half: the step powers and moments advanced in place; returns the direction u (a new array)."""
     b1, b2 = _f32(beta1), _f32(beta2)
     beta1_t *= b1
     beta2_t *= b2
@@ -263,8 +285,12 @@ def lamb_update(xp, w, m, v, beta1_t, beta2_t, g, *, lr, beta1, beta2, epsilon, 
     root += _f32(epsilon)
     xp.sqrt(root, out=root)
     direction /= root
-    w_norm = xp.sqrt(squared_l2_norm(xp, w))
-    u_norm = xp.sqrt(squared_l2_norm(xp, direction))
+    return direction
+
+
+def lamb_apply(xp, w, direction, norms, *, lr, weight_decay=0.0):
+    """LAMB's second half: `norms` = (‖w‖, ‖u‖) of the whole variable; `direction` is consumed."""
+    w_norm, u_norm = (w.dtype.type(n) if not hasattr(n, "dtype") else n for n in norms)
     trust = _guarded_ratio(xp, w_norm, u_norm, (w_norm > 0) & (u_norm > 0), w.dtype)
     # OneFlow keeps the trust-scaled learning rate in a C++ float.
     local_lr = (_f32(lr) * trust).astype(np.float32)

@@ -90,3 +90,10 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1, data_form
     from oneflow_compat._global import nn_fold
 
     return nn_fold.fold(x, output_size, kernel_size, dilation, padding, stride)
+
+
+# leftovers helper: Tensor.unfold's functional form (functional_api.yaml `unfold_tensor`, v0.9.0)
+def unfold_tensor(x, dimension, size, step):
+    from oneflow_compat._global import nn_fold
+
+    return nn_fold.unfold_tensor(x, dimension, size, step)

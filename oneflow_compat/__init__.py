@@ -36,6 +36,8 @@ from oneflow_compat.ops import tensor_ops  # noqa: F401,E402
 from oneflow_compat.ops import ctc_ops, pool_index_ops  # noqa: F401,E402
 # further activations, cumprod, fmod (issue 21, the nnextra helper)
 from oneflow_compat.ops import nn_extra_ops  # noqa: F401,E402
+# the sum over ranks inside graphs of local tensors (SyncBatchNorm in nn.Graph; the leftovers helper)
+from oneflow_compat.ops import rank_collective_ops  # noqa: F401,E402
 
 # the legacy API's names (the same list `oneflow.compatible.single_client` binds), then the tools' public name
 from oneflow_compat._api.legacy_names import *  # noqa: F401,F403

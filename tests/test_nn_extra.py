@@ -280,8 +280,8 @@ def test_two_ranks_equal_one_rank():
     seen = re.findall(r"^OK (\S+) (.*)$", done.stdout, re.M)
     names = {n for n, _ in seen}
     assert names == {"CELU", "SELU", "Hardshrink", "Softshrink", "Softsign", "Threshold", "QuickGELU", "GLU",
-                     "cumprod", "fmod", "Unfold", "Fold"}
-    assert len(seen) == 34
+                     "cumprod", "fmod", "Unfold", "Fold", "Tensor.unfold"}
+    assert len(seen) == 38
 
 
 # --- random generator states (flow.get_rng_state / set_rng_state, Generator.get_state / set_state) ------------------
@@ -365,7 +365,7 @@ def test_sync_batchnorm_on_local_tensors_of_several_ranks_uses_the_whole_batch(r
         pytest.skip("no mpiexec beside %s" % sys.executable)
     done = mpi(ranks, SCRIPTS / "sync_batchnorm.py", timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
-    assert re.findall(r"^OK .*$", done.stdout, re.M) == ["OK step 0", "OK step 1", "OK eval", "OK ddp"]
+    assert re.findall(r"^OK .*$", done.stdout, re.M) == ["OK step 0", "OK step 1", "OK eval", "OK ddp", "OK graph"]
     assert done.stdout.rstrip().endswith("DONE")
 
 

@@ -135,6 +135,8 @@ def test_declared_properties():
     assert {t: registry.get(t).runtime_hook for t in _with("runtime_hook")} == {"watch": "watch", "boxing": "boxing"}
     assert _with("in_place") == {"optimizer_update", "increment", "moving_average_update", "loss_scale_update",
                                  "matmul_sgd_update", "reduce_sum_sgd_update",
+                                 # LARS / LAMB on a split variable (whole norms over the pieces)
+                                 "optimizer_update_whole_norms",
                                  # the legacy API's writes to variables (flow.assign, logical_slice_assign)
                                  "assign", "assign_if", "assign_if_not", "logical_slice_assign",
                                  "moving_average_min_max_observer"}

@@ -3,8 +3,9 @@
 Each optimizer against torch.optim on the same float64 weights and gradients (skipped without torch), or against a
 numpy reference written here where OneFlow's formula differs from PyTorch's (RMSprop's ε inside the root, LAMB's
 trust ratio); state-dict round trips; nn.Graph's compiled step == the eager step; under MPI, 2 ranks with split and
-broadcast parameters == 1 rank, and LAMB refusing a split parameter. Schedulers against torch's where the formulas
-agree, else against the closed forms of OneFlow's files (python/oneflow/nn/optimizer/*.py@v0.9.0).
+broadcast parameters == 1 rank (LAMB's norms on a split parameter summed over its pieces). Schedulers against
+torch's where the formulas agree, else against the closed forms of OneFlow's files
+(python/oneflow/nn/optimizer/*.py@v0.9.0).
 """
 import math
 import os
@@ -297,12 +298,42 @@ for name, kw in CASES:
             result[tag + "/graph_error"] = np.array(str(e))
             continue
         result[tag + "/graph"] = holder.w.to_global(PALL, flow.sbp.broadcast).numpy()
+# clip_grad_norm_ over a split and a broadcast parameter: the joint norm of the whole gradients
+for layout, sbp in (("split0", flow.sbp.split(0)), ("split1", flow.sbp.split(1)), ("broadcast", flow.sbp.broadcast)):
+    tag = "clip/" + layout
+    g = lambda x: flow.tensor(x, dtype=flow.float64, placement=PALL, sbp=flow.sbp.broadcast).to_global(PALL, sbp)
+    w, v = flow.nn.Parameter(g(W0)), flow.nn.Parameter(g(BB))
+    (g(A) * w * w + v * w).sum().backward()
+    total = flow.nn.utils.clip_grad_norm_([w, v], 1.5)
+    result[tag] = np.concatenate([[float(total.numpy())], w.grad.to_global(PALL, flow.sbp.broadcast).numpy().ravel(),
+                                  v.grad.to_global(PALL, flow.sbp.broadcast).numpy().ravel()])
+    # the same clipping in nn.Graph (the group's clip options): the compiled step's joint norm over split pieces
+    holder = flow.nn.Module()
+    holder.w, holder.v = flow.nn.Parameter(g(W0)), flow.nn.Parameter(g(BB))
+    opt = flow.optim.SGD([{"params": holder.parameters(), "clip_grad_max_norm": 1.5, "clip_grad_norm_type": 2.0}],
+                         lr=0.5)
+    a_in = g(A)
+
+    class Clipped(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.holder = holder
+            self.add_optimizer(opt)
+
+        def build(self, a):
+            loss = (a * self.holder.w * self.holder.w + self.holder.v * self.holder.w).sum()
+            loss.backward()
+            return loss
+
+    Clipped()(a_in)
+    result[tag + "/graph"] = np.concatenate([holder.w.to_global(PALL, flow.sbp.broadcast).numpy().ravel(),
+                                             holder.v.to_global(PALL, flow.sbp.broadcast).numpy().ravel()])
 np.savez(OUT + ".%d.npz" % os.getpid(), **result)
 '''
 
 
 @pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")
-def test_global_two_ranks_equal_one_rank_and_lamb_refuses_split(tmp_path):
+def test_global_two_ranks_equal_one_rank_lamb_on_split_parameters_too(tmp_path):
     program = tmp_path / "opt.py"
     program.write_text(GLOBAL_PROGRAM)
 
@@ -316,14 +347,25 @@ def test_global_two_ranks_equal_one_rank_and_lamb_refuses_split(tmp_path):
     (one,) = run([sys.executable], "one")
     two = run(["timeout", "120", MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py"], "two")
     assert len(two) == 2
-    assert "LAMB/split/error" not in one  # one device: a "split" over one device is the whole tensor
-    assert len(one) == 20
+    assert len(one) == 26 and not any(k.endswith("error") for k in one)
+    # clip_grad_norm_: the joint norm of the whole gradients (numpy here), split or not
+    rng = np.random.RandomState(0)  # the program's values
+    w0, a, bb = rng.randn(6, 3), rng.randn(6, 3), rng.rand(6, 3) + 0.5
+    gw, gv = 2 * a * w0 + bb, w0
+    norm = np.sqrt((gw ** 2).sum() + (gv ** 2).sum())
+    want = np.concatenate([[norm], (gw * 1.5 / (norm + 1e-6)).ravel(), (gv * 1.5 / (norm + 1e-6)).ravel()])
+    for layout in ("split0", "split1", "broadcast"):
+        np.testing.assert_allclose(one["clip/" + layout], want, rtol=1e-12, err_msg=layout)
+        # one SGD step (lr 0.5, a float32 value in the graph) with the clipped gradients
+        stepped = np.concatenate([w0.ravel(), bb.ravel()]) - np.float32(0.5) * want[1:]
+        np.testing.assert_allclose(one["clip/%s/graph" % layout], stepped, rtol=1e-12, err_msg=layout)
     for result in two:
-        assert "needs the norm of the whole parameter" in str(result.pop("LAMB/split/error"))
-        assert "needs the norm of the whole variable" in str(result.pop("LAMB/split/graph_error"))
+        # LAMB on a parameter split over 2 ranks: its trust ratio reads the whole parameter's norms, summed over the
+        # pieces (ops/split_norms.py), eagerly and in the graph, so 2 ranks == 1 rank
+        assert not any(k.endswith("error") for k in result), {k: str(v) for k, v in result.items() if "error" in k}
         for key, value in result.items():
             np.testing.assert_allclose(value, one[key], rtol=1e-12, atol=1e-14, err_msg=key)
-        assert len(result) == 18
+        assert len(result) == 26
     for name in ("AdamW", "RMSprop", "Adagrad", "Adadelta", "LAMB"):
         for layout in ("split", "broadcast"):
             # the compiled step == the eager step; the job's learning rate is a float32 value (OneFlow's

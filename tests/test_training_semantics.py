@@ -104,15 +104,28 @@ def test_learning_rate_follows_the_schedule_and_the_step_counter():
     np.testing.assert_allclose(_v(), 1 - (0.1 + 0.1 + 0.01) * X / 4, rtol=1e-5)
 
 
-def test_lars_on_a_split_variable_is_a_clear_error():
-    flow.config.cpu_device_num(2)
+def test_lars_on_a_split_variable_trains_as_on_one_device(monkeypatch):
+    """LARS reads the whole variable's norms: on a model-parallel variable they are summed over the pieces
+    (tests/test_split_norms.py has LAMB, meshes and uneven splits)."""
+    monkeypatch.setenv("ONEFLOW_COMPAT_SEED", "3")  # the same initial values in both sessions
 
-    @flow.global_function(type="train")
-    def t(x: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
-        y = flow.layers.dense(x, 4, name="d", model_distribute=flow.distribute.split(0))
-        loss = flow.math.reduce_mean(y)
-        flow.optimizer.LARS(_const(0.1)).minimize(loss)
-        return loss
+    def run(devices):
+        flow.clear_default_session()
+        flow.config.cpu_device_num(devices)
 
-    with pytest.raises(ValueError, match="needs the norm of the whole variable"):
-        t(np.ones((4, 3), np.float32))
+        @flow.global_function(type="train")
+        def t(x: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+            y = flow.layers.dense(x, 4, name="d", model_distribute=flow.distribute.split(0),
+                                  kernel_initializer=flow.random_normal_initializer())
+            loss = flow.math.reduce_mean(y * y)
+            flow.optimizer.LARS(_const(0.1), lars_coefficient=0.01).minimize(loss)
+            return loss
+
+        x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+        losses = [t(x) for _ in range(3)]
+        return losses, flow.get_all_variables()["d-weight"].numpy()
+
+    one, two = run(1), run(2)
+    np.testing.assert_allclose(two[0], one[0], rtol=1e-6)
+    np.testing.assert_allclose(two[1], one[1], rtol=1e-6, atol=1e-7)
+    assert not np.allclose(one[0][0], one[0][-1])  # it trained

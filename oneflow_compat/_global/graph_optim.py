@@ -15,7 +15,7 @@ from oneflow_compat.optim import adam as adam_mod
 from oneflow_compat.optim import sgd as sgd_mod
 from oneflow_compat.optim.elementwise import PieceOptimizer
 from oneflow_compat.optim.optimizer import clips_gradients, zeros_like
-from oneflow_compat.optimizer.grad_clipping import by_global_norm
+from oneflow_compat.optimizer.grad_clipping import by_max_norm
 
 
 class _GroupRate:
@@ -45,12 +45,12 @@ class GroupLeaf:
         if clips_gradients(group):
             # OneFlow 0.9's graph turns the group's clip options into a clip_by_global_norm conf
             # (Optimizer._generate_grad_clip_conf_for_optim_conf, python/oneflow/optim/optimizer.py@v0.9.0); the
-            # optimizer pass clips this group's gradients by their joint L2 norm
+            # optimizer pass clips this group's gradients by their joint L2 norm, with 0.9's formula (by_max_norm)
             if float(group["clip_grad_norm_type"]) != 2.0:
                 raise NotImplementedError("nn.Graph.add_optimizer: clip_grad_norm_type=%r is not supported in a "
                                           "graph (2.0 is; eager optimizer.clip_grad() takes any norm type)"
                                           % (group["clip_grad_norm_type"],))
-            self.grad_clipping = by_global_norm(float(group["clip_grad_max_norm"]))
+            self.grad_clipping = by_max_norm(float(group["clip_grad_max_norm"]))
         if isinstance(optimizer, sgd_mod.SGD):
             self.kind = "momentum" if group["momentum"] != 0 else "sgd"
             self.states = ("momentum_buf",) if self.kind == "momentum" else ()
@@ -60,7 +60,7 @@ class GroupLeaf:
         elif isinstance(optimizer, PieceOptimizer):  # AdamW, RMSprop, Adagrad, Adadelta, LAMB
             self.kind = "piece"
             self.states = tuple(optimizer.state_names(group))
-            # LAMB: the optimizer pass refuses split variables (their pieces cannot see the whole norm)
+            # LAMB: on a split variable the optimizer pass runs `split_update` with the whole variable's norms
             self.needs_whole_tensor_norms = optimizer.needs_whole_tensor_norms
         else:
             raise NotImplementedError("nn.Graph.add_optimizer: %s is not supported in a graph (SGD, Adam, AdamW, "
@@ -104,6 +104,12 @@ class GroupLeaf:
             else:
                 bc1 = bc2 = 1.0
             adam_mod.piece_update(xp, w, g, states, lr, bc1, bc2, group)
+
+    def split_update(self, xp, w, g, states, *, lr, step, weight_decay):
+        """The update of one piece of a split parameter by an optimizer reading whole norms (LAMB), as the
+        generator the optimizer pass drives (optimizer/optimizers.py's protocol)."""
+        return self.optimizer.split_piece_update(xp, w, g, list(states), lr, self.optimizer._step_count + 1,
+                                                 self.group)
 
     # --- storage of the state variables ---------------------------------------------------------------------
     def state_tensor(self, var_name, suffix):

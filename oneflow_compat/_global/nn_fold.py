@@ -64,3 +64,30 @@ class Unfold(Module):
     def extra_repr(self):
         return ("kernel_size={kernel_size}, dilation={dilation}, padding={padding},"
                 " stride={stride}".format(**self.__dict__))
+
+
+# --- Tensor.unfold (the leftovers helper): sliding windows along one dimension, OneFlow's `unfold_tensor` ---------
+def unfold_tensor(x, dimension, size, step):
+    """`Tensor.unfold(dimension, size, step)` / `flow._C.unfold_tensor`: every slice of `size` entries along
+    `dimension`, `step` apart, as a new last axis; `dimension` holds (n - size) // step + 1 of them (OneFlow
+    v0.9.0 functional_api.yaml `unfold_tensor(Tensor x, Int32 dimension, Int32 size, Int32 step)`,
+    framework/tensor_methods.cpp `view::UnfoldTensor`). As in OneFlow, `dimension` is not wrapped: a negative
+    one is an error. Differentiable (the op `unfold_tensor_grad` adds each window back); on global tensors a split
+    on another axis passes through."""
+    x = F._check(x, "unfold")
+    for name, v in (("dimension", dimension), ("size", size), ("step", step)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError("unfold(): %s must be an int, got %s" % (name, type(v).__name__))
+    if dimension < 0:
+        raise RuntimeError("unfold(): dimension should be >= 0, but got %d (OneFlow does not wrap negative "
+                           "dimensions here)" % dimension)
+    if dimension > max(x.ndim - 1, 0):
+        raise RuntimeError("unfold(): dimension should be <= %d for a %d-d tensor, but got %d"
+                           % (max(x.ndim - 1, 0), x.ndim, dimension))
+    longest = x.shape[dimension] if x.ndim else 1
+    if size <= 0 or size > longest:
+        raise RuntimeError("unfold(): size should be > 0 and <= %d (the size of dimension %d), but got %d"
+                           % (longest, dimension, size))
+    if step <= 0:
+        raise RuntimeError("unfold(): step should be > 0, but got %d" % step)
+    return apply_op("unfold_tensor", [x], {"dimension": int(dimension), "size": int(size), "step": int(step)})

@@ -14,9 +14,19 @@ Batch normalization whose training statistics are those of the whole batch acros
   whole batch's (unbiased variance), alike on every rank.
 * Otherwise (evaluation, one rank) it is BatchNorm.
 
+* Inside nn.Graph, on local tensors with a world of more than one rank, in training: each rank's graph sums its
+  per-channel sums and counts, then its centred square sums, with every other rank's (`eager_ccl_all_reduce`,
+  ops/rank_collective_ops.py: one all-reduce each, in the graph's plan), normalizes its piece with the whole
+  batch's mean and variance and updates the running statistics with them; the all-reduces' gradients are
+  all-reduces, so the input gradient is again that of every rank's loss summed, the affine parameters' this rank's
+  own. Local batches may differ in size (the counts travel with the sums). This goes beyond OneFlow 0.9, whose
+  SyncBatchNormFunction gathers the statistics with `flow.comm.all_gather`, i.e. `local_tensor.to_global()`,
+  which its nn.Graph refuses ("local_tensor.to_global() is not supported within nn.Graph for now",
+  core/functional/impl/global_cast.cpp LocalToGlobal, v0.9.0): a script that ran under OneFlow runs the same here,
+  and one that OneFlow refused synchronizes as it does eagerly.
+
 Every rank must call it alike in training (each call is a collective), as in OneFlow. OneFlow 0.9 requires
-`track_running_stats=True` when it synchronizes, and CUDA inputs; this one runs on any device. Inside nn.Graph
-local tensors cannot become global (OneFlow refuses it too): a graph over several ranks works on global tensors.
+`track_running_stats=True` when it synchronizes, and CUDA inputs; this one runs on any device.
 Signatures: OneFlow v0.9.0 python/oneflow/nn/modules/batchnorm.py.
 """
 from oneflow_compat.runtime import autograd, global_eager
@@ -40,18 +50,20 @@ class SyncBatchNorm(_BatchNorm):
         if not (self.training and x.is_local and global_eager.world_size() > 1):
             return super().forward(x)
         self._check_input_dim(x)
-        if lazy.tracer_active():
-            raise RuntimeError("SyncBatchNorm: a local input inside nn.Graph on %d ranks cannot be synchronized "
-                               "(local tensors cannot become global in a graph); give the graph global tensors"
-                               % global_eager.world_size())
         if not self.track_running_stats:
             raise AssertionError("`track_running_stats` should be True when using SyncBatchNorm.")
+        in_graph = lazy.tracer_active()
+        if in_graph and self.momentum is None:
+            raise ValueError("SyncBatchNorm: momentum=None (a cumulative average) reads the batch count on the host, "
+                             "which nn.Graph cannot; give a momentum or call it eagerly")
         momentum = self.momentum
         with autograd.no_grad():  # num_batches_tracked += 1, as BatchNorm counts
             apply_op("moving_average_update", [self.num_batches_tracked, F.add(self.num_batches_tracked, 1)],
                      {"momentum": 0.0})
         if momentum is None:
             momentum = 1.0 / float(self.num_batches_tracked.numpy())
+        if in_graph:
+            return _synchronized_in_graph(x, self, momentum)
         return _synchronized(x, self, momentum)
 
 
@@ -80,6 +92,41 @@ def _synchronized(x, bn, momentum):
         _update_running(bn.running_mean, mean.to_global(sbp=b).to_local(), momentum)
         _update_running(bn.running_var, F.mul(var, count / (count - 1)).to_global(sbp=b).to_local(), momentum)
     shape = tuple(x.shape[i] if i == axis else 1 for i in range(x.ndim))
+    if bn.weight is not None:
+        y = F.mul(y, F.reshape(bn.weight, shape))
+    if bn.bias is not None:
+        y = F.add(y, F.reshape(bn.bias, shape))
+    return y
+
+
+def _all_ranks_sum(t):
+    """`t` summed over every rank's copy of the graph (ops/rank_collective_ops.py)."""
+    return apply_op("eager_ccl_all_reduce", [t], {"ranks": tuple(range(global_eager.world_size()))})
+
+
+def _synchronized_in_graph(x, bn, momentum):
+    """Inside nn.Graph on local tensors: the whole batch's statistics from every rank's sums (two passes: the
+    mean first, then the centred squares around it, as the eager path's reductions), each summed over the ranks
+    by one all-reduce."""
+    x = F._floating(x)
+    axis = bn.channel_axis
+    axes = _stats_axes(x, axis)
+    channels = x.shape[axis]
+    local_count = 1
+    for a in axes:
+        local_count *= x.shape[a]
+    sums = F.sum(x, axes)
+    counts = F.add(F.mul(sums, 0.0), float(local_count))  # this rank's count, one per channel, beside its sums
+    both = _all_ranks_sum(F.cat([sums, counts], 0))
+    total, count = both[:channels], both[channels:]
+    mean = F.div(total, count)
+    shape = tuple(x.shape[i] if i == axis else 1 for i in range(x.ndim))
+    centred = F.sub(x, F.reshape(mean, shape))
+    var = F.div(_all_ranks_sum(F.sum(F.square(centred), axes)), count)
+    y = _normalization(x, mean, var, None, None, axis, bn.eps)
+    with autograd.no_grad():
+        _update_running(bn.running_mean, mean, momentum)
+        _update_running(bn.running_var, F.div(F.mul(var, count), F.sub(count, 1.0)), momentum)  # unbiased
     if bn.weight is not None:
         y = F.mul(y, F.reshape(bn.weight, shape))
     if bn.bias is not None:

@@ -245,6 +245,10 @@ _METHODS.update({
 from oneflow_compat._global import math_extra as _math_extra  # noqa: E402
 _METHODS.update({"cumprod": _math_extra.cumprod, "fmod": _math_extra.fmod, "fmod_": _inplace(_math_extra.fmod)})
 
+# leftovers helper: Tensor.unfold(dimension, size, step) (OneFlow's unfold_tensor; nn.functional.unfold is im2col)
+from oneflow_compat._global import nn_fold as _nn_fold  # noqa: E402
+_METHODS.update({"unfold": _nn_fold.unfold_tensor})
+
 
 def install():
     for name, fn in _METHODS.items():

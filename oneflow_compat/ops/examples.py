@@ -248,7 +248,10 @@ EXAMPLES = {
     "mul_by_scalar_tensor": [Example(inputs(normal(5, 7), normal(1)))],
     "div_by_scalar_tensor": [Example(inputs(normal(5, 7), positive(1)))],
     "reduce_sum_square": [Example(inputs(normal(5, 7))), Example(inputs(normal(4, 5, 6)))],
-    "global_norm_clip_scale": [Example(inputs(positive(1, low=0.1, high=9.0)), {"clip_norm": 1.0})],
+    "global_norm_clip_scale": [Example(inputs(positive(1, low=0.1, high=9.0)), {"clip_norm": 1.0}),
+                               Example(inputs(positive(1, low=0.1, high=9.0)), {"clip_norm": 1.5,
+                                                                                "formula": "max_norm"},
+                                       note="OneFlow 0.9's graph formula")],
     "add_regularization": [Example(inputs(normal(5, 7), normal(5, 7)), {"l1": 0.1, "l2": 0.01})],
     "fill_like_tensor": [Example(inputs(normal(5, 7), normal(1))),
                          Example(inputs(ints(4, 5), normal(1)), note="int like")],
@@ -1461,4 +1464,31 @@ EXAMPLES.update({  # nnextra helper: unfold / fold
     "fold": [Example(inputs(normal(2, 18, 16)), _fold_attrs((5, 6), (2, 3)), layouts=[[0]]),
              Example(inputs(normal(3, 12, 9)), _fold_attrs((7, 6), (3, 2), (2, 1), (1, 2), (2, 3)),
                      note="dilation, padding, stride (overlaps and gaps)")],
+})
+
+
+def _unfold_tensor_attrs(dimension, size, step):
+    return {"dimension": dimension, "size": size, "step": step}
+
+
+EXAMPLES.update({  # leftovers helper: unfold_tensor (Tensor.unfold) and its gradient
+    "unfold_tensor": [
+        Example(inputs(normal(4, 7, 3)), _unfold_tensor_attrs(1, 3, 2), layouts=[[2]], note="a split passes through"),
+        Example(inputs(normal(9, 4)), _unfold_tensor_attrs(0, 4, 1), layouts=[[1]],
+                note="overlapping windows (step < size)"),
+        Example(inputs(normal(3, 10)), _unfold_tensor_attrs(1, 2, 3), note="gaps between windows (step > size)")],
+    "unfold_tensor_grad": [
+        Example(inputs(normal(4, 3, 3, 3), normal(4, 7, 3)), _unfold_tensor_attrs(1, 3, 2), wrt=[0],
+                note="x is read for its shape"),
+        Example(inputs(normal(6, 4, 4), normal(9, 4)), _unfold_tensor_attrs(0, 4, 1), wrt=[0], layouts=[[1, 1]],
+                note="overlapping windows sum")],
+})
+
+
+# leftovers helper: the update of a split variable by LARS / LAMB (whole norms over the pieces)
+WITHOUT_EXAMPLES.update({
+    "optimizer_update_whole_norms": "updates session variables in place; covered by tests/test_split_norms.py and "
+                                    "tests/test_optim_adaptive.py (2 ranks == 1 rank)",
+    "eager_ccl_all_reduce": "sums over the ranks of a graph of local tensors (each rank its own job); covered by "
+                            "tests/test_nn_extra.py's SyncBatchNorm-in-a-graph runs under mpiexec",
 })

@@ -1,5 +1,5 @@
 """OneFlow 0.9's further activations (celu, selu, hardshrink, softshrink, softsign, threshold, quick_gelu), cumprod,
-broadcast_fmod, unfold and fold (issue 21, the nnextra helper).
+broadcast_fmod, unfold and fold (issue 21, the nnextra helper), unfold_tensor (Tensor.unfold; the leftovers helper).
 
 Op types and attribute names are OneFlow v0.9.0's user ops (oneflow/ir/include/OneFlow/OneFlowUserOps.td:
 celu `alpha`, hardshrink `lambd`, softshrink `alpha`, threshold `threshold_val` / `value`, cumprod `dim`), so that
@@ -147,3 +147,55 @@ register(OpDef("unfold", infer=_unfold_meta, kernel=K.unfold, kernel_attrs=_wind
 register(OpDef("fold", infer=_fold_meta, kernel=K.fold,
                kernel_attrs=lambda op: dict(_window(op), output_size=tuple(op.attrs["output_size"])), sbp=_batch_sbp,
                grad=lambda op, dys: [apply("unfold", [dys[0]], {k: op.attrs[k] for k in _WINDOW_ATTRS})]))
+
+
+# --- unfold_tensor (Tensor.unfold), OneFlow's unfold_tensor_op.cpp (v0.9.0) -----------------------------------------
+_UNFOLD_TENSOR_ATTRS = ("dimension", "size", "step")
+
+
+def _unfold_tensor_attrs(op):
+    return {k: int(op.attrs[k]) for k in _UNFOLD_TENSOR_ATTRS}
+
+
+def _unfold_tensor_meta(op):
+    """OneFlow's InferLogicalTensorDesc: 0 <= dimension < ndim (0 for a 0-d input), 0 < size <= the axis' length
+    (1 for a 0-d input), step > 0; the output appends an axis of `size` and `dimension` holds the windows."""
+    x = op.inputs[0]
+    shape = tuple(x.shape)
+    d, size, step = (int(op.attrs[k]) for k in _UNFOLD_TENSOR_ATTRS)
+    if not 0 <= d < max(len(shape), 1):
+        raise ValueError("unfold_tensor '%s': dimension should be in [0, %d) for an input of shape %s, got %d"
+                         % (op.name, max(len(shape), 1), shape, d))
+    longest = shape[d] if shape else 1
+    if not 0 < size <= longest:
+        raise ValueError("unfold_tensor '%s': size should be > 0 and <= %d (the length of dimension %d), got %d"
+                         % (op.name, longest, d, size))
+    if step <= 0:
+        raise ValueError("unfold_tensor '%s': step should be > 0, got %d" % (op.name, step))
+    out = shape[:d] + ((shape[d] - size) // step + 1,) + shape[d + 1:] + (size,) if shape else (size,)
+    return [TensorMeta(out, x.dtype, x.is_dynamic)]
+
+
+def _unfold_tensor_sbp(op):
+    """A split on any axis but `dimension` passes through (the windows run along `dimension` only); linear, so
+    partial sums pass through too (OneFlow's UnfoldTensorOp::GetSbp), and broadcast."""
+    nd, d = len(op.inputs[0].shape), op.attrs["dimension"]
+    return [((S(i),), (S(i),)) for i in range(nd) if i != d] + [((B,), (B,)), ((P,), (P,))]
+
+
+def _unfold_tensor_grad_sbp(op):
+    """(dy, x) -> dx: dy and x split alike on an axis but `dimension`; all partial (x is read for its shape only:
+    OneFlow's UnfoldTensorGradOp::GetSbp), or all broadcast."""
+    nd, d = len(op.inputs[1].shape), op.attrs["dimension"]
+    return [((S(i), S(i)), (S(i),)) for i in range(nd) if i != d] + [((B, B), (B,)), ((P, P), (P,))]
+
+
+register(OpDef("unfold_tensor", infer=_unfold_tensor_meta, kernel=K.unfold_tensor, kernel_attrs=_unfold_tensor_attrs,
+               sbp=_unfold_tensor_sbp,
+               grad=lambda op, dys: [apply("unfold_tensor_grad", [dys[0], op.inputs[0]],
+                                           {k: op.attrs[k] for k in _UNFOLD_TENSOR_ATTRS})]))
+register(OpDef("unfold_tensor_grad", infer=lambda op: [TensorMeta(op.inputs[1].shape, op.inputs[0].dtype,
+                                                                  op.inputs[1].is_dynamic)],
+               kernel=K.unfold_tensor_grad, kernel_attrs=_unfold_tensor_attrs, sbp=_unfold_tensor_grad_sbp,
+               grad=lambda op, dys: [apply("unfold_tensor", [dys[0]], {k: op.attrs[k] for k in _UNFOLD_TENSOR_ATTRS}),
+                                     None]))

@@ -15,7 +15,7 @@ from oneflow_compat.kernels import cuda_optim
 from oneflow_compat.kernels import linalg as linalg_k
 from oneflow_compat.kernels import optim as optim_k
 from oneflow_compat.kernels import reduce as reduce_k
-from oneflow_compat.ops import host_step, sbp_rules, transitions
+from oneflow_compat.ops import host_step, sbp_rules, split_norms, transitions
 from oneflow_compat.ops.registry import OpDef, apply, register
 
 PASSTHROUGH = "passthrough"  # sbp marker: the op reads its input in whatever layout it was produced
@@ -162,7 +162,9 @@ register(OpDef("reduce_sum_square", infer=lambda op: [TensorMeta((1,), op.inputs
 
 
 register(OpDef("global_norm_clip_scale", infer=_same_meta, kernel=optim_k.global_norm_clip_scale,
-               kernel_attrs=lambda op: {"clip_norm": op.attrs["clip_norm"]}, sbp=sbp_rules.all_broadcast))
+               kernel_attrs=lambda op: {"clip_norm": op.attrs["clip_norm"],
+                                        "formula": op.attrs.get("formula", "legacy")},
+               sbp=sbp_rules.all_broadcast))
 
 
 def _two_same_sbp(op):
@@ -314,6 +316,55 @@ def _indexed_slices_update(op, dev, opt, wd, scale, step_now, n_states):
 
 
 register(OpDef("optimizer_update", infer=lambda op: [], build=_update_build, sbp=_hinted_sig, in_place=True))
+
+
+# --- the update of a split variable by an optimizer reading its whole norms (LARS, LAMB; the leftovers helper) -----
+# Same inputs as `optimizer_update` (variable, gradient, learning rate, step, states, [skip]); one step over every
+# local device: each piece runs the optimizer's first half (`split_update`, a generator yielding the arrays it
+# measures), the whole variable's norms come from every piece (ops/split_norms.py: one small all-reduce among the
+# placement's processes), then each piece finishes. Replicated inputs that are one array in this process (LAMB's
+# beta_t powers) are advanced once: the other devices read a copy of their value before the step.
+def _whole_norm_update_build(op, session):
+    rt = session.runtime
+    local = rt.local_indices(op.placement)
+    k = len(local)
+    if k == 0:  # the variable lives on other processes only
+        return lambda *pieces: ()
+    opt, wd = op.attrs["optimizer"], op.attrs["weight_decay"]
+    scale = op.attrs.get("grad_scale", 1.0)
+    n_states = op.attrs.get("n_states", len(op.inputs) - 4)
+    step_now = host_step.reader(op.inputs[3])
+    xp = rt.xp(op.placement)
+    placement, sbp = op.placement, op.sbp_in[0]
+
+    def update(*pieces):
+        per_input = [list(pieces[i * k:(i + 1) * k]) for i in range(len(op.inputs))]
+        skip = per_input[4 + n_states] if len(op.inputs) > 4 + n_states else None
+        if skip is not None and int(devices.to_host(skip[0]).reshape(-1)[0]) != 0:
+            return  # dynamic loss scaling: this step's gradients overflowed
+        t = step_now(per_input[3][0])
+        lr = float(np.float32(opt.lr_scheduler.lr_at(t)))
+        states = [per_input[4 + j] for j in range(n_states)]
+        for column in states:  # one shared array: the first device advances it, the others read its old value
+            seen = set()
+            for d in range(k):
+                if id(column[d]) in seen:
+                    column[d] = column[d].copy()
+                seen.add(id(column[d]))
+        runs = []
+        for d in range(k):
+            g = per_input[1][d]
+            if scale != 1.0:
+                g = g * g.dtype.type(scale)
+            runs.append(opt.split_update(xp, per_input[0][d], g, [c[d] for c in states], lr=lr, step=t,
+                                         weight_decay=wd))
+        split_norms.run_updates(runs, lambda arrays: split_norms.whole_norms(rt.comm, placement, sbp, local, arrays))
+
+    return update
+
+
+register(OpDef("optimizer_update_whole_norms", infer=lambda op: [], in_place=True, collective=True,
+               build_collective=_whole_norm_update_build, sbp=_hinted_sig))
 
 
 def _increment_build(op, dev):

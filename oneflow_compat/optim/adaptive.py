@@ -160,7 +160,8 @@ class LAMB(PieceOptimizer):
     """LambUpdateKernelUtil@v0.9.0 (model_update_kernel_util.cpp): the Adam direction
     d = (m/bc1)/(√v/√bc2 + ε) (m, v from g + l2·w), then trust = ‖w‖/‖d‖ (1 where either norm is 0; ‖d‖ is of the
     Adam direction alone) and w ← w − lr·trust·(d + wd·w). With `adam_w_mode` (the default) `weight_decay` is that
-    decoupled wd, otherwise it is l2. The norms are of the whole parameter, so a split parameter is refused."""
+    decoupled wd, otherwise it is l2. The norms are of the whole parameter: on a split (model-parallel) parameter
+    they are summed over its pieces (ops/split_norms.py), so N devices update as 1 device."""
 
     needs_whole_tensor_norms = True
 
@@ -178,7 +179,7 @@ class LAMB(PieceOptimizer):
     def state_names(self, group):
         return ("exp_avg", "exp_avg_sq")
 
-    def piece_update(self, xp, w, g, states, lr, t, group):
+    def split_piece_update(self, xp, w, g, states, lr, t, group):
         c = lambda x: scalar(w, x)  # noqa: E731
         wd = group["weight_decay"]
         decoupled, l2 = (wd, 0.0) if group["adam_w_mode"] else (0.0, wd)
@@ -189,7 +190,6 @@ class LAMB(PieceOptimizer):
         m, v = states
         _adam_moments(xp, w, g, m, v, beta1, beta2)
         d = (m / c(bc1)) / (xp.sqrt(v) / c(math.sqrt(bc2)) + c(group["eps"]))
-        w_norm = float(xp.sqrt((w * w).sum()))
-        d_norm = float(xp.sqrt((d * d).sum()))
+        w_norm, d_norm = yield [w, d]
         trust = w_norm / d_norm if w_norm > 0 and d_norm > 0 else 1.0
         w -= c(lr * trust) * (d + c(decoupled) * w)

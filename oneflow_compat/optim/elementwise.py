@@ -6,12 +6,14 @@ of a parameter and of its states in place. The eager `step()` and nn.Graph's com
 Scalars are cast to the parameter's own dtype before they touch an array, so a float64 parameter is updated in
 float64 throughout (a float32 scalar would round 0.9 to 0.8999999762 and drift from float64 references).
 """
-from oneflow_compat.ir import sbp as sbp_mod
+from oneflow_compat.ops import split_norms
 from oneflow_compat.optim.optimizer import Optimizer, array_module, pieces, zeros_like
+from oneflow_compat.runtime import global_eager
 
 
 class PieceOptimizer(Optimizer):
-    #: True where the update reads norms of the whole parameter (LAMB's trust ratio): split parameters are refused
+    #: True where the update reads norms of the whole parameter (LAMB's trust ratio): on a split parameter the
+    #: optimizer gives `split_piece_update`, and the norms are those of the whole (ops/split_norms.py)
     needs_whole_tensor_norms = False
 
     def state_names(self, group):
@@ -25,6 +27,15 @@ class PieceOptimizer(Optimizer):
     def piece_update(self, xp, w, g, states, lr, t, group):
         """Updates one piece `w` (and its `states`, in `state_names` order) in place from gradient piece `g`;
         `t` is the step number, counted from 1."""
+        if not self.needs_whole_tensor_norms:
+            raise NotImplementedError
+        # the piece is the whole parameter: its own norms
+        split_norms.run_updates([self.split_piece_update(xp, w, g, states, lr, t, group)],
+                                lambda arrays: [float(xp.sqrt((a * a).sum())) for a in arrays[0]])
+
+    def split_piece_update(self, xp, w, g, states, lr, t, group):
+        """`piece_update` of an optimizer reading whole-parameter norms, as a generator: it yields the list of
+        arrays whose whole norms it needs, receives those norms (floats, same order), and finishes the update."""
         raise NotImplementedError
 
     def new_state(self, param, group, name):
@@ -36,28 +47,24 @@ class PieceOptimizer(Optimizer):
         return state
 
     def _update(self, group, param, state):
-        if self.needs_whole_tensor_norms:
-            check_whole(type(self).__name__, param)
         names = self.state_names(group)
         for name in names:
             if name not in state:
                 state[name] = self.new_state(param, group, name)
         t = self._step_count + 1
-        for w, g, *states in zip(pieces(param), self._grad_pieces(param), *[pieces(state[n]) for n in names]):
+        work = zip(pieces(param), self._grad_pieces(param), *[pieces(state[n]) for n in names])
+        if self.needs_whole_tensor_norms and param.is_global and split_norms.is_split_over_devices(
+                param._value.placement, param._value.sbp):
+            value = param._value
+            runs = [self.split_piece_update(array_module(w), w, g, states, group["lr"], t, group)
+                    for w, g, *states in work]
+            if runs:  # (a rank outside the placement has no piece and no part in the norms)
+                local = global_eager.site().runtime.local_indices(value.placement)
+                split_norms.run_updates(runs, lambda arrays: split_norms.whole_norms(
+                    global_eager.comm(), value.placement, value.sbp, local, arrays))
+            return
+        for w, g, *states in work:
             self.piece_update(array_module(w), w, g, states, group["lr"], t, group)
-
-
-def check_whole(optimizer_name, param):
-    """Refuses a parameter split over several devices (the legacy LARS/LAMB's rule, `passes/optimizer_pass.py`):
-    its pieces cannot see the whole tensor's norm."""
-    if not param.is_global:
-        return
-    value = param._value
-    if value.placement.parallel_num > 1 and sbp_mod.split_axes(value.sbp):
-        raise ValueError("%s needs the norm of the whole parameter, but a parameter of shape %s is split (%s) over %d "
-                         "devices; make it broadcast to train it with %s"
-                         % (optimizer_name, tuple(param.shape), param.sbp, value.placement.parallel_num,
-                            optimizer_name))
 
 
 def scalar(w, value):

@@ -34,3 +34,20 @@ class by_global_norm(ClipGradientConf):  # noqa: N801 - legacy class name
 
     def __repr__(self):
         return "grad_clipping.by_global_norm(clip_norm=%r)" % (self.clip_norm,)
+
+
+class by_max_norm(by_global_norm):  # noqa: N801 - the spelling of its sibling
+    """OneFlow 0.9's clipping of a param group in nn.Graph (`clip_grad_max_norm`, norm type 2): every gradient times
+    min(max_norm / (‖g‖ + 1e-6), 1) (job_rewriter/autograd.cpp ClipGradientByGlobalNorm, v0.9.0), the factor of
+    the eager `clip_grad_norm_`; not the legacy formula above."""
+
+    formula = "max_norm"
+
+    def scale(self, global_norm):
+        return float(min(np.float32(self.clip_norm) / (np.float32(global_norm) + np.float32(1e-6)), np.float32(1)))
+
+    def scale_from_squared_norm(self, squared_norm):
+        return self.scale(np.sqrt(np.float32(squared_norm)))
+
+    def __repr__(self):
+        return "grad_clipping.by_max_norm(max_norm=%r)" % (self.clip_norm,)

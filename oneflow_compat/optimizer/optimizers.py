@@ -10,8 +10,9 @@ Constructor signatures are OneFlow v0.4.0's (a superset of v0.3.4's). What the f
   `f"{var_name}-{suffix}"` and has shape `state_shape(suffix, shape)` and the variable's dtype.
 * `weight_decay_rate(var_name)`; `update(xp, w, g, states, lr=, step=, weight_decay=)` updates in place.
 * `lr_scheduler`, `loss_scale_factor`, `loss_scale_policy`, `grad_clipping`, `variables`, `train_step_lbn`.
-* `needs_whole_tensor_norms` — the update reads norms of the whole variable (LARS, LAMB), so it cannot run on
-  the pieces of a split variable.
+* `needs_whole_tensor_norms` — the update reads norms of the whole variable (LARS, LAMB): on the pieces of a
+  split variable the optimizer pass runs `split_update(xp, w, g, states, *, lr, step, weight_decay)`, a generator
+  that yields the arrays whose whole norms it needs and receives them (ops/split_norms.py sums the pieces).
 """
 import re
 
@@ -333,6 +334,12 @@ class LARS(Optimizer):
                                   epsilon=self.epsilon, lars_coefficient=self.lars_coefficient,
                                   weight_decay=weight_decay)
 
+    def split_update(self, xp, w, g, states, *, lr, step, weight_decay):
+        norms = yield optim_kernels.lars_norm_terms(xp, w, g)
+        optim_kernels.lars_update(xp, w, states[0], g, lr=lr, momentum_beta=self.momentum_beta,
+                                  epsilon=self.epsilon, lars_coefficient=self.lars_coefficient,
+                                  weight_decay=weight_decay, norms=norms)
+
 
 class LAMB(Optimizer):
     needs_whole_tensor_norms = True
@@ -359,6 +366,13 @@ class LAMB(Optimizer):
         m, v, beta1_t, beta2_t = states
         optim_kernels.lamb_update(xp, w, m, v, beta1_t, beta2_t, g, lr=lr, beta1=self.beta1, beta2=self.beta2,
                                   epsilon=self.epsilon, weight_decay=weight_decay)
+
+    def split_update(self, xp, w, g, states, *, lr, step, weight_decay):
+        m, v, beta1_t, beta2_t = states
+        direction = optim_kernels.lamb_direction(xp, m, v, beta1_t, beta2_t, g, beta1=self.beta1, beta2=self.beta2,
+                                                 epsilon=self.epsilon)
+        norms = yield [w, direction]
+        optim_kernels.lamb_apply(xp, w, direction, norms, lr=lr, weight_decay=weight_decay)
 
 
 class CombinedOptimizer(Optimizer):

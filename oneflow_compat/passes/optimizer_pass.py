@@ -102,7 +102,9 @@ def _clip_by_global_norm(ctx, job, grads, clip):
             sq.append(registry.apply("reduce_sum_square", [g]))
     ctx.section = "optimizer"
     total = sq[0] if len(sq) == 1 else registry.apply("add_n", sq)
-    scale = registry.apply("global_norm_clip_scale", [total], {"clip_norm": float(clip.clip_norm)})
+    # (OneFlow 0.9's graphs clip by max_norm / (‖g‖ + 1e-6), the legacy jobs by min(1/‖g‖, 1/clip_norm))
+    scale = registry.apply("global_norm_clip_scale", [total], {"clip_norm": float(clip.clip_norm),
+                                                               "formula": getattr(clip, "formula", "legacy")})
     out = {}
     for name, (vop, g) in grads.items():
         with GradScope(ctx, vop, "optimizer"):
@@ -168,24 +170,24 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None)
         states.append(variable_ops.get_variable(
             "%s-%s" % (name, suffix), shape=shape, dtype=spec.dtype, trainable=False, init_value=init,
             apply_namespace=False, placement=spec.placement, sbp=sbp))
+    # LARS / LAMB on a split (model-parallel) variable: the update that measures the whole variable's norms over
+    # its pieces (system_ops.optimizer_update_whole_norms), so N devices update as 1 device
     split = bool(sbp_mod.split_axes(spec.sbp)) and spec.placement.parallel_num > 1  # (on a mesh: any axis)
+    update_type = "optimizer_update"
     if split and getattr(opt, "needs_whole_tensor_norms", False):
-        raise ValueError("job '%s': %s needs the norm of the whole variable, but variable '%s' is split (%s) over %d "
-                         "devices; create it broadcast to train it with %s" % (
-                             job.name, type(opt).__name__, name, spec.sbp, spec.placement.parallel_num,
-                             type(opt).__name__))
+        update_type = "optimizer_update_whole_norms"
     skip = []  # dynamic loss scaling: the count of non-finite gradient values; any skips the update
     if dynamic is not None:
         hints[4 + len(states)] = sbp_mod.B
         skip = [dynamic.nonfinite]
-    rows = _indexed_slices_rows(job, opt, name, vop, g)
+    rows = _indexed_slices_rows(job, opt, name, vop, g) if update_type == "optimizer_update" else None
     attrs = {"optimizer": opt, "var": name, "weight_decay": opt.weight_decay_rate(name), "grad_scale": grad_scale,
              "n_states": len(states)}
     if rows is not None:  # the update reads the gathered indices (whole) after the states and the skip count
         hints[4 + len(states) + len(skip)] = sbp_mod.B
         attrs["indexed_slices"] = True
     with GradScope(ctx, vop, "optimizer"):
-        registry.new_op("optimizer_update", [vop.outputs[0], g, lr, step] + states + skip + (
+        registry.new_op(update_type, [vop.outputs[0], g, lr, step] + states + skip + (
                         [rows] if rows is not None else []), attrs,
                         name=job.unique_name(name + "-update"), in_hints=hints)
 

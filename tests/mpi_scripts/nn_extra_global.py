@@ -37,5 +37,11 @@ if __name__ == "__main__":
     check("Unfold", lambda: nn.Unfold((3, 2), dilation=(1, 2), padding=1, stride=(2, 1)), [x4], [[0], [None]])
     cols = _x(4, 12, 24, seed=3)
     check("Fold", lambda: nn.Fold((6, 5), 2, padding=1, stride=(2, 1)), [cols], [[0], [None]])
+    # leftovers helper: Tensor.unfold (unfold_tensor) along axis 1; a split of axis 0 or 2 stays where it is, one of
+    # axis 1 itself is boxed first
+    check("Tensor.unfold", lambda: (lambda t: t.unfold(1, 3, 2)), [_x(6, 7, 5, seed=4)], [[0], [1], [2], [None]])
+    pl = flow.placement("cpu", list(range(flow.env.get_world_size())))
+    xg = flow.tensor(_x(6, 7, 5, seed=4), placement=pl, sbp=flow.sbp.broadcast).to_global(pl, flow.sbp.split(2))
+    assert xg.unfold(1, 3, 2).sbp == (flow.sbp.split(2),), xg.unfold(1, 3, 2).sbp
     if global_eager.rank() == 0:
         print("DONE", flush=True)

@@ -1,7 +1,8 @@
 """nn.SyncBatchNorm on local tensors on every rank (tests/test_nn_extra.py runs it under `mpiexec -n 2`): each rank
 normalizes its own samples with the whole batch's statistics. Against one BatchNorm2d on the whole batch computed
 on every rank alone: the rank's output piece, its input gradient (of every rank's loss summed), the sum over ranks of
-the affine parameters' gradients, and the running statistics after two steps. Rank 0 prints OK lines, then DONE."""
+the affine parameters' gradients, and the running statistics after two steps; then the same inside nn.Graph on local
+tensors of unequal sizes. Rank 0 prints OK lines, then DONE."""
 import numpy as np
 
 import oneflow_compat as flow
@@ -72,4 +73,68 @@ for (name, p), (_, q) in zip(ddp.named_parameters(), ref_net.named_parameters())
     np.testing.assert_allclose(p.grad.numpy(), want, rtol=1e-4, atol=1e-4 * np.abs(want).max(), err_msg=name)
 if rank == 0:
     print("OK ddp", flush=True)
+
+# inside nn.Graph on local tensors (beyond OneFlow 0.9, which refuses local_tensor.to_global() in a graph): each
+# rank's graph normalizes with the whole batch's statistics, local batches of unequal sizes (3, 5, 4 samples), and
+# one SGD step moves each rank's parameters by its share of the whole batch's gradient: the moves summed over the
+# ranks are the one-rank model's step, the convolution's included (its gradient comes through the normalization's
+# all-reduced backward)
+flow.manual_seed(5)
+ref_net = flow.nn.Sequential(flow.nn.Conv2d(3, 4, 3), flow.nn.BatchNorm2d(4, momentum=0.2)).to(flow.float64)
+net = flow.nn.Sequential(flow.nn.Conv2d(3, 4, 3), flow.nn.BatchNorm2d(4, momentum=0.2)).to(flow.float64)
+net.load_state_dict(ref_net.state_dict())
+net = flow.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+start = {k: v.numpy().copy() for k, v in net.named_parameters()}
+lr = 0.125  # exact in float32 (the graph's learning rate is a float32 value, as OneFlow's)
+opt = flow.optim.SGD(net.parameters(), lr=lr)
+
+
+class Train(flow.nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.net = net
+        self.add_optimizer(opt)
+
+    def build(self, x, r):
+        y = self.net(x)
+        (y * r).sum().backward()
+        return y
+
+
+sizes = [3, 5, 4, 4][:world] if world <= 3 else [4] * world
+sizes[-1] += 4 * world - sum(sizes)
+bounds = np.cumsum([0] + sizes)
+part = slice(bounds[rank], bounds[rank + 1])
+x, r = x_all[0], rng.uniform(0.5, 1.5, (4 * world, 4, 3, 2))
+y = Train()(flow.tensor(x[part]), flow.tensor(r[part]))
+y_ref = ref_net(flow.tensor(x))
+(y_ref * flow.tensor(r)).sum().backward()
+np.testing.assert_allclose(y.numpy(), y_ref.numpy()[part], rtol=1e-10, atol=1e-12)
+for name, p in net.named_parameters():
+    moved = p.numpy() - start[name]
+    comm.allreduce_(moved, tuple(range(world)))
+    want = -lr * dict(ref_net.named_parameters())[name].grad.numpy()
+    np.testing.assert_allclose(moved, want, rtol=1e-8, atol=1e-10 * max(1.0, np.abs(want).max()), err_msg=name)
+for name in ("running_mean", "running_var", "num_batches_tracked"):
+    np.testing.assert_allclose(getattr(net[1], name).numpy(), getattr(ref_net[1], name).numpy(), rtol=1e-10,
+                               err_msg=name)
+cumulative = flow.nn.SyncBatchNorm(4, momentum=None).to(flow.float64)
+
+
+class Cumulative(flow.nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.bn = cumulative
+
+    def build(self, x):
+        return self.bn(x)
+
+
+try:  # a cumulative average reads the batch count on the host: refused in a graph (every rank alike)
+    Cumulative()(flow.tensor(r[part]))
+    raise AssertionError("SyncBatchNorm(momentum=None) in a graph of several ranks ran")
+except ValueError as e:
+    assert "momentum=None (a cumulative average) reads the batch count on the host" in str(e), e
+if rank == 0:
+    print("OK graph", flush=True)
     print("DONE", flush=True)
