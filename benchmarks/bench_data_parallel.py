@@ -3,7 +3,11 @@ launches with the venv's mpiexec: the MLP 784-512-512-10, batch 64 per rank, SGD
 
 1. eager: forward, backward (the gradients all-reduced through one gradient bucket), step, loss.numpy()
    (target: 2 ranks / 1 rank <= 1.25);
-2. nn.Graph: the same step compiled (target <= 1.15).
+2. nn.Graph: the same step compiled (target <= 1.15);
+3. and 4.: the same with the feeds cast with `to_global(..., check_meta=False)` (OneFlow 0.9's promise that every
+   rank feeds one shape: no shapes exchanged, no collective for the feeds on 2 ranks).
+
+The step is oneflow_compat/tools/data_parallel_mlp.py's (the one tests/mpi_scripts/engine_data_parallel.py checks).
 
 Each rank's BLAS uses its share of the threads a measurement gives the job: at 2 threads the 1-rank side's rank
 uses 2, each of the 2 ranks 1 (as torchrun sets OMP_NUM_THREADS = cores / ranks).
@@ -27,58 +31,29 @@ MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 BATCH = 64
 
 
-def _steps(kind, quick):
+def _steps(kind, quick, check_meta=True):
+    """[(label, step)] of the 1-rank and 2-rank sides: the step of oneflow_compat/tools/data_parallel_mlp.py (the
+    one tests/mpi_scripts/engine_data_parallel.py checks), each rank feeding the same local tensors every step."""
     import numpy as np
 
     import oneflow_compat as flow
-    from oneflow_compat import nn
     from oneflow_compat.runtime import global_eager
+    from oneflow_compat.tools.data_parallel_mlp import DataParallelMLP
 
     rank = global_eager.rank()
-    loss_fn = nn.CrossEntropyLoss()
     rng = np.random.default_rng(rank)
     xs = rng.random((BATCH, 784), dtype=np.float32)
     ys = rng.integers(0, 10, BATCH)
 
     def side(ranks):
-        placement = flow.placement("cpu", ranks)
-        flow.manual_seed(0)
-        model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-        model.to_global(placement=placement, sbp=flow.sbp.broadcast)
-        opt = flow.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        dp = DataParallelMLP(flow.placement("cpu", ranks), lr=0.01, momentum=0.9, graph=kind == "graph",
+                             check_meta=check_meta)
         holds = rank in ranks
         x_local = flow.tensor(xs if holds else xs[:0])
         y_local = flow.tensor(ys if holds else ys[:0], dtype=flow.int64)
 
-        def feed():
-            return (x_local.to_global(placement=placement, sbp=flow.sbp.split(0)),
-                    y_local.to_global(placement=placement, sbp=flow.sbp.split(0)))
-
-        if kind == "eager":
-            def step():
-                x, y = feed()
-                loss = loss_fn(model(x), y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                loss.numpy()
-            return step
-
-        class Train(nn.Graph):
-            def __init__(self):
-                super().__init__()
-                self.model = model
-                self.add_optimizer(opt)
-
-            def build(self, x, y):
-                loss = loss_fn(self.model(x), y)
-                loss.backward()
-                return loss
-
-        graph = Train()
-
         def step():
-            graph(*feed()).numpy()
+            dp.run(*dp.feed(x_local, y_local)).numpy()
         return step
 
     return [("1 rank", _with_threads(side([0]), 1)), ("2 ranks", _with_threads(side([0, 1]), 2))]
@@ -118,8 +93,10 @@ def worker(rounds, quick, threads):
 
     comm = global_eager.comm()
     rows = []
-    for kind, target in (("eager", 1.25), ("nn.Graph", 1.15)):
-        sides = _steps("eager" if kind == "eager" else "graph", quick)
+    for kind, target, check_meta in (("eager", 1.25, True), ("nn.Graph", 1.15, True),
+                                     ("eager, feeds check_meta=False", 1.25, False),
+                                     ("nn.Graph, feeds check_meta=False", 1.15, False)):
+        sides = _steps("eager" if kind.startswith("eager") else "graph", quick, check_meta)
         counts = {}
         for label, step in sides:
             step()  # warm: compiled; the gradients' order learned
