@@ -36,6 +36,42 @@ class LeNet(nn.Module):
         return self.classifier(flow.flatten(self.features(x), 1))
 
 
+class TrainStep(nn.Graph):
+    """One training step as an nn.Graph: forward, loss, backward and the optimizer's update, built on the first call
+    (tests/test_flowvision.py and tests/mpi_scripts/flowvision_dp.py train flowvision's models with it too)."""
+
+    def __init__(self, model, optimizer, loss_fn):
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+        self.add_optimizer(optimizer)
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+def eager_train_step(model, optimizer, loss_fn, x, y):
+    """The same step run eagerly, op by op: returns the loss."""
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss
+
+
+class EvalStep(nn.Graph):
+    """The predicted classes as an nn.Graph."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, x):
+        return self.model(x).argmax(1)
+
+
 class MNIST(Dataset):
     """(image (1, 28, 28) float32 normalised, label int64) pairs of mnist.npz's train or test part."""
 
@@ -119,26 +155,7 @@ def main():
     def as_input(t):  # global: this rank's rows become its piece of the batch split over the ranks
         return t.to_global(placement, flow.sbp.split(0)) if args.global_ else t
 
-    class TrainStep(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(optimizer)
-
-        def build(self, x, y):
-            loss = loss_fn(self.model(x), y)
-            loss.backward()
-            return loss
-
-    class EvalStep(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x).argmax(1)
-
-    train_step, eval_step = (TrainStep(), EvalStep()) if args.graph else (None, None)
+    train_step, eval_step = (TrainStep(model, optimizer, loss_fn), EvalStep(model)) if args.graph else (None, None)
 
     def evaluate():
         model.eval()
@@ -164,13 +181,7 @@ def main():
             if args.max_steps is not None and step >= args.max_steps:
                 break
             x, y = as_input(x), as_input(y)
-            if args.graph:
-                loss = train_step(x, y)
-            else:
-                loss = loss_fn(model(x), y)
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
+            loss = train_step(x, y) if args.graph else eager_train_step(model, optimizer, loss_fn, x, y)
             if args.global_:
                 loss = loss.to_global(sbp=flow.sbp.broadcast).to_local()
             elif args.ddp and world > 1:  # the loss of the global batch: the mean of the ranks' means

@@ -28,6 +28,45 @@ _HEADER = r"""
 #define GRID_LOOP(i, n) \
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); \
          i += (long long)blockDim.x * gridDim.x)
+
+// The window geometry along one axis, written once for every kernel below: stride s, dilation d, `before` cells of
+// padding, `size` input cells, `o` outputs.
+// The input that cell i of output u's window reads, or -1 where that cell is padding.
+__device__ __forceinline__ long long window_cell(long long u, long long i, int s, int d, int before, long long size) {
+    long long t = u * s - before + i * d;
+    return t >= 0 && t < size ? t : -1;
+}
+
+// The output whose window reads input t through its cell i, or -1 where none does.
+__device__ __forceinline__ long long window_reading(long long t, long long i, int s, int d, int before, long long o) {
+    long long u = t + before - i * d;
+    if (u < 0 || u % s) return -1;
+    u /= s;
+    return u < o ? u : -1;
+}
+
+// How many input cells output u's window (k cells, no dilation) covers, padding excluded: the average's divisor.
+__device__ __forceinline__ long long window_count(long long u, int k, int s, int before, long long size) {
+    long long first = u * s - before;
+    return (first + k < size ? first + k : size) - (first > 0 ? first : 0);
+}
+
+// The gather of the gradient kernels (a thread per input cell, no atomics): the statement after it runs for every
+// output (oy, ox) whose window reads input (y, xx), through its cell (i, j), in (i, j) order — the order in which
+// the numpy twins add the contributions. Uses the kernel's kh, kw, sh, sw, top, left, oh, ow.
+#define FOR_WINDOWS_READING(y, xx, dh, dw) \
+    for (int i = 0; i < kh; ++i) \
+        if (long long oy = window_reading(y, i, sh, dh, top, oh); oy >= 0) \
+            for (int j = 0; j < kw; ++j) \
+                if (long long ox = window_reading(xx, j, sw, dw, left, ow); ox >= 0)
+
+// The scan of the forward kernels: the statement after it runs for every cell (i, j) of output (oy, ox)'s window
+// (no dilation) that lies inside the input, reading input (y, xx), rows top to bottom, each left to right.
+#define FOR_WINDOW_CELLS(oy, ox, y, xx) \
+    for (int i = 0; i < kh; ++i) \
+        if (long long y = window_cell(oy, i, sh, 1, top, h); y >= 0) \
+            for (int j = 0; j < kw; ++j) \
+                if (long long xx = window_cell(ox, j, sw, 1, left, w); xx >= 0)
 """
 
 _TEMPLATE = r"""
@@ -43,8 +82,8 @@ extern "C" __global__ void im2col_{S}(const {T}* x, {T}* cols, long long n, long
         long long i = q % kh; q /= kh;
         long long ch = q % c;
         long long s = q / c;
-        long long y = oy * sh - top + i * dh, xx = ox * sw - left + j * dw;
-        cols[idx] = (y >= 0 && y < h && xx >= 0 && xx < w) ? x[((s * c + ch) * h + y) * w + xx] : ({T})0;
+        long long y = window_cell(oy, i, sh, dh, top, h), xx = window_cell(ox, j, sw, dw, left, w);
+        cols[idx] = (y >= 0 && xx >= 0) ? x[((s * c + ch) * h + y) * w + xx] : ({T})0;
     }
 }
 
@@ -60,19 +99,8 @@ extern "C" __global__ void col2im_{S}(const {T}* dcols, {T}* dx, long long n, lo
         long long ch = q % c;
         long long s = q / c;
         {T} acc = 0;
-        for (int i = 0; i < kh; ++i) {
-            long long ty = y + top - (long long)i * dh;
-            if (ty < 0 || ty % sh) continue;
-            long long oy = ty / sh;
-            if (oy >= oh) continue;
-            for (int j = 0; j < kw; ++j) {
-                long long tx = xx + left - (long long)j * dw;
-                if (tx < 0 || tx % sw) continue;
-                long long ox = tx / sw;
-                if (ox >= ow) continue;
-                acc += dcols[(((s * c + ch) * kh + i) * kw + j) * oh * ow + oy * ow + ox];
-            }
-        }
+        FOR_WINDOWS_READING(y, xx, dh, dw)
+            acc += dcols[(((s * c + ch) * kh + i) * kw + j) * oh * ow + oy * ow + ox];
         dx[idx] = acc;
     }
 }
@@ -103,16 +131,10 @@ extern "C" __global__ void max_pool_{S}(const {T}* x, {T}* out, long long n, lon
         const {T}* plane = x + q * h * w;
         {T} best = -({T})INFINITY;
         bool nan = false;
-        for (int i = 0; i < kh; ++i) {
-            long long y = oy * sh - top + i;
-            if (y < 0 || y >= h) continue;
-            for (int j = 0; j < kw; ++j) {
-                long long xx = ox * sw - left + j;
-                if (xx < 0 || xx >= w) continue;
-                {T} v = plane[y * w + xx];
-                if (v != v) nan = true;
-                else if (v > best) best = v;
-            }
+        FOR_WINDOW_CELLS(oy, ox, y, xx) {
+            {T} v = plane[y * w + xx];
+            if (v != v) nan = true;
+            else if (v > best) best = v;
         }
         out[idx] = nan ? ({T})NAN : best;
     }
@@ -129,31 +151,20 @@ extern "C" __global__ void max_pool_grad_{S}(const {T}* dy, const {T}* x, const 
         long long y = q % h; q /= h;
         const {T}* plane = x + q * h * w;
         {T} acc = 0;
-        for (int i = 0; i < kh; ++i) {
-            long long ty = y + top - i;
-            if (ty < 0 || ty % sh) continue;
-            long long oy = ty / sh;
-            if (oy >= oh) continue;
-            for (int j = 0; j < kw; ++j) {
-                long long tx = xx + left - j;
-                if (tx < 0 || tx % sw) continue;
-                long long ox = tx / sw;
-                if (ox >= ow) continue;
-                long long o = q * oh * ow + oy * ow + ox;
-                {T} m = out[o];
-                // the window's first cell equal to its maximum
-                int first_i = -1, first_j = -1;
-                for (int a = 0; a < kh && first_i < 0; ++a) {
-                    long long yy = oy * sh - top + a;
-                    if (yy < 0 || yy >= h) continue;
-                    for (int b = 0; b < kw; ++b) {
-                        long long xb = ox * sw - left + b;
-                        if (xb < 0 || xb >= w) continue;
-                        if (plane[yy * w + xb] == m) { first_i = a; first_j = b; break; }
-                    }
+        FOR_WINDOWS_READING(y, xx, 1, 1) {
+            long long o = q * oh * ow + oy * ow + ox;
+            {T} m = out[o];
+            // the window's first cell equal to its maximum (padding never is)
+            int first_i = -1, first_j = -1;
+            for (int a = 0; a < kh && first_i < 0; ++a) {
+                long long yy = window_cell(oy, a, sh, 1, top, h);
+                if (yy < 0) continue;
+                for (int b = 0; b < kw; ++b) {
+                    long long xb = window_cell(ox, b, sw, 1, left, w);
+                    if (xb >= 0 && plane[yy * w + xb] == m) { first_i = a; first_j = b; break; }
                 }
-                if (first_i == i && first_j == j) acc += dy[o];
             }
+            if (first_i == i && first_j == j) acc += dy[o];
         }
         if (relu) acc = acc * ({T})(plane[y * w + xx] > ({T})0);
         dx[idx] = acc;
@@ -170,19 +181,9 @@ extern "C" __global__ void avg_pool_{S}(const {T}* x, {T}* out, long long n, lon
         long long oy = q % oh; q /= oh;
         const {T}* plane = x + q * h * w;
         {T} total = 0;
-        for (int i = 0; i < kh; ++i) {
-            long long y = oy * sh - top + i;
-            if (y < 0 || y >= h) continue;
-            for (int j = 0; j < kw; ++j) {
-                long long xx = ox * sw - left + j;
-                if (xx < 0 || xx >= w) continue;
-                total += plane[y * w + xx];
-            }
-        }
-        long long y0 = oy * sh - top, x0 = ox * sw - left;
-        long long rows = (y0 + kh < h ? y0 + kh : h) - (y0 > 0 ? y0 : 0);
-        long long cols = (x0 + kw < w ? x0 + kw : w) - (x0 > 0 ? x0 : 0);
-        out[idx] = total / ({T})(rows * cols);
+        FOR_WINDOW_CELLS(oy, ox, y, xx)
+            total += plane[y * w + xx];
+        out[idx] = total / ({T})(window_count(oy, kh, sh, top, h) * window_count(ox, kw, sw, left, w));
     }
 }
 
@@ -195,22 +196,9 @@ extern "C" __global__ void avg_pool_grad_{S}(const {T}* dy, {T}* dx, long long n
         long long xx = q % w; q /= w;
         long long y = q % h; q /= h;
         {T} acc = 0;
-        for (int i = 0; i < kh; ++i) {
-            long long ty = y + top - i;
-            if (ty < 0 || ty % sh) continue;
-            long long oy = ty / sh;
-            if (oy >= oh) continue;
-            for (int j = 0; j < kw; ++j) {
-                long long tx = xx + left - j;
-                if (tx < 0 || tx % sw) continue;
-                long long ox = tx / sw;
-                if (ox >= ow) continue;
-                long long y0 = oy * sh - top, x0 = ox * sw - left;
-                long long rows = (y0 + kh < h ? y0 + kh : h) - (y0 > 0 ? y0 : 0);
-                long long cols = (x0 + kw < w ? x0 + kw : w) - (x0 > 0 ? x0 : 0);
-                acc += dy[q * oh * ow + oy * ow + ox] / ({T})(rows * cols);
-            }
-        }
+        FOR_WINDOWS_READING(y, xx, 1, 1)
+            acc += dy[q * oh * ow + oy * ow + ox] /
+                   ({T})(window_count(oy, kh, sh, top, h) * window_count(ox, kw, sw, left, w));
         dx[idx] = acc;
     }
 }
@@ -341,23 +329,28 @@ def _name(base, dtype):
 
 
 # --- the device operations (xp: CuPy or the tests' fake; arrays C-contiguous NCHW) ------------------------------
+def _geometry(input_shape, window, strides, pads, out_hw, dilations=None):
+    """The arguments every kernel above takes after its arrays, in their order: n, c, h, w, kh, kw, sh, sw, then
+    dh, dw for the convolution's kernels (`dilations` given), then top, left, oh, ow."""
+    n, c, h, w = input_shape
+    (kh, kw), (sh, sw), ((top, _), (left, _)), (oh, ow) = window, strides, pads, out_hw
+    return (n, c, h, w, kh, kw, sh, sw) + (tuple(dilations) if dilations is not None else ()) + (top, left, oh, ow)
+
+
 def im2col(xp, x, kh, kw, strides, dilations, pads, out_hw):
     """(N, C·kh·kw, OH·OW) channel-major patches of the whole batch x (N, C, H, W)."""
-    n, c, h, w = x.shape
-    (sh, sw), (dh, dw), ((top, _), (left, _)), (oh, ow) = strides, dilations, pads, out_hw
-    cols = xp.empty((n, c * kh * kw, oh * ow), dtype=x.dtype)
-    MODULE.launch(xp, _name("im2col", x.dtype), cols.size, x, cols, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left,
-                  oh, ow)
+    n, c = x.shape[:2]
+    cols = xp.empty((n, c * kh * kw, out_hw[0] * out_hw[1]), dtype=x.dtype)
+    MODULE.launch(xp, _name("im2col", x.dtype), cols.size, x, cols,
+                  *_geometry(x.shape, (kh, kw), strides, pads, out_hw, dilations))
     return cols
 
 
 def col2im(xp, dcols, input_shape, kh, kw, strides, dilations, pads, out_hw):
     """dx (N, C, H, W) from the patch gradients dcols (N, C·kh·kw, OH·OW)."""
-    n, c, h, w = input_shape
-    (sh, sw), (dh, dw), ((top, _), (left, _)), (oh, ow) = strides, dilations, pads, out_hw
-    dx = xp.empty((n, c, h, w), dtype=dcols.dtype)
-    MODULE.launch(xp, _name("col2im", dx.dtype), dx.size, dcols, dx, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left,
-                  oh, ow)
+    dx = xp.empty(tuple(input_shape), dtype=dcols.dtype)
+    MODULE.launch(xp, _name("col2im", dx.dtype), dx.size, dcols, dx,
+                  *_geometry(input_shape, (kh, kw), strides, pads, out_hw, dilations))
     return dx
 
 
@@ -377,34 +370,26 @@ def relu_mask(xp, g, y):
 
 
 def max_pool(xp, x, ksize, strides, pads, out_hw):
-    n, c, h, w = x.shape
-    (kh, kw), (sh, sw), ((top, _), (left, _)), (oh, ow) = ksize, strides, pads, out_hw
-    out = xp.empty((n, c, oh, ow), dtype=x.dtype)
-    MODULE.launch(xp, _name("max_pool", x.dtype), out.size, x, out, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow)
+    out = xp.empty(tuple(x.shape[:2]) + tuple(out_hw), dtype=x.dtype)
+    MODULE.launch(xp, _name("max_pool", x.dtype), out.size, x, out, *_geometry(x.shape, ksize, strides, pads, out_hw))
     return out
 
 
 def max_pool_grad(xp, dy, x, y, ksize, strides, pads, relu):
-    n, c, h, w = x.shape
-    (kh, kw), (sh, sw), ((top, _), (left, _)), (oh, ow) = ksize, strides, pads, y.shape[2:]
     dx = xp.empty(x.shape, dtype=x.dtype)
-    MODULE.launch(xp, _name("max_pool_grad", x.dtype), dx.size, dy, x, y, dx, n, c, h, w, kh, kw, sh, sw, top,
-                  left, oh, ow, 1 if relu else 0)
+    MODULE.launch(xp, _name("max_pool_grad", x.dtype), dx.size, dy, x, y, dx,
+                  *_geometry(x.shape, ksize, strides, pads, y.shape[2:]), 1 if relu else 0)
     return dx
 
 
 def avg_pool(xp, x, ksize, strides, pads, out_hw):
-    n, c, h, w = x.shape
-    (kh, kw), (sh, sw), ((top, _), (left, _)), (oh, ow) = ksize, strides, pads, out_hw
-    out = xp.empty((n, c, oh, ow), dtype=x.dtype)
-    MODULE.launch(xp, _name("avg_pool", x.dtype), out.size, x, out, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow)
+    out = xp.empty(tuple(x.shape[:2]) + tuple(out_hw), dtype=x.dtype)
+    MODULE.launch(xp, _name("avg_pool", x.dtype), out.size, x, out, *_geometry(x.shape, ksize, strides, pads, out_hw))
     return out
 
 
 def avg_pool_grad(xp, dy, input_shape, ksize, strides, pads):
-    n, c, h, w = input_shape
-    (kh, kw), (sh, sw), ((top, _), (left, _)), (oh, ow) = ksize, strides, pads, dy.shape[2:]
-    dx = xp.empty((n, c, h, w), dtype=dy.dtype)
-    MODULE.launch(xp, _name("avg_pool_grad", dy.dtype), dx.size, dy, dx, n, c, h, w, kh, kw, sh, sw, top, left,
-                  oh, ow)
+    dx = xp.empty(tuple(input_shape), dtype=dy.dtype)
+    MODULE.launch(xp, _name("avg_pool_grad", dy.dtype), dx.size, dy, dx,
+                  *_geometry(input_shape, ksize, strides, pads, dy.shape[2:]))
     return dx

@@ -19,7 +19,7 @@ def matmul(xp, a, b, *, transpose_a=False, transpose_b=False, alpha=1.0):
         if op_a.shape[1] == op_b.shape[0] and 2 * op_a.shape[0] * op_a.shape[1] * op_b.shape[1] < _SMALL_PRODUCT_FLOPS:
             # a small product: numpy's own call, the very product gemm would make here (small products run whole,
             # through np.matmul), without the µs of choosing a path around it (eager ops on small tensors)
-            return numpy.matmul(op_a, op_b)
+            return _small_product(op_a, op_b)
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError("matmul: inputs must be at least 2-D, got shapes %s and %s"
                          % (tuple(a.shape), tuple(b.shape)))
@@ -40,6 +40,48 @@ def matmul(xp, a, b, *, transpose_a=False, transpose_b=False, alpha=1.0):
         # `out` is freshly allocated, so scaling it in place is safe and saves a copy
         out *= xp.asarray(alpha, dtype=out.dtype)
     return out
+
+
+def _small_product(a, b):
+    """op(a) @ op(b) of 2-D numpy operands: `numpy.dot`, which for 2-D operands makes the very BLAS call
+    `numpy.matmul` makes (the same bits: tests/test_kernels_linalg.py) without a ufunc's dispatch (0.4 µs of an 8x8
+    product's 0.9)."""
+    if a.dtype in _DOT_DTYPES and b.dtype == a.dtype:
+        return numpy.dot(a, b)
+    return numpy.matmul(a, b)
+
+
+# float16 is not among them: numpy.dot sums float16 products in float32, numpy.matmul in float16
+_DOT_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+
+
+def _specialize_matmul(xp, in_shapes, in_dtypes, transpose_a=False, transpose_b=False, alpha=1.0):
+    """The kernel of one planned matmul, chosen once from its pieces' shapes and dtypes (`runtime/plan.device_fn`
+    asks a kernel's `specialize` before it binds the kernel's attributes): for a small 2-D float32/float64 product
+    on numpy with alpha 1, `numpy.dot` itself (with the transposes as views) — the values of `matmul`'s small path,
+    without its checks and choices at every call (an eager op on 8x8 tensors spends more time choosing than
+    multiplying). None: `matmul` as it is. A dynamic blob's pieces are never larger than its planned shape, so
+    a product planned small stays small."""
+    if xp is not numpy or alpha != 1.0 or len(in_shapes) != 2:
+        return None
+    (sa, sb), (da, db) = in_shapes, in_dtypes
+    if len(sa) != 2 or len(sb) != 2 or numpy.dtype(da) not in _DOT_DTYPES or numpy.dtype(db) != numpy.dtype(da):
+        return None
+    m, k = (sa[1], sa[0]) if transpose_a else (sa[0], sa[1])
+    kb, n = (sb[1], sb[0]) if transpose_b else (sb[0], sb[1])
+    if k != kb or 2 * m * k * n >= _SMALL_PRODUCT_FLOPS:
+        return None
+    dot = numpy.dot
+    if not transpose_a and not transpose_b:
+        return dot
+    if transpose_a and transpose_b:
+        return lambda a, b: dot(a.T, b.T)
+    if transpose_a:
+        return lambda a, b: dot(a.T, b)
+    return lambda a, b: dot(a, b.T)
+
+
+matmul.specialize = _specialize_matmul
 
 
 # --- the dense layer's fused kernels (passes/fusion.py) ------------------------------------------------------------

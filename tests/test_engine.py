@@ -147,6 +147,19 @@ def test_local_ops_run_as_their_kernel_without_the_lock_and_agree_with_numpy():
     assert executable.straight_line(compiled.exe.plan) is not None
 
 
+def test_a_small_eager_matmul_runs_numpy_dot_itself_and_shares_its_plan_with_plain_attrs():
+    a = np.arange(64, dtype=np.float32).reshape(8, 8) / 7
+    x, w = flow.tensor(a), flow.tensor(a.T.copy())
+    y = flow.matmul(x, w)
+    np.testing.assert_array_equal(y.numpy(), np.matmul(a, a.T))
+    # the surface's attrs (FrozenAttrs: a cache key found once) and a plain dict with the same items find one plan
+    compiled = global_eager.compiled_op("matmul", {"transpose_a": False, "transpose_b": False, "alpha": 1.0},
+                                        [x._value, w._value])
+    assert compiled.lock_free and compiled.program.kernel is np.dot
+    assert sum(1 for key in context.get().eager_plans if key[0] == "matmul") == 1
+    np.testing.assert_array_equal(flow.matmul(x, w, transpose_b=True).numpy(), np.matmul(a, a))
+
+
 def test_local_ops_from_several_threads_give_each_its_own_results():
     results, errors = {}, []
 
@@ -224,3 +237,36 @@ def test_buckets_of_gradients_that_live_in_them_reduce_in_order_as_they_complete
     np.testing.assert_array_equal(b.view(2), np.ones(4))
     b.reset()
     assert b.ready(0) == [] and b.next_bucket == 0
+
+
+def test_eager_gradients_on_cpu_devices_have_no_small_first_bucket():
+    # the ranks sum a CPU bucket themselves at the end of backward: an early small bucket would only add a meeting
+    # of the ranks (a GPU's first bucket is summed by NCCL while backward goes on: PyTorch's 1 MB)
+    from oneflow_compat.ir.placement import Placement
+
+    assert buckets.first_cap_bytes(Placement("cpu", [(0, 0), (1, 0)])) is None
+    assert buckets.first_cap_bytes(Placement("gpu", [(0, 0), (1, 0)])) == buckets.FIRST_CAP_BYTES == 1 << 20
+    b = buckets.GradBuckets([(10,), (10, 512), (512,), (512, 512)], [np.float32] * 4, [0],
+                            first_cap_bytes=buckets.first_cap_bytes(Placement("cpu", [(0, 0)])))
+    assert len(b.plan) == 1
+
+
+def test_check_meta_and_oneflows_balanced_override_decide_whether_a_feed_exchanges_shapes(monkeypatch):
+    # OneFlow v0.9.0 NeedSyncAndCheckShapeAndDtype (global_cast.cpp): the env override, when set, wins
+    env = global_eager.BALANCED_OVERRIDE_ENV
+    assert env == "ONEFLOW_EAGER_LOCAL_TO_GLOBAL_BALANCED_OVERRIDE"
+    monkeypatch.delenv(env, raising=False)
+    assert global_eager.sync_meta(True) is True and global_eager.sync_meta(False) is False
+    monkeypatch.setenv(env, "true")
+    assert global_eager.sync_meta(True) is False
+    monkeypatch.setenv(env, "0")
+    assert global_eager.sync_meta(False) is True
+    monkeypatch.setenv(env, "maybe")
+    with pytest.raises(ValueError, match="ONEFLOW_EAGER_LOCAL_TO_GLOBAL_BALANCED_OVERRIDE='maybe'"):
+        global_eager.sync_meta(True)
+    # on one process a feed with check_meta=False is the local tensor made global
+    monkeypatch.delenv(env)
+    t = flow.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
+    g = t.to_global(placement=flow.placement("cpu", [0]), sbp=flow.sbp.split(0), check_meta=False)
+    assert tuple(g.shape) == (3, 2)
+    np.testing.assert_array_equal(g.numpy(), t.numpy())

@@ -16,55 +16,27 @@ flowvision = pytest.importorskip("flowvision", reason="flowvision is not install
 import oneflow_compat as flow  # noqa: E402
 import oneflow_compat.nn as nn  # noqa: E402
 from flowvision import models  # noqa: E402
-from flowvision.models.vision_transformer import VisionTransformer  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path[:0] = [os.path.join(ROOT, "examples"), os.path.join(HERE, "mpi_scripts")]
+from flowvision_dp import build as _build  # noqa: E402  (the models as the data-parallel script builds them)
+from lenet import TrainStep, eager_train_step  # noqa: E402  (examples/lenet.py's train steps)
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-
-
-def _build(name):
-    flow.manual_seed(0)
-    if name == "vit_small":
-        model = VisionTransformer(img_size=32, patch_size=8, embed_dim=96, depth=2, num_heads=3, num_classes=10)
-    else:
-        model = getattr(models, name)(num_classes=10)
-    for m in model.modules():  # dropout draws differently eagerly and in a graph: off for the comparison
-        if isinstance(m, nn.Dropout):
-            m.p = 0.0
-    return model
 
 
 def _train(model, x, y, graph):
     loss_fn = nn.CrossEntropyLoss()
     optimizer = flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    if graph:
-        class Step(nn.Graph):
-            def __init__(self):
-                super().__init__()
-                self.model = model
-                self.add_optimizer(optimizer)
-
-            def build(self, x, y):
-                loss = loss_fn(self.model(x), y)
-                loss.backward()
-                return loss
-
-        step = Step()
+    step = TrainStep(model, optimizer, loss_fn) if graph else None
     losses = []
     for _ in range(2):
-        if graph:
-            loss = step(x, y)
-        else:
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
+        loss = step(x, y) if graph else eager_train_step(model, optimizer, loss_fn, x, y)
         losses.append(loss.item())
     return losses, {k: v.numpy().copy() for k, v in model.state_dict().items()}
 
 
-@pytest.mark.parametrize("name,size", [("squeezenet1_1", 64), ("resnet18", 32), ("vit_small", 32)])
+@pytest.mark.parametrize("name,size", [("squeezenet1_1", 64), ("resnet18", 32), ("vit", 32)])
 def test_model_trains_eagerly_and_as_a_graph_to_the_same_numbers(name, size):
     model = _build(name)
     start = {k: flow.tensor(v.numpy().copy()) for k, v in model.state_dict().items()}

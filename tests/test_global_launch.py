@@ -232,14 +232,23 @@ def test_a_global_op_only_one_node_reaches_fails_the_job(tmp_path):
     assert "the processes of node 1 ended with exit code" in node0.err, node0.err
 
 
+# the launcher started with the signal blocked by its parent (a signal mask survives exec): it must still stop
+BLOCKED = ("import os, signal, sys\nsignal.pthread_sigmask(signal.SIG_BLOCK, {int(sys.argv[1])})\n"
+           "os.execv(sys.executable, [sys.executable] + sys.argv[2:])\n")
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to find the job's processes")
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_to_the_launcher_ends_every_process(signum, tmp_path):
+@pytest.mark.parametrize("signum, blocked", [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGINT, True)],
+                         ids=["SIGTERM", "SIGINT", "SIGINT-inherited-blocked"])
+def test_a_signal_to_the_launcher_ends_every_process(signum, blocked, tmp_path):
     from process_tree import descendants, wait_until_gone
 
     script = write(tmp_path, "sleeper.py", "import time\nimport oneflow as flow\nprint('ready', flush=True)\n"
                                            "time.sleep(120)\n")
-    process = start(launcher("--nproc_per_node", 2, "--master_port", free_port(), script), tmp_path)
+    command = launcher("--nproc_per_node", 2, "--master_port", free_port(), script)
+    if blocked:
+        command = [sys.executable, "-c", BLOCKED, str(int(signum))] + command[1:]
+    process = start(command, tmp_path)
     ready = 0
     while ready < 2:
         line = process.stdout.readline()

@@ -35,3 +35,35 @@ def test_matmul_batched_and_errors(xp):
         linalg.matmul(xp, xp.asarray(a), xp.asarray(b))
     with pytest.raises(ValueError, match="at least 2-D"):
         linalg.matmul(xp, xp.zeros(3), xp.zeros((3, 1)))
+
+
+# --- the kernel a planned small product runs (`matmul.specialize`, asked by runtime/plan.device_fn) -----------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_a_small_planned_product_is_numpy_dot_with_the_bits_of_matmul(dtype, ta, tb):
+    for m, k, n in [(8, 8, 8), (1, 5, 3), (3, 1, 1), (1, 1, 1), (2, 31, 17), (16, 16, 16)]:
+        a = rng(5).standard_normal((k, m) if ta else (m, k)).astype(dtype)
+        b = rng(6).standard_normal((n, k) if tb else (k, n)).astype(dtype)
+        fn = linalg.matmul.specialize(np, [a.shape, b.shape], [a.dtype, b.dtype], transpose_a=ta, transpose_b=tb,
+                                      alpha=1.0)
+        assert fn is not None
+        out = fn(a, b)
+        assert out.dtype == dtype and out.shape == (m, n)
+        # bit for bit what the kernel's own path gives, and numpy's matmul of the transposed views
+        assert np.array_equal(out, linalg.matmul(np, a, b, transpose_a=ta, transpose_b=tb))
+        assert np.array_equal(out, np.matmul(a.T if ta else a, b.T if tb else b))
+    if not ta and not tb:
+        assert fn is np.dot  # nothing between the plan and numpy
+
+
+def test_products_the_small_path_does_not_take_keep_the_kernel():
+    spec = linalg.matmul.specialize
+    f32 = [np.dtype(np.float32)] * 2
+    assert spec(np, [(8, 8), (8, 8)], f32, alpha=0.5) is None  # alpha: the kernel scales
+    assert spec(np, [(8, 8), (8, 8)], [np.dtype(np.float16)] * 2) is None  # numpy.dot sums float16 in float32
+    assert spec(np, [(8, 8), (8, 8)], [np.dtype(np.float32), np.dtype(np.float64)]) is None
+    assert spec(np, [(2, 8, 8), (2, 8, 8)], f32) is None  # batched
+    assert spec(np, [(64, 64), (64, 64)], f32) is None  # large: gemm on the kernels' threads
+    assert spec(np, [(8, 4), (8, 4)], f32) is None  # shapes that do not fit: the kernel's error
+    assert spec(object(), [(8, 8), (8, 8)], f32) is None  # another array module (CuPy)

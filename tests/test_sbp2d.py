@@ -4,6 +4,8 @@ parallel_distribution=)`, `flow.hierarchical_parallel_cast`) training a data x m
 in-process devices exactly as one device does, `validate` on a 2 x 2 mesh, and `visualize_sharding` against the
 runtime's blocks. The global-tensor API on 4 ranks: tests/test_global_2d_mpi.py; boxing: tests/test_boxing_nd.py."""
 import itertools
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +21,10 @@ from oneflow_compat.ops import registry
 from oneflow_compat.passes import sbp_infer
 from oneflow_compat.tools import explain as explain_mod
 from oneflow_compat.tools import validate
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_scripts"))
+import legacy_2d  # noqa: E402  (the MLP job, shared with the run across processes)
+from legacy_2d import IN, N, OUT  # noqa: E402
 
 
 # --- placements ------------------------------------------------------------------------------------------------------
@@ -195,55 +201,13 @@ def test_visualize_sharding_draws_the_runtime_blocks():
 
 
 # --- the legacy form: a data x model parallel MLP on a 2 x 2 mesh of in-process devices ---------------------------
-N, IN, H, OUT = 9, 6, 5, 3  # uneven on both mesh axes: 9 rows over the data axis, 5 hidden units over the model axis
-
-
+# (the job is tests/mpi_scripts/legacy_2d.py's, which tests/test_global_2d_mpi.py also runs across processes)
 def _train_legacy(devices, hierarchy, steps=20, grad_mode="manual"):
     flow.clear_default_session()
     flow.config.cpu_device_num(devices)
-    cfg = flow.function_config()
-    cfg.default_data_type(flow.float)
-    two_d = hierarchy is not None
-
-    def dist(*entries):
-        return list(entries) if two_d else []
-
-    @flow.global_function(type="train", function_config=cfg)
-    def job(x: tp.Numpy.Placeholder((N, IN)), y: tp.Numpy.Placeholder((N,), dtype=flow.int32)) -> tp.Numpy:
-        with flow.scope.placement("cpu", "0:0-%d" % (devices - 1), hierarchy):
-            if two_d:  # data parallel along mesh axis 0, model parallel along axis 1 (oneflow_gpt's layout)
-                x = flow.hierarchical_parallel_cast(x, parallel_distribution=["S(0)", "B"])
-            w1 = flow.get_variable("w1", (IN, H), initializer=flow.random_normal_initializer(stddev=0.5),
-                                   random_seed=7, parallel_distribution=dist("B", "S(1)"))
-            b1 = flow.get_variable("b1", (H,), initializer=flow.constant_initializer(0.1),
-                                   parallel_distribution=dist("B", "S(0)"))
-            w2 = flow.get_variable("w2", (H, OUT), initializer=flow.random_normal_initializer(stddev=0.5),
-                                   random_seed=8, parallel_distribution=dist("B", "S(0)"))
-            # held whole by every device: its data-parallel gradient is one all-reduced array the devices of a
-            # process share, which the update must apply once
-            b2 = flow.get_variable("b2", (OUT,), initializer=flow.constant_initializer(-0.2),
-                                   parallel_distribution=dist("B", "B"))
-            h = flow.nn.relu(flow.nn.bias_add(flow.matmul(x, w1), b1))
-            z = flow.matmul(h, w2)  # [S(0), P] on the mesh
-            if two_d:  # forward: all-reduce along the model axis; backward as the grad mode says
-                kw = {"grad_mode": grad_mode}
-                if grad_mode == "manual":
-                    kw["grad_parallel_distribution"] = ["S(0)", "B"]
-                z = flow.hierarchical_parallel_cast(z, parallel_distribution=["S(0)", "B"], **kw)
-            z = flow.nn.bias_add(z, b2)
-            loss = flow.math.reduce_mean(flow.nn.sparse_softmax_cross_entropy_with_logits(y, z))
-            flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0.9).minimize(loss)
-        return loss
-
-    rng = np.random.default_rng(0)
-    losses = []
-    for _ in range(steps):
-        x = rng.standard_normal((N, IN)).astype(np.float32)
-        y = rng.integers(0, OUT, N).astype(np.int32)
-        losses.append(float(np.asarray(job(x, y)).reshape(-1)[0]))
-    weights = {k: v.numpy() for k, v in flow.get_all_variables().items()}
-    report = explain_mod.explain_session()
-    return losses, weights, report
+    losses, weights = legacy_2d.train(legacy_2d.hybrid_mlp_job("0:0-%d" % (devices - 1), hierarchy, grad_mode),
+                                      steps)
+    return losses, weights, explain_mod.explain_session()
 
 
 def _numpy_mlp(steps=20):

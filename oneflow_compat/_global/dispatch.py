@@ -14,8 +14,7 @@ from oneflow_compat._global import lazy
 from oneflow_compat._global.op_names import ONEFLOW_OP_NAMES
 from oneflow_compat._global.tensor import Tensor, wrap
 
-_CTX = context.CURRENT  # `graph_traces`: whether an nn.Graph is tracing its build
-_API = client_mode.choice_holder()
+_BOUND, _PROCESS = context.THREAD, context.PROCESS  # `_BOUND.context or _PROCESS` is `context.get()` inline
 _GLOBAL_API = client_mode.GLOBAL
 _new = object.__new__
 grad_mode = autograd.grad_mode()  # this thread's gradient mode (a thread-local stack)
@@ -43,25 +42,34 @@ def apply_op(op_type, inputs, attrs=None, requires_grad=None):
 
 def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
     # the checks of every call, written for speed (an eager op costs a few µs): all Tensors, all local or all
-    # global on one placement (the placement objects are compared only where they are not the same object)
-    for t in inputs:
-        if not isinstance(t, Tensor):
-            raise TypeError("op '%s' expects Tensors as inputs, got %s" % (op_type, type(t).__name__))
+    # global on one placement (the placement objects are compared only where they are not the same object); the
+    # context looked up once (a simulated rank's, in its thread: `context.get()` inline)
     first = inputs[0]
+    if type(first) is not Tensor and not isinstance(first, Tensor):
+        raise TypeError("op '%s' expects Tensors as inputs, got %s" % (op_type, type(first).__name__))
     placement = first._placement
-    if len(inputs) > 1:
+    n = len(inputs)
+    if n > 1:
         for t in inputs:
+            if type(t) is not Tensor and not isinstance(t, Tensor):
+                raise TypeError("op '%s' expects Tensors as inputs, got %s" % (op_type, type(t).__name__))
             other = t._placement
             if other is not placement and (other is None or placement is None or other != placement):
                 _where(inputs, op_type)
-    if _CTX.graph_traces:
+    ctx = _BOUND.context or _PROCESS
+    if ctx.graph_traces:
         return lazy.apply(op_type, inputs, attrs)
-    values = [t._value for t in inputs]
-    compiled = global_eager.compiled_op(op_type, attrs, values)
+    if n == 2:  # (no list comprehension for the commonest arities: it is a call of its own)
+        values = [first._value, inputs[1]._value]
+    elif n == 1:
+        values = [first._value]
+    else:
+        values = [t._value for t in inputs]
+    compiled = global_eager.compiled_op(op_type, attrs, values, plans=ctx.eager_plans)
     outs = compiled.run_lock_free(values) if compiled.lock_free else global_eager.run_compiled(compiled, values)
     device = first._device
     if len(outs) == 1:  # (`wrap`, inlined for the common case)
-        if _API.api[0] is not _GLOBAL_API:
+        if ctx.api[0] is not _GLOBAL_API:
             client_mode.use(client_mode.GLOBAL, "creating a flow.Tensor")
         t = _new(Tensor)
         t._value = outs[0]

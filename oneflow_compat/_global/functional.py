@@ -237,8 +237,8 @@ def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # no
             key = (transpose_a, transpose_b, alpha)
             attrs = _MATMUL_ATTRS.get(key)
             if attrs is None:
-                attrs = _MATMUL_ATTRS[key] = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b),
-                                              "alpha": float(alpha)}
+                attrs = _MATMUL_ATTRS[key] = global_eager.FrozenAttrs(
+                    transpose_a=bool(transpose_a), transpose_b=bool(transpose_b), alpha=float(alpha))
             return apply_op_list("matmul", [input, other], attrs)[0]
     a, b = _check(input, "matmul"), _check(other, "matmul")
     a, b = _same_dtype(a, b)

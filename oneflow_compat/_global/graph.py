@@ -218,13 +218,22 @@ class Graph:
         text = "nn.Graph '%s' call #%d" % (self._name, number)
         with activity.operation(text, name_errors=False) as call:  # build's own errors keep their messages
             if self._spans_ranks(tensors):
-                agreement.global_op((agreement.digest(text), text), tuple(range(global_eager.world_size())))
+                # after the first call, the check rides in the call's first collective where nothing before it has
+                # an effect (a data-parallel step's gradient bucket: `CompiledGraph.check_rides`)
+                agreement.global_op((agreement.digest(text), text), tuple(range(global_eager.world_size())),
+                                    carry=self._compiled is not None and self._compiled.check_rides)
             self.__dict__["_calls"] = number
             if self._compiled is None:
                 self._compile(flat, struct, tensors)
                 self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
             call.name_errors = True
-            outs = self._compiled.run(values)
+            try:
+                outs = self._compiled.run(values)
+            except agreement.TurnOfAnother:
+                # the carried check found another thread's turn: this call changed nothing and runs again, as the
+                # same call
+                self.__dict__["_calls"] = number - 1
+                raise
         if self._graph_optimizers is not None:
             self._graph_optimizers.after_step()
         it = iter(outs)

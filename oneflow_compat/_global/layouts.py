@@ -22,7 +22,9 @@ def _sbp_arg(sbp, ndim, what, placement):
     return normalize_sbp(flow_sbp.to_ir(sbp, what + ": sbp", placement), ndim, what)
 
 
-def to_global(t, placement=None, sbp=None, grad_sbp=None):
+def to_global(t, placement=None, sbp=None, grad_sbp=None, check_meta=True):
+    """`t.to_global(...)`; `check_meta` (local tensors only, as in OneFlow 0.9): False when every rank holds a local
+    tensor of one shape and dtype, so that the ranks need not exchange them (`global_eager.from_local`)."""
     what = "to_global"
     if lazy.tracer_active():
         return _in_graph(t, placement, sbp, grad_sbp)
@@ -30,7 +32,7 @@ def to_global(t, placement=None, sbp=None, grad_sbp=None):
         if placement is None or sbp is None:
             raise ValueError("to_global of a local tensor needs both placement and sbp, got placement=%r, sbp=%r"
                              % (placement, sbp))
-        return _local_to_global(t, check_placement(placement, what), sbp, grad_sbp)
+        return _local_to_global(t, check_placement(placement, what), sbp, grad_sbp, check_meta)
     placement = t.placement if placement is None else check_placement(placement, what)
     shown = t.sbp if sbp is None else _shown(sbp)
     dst = _sbp_arg(shown, t.ndim, what, placement)
@@ -68,12 +70,12 @@ def _shown(sbp):
     return (sbp,)
 
 
-def _local_to_global(t, placement, sbp, grad_sbp):
+def _local_to_global(t, placement, sbp, grad_sbp, check_meta=True):
     what = "to_global"
     shown = _shown(sbp)
     ir_sbp = _sbp_arg(shown, t.ndim, what, placement)
     local = t._value
-    out = global_eager.from_local(local, placement.ir(), ir_sbp, what)
+    out = global_eager.from_local(local, placement.ir(), ir_sbp, what, check_meta)
     result = Tensor._make(out, placement, flow_sbp.symbols_of(ir_sbp))
     if autograd.is_grad_enabled() and t.requires_grad_flag:
         back = ir_sbp if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp", placement)

@@ -27,8 +27,9 @@ def _init(self, *args, dtype=None, device=None, placement=None, sbp=None, requir
 
 
 def _to_global(self, placement=None, sbp=None, grad_sbp=None, check_meta=True, copy=False):
-    """Local -> global (every rank of the world calls it) or global -> global (any SBP and placement)."""
-    return layouts.to_global(self, placement, sbp, grad_sbp)
+    """Local -> global (every rank of the world calls it) or global -> global (any SBP and placement).
+    `check_meta=False` (a local tensor of one shape and dtype on every rank): no exchange of shapes."""
+    return layouts.to_global(self, placement, sbp, grad_sbp, check_meta)
 
 
 def _to_consistent(self, placement=None, sbp=None, grad_sbp=None):

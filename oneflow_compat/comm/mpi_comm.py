@@ -722,9 +722,18 @@ class MPIComm(ProcessComm):
         block = self._shared.get(_address(buf)) if isinstance(buf, np.ndarray) and out is None else None
         if block is not None and block.nbytes == buf.nbytes and block.ranks == subset.ranks and \
                 buf.flags.c_contiguous:
-            # a buffer this comm handed out (`shared_buffer`): summed in place through shared memory, no copies
-            self._flush_carried()
-            op = ShmAllreduce(block, buf)
+            # a buffer this comm handed out (`shared_buffer`): summed in place through shared memory, no copies. A
+            # pending identity check (a gradient bucket's, runtime/buckets.py) rides in an arrival on the members'
+            # board that also says every addend is in its slot: the all-reduce's own first arrival
+            board = self._board(subset, activity) if self._carried is not None else None
+            if board is None:
+                self._flush_carried()
+                op = ShmAllreduce(block, buf)
+            else:
+                block.win.Sync()  # this member's addend visible before it arrives on the board
+                self._exchange(board, self._waiter(activity, 0), "allreduce",
+                               signature("shared allreduce", buf.dtype.str, buf.shape), 0)
+                op = ShmAllreduce(block, buf, arrived=True)
             return _MPIPending(self, op.test, activity, buf.nbytes, buf)
         board = self._board_for(subset, activity, isinstance(buf, np.ndarray) and buf.nbytes >= _SHM_ALLREDUCE_MIN
                                 and buf.dtype != object)

@@ -112,7 +112,10 @@ class SharedBlock:
 class ShmAllreduce:
     """One in-place all-reduce of the members' slots of `block` (every member passes its own slot as `buf`)."""
 
-    def __init__(self, block, buf):
+    def __init__(self, block, buf, arrived=False):
+        """`arrived`: every member has already said that its addend is in its slot, in an arrival elsewhere (the
+        members' board, carrying an identity check: `MPIComm.iallreduce_`), so this all-reduce makes one arrival
+        of its own instead of two (every member alike)."""
         if block.busy:
             raise RuntimeError("an all-reduce of this shared buffer is still in flight")
         self.block, self.buf = block, buf
@@ -120,14 +123,18 @@ class ShmAllreduce:
         offsets = balanced_offsets(buf.size, block.k)
         self.chunk = slice(offsets[block.index], offsets[block.index + 1])
         self.phase = 1
+        self.arrived = arrived
         block.busy = True
-        block.arrive()  # this member's addend is in its slot
+        if arrived:
+            block.win.Sync()  # what the others wrote before their arrival elsewhere is visible from here on
+        else:
+            block.arrive()  # this member's addend is in its slot
 
     def test(self):
         """Advances the all-reduce as far as the other members allow; True once it is complete here."""
         block = self.block
         if self.phase == 1:
-            if not block.everyone_arrived():
+            if not self.arrived and not block.everyone_arrived():
                 return False
             sum_into_all([d[self.chunk] for d in self.data])
             self.phase = 2

@@ -263,6 +263,8 @@ def run(options):
     received = []
     previous = {s: signal.signal(s, lambda signum, frame: received.append(signum))
                 for s in (signal.SIGINT, signal.SIGTERM)}
+    # taken even where the parent started this process with them blocked (a signal mask survives exec)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))
     try:
         sys.stdout.flush()
         # Its own session: a terminal's Ctrl-C reaches the launcher only, which ends the job in order. Started
@@ -319,6 +321,7 @@ def run(options):
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if server is not None:
             server.close()
         shutil.rmtree(job_dir, ignore_errors=True)

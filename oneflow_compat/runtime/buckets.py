@@ -185,7 +185,8 @@ class GradBuckets:
             self._fill(arrays)
             return
         with activity.operation(text):
-            agreement.global_op((agreement.digest(text), text), self.ranks)
+            # the check rides in the first bucket's all-reduce (`carry`: nothing before it has an effect)
+            agreement.global_op((agreement.digest(text), text), self.ranks, carry=True)
             self._allocate(comm)
             self._fill(arrays)
             started = [(b, comm.iallreduce_(buf, self.ranks)) for b, buf in enumerate(self.buffers)]
@@ -206,7 +207,9 @@ class GradBuckets:
             return
         with activity.operation(text):
             if check:
-                agreement.global_op((agreement.digest(text), text), self.ranks)
+                # the check rides in the first bucket's all-reduce, in the arrival that says its addends are in
+                # (`comm/mpi_comm.py`; a separate check where no shared-memory board carries it)
+                agreement.global_op((agreement.digest(text), text), self.ranks, carry=True)
             for b in numbers:
                 self._pending.append((b, comm.iallreduce_(self.buffers[b], self.ranks)))
 
@@ -364,7 +367,16 @@ class OverlappedGradients:
         grads = [g for _, g in self.seen]
         store[self.key] = (pl, [(id(leaf), g.lk) for leaf, g in self.seen],
                            GradBuckets([g.meta.shape for g in grads], [g.meta.dtype.np for g in grads], _owners(pl),
-                                       first_cap_bytes=FIRST_CAP_BYTES, placement=pl), refs)
+                                       first_cap_bytes=first_cap_bytes(pl), placement=pl), refs)
+
+
+def first_cap_bytes(placement):
+    """The cap of the first bucket of eager gradients on `placement`. PyTorch's small first bucket is reduced while
+    backward goes on — on a GPU, NCCL sums it on its own stream. On CPU devices the ranks sum a bucket themselves
+    (shared memory, or MPI, which progresses only while a rank polls), so a bucket started early is summed at the
+    end of backward all the same: an early first bucket would only add a meeting of the ranks in the middle of
+    backward. There the buckets are cut by `DEFAULT_CAP_BYTES` alone (None)."""
+    return None if placement.device_tag == "cpu" else FIRST_CAP_BYTES
 
 
 def _owners(placement):

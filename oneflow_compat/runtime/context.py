@@ -79,6 +79,11 @@ def get():
     return _BOUND.context or _CONTEXT
 
 
+# For per-op fast paths that cannot afford a call: `THREAD.context or PROCESS` is `get()` inline (the process's
+# object is never replaced: `reset()` refills it).
+THREAD, PROCESS = _BOUND, _CONTEXT
+
+
 @contextlib.contextmanager
 def bound(ctx):
     """`get()` is `ctx` in this thread while inside (a simulated rank: its own session, plans, boxing log, ...)."""

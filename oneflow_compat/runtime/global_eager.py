@@ -24,6 +24,7 @@ ranks compare what they run before an op that communicates (a boxing that moves 
 local tensors), so ranks that run different ops fail at once naming both sides instead of pairing up.
 """
 import itertools
+import os as _os
 import re
 
 import numpy as _np
@@ -355,6 +356,42 @@ def _cached(key, build):
     return compiled
 
 
+# Attrs ids: one small int per op's attrs (their items, in insertion order, lists made tuples), for the same reason
+# as layout ids: a cache key of ints hashes in a few ns, a tuple of attrs is hashed item by item at every op. Ids are
+# never reused (a dropped table only costs compiles), so equal attrs made alike share plans and different attrs
+# never do. 0 is "no attrs".
+_ATTRS_IDS = {}
+_NEXT_ATTRS_ID = itertools.count(1)
+
+
+def attrs_id(attrs):
+    """The id of `attrs` (a dict), or None when some value cannot be hashed."""
+    items = _freezable(attrs)
+    if items is None:
+        return None
+    i = _ATTRS_IDS.get(items)
+    if i is None:
+        if len(_ATTRS_IDS) >= _LAYOUT_TABLE_SIZE:
+            _ATTRS_IDS.clear()
+        i = _ATTRS_IDS[items] = next(_NEXT_ATTRS_ID)
+    return i
+
+
+class FrozenAttrs(dict):
+    """The attrs of an op that a call site makes once and passes at every call (never written into, as no attrs
+    are): its part of `compiled_op`'s cache key is a small int found once, instead of its items made into a tuple
+    and hashed at every call (a quarter µs of an eager op on small tensors): the id a plain dict with the same
+    items gets (`attrs_id`), so both find the same plans."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.key = attrs_id(self)
+        if self.key is None:
+            raise TypeError("FrozenAttrs: an attribute value that cannot be hashed: %r" % (dict(self),))
+
+
 def _freezable(attrs):
     """`attrs` as a hashable tuple (lists become tuples), in insertion order, or None when some value cannot be
     hashed."""
@@ -443,13 +480,22 @@ def check_same_placement(op_type, inputs):
     return first
 
 
-def compiled_op(op_type, attrs, inputs, placement=None):
+def compiled_op(op_type, attrs, inputs, placement=None, plans=None):
     """The compiled op `op_type` for values that share one placement (or, for ops without inputs, on
     `placement`): looked up by (op type, attrs, the inputs' layout ids) — a hit's layouts are those it was compiled
-    for, on one placement, checked then — else compiled (and cached) in a turn of the process-wide lock."""
-    # attrs in their insertion order: dicts made alike (every call site makes them alike) give equal keys, and
-    # one made in another order only costs a compile
-    ak = tuple(attrs.items()) if attrs else ()
+    for, on one placement, checked then — else compiled (and cached) in a turn of the process-wide lock.
+    `plans`: the current context's `eager_plans`, from a caller that has it at hand (one lookup less per op)."""
+    # attrs by their id (`attrs_id`: their items in insertion order): dicts made alike (every call site makes them
+    # alike) share it, one made in another order only costs a compile
+    if not attrs:
+        ak = 0
+    elif type(attrs) is FrozenAttrs:
+        ak = attrs.key
+    else:
+        try:
+            ak = _ATTRS_IDS.get(tuple(attrs.items())) or attrs_id(attrs)
+        except TypeError:  # an attribute value that is a list or a dict: frozen into tuples, or nothing to key by
+            ak = attrs_id(attrs)
     n = len(inputs)
     if n == 1:
         key = (op_type, ak, inputs[0].lk)
@@ -461,12 +507,9 @@ def compiled_op(op_type, attrs, inputs, placement=None):
         raise ValueError("op '%s' has no inputs: give the placement it runs on" % op_type)
     else:
         key = (op_type, ak, placement)
-    try:
-        compiled = _CTX.eager_plans.get(key)
-    except TypeError:  # an attribute value that is a list or a dict: frozen into tuples, or nothing to key by
-        ak = _freezable(attrs)
-        key = None if ak is None else (key[0], ak) + key[2:]
-        compiled = None if key is None else _CTX.eager_plans.get(key)
+    compiled = None if ak is None else (_CTX.eager_plans if plans is None else plans).get(key)
+    if ak is None:  # attrs that cannot be hashed: nothing to key by
+        key = None
     if compiled is not None:
         return compiled
     attrs = dict(attrs or {})
@@ -631,20 +674,53 @@ BALANCED_MESSAGE = ("Sizes of tensors in dimension %d must be same or match bala
                     "for details of balanced split")
 
 
-def from_local(local, placement, sbp, what="to_global"):
+def from_local(local, placement, sbp, what="to_global", check_meta=True):
     """A global value made of every rank's local value (every rank of the world calls it): split(d) concatenates
     the members' pieces along d (their sizes must follow the balanced split), broadcast takes the placement's
-    first rank's value, partial_sum adds them. Ranks outside the placement hold no piece and receive the meta."""
-    return agreement.in_turn(_from_local_in_turn, local, placement, sbp, what)
+    first rank's value, partial_sum adds them. Ranks outside the placement hold no piece and receive the meta.
+
+    `check_meta` (OneFlow 0.9's `to_global(..., check_meta=)`): False says every rank holds a local tensor of this
+    rank's shape and dtype, so the ranks exchange no shapes (`sync_meta`). Where nothing else must cross the ranks
+    (every rank of the world in the placement, no broadcast axis to synchronise) the cast then makes no collective:
+    it joins this thread's agreement chain with this rank's local shape and dtype in its identity, so ranks whose
+    local tensors differ after all fail at their next check, naming both sides' shapes."""
+    return agreement.in_turn(_from_local_in_turn, local, placement, sbp, what, check_meta)
 
 
-def _from_local_in_turn(local, placement, sbp, what):
+BALANCED_OVERRIDE_ENV = "ONEFLOW_EAGER_LOCAL_TO_GLOBAL_BALANCED_OVERRIDE"
+
+
+def sync_meta(check_meta):
+    """Whether a local -> global cast exchanges the ranks' shapes and dtypes: `check_meta`, unless
+    ONEFLOW_EAGER_LOCAL_TO_GLOBAL_BALANCED_OVERRIDE says otherwise (true: never, false: always), as OneFlow v0.9.0
+    decides (`NeedSyncAndCheckShapeAndDtype`, oneflow/core/functional/impl/global_cast.cpp)."""
+    override = _os.environ.get(BALANCED_OVERRIDE_ENV)
+    if override is None or not override.strip():
+        return bool(check_meta)
+    value = override.strip().lower()
+    if value in ("1", "true", "yes", "on", "y"):
+        return False
+    if value in ("0", "false", "no", "off", "n"):
+        return True
+    raise ValueError("%s=%r: expected a boolean (1/0, true/false, yes/no, on/off)" % (BALANCED_OVERRIDE_ENV, override))
+
+
+def _from_local_in_turn(local, placement, sbp, what, check_meta=True):
     text = "to_global of a local tensor onto %s %r (every rank must call it)" % (placement_text(placement), sbp)
     with operation(text):
         c = comm()
-        mine = (tuple(local.meta.shape), local.meta.dtype.name) if c.rank in transitions.owners(placement) else None
+        owners = transitions.owners(placement)
+        mine = (tuple(local.meta.shape), local.meta.dtype.name) if c.rank in owners else None
         identity, world = _world_identity(text)
-        infos = [mine] if identity is None else _exchange_layouts(identity, world, c, mine)
+        if identity is None:
+            infos = [mine]
+        elif not sync_meta(check_meta) and len(owners) == c.size and _broadcast_group(sbp, owners, c.rank) == [c.rank]:
+            # every rank assumes the others hold what it holds; the assumption is in the identity the ranks compare
+            assumed = "%s, check_meta=False: local tensor %s %s on every rank" % (text, mine[0], mine[1])
+            agreement.global_op((agreement.digest(assumed), assumed), None)
+            infos = [mine] * c.size
+        else:
+            infos = _exchange_layouts(identity, world, c, mine)
         return _from_local(local, placement, sbp, what, infos)
 
 

@@ -63,6 +63,7 @@ class CompiledGraph:
             self.outputs.append((blob.meta, op.placement, sbp))
         self._getters = {}  # variable name -> () -> this rank's piece of its storage
         self.calls = 0
+        self.check_rides = _effect_free_until_first_collective(self.plan)
         graph_report.remember(self)
 
     # --- variables ------------------------------------------------------------------------------------------------
@@ -119,6 +120,21 @@ class CompiledGraph:
                 got = outs[0][k]
             out.append(global_eager.Value(TensorMeta(shape, meta.dtype), pl, sbp, got))
         return out
+
+
+def _effect_free_until_first_collective(plan):
+    """Whether a call's identity check may ride in the first collective the call makes (`agreement.global_op`'s
+    `carry`: a data-parallel graph's gradient bucket, summed through shared memory, carries it): the plan makes a
+    collective on CPU devices, and no step before it has an effect (a stateful op: a variable or accumulator
+    updated, a running statistic, a random draw's counter), so a call that a failed check stops has changed
+    nothing and may run again in its turn. Otherwise the check is made on its own before the call."""
+    for op in plan.step_ops:
+        d = op.defn
+        if d.collective or d.boxing:
+            return op.placement.device_tag == "cpu"
+        if d.stateful or d.in_place:
+            return False
+    return False
 
 
 def _copies(pieces):

@@ -57,6 +57,13 @@ def device_fn(op, dev):
     attrs = d.kernel_attrs(op) if d.kernel_attrs is not None else {}
     if d.local_attrs is not None:
         attrs = dict(attrs, **d.local_attrs(op, dev))
+    specialize = getattr(d.kernel, "specialize", None)
+    if specialize is not None:
+        # a kernel that picks, once per planned call, a cheaper callable for these pieces' shapes and dtypes (the
+        # same values as the kernel's own path for them), or None
+        fn = specialize(dev.xp, dev.in_shapes, [x.meta.dtype.np for x in op.inputs], **attrs)
+        if fn is not None:
+            return fn
     if attrs:
         # attrs equal to the kernel's own defaults are left out: a call of a partial merges its keywords every
         # time (eager ops on small tensors pay for it); same type and value only (True == 1.0 is no default)

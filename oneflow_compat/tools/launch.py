@@ -6,7 +6,8 @@ Each rank runs the whole script (rank r is machine r of `flow.env.machine`), as
 
 `-m mpi4py` makes an uncaught exception on any rank abort the whole job. The launcher's exit code is mpiexec's,
 except that a rank killed by a signal is named in one line ("rank 1 (pid N on HOST) was killed by signal 9
-(SIGKILL)") and gives 128 + signal; SIGTERM or Ctrl-C to the launcher end the whole job, with 128 + signal.
+(SIGKILL)") and gives 128 + signal; SIGTERM or Ctrl-C to the launcher end the whole job, with 128 + signal, even
+where the launcher was started with them ignored (as a shell starts its background commands with SIGINT) or blocked.
 
 Options:
   -n N              number of ranks (processes; one per machine of the job)
@@ -38,7 +39,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
+import time
 from pathlib import Path
 
 from oneflow_compat.comm.environment import THREAD_VARIABLES, threads_per_rank
@@ -48,6 +49,8 @@ from oneflow_compat.comm.rank_records import JOB_DIR_ENV, read_records
 SELFTEST_BYTES = 4 * 1024 * 1024
 SELFTEST_TIMEOUT_S = 120
 KILL_GRACE_S = 5  # after Ctrl-C/SIGTERM, mpiexec's time to end the job before it is killed (it takes ~1 s)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # either, sent to the launcher, ends the whole job
+WAIT_STEP_S = 0.1  # how soon the launcher acts on a stop signal
 
 
 class LaunchError(RuntimeError):
@@ -113,46 +116,57 @@ def run_child(command, env, timeout=None, only_rank=None):
     record their pids in a private job folder. `only_rank`: the rank, when the job has one process."""
     job_dir = tempfile.mkdtemp(prefix="oneflow_compat-job-")
     received = []
+    # The stop signals are taken whatever this process inherited. A parent may start it with SIGINT ignored (a
+    # shell does so for the commands it runs in the background; exec keeps an ignored signal, and Python then
+    # installs no KeyboardInterrupt) or with a stop signal blocked (a signal mask survives exec): the launcher
+    # would not see Ctrl-C, and its job would run on. Caught here, each is only recorded; the wait below looks.
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in STOP_SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     try:
         process = subprocess.Popen(command, env=dict(env, **{JOB_DIR_ENV: job_dir}), stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE)
         output = MpiexecOutput(process)
-
-        def forward(signum, frame):
-            received.append(signum)
-            process.send_signal(signum)
-            # mpiexec normally ends the ranks and itself at once; should it not, the job must still go
-            killer = threading.Timer(KILL_GRACE_S, lambda: process.poll() is None and _kill_job(process, job_dir))
-            killer.daemon = True
-            killer.start()
-
-        previous = signal.signal(signal.SIGTERM, forward)
-        try:
-            code = _exit_code(process.wait(timeout=timeout))
-        except KeyboardInterrupt:
-            received.append(signal.SIGINT)
-            process.send_signal(signal.SIGINT)
-            try:
-                code = _exit_code(process.wait(timeout=KILL_GRACE_S))
-            except subprocess.TimeoutExpired:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        # a wait in short steps, not one blocking waitpid: a signal whose handler returns does not end that wait
+        # (PEP 475 resumes it), nor does a signal that the kernel gave to another thread of this process
+        while process.poll() is None and not received:
+            if deadline is not None and time.monotonic() > deadline:
                 _kill_job(process, job_dir)
-                code = _exit_code(process.wait())
-        except subprocess.TimeoutExpired:
-            _kill_job(process, job_dir)
-            process.wait()
-            raise
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-        output.wait()
-        if received:  # the launcher was told to stop: whatever MPI reports is the stop itself
+                process.wait()
+                raise subprocess.TimeoutExpired(command, timeout)
+            try:
+                process.wait(timeout=WAIT_STEP_S)
+            except subprocess.TimeoutExpired:
+                pass
+        if received:  # the launcher was told to stop: so is the job, and whatever MPI reports is the stop itself
+            _stop_job(process, job_dir, received[0])
+            output.wait()
             return 128 + received[0]
+        code = _exit_code(process.returncode)
+        output.wait()
         line = killed_process_line(output, job_dir, only_rank)
         if line is not None:
             sys.stdout.flush()
             print("oneflow_compat.tools.launch: %s" % line, file=sys.stderr, flush=True)
         return report_exit_code(output, code)
     finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         shutil.rmtree(job_dir, ignore_errors=True)
+
+
+def _stop_job(process, job_dir, signum):
+    """Pass `signum` on to mpiexec, which ends every rank (it takes ~1 s); after KILL_GRACE_S, kill the job."""
+    if process.poll() is None:
+        process.send_signal(signum)
+        try:
+            process.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+    if process.poll() is None:
+        _kill_job(process, job_dir)
+        process.wait()
 
 
 def _descendants(root):

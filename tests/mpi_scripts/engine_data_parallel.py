@@ -1,12 +1,13 @@
 """Data parallelism with fewer synchronisations (tests/test_engine_mpi.py runs this under `mpiexec -n 2`).
 
-* eager: the 784-512-512-10 MLP, batch 16 per rank: the weight gradients are all-reduced through gradient buckets
-  during backward (one check, one all-reduce per bucket), the feeds' shapes ride in their checks, a scalar loss's
-  numpy() in its check: 6 collectives per step (20 before buckets), and the numbers equal the same training on one
-  rank;
-* nn.Graph: the same training compiled: 2 collectives per call (the call's check, the bucket);
+* eager: the 784-512-512-10 MLP (the step of oneflow_compat/tools/data_parallel_mlp.py), batch 16 per rank: the weight gradients are all-reduced through gradient buckets
+  during backward (one all-reduce per bucket, the first carrying the buckets' check), the feeds' shapes ride in
+  their checks, a scalar loss's numpy() in its check: 4 collectives per step (20 before buckets), and the numbers
+  equal the same training on one rank;
+* nn.Graph: the same training compiled: 1 collective per call (the bucket, carrying the call's check);
 * feeds: uneven local pieces (the balanced split), a 5-d local tensor (its shape does not fit in a check: an
-  exchange of its own), ranks holding different dtypes (an error naming both ranks);
+  exchange of its own), ranks holding different dtypes (an error naming both ranks); `check_meta=False`: no
+  collective at all, and ranks that fed different shapes after all fail at their next check naming both shapes;
 * numpy() of a partial sum: small (in the check's payload) and large (an all-reduce of its own), exact.
 
 Every rank prints `CHECK <name> ok` per check and `DONE <count>`; a failed check raises (the job ends non-zero).
@@ -14,8 +15,10 @@ Every rank prints `CHECK <name> ok` per check and `DONE <count>`; a failed check
 import numpy as np
 
 import oneflow_compat as flow
-from oneflow_compat import nn
 from oneflow_compat.runtime import global_eager
+from oneflow_compat.runtime.context import get as flow_context
+from oneflow_compat.runtime.agreement import AgreementError
+from oneflow_compat.tools.data_parallel_mlp import DataParallelMLP
 
 RANK, WORLD = global_eager.rank(), global_eager.world_size()
 P2 = flow.placement("cpu", [0, 1])
@@ -30,18 +33,6 @@ def ok(name):
     print("CHECK %s ok" % name, flush=True)
 
 
-def mlp(placement):
-    flow.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-    model.to_global(placement=placement, sbp=B)
-    return model
-
-
-def batches(steps, batch):
-    rng = np.random.default_rng(1)
-    return [(rng.random((batch, 784), dtype=np.float32), rng.integers(0, 10, batch)) for _ in range(steps)]
-
-
 def rows(a, placement):
     """This rank's rows of a batch on `placement` (all of them on one rank; none outside it)."""
     members = [0, 1] if placement == P2 else [0]
@@ -51,73 +42,54 @@ def rows(a, placement):
 
 
 STEPS, BATCH = 4, 32
-data = batches(STEPS, BATCH)
-loss_fn = nn.CrossEntropyLoss()
+rng = np.random.default_rng(1)
+data = [(rng.random((BATCH, 784), dtype=np.float32), rng.integers(0, 10, BATCH)) for _ in range(STEPS)]
 
 
-def train_eager(placement):
-    model = mlp(placement)
-    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+def train(placement, graph=False, count_feeds=True):
+    """The data-parallel step of oneflow_compat/tools/data_parallel_mlp.py (what benchmarks/bench_data_parallel.py
+    times) for STEPS steps: (the trainer, losses, collectives per step)."""
+    dp = DataParallelMLP(placement, lr=0.1, momentum=0.9, graph=graph)
     losses, counts = [], []
     for xs, ys in data:
         before = COMM.collectives_issued()
-        x = flow.tensor(rows(xs, placement)).to_global(placement=placement, sbp=S0)
-        y = flow.tensor(rows(ys, placement), dtype=flow.int64).to_global(placement=placement, sbp=S0)
-        loss = loss_fn(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        x, y = dp.feed(rows(xs, placement), rows(ys, placement))
+        if not count_feeds:
+            before = COMM.collectives_issued()
+        loss = dp.run(x, y)
+        if not count_feeds:
+            counts.append(COMM.collectives_issued() - before)
         losses.append(float(loss.numpy()))
-        counts.append(COMM.collectives_issued() - before)
-    return model, losses, counts
+        if count_feeds:
+            counts.append(COMM.collectives_issued() - before)
+    return dp, losses, counts
 
 
-model2, losses2, counts2 = train_eager(P2)
-model1, losses1, _ = train_eager(P1)
+dp2, losses2, counts2 = train(P2)
+dp1, losses1, _ = train(P1)
 np.testing.assert_allclose(losses2, losses1, rtol=1e-5)
-for p, q in zip(model2.parameters(), model1.parameters()):
+for p, q in zip(dp2.model.parameters(), dp1.model.parameters()):
     np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
 ok("eager data parallel equals one rank")
 # step 0 learns the gradients' order (summed after backward), step 1 allocates the buckets that are summed during
 # backward from then on (their shared memory: one collective per bucket), the steps after make only their own:
-# 2 feed checks, the buckets' check, one all-reduce per bucket (the MLP's first bucket of <= 1 MB, then the rest),
-# the loss's numpy() in its check
-assert counts2[2:] == [6] * (STEPS - 2), counts2
-ok("eager step makes at most 7 collectives")
+# 2 feed checks, the all-reduce of the one bucket (on CPU devices no small first bucket: `buckets.first_cap_bytes`)
+# carrying the buckets' check, the loss's numpy() in its check
+assert counts2[2:] == [4] * (STEPS - 2), counts2
+assert len(next(v for k, v in flow_context().buckets.items() if k[0] == "overlapped gradients")[2].plan) == 1
+ok("eager step makes 4 collectives")
 
-model = mlp(P2)
-opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-
-class Train(nn.Graph):
-    def __init__(self):
-        super().__init__()
-        self.model = model
-        self.add_optimizer(opt)
-
-    def build(self, x, y):
-        loss = loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
-graph = Train()
-graph_losses, graph_counts = [], []
-for xs, ys in data:
-    x = flow.tensor(rows(xs, P2)).to_global(placement=P2, sbp=S0)
-    y = flow.tensor(rows(ys, P2), dtype=flow.int64).to_global(placement=P2, sbp=S0)
-    before = COMM.collectives_issued()
-    loss = graph(x, y)
-    graph_counts.append(COMM.collectives_issued() - before)
-    graph_losses.append(float(loss.numpy()))
+dpg, graph_losses, graph_counts = train(P2, graph=True, count_feeds=False)
 np.testing.assert_allclose(graph_losses, losses1, rtol=1e-5)
-for p, q in zip(model.parameters(), model1.parameters()):
+for p, q in zip(dpg.model.parameters(), dp1.model.parameters()):
     np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
 ok("graph data parallel equals one rank")
-assert max(graph_counts[1:]) == 2, graph_counts
-members = [op for op in graph._compiled.job.ops if "bucket" in op.attrs]
+# the first call checks on its own (it compiles); from then on the call's check rides in its bucket's all-reduce
+assert graph_counts[1:] == [1] * (STEPS - 1), graph_counts
+assert dpg.graph._compiled.check_rides
+members = [op for op in dpg.graph._compiled.job.ops if "bucket" in op.attrs]
 assert len(members) == 6 and {op.attrs["bucket"][0] for op in members} == {0}, [op.attrs.get("bucket") for op in members]
-ok("graph call makes 2 collectives")
+ok("graph call makes 1 collective")
 
 # --- feeds ------------------------------------------------------------------------------------------------------
 uneven = flow.tensor(np.full((3 - RANK, 2), RANK, np.float32)).to_global(placement=P2, sbp=S0)
@@ -136,11 +108,93 @@ except TypeError as e:
 else:
     raise AssertionError("ranks holding different dtypes were not refused")
 
+# check_meta=False (OneFlow 0.9): every rank holds one shape and dtype, no shapes exchanged: the cast makes no
+# collective, and the numbers are those of the exchanged cast
+piece = np.arange(6, dtype=np.float32).reshape(3, 2) + 10 * RANK
+before = COMM.collectives_issued()
+fast = flow.tensor(piece).to_global(placement=P2, sbp=S0, check_meta=False)
+assert COMM.collectives_issued() == before, COMM.collectives_issued() - before
+assert tuple(fast.shape) == (6, 2)
+checked = flow.tensor(piece).to_global(placement=P2, sbp=S0)
+np.testing.assert_array_equal(fast.numpy(), checked.numpy())
+np.testing.assert_array_equal((fast * 2).sum(0).numpy(), 2 * np.concatenate([piece - 10 * RANK, piece - 10 * RANK + 10]).sum(0))
+ok("check_meta=False feed makes no collective")
+# ranks whose local tensors differ after all fail at their next check, naming both sides' shapes (and go on)
+try:
+    bad = flow.tensor(np.zeros((2 + RANK, 2), np.float32)).to_global(placement=P2, sbp=S0, check_meta=False)
+    bad.sum().numpy()
+except AgreementError as e:
+    text = str(e)
+    assert "check_meta=False: local tensor (2, 2) float32" in text and \
+        "check_meta=False: local tensor (3, 2) float32" in text, text
+    ok("check_meta=False with differing shapes fails naming both")
+else:
+    raise AssertionError("ranks that fed different shapes with check_meta=False were not refused")
+np.testing.assert_array_equal(checked.numpy(), fast.numpy())  # the ranks go on in step
+
 # --- numpy() of partial sums ----------------------------------------------------------------------------------------
 small = flow.tensor(np.full((2, 3), RANK + 1.5, np.float32)).to_global(placement=P2, sbp=PS)
 np.testing.assert_array_equal(small.numpy(), np.full((2, 3), 4.0, np.float32))  # 1.5 + 2.5
 big = flow.tensor(np.full((40,), RANK + 0.25, np.float32)).to_global(placement=P2, sbp=PS)
 np.testing.assert_array_equal(big.numpy(), np.full(40, 1.5, np.float32))
 ok("numpy of partial sums")
+
+# --- checks that ride in a collective: ranks that run different operations still fail naming both ---------------
+def diverges(name, per_rank, *fragments):
+    """`per_rank[RANK]()` must raise AgreementError on this rank, its message holding every fragment."""
+    try:
+        per_rank[RANK]()
+    except AgreementError as e:
+        text = str(e)
+        missing = [f for f in fragments if f not in text]
+        assert not missing, "%s: the message lacks %r: %s" % (name, missing, text)
+        ok(name)
+        return
+    raise AssertionError("%s: rank %d ran on without an AgreementError" % (name, RANK))
+
+
+xs, ys = data[0]
+# eager: rank 0's backward starts the buckets' all-reduce (carrying their check) while rank 1 fetches a loss
+dp_e = DataParallelMLP(P2, lr=0.1, momentum=0.9)
+for _ in range(3):  # (the buckets summed during backward exist from the third step on)
+    dp_e.step(rows(xs, P2), rows(ys, P2))
+loss_e = dp_e.run(*dp_e.feed(rows(xs, P2), rows(ys, P2)))
+loss_e.numpy()
+x_e, y_e = dp_e.feed(rows(xs, P2), rows(ys, P2))
+pending = dp_e.loss_fn(dp_e.model(x_e), y_e)
+diverges("a bucket's carried check against numpy()",
+         [lambda: pending.backward(), lambda: pending.numpy()],
+         "rank 0 runs gradient all-reduce of 6 gradient(s)", "rank 1 runs numpy() of a global tensor")
+# nn.Graph: rank 0's call (its check riding in the bucket) while rank 1 fetches a value; the failed call changed
+# no parameter on rank 0 (nothing before its first collective has an effect)
+dp_g = DataParallelMLP(P2, lr=0.1, momentum=0.9, graph=True)
+for _ in range(2):
+    dp_g.step(rows(xs, P2), rows(ys, P2))
+x_g, y_g = dp_g.feed(rows(xs, P2), rows(ys, P2))
+before_call = [p.numpy().copy() for p in dp_g.model.parameters()]
+diverges("a graph call's carried check against numpy()",
+         [lambda: dp_g.graph(x_g, y_g), lambda: x_g.sum().numpy()],
+         "rank 0 runs nn.Graph 'TrainGraph_", "rank 1 runs numpy() of a global tensor")
+for p, q in zip(dp_g.model.parameters(), before_call):
+    np.testing.assert_array_equal(p.numpy(), q)
+ok("the failed graph call changed no parameter")
+
+
+# a graph with an effect before its first collective (batch norm's running statistics) checks on its own first
+class NormGraph(flow.nn.Graph):
+    def __init__(self, norm):
+        super().__init__()
+        self.norm = norm
+
+    def build(self, x):
+        return self.norm(x).sum()
+
+
+norm = flow.nn.BatchNorm1d(4)
+norm.to_global(placement=P2, sbp=B)
+ng = NormGraph(norm)
+ng(flow.tensor(np.ones((2, 4), np.float32)).to_global(placement=P2, sbp=S0)).numpy()
+assert not ng._compiled.check_rides
+ok("a graph with an effect before its first collective checks on its own")
 
 print("DONE %d" % len(passed), flush=True)
