@@ -171,8 +171,8 @@ def main():
     a = ap.parse_args()
     if a.worker:
         return worker(a.rounds, a.cases)
-    print(harness.format_table(rows(a.rounds, a.quick, a.ranks, a.cases), "python benchmarks/bench_boxing.py --rounds %d"
-                               % a.rounds))
+    print(harness.format_table(rows(a.rounds, a.quick, a.ranks, a.cases), "python benchmarks/bench_boxing.py --rounds %d%s"
+                               % (a.rounds, "".join(" --cases %r" % c for c in a.cases) if a.cases else "")))
 
 
 if __name__ == "__main__":
