@@ -168,6 +168,8 @@ def get_process_comm():
     if size > 1:
         install_failure_handlers()
         setup_rank_output(rank, size)
+    from .rank_records import record_segments
+    record_segments(rank)  # MPI has started: the launcher removes this rank's segments should it not finalize
     _process_comm = comm
     return _process_comm
 

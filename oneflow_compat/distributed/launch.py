@@ -46,7 +46,7 @@ from pathlib import Path
 
 from oneflow_compat.comm import launcher_env
 from oneflow_compat.comm.mpiexec_report import MpiexecOutput, exit_code as report_exit_code, killed_process_line
-from oneflow_compat.comm.rank_records import JOB_DIR_ENV
+from oneflow_compat.comm.rank_records import JOB_DIR_ENV, remove_leftover_segments
 from oneflow_compat.comm.rendezvous import RendezvousError, RendezvousServer, connect
 
 PROG = "python -m oneflow.distributed.launch"
@@ -324,6 +324,7 @@ def run(options):
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if server is not None:
             server.close()
+        remove_leftover_segments(job_dir)  # of this node's ranks killed or aborted before MPI_Finalize
         shutil.rmtree(job_dir, ignore_errors=True)
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from oneflow_compat.comm.environment import THREAD_VARIABLES, threads_per_rank
 from oneflow_compat.comm.mpiexec_report import MpiexecOutput, exit_code as report_exit_code, killed_process_line
-from oneflow_compat.comm.rank_records import JOB_DIR_ENV, read_records
+from oneflow_compat.comm.rank_records import JOB_DIR_ENV, read_records, remove_leftover_segments
 
 SELFTEST_BYTES = 4 * 1024 * 1024
 SELFTEST_TIMEOUT_S = 120
@@ -153,6 +153,7 @@ def run_child(command, env, timeout=None, only_rank=None):
         for s, handler in previous.items():
             signal.signal(s, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        remove_leftover_segments(job_dir)  # of ranks killed or aborted before MPI_Finalize
         shutil.rmtree(job_dir, ignore_errors=True)
 
 
