@@ -2,6 +2,8 @@
 pieces (ops/split_norms.py), so a legacy job on 2 or 3 devices (even and uneven splits, either axis) trains as on
 one device. The helper itself against numpy on 1-D placements and a 2 x 2 mesh (replicas along a broadcast axis
 counted once). The global API's LAMB (eager and nn.Graph) on 2 MPI ranks: tests/test_optim_adaptive.py."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -47,23 +49,33 @@ def test_whole_norms_equal_numpys_norm_of_the_whole(layout):
     np.testing.assert_allclose(got, [np.linalg.norm(w), np.linalg.norm(d)], rtol=1e-14)
 
 
-def _legacy_run(devices, axis, optimizer, steps=4):
+def _trained(devices, optimizer, model, scope=contextlib.nullcontext, steps=4):
+    """Losses and variables after `steps` legacy train steps of the loss mean(y^2 + y/2), y = `model(x)` built
+    inside `scope()`, on `devices` CPU devices."""
     flow.clear_default_session()
     flow.config.cpu_device_num(devices)
-    dist = flow.distribute.split(axis) if axis is not None else flow.distribute.broadcast()
 
     @flow.global_function(type="train")
     def train(x: tp.Numpy.Placeholder((6, 5))) -> tp.Numpy:
-        w = flow.get_variable("w", shape=(5, 7), initializer=flow.random_normal_initializer(), distribute=dist)
-        b = flow.get_variable("b", shape=(7,), initializer=flow.constant_initializer(0.1))
-        y = flow.matmul(x, w) + b
-        loss = flow.math.reduce_mean(y * y + 0.5 * y)
-        optimizer().minimize(loss)
+        with scope():
+            y = model(x)
+            loss = flow.math.reduce_mean(y * y + 0.5 * y)
+            optimizer().minimize(loss)
         return loss
 
     x = np.cos(np.arange(30, dtype=np.float32)).reshape(6, 5)
     losses = [float(np.asarray(train(x)).reshape(-1)[0]) for _ in range(steps)]
     return np.array(losses), {k: v.numpy() for k, v in flow.get_all_variables().items()}
+
+
+def _legacy_run(devices, axis, optimizer):
+    dist = flow.distribute.split(axis) if axis is not None else flow.distribute.broadcast()
+
+    def model(x):
+        w = flow.get_variable("w", shape=(5, 7), initializer=flow.random_normal_initializer(), distribute=dist)
+        b = flow.get_variable("b", shape=(7,), initializer=flow.constant_initializer(0.1))
+        return flow.matmul(x, w) + b
+    return _trained(devices, optimizer, model)
 
 
 OPTIMIZERS = {
@@ -90,30 +102,20 @@ def test_legacy_split_variable_trains_as_on_one_device(name, devices, axis, monk
         np.testing.assert_allclose(many[k], one[k], rtol=2e-6, atol=1e-7, err_msg=k)
 
 
-def _mesh_run(devices, hierarchy, optimizer, steps=4):
-    flow.clear_default_session()
-    flow.config.cpu_device_num(devices)
-
+def _mesh_run(devices, hierarchy, optimizer):
     def dist(*entries):
         return list(entries) if hierarchy is not None else []
 
-    @flow.global_function(type="train")
-    def train(x: tp.Numpy.Placeholder((6, 5))) -> tp.Numpy:
-        with flow.scope.placement("cpu", "0:0-%d" % (devices - 1), hierarchy):
-            # replicas along one mesh axis each: their pieces count once in the norms (a common factor would
-            # cancel in the trust ratios: test_whole_norms_equal_numpys_norm_of_the_whole checks the counting)
-            w = flow.get_variable("w", shape=(5, 7), initializer=flow.random_normal_initializer(),
-                                  parallel_distribution=dist("B", "S(1)"))
-            v = flow.get_variable("v", shape=(6, 7), initializer=flow.random_normal_initializer(),
-                                  parallel_distribution=dist("S(0)", "B"))
-            y = flow.matmul(x, w) + v
-            loss = flow.math.reduce_mean(y * y + 0.5 * y)
-            optimizer().minimize(loss)
-        return loss
-
-    x = np.cos(np.arange(30, dtype=np.float32)).reshape(6, 5)
-    losses = [float(np.asarray(train(x)).reshape(-1)[0]) for _ in range(steps)]
-    return np.array(losses), {k: v.numpy() for k, v in flow.get_all_variables().items()}
+    def model(x):
+        # replicas along one mesh axis each: their pieces count once in the norms (a common factor would cancel in
+        # the trust ratios: test_whole_norms_equal_numpys_norm_of_the_whole checks the counting)
+        w = flow.get_variable("w", shape=(5, 7), initializer=flow.random_normal_initializer(),
+                              parallel_distribution=dist("B", "S(1)"))
+        v = flow.get_variable("v", shape=(6, 7), initializer=flow.random_normal_initializer(),
+                              parallel_distribution=dist("S(0)", "B"))
+        return flow.matmul(x, w) + v
+    return _trained(devices, optimizer, model,
+                    lambda: flow.scope.placement("cpu", "0:0-%d" % (devices - 1), hierarchy))
 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))

@@ -87,11 +87,15 @@ _LAYOUT_TABLE_SIZE = 1 << 16
 def layout_id(meta, placement, sbp):
     key = (meta.shape, meta.dtype.name, placement, sbp)
     lk = _LAYOUT_IDS.get(key)
-    if lk is None:
-        if len(_LAYOUT_IDS) >= _LAYOUT_TABLE_SIZE:
-            _LAYOUT_IDS.clear()
-        lk = _LAYOUT_IDS[key] = next(_NEXT_LAYOUT_ID)
-    return lk
+    return _new_id(_LAYOUT_IDS, _NEXT_LAYOUT_ID, key) if lk is None else lk
+
+
+def _new_id(table, counter, key):
+    """A fresh id for `key` in `table` (layout or attrs ids), the table dropped first should it have grown large."""
+    if len(table) >= _LAYOUT_TABLE_SIZE:
+        table.clear()
+    i = table[key] = next(counter)
+    return i
 
 
 # --- the process: comm, runtime, and the session of the global-tensor API ---------------------------------------
@@ -370,11 +374,7 @@ def attrs_id(attrs):
     if items is None:
         return None
     i = _ATTRS_IDS.get(items)
-    if i is None:
-        if len(_ATTRS_IDS) >= _LAYOUT_TABLE_SIZE:
-            _ATTRS_IDS.clear()
-        i = _ATTRS_IDS[items] = next(_NEXT_ATTRS_ID)
-    return i
+    return _new_id(_ATTRS_IDS, _NEXT_ATTRS_ID, items) if i is None else i
 
 
 class FrozenAttrs(dict):

@@ -18,30 +18,15 @@ from oneflow_compat import nn
 from oneflow_compat.runtime import global_eager
 from oneflow_compat.runtime.agreement import AgreementError
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import diverges, done, ok  # noqa: E402  (beside this script)
+
 RANK = global_eager.rank()
 P = flow.placement("cpu", [0, 1])
 S0, S1, B = flow.sbp.split(0), flow.sbp.split(1), flow.sbp.broadcast
 flow.manual_seed(3)
-passed = []
 
 
-def ok(name):
-    passed.append(name)
-    print("CHECK %s ok" % name, flush=True)
-
-
-def diverges(name, per_rank, *fragments):
-    """`per_rank[RANK]()` must raise AgreementError whose message holds every fragment."""
-    try:
-        per_rank[RANK]()
-    except AgreementError as e:
-        text = str(e)
-        missing = [f for f in fragments if f not in text]
-        if missing:
-            raise AssertionError("%s: the message lacks %r: %s" % (name, missing, text))
-        ok(name)
-        return text
-    raise AssertionError("%s: rank %d ran on without an AgreementError" % (name, RANK))
 
 
 def both(fn):
@@ -272,4 +257,4 @@ for t in range(2):
         np.testing.assert_array_equal(g[2], s[2])
 ok("two threads running eager global ops")
 
-print("DONE %d" % len(passed), flush=True)
+done()

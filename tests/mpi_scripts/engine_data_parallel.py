@@ -12,6 +12,9 @@
 
 Every rank prints `CHECK <name> ok` per check and `DONE <count>`; a failed check raises (the job ends non-zero).
 """
+import os
+import sys
+
 import numpy as np
 
 import oneflow_compat as flow
@@ -20,17 +23,14 @@ from oneflow_compat.runtime.context import get as flow_context
 from oneflow_compat.runtime.agreement import AgreementError
 from oneflow_compat.tools.data_parallel_mlp import DataParallelMLP
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import diverges, done, ok  # noqa: E402  (beside this script)
+
 RANK, WORLD = global_eager.rank(), global_eager.world_size()
 P2 = flow.placement("cpu", [0, 1])
 P1 = flow.placement("cpu", [0])
 S0, B, PS = flow.sbp.split(0), flow.sbp.broadcast, flow.sbp.partial_sum
 COMM = global_eager.comm()
-passed = []
-
-
-def ok(name):
-    passed.append(name)
-    print("CHECK %s ok" % name, flush=True)
 
 
 def rows(a, placement):
@@ -140,17 +140,6 @@ np.testing.assert_array_equal(big.numpy(), np.full(40, 1.5, np.float32))
 ok("numpy of partial sums")
 
 # --- checks that ride in a collective: ranks that run different operations still fail naming both ---------------
-def diverges(name, per_rank, *fragments):
-    """`per_rank[RANK]()` must raise AgreementError on this rank, its message holding every fragment."""
-    try:
-        per_rank[RANK]()
-    except AgreementError as e:
-        text = str(e)
-        missing = [f for f in fragments if f not in text]
-        assert not missing, "%s: the message lacks %r: %s" % (name, missing, text)
-        ok(name)
-        return
-    raise AssertionError("%s: rank %d ran on without an AgreementError" % (name, RANK))
 
 
 xs, ys = data[0]
@@ -197,4 +186,4 @@ ng(flow.tensor(np.ones((2, 4), np.float32)).to_global(placement=P2, sbp=S0)).num
 assert not ng._compiled.check_rides
 ok("a graph with an effect before its first collective checks on its own")
 
-print("DONE %d" % len(passed), flush=True)
+done()
