@@ -693,10 +693,12 @@ class MPIComm(ProcessComm):
             self._flush_carried()
         return board
 
-    def _exchange(self, board, wait, kind, sig, need, write=None, table=None):
-        """`board.exchange`, carrying the pending identity check."""
+    def _exchange(self, board, wait, kind, sig, need, write=None, table=None, result=None, shape=(), places=None):
+        """`board.exchange`, carrying the pending identity check (`result`, `shape`: this member's result in its
+        arena and the shape it expects of the results, `Board.pushing`)."""
         check, settle = self._take_carried(board)
-        return board.exchange(wait, kind, sig, need, write, table, check, settle)
+        return board.exchange(wait, kind, sig, need, write, table, check, settle, result,
+                              signature(tuple(int(d) for d in shape)), places)
 
     # ----- collectives over subsets ----------------------------------------------------------------------
 
@@ -835,14 +837,24 @@ class MPIComm(ProcessComm):
         shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
         blocks = _Blocks(shape, axis, sizes, local.dtype)
         board = self._board_for(subset, activity, local.dtype != object)
-        if board is not None:  # each member's block copied into its slot, then from every slot into its place
+        if board is not None:
             wait = self._waiter(activity, local.nbytes)
+            out = board.arena.output(shape, local.dtype)
             self._exchange(board, wait, "allgatherv", signature("allgatherv", axis, local.dtype.str, shape, sizes),
-                           local.nbytes)
-            out = np.empty(shape, local.dtype)
-            own = blocks.index[subset.index]
+                           local.nbytes, result=out, shape=shape)
+            me, k = subset.index, len(subset.ranks)
+            own = blocks.index[me]
+            if board.pushing():  # every result in its member's arena: this member's block copied straight into each
+                for j in [(me + r) % k for r in range(1, k)]:
+                    board.remote(j, shape, local.dtype)[own] = local
+                out[own] = local
+                board.done(wait, [j for j in range(k) if j != me])
+                return out
+            # else each member's block copied into its slot, then from every slot into its place
+            if out is None:
+                out = np.empty(shape, local.dtype)
             board.stream(wait, [(0, local, out[own])], [reading(q, 0, out[index]) for q, index
-                                                         in enumerate(blocks.index) if q != subset.index])
+                                                         in enumerate(blocks.index) if q != me])
             return out
         send = _contiguous(local)
         if not blocks.leading:  # every member's block lands straight in its columns of the result
@@ -938,39 +950,56 @@ class MPIComm(ProcessComm):
         recv_sizes = [int(s) for s in recv_sizes]
         shape = own.shape[:axis] + (sum(recv_sizes),) + own.shape[axis + 1:]
         blocks = _Blocks(shape, axis, recv_sizes, own.dtype)
-        if concat:  # what arrives lands straight in its place of the joined result
-            received = np.empty(shape, own.dtype)
+        board = self._board_for(subset, activity, own.dtype != object)
+        if concat:  # what arrives lands straight in its place of the joined result (in the arena: pushed there)
+            received = board.arena.output(shape, own.dtype) if board is not None else None
+            if received is None:
+                received = np.empty(shape, own.dtype)
             views = [received[index] for index in blocks.index]
         else:  # one after the other in one buffer
             flat = np.empty(blocks.total, own.dtype)
             views = [flat[d:d + c].reshape(blocks.block_shape(q))
                      for q, (d, c) in enumerate(zip(blocks.displs, blocks.counts))]
-        board = self._board_for(subset, activity, own.dtype != object)
         if board is not None:
-            self._shm_alltoallv(board, activity, pieces, views, axis)
+            self._shm_alltoallv(board, activity, pieces, views, axis,
+                                (received, shape, np.cumsum([0] + recv_sizes)) if concat else None)
             return received if concat else views
         # strided pieces are read in place, what arrives lands in place (MPI_Alltoallw): on every member alike
         self._typed_exchange(subset, activity, pieces, views)
         return received if concat else views
 
-    def _shm_alltoallv(self, board, activity, pieces, views, axis):
-        """Each member publishes where the pieces for the others will lie in its slot, then copies them there
-        (strided pieces packed in that copy) while it copies its own pieces from the others' slots straight into its
-        views, as far as their writers have got (`Board.stream`)."""
-        me = board.block.index
+    def _shm_alltoallv(self, board, activity, pieces, views, axis, joined=None):
+        """When every member's joined result lies in its arena (`joined`: (result, its shape, where each member's
+        piece starts along `axis`)), each member copies its pieces straight into their places in the others'
+        results (one copy: strided pieces are read or written in place). Else each member publishes where the
+        pieces for the others will lie in its slot, then copies them there (strided pieces packed in that copy)
+        while it copies its own pieces from the others' slots straight into its views, as far as their writers have
+        got (`Board.stream`)."""
+        me, k = board.block.index, len(board.ranks)
         table = [0]
         for j, p in enumerate(pieces):
             table.append(table[-1] + (0 if j == me else p.nbytes))
         wait = self._waiter(activity, table[-1])
         own = pieces[me]
-        tables = self._exchange(board, wait, "alltoallv", signature("alltoallv", axis, own.dtype.str, own.ndim), table[-1],
-                                None, table)
+        result, shape, starts = joined if joined is not None else (None, (), None)
+        tables = self._exchange(board, wait, "alltoallv", signature("alltoallv", axis, own.dtype.str, own.ndim),
+                                table[-1], None, table, result=result,
+                                shape=shape[:axis] + shape[axis + 1:], places=starts)
         wrong = [j for j, sizes in enumerate(tables)  # what member j sends here must fill the view it lands in
                  if j != me and int(sizes[me + 1] - sizes[me]) != views[j].nbytes]
-        # what this member sends is written even when what it receives is wrong: the others' calls complete
-        board.stream(wait, [(table[j], p) for j, p in enumerate(pieces) if j != me],
-                     [reading(j, int(tables[j][me]), view) for j, view in enumerate(views)
-                      if j != me and j not in wrong], meanwhile=lambda: views[me].__setitem__(Ellipsis, own))
+        if joined is not None and board.pushing():
+            for j in [(me + r) % k for r in range(1, k)]:
+                starts = board.places[j]
+                there = board.remote(j, shape[:axis] + (int(starts[k]),) + shape[axis + 1:], own.dtype)
+                place = there[(slice(None),) * axis + (slice(int(starts[me]), int(starts[me + 1])),)]
+                if place.size == pieces[j].size:  # its bytes in C order, as through a slot (else member j raises)
+                    place[...] = pieces[j].reshape(place.shape)
+            views[me][...] = own
+            board.done(wait, [j for j in range(k) if j != me])
+        else:  # what this member sends is written even when what it receives is wrong: the others' calls complete
+            board.stream(wait, [(table[j], p) for j, p in enumerate(pieces) if j != me],
+                         [reading(j, int(tables[j][me]), view) for j, view in enumerate(views)
+                          if j != me and j not in wrong], meanwhile=lambda: views[me].__setitem__(Ellipsis, own))
         if wrong:
             j = wrong[0]
             raise ValueError("alltoallv on rank %d: rank %d sends %d bytes, %d expected for %s %s"
@@ -980,25 +1009,40 @@ class MPIComm(ProcessComm):
     def bcast(self, buf, root, ranks):
         if self._rank != root:
             return self.bcast_(buf, root, ranks)
-        out = np.empty(np.shape(buf), np.asarray(buf).dtype)
-        return self.bcast_(buf, root, ranks, out)
+        return self.bcast_(buf, root, ranks, copy=True)
 
-    def bcast_(self, buf, root, ranks, out=None):
-        """(`out`, on the root: a copy of `buf` goes there, made from the chunks written into the slot: `bcast`.)"""
+    def bcast_(self, buf, root, ranks, copy=False):
+        """(`copy`, on the root: a copy of `buf` is returned (`bcast`), made in the copy the others read from.)"""
         subset, activity = self._begin("bcast", ranks, carry=True)
         if root not in subset.ranks:
             raise ValueError("bcast_ root %r is not one of the member ranks %r" % (root, subset.ranks))
         board = self._board_for(subset, activity, len(subset.ranks) > 1 and isinstance(buf, np.ndarray) and
                                 buf.dtype != object)
-        if board is not None:  # the root's buffer copied into its slot, then into every member's buffer
+        out = None
+        if copy:
+            out = board.arena.output(buf.shape, buf.dtype) if board is not None else None
+            if out is None:
+                out = np.empty(np.shape(buf), np.asarray(buf).dtype)
+        if board is not None:
             wait = self._waiter(activity, buf.nbytes)
             at_root = self._rank == root
+            index = subset.ranks.index(root)
             self._exchange(board, wait, "bcast", signature("bcast", root, buf.dtype.str, buf.shape),
-                           buf.nbytes if at_root else 0)
+                           buf.nbytes if at_root else 0, result=out)
+            others = [j for j in range(len(subset.ranks)) if j != index]
+            if board.pushing([index]):  # the root's copy lies in its arena: the others read it from there
+                if at_root:
+                    board.serve(buf, out)
+                    board.done(wait, others)  # (its copy is handed out only once nobody reads it any more)
+                    return out
+                board.stream(wait, [], [reading(index, 0, buf, board.remote_bytes(index, buf.nbytes))])
+                board.done(wait)
+                return buf
+            # else the root's buffer copied into its slot, then into every member's buffer
             if at_root:
                 board.stream(wait, [(0, buf) if out is None else (0, buf, out)], [])
                 return buf if out is None else out
-            board.stream(wait, [], [reading(subset.ranks.index(root), 0, buf)])
+            board.stream(wait, [], [reading(index, 0, buf)])
             return buf
         if out is not None:
             out[...] = buf
@@ -1095,12 +1139,28 @@ class MPIComm(ProcessComm):
                                  % (self._rank, sizes, len(board.ranks), local.shape[axis]))
         wait = self._waiter(activity, local.nbytes)
         rest = local.shape[:axis] + local.shape[axis + 1:]
+        # with the sizes known, the root's result is made first, in its arena: the others copy straight into it
+        shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:] if sizes is not None else None
+        out = board.arena.output(shape, local.dtype) if at_root and sizes is not None else None
+        index = board.ranks.index(root)
         tables = self._exchange(board, wait, "gatherv", signature("gatherv", root, axis, local.dtype.str, rest),
-                                0 if at_root else local.nbytes, None, [local.shape[axis]] + [0] * len(board.ranks))
+                                0 if at_root else local.nbytes, None, [local.shape[axis]] + [0] * len(board.ranks),
+                                result=out, shape=shape or ())
         got = [int(t[0]) for t in tables]
+        pushed = board.pushing([index])  # the root's result in its arena, and everyone expects its shape
+        if pushed:  # each member's piece copied straight into its place there (in bounds: sizes[me] rows)
+            place = _Blocks(shape, axis, sizes, local.dtype).index[me]
+            if at_root:
+                out[place] = local
+                board.done(wait, [j for j in range(len(board.ranks)) if j != me])
+            else:
+                board.remote(index, shape, local.dtype)[place] = local
+                board.done(wait)
         if sizes is not None and got != sizes:
             raise ValueError("gatherv on rank %d: the members hold %r rows along axis %d, not the sizes %r"
                              % (self._rank, got, axis, sizes))
+        if pushed:
+            return out
         if not at_root:
             board.stream(wait, [(0, local)], [])
             return None

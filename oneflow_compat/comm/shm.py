@@ -41,6 +41,9 @@ a `to_global` needs no separate collective for its check (`MPIComm.carry_check`)
 writers' progress words: an all-gather, all-to-all, broadcast and gather copy each chunk out as soon as it is
 written, a reduce-scatter and a reduce sum it (in member order: the same bits as whole arrays).
 """
+import bisect
+import threading
+import weakref
 import zlib
 
 import numpy as np
@@ -55,6 +58,9 @@ _SEQ_SHIFT = 40  # the progress word: the call's sequence number above this bit,
 CHUNK = 1 << 20  # bytes a streamed copy moves between two progress reports
 KINDS = ("allgatherv", "alltoallv", "reduce_scatter", "allreduce", "bcast", "reduce", "gatherv", "check")
 CHECK_WORDS = 40  # float64 words of an identity check's message a call's header carries (`Board.exchange`)
+_DONE = (1 << _SEQ_SHIFT) - 1  # a progress word's bytes saying "through with this call's data" (`Board.done`)
+ARENA_MIN = 1 << 18  # bytes: smaller results stay in private memory (a push saves little; the arena stays small)
+_PAGE = 4096
 
 
 def _round(nbytes):
@@ -147,6 +153,94 @@ class ShmAllreduce:
         return True
 
 
+class Arena:
+    """Memory for the results of one subset's collectives that the other members write into (or read from) while
+    the collective runs: each member's results lie in its own segments of shared windows, so a member pushes what
+    it sends straight into the receiver's result (one copy where a slot makes two: `Board.remote`).
+
+    The segments come in windows that only grow (`grow`: collective, made by every member at the same point of a
+    call, `Board.exchange`); a window is never freed while the job runs (a result may live in it). A result is an
+    ordinary array whose memory is a block of a segment: the block returns to this member's free list when the
+    last view of the array is gone. No other member touches a block after the call that made it returned: a
+    member hands its result out only once every member is through with it (`Board.done`)."""
+
+    def __init__(self, comm):
+        self.comm, self.index = comm, comm.Get_rank()
+        self.windows = []  # SharedBlock
+        self.bases = []  # the address of this member's segment of each window
+        self.free = []  # per window: sorted [start, end) byte ranges of this member's segment that are free
+        self.want = 0  # bytes a result did not find room for since the last growth
+        self.lock = threading.Lock()  # blocks return from the thread that drops the last view
+
+    def output(self, shape, dtype):
+        """A C-contiguous array of `shape` in this member's segments, or None (too small, or no room: the arena
+        grows at this member's next call, `want`)."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if nbytes < ARENA_MIN or dtype.hasobject:
+            return None
+        size = -(-nbytes // _PAGE) * _PAGE
+        with self.lock:
+            for w, ranges in enumerate(self.free):
+                for i, (start, end) in enumerate(ranges):
+                    if end - start >= size:
+                        if end - start == size:
+                            del ranges[i]
+                        else:
+                            ranges[i] = (start + size, end)
+                        break
+                else:
+                    continue
+                break
+            else:
+                self.want = max(self.want, size)
+                return None
+        # a block of its own for the array's base: numpy's views of it keep this holder (not the window) as their
+        # base, so the block is free exactly when no view of it is left
+        holder = np.frombuffer(memoryview(self.windows[w].slots[self.index])[start:start + size], np.uint8)
+        weakref.finalize(holder, self._release, w, start, size)
+        return holder[:nbytes].view(dtype).reshape(shape)
+
+    def _release(self, w, start, size):
+        with self.lock:
+            ranges = self.free[w]
+            i = bisect.bisect(ranges, (start, start))
+            end = start + size
+            if i < len(ranges) and ranges[i][0] == end:  # joined with the free range after it
+                end = ranges.pop(i)[1]
+            if i and ranges[i - 1][1] == start:  # ... and the one before it
+                start = ranges.pop(i - 1)[0]
+                i -= 1
+            ranges.insert(i, (start, end))
+
+    def locate(self, array):
+        """(window, byte offset) of `array` in this member's segments (C-contiguous), or None."""
+        if array is None or not array.flags.c_contiguous:
+            return None
+        address = array.__array_interface__["data"][0]
+        for w, base in enumerate(self.bases):
+            if base <= address and address + array.nbytes <= base + self.windows[w].nbytes:
+                return w, address - base
+        return None
+
+    def grow(self, want):
+        """(Collective: every member at the same point of a call, with the same `want`.) One more window, large
+        enough for `want` bytes and at least twice the last one."""
+        last = self.windows[-1].nbytes if self.windows else 0
+        size = -(-max(2 * want, 2 * last, 64 << 20) // _PAGE) * _PAGE
+        block = SharedBlock(self.comm, size)
+        self.windows.append(block)
+        self.bases.append(block.slots[self.index].__array_interface__["data"][0])
+        with self.lock:
+            self.free.append([(0, size)])
+        self.want = 0
+
+    def remote(self, j, where, shape, dtype):
+        """Member j's result at `where` (window, offset) as an array of `shape` (only during the call)."""
+        w, offset = where
+        return np.ndarray(shape, dtype, buffer=self.windows[w].slots[j], offset=offset)
+
+
 def _chunks(array):
     """[(first byte, end byte, rows)] of `array` in C order, runs of its leading index of about `CHUNK` bytes."""
     if array.ndim == 0:
@@ -158,9 +252,10 @@ def _chunks(array):
     return [(r * row, min(r + step, array.shape[0]) * row, array[r:r + step]) for r in range(0, array.shape[0], step)]
 
 
-def reading(j, offset, array):
-    """A read for `Board.stream`: member j's bytes from `offset` on, into `array`."""
-    return [j, offset, _chunks(array)]
+def reading(j, offset, array, source=None):
+    """A read for `Board.stream`: member j's bytes from `offset` on, into `array`: of its slot in this call, or of
+    `source` (uint8: the member's result in its arena, `Board.remote`)."""
+    return [j, offset, _chunks(array), source]
 
 
 def sum_into_all(parts):
@@ -198,12 +293,17 @@ class Board:
         self.comm, self.ranks = comm, ranks
         self.k = len(ranks)
         # need, signature, kind, written, progress, then the table of k + 1 offsets, then a check: a flag and its
-        # message
-        self.half_words = _HALF + self.k + 1 + 1 + CHECK_WORDS
+        # message, then where this member's result lies in the arena (window or -1, offset, a number naming its
+        # shape), the arena bytes it wants, and a second table of k + 1 (`exchange`'s `places`)
+        self.half_words = _HALF + self.k + 1 + 1 + CHECK_WORDS + 4 + self.k + 1
         self.calls = 0  # calls on the current block (its halves alternate)
         self.seq = 0  # calls on this board (the same on every member: tags the progress words of streamed calls)
         self.half = 0  # the half the last call used
         self.block = self._allocate(0)
+        self.arena = Arena(comm)
+        self.results = [None] * self.k  # the last call's: where each member's result lies in its arena (or None)
+        self.shapes = set()  # the last call's numbers naming the shape each member expects of the results
+        self.places = None  # the last call's second tables (a k x (k+1) array, when the call gave one)
 
     def _allocate(self, capacity):
         self.capacity, self.calls = int(capacity), 0
@@ -213,7 +313,8 @@ class Board:
         start = _LINE // 8 + half * self.half_words
         return self.block.words[j][start:start + self.half_words]
 
-    def exchange(self, wait, kind, sig, need, write=None, table=None, check=None, settle=None):
+    def exchange(self, wait, kind, sig, need, write=None, table=None, check=None, settle=None, result=None,
+                 shape_sig=0, places=None):
         """One call, in one arrival while the slots are large enough: `write(slot)` copies this member's data into
         its slot (uint8, at least `need` bytes) and the header says `need`, the call's kind (one of `KINDS`) and
         signature and an optional table of k + 1 int64 (offsets of this member's pieces); after everyone arrived
@@ -226,9 +327,16 @@ class Board:
         the others' data), or return False to make the whole call again (this member's thread has the turn and
         the others' is not here yet). Members of which some carry a check and others not fail naming both.
 
+        `result`: this member's result of the call when it lies in its arena (`output`), published with
+        `shape_sig` (a number naming the shape the member expects of the results) and `places` (k + 1 int64: where
+        each member's piece goes in it): afterwards `results` and `places` hold every member's, and `pushing(...)`
+        says, alike on every member, whether the data may go straight into the results (`remote`, `done`).
+
         Raises `CommError` on every member when they are in different calls (no member reads the others' data).
         When some member's data did not fit, everyone sees it in the headers: the slots grow (a collective: every
-        member is here, none reads the old block any more) and the call is made again on the new block."""
+        member is here, none reads the old block any more) and the call is made again on the new block; when some
+        member's result found no room in its arena, every arena grows (at the same point, alike) for the next call."""
+        where = self.arena.locate(result)
         while True:
             block, half = self.block, self.calls % 2
             fits = need <= self.capacity
@@ -244,6 +352,11 @@ class Board:
             if check is not None:
                 mine[at + 1:at + 1 + len(check)].view(np.float64)[:] = check
                 mine[at + 1 + len(check):at + 1 + CHECK_WORDS] = 0
+            out = at + 1 + CHECK_WORDS
+            mine[out:out + 4] = (-1, 0, shape_sig, self.arena.want) if where is None else \
+                (where[0], where[1], shape_sig, self.arena.want)
+            if places is not None:
+                mine[out + 4:out + 4 + len(places)] = places
             block.arrive()
             wait(block.everyone_arrived)
             headers = [self._header(j, half) for j in range(self.k)]
@@ -289,6 +402,13 @@ class Board:
                 block.free()
                 self.block = self._allocate(max(most, 2 * self.capacity))
                 continue
+            self.results = [None if w[out] < 0 else (int(w[out]), int(w[out + 1])) for w in headers]
+            self.shapes = {int(w[out + 2]) for w in headers}
+            self.places = np.array([w[out + 4:out + 5 + self.k] for w in headers], np.int64) \
+                if places is not None else None
+            wants = max(int(w[out + 3]) for w in headers)
+            if wants:  # every member saw the same wants: all arenas grow together (for the next calls)
+                self.arena.grow(wants)
             if table is not None:
                 return np.array([w[_HALF:_HALF + self.k + 1] for w in headers], np.int64)
             return None
@@ -403,28 +523,66 @@ class Board:
         return word & ((1 << _SEQ_SHIFT) - 1) if word >> _SEQ_SHIFT == seq else 0
 
     def _ready(self, reads, seq):
-        return any(not chunks or self._available(j, seq) >= offset + chunks[0][1] for j, offset, chunks in reads)
+        return any(not chunks or self._available(j, seq) >= offset + chunks[0][1] for j, offset, chunks, _ in reads)
 
     def _read(self, reads, seq, base):
         """Copies what the writers have made available; drops finished reads from `reads`; True if any moved."""
         moved = False
         for entry in list(reads):
-            j, offset, chunks = entry
+            j, offset, chunks, source = entry
             if chunks:
                 available = self._available(j, seq)
                 if available < offset + chunks[0][1]:
                     continue
                 self.block.win.Sync()  # the data the progress word reports is visible from here on
-                source = self.block.slots[j]
+                at = offset if source is not None else base + offset
+                if source is None:
+                    source = self.block.slots[j]
                 while chunks and offset + chunks[0][1] <= available:
                     start, stop, rows = chunks.pop(0)
-                    rows[...] = source[base + offset + start:base + offset + stop].view(rows.dtype).reshape(
-                        rows.shape)
+                    rows[...] = source[at + start:at + stop].view(rows.dtype).reshape(rows.shape)
             moved = True
             if not chunks:
                 reads[:] = [e for e in reads if e is not entry]
         return moved
 
+
+    def pushing(self, members=None):
+        """Whether the results of `members` (indices; every member when None) all lie in their arenas and every
+        member expects the same shape of them: then data goes straight into them (`remote`). The same answer on
+        every member (it rests on the headers all of them read)."""
+        results = self.results if members is None else [self.results[j] for j in members]
+        return all(r is not None for r in results) and len(self.shapes) == 1
+
+    def remote(self, j, shape, dtype):
+        """Member j's result of this call (in its arena, `pushing`) as an array of `shape`: for this call only."""
+        return self.arena.remote(j, self.results[j], shape, dtype)
+
+    def remote_bytes(self, j, nbytes):
+        """Member j's result of this call as `nbytes` bytes (a source of `reading`)."""
+        return self.remote(j, (nbytes,), np.uint8)
+
+    def done(self, wait, others=()):
+        """Says that this member is through with the call's data (what it pushes is written, what it reads of
+        others' results is read), then waits until each of `others` (member indices) says the same: a member hands
+        out its result, or lets its caller change what others read, only then."""
+        block, seq = self.block, self.seq - 1
+        block.win.Sync()  # what this member wrote is visible before it says so
+        self._header(block.index, self.half)[_PROGRESS] = (seq << _SEQ_SHIFT) | _DONE
+        if others:
+            wait(lambda: all(self._available(j, seq) == _DONE for j in others))
+            block.win.Sync()  # what the others wrote before saying so is visible from here on
+
+    def serve(self, array, into):
+        """Copies `array` into `into` (this member's result, in its arena) chunk by chunk, saying how far it got in
+        its progress word, so that readers of `into` (`reading` with `remote_bytes`) copy out behind it."""
+        block, seq = self.block, self.seq - 1
+        mine = self._header(block.index, self.half)
+        flat = into.reshape(-1).view(np.uint8)
+        for start, stop, rows in _chunks(array):
+            flat[start:stop].view(array.dtype).reshape(rows.shape)[...] = rows
+            block.win.Sync()
+            mine[_PROGRESS] = (seq << _SEQ_SHIFT) | stop
 
     def publish(self, wait):
         """An arrival within a call (e.g. the all-reduce's, after each member summed its chunk in every slot)."""
