@@ -1128,9 +1128,10 @@ class MPIComm(ProcessComm):
         return result()
 
     def _shm_gatherv(self, board, activity, local, root, axis, sizes):
-        """The members publish their sizes along `axis`; then every member but the root copies its piece into its
-        slot, chunk by chunk, while the root copies each chunk written so far straight into its place of the result
-        (`Board.stream`), and its own piece meanwhile."""
+        """The members publish their sizes along `axis`. With `sizes` given, the root's result lies in its arena
+        (`shm.Arena`) and every member copies its piece straight into its place there. Else every member but the
+        root copies its piece into its slot, chunk by chunk, while the root copies each chunk written so far
+        straight into its place of the result (`Board.stream`), and its own piece meanwhile."""
         me, at_root = board.block.index, self._rank == root
         if sizes is not None:
             sizes = [int(s) for s in sizes]
