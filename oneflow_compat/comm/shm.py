@@ -54,7 +54,7 @@ expects): all decide alike, and a result that found no room (the first call of a
 everyone through the slots for that call while every arena grows at its end.
 """
 import bisect
-import threading
+import collections
 import weakref
 import zlib
 
@@ -182,7 +182,9 @@ class Arena:
         self.bases = []  # the address of this member's segment of each window
         self.free = []  # per window: sorted [start, end) byte ranges of this member's segment that are free
         self.want = 0  # bytes a result did not find room for since the last growth
-        self.lock = threading.Lock()  # blocks return from the thread that drops the last view
+        # blocks whose arrays are gone, to merge into the free lists: a block comes back from whatever thread drops
+        # the last view, at any moment (the garbage collector may run inside `output` itself), so it only queues
+        self.returned = collections.deque()
 
     def output(self, shape, dtype):
         """A C-contiguous array of `shape` in this member's segments, or None (too small, or no room: the arena
@@ -192,29 +194,31 @@ class Arena:
         if nbytes < ARENA_MIN or dtype.hasobject:
             return None
         size = -(-nbytes // _PAGE) * _PAGE
-        with self.lock:
-            for w, ranges in enumerate(self.free):
-                for i, (start, end) in enumerate(ranges):
-                    if end - start >= size:
-                        if end - start == size:
-                            del ranges[i]
-                        else:
-                            ranges[i] = (start + size, end)
-                        break
-                else:
-                    continue
-                break
+        self.take_back()
+        for w, ranges in enumerate(self.free):
+            for i, (start, end) in enumerate(ranges):
+                if end - start >= size:
+                    if end - start == size:
+                        del ranges[i]
+                    else:
+                        ranges[i] = (start + size, end)
+                    break
             else:
-                self.want = max(self.want, size)
-                return None
+                continue
+            break
+        else:
+            self.want = max(self.want, size)
+            return None
         # a block of its own for the array's base: numpy's views of it keep this holder (not the window) as their
         # base, so the block is free exactly when no view of it is left
         holder = np.frombuffer(memoryview(self.windows[w].slots[self.index])[start:start + size], np.uint8)
-        weakref.finalize(holder, self._release, w, start, size)
+        weakref.finalize(holder, self.returned.append, (w, start, size))
         return holder[:nbytes].view(dtype).reshape(shape)
 
-    def _release(self, w, start, size):
-        with self.lock:
+    def take_back(self):
+        """Merges the blocks whose arrays are gone into the free lists (each a sorted list of disjoint ranges)."""
+        while self.returned:
+            w, start, size = self.returned.popleft()
             ranges = self.free[w]
             i = bisect.bisect(ranges, (start, start))
             end = start + size
@@ -243,8 +247,7 @@ class Arena:
         block = SharedBlock(self.comm, size)
         self.windows.append(block)
         self.bases.append(block.slots[self.index].__array_interface__["data"][0])
-        with self.lock:
-            self.free.append([(0, size)])
+        self.free.append([(0, size)])
         self.want = 0
 
     def remote(self, j, where, shape, dtype):

@@ -105,6 +105,7 @@ check(view, kept, "a view of a dropped result after later results")
 del view
 gc.collect()
 # every block returned: each window's free list is the whole segment again
+arena().take_back()
 for w, ranges in enumerate(arena().free):
     assert ranges == [(0, arena().windows[w].nbytes)], (rank, w, ranges)
 checks[0] += 1
