@@ -30,6 +30,7 @@ def test_small_results_stay_private_and_large_ones_take_page_rounded_blocks(aren
     assert arena.output((10, 10), object) is None
     size = arena.windows[0].nbytes
     assert size == 64 * MB and free(arena) == [[(0, size)]]
+    assert arena.bases[0] % 4096 == 0  # blocks on page bounds
     a = arena.output((300, 300), np.float64)  # 720000 bytes: 176 pages
     b = arena.output((MB,), np.uint8)
     assert a.shape == (300, 300) and a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable

@@ -244,7 +244,7 @@ class Arena:
         enough for `want` bytes and at least twice the last one."""
         last = self.windows[-1].nbytes if self.windows else 0
         size = -(-max(2 * want, 2 * last, 64 << 20) // _PAGE) * _PAGE
-        block = SharedBlock(self.comm, size)
+        block = SharedBlock(self.comm, size, header_words=_PAGE // 8)  # a page of header: blocks on page bounds
         self.windows.append(block)
         self.bases.append(block.slots[self.index].__array_interface__["data"][0])
         self.free.append([(0, size)])
@@ -560,7 +560,6 @@ class Board:
             if not chunks:
                 reads[:] = [e for e in reads if e is not entry]
         return moved
-
 
     def pushing(self, members=None):
         """Whether the results of `members` (indices; every member when None) all lie in their arenas and every
