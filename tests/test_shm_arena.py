@@ -25,50 +25,58 @@ def free(arena):
     return arena.free
 
 
+def span(arena, w=0):
+    """(first byte, end) of window w's segment that blocks are cut from."""
+    return arena.spans[w]
+
+
 def test_small_results_stay_private_and_large_ones_take_page_rounded_blocks(arena):
     assert arena.output((shm.ARENA_MIN // 8 - 1,), np.float64) is None
     assert arena.output((10, 10), object) is None
-    size = arena.windows[0].nbytes
-    assert size == 64 * MB and free(arena) == [[(0, size)]]
-    assert arena.bases[0] % 4096 == 0  # blocks on page bounds
+    lo, hi = span(arena)
+    assert hi - lo == 64 * MB and (arena.bases[0] + lo) % 4096 == 0
     a = arena.output((300, 300), np.float64)  # 720000 bytes: 176 pages
     b = arena.output((MB,), np.uint8)
     assert a.shape == (300, 300) and a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable
-    assert arena.locate(a) == (0, 0) and arena.locate(b) == (0, 176 * 4096)
+    assert arena.locate(a) == (0, lo) and arena.locate(b) == (0, lo + 176 * 4096)
+    assert a.__array_interface__["data"][0] % 4096 == 0
     assert arena.locate(a[:, 1:]) is None and arena.locate(np.ones(4)) is None
     a[...] = 7
     b[...] = 1
-    assert free(arena) == [[(176 * 4096 + MB, size)]]
+    assert free(arena) == [[(lo + 176 * 4096 + MB, hi)]]
     del a, b
+    assert free(arena) == [[(lo, hi)]]
 
 
 def test_a_block_comes_back_only_when_no_view_is_left_and_neighbours_merge(arena):
-    size = arena.windows[0].nbytes
+    lo, hi = span(arena)
     a, b, c = (arena.output((MB // 8,), np.float64) for _ in range(3))
     view = b[10:20].reshape(2, 5)[:, ::2]
     del b
-    assert free(arena) == [[(3 * MB, size)]]  # b's block still held by its view
+    assert free(arena) == [[(lo + 3 * MB, hi)]]  # b's block still held by its view
     view[...] = 3
     d = arena.output((MB // 8,), np.float64)  # never b's block while the view lives
-    assert arena.locate(d) == (0, 3 * MB)
+    assert arena.locate(d) == (0, lo + 3 * MB)
     del view
-    assert free(arena) == [[(MB, 2 * MB), (4 * MB, size)]]
+    assert free(arena) == [[(lo + MB, lo + 2 * MB), (lo + 4 * MB, hi)]]
     del a
-    assert free(arena) == [[(0, 2 * MB), (4 * MB, size)]]  # merged with the block after it
+    assert free(arena) == [[(lo, lo + 2 * MB), (lo + 4 * MB, hi)]]  # merged with the block after it
     del c
-    assert free(arena) == [[(0, 3 * MB), (4 * MB, size)]]  # ... and with the one before it
+    assert free(arena) == [[(lo, lo + 3 * MB), (lo + 4 * MB, hi)]]  # ... and with the one before it
     del d
-    assert free(arena) == [[(0, size)]]
+    assert free(arena) == [[(lo, hi)]]
 
 
 def test_a_full_arena_wants_room_and_grows_a_window(arena):
-    size = arena.windows[0].nbytes
-    big = arena.output((size // 4,), np.float32)
+    lo, hi = span(arena)
+    big = arena.output(((hi - lo) // 4,), np.float32)
     assert big is not None and arena.want == 0
     assert arena.output((1000, 1000), np.float32) is None and arena.want == 977 * 4096  # 4e6 bytes in pages
     arena.grow(arena.want)
-    assert arena.want == 0 and len(arena.windows) == 2 and arena.windows[1].nbytes == 2 * size
+    assert arena.want == 0 and len(arena.windows) == 2
+    lo1, hi1 = span(arena, 1)
+    assert hi1 - lo1 == 2 * (hi - lo)  # twice the last window
     more = arena.output((1000, 1000), np.float32)
-    assert arena.locate(more) == (1, 0)
+    assert arena.locate(more) == (1, lo1)
     del big, more
-    assert free(arena) == [[(0, size)], [(0, 2 * size)]]
+    assert free(arena) == [[(lo, hi)], [(lo1, hi1)]]

@@ -180,6 +180,7 @@ class Arena:
         self.comm, self.index = comm, comm.Get_rank()
         self.windows = []  # SharedBlock
         self.bases = []  # the address of this member's segment of each window
+        self.spans = []  # the [start, end) bytes of each segment that blocks are cut from (page-aligned)
         self.free = []  # per window: sorted [start, end) byte ranges of this member's segment that are free
         self.want = 0  # bytes a result did not find room for since the last growth
         # blocks whose arrays are gone, to merge into the free lists: a block comes back from whatever thread drops
@@ -242,12 +243,15 @@ class Arena:
     def grow(self, want):
         """(Collective: every member at the same point of a call, with the same `want`.) One more window, large
         enough for `want` bytes and at least twice the last one."""
-        last = self.windows[-1].nbytes if self.windows else 0
+        last = self.spans[-1][1] - self.spans[-1][0] if self.spans else 0
         size = -(-max(2 * want, 2 * last, 64 << 20) // _PAGE) * _PAGE
-        block = SharedBlock(self.comm, size, header_words=_PAGE // 8)  # a page of header: blocks on page bounds
+        block = SharedBlock(self.comm, size + _PAGE)
         self.windows.append(block)
-        self.bases.append(block.slots[self.index].__array_interface__["data"][0])
-        self.free.append([(0, size)])
+        base = block.slots[self.index].__array_interface__["data"][0]
+        self.bases.append(base)
+        skip = -base % _PAGE  # blocks start on page bounds (the same offset in every member's mapping)
+        self.spans.append((skip, skip + size))
+        self.free.append([self.spans[-1]])
         self.want = 0
 
     def remote(self, j, where, shape, dtype):

@@ -107,7 +107,7 @@ gc.collect()
 # every block returned: each window's free list is the whole segment again
 arena().take_back()
 for w, ranges in enumerate(arena().free):
-    assert ranges == [(0, arena().windows[w].nbytes)], (rank, w, ranges)
+    assert ranges == [arena().spans[w]], (rank, w, ranges)
 checks[0] += 1
 
 # the errors of a push: an all-to-all piece of the wrong size fails on its receiver only, naming the sender
