@@ -20,12 +20,21 @@ def record_bucket_all_reduce(placement, elements, np_dtype, shapes=()):
     in one flat buffer, instead of a boxing op per gradient), so that `explain` lists it, labelled as gradients,
     with the bytes the transition table gives that all-reduce of the flat buffer: what ran. `shapes`: the gradients
     it holds, named in the row."""
+    log(bucket_record(placement, elements, np_dtype, shapes))
+
+
+def bucket_record(placement, elements, np_dtype, shapes=()):
+    """The record `record_bucket_all_reduce` logs (a training loop logs the same bucket at every step: a bucket
+    makes it once and logs it with `log`)."""
     meta = TensorMeta((int(elements),), dtypes.from_numpy(np_dtype))
     held = ["x".join(map(str, s)) or "scalar" for s in shapes]
     label = "gradient bucket" if not held else "gradient bucket [%s]" % ", ".join(
         held if len(held) <= 4 else held[:3] + ["... %d more" % (len(held) - 3)])
-    rec = BoxingRecord(label, meta.shape, meta.dtype.name, placement, S.P, placement, S.B,
-                       transitions.collective_name(placement, S.P, placement, S.B),
-                       float(transitions.cost(placement, S.P, placement, S.B, meta)))
-    log = context.get().boxing_log
-    log[rec] = log.get(rec, 0) + 1
+    return BoxingRecord(label, meta.shape, meta.dtype.name, placement, S.P, placement, S.B,
+                        transitions.collective_name(placement, S.P, placement, S.B),
+                        float(transitions.cost(placement, S.P, placement, S.B, meta)))
+
+
+def log(rec):
+    records = context.get().boxing_log
+    records[rec] = records.get(rec, 0) + 1

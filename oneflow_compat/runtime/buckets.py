@@ -80,6 +80,7 @@ class GradBuckets:
         self.members = [[k for k, slot in enumerate(self.slots) if slot[0] == b] for b in range(len(plan))]
         self.what = what
         self.buffers, self.views = [], []
+        self._records = {}  # bucket number: explain's record of its all-reduce (`_record`)
         if len(self.ranks) < 2:  # nothing to share: allocated now (over several ranks: by the members together)
             self._allocate(None)
         self.reset()
@@ -224,9 +225,12 @@ class GradBuckets:
         """explain's row for bucket b's all-reduce: its flat buffer, the bytes that all-reduce sends."""
         if self.placement is None:
             return
-        dtype, elements = self.plan[b]
-        boxing_log.record_bucket_all_reduce(self.placement, elements, dtype,
-                                              [self.shapes[k] for k in self.members[b]])
+        rec = self._records.get(b)
+        if rec is None:
+            dtype, elements = self.plan[b]
+            rec = self._records[b] = boxing_log.bucket_record(self.placement, elements, dtype,
+                                                              [self.shapes[k] for k in self.members[b]])
+        boxing_log.log(rec)
 
 
 def _comm():
