@@ -42,6 +42,14 @@ PROBE = textwrap.dedent("""\
     comm.allreduce_(x, everyone)
     P = flow.placement("cpu", ranks=list(everyone))
     t = flow.tensor([[float(flow.env.get_rank()), 1.0]]).to_global(placement=P, sbp=flow.sbp.split(0))
+    # a gradient bucket's buffer over the whole job (in memory shared only within one MPI world), and a large
+    # all-gather twice over this node's pair (shared memory, its results in the members' arenas the second time)
+    shared = comm.shared_buffer((3,), np.float64, everyone)
+    shared[...] = comm.rank + 1
+    comm.allreduce_(shared, everyone)
+    pair = tuple(r for r in everyone if r // 2 == comm.rank // 2)
+    for _ in range(2):
+        gathered = comm.allgatherv(np.full((300, 300), float(comm.rank)), pair, sizes=[300] * len(pair))
     print("PROBE " + json.dumps({
         "env": {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                                                "OMP_NUM_THREADS")},
@@ -49,7 +57,8 @@ PROBE = textwrap.dedent("""\
                  flow.env.get_node_size()],
         "comm": [comm.rank, comm.size], "args": sys.argv[1:], "allreduce": float(x[0]),
         "ranks_in_order": comm.allgather_object(flow.env.get_rank()),
-        "global_sum": float((t * 2).sum().numpy()), "global_shape": list(t.shape)}))
+        "global_sum": float((t * 2).sum().numpy()), "global_shape": list(t.shape),
+        "shared_allreduce": shared.tolist(), "pair_gather": float(gathered.sum()) / 90000}))
 """)
 
 # Rank `argv[1]` raises once every process is up; the others wait in a collective.
@@ -133,6 +142,7 @@ def test_one_node_two_processes(tmp_path):
         assert probe["allreduce"] == 3.0
         assert probe["global_sum"] == 2 * (0 + 1 + 2)  # rows [r, 1] of ranks 0 and 1, times 2
         assert probe["global_shape"] == [2, 2]
+        assert probe["shared_allreduce"] == [3.0] * 3 and probe["pair_gather"] == 0 + 1
 
 
 def test_two_launchers_two_processes_each(tmp_path):
@@ -155,6 +165,10 @@ def test_two_launchers_two_processes_each(tmp_path):
         assert probe["allreduce"] == 1.0 + 2 + 3 + 4      # over both nodes' processes
         assert probe["global_sum"] == 2 * (0 + 1 + 2 + 3 + 4)
         assert probe["global_shape"] == [4, 2]
+        # the shared buffer spans two MPI worlds of one host: summed through MPI (it crashed in
+        # MPI_Win_allocate_shared before); each node's pair shares memory
+        assert probe["shared_allreduce"] == [10.0] * 3
+        assert probe["pair_gather"] == (0 + 1 if rank < 2 else 2 + 3)
 
 
 def test_module_no_python_and_log_folders(tmp_path):

@@ -809,8 +809,10 @@ class MPIComm(ProcessComm):
         if (everyone[:, 1] != nbytes).any():
             raise ValueError("shared_buffer on rank %d: the members %s ask for different sizes (%s bytes)"
                              % (self._rank, _ranks_text(subset.ranks), ", ".join(map(str, everyone[:, 1]))))
-        if (everyone[:, 0] != everyone[0, 0]).any():
-            return np.zeros(shape, dtype)  # members on several hosts: MPI's all-reduce moves the bytes
+        if (everyone[:, 0] != everyone[0, 0]).any() or not _one_world(subset.comm):
+            # members on several hosts, or in MPI worlds joined into one job (`join.py`: processes of one host in
+            # different worlds share no window): MPI's all-reduce moves the bytes (every member decides alike)
+            return np.zeros(shape, dtype)
         # every member is at this call (the gather above completed), so the blocking allocation cannot wait forever
         block = SharedBlock(subset.comm, nbytes)
         block.ranks = subset.ranks
