@@ -15,7 +15,7 @@ MB = 1 << 20
 @pytest.fixture(scope="module")
 def arena():
     a = shm.Arena(MPI.COMM_SELF)
-    a.grow(1)  # the smallest window: 64 MB
+    a.grow(1)  # the smallest window: ARENA_FIRST (16 MB)
     return a
 
 
@@ -34,7 +34,7 @@ def test_small_results_stay_private_and_large_ones_take_page_rounded_blocks(aren
     assert arena.output((shm.ARENA_MIN // 8 - 1,), np.float64) is None
     assert arena.output((10, 10), object) is None
     lo, hi = span(arena)
-    assert hi - lo == 64 * MB and (arena.bases[0] + lo) % 4096 == 0
+    assert hi - lo == shm.ARENA_FIRST == 16 * MB and (arena.bases[0] + lo) % 4096 == 0
     a = arena.output((300, 300), np.float64)  # 720000 bytes: 176 pages
     b = arena.output((MB,), np.uint8)
     assert a.shape == (300, 300) and a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable
@@ -80,3 +80,24 @@ def test_a_full_arena_wants_room_and_grows_a_window(arena):
     assert arena.locate(more) == (1, lo1)
     del big, more
     assert free(arena) == [[(lo, hi)], [(lo1, hi1)]]
+
+
+def test_an_arena_grows_only_with_room_to_spare_in_shared_memory(arena, monkeypatch):
+    """A window's pages are reserved when touched; past a full tmpfs that is SIGBUS: with too little room the
+    results stay private (no `want`, so no growth)."""
+    class Fs:
+        f_frsize = 4096
+        f_bavail = 0
+    monkeypatch.setattr(shm.os, "statvfs", lambda path: Fs)
+    Fs.f_bavail = 4 * 16 * MB // 4096  # twice a 32 MB window, exactly
+    assert shm._room_for(32 * MB) and not shm._room_for(32 * MB + 1)
+    Fs.f_bavail = 0
+    windows = len(arena.windows)
+    lo, hi = span(arena, windows - 1)
+    fill = arena.output(((hi - lo) // 8,), np.float64)  # the newest window full
+    blocked = [arena.output((hi - lo,), np.uint8) for _ in range(len(arena.windows))]
+    assert all(b is None for b in blocked) and arena.want == 0
+    Fs.f_bavail = 1 << 40
+    assert arena.output((hi - lo,), np.uint8) is None and arena.want == hi - lo
+    arena.want = 0
+    del fill

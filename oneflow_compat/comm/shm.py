@@ -55,6 +55,7 @@ everyone through the slots for that call while every arena grows at its end.
 """
 import bisect
 import collections
+import os
 import weakref
 import zlib
 
@@ -72,6 +73,8 @@ KINDS = ("allgatherv", "alltoallv", "reduce_scatter", "allreduce", "bcast", "red
 CHECK_WORDS = 40  # float64 words of an identity check's message a call's header carries (`Board.exchange`)
 _DONE = (1 << _SEQ_SHIFT) - 1  # a progress word's bytes saying "through with this call's data" (`Board.done`)
 ARENA_MIN = 1 << 18  # bytes: smaller results stay in private memory (a push saves little; the arena stays small)
+ARENA_FIRST = 16 << 20  # bytes: the least a member's segment of an arena window holds
+SHM_DIR = "/dev/shm"  # where MPICH's shared windows live: an arena grows only while this has room for it
 _PAGE = 4096
 
 
@@ -208,7 +211,8 @@ class Arena:
                 continue
             break
         else:
-            self.want = max(self.want, size)
+            if _room_for(self._window_size(size) * self.comm.Get_size()):
+                self.want = max(self.want, size)
             return None
         # a block of its own for the array's base: numpy's views of it keep this holder (not the window) as their
         # base, so the block is free exactly when no view of it is left
@@ -243,8 +247,7 @@ class Arena:
     def grow(self, want):
         """(Collective: every member at the same point of a call, with the same `want`.) One more window, large
         enough for `want` bytes and at least twice the last one."""
-        last = self.spans[-1][1] - self.spans[-1][0] if self.spans else 0
-        size = -(-max(2 * want, 2 * last, 64 << 20) // _PAGE) * _PAGE
+        size = self._window_size(want)
         block = SharedBlock(self.comm, size + _PAGE)
         self.windows.append(block)
         base = block.slots[self.index].__array_interface__["data"][0]
@@ -254,10 +257,26 @@ class Arena:
         self.free.append([self.spans[-1]])
         self.want = 0
 
+    def _window_size(self, want):
+        last = self.spans[-1][1] - self.spans[-1][0] if self.spans else 0
+        return -(-max(2 * want, 2 * last, ARENA_FIRST) // _PAGE) * _PAGE
+
     def remote(self, j, where, shape, dtype):
         """Member j's result at `where` (window, offset) as an array of `shape` (only during the call)."""
         w, offset = where
         return np.ndarray(shape, dtype, buffer=self.windows[w].slots[j], offset=offset)
+
+
+def _room_for(nbytes):
+    """Whether the shared-memory file system has twice `nbytes` free: a window's pages are only reserved when
+    touched, and touching one past a full tmpfs (a container's 64 MB /dev/shm) kills the process with SIGBUS, so an
+    arena grows only with room to spare; its results stay private otherwise. (The members of an arena share one
+    host, hence this file system: they see alike.)"""
+    try:
+        st = os.statvfs(SHM_DIR)
+    except OSError:
+        return True
+    return st.f_bavail * st.f_frsize >= 2 * nbytes
 
 
 def _chunks(array):
