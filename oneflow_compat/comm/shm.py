@@ -191,8 +191,9 @@ class Arena:
         self.returned = collections.deque()
 
     def output(self, shape, dtype):
-        """A C-contiguous array of `shape` in this member's segments, or None (too small, or no room: the arena
-        grows at this member's next call, `want`)."""
+        """A C-contiguous array of `shape` in this member's segments, or None (too small, or no room: then `want`
+        says so in the header of the call, at whose end every arena of the subset grows, while shared memory has
+        room for it)."""
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         if nbytes < ARENA_MIN or dtype.hasobject:
