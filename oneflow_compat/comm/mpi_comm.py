@@ -21,6 +21,8 @@ arrives is reported like a missing member of any other collective.
 """
 import atexit
 import functools
+import itertools
+import math
 import os
 import pickle
 import socket
@@ -181,11 +183,13 @@ class _Blocks:
 
     def __init__(self, shape, axis, sizes, dtype):
         self.shape, self.axis, self.sizes, self.dtype = tuple(shape), axis, [int(x) for x in sizes], np.dtype(dtype)
-        self.row = int(np.prod(self.shape[axis + 1:], dtype=np.int64)) * int(np.prod(self.shape[:axis], dtype=np.int64))
+        # (Python's integer arithmetic: numpy's reductions cost microseconds each on lists this small)
+        outer = math.prod(self.shape[:axis])
+        self.row = math.prod(self.shape[axis + 1:]) * outer
         self.counts = [n * self.row for n in self.sizes]  # elements per block
         self.displs, self.total = _byte_layout(self.counts)
-        self.leading = int(np.prod(self.shape[:axis], dtype=np.int64)) == 1
-        starts = np.cumsum([0] + self.sizes).tolist()
+        self.leading = outer == 1
+        starts = list(itertools.accumulate(self.sizes, initial=0))
         self.index = [(slice(None),) * axis + (slice(starts[q], starts[q + 1]),) for q in range(len(self.sizes))]
 
     def block_shape(self, q):
@@ -964,7 +968,8 @@ class MPIComm(ProcessComm):
                      for q, (d, c) in enumerate(zip(blocks.displs, blocks.counts))]
         if board is not None:
             self._shm_alltoallv(board, activity, pieces, views, axis,
-                                (received, shape, np.cumsum([0] + recv_sizes)) if concat else None)
+                                (received, shape, list(itertools.accumulate(recv_sizes, initial=0))) if concat
+                                else None)
             return received if concat else views
         # strided pieces are read in place, what arrives lands in place (MPI_Alltoallw): on every member alike
         self._typed_exchange(subset, activity, pieces, views)

@@ -55,6 +55,7 @@ everyone through the slots for that call while every arena grows at its end.
 """
 import bisect
 import collections
+import math
 import os
 import weakref
 import zlib
@@ -195,7 +196,7 @@ class Arena:
         says so in the header of the call, at whose end every arena of the subset grows, while shared memory has
         room for it)."""
         dtype = np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(int(d) for d in shape) * dtype.itemsize
         if nbytes < ARENA_MIN or dtype.hasobject:
             return None
         size = -(-nbytes // _PAGE) * _PAGE
