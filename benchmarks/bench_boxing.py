@@ -14,6 +14,7 @@ timed alone (their reference would be nothing).
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -172,7 +173,7 @@ def main():
     if a.worker:
         return worker(a.rounds, a.cases)
     print(harness.format_table(rows(a.rounds, a.quick, a.ranks, a.cases), "python benchmarks/bench_boxing.py --rounds %d%s"
-                               % (a.rounds, "".join(" --cases %r" % c for c in a.cases) if a.cases else "")))
+                               % (a.rounds, " --cases " + " ".join(map(shlex.quote, a.cases)) if a.cases else "")))
 
 
 if __name__ == "__main__":

@@ -123,6 +123,7 @@ except ValueError as e:
     assert rank == 0 and str(e) == "alltoallv on rank 0: rank 1 sends %d bytes, %d expected for float64 (4, %d)" % (
         5 * wide * 8, 4 * wide * 8, wide), (rank, str(e))
     checks[0] += 1
+assert comm._subsets[everyone].board.pushing(), "the wrong piece met in a push"
 sizes = [2 + (r == 0) - (r == 1) for r in everyone] if rank == 0 else [2] * size
 try:
     comm.gatherv(data(rank, (sizes[rank], wide), np.float64, 80), 0, everyone, sizes=sizes)
@@ -130,6 +131,7 @@ try:
 except ValueError as e:
     assert str(e).startswith("gatherv on rank %d: the members hold " % rank), str(e)
     checks[0] += 1
+assert comm._subsets[everyone].board.pushing([0]), "the different sizes met in a push"
 # the board goes on
 got = comm.allgatherv(np.full((1, 2), rank), everyone, sizes=[1] * size)
 assert got.tolist() == [[r, r] for r in everyone], got
