@@ -110,6 +110,7 @@ def worker_pipeline(rounds, steps):
 def graph_vs_eager(rounds, steps):
     import oneflow_compat as flow
     from oneflow_compat import nn
+    from oneflow_compat.tools.data_parallel_mlp import TrainStep
 
     def model():
         flow.manual_seed(0)
@@ -130,19 +131,7 @@ def graph_vs_eager(rounds, steps):
     graph_model = model()
     graph_opt = flow.optim.SGD(graph_model.parameters(), lr=0.001)
 
-    class Train(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = graph_model
-            self.loss_fn = loss_fn
-            self.add_optimizer(graph_opt)
-
-        def build(self, x, y):
-            loss = self.loss_fn(self.model(x), y)
-            loss.backward()
-            return loss
-
-    graph = Train()
+    graph = TrainStep(graph_model, graph_opt, loss_fn)
     eager_step()
     graph(x, y)  # warm: eager plans cached, the graph compiled
     times = _alternate([lambda: graph(x, y), eager_step], rounds, steps)

@@ -52,7 +52,7 @@ class DataParallelMLP:
         self.model = mlp(placement, seed)
         self.opt = optim.SGD(self.model.parameters(), lr=lr, momentum=momentum)
         self.loss_fn = nn.CrossEntropyLoss()
-        self.graph = _train_graph(self.model, self.opt, self.loss_fn) if graph else None
+        self.graph = TrainStep(self.model, self.opt, self.loss_fn) if graph else None
 
     def feed(self, x_rows, y_rows):
         """This rank's rows made one global batch (split(0) on the placement)."""
@@ -77,16 +77,17 @@ class DataParallelMLP:
         return float(self.run(*self.feed(x_rows, y_rows)).numpy())
 
 
-def _train_graph(model, opt, loss_fn):
-    class TrainGraph(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt)
+class TrainStep(nn.Graph):
+    """One training step as an nn.Graph: forward, loss, backward and the optimizer's update (what the data-parallel
+    step compiles; tests/mpi_scripts/global_2d.py and benchmarks/bench_graph.py train with it too)."""
 
-        def build(self, x, y):
-            loss = loss_fn(self.model(x), y)
-            loss.backward()
-            return loss
+    def __init__(self, model, optimizer, loss_fn):
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+        self.add_optimizer(optimizer)
 
-    return TrainGraph()
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss

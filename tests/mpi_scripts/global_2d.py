@@ -11,6 +11,7 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 from oneflow_compat.runtime import global_eager
+from oneflow_compat.tools.data_parallel_mlp import TrainStep
 
 comm = global_eager.comm()
 RANK, WORLD = comm.rank, comm.size
@@ -208,18 +209,7 @@ def train(placement, layouts, graph):
     opt = flow.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     if graph:
-        class Train(nn.Graph):
-            def __init__(self):
-                super().__init__()
-                self.m = m
-                self.add_optimizer(opt)
-
-            def build(self, x, y):
-                loss = loss_fn(self.m(x), y)
-                loss.backward()
-                return loss
-
-        step = Train()
+        step = TrainStep(m, opt, loss_fn)
     else:
         def step(x, y):
             loss = loss_fn(m(x), y)
