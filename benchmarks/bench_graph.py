@@ -110,7 +110,7 @@ def worker_pipeline(rounds, steps):
 def graph_vs_eager(rounds, steps):
     import oneflow_compat as flow
     from oneflow_compat import nn
-    from oneflow_compat.tools.data_parallel_mlp import TrainStep
+    from oneflow_compat.tools.data_parallel_mlp import TrainGraph
 
     def model():
         flow.manual_seed(0)
@@ -131,7 +131,7 @@ def graph_vs_eager(rounds, steps):
     graph_model = model()
     graph_opt = flow.optim.SGD(graph_model.parameters(), lr=0.001)
 
-    graph = TrainStep(graph_model, graph_opt, loss_fn)
+    graph = TrainGraph(graph_model, graph_opt, loss_fn)
     eager_step()
     graph(x, y)  # warm: eager plans cached, the graph compiled
     times = _alternate([lambda: graph(x, y), eager_step], rounds, steps)

@@ -52,7 +52,7 @@ class DataParallelMLP:
         self.model = mlp(placement, seed)
         self.opt = optim.SGD(self.model.parameters(), lr=lr, momentum=momentum)
         self.loss_fn = nn.CrossEntropyLoss()
-        self.graph = TrainStep(self.model, self.opt, self.loss_fn) if graph else None
+        self.graph = TrainGraph(self.model, self.opt, self.loss_fn) if graph else None
 
     def feed(self, x_rows, y_rows):
         """This rank's rows made one global batch (split(0) on the placement)."""
@@ -77,7 +77,7 @@ class DataParallelMLP:
         return float(self.run(*self.feed(x_rows, y_rows)).numpy())
 
 
-class TrainStep(nn.Graph):
+class TrainGraph(nn.Graph):
     """One training step as an nn.Graph: forward, loss, backward and the optimizer's update (what the data-parallel
     step compiles; tests/mpi_scripts/global_2d.py and benchmarks/bench_graph.py train with it too)."""
 

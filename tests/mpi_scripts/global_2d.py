@@ -11,7 +11,7 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 from oneflow_compat.runtime import global_eager
-from oneflow_compat.tools.data_parallel_mlp import TrainStep
+from oneflow_compat.tools.data_parallel_mlp import TrainGraph
 
 comm = global_eager.comm()
 RANK, WORLD = comm.rank, comm.size
@@ -209,7 +209,7 @@ def train(placement, layouts, graph):
     opt = flow.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     if graph:
-        step = TrainStep(m, opt, loss_fn)
+        step = TrainGraph(m, opt, loss_fn)
     else:
         def step(x, y):
             loss = loss_fn(m(x), y)
