@@ -387,3 +387,16 @@ def test_kill_during_an_nn_graph_step_ends_the_job_in_seconds_naming_the_rank(la
         problems.append("wrong result: steps %s reported" % results)
     assert problems == [], run.tail()
     assert run.elapsed < 30, run.elapsed
+
+
+@pytest.mark.parametrize("launcher,rank", [("distributed", 0), ("mpiexec", 1)])
+def test_kill_during_boxing_through_shared_arenas_ends_the_job_in_seconds_naming_the_rank(launcher, rank):
+    # 4 MB transitions: each rank copies straight into the other's result (comm/shm.py's arenas), so a rank dies
+    # while the other pushes into its memory, reads from it or waits for it to say it is done
+    run = Run(launcher, "global-boxing", [os.path.join(SCRIPTS, "fault_global.py"), "boxing", str(rank), "2"])
+    problems = _common_problems(run, "kill", rank)
+    results = [line.split()[1:] for line in _results(run.stdout)]
+    if results != [[str(step), "ok"] for step in range(len(results))] or not 2 <= len(results) <= 3:
+        problems.append("wrong result: %s reported" % results)
+    assert problems == [], run.tail()
+    assert run.elapsed < 30, run.elapsed

@@ -2,6 +2,7 @@
 
     python fault_global.py save WHO STEP POINT FOLDER
     python fault_global.py graph RANK STEP
+    python fault_global.py boxing RANK STEP
 
 `save`: eager data-parallel training of a global module (broadcast parameters on ranks 0 and 1), the state dict
 saved with `flow.save` into FOLDER/step_<k> after every step; at step STEP rank 0 (WHO=writer, the one writer)
@@ -13,6 +14,11 @@ into it while rank 0 writes slowly. Rank 0 prints "SAVING <k> <crc>" before each
 killed (SIGKILL) by a timer 10 ms into the step (a step of some 100 ms), while the other rank computes or waits
 in the step's collectives.
 Rank 0 prints "RESULT <step> <loss>" after each step and every rank "finished rank R" at its end.
+
+`boxing`: every step moves a 4 MB global tensor S(0) -> S(1) -> B on ranks 0 and 1 forty times (all-to-alls and
+all-gathers whose results lie in the ranks' shared arenas, each rank copying straight into the other's result); at
+step STEP rank RANK is killed by a timer 10 ms into the step, while the other pushes, reads or waits. Rank 0 prints
+"RESULT <step> ok" (or "wrong") after each step, having compared its broadcast copy with the whole tensor.
 
 The rank to be killed first writes "FAULT rank R pid P" to stderr."""
 import os
@@ -126,8 +132,28 @@ def run_graph(fault_rank, fault_step):
     print("finished rank %d" % rank, flush=True)
 
 
+def run_boxing(fault_rank, fault_step):
+    rank = flow.env.get_rank()
+    announce(fault_rank)
+    placement = flow.placement("cpu", ranks=[0, 1])
+    whole = np.random.RandomState(0).rand(1024, 1024).astype(np.float32)
+    x = flow.tensor(whole[rank * 512:(rank + 1) * 512]).to_global(placement=placement, sbp=flow.sbp.split(0))
+    for step in range(6):
+        if step == fault_step and rank == fault_rank:
+            threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGKILL)).start()
+        right = True
+        for _ in range(40):
+            copy = x.to_global(sbp=flow.sbp.split(1)).to_global(sbp=flow.sbp.broadcast)
+            right = right and np.array_equal(copy.to_local().numpy(), whole)
+        if rank == 0:
+            print("RESULT %d %s" % (step, "ok" if right else "wrong"), flush=True)
+    print("finished rank %d" % rank, flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "save":
         run_save(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
+    elif sys.argv[1] == "boxing":
+        run_boxing(int(sys.argv[2]), int(sys.argv[3]))
     else:
         run_graph(int(sys.argv[2]), int(sys.argv[3]))
