@@ -71,5 +71,6 @@ def test_a_timeout_names_the_graph_call_and_op_on_the_waiting_rank():
     assert done.elapsed < 45, "the held-up rank (60 s) was not ended by the timeout"
     assert "passed the second call" not in done.stdout
     op = re.search(r"^COLLECTIVE (\S+)$", done.stdout, re.MULTILINE).group(1)
-    assert re.search(r"\[rank 0\] \S+: rank 0: \w+ in nn\.Graph 'Gather_0' call #2, global op #2, op '%s'"
+    assert re.search(r"\[rank 0\] \S+: rank 0: \w+ #\d+ over ranks \(0, 1\) in nn\.Graph 'Gather_0' call #2, global op #2, "
+                     r"op '%s'"
                      % re.escape(op), done.stderr), done.stderr

@@ -105,11 +105,13 @@ _SHM_ALLREDUCE_MIN = 1 << 18  # bytes: smaller all-reduces stay MPI's (one laten
 class _Activity:
     """What this rank is waiting for: shown to other ranks that ask, and in timeout messages. `peer` and `index`
     place a send or receive among the messages exchanged with that peer (None for collectives); `needs` does the
-    same for each peer of an `exchange`: {peer: ("recv" | "send", index of the last message with it)}."""
-    __slots__ = ("name", "ranks", "number", "peer", "index", "needs")
+    same for each peer of an `exchange`: {peer: ("recv" | "send", index of the last message with it)}; `where`: what
+    the caller runs (an eager global op, an nn.Graph call), named after the collective's own number."""
+    __slots__ = ("name", "ranks", "number", "peer", "index", "needs", "where")
 
-    def __init__(self, name, ranks, number, peer=None, index=None, needs=None):
+    def __init__(self, name, ranks, number, peer=None, index=None, needs=None, where=None):
         self.name = name
+        self.where = where
         self.ranks = ranks
         self.number = number
         self.peer = peer
@@ -117,10 +119,11 @@ class _Activity:
         self.needs = needs
 
     def key(self):
-        return (self.name, self.ranks, self.number)
+        return (self.name, self.ranks, self.number, self.where)
 
     def describe(self):
-        return "%s #%d over ranks %s" % (self.name, self.number, _ranks_text(self.ranks))
+        text = "%s #%d over ranks %s" % (self.name, self.number, _ranks_text(self.ranks))
+        return text + " in " + self.where if self.where else text
 
 
 class _Departure:
@@ -630,10 +633,9 @@ class MPIComm(ProcessComm):
             self._flush_carried()
         subset = self._subset(ranks)
         subset.count += 1
+        # what the caller is running (an eager global op): timeout reports name it on every rank
         where = self.context() if self.context is not None else None
-        if where:  # what the caller is running (an eager global op): timeout reports name it on every rank
-            name = "%s in %s" % (name, where)
-        return subset, _Activity(name, subset.ranks, subset.count)
+        return subset, _Activity(name, subset.ranks, subset.count, where=where or None)
 
     # ----- identity checks (runtime/agreement.py), carried by the shared-memory collectives -------------------
 
@@ -1297,8 +1299,8 @@ def _describe_states(pairs):
         if state is None:
             yield rank, "outside any collective"
         else:
-            name, ranks, number = state
-            yield rank, _Activity(name, ranks, number).describe()
+            name, ranks, number, where = state
+            yield rank, _Activity(name, ranks, number, where=where).describe()
 
 
 _handlers_installed = False
