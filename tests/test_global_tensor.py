@@ -318,6 +318,32 @@ def test_eager_plans_are_cached():
     assert global_eager.cache_info()["entries"] == before
 
 
+def test_indexing_a_local_tensor_sample_by_sample_compiles_no_plan_per_index():
+    # a dataset indexed sample by sample (flowvision's `self.data[index]`): the bounds are no plan's attrs
+    a = np.arange(5 * 3 * 4, dtype=np.float32).reshape(5, 3, 4)
+    x = flow.tensor(a)
+    x[0]
+    before = global_eager.cache_info()["entries"]
+    for key in [1, -1, 4, (2, 1), (slice(1, 4, 2), 2), (Ellipsis, 3), (3, None, slice(None), 0)]:
+        out = x[key]
+        assert out.dtype == flow.float32 and not out.is_global and out.device == x.device
+        np.testing.assert_array_equal(out.numpy(), a[key])
+    assert global_eager.cache_info()["entries"] == before
+    out = x[2]  # a copy, as before: writing into it leaves the tensor as it was
+    out[...] = 0
+    np.testing.assert_array_equal(x.numpy(), a)
+    labels = flow.tensor(np.array([3, 1, 4], np.int64))
+    assert [int(labels[i]) for i in range(3)] == [3, 1, 4] and labels[1].dtype == flow.int64
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 5"):
+        x[5]
+    # a tensor that wants its gradient still goes through the op, which records it
+    w = flow.tensor(a, requires_grad=True)
+    w[1, 2].sum().backward()
+    expected = np.zeros_like(a)
+    expected[1, 2] = 1
+    np.testing.assert_array_equal(w.grad.numpy(), expected)
+
+
 def test_explain_lists_no_boxing_on_one_rank():
     flow.relu(flow.randn(2, 2, placement=flow.placement("cpu", [0]), sbp=flow.sbp.split(0)))
     report = flow.explain()
