@@ -30,9 +30,10 @@ def binary_cross_entropy_with_logits_loss(input, target, weight=None, pos_weight
                                                  reduction=reduction)
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):  # noqa: A002
-    return _F.cross_entropy(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction,
-                            label_smoothing=label_smoothing)
+def cross_entropy(input, target, weight=None, ignore_index=_nnF.IGNORE_INDEX, reduction="mean",  # noqa: A002
+                  label_smoothing=0.0):
+    return _nnF.cross_entropy(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction,
+                              label_smoothing=label_smoothing)
 
 
 def l1_loss(input, target, reduction="mean"):  # noqa: A002

@@ -252,6 +252,14 @@ def _global_cases(dtype):
                        [0]),
         "nll_weight_sum_3d": (lambda i, j, k: F.nll_loss(i, j, k, reduction="sum"),
                               lambda i, j, k: TF.nll_loss(i, j, k, reduction="sum"), [x3, cls3, cw], [0]),
+        "ce_weight_ignore": (lambda i, j, k: F.cross_entropy(i, j, k), lambda i, j, k: TF.cross_entropy(i, j, k),
+                             [x, cls, cw], [0]),
+        "ce_smoothing_weight": (lambda i, j, k: F.cross_entropy(i, j, k, label_smoothing=0.2),
+                                lambda i, j, k: TF.cross_entropy(i, j, k, label_smoothing=0.2), [x, cls, cw], [0]),
+        "ce_3d_ignore_sum": (lambda i, j: F.cross_entropy(i, j, ignore_index=2, reduction="sum"),
+                             lambda i, j: TF.cross_entropy(i, j, ignore_index=2, reduction="sum"), [x3, cls3]),
+        "ce_probs_smoothing": (lambda i, j, k: F.cross_entropy(i, j, k, label_smoothing=0.1),
+                               lambda i, j, k: TF.cross_entropy(i, j, k, label_smoothing=0.1), [x, t, cw], [0]),
     }
 
 

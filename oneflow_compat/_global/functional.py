@@ -425,37 +425,6 @@ def _reduce_loss(loss, reduction, what):
     raise ValueError("%s: reduction must be 'mean', 'sum' or 'none', got %r" % (what, reduction))
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",  # noqa: A002
-                  label_smoothing=0.0):
-    """Softmax cross entropy of logits `input` (N, C, ...) with class indices `target` (N, ...), or with
-    probabilities `target` shaped like `input`."""
-    if weight is not None:
-        raise NotImplementedError("cross_entropy(): class weights are not supported")
-    if label_smoothing:
-        raise NotImplementedError("cross_entropy(): label_smoothing is not supported")
-    x = _floating(_check(input, "cross_entropy"))
-    t = _check(target, "cross_entropy")
-    if x.ndim > 2:  # (N, C, d...) -> (N, d..., C)
-        x = permute(x, [0] + list(range(2, x.ndim)) + [1])
-    if t.dtype.is_floating:
-        if x.ndim > 2:
-            t = permute(t, [0] + list(range(2, t.ndim)) + [1])
-        loss = apply_op("softmax_cross_entropy", [x, cast(t, x.dtype)])
-    else:
-        if tuple(t.shape) != tuple(x.shape[:-1]):
-            raise ValueError("cross_entropy(): target of shape %s does not fit input of shape %s"
-                             % (tuple(target.shape), tuple(input.shape)))
-        loss = apply_op_list("sparse_softmax_cross_entropy", [x, t])[0]
-    return _reduce_loss(loss, reduction, "cross_entropy")
-
-
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002
-    if weight is not None:
-        raise NotImplementedError("nll_loss(): class weights are not supported")
-    picked = reshape(gather(input, 1, unsqueeze(target, 1)), tuple(target.shape))
-    return _reduce_loss(neg(picked), reduction, "nll_loss")
-
-
 def mse_loss(input, target, reduction="mean"):  # noqa: A002
     return _reduce_loss(square(sub(input, target)), reduction, "mse_loss")
 

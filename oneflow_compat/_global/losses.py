@@ -1,6 +1,7 @@
 """`flow.nn.CrossEntropyLoss` and `flow.nn.MSELoss`: modules over the functional losses (mean by default)."""
 from oneflow_compat._global import functional
 from oneflow_compat._global.modules import Module
+from oneflow_compat._global.nn_losses import IGNORE_INDEX, cross_entropy
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -19,15 +20,17 @@ class _Loss(Module):
 
 class CrossEntropyLoss(_Loss):
     """Softmax cross entropy of logits (N, C, …) against class indices (N, …) (or probabilities shaped like the
-    logits), averaged over the samples by default."""
+    logits), averaged over the samples by default (`nn_losses.cross_entropy`); `weight` is a buffer, as
+    OneFlow's: it moves with the module."""
 
-    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    def __init__(self, weight=None, ignore_index=IGNORE_INDEX, reduction="mean", label_smoothing=0.0):
         super().__init__(reduction)
-        self.weight, self.ignore_index, self.label_smoothing = weight, ignore_index, label_smoothing
+        self.register_buffer("weight", weight)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):  # noqa: A002
-        return functional.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                                        reduction=self.reduction, label_smoothing=self.label_smoothing)
+        return cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                             reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 class MSELoss(_Loss):

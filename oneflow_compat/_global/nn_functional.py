@@ -1,16 +1,15 @@
 """`flow.nn.functional` names built on the functional ops (the modules helper re-exports this module from
 `flow.nn`, adding its own layers' functions such as dropout)."""
 from oneflow_compat._global.functional import (  # noqa: F401
-    cross_entropy, l1_loss, leaky_relu, linear, log_softmax, mse_loss, nll_loss, one_hot, relu, sigmoid, softmax,
-    tanh)
+    l1_loss, leaky_relu, linear, log_softmax, mse_loss, one_hot, relu, sigmoid, softmax, tanh)
 from oneflow_compat._global.dropout import dropout  # noqa: F401,E402
 # nn ops family: activations
 from oneflow_compat._global.nn_activations import (  # noqa: F401,E402
     elu, gelu, hardsigmoid, hardswish, hardtanh, logsigmoid, mish, prelu, relu6, silu, softplus)
-# nn ops family: losses (nll_loss with class weights and ignore_index takes the name)
+# nn ops family: losses
 from oneflow_compat._global.nn_losses import (  # noqa: F401,E402
-    binary_cross_entropy, binary_cross_entropy_with_logits, combined_margin_loss, kl_div, margin_ranking_loss,
-    nll_loss, smooth_l1_loss, triplet_margin_loss)
+    IGNORE_INDEX, binary_cross_entropy, binary_cross_entropy_with_logits, combined_margin_loss, cross_entropy,
+    kl_div, margin_ranking_loss, nll_loss, smooth_l1_loss, triplet_margin_loss)
 # nn ops family: normalization
 from oneflow_compat._global.nn_norms import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401,E402
 # nn ops family: convolutions

@@ -1,6 +1,7 @@
-"""OneFlow 0.9's losses for tensors: the `flow.nn.functional` forms (`binary_cross_entropy`,
-`binary_cross_entropy_with_logits`, `smooth_l1_loss`, `kl_div`, `margin_ranking_loss`, `triplet_margin_loss`,
-`nll_loss` with class weights and `ignore_index`) and the modules (`BCELoss`, `BCEWithLogitsLoss`, `L1Loss`,
+"""OneFlow 0.9's losses for tensors: the `flow.nn.functional` forms (`cross_entropy` and `nll_loss` with class
+weights, `ignore_index` and, for the first, label smoothing; `binary_cross_entropy`,
+`binary_cross_entropy_with_logits`, `smooth_l1_loss`, `kl_div`, `margin_ranking_loss`, `triplet_margin_loss`) and
+the modules (`BCELoss`, `BCEWithLogitsLoss`, `L1Loss`,
 `SmoothL1Loss`, `KLDivLoss`, `NLLLoss`, `MarginRankingLoss`, `TripletMarginLoss`, `CombinedMarginLoss`), composed
 from the registry's ops (smooth_l1_loss and combined_margin_loss are ops of their own), so they run eagerly, in
 `nn.Graph` and on global tensors alike.
@@ -9,8 +10,10 @@ Formulas are OneFlow 0.9's (which are PyTorch's: log terms of BCE clamped at -10
 is 0, `batchmean`). Like OneFlow 0.9's, these modules print without arguments (`BCELoss()`).
 """
 
+import numpy as np
+
 from oneflow_compat._global import functional as F
-from oneflow_compat._global.dispatch import apply_op
+from oneflow_compat._global.dispatch import apply_op, apply_op_list
 from oneflow_compat._global.modules import Module
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -33,6 +36,109 @@ def _check_same_shape(input, target, what):  # noqa: A002
 
 
 # --- functional forms -------------------------------------------------------------------------------------------
+class _DefaultIgnoreIndex(int):
+    """-100, cross_entropy's default ignore_index, told apart from one the caller passed (see `cross_entropy`)."""
+
+    def __repr__(self):
+        return "-100"
+
+
+IGNORE_INDEX = _DefaultIgnoreIndex(-100)
+
+
+def cross_entropy(input, target, weight=None, ignore_index=IGNORE_INDEX, reduction="mean",  # noqa: A002
+                  label_smoothing=0.0):
+    """OneFlow 0.9's cross entropy of logits `input` (N, C, d...) with class indices `target` (any shape holding
+    one label per row N·d1·…, as OneFlow flattens it: (N,), (N, 1), (N, d...)) or with probabilities shaped like
+    `input`. Class `weight`s (C,), `label_smoothing` in (0, 1] and `ignore_index` (samples with that label count
+    neither in the loss nor in the mean's divisor) as OneFlow computes them: the mean divides by the summed weights
+    of the samples kept.
+
+    Without weights and smoothing, one fused op (the loss and its gradient in one kernel in nn.Graph) computes the
+    loss; the mean then divides by the number of labels, which needs no communication. That equals OneFlow's mean
+    unless a label is `ignore_index`: when ignore_index names a class, or was passed explicitly, or the labels are
+    local host arrays that hold it, the loss is computed as OneFlow composes it, and on data-parallel ranks its mean
+    sums the kept weights across them (one more all-reduce). A label equal to the default -100 on global tensors of
+    several ranks or in nn.Graph, where the labels are not at hand, is an out-of-range label."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError("cross_entropy: reduction must be one of %s, got %r" % (_REDUCTIONS, reduction))
+    x = F._floating(F._check(input, "cross_entropy"))
+    t = F._check(target, "cross_entropy")
+    if x.ndim < 2:
+        raise ValueError("cross_entropy(): input of shape %s has no class axis (expected (N, C, ...))"
+                         % (tuple(x.shape),))
+    classes = x.shape[1]
+    rows = F.permute(x, [0] + list(range(2, x.ndim)) + [1]) if x.ndim > 2 else x  # (N, d..., C)
+    if tuple(t.shape) == tuple(x.shape) and t.dtype.is_floating:
+        if ignore_index >= 0:
+            raise RuntimeError("cross_entropy(): ignore_index is not supported for floating point target")
+        _check_smoothing(label_smoothing)
+        probs = F.permute(t, [0] + list(range(2, t.ndim)) + [1]) if t.ndim > 2 else t
+        if weight is None and not label_smoothing:
+            loss = apply_op("softmax_cross_entropy", [rows, F.cast(probs, rows.dtype)])
+        else:
+            if label_smoothing:
+                probs = F.add(F.mul(probs, 1.0 - label_smoothing), label_smoothing / classes)
+            terms = F.mul(F.log_softmax(rows, dim=-1), F.cast(probs, rows.dtype))
+            if weight is not None:
+                terms = F.mul(terms, weight)
+            loss = F.neg(F.sum(terms, -1))
+        return _reduce(loss, reduction, "cross_entropy")
+    if t.dtype.is_floating:
+        raise ValueError("cross_entropy(): target of shape %s does not fit input of shape %s (class indices are "
+                         "integers; probabilities are floating and shaped like the input)"
+                         % (tuple(t.shape), tuple(x.shape)))
+    labels_shape = tuple(rows.shape[:-1])
+    if t.numel() != int(np.prod(labels_shape, dtype=np.int64)):
+        raise ValueError("cross_entropy(): target of shape %s does not fit input of shape %s"
+                         % (tuple(target.shape), tuple(input.shape)))
+    labels = t if tuple(t.shape) == labels_shape else F.reshape(t, labels_shape)
+    _check_smoothing(label_smoothing)
+    exact = weight is not None or label_smoothing or 0 <= ignore_index < classes or \
+        ignore_index is not IGNORE_INDEX or _holds(labels, ignore_index)
+    if not exact:  # every label is a class (the fused kernel checks): OneFlow's mean is over all of them
+        loss = apply_op_list("sparse_softmax_cross_entropy", [rows, labels])[0]
+        return _reduce(F.reshape(loss, tuple(t.shape)) if reduction == "none" else loss, reduction, "cross_entropy")
+    flat = F.reshape(rows, (-1, classes))
+    log_p = F.log_softmax(flat, dim=1)
+    nll, kept, w = _nll_rows(log_p, F.reshape(labels, (-1,)), weight, ignore_index)
+    loss = nll
+    if label_smoothing:  # OneFlow's: (1 - s) nll + s / C · (-Σ_c w_c log p_c), 0 for ignored samples
+        spread = log_p if weight is None else F.mul(log_p, F.reshape(weight, (1, -1)))
+        smooth = F.mul(F.neg(F.sum(spread, 1)), F.cast(kept, log_p.dtype))
+        loss = F.add(F.mul(nll, 1.0 - label_smoothing), F.mul(smooth, label_smoothing / classes))
+    if reduction == "none":
+        return F.reshape(loss, tuple(t.shape))
+    if reduction == "sum":
+        return F.sum(loss)
+    return F.div(F.sum(loss), F.sum(w))
+
+
+def _check_smoothing(label_smoothing):
+    if label_smoothing and not 0.0 < label_smoothing <= 1.0:
+        raise RuntimeError("label_smoothing must be between 0.0 and 1.0. Got: %s" % (label_smoothing,))
+
+
+def _holds(labels, value):
+    """Whether local host labels (one process's array, not traced) hold `value`: False where that is not known."""
+    if labels.is_lazy or (labels.is_global and len(labels.placement.rank_list) > 1):
+        return False
+    pieces = labels._value.pieces
+    return bool(pieces) and isinstance(pieces[0], np.ndarray) and bool((pieces[0] == value).any())
+
+
+def _nll_rows(log_p, labels, weight, ignore_index):
+    """(-w[t] log_p[t] per row, the rows kept (label != ignore_index), their weights w[t] or 1; 0 where ignored) for
+    log-probabilities (M, C) and labels (M,)."""
+    kept = F.ne(labels, ignore_index)
+    safe = F.where(kept, labels, F.zeros_like(labels))
+    picked = F.reshape(F.gather(log_p, 1, F.unsqueeze(safe, 1)), tuple(labels.shape))
+    w = F.cast(kept, log_p.dtype)
+    if weight is not None:
+        w = F.mul(w, F.gather(weight, 0, safe))
+    return F.neg(F.mul(picked, w)), kept, w
+
+
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa: A002
     """-w (t log x + (1 - t) log(1 - x)), each log clamped at -100."""
     _check_same_shape(input, target, "binary_cross_entropy")
@@ -109,16 +215,13 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  
     if x.ndim < 2 or tuple(t.shape) != (x.shape[0],) + tuple(x.shape[2:]):
         raise ValueError("nll_loss: target of shape %s does not fit input of shape %s" % (tuple(t.shape),
                                                                                           tuple(x.shape)))
-    keep = F.ne(t, ignore_index)
-    safe = F.where(keep, t, F.zeros_like(t))
-    picked = F.reshape(F.gather(x, 1, F.unsqueeze(safe, 1)), tuple(t.shape))
-    w = F.cast(keep, x.dtype)
-    if weight is not None:
-        w = F.mul(w, F.reshape(F.gather(weight, 0, F.reshape(safe, (-1,))), tuple(t.shape)))
-    loss = F.neg(F.mul(picked, w))
+    if reduction not in _REDUCTIONS:
+        raise ValueError("nll_loss: reduction must be one of %s, got %r" % (_REDUCTIONS, reduction))
+    rows = F.permute(x, [0] + list(range(2, x.ndim)) + [1]) if x.ndim > 2 else x
+    loss, _, w = _nll_rows(F.reshape(rows, (-1, x.shape[1])), F.reshape(t, (-1,)), weight, ignore_index)
     if reduction == "mean":
         return F.div(F.sum(loss), F.sum(w))
-    return _reduce(loss, reduction, "nll_loss")
+    return _reduce(F.reshape(loss, tuple(t.shape)), reduction, "nll_loss")
 
 
 def combined_margin_loss(x, label, m1=1.0, m2=0.0, m3=0.0):
