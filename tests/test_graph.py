@@ -553,3 +553,38 @@ def test_operator_lines_name_scopes_counters_and_sbp_without_locations():
     loc = graph_debug.python_location(1, True)
     assert loc.startswith('File "%s"' % __file__) and "source < loc = graph_debug.python_location(1, True) >" in loc
     assert loc.endswith("more")
+
+
+def test_enable_zero_takes_oneflows_arguments_and_trains_as_without_it():
+    def train(zero):
+        flow.manual_seed(3)
+        model = flow.nn.Linear(4, 3)
+        opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        class Step(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+                self.add_optimizer(opt)
+                if zero:
+                    self.config.enable_zero(**zero)
+
+            def build(self, x, y):
+                loss = flow.nn.functional.cross_entropy(self.model(x), y)
+                loss.backward()
+                return loss
+
+        step = Step()
+        x = flow.tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(6, 4))
+        y = flow.tensor(np.array([0, 1, 2, 0, 1, 2]))
+        return [float(step(x, y).numpy()) for _ in range(3)] + [model.weight.numpy()]
+
+    plain = train(None)
+    for zero in ({}, {"stage": 1}, {"stage": 3, "shard_min_size": 1}, {"mode": False}):
+        got = train(zero)
+        assert got[:3] == plain[:3] and np.array_equal(got[3], plain[3]), zero
+    config = flow.nn.Graph().config
+    with pytest.raises(AssertionError, match="^ZeRO stage must range from 1 to 3.$"):
+        config.enable_zero(stage=4)
+    with pytest.raises(AssertionError, match="^ZeRO min size of a sharded optimizer state must > 0.$"):
+        config.enable_zero(shard_min_size=0)

@@ -76,6 +76,18 @@ class GraphConfig:
         """Automatic mixed precision changes the numbers (float16 compute): refused when the graph compiles."""
         self._amp = bool(mode)
 
+    def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024, shard_restore_level=1):
+        """ZeRO (OneFlow 0.9's arguments and checks): accepted and recorded, like the switches below. It changes
+        where optimizer states (and from stage 2 gradients, stage 3 parameters) live, not the numbers; here they
+        stay whole on every data-parallel rank, so memory is what it is without it."""
+        if not mode:
+            self._switches.pop("enable_zero", None)
+            return
+        assert 1 <= stage <= 3, "ZeRO stage must range from 1 to 3."
+        assert shard_min_size > 0, "ZeRO min size of a sharded optimizer state must > 0."
+        self._switches["enable_zero"] = {"stage": stage, "shard_min_size": shard_min_size,
+                                         "shard_restore_level": shard_restore_level}
+
     def _switch(name):  # noqa: N805 - builds methods
         def set_switch(self, mode=True, *args, **kwargs):
             self._switches[name] = mode
