@@ -174,3 +174,11 @@ def test_seed_003_data_parallel_program_under_the_launcher(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("oneflow.Size([4, 8])") == 2, done.stdout
     assert done.stdout.count("numbers checked") == 2, done.stdout
+
+
+def test_global_view_moves_state_dicts_between_local_pieces_and_placements_on_three_ranks():
+    done = mpi(3, SCRIPTS / "global_view.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line for line in done.stdout.splitlines() if line.startswith("OK ")] == [
+        "OK to_global of local pieces, rank 2 holding None", "OK load_state_dict onto another placement",
+        "OK to_local", "OK to_global of global tensors in a list"], done.stdout

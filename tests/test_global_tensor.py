@@ -344,6 +344,25 @@ def test_indexing_a_local_tensor_sample_by_sample_compiles_no_plan_per_index():
     np.testing.assert_array_equal(w.grad.numpy(), expected)
 
 
+def test_global_view_maps_nested_state_and_warns_on_other_leaves():
+    view = flow.utils.global_view
+    one = flow.placement("cpu", [0])
+    state = {"m": {"w": flow.tensor(np.ones((2, 2), np.float32))}, "steps": 3}
+    with pytest.warns(UserWarning, match=r"^Non-Tensor type: <class 'int'> encountered, it will remain the same.$"):
+        out = view.to_global(state, placement=one, sbp=lambda s, t: flow.sbp.split(1))
+    assert out["steps"] == 3 and out["m"]["w"].is_global and out["m"]["w"].sbp == (flow.sbp.split(1),)
+    with pytest.warns(UserWarning, match="Non-Tensor type: <class 'str'>"):
+        assert view.to_global("x", placement=one, sbp=flow.sbp.broadcast) == "x"
+    assert view.to_global(None, placement=one, sbp=flow.sbp.broadcast) is None
+    with pytest.raises(AssertionError, match="^Tensor\\(s\\) in the input must be all local or all global.$"):
+        view.to_global([out["m"]["w"], flow.ones(2)], placement=one, sbp=flow.sbp.broadcast)
+    back = view.to_local((out["m"]["w"],))
+    assert isinstance(back, tuple) and not back[0].is_global
+    np.testing.assert_array_equal(back[0].numpy(), np.ones((2, 2), np.float32))
+    with pytest.warns(UserWarning, match="^The tensor should be global, local tensor will remain the same.$"):
+        assert view.to_local(back[0]) is back[0]
+
+
 def test_explain_lists_no_boxing_on_one_rank():
     flow.relu(flow.randn(2, 2, placement=flow.placement("cpu", [0]), sbp=flow.sbp.split(0)))
     report = flow.explain()

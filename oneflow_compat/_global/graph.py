@@ -44,6 +44,10 @@ from oneflow_compat._global.tensor import Tensor
 
 __all__ = ["Graph", "GraphConfig", "GraphModule", "Block", "BlockConfig"]
 
+# the train step counter's name in a graph's state dict (OneFlow 0.9's AutoTrainStep pass; the legacy jobs' counter,
+# one per job of a session, is this name followed by the job's)
+_TRAIN_STEP = "System-Train-TrainStep"
+
 
 # --- the graph's configuration -------------------------------------------------------------------------------
 class GraphConfig:
@@ -413,7 +417,9 @@ class Graph:
             if spec.name in getters:
                 out[spec.name] = getters[spec.name]().detach()
             else:
-                out[spec.name] = Tensor._make(global_eager.Value(_meta(spec), spec.placement, spec.sbp,
+                # the step counter: the job's variable, by the name OneFlow 0.9's graphs give it
+                name = _TRAIN_STEP if spec.name.startswith(_TRAIN_STEP + "-") else spec.name
+                out[name] = Tensor._make(global_eager.Value(_meta(spec), spec.placement, spec.sbp,
                                                                  [spec.shards[i] for i in sorted(spec.shards)]),
                                               _flow_placement(spec.placement), None,
                                               "cuda" if spec.placement.device_tag == "gpu" else "cpu")

@@ -383,16 +383,16 @@ class Tensor:
     __hash__ = object.__hash__
 
     # --- layouts --------------------------------------------------------------------------------------------
-    def to_local(self):
-        """This rank's piece (no communication); ranks outside the placement get an empty tensor with the
-        logical number of dimensions."""
+    def to_local(self, copy=False):
+        """This rank's piece (no communication; `copy`: a copy of it, OneFlow 0.9's keyword); ranks outside the
+        placement get an empty tensor with the logical number of dimensions."""
         if isinstance(self._value, LazyValue):
             raise RuntimeError("global_tensor.to_local() is not supported within nn.Graph for now")
         if self._placement is None:
             raise RuntimeError("Expected global tensor for to_local but got local tensor!")
         v = self._value
         if v.pieces:
-            piece = v.pieces[0]
+            piece = v.pieces[0].copy() if copy else v.pieces[0]
         else:
             piece = global_eager.xp(v.placement).zeros((0,) * max(1, len(v.meta.shape)), dtype=v.meta.dtype.np)
         local = global_eager.Value(TensorMeta(piece.shape, v.meta.dtype), global_eager.local_placement(
