@@ -91,6 +91,16 @@ from oneflow_compat.framework import dtype as _framework_dtype  # noqa: E402,F40
 __import__("sys").modules.setdefault(__name__ + ".framework.tensor", _framework_tensor)
 _framework.tensor = _framework_tensor
 
+# `flow.comm.all_reduce(t)`, `flow.comm.barrier()` (OneFlow 0.9's oneflow.comm): the collectives on local tensors,
+# bound on the communication layer's package, which `oneflow.comm` resolves to (its own names are other ones)
+from oneflow_compat._global import comm_ops as _comm_ops  # noqa: E402
+from oneflow_compat import comm as _comm  # noqa: E402
+
+for _name in _comm_ops.__all__:
+    setattr(_comm, _name, getattr(_comm_ops, _name))
+__import__("sys").modules.setdefault(__name__ + ".comm.comm_ops", _comm_ops)
+_comm.comm_ops = _comm_ops
+
 # --- issue 21 (global helper): OneFlow 0.9's tensor functions of flowvision and the basics pages; the names the
 # legacy API may bind too go through shared_names.modern_or_legacy (a Tensor argument takes the modern function)
 from oneflow_compat._global import tensor_functions as _tensor_functions  # noqa: E402

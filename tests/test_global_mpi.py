@@ -182,3 +182,18 @@ def test_global_view_moves_state_dicts_between_local_pieces_and_placements_on_th
     assert [line for line in done.stdout.splitlines() if line.startswith("OK ")] == [
         "OK to_global of local pieces, rank 2 holding None", "OK load_state_dict onto another placement",
         "OK to_local", "OK to_global of global tensors in a list"], done.stdout
+
+
+def test_flow_comm_collectives_on_local_tensors_on_three_ranks():
+    done = mpi(3, SCRIPTS / "comm_ops.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line[3:] for line in done.stdout.splitlines() if line.startswith("OK ")] == [
+        "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast", "scatter",
+        "reduce", "all_to_all", "reduce_scatter", "gather", "send recv barrier"], done.stdout
+
+
+def test_local_saves_are_each_ranks_own_on_three_ranks(tmp_path):
+    done = mpi(3, SCRIPTS / "local_saves.py", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len([line for line in done.stdout.splitlines() if line.startswith("OK ")]) == 3, done.stdout
+    assert sorted(os.listdir(tmp_path)) == ["by_rank_2", "rank_0", "rank_1", "shared"]  # no temporary folder left

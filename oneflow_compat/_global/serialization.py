@@ -10,9 +10,11 @@
   keeps its tensors in the same per-tensor folders and its structure in a `structure.pickle` file (a pickle
   restricted on load to plain containers and the tensor references).
 
-Saving is a collective when a global tensor is saved (its value is gathered); rank 0 writes, atomically (a
-temporary folder renamed into place), all ranks agreeing on the outcome; an existing earlier save at `path` is
-replaced only once the new one is complete (the two folders are then swapped). Loaded tensors are local (or,
+Saving global tensors is a collective (their values are gathered): rank 0 (or `global_dst_rank`) writes, all ranks
+agreeing on the outcome. Local tensors are each process's own, as in OneFlow 0.9: in a job of several ranks every
+rank that calls `save` writes its own folder, with no communication, ranks saving to one path taking turns (a
+lock on the folder that holds it). Every write is atomic (a temporary folder renamed into place); an existing
+earlier save at `path` is replaced only once the new one is complete (the two folders are then swapped). Loaded tensors are local (or,
 with `global_src_rank`, global: that rank's value broadcast on every rank).
 """
 import collections
@@ -46,12 +48,24 @@ def save(obj=None, path=None, var_dict=None, global_dst_rank=None):
         return checkpoint.save(target, variables)
     if path is None:
         raise TypeError("flow.save(obj, path): path is missing")
-    if global_dst_rank is not None and int(global_dst_rank) != 0:
-        raise NotImplementedError("flow.save: global_dst_rank=%r — this implementation writes from rank 0"
-                                  % (global_dst_rank,))
+    comm = global_eager.comm()
+    if global_dst_rank is not None:
+        assert isinstance(global_dst_rank, int), \
+            f"global_dst_rank expected type int, but got {type(global_dst_rank)}."
+        assert 0 <= global_dst_rank < comm.size, \
+            f"out of range (expected to be in range of [0, {comm.size}), but got {global_dst_rank})."
     tensors, extra = _flatten(obj)
+    if comm.size > 1 and global_dst_rank is None and not any(t.is_global for t in tensors.values()):
+        # local tensors are this process's own (OneFlow 0.9): each rank that calls save writes its own folder, no
+        # collective; ranks saving to one path take turns (the last one's save stays, whole)
+        arrays = collections.OrderedDict((name, t.numpy()) for name, t in tensors.items())
+        _check_parent(os.fspath(path))
+        with fmt.folder_lock(path):
+            _write(os.fspath(path), arrays, extra)
+        return
     arrays = collections.OrderedDict((name, t.numpy()) for name, t in tensors.items())  # collective for globals
-    fmt.write_on_rank0(global_eager.comm(), path, lambda: _write(os.fspath(path), arrays, extra))
+    writer = 0 if global_dst_rank is None else global_dst_rank
+    fmt.write_on_rank0(comm, path, lambda: _write(os.fspath(path), arrays, extra), writer=writer)
 
 
 def _is_flat_state_dict(obj):

@@ -19,8 +19,10 @@ Reading trusts nothing: a folder without `snapshot_done`, a variable with `meta`
 not a regular file (a directory, a FIFO that would block forever) or that a symlink takes outside the folder,
 a file whose size disagrees with its meta, and a `meta` that is not text are errors naming the path.
 """
+import contextlib
 import ctypes
 import errno
+import fcntl
 import os
 import secrets
 import shutil
@@ -510,11 +512,27 @@ def _save_wait_s(comm_timeout):
     return max(configured, comm_timeout or 0.0)
 
 
-def write_on_rank0(comm, path, write):
-    """Run `write()` on rank 0 only; every rank then returns, or raises the error rank 0 met (its own exception on
-    rank 0, a RuntimeError naming it elsewhere). The agreement waits past the comm timeout for a slow save."""
+@contextlib.contextmanager
+def folder_lock(path):
+    """Holds an exclusive lock on the folder that will hold `path` (created if missing): processes saving beside
+    one another (every rank of a job writing its own save, maybe to one path) take turns, so that one never removes
+    or swaps away what another is writing. A lock on the folder itself (flock on its descriptor) leaves no file."""
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    fd = os.open(parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (closing releases the lock)
+
+
+def write_on_rank0(comm, path, write, writer=0):
+    """Run `write()` on rank `writer` (0) only; every rank then returns, or raises the error the writer met (its own
+    exception on the writer, a RuntimeError naming it elsewhere). The agreement waits past the comm timeout for a
+    slow save."""
     error = None
-    if comm.rank == 0:
+    if comm.rank == writer:
         try:
             write()
         except BaseException as e:  # every rank must learn of the failure, not only the writer
@@ -524,11 +542,12 @@ def write_on_rank0(comm, path, write):
         if timeout is not None:
             comm.set_timeout(_save_wait_s(timeout))
         try:
-            message = comm.bcast_object(None if error is None else "%s: %s" % (type(error).__name__, error), root=0)
+            message = comm.bcast_object(None if error is None else "%s: %s" % (type(error).__name__, error),
+                                        root=writer)
         finally:
             if timeout is not None:
                 comm.set_timeout(timeout)
         if message is not None and error is None:
-            raise RuntimeError("saving checkpoint %s failed on rank 0: %s" % (path, message))
+            raise RuntimeError("saving checkpoint %s failed on rank %d: %s" % (path, writer, message))
     if error is not None:
         raise error
