@@ -108,7 +108,7 @@ def test_an_overflowing_step_is_skipped_on_the_device(monkeypatch):
     assert sorted(got) == sorted(want)
     for name, value in want.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
-    assert got["System-Train-LossScale-train"] == np.float32(2.0 ** 126)
+    assert got["System-Train-DynamicLossScale-train-LossScale"] == np.float32(2.0 ** 126)
 
 
 def test_loss_scale_kernel_follows_the_policy():

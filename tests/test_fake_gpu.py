@@ -260,3 +260,23 @@ def test_copy_from_a_device_tensor_into_a_host_tensor(monkeypatch):
     host.copy_(device)
     assert type(host._value.pieces[0]) is np.ndarray
     np.testing.assert_array_equal(host.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
+def test_amp_in_a_graph_on_the_device_is_refused(monkeypatch):
+    # OneFlow computes the ops of CUDA placements in float16 under AMP; on the CPU (test_graph.py) it is accepted
+    strict_device.install(monkeypatch, "auto", allow_syncs=True)
+    model = flow.nn.Linear(3, 2).to("cuda")
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.config.enable_amp(True)
+
+        def build(self, x):
+            return self.model(x)
+
+    step = Step()
+    with pytest.raises(NotImplementedError, match=r"nn.Graph '%s': config.enable_amp\(True\) on a GPU is not "
+                                                  r"supported \(OneFlow computes its ops in float16 there" % step.name):
+        step(flow.ones(4, 3).to("cuda"))

@@ -587,3 +587,60 @@ def test_enable_zero_takes_oneflows_arguments_and_trains_as_without_it():
         config.enable_zero(stage=4)
     with pytest.raises(AssertionError, match="^ZeRO min size of a sharded optimizer state must > 0.$"):
         config.enable_zero(shard_min_size=0)
+
+
+def _scaled_training(scaler=None, amp=False, bad_step=None, steps=5):
+    """The weight after each step of a small graph trained with a loss scaler (and AMP switched on): input
+    `bad_step` holds an inf, so that step's gradients are not finite."""
+    flow.manual_seed(0)
+    model = flow.nn.Linear(4, 3)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+            if amp:
+                self.config.enable_amp(True)
+            if scaler is not None:
+                self.set_grad_scaler(scaler)
+
+        def build(self, x):
+            loss = self.model(x).square().mean()
+            loss.backward()
+            return loss
+
+    step = Step()
+    weights = []
+    for k in range(steps):
+        x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+        if k == bad_step:
+            x[0, 0] = np.inf
+        with np.errstate(invalid="ignore"):
+            step(flow.tensor(x))
+        weights.append(model.weight.numpy().copy())
+    states = {k: v.numpy() for k, v in step.state_dict().items() if not isinstance(v, dict)}
+    return weights, states, step.name
+
+
+def test_amp_on_the_cpu_and_loss_scalers_train_as_oneflows_graph():
+    plain, _, _ = _scaled_training()
+    # OneFlow's AMP pass casts CUDA ops alone: on the CPU the graph computes as without it; power-of-two scales are
+    # exact in float32
+    for kw in ({"amp": True}, {"scaler": flow.amp.StaticGradScaler(1024.0)},
+               {"scaler": flow.amp.GradScaler(init_scale=2.0 ** 10, growth_interval=2), "amp": True}):
+        got, _, _ = _scaled_training(**kw)
+        assert all(np.array_equal(a, b) for a, b in zip(got, plain)), kw
+    _, states, name = _scaled_training(flow.amp.GradScaler(init_scale=2.0 ** 10, growth_interval=2))
+    prefix = "System-Train-DynamicLossScale-%s-" % name  # OneFlow's variable names
+    assert states[prefix + "LossScale"] == 4096.0 and states[prefix + "GoodStepCounter"] == 1  # x2 after 2 and 4
+    # a step with inf gradients is skipped and halves the scale; the good-step count starts again
+    got, states, name = _scaled_training(flow.amp.GradScaler(init_scale=2.0 ** 10, growth_interval=2), bad_step=2)
+    prefix = "System-Train-DynamicLossScale-%s-" % name
+    assert np.array_equal(got[2], got[1]) and not np.array_equal(got[3], got[2])
+    assert states[prefix + "LossScale"] == 2048.0 and states[prefix + "GoodStepCounter"] == 0
+    with pytest.raises(ValueError, match=r"^Only support 1.0/growth_factor as backoff_factor at the moment, got 0.3$"):
+        flow.amp.GradScaler(backoff_factor=0.3)
+    with pytest.raises(ValueError, match="^StaticGradScaler's scale_factor must > 0.0$"):
+        flow.amp.StaticGradScaler(0.0)

@@ -43,7 +43,7 @@ def test_dynamic_loss_scale_skips_overflowing_steps_and_moves_the_scale():
         t(x)
         if np.isfinite(x).all():
             expected = expected - 0.1 * x / 4
-        scales.append(float(flow.get_all_variables()["System-Train-LossScale-t"].numpy()[0]))
+        scales.append(float(flow.get_all_variables()["System-Train-DynamicLossScale-t-LossScale"].numpy()[0]))
         np.testing.assert_allclose(_v(), expected, rtol=1e-5)
     assert scales == [1024.0, 512.0, 512.0, 1024.0]
 

@@ -77,7 +77,9 @@ class GraphConfig:
         return self._accumulation_steps
 
     def enable_amp(self, mode=True):
-        """Automatic mixed precision changes the numbers (float16 compute): refused when the graph compiles."""
+        """Automatic mixed precision. OneFlow's pass (auto_mixed_precision.cpp) casts the ops of CUDA placements
+        alone to float16: a graph on the CPU computes as without it, here too. On a GPU it would change the numbers
+        (this implementation computes in float32): refused when such a graph compiles."""
         self._amp = bool(mode)
 
     def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024, shard_restore_level=1):
@@ -205,8 +207,14 @@ class Graph:
         self.config._train(True)
 
     def set_grad_scaler(self, grad_scaler=None):
-        raise NotImplementedError("nn.Graph.set_grad_scaler: loss scaling for mixed precision is not supported "
-                                  "(AMP is not supported)")
+        """The loss scaler of the train step (`flow.amp.GradScaler` or `StaticGradScaler`); before the first
+        call."""
+        if self._compiled is not None:
+            raise RuntimeError("nn.Graph '%s' is compiled: set its grad scaler before its first call" % self._name)
+        if grad_scaler is not None and not hasattr(grad_scaler, "_policy"):
+            raise TypeError("set_grad_scaler: expected a flow.amp.GradScaler or StaticGradScaler, got %s"
+                            % type(grad_scaler).__name__)
+        self.__dict__["_grad_scaler"] = grad_scaler
 
     # --- calling ---------------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -283,10 +291,6 @@ class Graph:
         return spans
 
     def _compile(self, flat, struct, tensors):
-        if self.config._amp:
-            raise NotImplementedError("nn.Graph '%s': config.enable_amp(True) is not supported (mixed precision "
-                                      "would change the numbers; this implementation computes in float32)"
-                                      % self._name)
         started = time.perf_counter()
         self._args_repr.clear()
         self._outs_repr.clear()
@@ -305,8 +309,16 @@ class Graph:
         self._log(0, "%s building graph Done! Cost time: %ss.\n" % (shallow, round(time.perf_counter() - started, 2)))
         self._log(0, shallow + " start building plan.")
         plan_started = time.perf_counter()
+        if self.config._amp and any(op.placement.device_tag == "gpu" for op in trace.job.ops):
+            raise NotImplementedError("nn.Graph '%s': config.enable_amp(True) on a GPU is not supported (OneFlow "
+                                      "computes its ops in float16 there; this implementation computes in float32)"
+                                      % self._name)
         if trace.job.is_train:
-            self.__dict__["_graph_optimizers"] = trace.job.optimizer = GraphOptimizers(self._opts, scope.names)
+            optimizers = GraphOptimizers(self._opts, scope.names)
+            scaler = self.__dict__.get("_grad_scaler")
+            if scaler is not None:
+                optimizers.loss_scale_policy = scaler._policy()
+            self.__dict__["_graph_optimizers"] = trace.job.optimizer = optimizers
         # a rank that never compiles leaves the others waiting in the plan check: the timeout names the graph
         with activity.operation("compiling nn.Graph '%s' (every rank must call it)" % self._name):
             compiled = CompiledGraph(trace, [_input_layout(t) for t in tensors], out_values, self._name,

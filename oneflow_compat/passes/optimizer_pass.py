@@ -120,12 +120,13 @@ class _DynamicScale:
         self.policy = policy
         scale0, good0 = policy.initial_state()
         pl = ctx.placements[0]
-        self.scale = variable_ops.get_variable("System-Train-LossScale-" + job.name, shape=(1,), dtype=dtypes.float32,
+        prefix = "System-Train-DynamicLossScale-%s-" % job.name  # OneFlow's dynamic_loss_scale_schedule_pass
+        self.scale = variable_ops.get_variable(prefix + "LossScale", shape=(1,), dtype=dtypes.float32,
                                                trainable=False, init_value=scale0, apply_namespace=False,
                                                placement=pl)
-        self.good = variable_ops.get_variable("System-Train-LossScaleGoodSteps-" + job.name, shape=(1,),
-                                              dtype=dtypes.int64, trainable=False, init_value=good0,
-                                              apply_namespace=False, placement=pl)
+        self.good = variable_ops.get_variable(prefix + "GoodStepCounter", shape=(1,), dtype=dtypes.int64,
+                                              trainable=False, init_value=good0, apply_namespace=False,
+                                              placement=pl)
         self.ctx = ctx
         self.nonfinite = None
 
