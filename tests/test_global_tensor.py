@@ -363,6 +363,62 @@ def test_global_view_maps_nested_state_and_warns_on_other_leaves():
         assert view.to_local(back[0]) is back[0]
 
 
+def test_global_mode_makes_the_source_ops_global():
+    from oneflow.utils.global_view import current_global_mode, global_mode
+
+    P, B, S0 = flow.placement("cpu", [0]), flow.sbp.broadcast, flow.sbp.split(0)
+    assert not current_global_mode().is_enabled
+    with global_mode(True, placement=P, sbp=S0):
+        mode = current_global_mode()
+        assert mode.is_enabled and mode.placement == P and mode.sbp == (S0,)
+        made = [flow.randn(4, 3), flow.rand(4), flow.randint(0, 5, (4,)), flow.randperm(4), flow.zeros(4),
+                flow.ones(4, 2), flow.full((4,), 7), flow.empty(4), flow.arange(4), flow.tensor([1.0, 2.0])]
+        for t in made:
+            assert t.is_global and t.placement == P and t.sbp == (S0,), t
+        assert flow.zeros(2, device="cuda").placement == flow.placement("cuda", [0])  # the device's type
+        assert not flow.normal(0, 1, (2,)).is_global  # (not one of OneFlow's global-mode sources)
+        x = made[0]
+        assert x.device == flow.device("cpu") and x.to(flow.device("cpu")) is x
+        np.testing.assert_array_equal(flow.arange(4).numpy(), np.arange(4))
+        with global_mode(False):
+            assert not flow.ones(2).is_global and not current_global_mode().is_enabled
+        assert flow.ones(2).is_global
+    assert not flow.ones(2).is_global and not current_global_mode().is_enabled
+    with pytest.raises(AssertionError, match="^Both placement and sbp are required if the global mode is enabled.$"):
+        global_mode(True, placement=P)
+    g = flow.ones(2, placement=P, sbp=B)
+    assert g.to("cuda").placement == flow.placement("cuda", [0]) and g.to("cuda").sbp == (B,)
+    with pytest.raises(RuntimeError, match=r'^Only string device without device id \(eg. "cpu" or "cuda"\) is '
+                                           r"expected for global tensor, but got cuda:0$"):
+        g.to("cuda:0")
+    with pytest.raises(RuntimeError, match="^Only local tensors have 'device'"):
+        g.device
+
+
+def test_global_mode_in_a_graph_as_oneflows_example():
+    from oneflow.utils.global_view import global_mode
+
+    P, B = flow.placement("cpu", [0]), flow.sbp.broadcast
+    linear = flow.nn.Linear(3, 2).to_global(placement=P, sbp=B)
+
+    class Eval(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.linear = linear
+
+        def build(self, x):
+            with global_mode(True, placement=P, sbp=B):
+                device = self.linear.weight.device
+                x = x.to(device)
+                out = self.linear(x)
+                sample = flow.randn(out.shape, device="cpu").to(device)
+                out = out + sample * 100
+                return out - sample * 100
+
+    x = flow.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), placement=P, sbp=B)
+    np.testing.assert_allclose(Eval()(x).numpy(), linear(x).numpy(), rtol=1e-5, atol=1e-4)
+
+
 def test_explain_lists_no_boxing_on_one_rank():
     flow.relu(flow.randn(2, 2, placement=flow.placement("cpu", [0]), sbp=flow.sbp.split(0)))
     report = flow.explain()

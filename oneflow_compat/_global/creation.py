@@ -13,7 +13,7 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.runtime import global_eager
-from oneflow_compat._global import generators
+from oneflow_compat._global import generators, global_mode
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import (Tensor, as_dtype, check_placement, device_tag, dtype_of_numpy,
                                            normalize_sbp, parse_device)
@@ -45,6 +45,18 @@ def _layout(placement, sbp, ndim, what):
     shown = tuple(sbp) if isinstance(sbp, (list, tuple)) else (sbp,)
     ir_sbp = normalize_sbp(flow_sbp.to_ir(shown, what + "(): sbp", placement), ndim, what)
     return placement, ir_sbp, shown
+
+
+def _in_global_mode(placement, sbp, device):
+    """(placement, sbp) of a source op: the global mode's when it is on and the call names neither, on the device
+    type `device` names where it names one (OneFlow 0.9's GetGlobalParallelDescFromDevice); else as given."""
+    if placement is not None or sbp is not None or not global_mode.enabled():
+        return placement, sbp
+    mode = global_mode.current_global_mode()
+    pl = mode.placement
+    if device is not None and parse_device(device) != pl.type:
+        pl = type(pl)(parse_device(device), pl.ranks)
+    return pl, list(mode.sbp)
 
 
 def _finish(t, requires_grad):
@@ -87,9 +99,11 @@ def _from_full(full, dtype, placement, ir_sbp, shown, requires_grad, device=None
     return _global(tuple(full.shape), dtype, placement, ir_sbp, shown, piece_of, requires_grad)
 
 
-def _constant(size, value, dtype, device, placement, sbp, requires_grad, what):
+def _constant(size, value, dtype, device, placement, sbp, requires_grad, what, source=True):
     shape = _size(size, what)
     dtype = as_dtype(dtype) or dtypes.float32
+    if source:
+        placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, len(shape), what)
     np_dtype = dtype.np
     if placement is None:
@@ -132,7 +146,7 @@ def _like(input, dtype, requires_grad, value, what):  # noqa: A002
     if input.is_global:
         return _constant(tuple(input.shape), value, dtype, None, input.placement, list(input.sbp), requires_grad,
                          what)
-    return _constant(tuple(input.shape), value, dtype, input._device, None, None, requires_grad, what)
+    return _constant(tuple(input.shape), value, dtype, input._device, None, None, requires_grad, what, source=False)
 
 
 def zeros_like(input, dtype=None, requires_grad=False, **_):  # noqa: A002
@@ -154,9 +168,11 @@ def _generator(placement, generator):
     return generators.global_generator() if placement is not None else generators.default_generator()
 
 
-def _random(draw, size, dtype, default, generator, device, placement, sbp, requires_grad, what):
+def _random(draw, size, dtype, default, generator, device, placement, sbp, requires_grad, what, source=True):
     shape = _size(size, what)
     dtype = as_dtype(dtype) or default
+    if source:  # (flow.normal is not one of OneFlow's global-mode sources)
+        placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, len(shape), what)
     full_value = draw(_generator(placement, generator), shape, dtype.np)
     return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
@@ -210,7 +226,7 @@ def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None
         raise TypeError("normal(): dtype must be floating, got %s" % as_dtype(dtype).name)
     shape = (size,) if isinstance(size, int) else tuple(size)
     value = _random(lambda g, shp, t: g.normal(shp, t, mean, std), shape, dtype, dtypes.float32, generator, device,
-                    placement, sbp, requires_grad, "normal")
+                    placement, sbp, requires_grad, "normal", source=False)
     if out is None:
         return value
     out.copy_(value)
@@ -219,6 +235,7 @@ def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None
 
 def randperm(n, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
     dtype = as_dtype(dtype) or dtypes.int64
+    placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, 1, "randperm")
     full_value = _generator(placement, generator).permutation(int(n)).astype(dtype.np)
     return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
@@ -250,6 +267,7 @@ def tensor(data, dtype=None, device=None, placement=None, sbp=None, requires_gra
     dtype = as_dtype(dtype)
     array = _array_of(data, dtype)
     dt = dtype or dtype_of_numpy(array.dtype)
+    placement, sbp = _in_global_mode(placement, sbp, device)
     if placement is None and sbp is None:
         if device is None and isinstance(data, Tensor) and data.is_local:
             device = data._device
@@ -281,6 +299,7 @@ def arange(start=0, end=None, step=1, dtype=None, device=None, placement=None, s
     values = np.arange(start, end, step)
     dtype = as_dtype(dtype) or (dtypes.int64 if values.dtype.kind in "iu" else dtypes.float32)
     values = values.astype(dtype.np)
+    placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, 1, "arange")
     return _from_full(values, dtype, placement, ir_sbp, shown, requires_grad, device)
 

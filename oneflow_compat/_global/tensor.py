@@ -19,7 +19,7 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.runtime import autograd, global_eager
 from oneflow_compat.runtime.graph_trace import LAZY_VALUE_MESSAGE, LazyValue
 from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import printing
+from oneflow_compat._global import global_mode, printing
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global.size import Size
 
@@ -246,6 +246,8 @@ class Tensor:
     @property
     def device(self):
         if self._placement is not None:
+            if global_mode.enabled():  # (OneFlow 0.9: the placement's device type, in a global mode scope)
+                return device(self._placement.type)
             raise RuntimeError("Only local tensors have 'device'; this global tensor has placement %r"
                                % self._placement)
         return device(self._device, self._device_index)

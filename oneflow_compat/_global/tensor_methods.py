@@ -6,7 +6,8 @@ import numpy as np
 from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
 from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import creation, dispatch, functional as F, indexing, layouts
+from oneflow_compat._global import creation, dispatch, functional as F, global_mode, indexing, layouts
+from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global import nn_init, tensor_functions as TF
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, parse_device
@@ -93,8 +94,14 @@ def _to(self, *args, **kwargs):
     if device is not None:
         kind = parse_device(device)
         if self.is_global:
-            raise RuntimeError("to(device) is for local tensors; use to_global(placement=...) on a global tensor")
-        if kind != self._device:
+            # OneFlow 0.9: "cpu" / "cuda" move a global tensor to that device type on its ranks; a device with an
+            # index, or a device object, only in a global mode scope
+            if not global_mode.enabled() and not (isinstance(device, str) and ":" not in device):
+                raise RuntimeError("Only string device without device id (eg. \"cpu\" or \"cuda\") is expected "
+                                   "for global tensor, but got %s" % (device,))
+            if kind != self._placement.type:
+                out = self.to_global(placement=Placement(kind, self._placement.ranks), sbp=self.sbp)
+        elif kind != self._device:
             out = creation.tensor(self, device=kind)
             if self.requires_grad:
                 out.requires_grad_(True)

@@ -1,5 +1,5 @@
-"""`oneflow.utils.global_view` (OneFlow 0.9): `to_global` and `to_local` of a tensor or of every tensor in a nested
-dict, list or tuple (a state dict, a graph's state dict with its nested module dicts), as OneFlow 0.9's
+"""`oneflow.utils.global_view` (OneFlow 0.9): `global_mode` / `current_global_mode` (`_global/global_mode.py`), and
+`to_global` and `to_local` of a tensor or of every tensor in a nested dict, list or tuple (a state dict, a graph's state dict with its nested module dicts), as OneFlow 0.9's
 `utils/global_view/to_global.py` and `to_local.py` define them.
 
 `to_global(input, placement, sbp)`: local tensors become global ones whose pieces they are (`Tensor.to_global`),
@@ -13,10 +13,11 @@ import types
 import warnings
 
 from oneflow_compat._global import creation
+from oneflow_compat._global.global_mode import current_global_mode, global_mode
 from oneflow_compat._global.tensor import Tensor
 from oneflow_compat.runtime import global_eager
 
-__all__ = ["to_global", "to_local"]
+__all__ = ["to_global", "to_local", "global_mode", "current_global_mode"]
 
 
 def _map(tree, leaf):
