@@ -52,7 +52,8 @@ from oneflow_compat._global.placement import placement  # noqa: F401,E402
 from oneflow_compat._global.size import Size  # noqa: F401,E402
 from oneflow_compat._global.tensor import BOOL as bool, Tensor, device  # noqa: F401,E402,A001
 from oneflow_compat._global.creation import (  # noqa: F401,E402
-    arange, as_tensor, empty, from_numpy, full, full_like, linspace, rand, randint, randn, randperm, tensor)
+    arange, as_tensor, empty, from_dlpack, from_numpy, full, full_like, linspace, rand, randint, randn, randperm,
+    tensor, to_dlpack)
 from oneflow_compat._global.generators import (  # noqa: F401,E402
     Generator, default_generator, initial_seed, manual_seed, seed)
 from oneflow_compat._global.functional import (  # noqa: F401,E402

@@ -287,6 +287,31 @@ def from_numpy(array):
     return _local(array, dtype_of_numpy(array.dtype), "cpu", False)
 
 
+def from_dlpack(obj):
+    """`flow.from_dlpack`: a local tensor sharing the memory of an object of the DLPack protocol (`__dlpack__`, as
+    torch, numpy and CuPy arrays are): on the CPU through numpy, on a GPU through CuPy. A bare capsule (the legacy
+    `torch.utils.dlpack.to_dlpack` result) does not say which device holds it: pass the array instead."""
+    if not hasattr(obj, "__dlpack__"):
+        raise TypeError("from_dlpack(): expected an object with __dlpack__ (a torch, numpy or CuPy array), got %s; "
+                        "a bare DLPack capsule does not say its device: pass the array itself" % type(obj).__name__)
+    kind, _ = obj.__dlpack_device__()
+    if int(kind) == 1:  # kDLCPU
+        array = np.from_dlpack(obj)
+        return _local(array, dtype_of_numpy(array.dtype), "cpu", False)
+    from oneflow_compat.backend import devices
+
+    array = devices.array_module("gpu").from_dlpack(obj)
+    return _local(array, dtype_of_numpy(array.dtype), "cuda", False)
+
+
+def to_dlpack(input):  # noqa: A002
+    """`flow.to_dlpack`: a DLPack capsule of a local tensor's memory (shared, not copied)."""
+    if input.is_global:
+        raise RuntimeError("to_dlpack(): only local tensors can be exported, got a global tensor on %r"
+                           % (input.placement,))
+    return input._value.pieces[0].__dlpack__()
+
+
 def as_tensor(data, dtype=None, device=None):
     if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype):
         return data

@@ -1,0 +1,24 @@
+"""`oneflow.utils.tensor.from_torch` / `to_torch` (OneFlow 0.9): a local tensor and a torch tensor sharing one
+memory, through DLPack (`flow.from_dlpack`, `flow.to_dlpack`), on the CPU or a GPU. Local tensors only, as
+OneFlow's. torch is imported when they are called: it is not a dependency of this package."""
+from oneflow_compat._global.creation import from_dlpack
+from oneflow_compat._global.tensor import Tensor
+
+__all__ = ["from_torch", "to_torch"]
+
+
+def from_torch(torch_tensor):
+    """A oneflow tensor sharing `torch_tensor`'s memory."""
+    import torch
+
+    assert isinstance(torch_tensor, torch.Tensor)
+    return from_dlpack(torch_tensor)
+
+
+def to_torch(flow_tensor):
+    """A torch tensor sharing the local `flow_tensor`'s memory."""
+    import torch
+
+    assert isinstance(flow_tensor, Tensor)
+    assert flow_tensor.is_local, "to_torch: only local tensors are supported, got a global tensor"
+    return torch.from_dlpack(flow_tensor._value.pieces[0])
