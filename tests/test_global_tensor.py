@@ -382,7 +382,12 @@ def test_global_mode_makes_the_source_ops_global():
         np.testing.assert_array_equal(flow.arange(4).numpy(), np.arange(4))
         with global_mode(False):
             assert not flow.ones(2).is_global and not current_global_mode().is_enabled
+            local = flow.ones(3)
         assert flow.ones(2).is_global
+        # what the framework makes for local work stays local: a local op's constants and index tensors, a move
+        for t in (local + 1, local * 2.5, local[[0, 2]], local.to("cpu"), local.to(flow.float64)):
+            assert not t.is_global, t
+        assert not flow.get_rng_state().is_global
     assert not flow.ones(2).is_global and not current_global_mode().is_enabled
     with pytest.raises(AssertionError, match="^Both placement and sbp are required if the global mode is enabled.$"):
         global_mode(True, placement=P)

@@ -124,7 +124,7 @@ def reduce(tensor, dst):
     original = tensor.numpy().copy()
     all_reduce(tensor)
     if global_eager.rank() != dst:
-        tensor.copy_(creation.tensor(original, dtype=tensor.dtype, device=tensor.device))
+        tensor.copy_(creation.local_tensor(original, dtype=tensor.dtype, device=tensor.device))
 
 
 def all_to_all(output_tensor_list, input_tensor_list):
@@ -172,7 +172,8 @@ def gather(tensor, gather_list=None, dst=0):
     _local(tensor, "gather")
     gathered = _stacked(tensor)
     if gather_list is None:
-        gather_list = [creation.empty(*tensor.shape, dtype=tensor.dtype) for _ in range(_world())]
+        gather_list = [creation.local_full(tuple(tensor.shape), 0, tensor.dtype, tensor.device)
+                       for _ in range(_world())]
     assert isinstance(gather_list, list)
     assert len(gather_list) == _world()
     for i in range(gathered.shape[0]):
@@ -210,6 +211,6 @@ def recv(src, shape=None, dtype=None, device=None, *, out=None):
     array = comm.recv(shape, src, dtype=dtype.np)
     if out is not None:
         assert out.device.type == kind, "recv: out is on %s, the data on %s" % (out.device.type, kind)
-        out.copy_(creation.tensor(array, dtype=dtype, device=kind))
+        out.copy_(creation.local_tensor(array, dtype=dtype, device=kind))
         return out
-    return creation.tensor(array, dtype=dtype, device=kind)
+    return creation.local_tensor(array, dtype=dtype, device=kind)

@@ -262,16 +262,30 @@ def _array_of(data, dtype):
     return np.asarray(array, order="C")
 
 
+def local_tensor(data, dtype=None, device=None, requires_grad=False):
+    """`tensor(data)` as a local tensor whatever the global mode: the values the framework makes for local work
+    (a local op's constants and index tensors, state tensors, a local tensor moved to another device), which
+    OneFlow's global mode leaves local."""
+    dtype = as_dtype(dtype)
+    array = _array_of(data, dtype)
+    if device is None and isinstance(data, Tensor) and data.is_local:
+        device = data._device
+    return _local(array, dtype or dtype_of_numpy(array.dtype), device, requires_grad)
+
+
+def local_full(size, value, dtype, device):
+    """`full(size, value)` as a local tensor whatever the global mode (see `local_tensor`)."""
+    return _constant(size, value, dtype, device, None, None, False, "full", source=False)
+
+
 def tensor(data, dtype=None, device=None, placement=None, sbp=None, requires_grad=False, pin_memory=False):
     """A tensor holding a copy of `data` (a list, number, numpy array or tensor)."""
+    placement, sbp = _in_global_mode(placement, sbp, device)
+    if placement is None and sbp is None:
+        return local_tensor(data, dtype, device, requires_grad)
     dtype = as_dtype(dtype)
     array = _array_of(data, dtype)
     dt = dtype or dtype_of_numpy(array.dtype)
-    placement, sbp = _in_global_mode(placement, sbp, device)
-    if placement is None and sbp is None:
-        if device is None and isinstance(data, Tensor) and data.is_local:
-            device = data._device
-        return _local(array, dt, device, requires_grad)
     placement, ir_sbp, shown = _layout(placement, sbp, array.ndim, "tensor")
     local = _local(array, dt, None, False)
     t = local.to_global(placement, [flow_sbp.broadcast] * len(placement.hierarchy))  # B on every mesh axis

@@ -41,7 +41,7 @@ def _const(value, like, dtype=None):
     if like.is_global:
         return creation.full((), value, dtype=dtype, placement=like.placement,
                              sbp=[flow_sbp.broadcast] * len(like.sbp))  # B on every mesh axis
-    return creation.full((), value, dtype=dtype, device=like._device)
+    return creation.local_full((), value, dtype, like._device)
 
 
 # --- dtypes ---------------------------------------------------------------------------------------------------

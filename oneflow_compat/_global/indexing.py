@@ -129,7 +129,7 @@ def _index_tensor(array, like):
 
         return creation.tensor(array, dtype=dtypes.int64, placement=like.placement,
                                sbp=[flow_sbp.broadcast] * len(like.sbp))
-    return creation.tensor(array, dtype=dtypes.int64, device=like._device)
+    return creation.local_tensor(array, dtype=dtypes.int64, device=like._device)
 
 
 def _host_key(key):

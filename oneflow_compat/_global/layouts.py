@@ -106,7 +106,7 @@ def as_layout_of(src, like):
     from oneflow_compat._global import creation
 
     if not isinstance(src, Tensor):
-        src = creation.tensor(src, dtype=like.dtype)
+        src = creation.local_tensor(src, dtype=like.dtype)
         if like.is_global:
             src = src.to_global(like.placement, [flow_sbp.broadcast] * len(like.sbp))
     if like.is_global:

@@ -21,7 +21,7 @@ def _lengths(value, what):
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (tuple, list)):
-        return creation.tensor(list(value), dtype=dtypes.int64)
+        return creation.local_tensor(list(value), dtype=dtypes.int64)
     raise TypeError("ctc_loss: %s must be a tensor or a tuple of ints, got %s" % (what, type(value).__name__))
 
 

@@ -11,7 +11,7 @@ from oneflow_compat._global import creation, generators
 
 def _state_tensor(values):
     raw = np.asarray(values, dtype="<i8").view(np.uint8).copy()
-    return creation.tensor(raw, dtype=dtypes.uint8)
+    return creation.local_tensor(raw, dtype=dtypes.uint8)
 
 
 def _state_values(state, count, what):

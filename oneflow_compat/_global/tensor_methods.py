@@ -102,7 +102,7 @@ def _to(self, *args, **kwargs):
             if kind != self._placement.type:
                 out = self.to_global(placement=Placement(kind, self._placement.ranks), sbp=self.sbp)
         elif kind != self._device:
-            out = creation.tensor(self, device=kind)
+            out = creation.local_tensor(self, device=kind)
             if self.requires_grad:
                 out.requires_grad_(True)
     if dtype is not None:
@@ -123,7 +123,7 @@ def rebuild_local(array, dtype_name, device, requires_grad):
     from oneflow_compat.runtime import global_eager
 
     dtype = global_eager._dtype_named(dtype_name, None)
-    return creation.tensor(array, dtype=dtype, device=device, requires_grad=requires_grad)
+    return creation.local_tensor(array, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def _reduce(self):
