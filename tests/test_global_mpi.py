@@ -197,3 +197,9 @@ def test_local_saves_are_each_ranks_own_on_three_ranks(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert len([line for line in done.stdout.splitlines() if line.startswith("OK ")]) == 3, done.stdout
     assert sorted(os.listdir(tmp_path)) == ["by_rank_2", "rank_0", "rank_1", "shared"]  # no temporary folder left
+
+
+def test_cross_entropy_ignore_index_over_three_ranks():
+    done = mpi(3, SCRIPTS / "cross_entropy_ranks.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len([line for line in done.stdout.splitlines() if line.startswith("OK ")]) == 2, done.stdout

@@ -97,7 +97,15 @@ def cross_entropy(input, target, weight=None, ignore_index=IGNORE_INDEX, reducti
     exact = weight is not None or label_smoothing or 0 <= ignore_index < classes or \
         ignore_index is not IGNORE_INDEX or _holds(labels, ignore_index)
     if not exact:  # every label is a class (the fused kernel checks): OneFlow's mean is over all of them
-        loss = apply_op_list("sparse_softmax_cross_entropy", [rows, labels])[0]
+        try:
+            loss = apply_op_list("sparse_softmax_cross_entropy", [rows, labels])[0]
+        except ValueError as e:
+            if "label %d is out of range" % ignore_index in str(e) and hasattr(e, "add_note"):
+                e.add_note("cross_entropy: labels equal to the default ignore_index (-100) are looked for in local "
+                           "host labels only; on global tensors of several ranks and in nn.Graph pass "
+                           "ignore_index=-100 explicitly to ignore them (the mean then sums the kept labels across "
+                           "the ranks)")
+            raise
         return _reduce(F.reshape(loss, tuple(t.shape)) if reduction == "none" else loss, reduction, "cross_entropy")
     flat = F.reshape(rows, (-1, classes))
     log_p = F.log_softmax(flat, dim=1)
