@@ -80,7 +80,7 @@ from oneflow_compat import compatible  # noqa: E402,F401
 
 # --- global API (issue 21): flow.dtype, flow.jit, flow.utils.data, oneflow.framework.tensor/dtype, creation ops
 from oneflow_compat.ir.dtypes import DType as dtype  # noqa: E402,F401
-from oneflow_compat import amp, jit, utils  # noqa: E402,F401
+from oneflow_compat import amp, distributions, jit, utils  # noqa: E402,F401
 from oneflow_compat._global.creation import empty_like, eye, logspace  # noqa: E402,F401
 # --- n-D placements (issue 19): flow.normal, the one random creation op the global surface lacked
 from oneflow_compat._global.creation import normal  # noqa: E402,F401
@@ -111,7 +111,7 @@ for _name in ("split", "chunk", "narrow", "unbind", "flip", "roll", "rot90", "me
               "sort", "argsort", "topk", "masked_select", "argwhere", "nonzero", "index_select", "scatter",
               "scatter_add", "cumsum", "tril", "triu", "isnan", "isinf", "isfinite", "any", "all", "amax", "amin",
               "is_floating_point", "baddbmm", "addmm", "einsum", "norm", "logsumexp", "diff", "var_mean", "unique",
-              "bernoulli", "log2", "floor_divide", "logical_and", "logical_or", "erfinv", "erf", "erfc", "lgamma", "tan", "atan", "asin", "acos",
+              "bernoulli", "multinomial", "log2", "floor_divide", "logical_and", "logical_or", "erfinv", "erf", "erfc", "lgamma", "tan", "atan", "asin", "acos",
               "sinh", "cosh", "asinh", "acosh", "atanh", "atan2"):
     globals()[_name] = _modern_or_legacy(_name, getattr(_tensor_functions, _name))
 del _name

@@ -527,6 +527,36 @@ def bernoulli(input, p=None, generator=None):  # noqa: A002
     return F.cast(F.lt(draw, prob), input.dtype)
 
 
+def multinomial(input, num_samples, replacement=False, generator=None):  # noqa: A002
+    """Indices (int64) drawn from each row of `input`'s (unnormalized) probabilities, (K,) or (B, K) -> (n,) or
+    (B, n) (OneFlow 0.9). With replacement each draw is the first index whose cumulative probability exceeds a
+    uniform draw; without, the n largest of log p + Gumbel noise (the Gumbel-top-k trick: distributed as drawing
+    one at a time and removing what was drawn). The uniform draws come from the generators on input's layout, so N
+    devices draw what 1 device draws."""
+    x = F._floating(input)
+    if x.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim, got %d" % x.ndim)
+    k, n = x.shape[-1], int(num_samples)
+    if n <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and n > k:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    rows = F.reshape(x, (1, k)) if x.ndim == 1 else x
+    layout = {"placement": rows.placement, "sbp": rows.sbp} if rows.is_global else {"device": rows._device}
+    draws = (rows.shape[0], n) if replacement else tuple(rows.shape)
+    u = creation.rand(*draws, generator=generator, dtype=rows.dtype, **layout)
+    probs = F.div(rows, F.sum(rows, -1, keepdim=True)).detach()
+    if replacement:  # the count of cumulative probabilities at or below u is the drawn index
+        cdf = F.unsqueeze(cumsum(probs, -1), 1)  # (B, 1, K)
+        picked = F.sum(F.cast(F.le(cdf, F.unsqueeze(u, 2)), dtypes.int64), -1)
+        out = F.clamp(picked, max=k - 1)  # (u below 1 and the last cdf 1 up to rounding)
+    else:
+        gumbel = F.neg(F.log(F.neg(F.log(F.clamp(u, min=1e-30)))))
+        log_p = F.where(F.gt(probs, 0), F.log(F.clamp(probs, min=1e-38)), float("-inf"))  # (no log of 0 warned)
+        out = F.cast(topk(F.add(log_p, gumbel), n, dim=-1)[1], dtypes.int64)
+    return F.reshape(out, (n,)) if x.ndim == 1 else out
+
+
 # --- small arithmetic of the flowvision layers ---------------------------------------------------------------------
 def log2(input):  # noqa: A002
     return F.mul(F.log(input), 1.0 / math.log(2.0))

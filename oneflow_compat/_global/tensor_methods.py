@@ -236,7 +236,7 @@ _METHODS.update({
     "cumsum": TF.cumsum, "tril": TF.tril, "triu": TF.triu, "tril_": _inplace(TF.tril), "triu_": _inplace(TF.triu),
     "isnan": TF.isnan, "isinf": TF.isinf, "isfinite": TF.isfinite, "any": TF.any, "all": TF.all,
     "amax": TF.amax, "amin": TF.amin, "is_floating_point": TF.is_floating_point, "norm": TF.norm,
-    "logsumexp": TF.logsumexp, "diff": TF.diff, "unique": TF.unique, "bernoulli": TF.bernoulli,
+    "logsumexp": TF.logsumexp, "diff": TF.diff, "unique": TF.unique, "bernoulli": TF.bernoulli, "multinomial": TF.multinomial,
     "log2": TF.log2, "floor_divide": TF.floor_divide, "logical_and": TF.logical_and, "logical_or": TF.logical_or,
     "erf": TF.erf, "erfc": TF.erfc, "lgamma": TF.lgamma, "tan": TF.tan, "atan": TF.atan, "asin": TF.asin,
     "acos": TF.acos, "sinh": TF.sinh, "cosh": TF.cosh, "asinh": TF.asinh, "acosh": TF.acosh, "atanh": TF.atanh,
