@@ -14,8 +14,8 @@ Saving global tensors is a collective (their values are gathered): rank 0 (or `g
 agreeing on the outcome. Local tensors are each process's own, as in OneFlow 0.9: in a job of several ranks every
 rank that calls `save` writes its own folder, with no communication, ranks saving to one path taking turns (a
 lock on the folder that holds it). Every write is atomic (a temporary folder renamed into place); an existing
-earlier save at `path` is replaced only once the new one is complete (the two folders are then swapped). Loaded tensors are local (or,
-with `global_src_rank`, global: that rank's value broadcast on every rank).
+earlier save at `path` is replaced only once the new one is complete (the two folders are then swapped). Loaded
+tensors are local (or, with `global_src_rank`, global: that rank's value broadcast on every rank).
 """
 import collections
 import io

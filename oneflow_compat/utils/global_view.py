@@ -1,6 +1,7 @@
 """`oneflow.utils.global_view` (OneFlow 0.9): `global_mode` / `current_global_mode` (`_global/global_mode.py`), and
-`to_global` and `to_local` of a tensor or of every tensor in a nested dict, list or tuple (a state dict, a graph's state dict with its nested module dicts), as OneFlow 0.9's
-`utils/global_view/to_global.py` and `to_local.py` define them.
+`to_global` and `to_local` of a tensor or of every tensor in a nested dict, list or tuple (a state dict, a graph's
+state dict with its nested module dicts), as OneFlow 0.9's `utils/global_view/to_global.py` and `to_local.py`
+define them.
 
 `to_global(input, placement, sbp)`: local tensors become global ones whose pieces they are (`Tensor.to_global`),
 global tensors move to the placement and/or SBP given; `sbp` may be a function `sbp(input, tensor)` choosing each
