@@ -80,7 +80,7 @@ from oneflow_compat import compatible  # noqa: E402,F401
 
 # --- global API (issue 21): flow.dtype, flow.jit, flow.utils.data, oneflow.framework.tensor/dtype, creation ops
 from oneflow_compat.ir.dtypes import DType as dtype  # noqa: E402,F401
-from oneflow_compat import amp, distributions, jit, utils  # noqa: E402,F401
+from oneflow_compat import amp, backends, distributions, jit, utils  # noqa: E402,F401
 from oneflow_compat._global.creation import empty_like, eye, logspace  # noqa: E402,F401
 # --- n-D placements (issue 19): flow.normal, the one random creation op the global surface lacked
 from oneflow_compat._global.creation import normal  # noqa: E402,F401

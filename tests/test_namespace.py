@@ -84,7 +84,7 @@ def test_every_legacy_name_of_oneflow_is_in_single_client():
     import oneflow_compat.compatible.single_client as sc
 
     # modern or project tools
-    internal_modules = {"amp", "autograd", "distributions", "cuda", "sbp", "explain", "custom_ops", "compatible", "jit", "version"}
+    internal_modules = {"amp", "autograd", "backends", "distributions", "cuda", "sbp", "explain", "custom_ops", "compatible", "jit", "version"}
     for name in dir(flow):
         value = getattr(flow, name)
         if name.startswith("_") or hasattr(sc, name):
@@ -261,3 +261,13 @@ def test_the_mode_is_chosen_by_first_use_never_by_import(tmp_path):
     assert re.fullmatch(mixing("creating a flow.Tensor", where + ":24", GLOBAL_API, LEGACY_API,
                                "import oneflow.compatible.single_client", where + ":21"),
                         lines[4][len("randn: "):]), lines[4]
+
+
+def test_backends_cudnn_setters_take_oneflows_types():
+    cudnn = flow.backends.cudnn
+    cudnn.set_reserved_mem_mbytes(1024)
+    cudnn.enable_fused_normalization_add_relu(True)
+    cudnn.enable_conv_heuristic_search_algo(False)
+    with pytest.raises(AssertionError, match=r"^Attribute \['cudnn_conf', 'cudnn_conv_heuristic_search_algo'\] type "
+                                             r"unmatched! Expected: <class 'bool'> but get: <class 'int'>$"):
+        cudnn.enable_conv_heuristic_search_algo(1)
