@@ -353,3 +353,13 @@ def test_members_in_different_shared_memory_collectives_fail_naming_both(n):
             assert "rank 0 runs allgatherv" in line
         else:
             assert "rank %d runs alltoallv" % (n - 1) in line
+
+
+@pytest.mark.parametrize("kind,verb", [("bcast", "received"), ("allgather", "met")])
+def test_object_collectives_of_different_functions_fail_naming_both(kind, verb):
+    result = mpirun(2, "object_mismatch.py", kind)
+    assert result.returncode != 0 and "OK matched" in result.stdout, result.stdout + result.stderr
+    assert "PAIRED rank 1" not in result.stdout, result.stdout  # rank 1 never uses rank 0's object
+    assert ("rank 1: %s_object in __main__.load_step %s rank 0's %s_object %s __main__.save_step: the ranks run "
+            "different operations" % (kind, verb, kind, "from" if kind == "bcast" else "in")) in result.stderr, \
+        result.stderr

@@ -1267,30 +1267,61 @@ class MPIComm(ProcessComm):
     # ----- small control data over the world ------------------------------------------------------------
 
     def bcast_object(self, obj, root=0):
+        """(The object travels with the name of the function that broadcasts it, `_caller`: a rank that receives
+        another function's object fails naming both, where the two would otherwise pair up silently.)"""
         subset, activity = self._begin("bcast_object", tuple(range(self._size)))
         if not 0 <= root < self._size:
             raise ValueError("bcast_object root %r out of range for world size %d" % (root, self._size))
         if self._size == 1:
             return obj
-        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL) if self._rank == root else b""
+        here = _caller()
+        payload = pickle.dumps((here, obj), protocol=pickle.HIGHEST_PROTOCOL) if self._rank == root else b""
         length = np.array([len(payload)], np.int64)
         self._complete(subset.comm.Ibcast(length, root=root), activity)
         data = np.frombuffer(payload, np.uint8).copy() if self._rank == root else np.empty(int(length[0]), np.uint8)
         self._complete(subset.comm.Ibcast([data, MPI.BYTE], root=root), activity)
-        return obj if self._rank == root else pickle.loads(data.tobytes())
+        if self._rank == root:
+            return obj
+        there, received = pickle.loads(data.tobytes())
+        if there != here:
+            raise CommError("rank %d: bcast_object in %s received rank %d's bcast_object from %s: the ranks run "
+                            "different operations" % (self._rank, here, root, there))
+        return received
 
     def allgather_object(self, obj):
+        """(Each object travels with the name of the function that gathers it, as in `bcast_object`.)"""
         subset, activity = self._begin("allgather_object", tuple(range(self._size)))
         if self._size == 1:
             return [obj]
-        payload = np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
+        here = _caller()
+        payload = np.frombuffer(pickle.dumps((here, obj), protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
         counts = self._exchange_counts(subset, activity, payload.size)
         displs, total = _byte_layout(counts)
         data = np.empty(total, np.uint8)
         request = subset.comm.Iallgatherv([payload, MPI.BYTE], [data, (counts, displs), MPI.BYTE])
         self._complete(request, activity)
-        return [obj if r == self._rank else pickle.loads(data[displs[r]:displs[r] + counts[r]].tobytes())
-                for r in range(self._size)]
+        out = []
+        for r in range(self._size):
+            if r == self._rank:
+                out.append(obj)
+                continue
+            there, received = pickle.loads(data[displs[r]:displs[r] + counts[r]].tobytes())
+            if there != here:
+                raise CommError("rank %d: allgather_object in %s met rank %d's allgather_object in %s: the ranks "
+                                "run different operations" % (self._rank, here, r, there))
+            out.append(received)
+        return out
+
+
+def _caller():
+    """The module and function that called the comm (`module.function`), skipping the comm package's own frames
+    (wrappers such as the NCCL and recording comms): what every rank names alike when it runs the same code."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(__package__ + "."):
+        frame = frame.f_back
+    if frame is None:
+        return "?"
+    return "%s.%s" % (frame.f_globals.get("__name__", "?"), frame.f_code.co_name)
 
 
 def _describe_states(pairs):
