@@ -4,10 +4,11 @@ dynamic_loss_scale_policy: the loss gradient seeded with the scale, the gradient
 whose gradients hold inf or nan is skipped and divides the scale by `growth_factor`, never below 1;
 `growth_interval` finite steps in a row multiply it by `growth_factor`); `StaticGradScaler` a constant scale. Both
 run through the legacy loss-scale policies (`optimizer/loss_scale.py`), which the optimizer pass applies.
-OneFlow 0.9's eager `autocast` is not provided."""
+`autocast` is `_global/autocast_mode.py`'s."""
+from oneflow_compat._global.autocast_mode import autocast, autocast_decorator  # noqa: F401
 from oneflow_compat.optimizer.loss_scale import DynamicLossScalePolicy, StaticLossScalePolicy
 
-__all__ = ["GradScaler", "StaticGradScaler"]
+__all__ = ["GradScaler", "StaticGradScaler", "autocast", "autocast_decorator"]
 
 
 class GradScaler:

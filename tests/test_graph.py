@@ -644,3 +644,32 @@ def test_amp_on_the_cpu_and_loss_scalers_train_as_oneflows_graph():
         flow.amp.GradScaler(backoff_factor=0.3)
     with pytest.raises(ValueError, match="^StaticGradScaler's scale_factor must > 0.0$"):
         flow.amp.StaticGradScaler(0.0)
+
+
+def test_autocast_follows_oneflows_rules():
+    assert not flow.is_autocast_enabled() and flow.get_autocast_gpu_dtype() == flow.float16
+    x = flow.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
+    with flow.autocast("cuda"):  # "cuda" tensors run on the CPU here, which OneFlow's autocast leaves alone
+        assert flow.is_autocast_enabled()
+        y = flow.matmul(x, x.T)
+        assert y.dtype == flow.float32
+    assert not flow.is_autocast_enabled()
+    with pytest.warns(UserWarning, match="^CPU autocast is not supported currently. Disabling autocast.$"):
+        with flow.amp.autocast("cpu"):
+            assert not flow.is_autocast_enabled()
+
+    @flow.autocast("cuda", enabled=False)
+    def inner():
+        return flow.is_autocast_enabled()
+
+    assert inner() is False
+    with pytest.raises(RuntimeError, match="^User specified autocast device_type must be 'cuda' or 'cpu'$"):
+        flow.autocast("tpu")
+
+    class Step(flow.nn.Graph):
+        def build(self, t):
+            with flow.autocast("cuda"):
+                return t * 2
+
+    with pytest.warns(UserWarning, match="^Autocast is not supported for lazy mode. Disabling autocast.$"):
+        np.testing.assert_array_equal(Step()(x).numpy(), x.numpy() * 2)
