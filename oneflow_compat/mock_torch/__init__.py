@@ -3,9 +3,9 @@
 
 * `mock_torch.enable()`: from here on `import torch` and `import torch.<x>` give this package and its modules
   (`torch.nn` is `oneflow.nn`); torch modules imported before are set aside, and the caller's global `torch`
-  follows. As a context manager (`with mock_torch.enable(): ...`) the real torch comes
-  back at the end of the block. `mock_torch.disable()` does the reverse.
-* `eval $(python3 -m oneflow.mock_torch)` puts a `torch` package on PYTHONPATH that is this package, for whole
+  follows. As a context manager (`with mock_torch.enable(): ...`) the real torch comes back at the end of the
+  block. `mock_torch.disable()` does the reverse.
+* `eval $(python3 -m oneflow.mock_torch)` puts a `torch` module on PYTHONPATH that is this package, for whole
   programs; `eval $(python3 -m oneflow.mock_torch disable)` takes it off again.
 
 A module that does not exist here is a ModuleNotFoundError naming both names; a missing attribute is the
