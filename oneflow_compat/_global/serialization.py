@@ -55,15 +55,15 @@ def save(obj=None, path=None, var_dict=None, global_dst_rank=None):
         assert 0 <= global_dst_rank < comm.size, \
             f"out of range (expected to be in range of [0, {comm.size}), but got {global_dst_rank})."
     tensors, extra = _flatten(obj)
-    if comm.size > 1 and global_dst_rank is None and not any(t.is_global for t in tensors.values()):
+    local = not any(t.is_global for t in tensors.values())
+    arrays = collections.OrderedDict((name, t.numpy()) for name, t in tensors.items())  # collective for globals
+    if comm.size > 1 and global_dst_rank is None and local:
         # local tensors are this process's own (OneFlow 0.9): each rank that calls save writes its own folder, no
         # collective; ranks saving to one path take turns (the last one's save stays, whole)
-        arrays = collections.OrderedDict((name, t.numpy()) for name, t in tensors.items())
         _check_parent(os.fspath(path))
         with fmt.folder_lock(path):
             _write(os.fspath(path), arrays, extra)
         return
-    arrays = collections.OrderedDict((name, t.numpy()) for name, t in tensors.items())  # collective for globals
     writer = 0 if global_dst_rank is None else global_dst_rank
     fmt.write_on_rank0(comm, path, lambda: _write(os.fspath(path), arrays, extra), writer=writer)
 
