@@ -124,3 +124,5 @@ from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespac
 # nnextra helper (issue 21): flow.cumprod, flow.fmod (no legacy name to share)
 from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: E402,F401
 from oneflow_compat._global.rng_state import get_rng_state, set_rng_state  # noqa: E402,F401
+# OneFlow 0.9's oneflow.hub: hubconf.py entry points and weights by URL
+from oneflow_compat import hub  # noqa: E402,F401
