@@ -94,3 +94,24 @@ def test_dropout_with_an_addend_and_in_place():
     h = g * 1
     F.dropout(h, p=0.0, addend=addend).sum().backward()
     np.testing.assert_array_equal(g.grad.numpy(), np.ones_like(a))
+
+
+def test_like_creators_take_a_device_or_a_placement_and_sbp():
+    # constant.py's full_like example: a local input with placement and sbp gives a global tensor
+    x = flow.randn(2, 3)
+    y = flow.full_like(x, 5.0, placement=flow.placement("cpu", ranks=[0]), sbp=flow.sbp.broadcast)
+    assert y.is_global and y.sbp == (flow.sbp.broadcast,)
+    np.testing.assert_array_equal(y.numpy(), np.full((2, 3), 5.0, np.float32))
+    assert flow.full_like(x, 2, dtype=flow.int32).dtype is flow.int32
+    g = flow.ones(4, 2, placement=flow.placement("cpu", ranks=[0]), sbp=flow.sbp.split(0))
+    for make in (flow.zeros_like, flow.ones_like, flow.empty_like):
+        out = make(g)
+        assert out.is_global and out.sbp == (flow.sbp.split(0),) and tuple(out.shape) == (4, 2)
+        assert make(g, sbp=flow.sbp.broadcast).sbp == (flow.sbp.broadcast,)
+        assert make(g, device="cpu").is_local
+    np.testing.assert_array_equal(flow.ones_like(g, sbp=flow.sbp.broadcast).numpy(), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="argument 'sbp' must not be None when argument 'placement' exist and "
+                                         "Tensor is local"):
+        flow.zeros_like(x, placement=flow.placement("cpu", ranks=[0]))
+    with pytest.raises(ValueError, match="argument 'placement' and 'sbp' must be None when argument 'device'"):
+        flow.ones_like(g, device="cpu", sbp=flow.sbp.broadcast)
