@@ -124,3 +124,23 @@ from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespac
 # nnextra helper (issue 21): flow.cumprod, flow.fmod (no legacy name to share)
 from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: E402,F401
 from oneflow_compat._global.rng_state import get_rng_state, set_rng_state  # noqa: E402,F401
+
+# --- api-math (OneFlow 0.9's oneflow.rst, elementwise / reductions / tensor attributes; v0.9.0
+# python/oneflow/__init__.py binds these from oneflow._C, framework/dtype.py, tensor_str.py, autograd) -------------
+arccos, arccosh, arcsin, arcsinh, arctan, arctanh = acos, acosh, asin, asinh, atan, atanh  # noqa: E402,F821 (aliases)
+from oneflow_compat._global.elementwise_extra import (  # noqa: E402,F401
+    addcdiv, addcmul, clamp_max, clamp_min, floor_, is_nonzero, isclose, log10, logical_xor, sin_, trunc)
+from oneflow_compat._global.reductions_extra import hann_window, median, nansum  # noqa: E402,F401
+from oneflow_compat._global.nn_activations import gelu, mish, silu, softplus  # noqa: E402,F401
+from oneflow_compat._global.nn_activations_extra import quick_gelu, selu, softsign  # noqa: E402,F401
+from oneflow_compat._global.default_dtype import (  # noqa: E402,F401
+    get_default_dtype, set_default_dtype, set_default_tensor_type)
+from oneflow_compat._global import default_dtype as _default_dtype  # noqa: E402
+
+for _name, _type in _default_dtype.CPU_TYPES.items():  # FloatTensor ... BoolTensor, ByteTensor, CharTensor, Half
+    globals()[_name] = _type
+del _name, _type
+from oneflow_compat._global.print_options import set_printoptions  # noqa: E402,F401
+from oneflow_compat._global.num_threads import set_num_threads  # noqa: E402,F401
+from oneflow_compat.runtime.inference_mode import inference_mode  # noqa: E402,F401
+autograd.inference_mode = inference_mode  # (oneflow.autograd.inference_mode, the same class)

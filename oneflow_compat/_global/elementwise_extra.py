@@ -126,12 +126,13 @@ def isclose(input, other, atol=1e-08, rtol=1e-05, equal_nan=False):  # noqa: A00
     from oneflow_compat._global import tensor_functions as TF
 
     finite = TF.logical_and(TF.isfinite(xf), TF.isfinite(yf))
+    both_nan = TF.logical_and(TF.isnan(xf), TF.isnan(yf)) if equal_nan else None
     xf, yf = F.where(finite, xf, 0.0), F.where(finite, yf, 0.0)  # (no inf - inf computed)
     diff = F.abs(F.sub(xf, yf))
     close = F.le(diff, F.add(F.mul(F.abs(yf), float(rtol)), float(atol)))
     out = TF.logical_or(same, TF.logical_and(close, finite))
     if equal_nan:
-        out = TF.logical_or(out, TF.logical_and(TF.isnan(xf), TF.isnan(yf)))
+        out = TF.logical_or(out, both_nan)
     return out
 
 
