@@ -1,6 +1,7 @@
 """OneFlow 0.9's elementwise functions of its API reference (oneflow.rst / tensor.rst) that compose registered ops:
-`addcdiv`, `addcmul` (and their in-place forms), `clamp_min`, `clamp_max`, `floor_`, `sin_`, `log10`, `trunc`,
-`logical_xor`, `isclose`, `is_nonzero`, and the whole-tensor `equal`.
+`addcdiv`, `addcmul`, `clamp_min`, `clamp_max`, `log10`, `trunc`,
+`logical_xor`, `isclose`, `allclose`, `is_nonzero`, and the whole-tensor `equal` (their in-place forms are in
+`math_methods.py`, which writes into tensors).
 
 Each is a composition of registered ops through `functional.py`, so it runs eagerly, inside nn.Graph and on global
 tensors through the ops' SBP signatures, and autograd follows the ops' rules (no new kernel). Signatures and
@@ -15,12 +16,6 @@ from oneflow_compat._global import functional as F
 from oneflow_compat._global.tensor import BOOL, Tensor
 
 
-def _rebind(x, result):
-    from oneflow_compat._global import tensor_methods
-
-    return tensor_methods._rebind(x, result)
-
-
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """input + value * tensor1 * tensor2 (the three broadcast together)."""
     F._check(input, "addcmul")
@@ -33,21 +28,6 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     return F.add(input, F.mul(F.div(tensor1, tensor2), value))
 
 
-def _inplace_shape(input, result, what):
-    if tuple(result.shape) != tuple(input.shape):
-        raise RuntimeError("%s(): the result's shape %s does not match the in-place input's shape %s"
-                           % (what, tuple(result.shape), tuple(input.shape)))
-    return _rebind(input, F.cast(result, input.dtype))
-
-
-def addcmul_(input, tensor1, tensor2, *, value=1):  # noqa: A002
-    return _inplace_shape(input, addcmul(input, tensor1, tensor2, value=value), "addcmul_")
-
-
-def addcdiv_(input, tensor1, tensor2, *, value=1):  # noqa: A002
-    return _inplace_shape(input, addcdiv(input, tensor1, tensor2, value=value), "addcdiv_")
-
-
 def clamp_min(input, min):  # noqa: A002
     """max(input, min) elementwise."""
     return F.clamp(F._check(input, "clamp_min"), min=min)
@@ -56,28 +36,6 @@ def clamp_min(input, min):  # noqa: A002
 def clamp_max(input, max):  # noqa: A002
     """min(input, max) elementwise."""
     return F.clamp(F._check(input, "clamp_max"), max=max)
-
-
-def clamp_min_(input, min):  # noqa: A002
-    return _rebind(input, clamp_min(input, min))
-
-
-def clamp_max_(input, max):  # noqa: A002
-    return _rebind(input, clamp_max(input, max))
-
-
-def floor_(input):  # noqa: A002
-    """floor in place: `input` takes the values and is returned."""
-    return _rebind(input, F.floor(F._check(input, "floor_")))
-
-
-def sin_(input):  # noqa: A002
-    """sin in place: `input` takes the values and is returned."""
-    x = F._check(input, "sin_")
-    if not x.dtype.is_floating:
-        raise RuntimeError("sin_(): the in-place result must keep the input's dtype, and sin of a %s tensor is "
-                           "floating" % x.dtype)
-    return _rebind(x, F.sin(x))
 
 
 _LN10 = math.log(10.0)

@@ -1,5 +1,5 @@
 """OneFlow 0.9's Tensor methods about a tensor's type, device and memory: `type`, `byte`, `cast`, `get_device`,
-`stride`, `storage_offset`, `pin_memory`, `is_pinned`, and `bernoulli_`.
+`stride`, `storage_offset`, `pin_memory`, `is_pinned` (`bernoulli_`, which writes into the tensor, is in `math_methods.py`).
 
 Facts from OneFlow v0.9.0 `oneflow/api/python/framework/tensor.cpp` (`Tensor.type(dtype=None,
 non_blocking=False)`: no argument gives the type's name, 'oneflow.FloatTensor' or 'oneflow.cuda.FloatTensor';
@@ -16,9 +16,9 @@ contiguous strides of the shape (a global tensor's: of its logical shape, as One
 arrays `pin_memory()` returns a copy marked pinned (`is_pinned()` True), which GPU copies treat as any host array.
 """
 from oneflow_compat.ir import dtypes
-from oneflow_compat._global import default_dtype, functional as F
+from oneflow_compat._global import functional as F, tensor_types
 from oneflow_compat._global import tensor_functions as TF
-from oneflow_compat._global.tensor import Tensor, as_dtype
+from oneflow_compat._global.tensor import as_dtype
 
 
 def _device_type(t):
@@ -31,12 +31,12 @@ def tensor_type(self, dtype=None, non_blocking=False):
     if non_blocking:
         raise TypeError("non_blocking=True is not supported yet")
     if dtype is None:
-        return default_dtype.type_of(self.dtype, _device_type(self)).name
-    if dtype is Tensor:  # OneFlow: the Tensor class itself converts to a CPU float tensor
+        return tensor_types.type_of(self.dtype, _device_type(self)).name
+    if dtype is _tensor_class():  # OneFlow: the Tensor class itself converts to a CPU float tensor
         return self.to("cpu", dtypes.float32)
     if isinstance(dtype, str):
-        dtype = default_dtype.type_from_string(dtype)
-    if isinstance(dtype, default_dtype.TensorType):
+        dtype = tensor_types.type_from_string(dtype)
+    if isinstance(dtype, tensor_types.TensorType):
         if dtype.device_type == _device_type(self):
             return F.cast(self, dtype.dtype)
         return self.to(dtype.device_type, dtype.dtype)
@@ -108,16 +108,7 @@ def is_pinned(self):
     return bool(getattr(self, "_pinned", False))
 
 
-def bernoulli_(self, p=None, *, generator=None):
-    """Fills this tensor with 0/1 draws: probability its own values (p None) or the number `p`."""
-    from oneflow_compat._global import tensor_methods
+def _tensor_class():
+    from oneflow_compat._global.tensor import Tensor
 
-    if p is not None:
-        if isinstance(p, Tensor):
-            raise TypeError("bernoulli_(): p must be a number in [0, 1], got a Tensor")
-        p = float(p)
-        if not 0.0 <= p <= 1.0:
-            raise RuntimeError("bernoulli expects p to be in [0, 1], but got p=%s" % p)
-    draws = TF.bernoulli(self, p=p, generator=generator)
-    return tensor_methods._rebind(self, F.cast(draws.detach(), self.dtype))
-
+    return Tensor

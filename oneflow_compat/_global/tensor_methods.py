@@ -265,24 +265,3 @@ def install():
 
 
 install()
-
-# --- api-math: OneFlow 0.9's tensor.rst elementwise, reduction and attribute methods (aliases are the same
-# functions as their originals: Tensor.arccos is Tensor.acos) ---------------------------------------------------------
-from oneflow_compat._global import elementwise_extra as _ew, reductions_extra as _red  # noqa: E402
-from oneflow_compat._global import tensor_attributes_extra as _attrs  # noqa: E402
-from oneflow_compat._global import nn_activations as _act  # noqa: E402
-
-_METHODS.update({
-    "arccos": TF.acos, "arccosh": TF.acosh, "arcsin": TF.asin, "arcsinh": TF.asinh, "arctan": TF.atan,
-    "arctanh": TF.atanh,
-    "addcdiv": _ew.addcdiv, "addcdiv_": _ew.addcdiv_, "addcmul": _ew.addcmul, "addcmul_": _ew.addcmul_,
-    "floor_": _ew.floor_, "sin_": _ew.sin_, "log10": _ew.log10, "logical_xor": _ew.logical_xor,
-    "trunc": _ew.trunc, "isclose": _ew.isclose, "allclose": _ew.allclose, "equal": _ew.equal,
-    "median": _red.median, "nansum": _red.nansum, "negative": F.negative,
-    "mish": lambda self: _act.mish(self), "silu": lambda self: _act.silu(self),
-    "softplus": lambda self, beta=1, threshold=20: _act.softplus(self, beta, threshold),
-    "type": _attrs.tensor_type, "byte": _attrs.byte, "cast": _attrs.cast, "get_device": _attrs.get_device,
-    "stride": _attrs.stride, "storage_offset": _attrs.storage_offset, "pin_memory": _attrs.pin_memory,
-    "is_pinned": _attrs.is_pinned, "bernoulli_": _attrs.bernoulli_,
-})
-install()
