@@ -192,3 +192,24 @@ def test_bernoulli_in_place_draws_at_the_rates():
     assert got[:, 0].sum() == 0 and got[:, 1].min() == 1 and abs(got[:, 2].mean() - 0.5) < 0.03
     with pytest.raises(RuntimeError, match=r"^bernoulli expects p to be in \[0, 1\], but got p=1\.5$"):
         x.bernoulli_(1.5)
+
+
+def test_cuda_tensor_types_convert_and_name_the_device(default_dtype_restored):
+    from oneflow_compat._global import tensor_types
+
+    x = flow.tensor([1.5, 2.5])
+    y = x.type(tensor_types.CUDA_TYPES["DoubleTensor"])  # (without CUDA, "cuda" tensors run on the CPU)
+    assert y.type() == "oneflow.cuda.DoubleTensor" and y.dtype == flow.float64 and y.get_device() == 0
+    assert y.type("oneflow.FloatTensor").type() == "oneflow.FloatTensor"
+    np.testing.assert_array_equal(y.numpy(), [1.5, 2.5])
+    with pytest.raises(RuntimeError, match=r"^cannot pin tensor with device: cuda:0, only dense CPU tensors can be "
+                                           r"pinned\.$"):
+        y.pin_memory()
+
+    class OtherCudaType:  # the shape of any other tensor-type class: a oneflow dtype and an is_cuda flag
+        dtype = flow.int32
+        is_cuda = True
+
+    assert x.type(OtherCudaType).type() == "oneflow.cuda.IntTensor"
+    flow.set_default_tensor_type(tensor_types.CUDA_TYPES["DoubleTensor"])
+    assert flow.get_default_dtype() == flow.float64

@@ -36,12 +36,13 @@ def tensor_type(self, dtype=None, non_blocking=False):
         return self.to("cpu", dtypes.float32)
     if isinstance(dtype, str):
         dtype = tensor_types.type_from_string(dtype)
-    if isinstance(dtype, tensor_types.TensorType):
-        if dtype.device_type == _device_type(self):
-            return F.cast(self, dtype.dtype)
-        return self.to(dtype.device_type, dtype.dtype)
     if isinstance(dtype, dtypes.DType):
         return F.cast(self, dtype)
+    ttype = tensor_types.as_tensor_type(dtype)
+    if ttype is not None:
+        if ttype.device_type == _device_type(self):
+            return F.cast(self, ttype.dtype)
+        return self.to(ttype.device_type, ttype.dtype)
     raise TypeError("dtype must be a type, str, or dtype object")
 
 

@@ -71,10 +71,22 @@ def type_from_string(name):
     raise ValueError("invalid type: %s" % name)
 
 
+def as_tensor_type(obj):
+    """`obj` as one of the types here: a TensorType, or any class or object with a oneflow `dtype` and an `is_cuda`
+    flag (the `flow.cuda.*Tensor` classes); None for anything else."""
+    if isinstance(obj, TensorType):
+        return obj
+    dtype, is_cuda = getattr(obj, "dtype", None), getattr(obj, "is_cuda", None)
+    if isinstance(dtype, dtypes.DType) and isinstance(is_cuda, bool):
+        return type_of(dtype, "cuda" if is_cuda else "cpu")
+    return None
+
+
 def set_default_tensor_type(tensor_type):
     """Sets the default floating dtype from a tensor type or its name (`"oneflow.DoubleTensor"`)."""
     if isinstance(tensor_type, str):
         tensor_type = type_from_string(tensor_type)
-    if not isinstance(tensor_type, TensorType):
+    tensor_type = as_tensor_type(tensor_type)
+    if tensor_type is None:
         raise TypeError("invalid type object")
     default_dtype.set_floating(tensor_type.dtype)
