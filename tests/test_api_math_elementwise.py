@@ -228,3 +228,56 @@ def test_bad_input_gets_oneflows_errors():
         flow.ones(4).addcmul_(flow.ones(3, 1), flow.ones(4))
     with pytest.raises(RuntimeError, match=r"sin_\(\): .*oneflow\.int64 tensor is floating"):
         flow.tensor([1, 2]).sin_()
+
+
+# --- two simulated ranks ------------------------------------------------------------------------------------------
+def _on_two_ranks(body):
+    import threading
+
+    from oneflow_compat.comm import world
+    from oneflow_compat.comm.simulated import SimulatedWorld
+    from oneflow_compat.runtime import context
+
+    def rank_main(comm):
+        threading.current_thread().name = "MainThread"
+        with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
+            try:
+                return body()
+            finally:
+                ctx.reset()
+
+    return SimulatedWorld(2, timeout=60).run(rank_main)
+
+
+def test_two_ranks_split_along_the_reduced_dim_give_one_ranks_numbers():
+    a = RNG.randn(4, 6).astype(np.float32)
+    a[1, 2] = np.nan
+    cc = RNG.rand(4, 6).astype(np.float32) + 0.5
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        x = flow.tensor(np.nan_to_num(a), placement=p, sbp=flow.sbp.split(1), requires_grad=True)
+        n = flow.tensor(a, placement=p, sbp=flow.sbp.split(0))
+        b = flow.tensor(cc, placement=p, sbp=flow.sbp.broadcast)
+        med = flow.median(x, 1)
+        med.values.sum().backward()
+        return (med.values.numpy(), med.indices.numpy(), flow.median(x).numpy(), flow.nansum(n, 0).numpy(),
+                flow.nansum(n).numpy(), flow.addcdiv(x, x, b, value=0.5).numpy(), flow.log10(b.abs()).numpy(),
+                flow.isclose(x, x + 1e-9).numpy(), x.grad.numpy(),
+                flow.hann_window(6, placement=p, sbp=flow.sbp.split(0)).numpy())
+
+    full = np.nan_to_num(a)
+    order = np.argsort(full, 1, kind="stable")
+    want_grad = np.zeros_like(full)
+    np.put_along_axis(want_grad, order[:, 2:3], 1.0, 1)
+    for got in _on_two_ranks(body):
+        np.testing.assert_array_equal(got[0], np.sort(full, 1)[:, 2])
+        np.testing.assert_array_equal(np.take_along_axis(full, got[1][:, None], 1)[:, 0], got[0])
+        assert got[2] == np.sort(full.reshape(-1))[11]
+        np.testing.assert_allclose(got[3], np.nansum(a, 0), rtol=1e-6)
+        np.testing.assert_allclose(got[4], np.nansum(a), rtol=1e-5)
+        np.testing.assert_allclose(got[5], full + 0.5 * full / cc, rtol=1e-5)
+        np.testing.assert_allclose(got[6], np.log10(np.abs(cc)), rtol=1e-5)
+        assert got[7].all()
+        np.testing.assert_array_equal(got[8], want_grad)
+        np.testing.assert_allclose(got[9], 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(6) / 6), atol=1e-7)
