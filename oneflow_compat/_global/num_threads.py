@@ -9,6 +9,8 @@ parallel numba code). Elementwise numpy kernels are single-threaded whatever the
 """
 import os
 
+_STATE = {"threads": None}  # the count the last call applied
+
 
 def _logical_cores():
     return os.cpu_count() or 1
@@ -28,9 +30,6 @@ def set_num_threads(num):
         num = cores
     _set_pools(num)
     _STATE["threads"] = num
-
-
-_STATE = {"threads": None}
 
 
 def get_num_threads_set():

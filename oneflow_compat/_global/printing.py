@@ -116,7 +116,8 @@ def _summary_values(values):
         return values
     parts = []
     for index in np.ndindex(*[min(d, 2 * PRINT_OPTS.edgeitems) for d in values.shape]):
-        full = tuple(i if i < PRINT_OPTS.edgeitems else d - 2 * PRINT_OPTS.edgeitems + i for i, d in zip(index, values.shape))
+        edge = PRINT_OPTS.edgeitems
+        full = tuple(i if i < edge else d - 2 * edge + i for i, d in zip(index, values.shape))
         parts.append(values[full])
     return np.array(parts)
 

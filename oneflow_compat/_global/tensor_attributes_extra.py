@@ -1,5 +1,6 @@
 """OneFlow 0.9's Tensor methods about a tensor's type, device and memory: `type`, `byte`, `cast`, `get_device`,
-`stride`, `storage_offset`, `pin_memory`, `is_pinned` (`bernoulli_`, which writes into the tensor, is in `math_methods.py`).
+`stride`, `storage_offset`, `pin_memory`, `is_pinned` (`bernoulli_`, which writes into the tensor, is in
+`math_methods.py`).
 
 Facts from OneFlow v0.9.0 `oneflow/api/python/framework/tensor.cpp` (`Tensor.type(dtype=None,
 non_blocking=False)`: no argument gives the type's name, 'oneflow.FloatTensor' or 'oneflow.cuda.FloatTensor';
