@@ -78,6 +78,11 @@ def test_default_dtype_changes_what_creation_functions_make(default_dtype_restor
     assert flow.randn(2).dtype == flow.float64
     p = flow.placement("cpu", ranks=[0])
     assert flow.ones(2, placement=p, sbp=flow.sbp.broadcast).dtype == flow.float64
+    # a float16 default: the source ops make float16, Python float data float32 (OneFlow 0.9's tensor_utils.cpp
+    # casts float sequences to kFloat when the default is not float64; flow.full takes flow.tensor(fill)'s dtype)
+    flow.set_default_dtype(flow.float16)
+    assert flow.zeros(2).dtype == flow.float16 and flow.randn(2).dtype == flow.float16
+    assert flow.tensor([0.5]).dtype == flow.float32 and flow.full((2,), 0.5).dtype == flow.float32
 
 
 def test_default_dtype_refuses_non_floating_types(default_dtype_restored):

@@ -129,7 +129,8 @@ def empty(*size, dtype=None, device=None, placement=None, sbp=None, requires_gra
 
 def full(size, fill_value, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
     if dtype is None:
-        dtype = default_dtype.get_default_dtype() if isinstance(fill_value, float) else (
+        # (OneFlow 0.9 full_op: the dtype of flow.tensor(fill_value), which follows the default dtype)
+        dtype = default_dtype.sequence_float_dtype() if isinstance(fill_value, float) else (
             tensor_bool() if isinstance(fill_value, bool) else dtypes.int64)
     return _constant((size,) if isinstance(size, int) else tuple(size), fill_value, dtype, device, placement, sbp,
                      requires_grad, "full")
