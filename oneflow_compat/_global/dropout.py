@@ -6,6 +6,7 @@ import numpy as np
 
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import dispatch, generators, lazy
+from oneflow_compat._global.inplace import rebind as _rebind
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -38,8 +39,6 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None, addend=N
     if addend is not None:
         out = dispatch.apply_op("add_n", [out, addend])
     if inplace and out is not input:
-        from oneflow_compat._global.tensor_methods import _rebind
-
         return _rebind(input, out)
     return out
 

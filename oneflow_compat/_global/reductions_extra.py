@@ -44,7 +44,8 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
     values, indices = TF._slice_along(values, d, k, k + 1), TF._slice_along(indices, d, k, k + 1)
     if not keepdim:
         values, indices = F.squeeze(values, d), F.squeeze(indices, d)
-    return _Median(values, indices)
+    # median_with_indices gives int64 indices (sort's are int32)
+    return _Median(values, F.cast(indices, _int64()))
 
 
 def _int64():

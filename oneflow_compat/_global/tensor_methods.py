@@ -10,6 +10,7 @@ from oneflow_compat._global import creation, dispatch, functional as F, global_m
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global import default_dtype, nn_init, tensor_functions as TF
 from oneflow_compat._global.size import Size
+from oneflow_compat._global.inplace import rebind as _rebind
 from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, parse_device
 
 
@@ -49,22 +50,6 @@ def _copy_(self, other):
         src = F.reshape(src, tuple(self.shape)) if src.numel() == self.numel() else src
     for p, q in zip(self._value.pieces, src._value.pieces):
         p[...] = q if devices.is_device_array(p) else devices.to_host(q)  # a host piece takes no device array
-    return self
-
-
-def _rebind(self, result):
-    """In-place op: storage updated in place when nothing records gradients, else the tensor takes the result."""
-    if not self.is_lazy:  # inside nn.Graph.build an op's lazy output is no leaf (`out += identity` in ResNets)
-        self._check_inplace()
-    v, r = self._value, result._value
-    same = (r.meta.shape == v.meta.shape and r.placement == v.placement and r.sbp == v.sbp)
-    if result._node is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
-        for p, q in zip(v.pieces, r.pieces):
-            p[...] = q
-        return self
-    self._value, self._placement, self._sbp = r, result._placement, result._sbp
-    self._node, self._out_index, self.requires_grad_flag = result._node, result._out_index, \
-        result.requires_grad_flag
     return self
 
 
