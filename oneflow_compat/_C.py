@@ -98,3 +98,9 @@ def unfold_tensor(x, dimension, size, step):
     from oneflow_compat._global import nn_fold
 
     return nn_fold.unfold_tensor(x, dimension, size, step)
+
+
+# api-data: quantization (functional_api.yaml v0.9.0: fake_quantization, quantization, min_max_observer,
+# moving_average_min_max_observer)
+from oneflow_compat._global.nn_quantization import (  # noqa: F401,E402
+    fake_quantization, min_max_observer, moving_average_min_max_observer, quantization)
