@@ -124,3 +124,11 @@ from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespac
 # nnextra helper (issue 21): flow.cumprod, flow.fmod (no legacy name to share)
 from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: E402,F401
 from oneflow_compat._global.rng_state import get_rng_state, set_rng_state  # noqa: E402,F401
+# api-data: flow.decode_onerec (OneFlow 0.9, also oneflow._C.decode_onerec); tensor_to_tensor_buffer /
+# tensor_buffer_to_tensor take tensors too (the legacy functions of blobs otherwise: shared_names.modern_or_legacy)
+from oneflow_compat._global.nn_data import decode_onerec  # noqa: E402,F401
+from oneflow_compat._global import nn_data as _nn_data  # noqa: E402
+
+for _name in ("tensor_to_tensor_buffer", "tensor_buffer_to_tensor"):
+    globals()[_name] = _modern_or_legacy(_name, getattr(_nn_data, _name))
+del _name

@@ -53,3 +53,8 @@ from oneflow_compat.nn import modules, parallel, utils  # noqa: F401,E402
 # api-data: OneFlow 0.9's quantization-aware training modules (_global/nn_quantization.py)
 from oneflow_compat._global.nn_quantization import (  # noqa: F401,E402
     FakeQuantization, MinMaxObserver, MovingAverageMinMaxObserver, QatConv1d, QatConv2d, QatConv3d, Quantization)
+# api-data: OneFlow 0.9's data-pipeline modules and oneflow.nn.image (_global/nn_data.py)
+from oneflow_compat._global.nn_data import (  # noqa: F401,E402
+    COCOReader, CoinFlip, CropMirrorNormalize, OFRecordBytesDecoder, OFRecordImageDecoder,
+    OFRecordImageDecoderRandomCrop, OFRecordRawDecoder, OFRecordReader, OneRecReader)
+from oneflow_compat.nn import image  # noqa: F401,E402
