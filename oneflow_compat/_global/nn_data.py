@@ -39,11 +39,13 @@ def _stream(kind):
     return "nn.%s#%d" % (kind, next(_MODULES))
 
 
-def _seed(random_seed, stream):
-    """The module's seed: the user's, else one derived from the default generator's seed and its stream name."""
+def _seed(random_seed, stream, is_global):
+    """The module's seed: the user's, else one derived from its stream name and the seed of the global generator
+    (a global module: the same on every rank) or of the rank's default generator (a local one)."""
     if random_seed is not None and int(random_seed) != -1:
         return int(random_seed)
-    return derived_seed(generators.default_generator().initial_seed(), stream)
+    generator = generators.global_generator() if is_global else generators.default_generator()
+    return derived_seed(generator.initial_seed(), stream)
 
 
 def _layout(module, device, placement, sbp, what):
@@ -140,7 +142,8 @@ class OFRecordReader(Module):
         self.random_shuffle, self.shuffle_buffer_size = random_shuffle, shuffle_buffer_size
         self.shuffle_after_epoch = shuffle_after_epoch
         self._stream = _stream("OFRecordReader")
-        self.seed, self.has_seed = _seed(random_seed, self._stream), random_seed not in (None, -1)
+        self.seed = _seed(random_seed, self._stream, placement is not None)
+        self.has_seed = random_seed not in (None, -1)
 
     def forward(self):
         return _source(self, "ofrecord_reader", {
@@ -206,11 +209,14 @@ class OFRecordImageDecoderRandomCrop(Module):
         self.random_area = _pair(random_area, "random_area")
         self.random_aspect_ratio = _pair(random_aspect_ratio, "random_aspect_ratio")
         self._stream = _stream("OFRecordImageDecoderRandomCrop")
-        self.seed, self.has_seed = _seed(random_seed, self._stream), random_seed is not None
+        self._random_seed, self.has_seed = random_seed, random_seed is not None
+        self.seed = None  # drawn at the first call, where the input says local or global
 
     def forward(self, input):  # noqa: A002
-        return apply_op("ofrecord_image_decoder_random_crop",
-                        [_tensor(input, dtypes.record, "OFRecordImageDecoderRandomCrop")],
+        x = _tensor(input, dtypes.record, "OFRecordImageDecoderRandomCrop")
+        if self.seed is None:
+            self.seed = _seed(self._random_seed, self._stream, x.is_global)
+        return apply_op("ofrecord_image_decoder_random_crop", [x],
                         {"name": self.blob_name, "color_space": self.color_space, "num_attempts": self.num_attempts,
                          "random_area": self.random_area, "random_aspect_ratio": self.random_aspect_ratio,
                          "seed": self.seed, "module": self._stream})
@@ -224,7 +230,7 @@ class CoinFlip(Module):
         _layout(self, device, placement, sbp, "coin flip")
         self.batch_size, self.probability = int(batch_size), float(probability)
         self._stream = _stream("CoinFlip")
-        self.seed, self.has_seed = _seed(random_seed, self._stream), random_seed is not None
+        self.seed, self.has_seed = _seed(random_seed, self._stream, placement is not None), random_seed is not None
 
     def forward(self):
         return _source(self, "coin_flip", {"batch_size": self.batch_size, "probability": self.probability,
@@ -285,12 +291,12 @@ class CropMirrorNormalize(Module):
             "std": self.std})
 
 
-def _handle_shuffle(module, shuffle, random_seed, stream):
+def _handle_shuffle(module, shuffle, random_seed, stream, is_global):
     """OneFlow 0.9's `_handle_shuffle_args`: without random_seed, a drawn seed when shuffling (here derived: see
     the module docstring), else -1."""
     module.shuffle = bool(shuffle)
     if random_seed is None:
-        module.random_seed = _seed(None, stream) if shuffle else -1
+        module.random_seed = _seed(None, stream, is_global) if shuffle else -1
     else:
         if not isinstance(random_seed, int):
             raise AssertionError("random_seed must be an int, got %r" % (random_seed,))
@@ -303,7 +309,7 @@ class COCOReader(Module):
                  device=None, placement=None, sbp=None):
         super().__init__()
         self._stream = _stream("COCOReader")
-        _handle_shuffle(self, shuffle, random_seed, self._stream)
+        _handle_shuffle(self, shuffle, random_seed, self._stream, placement is not None)
         _layout(self, device, placement, sbp, "COCOReader")
         for path, what in ((annotation_file, "annotation_file"), (image_dir, "image_dir")):
             if not os.path.exists(str(path)):
@@ -330,7 +336,7 @@ class OneRecReader(Module):
                  shuffle_after_epoch=False, verify_example=True, placement=None, sbp=None):
         super().__init__()
         self._stream = _stream("OneRecReader")
-        _handle_shuffle(self, shuffle, random_seed, self._stream)
+        _handle_shuffle(self, shuffle, random_seed, self._stream, placement is not None)
         _layout(self, None, placement, sbp, "OneRecReader")
         if shuffle_mode not in ("batch", "instance"):
             raise ValueError("shuffle_mode should be 'batch' or 'instance'")
@@ -457,7 +463,8 @@ class ImageBatchAlign(Module):
 
     def forward(self, input):  # noqa: A002
         return apply_op("image_batch_align", [_tensor(input, dtypes.tensor_buffer, "image.batch_align")],
-                        {"shape": self.shape, "data_type": self.dtype, "alignment": self.alignment})
+                        {"shape": self.shape, "data_type": self.dtype, "alignment": self.alignment,
+                         "dynamic_out": False})  # as OneFlow 0.9's module: the static (N,) + shape
 
 
 class ImageDecode(Module):
@@ -474,10 +481,12 @@ class ImageDecode(Module):
 
 class ImageFlip(Module):
     """Flips the images of a tensor buffer: flip code 0 none, 1 horizontal, 2 vertical, 3 both (one int8 per
-    image)."""
+    image; OneFlow 0.9's codes: the legacy API's vertical bit was 0x10)."""
 
     def forward(self, images, flip_code):
-        return apply_op("image_flip", [_tensor(images, dtypes.tensor_buffer, "image.flip"), flip_code], {})
+        return apply_op("image_flip", [_tensor(images, dtypes.tensor_buffer, "image.flip"),
+                                       _tensor(flip_code, dtypes.int8, "image.flip flip_code")],
+                        {"vertical_flip_code": 0x02})
 
 
 class ImageNormalize(Module):
