@@ -370,3 +370,11 @@ def test_two_ranks_each_read_their_share():
     assert set(re.findall(r"^OK (\S+)$", done.stdout, re.M)) == {
         "reader_split_call0", "reader_split_call1", "reader_broadcast", "coin_flip_call0", "coin_flip_call1",
         "onerec_split", "fake_quantization_split"}
+
+
+def test_module_paths_of_oneflow_0_9():
+    import oneflow_compat.nn.modules.dataset as dataset
+
+    assert dataset.OFRecordReader is nn.OFRecordReader and dataset.COCOReader is nn.COCOReader
+    assert (nn.image.Resize, nn.image.batch_align, nn.image.decode, nn.image.flip, nn.image.normalize) == (
+        dataset.ImageResize, dataset.ImageBatchAlign, dataset.ImageDecode, dataset.ImageFlip, dataset.ImageNormalize)

@@ -184,3 +184,15 @@ def test_bad_arguments_are_named():
         nn.Quantization()(x, flow.ones(3), flow.zeros(3))
     with pytest.raises(TypeError, match="current_train_step must be an int64 tensor"):
         nn.MovingAverageMinMaxObserver()(x, flow.zeros(1))
+
+
+def test_module_paths_of_oneflow_0_9():
+    import oneflow_compat.nn.modules.fake_quantization as fq
+    import oneflow_compat.nn.modules.min_max_observer as mmo
+    import oneflow_compat.nn.modules.moving_average_min_max_observer as mamo
+    import oneflow_compat.nn.modules.quantization as qm
+    import oneflow_compat.nn.qat.conv as qat
+
+    assert (fq.FakeQuantization, mmo.MinMaxObserver, mamo.MovingAverageMinMaxObserver, qm.Quantization) == (
+        nn.FakeQuantization, nn.MinMaxObserver, nn.MovingAverageMinMaxObserver, nn.Quantization)
+    assert (qat.QatConv1d, qat.QatConv2d, qat.QatConv3d) == (nn.QatConv1d, nn.QatConv2d, nn.QatConv3d)
