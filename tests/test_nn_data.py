@@ -86,6 +86,7 @@ def test_bytes_and_image_decoders_give_the_encoded_and_decoded_images(jpeg_datas
     assert raw.dtype == flow.tensor_buffer and raw.shape == (4,)
     assert raw.numpy()[0].dtype == np.uint8 and raw.numpy()[0][:2].tolist() == [255, 216]  # as OneFlow's example
     assert [b.tobytes() for b in raw.numpy()] == jpegs
+    assert repr(raw) == "tensor([...], size=(4,), dtype=oneflow.tensor_buffer)"  # one array per row: no numbers
     for color_space in ("BGR", "RGB", "GRAY"):
         images = nn.OFRecordImageDecoder("encoded", color_space=color_space)(records).numpy()
         for got, data in zip(images, jpegs):
