@@ -196,3 +196,37 @@ def test_module_paths_of_oneflow_0_9():
     assert (fq.FakeQuantization, mmo.MinMaxObserver, mamo.MovingAverageMinMaxObserver, qm.Quantization) == (
         nn.FakeQuantization, nn.MinMaxObserver, nn.MovingAverageMinMaxObserver, nn.Quantization)
     assert (qat.QatConv1d, qat.QatConv2d, qat.QatConv3d) == (nn.QatConv1d, nn.QatConv2d, nn.QatConv3d)
+
+
+def test_qat_conv_gradients_pass_straight_through_and_a_graph_updates_the_observer():
+    flow.manual_seed(1)
+    conv = nn.QatConv2d(3, 4, 3, quantization_scheme="affine")
+    x = _x((2, 3, 6, 6), seed=5)
+    xt = flow.tensor(x, requires_grad=True)
+    conv(xt).sum().backward()
+    # straight through: the gradients of the convolution at the fake-quantized input and weight
+    w = conv.weight.numpy()
+    xs, xz = ref_observer(x, 8, "affine")
+    ws, wz = ref_observer(w, 8, "affine")
+    xq = flow.tensor(ref_quantize(x, xs, xz, 8, "affine").astype(np.float32), requires_grad=True)
+    wq = flow.tensor(ref_quantize(w, ws, wz, 8, "affine").astype(np.float32), requires_grad=True)
+    flow.nn.functional.conv2d(xq, wq, conv.bias.detach()).sum().backward()
+    np.testing.assert_allclose(xt.grad.numpy(), xq.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(conv.weight.grad.numpy(), wq.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+    class G(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.conv = conv
+
+        def build(self, v):
+            return self.conv(v)
+
+    conv.input_min_max_observer.reset_running_stats()
+    graph = G()
+    eager_first = conv(flow.tensor(x)).numpy()
+    conv.input_min_max_observer.reset_running_stats()
+    np.testing.assert_allclose(graph(flow.tensor(x)).numpy(), eager_first, rtol=1e-6, atol=1e-6)
+    graph(flow.tensor(x * 2))  # the graph's in-place update reaches the module's buffers
+    np.testing.assert_allclose(conv.input_min_max_observer.moving_max.numpy(),
+                               [0.95 * x.max() + 0.05 * (2 * x).max()], rtol=1e-6)
