@@ -5,6 +5,7 @@ OFRecord part files of JPEG images written here and read back, decoded pixels ag
 resizes / crops / normalization against numpy written here; the global readers on one rank and (under mpiexec)
 split over two ranks, each reading its share; nn.Graph; OneFlow's errors."""
 import io
+import os
 import re
 import sys
 
@@ -16,6 +17,7 @@ from oneflow_compat.core.record import record_pb2 as pb
 from oneflow_compat.datasets import ofrecord_io
 from oneflow_compat.datasets import onerec_io
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # test_legacy_coco's dataset, test_global_mpi's mpi
 nn = flow.nn
 PIL = pytest.importorskip("PIL.Image")
 SIZES = [(8, 12), (10, 6), (12, 12), (6, 8)]
@@ -265,7 +267,6 @@ def test_onerec_reader_and_decode_onerec(tmp_path):
 
 
 def test_coco_reader_reuses_the_legacy_reader(tmp_path_factory):
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from test_legacy_coco import SIZES as COCO_SIZES, _reference, coco
 
     anno_file, image_dir, pixels, annos = coco.__wrapped__(tmp_path_factory)
@@ -352,7 +353,7 @@ def test_bad_arguments_are_named(tmp_path, capsys):
         nn.OFRecordRawDecoder("nope", shape=(), dtype=flow.int64)(records).numpy()
 
 
-def test_two_ranks_each_read_their_share():
+def test_two_ranks_each_read_their_share(tmp_path_factory):
     pytest.importorskip("mpi4py")
     from test_global_mpi import MPIEXEC, SCRIPTS, mpi
 
@@ -365,12 +366,15 @@ def test_two_ranks_each_read_their_share():
         folder = Path(d)
         _numeric_parts(folder)
         files = _onerec_files(folder)
-        done = mpi(2, SCRIPTS / "nn_data_global.py", str(folder), *files, timeout=300)
+        from test_legacy_coco import coco
+
+        anno_file, image_dir, _, _ = coco.__wrapped__(tmp_path_factory)
+        done = mpi(2, SCRIPTS / "nn_data_global.py", str(folder), anno_file, image_dir, *files, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     assert done.stdout.rstrip().endswith("DONE"), done.stdout[-2000:]
     assert set(re.findall(r"^OK (\S+)$", done.stdout, re.M)) == {
         "reader_split_call0", "reader_split_call1", "reader_broadcast", "coin_flip_call0", "coin_flip_call1",
-        "onerec_split", "fake_quantization_split"}
+        "onerec_split", "coco_split", "fake_quantization_split"}
 
 
 def test_module_paths_of_oneflow_0_9():

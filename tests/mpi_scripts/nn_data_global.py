@@ -1,7 +1,7 @@
 """OneFlow 0.9's data modules on 2 ranks (tests/test_nn_data.py runs it under `mpiexec -n 2` with the folder of an
 OFRecord dataset of 2 part files, 3 records each, feature "y" = record index, and of 2 OneRec files): with
 sbp=split(0) each rank reads batch_size / 2 records from its own part file, with broadcast every rank reads the
-whole batch; the coin flip's logical values equal a local module's of the same seed; quantization on a split
+whole batch (COCO: the legacy reader's stride partition); the coin flip's logical values equal a local module's of the same seed; quantization on a split
 input equals the local numbers. Rank 0 prints `OK <case>` per case, then DONE."""
 import sys
 
@@ -20,7 +20,7 @@ def ok(name, cond, detail=""):
 
 
 if __name__ == "__main__":
-    folder, onerec_files = sys.argv[1], sys.argv[2:]
+    folder, anno_file, image_dir, onerec_files = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     rank = flow.env.get_rank()
     p = flow.placement("cpu", ranks=[0, 1])
     decode = nn.OFRecordRawDecoder("y", shape=(), dtype=flow.int64)
@@ -49,6 +49,14 @@ if __name__ == "__main__":
     labels = flow.decode_onerec(reader(), key="labels", dtype=flow.int32, shape=(1,))
     ok("onerec_split", labels.numpy().ravel().tolist() == [0, 1, 100, 101]
        and labels.to_local().numpy().ravel().tolist() == ([0, 1] if rank == 0 else [100, 101]), labels.numpy())
+
+    # COCO (test_legacy_coco's dataset): stride partition, 2 images a rank: rank 0 the 0th and 2nd of the sorted
+    # usable ids (1, 2, 3, 4, 6), rank 1 the 1st and 3rd
+    coco = nn.COCOReader(anno_file, image_dir, batch_size=4, shuffle=False, group_by_aspect_ratio=False,
+                         placement=p, sbp=flow.sbp.split(0))
+    image, image_id = coco()[:2]
+    ok("coco_split", image_id.numpy().tolist() == [1, 3, 2, 4] and image_id.to_local().numpy().tolist() == (
+        [1, 3] if rank == 0 else [2, 4]) and len(image.to_local().numpy()) == 2, image_id.numpy())
 
     x = (np.random.default_rng(0).random((4, 3, 5)) - 0.5).astype(np.float32)
     want = nn.FakeQuantization(quantization_scheme="affine")(
