@@ -383,3 +383,32 @@ def test_module_paths_of_oneflow_0_9():
     assert dataset.OFRecordReader is nn.OFRecordReader and dataset.COCOReader is nn.COCOReader
     assert (nn.image.Resize, nn.image.batch_align, nn.image.decode, nn.image.flip, nn.image.normalize) == (
         dataset.ImageResize, dataset.ImageBatchAlign, dataset.ImageDecode, dataset.ImageFlip, dataset.ImageNormalize)
+
+
+def test_an_image_pipeline_in_a_graph_gives_the_eager_batch(jpeg_dataset):
+    folder = jpeg_dataset[0]
+
+    def modules():
+        return (nn.OFRecordReader(folder, batch_size=4, part_name_suffix_length=5),
+                nn.OFRecordImageDecoderRandomCrop("encoded", random_seed=11, random_area=[0.5, 1.0]),
+                nn.image.Resize(target_size=(5, 4), dtype=flow.float), nn.CoinFlip(batch_size=4, random_seed=3),
+                nn.CropMirrorNormalize(mean=[10.0, 20.0, 30.0], std=[2.0, 3.0, 4.0]),
+                nn.OFRecordRawDecoder("class/label", shape=(), dtype=flow.int32))
+
+    class Pipeline(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.reader, self.crop, self.resize, self.flip, self.cmn, self.label = modules()
+
+        def build(self):
+            records = self.reader()
+            image = self.resize(self.crop(records))[0]
+            return self.cmn(flow.cast(image, flow.uint8), self.flip()), self.label(records)
+
+    reader, crop, resize, flip, cmn, label = modules()
+    records = reader()
+    want = cmn(flow.cast(resize(crop(records))[0], flow.uint8), flip()).numpy()
+    got, labels = Pipeline()()
+    assert tuple(got.shape) == (4, 3, 4, 5)
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(labels.numpy(), [0, 1, 2, 3])
