@@ -97,7 +97,7 @@ def moving_average_scale(xp, moving_max, moving_min, *, quantization_bit, quanti
     return scale.astype(moving_max.dtype), zero.astype(moving_max.dtype)
 
 
-# --- OneFlow 0.9's kernels (quantization_formula "google" / "cambricon") ------------------------------------------------
+# --- OneFlow 0.9's kernels (quantization_formula "google" / "cambricon") ----------------------------------------------
 def _min_max_observer_v09(xp, x, bits, scheme, per_layer, formula):
     if formula == "cambricon":
         if not per_layer:

@@ -1,8 +1,9 @@
 """OneFlow 0.9's data modules on 2 ranks (tests/test_nn_data.py runs it under `mpiexec -n 2` with the folder of an
-OFRecord dataset of 2 part files, 3 records each, feature "y" = record index, and of 2 OneRec files): with
-sbp=split(0) each rank reads batch_size / 2 records from its own part file, with broadcast every rank reads the
-whole batch (COCO: the legacy reader's stride partition); the coin flip's logical values equal a local module's of the same seed; quantization on a split
-input equals the local numbers. Rank 0 prints `OK <case>` per case, then DONE."""
+OFRecord dataset of 2 part files, 3 records each, feature "y" = record index, test_legacy_coco's COCO dataset and 2
+OneRec files): with sbp=split(0) each rank reads batch_size / 2 records from its own part file (COCO: the legacy
+reader's stride partition), with broadcast every rank reads the whole batch; the coin flip's logical values equal
+a local module's of the same seed; quantization on a split input equals the local numbers. Rank 0 prints
+`OK <case>` per case, then DONE."""
 import sys
 
 import numpy as np
