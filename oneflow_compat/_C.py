@@ -114,3 +114,17 @@ from oneflow_compat._global.elementwise_extra import equal  # noqa: F401,E402
 from oneflow_compat._global.tensor_attributes_extra import pin_memory  # noqa: F401,E402
 from oneflow_compat._global.tensor_functions import acos, acosh, asin, asinh, atan, atanh  # noqa: F401,E402
 from oneflow_compat._global.functional import negative  # noqa: F401,E402
+# api-data: quantization (functional_api.yaml v0.9.0: fake_quantization, quantization, min_max_observer,
+# moving_average_min_max_observer)
+from oneflow_compat._global.nn_quantization import (  # noqa: F401,E402
+    fake_quantization, min_max_observer, moving_average_min_max_observer, quantization)
+# api-data: data pipeline (functional_api.yaml v0.9.0: decode_onerec, image_flip, tensor_buffer_to_tensor,
+# tensor_to_tensor_buffer)
+from oneflow_compat._global.nn_data import (  # noqa: F401,E402
+    decode_onerec, tensor_buffer_to_tensor, tensor_to_tensor_buffer)
+
+
+def image_flip(images, flip_code):
+    from oneflow_compat._global.nn_data import ImageFlip
+
+    return ImageFlip()(images, flip_code)
