@@ -98,3 +98,15 @@ def unfold_tensor(x, dimension, size, step):
     from oneflow_compat._global import nn_fold
 
     return nn_fold.unfold_tensor(x, dimension, size, step)
+
+
+# api-nn: the recurrent layers' functional forms and packing (functional_api.yaml v0.9.0: rnn_tanh, rnn_relu,
+# lstm, gru, their cells, pack_padded_sequence)
+from oneflow_compat._global.nn_rnn import (  # noqa: F401,E402
+    gru, gru_cell, lstm, lstm_cell, rnn_relu, rnn_relu_cell, rnn_tanh, rnn_tanh_cell)
+
+
+def pack_padded_sequence(input, lengths, batch_first):  # noqa: A002
+    from oneflow_compat._global import nn_rnn_utils
+
+    return nn_rnn_utils._pack(input, lengths, batch_first)
