@@ -128,3 +128,6 @@ def deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, 
 
     return nn_deform_conv.deform_conv2d(input, offset, weight, bias, (stride_h, stride_w), (pad_h, pad_w),
                                         (dilation_h, dilation_w), mask if use_mask else None)
+# api-nn: RMS norms and batch norm + addend + relu (functional_api.yaml v0.9.0)
+from oneflow_compat._global.nn_norms_extra import (  # noqa: F401,E402
+    normalization_add_relu, rms_layer_norm, rms_norm)

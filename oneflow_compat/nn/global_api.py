@@ -42,3 +42,5 @@ from oneflow_compat._global.nn_sync_batchnorm import SyncBatchNorm  # noqa: F401
 # api-nn: recurrent layers (OneFlow 0.9's nn.rst)
 from oneflow_compat._global.nn_rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401,E402
 from oneflow_compat._global.nn_functional_extra import CosineSimilarity, PairwiseDistance  # noqa: F401,E402
+from oneflow_compat._global.nn_norms_extra import (  # noqa: F401,E402
+    FusedBatchNorm1d, FusedBatchNorm2d, FusedBatchNorm3d, RMSLayerNorm, RMSNorm)
