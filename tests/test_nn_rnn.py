@@ -338,3 +338,25 @@ def test_bad_inputs_raise_oneflow_errors():
         rnn_utils.pack_padded_sequence(flow.zeros(3, 2, 1), [1, 3])
     with pytest.raises(ValueError, match="^Expected total_length to be at least the length of the longest"):
         rnn_utils.pad_packed_sequence(rnn_utils.pack_sequence([flow.ones(3), flow.ones(2)]), total_length=2)
+
+
+def test_two_ranks_equal_one_rank():
+    """The api-nn layers (recurrent, distances, deform_conv2d, RMSNorm, FusedBatchNorm2d, sparse softmax cross
+    entropy) on 2 MPI ranks, inputs split or broadcast: tests/mpi_scripts/nn_api_global.py."""
+    import os
+    import re
+    import sys
+
+    pytest.importorskip("mpi4py")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_global_mpi import MPIEXEC, SCRIPTS, mpi
+
+    if not MPIEXEC.exists():
+        pytest.skip("no mpiexec beside %s" % sys.executable)
+    done = mpi(2, SCRIPTS / "nn_api_global.py", timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    assert done.stdout.rstrip().endswith("DONE"), done.stdout[-2000:]
+    seen = re.findall(r"^OK (\S+) (.*)$", done.stdout, re.M)
+    assert {n for n, _ in seen} == {"LSTM", "GRU", "RNN", "LSTMCell", "CosineSimilarity", "PairwiseDistance",
+                                     "deform_conv2d", "RMSNorm", "FusedBatchNorm2d", "sparse_softmax_cross_entropy"}
+    assert len(seen) == 21
