@@ -50,6 +50,7 @@ CONFIGS = [
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("k", range(len(CONFIGS)))
+@pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
 def test_rnn_modules_match_torch_outputs_states_and_gradients(k, dtype):
     torch = _torch()
     kind, kw = CONFIGS[k]
@@ -360,3 +361,30 @@ def test_two_ranks_equal_one_rank():
     assert {n for n, _ in seen} == {"LSTM", "GRU", "RNN", "LSTMCell", "CosineSimilarity", "PairwiseDistance",
                                      "deform_conv2d", "RMSNorm", "FusedBatchNorm2d", "sparse_softmax_cross_entropy"}
     assert len(seen) == 21
+
+
+def test_packed_sequence_made_inside_nn_graph_equals_eager():
+    """pack_padded_sequence inside build: the batch sizes are kept on the host beside their tensor, so the RNN and
+    pad_packed_sequence run in the graph (whose tensors have no value while build is traced)."""
+    flow.manual_seed(8)
+    m = nn.LSTM(3, 4, batch_first=True, bidirectional=True)
+    lengths = [2, 4, 1]
+
+    def run(x):
+        p = rnn_utils.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, (h, c) = m(p)
+        y, lens = rnn_utils.pad_packed_sequence(out, batch_first=True)
+        return y, h, c, lens
+
+    class G(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.m = m
+
+        def build(self, x):
+            return run(x)
+
+    x = flow.tensor(np.random.default_rng(10).standard_normal((3, 4, 3)).astype(np.float32))
+    for a, b in zip(G()(x), run(x)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(run(x)[3].numpy(), np.array(lengths, np.float32))

@@ -81,6 +81,11 @@ def _hidden(state):
 
 
 def _batch_sizes_list(batch_sizes):
+    """The batch sizes on the host: the list packing kept beside the tensor (so that a packed sequence made inside
+    nn.Graph.build, whose tensors have no value yet, still runs), else the tensor's values."""
+    host = getattr(batch_sizes, "_host_sizes", None)
+    if host is not None:
+        return list(host)
     if isinstance(batch_sizes, Tensor):
         batch_sizes = batch_sizes.numpy()
     sizes = [int(b) for b in np.asarray(batch_sizes).reshape(-1)]
@@ -308,7 +313,7 @@ class RNNBase(Module):
 
     def get_expected_hidden_size(self, input, batch_sizes):  # noqa: A002
         if batch_sizes is not None:
-            mini_batch = int(batch_sizes[0])
+            mini_batch = _batch_sizes_list(batch_sizes)[0]
         else:
             mini_batch = input.size(0) if self.batch_first else input.size(1)
         num_directions = 2 if self.bidirectional else 1
@@ -354,7 +359,7 @@ class RNNBase(Module):
         if isinstance(input, _packed()):
             batch_sizes = input.batch_sizes
             return (input.data, hx, batch_sizes, input.sorted_indices, input.unsorted_indices,
-                    int(batch_sizes[0]), True, None)
+                    _batch_sizes_list(batch_sizes)[0], True, None)
         is_batched = input.dim() == 3
         batch_dim = 0 if self.batch_first else 1
         if not is_batched:
@@ -438,7 +443,7 @@ class LSTM(RNNBase):
 
     def get_expected_cell_size(self, input, batch_sizes):  # noqa: A002
         if batch_sizes is not None:
-            mini_batch = int(batch_sizes[0])
+            mini_batch = _batch_sizes_list(batch_sizes)[0]
         else:
             mini_batch = input.size(0) if self.batch_first else input.size(1)
         num_directions = 2 if self.bidirectional else 1

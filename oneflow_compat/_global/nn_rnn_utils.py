@@ -145,7 +145,9 @@ def _pack(input, lengths, batch_first):  # noqa: A002
     sizes = [sum(1 for n in lengths if n > t) for t in range(lengths[0])]
     rows = [F.index(x, t) if b == batch else TF.narrow(F.index(x, t), 0, 0, b) for t, b in enumerate(sizes)]
     data = F.cat(rows, 0)
-    return data, creation.local_tensor(np.asarray(sizes, dtype=np.int64), dtype=dtypes.int64)
+    batch_sizes = creation.local_tensor(np.asarray(sizes, dtype=np.int64), dtype=dtypes.int64)
+    batch_sizes._host_sizes = tuple(sizes)  # (read by the RNNs and pad_packed_sequence, in nn.Graph.build too)
+    return data, batch_sizes
 
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):  # noqa: A002
@@ -177,7 +179,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     if len(bs.shape) != 1 or bs.device.type != "cpu" or bs.dtype != dtypes.int64:
         raise AssertionError("'sequence.batch_sizes' should be a 1D CPU int64 tensor, but got %d D %s %s tensor"
                              % (len(bs.shape), bs.device.type, bs.dtype))
-    sizes = [int(b) for b in bs.numpy()]
+    sizes = list(getattr(bs, "_host_sizes", None) or [int(b) for b in bs.numpy()])
     data = sequence.data
     batch = sizes[0]
     trailing = tuple(data.shape[1:])
