@@ -8,7 +8,7 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import creation, dispatch, functional as F, global_mode, indexing, layouts
 from oneflow_compat._global.placement import placement as Placement
-from oneflow_compat._global import nn_init, tensor_functions as TF
+from oneflow_compat._global import default_dtype, nn_init, tensor_functions as TF
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, parse_device
 
@@ -16,7 +16,7 @@ from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, parse_device
 def _init(self, *args, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
     """`flow.Tensor(data)` (a list, array or tensor; float32 unless `dtype`), or `flow.Tensor(*shape)` (here
     zeros: OneFlow leaves the memory uninitialised)."""
-    dt = as_dtype(dtype) or dtypes.float32
+    dt = as_dtype(dtype) or default_dtype.get_default_dtype()  # (flow.set_default_dtype)
     if len(args) == 1 and not isinstance(args[0], (int, np.integer, Size)):
         t = creation.tensor(args[0], dtype=dt, device=device, placement=placement, sbp=sbp,
                             requires_grad=requires_grad)
