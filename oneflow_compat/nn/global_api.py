@@ -46,3 +46,8 @@ from oneflow_compat._global.nn_quantization import (  # noqa: F401,E402
 from oneflow_compat._global.nn_data import (  # noqa: F401,E402
     COCOReader, CoinFlip, CropMirrorNormalize, OFRecordBytesDecoder, OFRecordImageDecoder,
     OFRecordImageDecoderRandomCrop, OFRecordRawDecoder, OFRecordReader, OneRecReader)
+# api-nn: recurrent layers (OneFlow 0.9's nn.rst)
+from oneflow_compat._global.nn_rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401,E402
+from oneflow_compat._global.nn_functional_extra import CosineSimilarity, PairwiseDistance  # noqa: F401,E402
+from oneflow_compat._global.nn_norms_extra import (  # noqa: F401,E402
+    FusedBatchNorm1d, FusedBatchNorm2d, FusedBatchNorm3d, RMSLayerNorm, RMSNorm)
