@@ -161,3 +161,7 @@ def deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, 
 # api-nn: RMS norms and batch norm + addend + relu (functional_api.yaml v0.9.0)
 from oneflow_compat._global.nn_norms_extra import (  # noqa: F401,E402
     normalization_add_relu, rms_layer_norm, rms_norm)
+# api-misc2: the fused MLP functionals and the local all-reduce (functional_api.yaml v0.9.0, bind_python: True)
+from oneflow_compat._global.nn_fused_mlp import (  # noqa: F401,E402
+    fused_matmul_bias_add_relu_dropout, fused_mlp)
+from oneflow_compat._global.nn_model_parallel import local_all_reduce  # noqa: F401,E402

@@ -163,3 +163,10 @@ from oneflow_compat._global import nn_data as _nn_data  # noqa: E402
 for _name in ("tensor_to_tensor_buffer", "tensor_buffer_to_tensor"):
     globals()[_name] = _modern_or_legacy(_name, getattr(_nn_data, _name))
 del _name
+# api-misc2: flow.distributed_partial_fc_sample on tensors (OneFlow 0.9's deprecated form of
+# nn.DistributedPariticalFCSample; the legacy function of blobs otherwise), flow.asyncs (OneFlow 0.9's worker-thread
+# context), flow.autograd.graph (saved_tensors_hooks)
+from oneflow_compat._global import nn_model_parallel as _nn_model_parallel  # noqa: E402
+
+distributed_partial_fc_sample = _modern_or_legacy(  # noqa: F811
+    "distributed_partial_fc_sample", _nn_model_parallel.distributed_partial_fc_sample)
