@@ -170,3 +170,10 @@ from oneflow_compat._global import nn_model_parallel as _nn_model_parallel  # no
 
 distributed_partial_fc_sample = _modern_or_legacy(  # noqa: F811
     "distributed_partial_fc_sample", _nn_model_parallel.distributed_partial_fc_sample)
+from oneflow_compat import asyncs  # noqa: E402,F401
+from oneflow_compat._global import autograd_graph as _autograd_graph  # noqa: E402
+
+autograd.graph = _autograd_graph
+import sys as _sys  # noqa: E402
+
+_sys.modules.setdefault(__name__ + ".autograd.graph", _autograd_graph)  # `import oneflow.autograd.graph`

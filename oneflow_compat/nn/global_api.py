@@ -58,3 +58,6 @@ from oneflow_compat._global.nn_data import OFRecordRawDecoder as OfrecordRawDeco
 from oneflow_compat._global.nn_data import OFRecordReader as OfrecordReader  # noqa: F401,E402
 from oneflow_compat._global.nn_fused_mlp import FusedMLP  # noqa: F401,E402
 from oneflow_compat._global.nn_model_parallel import AllReduce, DistributedPariticalFCSample  # noqa: F401,E402
+from oneflow_compat._global.graph_trace_function import trace as _graph_trace  # noqa: E402
+
+Graph.trace = staticmethod(_graph_trace)  # nn.Graph.trace (OneFlow 0.9)
