@@ -159,3 +159,11 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     if rows < cols:
         q = q.T
     return _fill(tensor, gain * q.reshape(_shape(tensor)))
+
+
+# api-misc2: nn.init.eye_ (OneFlow 0.9 nn/init.py: 2-D only, its ValueError; fills in place, returns the tensor)
+def eye_(tensor):
+    """The identity matrix written into a 2-D tensor (ones on the main diagonal of a non-square one)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, np.eye(*_shape(tensor)))
