@@ -13,20 +13,17 @@
   the ranks its parallel conf names (the text form of OneFlow's ParallelConf: `device_tag: "gpu" device_name:
   "0:0-1"`, machine:devices; rank = machine × local devices + device). OneFlow 0.9's forward reads an undefined
   name (`parallel_conf`) and so raises NameError for every input; here it does what the module was written to
-  do: the `eager_ccl_all_reduce` op (`flow._C.local_all_reduce`'s, ops/rank_collective_ops.py) inside nn.Graph,
-  and eagerly the same sum through a partial-sum global tensor boxed to broadcast (as `flow.comm.all_reduce`).
-  OneFlow asserts the tensor is on cuda; here any device runs.
+  do, through the `eager_ccl_all_reduce` op (`flow._C.local_all_reduce`'s, ops/rank_collective_ops.py), eager
+  or inside nn.Graph: one all-reduce among those ranks only (the others need not call it); its gradient is the
+  same sum of the output gradients. OneFlow asserts the tensor is on cuda; here any device runs.
 """
 import re
 import warnings
 
-from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ops import random_ops, rank_collective_ops  # noqa: F401 (the ops)
 from oneflow_compat.runtime import global_eager
-from oneflow_compat._global import lazy
 from oneflow_compat._global.dispatch import apply_op, apply_op_list
 from oneflow_compat._global.modules import Module
-from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -41,6 +38,9 @@ class DistributedPariticalFCSample(Module):
                 raise TypeError("DistributedPariticalFCSample: %s must be a Tensor, got %s" % (what, type(t).__name__))
         if weight.is_global != label.is_global:
             raise ValueError("DistributedPariticalFCSample: weight and label must both be local or both global")
+        if int(self.num_sample) > weight.shape[0]:  # (OneFlow's kernel leaves this unchecked)
+            raise ValueError("DistributedPariticalFCSample: num_sample (%d) exceeds the number of classes, weight's "
+                             "first dimension (%d)" % (self.num_sample, weight.shape[0]))
         return tuple(apply_op_list("distributed_partial_fc_sample", [weight, label],
                                    {"num_sample": int(self.num_sample), "seed": None}))
 
@@ -97,11 +97,7 @@ def local_all_reduce(x, ranks=None):
     if global_eager.rank() not in ranks:
         raise ValueError("local_all_reduce: this rank (%d) is not among the ranks %s it sums over"
                          % (global_eager.rank(), list(ranks)))
-    if lazy.tracer_active():
-        return apply_op("eager_ccl_all_reduce", [x], {"ranks": ranks})
-    group = Placement(x.device.type, ranks=list(ranks))
-    total = x.to_global(placement=group, sbp=flow_sbp.partial_sum)
-    return total.to_global(sbp=flow_sbp.broadcast).to_local()
+    return apply_op("eager_ccl_all_reduce", [x], {"ranks": tuple(sorted(set(ranks)))})
 
 
 class AllReduce(Module):
