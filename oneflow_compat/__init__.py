@@ -177,3 +177,4 @@ autograd.graph = _autograd_graph
 import sys as _sys  # noqa: E402
 
 _sys.modules.setdefault(__name__ + ".autograd.graph", _autograd_graph)  # `import oneflow.autograd.graph`
+from oneflow_compat.ops import raw_reader_ops  # noqa: F401,E402 (api-misc2: registers nn.RawReader's op)

@@ -422,3 +422,65 @@ def test_graph_prints_a_module_as_oneflow_09_proxy():
         "(MODULE:linear:Linear(in_features=3, out_features=8, bias=False)): (\n"
         "  (PARAMETER:linear.weight:tensor(..., size=(8, 3), dtype=oneflow.float32, requires_grad=True)): ()\n"
         "  (GraphModule:linear()): ()\n)")
+
+
+# --- nn.RawReader / nn.GPTIndexedBinDataReader --------------------------------------------------------------------
+def _raw_files(tmp_path):
+    data = RNG.randn(7, 2, 3).astype(np.float32)
+    data[:3].tofile(str(tmp_path / "f0"))
+    (tmp_path / "empty").write_bytes(b"")
+    data[3:].tofile(str(tmp_path / "f1"))
+    return data, [str(tmp_path / "f0"), str(tmp_path / "empty"), str(tmp_path / "f1")]
+
+
+def test_raw_reader_reads_fixed_size_instances_in_order_wrapping_around(tmp_path):
+    data, files = _raw_files(tmp_path)
+    reader = nn.RawReader(files, (2, 3), flow.float32, 3, random_shuffle=False)
+    got = [reader().numpy() for _ in range(4)]
+    # 7 instances, batches of 3: ceil(7 / 3) = 3 batches, the last one wrapping to the first file; then again
+    for k, idx in enumerate([[0, 1, 2], [3, 4, 5], [6, 0, 1], [0, 1, 2]]):
+        np.testing.assert_array_equal(got[k], data[idx])
+    shuffled = nn.RawReader(files, (2, 3), flow.float32, 3, random_seed=5)
+    epoch = [shuffled().numpy() for _ in range(3)]
+    firsts = sorted(int(np.where((data == e[0]).all(axis=(1, 2)))[0][0]) for e in epoch)
+    assert firsts == [0, 3, 6]  # one epoch: every batch (block) once, in some order
+    again = nn.RawReader(files, (2, 3), flow.float32, 3, random_seed=5)
+    np.testing.assert_array_equal(again().numpy(), epoch[0])  # the seed decides the order
+    (tmp_path / "odd").write_bytes(b"\0" * 10)
+    with pytest.raises(ValueError, match="holds 10 bytes, not a multiple of the instance size \\(24 bytes\\)"):
+        nn.RawReader([str(tmp_path / "odd")], (2, 3), flow.float32, 2)()
+    with pytest.raises(ValueError, match="RawReader: files must be a non-empty list"):
+        nn.RawReader(str(tmp_path / "f0"), (2, 3), flow.float32, 2)
+
+
+def test_raw_and_gpt_readers_split_over_two_ranks_read_one_ranks_batch(tmp_path):
+    from oneflow_compat.datasets import megatron_io
+
+    data, files = _raw_files(tmp_path)
+    docs = [np.arange(k * 100, k * 100 + 5 + k) for k in range(6)]  # 45 tokens
+    prefix = str(tmp_path / "ds")
+    megatron_io.write_dataset(prefix, docs)
+    stream = np.concatenate(docs)
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        raw = nn.RawReader(files, (2, 3), flow.float32, 4, random_shuffle=False, placement=p, sbp=flow.sbp.split(0))
+        whole = nn.RawReader(files, (2, 3), flow.float32, 4, random_shuffle=False, placement=p,
+                             sbp=flow.sbp.broadcast)
+        gpt = nn.GPTIndexedBinDataReader(prefix, 4, 12, 4, shuffle=False, dtype=flow.int32, placement=p,
+                                         sbp=flow.sbp.split(0))
+        a, b = raw(), raw()
+        return a.numpy(), b.numpy(), a.to_local().numpy(), whole().numpy(), gpt().numpy(), gpt().numpy()
+
+    for rank, (a, b, mine, whole, g0, g1) in enumerate(_on_two_ranks(body)):
+        np.testing.assert_array_equal(a, data[[0, 1, 2, 3]])
+        np.testing.assert_array_equal(b, data[[4, 5, 6, 0]])
+        np.testing.assert_array_equal(mine, data[[0, 1]] if rank == 0 else data[[2, 3]])
+        np.testing.assert_array_equal(whole, data[[0, 1, 2, 3]])
+        assert g0.dtype == np.int32 and g0.shape == (4, 5)
+        np.testing.assert_array_equal(g0, np.stack([stream[k * 4: k * 4 + 5] for k in range(4)]))
+        np.testing.assert_array_equal(g1, np.stack([stream[k * 4: k * 4 + 5] for k in range(4, 8)]))
+    local = nn.GPTIndexedBinDataReader(prefix, 4, 12, 4, shuffle=False)
+    assert local().dtype == flow.int64
+    with pytest.raises(ValueError, match="split index 2 is out of range, split_sizes \\(1, 1\\)"):
+        nn.GPTIndexedBinDataReader(prefix, 4, 12, 4, split_sizes=(1, 1), split_index=2)

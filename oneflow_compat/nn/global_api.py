@@ -61,3 +61,4 @@ from oneflow_compat._global.nn_model_parallel import AllReduce, DistributedParit
 from oneflow_compat._global.graph_trace_function import trace as _graph_trace  # noqa: E402
 
 Graph.trace = staticmethod(_graph_trace)  # nn.Graph.trace (OneFlow 0.9)
+from oneflow_compat._global.nn_readers_extra import GPTIndexedBinDataReader, RawReader  # noqa: F401,E402

@@ -1504,3 +1504,10 @@ EXAMPLES.update({
                 {"quantization_bit": 4, "quantization_scheme": "affine", "quantization_formula": "google"},
                 grad=False, note="affine per channel")],
 })
+
+
+# --- api-misc2: OneFlow 0.9's raw_reader (nn.RawReader) ---------------------------------------------------------------
+WITHOUT_EXAMPLES.update({
+    "raw_reader": "reads raw files, the next batch every call (session state); covered by tests/test_api_misc2.py "
+                  "(local, and split(0) / broadcast on 2 ranks)",
+})
