@@ -98,3 +98,22 @@ def unfold_tensor(x, dimension, size, step):
     from oneflow_compat._global import nn_fold
 
     return nn_fold.unfold_tensor(x, dimension, size, step)
+
+
+# --- api-shape team (OneFlow 0.9's API reference): the functional names functional_api.yaml (v0.9.0) binds to Python
+# for the shape / indexing / product / linalg functions (nms's _C form takes other arguments and is left out;
+# `norm` here is OneFlow's _C.norm, the linalg one)
+from oneflow_compat._global.shape_extra import (  # noqa: F401,E402
+    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, broadcast_to, column_stack,
+    diagonal, dstack, hsplit, hstack, movedim, row_stack, select, swapaxes, swapdims, tensor_split, vsplit, vstack)
+from oneflow_compat._global.creation_like import randint_like, randn_like  # noqa: F401,E402
+from oneflow_compat._global.index_extra import (  # noqa: F401,E402
+    batch_gather, bincount, diag, in_top_k, index_add, repeat_interleave, roc_auc_score, searchsorted)
+from oneflow_compat._global.products_extra import (  # noqa: F401,E402
+    inv, linalg_cross, matrix_norm, norm, tensordot, vector_norm)
+from oneflow_compat._global.index_extra import index_add_ as _index_add_inplace  # noqa: E402
+
+
+def index_add_(input, dim, index, source, alpha=1):  # noqa: A002
+    return _index_add_inplace(input, dim, index, source, alpha)
+from oneflow_compat._global.products_extra import mv as matrix_vector_product  # noqa: F401,E402

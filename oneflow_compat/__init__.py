@@ -38,6 +38,8 @@ from oneflow_compat.ops import ctc_ops, pool_index_ops  # noqa: F401,E402
 from oneflow_compat.ops import nn_extra_ops  # noqa: F401,E402
 # the sum over ranks inside graphs of local tensors (SyncBatchNorm in nn.Graph; the leftovers helper)
 from oneflow_compat.ops import rank_collective_ops  # noqa: F401,E402
+# api-shape team (OneFlow 0.9's API reference): the matrix inverse of flow.linalg.inv
+from oneflow_compat.ops import linalg_ops  # noqa: F401,E402
 
 # the legacy API's names (the same list `oneflow.compatible.single_client` binds), then the tools' public name
 from oneflow_compat._api.legacy_names import *  # noqa: F401,F403
@@ -124,3 +126,20 @@ from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespac
 # nnextra helper (issue 21): flow.cumprod, flow.fmod (no legacy name to share)
 from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: E402,F401
 from oneflow_compat._global.rng_state import get_rng_state, set_rng_state  # noqa: E402,F401
+
+
+# --- api-shape team (OneFlow 0.9's API reference, oneflow.rst): shape, joining, indexing, products ---------------------
+# (none of these names is a legacy v0.4 top-level name, except diag and in_top_k: those go through modern_or_legacy)
+from oneflow_compat._global.shape_extra import (  # noqa: E402,F401
+    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, broadcast_to, column_stack,
+    diagonal, dstack, hsplit, hstack, movedim, row_stack, select, swapaxes, swapdims, tensor_split, vsplit, vstack)
+from oneflow_compat._global.creation_like import new_ones, randint_like, randn_like  # noqa: E402,F401
+from oneflow_compat._global.index_extra import (  # noqa: E402,F401
+    batch_gather, bincount, index_add, nms, repeat_interleave, roc_auc_score, searchsorted)
+from oneflow_compat._global.products_extra import cross, mv, tensordot  # noqa: E402,F401
+from oneflow_compat._global.nn_pools import (  # noqa: E402,F401  (OneFlow 0.9 binds the functional ones at the top)
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)
+from oneflow_compat._global import index_extra as _index_extra  # noqa: E402
+
+diag = _modern_or_legacy("diag", _index_extra.diag)
+in_top_k = _modern_or_legacy("in_top_k", _index_extra.in_top_k)

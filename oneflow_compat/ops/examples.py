@@ -1492,3 +1492,18 @@ WITHOUT_EXAMPLES.update({
     "eager_ccl_all_reduce": "sums over the ranks of a graph of local tensors (each rank its own job); covered by "
                             "tests/test_nn_extra.py's SyncBatchNorm-in-a-graph runs under mpiexec",
 })
+
+
+# --- api-shape team (OneFlow 0.9's API reference, linalg.rst): the matrix inverse (ops/linalg_ops.py) -------------
+def _invertible(*shape):
+    """Well-conditioned square matrices: normal entries plus n on the diagonal."""
+    def make(r):
+        n = shape[-1]
+        return r.standard_normal(shape) + n * np.eye(n)
+    return make
+
+
+EXAMPLES.update({
+    "inv": [Example(inputs(_invertible(4, 4)), note="one matrix", rtol=1e-5, atol=1e-8),
+            Example(inputs(_invertible(2, 3, 3)), note="a batch", layouts=[[0]], rtol=1e-5, atol=1e-8)],
+})
