@@ -111,9 +111,9 @@ from oneflow_compat._global.index_extra import (  # noqa: F401,E402
     batch_gather, bincount, diag, in_top_k, index_add, repeat_interleave, roc_auc_score, searchsorted)
 from oneflow_compat._global.products_extra import (  # noqa: F401,E402
     inv, linalg_cross, matrix_norm, norm, tensordot, vector_norm)
-from oneflow_compat._global.index_extra import index_add_ as _index_add_inplace  # noqa: E402
 
 
 def index_add_(input, dim, index, source, alpha=1):  # noqa: A002
-    return _index_add_inplace(input, dim, index, source, alpha)
+    """The in-place form: `input` takes the sum (Tensor.index_add_)."""
+    return input.index_add_(dim, index, source, alpha=alpha)
 from oneflow_compat._global.products_extra import mv as matrix_vector_product  # noqa: F401,E402

@@ -1,5 +1,5 @@
 """OneFlow 0.9's indexing, counting and searching functions of its API reference (docs/source/oneflow.rst,
-tensor.rst at v0.9.0): `batch_gather`, `index_add` (and `Tensor.index_add_`), `repeat_interleave`, `searchsorted`,
+tensor.rst at v0.9.0): `batch_gather`, `index_add` (`Tensor.index_add_` is its in-place form, tensor_methods), `repeat_interleave`, `searchsorted`,
 `bincount`, `in_top_k`, `diag`, `nms`, `roc_auc_score`.
 
 Compositions of registered ops where the output shape follows from the input shapes (batch_gather, index_add
@@ -61,13 +61,6 @@ def index_add(input, dim, index, source, alpha=1):  # noqa: A002
     added = apply_op("unsorted_segment_sum", [F.cast(src, input.dtype), ids],
                      {"axis": d, "num_segments": int(input.shape[d])})
     return F.add(input, added if alpha == 1 else F.mul(added, alpha))
-
-
-def index_add_(self, dim, index, source, alpha=1):
-    """Tensor.index_add_: the in-place form (the tensor takes the sum)."""
-    from oneflow_compat._global import tensor_methods
-
-    return tensor_methods._rebind(self, index_add(self, dim, index, source, alpha))
 
 
 def repeat_interleave(input, repeats, dim=None, output_size=None):  # noqa: A002

@@ -275,7 +275,7 @@ from oneflow_compat._global import shape_extra as _shape_extra  # noqa: E402
 
 _METHODS.update({
     "diag": _index_extra.diag, "diagonal": _shape_extra.diagonal, "in_top_k": _index_extra.in_top_k,
-    "index_add": _index_extra.index_add, "index_add_": _index_extra.index_add_, "mv": _products_extra.mv,
+    "index_add": _index_extra.index_add, "index_add_": _inplace(_index_extra.index_add), "mv": _products_extra.mv,
     "repeat_interleave": _index_extra.repeat_interleave, "swapaxes": _shape_extra.swapaxes,
     "swapdims": _shape_extra.swapdims, "where": lambda self, x=None, y=None: F.where(self, x, y),
     "nms": _index_extra.nms, "cross": _products_extra.cross, "bincount": _index_extra.bincount,
