@@ -86,6 +86,7 @@ def test_atleast_and_stacks_match_torch(glob):
 
 
 def test_row_stack_is_vstack_and_stack_errors():
+    assert flow.row_stack is flow.vstack and flow._C.row_stack is flow.vstack
     x = flow.tensor(rnd(2, 3))
     np.testing.assert_array_equal(flow.row_stack([x, x]).numpy(), flow.vstack([x, x]).numpy())
     with pytest.raises(RuntimeError, match=r"hstack\(\): expects a non-empty TensorList"):
@@ -138,7 +139,7 @@ def test_dim_functions_match_torch(glob):
 
 
 def test_swap_aliases_and_dim_errors():
-    assert flow.Tensor.swapaxes is not flow.Tensor.transpose  # its own function, same numbers as transpose
+    assert flow.swapdims is flow.swapaxes and flow.Tensor.swapdims is flow.Tensor.swapaxes is flow.swapaxes
     x = flow.tensor(rnd(2, 3))
     np.testing.assert_array_equal(x.swapaxes(0, 1).numpy(), x.transpose(0, 1).numpy())
     with pytest.raises(IndexError, match=r"Index out of range \(expected to be in range of \[-3,2\], but got 3\)"):
@@ -504,3 +505,22 @@ def test_top_level_pools_and_c_bindings_are_the_same_functions():
     assert flow._C.swapaxes is flow.swapaxes and flow._C.tensordot is flow.tensordot
     assert flow._C.inv is flow.linalg.inv and flow._C.linalg_cross is flow.linalg.cross
     assert flow._C.matrix_vector_product is flow.mv
+
+
+def test_composed_functions_inside_nn_graph_equal_eager():
+    class G(flow.nn.Graph):
+        def build(self, x, i, s):
+            return (flow.as_strided(x, (2, 2), (1, 2)), flow.searchsorted(flow.sort(x[0])[0], x[1]),
+                    flow.index_add(x, 0, i, s), flow.tensordot(x, x.T, 1), flow.linalg.cross(x[:, :3], x[:, 1:4]),
+                    flow.linalg.norm(x), flow.linalg.matrix_norm(x, 1), flow.repeat_interleave(x, 2, 0),
+                    flow.hstack([x, x]), flow.tensor_split(x, 2, 1)[1], flow.select(x, 0, 1),
+                    flow.broadcast_to(x[0], (2, 4)), flow.in_top_k(i, x[:2].to(flow.float32), 1),
+                    flow.diag(x[:, 0]), flow.mv(x, x[0]))
+
+    x = flow.tensor(rnd(3, 4))
+    i, s = flow.tensor([0, 2]), flow.tensor(rnd(2, 4))
+    got, want = G()(x, i, s), G.build(None, x, i, s)
+    assert len(got) == len(want) == 15
+    for a, b in zip(got, want):
+        assert tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)

@@ -77,11 +77,6 @@ def vstack(tensors):
     return F.cat(atleast_2d(_tensors(tensors, "vstack")), 0)
 
 
-def row_stack(tensors):
-    """The same as vstack (OneFlow binds both names to RowStack / VStack with one body)."""
-    return F.cat(atleast_2d(_tensors(tensors, "row_stack")), 0)
-
-
 def dstack(tensors):
     """Concatenated along dim 2 after atleast_3d."""
     return F.cat(atleast_3d(_tensors(tensors, "dstack")), 2)
@@ -95,6 +90,9 @@ def column_stack(tensors):
             t = F.reshape(t, (t.numel(), 1))
         ts.append(t)
     return F.cat(ts, 1)
+
+
+row_stack = vstack  # an alias (OneFlow's RowStack and VStack concatenate alike)
 
 
 # --- splitting -----------------------------------------------------------------------------------------------------
@@ -186,17 +184,13 @@ def select(input, dim, index):  # noqa: A002
 
 
 def swapaxes(input, axis0, axis1):  # noqa: A002
-    """input with dims axis0 and axis1 exchanged (numpy's name of transpose)."""
+    """input with dims axis0 and axis1 exchanged (the same as transpose; `swapdims` is this function)."""
     TF._dim(axis0, input.ndim, "swapaxes")
     TF._dim(axis1, input.ndim, "swapaxes")
     return F.transpose(input, axis0, axis1)
 
 
-def swapdims(input, dim0, dim1):  # noqa: A002
-    """input with dims dim0 and dim1 exchanged (the same as transpose)."""
-    TF._dim(dim0, input.ndim, "swapdims")
-    TF._dim(dim1, input.ndim, "swapdims")
-    return F.transpose(input, dim0, dim1)
+swapdims = swapaxes  # an alias: swapdims(input, dim0, dim1) exchanges the same dims
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
