@@ -524,3 +524,15 @@ def test_composed_functions_inside_nn_graph_equal_eager():
     for a, b in zip(got, want):
         assert tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+
+
+def test_cross_docstring_example():
+    a = flow.tensor([[-0.3956, 1.1455, 1.6895], [-0.5849, 1.3672, 0.3599], [-1.1626, 0.7180, -0.0521],
+                     [-0.1339, 0.9902, -2.0225]])
+    b = flow.tensor([[-0.0257, -1.4725, -1.2251], [-1.1479, -0.7005, -1.9757], [-1.3904, 0.3726, -1.1836],
+                     [-0.9688, -0.7153, 0.2159]])
+    out = flow.cross(a, b)  # OneFlow v0.9.0 docstr/linalg.py: dim=None takes the first dim of size 3 (here 1)
+    assert out.dtype == flow.float32
+    np.testing.assert_allclose(out.numpy(), [[1.0844, -0.5281, 0.6120], [-2.4491, -1.5687, 1.9791],
+                                             [-0.8304, -1.3036, 0.5651], [-1.2329, 1.9883, 1.0551]], atol=1e-4)
+    np.testing.assert_allclose(a.cross(b).numpy(), out.numpy())
