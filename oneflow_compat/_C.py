@@ -108,7 +108,8 @@ from oneflow_compat._global.shape_extra import (  # noqa: F401,E402
     diagonal, dstack, hsplit, hstack, movedim, row_stack, select, swapaxes, swapdims, tensor_split, vsplit, vstack)
 from oneflow_compat._global.creation_like import randint_like, randn_like  # noqa: F401,E402
 from oneflow_compat._global.index_extra import (  # noqa: F401,E402
-    batch_gather, bincount, diag, in_top_k, index_add, repeat_interleave, roc_auc_score, searchsorted)
+    batch_gather, bincount, index_add, repeat_interleave, roc_auc_score, searchsorted)
+from oneflow_compat._global.nd_functions import diag, in_top_k  # noqa: F401,E402
 from oneflow_compat._global.products_extra import (  # noqa: F401,E402
     inv, linalg_cross, matrix_norm, norm, tensordot, vector_norm)
 

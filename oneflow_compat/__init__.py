@@ -126,10 +126,17 @@ from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespac
 # nnextra helper (issue 21): flow.cumprod, flow.fmod (no legacy name to share)
 from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: E402,F401
 from oneflow_compat._global.rng_state import get_rng_state, set_rng_state  # noqa: E402,F401
+# OneFlow 0.9's oneflow.hub: hubconf.py entry points and weights by URL
+from oneflow_compat import hub  # noqa: E402,F401
+# OneFlow 0.9's forms of gather_nd, scatter_nd, tensor_scatter_nd_update, slice, slice_update, broadcast_like, diag
+# and in_top_k for Tensors (the legacy functions of those names keep taking blobs)
+from oneflow_compat._global.shared_names import ND_FUNCTIONS as _ND_FUNCTIONS  # noqa: E402
+
+globals().update(_ND_FUNCTIONS)
 
 
 # --- api-shape team (OneFlow 0.9's API reference, oneflow.rst): shape, joining, indexing, products ---------------------
-# (none of these names is a legacy v0.4 top-level name, except diag and in_top_k: those go through modern_or_legacy)
+# (none of these names is a legacy v0.4 top-level name; flow.diag / flow.in_top_k for Tensors: nd_functions, above)
 from oneflow_compat._global.shape_extra import (  # noqa: E402,F401
     as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, broadcast_to, column_stack,
     diagonal, dstack, hsplit, hstack, movedim, row_stack, select, swapaxes, swapdims, tensor_split, vsplit, vstack)
@@ -139,7 +146,9 @@ from oneflow_compat._global.index_extra import (  # noqa: E402,F401
 from oneflow_compat._global.products_extra import cross, mv, tensordot  # noqa: E402,F401
 from oneflow_compat._global.nn_pools import (  # noqa: E402,F401  (OneFlow 0.9 binds the functional ones at the top)
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)
-from oneflow_compat._global import index_extra as _index_extra  # noqa: E402
+# Tensor.diag and Tensor.in_top_k (tensor.rst): nd_functions' Tensor forms (bound here: nd_functions imports
+# tensor_methods, which installs the other methods)
+from oneflow_compat._global import nd_functions as _nd_functions  # noqa: E402
+from oneflow_compat._global.tensor import Tensor as _Tensor  # noqa: E402
 
-diag = _modern_or_legacy("diag", _index_extra.diag)
-in_top_k = _modern_or_legacy("in_top_k", _index_extra.in_top_k)
+_Tensor.diag, _Tensor.in_top_k = _nd_functions.diag, _nd_functions.in_top_k

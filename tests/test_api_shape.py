@@ -330,7 +330,7 @@ def test_in_top_k_and_diag():
     check(lambda x: x.diag(), lambda x: x.diag(), rnd(4))
     check(lambda x: x.diag(1), lambda x: x.diag(1), rnd(3, 4), glob=True)
     check(lambda x: flow.diag(x, -1), lambda x: torch.diag(x, -1), rnd(4, 3))
-    with pytest.raises(RuntimeError, match="diag\\(\\): Input must be 1-D or 2-D, got 3 dims"):
+    with pytest.raises(RuntimeError, match="diag\\(\\): the input must be a 1-D or 2-D tensor, got 3 dims"):
         flow.ones(2, 2, 2).diag()
 
 

@@ -1,9 +1,9 @@
 """OneFlow 0.9's indexing, counting and searching functions of its API reference (docs/source/oneflow.rst,
 tensor.rst at v0.9.0): `batch_gather`, `index_add` (`Tensor.index_add_` is its in-place form, tensor_methods), `repeat_interleave`, `searchsorted`,
-`bincount`, `in_top_k`, `diag`, `nms`, `roc_auc_score`.
+`bincount`, `nms`, `roc_auc_score` (diag and in_top_k for Tensors: nd_functions.py).
 
 Compositions of registered ops where the output shape follows from the input shapes (batch_gather, index_add
-through unsorted_segment_sum, searchsorted as a count of comparisons, in_top_k, diag, repeat_interleave with an
+through unsorted_segment_sum, searchsorted as a count of comparisons, repeat_interleave with an
 int): eager, nn.Graph and global tensors alike, with the ops' gradients. Where the shape depends on the values
 (bincount's length, repeat_interleave with a tensor of repeats, nms's kept boxes) or OneFlow computes on the host
 (roc_auc_score: "Currently this implementation can only be used on CPU"), the values are read on the host and the
@@ -148,20 +148,6 @@ def bincount(input, weights=None, minlength=None):  # noqa: A002
                                % (tuple(weights.shape), tuple(input.shape)))
         data = weights
     return apply_op("unsorted_segment_sum", [data, input], {"axis": 0, "num_segments": size})
-
-
-def in_top_k(targets, predictions, k):
-    """bool (n,): whether predictions[i, targets[i]] is among the k largest of row i (OneFlow's InTopK; float32
-    predictions). The in_top_k op's int8 answer, as OneFlow 0.9's bool."""
-    _int_tensor(targets, "in_top_k", "targets")
-    return F.cast(apply_op("in_top_k", [targets, predictions], {"k": int(k)}), BOOL)
-
-
-def diag(input, diagonal=0):  # noqa: A002
-    """A 1-D input: the square matrix with it on the `diagonal`-th diagonal; a 2-D input: that diagonal."""
-    if input.ndim not in (1, 2):
-        raise RuntimeError("diag(): Input must be 1-D or 2-D, got %d dims" % input.ndim)
-    return apply_op("diag", [input], {"diagonal": int(diagonal)})
 
 
 def nms(boxes, scores, iou_threshold):
