@@ -296,6 +296,9 @@ def test_searchsorted_matches_torch(glob):
     out = flow.searchsorted(flow.tensor(seq[0]), flow.tensor(vals), out_int32=True)
     assert out.dtype == flow.int32
     assert out.numpy().tolist() == torch.searchsorted(torch.tensor(seq[0]), torch.tensor(vals)).tolist()
+    nan_vals = np.array([[np.nan, 4.0, np.inf]])
+    assert flow.searchsorted(flow.tensor(seq[:1]), flow.tensor(nan_vals)).numpy().tolist() == \
+        torch.searchsorted(torch.tensor(seq[:1]), torch.tensor(nan_vals)).tolist() == [[5, 2, 5]]
     s = flow.searchsorted(flow.tensor(seq[0]), 5, right=True)
     assert s.ndim == 0 and int(s.numpy()) == 3
     with pytest.raises(RuntimeError, match="for searchsorted op, sorted_sequence should be 1 dimension or the first "

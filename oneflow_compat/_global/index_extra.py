@@ -3,7 +3,7 @@ tensor.rst at v0.9.0): `batch_gather`, `index_add` (`Tensor.index_add_` is its i
 `bincount`, `nms`, `roc_auc_score` (diag and in_top_k for Tensors: nd_functions.py).
 
 Compositions of registered ops where the output shape follows from the input shapes (batch_gather, index_add
-through unsorted_segment_sum, searchsorted as a count of comparisons, repeat_interleave with an
+through unsorted_segment_sum, the searchsorted op, repeat_interleave with an
 int): eager, nn.Graph and global tensors alike, with the ops' gradients. Where the shape depends on the values
 (bincount's length, repeat_interleave with a tensor of repeats, nms's kept boxes) or OneFlow computes on the host
 (roc_auc_score: "Currently this implementation can only be used on CPU"), the values are read on the host and the
@@ -102,8 +102,8 @@ def repeat_interleave(input, repeats, dim=None, output_size=None):  # noqa: A002
 
 def searchsorted(sorted_sequence, values, out_int32=False, right=False):
     """For each value the index where it would be inserted into the innermost dim of sorted_sequence keeping it
-    sorted: the count of entries < value (right=False) or <= value (right=True), computed as that count (a compare
-    and a sum over the innermost dim), so it runs on global tensors and in nn.Graph too."""
+    sorted: the first i with value <= seq[i] (right=False) or value < seq[i] (right=True); a NaN value gets the
+    row's length. The searchsorted op (ops/linalg_ops.py): eager, nn.Graph, global tensors."""
     scalar = not isinstance(values, Tensor)
     if scalar:
         values = creation.new_tensor_like(np.asarray([values]), sorted_sequence, dtype=sorted_sequence.dtype)
@@ -118,11 +118,7 @@ def searchsorted(sorted_sequence, values, out_int32=False, right=False):
                            "of boundaries tensor and input value tensor must match, but we got sorted_sequence "
                            "tensor %s and input value tensor %s" % (list(seq_shape), list(val_shape)))
     seq, vals = F._same_dtype(sorted_sequence.detach(), values.detach())
-    # (..., K, 1) against (..., 1, M): entries of the sequence below (or not above) each value, counted
-    left = F.unsqueeze(vals, -1)
-    right_side = F.unsqueeze(seq, -2)
-    below = F.le(right_side, left) if right else F.lt(right_side, left)
-    out = F.sum(F.cast(below, dtypes.int64), -1, dtype=dtypes.int32 if out_int32 else dtypes.int64)
+    out = apply_op("searchsorted", [seq, vals], {"out_int32": bool(out_int32), "right": bool(right)})
     return F.reshape(out, ()) if scalar else out
 
 

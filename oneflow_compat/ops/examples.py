@@ -1507,3 +1507,24 @@ EXAMPLES.update({
     "inv": [Example(inputs(_invertible(4, 4)), note="one matrix", rtol=1e-5, atol=1e-8),
             Example(inputs(_invertible(2, 3, 3)), note="a batch", layouts=[[0]], rtol=1e-5, atol=1e-8)],
 })
+
+
+def _sorted_rows(*shape):
+    """Sorted along the last axis (ties to values drawn from the same grid)."""
+    return lambda r: np.sort(r.integers(0, 12, shape).astype(np.float64) / 2, axis=-1)
+
+
+def _grid_values(*shape):
+    return lambda r: r.integers(-1, 14, shape).astype(np.float64) / 2
+
+
+EXAMPLES.update({  # api-shape team: searchsorted (ops/linalg_ops.py), no gradient (integer indices)
+    "searchsorted": [
+        Example(inputs(_sorted_rows(9), _grid_values(4, 6)), {"out_int32": False, "right": False},
+                note="1-D sequence, values on its grid (ties)", grad=False, splits=[None, 0], layouts=[[None, 1]]),
+        Example(inputs(_sorted_rows(9), _grid_values(5)), {"out_int32": True, "right": True},
+                note="1-D sequence, right side, int32", grad=False, splits=[None, 0]),
+        Example(inputs(_sorted_rows(4, 3, 7), _grid_values(4, 3, 5)), {"out_int32": False, "right": True},
+                note="rows of an N-D sequence", grad=False, splits=[0, 0], layouts=[[1, 1]]),
+    ],
+})

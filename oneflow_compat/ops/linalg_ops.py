@@ -1,13 +1,16 @@
-"""OneFlow 0.9's `inv` user op (flow.linalg.inv): the inverse of square matrices, batched over leading axes.
+"""OneFlow 0.9's `inv` user op (flow.linalg.inv): the inverse of square matrices, batched over leading axes; and its
+`searchsorted` user op (flow.searchsorted; kernels/search.py), which has no gradient.
 
 The op type and its input/output are OneFlow v0.9.0's (oneflow/core/functional/impl/math_functor.cpp InvFunctor:
 `OpBuilder("inv").Input("x").Output("y")`), so a duplicate on another branch shows as a registration clash. Its
 gradient is OneFlow's (oneflow/core/autograd/gradient_funcs/inv.cpp): dx = -y^T dy y^T, built from matmuls.
 Kernel: `kernels/linalg.inv`.
 """
+from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ir.sbp import B, S
 from oneflow_compat.kernels import linalg as K
+from oneflow_compat.kernels import search as search_k
 from oneflow_compat.ops.registry import OpDef, apply, register
 
 
@@ -36,3 +39,35 @@ def _inv_grad(op, dys):
 
 
 register(OpDef("inv", infer=_inv_meta, kernel=K.inv, sbp=_inv_sbp, grad=_inv_grad))
+
+
+# --- searchsorted (OneFlow v0.9.0's `searchsorted` user op: inputs sorted_sequence, values; attrs out_int32, right)
+def _searchsorted_meta(op):
+    seq, vals = op.inputs
+    if len(vals.shape) == 0 or len(seq.shape) == 0:
+        raise ValueError("searchsorted '%s': sorted_sequence and values must have at least 1 dimension, got %s and %s"
+                         % (op.name, seq.shape, vals.shape))
+    if len(seq.shape) != 1 and tuple(seq.shape[:-1]) != tuple(vals.shape[:-1]):
+        raise ValueError("searchsorted '%s': sorted_sequence %s should be 1 dimension or share the first N-1 "
+                         "dimensions of values %s" % (op.name, seq.shape, vals.shape))
+    if seq.dtype is not vals.dtype:
+        raise TypeError("searchsorted '%s': sorted_sequence and values differ in dtype (%s, %s)"
+                        % (op.name, seq.dtype.name, vals.dtype.name))
+    return [TensorMeta(vals.shape, dtypes.int32 if op.attrs["out_int32"] else dtypes.int64,
+                       seq.is_dynamic or vals.is_dynamic)]
+
+
+def _searchsorted_sbp(op):
+    """A 1-D sequence: broadcast, values split on any axis; rows of an N-D sequence: both split alike on a leading
+    axis. Or both broadcast."""
+    seq, vals = op.inputs
+    if len(seq.shape) == 1:
+        sigs = [((B, S(i)), (S(i),)) for i in range(len(vals.shape))]
+    else:
+        sigs = [((S(i), S(i)), (S(i),)) for i in range(len(vals.shape) - 1)]
+    return sigs + [((B, B), (B,))]
+
+
+register(OpDef("searchsorted", infer=_searchsorted_meta, kernel=search_k.searchsorted,
+               kernel_attrs=lambda op: {"out_int32": op.attrs["out_int32"], "right": op.attrs["right"]},
+               sbp=_searchsorted_sbp))
