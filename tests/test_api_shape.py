@@ -82,7 +82,7 @@ def test_atleast_and_stacks_match_torch(glob):
             check(f, t, rnd(*shape), glob=glob and len(shape) > 0)
         outs = getattr(flow, "atleast_%dd" % n)(flow.tensor(1.0), flow.ones(2))
         want = getattr(torch, "atleast_%dd" % n)(torch.tensor(1.0), torch.ones(2))
-        assert isinstance(outs, list) and [tuple(o.shape) for o in outs] == [tuple(w.shape) for w in want]
+        assert isinstance(outs, tuple) and [tuple(o.shape) for o in outs] == [tuple(w.shape) for w in want]
 
 
 def test_row_stack_is_vstack_and_stack_errors():

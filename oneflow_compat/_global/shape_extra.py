@@ -33,7 +33,8 @@ def _tensors(tensors, what):
 
 # --- at least n dims ----------------------------------------------------------------------------------------------
 def _atleast(n, args):
-    """One tensor gives one tensor; several (or one list) give a list, as OneFlow's AtLeast{1,2,3}D."""
+    """One tensor gives one tensor; several (or one list) give a tuple, as OneFlow's AtLeast{1,2,3}D (a TensorTuple
+    comes back to Python as a tuple: oneflow/api/python/functional/common.h, v0.9.0)."""
     single = len(args) == 1 and isinstance(args[0], Tensor)
     tensors = _tensors(args[0] if len(args) == 1 else args, "atleast_%dd" % n)
     out = []
@@ -47,11 +48,11 @@ def _atleast(n, args):
         elif t.ndim == 2 and n == 3:
             t = F.unsqueeze(t, -1)  # (M, N) -> (M, N, 1)
         out.append(t)
-    return out[0] if single else out
+    return out[0] if single else tuple(out)
 
 
 def atleast_1d(*tensors):
-    """Each input with at least 1 dim (a 0-dim tensor becomes shape (1,)); several inputs give a list."""
+    """Each input with at least 1 dim (a 0-dim tensor becomes shape (1,)); several inputs give a tuple."""
     return _atleast(1, tensors)
 
 
