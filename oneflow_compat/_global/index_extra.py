@@ -77,7 +77,7 @@ def repeat_interleave(input, repeats, dim=None, output_size=None):  # noqa: A002
     if isinstance(repeats, (int, np.integer)):
         r = int(repeats)
         if r < 0:
-            raise RuntimeError("repeat_interleave(): repeats can not be negative")
+            raise RuntimeError("repeats can not be negative")
         shape = tuple(x.shape)
         inner = shape[:d + 1] + (1,) + shape[d + 1:]
         target = shape[:d + 1] + (r,) + shape[d + 1:]
@@ -89,10 +89,10 @@ def repeat_interleave(input, repeats, dim=None, output_size=None):  # noqa: A002
     if counts.size == 1:
         counts = np.full(n, counts[0], dtype=np.int64)
     if counts.size != n:
-        raise RuntimeError("repeat_interleave(): repeats must have the same size as input along dim, got %d and %d"
+        raise RuntimeError("repeats must have the same size as input along dim (%d repeats for size %d)"
                            % (counts.size, n))
     if (counts < 0).any():
-        raise RuntimeError("repeat_interleave(): repeats can not be negative")
+        raise RuntimeError("repeats can not be negative")
     if output_size is not None and int(output_size) != int(counts.sum()):
         raise RuntimeError("repeat_interleave(): output_size %d is not the sum of repeats %d"
                            % (int(output_size), int(counts.sum())))

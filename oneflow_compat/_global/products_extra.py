@@ -40,9 +40,14 @@ def tensordot(a, b, dims=2, out=None):
         dims_a = [dims[0]] if isinstance(dims[0], (int, np.integer)) else list(dims[0])
         dims_b = [dims[1]] if isinstance(dims[1], (int, np.integer)) else list(dims[1])
         if len(dims_a) != len(dims_b):
-            raise RuntimeError("dims1 and dims2 must have same size, got %d and %d" % (len(dims_a), len(dims_b)))
+            raise RuntimeError("both dimension lists should have same length, got %d and %d"
+                               % (len(dims_a), len(dims_b)))
     dims_a = [TF._dim(d, a.ndim, "tensordot") for d in dims_a]
     dims_b = [TF._dim(d, b.ndim, "tensordot") for d in dims_b]
+    for dims_x in (dims_a, dims_b):
+        for d in dims_x:
+            if dims_x.count(d) > 1:
+                raise RuntimeError("dim %d appears multiple times in the list of dims" % d)
     for da, db in zip(dims_a, dims_b):
         if a.shape[da] != b.shape[db]:
             raise RuntimeError("contracted dimensions need to match, but first has size %d in dim %d and second has "
@@ -108,12 +113,12 @@ def linalg_cross(input, other, dim=-1):  # noqa: A002
 
 
 # --- norms -----------------------------------------------------------------------------------------------------------
-def _floating_check(x, dtype, what):
+def _floating_check(x, dtype, what, kinds="the float, double, cfloat and cdouble dtypes"):
     from oneflow_compat._global.tensor import as_dtype
 
     dt = as_dtype(dtype) if dtype is not None else x.dtype
     if not dt.is_floating:
-        raise RuntimeError("%s: only supports the float, double, cfloat and cdouble dtypes, but got: Int." % what)
+        raise RuntimeError("%s: only supports %s, but got: Int." % (what, kinds))
     return dt
 
 
@@ -127,7 +132,7 @@ def _dims(dim, ndim):
 def vector_norm(input, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
     """sum(|x|^ord)^(1/ord) over `dim` (every dim when None); ord inf / -inf the largest / smallest magnitude,
     0 the count of non-zero entries."""
-    dt = _floating_check(input, dtype, "linalg.vector_norm()")
+    dt = _floating_check(input, dtype, "linalg.vector_norm()", "floating point and complex dtypes")
     if isinstance(ord, str):
         raise RuntimeError("linalg_vector_norm(): argument 'ord' must be Number, not str.")
     dims = _dims(dim, input.ndim)

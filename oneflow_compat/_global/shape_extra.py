@@ -155,15 +155,15 @@ def movedim(input, source, destination):  # noqa: A002
     src = [source] if isinstance(source, (int, np.integer)) else list(source)
     dst = [destination] if isinstance(destination, (int, np.integer)) else list(destination)
     if len(src) != len(dst):
-        raise RuntimeError("movedim: Invalid source or destination dims: source (%s dims) should contain the same "
-                           "number of dims as destination (%s dims)" % (src, dst))
+        raise RuntimeError("movedim: Invalid source or destination dims: source (%d dims ) should contain the same "
+                           "number of dims as destination (%d dims)" % (len(src), len(dst)))
     nd = input.ndim
     src = [TF._dim(s, nd, "movedim") for s in src]
     dst = [TF._dim(s, nd, "movedim") for s in dst]
     if len(set(src)) != len(src):
-        raise RuntimeError("movedim: repeated dim in `source` (%s)" % (list(source),))
+        raise RuntimeError("repeated dim in `source` (%s)" % (list(source),))
     if len(set(dst)) != len(dst):
-        raise RuntimeError("movedim: repeated dim in `destination` (%s)" % (list(destination),))
+        raise RuntimeError("repeated dim in `destination` (%s)" % (list(destination),))
     perm = [-1] * nd
     for s, d in zip(src, dst):
         perm[d] = s
@@ -204,7 +204,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
         raise RuntimeError("diagonal(): the input must have at least 2 dimensions, got %d" % input.ndim)
     a, b = TF._dim(dim1, input.ndim, "diagonal"), TF._dim(dim2, input.ndim, "diagonal")
     if a == b:
-        raise RuntimeError("diagonal(): dim1 and dim2 cannot be identical, got %d and %d" % (dim1, dim2))
+        raise RuntimeError("diagonal dimensions cannot be identical %d, %d" % (dim1, dim2))
     x = movedim(input, [a, b], [-2, -1])
     n, m = x.shape[-2], x.shape[-1]
     lead = tuple(x.shape[:-2])
