@@ -380,6 +380,11 @@ def test_roc_auc_score_matches_pairwise_count():
     out = flow.roc_auc_score(flow.tensor(label), flow.tensor(pred))
     assert out.dtype == flow.float32 and tuple(out.shape) == (1,)
     np.testing.assert_allclose(out.numpy(), [want], rtol=1e-6)
+    r = np.random.default_rng(3)
+    label, pred = r.integers(0, 2, 300).astype(np.float32), (r.integers(0, 9, 300) / 8).astype(np.float32)
+    pos, neg = pred[label == 1][:, None], pred[label == 0][None, :]
+    want = ((pos > neg) + 0.5 * (pos == neg)).mean()  # every positive / negative pair, ties one half
+    np.testing.assert_allclose(flow.roc_auc_score(flow.tensor(label), flow.tensor(pred)).numpy(), [want], rtol=1e-6)
     doc = flow.roc_auc_score(flow.tensor([0, 0, 1, 1], dtype=flow.float32),
                              flow.tensor([0.1, 0.4, 0.35, 0.8], dtype=flow.float32))
     np.testing.assert_allclose(doc.numpy(), [0.75])  # OneFlow's docstring example

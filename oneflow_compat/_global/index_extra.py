@@ -187,16 +187,9 @@ def roc_auc_score(label, pred):
                            % (y.size, p.size))
     pos = y != 0
     n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-    order = np.argsort(p, kind="stable")
-    ranks = np.empty(p.size, dtype=np.float64)
-    sorted_p = p[order]
-    start = 0
-    while start < p.size:  # average ranks over ties
-        stop = start
-        while stop + 1 < p.size and sorted_p[stop + 1] == sorted_p[start]:
-            stop += 1
-        ranks[order[start:stop + 1]] = (start + stop) / 2.0 + 1.0
-        start = stop + 1
+    _, group, counts = np.unique(p, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)  # 1-based rank of each distinct score's last entry; tied entries share the mean rank
+    ranks = (ends - (counts - 1) / 2.0)[group.reshape(-1)]
     if n_pos == 0 or n_neg == 0:
         auc = np.nan
     else:
