@@ -104,8 +104,9 @@ def unfold_tensor(x, dimension, size, step):
 # for the shape / indexing / product / linalg functions (nms's _C form takes other arguments and is left out;
 # `norm` here is OneFlow's _C.norm, the linalg one)
 from oneflow_compat._global.shape_extra import (  # noqa: F401,E402
-    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, broadcast_to, column_stack,
+    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, broadcast_to, column_stack,
     diagonal, dstack, hsplit, hstack, movedim, row_stack, select, swapaxes, swapdims, tensor_split, vsplit, vstack)
+from oneflow_compat._global import shape_extra as _shape_extra  # noqa: E402
 from oneflow_compat._global.creation_like import randint_like, randn_like  # noqa: F401,E402
 from oneflow_compat._global.index_extra import (  # noqa: F401,E402
     batch_gather, bincount, index_add, repeat_interleave, roc_auc_score, searchsorted)
@@ -118,3 +119,9 @@ def index_add_(input, dim, index, source, alpha=1):  # noqa: A002
     """The in-place form: `input` takes the sum (Tensor.index_add_)."""
     return input.index_add_(dim, index, source, alpha=alpha)
 from oneflow_compat._global.products_extra import mv as matrix_vector_product  # noqa: F401,E402
+
+
+def broadcast_shapes(shapes):
+    """`_C.broadcast_shapes(shapes)`: one list of shapes (functional_api.yaml `Shape (ShapeList shapes)`), where
+    `flow.broadcast_shapes(*shapes)` takes them one by one."""
+    return _shape_extra.broadcast_shapes(*shapes)

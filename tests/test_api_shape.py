@@ -168,6 +168,7 @@ def test_diagonal_and_movedim_inside_nn_graph():
 def test_broadcast_functions_match_torch(glob):
     assert flow.broadcast_shapes((2, 1, 3), (4, 1), 1) == flow.Size([2, 4, 3])
     assert flow.broadcast_shapes((2, 1, 3), (4, 1), 1) == torch.broadcast_shapes((2, 1, 3), (4, 1), 1)
+    assert flow._C.broadcast_shapes([(2, 1, 3), (4, 1)]) == flow.Size([2, 4, 3])  # (the _C form takes one list)
     check(lambda x, y: flow.broadcast_tensors(x, y), lambda x, y: torch.broadcast_tensors(x, y),
           rnd(3, 1), rnd(1, 4), glob=glob)
     check(lambda x: flow.broadcast_to(x, (2, 3, 4)), lambda x: torch.broadcast_to(x, (2, 3, 4)), rnd(3, 1),
