@@ -112,7 +112,8 @@ from oneflow_compat._global.index_extra import (  # noqa: F401,E402
     batch_gather, bincount, index_add, repeat_interleave, roc_auc_score, searchsorted)
 from oneflow_compat._global.nd_functions import diag, in_top_k  # noqa: F401,E402
 from oneflow_compat._global.products_extra import (  # noqa: F401,E402
-    inv, linalg_cross, matrix_norm, norm, tensordot, vector_norm)
+    inv, linalg_cross, matrix_norm, norm, vector_norm)
+from oneflow_compat._global.products_extra import c_tensordot as tensordot  # noqa: F401,E402
 
 
 def index_add_(input, dim, index, source, alpha=1):  # noqa: A002
