@@ -15,7 +15,7 @@ import builtins
 import numpy as np
 
 from oneflow_compat.ir import dtypes
-from oneflow_compat._global import creation, functional as F, tensor_functions as TF
+from oneflow_compat._global import creation, functional as F, shape_extra, tensor_functions as TF
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.tensor import BOOL, Tensor
 
@@ -106,7 +106,7 @@ def searchsorted(sorted_sequence, values, out_int32=False, right=False):
     row's length. The searchsorted op (ops/linalg_ops.py): eager, nn.Graph, global tensors."""
     scalar = not isinstance(values, Tensor)
     if scalar:
-        values = creation.new_tensor_like(np.asarray([values]), sorted_sequence, dtype=sorted_sequence.dtype)
+        values = shape_extra.host_constant([values], sorted_sequence, sorted_sequence.dtype)
     if not scalar and values.ndim == 0:
         raise RuntimeError("for searchsorted op, input values tensor should have positive dimension")
     if sorted_sequence.ndim == 0:

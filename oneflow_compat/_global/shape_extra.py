@@ -13,10 +13,23 @@ import builtins
 import numpy as np
 
 from oneflow_compat.ir import dtypes
+from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import creation, functional as F, tensor_functions as TF
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import Tensor
+
+
+def host_constant(values, like, dtype):
+    """A tensor of host values (positions, a scalar operand) on `like`'s device, or broadcast on its placement: made
+    from the full value directly (creation._from_full, as arange / eye), so that inside nn.Graph a global one is a
+    constant of the graph, where `tensor(...).to_global(...)` of a local tensor is refused."""
+    values = np.asarray(values).astype(dtype.np)
+    if not like.is_global:
+        return creation.new_tensor_like(values, like, dtype=dtype)
+    placement, ir_sbp, shown = creation._layout(like.placement, [flow_sbp.broadcast] * len(like.sbp), values.ndim,
+                                                "constant")
+    return creation._from_full(values, dtype, placement, ir_sbp, shown, False)
 
 
 def _tensors(tensors, what):
@@ -271,5 +284,5 @@ def as_strided(input, size, stride, storage_offset=0):  # noqa: A002
         raise RuntimeError("as_strided: setStorage: sizes %s, strides %s, storage offset %d require %d elements, "
                            "but the input has %d" % (size, stride, storage_offset, int(positions.max()) + 1, n))
     flat = F.reshape(input, (n,))
-    index = creation.new_tensor_like(positions.reshape(-1), input, dtype=dtypes.int64)
+    index = host_constant(positions.reshape(-1), input, dtypes.int64)
     return F.reshape(apply_op("gather", [flat, index], {"axis": 0}), tuple(size))
