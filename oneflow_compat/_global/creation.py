@@ -141,24 +141,46 @@ def tensor_bool():
     return BOOL
 
 
-def _like(input, dtype, requires_grad, value, what):  # noqa: A002
+def like_layout(input, device=None, placement=None, sbp=None, what="like"):  # noqa: A002
+    """(device, placement, sbp) of a `*_like` result, as OneFlow 0.9's `_handle_meta_args`: input's own layout
+    unless given; a device excludes placement and sbp; a placement without sbp (or sbp without placement) takes
+    the global input's other half."""
+    if device is not None:
+        if placement is not None or sbp is not None:
+            raise ValueError("%s(): argument 'placement' and 'sbp' must be None when argument 'device' exist" % what)
+        return device, None, None
+    if placement is None and sbp is None:
+        if input.is_global:
+            return None, input.placement, list(input.sbp)
+        return input._device, None, None
+    if placement is None or sbp is None:
+        if not input.is_global:
+            raise ValueError("%s(): argument '%s' must not be None when argument '%s' exist and Tensor is local"
+                             % (what, "placement" if placement is None else "sbp",
+                                "sbp" if placement is None else "placement"))
+        placement = input.placement if placement is None else placement
+        sbp = list(input.sbp) if sbp is None else sbp
+    return None, placement, sbp
+
+
+def _like(input, dtype, requires_grad, value, what, device=None, placement=None, sbp=None):  # noqa: A002
     dtype = as_dtype(dtype) or input.dtype
-    if input.is_global:
-        return _constant(tuple(input.shape), value, dtype, None, input.placement, list(input.sbp), requires_grad,
-                         what)
-    return _constant(tuple(input.shape), value, dtype, input._device, None, None, requires_grad, what, source=False)
+    device, placement, sbp = like_layout(input, device, placement, sbp, what)
+    if placement is not None:
+        return _constant(tuple(input.shape), value, dtype, None, placement, sbp, requires_grad, what)
+    return _constant(tuple(input.shape), value, dtype, device, None, None, requires_grad, what, source=False)
 
 
-def zeros_like(input, dtype=None, requires_grad=False, **_):  # noqa: A002
-    return _like(input, dtype, requires_grad, 0, "zeros_like")
+def zeros_like(input, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):  # noqa: A002
+    return _like(input, dtype, requires_grad, 0, "zeros_like", device, placement, sbp)
 
 
-def ones_like(input, dtype=None, requires_grad=False, **_):  # noqa: A002
-    return _like(input, dtype, requires_grad, 1, "ones_like")
+def ones_like(input, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):  # noqa: A002
+    return _like(input, dtype, requires_grad, 1, "ones_like", device, placement, sbp)
 
 
-def full_like(input, fill_value, dtype=None, requires_grad=False, **_):  # noqa: A002
-    return _like(input, dtype, requires_grad, fill_value, "full_like")
+def full_like(input, fill_value, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):  # noqa: A002
+    return _like(input, dtype, requires_grad, fill_value, "full_like", device, placement, sbp)
 
 
 # --- random ---------------------------------------------------------------------------------------------------
@@ -368,8 +390,8 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, placement=No
     return _from_full(full, dtype, placement, ir_sbp, shown, requires_grad, device)
 
 
-def empty_like(input, dtype=None, requires_grad=False, **_):  # noqa: A002
-    return zeros_like(input, dtype=dtype, requires_grad=requires_grad)
+def empty_like(input, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):  # noqa: A002
+    return _like(input, dtype, requires_grad, 0, "empty_like", device, placement, sbp)
 
 
 def new_tensor_like(data, like, dtype=None, requires_grad=False):

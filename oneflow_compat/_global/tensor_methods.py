@@ -218,6 +218,11 @@ def _new_full(self, size, fill_value, dtype=None, device=None, placement=None, s
                          requires_grad=requires_grad)
 
 
+def _tile(self, *dims):
+    """`x.tile(2, 1)` as well as `x.tile((2, 1))` (OneFlow 0.9's Tensor.tile takes the repetitions either way)."""
+    return TF.tile(self, dims[0] if len(dims) == 1 else dims)
+
+
 def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
     return creation.new_tensor_like(data, self, dtype=dtype, requires_grad=requires_grad)
 
@@ -229,7 +234,7 @@ def _element_size(self):
 _METHODS.update({
     "split": TF.split, "chunk": TF.chunk, "narrow": TF.narrow, "unbind": TF.unbind, "flip": TF.flip,
     "roll": TF.roll, "rot90": TF.rot90, "expand": lambda self, *sizes: TF.expand(self, *sizes),
-    "expand_as": TF.expand_as, "repeat": lambda self, *sizes: TF.repeat(self, *sizes), "tile": TF.tile,
+    "expand_as": TF.expand_as, "repeat": lambda self, *sizes: TF.repeat(self, *sizes), "tile": _tile,
     "sort": TF.sort, "argsort": TF.argsort, "topk": TF.topk, "masked_select": TF.masked_select,
     "argwhere": TF.argwhere, "nonzero": TF.nonzero, "index_select": TF.index_select, "scatter": TF.scatter,
     "scatter_add": TF.scatter_add, "scatter_": _inplace(TF.scatter), "scatter_add_": _inplace(TF.scatter_add),
