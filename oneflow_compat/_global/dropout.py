@@ -38,9 +38,7 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None, addend=N
     if addend is not None:
         out = dispatch.apply_op("add_n", [out, addend])
     if inplace and out is not input:
-        from oneflow_compat._global.tensor_methods import _rebind
-
-        return _rebind(input, out)
+        return input._rebind_inplace(out)  # (tensor_methods' _rebind: importing it here closed an import cycle)
     return out
 
 

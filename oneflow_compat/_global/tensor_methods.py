@@ -287,5 +287,7 @@ _METHODS.update({
     "nms": _index_extra.nms, "cross": _products_extra.cross, "bincount": _index_extra.bincount,
     "broadcast_to": _shape_extra.broadcast_to, "local_to_global": _global_casts.local_to_global,
     "global_to_global": _global_casts.global_to_global,
+    # an in-place op's result taken by the tensor, for modules tensor_methods imports (dropout(inplace=True))
+    "_rebind_inplace": _rebind,
 })
 install()
