@@ -101,7 +101,7 @@ def unfold_tensor(x, dimension, size, step):
 
 
 # --- api-shape team (OneFlow 0.9's API reference): the functional names functional_api.yaml (v0.9.0) binds to Python
-# for the shape / indexing / product / linalg functions (nms's _C form takes other arguments and is left out;
+# for the shape / indexing / product / linalg functions (`nms` here is OneFlow's _C.nms: the mask of sorted boxes;
 # `norm` here is OneFlow's _C.norm, the linalg one)
 from oneflow_compat._global.shape_extra import (  # noqa: F401,E402
     as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, broadcast_to, column_stack,
@@ -111,6 +111,7 @@ from oneflow_compat._global.creation_like import randint_like, randn_like  # noq
 from oneflow_compat._global.index_extra import (  # noqa: F401,E402
     batch_gather, bincount, index_add, repeat_interleave, roc_auc_score, searchsorted)
 from oneflow_compat._global.nd_functions import diag, in_top_k  # noqa: F401,E402
+from oneflow_compat._global.index_extra import c_nms as nms  # noqa: F401,E402
 from oneflow_compat._global.products_extra import (  # noqa: F401,E402
     inv, linalg_cross, matrix_norm, norm, vector_norm)
 from oneflow_compat._global.products_extra import c_tensordot as tensordot  # noqa: F401,E402

@@ -369,6 +369,20 @@ def test_nms_matches_a_written_out_suppression():
     g = flow.nms(flow.tensor(boxes).to_global(placement=P0, sbp=B), flow.tensor(scores).to_global(placement=P0,
                                                                                                   sbp=B), 0.3)
     assert g.is_global and g.numpy().tolist() == _nms_numpy(boxes, scores, 0.3)
+    order = np.argsort(-scores, kind="stable")
+    kept = set(_nms_numpy(boxes, scores, 0.3))
+    mask = [1 if i in kept else 0 for i in order]
+    sb = flow.tensor(boxes[order])
+    c = flow._C.nms(sb, 0.3)  # OneFlow's functional form: the int8 mask of score-sorted boxes
+    assert c.dtype == flow.int8 and c.numpy().tolist() == mask
+    first2 = [m if sum(mask[:j + 1]) <= 2 else 0 for j, m in enumerate(mask)]
+    assert flow._C.nms(sb, 0.3, 2).numpy().tolist() == first2  # keep_n: the first 2 kept boxes
+
+    class G(flow.nn.Graph):
+        def build(self, x):
+            return flow._C.nms(x, 0.3)
+
+    assert G()(sb).numpy().tolist() == mask  # the mask's shape is fixed: the op runs inside nn.Graph
     with pytest.raises(RuntimeError, match=r"nms\(\): boxes must be a Tensor\[N, 4\], got shape \(30, 3\)"):
         flow.nms(flow.tensor(boxes[:, :3]), flow.tensor(scores), 0.5)
 

@@ -149,30 +149,24 @@ def bincount(input, weights=None, minlength=None):  # noqa: A002
 def nms(boxes, scores, iou_threshold):
     """Indices (int64) of the boxes kept by non-maximum suppression, in decreasing order of score: a box is
     dropped when its IoU with a kept higher-scoring box is greater than iou_threshold. Boxes are (x1, y1, x2, y2).
-    The kept count depends on the values: computed on the host (eager only)."""
+    As OneFlow's nms_op: the boxes sorted by score, the nms op's mask, the marked indices (read on the host: their
+    count depends on the values; eager only)."""
     if boxes.ndim != 2 or boxes.shape[-1] != 4:
         raise RuntimeError("nms(): boxes must be a Tensor[N, 4], got shape %s" % (tuple(boxes.shape),))
     if scores.ndim != 1 or scores.shape[0] != boxes.shape[0]:
         raise RuntimeError("nms(): scores must be a Tensor[N] with N = %d boxes, got shape %s"
                            % (boxes.shape[0], tuple(scores.shape)))
     TF._eager_only(boxes, "nms")
-    b = np.asarray(boxes.numpy(), dtype=np.float64)
-    s = np.asarray(scores.numpy(), dtype=np.float64)
-    order = np.argsort(-s, kind="stable")
-    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    suppressed = np.zeros(len(order), dtype=bool)
-    keep = []
-    for pos, i in enumerate(order):
-        if suppressed[pos]:
-            continue
-        keep.append(i)
-        rest = order[pos + 1:]
-        w = np.clip(np.minimum(b[i, 2], b[rest, 2]) - np.maximum(b[i, 0], b[rest, 0]), 0, None)
-        h = np.clip(np.minimum(b[i, 3], b[rest, 3]) - np.maximum(b[i, 1], b[rest, 1]), 0, None)
-        inter = w * h
-        iou = inter / (area[i] + area[rest] - inter)
-        suppressed[pos + 1:] |= iou > iou_threshold
-    return creation.new_tensor_like(np.asarray(keep, dtype=np.int64), boxes, dtype=dtypes.int64)
+    order = np.argsort(-np.asarray(scores.numpy(), dtype=np.float64), kind="stable")
+    sorted_boxes = apply_op("gather", [boxes.detach(), shape_extra.host_constant(order, boxes, dtypes.int64)],
+                            {"axis": 0})
+    keep = np.asarray(c_nms(sorted_boxes, iou_threshold).numpy()).astype(bool)
+    return shape_extra.host_constant(order[keep], boxes, dtypes.int64)
+
+
+def c_nms(x, iou_threshold, keep_n=-1):
+    """`flow._C.nms(x, iou_threshold, keep_n=-1)`: the int8 mask of the kept boxes of x (sorted by score)."""
+    return apply_op("nms", [x], {"iou_threshold": float(iou_threshold), "keep_n": int(keep_n)})
 
 
 def roc_auc_score(label, pred):

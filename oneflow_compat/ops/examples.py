@@ -1528,3 +1528,19 @@ EXAMPLES.update({  # api-shape team: searchsorted (ops/linalg_ops.py), no gradie
                 note="rows of an N-D sequence", grad=False, splits=[0, 0], layouts=[[1, 1]]),
     ],
 })
+
+
+def _boxes(n, dtype=np.float32):
+    """(x1, y1, x2, y2) boxes with x1 < x2, y1 < y2 on a small field (many overlaps)."""
+    def make(r):
+        xy = r.uniform(0, 10, (n, 2))
+        return np.concatenate([xy, xy + r.uniform(1, 5, (n, 2))], 1).astype(dtype)
+    return make
+
+
+EXAMPLES.update({  # api-shape team: nms (ops/linalg_ops.py), an int8 mask, no gradient
+    "nms": [Example(inputs(_boxes(30)), {"iou_threshold": 0.3, "keep_n": -1}, note="no limit", grad=False,
+                    splits=[None]),
+            Example(inputs(_boxes(25, np.float64)), {"iou_threshold": 0.5, "keep_n": 4}, note="keep_n 4",
+                    grad=False, splits=[None])],
+})
