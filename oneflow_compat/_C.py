@@ -100,6 +100,36 @@ def unfold_tensor(x, dimension, size, step):
     return nn_fold.unfold_tensor(x, dimension, size, step)
 
 
+# api-math: OneFlow 0.9's functional forms of the elementwise / reduction / attribute names of oneflow.rst and
+# tensor.rst (functional_api.yaml @ v0.9.0: names and keywords as there)
+from oneflow_compat._global.elementwise_extra import (  # noqa: F401,E402
+    addcdiv, addcmul, clamp_max, clamp_min, isclose, log10, logical_xor, trunc)
+from oneflow_compat._global.math_methods import (  # noqa: F401,E402
+    addcdiv_, addcmul_, bernoulli_, clamp_max_, clamp_min_, floor_, sin_)
+from oneflow_compat._global.reductions_extra import hann_window, median  # noqa: F401,E402
+from oneflow_compat._global.reductions_extra import nansum as reduce_nansum  # noqa: F401,E402
+from oneflow_compat._global.nn_activations import mish, softplus  # noqa: F401,E402
+from oneflow_compat._global.nn_activations import gelu as gelu_with_approximate  # noqa: F401,E402
+from oneflow_compat._global.elementwise_extra import equal  # noqa: F401,E402
+from oneflow_compat._global.tensor_attributes_extra import pin_memory  # noqa: F401,E402
+from oneflow_compat._global.tensor_functions import acos, acosh, asin, asinh, atan, atanh  # noqa: F401,E402
+from oneflow_compat._global.functional import negative  # noqa: F401,E402
+# api-data: quantization (functional_api.yaml v0.9.0: fake_quantization, quantization, min_max_observer,
+# moving_average_min_max_observer)
+from oneflow_compat._global.nn_quantization import (  # noqa: F401,E402
+    fake_quantization, min_max_observer, moving_average_min_max_observer, quantization)
+# api-data: data pipeline (functional_api.yaml v0.9.0: decode_onerec, image_flip, tensor_buffer_to_tensor,
+# tensor_to_tensor_buffer)
+from oneflow_compat._global.nn_data import (  # noqa: F401,E402
+    decode_onerec, tensor_buffer_to_tensor, tensor_to_tensor_buffer)
+
+
+def image_flip(images, flip_code):
+    from oneflow_compat._global.nn_data import ImageFlip
+
+    return ImageFlip()(images, flip_code)
+
+
 # --- api-shape team (OneFlow 0.9's API reference): the functional names functional_api.yaml (v0.9.0) binds to Python
 # for the shape / indexing / product / linalg functions (`nms` here is OneFlow's _C.nms: the mask of sorted boxes;
 # `norm` here is OneFlow's _C.norm, the linalg one)
@@ -115,12 +145,12 @@ from oneflow_compat._global.index_extra import c_nms as nms  # noqa: F401,E402
 from oneflow_compat._global.products_extra import (  # noqa: F401,E402
     inv, linalg_cross, matrix_norm, norm, vector_norm)
 from oneflow_compat._global.products_extra import c_tensordot as tensordot  # noqa: F401,E402
+from oneflow_compat._global.products_extra import mv as matrix_vector_product  # noqa: F401,E402
 
 
 def index_add_(input, dim, index, source, alpha=1):  # noqa: A002
     """The in-place form: `input` takes the sum (Tensor.index_add_)."""
     return input.index_add_(dim, index, source, alpha=alpha)
-from oneflow_compat._global.products_extra import mv as matrix_vector_product  # noqa: F401,E402
 
 
 def broadcast_shapes(shapes):

@@ -6,6 +6,7 @@ import numpy as np
 
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import dispatch, generators, lazy
+from oneflow_compat._global.inplace import rebind as _rebind
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -38,7 +39,7 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None, addend=N
     if addend is not None:
         out = dispatch.apply_op("add_n", [out, addend])
     if inplace and out is not input:
-        return input._rebind_inplace(out)  # (tensor_methods' _rebind: importing it here closed an import cycle)
+        return _rebind(input, out)
     return out
 
 

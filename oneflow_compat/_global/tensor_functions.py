@@ -591,8 +591,10 @@ def logical_or(input, other):  # noqa: A002
 
 
 def get_default_dtype():
-    """float32: OneFlow 0.9 creates floating tensors as float32 unless told."""
-    return dtypes.float32
+    """The default floating dtype (float32 unless `flow.set_default_dtype` changed it)."""
+    from oneflow_compat._global import default_dtype
+
+    return default_dtype.get_default_dtype()
 
 
 def _typed_tensor(dtype):

@@ -39,3 +39,10 @@ from oneflow_compat._global.nn_activations_extra import (  # noqa: F401,E402
     CELU, GLU, Hardshrink, QuickGELU, SELU, Softshrink, Softsign, Threshold)
 from oneflow_compat._global.nn_fold import Fold, Unfold  # noqa: F401,E402
 from oneflow_compat._global.nn_sync_batchnorm import SyncBatchNorm  # noqa: F401,E402
+# api-data: OneFlow 0.9's quantization-aware training modules (_global/nn_quantization.py) and data-pipeline
+# modules (_global/nn_data.py)
+from oneflow_compat._global.nn_quantization import (  # noqa: F401,E402
+    FakeQuantization, MinMaxObserver, MovingAverageMinMaxObserver, QatConv1d, QatConv2d, QatConv3d, Quantization)
+from oneflow_compat._global.nn_data import (  # noqa: F401,E402
+    COCOReader, CoinFlip, CropMirrorNormalize, OFRecordBytesDecoder, OFRecordImageDecoder,
+    OFRecordImageDecoderRandomCrop, OFRecordRawDecoder, OFRecordReader, OneRecReader)

@@ -1494,6 +1494,18 @@ WITHOUT_EXAMPLES.update({
 })
 
 
+# --- api-data: OneFlow 0.9's quantization kernels (quantization_formula) and its `quantization` op ---------------------
+_Q9 = {"quantization_bit": 8, "quantization_scheme": "symmetric", "quantization_formula": "google"}
+EXAMPLES.update({
+    "quantization": [
+        Example(_quantization_inputs((5, 7), False, "symmetric"), _Q9, grad=False, layouts=[[1, None, None]],
+                note="integer levels: no gradient"),
+        Example(_quantization_inputs((4, 3, 2), True, "affine"),
+                {"quantization_bit": 4, "quantization_scheme": "affine", "quantization_formula": "google"},
+                grad=False, note="affine per channel")],
+})
+
+
 # --- api-shape team (OneFlow 0.9's API reference, linalg.rst): the matrix inverse (ops/linalg_ops.py) -------------
 def _invertible(*shape):
     """Well-conditioned square matrices: normal entries plus n on the diagonal."""
