@@ -15,7 +15,11 @@ def device_count():
 
 
 def current_device():
-    return 0
+    """The local rank, as OneFlow 0.9 (`cuda_util.cpp: GetCudaDeviceIndex`): each process drives the device of
+    its local rank."""
+    from oneflow_compat import env
+
+    return env.get_local_rank()
 
 
 def synchronize(device=None):
@@ -33,3 +37,9 @@ def manual_seed_all(seed):
 
 def manual_seed(seed):
     manual_seed_all(seed)
+
+
+# --- api-autograd: the rest of OneFlow 0.9's cuda.rst (device queries and selection, memory, typed tensors) ---------
+from oneflow_compat.cuda_devices import (  # noqa: E402,F401
+    BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, empty_cache,
+    get_device_capability, get_device_name, get_device_properties, set_device)
