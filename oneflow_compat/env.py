@@ -112,3 +112,7 @@ def grpc_use_no_signal(val=True):
 from oneflow_compat._api.refusals import GRPC as _GRPC, refused as _refused  # noqa: E402
 
 init_bootstrap_confs = _refused("env.init_bootstrap_confs", _GRPC)
+
+
+# --- api-autograd: OneFlow 0.9's distributed.rst / tensor_attributes.rst names of flow.env ---------------------------
+from oneflow_compat.env_rdma import all_device_placement, destory_rdma, init_rdma, rdma_is_initialized  # noqa: E402,F401

@@ -1,0 +1,46 @@
+"""`flow.env.init_rdma`, `rdma_is_initialized`, `destory_rdma` (OneFlow 0.9 `python/oneflow/env.py`) and
+`flow.env.all_device_placement` (`python/oneflow/framework/env_util.py`).
+
+This implementation has no RDMA data plane (its ranks talk over MPI, and NCCL between GPUs: issue 20 keeps
+OneFlow's RDMA out of scope), so it behaves as OneFlow 0.9 built without RDMA
+(`oneflow/core/job/env_global_objects_scope.cpp: InitRDMA`, v0.9.0): `init_rdma()` initialises nothing and is no
+error — a job of one process skips it silently (OneFlow logs "Skip init RDMA because only one process in this
+group!" at INFO), a job of several warns "Skip init RDMA because RDMA is not compiled!" — and `rdma_is_initialized()`
+is always False.
+"""
+from oneflow_compat.backend import notices
+from oneflow_compat.comm import world as _world
+
+__all__ = ["init_rdma", "rdma_is_initialized", "destory_rdma", "all_device_placement"]
+
+ONE_PROCESS = "Skip init RDMA because only one process in this group!"
+NOT_COMPILED = "Skip init RDMA because RDMA is not compiled!"
+_SAID = []
+
+
+def init_rdma():
+    """Init RDMA in the current environment where it is supported (here it never is: see the module docstring)."""
+    if _world.job_size() > 1:
+        if not _SAID:
+            _SAID.append(True)
+            notices.warn(NOT_COMPILED + " (oneflow_compat's ranks talk over MPI/NCCL; no RDMA data plane)")
+    else:
+        notices.detail(ONE_PROCESS)
+
+
+def rdma_is_initialized():
+    """Whether RDMA is initialized: always False here (no RDMA data plane)."""
+    return False
+
+
+def destory_rdma():
+    """Destroys RDMA where it was initialized (OneFlow 0.9's spelling): nothing to destroy here."""
+    return None
+
+
+def all_device_placement(device_type):
+    """A placement of every rank of the job on `device_type` ("cuda" or "cpu"); `flow.placement.all(device_type)`,
+    which OneFlow 0.9 recommends instead."""
+    from oneflow_compat._global.placement import placement
+
+    return placement.all(device_type)
