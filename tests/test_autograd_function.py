@@ -1,0 +1,393 @@
+"""oneflow.autograd.Function and oneflow.autograd.grad (OneFlow 0.9 autograd.rst): custom forward/backward pairs on
+local and global tensors (one rank and two simulated ranks), their ctx, OneFlow's refusals, nn.Graph, and
+autograd.grad against numpy and torch."""
+import re
+import threading
+
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+from oneflow_compat import autograd
+
+
+class MyExp(autograd.Function):  # the docstring's example
+    @staticmethod
+    def forward(ctx, i):
+        result = i.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (result,) = ctx.saved_tensors
+        return grad_output * result
+
+
+class MulAdd(autograd.Function):
+    """Two inputs, two outputs; the second output is differentiable too."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y, x + y
+
+    @staticmethod
+    def backward(ctx, g_mul, g_add):
+        x, y = ctx.saved_tensors
+        return g_mul * y + g_add, g_mul * x + g_add
+
+
+class Scaled(autograd.Function):
+    """A deliberately "wrong" backward (3 instead of 2): shows the custom backward is what runs."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.scale = 2.0  # dynamic attributes on ctx
+        return x * ctx.scale
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * (ctx.scale + 1.0)
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.fixture(params=["local", "global"])
+def lay(request):
+    if request.param == "local":
+        return lambda a, **kw: flow.tensor(a, **kw)
+    p = flow.placement("cpu", [0])
+    return lambda a, **kw: flow.tensor(a, placement=p, sbp=flow.sbp.broadcast, **kw)
+
+
+def test_the_docstring_example_and_its_gradient(lay):
+    a = _rand(3, 4)
+    x = lay(a, requires_grad=True)
+    y = MyExp.apply(x)
+    assert y.requires_grad and not y.is_leaf
+    assert y.grad_fn.name() == "MyExp_backward"
+    np.testing.assert_allclose(y.numpy(), np.exp(a), rtol=1e-6)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(a) * np.exp(a), rtol=1e-5)
+    # __call__ on an instance is apply
+    z = MyExp()(lay(a, requires_grad=True))
+    np.testing.assert_allclose(z.numpy(), np.exp(a), rtol=1e-6)
+
+
+def test_several_inputs_and_outputs_against_torch(lay):
+    torch = pytest.importorskip("torch")
+    a, b = _rand(2, 3, seed=1), _rand(2, 3, seed=2)
+    x, y = lay(a, requires_grad=True), lay(b, requires_grad=True)
+    m, s = MulAdd.apply(x, y)
+    (m * 3 + s * s).sum().backward()
+
+    class TorchMulAdd(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * y, x + y
+
+        @staticmethod
+        def backward(ctx, g_mul, g_add):
+            x, y = ctx.saved_tensors
+            return g_mul * y + g_add, g_mul * x + g_add
+
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    tm, ts = TorchMulAdd.apply(tx, ty)
+    (tm * 3 + ts * ts).sum().backward()
+    np.testing.assert_allclose(m.numpy(), tm.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-5)
+
+
+def test_an_output_no_gradient_reached_gets_zeros():
+    """OneFlow 0.9 FunctionNode::Apply: the backward sees zeros for an output that requires grad but was unused."""
+    seen = {}
+
+    class Spy(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g0, g1):
+            seen["g1"] = g1.numpy()
+            return g0 * 2 + g1 * 3
+
+    x = flow.tensor(_rand(4), requires_grad=True)
+    first, _ = Spy.apply(x)
+    first.sum().backward()
+    np.testing.assert_array_equal(seen["g1"], np.zeros(4, np.float32))
+    np.testing.assert_allclose(x.grad.numpy(), np.full(4, 2.0, np.float32))
+
+
+def test_mark_non_differentiable_as_oneflows_test():
+    class MyModule(autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            mul_res, add_res = x * y, x + y
+            ctx.save_for_backward(x, y)
+            ctx.mark_non_differentiable(add_res)
+            return mul_res, add_res
+
+        @staticmethod
+        def backward(ctx, mul_grad, add_grad=None):
+            assert add_grad is None
+            x, y = ctx.saved_tensors
+            return y * mul_grad, x * mul_grad
+
+    a, b = _rand(4, 5, seed=3), _rand(4, 5, seed=4)
+    x, y = flow.tensor(a, requires_grad=True), flow.tensor(b, requires_grad=True)
+    c, d = MyModule.apply(x, y)
+    assert not d.requires_grad and d.grad_fn is None
+    c.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), b, rtol=1e-6)
+    np.testing.assert_allclose(y.grad.numpy(), a, rtol=1e-6)
+
+
+def test_none_gradients_for_inputs_that_need_none_and_none_inputs():
+    class Partial(autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y, z, nothing):
+            assert nothing is None
+            return x + y + z
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g, None, None
+
+    x, z = flow.randn(4, 5), flow.randn(4, 5)
+    y = flow.randn(4, 5).requires_grad_()
+    res = Partial.apply(x, y, z, None)
+    np.testing.assert_allclose(res.numpy(), x.numpy() + y.numpy() + z.numpy(), rtol=1e-6)
+    res.sum().backward()
+    assert x.grad is None and z.grad is None
+    np.testing.assert_array_equal(y.grad.numpy(), np.ones((4, 5), np.float32))
+
+
+def test_ctx_attributes_and_no_recording_without_grad():
+    x = flow.tensor(_rand(3), requires_grad=True)
+    y = Scaled.apply(x)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 3.0, np.float32))  # the custom backward ran
+    with flow.no_grad():
+        assert not Scaled.apply(x).requires_grad
+    assert not Scaled.apply(flow.tensor(_rand(3))).requires_grad  # no input requires grad
+
+
+def test_oneflows_refusals_and_messages():
+    class Short(autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y, z):
+            return x + y + z
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g
+
+    x, y, z = flow.randn(4, 5), flow.randn(4, 5).requires_grad_(), flow.randn(4, 5)
+    res = Short.apply(x, y, z)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "function Short returned an incorrect number of gradients (expected 3, got 2)")):
+        res.sum().backward()
+
+    class NoneGrad(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return (None,)
+
+    with pytest.raises(RuntimeError, match=re.escape(
+            "autograd.Function named NoneGrad's inputs[0] requires grad but got None grad. Please use "
+            "Tensor.detach() for this input.")):
+        NoneGrad.apply(flow.randn(3).requires_grad_()).sum().backward()
+    # every argument of apply is a Tensor or None (OneFlow 0.9 UnpackTensorTuple)
+    with pytest.raises(RuntimeError, match=re.escape("expected Tensor or None as element 1, but got <class 'int'>")):
+        MyExp.apply(flow.randn(3), 2)
+
+    class ReturnsList(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return [x * 1]
+
+    with pytest.raises(RuntimeError, match="autograd.Function's output only support tensor or list of tensors"):
+        ReturnsList.apply(flow.randn(3))
+    with pytest.raises(NotImplementedError, match="You must implement the forward function"):
+        autograd.Function.apply(flow.randn(3))
+
+    class SavesAnInt(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, 3)
+            return x
+
+    with pytest.raises(TypeError, match=re.escape("save_for_backward() only support Tensor or Tensors")):
+        SavesAnInt.apply(flow.randn(3))
+
+
+def test_the_ctx_is_released_after_the_backward_and_a_second_pass_says_so():
+    holder = {}
+
+    class Keep(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            z = x.clone()
+            ctx.save_for_backward(z)
+            holder["ctx"] = ctx
+            return z
+
+        @staticmethod
+        def backward(ctx, g):
+            (z,) = ctx.saved_tensors
+            return z
+
+    x = flow.randn(5, 5).requires_grad_()
+    res = Keep.apply(x)
+    assert holder["ctx"]._is_data_valid()
+    s = res.sum()
+    s.backward(retain_graph=True)
+    assert holder["ctx"]._is_data_valid()  # retained
+    s2 = Keep.apply(x).sum()
+    s2.backward()
+    assert not holder["ctx"]._is_data_valid()
+    with pytest.raises(RuntimeError, match="Data is deallocated"):
+        holder["ctx"].saved_tensors
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy(), rtol=1e-6)
+    assert isinstance(holder["ctx"], autograd.Function.FunctionCtx)
+
+
+def test_inside_an_eval_graph_the_forward_is_traced_and_a_training_graph_refuses():
+    a = _rand(2, 3)
+    lin = flow.nn.Linear(3, 3)
+
+    class Eval(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.lin = lin
+
+        def build(self, x):
+            return MyExp.apply(self.lin(x))
+
+    want = np.exp(a @ lin.weight.numpy().T + lin.bias.numpy())
+    np.testing.assert_allclose(Eval()(flow.tensor(a)).numpy(), want, rtol=1e-5)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.lin = lin
+            self.add_optimizer(flow.optim.SGD(lin.parameters(), lr=0.1))
+
+        def build(self, x):
+            loss = MyExp.apply(self.lin(x)).sum()
+            loss.backward()
+            return loss
+
+    with pytest.raises(NotImplementedError, match=r"autograd.Function MyExp inside the training nn.Graph 'Train_\d+'"):
+        Train()(flow.tensor(a))
+
+
+# --- autograd.grad ------------------------------------------------------------------------------------------------
+def test_grad_returns_gradients_without_accumulating(lay):
+    a = _rand(3, seed=5)
+    x = lay(a, requires_grad=True)
+    z = x * 3
+    w = (z * z).sum()
+    gz, gx = autograd.grad(w, [z, x])
+    np.testing.assert_allclose(gz.numpy(), 2 * 3 * a, rtol=1e-5)
+    np.testing.assert_allclose(gx.numpy(), 18 * a, rtol=1e-5)
+    assert x.grad is None  # nothing accumulated
+    assert gx.is_global == x.is_global
+
+
+def test_grad_with_grad_outputs_and_retain_graph_against_torch():
+    torch = pytest.importorskip("torch")
+    a, v = _rand(2, 3, seed=6), _rand(2, 3, seed=7)
+    x = flow.tensor(a, requires_grad=True)
+    y = flow.sin(x) * x
+    (g1,) = autograd.grad(y, x, flow.tensor(v), retain_graph=True)
+    (g2,) = autograd.grad([y], [x], [flow.tensor(v)])
+    tx = torch.tensor(a, requires_grad=True)
+    (tg,) = torch.autograd.grad(torch.sin(tx) * tx, tx, torch.tensor(v))
+    np.testing.assert_allclose(g1.numpy(), tg.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(g2.numpy(), tg.numpy(), rtol=1e-5)
+    with pytest.raises(RuntimeError, match="has been released"):
+        autograd.grad(y, x, flow.tensor(v))
+
+
+def test_grad_through_a_custom_function():
+    a = _rand(4, seed=8)
+    x = flow.tensor(a, requires_grad=True)
+    (g,) = autograd.grad(MyExp.apply(x).sum(), x)
+    np.testing.assert_allclose(g.numpy(), np.exp(a), rtol=1e-6)
+
+
+def test_grad_refusals():
+    x = flow.tensor(_rand(3), requires_grad=True)
+    y = (x * 2).sum()
+    with pytest.raises(NotImplementedError, match=r"create_graph=True\): higher-order gradients are not supported"):
+        autograd.grad(y, x, create_graph=True)
+    with pytest.raises(NotImplementedError, match=r"autograd.backward\(create_graph=True\)"):
+        autograd.backward(y, create_graph=True)
+    with pytest.raises(RuntimeError, match=re.escape("All input tensors `.requires_grad` should be true")):
+        autograd.grad(y, flow.tensor(_rand(3)))
+    with pytest.raises(RuntimeError, match="Grad can be implicitly created only for scalar outputs"):
+        autograd.grad(x * 2, x)
+    with pytest.raises(RuntimeError, match=re.escape("out_grad's shape must be same as output's ((3) vs (2))")):
+        autograd.grad(x * 2, x, flow.ones(2))
+    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
+        autograd.grad(flow.ones(1), x)
+
+
+# --- two simulated ranks ------------------------------------------------------------------------------------------
+def _on_two_ranks(body):
+    from oneflow_compat.comm import world
+    from oneflow_compat.comm.simulated import SimulatedWorld
+    from oneflow_compat.runtime import context
+
+    def rank_main(comm):
+        threading.current_thread().name = "MainThread"
+        with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
+            try:
+                return body()
+            finally:
+                ctx.reset()
+
+    return SimulatedWorld(2, timeout=60).run(rank_main)
+
+
+def test_a_custom_function_on_two_ranks_split_data_broadcast_weight():
+    a, w = _rand(4, 3, seed=9), _rand(4, 3, seed=10)
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        x = flow.tensor(a, placement=p, sbp=flow.sbp.split(0), requires_grad=True)
+        wt = flow.tensor(w, placement=p, sbp=flow.sbp.broadcast, requires_grad=True)
+        m, s = MulAdd.apply(x, wt)
+        assert m.sbp == (flow.sbp.split(0),)
+        (m.sum() + (s * s).sum()).backward()
+        (gx,) = autograd.grad((MyExp.apply(x) * 2).sum(), x)
+        return (m.numpy(), x.grad.numpy(), wt.grad.numpy(), wt.grad.sbp, gx.numpy(), gx.sbp)
+
+    results = _on_two_ranks(body)
+    s_ = a + w
+    for m, gx_acc, gw, gw_sbp, gx, gx_sbp in results:
+        np.testing.assert_allclose(m, a * w, rtol=1e-6)
+        np.testing.assert_allclose(gx_acc, w + 2 * s_, rtol=1e-5)
+        np.testing.assert_allclose(gw, a + 2 * s_, rtol=1e-5)
+        assert gw_sbp == (flow.sbp.broadcast,)
+        np.testing.assert_allclose(gx, 2 * np.exp(a), rtol=1e-5)
+        assert gx_sbp == (flow.sbp.split(0),)
+
+
+def test_the_names_are_oneflows():
+    assert flow.autograd.Function is autograd.Function
+    assert flow.autograd.grad is autograd.grad
+    assert autograd.Function.FunctionCtx.save_for_backward
+    assert autograd.Function.FunctionCtx.mark_non_differentiable
+    assert isinstance(autograd.Function.FunctionCtx.saved_tensors, property)
