@@ -262,7 +262,7 @@ def test_the_ctx_is_released_after_the_backward_and_a_second_pass_says_so():
     assert isinstance(holder["ctx"], autograd.Function.FunctionCtx)
 
 
-def test_inside_an_eval_graph_the_forward_is_traced_and_a_training_graph_refuses():
+def test_inside_an_eval_graph_the_forward_is_traced():
     a = _rand(2, 3)
     lin = flow.nn.Linear(3, 3)
 
@@ -277,19 +277,102 @@ def test_inside_an_eval_graph_the_forward_is_traced_and_a_training_graph_refuses
     want = np.exp(a @ lin.weight.numpy().T + lin.bias.numpy())
     np.testing.assert_allclose(Eval()(flow.tensor(a)).numpy(), want, rtol=1e-5)
 
+
+def test_oneflows_graph_test_the_custom_backward_trains_the_weight():
+    """OneFlow 0.9's test_graph_test_multi_input: the custom backward (not the forward's derivative) gives the
+    weight its gradient inside nn.Graph (2 where d(2x + w)/dw is 1)."""
+
+    class MyMul(autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * y
+
+        @staticmethod
+        def backward(ctx, z_grad):
+            x, y = ctx.saved_tensors
+            return 2 * y * z_grad, 3 * x * z_grad
+
+    class MyAdd(autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return 2 * x + y
+
+        @staticmethod
+        def backward(ctx, z_grad):
+            return z_grad, 2 * z_grad
+
+    model = flow.nn.Linear(5, 4, bias=False)
+    a0, a1, a2 = _rand(4, 5, seed=11), _rand(4, 5, seed=12), _rand(4, 5, seed=13)
+    with flow.no_grad():
+        model.weight.copy_(flow.tensor(a2))
+
+    class MyGraph(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(flow.optim.SGD(self.model.parameters(), lr=1.0))
+
+        def build(self, x, y):
+            z = MyAdd().apply(MyMul().apply(x, y), self.model.weight)
+            z.sum().backward()
+            return z
+
+    c = MyGraph()(flow.tensor(a0), flow.tensor(a1))
+    np.testing.assert_allclose(c.numpy(), 2 * a0 * a1 + a2, rtol=1e-5)
+    np.testing.assert_allclose(model.weight.numpy(), a2 - 2.0, rtol=1e-5)
+
+
+def test_a_training_graph_with_custom_functions_steps_as_eager():
+    """Gradients through a custom backward reach the layers before it; an output no gradient reached gets zeros."""
+    a = _rand(6, 3, seed=14)
+    state = {k: v.numpy() for k, v in flow.nn.Linear(3, 4).state_dict().items()}
+
+    def fresh():
+        lin = flow.nn.Linear(3, 4)
+        lin.load_state_dict({k: flow.tensor(v) for k, v in state.items()})
+        return lin, flow.optim.SGD(lin.parameters(), lr=0.1)
+
+    def step(lin, x):
+        h = Scaled.apply(lin(x))  # backward: 3 x the gradient
+        m, _ = MulAdd.apply(h, h)  # its second output unused: zeros reach the backward
+        return (m * 0.5).sum()
+
+    eager_lin, eager_opt = fresh()
+    for _ in range(2):
+        loss = step(eager_lin, flow.tensor(a))
+        loss.backward()
+        eager_opt.step()
+        eager_opt.zero_grad()
+
+    graph_lin, graph_opt = fresh()
+
     class Train(flow.nn.Graph):
         def __init__(self):
             super().__init__()
-            self.lin = lin
-            self.add_optimizer(flow.optim.SGD(lin.parameters(), lr=0.1))
+            self.lin = graph_lin
+            self.add_optimizer(graph_opt)
 
         def build(self, x):
-            loss = MyExp.apply(self.lin(x)).sum()
+            loss = step(self.lin, x)
             loss.backward()
             return loss
 
-    with pytest.raises(NotImplementedError, match=r"autograd.Function MyExp inside the training nn.Graph 'Train_\d+'"):
-        Train()(flow.tensor(a))
+    g = Train()
+    for _ in range(2):
+        g(flow.tensor(a))
+    np.testing.assert_allclose(graph_lin.weight.numpy(), eager_lin.weight.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(graph_lin.bias.numpy(), eager_lin.bias.numpy(), rtol=1e-5, atol=1e-6)
+    # and the eager numbers are the formula's: s = 2h, m = s * s through MulAdd's backward (each input gets
+    # 0.5 s), so d loss/ds = s = 2h, times 3 through Scaled's backward
+    lin0, _ = fresh()
+    h = a @ lin0.weight.numpy().T + lin0.bias.numpy()
+    grad_w = (3 * 2 * h).T @ a
+    want1 = lin0.weight.numpy() - 0.1 * grad_w
+    lin1, opt1 = fresh()
+    step(lin1, flow.tensor(a)).backward()
+    opt1.step()
+    np.testing.assert_allclose(lin1.weight.numpy(), want1, rtol=1e-4, atol=1e-5)
 
 
 # --- autograd.grad ------------------------------------------------------------------------------------------------
@@ -391,3 +474,39 @@ def test_the_names_are_oneflows():
     assert autograd.Function.FunctionCtx.save_for_backward
     assert autograd.Function.FunctionCtx.mark_non_differentiable
     assert isinstance(autograd.Function.FunctionCtx.saved_tensors, property)
+
+
+def test_a_custom_function_in_a_training_graph_on_two_ranks_steps_as_one_rank():
+    a = _rand(4, 3, seed=15)
+    w0 = _rand(2, 3, seed=16)
+
+    def run(p, sbp):
+        lin = flow.nn.Linear(3, 2, bias=False)
+        with flow.no_grad():
+            lin.weight.copy_(flow.tensor(w0))
+        lin = lin.to_global(p, flow.sbp.broadcast)
+        opt = flow.optim.SGD(lin.parameters(), lr=0.1)
+
+        class Train(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.lin = lin
+                self.add_optimizer(opt)
+
+            def build(self, x):
+                loss = MyExp.apply(Scaled.apply(self.lin(x))).sum()
+                loss.backward()
+                return loss
+
+        Train()(flow.tensor(a, placement=p, sbp=sbp))
+        return lin.weight.numpy()
+
+    def body():
+        return run(flow.placement("cpu", [0, 1]), flow.sbp.split(0)), run(flow.placement("cpu", [0]),
+                                                                          flow.sbp.broadcast)
+
+    # the formula: h = x w^T, loss = sum(exp(2h)); custom backwards give 3 * exp(2h) per element of h
+    want = w0 - 0.1 * (3 * np.exp(2 * (a @ w0.T))).T @ a
+    for two, one in _on_two_ranks(body):
+        np.testing.assert_allclose(two, one, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(two, want, rtol=1e-4, atol=1e-5)

@@ -12,13 +12,14 @@ How it runs here: `apply` calls `forward(ctx, *inputs)` with gradient recording 
 `FunctionNode` named `<ClassName>_backward` whose backward wraps the output gradients (runtime Values) as Tensors on
 the outputs' placement and calls `backward(ctx, *grads)` (recording off, as OneFlow without create_graph). The
 engine (`runtime/autograd.py`) sums, boxes and accumulates what it returns like any op's gradients, so global
-tensors work as local ones. Inside `nn.Graph.build` OneFlow 0.9 traces the forward and the backward lazily: see
-`_apply_lazy`.
+tensors work as local ones. Inside `nn.Graph.build` OneFlow 0.9 traces the forward and the custom backward into
+the graph: so does `_apply_lazy`.
 """
-from oneflow_compat._global import lazy
+from oneflow_compat._global import creation, lazy
 from oneflow_compat._global.dispatch import backward as _run_backward
 from oneflow_compat._global.tensor import Tensor, wrap
 from oneflow_compat.runtime import autograd
+from oneflow_compat.runtime.graph_trace import LazyValue
 
 __all__ = ["Function", "FunctionCtx", "grad"]
 
@@ -238,20 +239,65 @@ def _zeros_like(value, placement, device):
 
 
 def _apply_lazy(cls, inputs):
-    """Inside `nn.Graph.build`: OneFlow 0.9 traces the forward into the job (`LazyInterpreter::ApplyImpl` of a
-    FunctionOpExpr) and, when `loss.backward()` is traced, the custom backward too. This implementation builds a
-    graph's backward from the job's ops (`passes/autodiff.py`), where a Python backward has no place: the forward
-    is traced (an evaluation graph runs it), and a training graph whose inputs of the function need a gradient is
-    refused, naming the function, rather than silently differentiating the forward's ops instead."""
-    trace = lazy.current()
-    if trace.job.is_train and any(x is not None and x.requires_grad_flag for x in inputs):
-        raise NotImplementedError(
-            "autograd.Function %s inside the training nn.Graph '%s': oneflow_compat derives a graph's backward "
-            "from its ops and cannot trace a custom backward; call %s.apply eagerly, or on inputs that need no "
-            "gradient (x.detach())" % (cls.__name__, trace.job.name, cls.__name__))
+    """Inside `nn.Graph.build` (OneFlow 0.9 traces the forward, `LazyInterpreter::ApplyImpl` of a FunctionOpExpr,
+    and, when the graph's backward is built, the custom backward): the forward's ops are traced into the job; in a
+    training graph where an input needs a gradient, its outputs then pass through one `tuple_identity` op that
+    also reads the inputs wanting a gradient, and that op's gradient rule, for this op alone
+    (`job.custom_grads`, read by `passes/autodiff.py`), traces `backward(ctx, *output grads)` into the job's
+    backward section: the inputs get what the custom backward returns, and nothing flows through the forward's
+    own ops (their outputs' only reader is that op, which hands them no gradient)."""
+    trace, scope = lazy.context_entry()
     ctx = FunctionCtx()
+    wants = [x is not None and x.requires_grad_flag for x in inputs]
     outs = _unpack(cls.forward(ctx, *inputs), "forward")
-    return _pack(outs)
+    if not (trace.job.is_train and any(wants) and autograd.is_grad_enabled()):
+        return _pack(outs)
+    name = cls.__name__
+    present = [k for k, o in enumerate(outs) if o is not None]
+    wanting = [i for i, w in enumerate(wants) if w]
+    out_values = [lazy._lazy_value(trace, scope, outs[k]) for k in present]
+    in_values = [lazy._lazy_value(trace, scope, inputs[i]) for i in wanting]
+    values = out_values + in_values
+    boundary = trace.apply("tuple_identity", {}, values, values[0].placement)
+    differentiable = {k: id(outs[k]) not in ctx._non_differentiable and outs[k].dtype.is_floating for k in present}
+    like = {k: outs[k] for k in present}
+
+    def rule(op, dys):
+        with lazy.tracing(trace, scope):
+            grads = [None] * len(outs)
+            for j, k in enumerate(present):
+                if not differentiable[k]:
+                    continue
+                dy = dys[j]
+                if dy is None:  # no gradient reached this output: zeros (OneFlow 0.9 FunctionNode::Apply)
+                    grads[k] = creation.zeros_like(like[k])
+                else:
+                    grads[k] = lazy._wrap(LazyValue(dy, trace), like[k], False)
+            with autograd.no_grad():
+                result = _unpack(cls.backward(ctx, *grads), "backward")
+            if len(result) != len(inputs):
+                raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, got %d)"
+                                   % (name, len(inputs), len(result)))
+            dxs = [None] * len(present)
+            for i in wanting:
+                g = result[i]
+                if g is None:
+                    raise RuntimeError("autograd.Function named %s's inputs[%d] requires grad but got None grad. "
+                                       "Please use Tensor.detach() for this input." % (name, i))
+                if tuple(g.shape) != tuple(inputs[i].shape):
+                    raise RuntimeError("function %s returned a gradient of shape %s for inputs[%d], whose shape "
+                                       "is %s" % (name, tuple(g.shape), i, tuple(inputs[i].shape)))
+                dxs.append(lazy._lazy_value(trace, scope, g).blob)
+            return dxs
+
+    job = trace.job
+    if not hasattr(job, "custom_grads"):
+        job.custom_grads = {}
+    job.custom_grads[boundary[0].blob.op.name] = rule
+    results = list(outs)
+    for j, k in enumerate(present):
+        results[k] = lazy._wrap(boundary[j], outs[k], differentiable[k])
+    return _pack(results)
 
 
 # --- oneflow.autograd.grad ------------------------------------------------------------------------------------------
