@@ -7,14 +7,15 @@ def backward(tensors, grad_tensors=None, retain_graph=False, create_graph=False)
     """Backpropagates from `tensors` (a tensor or a list), with `grad_tensors` for non-scalar ones."""
     from oneflow_compat._global.tensor import Tensor
 
-    if create_graph:
-        raise NotImplementedError(
-            "oneflow.autograd.backward(create_graph=True): higher-order gradients are not supported by "
-            "oneflow_compat (its backward pass computes gradients outside the recorded graph); use create_graph=False")
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     if grad_tensors is not None and isinstance(grad_tensors, Tensor):
         grad_tensors = [grad_tensors]
+    if create_graph:  # the leaves' gradients are recorded, to be differentiated again
+        from oneflow_compat._global.autograd_function import backward_recorded
+
+        backward_recorded(list(tensors), None if grad_tensors is None else list(grad_tensors))
+        return
     _backward(list(tensors), None if grad_tensors is None else list(grad_tensors), retain_graph)
 
 

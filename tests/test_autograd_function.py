@@ -413,10 +413,10 @@ def test_grad_through_a_custom_function():
 def test_grad_refusals():
     x = flow.tensor(_rand(3), requires_grad=True)
     y = (x * 2).sum()
-    with pytest.raises(NotImplementedError, match=r"create_graph=True\): higher-order gradients are not supported"):
-        autograd.grad(y, x, create_graph=True)
-    with pytest.raises(NotImplementedError, match=r"autograd.backward\(create_graph=True\)"):
-        autograd.backward(y, create_graph=True)
+    with pytest.raises(NotImplementedError, match=re.escape(
+            "create_graph=True: the gradient of op 'tanh' uses op 'tanh_grad', which has no gradient rule here, so "
+            "the gradient cannot be differentiated again")):
+        autograd.grad(flow.tanh(x).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match=re.escape("All input tensors `.requires_grad` should be true")):
         autograd.grad(y, flow.tensor(_rand(3)))
     with pytest.raises(RuntimeError, match="Grad can be implicitly created only for scalar outputs"):
@@ -425,6 +425,59 @@ def test_grad_refusals():
         autograd.grad(x * 2, x, flow.ones(2))
     with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
         autograd.grad(flow.ones(1), x)
+
+
+# --- higher-order gradients (create_graph=True) -------------------------------------------------------------------
+def test_second_derivatives_against_torch():
+    torch = pytest.importorskip("torch")
+    a, b = _rand(3, 2, seed=20), _rand(4, 3, seed=21)
+    w, inp = flow.tensor(a, requires_grad=True), flow.tensor(b)
+    (g,) = autograd.grad((flow.sin(flow.matmul(inp, w)) ** 2).sum(), w, create_graph=True)
+    assert g.requires_grad and not g.is_leaf
+    (g * g).sum().backward()  # a gradient penalty
+    tw = torch.tensor(a, requires_grad=True)
+    (tg,) = torch.autograd.grad((torch.sin(torch.tensor(b) @ tw) ** 2).sum(), tw, create_graph=True)
+    (tg * tg).sum().backward()
+    np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_third_derivative_and_backward_create_graph(lay):
+    a = np.array([0.5, -1.0, 2.0], np.float32)
+    x = lay(a, requires_grad=True)
+    (g1,) = autograd.grad((x ** 4).sum(), x, create_graph=True)
+    (g2,) = autograd.grad(g1.sum(), x, create_graph=True)
+    (g3,) = autograd.grad(g2.sum(), x)
+    np.testing.assert_allclose(g1.numpy(), 4 * a ** 3, rtol=1e-5)
+    np.testing.assert_allclose(g2.numpy(), 12 * a ** 2, rtol=1e-5)
+    np.testing.assert_allclose(g3.numpy(), 24 * a, rtol=1e-5)
+    y = lay(a, requires_grad=True)
+    (flow.exp(y) * y).sum().backward(create_graph=True)  # Tensor.backward
+    gy = y.grad
+    assert gy.requires_grad
+    np.testing.assert_allclose(gy.numpy(), np.exp(a) * (1 + a), rtol=1e-5)
+    y.grad = None
+    gy.sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), np.exp(a) * (2 + a), rtol=1e-5)
+
+
+def test_a_custom_backward_is_recorded_under_create_graph():
+    class Cube(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x * x
+
+    a = np.array([1.0, -2.0], np.float32)
+    x = flow.tensor(a, requires_grad=True)
+    (g,) = autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
+    (h,) = autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), 6 * a, rtol=1e-6)
 
 
 # --- two simulated ranks ------------------------------------------------------------------------------------------
@@ -455,11 +508,15 @@ def test_a_custom_function_on_two_ranks_split_data_broadcast_weight():
         assert m.sbp == (flow.sbp.split(0),)
         (m.sum() + (s * s).sum()).backward()
         (gx,) = autograd.grad((MyExp.apply(x) * 2).sum(), x)
-        return (m.numpy(), x.grad.numpy(), wt.grad.numpy(), wt.grad.sbp, gx.numpy(), gx.sbp)
+        (g1,) = autograd.grad((wt ** 3).sum(), wt, create_graph=True)  # B: its gradient made whole
+        (g2,) = autograd.grad(g1.sum(), wt)
+        return (m.numpy(), x.grad.numpy(), wt.grad.numpy(), wt.grad.sbp, gx.numpy(), gx.sbp, g2.numpy(), g2.sbp)
 
     results = _on_two_ranks(body)
     s_ = a + w
-    for m, gx_acc, gw, gw_sbp, gx, gx_sbp in results:
+    for m, gx_acc, gw, gw_sbp, gx, gx_sbp, g2, g2_sbp in results:
+        np.testing.assert_allclose(g2, 6 * w, rtol=1e-5)
+        assert g2_sbp == (flow.sbp.broadcast,)
         np.testing.assert_allclose(m, a * w, rtol=1e-6)
         np.testing.assert_allclose(gx_acc, w + 2 * s_, rtol=1e-5)
         np.testing.assert_allclose(gw, a + 2 * s_, rtol=1e-5)

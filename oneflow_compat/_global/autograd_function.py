@@ -15,7 +15,7 @@ engine (`runtime/autograd.py`) sums, boxes and accumulates what it returns like 
 tensors work as local ones. Inside `nn.Graph.build` OneFlow 0.9 traces the forward and the custom backward into
 the graph: so does `_apply_lazy`.
 """
-from oneflow_compat._global import creation, lazy
+from oneflow_compat._global import creation, higher_order, lazy
 from oneflow_compat._global.dispatch import backward as _run_backward
 from oneflow_compat._global.tensor import Tensor, wrap
 from oneflow_compat.runtime import autograd
@@ -163,18 +163,21 @@ def _apply_eager(cls, inputs):
                       for o in outs]
     name = cls.__name__
 
-    def run_backward(dys):
+    def input_grads(grads_out, record):
+        """The backward on output gradients (Tensors, None where none reached an output): input gradients as
+        Tensors (None where no input wants one). `record`: recorded (create_graph) or not, as OneFlow's
+        `AutoGradMode mode(create_graph)`."""
         ctx._check_valid()
         grads = []
-        for dy, layout, diff in zip(dys, layouts, differentiable):
+        for g, layout, diff in zip(grads_out, layouts, differentiable):
             if not diff:
                 grads.append(None)
-            elif dy is None:  # no gradient reached this output: zeros (OneFlow 0.9 FunctionNode::Apply)
+            elif g is None:  # no gradient reached this output: zeros (OneFlow 0.9 FunctionNode::Apply)
                 value, placement, device = layout
                 grads.append(_zeros_like(value, placement, device))
             else:
-                grads.append(wrap(dy, layout[1], layout[2]))
-        with autograd.no_grad():
+                grads.append(g)
+        with autograd.set_grad_enabled(record):
             result = _unpack(cls.backward(ctx, *grads), "backward")
         if len(result) != len(inputs):
             raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, got %d)"
@@ -194,11 +197,17 @@ def _apply_eager(cls, inputs):
                 raise RuntimeError("function %s returned a %s gradient for the %s tensor inputs[%d]"
                                    % (name, "global" if g.is_global else "local",
                                       "global" if x.is_global else "local", i))
-            dxs.append(g._value)
+            dxs.append(g)
         return dxs
+
+    def run_backward(dys):
+        grads_out = [None if dy is None or layout is None else wrap(dy, layout[1], layout[2])
+                     for dy, layout in zip(dys, layouts)]
+        return [None if g is None else g._value for g in input_grads(grads_out, False)]
 
     node = _FunctionNode(name + "_backward", [x._edge() if w else None for x, w in zip(inputs, wants)],
                          run_backward, len(outs), ctx)
+    node.backward_tensors = lambda dys: input_grads(dys, True)  # a recorded pass (_global/higher_order.py)
     for k, (o, diff) in enumerate(zip(outs, differentiable)):
         if o is None:
             continue
@@ -325,45 +334,34 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
         grad_outputs (Sequence[Tensor], optional): The "vector" in the Jacobian-vector product, one per output.
             None for scalar outputs. Defaults to None.
         retain_graph (bool, optional): If ``False``, the graph used to compute the grads is freed after the pass.
-        create_graph (bool, optional): If ``True``, graph of the derivative will be constructed (higher order
-            derivatives). Not supported by this implementation: it raises NotImplementedError.
+        create_graph (bool, optional): If ``True``, graph of the derivative will be constructed, allowing to
+            compute higher order derivative products (`_global/higher_order.py`; implies retain_graph).
 
     Returns:
         Tuple(Tensor): the gradients for each of ``inputs`` (None for an input no gradient reached).
     """
-    if create_graph:
-        raise NotImplementedError(
-            "oneflow.autograd.grad(create_graph=True): higher-order gradients are not supported by oneflow_compat "
-            "(its backward pass computes gradients outside the recorded graph); use create_graph=False")
     if lazy.tracer_active():
         raise RuntimeError("oneflow.autograd.grad is not supported inside nn.Graph.build(); call loss.backward()")
     outputs = _as_list(outputs, "outputs")
     inputs = _as_list(inputs, "inputs")
     grad_outputs = _as_list(grad_outputs, "grad_outputs")
+    if create_graph:  # OneFlow 0.9: create_graph implies retain_graph
+        retain_graph = True
     if not inputs:  # OneFlow 0.9 (`autograd.cpp: Grad`): no inputs is a backward into the leaves
-        _run_backward(outputs, grad_outputs or None, retain_graph)
+        if create_graph:
+            backward_recorded(outputs, grad_outputs or None)
+        else:
+            _run_backward(outputs, grad_outputs or None, retain_graph)
         return ()
     if any(x is None for x in inputs) or not all(x.requires_grad_flag for x in inputs):
         raise RuntimeError("All input tensors `.requires_grad` should be true")
     if grad_outputs and len(grad_outputs) != len(outputs):
         raise RuntimeError("got %d tensors and %d gradients" % (len(outputs), len(grad_outputs)))
-    roots = []
-    for i, t in enumerate(outputs):
-        if not t.requires_grad_flag:
-            raise RuntimeError("element %d of tensors does not require grad and does not have a grad_fn" % i)
-        g = grad_outputs[i] if grad_outputs else None
-        if g is None:
-            if t.numel() != 1:
-                raise RuntimeError("Grad can be implicitly created only for scalar outputs")
-            gv = autograd.seed_gradient(t._value)
-        else:
-            if tuple(g.shape) != tuple(t.shape):
-                raise RuntimeError("out_grad's shape must be same as output's (%s vs %s)"
-                                   % (_shape_str(t.shape), _shape_str(g.shape)))
-            if g.dtype != t.dtype:
-                g = g.to(t.dtype)
-            gv = g._value
-        roots.append((t._edge(), gv))
+    seeds = _seeds(outputs, grad_outputs)
+    if create_graph:
+        got = higher_order.run([(t._edge(), g) for t, g in zip(outputs, seeds)], inputs)
+        return tuple(_onto_layout_of(got.get(id(x)), x) for x in inputs)
+    roots = [(t._edge(), g._value) for t, g in zip(outputs, seeds)]
     captured = [[] for _ in inputs]
     leaf_slot = {}
     hooks = []
@@ -394,6 +392,47 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
         v = type(v)(v.meta, v.placement, v.sbp, [p.copy() for p in v.pieces])  # may share memory with the pass's
         result.append(wrap(v, x._placement, x._device))
     return tuple(result)
+
+
+def _seeds(outputs, grad_outputs):
+    """The gradient Tensor each output starts from (OneFlow 0.9 `CheckAndInitOutGrads`)."""
+    seeds = []
+    for i, t in enumerate(outputs):
+        if not t.requires_grad_flag:
+            raise RuntimeError("element %d of tensors does not require grad and does not have a grad_fn" % i)
+        g = grad_outputs[i] if grad_outputs else None
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("Grad can be implicitly created only for scalar outputs")
+            g = wrap(autograd.seed_gradient(t._value), t._placement, t._device)
+        else:
+            if tuple(g.shape) != tuple(t.shape):
+                raise RuntimeError("out_grad's shape must be same as output's (%s vs %s)"
+                                   % (_shape_str(t.shape), _shape_str(g.shape)))
+            if g.dtype != t.dtype:
+                g = g.to(t.dtype)
+        seeds.append(g)
+    return seeds
+
+
+def _onto_layout_of(g, x):
+    """Gradient `g` (recorded) on `x`'s placement and SBP (a partial sum of data-parallel ranks made whole)."""
+    if g is None or not x.is_global:
+        return g
+    if g.placement != x.placement or tuple(g.sbp) != tuple(x.sbp):
+        g = g.to_global(placement=x.placement, sbp=x.sbp)
+    return g
+
+
+def backward_recorded(tensors, grad_tensors=None):
+    """`backward(create_graph=True)`: the leaves' `.grad` get gradients that are themselves recorded."""
+    if lazy.tracer_active():
+        raise RuntimeError("backward(create_graph=True) is not supported inside nn.Graph.build()")
+    seeds = _seeds(tensors, grad_tensors)
+    got = higher_order.run([(t._edge(), g) for t, g in zip(tensors, seeds)])
+    for leaf, g in got.values():
+        g = _onto_layout_of(g, leaf)
+        leaf.grad = g if leaf.grad is None else leaf.grad + g
 
 
 def _catcher(sink):
