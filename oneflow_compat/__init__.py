@@ -124,3 +124,10 @@ from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespac
 # nnextra helper (issue 21): flow.cumprod, flow.fmod (no legacy name to share)
 from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: E402,F401
 from oneflow_compat._global.rng_state import get_rng_state, set_rng_state  # noqa: E402,F401
+# OneFlow 0.9's oneflow.hub: hubconf.py entry points and weights by URL
+from oneflow_compat import hub  # noqa: E402,F401
+# OneFlow 0.9's forms of gather_nd, scatter_nd, tensor_scatter_nd_update, slice, slice_update, broadcast_like, diag
+# and in_top_k for Tensors (the legacy functions of those names keep taking blobs)
+from oneflow_compat._global.shared_names import ND_FUNCTIONS as _ND_FUNCTIONS  # noqa: E402
+
+globals().update(_ND_FUNCTIONS)

@@ -98,3 +98,25 @@ def modern_or_legacy(name, modern):
 
     dispatch.modern = modern
     return dispatch
+
+
+# --- OneFlow 0.9's forms of legacy-named tensor functions (`_global/nd_functions.py`); the renames map the legacy
+# argument names a keyword call may use onto 0.9's
+def _nd_functions():
+    from oneflow_compat._api import legacy_array_api as legacy_nd, legacy_math
+    from oneflow_compat._global import nd_functions as nd
+
+    return {
+        "gather_nd": on_tensors(legacy_nd.gather_nd, nd.gather_nd, {"params": "input", "indices": "index"}),
+        "scatter_nd": on_tensors(legacy_nd.scatter_nd, nd.scatter_nd, {"indices": "index", "updates": "update"}),
+        "tensor_scatter_nd_update": on_tensors(legacy_nd.tensor_scatter_nd_update, nd.tensor_scatter_nd_update,
+                                               {"params": "tensor"}),
+        "slice_update": on_tensors(legacy_nd.slice_update, nd.slice_update, {"x": "input"}),
+        "slice": on_tensors(legacy_array.slice, nd.slice, {"x": "input"}),
+        "broadcast_like": on_tensors(legacy_array.broadcast_like, nd.broadcast_like, {"x": "input"}),
+        "diag": on_tensors(legacy_nd.diag, nd.diag),
+        "in_top_k": on_tensors(legacy_math.in_top_k, nd.in_top_k),
+    }
+
+
+ND_FUNCTIONS = _nd_functions()
