@@ -131,3 +131,9 @@ from oneflow_compat import hub  # noqa: E402,F401
 from oneflow_compat._global.shared_names import ND_FUNCTIONS as _ND_FUNCTIONS  # noqa: E402
 
 globals().update(_ND_FUNCTIONS)
+
+# --- api-autograd: flow.env.all_device_placement (tensor_attributes.rst; flow.placement reads flow.env, so env
+# cannot import it: bound here)
+from oneflow_compat._global.env_placement import all_device_placement as _all_device_placement  # noqa: E402
+
+env.all_device_placement = _all_device_placement

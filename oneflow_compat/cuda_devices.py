@@ -52,10 +52,8 @@ def _device_index(device, optional=False):
     if isinstance(device, int) and not isinstance(device, bool):
         index = device
     if index is None:
-        if optional:
-            from oneflow_compat import cuda
-
-            return cuda.current_device() if cuda.is_available() else -1
+        if optional:  # the current device (the local rank) where CUDA is available, else -1
+            return _local_rank() if devices.cuda_usable() else -1
         raise ValueError("Expected a flow.device with a specified index or an integer, but got:{}".format(device))
     return index
 

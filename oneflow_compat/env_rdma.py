@@ -1,5 +1,6 @@
-"""`flow.env.init_rdma`, `rdma_is_initialized`, `destory_rdma` (OneFlow 0.9 `python/oneflow/env.py`) and
-`flow.env.all_device_placement` (`python/oneflow/framework/env_util.py`).
+"""`flow.env.init_rdma`, `rdma_is_initialized`, `destory_rdma` (OneFlow 0.9 `python/oneflow/env.py`;
+`flow.env.all_device_placement` is `_global/env_placement.py`, bound by the package's `__init__`: `flow.placement`
+reads `flow.env`, so `flow.env` cannot import it).
 
 This implementation has no RDMA data plane (its ranks talk over MPI, and NCCL between GPUs: issue 20 keeps
 OneFlow's RDMA out of scope), so it behaves as OneFlow 0.9 built without RDMA
@@ -11,7 +12,7 @@ is always False.
 from oneflow_compat.backend import notices
 from oneflow_compat.comm import world as _world
 
-__all__ = ["init_rdma", "rdma_is_initialized", "destory_rdma", "all_device_placement"]
+__all__ = ["init_rdma", "rdma_is_initialized", "destory_rdma"]
 
 ONE_PROCESS = "Skip init RDMA because only one process in this group!"
 NOT_COMPILED = "Skip init RDMA because RDMA is not compiled!"
@@ -36,11 +37,3 @@ def rdma_is_initialized():
 def destory_rdma():
     """Destroys RDMA where it was initialized (OneFlow 0.9's spelling): nothing to destroy here."""
     return None
-
-
-def all_device_placement(device_type):
-    """A placement of every rank of the job on `device_type` ("cuda" or "cpu"); `flow.placement.all(device_type)`,
-    which OneFlow 0.9 recommends instead."""
-    from oneflow_compat._global.placement import placement
-
-    return placement.all(device_type)

@@ -73,9 +73,10 @@ def _fmt(x):
 
 
 def _is_user_sbp(op):
-    """An op carrying the user's SBP setting: the identity a `to_global` (or its `grad_sbp`) pins inside build,
-    which OneFlow's auto parallelism removes under the ignore flag (its parallel-cast ops)."""
-    return op.type == "identity" and bool(op.in_hints or op.out_hints)
+    """An op carrying the user's SBP setting: the identity a `to_global` (or its `grad_sbp`) pins inside build
+    (a compute op pinned on both sides; graph inputs and variables are ops of their own roles), which OneFlow's
+    auto parallelism removes under the ignore flag (its parallel-cast ops)."""
+    return op.defn.role == "compute" and bool(op.in_hints) and bool(op.out_hints)
 
 
 def search(job, conf):
@@ -135,7 +136,7 @@ def search(job, conf):
 def _searchable(op, consumers):
     if op.placement.parallel_num == 1 or op.view == "mirrored" or op.defn.role == "variable":
         return False
-    if op.defn.sbp == "passthrough" or op.defn.view_cast is not None or op.type in ("input",):
+    if op.defn.sbp == "passthrough" or op.defn.view_cast is not None or op.defn.role == "input":
         return False
     if op.in_hints or op.out_hints:  # the user's (or the graph's inputs') pinned layout
         return False
