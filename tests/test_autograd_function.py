@@ -567,3 +567,20 @@ def test_a_custom_function_in_a_training_graph_on_two_ranks_steps_as_one_rank():
     for two, one in _on_two_ranks(body):
         np.testing.assert_allclose(two, one, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(two, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_forward_returning_its_input_leaves_the_input_a_leaf():
+    class Same(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5
+
+    x = flow.tensor(_rand(3, seed=30), requires_grad=True)
+    y = Same.apply(x)
+    assert y is not x and x.is_leaf and not y.is_leaf
+    (y * 2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 10.0, np.float32))
