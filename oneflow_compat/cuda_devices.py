@@ -138,34 +138,15 @@ def empty_cache():
     return None
 
 
-# --- typed tensor types (oneflow.cuda.FloatTensor, ...): `flow.Tensor(*args)` on "cuda" with the type's dtype -----
-class _TensorTypeMeta(type):
-    def __call__(cls, *args, **kwargs):
-        from oneflow_compat._global.tensor import Tensor
+# --- typed tensor types (oneflow.cuda.FloatTensor, ...): `flow.Tensor(*args)` on "cuda" with the type's dtype; the
+# "cuda" twins of api-math's flow.FloatTensor & co. (`_global/tensor_types.py`, one implementation for both)
+from oneflow_compat._global.tensor_types import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
 
-        return Tensor(*args, **kwargs).to(device="cuda", dtype=cls.dtype)
-
-    def __repr__(cls):
-        return "<class '%s'>" % cls.__qualname__
-
-
-def _tensor_type(name, dtype_name):
-    from oneflow_compat._global.tensor import BOOL
-    from oneflow_compat.ir import dtypes
-
-    dtype = BOOL if dtype_name == "bool" else getattr(dtypes, dtype_name)
-    doc = ("Creates a Tensor with the dtype of oneflow.%s and the device on cuda, it has the same parameters as "
-           ":func:`oneflow.Tensor`" % dtype_name)
-    cls = _TensorTypeMeta(name, (), {"dtype": dtype, "is_cuda": True, "__doc__": doc,
-                                     "__module__": "oneflow.cuda", "__qualname__": "oneflow.cuda." + name})
-    return cls
-
-
-HalfTensor = _tensor_type("HalfTensor", "float16")
-FloatTensor = _tensor_type("FloatTensor", "float32")
-DoubleTensor = _tensor_type("DoubleTensor", "float64")
-BoolTensor = _tensor_type("BoolTensor", "bool")
-ByteTensor = _tensor_type("ByteTensor", "uint8")
-CharTensor = _tensor_type("CharTensor", "int8")
-IntTensor = _tensor_type("IntTensor", "int32")
-LongTensor = _tensor_type("LongTensor", "int64")
+HalfTensor = _CUDA_TYPES["HalfTensor"]
+FloatTensor = _CUDA_TYPES["FloatTensor"]
+DoubleTensor = _CUDA_TYPES["DoubleTensor"]
+BoolTensor = _CUDA_TYPES["BoolTensor"]
+ByteTensor = _CUDA_TYPES["ByteTensor"]
+CharTensor = _CUDA_TYPES["CharTensor"]
+IntTensor = _CUDA_TYPES["IntTensor"]
+LongTensor = _CUDA_TYPES["LongTensor"]
