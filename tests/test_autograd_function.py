@@ -414,9 +414,9 @@ def test_grad_refusals():
     x = flow.tensor(_rand(3), requires_grad=True)
     y = (x * 2).sum()
     with pytest.raises(NotImplementedError, match=re.escape(
-            "create_graph=True: the gradient of op 'tanh' uses op 'tanh_grad', which has no gradient rule here, so "
+            "create_graph=True: the gradient of op 'gelu' uses op 'gelu_grad', which has no gradient rule here, so "
             "the gradient cannot be differentiated again")):
-        autograd.grad(flow.tanh(x).sum(), x, create_graph=True)
+        autograd.grad(flow.nn.functional.gelu(x).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match=re.escape("All input tensors `.requires_grad` should be true")):
         autograd.grad(y, flow.tensor(_rand(3)))
     with pytest.raises(RuntimeError, match="Grad can be implicitly created only for scalar outputs"):
@@ -440,6 +440,25 @@ def test_second_derivatives_against_torch():
     (tg * tg).sum().backward()
     np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_gradient_penalty_through_tanh_sigmoid_and_relu_against_torch():
+    torch = pytest.importorskip("torch")
+    a, w1, w2 = _rand(5, 4, seed=22), _rand(4, 6, seed=23), _rand(6, 1, seed=24)
+
+    def net(lib, x, p, q):
+        h = lib.tanh(x @ p)
+        return (lib.sigmoid(h @ q) + lib.relu(h).sum(1, keepdim=True)).sum()
+
+    x, p, q = (flow.tensor(v, requires_grad=True) for v in (a, w1, w2))
+    (gx,) = autograd.grad(net(flow, x, p, q), x, create_graph=True)
+    ((gx * gx).sum()).backward()
+    tx, tp, tq = (torch.tensor(v, requires_grad=True) for v in (a, w1, w2))
+    (tgx,) = torch.autograd.grad(net(torch, tx, tp, tq), tx, create_graph=True)
+    ((tgx * tgx).sum()).backward()
+    np.testing.assert_allclose(gx.detach().numpy(), tgx.detach().numpy(), rtol=1e-5, atol=1e-6)
+    for mine, theirs in ((x, tx), (p, tp), (q, tq)):
+        np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_third_derivative_and_backward_create_graph(lay):

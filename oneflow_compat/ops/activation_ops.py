@@ -14,13 +14,38 @@ def _same_meta(op):
 
 register(OpDef("relu", infer=_same_meta, kernel=K.relu, sbp=sbp_rules.unary,
                grad=lambda op, dys: [apply("relu_grad", [dys[0], op.outputs[0]])]))
-register(OpDef("relu_grad", infer=_same_meta, kernel=K.relu_grad, sbp=lambda op: _pairwise(op)))
+# The gradients of the gradient kernels (inputs dy, y), so that gradients of gradients
+# (`autograd.grad(create_graph=True)`) go through relu, sigmoid and tanh:
+#   relu_grad = dy * (y > 0):   d/d dy = relu_grad(g, y), d/dy = 0 (away from y = 0)
+#   sigmoid_grad = dy * y * (1 - y):   d/d dy = sigmoid_grad(g, y), d/dy = g * dy * (1 - 2y)
+#   tanh_grad = dy * (1 - y^2):   d/d dy = tanh_grad(g, y), d/dy = -2 * g * dy * y
+def _relu_grad_grad(op, dys):
+    return [apply("relu_grad", [dys[0], op.inputs[1]]), apply("fill_like", [op.inputs[1]], {"value": 0.0})]
+
+
+def _sigmoid_grad_grad(op, dys):
+    dy, y = op.inputs
+    one_minus_2y = apply("scalar_add", [apply("scalar_mul", [y], {"value": -2.0})], {"value": 1.0})
+    return [apply("sigmoid_grad", [dys[0], y]),
+            apply("multiply", [apply("multiply", [dys[0], dy]), one_minus_2y])]
+
+
+def _tanh_grad_grad(op, dys):
+    dy, y = op.inputs
+    return [apply("tanh_grad", [dys[0], y]),
+            apply("multiply", [apply("multiply", [dys[0], dy]), apply("scalar_mul", [y], {"value": -2.0})])]
+
+
+register(OpDef("relu_grad", infer=_same_meta, kernel=K.relu_grad, sbp=lambda op: _pairwise(op),
+               grad=_relu_grad_grad))
 register(OpDef("sigmoid", infer=_same_meta, kernel=K.sigmoid, sbp=sbp_rules.unary,
                grad=lambda op, dys: [apply("sigmoid_grad", [dys[0], op.outputs[0]])]))
-register(OpDef("sigmoid_grad", infer=_same_meta, kernel=K.sigmoid_grad, sbp=lambda op: _pairwise(op)))
+register(OpDef("sigmoid_grad", infer=_same_meta, kernel=K.sigmoid_grad, sbp=lambda op: _pairwise(op),
+               grad=_sigmoid_grad_grad))
 register(OpDef("tanh", infer=_same_meta, kernel=K.tanh, sbp=sbp_rules.unary,
                grad=lambda op, dys: [apply("tanh_grad", [dys[0], op.outputs[0]])]))
-register(OpDef("tanh_grad", infer=_same_meta, kernel=K.tanh_grad, sbp=lambda op: _pairwise(op)))
+register(OpDef("tanh_grad", infer=_same_meta, kernel=K.tanh_grad, sbp=lambda op: _pairwise(op),
+               grad=_tanh_grad_grad))
 
 
 register(OpDef("gelu", infer=_same_meta, kernel=K.gelu, sbp=sbp_rules.unary,
