@@ -417,6 +417,9 @@ def test_grad_refusals():
             "create_graph=True: the gradient of op 'gelu' uses op 'gelu_grad', which has no gradient rule here, so "
             "the gradient cannot be differentiated again")):
         autograd.grad(flow.nn.functional.gelu(x).sum(), x, create_graph=True)
+    with pytest.raises(NotImplementedError, match="the gradient of op 'conv2d' uses op 'conv2d_grad_input'"):
+        w = flow.ones(2, 1, 2, 2)
+        autograd.grad(flow.nn.functional.conv2d(x.reshape(1, 1, 1, 3), w, padding=1).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match=re.escape("All input tensors `.requires_grad` should be true")):
         autograd.grad(y, flow.tensor(_rand(3)))
     with pytest.raises(RuntimeError, match="Grad can be implicitly created only for scalar outputs"):
@@ -459,6 +462,31 @@ def test_a_gradient_penalty_through_tanh_sigmoid_and_relu_against_torch():
     np.testing.assert_allclose(gx.detach().numpy(), tgx.detach().numpy(), rtol=1e-5, atol=1e-6)
     for mine, theirs in ((x, tx), (p, tp), (q, tq)):
         np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["cross_entropy", "softmax", "leaky_relu"])
+def test_second_derivatives_of_losses_and_activations_against_torch(case):
+    torch = pytest.importorskip("torch")
+    a, w = _rand(4, 3, seed=25), _rand(3, 5, seed=26)
+    labels = np.array([0, 4, 2, 1])
+
+    def f(lib, x, p):
+        z = x @ p
+        if case == "cross_entropy":
+            return lib.nn.functional.cross_entropy(z, lib.tensor(labels))
+        if case == "softmax":
+            return (lib.softmax(z, dim=1) ** 2 * lib.tensor(np.arange(5, dtype=np.float32))).sum()
+        return (lib.nn.functional.leaky_relu(z, 0.2) ** 2).sum()
+
+    x, p = flow.tensor(a, requires_grad=True), flow.tensor(w, requires_grad=True)
+    (gx,) = autograd.grad(f(flow, x, p), x, create_graph=True)
+    (gx * gx).sum().backward()
+    tx, tp = torch.tensor(a, requires_grad=True), torch.tensor(w, requires_grad=True)
+    (tgx,) = torch.autograd.grad(f(torch, tx, tp), tx, create_graph=True)
+    (tgx * tgx).sum().backward()
+    np.testing.assert_allclose(gx.detach().numpy(), tgx.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-6)
 
 
 def test_third_derivative_and_backward_create_graph(lay):

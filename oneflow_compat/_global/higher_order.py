@@ -17,7 +17,7 @@ import functools
 from oneflow_compat.ir.graph import LazyBlob, Op
 from oneflow_compat.ir import builder
 from oneflow_compat.ops import registry
-from oneflow_compat.runtime import autograd, global_eager
+from oneflow_compat.runtime import agreement, autograd, global_eager
 from oneflow_compat._global import dispatch
 from oneflow_compat._global.tensor import Tensor
 
@@ -34,6 +34,23 @@ def _history_tensor(value, like, edge):
     return t
 
 
+def _grad_job(node, dy_values):
+    """The job of `node`'s gradient rule over input ops for its inputs, outputs and output gradients (as
+    `global_eager._compile_grad` builds it), not compiled."""
+    placement = node.inputs[0].placement if node.inputs else node.outputs[0].placement
+    defn = registry.get(node.op_type)
+    job, ctx = global_eager._new_job("create-graph-" + node.op_type, placement)
+    with builder.Scoped(ctx):
+        x_blobs = [global_eager._input(ctx, "x%d" % i, global_eager._layout(v)) for i, v in enumerate(node.inputs)]
+        y_blobs = [global_eager._input(ctx, "y%d" % k, global_eager._layout(v)) for k, v in enumerate(node.outputs)]
+        dy_blobs = [None if d is None else global_eager._input(ctx, "dy%d" % k, global_eager._layout(d))
+                    for k, d in enumerate(dy_values)]
+        fwd = Op(job, node.op_type, node.op_type, defn, x_blobs, node.attrs, placement, "consistent")
+        fwd.outputs = y_blobs
+        dxs = list(defn.grad(fwd, dy_blobs))
+    return job, x_blobs, y_blobs, dy_blobs, dxs
+
+
 def _replay(node, dys):
     """The input gradients of OpNode `node` as recorded Tensors, from output gradients `dys` (Tensors or None)."""
     if node.inputs is None:
@@ -47,31 +64,19 @@ def _replay(node, dys):
         y = Tensor._make(v, like._placement, None, like._device)
         y.requires_grad_flag, y._node, y._out_index = True, node, k
         ys.append(y)
-    placement = node.inputs[0].placement if node.inputs else node.outputs[0].placement
-    defn = registry.get(node.op_type)
-    job, ctx = global_eager._new_job("create-graph-" + node.op_type, placement)
+    # the rule's job is built holding the process lock, as every compile is (simulated ranks share the builder)
+    job, x_blobs, y_blobs, dy_blobs, dxs = agreement.in_turn(_grad_job, node, [None if d is None else d._value
+                                                                             for d in dys])
     feed = {}
-    with builder.Scoped(ctx):
-        x_blobs = []
-        for i, v in enumerate(node.inputs):
-            x_blobs.append(global_eager._input(ctx, "x%d" % i, global_eager._layout(v)))
-            feed[x_blobs[-1].key()] = xs[i]
-        y_blobs = []
-        for k, v in enumerate(node.outputs):
-            y_blobs.append(global_eager._input(ctx, "y%d" % k, global_eager._layout(v)))
-            feed[y_blobs[-1].key()] = ys[k]
-        dy_blobs = []
-        for k, d in enumerate(dys):
-            if d is None:
-                dy_blobs.append(None)
-                continue
-            dy_blobs.append(global_eager._input(ctx, "dy%d" % k, global_eager._layout(d._value)))
-            feed[dy_blobs[-1].key()] = d
-        fwd = Op(job, node.op_type, node.op_type, defn, x_blobs, node.attrs, placement, "consistent")
-        fwd.outputs = y_blobs
-        dxs = list(defn.grad(fwd, dy_blobs))
+    for blob, t in zip(x_blobs, xs):
+        feed[blob.key()] = t
+    for blob, t in zip(y_blobs, ys):
+        feed[blob.key()] = t
+    for blob, t in zip(dy_blobs, dys):
+        if blob is not None:
+            feed[blob.key()] = t
     for op in job.ops:
-        if op.type == "input":
+        if op.defn.role == "input":
             continue
         ins = [feed[x.key()] for x in op.inputs]
         if any(t.requires_grad_flag for t in ins) and registry.get(op.type).grad is None:
