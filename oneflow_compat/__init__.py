@@ -155,6 +155,15 @@ autograd.inference_mode = inference_mode  # (oneflow.autograd.inference_mode, th
 # OneFlow 0.9's flow.equal is the whole-tensor comparison returning a Python bool (docstr/comparison.py @ v0.9.0);
 # the elementwise one is flow.eq
 from oneflow_compat._global.elementwise_extra import equal  # noqa: E402,F401,F811
+# api-data: flow.decode_onerec (OneFlow 0.9, also oneflow._C.decode_onerec); tensor_to_tensor_buffer /
+# tensor_buffer_to_tensor take tensors too (the legacy functions of blobs otherwise: shared_names.modern_or_legacy)
+from oneflow_compat._global.nn_data import decode_onerec  # noqa: E402,F401
+from oneflow_compat._global import nn_data as _nn_data  # noqa: E402
+
+for _name in ("tensor_to_tensor_buffer", "tensor_buffer_to_tensor"):
+    globals()[_name] = _modern_or_legacy(_name, getattr(_nn_data, _name))
+del _name
+
 
 # --- api-autograd: flow.env.all_device_placement (tensor_attributes.rst; flow.placement reads flow.env, so env
 # cannot import it: bound here)

@@ -1492,3 +1492,15 @@ WITHOUT_EXAMPLES.update({
     "eager_ccl_all_reduce": "sums over the ranks of a graph of local tensors (each rank its own job); covered by "
                             "tests/test_nn_extra.py's SyncBatchNorm-in-a-graph runs under mpiexec",
 })
+
+
+# --- api-data: OneFlow 0.9's quantization kernels (quantization_formula) and its `quantization` op ---------------------
+_Q9 = {"quantization_bit": 8, "quantization_scheme": "symmetric", "quantization_formula": "google"}
+EXAMPLES.update({
+    "quantization": [
+        Example(_quantization_inputs((5, 7), False, "symmetric"), _Q9, grad=False, layouts=[[1, None, None]],
+                note="integer levels: no gradient"),
+        Example(_quantization_inputs((4, 3, 2), True, "affine"),
+                {"quantization_bit": 4, "quantization_scheme": "affine", "quantization_formula": "google"},
+                grad=False, note="affine per channel")],
+})
