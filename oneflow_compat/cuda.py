@@ -40,6 +40,6 @@ def manual_seed(seed):
 
 
 # --- api-autograd: the rest of OneFlow 0.9's cuda.rst (device queries and selection, memory, typed tensors) ---------
-from oneflow_compat.cuda_devices import (  # noqa: E402,F401
+from oneflow_compat._global.cuda_devices import (  # noqa: E402,F401
     BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, empty_cache,
     get_device_capability, get_device_name, get_device_properties, set_device)

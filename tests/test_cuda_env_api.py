@@ -128,7 +128,7 @@ def test_rdma_is_never_initialized_and_init_skips_as_oneflow_without_rdma(caplog
 
 
 def test_rdma_on_several_processes_warns_not_compiled(monkeypatch, caplog):
-    from oneflow_compat import env_rdma
+    from oneflow_compat._global import env_rdma
 
     monkeypatch.setattr(env_rdma._world, "job_size", lambda: 2)
     monkeypatch.setattr(env_rdma, "_SAID", [])

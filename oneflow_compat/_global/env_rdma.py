@@ -1,5 +1,5 @@
 """`flow.env.init_rdma`, `rdma_is_initialized`, `destory_rdma` (OneFlow 0.9 `python/oneflow/env.py`;
-`flow.env.all_device_placement` is `_global/env_placement.py`, bound by the package's `__init__`: `flow.placement`
+`flow.env.all_device_placement` is `env_placement.py` here, bound by the package's `__init__`: `flow.placement`
 reads `flow.env`, so `flow.env` cannot import it).
 
 This implementation has no RDMA data plane (its ranks talk over MPI, and NCCL between GPUs: issue 20 keeps
