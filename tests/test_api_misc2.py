@@ -311,6 +311,14 @@ def test_saved_tensors_hooks_pack_at_record_time_and_unpack_in_backward():
     (z + w).sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), [5.0, 5.0, 5.0])
 
+    x = flow.tensor([1.0, 2.0], requires_grad=True)  # higher-order gradients still work under the hooks
+    with flow.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        cube = (x * x * x).sum()
+    (g,) = flow.autograd.grad(cube, x, create_graph=True)
+    np.testing.assert_allclose(g.numpy(), [3.0, 12.0])
+    g.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 12.0])
+
     with flow.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: flow.ones(2)):
         bad = a * 2
     with pytest.raises(RuntimeError, match="the unpack hook of .* must return a tensor of shape \\(3,\\)"):

@@ -6,7 +6,9 @@ names the node otherwise). Only the innermost pair applies when they nest, as On
 
 What an op saves here: its input tensors (this implementation's gradient rules read the forward's inputs, and its
 outputs, which stay with the node unhooked). So `a * b` packs `a` and `b`, as OneFlow's multiply does; an op on one
-tensor packs that tensor even where OneFlow's rule needs only its output (relu, exp).
+tensor packs that tensor even where OneFlow's rule needs only its output (relu, exp). First-order backward computes
+from the unpacked tensors; the node keeps its own reference to the inputs too (higher-order gradients,
+`create_graph=True`, rebuild the history from those), so the hooks change no memory use here.
 """
 from oneflow_compat.runtime import autograd as _autograd
 
