@@ -255,3 +255,7 @@ def install():
 
 
 install()
+
+# api-misc1: Tensor.clamp_min_ / clamp_max_ (the in-place forms flow.clamp_min_ / clamp_max_ share)
+from oneflow_compat._global import inplace_functions as _inplace_functions  # noqa: E402
+Tensor.clamp_min_, Tensor.clamp_max_ = _inplace_functions.clamp_min_, _inplace_functions.clamp_max_
