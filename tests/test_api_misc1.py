@@ -446,3 +446,9 @@ def test_the_compositions_run_inside_nn_graph():
     x, y = flow.tensor(a), flow.tensor(b)
     for got, want in zip(G()(x, y), f(x, y)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_zeros_do_not_widen_a_printed_column():
+    """OneFlow's tensor_str measures the width on the non-zero entries (docstr math_ops trunc / fmod examples)."""
+    assert repr(flow.trunc(flow.tensor([3.4, 0.5, -0.3, -0.9]))) == "tensor([3., 0., -0., -0.], dtype=oneflow.float32)"
+    assert repr(flow.tensor([0.0, 1.5, -2.25])) == "tensor([ 0.0000,  1.5000, -2.2500], dtype=oneflow.float32)"
