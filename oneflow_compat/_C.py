@@ -179,3 +179,31 @@ def quantile(x, q, dim, keepdim=False, interpolation="linear", out=None):
     from oneflow_compat._global.quantile import quantile as _quantile
 
     return _quantile(x, q, dim, keepdim, interpolation=interpolation, out=out)
+
+# --- api-shape team (OneFlow 0.9's API reference): the functional names functional_api.yaml (v0.9.0) binds to Python
+# for the shape / indexing / product / linalg functions (`nms` here is OneFlow's _C.nms: the mask of sorted boxes;
+# `norm` here is OneFlow's _C.norm, the linalg one)
+from oneflow_compat._global.shape_extra import (  # noqa: F401,E402
+    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, broadcast_to, column_stack,
+    diagonal, dstack, hsplit, hstack, movedim, row_stack, select, swapaxes, swapdims, tensor_split, vsplit, vstack)
+from oneflow_compat._global import shape_extra as _shape_extra  # noqa: E402
+from oneflow_compat._global.creation_like import randint_like, randn_like  # noqa: F401,E402
+from oneflow_compat._global.index_extra import (  # noqa: F401,E402
+    batch_gather, bincount, index_add, repeat_interleave, roc_auc_score, searchsorted)
+from oneflow_compat._global.nd_functions import diag, in_top_k  # noqa: F401,E402
+from oneflow_compat._global.index_extra import c_nms as nms  # noqa: F401,E402
+from oneflow_compat._global.products_extra import (  # noqa: F401,E402
+    inv, linalg_cross, matrix_norm, norm, vector_norm)
+from oneflow_compat._global.products_extra import c_tensordot as tensordot  # noqa: F401,E402
+from oneflow_compat._global.products_extra import mv as matrix_vector_product  # noqa: F401,E402
+
+
+def index_add_(input, dim, index, source, alpha=1):  # noqa: A002
+    """The in-place form: `input` takes the sum (Tensor.index_add_)."""
+    return input.index_add_(dim, index, source, alpha=alpha)
+
+
+def broadcast_shapes(shapes):
+    """`_C.broadcast_shapes(shapes)`: one list of shapes (functional_api.yaml `Shape (ShapeList shapes)`), where
+    `flow.broadcast_shapes(*shapes)` takes them one by one."""
+    return _shape_extra.broadcast_shapes(*shapes)

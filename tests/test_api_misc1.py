@@ -452,3 +452,13 @@ def test_zeros_do_not_widen_a_printed_column():
     """OneFlow's tensor_str measures the width on the non-zero entries (docstr math_ops trunc / fmod examples)."""
     assert repr(flow.trunc(flow.tensor([3.4, 0.5, -0.3, -0.9]))) == "tensor([3., 0., -0., -0.], dtype=oneflow.float32)"
     assert repr(flow.tensor([0.0, 1.5, -2.25])) == "tensor([ 0.0000,  1.5000, -2.2500], dtype=oneflow.float32)"
+
+
+def test_new_ones_shares_the_helper_of_new_zeros():
+    g = flow.ones(4, 2, placement=_p0(), sbp=flow.sbp.split(0))
+    for fn in (flow.new_ones, flow.new_zeros):
+        t = fn(g, (6,), dtype=flow.float64)
+        assert t.placement == _p0() and t.sbp == (flow.sbp.split(0),) and t.dtype is flow.float64
+    np.testing.assert_array_equal(flow.new_ones(flow.ones(2, dtype=flow.int32)).numpy(), [1, 1])
+    with pytest.raises(TypeError, match=r"^new_ones\(\): argument 'x' must be Tensor, not list$"):
+        flow.new_ones([1, 2])
