@@ -462,3 +462,25 @@ def test_new_ones_shares_the_helper_of_new_zeros():
     np.testing.assert_array_equal(flow.new_ones(flow.ones(2, dtype=flow.int32)).numpy(), [1, 1])
     with pytest.raises(TypeError, match=r"^new_ones\(\): argument 'x' must be Tensor, not list$"):
         flow.new_ones([1, 2])
+
+
+def test_stft_logaddexp_and_in_place_functions_on_two_ranks():
+    a, b = RNG.randn(4, 24), RNG.randn(4, 24)
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        x = flow.tensor(a, placement=p, sbp=flow.sbp.split(0), requires_grad=True)
+        y = flow.tensor(b, placement=p, sbp=flow.sbp.split(1))
+        s = flow.stft(x, 8, hop_length=4)
+        s.sum().backward()
+        z = flow.logaddexp(x, y)
+        flow.clamp_(z, max=1.0)
+        return s.numpy(), x.grad.numpy(), z.numpy()
+
+    xl = flow.tensor(a, requires_grad=True)
+    sl = flow.stft(xl, 8, hop_length=4)
+    sl.sum().backward()
+    for s, g, z in _on_two_ranks(body):
+        np.testing.assert_allclose(s, sl.numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g, xl.grad.numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(z, np.minimum(np.logaddexp(a, b), 1.0), rtol=1e-12)

@@ -18,23 +18,16 @@ PyTorch do.
 """
 import numpy as np
 
-from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import creation
 from oneflow_compat._global import functional as F
 from oneflow_compat._global import nn_functional as nnF
 from oneflow_compat._global import nn_fold
+from oneflow_compat._global.shape_extra import host_constant
 from oneflow_compat._global.tensor import Tensor
 
 
 def _constant(values, like):
-    """Host values on like's device, or broadcast on its placement (made from the full value, so that inside
-    nn.Graph it is a graph constant)."""
-    values = np.asarray(values).astype(like.dtype.np)
-    if not like.is_global:
-        return creation.new_tensor_like(values, like, dtype=like.dtype)
-    placement, ir_sbp, shown = creation._layout(like.placement, [flow_sbp.broadcast] * len(like.sbp), values.ndim,
-                                                "stft")
-    return creation._from_full(values, like.dtype, placement, ir_sbp, shown, False)
+    """Host values (the window, the DFT matrix) in like's dtype on its device, or broadcast on its placement."""
+    return host_constant(values, like, like.dtype)
 
 
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",  # noqa: A002
