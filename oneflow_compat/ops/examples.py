@@ -1524,6 +1524,8 @@ EXAMPLES.update({
     ],
     "roi_align_grad": [Example(inputs(normal(4, 3, 2, 3), normal(2, 3, 6, 7), fixed(_ROIS, np.float64)),
                                _ROI_ATTRS, grad=False, splits=[0, None, 0], note="dy of every region")],
+})
+
 
 # --- api-shape team (OneFlow 0.9's API reference, linalg.rst): the matrix inverse (ops/linalg_ops.py) -------------
 def _invertible(*shape):
