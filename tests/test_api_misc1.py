@@ -484,3 +484,14 @@ def test_stft_logaddexp_and_in_place_functions_on_two_ranks():
         np.testing.assert_allclose(s, sl.numpy(), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g, xl.grad.numpy(), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(z, np.minimum(np.logaddexp(a, b), 1.0), rtol=1e-12)
+
+
+def test_out_arguments_and_the_functional_quantile():
+    a = np.arange(12.0).reshape(3, 4)
+    o = flow.zeros(3, dtype=flow.float64)
+    assert flow.quantile(flow.tensor(a), 0.5, dim=1, out=o) is o
+    np.testing.assert_array_equal(o.numpy(), np.quantile(a, 0.5, axis=1))
+    np.testing.assert_array_equal(flow._C.quantile(flow.tensor(a), 0.25, 1).numpy(), np.quantile(a, 0.25, axis=1))
+    o2 = flow.zeros(2)
+    assert flow.logaddexp(flow.tensor([0.0, 1.0]), flow.tensor([0.0, 1.0]), out=o2) is o2
+    np.testing.assert_allclose(o2.numpy(), np.log(2) + np.array([0.0, 1.0]), rtol=1e-6)
