@@ -21,7 +21,6 @@ needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
 
 RNG = np.random.RandomState(11)
 A = RNG.randn(3, 5).astype(np.float32)
-P0 = None
 
 
 def _p0():
