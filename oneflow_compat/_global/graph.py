@@ -83,14 +83,18 @@ class GraphConfig:
         self._amp = bool(mode)
 
     def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024, shard_restore_level=1):
-        """ZeRO (OneFlow 0.9's arguments and checks): accepted and recorded, like the switches below. It changes
-        where optimizer states (and from stage 2 gradients, stage 3 parameters) live, not the numbers; here they
-        stay whole on every data-parallel rank, so memory is what it is without it."""
+        """ZeRO (OneFlow 0.9's arguments and checks): the optimizer states of a data-parallel (broadcast) parameter
+        are split S(0) over its ranks (stage 1), its gradient is reduce-scattered instead of all-reduced (stage 2)
+        and the parameter itself is stored split and gathered for the forward pass (stage 3); `passes/zero.py`
+        says how. The numbers do not change."""
         if not mode:
             self._switches.pop("enable_zero", None)
             return
         assert 1 <= stage <= 3, "ZeRO stage must range from 1 to 3."
         assert shard_min_size > 0, "ZeRO min size of a sharded optimizer state must > 0."
+        if shard_restore_level not in (0, 1, 2):
+            raise ValueError("enable_zero: shard_restore_level must be 0 (no restore), 1 (soft) or 2 (hard), got %r"
+                             % (shard_restore_level,))
         self._switches["enable_zero"] = {"stage": stage, "shard_min_size": shard_min_size,
                                          "shard_restore_level": shard_restore_level}
 
@@ -319,10 +323,13 @@ class Graph:
             if scaler is not None:
                 optimizers.loss_scale_policy = scaler._policy()
             self.__dict__["_graph_optimizers"] = trace.job.optimizer = optimizers
+            trace.job.zero = self.config._switches.get("enable_zero")  # passes/zero.py
         # a rank that never compiles leaves the others waiting in the plan check: the timeout names the graph
         with activity.operation("compiling nn.Graph '%s' (every rank must call it)" % self._name):
             compiled = CompiledGraph(trace, [_input_layout(t) for t in tensors], out_values, self._name,
                                      check_across_ranks=is_global)
+        if trace.job.zero:
+            self._take_zero_layouts(compiled)
         for name, tensor in trace.bindings.items():
             compiled.bind(name, _piece_getter(lambda t=tensor: t))
         if self._graph_optimizers is not None:
@@ -340,6 +347,20 @@ class Graph:
             shallow, len(compiled.job.ops), len(compiled.plan.steps), compiled.schedule))
         if self._debug >= 1:
             self._log(1, str(self.explain_report()))
+
+    def _take_zero_layouts(self, compiled):
+        """ZeRO: the eager tensors bound to variables whose SBP the compile changed (optimizer states, stage 3
+        parameters) take it, in place, as OneFlow 0.9's `NNGraph::InitRuntime` does (`set_data` with the variable
+        op's new SBP): their logical values stay, each rank keeps its piece."""
+        getters = self._graph_optimizers.state_getters() if self._graph_optimizers is not None else {}
+        for spec in compiled.variable_specs():
+            tensor = compiled.trace.bindings.get(spec.name)
+            if tensor is None and spec.name in getters:
+                tensor = getters[spec.name]()
+            if tensor is None or not tensor.is_global or tensor._value.sbp == spec.sbp:
+                continue
+            value = global_eager.transfer(tensor._value, spec.placement, spec.sbp)
+            tensor._set_value(value, None, None)
 
     def _default_placement(self, tensors):
         """(global graph?, where ops outside any tensor's placement go: the train step counter and the learning
