@@ -239,3 +239,48 @@ def test_bad_settings_are_refused_with_oneflows_messages():
         g.config.enable_zero(True, shard_min_size=0)
     with pytest.raises(ValueError, match="shard_restore_level must be 0"):
         g.config.enable_zero(True, shard_restore_level=3)
+
+
+@pytest.mark.parametrize("kind", ["lamb", "sgd"])
+def test_with_clipping_and_gradient_accumulation_every_stage_equals_no_zero(kind):
+    # the clipping reads the whole gradients' norm and 2 micro-batches sum their gradients before the update;
+    # LAMB reads the whole parameter's norms: over S(0) shards it sums the ranks' sums of squares
+    # (ops/split_norms.py), another order than one sum over the whole array, so LAMB agrees to float rounding
+    data = _data(2)
+
+    def body():
+        out = []
+        for zero in [None, dict(stage=1, shard_min_size=1), dict(stage=2, shard_min_size=1),
+                     dict(stage=3, shard_min_size=1)]:
+            pl, model, _, _ = _setup(2, "momentum")
+            group = {"params": model.parameters(), "clip_grad_max_norm": 0.5, "clip_grad_norm_type": 2.0}
+            if kind == "lamb":
+                opt = flow.optim.LAMB([group], lr=0.05)
+            else:
+                opt = flow.optim.SGD([group], lr=0.1, momentum=0.9)
+
+            class Train(nn.Graph):
+                def __init__(self):
+                    super().__init__()
+                    self.model = model
+                    self.add_optimizer(opt)
+                    self.config.set_gradient_accumulation_steps(2)
+                    if zero is not None:
+                        self.config.enable_zero(True, **zero)
+
+                def build(self, x, y):
+                    loss = ((self.model(x) - y) ** 2).mean()
+                    loss.backward()
+                    return loss
+
+            losses = _train(pl, Train(), data)
+            out.append((losses, [p.numpy() for p in model.parameters()]))
+        return out
+
+    same = _close if kind == "lamb" else np.testing.assert_array_equal
+    for results in on_ranks(2, body):
+        plain_losses, plain_params = results[0]
+        for zero, (losses, params) in zip(["stage 1", "stage 2", "stage 3"], results[1:]):
+            same(losses, plain_losses, err_msg=zero)
+            for got, want in zip(params, plain_params):
+                same(got, want, err_msg=zero)
