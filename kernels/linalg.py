@@ -164,3 +164,14 @@ def broadcast_matmul_grad_b(xp, a, b, *, alpha=1.0):
     a2 = xp.ascontiguousarray(a).reshape(-1, a.shape[-1])
     b2 = xp.ascontiguousarray(b).reshape(-1, b.shape[-1])
     return matmul(xp, a2, b2, transpose_a=True, alpha=alpha)
+
+
+# --- the matrix inverse (OneFlow 0.9's `inv` user op, flow.linalg.inv) ----------------------------------------------
+def inv(xp, x):
+    """The inverse of each square matrix of x (..., n, n). A singular matrix is an error naming the op, as OneFlow's
+    `linalg.inv` raises a RuntimeError (docstr/inv.py, v0.9.0), not numpy's LinAlgError."""
+    try:
+        return xp.linalg.inv(x).astype(x.dtype, copy=False)
+    except numpy.linalg.LinAlgError as e:
+        raise RuntimeError("linalg.inv: the input matrix (or a matrix of the batch) is not invertible (%s)" % e) \
+            from None

@@ -255,3 +255,22 @@ def install():
 
 
 install()
+
+# --- api-shape team (OneFlow 0.9's API reference, tensor.rst): shape, indexing and product methods; the explicit
+# forms of to_global (Tensor.diag / Tensor.in_top_k: nd_functions', bound by the package's __init__, as nd_functions
+# imports this module). Tensor.where(x, y) is flow.where(self, x, y) (python/oneflow/framework/tensor.py `_where`).
+from oneflow_compat._global import global_casts as _global_casts  # noqa: E402
+from oneflow_compat._global import index_extra as _index_extra  # noqa: E402
+from oneflow_compat._global import products_extra as _products_extra  # noqa: E402
+from oneflow_compat._global import shape_extra as _shape_extra  # noqa: E402
+
+_METHODS.update({
+    "diagonal": _shape_extra.diagonal,
+    "index_add": _index_extra.index_add, "index_add_": _inplace(_index_extra.index_add), "mv": _products_extra.mv,
+    "repeat_interleave": _index_extra.repeat_interleave, "swapaxes": _shape_extra.swapaxes,
+    "swapdims": _shape_extra.swapdims, "where": lambda self, x=None, y=None: F.where(self, x, y),
+    "nms": _index_extra.nms, "cross": _products_extra.cross, "bincount": _index_extra.bincount,
+    "broadcast_to": _shape_extra.broadcast_to, "local_to_global": _global_casts.local_to_global,
+    "global_to_global": _global_casts.global_to_global,
+})
+install()

@@ -1492,3 +1492,67 @@ WITHOUT_EXAMPLES.update({
     "eager_ccl_all_reduce": "sums over the ranks of a graph of local tensors (each rank its own job); covered by "
                             "tests/test_nn_extra.py's SyncBatchNorm-in-a-graph runs under mpiexec",
 })
+
+
+# --- api-data: OneFlow 0.9's quantization kernels (quantization_formula) and its `quantization` op ---------------------
+_Q9 = {"quantization_bit": 8, "quantization_scheme": "symmetric", "quantization_formula": "google"}
+EXAMPLES.update({
+    "quantization": [
+        Example(_quantization_inputs((5, 7), False, "symmetric"), _Q9, grad=False, layouts=[[1, None, None]],
+                note="integer levels: no gradient"),
+        Example(_quantization_inputs((4, 3, 2), True, "affine"),
+                {"quantization_bit": 4, "quantization_scheme": "affine", "quantization_formula": "google"},
+                grad=False, note="affine per channel")],
+})
+
+
+# --- api-shape team (OneFlow 0.9's API reference, linalg.rst): the matrix inverse (ops/linalg_ops.py) -------------
+def _invertible(*shape):
+    """Well-conditioned square matrices: normal entries plus n on the diagonal."""
+    def make(r):
+        n = shape[-1]
+        return r.standard_normal(shape) + n * np.eye(n)
+    return make
+
+
+EXAMPLES.update({
+    "inv": [Example(inputs(_invertible(4, 4)), note="one matrix", rtol=1e-5, atol=1e-8),
+            Example(inputs(_invertible(2, 3, 3)), note="a batch", layouts=[[0]], rtol=1e-5, atol=1e-8)],
+})
+
+
+def _sorted_rows(*shape):
+    """Sorted along the last axis (ties to values drawn from the same grid)."""
+    return lambda r: np.sort(r.integers(0, 12, shape).astype(np.float64) / 2, axis=-1)
+
+
+def _grid_values(*shape):
+    return lambda r: r.integers(-1, 14, shape).astype(np.float64) / 2
+
+
+EXAMPLES.update({  # api-shape team: searchsorted (ops/linalg_ops.py), no gradient (integer indices)
+    "searchsorted": [
+        Example(inputs(_sorted_rows(9), _grid_values(4, 6)), {"out_int32": False, "right": False},
+                note="1-D sequence, values on its grid (ties)", grad=False, splits=[None, 0], layouts=[[None, 1]]),
+        Example(inputs(_sorted_rows(9), _grid_values(5)), {"out_int32": True, "right": True},
+                note="1-D sequence, right side, int32", grad=False, splits=[None, 0]),
+        Example(inputs(_sorted_rows(4, 3, 7), _grid_values(4, 3, 5)), {"out_int32": False, "right": True},
+                note="rows of an N-D sequence", grad=False, splits=[0, 0], layouts=[[1, 1]]),
+    ],
+})
+
+
+def _boxes(n, dtype=np.float32):
+    """(x1, y1, x2, y2) boxes with x1 < x2, y1 < y2 on a small field (many overlaps)."""
+    def make(r):
+        xy = r.uniform(0, 10, (n, 2))
+        return np.concatenate([xy, xy + r.uniform(1, 5, (n, 2))], 1).astype(dtype)
+    return make
+
+
+EXAMPLES.update({  # api-shape team: nms (ops/linalg_ops.py), an int8 mask, no gradient
+    "nms": [Example(inputs(_boxes(30)), {"iou_threshold": 0.3, "keep_n": -1}, note="no limit", grad=False,
+                    splits=[None]),
+            Example(inputs(_boxes(25, np.float64)), {"iou_threshold": 0.5, "keep_n": 4}, note="keep_n 4",
+                    grad=False, splits=[None])],
+})
