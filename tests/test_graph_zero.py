@@ -202,33 +202,43 @@ def test_explain_shows_the_reduce_scatter_and_all_gather_with_their_bytes(n):
         [(s, "all-reduce") for s in sizes] + [(s, "all-gather") for s in sizes])
 
 
-def test_checkpoint_of_a_zero_graph_is_whole_and_continues_without_zero(tmp_path):
-    path = str(tmp_path / "ckpt")
+@pytest.mark.parametrize("kind", ["adam", "momentum"])
+def test_checkpoint_of_a_zero_graph_is_whole_and_continues_without_zero(tmp_path, kind):
+    path, back = str(tmp_path / "ckpt"), str(tmp_path / "plain")
     data = _data(5)
+    state_name = "model.0.weight-" + ("exp_avg" if kind == "adam" else "momentum_buf")
 
     def body():
-        pl, model, opt, graph = _setup(2, "momentum", dict(stage=3, shard_min_size=1))
+        pl, model, opt, graph = _setup(2, kind, dict(stage=3, shard_min_size=1))
         _train(pl, graph, data[:3])
         state = graph.state_dict()
-        buf = state["model.0.weight-momentum_buf"]
-        whole = buf.numpy()  # the logical value: every rank's rows
+        buf = state[state_name]
+        held = (tuple(buf.sbp), tuple(buf.to_local().shape), buf.numpy())  # numpy(): the logical value
         flow.save(state, path, global_dst_rank=0)
         # a graph without ZeRO, other initial values, loads the checkpoint and continues
-        pl, model2, opt2, graph2 = _setup(2, "momentum", None, seed=7)
+        pl, model2, opt2, graph2 = _setup(2, kind, None, seed=7)
         graph2.load_state_dict(flow.load(path, global_src_rank=0))
         continued = _train(pl, graph2, data[3:])
-        # the reference: without ZeRO all along
-        pl, model3, opt3, graph3 = _setup(2, "momentum", None)
-        straight = _train(pl, graph3, data)
-        return (tuple(buf.sbp), tuple(buf.to_local().shape), whole, continued, straight,
-                [p.numpy() for p in model2.parameters()], [p.numpy() for p in model3.parameters()])
+        # the reference: without ZeRO all along; its checkpoint loads into a ZeRO graph, which continues as it
+        pl, model3, opt3, graph3 = _setup(2, kind, None)
+        straight = _train(pl, graph3, data[:3])
+        plain_buf = graph3.state_dict()[state_name].numpy()
+        flow.save(graph3.state_dict(), back, global_dst_rank=0)
+        straight = np.concatenate([straight, _train(pl, graph3, data[3:])])
+        pl, model4, opt4, graph4 = _setup(2, kind, dict(stage=2, shard_min_size=1), seed=9)
+        graph4.load_state_dict(flow.load(back, global_src_rank=0))
+        zero_continued = _train(pl, graph4, data[3:])
+        params = [[p.numpy() for p in m.parameters()] for m in (model2, model3, model4)]
+        return held, plain_buf, continued, straight, zero_continued, params
 
-    for sbp, local_shape, whole, continued, straight, params2, params3 in on_ranks(2, body):
+    for (sbp, local_shape, whole), plain_buf, continued, straight, zero_continued, params in on_ranks(2, body):
         assert sbp == (flow.sbp.split(0),) and local_shape == (8, 8)
-        assert whole.shape == (16, 8) and np.abs(whole).sum() > 0
+        np.testing.assert_array_equal(whole, plain_buf)  # the ZeRO state is the whole state without ZeRO
         np.testing.assert_array_equal(continued, straight[3:])
-        for a, b in zip(params2, params3):
+        np.testing.assert_array_equal(zero_continued, straight[3:])
+        for a, b, c in zip(*params):
             np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(c, b)
 
 
 def test_bad_settings_are_refused_with_oneflows_messages():
@@ -284,3 +294,33 @@ def test_with_clipping_and_gradient_accumulation_every_stage_equals_no_zero(kind
             same(losses, plain_losses, err_msg=zero)
             for got, want in zip(params, plain_params):
                 same(got, want, err_msg=zero)
+
+
+@pytest.mark.parametrize("kind", ["adam", "momentum"])
+def test_eager_steps_continue_a_zero_graph_with_its_split_states(kind, tmp_path):
+    # the eager optimizer updates this rank's rows with the split states and gathers them into the parameter, as
+    # the graph does; its state dict saves the whole states
+    data = _data(4)
+
+    def body():
+        out = []
+        for zero in (None, dict(stage=2, shard_min_size=1)):
+            pl, model, opt, graph = _setup(2, kind, zero)
+            _train(pl, graph, data[:3])
+            x, y = (flow.tensor(a, placement=pl, sbp=flow.sbp.split(0)) for a in data[3])
+            ((model(x) - y) ** 2).mean().backward()
+            opt.step()
+            opt.zero_grad()
+            state = opt.state[model[0].weight]
+            name = "exp_avg" if kind == "adam" else "momentum_buf"
+            flow.save(opt.state_dict(), str(tmp_path / str(bool(zero))), global_dst_rank=0)
+            saved = flow.load(str(tmp_path / str(bool(zero))), global_src_rank=0)["state"][0][name]
+            out.append(([p.numpy() for p in model.parameters()], tuple(state[name].sbp), saved.numpy()))
+        return out
+
+    for (plain, plain_sbp, plain_saved), (zero, zero_sbp, zero_saved) in on_ranks(2, body):
+        assert plain_sbp == (flow.sbp.broadcast,) and zero_sbp == (flow.sbp.split(0),)
+        np.testing.assert_array_equal(zero_saved, plain_saved)
+        assert zero_saved.shape == (16, 8)
+        for a, b in zip(zero, plain):
+            np.testing.assert_array_equal(a, b)

@@ -483,6 +483,13 @@ class Graph:
         for name, value in self._to_load.items():
             target = getters[name]() if name in getters else states[name]
             state_values.copy_into(target, value)
+        if _TRAIN_STEP in self._to_load and self._graph_optimizers is not None:
+            # OneFlow 0.9's graph Adam reads its bias correction from the train step variable
+            # (job_rewriter/adam_optm.cpp: adam_bias_correction_factor of train_step); here it counts the
+            # optimizer's steps, so a loaded step count continues it as OneFlow's loaded train step does
+            step = int(states[_TRAIN_STEP].numpy().reshape(-1)[0])
+            for opt, _ in self._graph_optimizers.added:
+                opt._step_count = step
         self._to_load.clear()
 
     # --- showing -----------------------------------------------------------------------------------------------
