@@ -324,3 +324,43 @@ def test_eager_steps_continue_a_zero_graph_with_its_split_states(kind, tmp_path)
         assert zero_saved.shape == (16, 8)
         for a, b in zip(zero, plain):
             np.testing.assert_array_equal(a, b)
+
+
+def test_the_bytes_explain_reports_are_the_bytes_the_ranks_send():
+    # each rank's comm records what it sends (comm/recording.py); a call's collectives, other than the one the
+    # plain graph makes besides its gradients' all-reduce (the call's identity check, the same in every run), are
+    # exactly the report's boxing, byte for byte
+    from oneflow_compat.comm.recording import RecordingComm
+
+    data = _data(2)
+    names = {"reduce-scatter": "reduce_scatter", "all-gather": "allgatherv", "all-reduce": "allreduce"}
+
+    def run(zero):
+        def rank_main(comm):
+            rec = RecordingComm(comm)
+            threading.current_thread().name = "MainThread"
+            with world.simulated_rank(rec), context.bound(context.Context()) as ctx:
+                try:
+                    pl, model, opt, graph = _setup(2, "adam", zero)
+                    inputs = [[flow.tensor(a, placement=pl, sbp=flow.sbp.split(0)) for a in d] for d in data]
+                    graph(*inputs[0])
+                    rec.calls.clear()
+                    graph(*inputs[1])  # (its loss is not read: no other collective)
+                    return [(c.name, c.sent) for c in rec.calls if not c.control], graph.explain_report()
+                finally:
+                    ctx.reset()
+
+        return SimulatedWorld(2, timeout=60).run(rank_main)
+
+    plain = run(None)
+    for zero in (dict(stage=1, shard_min_size=1), dict(stage=2, shard_min_size=1), dict(stage=3, shard_min_size=1)):
+        for (calls, report), (plain_calls, plain_report) in zip(run(zero), plain):
+            extra = list(plain_calls)
+            extra.remove(("allreduce", plain_report.bytes_per_call()))  # the plain run's one gradient bucket
+            for call in extra:
+                calls.remove(call)
+            assert sum(sent for _, sent in calls) == report.bytes_per_call(), zero
+            by_kind = sorted(calls)
+            explained = sorted((names[b["collective"]], b["bytes"]) for b in report.boxing
+                               if b["collective"] != "local-slice" and b["collective"] != "all-reduce")
+            assert [c for c in by_kind if c[0] != "allreduce"] == explained, zero
