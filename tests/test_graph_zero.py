@@ -364,3 +364,34 @@ def test_the_bytes_explain_reports_are_the_bytes_the_ranks_send():
             explained = sorted((names[b["collective"]], b["bytes"]) for b in report.boxing
                                if b["collective"] != "local-slice" and b["collective"] != "all-reduce")
             assert [c for c in by_kind if c[0] != "allreduce"] == explained, zero
+
+
+def test_auto_parallel_ignoring_user_sbp_ignores_zero_with_oneflows_warning():
+    def body():
+        pl = flow.placement("cpu", [0, 1])
+        model = nn.Linear(8, 4)
+        model.to_global(placement=pl, sbp=flow.sbp.broadcast)
+        opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        class Train(nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+                self.add_optimizer(opt)
+                self.config.enable_auto_parallel(True)
+                self.config.enable_auto_parallel_ignore_user_sbp_config(True)
+                self.config.enable_zero(True, stage=2, shard_min_size=1)
+
+            def build(self, x):
+                loss = self.model(x).sum()
+                loss.backward()
+                return loss
+
+        graph = Train()
+        graph(flow.ones(4, 8, placement=pl, sbp=flow.sbp.split(0)))
+        return tuple(graph.state_dict()["model.weight-momentum_buf"].sbp)
+
+    # (caught around the simulated ranks: the warnings module's state is the process's, shared by its threads)
+    with pytest.warns(UserWarning, match="^ZeRO optimization will be ignored when enabling AutoParallel to "
+                                         "ignore user sbp configuration$"):
+        assert on_ranks(2, body) == [(flow.sbp.broadcast,)] * 2

@@ -30,6 +30,7 @@ take turns in one order on every rank.
 """
 import collections
 import time
+import warnings
 
 from oneflow_compat.ir.placement import Placement as IrPlacement
 from oneflow_compat.runtime import activity, agreement, context, global_eager
@@ -124,6 +125,9 @@ class GraphConfig:
             items.append("gradient_accumulation_steps=%d" % self._accumulation_steps)
         if self._amp:
             items.append("amp=True")
+        auto = self.__dict__.get("_auto_parallel")
+        if auto is not None and auto.enable:
+            items.append("auto_parallel=True")
         return "(CONFIG:config:GraphConfig(%s))" % "".join(item + ", " for item in items)  # OneFlow's ", " after each
 
 
@@ -325,9 +329,21 @@ class Graph:
             self.__dict__["_graph_optimizers"] = trace.job.optimizer = optimizers
             trace.job.zero = self.config._switches.get("enable_zero")  # passes/zero.py
         # a rank that never compiles leaves the others waiting in the plan check: the timeout names the graph
+        auto = _graph_auto_parallel.auto_parallel_conf(self.config)
+        if auto is not None and auto.enable:
+            trace.job.auto_parallel = auto  # the SBP search of passes/auto_parallel.py runs as the job compiles
+            if trace.job.zero and auto.ignore_user_sbp_config:
+                # OneFlow 0.9's OptimizerPlacementOptimizationPass: the search would unpin ZeRO's layouts
+                warnings.warn("ZeRO optimization will be ignored when enabling AutoParallel to ignore user sbp "
+                              "configuration", stacklevel=3)
+                trace.job.zero = None
         with activity.operation("compiling nn.Graph '%s' (every rank must call it)" % self._name):
             compiled = CompiledGraph(trace, [_input_layout(t) for t in tensors], out_values, self._name,
                                      check_across_ranks=is_global)
+        summary = getattr(trace.job, "auto_parallel_summary", None)
+        if summary is not None:
+            for line in summary.lines():
+                self._log(0, shallow + " " + line)
         if trace.job.zero:
             self._take_zero_layouts(compiled)
         for name, tensor in trace.bindings.items():
@@ -611,3 +627,9 @@ def _unflatten(struct, leaves):
     if kind == "list":
         return [_unflatten(s, leaves) for s in struct[1]]
     return {k: _unflatten(s, leaves) for k, s in struct[1]}
+
+
+# --- api-autograd: OneFlow 0.9's auto_parallel.rst (GraphConfig's auto-parallel settings) -------------------------
+from oneflow_compat._global import graph_auto_parallel as _graph_auto_parallel  # noqa: E402
+
+_graph_auto_parallel.install(GraphConfig)
