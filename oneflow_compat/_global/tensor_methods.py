@@ -261,6 +261,10 @@ def install():
 
 install()
 
+# api-misc1: Tensor.clamp_min_ / clamp_max_ (the in-place forms flow.clamp_min_ / clamp_max_ share)
+from oneflow_compat._global import inplace_functions as _inplace_functions  # noqa: E402
+Tensor.clamp_min_, Tensor.clamp_max_ = _inplace_functions.clamp_min_, _inplace_functions.clamp_max_
+
 # --- api-shape team (OneFlow 0.9's API reference, tensor.rst): shape, indexing and product methods; the explicit
 # forms of to_global (Tensor.diag / Tensor.in_top_k: nd_functions', bound by the package's __init__, as nd_functions
 # imports this module). Tensor.where(x, y) is flow.where(self, x, y) (python/oneflow/framework/tensor.py `_where`).
