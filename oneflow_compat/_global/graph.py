@@ -428,19 +428,21 @@ class Graph:
         return out_values, kinds, out_struct
 
     def _scope(self):
-        modules, names = {}, {}
+        modules, names, checkpointing = {}, {}, {}
         for top, block in self._blocks.items():
             for b in block._blocks():
                 cfg = b._config
                 if id(b._module) not in modules:
                     modules[id(b._module)] = (b._name, cfg.stage_id, cfg.stage_placement)
+                    if cfg.activation_checkpointing is not None:
+                        checkpointing[id(b._module)] = cfg.activation_checkpointing
             for pname, p in block._module.named_parameters(prefix=top):
                 names.setdefault(id(p), pname)
             for bname, buf in block._module.named_buffers(prefix=top):
                 names.setdefault(id(buf), bname)
         trainable = {id(p) for opt, _ in self._opts for g in opt.param_groups for p in g["params"]
                      if p.requires_grad}
-        return lazy.GraphScope(modules, names, trainable)
+        return lazy.GraphScope(modules, names, trainable, checkpointing)
 
     # --- state -----------------------------------------------------------------------------------------------
     def state_dict(self, destination=None):

@@ -23,7 +23,7 @@ Options:
 """
 import collections
 
-from oneflow_compat.passes import auto_parallel, boxing, fusion, grad_buckets, optimizer_pass, prune, sbp_infer
+from oneflow_compat.passes import auto_parallel, boxing, checkpointing, fusion, grad_buckets, optimizer_pass, prune, sbp_infer
 
 Options = collections.namedtuple("Options", "train prune layout exact_first fusion boxing buckets")
 
@@ -62,6 +62,8 @@ def compile_job(session, job, options, ctx=None):
             auto_parallel.search(job, auto)
     elif options.layout == "one device":
         sbp_infer.one_device(job)
+    if options.train and job.is_train:
+        checkpointing.apply(job)  # nn.Graph's activation checkpointing: after the layouts, which clones copy
     if options.fusion:
         fusion.fuse(job)
     if options.boxing:
