@@ -3,8 +3,12 @@ job functions (`runtime/session.py`), nn.Graph (`runtime/graph_runtime.py`), eag
 and their backward (`runtime/global_eager.py`), legacy eager mode (`framework/eager.py`) — and differs only in its
 `Options`:
 
-    autodiff + optimizer (train jobs)  →  prune  →  SBP choice  →  fusion  →  boxing insertion  →  gradient buckets
-    (passes/optimizer_pass.py)           (prune)   (sbp_infer)   (fusion)   (boxing)            (grad_buckets)
+    autodiff + optimizer (train jobs)  →  prune  →  SBP choice  →  checkpointing  →  fusion  →  boxing insertion
+    (passes/optimizer_pass.py)           (prune)   (sbp_infer)   (checkpointing)    (fusion)   (boxing)
+    →  gradient buckets (grad_buckets)
+
+(`checkpointing`: nn.Graph's activation checkpointing, train jobs: the checkpointed modules' forward ops cloned
+into the backward with their originals' layouts, `passes/checkpointing.py`.)
 
 The runtime then builds the job's executable (`runtime/executable.py`: its plan, feeding, running, fetching).
 
