@@ -310,7 +310,9 @@ def scatter(input, dim, index, src=None, reduce=None, value=None):  # noqa: A002
         return apply_op("dim_scatter_update", [input, index, src], {"dim": d})
     if reduce == "add":
         return apply_op("dim_scatter_add", [input, index, src], {"dim": d})
-    raise NotImplementedError("scatter(): reduce=%r is not supported (None or 'add')" % (reduce,))
+    if reduce == "multiply":  # OneFlow 0.9's DimScatterFunctor: reduce "add" or "multiply"
+        return apply_op("dim_scatter_mul", [input, index, src], {"dim": d})
+    raise RuntimeError("Invalid reduce type: %s" % (reduce,))
 
 
 def scatter_add(input, dim, index, src):  # noqa: A002
@@ -452,22 +454,10 @@ def einsum(equation, *operands):
 
 # --- norms -------------------------------------------------------------------------------------------------------
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
-    """Vector p-norms over `dim` (all entries when None): 'fro' and 2 the Euclidean norm, inf / -inf the largest /
-    smallest magnitude, 0 the count of non-zeros, others (sum |x|^p)^(1/p)."""
-    x = input if dtype is None else F.cast(input, dtype)
-    if p == "fro" or p == 2 or p is None:
-        return F.sqrt(F.sum(F.square(x), dim, keepdim))
-    if p == math.inf or p == "inf":
-        return amax(F.abs(x), dim, keepdim)
-    if p == -math.inf:
-        return amin(F.abs(x), dim, keepdim)
-    if p == 0:
-        return F.sum(F.cast(F.ne(x, 0), x.dtype), dim, keepdim)
-    if p == 1:
-        return F.sum(F.abs(x), dim, keepdim)
-    if isinstance(p, str):
-        raise NotImplementedError("norm(): p=%r is not supported for vectors" % p)
-    return F.pow(F.sum(F.pow(F.abs(x), float(p)), dim, keepdim), 1.0 / p)
+    """OneFlow 0.9's `flow.norm` / `Tensor.norm` (`oneflow/nn/modules/norm.py`): `_global/norm_forms.py`."""
+    from oneflow_compat._global import norm_forms
+
+    return norm_forms.norm(input, p, dim, keepdim, dtype)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002

@@ -1528,3 +1528,16 @@ EXAMPLES.update({  # api-shape team: searchsorted (ops/linalg_ops.py), no gradie
                 note="rows of an N-D sequence", grad=False, splits=[0, 0], layouts=[[1, 1]]),
     ],
 })
+
+
+# --- api-gaps team: scatter(..., reduce='multiply') (ops/tensor_ops.py dim_scatter_mul) -----------------------------
+EXAMPLES.update({
+    "dim_scatter_mul": [
+        Example(inputs(normal(5, 7), ints(5, 4, high=7, dtype=np.int64), normal(5, 4)), {"dim": 1}, wrt=[0, 2],
+                note="repeated indices multiply"),
+        Example(inputs(normal(4, 5, 6), ints(4, 2, 6, high=5, dtype=np.int64), normal(4, 3, 6)), {"dim": 1},
+                wrt=[0, 2], note="src larger than index")],
+    "dim_scatter_mul_src_grad": [
+        Example(inputs(normal(5, 7), ints(5, 3, high=7, dtype=np.int64), normal(5, 7), normal(5, 4)), {"dim": 1},
+                grad=False, note="a gradient: no second derivative declared")],
+})
