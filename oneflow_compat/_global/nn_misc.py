@@ -15,20 +15,34 @@ from oneflow_compat._global.modules import Module, Parameter
 
 
 # --- embedding --------------------------------------------------------------------------------------------------
+def embedding_renorm_(weight, indices, max_norm, norm_type=2.0):
+    """OneFlow 0.9's `_C.embedding_renorm_`: the rows of `weight` that `indices` looks up whose norm_type-norm
+    exceeds max_norm are scaled to max_norm / (norm + 1e-7) of themselves, in place (no gradient); returns weight."""
+    from oneflow_compat.runtime import autograd
+
+    with autograd.no_grad():
+        apply_op("embedding_renorm", [weight, F._check(indices, "embedding_renorm_")],
+                 {"max_norm": float(max_norm), "norm_type": float(norm_type)})
+    return weight
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,  # noqa: A002
               sparse=False):
-    """The rows of `weight` at `input`; padding_idx's row gets no gradient."""
-    if max_norm is not None:
-        raise NotImplementedError("embedding: max_norm (renormalizing the rows in place) is not supported")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not supported")
+    """The rows of `weight` at `input`; padding_idx's row gets no gradient. max_norm: the rows looked up are first
+    renormalised in the weight itself (`embedding_renorm_`); scale_grad_by_freq: each row's gradient divided by how
+    often it is looked up in `input` (OneFlow 0.9 python/oneflow/nn/modules/sparse.py)."""
+    assert sparse is False, "Not support sparse=True yet!"
     n = weight.shape[0]
     if padding_idx is not None:
         if not -n <= padding_idx < n:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= n
-    return apply_op("embedding", [weight, F._check(input, "embedding")],
-                    {"padding_idx": -1 if padding_idx is None else int(padding_idx), "axis": 0})
+    if max_norm is not None:
+        embedding_renorm_(weight, input, max_norm, norm_type)
+    attrs = {"padding_idx": -1 if padding_idx is None else int(padding_idx), "axis": 0}
+    if scale_grad_by_freq:
+        attrs["scale_grad_by_freq"] = True
+    return apply_op("embedding", [weight, F._check(input, "embedding")], attrs)
 
 
 class Embedding(Module):
