@@ -382,28 +382,6 @@ def addmm(input, mat1, mat2, beta=1.0, alpha=1.0):  # noqa: A002
     return baddbmm(input, mat1, mat2, beta, alpha)
 
 
-def _einsum_parse(equation, operands):
-    eq = equation.replace(" ", "")
-    if "->" in eq:
-        lhs, out = eq.split("->")
-    else:
-        lhs = eq
-        letters = lhs.replace(",", "")
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    terms = lhs.split(",")
-    if len(terms) != len(operands):
-        raise ValueError("einsum(): equation %r names %d operands, %d given" % (equation, len(terms), len(operands)))
-    if "." in eq:
-        raise NotImplementedError("einsum(): ellipsis ('...') in %r is not supported" % equation)
-    for term, x in zip(terms, operands):
-        if len(term) != x.ndim:
-            raise ValueError("einsum(): subscripts %r do not fit an operand of %d dims" % (term, x.ndim))
-        if len(set(term)) != len(term):
-            raise NotImplementedError("einsum(): repeated subscripts within one operand (%r: diagonals) are not "
-                                      "supported" % term)
-    return terms, out
-
-
 def _einsum_reduce(x, term, keep):
     """Sum x over the subscripts of `term` that are not in `keep`."""
     drop = [i for i, c in enumerate(term) if c not in keep]
@@ -441,7 +419,9 @@ def einsum(equation, *operands):
     sums and a permutation."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    terms, out = _einsum_parse(equation, operands)
+    from oneflow_compat._global import einsum_subscripts
+
+    terms, out, operands = einsum_subscripts.expand(equation, operands)
     x, tx = operands[0], terms[0]
     for i in range(1, len(operands)):
         later = out + "".join(terms[i + 1:])
