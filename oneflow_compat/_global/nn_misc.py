@@ -199,32 +199,73 @@ class UpsamplingBilinear2d(Upsample):
 
 
 # --- padding ----------------------------------------------------------------------------------------------------
+def _crop_negative(x, pad):
+    """Negative pads crop (OneFlow 0.9's pad / reflection / replication kernels read a negative pad as entries
+    dropped at that side): x sliced to what survives, and the pads left >= 0."""
+    k = len(pad) // 2
+    index = [slice(None)] * x.ndim
+    cropped = False
+    for i in range(k):
+        axis = x.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        if before < 0 or after < 0:
+            n = x.shape[axis]
+            start, stop = max(0, -before), n - max(0, -after)
+            if stop <= start:
+                raise RuntimeError("pad: the pads (%d, %d) crop dim %d of size %d to nothing" % (before, after,
+                                                                                                 axis, n))
+            index[axis] = slice(start, stop)
+            cropped = True
+    if cropped:
+        x = F.index(x, tuple(index))
+    return x, [max(0, p) for p in pad]
+
+
 def pad(input, pad, mode="constant", value=0):  # noqa: A002
-    """`pad` lists (before, after) per axis from the last: (left, right[, top, bottom[, front, back]])."""
+    """`pad` lists (before, after) per axis from the last: (left, right[, top, bottom[, front, back]]); a negative
+    pad crops. Modes as OneFlow 0.9's PadFunctor (oneflow/core/functional/impl/nn_functor.cpp): constant (any number
+    of axes), reflect and replicate (1 axis of 2-D/3-D inputs, 2 axes of 3-D/4-D inputs)."""
     x = F._check(input, "pad")
     pad = [int(p) for p in pad]
-    if len(pad) % 2 or len(pad) // 2 > x.ndim:
-        raise ValueError("pad: padding length must be even and at most twice the dims, got %s" % (pad,))
+    if len(pad) > 2 * x.ndim:
+        raise RuntimeError("Pad size should less than or equal to input axes * 2.")
+    if len(pad) % 2:
+        raise RuntimeError("Length of pad must be even but instead it equals %d" % len(pad))
     k = len(pad) // 2
+    if mode not in ("constant", "reflect", "replicate"):
+        raise NotImplementedError("Pad mode is %s, but only constant, reflect and replicate are valid." % (mode,))
+    if mode != "constant":
+        if k == 3:
+            raise NotImplementedError("5D %s padding are not supported for now" % mode)
+        if k not in (1, 2) or x.ndim not in (k + 1, k + 2):
+            raise NotImplementedError("Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now"
+                                      if k not in (1, 2) else
+                                      "%dD or %dD (batch mode) tensor expected for input, but got: %d"
+                                      % (k + 1, k + 2, x.ndim))
+        if mode == "reflect":
+            for i in range(k):
+                n = x.shape[x.ndim - 1 - i]
+                if pad[2 * i] >= n or pad[2 * i + 1] >= n:
+                    raise RuntimeError("Padding size should be less than the corresponding input dimension, but "
+                                       "got: padding (%d, %d) at dimension %d of input %d"
+                                       % (pad[2 * i], pad[2 * i + 1], x.ndim - 1 - i, x.ndim))
+    x, pad = _crop_negative(x, pad)
     if mode == "constant":
         pairs = [(0, 0)] * (x.ndim - k) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k))]
-        if any(a < 0 or b < 0 for a, b in pairs):
-            raise NotImplementedError("pad: negative (cropping) pads are not supported")
         fill = value if x.dtype.is_floating else int(value)
         return apply_op("pad", [x], {"paddings": tuple(pairs), "constant_value": fill})
-    if mode not in ("reflect", "replicate"):
-        raise NotImplementedError("pad: mode %r is not supported (constant, reflect, replicate)" % (mode,))
+    if mode == "reflect":
+        for i in range(k):  # (after a crop the reflected side may have become too short)
+            n = x.shape[x.ndim - 1 - i]
+            if pad[2 * i] >= n or pad[2 * i + 1] >= n:
+                raise RuntimeError("Padding size should be less than the corresponding input dimension, but got: "
+                                   "padding (%d, %d) at dimension %d of input %d"
+                                   % (pad[2 * i], pad[2 * i + 1], x.ndim - 1 - i, x.ndim))
     op = {"reflect": "reflection_pad", "replicate": "replication_pad"}[mode]
-    if k == 1 and x.ndim in (2, 3):
-        y = x if x.ndim == 3 else F.unsqueeze(x, 0)
-        y = apply_op(op + "1d", [y], {"padding": tuple(pad)})
-        return y if x.ndim == 3 else F.squeeze(y, 0)
-    if k == 2 and x.ndim in (3, 4):
-        y = x if x.ndim == 4 else F.unsqueeze(x, 0)
-        y = apply_op(op + "2d", [y], {"padding": tuple(pad)})
-        return y if x.ndim == 4 else F.squeeze(y, 0)
-    raise NotImplementedError("pad: %s padding of %d axes of a %d-D input is not supported (1 axis of 2-D/3-D "
-                              "inputs, 2 axes of 3-D/4-D inputs)" % (mode, k, x.ndim))
+    batched = x.ndim == k + 2
+    y = x if batched else F.unsqueeze(x, 0)
+    y = apply_op(op + ("1d" if k == 1 else "2d"), [y], {"padding": tuple(pad)})
+    return y if batched else F.squeeze(y, 0)
 
 
 def _boundary(padding, n, what):
