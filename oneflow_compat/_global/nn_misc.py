@@ -134,24 +134,27 @@ class PixelShufflev2(Module):
 
 # --- interpolation ----------------------------------------------------------------------------------------------
 _MODES = {"nearest": ("nearest", None), "linear": ("linear", 1), "bilinear": ("linear", 2),
-          "trilinear": ("linear", 3)}
+          "trilinear": ("linear", 3), "bicubic": ("cubic", 2), "area": ("area", None)}
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
                 recompute_scale_factor=None):
-    """Resizes the spatial axes of (N, C, ...) to `size` or by `scale_factor`: nearest (1-3 spatial axes),
-    linear (1), bilinear (2), trilinear (3)."""
+    """Resizes the spatial axes of (N, C, ...) to `size` or by `scale_factor`: nearest and area (1-3 spatial
+    axes), linear (1), bilinear and bicubic (2), trilinear (3) (OneFlow 0.9 python/oneflow/nn/modules/interpolate.py:
+    'area' is adaptive_avg_pool to the output size, its size from the scale factor recomputed)."""
     x = F._check(input, "interpolate")
     nd = x.ndim - 2
     if mode not in _MODES:
-        raise NotImplementedError("interpolate: mode %r is not supported (nearest, linear, bilinear, trilinear)"
-                                  % (mode,))
+        raise ValueError('interpolation must be "nearest" or "bilinear" or "linear" or "area" or "bicubic" or '
+                         '"trilinear".')
     kind, needs = _MODES[mode]
-    if mode == "nearest" and align_corners is not None:
+    if mode in ("nearest", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                          "bicubic | trilinear")
-    if needs is not None and needs != nd:
-        raise NotImplementedError("Got %dD input, but %s mode needs %dD input" % (x.ndim, mode, needs + 2))
+    if (needs is not None and needs != nd) or not 1 <= nd <= 3:
+        raise NotImplementedError("Input Error: Only 3D, 4D and 5D input Tensors supported (got %dD) for the modes: "
+                                  "nearest | linear | bilinear | bicubic | trilinear | area (got %s)"
+                                  % (x.ndim, mode))
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined" if size is not None else
                          "either size or scale_factor should be defined")
@@ -170,8 +173,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              % (nd, len(factors)))
         out = tuple(int(n * f) for n, f in zip(in_sizes, factors))
         scales = None if recompute_scale_factor else tuple(float(f) for f in factors)
-    return apply_op("upsample", [x], {"output_size": tuple(int(v) for v in out), "mode": kind,
-                                      "align_corners": bool(align_corners), "scales": scales, "half_pixel": False})
+    out = tuple(int(v) for v in out)
+    if kind == "area":
+        from oneflow_compat._global import nn_pools
+
+        return getattr(nn_pools, "adaptive_avg_pool%dd" % nd)(x, out)
+    return apply_op("upsample", [x], {"output_size": out, "mode": kind, "align_corners": bool(align_corners),
+                                      "scales": scales, "half_pixel": False})
 
 
 class Upsample(Module):

@@ -1541,3 +1541,11 @@ EXAMPLES.update({
         Example(inputs(normal(5, 7), ints(5, 3, high=7, dtype=np.int64), normal(5, 7), normal(5, 4)), {"dim": 1},
                 grad=False, note="a gradient: no second derivative declared")],
 })
+# api-gaps team: upsample's bicubic mode (OneFlow 0.9 upsample_bicubic_2d; rows appended to the family's own)
+EXAMPLES["upsample"] = EXAMPLES["upsample"] + [
+    Example(inputs(normal(2, 3, 4, 5)), _ups((7, 9), "cubic"), note="bicubic, half-pixel source"),
+    Example(inputs(normal(2, 3, 5, 4)), _ups((3, 7), "cubic", align_corners=True), note="bicubic, align_corners",
+            layouts=[[1]]),
+    Example(inputs(normal(1, 2, 4, 6)), _ups((6, 9), "cubic", scales=(1.5, 1.5)), note="bicubic by scale_factor")]
+EXAMPLES["upsample_grad"] = EXAMPLES["upsample_grad"] + [
+    Example(inputs(normal(2, 3, 7, 9)), dict(_ups((7, 9), "cubic"), input_shape=(2, 3, 4, 5)), note="bicubic")]

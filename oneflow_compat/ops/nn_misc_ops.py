@@ -148,8 +148,9 @@ def _upsample_meta(op):
     if len(x.shape) != len(out) + 2:
         raise ValueError("upsample '%s': output_size %s does not fit input of shape %s (N, C, spatial)" % (
             op.name, out, tuple(x.shape)))
-    if op.attrs["mode"] not in ("nearest", "linear"):
-        raise ValueError("upsample '%s': mode must be 'nearest' or 'linear', got %r" % (op.name, op.attrs["mode"]))
+    if op.attrs["mode"] not in ("nearest", "linear", "cubic"):  # (cubic: api-gaps, OneFlow 0.9 upsample_bicubic_2d)
+        raise ValueError("upsample '%s': mode must be 'nearest', 'linear' or 'cubic', got %r" % (
+            op.name, op.attrs["mode"]))
     if not x.dtype.is_floating:
         raise TypeError("upsample '%s': input must be floating, got %s" % (op.name, x.dtype.name))
     return [TensorMeta(tuple(x.shape[:2]) + out, x.dtype, x.is_dynamic)]
