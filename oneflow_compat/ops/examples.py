@@ -1549,3 +1549,6 @@ EXAMPLES["upsample"] = EXAMPLES["upsample"] + [
     Example(inputs(normal(1, 2, 4, 6)), _ups((6, 9), "cubic", scales=(1.5, 1.5)), note="bicubic by scale_factor")]
 EXAMPLES["upsample_grad"] = EXAMPLES["upsample_grad"] + [
     Example(inputs(normal(2, 3, 7, 9)), dict(_ups((7, 9), "cubic"), input_shape=(2, 3, 4, 5)), note="bicubic")]
+# api-gaps team: embedding_renorm updates the weight in place (no outputs to compare, like moving_average_update)
+WITHOUT_EXAMPLES["embedding_renorm"] = ("renormalises the weight's rows in place (no outputs); covered by "
+                                        "tests/test_api_gaps.py against torch, eager, global and in nn.Graph")
