@@ -299,6 +299,11 @@ def test_scatter_multiply_matches_torch_scatter_reduce_prod(glob):
     check(lambda x, i, s: flow.scatter(x, 1, i, s, reduce="multiply"),
           lambda x, i, s: torch.scatter_reduce(x, 1, i, s[:, :3], "prod"),
           rnd(2, 4), idx, src, ints=(1,), glob=glob)
+    # repeated positions with zeros among the factors: the gradient of each factor is the product of the others
+    check(lambda x, i, s: flow.scatter(x, 1, i, s, reduce="multiply"),
+          lambda x, i, s: torch.scatter_reduce(x, 1, i, s, "prod"),
+          rnd(2, 3), np.array([[0, 0, 0, 1], [2, 2, 2, 2]]), np.array([[2.0, 0.0, 3.0, 5.0], [0.0, 1.5, 0.0, 2.0]]),
+          ints=(1,), glob=glob)
     # a number as src, and Tensor.scatter_ (OneFlow's DimScatterScalar with reduce)
     x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
     x.scatter_(0, flow.tensor([[1, 0]]), 3.0, reduce="multiply")

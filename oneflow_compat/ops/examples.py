@@ -1552,3 +1552,8 @@ EXAMPLES["upsample_grad"] = EXAMPLES["upsample_grad"] + [
 # api-gaps team: embedding_renorm updates the weight in place (no outputs to compare, like moving_average_update)
 WITHOUT_EXAMPLES["embedding_renorm"] = ("renormalises the weight's rows in place (no outputs); covered by "
                                         "tests/test_api_gaps.py against torch, eager, global and in nn.Graph")
+# api-gaps team: embedding's scale_grad_by_freq (its gradient divides each row by its index's count: indices whole)
+EXAMPLES["embedding_grad"] = EXAMPLES["embedding_grad"] + [
+    Example(inputs(normal(2, 3, 4), fixed([[3, 0, 3], [6, 3, 0]], np.int64), normal(7, 4)),
+            {"padding_idx": 0, "axis": 0, "scale_grad_by_freq": True}, wrt=[0], note="scale_grad_by_freq",
+            splits=[None, None, 0], layouts=[[1, None, None]])]
