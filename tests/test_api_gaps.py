@@ -216,6 +216,15 @@ def test_grid_sample_5d_matches_torch(mode, padding_mode, align_corners):
           rnd(2, 3, 4, 5, 6), R.uniform(-1.3, 1.3, (2, 3, 2, 4, 3)))
 
 
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_bicubic_4d_matches_torch(padding_mode, align_corners):
+    kw = dict(mode="bicubic", padding_mode=padding_mode, align_corners=align_corners)
+    check(lambda x, g: flow.nn.functional.grid_sample(x, g, **kw),
+          lambda x, g: torch.nn.functional.grid_sample(x, g, **kw),
+          rnd(2, 3, 5, 6), R.uniform(-1.4, 1.4, (2, 4, 3, 2)), glob=padding_mode == "border", rtol=1e-6, atol=1e-9)
+
+
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_affine_grid_3d_matches_torch_and_feeds_grid_sample(align_corners):
     check(lambda t: flow.nn.functional.affine_grid(t, [2, 3, 4, 5, 6], align_corners=align_corners),

@@ -62,10 +62,53 @@ def _corner(flat, idx, weight, sizes, n, c, hw_out):
     return F.mul(values, F.unsqueeze(F.mul(weight, inside), 1))
 
 
+def _cubic_weights(t):
+    """The four bicubic convolution weights of taps -1, 0, 1, 2 at fraction t (A = -0.75; OneFlow 0.9
+    user/kernels/grid_sample_kernel_util.h get_cubic_upsample_coefficients)."""
+    a = -0.75
+
+    def near(x):  # ((A + 2) x - (A + 3)) x^2 + 1
+        return F.add(F.mul(F.mul(F.sub(F.mul(x, a + 2), a + 3), x), x), 1.0)
+
+    def far(x):  # ((A x - 5A) x + 8A) x - 4A
+        return F.sub(F.mul(F.add(F.mul(F.sub(F.mul(x, a), 5 * a), x), 8 * a), x), 4 * a)
+
+    return [far(F.add(t, 1.0)), near(t), near(F.sub(1.0, t)), far(F.sub(2.0, t))]
+
+
+def _tap(pos, size, padding_mode, align_corners):
+    """A bicubic tap's whole-pixel position after the padding rule (GetValueBounded's ComputeCoordinates): border
+    clamps, reflection reflects then clamps, zeros leaves it (read as 0 outside)."""
+    if padding_mode == "border":
+        return F.clamp(pos, 0.0, float(size - 1))
+    if padding_mode == "reflection":
+        pos = _reflect(pos, 0.0, float(size - 1)) if align_corners else _reflect(pos, -0.5, size - 0.5)
+        return F.clamp(pos, 0.0, float(size - 1))
+    return pos
+
+
+def _bicubic(flat, g, sizes, padding_mode, align_corners, n, c, hw_out):
+    """Sixteen taps around floor(position) of the unnormalised (unpadded) grid position, weighted by the cubic
+    convolution of the fractions, each tap padded on its own (OneFlow's and torch's bicubic grid sampler)."""
+    pos = [_unnormalize(F.reshape(F.index(g, (slice(None), slice(None), j)), (n, hw_out)), sizes[j],
+                        align_corners) for j in range(2)]
+    lows = [F.floor(p).detach() for p in pos]
+    wx, wy = (_cubic_weights(F.sub(p, lo)) for p, lo in zip(pos, lows))
+    out = None
+    for i in range(4):
+        py = _tap(F.add(lows[1], float(i - 1)), sizes[1], padding_mode, align_corners).detach()
+        for j in range(4):
+            px = _tap(F.add(lows[0], float(j - 1)), sizes[0], padding_mode, align_corners).detach()
+            term = _corner(flat, [px, py], F.mul(wx[j], wy[i]), sizes, n, c, hw_out)
+            out = term if out is None else F.add(out, term)
+    return out
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=False):  # noqa: A002
     """Samples input (N, C, H, W) at grid (N, Hout, Wout, 2) positions (x, y) -> (N, C, Hout, Wout), or a volume
     (N, C, D, H, W) at grid (N, Dout, Hout, Wout, 3) positions (x, y, z) -> (N, C, Dout, Hout, Wout) ('bilinear' is
-    then trilinear: OneFlow 0.9 user/ops/grid_sample_op.cpp, user/kernels/grid_sample_kernel_util.h)."""
+    then trilinear; 'bicubic' on 4-D inputs only: OneFlow 0.9 user/ops/grid_sample_op.cpp,
+    user/kernels/grid_sample_kernel_util.h)."""
     if input.ndim not in (4, 5):
         raise RuntimeError("MUST be 4D or 5D input")
     k = input.ndim - 2
@@ -76,8 +119,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                            "Grid shape MUST (N, H_out, W_out, 3)")
     if mode == "bicubic" and k == 3:
         raise RuntimeError("Mode='bicubic' supports only 4-D input")
-    if mode not in ("bilinear", "nearest"):
-        raise ValueError("grid_sample(): mode must be 'bilinear' or 'nearest', got %r" % (mode,))
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError("grid_sample(): mode must be 'bilinear', 'nearest' or 'bicubic', got %r" % (mode,))
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError("grid_sample(): padding_mode must be 'zeros', 'border' or 'reflection', got %r"
                          % (padding_mode,))
@@ -92,6 +135,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     pos = [_source_positions(F.reshape(F.index(g, (slice(None), slice(None), j)), (n, hw_out)), sizes[j],
                              padding_mode, align_corners) for j in range(k)]
     flat = F.reshape(input, (n, c, int(np.prod(spatial))))
+    if mode == "bicubic":
+        return F.reshape(_bicubic(flat, g, sizes, padding_mode, align_corners, n, c, hw_out), (n, c) + out_sizes)
     if mode == "nearest":
         # round half to even, as torch's nearbyint
         out = _corner(flat, [F.round(p).detach() for p in pos], creation.ones_like(pos[0]), sizes, n, c, hw_out)
