@@ -152,3 +152,27 @@ from oneflow_compat._global import nd_functions as _nd_functions  # noqa: E402
 from oneflow_compat._global.tensor import Tensor as _Tensor  # noqa: E402
 
 _Tensor.diag, _Tensor.in_top_k = _nd_functions.diag, _nd_functions.in_top_k
+
+# --- api-math (OneFlow 0.9's oneflow.rst, elementwise / reductions / tensor attributes; v0.9.0
+# python/oneflow/__init__.py binds these from oneflow._C, framework/dtype.py, tensor_str.py, autograd) -------------
+arccos, arccosh, arcsin, arcsinh, arctan, arctanh = acos, acosh, asin, asinh, atan, atanh  # noqa: E402,F821 (aliases)
+from oneflow_compat._global.elementwise_extra import (  # noqa: E402,F401
+    addcdiv, addcmul, clamp_max, clamp_min, is_nonzero, isclose, log10, logical_xor, trunc)
+from oneflow_compat._global.math_methods import floor_, sin_  # noqa: E402,F401 (installs the Tensor methods too)
+from oneflow_compat._global.reductions_extra import hann_window, median, nansum  # noqa: E402,F401
+from oneflow_compat._global.nn_activations import gelu, mish, silu, softplus  # noqa: E402,F401
+from oneflow_compat._global.nn_activations_extra import quick_gelu, selu, softsign  # noqa: E402,F401
+from oneflow_compat._global.default_dtype import get_default_dtype, set_default_dtype  # noqa: E402,F401
+from oneflow_compat._global.tensor_types import set_default_tensor_type  # noqa: E402,F401
+from oneflow_compat._global import tensor_types as _tensor_types  # noqa: E402
+
+for _name, _type in _tensor_types.CPU_TYPES.items():  # FloatTensor ... BoolTensor, ByteTensor, CharTensor, Half
+    globals()[_name] = _type
+del _name, _type
+from oneflow_compat._global.print_options import set_printoptions  # noqa: E402,F401
+from oneflow_compat._global.num_threads import set_num_threads  # noqa: E402,F401
+from oneflow_compat.runtime.inference_mode import inference_mode  # noqa: E402,F401
+autograd.inference_mode = inference_mode  # (oneflow.autograd.inference_mode, the same class)
+# OneFlow 0.9's flow.equal is the whole-tensor comparison returning a Python bool (docstr/comparison.py @ v0.9.0);
+# the elementwise one is flow.eq
+from oneflow_compat._global.elementwise_extra import equal  # noqa: E402,F401,F811

@@ -150,7 +150,8 @@ def test_masked_select_and_index_functions():
     np.testing.assert_array_equal(flow.argwhere(t).numpy(), np.argwhere(x))
     np.testing.assert_array_equal(flow.nonzero(t).numpy(), np.argwhere(x))
     assert [a.numpy().tolist() for a in flow.nonzero(t, as_tuple=True)] == [list(a) for a in np.nonzero(x)]
-    assert flow.argwhere(t).dtype == flow.int64
+    assert flow.argwhere(t).dtype == flow.int32  # OneFlow 0.9 (nn/modules/argwhere.py): dtype=flow.int32
+    assert flow.argwhere(t, dtype=flow.int64).dtype == flow.int64 and flow.nonzero(t).dtype == flow.int64
     vals, inv, counts = flow.unique(flow.tensor([3, 1, 3, 2]), return_inverse=True, return_counts=True)
     assert vals.numpy().tolist() == [1, 2, 3] and inv.numpy().tolist() == [2, 0, 2, 1]
     assert counts.numpy().tolist() == [1, 1, 2]

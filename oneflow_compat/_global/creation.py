@@ -13,7 +13,7 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.runtime import global_eager
-from oneflow_compat._global import generators, global_mode
+from oneflow_compat._global import default_dtype, generators, global_mode
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import (Tensor, as_dtype, check_placement, device_tag, dtype_of_numpy,
                                            normalize_sbp, parse_device)
@@ -101,7 +101,7 @@ def _from_full(full, dtype, placement, ir_sbp, shown, requires_grad, device=None
 
 def _constant(size, value, dtype, device, placement, sbp, requires_grad, what, source=True):
     shape = _size(size, what)
-    dtype = as_dtype(dtype) or dtypes.float32
+    dtype = as_dtype(dtype) or default_dtype.get_default_dtype()
     if source:
         placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, len(shape), what)
@@ -129,10 +129,15 @@ def empty(*size, dtype=None, device=None, placement=None, sbp=None, requires_gra
 
 def full(size, fill_value, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
     if dtype is None:
-        dtype = dtypes.float32 if isinstance(fill_value, float) else (
+        # (OneFlow 0.9 full_op: the dtype of flow.tensor(fill_value), which follows the default dtype)
+        dtype = default_dtype.sequence_float_dtype() if isinstance(fill_value, float) else (
             tensor_bool() if isinstance(fill_value, bool) else dtypes.int64)
     return _constant((size,) if isinstance(size, int) else tuple(size), fill_value, dtype, device, placement, sbp,
                      requires_grad, "full")
+
+
+def _default():
+    return default_dtype.get_default_dtype()
 
 
 def tensor_bool():
@@ -141,24 +146,46 @@ def tensor_bool():
     return BOOL
 
 
-def _like(input, dtype, requires_grad, value, what):  # noqa: A002
+def like_layout(input, device=None, placement=None, sbp=None, what="like"):  # noqa: A002
+    """(device, placement, sbp) of a `*_like` result, as OneFlow 0.9's `_handle_meta_args`: input's own layout
+    unless given; a device excludes placement and sbp; a placement without sbp (or sbp without placement) takes
+    the global input's other half."""
+    if device is not None:
+        if placement is not None or sbp is not None:
+            raise ValueError("%s(): argument 'placement' and 'sbp' must be None when argument 'device' exist" % what)
+        return device, None, None
+    if placement is None and sbp is None:
+        if input.is_global:
+            return None, input.placement, list(input.sbp)
+        return input._device, None, None
+    if placement is None or sbp is None:
+        if not input.is_global:
+            raise ValueError("%s(): argument '%s' must not be None when argument '%s' exist and Tensor is local"
+                             % (what, "placement" if placement is None else "sbp",
+                                "sbp" if placement is None else "placement"))
+        placement = input.placement if placement is None else placement
+        sbp = list(input.sbp) if sbp is None else sbp
+    return None, placement, sbp
+
+
+def _like(input, dtype, requires_grad, value, what, device=None, placement=None, sbp=None):  # noqa: A002
     dtype = as_dtype(dtype) or input.dtype
-    if input.is_global:
-        return _constant(tuple(input.shape), value, dtype, None, input.placement, list(input.sbp), requires_grad,
-                         what)
-    return _constant(tuple(input.shape), value, dtype, input._device, None, None, requires_grad, what, source=False)
+    device, placement, sbp = like_layout(input, device, placement, sbp, what)
+    if placement is not None:
+        return _constant(tuple(input.shape), value, dtype, None, placement, sbp, requires_grad, what)
+    return _constant(tuple(input.shape), value, dtype, device, None, None, requires_grad, what, source=False)
 
 
-def zeros_like(input, dtype=None, requires_grad=False, **_):  # noqa: A002
-    return _like(input, dtype, requires_grad, 0, "zeros_like")
+def zeros_like(input, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):  # noqa: A002
+    return _like(input, dtype, requires_grad, 0, "zeros_like", device, placement, sbp)
 
 
-def ones_like(input, dtype=None, requires_grad=False, **_):  # noqa: A002
-    return _like(input, dtype, requires_grad, 1, "ones_like")
+def ones_like(input, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):  # noqa: A002
+    return _like(input, dtype, requires_grad, 1, "ones_like", device, placement, sbp)
 
 
-def full_like(input, fill_value, dtype=None, requires_grad=False, **_):  # noqa: A002
-    return _like(input, dtype, requires_grad, fill_value, "full_like")
+def full_like(input, fill_value, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):  # noqa: A002
+    return _like(input, dtype, requires_grad, fill_value, "full_like", device, placement, sbp)
 
 
 # --- random ---------------------------------------------------------------------------------------------------
@@ -181,12 +208,12 @@ def _random(draw, size, dtype, default, generator, device, placement, sbp, requi
 def randn(*size, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
     if dtype is not None and not as_dtype(dtype).is_floating:
         raise TypeError("randn(): dtype must be floating, got %s" % as_dtype(dtype).name)
-    return _random(lambda g, shape, t: g.normal(shape, t), size, dtype, dtypes.float32, generator, device,
+    return _random(lambda g, shape, t: g.normal(shape, t), size, dtype, _default(), generator, device,
                    placement, sbp, requires_grad, "randn")
 
 
 def rand(*size, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
-    return _random(lambda g, shape, t: g.uniform(shape, t), size, dtype, dtypes.float32, generator, device,
+    return _random(lambda g, shape, t: g.uniform(shape, t), size, dtype, _default(), generator, device,
                    placement, sbp, requires_grad, "rand")
 
 
@@ -225,7 +252,7 @@ def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None
     if dtype is not None and not as_dtype(dtype).is_floating:
         raise TypeError("normal(): dtype must be floating, got %s" % as_dtype(dtype).name)
     shape = (size,) if isinstance(size, int) else tuple(size)
-    value = _random(lambda g, shp, t: g.normal(shp, t, mean, std), shape, dtype, dtypes.float32, generator, device,
+    value = _random(lambda g, shp, t: g.normal(shp, t, mean, std), shape, dtype, _default(), generator, device,
                     placement, sbp, requires_grad, "normal", source=False)
     if out is None:
         return value
@@ -252,7 +279,7 @@ def _array_of(data, dtype):
     else:
         array = np.array(data)
         if dtype is None and not isinstance(data, np.ndarray) and array.dtype.kind == "f":
-            array = array.astype(np.float32)
+            array = array.astype(default_dtype.sequence_float_dtype().np)
         elif dtype is None and not isinstance(data, np.ndarray) and array.dtype.kind in "iu":
             array = array.astype(np.int64)
     if dtype is not None:
@@ -362,14 +389,14 @@ def eye(n, m=None, dtype=None, device=None, placement=None, sbp=None, requires_g
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, placement=None, sbp=None,
              requires_grad=False):
-    dtype = as_dtype(dtype) or dtypes.float32
+    dtype = as_dtype(dtype) or default_dtype.get_default_dtype()
     placement, ir_sbp, shown = _layout(placement, sbp, 1, "logspace")
     full = np.logspace(start, end, int(steps), base=base).astype(dtype.np)
     return _from_full(full, dtype, placement, ir_sbp, shown, requires_grad, device)
 
 
-def empty_like(input, dtype=None, requires_grad=False, **_):  # noqa: A002
-    return zeros_like(input, dtype=dtype, requires_grad=requires_grad)
+def empty_like(input, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):  # noqa: A002
+    return _like(input, dtype, requires_grad, 0, "empty_like", device, placement, sbp)
 
 
 def new_tensor_like(data, like, dtype=None, requires_grad=False):

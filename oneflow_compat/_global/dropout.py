@@ -6,6 +6,7 @@ import numpy as np
 
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import dispatch, generators, lazy
+from oneflow_compat._global.inplace import rebind as _rebind
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -28,10 +29,21 @@ def _mask_like(x, p, generator):
     return nn_init._fill(mask, full)
 
 
-def dropout(input, p=0.5, training=True, inplace=False, generator=None):  # noqa: A002
-    """Zeroes each element with probability `p` and scales the others by 1/(1−p) when `training`."""
+def dropout(input, p=0.5, training=True, inplace=False, generator=None, addend=None):  # noqa: A002
+    """Zeroes each element with probability `p` and scales the others by 1/(1−p) when `training`; then adds
+    `addend` if given (OneFlow 0.9's fused dropout + add, which adds it in eval mode too); `inplace` writes the
+    result into `input` and returns it."""
     if not 0 <= p <= 1:
         raise ValueError("dropout probability has to be between 0 and 1, but got %r" % (p,))
+    out = _dropped(input, p, training, generator)
+    if addend is not None:
+        out = dispatch.apply_op("add_n", [out, addend])
+    if inplace and out is not input:
+        return _rebind(input, out)
+    return out
+
+
+def _dropped(input, p, training, generator):  # noqa: A002
     if not training or p == 0:
         return input
     if p == 1:

@@ -652,8 +652,8 @@ class Dropout(Module):
             raise ValueError("dropout probability has to be between 0 and 1, but got %r" % (p,))
         self.p, self.inplace, self.generator = float(p), inplace, generator
 
-    def forward(self, x):
-        return dropout_fn.dropout(x, self.p, self.training, generator=self.generator)
+    def forward(self, x, addend=None):
+        return dropout_fn.dropout(x, self.p, self.training, self.inplace, self.generator, addend)
 
     def extra_repr(self):
         return "p=%s, inplace=%s" % (self.p, self.inplace)

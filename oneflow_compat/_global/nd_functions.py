@@ -10,6 +10,7 @@ import builtins
 
 from oneflow_compat._global import functional as F
 from oneflow_compat._global.dispatch import apply_op
+from oneflow_compat._global.inplace import rebind as _rebind
 from oneflow_compat._global.tensor import BOOL, Tensor
 
 
@@ -77,8 +78,6 @@ def slice(input, slice_tup_list):  # noqa: A001 (OneFlow's name)
 def slice_update(input, update, slice_tup_list):  # noqa: A002
     """`input[slices] = update` in place (OneFlow 0.9 updates `input` and returns it); `update` is cast to
     input's dtype. Differentiable as the slice_update op: the update's gradient is the slice of the output's."""
-    from oneflow_compat._global.tensor_methods import _rebind
-
     _tensor(input, "slice_update", "input"), _tensor(update, "slice_update", "update")
     if update.dtype != input.dtype:
         update = F.cast(update, input.dtype)

@@ -179,13 +179,14 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
 
 
 def kl_div(input, target, reduction="mean", log_target=False):  # noqa: A002
-    """target (log target − input), 0 where the target is 0; `batchmean` divides the sum by the batch size."""
+    """target (log target − input), 0 where the target is not positive (OneFlow 0.9's kl_div kernel: a negative
+    target gives 0 and no gradient, not −target·input); `batchmean` divides the sum by the batch size."""
     if log_target:
         loss = F.mul(F.exp(target), F.sub(target, input))
     else:
         positive = F.gt(target, 0.0)
-        safe = F.where(positive, target, F.ones_like(target))  # log(1) = 0 where the target is 0
-        loss = F.mul(target, F.sub(F.log(safe), input))
+        safe = F.where(positive, target, F.ones_like(target))  # (no log of a target that is not positive)
+        loss = F.where(positive, F.mul(target, F.sub(F.log(safe), input)), F.zeros_like(target))
     if reduction == "batchmean":
         return F.div(F.sum(loss), float(input.shape[0]) if input.ndim else 1.0)
     return _reduce(loss, reduction, "kl_div")

@@ -11,13 +11,18 @@ import math
 
 import numpy as np
 
-THRESHOLD = 1000
-EDGEITEMS = 3
+from oneflow_compat._global.print_options import PRINT_OPTS  # (flow.set_printoptions)
+
 LINEWIDTH = 80  # where the output is no terminal
-PRECISION = 4
 
 
 def _linewidth():
+    if not PRINT_OPTS.autoset_linewidth:
+        return PRINT_OPTS.userset_linewidth
+    return _terminal_linewidth()
+
+
+def _terminal_linewidth():
     """OneFlow 0.9's line width: the terminal's columns, else 80 (`tensor_str_util._autoset_linewidth`) — the
     2D SBP page's printed rows of eight numbers came from a terminal wider than 80. `COLUMNS` first: the launcher
     sets it, since under mpiexec a process's output is a pipe to the terminal."""
@@ -56,6 +61,8 @@ class _Formatter:
                 self.sci_mode = hi > 1e8
             else:
                 self.sci_mode = hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4
+        if PRINT_OPTS.sci_mode is not None:
+            self.sci_mode = PRINT_OPTS.sci_mode
         self.width = max((len(self._plain(v)) for v in flat), default=1)
 
     def _plain(self, value):
@@ -67,10 +74,10 @@ class _Formatter:
         if not math.isfinite(value):
             return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
         if self.sci_mode:
-            return ("{:.%de}" % PRECISION).format(value)
+            return ("{:.%de}" % PRINT_OPTS.precision).format(value)
         if self.int_mode:
             return "{:.0f}.".format(value)
-        return ("{:.%df}" % PRECISION).format(value)
+        return ("{:.%df}" % PRINT_OPTS.precision).format(value)
 
     def format(self, value):
         text = self._plain(value)
@@ -80,9 +87,9 @@ class _Formatter:
 def _vector(values, indent, summarize, fmt):
     element_length = fmt.width + 2
     per_line = max(1, int(math.floor((_linewidth() - indent) / element_length)))
-    if summarize and values.shape[0] > 2 * EDGEITEMS:
-        items = [fmt.format(v) for v in values[:EDGEITEMS]] + [" ..."] + \
-            [fmt.format(v) for v in values[-EDGEITEMS:]]
+    if summarize and values.shape[0] > 2 * PRINT_OPTS.edgeitems:
+        items = [fmt.format(v) for v in values[:PRINT_OPTS.edgeitems]] + [" ..."] + \
+            [fmt.format(v) for v in values[-PRINT_OPTS.edgeitems:]]
     else:
         items = [fmt.format(v) for v in values]
     lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
@@ -95,9 +102,9 @@ def _body(values, indent, summarize, fmt):
     if values.ndim == 1:
         return _vector(values, indent, summarize, fmt)
     n = values.shape[0]
-    if summarize and n > 2 * EDGEITEMS:
-        parts = [_body(values[i], indent + 1, summarize, fmt) for i in range(EDGEITEMS)] + ["..."] + \
-            [_body(values[i], indent + 1, summarize, fmt) for i in range(n - EDGEITEMS, n)]
+    if summarize and n > 2 * PRINT_OPTS.edgeitems:
+        parts = [_body(values[i], indent + 1, summarize, fmt) for i in range(PRINT_OPTS.edgeitems)] + ["..."] + \
+            [_body(values[i], indent + 1, summarize, fmt) for i in range(n - PRINT_OPTS.edgeitems, n)]
     else:
         parts = [_body(values[i], indent + 1, summarize, fmt) for i in range(n)]
     return "[" + ("," + "\n" * (values.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
@@ -105,17 +112,18 @@ def _body(values, indent, summarize, fmt):
 
 def _summary_values(values):
     """The elements that are shown (for the column width), as numpy does for summarized arrays."""
-    if values.ndim == 0 or values.size <= THRESHOLD:
+    if values.ndim == 0 or values.size <= PRINT_OPTS.threshold:
         return values
     parts = []
-    for index in np.ndindex(*[min(d, 2 * EDGEITEMS) for d in values.shape]):
-        full = tuple(i if i < EDGEITEMS else d - 2 * EDGEITEMS + i for i, d in zip(index, values.shape))
+    for index in np.ndindex(*[min(d, 2 * PRINT_OPTS.edgeitems) for d in values.shape]):
+        edge = PRINT_OPTS.edgeitems
+        full = tuple(i if i < edge else d - 2 * edge + i for i, d in zip(index, values.shape))
         parts.append(values[full])
     return np.array(parts)
 
 
 def array_str(values, indent):
-    summarize = values.size > THRESHOLD
+    summarize = values.size > PRINT_OPTS.threshold
     fmt = _Formatter(_summary_values(values))
     return _body(values, indent, summarize, fmt)
 

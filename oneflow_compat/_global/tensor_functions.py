@@ -244,11 +244,13 @@ def topk(input, k, dim=None, largest=True, sorted=True):  # noqa: A002
 
 
 def sort(input, dim=-1, descending=False):  # noqa: A002
+    """(values, indices) along dim; the indices are int32, as OneFlow 0.9's arg_sort gives them (topk's are int64)."""
     x = input
     if x.ndim == 0:
-        return _Sort(x, creation.zeros_like(x, dtype=dtypes.int64))
+        return _Sort(x, creation.zeros_like(x, dtype=dtypes.int32))
     d = _dim(dim, x.ndim, "sort")
-    return _Sort(*_ordered(x, x.shape[d], d, descending))
+    values, idx = _ordered(x, x.shape[d], d, descending)
+    return _Sort(values, F.cast(idx, dtypes.int32))
 
 
 def argsort(input, dim=-1, descending=False):  # noqa: A002
@@ -271,8 +273,8 @@ def masked_select(input, mask):  # noqa: A002
     return apply_op("gather", [F.reshape(x, (-1,)), _host_like(flat, x, dtypes.int64)], {"axis": 0})
 
 
-def argwhere(input, dtype=dtypes.int64):  # noqa: A002
-    """(count, ndim) indices of the non-zero entries, row-major."""
+def argwhere(input, dtype=dtypes.int32):  # noqa: A002
+    """(count, ndim) indices of the non-zero entries, row-major (int32 unless `dtype` says, as OneFlow 0.9)."""
     _eager_only(input, "argwhere")
     idx = np.argwhere(np.asarray(input.numpy()))
     return _host_like(idx, input, dtype)
@@ -280,7 +282,10 @@ def argwhere(input, dtype=dtypes.int64):  # noqa: A002
 
 def nonzero(input, as_tuple=False):  # noqa: A002
     _eager_only(input, "nonzero")
-    idx = np.argwhere(np.asarray(input.numpy()))
+    values = np.asarray(input.numpy())
+    # as a tuple a 0-d input reads as 1-d (OneFlow 0.9's docstring: nonzero(tensor(5), as_tuple=True) is
+    # (tensor([0]),)); as one tensor it gives (1, 0) or (0, 0) indices, numpy's argwhere
+    idx = np.argwhere(values.reshape(-1) if as_tuple and input.ndim == 0 else values)
     if as_tuple:
         return tuple(_host_like(idx[:, i].copy(), input, dtypes.int64) for i in range(idx.shape[1]))
     return _host_like(idx, input, dtypes.int64)
@@ -471,16 +476,22 @@ def var_mean(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
 
 
 # --- values on the host and randomness --------------------------------------------------------------------------
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dtype=dtypes.int32):  # noqa: A002
+    """The distinct values of the flattened input: ascending, or with `sorted=False` in the order they first
+    appear; the inverse indices (input's shape) and counts are of `dtype` (OneFlow 0.9's signature, `flow.int`)."""
     _eager_only(input, "unique")
-    if dim is not None:
-        raise NotImplementedError("unique(): dim is not supported")
-    values, inverse, counts = np.unique(np.asarray(input.numpy()), return_inverse=True, return_counts=True)
+    values, first, inverse, counts = np.unique(np.asarray(input.numpy()).reshape(-1), return_index=True,
+                                               return_inverse=True, return_counts=True)
+    if not sorted:
+        order = np.argsort(first, kind="stable")
+        position = np.empty_like(order)
+        position[order] = np.arange(len(order))
+        values, inverse, counts = values[order], position[inverse], counts[order]
     out = [_host_like(values, input, input.dtype)]
     if return_inverse:
-        out.append(_host_like(inverse.reshape(tuple(input.shape)), input, dtypes.int64))
+        out.append(_host_like(inverse.reshape(tuple(input.shape)), input, dtype))
     if return_counts:
-        out.append(_host_like(counts, input, dtypes.int64))
+        out.append(_host_like(counts, input, dtype))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -550,8 +561,10 @@ def logical_or(input, other):  # noqa: A002
 
 
 def get_default_dtype():
-    """float32: OneFlow 0.9 creates floating tensors as float32 unless told."""
-    return dtypes.float32
+    """The default floating dtype (float32 unless `flow.set_default_dtype` changed it)."""
+    from oneflow_compat._global import default_dtype
+
+    return default_dtype.get_default_dtype()
 
 
 def _typed_tensor(dtype):

@@ -8,15 +8,16 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import creation, dispatch, functional as F, global_mode, indexing, layouts
 from oneflow_compat._global.placement import placement as Placement
-from oneflow_compat._global import nn_init, tensor_functions as TF
+from oneflow_compat._global import default_dtype, nn_init, tensor_functions as TF
 from oneflow_compat._global.size import Size
+from oneflow_compat._global.inplace import rebind as _rebind
 from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, parse_device
 
 
 def _init(self, *args, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
     """`flow.Tensor(data)` (a list, array or tensor; float32 unless `dtype`), or `flow.Tensor(*shape)` (here
     zeros: OneFlow leaves the memory uninitialised)."""
-    dt = as_dtype(dtype) or dtypes.float32
+    dt = as_dtype(dtype) or default_dtype.get_default_dtype()  # (flow.set_default_dtype)
     if len(args) == 1 and not isinstance(args[0], (int, np.integer, Size)):
         t = creation.tensor(args[0], dtype=dt, device=device, placement=placement, sbp=sbp,
                             requires_grad=requires_grad)
@@ -49,22 +50,6 @@ def _copy_(self, other):
         src = F.reshape(src, tuple(self.shape)) if src.numel() == self.numel() else src
     for p, q in zip(self._value.pieces, src._value.pieces):
         p[...] = q if devices.is_device_array(p) else devices.to_host(q)  # a host piece takes no device array
-    return self
-
-
-def _rebind(self, result):
-    """In-place op: storage updated in place when nothing records gradients, else the tensor takes the result."""
-    if not self.is_lazy:  # inside nn.Graph.build an op's lazy output is no leaf (`out += identity` in ResNets)
-        self._check_inplace()
-    v, r = self._value, result._value
-    same = (r.meta.shape == v.meta.shape and r.placement == v.placement and r.sbp == v.sbp)
-    if result._node is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
-        for p, q in zip(v.pieces, r.pieces):
-            p[...] = q
-        return self
-    self._value, self._placement, self._sbp = r, result._placement, result._sbp
-    self._node, self._out_index, self.requires_grad_flag = result._node, result._out_index, \
-        result.requires_grad_flag
     return self
 
 
@@ -218,6 +203,11 @@ def _new_full(self, size, fill_value, dtype=None, device=None, placement=None, s
                          requires_grad=requires_grad)
 
 
+def _tile(self, *dims):
+    """`x.tile(2, 1)` as well as `x.tile((2, 1))` (OneFlow 0.9's Tensor.tile takes the repetitions either way)."""
+    return TF.tile(self, dims[0] if len(dims) == 1 else dims)
+
+
 def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
     return creation.new_tensor_like(data, self, dtype=dtype, requires_grad=requires_grad)
 
@@ -229,7 +219,7 @@ def _element_size(self):
 _METHODS.update({
     "split": TF.split, "chunk": TF.chunk, "narrow": TF.narrow, "unbind": TF.unbind, "flip": TF.flip,
     "roll": TF.roll, "rot90": TF.rot90, "expand": lambda self, *sizes: TF.expand(self, *sizes),
-    "expand_as": TF.expand_as, "repeat": lambda self, *sizes: TF.repeat(self, *sizes), "tile": TF.tile,
+    "expand_as": TF.expand_as, "repeat": lambda self, *sizes: TF.repeat(self, *sizes), "tile": _tile,
     "sort": TF.sort, "argsort": TF.argsort, "topk": TF.topk, "masked_select": TF.masked_select,
     "argwhere": TF.argwhere, "nonzero": TF.nonzero, "index_select": TF.index_select, "scatter": TF.scatter,
     "scatter_add": TF.scatter_add, "scatter_": _inplace(TF.scatter), "scatter_add_": _inplace(TF.scatter_add),
