@@ -176,3 +176,12 @@ autograd.inference_mode = inference_mode  # (oneflow.autograd.inference_mode, th
 # OneFlow 0.9's flow.equal is the whole-tensor comparison returning a Python bool (docstr/comparison.py @ v0.9.0);
 # the elementwise one is flow.eq
 from oneflow_compat._global.elementwise_extra import equal  # noqa: E402,F401,F811
+
+# --- api-gaps team: OneFlow 0.9's full flow.norm (matrix norms too, on the linalg norms), flow.where(condition) alone
+# (nonzero as a tuple), einsum with '...' and diagonals (tensor_functions.einsum, already bound above)
+from oneflow_compat._global import norm_forms as _norm_forms  # noqa: E402
+from oneflow_compat._global import where_forms as _where_forms  # noqa: E402
+from oneflow_compat._global import shared_names as _shared_names  # noqa: E402
+
+norm = _modern_or_legacy("norm", _norm_forms.norm)
+where = _shared_names.on_tensors(_shared_names.where.legacy, _where_forms.where)

@@ -7,7 +7,12 @@ python/oneflow/framework/docstr/einsum.py; its functor oneflow/core/functional/i
 * a subscript repeated within one operand ('ii', 'bii') takes that operand's diagonal over those dims.
 
 `expand(equation, operands)` returns (terms, output, operands): every term of distinct subscripts that fit its
-operand's dims, and the operands with their diagonals taken and broadcast dims expanded."""
+operand's dims, and the operands with their diagonals taken and broadcast dims expanded.
+
+Written on `functional` and the registered ops alone (tensor_functions imports this module)."""
+from oneflow_compat._global import functional as F
+from oneflow_compat._global.dispatch import apply_op
+
 _ELLIPSIS_BASE = 0x2460  # the ellipsis' dims get subscripts no equation can hold (circled digits and on)
 
 
@@ -32,9 +37,16 @@ def _check_term(term, equation):
         raise RuntimeError("einsum(): found more than one ellipsis ('...') in %r" % term)
 
 
-def expand(equation, operands):
-    from oneflow_compat._global import shape_extra, tensor_functions
+def _diagonal(x, p, q):
+    """The main diagonal over dims p < q of equal size, as the last dim: those two dims moved last and flattened,
+    then every (n + 1)-th entry (reshape and slice: their gradients and SBP signatures)."""
+    rest = [d for d in range(x.ndim) if d not in (p, q)]
+    n = x.shape[p]
+    y = F.reshape(F.permute(x, rest + [p, q]), tuple(x.shape[d] for d in rest) + (n * n,))
+    return F.index(y, (Ellipsis, slice(0, n * n, n + 1)))
 
+
+def expand(equation, operands):
     terms, out = _split(equation)
     if len(terms) != len(operands):
         raise ValueError("einsum(): equation %r names %d operands, %d given" % (equation, len(terms), len(operands)))
@@ -70,7 +82,7 @@ def expand(equation, operands):
             if x.shape[p] != x.shape[q]:
                 raise RuntimeError("einsum(): subscript %s is repeated for operand %d but the sizes don't match, "
                                    "%d != %d" % (c, i, x.shape[p], x.shape[q]))
-            x = shape_extra.diagonal(x, 0, p, q)
+            x = _diagonal(x, p, q)
             term = term[:p] + term[p + 1:q] + term[q + 1:] + c
         full[i] = term
         ops.append(x)
@@ -86,7 +98,7 @@ def expand(equation, operands):
     for i, (term, x) in enumerate(zip(full, ops)):
         target = tuple(size[c] for c in term)
         if tuple(x.shape) != target:
-            ops[i] = tensor_functions.expand(x, *target)
+            ops[i] = apply_op("expand", [x], {"shape": target})
     if out is None:
         out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
     else:

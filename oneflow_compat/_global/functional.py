@@ -533,10 +533,9 @@ def stack(tensors, dim=0):
 
 
 def where(condition, input=None, other=None):  # noqa: A002
-    if input is None and other is None:  # OneFlow 0.9 nn/modules/where.py: flow.nonzero(condition, as_tuple=True)
-        from oneflow_compat._global import tensor_functions
-
-        return tensor_functions.nonzero(condition, as_tuple=True)
+    if input is None or other is None:  # (oneflow.where(condition) alone: `_global/where_forms.py`)
+        raise TypeError("where(): input and other are both needed here, got input=%r, other=%r"
+                        % (type(input).__name__, type(other).__name__))
     like = next(v for v in (condition, input, other) if isinstance(v, Tensor))
     if not isinstance(input, Tensor):
         input = _const(input, like, _scalar_dtype(other, input) if isinstance(other, Tensor) else None)  # noqa: A001
