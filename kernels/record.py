@@ -18,8 +18,9 @@ def raw_decode(xp, records, *, name, shape, np_dtype, allow_short):
 
 
 def bytes_decode(xp, records, *, name):
-    """Feature `name`'s bytes of every record, each as an int8 array."""
-    return object_array([numpy.frombuffer(b, dtype=numpy.int8).copy()
+    """Feature `name`'s bytes of every record, each as a uint8 array (OneFlow's kernel: `buffer->Resize(Shape({size}),
+    DataType::kUInt8)`, oneflow/user/kernels/ofrecord_decoder_kernels.cpp at v0.3.4 and v0.9.0)."""
+    return object_array([numpy.frombuffer(b, dtype=numpy.uint8).copy()
                          for b in ofrecord_io.decode_bytes(records, name)])
 
 

@@ -26,14 +26,16 @@ def _host(a):
     return a.get() if hasattr(a, "get") else numpy.asarray(a)
 
 
-def image_flip(xp, images, flip_code):
+def image_flip(xp, images, flip_code, *, vertical=VERTICAL):
+    """Each image flipped by its code's bits: horizontal 0x01, vertical `vertical` (0x10 in OneFlow v0.3.4/v0.4.0,
+    0x02 in v0.9.0: `FlipCode` of oneflow/user/kernels/image_object_preprocess_kernels.cpp)."""
     codes = _host(flip_code).reshape(-1)
     out = []
     for image, code in zip(images, codes):
         img = image
         if code & HORIZONTAL:
             img = img[:, ::-1]
-        if code & VERTICAL:
+        if code & vertical:
             img = img[::-1]
         out.append(numpy.ascontiguousarray(img))
     return object_array(out)
@@ -53,14 +55,20 @@ def _round_up(v, alignment):
     return v if alignment == 0 else -(-v // alignment) * alignment
 
 
-def image_batch_align(xp, images, *, channels, np_dtype, alignment, max_hw):
+def image_batch_align(xp, images, *, channels, np_dtype, alignment, max_hw, static_out=False):
+    """The images zero-padded (at the bottom and right) to one batch: the largest height and width rounded up to
+    `alignment`, or, with `static_out` (OneFlow 0.9's dynamic_out=False), the static shape `max_hw` itself. (OneFlow
+    0.9's kernel then still lays the images out with the aligned row strides inside the static buffer; here each
+    image sits at the top left of its static (H, W) slot.)"""
     if len(images) == 0:
         raise ValueError("image_batch_align: an empty batch")
     h = _round_up(max(int(im.shape[0]) for im in images), alignment)
     w = _round_up(max(int(im.shape[1]) for im in images), alignment)
-    if h * w > max_hw[0] * max_hw[1]:
+    if h * w > max_hw[0] * max_hw[1] or (static_out and (h > max_hw[0] or w > max_hw[1])):
         raise ValueError("image_batch_align: the batch's images need %dx%d, the static shape allows %dx%d" % (
             h, w, max_hw[0], max_hw[1]))
+    if static_out:
+        h, w = max_hw
     out = numpy.zeros((len(images), h, w, channels), dtype=np_dtype)
     for i, im in enumerate(images):
         if im.ndim != 3 or im.shape[2] != channels:

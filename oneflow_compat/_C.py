@@ -100,24 +100,94 @@ def unfold_tensor(x, dimension, size, step):
     return nn_fold.unfold_tensor(x, dimension, size, step)
 
 
+# api-math: OneFlow 0.9's functional forms of the elementwise / reduction / attribute names of oneflow.rst and
+# tensor.rst (functional_api.yaml @ v0.9.0: names and keywords as there)
+from oneflow_compat._global.elementwise_extra import (  # noqa: F401,E402
+    addcdiv, addcmul, clamp_max, clamp_min, isclose, log10, logical_xor, trunc)
+from oneflow_compat._global.math_methods import (  # noqa: F401,E402
+    addcdiv_, addcmul_, bernoulli_, clamp_max_, clamp_min_, floor_, sin_)
+from oneflow_compat._global.reductions_extra import hann_window, median  # noqa: F401,E402
+from oneflow_compat._global.reductions_extra import nansum as reduce_nansum  # noqa: F401,E402
+from oneflow_compat._global.nn_activations import mish, softplus  # noqa: F401,E402
+from oneflow_compat._global.nn_activations import gelu as gelu_with_approximate  # noqa: F401,E402
+from oneflow_compat._global.elementwise_extra import equal  # noqa: F401,E402
+from oneflow_compat._global.tensor_attributes_extra import pin_memory  # noqa: F401,E402
+from oneflow_compat._global.tensor_functions import acos, acosh, asin, asinh, atan, atanh  # noqa: F401,E402
+from oneflow_compat._global.functional import negative  # noqa: F401,E402
+# api-data: quantization (functional_api.yaml v0.9.0: fake_quantization, quantization, min_max_observer,
+# moving_average_min_max_observer)
+from oneflow_compat._global.nn_quantization import (  # noqa: F401,E402
+    fake_quantization, min_max_observer, moving_average_min_max_observer, quantization)
+# api-data: data pipeline (functional_api.yaml v0.9.0: decode_onerec, image_flip, tensor_buffer_to_tensor,
+# tensor_to_tensor_buffer)
+from oneflow_compat._global.nn_data import (  # noqa: F401,E402
+    decode_onerec, tensor_buffer_to_tensor, tensor_to_tensor_buffer)
+
+
+def image_flip(images, flip_code):
+    from oneflow_compat._global.nn_data import ImageFlip
+
+    return ImageFlip()(images, flip_code)
+
+
+# api-nn: the recurrent layers' functional forms and packing (functional_api.yaml v0.9.0: rnn_tanh, rnn_relu,
+# lstm, gru, their cells, pack_padded_sequence)
+from oneflow_compat._global.nn_rnn import (  # noqa: F401,E402
+    gru, gru_cell, lstm, lstm_cell, rnn_relu, rnn_relu_cell, rnn_tanh, rnn_tanh_cell)
+
+
+def pack_padded_sequence(input, lengths, batch_first):  # noqa: A002
+    from oneflow_compat._global import nn_rnn_utils
+
+    return nn_rnn_utils._pack(input, lengths, batch_first)
+# api-nn: distances, gumbel softmax, sparse softmax cross entropy (functional_api.yaml v0.9.0: logits first)
+from oneflow_compat._global.nn_functional_extra import (  # noqa: F401,E402
+    cosine_similarity, gumbel_softmax, pairwise_distance)
+
+
+def sparse_softmax_cross_entropy(logits, label):
+    from oneflow_compat._global import nn_functional_extra
+
+    return nn_functional_extra.sparse_softmax_cross_entropy(label, logits)
+
+
+def deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dilation_h,  # noqa: A002
+                  dilation_w, groups, offset_groups, use_mask):
+    """functional_api.yaml v0.9.0's `deform_conv2d` (the python form's groups are read from the shapes)."""
+    from oneflow_compat._global import nn_deform_conv
+
+    return nn_deform_conv.deform_conv2d(input, offset, weight, bias, (stride_h, stride_w), (pad_h, pad_w),
+                                        (dilation_h, dilation_w), mask if use_mask else None)
+# api-nn: RMS norms and batch norm + addend + relu (functional_api.yaml v0.9.0)
+from oneflow_compat._global.nn_norms_extra import (  # noqa: F401,E402
+    normalization_add_relu, rms_layer_norm, rms_norm)
 # --- api-shape team (OneFlow 0.9's API reference): the functional names functional_api.yaml (v0.9.0) binds to Python
-# for the shape / indexing / product / linalg functions (nms's _C form takes other arguments and is left out;
+# for the shape / indexing / product / linalg functions (`nms` here is OneFlow's _C.nms: the mask of sorted boxes;
 # `norm` here is OneFlow's _C.norm, the linalg one)
 from oneflow_compat._global.shape_extra import (  # noqa: F401,E402
-    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, broadcast_to, column_stack,
+    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, broadcast_to, column_stack,
     diagonal, dstack, hsplit, hstack, movedim, row_stack, select, swapaxes, swapdims, tensor_split, vsplit, vstack)
+from oneflow_compat._global import shape_extra as _shape_extra  # noqa: E402
 from oneflow_compat._global.creation_like import randint_like, randn_like  # noqa: F401,E402
 from oneflow_compat._global.index_extra import (  # noqa: F401,E402
     batch_gather, bincount, index_add, repeat_interleave, roc_auc_score, searchsorted)
 from oneflow_compat._global.nd_functions import diag, in_top_k  # noqa: F401,E402
+from oneflow_compat._global.index_extra import c_nms as nms  # noqa: F401,E402
 from oneflow_compat._global.products_extra import (  # noqa: F401,E402
-    inv, linalg_cross, matrix_norm, norm, tensordot, vector_norm)
+    inv, linalg_cross, matrix_norm, norm, vector_norm)
+from oneflow_compat._global.products_extra import c_tensordot as tensordot  # noqa: F401,E402
+from oneflow_compat._global.products_extra import mv as matrix_vector_product  # noqa: F401,E402
 
 
 def index_add_(input, dim, index, source, alpha=1):  # noqa: A002
     """The in-place form: `input` takes the sum (Tensor.index_add_)."""
     return input.index_add_(dim, index, source, alpha=alpha)
-from oneflow_compat._global.products_extra import mv as matrix_vector_product  # noqa: F401,E402
+
+
+def broadcast_shapes(shapes):
+    """`_C.broadcast_shapes(shapes)`: one list of shapes (functional_api.yaml `Shape (ShapeList shapes)`), where
+    `flow.broadcast_shapes(*shapes)` takes them one by one."""
+    return _shape_extra.broadcast_shapes(*shapes)
 
 
 # --- api-gaps team: the functional forms (functional_api.yaml, v0.9.0) of embedding with scale_grad_by_freq and

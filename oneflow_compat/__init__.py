@@ -134,25 +134,6 @@ from oneflow_compat._global.shared_names import ND_FUNCTIONS as _ND_FUNCTIONS  #
 
 globals().update(_ND_FUNCTIONS)
 
-
-# --- api-shape team (OneFlow 0.9's API reference, oneflow.rst): shape, joining, indexing, products ---------------------
-# (none of these names is a legacy v0.4 top-level name; flow.diag / flow.in_top_k for Tensors: nd_functions, above)
-from oneflow_compat._global.shape_extra import (  # noqa: E402,F401
-    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, broadcast_to, column_stack,
-    diagonal, dstack, hsplit, hstack, movedim, row_stack, select, swapaxes, swapdims, tensor_split, vsplit, vstack)
-from oneflow_compat._global.creation_like import new_ones, randint_like, randn_like  # noqa: E402,F401
-from oneflow_compat._global.index_extra import (  # noqa: E402,F401
-    batch_gather, bincount, index_add, nms, repeat_interleave, roc_auc_score, searchsorted)
-from oneflow_compat._global.products_extra import cross, mv, tensordot  # noqa: E402,F401
-from oneflow_compat._global.nn_pools import (  # noqa: E402,F401  (OneFlow 0.9 binds the functional ones at the top)
-    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)
-# Tensor.diag and Tensor.in_top_k (tensor.rst): nd_functions' Tensor forms (bound here: nd_functions imports
-# tensor_methods, which installs the other methods)
-from oneflow_compat._global import nd_functions as _nd_functions  # noqa: E402
-from oneflow_compat._global.tensor import Tensor as _Tensor  # noqa: E402
-
-_Tensor.diag, _Tensor.in_top_k = _nd_functions.diag, _nd_functions.in_top_k
-
 # --- api-math (OneFlow 0.9's oneflow.rst, elementwise / reductions / tensor attributes; v0.9.0
 # python/oneflow/__init__.py binds these from oneflow._C, framework/dtype.py, tensor_str.py, autograd) -------------
 arccos, arccosh, arcsin, arcsinh, arctan, arctanh = acos, acosh, asin, asinh, atan, atanh  # noqa: E402,F821 (aliases)
@@ -176,6 +157,33 @@ autograd.inference_mode = inference_mode  # (oneflow.autograd.inference_mode, th
 # OneFlow 0.9's flow.equal is the whole-tensor comparison returning a Python bool (docstr/comparison.py @ v0.9.0);
 # the elementwise one is flow.eq
 from oneflow_compat._global.elementwise_extra import equal  # noqa: E402,F401,F811
+# api-data: flow.decode_onerec (OneFlow 0.9, also oneflow._C.decode_onerec); tensor_to_tensor_buffer /
+# tensor_buffer_to_tensor take tensors too (the legacy functions of blobs otherwise: shared_names.modern_or_legacy)
+from oneflow_compat._global.nn_data import decode_onerec  # noqa: E402,F401
+from oneflow_compat._global import nn_data as _nn_data  # noqa: E402
+
+for _name in ("tensor_to_tensor_buffer", "tensor_buffer_to_tensor"):
+    globals()[_name] = _modern_or_legacy(_name, getattr(_nn_data, _name))
+del _name
+
+
+# --- api-shape team (OneFlow 0.9's API reference, oneflow.rst): shape, joining, indexing, products ---------------------
+# (none of these names is a legacy v0.4 top-level name; flow.diag / flow.in_top_k for Tensors: nd_functions, above)
+from oneflow_compat._global.shape_extra import (  # noqa: E402,F401
+    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, broadcast_to, column_stack,
+    diagonal, dstack, hsplit, hstack, movedim, row_stack, select, swapaxes, swapdims, tensor_split, vsplit, vstack)
+from oneflow_compat._global.creation_like import new_ones, randint_like, randn_like  # noqa: E402,F401
+from oneflow_compat._global.index_extra import (  # noqa: E402,F401
+    batch_gather, bincount, index_add, nms, repeat_interleave, roc_auc_score, searchsorted)
+from oneflow_compat._global.products_extra import cross, mv, tensordot  # noqa: E402,F401
+from oneflow_compat._global.nn_pools import (  # noqa: E402,F401  (OneFlow 0.9 binds the functional ones at the top)
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)
+# Tensor.diag and Tensor.in_top_k (tensor.rst): nd_functions' Tensor forms (bound here: nd_functions imports
+# tensor_methods, which installs the other methods)
+from oneflow_compat._global import nd_functions as _nd_functions  # noqa: E402
+from oneflow_compat._global.tensor import Tensor as _Tensor  # noqa: E402
+
+_Tensor.diag, _Tensor.in_top_k = _nd_functions.diag, _nd_functions.in_top_k
 
 # --- api-gaps team: OneFlow 0.9's full flow.norm (matrix norms too, on the linalg norms), flow.where(condition) alone
 # (nonzero as a tuple), einsum with '...' and diagonals (tensor_functions.einsum, already bound above)

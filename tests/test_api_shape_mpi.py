@@ -1,6 +1,7 @@
 """OneFlow 0.9's shape / indexing / product / linalg names on global tensors split over 2 real MPI ranks
 (`mpiexec -n 2 python -m mpi4py tests/mpi_scripts/api_shape_ranks.py`, under a timeout): values against numpy and
-gradients equal to those of the broadcast layout, per family (the in-process cases: tests/test_api_shape.py)."""
+gradients equal to those of the broadcast layout, per family, and a graph of them on split tensors equal to eager
+(the in-process cases: tests/test_api_shape.py)."""
 import os
 import subprocess
 import sys
@@ -30,4 +31,5 @@ def test_api_shape_families_on_two_ranks():
         "OK dims, diagonal, as_strided, broadcasting",
         "OK index_add, repeat_interleave, searchsorted, bincount",
         "OK tensordot, mv, cross, norms, inv",
+        "OK inside nn.Graph on split tensors == eager",
     ], done.stdout

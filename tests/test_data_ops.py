@@ -410,7 +410,7 @@ def test_bytes_decoder_image_decode_random_crop_and_target_resize(tmp_path):
         return raw, decoded, cropped, resized, new_size
 
     raw, decoded, cropped, resized, new_size = pipeline()
-    assert raw[0].dtype == np.int8 and raw[0].tobytes() == _png(images[0])
+    assert raw[0].dtype == np.uint8 and raw[0].tobytes() == _png(images[0])
     for got, want in zip(decoded, images):
         np.testing.assert_array_equal(got, want)
     # all of the area: a window of (nearly, after rounding) the whole image

@@ -84,7 +84,7 @@ def test_every_legacy_name_of_oneflow_is_in_single_client():
     import oneflow_compat.compatible.single_client as sc
 
     # modern or project tools
-    internal_modules = {"amp", "autograd", "backends", "distributions", "mock_torch", "cuda", "sbp", "explain", "custom_ops", "compatible", "jit", "version"}
+    internal_modules = {"amp", "autograd", "backends", "distributions", "mock_torch", "cuda", "sbp", "explain", "custom_ops", "compatible", "jit", "version", "hub"}
     for name in dir(flow):
         value = getattr(flow, name)
         if name.startswith("_") or hasattr(sc, name):
@@ -94,7 +94,8 @@ def test_every_legacy_name_of_oneflow_is_in_single_client():
                     or value.__name__.startswith("oneflow_compat.ops.")), name
             continue
         origin = getattr(value, "__module__", None) if callable(value) else type(value).__module__
-        assert name in ("bool", "dtype") or origin.startswith(("oneflow_compat._global.", "oneflow_compat.runtime.autograd")), \
+        assert name in ("bool", "dtype") or origin.startswith(("oneflow_compat._global.", "oneflow_compat.runtime.autograd",
+                                                                   "oneflow_compat.runtime.inference_mode")), \
             "%s (from %s) is missing in oneflow.compatible.single_client" % (name, origin)
 
 

@@ -15,7 +15,7 @@ import builtins
 import numpy as np
 
 from oneflow_compat.ir import dtypes
-from oneflow_compat._global import creation, functional as F, tensor_functions as TF
+from oneflow_compat._global import creation, functional as F, shape_extra, tensor_functions as TF
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.tensor import BOOL, Tensor
 
@@ -77,7 +77,7 @@ def repeat_interleave(input, repeats, dim=None, output_size=None):  # noqa: A002
     if isinstance(repeats, (int, np.integer)):
         r = int(repeats)
         if r < 0:
-            raise RuntimeError("repeat_interleave(): repeats can not be negative")
+            raise RuntimeError("repeats can not be negative")
         shape = tuple(x.shape)
         inner = shape[:d + 1] + (1,) + shape[d + 1:]
         target = shape[:d + 1] + (r,) + shape[d + 1:]
@@ -89,10 +89,10 @@ def repeat_interleave(input, repeats, dim=None, output_size=None):  # noqa: A002
     if counts.size == 1:
         counts = np.full(n, counts[0], dtype=np.int64)
     if counts.size != n:
-        raise RuntimeError("repeat_interleave(): repeats must have the same size as input along dim, got %d and %d"
+        raise RuntimeError("repeats must have the same size as input along dim (%d repeats for size %d)"
                            % (counts.size, n))
     if (counts < 0).any():
-        raise RuntimeError("repeat_interleave(): repeats can not be negative")
+        raise RuntimeError("repeats can not be negative")
     if output_size is not None and int(output_size) != int(counts.sum()):
         raise RuntimeError("repeat_interleave(): output_size %d is not the sum of repeats %d"
                            % (int(output_size), int(counts.sum())))
@@ -106,7 +106,7 @@ def searchsorted(sorted_sequence, values, out_int32=False, right=False):
     row's length. The searchsorted op (ops/linalg_ops.py): eager, nn.Graph, global tensors."""
     scalar = not isinstance(values, Tensor)
     if scalar:
-        values = creation.new_tensor_like(np.asarray([values]), sorted_sequence, dtype=sorted_sequence.dtype)
+        values = shape_extra.host_constant([values], sorted_sequence, sorted_sequence.dtype)
     if not scalar and values.ndim == 0:
         raise RuntimeError("for searchsorted op, input values tensor should have positive dimension")
     if sorted_sequence.ndim == 0:
@@ -149,30 +149,24 @@ def bincount(input, weights=None, minlength=None):  # noqa: A002
 def nms(boxes, scores, iou_threshold):
     """Indices (int64) of the boxes kept by non-maximum suppression, in decreasing order of score: a box is
     dropped when its IoU with a kept higher-scoring box is greater than iou_threshold. Boxes are (x1, y1, x2, y2).
-    The kept count depends on the values: computed on the host (eager only)."""
+    As OneFlow's nms_op: the boxes sorted by score, the nms op's mask, the marked indices (read on the host: their
+    count depends on the values; eager only)."""
     if boxes.ndim != 2 or boxes.shape[-1] != 4:
         raise RuntimeError("nms(): boxes must be a Tensor[N, 4], got shape %s" % (tuple(boxes.shape),))
     if scores.ndim != 1 or scores.shape[0] != boxes.shape[0]:
         raise RuntimeError("nms(): scores must be a Tensor[N] with N = %d boxes, got shape %s"
                            % (boxes.shape[0], tuple(scores.shape)))
     TF._eager_only(boxes, "nms")
-    b = np.asarray(boxes.numpy(), dtype=np.float64)
-    s = np.asarray(scores.numpy(), dtype=np.float64)
-    order = np.argsort(-s, kind="stable")
-    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    suppressed = np.zeros(len(order), dtype=bool)
-    keep = []
-    for pos, i in enumerate(order):
-        if suppressed[pos]:
-            continue
-        keep.append(i)
-        rest = order[pos + 1:]
-        w = np.clip(np.minimum(b[i, 2], b[rest, 2]) - np.maximum(b[i, 0], b[rest, 0]), 0, None)
-        h = np.clip(np.minimum(b[i, 3], b[rest, 3]) - np.maximum(b[i, 1], b[rest, 1]), 0, None)
-        inter = w * h
-        iou = inter / (area[i] + area[rest] - inter)
-        suppressed[pos + 1:] |= iou > iou_threshold
-    return creation.new_tensor_like(np.asarray(keep, dtype=np.int64), boxes, dtype=dtypes.int64)
+    order = np.argsort(-np.asarray(scores.numpy(), dtype=np.float64), kind="stable")
+    sorted_boxes = apply_op("gather", [boxes.detach(), shape_extra.host_constant(order, boxes, dtypes.int64)],
+                            {"axis": 0})
+    keep = np.asarray(c_nms(sorted_boxes, iou_threshold).numpy()).astype(bool)
+    return shape_extra.host_constant(order[keep], boxes, dtypes.int64)
+
+
+def c_nms(x, iou_threshold, keep_n=-1):
+    """`flow._C.nms(x, iou_threshold, keep_n=-1)`: the int8 mask of the kept boxes of x (sorted by score)."""
+    return apply_op("nms", [x], {"iou_threshold": float(iou_threshold), "keep_n": int(keep_n)})
 
 
 def roc_auc_score(label, pred):
@@ -187,16 +181,9 @@ def roc_auc_score(label, pred):
                            % (y.size, p.size))
     pos = y != 0
     n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-    order = np.argsort(p, kind="stable")
-    ranks = np.empty(p.size, dtype=np.float64)
-    sorted_p = p[order]
-    start = 0
-    while start < p.size:  # average ranks over ties
-        stop = start
-        while stop + 1 < p.size and sorted_p[stop + 1] == sorted_p[start]:
-            stop += 1
-        ranks[order[start:stop + 1]] = (start + stop) / 2.0 + 1.0
-        start = stop + 1
+    _, group, counts = np.unique(p, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)  # 1-based rank of each distinct score's last entry; tied entries share the mean rank
+    ranks = (ends - (counts - 1) / 2.0)[group.reshape(-1)]
     if n_pos == 0 or n_neg == 0:
         auc = np.nan
     else:

@@ -40,3 +40,8 @@ def relu(input, inplace=False):  # noqa: A002,F811
 from oneflow_compat._global.nn_activations_extra import (  # noqa: F401,E402
     celu, glu, hardshrink, quick_gelu, selu, softshrink, softsign, threshold)
 from oneflow_compat._global.nn_fold import fold, unfold  # noqa: F401,E402
+# api-nn: recurrent cells' and distances' functional forms, gumbel softmax, TensorFlow-style sparse softmax cross
+# entropy, upsample (OneFlow 0.9 binds nn.Upsample here), deformable convolution
+from oneflow_compat._global.nn_functional_extra import (  # noqa: F401,E402
+    cosine_similarity, gumbel_softmax, pairwise_distance, sparse_softmax_cross_entropy, upsample)
+from oneflow_compat._global.nn_deform_conv import deform_conv2d  # noqa: F401,E402

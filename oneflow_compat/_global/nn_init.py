@@ -137,3 +137,25 @@ def xavier_normal_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
+
+
+# api-nn: nn.init.orthogonal_ (OneFlow v0.9.0 python/oneflow/nn/init.py and framework/tensor.py `_orthogonal`)
+def orthogonal_(tensor, gain=1.0, generator=None):
+    """Fills `tensor` (2 or more dims; the trailing ones flattened) with a (semi-)orthogonal matrix times `gain`:
+    the Q of a QR factorisation of a standard normal draw (transposed when there are fewer rows than columns), its
+    columns' signs fixed by R's diagonal (Saxe et al. 2013), as OneFlow's `_orthogonal`. OneFlow 0.9's own
+    `_orthogonal` returns a new tensor and leaves the argument unfilled; the documented behaviour, filling in
+    place (and returning the tensor), is this one, drawn from the generators as the other fills."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    rows = tensor.shape[0]
+    cols = int(np.prod(tensor.shape[1:]))
+    gen = _generator(tensor, generator)
+    flattened = gen.normal((rows, cols), np.float64)
+    if rows < cols:
+        flattened = flattened.T
+    q, r = np.linalg.qr(flattened)
+    q = q * np.sign(np.diag(r, 0))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, gain * q.reshape(_shape(tensor)))

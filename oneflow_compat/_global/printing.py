@@ -145,6 +145,9 @@ def tensor_repr(t):
         body = "[]"
         if values.shape != (0,):
             suffixes.append("size=%s" % (tuple(values.shape),))
+    elif values.dtype == object:  # api-data: tensor buffers / OFRecords (one array or record per row): not numbers
+        body = "[...]"
+        suffixes.append("size=%s" % (tuple(values.shape),))
     else:
         body = array_str(values, indent)
     suffixes.append("dtype=oneflow.%s" % t.dtype.name)

@@ -22,9 +22,12 @@ def tensordot(a, b, dims=2, out=None):
     """The sum of products over dims_a of a and dims_b of b (an int n: a's last n dims with b's first n): a's
     contracted dims permuted last and b's first, both reshaped to matrices, one matmul, reshaped back."""
     if out is not None:
-        raise NotImplementedError("tensordot(): the out parameter is not implemented (as in OneFlow 0.9)")
-    if isinstance(dims, Tensor):
-        dims = dims.tolist()
+        raise NotImplementedError("tensordot with `out` parameter which is not None is not yet implemented")
+    if not isinstance(dims, (Tensor, int, np.integer, list, tuple)):
+        raise TypeError("oneflow.tensordot expects dims to be one of oneflow.Tensor, int, Tuple[List[int], List[int]] "
+                        "or List[List[int]] containing two lists, but got %s" % type(dims))
+    if isinstance(dims, Tensor):  # (read on the host, as OneFlow's `dims.item()` / `tolist()`)
+        dims = int(dims.numpy().reshape(-1)[0]) if dims.numel() == 1 else [list(r) for r in dims.numpy().tolist()]
     if isinstance(dims, (int, np.integer)):
         n = int(dims)
         if n < 0:
@@ -32,17 +35,25 @@ def tensordot(a, b, dims=2, out=None):
         if n > a.ndim or n > b.ndim:
             raise RuntimeError("tensordot expects dims <= a.ndim which is %d, but got %d"
                                % (builtins.min(a.ndim, b.ndim), n))
-        dims_a, dims_b = list(range(a.ndim - n, a.ndim)), list(range(n))
-    else:
-        dims = list(dims)
-        if len(dims) != 2:
-            raise RuntimeError("tensordot(): dims must be an int or two lists of dims, got %s" % (dims,))
-        dims_a = [dims[0]] if isinstance(dims[0], (int, np.integer)) else list(dims[0])
-        dims_b = [dims[1]] if isinstance(dims[1], (int, np.integer)) else list(dims[1])
-        if len(dims_a) != len(dims_b):
-            raise RuntimeError("dims1 and dims2 must have same size, got %d and %d" % (len(dims_a), len(dims_b)))
+        return _tensordot(a, b, list(range(a.ndim - n, a.ndim)), list(range(n)))
+    if len(dims) != 2:
+        raise AssertionError("The list/tuple of dims must contain two lists, got %d" % len(dims))
+    dims_a = [dims[0]] if isinstance(dims[0], (int, np.integer)) else list(dims[0])
+    dims_b = [dims[1]] if isinstance(dims[1], (int, np.integer)) else list(dims[1])
+    return _tensordot(a, b, dims_a, dims_b)
+
+
+def _tensordot(a, b, dims_a, dims_b):
+    """OneFlow's TensorDot functor: contract a's dims_a with b's dims_b."""
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length, got %d and %d"
+                           % (len(dims_a), len(dims_b)))
     dims_a = [TF._dim(d, a.ndim, "tensordot") for d in dims_a]
     dims_b = [TF._dim(d, b.ndim, "tensordot") for d in dims_b]
+    for dims_x in (dims_a, dims_b):
+        for d in dims_x:
+            if dims_x.count(d) > 1:
+                raise RuntimeError("dim %d appears multiple times in the list of dims" % d)
     for da, db in zip(dims_a, dims_b):
         if a.shape[da] != b.shape[db]:
             raise RuntimeError("contracted dimensions need to match, but first has size %d in dim %d and second has "
@@ -54,6 +65,14 @@ def tensordot(a, b, dims=2, out=None):
     mb = F.reshape(F.permute(b, dims_b + free_b), (k, -1) if free_b else (k, 1))
     out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
     return F.reshape(F.matmul(ma, mb), out_shape)
+
+
+def c_tensordot(a, b, dims_a, dims_b=None):
+    """`flow._C.tensordot(a, b, dims)` or `flow._C.tensordot(a, b, dims_a, dims_b)` (functional_api.yaml's two
+    signatures)."""
+    if dims_b is None:
+        return tensordot(a, b, int(dims_a))
+    return _tensordot(a, b, list(dims_a), list(dims_b))
 
 
 def mv(input, vec):  # noqa: A002
@@ -108,12 +127,12 @@ def linalg_cross(input, other, dim=-1):  # noqa: A002
 
 
 # --- norms -----------------------------------------------------------------------------------------------------------
-def _floating_check(x, dtype, what):
+def _floating_check(x, dtype, what, kinds="the float, double, cfloat and cdouble dtypes"):
     from oneflow_compat._global.tensor import as_dtype
 
     dt = as_dtype(dtype) if dtype is not None else x.dtype
     if not dt.is_floating:
-        raise RuntimeError("%s: only supports the float, double, cfloat and cdouble dtypes, but got: Int." % what)
+        raise RuntimeError("%s: only supports %s, but got: Int." % (what, kinds))
     return dt
 
 
@@ -127,7 +146,7 @@ def _dims(dim, ndim):
 def vector_norm(input, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
     """sum(|x|^ord)^(1/ord) over `dim` (every dim when None); ord inf / -inf the largest / smallest magnitude,
     0 the count of non-zero entries."""
-    dt = _floating_check(input, dtype, "linalg.vector_norm()")
+    dt = _floating_check(input, dtype, "linalg.vector_norm()", "floating point and complex dtypes")
     if isinstance(ord, str):
         raise RuntimeError("linalg_vector_norm(): argument 'ord' must be Number, not str.")
     dims = _dims(dim, input.ndim)

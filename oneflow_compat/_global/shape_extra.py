@@ -13,10 +13,23 @@ import builtins
 import numpy as np
 
 from oneflow_compat.ir import dtypes
+from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import creation, functional as F, tensor_functions as TF
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import Tensor
+
+
+def host_constant(values, like, dtype):
+    """A tensor of host values (positions, a scalar operand) on `like`'s device, or broadcast on its placement: made
+    from the full value directly (creation._from_full, as arange / eye), so that inside nn.Graph a global one is a
+    constant of the graph, where `tensor(...).to_global(...)` of a local tensor is refused."""
+    values = np.asarray(values).astype(dtype.np)
+    if not like.is_global:
+        return creation.new_tensor_like(values, like, dtype=dtype)
+    placement, ir_sbp, shown = creation._layout(like.placement, [flow_sbp.broadcast] * len(like.sbp), values.ndim,
+                                                "constant")
+    return creation._from_full(values, dtype, placement, ir_sbp, shown, False)
 
 
 def _tensors(tensors, what):
@@ -33,7 +46,8 @@ def _tensors(tensors, what):
 
 # --- at least n dims ----------------------------------------------------------------------------------------------
 def _atleast(n, args):
-    """One tensor gives one tensor; several (or one list) give a list, as OneFlow's AtLeast{1,2,3}D."""
+    """One tensor gives one tensor; several (or one list) give a tuple, as OneFlow's AtLeast{1,2,3}D (a TensorTuple
+    comes back to Python as a tuple: oneflow/api/python/functional/common.h, v0.9.0)."""
     single = len(args) == 1 and isinstance(args[0], Tensor)
     tensors = _tensors(args[0] if len(args) == 1 else args, "atleast_%dd" % n)
     out = []
@@ -47,11 +61,11 @@ def _atleast(n, args):
         elif t.ndim == 2 and n == 3:
             t = F.unsqueeze(t, -1)  # (M, N) -> (M, N, 1)
         out.append(t)
-    return out[0] if single else out
+    return out[0] if single else tuple(out)
 
 
 def atleast_1d(*tensors):
-    """Each input with at least 1 dim (a 0-dim tensor becomes shape (1,)); several inputs give a list."""
+    """Each input with at least 1 dim (a 0-dim tensor becomes shape (1,)); several inputs give a tuple."""
     return _atleast(1, tensors)
 
 
@@ -154,15 +168,15 @@ def movedim(input, source, destination):  # noqa: A002
     src = [source] if isinstance(source, (int, np.integer)) else list(source)
     dst = [destination] if isinstance(destination, (int, np.integer)) else list(destination)
     if len(src) != len(dst):
-        raise RuntimeError("movedim: Invalid source or destination dims: source (%s dims) should contain the same "
-                           "number of dims as destination (%s dims)" % (src, dst))
+        raise RuntimeError("movedim: Invalid source or destination dims: source (%d dims ) should contain the same "
+                           "number of dims as destination (%d dims)" % (len(src), len(dst)))
     nd = input.ndim
     src = [TF._dim(s, nd, "movedim") for s in src]
     dst = [TF._dim(s, nd, "movedim") for s in dst]
     if len(set(src)) != len(src):
-        raise RuntimeError("movedim: repeated dim in `source` (%s)" % (list(source),))
+        raise RuntimeError("repeated dim in `source` (%s)" % (list(source),))
     if len(set(dst)) != len(dst):
-        raise RuntimeError("movedim: repeated dim in `destination` (%s)" % (list(destination),))
+        raise RuntimeError("repeated dim in `destination` (%s)" % (list(destination),))
     perm = [-1] * nd
     for s, d in zip(src, dst):
         perm[d] = s
@@ -203,7 +217,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
         raise RuntimeError("diagonal(): the input must have at least 2 dimensions, got %d" % input.ndim)
     a, b = TF._dim(dim1, input.ndim, "diagonal"), TF._dim(dim2, input.ndim, "diagonal")
     if a == b:
-        raise RuntimeError("diagonal(): dim1 and dim2 cannot be identical, got %d and %d" % (dim1, dim2))
+        raise RuntimeError("diagonal dimensions cannot be identical %d, %d" % (dim1, dim2))
     x = movedim(input, [a, b], [-2, -1])
     n, m = x.shape[-2], x.shape[-1]
     lead = tuple(x.shape[:-2])
@@ -270,5 +284,5 @@ def as_strided(input, size, stride, storage_offset=0):  # noqa: A002
         raise RuntimeError("as_strided: setStorage: sizes %s, strides %s, storage offset %d require %d elements, "
                            "but the input has %d" % (size, stride, storage_offset, int(positions.max()) + 1, n))
     flat = F.reshape(input, (n,))
-    index = creation.new_tensor_like(positions.reshape(-1), input, dtype=dtypes.int64)
+    index = host_constant(positions.reshape(-1), input, dtypes.int64)
     return F.reshape(apply_op("gather", [flat, index], {"axis": 0}), tuple(size))

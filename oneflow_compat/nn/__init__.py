@@ -50,3 +50,7 @@ from oneflow_compat.nn.legacy_activations import (  # noqa: F401,E402
 # the oneflow.nn package's own submodules (OneFlow 0.9): nn.modules (layers by module path), nn.parallel (DDP),
 # nn.utils (gradient clipping, weight norm, parameters as a vector)
 from oneflow_compat.nn import modules, parallel, utils  # noqa: F401,E402
+# api-data: oneflow.nn.image (OneFlow 0.9's image modules on tensor buffers; the data-pipeline and quantization
+# modules come with global_api's names)
+from oneflow_compat.nn import image  # noqa: F401,E402
+from oneflow_compat.nn import qat  # noqa: F401,E402  (api-data: oneflow.nn.qat.conv)

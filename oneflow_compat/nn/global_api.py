@@ -39,3 +39,15 @@ from oneflow_compat._global.nn_activations_extra import (  # noqa: F401,E402
     CELU, GLU, Hardshrink, QuickGELU, SELU, Softshrink, Softsign, Threshold)
 from oneflow_compat._global.nn_fold import Fold, Unfold  # noqa: F401,E402
 from oneflow_compat._global.nn_sync_batchnorm import SyncBatchNorm  # noqa: F401,E402
+# api-data: OneFlow 0.9's quantization-aware training modules (_global/nn_quantization.py) and data-pipeline
+# modules (_global/nn_data.py)
+from oneflow_compat._global.nn_quantization import (  # noqa: F401,E402
+    FakeQuantization, MinMaxObserver, MovingAverageMinMaxObserver, QatConv1d, QatConv2d, QatConv3d, Quantization)
+from oneflow_compat._global.nn_data import (  # noqa: F401,E402
+    COCOReader, CoinFlip, CropMirrorNormalize, OFRecordBytesDecoder, OFRecordImageDecoder,
+    OFRecordImageDecoderRandomCrop, OFRecordRawDecoder, OFRecordReader, OneRecReader)
+# api-nn: recurrent layers (OneFlow 0.9's nn.rst)
+from oneflow_compat._global.nn_rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401,E402
+from oneflow_compat._global.nn_functional_extra import CosineSimilarity, PairwiseDistance  # noqa: F401,E402
+from oneflow_compat._global.nn_norms_extra import (  # noqa: F401,E402
+    FusedBatchNorm1d, FusedBatchNorm2d, FusedBatchNorm3d, RMSLayerNorm, RMSNorm)

@@ -35,10 +35,16 @@ def _session_state(session):
     return session.op_state.setdefault("data ops", {})
 
 
+def _stream_name(op):
+    """The name this op's state (reader position, call count) is kept under: the op's, or the `module` attribute
+    of OneFlow 0.9's module API (each nn.OFRecordReader, nn.CoinFlip, … its own stream, whatever eager op names)."""
+    return op.attrs.get("module") or op.name
+
+
 def _call_counter(op, dev):
     """A function returning 0, 1, 2, … on successive calls of this op on this device."""
     state = _session_state(dev.session)
-    key = ("calls", op.job.name, op.name, dev.index)
+    key = ("calls", op.job.name, _stream_name(op), dev.index)
 
     def next_call():
         call = state.get(key, 0)
@@ -66,7 +72,17 @@ def _batch_sbp(op):
 
 
 def _source_sbp(op):
-    return [((), (S.S(0),))]
+    """S(0); or the layout the `nd_sbp` attribute names (OneFlow 0.9's readers and coin flip take the `sbp=` of
+    their module: split(0) or broadcast on each placement dimension)."""
+    return [((), (op.attrs.get("nd_sbp") or S.S(0),) * len(op.outputs))]
+
+
+def reader_share(op, dev):
+    """(share index, number of shares) of the records this device reads: its piece of the batch among the
+    batch's pieces (S(0): its own share of the part files; B: the whole stream; n-D: its split axes' piece)."""
+    lo, hi = S.piece_range(op.outputs[0].shape, dev.sbp_out[0], dev.index, dev.parallel_num, 0)
+    local = hi - lo
+    return (lo // local, op.outputs[0].shape[0] // local) if local else (0, 1)
 
 
 def _buffer_meta(op):
@@ -79,18 +95,21 @@ def _reader_build(op, dev):
     batch = a["batch_size"]
     # split (S(0)) or mirrored: each device reads from its own share of the part files
     shares_parts = dev.parallel_num > 1 and dev.sbp_out[0] != S.B
-    if _is_split(dev) and batch % dev.parallel_num:
+    if _is_split(dev) and batch % dev.parallel_num and not S.is_nd(dev.sbp_out[0]):
         raise ValueError("ofrecord_reader '%s': batch_size %d is not divisible by the %d devices of its placement"
                          % (op.name, batch, dev.parallel_num))
     local_batch = dev.out_shapes[0][0]
+    share, shares = (dev.index, dev.parallel_num) if shares_parts else (0, 1)
+    if S.is_nd(dev.sbp_out[0]):  # a mesh: the devices holding one piece read the same share
+        share, shares = reader_share(op, dev)
     state = _session_state(dev.session)
-    key = ("reader", op.job.name, op.name, dev.index, dev.parallel_num)
+    key = ("reader", op.job.name, _stream_name(op), dev.index, dev.parallel_num)
     reader = state.get(key)
     if reader is None:
         reader = state[key] = ofrecord_io.RecordReader(
             a["ofrecord_dir"], local_batch, a["data_part_num"], a["part_name_prefix"], a["part_name_suffix_length"],
             a["random_shuffle"], a["shuffle_buffer_size"], a["shuffle_after_epoch"], seed=op_seed(op, dev.session),
-            parallel_id=dev.index if shares_parts else 0, parallel_num=dev.parallel_num if shares_parts else 1)
+            parallel_id=share, parallel_num=shares)
 
     def read():
         return object_array(reader.next_batch())

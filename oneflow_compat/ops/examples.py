@@ -1494,6 +1494,18 @@ WITHOUT_EXAMPLES.update({
 })
 
 
+# --- api-data: OneFlow 0.9's quantization kernels (quantization_formula) and its `quantization` op ---------------------
+_Q9 = {"quantization_bit": 8, "quantization_scheme": "symmetric", "quantization_formula": "google"}
+EXAMPLES.update({
+    "quantization": [
+        Example(_quantization_inputs((5, 7), False, "symmetric"), _Q9, grad=False, layouts=[[1, None, None]],
+                note="integer levels: no gradient"),
+        Example(_quantization_inputs((4, 3, 2), True, "affine"),
+                {"quantization_bit": 4, "quantization_scheme": "affine", "quantization_formula": "google"},
+                grad=False, note="affine per channel")],
+})
+
+
 # --- api-shape team (OneFlow 0.9's API reference, linalg.rst): the matrix inverse (ops/linalg_ops.py) -------------
 def _invertible(*shape):
     """Well-conditioned square matrices: normal entries plus n on the diagonal."""
@@ -1527,6 +1539,22 @@ EXAMPLES.update({  # api-shape team: searchsorted (ops/linalg_ops.py), no gradie
         Example(inputs(_sorted_rows(4, 3, 7), _grid_values(4, 3, 5)), {"out_int32": False, "right": True},
                 note="rows of an N-D sequence", grad=False, splits=[0, 0], layouts=[[1, 1]]),
     ],
+})
+
+
+def _boxes(n, dtype=np.float32):
+    """(x1, y1, x2, y2) boxes with x1 < x2, y1 < y2 on a small field (many overlaps)."""
+    def make(r):
+        xy = r.uniform(0, 10, (n, 2))
+        return np.concatenate([xy, xy + r.uniform(1, 5, (n, 2))], 1).astype(dtype)
+    return make
+
+
+EXAMPLES.update({  # api-shape team: nms (ops/linalg_ops.py), an int8 mask, no gradient
+    "nms": [Example(inputs(_boxes(30)), {"iou_threshold": 0.3, "keep_n": -1}, note="no limit", grad=False,
+                    splits=[None]),
+            Example(inputs(_boxes(25, np.float64)), {"iou_threshold": 0.5, "keep_n": 4}, note="keep_n 4",
+                    grad=False, splits=[None])],
 })
 
 

@@ -138,6 +138,10 @@ def _coco_build(op, dev):
     batch_size / parallel_num images; the reader lives with the session."""
     a = op.attrs
     n, parts = a["batch_size"], dev.parallel_num
+    index = dev.index
+    if op.attrs.get("nd_sbp") is not None:  # OneFlow 0.9's nn.COCOReader: its sbp= (broadcast: the whole batch)
+        from oneflow_compat.ops.data_ops import reader_share
+        index, parts = reader_share(op, dev)
     if parts > 1 and n % parts:
         raise ValueError("COCOReader '%s': batch_size %d is not divisible by the %d devices of its placement"
                          % (op.name, n, parts))
@@ -151,7 +155,7 @@ def _coco_build(op, dev):
             meta = state[meta_key] = coco_io.COCOMeta(a["annotation_file"], a["image_dir"],
                                                       a["remove_images_without_annotations"])
         reader = state[key] = coco_io.COCOReader(
-            meta, n // parts, parts, dev.index, a["stride_partition"], a["shuffle_after_epoch"],
+            meta, n // parts, parts, index, a["stride_partition"], a["shuffle_after_epoch"],
             op_seed(op, dev.session), a["group_by_ratio"])
     xp = dev.xp
 
@@ -166,7 +170,7 @@ def _coco_build(op, dev):
 
 
 register(OpDef("COCOReader", infer=_coco_meta, build=_coco_build, num_outputs=7,
-               sbp=lambda op: [((), (S.S(0),) * 7)]))
+               sbp=lambda op: [((), (op.attrs.get("nd_sbp") or S.S(0),) * 7)]))
 
 
 # --- megatron_gpt_mmap_data_loader (v0.4.0 `oneflow/user/ops/gpt_data_loader_op.cpp`, `gpt_data_loader_kernel.cpp`)

@@ -1,5 +1,6 @@
 """OneFlow 0.9's `inv` user op (flow.linalg.inv): the inverse of square matrices, batched over leading axes; and its
-`searchsorted` user op (flow.searchsorted; kernels/search.py), which has no gradient.
+`searchsorted` user op (flow.searchsorted; kernels/search.py) and its `nms` user op (flow.nms; kernels/nms.py), which
+have no gradient.
 
 The op type and its input/output are OneFlow v0.9.0's (oneflow/core/functional/impl/math_functor.cpp InvFunctor:
 `OpBuilder("inv").Input("x").Output("y")`), so a duplicate on another branch shows as a registration clash. Its
@@ -10,6 +11,7 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ir.sbp import B, S
 from oneflow_compat.kernels import linalg as K
+from oneflow_compat.kernels import nms as nms_k
 from oneflow_compat.kernels import search as search_k
 from oneflow_compat.ops.registry import OpDef, apply, register
 
@@ -71,3 +73,19 @@ def _searchsorted_sbp(op):
 register(OpDef("searchsorted", infer=_searchsorted_meta, kernel=search_k.searchsorted,
                kernel_attrs=lambda op: {"out_int32": op.attrs["out_int32"], "right": op.attrs["right"]},
                sbp=_searchsorted_sbp))
+
+
+# --- nms (OneFlow v0.9.0's `nms` user op: input "in" boxes sorted by score, output "out" int8, attrs iou_threshold,
+# keep_n); flow.nms sorts by score, runs it and keeps the marked indices (on the host: their count depends on them)
+def _nms_meta(op):
+    boxes = op.inputs[0]
+    if len(boxes.shape) != 2 or boxes.shape[1] != 4:
+        raise ValueError("nms '%s': boxes must be (N, 4), got %s" % (op.name, boxes.shape))
+    if not boxes.dtype.is_floating:
+        raise TypeError("nms '%s': boxes must be floating, got %s" % (op.name, boxes.dtype.name))
+    return [TensorMeta((boxes.shape[0],), dtypes.int8, boxes.is_dynamic)]
+
+
+register(OpDef("nms", infer=_nms_meta, kernel=nms_k.nms,
+               kernel_attrs=lambda op: {"iou_threshold": op.attrs["iou_threshold"], "keep_n": op.attrs["keep_n"]},
+               sbp=lambda op: [((B,), (B,))]))  # every box is compared with every earlier one: whole on a device

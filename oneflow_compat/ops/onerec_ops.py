@@ -10,7 +10,7 @@ from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import record as record_k
 from oneflow_compat.kernels.array import object_array
-from oneflow_compat.ops.data_ops import _session_state
+from oneflow_compat.ops.data_ops import _session_state, reader_share
 from oneflow_compat.ops.nn_ops import dropout_seed as op_seed
 from oneflow_compat.ops.registry import OpDef, register
 
@@ -18,19 +18,22 @@ from oneflow_compat.ops.registry import OpDef, register
 def _reader_build(op, dev):
     a = op.attrs
     batch = a["batch_size"]
-    split = dev.parallel_num > 1 and dev.sbp_out[0] != S.B
+    split = dev.parallel_num > 1 and dev.sbp_out[0] != S.B and not S.is_nd(dev.sbp_out[0])
     if split and batch % dev.parallel_num:
         # OneFlow: CHECK_EQ(local_batch_size % parallel_num, 0)
         raise ValueError("OneRecReader '%s': batch_size %d is not divisible by the %d devices of its placement"
                          % (op.name, batch, dev.parallel_num))
     state = _session_state(dev.session)
-    key = ("onerec", op.job.name, op.name, dev.index, dev.parallel_num)
+    share, shares = (dev.index, dev.parallel_num) if split else (0, 1)
+    if S.is_nd(dev.sbp_out[0]):  # a mesh: the devices holding one piece read the same share
+        share, shares = reader_share(op, dev)
+    key = ("onerec", op.job.name, op.attrs.get("module") or op.name, dev.index, dev.parallel_num)
     reader = state.get(key)
     if reader is None:
         reader = state[key] = onerec_io.OneRecReader(
             a["files"], dev.out_shapes[0][0], a["random_shuffle"], a["shuffle_mode"], a["shuffle_buffer_size"],
             a["shuffle_after_epoch"], a["verify_example"], seed=a["seed"] if a["seed"] != -1 else op_seed(
-                op, dev.session), parallel_id=dev.index if split else 0, parallel_num=dev.parallel_num if split else 1)
+                op, dev.session), parallel_id=share, parallel_num=shares)
 
     def read():
         return object_array(reader.next_batch())
@@ -39,7 +42,7 @@ def _reader_build(op, dev):
 
 
 register(OpDef("OneRecReader", infer=lambda op: [TensorMeta((op.attrs["batch_size"],), dtypes.tensor_buffer)],
-               build=_reader_build, sbp=lambda op: [((), (S.S(0),))]))
+               build=_reader_build, sbp=lambda op: [((), (op.attrs.get("nd_sbp") or S.S(0),))]))
 
 
 def _decoder_meta(op):

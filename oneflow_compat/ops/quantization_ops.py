@@ -19,6 +19,10 @@ def _sig(ins, outs):
 
 def _check_attrs(op):
     bits, scheme = op.attrs["quantization_bit"], op.attrs["quantization_scheme"]
+    formula = op.attrs.get("quantization_formula")
+    if formula is not None and formula not in ("google", "cambricon"):
+        raise ValueError("%s '%s': quantization_formula must be 'google' or 'cambricon', got %r" % (
+            op.type, op.name, formula))
     if not 1 < bits <= 8:
         raise ValueError("%s '%s': quantization_bit must be in 2..8, got %d" % (op.type, op.name, bits))
     if scheme not in ("symmetric", "affine"):
@@ -36,11 +40,21 @@ def _observer_meta(op):
     x = op.inputs[0]
     _floating(op, x)
     shape = (1,) if op.attrs["per_layer_quantization"] else (x.shape[0],)
+    if op.attrs.get("quantization_formula") == "cambricon" and not op.attrs["per_layer_quantization"]:
+        raise ValueError("min_max_observer '%s': per-channel mode is not supported in cambricon scheme" % op.name)
     return [TensorMeta(shape, x.dtype), TensorMeta(shape, x.dtype)]
 
 
 def _attrs(*names):
-    return lambda op: {k: op.attrs[k] for k in names}
+    """The kernel's attributes; `quantization_formula` where the op has it (OneFlow 0.9's surface: its kernels),
+    none from the legacy surface (v0.3.4's kernels)."""
+    def kernel_attrs(op):
+        attrs = {k: op.attrs[k] for k in names}
+        if op.attrs.get("quantization_formula") is not None:
+            attrs["quantization_formula"] = op.attrs["quantization_formula"]
+        return attrs
+
+    return kernel_attrs
 
 
 register(OpDef("min_max_observer", infer=_observer_meta, kernel=K.min_max_observer,
@@ -56,8 +70,8 @@ def _fake_meta(op):
     for d in scale.shape:
         n *= d
     if n != 1 and (n != x.shape[0] or len(zero.shape) != len(scale.shape)):
-        raise ValueError("fake_quantization '%s': per-channel scale must have one entry per row of axis 0 (%d), "
-                         "got %s" % (op.name, x.shape[0], scale.shape))
+        raise ValueError("%s '%s': per-channel scale must have one entry per row of axis 0 (%d), "
+                         "got %s" % (op.type, op.name, x.shape[0], scale.shape))
     return [TensorMeta(x.shape, x.dtype, x.is_dynamic)]
 
 
@@ -92,3 +106,12 @@ register(OpDef("moving_average_min_max_observer_scale",
                infer=lambda op: [TensorMeta((1,), op.inputs[0].dtype), TensorMeta((1,), op.inputs[0].dtype)],
                kernel=K.moving_average_scale, kernel_attrs=_attrs("quantization_bit", "quantization_scheme"),
                sbp=lambda op: [_sig([B, B], [B, B])]))
+
+
+# --- OneFlow 0.9's `quantization` (`oneflow/user/ops/quantization_op.cpp`, v0.9.0): fake_quantization's integer
+# levels without the way back to floats; no gradient is registered for it in OneFlow
+register(OpDef("quantization", infer=_fake_meta, kernel=K.quantization,
+               kernel_attrs=lambda op: {"quantization_bit": op.attrs["quantization_bit"],
+                                        "quantization_scheme": op.attrs["quantization_scheme"],
+                                        "quantization_formula": op.attrs["quantization_formula"]},
+               sbp=_fake_sbp))

@@ -72,7 +72,9 @@ def _no_attrs(op):
     return {}
 
 
-register(OpDef("image_flip", infer=_flip_meta, build=_on_host(K.image_flip, _no_attrs), sbp=_rows_sbp))
+# vertical_flip_code: OneFlow 0.9's vertical bit (0x02; its nn.image.flip), the legacy 0x10 otherwise
+register(OpDef("image_flip", infer=_flip_meta, sbp=_rows_sbp, build=_on_host(
+    K.image_flip, lambda op: {"vertical": op.attrs.get("vertical_flip_code", K.VERTICAL)})))
 register(OpDef("object_bbox_flip", infer=_flip_meta, build=_on_host(K.object_bbox_flip, _no_attrs), sbp=_rows_sbp))
 register(OpDef("object_segmentation_polygon_flip", infer=_flip_meta,
                build=_on_host(K.object_segmentation_polygon_flip, _no_attrs), sbp=_rows_sbp))
@@ -112,13 +114,15 @@ def _batch_align_meta(op):
     _check(op, dt in (dtypes.uint8, dtypes.float32), "data_type must be uint8 or float32, got %s" % dt.name)
     _check(op, alignment >= 0 and (alignment == 0 or alignment & (alignment - 1) == 0),
            "alignment must be 0 or a power of 2, got %d" % alignment)
-    return [TensorMeta((n,) + shape, dt, True)]
+    # dynamic_out (OneFlow 0.9's attribute; the legacy op is always dynamic): False keeps the static shape
+    return [TensorMeta((n,) + shape, dt, op.attrs.get("dynamic_out", True))]
 
 
 register(OpDef("image_batch_align", infer=_batch_align_meta,
                build=_on_host(K.image_batch_align, lambda op: {
                    "channels": op.attrs["shape"][2], "np_dtype": op.attrs["data_type"].np,
-                   "alignment": op.attrs["alignment"], "max_hw": tuple(op.attrs["shape"][:2])}),
+                   "alignment": op.attrs["alignment"], "max_hw": tuple(op.attrs["shape"][:2]),
+                   "static_out": op.attrs.get("dynamic_out", True) is False}),
                sbp=lambda op: [_sig([S(0)], [S(0)])] + [_sig([B], [B])]))
 
 

@@ -104,3 +104,18 @@ mats = r.standard_normal((4, 3, 3)) + 3 * np.eye(3)
 out = same_grads(flow.linalg.inv, [mats], [S0])
 np.testing.assert_allclose(out, np.linalg.inv(mats), rtol=1e-10)
 ok("tensordot, mv, cross, norms, inv")
+
+
+# inside nn.Graph, on split tensors: the same numbers as eagerly
+class Composed(flow.nn.Graph):
+    def build(self, x, m, i, s):
+        return (flow.diagonal(flow.movedim(x, 0, -1)), flow.tensordot(x, x, ([0, 1], [0, 1])),
+                flow.index_add(x, 0, i, s), flow.linalg.inv(m), flow.searchsorted(flow.sort(x, -1)[0], x),
+                flow.linalg.matrix_norm(x), flow.as_strided(x, (2, 3), (3, 1), 4), flow.searchsorted(x[0, 0], 0.5))
+
+
+args = (g(a, S0), g(mats, S0), g(idx, B, dtype=flow.int64), g(src, S1))
+for got, want in zip(Composed()(*args), Composed.build(None, *args)):
+    assert tuple(got.shape) == tuple(want.shape) and got.dtype == want.dtype
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+ok("inside nn.Graph on split tensors == eager")
