@@ -256,3 +256,14 @@ from oneflow_compat._global.elementwise_extra import equal  # noqa: F401,E402
 from oneflow_compat._global.tensor_attributes_extra import pin_memory  # noqa: F401,E402
 from oneflow_compat._global.tensor_functions import acos, acosh, asin, asinh, atan, atanh  # noqa: F401,E402
 from oneflow_compat._global.functional import negative  # noqa: F401,E402
+
+
+def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, for_norm=False):  # noqa: A002
+    """OneFlow 0.9's `_C.norm` (functional_api.yaml `Norm`): the linalg norm, or with `for_norm=True` (what
+    `flow.norm` / `Tensor.norm` pass when ord is no string and dim is None) flow.norm's reading of an integer ord
+    of magnitude >= 2 as the entrywise norm (`_global/norm_forms.py`)."""
+    from oneflow_compat._global import norm_forms, products_extra
+
+    if for_norm and not isinstance(ord, str) and dim is None:
+        return norm_forms.norm(input, ord, None, keepdim, dtype)
+    return products_extra.norm(input, ord, dim, keepdim, dtype)

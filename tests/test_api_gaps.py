@@ -446,3 +446,14 @@ def test_norm_global_graph_and_what_oneflow_refuses():
     with pytest.raises(RuntimeError, match=r"^linalg.norm\(\): input must be 1-D or 2-D when dim is None and ord is "
                                            r"not None$"):
         flow.norm(flow.ones(2, 2, 2), 1)
+
+
+def test_C_norm_for_norm_is_flow_norms_reading():
+    a = rnd(3, 4)
+    x = flow.tensor(a)
+    np.testing.assert_allclose(flow._C.norm(x, 2, for_norm=True).numpy(), np.sqrt((a ** 2).sum()))
+    np.testing.assert_allclose(flow._C.norm(x, 1, for_norm=True).numpy(), np.linalg.norm(a, 1))
+    np.testing.assert_allclose(flow._C.norm(x, None, [1]).numpy(), np.linalg.norm(a, axis=1))
+    with pytest.raises(NotImplementedError, match=r"^linalg.matrix_norm\(\): Only support INFINITY,-INFINITY,1 or "
+                                                  r"-1 data type.$"):
+        flow._C.norm(x, 2)  # (without for_norm an integer 2 on a matrix is the spectral norm, refused)
