@@ -138,13 +138,18 @@ def embedding_grad(xp, dy, indices, like, *, padding_idx=-1, offset=0, scale_gra
     return out
 
 
-def embedding_renorm(xp, weight, indices, *, max_norm, norm_type, offset=0):
+def embedding_renorm(xp, weight, indices, *, max_norm, norm_type, num_embeddings, offset=0):
     """In place: each row of `weight` that `indices` looks up whose norm_type-norm exceeds max_norm is scaled by
     max_norm / (norm + 1e-7) (OneFlow 0.9 user/kernels/embedding_kernel_util.cpp EmbeddingReNormFunctor: the norm
     accumulated in double; each row once however often it is looked up). `offset`: the first row of this piece
-    when the rows are split."""
+    when the rows are split; `num_embeddings` the whole weight's rows (an index outside them is refused before any
+    row is written)."""
     n = weight.shape[0]
-    rows = xp.unique(indices.reshape(-1).astype(xp.int64)) - offset
+    rows = xp.unique(indices.reshape(-1).astype(xp.int64))
+    if rows.size and (int(rows[0]) < 0 or int(rows[-1]) >= num_embeddings):  # (checked before any row is written)
+        bad = int(rows[0]) if int(rows[0]) < 0 else int(rows[-1])
+        raise IndexError("embedding_renorm: index %d is out of range for %d embeddings" % (bad, num_embeddings))
+    rows = rows - offset
     rows = rows[(rows >= 0) & (rows < n)]
     if rows.size == 0:
         return

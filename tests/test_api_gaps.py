@@ -457,3 +457,11 @@ def test_C_norm_for_norm_is_flow_norms_reading():
     with pytest.raises(NotImplementedError, match=r"^linalg.matrix_norm\(\): Only support INFINITY,-INFINITY,1 or "
                                                   r"-1 data type.$"):
         flow._C.norm(x, 2)  # (without for_norm an integer 2 on a matrix is the spectral norm, refused)
+
+
+def test_embedding_max_norm_with_an_index_out_of_range_leaves_the_weight_untouched():
+    w0 = rnd(4, 3) * 5
+    w = flow.nn.Parameter(flow.tensor(w0))
+    with pytest.raises(IndexError, match="embedding_renorm: index 4 is out of range for 4 embeddings"):
+        flow.nn.functional.embedding(flow.tensor([1, 4]), w, max_norm=1.0)
+    np.testing.assert_array_equal(w.numpy(), w0)

@@ -128,7 +128,8 @@ def _embedding_renorm_meta(op):
 
 register(OpDef("embedding_renorm", infer=_embedding_renorm_meta, kernel=indexing.embedding_renorm,
                kernel_attrs=lambda op: {"max_norm": float(op.attrs["max_norm"]),
-                                        "norm_type": float(op.attrs["norm_type"])},
+                                        "norm_type": float(op.attrs["norm_type"]),
+                                        "num_embeddings": int(op.inputs[0].shape[0])},
                local_attrs=lambda op, dev: {"offset": shape_ops._split_offset(dev.sbp_in[0], 0,
                                                                               op.inputs[0].shape, dev)},
                sbp=_embedding_renorm_sig, in_place=True))
