@@ -184,6 +184,11 @@ from oneflow_compat._global import nd_functions as _nd_functions  # noqa: E402
 from oneflow_compat._global.tensor import Tensor as _Tensor  # noqa: E402
 
 _Tensor.diag, _Tensor.in_top_k = _nd_functions.diag, _nd_functions.in_top_k
+# --- api-autograd: flow.env.all_device_placement (tensor_attributes.rst; flow.placement reads flow.env, so env
+# cannot import it: bound here)
+from oneflow_compat._global.env_placement import all_device_placement as _all_device_placement  # noqa: E402
+
+env.all_device_placement = _all_device_placement
 
 # --- api-gaps team: OneFlow 0.9's full flow.norm (matrix norms too, on the linalg norms), flow.where(condition) alone
 # (nonzero as a tuple), einsum with '...' and diagonals (tensor_functions.einsum, already bound above)

@@ -40,6 +40,11 @@ def _to_consistent(self, placement=None, sbp=None, grad_sbp=None):
 
 
 def _backward(self, gradient=None, retain_graph=False, create_graph=False):
+    if create_graph:  # a recorded backward (_global/higher_order.py)
+        from oneflow_compat._global.autograd_function import backward_recorded
+
+        backward_recorded([self], None if gradient is None else [gradient])
+        return
     dispatch.backward([self], [gradient], retain_graph)
 
 
