@@ -26,6 +26,12 @@ class ParamGroup(dict):
     def options(self):
         return {k: v for k, v in self.items() if k != "params"}
 
+    def __repr__(self):
+        # OneFlow 0.9's ParamGroup.__repr__ (optim/optimizer.py): the options, then "params" last
+        shown = self.options
+        shown["params"] = self["params"]
+        return repr(shown)
+
 
 class _State:
     """Per-parameter state, keyed by the parameter object itself (`optimizer.state[param]`)."""
