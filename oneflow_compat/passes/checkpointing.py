@@ -19,9 +19,10 @@ backward or optimizer op reads:
 So the originals' outputs are last read in the forward and the plan releases them there (`runtime/plan.py`
 frees each register after its last reader): between forward and backward only the group's inputs stay alive.
 
-Left as they are (OneFlow's list): batch normalization (recomputing it would update the running statistics
-twice: "normalization", "normalization_batch_stats" and their fused forms), "repeat" and "unpack"; here also
-any op with a side effect (stateful, in place), collectives, boxing, variables and inputs.
+Left as they are: ops declared not `recomputable` (ops/registry.py: batch normalization, "normalization" and
+"normalization_batch_stats", from OneFlow's list, which also names its fused forms and "repeat" / "unpack", ops
+this implementation does not have: micro-batches are cut by the runtime), and any op with a side effect
+(stateful, in place), collectives, boxing, variables and inputs.
 
 Random ops: a clone of a dropout (or any op drawing from the op's seed) draws with its original's seed (the clone
 copies OneFlow's op conf, seed included) and keeps its own call counter, which advances in step with the
@@ -31,13 +32,11 @@ original's (both run once per micro-batch), so the recomputation draws the very 
 from oneflow_compat.ir.graph import LazyBlob, Op
 
 FAKE_PREFIX = "Sys-Checkpointing-Fake-Fw-Op_"
-_IGNORED = {"normalization", "normalization_batch_stats", "normalization_add_relu",
-            "cudnn_fused_normalization_add_relu", "repeat", "unpack"}
 
 
 def _eligible(op):
     d = op.defn
-    return (op.section == "forward" and op.type not in _IGNORED and d.role not in ("variable", "input")
+    return (op.section == "forward" and d.recomputable and d.role not in ("variable", "input")
             and not (d.stateful or d.in_place or d.collective or d.boxing) and op.outputs)
 
 
