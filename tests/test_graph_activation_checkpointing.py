@@ -239,3 +239,52 @@ def test_a_pipelined_graph_recomputes_each_stage_in_its_stage():
     _same(every[0], plain[0])
     _same(every[1], plain[1])
     assert plain[2] == set() and every[2] == {0, 1}
+
+
+def test_with_zero_on_two_ranks():
+    # ZeRO's gathered parameters (System-ZeRO-ParallelCast, outside the module) are read by the recomputation
+    def body(ckpt, zero):
+        pl = flow.placement("cpu", ranks=[0, 1])
+        model = nn.Sequential(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8)), nn.Linear(8, 4))
+        _load(model, 0)
+        model.to_global(placement=pl, sbp=flow.sbp.broadcast)
+        opt = flow.optim.Adam(model.parameters(), lr=0.01)
+
+        class G(nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+                self.add_optimizer(opt)
+                self.model[0].to(nn.graph.GraphModule).activation_checkpointing = ckpt
+                if zero:
+                    self.config.enable_zero(True, stage=zero, shard_min_size=1)
+
+            def build(self, x, y):
+                loss = ((self.model(x) - y) ** 2).mean()
+                loss.backward()
+                return loss
+
+        graph, rng, losses = G(), np.random.RandomState(1), []
+        for _ in range(3):
+            x, y = (flow.tensor(rng.randn(8, n).astype(np.float32), placement=pl, sbp=flow.sbp.split(0))
+                    for n in (8, 4))
+            losses.append(graph(x, y).numpy())
+        return losses, [p.numpy() for p in model.parameters()], len(getattr(graph._compiled.job, "recompute_of", {}))
+
+    def run(ckpt, zero):
+        def rank_main(comm):
+            threading.current_thread().name = "MainThread"
+            with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
+                try:
+                    return body(ckpt, zero)
+                finally:
+                    ctx.reset()
+
+        return SimulatedWorld(2, timeout=120).run(rank_main)[0]
+
+    plain = run(False, None)
+    for zero in (1, 3):
+        got = run(True, zero)
+        assert got[2] > 0
+        _same(got[0], plain[0])
+        _same(got[1], plain[1])
