@@ -184,3 +184,8 @@ from oneflow_compat._global import nd_functions as _nd_functions  # noqa: E402
 from oneflow_compat._global.tensor import Tensor as _Tensor  # noqa: E402
 
 _Tensor.diag, _Tensor.in_top_k = _nd_functions.diag, _nd_functions.in_top_k
+
+
+# --- one-embedding team: oneflow.one_embedding (OneFlow 0.9's one_embedding.rst) ------------------------------------
+from oneflow_compat.ops import one_embedding_ops  # noqa: F401,E402  (registers the lookup and its gradient)
+from oneflow_compat import one_embedding  # noqa: F401,E402
