@@ -8,6 +8,7 @@ with the graph's optimizer (the one holding the module's `shadow` parameter), or
 for `flow.one_embedding.Optimizer(optimizer, [embedding]).step()`, OneFlow 0.9's eager protocol.
 """
 import json
+import weakref
 
 import numpy as np
 
@@ -116,7 +117,8 @@ class Embedding(Module):
         self._store = oe_ops.EmbeddingStore(name, self.embedding_dim, self.storage_dim, np_value, np_key, columns,
                                             column_dims, self.seed, padding_idx)
         self.shadow = Parameter(creation.zeros(1))
-        self._store.shadow_id = id(self.shadow)
+        owner = weakref.ref(self)
+        self._store.shadow = lambda: getattr(owner(), "shadow", None)
         self._eager_forward = False
 
     def forward(self, ids, table_ids=None):
@@ -214,11 +216,12 @@ class Optimizer:
         from oneflow_compat._global.graph_optim import GroupLeaf
         from oneflow_compat.optim import adam as adam_mod
         from oneflow_compat.optim import sgd as sgd_mod
-        from oneflow_compat.optim.elementwise import Adagrad
+        from oneflow_compat.optim.adaptive import Adagrad
 
         self.optimizer, self.embeddings = optimizer, list(embeddings)
         self.param_groups = optimizer.param_groups
-        if not isinstance(optimizer, (sgd_mod.SGD, adam_mod.Adam, Adagrad)):
+        # OneFlow 0.9 dispatches on the exact type (Optimizer.step: `type(self.optimizer) is ...`)
+        if type(optimizer) not in (sgd_mod.SGD, adam_mod.Adam, Adagrad):
             raise NotImplementedError("only support sgd, adam, adagrad and ftrl")
         self._leaves = {}
         for emb in self.embeddings:
@@ -227,7 +230,7 @@ class Optimizer:
                     if isinstance(optimizer, adam_mod.Adam) and group["amsgrad"]:
                         raise AssertionError("one_embedding's adam not support amsgrad")
                     leaf = GroupLeaf(optimizer, group, {id(emb.shadow): emb.embedding_name + ".shadow"})
-                    emb._store.states = emb._store.new_line_states(leaf)
+                    emb._store.bind_optimizer(leaf)
                     self._leaves[emb.embedding_name] = leaf
             if emb.embedding_name not in self._leaves:
                 raise ValueError("embedding must in optimizers param_group")

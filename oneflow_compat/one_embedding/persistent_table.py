@@ -125,8 +125,9 @@ class PersistentTable:
             take = min(n - written, self.values_per_chunk - slot)
             nblocks = -(-take // self.values_per_block)
             block_bytes = np.zeros((nblocks, self.logical_block_size), np.uint8)
-            flat = block_bytes[:, :self.values_per_block * self.value_size].reshape(-1, self.value_size)
-            flat[:take] = values[written:written + take]
+            slots = np.zeros((nblocks * self.values_per_block, self.value_size), np.uint8)
+            slots[:take] = values[written:written + take]
+            block_bytes[:, :self.values_per_block * self.value_size] = slots.reshape(nblocks, -1)
             key_slots = np.zeros(nblocks * self.values_per_block, self.key_dtype)
             key_slots[:take] = keys[written:written + take]
             block = slot // self.values_per_block

@@ -48,7 +48,7 @@ class EmbeddingStore:
         self.lines = np.zeros((0, self.storage_dim), self.dtype)
         self.states = ()  # the constant initial values of the optimizer states a new line gets
         self.pending = None  # eager: (unique keys, summed gradient rows) waiting for Optimizer.step()
-        self.shadow_id = None
+        self.shadow = lambda: None  # the owning module's current shadow parameter (to_global replaces it)
         _STORES[name] = self
 
     def __len__(self):
@@ -151,6 +151,12 @@ class EmbeddingStore:
             block[:, d * (i + 1):d * (i + 2)] = s
         self.lines[rows] = block
 
+    def bind_optimizer(self, leaf):
+        """Checks that a line holds `leaf`'s states (OneFlow's line_size check) and makes new keys' lines start
+        with their initial values."""
+        self.check_line_size(leaf.kind if leaf.kind != "piece" else _piece_kind(leaf))
+        self.states = self.new_line_states(leaf)
+
     def new_line_states(self, leaf):
         """The constant initial values of `leaf`'s states (OneFlow's state_initializer: zeros for momentum and
         Adam, initial_accumulator_value for Adagrad), for keys first seen from now on and rows never updated."""
@@ -171,13 +177,16 @@ def store(name):
     return s
 
 
-def graph_leaf(job, shadow_id, name):
-    """The optimizer group of a compiled graph holding the embedding's shadow parameter."""
+def graph_leaf(job, shadow, name, required=True):
+    """The optimizer group of a compiled graph holding the embedding's shadow parameter (None when not
+    `required` and there is none)."""
     opt = getattr(job, "optimizer", None)
     for leaf in (opt.leaf_optimizers() if opt is not None else ()):
         for p in leaf.params.values():
-            if id(p) == shadow_id:
+            if p is shadow:
                 return leaf
+    if not required:
+        return None
     raise ValueError("one_embedding '%s': the nn.Graph trains it but no optimizer added to the graph holds its "
                      "parameters (add_optimizer(flow.optim.SGD(embedding.parameters(), ...)))" % name)
 
@@ -194,8 +203,19 @@ def _lookup_meta(op):
                        ids.is_dynamic)]
 
 
+def _bind_states(op, dev):
+    """In a training graph: keys first seen from now on get the graph's optimizer states' initial values
+    (OneFlow's state_initializer: zeros for momentum and Adam, initial_accumulator_value for Adagrad)."""
+    if op.attrs["in_graph"]:
+        s = store(op.attrs["embedding_name"])
+        leaf = graph_leaf(dev.job, s.shadow(), s.name, required=False)
+        if leaf is not None:
+            s.bind_optimizer(leaf)
+
+
 def _lookup_build(op, dev):
     name, num_tables = op.attrs["embedding_name"], op.attrs["num_tables"]
+    _bind_states(op, dev)
 
     def run(shadow, ids, *table_ids):
         s = store(name)
@@ -220,12 +240,13 @@ def _grad_meta(op):
 
 def _grad_build(op, dev):
     name, in_graph = op.attrs["embedding_name"], op.attrs["in_graph"]
+    _bind_states(op, dev)
 
     def run(shadow, ids, dy):
         s = store(name)
         keys, grads = s.gradient_rows(np.asarray(devices.to_host(ids)), np.asarray(devices.to_host(dy)))
         if in_graph:
-            s.apply_update(keys, grads, graph_leaf(dev.job, s.shadow_id, name))
+            s.apply_update(keys, grads, graph_leaf(dev.job, s.shadow(), name))
         else:
             s.add_pending(keys, grads)
         return dev.xp.zeros(shadow.shape, dtype=shadow.dtype)
