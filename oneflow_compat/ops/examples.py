@@ -1556,3 +1556,13 @@ EXAMPLES.update({  # api-shape team: nms (ops/linalg_ops.py), an int8 mask, no g
             Example(inputs(_boxes(25, np.float64)), {"iou_threshold": 0.5, "keep_n": 4}, note="keep_n 4",
                     grad=False, splits=[None])],
 })
+
+
+# --- one-embedding team: flow.one_embedding's lookup and its gradient (ops/one_embedding_ops.py) ----------------------
+WITHOUT_EXAMPLES.update({
+    "one_embedding_fused_lookup": "reads (and inserts keys into) an embedding's key-value store named by its attrs, "
+                                  "which a MultiTableEmbedding module creates; covered by tests/test_one_embedding.py",
+    "one_embedding_fused_lookup_grad": "updates an embedding's key-value store with the graph's optimizer (or keeps "
+                                       "the gradient for flow.one_embedding.Optimizer); covered by "
+                                       "tests/test_one_embedding.py",
+})
