@@ -488,3 +488,72 @@ def test_embedding_loads_a_writers_snapshot(tmp_path):
     e = oe.MultiTableEmbedding(_name(), 3, flow.float, flow.int64, None, store)
     e.load_snapshot("pre")
     np.testing.assert_array_equal(_lookup(e, [3, 1]), values[[2, 0]])
+
+
+# --- Ftrl --------------------------------------------------------------------------------------------------------
+def _np_ftrl(w, g, acc, z, lr, lr_power=-0.5, lambda1=0.0, lambda2=0.0, beta=0.0, wd=0.0):
+    """FtrlUpdateFunctor (model_update_kernel_util.h@v0.9.0), in float64."""
+    g = g + wd * w
+    nacc = acc + g * g
+    sigma = (nacc ** lr_power - acc ** lr_power) / lr
+    z = z + g - sigma * w
+    new = (np.sign(z) * lambda1 - z) / ((beta + nacc ** lr_power) / lr + lambda2)
+    return np.where(np.abs(z) >= lambda1, new, 0.0), nacc, z
+
+
+def test_ftrl_dense_eager_and_graph_match_numpy():
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    w0 = np.array([[0.3, -0.2, 0.1], [0.05, 0.4, -0.3]], np.float32)
+    kw = dict(lr=0.5, lambda1=0.01, lambda2=0.1, beta=0.2, weight_decay=0.01)
+    got = []
+    for mode in ("eager", "graph"):
+        lin = flow.nn.Linear(3, 2, bias=False)
+        with flow.no_grad():
+            lin.weight.copy_(flow.tensor(w0))
+        opt = oe.Ftrl(lin.parameters(), **kw)
+
+        class G(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.lin = lin
+                self.add_optimizer(opt)
+
+            def build(self, x):
+                loss = (self.lin(x) ** 2).sum()
+                loss.backward()
+                return loss
+
+        g = G()
+        for _ in range(3):
+            if mode == "graph":
+                g(flow.tensor(x))
+            else:
+                (lin(flow.tensor(x)) ** 2).sum().backward()
+                opt.step()
+                opt.zero_grad()
+        got.append(lin.weight.numpy())
+    w, acc, z = w0.astype(np.float64), np.full(w0.shape, 0.1), np.zeros(w0.shape)
+    for _ in range(3):
+        grad = 2 * (x @ w.T).T @ x
+        w, acc, z = _np_ftrl(w, grad, acc, z, 0.5, lambda1=0.01, lambda2=0.1, beta=0.2, wd=0.01)
+    np.testing.assert_allclose(got[0], w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[1], w, rtol=1e-5, atol=1e-6)
+    with pytest.raises(AssertionError, match="Invalid learning rate: -1"):
+        oe.Ftrl(lin.parameters(), lr=-1)
+
+
+def test_ftrl_embedding_rows_match_numpy(tmp_path):
+    init = [oe.make_table_options(oe.make_uniform_initializer(-0.5, 0.5))]
+    e = _embedding(tmp_path, dim=3, size_factor=3, tables=init)
+    graph = _Train(e, oe.Ftrl(e.parameters(), lr=0.3, lambda1=0.001, beta=0.1))
+    batches = _batches(3, seed=2)
+    for idx in batches:
+        graph(flow.tensor(KEYS[idx]))
+    w = _lookup(_embedding(tmp_path, dim=3, tables=init), KEYS).astype(np.float64)
+    acc = np.full(w.shape, 0.1)
+    z = np.full(w.shape, 0.1)  # an embedding line's z starts at initial_accumulator_value too (OneFlow)
+    for idx in batches:
+        grad = np.zeros_like(w)
+        np.add.at(grad, idx.reshape(-1), 2 * (w[idx] - TARGET).reshape(-1, 3))
+        w, acc, z = _np_ftrl(w, grad, acc, z, 0.3, lambda1=0.001, beta=0.1)
+    np.testing.assert_allclose(_lookup(e, KEYS), w, rtol=1e-5, atol=1e-6)

@@ -7,3 +7,4 @@ from oneflow_compat.one_embedding.options import (  # noqa: F401
     make_cached_host_mem_store_options, make_cached_ssd_store_options, make_column_options,
     make_constant_initializer, make_device_mem_store_options, make_normal_initializer, make_table,
     make_table_options, make_uniform_initializer)
+from oneflow_compat.one_embedding.ftrl import Ftrl  # noqa: F401

@@ -217,11 +217,12 @@ class Optimizer:
         from oneflow_compat.optim import adam as adam_mod
         from oneflow_compat.optim import sgd as sgd_mod
         from oneflow_compat.optim.adaptive import Adagrad
+        from oneflow_compat.one_embedding.ftrl import Ftrl
 
         self.optimizer, self.embeddings = optimizer, list(embeddings)
         self.param_groups = optimizer.param_groups
         # OneFlow 0.9 dispatches on the exact type (Optimizer.step: `type(self.optimizer) is ...`)
-        if type(optimizer) not in (sgd_mod.SGD, adam_mod.Adam, Adagrad):
+        if type(optimizer) not in (sgd_mod.SGD, adam_mod.Adam, Adagrad, Ftrl):
             raise NotImplementedError("only support sgd, adam, adagrad and ftrl")
         self._leaves = {}
         for emb in self.embeddings:

@@ -160,6 +160,9 @@ class EmbeddingStore:
     def new_line_states(self, leaf):
         """The constant initial values of `leaf`'s states (OneFlow's state_initializer: zeros for momentum and
         Adam, initial_accumulator_value for Adagrad), for keys first seen from now on and rows never updated."""
+        own = getattr(getattr(leaf, "optimizer", None), "embedding_state_init", None)
+        if own is not None:
+            return tuple(own(leaf.group, s) for s in leaf.states)
         return tuple(v for _, v in leaf.state_specs(self.name, (self.embedding_dim,), self.dtype))
 
 
