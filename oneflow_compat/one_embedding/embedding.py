@@ -95,11 +95,11 @@ class Embedding(Module):
         if table.get("capacity_hint", 0) < 0:
             raise AssertionError("capacity_hint must be >= 0")
         self.world_size, self.rank_id = flow_env.get_world_size(), flow_env.get_rank()
-        if self.world_size > 1:
-            raise NotImplementedError("flow.one_embedding on %d ranks: sharding the table over ranks (OneFlow's "
-                                      "id shuffle) is not implemented; run it on one rank" % self.world_size)
-        self.local_rank = 0
-        self.persistent_path = rank_paths(table["path"], self.world_size)[self.rank_id]
+        self.local_rank = flow_env.get_local_rank()
+        self._persistent_path = table["path"]
+        if isinstance(table["path"], (list, tuple)) and len(table["path"]) != self.world_size:
+            raise AssertionError("persistent_path lists %d paths for %d ranks" % (len(table["path"]),
+                                                                                 self.world_size))
         self.physical_block_size = pbs
         storage_dim = store_options.get("storage_dim", -1)
         self.storage_dim = int(storage_dim if storage_dim != -1 else store_options["size_factor"] * self.embedding_dim)
@@ -114,11 +114,11 @@ class Embedding(Module):
                                                    "value_type": str(dtype), "storage_dim": self.storage_dim,
                                                    "kv_store": kv, "parallel_num": self.world_size})
         self._np_key, self._np_value = np_key, np_value
-        self._store = oe_ops.EmbeddingStore(name, self.embedding_dim, self.storage_dim, np_value, np_key, columns,
-                                            column_dims, self.seed, padding_idx)
+        self._table = oe_ops.EmbeddingTable(name, self.rank_id, self.embedding_dim, self.storage_dim, np_value,
+                                            np_key, columns, column_dims, self.seed, padding_idx)
         self.shadow = Parameter(creation.zeros(1))
         owner = weakref.ref(self)
-        self._store.shadow = lambda: getattr(owner(), "shadow", None)
+        self._table.shadow = lambda: getattr(owner(), "shadow", None)
         self._eager_forward = False
 
     def forward(self, ids, table_ids=None):
@@ -126,6 +126,10 @@ class Embedding(Module):
         broadcastable to it); without them, table i % num_tables for the i-th id of the flat batch."""
         if self.key_type != ids.dtype:
             raise AssertionError("ids data_type must equals key_type")
+        if self.world_size > 1 and not ids.is_global:
+            raise ValueError("one_embedding '%s': on %d ranks the table is sharded over the ranks: ids must be a "
+                             "global tensor placed on all of them (ids.to_global(placement, sbp))"
+                             % (self.embedding_name, self.world_size))
         inputs = [self.shadow, ids]
         if table_ids is not None:
             if not isinstance(table_ids, Tensor):
@@ -156,31 +160,41 @@ class Embedding(Module):
         return out
 
     # --- snapshots -------------------------------------------------------------------------------------------
-    def _table(self, read_only=False):
-        return PersistentTable(self.persistent_path, self._np_key, self.storage_dim * self._np_value.itemsize,
-                               self.physical_block_size, read_only=read_only)
+    def _shard_tables(self, read_only=False):
+        """[(shard, its persistent table)] of this process: shard d of a table sharded over P devices lives in
+        persistent_path's d-th rank folder (ROOT/<d>-<P>, or the list's d-th path)."""
+        shards = self._table.local_shards(self.world_size)
+        paths = rank_paths(self._persistent_path, self._table.parallel_num)
+        return [(store, PersistentTable(paths[d], self._np_key, self.storage_dim * self._np_value.itemsize,
+                                        self.physical_block_size, read_only=read_only)) for d, store in shards]
 
     def save_snapshot(self, snapshot_name):
-        """Saves every line (embedding and optimizer states) as snapshot `snapshot_name` of the persistent table
-        under persistent_path (OneFlow's format; atomic: an interrupted save leaves no partial snapshot)."""
-        keys, lines = self._store.items()
-        table = self._table()
-        table.save_snapshot(snapshot_name, table.put(keys, lines))
+        """Saves every line (embedding and optimizer states) of this process's shards as snapshot
+        `snapshot_name` of their persistent tables under persistent_path (OneFlow's format; atomic: an
+        interrupted save leaves no partial snapshot)."""
+        for store, table in self._shard_tables():
+            keys, lines = store.items()
+            table.save_snapshot(snapshot_name, table.put(keys, lines))
 
     def load_snapshot(self, snapshot_name):
-        """Replaces the table by snapshot `snapshot_name` of the persistent table under persistent_path."""
-        table = self._table(read_only=True)
-        parts = list(table.read_snapshot(snapshot_name))
-        keys = np.concatenate([k for k, _ in parts]) if parts else np.zeros(0, self._np_key)
-        vals = (np.concatenate([v for _, v in parts]) if parts else np.zeros((0, table.value_size), np.uint8))
-        self._store.replace(keys, vals.view(self._np_value).reshape(len(keys), self.storage_dim))
+        """Replaces this process's shards by snapshot `snapshot_name` of their persistent tables (every shard is
+        read before any is replaced)."""
+        loaded = []
+        for store, table in self._shard_tables(read_only=True):
+            parts = list(table.read_snapshot(snapshot_name))
+            keys = np.concatenate([k for k, _ in parts]) if parts else np.zeros(0, self._np_key)
+            vals = np.concatenate([v for _, v in parts]) if parts else np.zeros((0, table.value_size), np.uint8)
+            loaded.append((store, keys, vals.view(self._np_value).reshape(len(keys), self.storage_dim)))
+        for store, keys, lines in loaded:
+            store.replace(keys, lines)
 
     # --- the eager update (flow.one_embedding.Optimizer) -------------------------------------------------------
     def _eager_update(self, leaf):
-        pending, self._store.pending = self._store.pending, None
         self._eager_forward = False
-        if pending is not None:
-            self._store.apply_update(pending[0], pending[1], leaf)
+        for _, store in sorted(self._table.shards.items()):
+            pending, store.pending = store.pending, None
+            if pending is not None:
+                store.apply_update(pending[0], pending[1], leaf)
 
 
 class MultiTableEmbedding(Embedding):
@@ -231,7 +245,7 @@ class Optimizer:
                     if isinstance(optimizer, adam_mod.Adam) and group["amsgrad"]:
                         raise AssertionError("one_embedding's adam not support amsgrad")
                     leaf = GroupLeaf(optimizer, group, {id(emb.shadow): emb.embedding_name + ".shadow"})
-                    emb._store.bind_optimizer(leaf)
+                    emb._table.bind_optimizer(leaf)
                     self._leaves[emb.embedding_name] = leaf
             if emb.embedding_name not in self._leaves:
                 raise ValueError("embedding must in optimizers param_group")

@@ -21,108 +21,55 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import one_embedding as oe_k
 from oneflow_compat.ops.registry import OpDef, apply, register
 
-_STORES = weakref.WeakValueDictionary()  # embedding name -> its EmbeddingStore (while its module lives)
+_TABLES = weakref.WeakValueDictionary()  # (embedding name, rank) -> its EmbeddingTable (while its module lives)
 
 # line size each sparse update needs, in embedding sizes, with OneFlow's words (user/ops/one_embedding_ops.cpp)
 _LINE_FACTOR = {"sgd": (1, "SGD"), "momentum": (2, "Momentum"), "adam": (3, "Adam"), "adagrad": (2, "Adagrad"),
                 "ftrl": (3, "Ftrl")}
 
 
-class EmbeddingStore:
-    """One embedding's table: {key: row} over an array of lines (`storage_dim` wide)."""
+class EmbeddingTable:
+    """One embedding's table on this process: its configuration and its shards. The table is sharded over the
+    devices of the placement it runs on as OneFlow shards it, key k on device xxh64(k, 1) % parallel_num
+    (`kernels/one_embedding.shard_of`); this process holds the shards of its own devices."""
 
-    def __init__(self, name, embedding_dim, storage_dim, dtype, key_dtype, tables, column_dims, seed,
+    def __init__(self, name, rank, embedding_dim, storage_dim, dtype, key_dtype, tables, column_dims, seed,
                  padding_idx=None):
-        if name in _STORES:
+        if (name, rank) in _TABLES:
             raise RuntimeError("Can't create an embedding with same name of an existing embedding, the name: %s"
                                % name)
         if storage_dim < embedding_dim:
             raise ValueError("one_embedding '%s': storage_dim %d is smaller than embedding_dim %d"
                              % (name, storage_dim, embedding_dim))
-        self.name, self.embedding_dim, self.storage_dim = name, int(embedding_dim), int(storage_dim)
+        self.name, self.rank = name, rank
+        self.embedding_dim, self.storage_dim = int(embedding_dim), int(storage_dim)
         self.dtype, self.key_dtype = np.dtype(dtype), np.dtype(key_dtype)
         self.tables, self.column_dims, self.seed = tables, list(column_dims), int(seed)
         self.padding_idx = padding_idx
-        self.index = {}
-        self.keys = np.zeros(0, self.key_dtype)
-        self.lines = np.zeros((0, self.storage_dim), self.dtype)
         self.states = ()  # the constant initial values of the optimizer states a new line gets
-        self.pending = None  # eager: (unique keys, summed gradient rows) waiting for Optimizer.step()
         self.shadow = lambda: None  # the owning module's current shadow parameter (to_global replaces it)
-        _STORES[name] = self
+        self.parallel_num = None
+        self.shards = {}  # parallel id -> EmbeddingStore
+        _TABLES[(name, rank)] = self
 
-    def __len__(self):
-        return len(self.index)
+    def shard(self, parallel_num, parallel_id):
+        if self.parallel_num is None:
+            self.parallel_num = parallel_num
+        elif parallel_num != self.parallel_num:
+            raise ValueError("one_embedding '%s': its table is sharded over %d device(s); it cannot run on a "
+                             "placement of %d" % (self.name, self.parallel_num, parallel_num))
+        s = self.shards.get(parallel_id)
+        if s is None:
+            s = self.shards[parallel_id] = EmbeddingStore(self)
+        return s
 
-    # --- rows ------------------------------------------------------------------------------------------------
-    def rows_of(self, keys, table_ids):
-        """Row of each (unique) key, inserting the missing ones with their initial lines."""
-        keys = np.asarray(keys)
-        rows = np.fromiter((self.index.get(k, -1) for k in keys.tolist()), np.int64, len(keys))
-        missing = np.nonzero(rows < 0)[0]
-        if missing.size:
-            new_keys = keys[missing]
-            new = oe_k.initial_lines(np, new_keys, np.asarray(table_ids)[missing], self.tables, self.column_dims,
-                                     self.states, self.storage_dim, self.seed, self.dtype)
-            start = len(self.keys)
-            self.keys = np.concatenate([self.keys, new_keys.astype(self.key_dtype)])
-            self.lines = np.concatenate([self.lines, new])
-            for i, k in enumerate(new_keys.tolist()):
-                self.index[k] = start + i
-            rows[missing] = np.arange(start, start + missing.size)
-        return rows
+    def local_shards(self, parallel_num=None):
+        """[(parallel id, shard)] of this process (its own shard 0 of 1 before any lookup)."""
+        if not self.shards:
+            self.shard(parallel_num or 1, self.rank if (parallel_num or 1) > 1 else 0)
+        return sorted(self.shards.items())
 
-    def items(self):
-        """(keys, lines) of every key, in insertion order (copies)."""
-        return self.keys.copy(), self.lines.copy()
-
-    def replace(self, keys, lines):
-        """The whole table replaced at once (a loaded snapshot)."""
-        keys = np.asarray(keys, self.key_dtype)
-        lines = np.asarray(lines, self.dtype).reshape(len(keys), self.storage_dim)
-        self.keys, self.lines = keys.copy(), lines.copy()
-        self.index = {k: i for i, k in enumerate(keys.tolist())}
-
-    # --- lookup and gradient ----------------------------------------------------------------------------------
-    def table_ids_for(self, ids, table_ids, num_tables):
-        if table_ids is not None:
-            return np.broadcast_to(np.asarray(table_ids), ids.shape).reshape(-1).astype(np.int64)
-        # OneFlow's id_shuffle generates them: the i-th id of the flat batch is in table i % num_tables
-        return np.arange(ids.size, dtype=np.int64) % num_tables
-
-    def lookup(self, ids, table_ids, num_tables):
-        flat = np.asarray(ids).reshape(-1)
-        tids = self.table_ids_for(np.asarray(ids), table_ids, num_tables)
-        if tids.size and (tids.min() < 0 or tids.max() >= num_tables):
-            raise ValueError("one_embedding '%s': table_ids must be in [0, %d), got %d..%d"
-                             % (self.name, num_tables, tids.min(), tids.max()))
-        uniq, inverse = oe_k.unique_with_inverse(np, flat)
-        first = np.zeros(len(uniq), np.int64)
-        first[inverse[::-1]] = np.arange(len(flat))[::-1]
-        rows = self.rows_of(uniq, tids[first])
-        out = self.lines[rows[inverse], :self.embedding_dim].copy()
-        if self.padding_idx is not None:
-            out[flat == self.padding_idx] = 0
-        return out.reshape(tuple(np.shape(ids)) + (self.embedding_dim,))
-
-    def gradient_rows(self, ids, dy):
-        """(unique keys, summed gradient of each): repeated ids' gradients add up; padding_idx's get none."""
-        flat = np.asarray(ids).reshape(-1)
-        dy = np.asarray(dy).reshape(len(flat), self.embedding_dim)
-        if self.padding_idx is not None:
-            keep = flat != self.padding_idx
-            flat, dy = flat[keep], dy[keep]
-        uniq, inverse = oe_k.unique_with_inverse(np, flat)
-        return uniq, oe_k.segment_sum(np, dy, inverse, len(uniq))
-
-    def add_pending(self, keys, grads):
-        if self.pending is None:
-            self.pending = (keys, grads)
-            return
-        all_keys = np.concatenate([self.pending[0], keys])
-        uniq, inverse = oe_k.unique_with_inverse(np, all_keys)
-        self.pending = (uniq, oe_k.segment_sum(np, np.concatenate([self.pending[1], grads]), inverse, len(uniq)))
-
+    # --- the optimizer -------------------------------------------------------------------------------------------
     def check_line_size(self, kind):
         factor, word = _LINE_FACTOR[kind]
         if self.storage_dim != self.embedding_dim * factor:
@@ -134,50 +81,122 @@ class EmbeddingStore:
                 "embedding_size: %d, please set size_factor of store_options to 1." % (
                     self.storage_dim, self.embedding_dim))
 
+    def bind_optimizer(self, leaf):
+        """Checks that a line holds `leaf`'s states (OneFlow's line_size check) and makes new keys' lines start
+        with their initial values (OneFlow's state_initializer: zeros for momentum and Adam,
+        initial_accumulator_value for Adagrad and Ftrl)."""
+        self.check_line_size(_kind(leaf))
+        own = getattr(getattr(leaf, "optimizer", None), "embedding_state_init", None)
+        if own is not None:
+            self.states = tuple(own(leaf.group, s) for s in leaf.states)
+        else:
+            self.states = tuple(v for _, v in leaf.state_specs(self.name, (self.embedding_dim,), self.dtype))
+
+
+class EmbeddingStore:
+    """One shard: {key: row} over an array of lines (`storage_dim` wide)."""
+
+    def __init__(self, table):
+        self.table = table
+        self.index = {}
+        self.keys = np.zeros(0, table.key_dtype)
+        self.lines = np.zeros((0, table.storage_dim), table.dtype)
+        self.pending = None  # eager: (unique keys, summed gradient rows) waiting for Optimizer.step()
+
+    def __len__(self):
+        return len(self.index)
+
+    def rows_of(self, keys, table_ids):
+        """Row of each (unique) key, inserting the missing ones with their initial lines."""
+        t = self.table
+        keys = np.asarray(keys)
+        rows = np.fromiter((self.index.get(k, -1) for k in keys.tolist()), np.int64, len(keys))
+        missing = np.nonzero(rows < 0)[0]
+        if missing.size:
+            new_keys = keys[missing]
+            new = oe_k.initial_lines(np, new_keys, np.asarray(table_ids)[missing], t.tables, t.column_dims,
+                                     t.states, t.storage_dim, t.seed, t.dtype)
+            start = len(self.keys)
+            self.keys = np.concatenate([self.keys, new_keys.astype(t.key_dtype)])
+            self.lines = np.concatenate([self.lines, new])
+            for i, k in enumerate(new_keys.tolist()):
+                self.index[k] = start + i
+            rows[missing] = np.arange(start, start + missing.size)
+        return rows
+
+    def items(self):
+        """(keys, lines) of every key, in insertion order (copies)."""
+        return self.keys.copy(), self.lines.copy()
+
+    def replace(self, keys, lines):
+        """The whole shard replaced at once (a loaded snapshot)."""
+        t = self.table
+        keys = np.asarray(keys, t.key_dtype)
+        lines = np.asarray(lines, t.dtype).reshape(len(keys), t.storage_dim)
+        self.keys, self.lines = keys.copy(), lines.copy()
+        self.index = {k: i for i, k in enumerate(keys.tolist())}
+
+    def lookup(self, flat_ids, flat_table_ids):
+        """The embeddings (n, embedding_dim) of flat ids this shard holds."""
+        uniq, inverse = oe_k.unique_with_inverse(np, flat_ids)
+        first = np.zeros(len(uniq), np.int64)
+        first[inverse[::-1]] = np.arange(len(flat_ids))[::-1]
+        rows = self.rows_of(uniq, flat_table_ids[first])
+        return self.lines[rows[inverse], :self.table.embedding_dim]
+
+    def gradient_rows(self, flat_ids, dy):
+        """(unique keys, summed gradient of each): repeated ids' gradients add up; padding_idx's get none."""
+        t = self.table
+        dy = np.asarray(dy).reshape(len(flat_ids), t.embedding_dim)
+        if t.padding_idx is not None:
+            keep = flat_ids != t.padding_idx
+            flat_ids, dy = flat_ids[keep], dy[keep]
+        uniq, inverse = oe_k.unique_with_inverse(np, flat_ids)
+        return uniq, oe_k.segment_sum(np, dy, inverse, len(uniq))
+
+    def add_pending(self, keys, grads):
+        if self.pending is None:
+            self.pending = (keys, grads)
+            return
+        all_keys = np.concatenate([self.pending[0], keys])
+        uniq, inverse = oe_k.unique_with_inverse(np, all_keys)
+        self.pending = (uniq, oe_k.segment_sum(np, np.concatenate([self.pending[1], grads]), inverse, len(uniq)))
+
     def apply_update(self, keys, grads, leaf):
         """Updates the lines of `keys` with the summed gradients `grads` by `leaf` (an optimizer group with the
         compiled step's protocol: `kind`, `states`, `state_specs`, `update_scaled`): the dense optimizer's own
         formula on the rows looked up."""
-        self.check_line_size(leaf.kind if leaf.kind != "piece" else _piece_kind(leaf))
+        t = self.table
+        t.check_line_size(_kind(leaf))
+        if len(keys) == 0:
+            return
         rows = np.fromiter((self.index[k] for k in np.asarray(keys).tolist()), np.int64, len(keys))
-        d = self.embedding_dim
+        d = t.embedding_dim
         block = self.lines[rows]
         w = block[:, :d].copy()
         states = [block[:, d * (i + 1):d * (i + 2)].copy() for i in range(len(leaf.states))]
-        leaf.update_scaled(np, w, grads.astype(self.dtype), states, lr=float(leaf.group["lr"]), step=None,
+        leaf.update_scaled(np, w, grads.astype(t.dtype), states, lr=float(leaf.group["lr"]), step=None,
                            weight_decay=0.0)
         block[:, :d] = w
-        for i, s in enumerate(states):
-            block[:, d * (i + 1):d * (i + 2)] = s
+        for i, st in enumerate(states):
+            block[:, d * (i + 1):d * (i + 2)] = st
         self.lines[rows] = block
 
-    def bind_optimizer(self, leaf):
-        """Checks that a line holds `leaf`'s states (OneFlow's line_size check) and makes new keys' lines start
-        with their initial values."""
-        self.check_line_size(leaf.kind if leaf.kind != "piece" else _piece_kind(leaf))
-        self.states = self.new_line_states(leaf)
 
-    def new_line_states(self, leaf):
-        """The constant initial values of `leaf`'s states (OneFlow's state_initializer: zeros for momentum and
-        Adam, initial_accumulator_value for Adagrad), for keys first seen from now on and rows never updated."""
-        own = getattr(getattr(leaf, "optimizer", None), "embedding_state_init", None)
-        if own is not None:
-            return tuple(own(leaf.group, s) for s in leaf.states)
-        return tuple(v for _, v in leaf.state_specs(self.name, (self.embedding_dim,), self.dtype))
-
-
-def _piece_kind(leaf):
+def _kind(leaf):
+    if leaf.kind != "piece":
+        return leaf.kind
     name = type(leaf.optimizer).__name__.lower()
     if name not in _LINE_FACTOR:
         raise NotImplementedError("only support sgd, adam, adagrad and ftrl")
     return name
 
 
-def store(name):
-    s = _STORES.get(name)
-    if s is None:
-        raise RuntimeError("Can not find embedding: %s" % name)
-    return s
+def table_of(name, rank):
+    t = _TABLES.get((name, rank))
+    if t is None:
+        raise RuntimeError("Can not find embedding: %s-%d" % (name, rank))
+    return t
 
 
 def graph_leaf(job, shadow, name, required=True):
@@ -206,25 +225,84 @@ def _lookup_meta(op):
                        ids.is_dynamic)]
 
 
-def _bind_states(op, dev):
-    """In a training graph: keys first seen from now on get the graph's optimizer states' initial values
-    (OneFlow's state_initializer: zeros for momentum and Adam, initial_accumulator_value for Adagrad)."""
+class _Layout:
+    """Where the pieces of an op's ids live: the devices of this process, the processes of the placement, and
+    how the flat ids of every device make the logical flat batch (split along axis 0, or broadcast)."""
+
+    def __init__(self, op, session, ids_index=1):
+        rt = session.runtime
+        self.comm, self.rank = rt.comm, rt.comm.rank
+        self.local = rt.local_indices(op.placement)
+        self.parallel_num = op.placement.parallel_num
+        self.procs = sorted({m for m, _ in op.placement.pairs})
+        sbp = op.sbp_in[ids_index]
+        self.split = sbp != S.B
+        if self.split and sbp != S.S(0):
+            raise ValueError("op '%s': ids must be broadcast or split(0), got %s" % (op.name, sbp))
+        shape = tuple(op.inputs[ids_index].shape)
+        self.shape = shape
+        per_row = int(np.prod(shape[1:], dtype=np.int64)) if shape else 1
+        sizes = [S.local_shape(shape, sbp, i, self.parallel_num)[0] * per_row if self.split and shape else
+                 int(np.prod(shape, dtype=np.int64)) for i in range(self.parallel_num)]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    def gather(self, pieces, width=None):
+        """The logical flat batch (n,) or (n, width) from this process's pieces (one collective when the batch is
+        split over several processes)."""
+        flat = [np.asarray(devices.to_host(p)).reshape((-1,) if width is None else (-1, width)) for p in pieces]
+        if not self.split:
+            return flat[0]
+        local = np.concatenate(flat) if flat else np.zeros((0,) if width is None else (0, width))
+        if len(self.procs) > 1:
+            return np.asarray(self.comm.allgatherv(local, self.procs, axis=0))
+        return local
+
+    def piece(self, full, i):
+        return full[self.offsets[i]:self.offsets[i + 1]] if self.split else full
+
+
+def _bind_states(op, table):
+    """In a training graph: keys first seen from now on get the graph's optimizer states' initial values."""
     if op.attrs["in_graph"]:
-        s = store(op.attrs["embedding_name"])
-        leaf = graph_leaf(dev.job, s.shadow(), s.name, required=False)
+        leaf = graph_leaf(op.job, table.shadow(), table.name, required=False)
         if leaf is not None:
-            s.bind_optimizer(leaf)
+            table.bind_optimizer(leaf)
 
 
-def _lookup_build(op, dev):
+def _lookup_build(op, session):
     name, num_tables = op.attrs["embedding_name"], op.attrs["num_tables"]
-    _bind_states(op, dev)
+    lay = _Layout(op, session)
+    table = table_of(name, lay.rank)
+    _bind_states(op, table)
+    k = len(lay.local)
+    out_shape = lay.shape
 
-    def run(shadow, ids, *table_ids):
-        s = store(name)
-        host = [np.asarray(devices.to_host(a)) for a in (ids,) + table_ids]
-        out = s.lookup(host[0], host[1] if table_ids else None, num_tables)
-        return dev.xp.asarray(out)
+    def run(*pieces):
+        ids = lay.gather(pieces[k:2 * k])
+        tids = lay.gather(pieces[2 * k:3 * k]) if len(pieces) > 2 * k else None
+        tids = np.broadcast_to(tids, ids.shape).astype(np.int64) if tids is not None else \
+            np.arange(ids.size, dtype=np.int64) % num_tables  # OneFlow's id_shuffle: table i % num_tables
+        if tids.size and (tids.min() < 0 or tids.max() >= num_tables):
+            raise ValueError("one_embedding '%s': table_ids must be in [0, %d), got %d..%d"
+                             % (name, num_tables, tids.min(), tids.max()))
+        rows = np.zeros((ids.size, table.embedding_dim), table.dtype)
+        shard = oe_k.shard_of(np, ids, lay.parallel_num) if lay.parallel_num > 1 else np.zeros(ids.size, np.int64)
+        for d in lay.local:
+            mine = shard == d
+            if mine.any():
+                rows[mine] = table.shard(lay.parallel_num, d).lookup(ids[mine], tids[mine])
+        if lay.parallel_num > 1 and len(lay.procs) > 1:
+            # every row has one owner: the sum over processes is each row itself
+            rows = np.asarray(lay.comm.allreduce_(rows, lay.procs))
+        if table.padding_idx is not None:
+            rows[ids == table.padding_idx] = 0
+        outs = []
+        for p, d in zip(pieces[k:2 * k], lay.local):
+            part = lay.piece(rows, d)
+            part = part.reshape(tuple(np.shape(p)) + (table.embedding_dim,))
+            xp = devices.module_of(p)
+            outs.append(xp.asarray(part) if xp is not np else part)
+        return tuple(outs)
     return run
 
 
@@ -241,26 +319,37 @@ def _grad_meta(op):
     return [TensorMeta(tuple(shadow.shape), shadow.dtype, False)]
 
 
-def _grad_build(op, dev):
+def _grad_build(op, session):
     name, in_graph = op.attrs["embedding_name"], op.attrs["in_graph"]
-    _bind_states(op, dev)
+    lay = _Layout(op, session)
+    table = table_of(name, lay.rank)
+    _bind_states(op, table)
+    k = len(lay.local)
 
-    def run(shadow, ids, dy):
-        s = store(name)
-        keys, grads = s.gradient_rows(np.asarray(devices.to_host(ids)), np.asarray(devices.to_host(dy)))
-        if in_graph:
-            s.apply_update(keys, grads, graph_leaf(dev.job, s.shadow(), name))
-        else:
-            s.add_pending(keys, grads)
-        return dev.xp.zeros(shadow.shape, dtype=shadow.dtype)
+    def run(*pieces):
+        shadows = pieces[:k]
+        ids = lay.gather(pieces[k:2 * k])
+        dy = lay.gather(pieces[2 * k:3 * k], table.embedding_dim)
+        shard = oe_k.shard_of(np, ids, lay.parallel_num) if lay.parallel_num > 1 else np.zeros(ids.size, np.int64)
+        leaf = graph_leaf(op.job, table.shadow(), name) if in_graph else None
+        for d in lay.local:
+            mine = shard == d
+            store = table.shard(lay.parallel_num, d)
+            keys, grads = store.gradient_rows(ids[mine], dy[mine])
+            if leaf is not None:
+                store.apply_update(keys, grads, leaf)
+            else:
+                store.add_pending(keys, grads)
+        return tuple(devices.module_of(s).zeros(s.shape, dtype=s.dtype) for s in shadows)
     return run
 
 
-def _broadcast_sig(op):
-    return [(tuple([S.B] * len(op.inputs)), tuple([S.B] * len(op.outputs)))]
+def _lookup_sig(op):
+    n = len(op.inputs)
+    return [((S.B,) + (S.S(0),) * (n - 1), (S.S(0),)), ((S.B,) * n, (S.B,))]
 
 
-register(OpDef("one_embedding_fused_lookup", infer=_lookup_meta, build=_lookup_build, grad=_lookup_grad,
-               sbp=_broadcast_sig, stateful=True))
-register(OpDef("one_embedding_fused_lookup_grad", infer=_grad_meta, build=_grad_build, sbp=_broadcast_sig,
-               stateful=True))
+register(OpDef("one_embedding_fused_lookup", infer=_lookup_meta, collective=True, build_collective=_lookup_build,
+               grad=_lookup_grad, sbp=_lookup_sig, stateful=True))
+register(OpDef("one_embedding_fused_lookup_grad", infer=_grad_meta, collective=True, build_collective=_grad_build,
+               sbp=lambda op: [((S.B, S.S(0), S.S(0)), (S.B,)), ((S.B, S.B, S.B), (S.B,))], stateful=True))
