@@ -562,3 +562,12 @@ def test_ftrl_embedding_rows_match_numpy(tmp_path):
         np.add.at(grad, idx.reshape(-1), 2 * (w[idx] - TARGET).reshape(-1, 3))
         w, acc, z = _np_ftrl(w, grad, acc, z, 0.3, lambda1=0.001, beta=0.1)
     np.testing.assert_allclose(_lookup(e, KEYS), w, rtol=1e-5, atol=1e-6)
+
+
+def test_padding_idx_gets_no_gradient(tmp_path):
+    e = _embedding(tmp_path, dim=2, tables=[oe.make_table_options(oe.make_constant_initializer(1.0))],
+                   padding_idx=4)
+    opt = oe.Optimizer(flow.optim.SGD(e.parameters(), lr=0.5), [e])
+    e(flow.tensor(np.array([4, 6, 4], np.int64))).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(_shard(e).lines[np.argsort(_shard(e).keys)], [[1.0, 1.0], [0.5, 0.5]])

@@ -42,6 +42,12 @@ for step in range(4):
     ids = keys[rng.randint(0, 40, (8, 2))]
     ids = flow.tensor(ids).to_global(P, flow.sbp.broadcast).to_global(P, flow.sbp.split(0))
     losses.append(float(graph(ids).to_global(P, flow.sbp.broadcast).to_local().numpy()))
+# an eager step too (OneFlow 0.9's eager protocol: flow.one_embedding.Optimizer after the optimizer)
+opt = oe.Optimizer(flow.optim.SGD(emb.parameters(), lr=0.1, momentum=0.9), [emb])
+ids = flow.tensor(keys[rng.randint(0, 40, (8, 2))]).to_global(P, flow.sbp.broadcast).to_global(P, flow.sbp.split(0))
+((emb(ids) - target) ** 2).sum().backward()
+opt.step()
+opt.zero_grad()
 with flow.no_grad():
     whole = flow.tensor(keys.reshape(20, 2)).to_global(P, flow.sbp.broadcast)
     rows = emb(whole).to_local().numpy().reshape(40, 4)
