@@ -183,6 +183,20 @@ class EmbeddingStore:
         self.lines[rows] = block
 
 
+def _check_graph_step(job, leaf, name):
+    """What the sparse update does not do inside a graph is refused, naming it (the rows would be wrong)."""
+    if getattr(job, "micro_batches", 1) > 1:
+        raise NotImplementedError("one_embedding '%s': nn.Graph gradient accumulation (%d micro-batches) is not "
+                                  "supported with one_embedding" % (name, job.micro_batches))
+    opt = job.optimizer
+    if getattr(opt, "loss_scale_policy", None) is not None or getattr(opt, "loss_scale_factor", None) is not None:
+        raise NotImplementedError("one_embedding '%s': a loss scaler (set_grad_scaler / AMP) is not supported with "
+                                  "one_embedding" % name)
+    if leaf.grad_clipping is not None:
+        raise NotImplementedError("one_embedding '%s': gradient clipping (clip_grad_max_norm) of the optimizer "
+                                  "group holding the embedding is not supported" % name)
+
+
 def _kind(leaf):
     if leaf.kind != "piece":
         return leaf.kind
@@ -332,6 +346,8 @@ def _grad_build(op, session):
         dy = lay.gather(pieces[2 * k:3 * k], table.embedding_dim)
         shard = oe_k.shard_of(np, ids, lay.parallel_num) if lay.parallel_num > 1 else np.zeros(ids.size, np.int64)
         leaf = graph_leaf(op.job, table.shadow(), name) if in_graph else None
+        if leaf is not None:
+            _check_graph_step(op.job, leaf, name)
         for d in lay.local:
             mine = shard == d
             store = table.shard(lay.parallel_num, d)
