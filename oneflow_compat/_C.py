@@ -161,6 +161,25 @@ def deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, 
 # api-nn: RMS norms and batch norm + addend + relu (functional_api.yaml v0.9.0)
 from oneflow_compat._global.nn_norms_extra import (  # noqa: F401,E402
     normalization_add_relu, rms_layer_norm, rms_norm)
+# api-misc1: the functional names of OneFlow 0.9's __init__ extras (functional_api.yaml v0.9.0; finfo / iinfo are
+# bound on oneflow._C too: python/oneflow/__init__.py imports them from there)
+from oneflow_compat._global.functional import clamp as clip  # noqa: F401,E402
+from oneflow_compat._global.inplace_functions import (  # noqa: F401,E402
+    clamp_, clamp_max_, clamp_min_, clip_, contiguous, div_, erfinv_, masked_fill_)
+from oneflow_compat._global.tensor_functions import erfinv  # noqa: F401,E402
+from oneflow_compat._global.type_info import finfo, iinfo  # noqa: F401,E402
+from oneflow_compat._global.logaddexp import logaddexp  # noqa: F401,E402
+from oneflow_compat._global.stft import stft  # noqa: F401,E402
+from oneflow_compat._global.roi_align import roi_align  # noqa: F401,E402
+from oneflow_compat._global.nn_init import eye_  # noqa: F401,E402
+
+
+def quantile(x, q, dim, keepdim=False, interpolation="linear", out=None):
+    """`_C.quantile(x, q, dim, keepdim, interpolation, out)`: functional_api.yaml's positional form."""
+    from oneflow_compat._global.quantile import quantile as _quantile
+
+    return _quantile(x, q, dim, keepdim, interpolation=interpolation, out=out)
+
 # --- api-shape team (OneFlow 0.9's API reference): the functional names functional_api.yaml (v0.9.0) binds to Python
 # for the shape / indexing / product / linalg functions (`nms` here is OneFlow's _C.nms: the mask of sorted boxes;
 # `norm` here is OneFlow's _C.norm, the linalg one)

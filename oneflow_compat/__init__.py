@@ -167,6 +167,20 @@ for _name in ("tensor_to_tensor_buffer", "tensor_buffer_to_tensor"):
 del _name
 
 
+# --- api-misc1 (names OneFlow 0.9's python/oneflow/__init__.py exports beyond the reference pages; v0.9.0) -----------
+# (none of these is a legacy v0.4 top-level name)
+from oneflow_compat.ops import roi_align_ops  # noqa: E402,F401  (registers roi_align / roi_align_grad)
+from oneflow_compat._global.inplace_functions import (  # noqa: E402,F401
+    clamp_, clamp_max_, clamp_min_, clip_, contiguous, div_, erfinv_, masked_fill_, to_global, to_local, zero_)
+from oneflow_compat._global.type_info import finfo, iinfo  # noqa: E402,F401
+from oneflow_compat._global.logaddexp import logaddexp  # noqa: E402,F401
+from oneflow_compat._global.quantile import quantile  # noqa: E402,F401
+from oneflow_compat._global.nn_activations_extra import softshrink, threshold  # noqa: E402,F401 (nn.functional's)
+from oneflow_compat._global.stft import stft  # noqa: E402,F401
+from oneflow_compat._global.creation_new import new_empty, new_full, new_zeros  # noqa: E402,F401
+from oneflow_compat._global.roi_align import roi_align  # noqa: E402,F401
+from oneflow_compat._global.tensor_buffer_list import tensor_buffer_to_list_of_tensors  # noqa: E402,F401
+
 # --- api-shape team (OneFlow 0.9's API reference, oneflow.rst): shape, joining, indexing, products ---------------------
 # (none of these names is a legacy v0.4 top-level name; flow.diag / flow.in_top_k for Tensors: nd_functions, above)
 from oneflow_compat._global.shape_extra import (  # noqa: E402,F401
@@ -184,6 +198,11 @@ from oneflow_compat._global import nd_functions as _nd_functions  # noqa: E402
 from oneflow_compat._global.tensor import Tensor as _Tensor  # noqa: E402
 
 _Tensor.diag, _Tensor.in_top_k = _nd_functions.diag, _nd_functions.in_top_k
+# --- api-autograd: flow.env.all_device_placement (tensor_attributes.rst; flow.placement reads flow.env, so env
+# cannot import it: bound here)
+from oneflow_compat._global.env_placement import all_device_placement as _all_device_placement  # noqa: E402
+
+env.all_device_placement = _all_device_placement
 
 
 # --- one-embedding team: oneflow.one_embedding (OneFlow 0.9's one_embedding.rst) ------------------------------------

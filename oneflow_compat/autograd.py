@@ -11,4 +11,13 @@ def backward(tensors, grad_tensors=None, retain_graph=False, create_graph=False)
         tensors = [tensors]
     if grad_tensors is not None and isinstance(grad_tensors, Tensor):
         grad_tensors = [grad_tensors]
+    if create_graph:  # the leaves' gradients are recorded, to be differentiated again
+        from oneflow_compat._global.autograd_function import backward_recorded
+
+        backward_recorded(list(tensors), None if grad_tensors is None else list(grad_tensors))
+        return
     _backward(list(tensors), None if grad_tensors is None else list(grad_tensors), retain_graph)
+
+
+# --- api-autograd: OneFlow 0.9's autograd.rst (custom Functions, autograd.grad) -------------------------------------
+from oneflow_compat._global.autograd_function import Function, grad  # noqa: E402,F401

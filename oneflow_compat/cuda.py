@@ -9,13 +9,17 @@ def is_available():
 def device_count():
     if not devices.cuda_usable():
         return 0
-    import cupy
+    from oneflow_compat.backend import gpu_map
 
-    return cupy.cuda.runtime.getDeviceCount()
+    return gpu_map.gpu_count(devices.array_module("gpu"))  # (CuPy's runtime; the tests' fake device's)
 
 
 def current_device():
-    return 0
+    """The local rank, as OneFlow 0.9 (`cuda_util.cpp: GetCudaDeviceIndex`): each process drives the device of
+    its local rank."""
+    from oneflow_compat import env
+
+    return env.get_local_rank()
 
 
 def synchronize(device=None):
@@ -33,3 +37,9 @@ def manual_seed_all(seed):
 
 def manual_seed(seed):
     manual_seed_all(seed)
+
+
+# --- api-autograd: the rest of OneFlow 0.9's cuda.rst (device queries and selection, memory, typed tensors) ---------
+from oneflow_compat._global.cuda_devices import (  # noqa: E402,F401
+    BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor, empty_cache,
+    get_device_capability, get_device_name, get_device_properties, set_device)

@@ -112,3 +112,8 @@ def grpc_use_no_signal(val=True):
 from oneflow_compat._api.refusals import GRPC as _GRPC, refused as _refused  # noqa: E402
 
 init_bootstrap_confs = _refused("env.init_bootstrap_confs", _GRPC)
+
+
+# --- api-autograd: OneFlow 0.9's distributed.rst / tensor_attributes.rst names of flow.env ---------------------------
+from oneflow_compat._global.env_rdma import destory_rdma, init_rdma, rdma_is_initialized  # noqa: E402,F401
+# (all_device_placement: bound by the package's __init__, from _global/env_placement.py)

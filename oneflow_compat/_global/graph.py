@@ -120,6 +120,9 @@ class GraphConfig:
             items.append("gradient_accumulation_steps=%d" % self._accumulation_steps)
         if self._amp:
             items.append("amp=True")
+        auto = self.__dict__.get("_auto_parallel")
+        if auto is not None and auto.enable:
+            items.append("auto_parallel=True")
         return "(CONFIG:config:GraphConfig(%s))" % "".join(item + ", " for item in items)  # OneFlow's ", " after each
 
 
@@ -320,9 +323,16 @@ class Graph:
                 optimizers.loss_scale_policy = scaler._policy()
             self.__dict__["_graph_optimizers"] = trace.job.optimizer = optimizers
         # a rank that never compiles leaves the others waiting in the plan check: the timeout names the graph
+        auto = _graph_auto_parallel.auto_parallel_conf(self.config)
+        if auto is not None and auto.enable:
+            trace.job.auto_parallel = auto  # the SBP search of passes/auto_parallel.py runs as the job compiles
         with activity.operation("compiling nn.Graph '%s' (every rank must call it)" % self._name):
             compiled = CompiledGraph(trace, [_input_layout(t) for t in tensors], out_values, self._name,
                                      check_across_ranks=is_global)
+        summary = getattr(trace.job, "auto_parallel_summary", None)
+        if summary is not None:
+            for line in summary.lines():
+                self._log(0, shallow + " " + line)
         for name, tensor in trace.bindings.items():
             compiled.bind(name, _piece_getter(lambda t=tensor: t))
         if self._graph_optimizers is not None:
@@ -583,3 +593,9 @@ def _unflatten(struct, leaves):
     if kind == "list":
         return [_unflatten(s, leaves) for s in struct[1]]
     return {k: _unflatten(s, leaves) for k, s in struct[1]}
+
+
+# --- api-autograd: OneFlow 0.9's auto_parallel.rst (GraphConfig's auto-parallel settings) -------------------------
+from oneflow_compat._global import graph_auto_parallel as _graph_auto_parallel  # noqa: E402
+
+_graph_auto_parallel.install(GraphConfig)

@@ -39,6 +39,12 @@ class tracing:  # noqa: N801 - a context manager
         return False
 
 
+def context_entry():
+    """(GraphTrace, GraphScope) of the build being traced (for `tracing(...)` again later, as a custom backward
+    traced while the graph's backward is built does)."""
+    return _CTX.graph_traces[-1]
+
+
 def current():
     """The GraphTrace of the build being traced, or None."""
     return _CTX.graph_traces[-1][0] if _CTX.graph_traces else None

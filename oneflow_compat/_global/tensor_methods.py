@@ -40,6 +40,11 @@ def _to_consistent(self, placement=None, sbp=None, grad_sbp=None):
 
 
 def _backward(self, gradient=None, retain_graph=False, create_graph=False):
+    if create_graph:  # a recorded backward (_global/higher_order.py)
+        from oneflow_compat._global.autograd_function import backward_recorded
+
+        backward_recorded([self], None if gradient is None else [gradient])
+        return
     dispatch.backward([self], [gradient], retain_graph)
 
 
@@ -255,6 +260,10 @@ def install():
 
 
 install()
+
+# api-misc1: Tensor.clamp_min_ / clamp_max_ (the in-place forms flow.clamp_min_ / clamp_max_ share)
+from oneflow_compat._global import inplace_functions as _inplace_functions  # noqa: E402
+Tensor.clamp_min_, Tensor.clamp_max_ = _inplace_functions.clamp_min_, _inplace_functions.clamp_max_
 
 # --- api-shape team (OneFlow 0.9's API reference, tensor.rst): shape, indexing and product methods; the explicit
 # forms of to_global (Tensor.diag / Tensor.in_top_k: nd_functions', bound by the package's __init__, as nd_functions

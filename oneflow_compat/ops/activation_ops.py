@@ -14,13 +14,38 @@ def _same_meta(op):
 
 register(OpDef("relu", infer=_same_meta, kernel=K.relu, sbp=sbp_rules.unary,
                grad=lambda op, dys: [apply("relu_grad", [dys[0], op.outputs[0]])]))
-register(OpDef("relu_grad", infer=_same_meta, kernel=K.relu_grad, sbp=lambda op: _pairwise(op)))
+# The gradients of the gradient kernels (inputs dy, y), so that gradients of gradients
+# (`autograd.grad(create_graph=True)`) go through relu, sigmoid and tanh:
+#   relu_grad = dy * (y > 0):   d/d dy = relu_grad(g, y), d/dy = 0 (away from y = 0)
+#   sigmoid_grad = dy * y * (1 - y):   d/d dy = sigmoid_grad(g, y), d/dy = g * dy * (1 - 2y)
+#   tanh_grad = dy * (1 - y^2):   d/d dy = tanh_grad(g, y), d/dy = -2 * g * dy * y
+def _relu_grad_grad(op, dys):
+    return [apply("relu_grad", [dys[0], op.inputs[1]]), apply("fill_like", [op.inputs[1]], {"value": 0.0})]
+
+
+def _sigmoid_grad_grad(op, dys):
+    dy, y = op.inputs
+    one_minus_2y = apply("scalar_add", [apply("scalar_mul", [y], {"value": -2.0})], {"value": 1.0})
+    return [apply("sigmoid_grad", [dys[0], y]),
+            apply("multiply", [apply("multiply", [dys[0], dy]), one_minus_2y])]
+
+
+def _tanh_grad_grad(op, dys):
+    dy, y = op.inputs
+    return [apply("tanh_grad", [dys[0], y]),
+            apply("multiply", [apply("multiply", [dys[0], dy]), apply("scalar_mul", [y], {"value": -2.0})])]
+
+
+register(OpDef("relu_grad", infer=_same_meta, kernel=K.relu_grad, sbp=lambda op: _pairwise(op),
+               grad=_relu_grad_grad))
 register(OpDef("sigmoid", infer=_same_meta, kernel=K.sigmoid, sbp=sbp_rules.unary,
                grad=lambda op, dys: [apply("sigmoid_grad", [dys[0], op.outputs[0]])]))
-register(OpDef("sigmoid_grad", infer=_same_meta, kernel=K.sigmoid_grad, sbp=lambda op: _pairwise(op)))
+register(OpDef("sigmoid_grad", infer=_same_meta, kernel=K.sigmoid_grad, sbp=lambda op: _pairwise(op),
+               grad=_sigmoid_grad_grad))
 register(OpDef("tanh", infer=_same_meta, kernel=K.tanh, sbp=sbp_rules.unary,
                grad=lambda op, dys: [apply("tanh_grad", [dys[0], op.outputs[0]])]))
-register(OpDef("tanh_grad", infer=_same_meta, kernel=K.tanh_grad, sbp=lambda op: _pairwise(op)))
+register(OpDef("tanh_grad", infer=_same_meta, kernel=K.tanh_grad, sbp=lambda op: _pairwise(op),
+               grad=_tanh_grad_grad))
 
 
 register(OpDef("gelu", infer=_same_meta, kernel=K.gelu, sbp=sbp_rules.unary,
@@ -34,8 +59,16 @@ def _leaky_relu_grad(op, dys):
 
 register(OpDef("leaky_relu", infer=_same_meta, kernel=K.leaky_relu,
                kernel_attrs=lambda op: {"alpha": op.attrs["alpha"]}, sbp=sbp_rules.unary, grad=_leaky_relu_grad))
+def _leaky_relu_grad_grad(op, dys):
+    """leaky_relu_grad = dy where x > 0, alpha * dy elsewhere: linear in dy, flat in x (for gradients of
+    gradients)."""
+    return [apply("leaky_relu_grad", [dys[0], op.inputs[1]], {"alpha": op.attrs["alpha"]}),
+            apply("fill_like", [op.inputs[1]], {"value": 0.0})]
+
+
 register(OpDef("leaky_relu_grad", infer=_same_meta, kernel=K.leaky_relu_grad,
-               kernel_attrs=lambda op: {"alpha": op.attrs["alpha"]}, sbp=lambda op: _pairwise(op)))
+               kernel_attrs=lambda op: {"alpha": op.attrs["alpha"]}, sbp=lambda op: _pairwise(op),
+               grad=_leaky_relu_grad_grad))
 
 
 def _pairwise(op):
@@ -59,8 +92,24 @@ def _along_axis_sbp(op):
 
 register(OpDef("softmax", infer=_same_meta, kernel=K.softmax, kernel_attrs=_axis_attr, sbp=_along_axis_sbp,
                grad=lambda op, dys: [apply("softmax_grad", [dys[0], op.outputs[0]], {"axis": op.attrs["axis"]})]))
+def _softmax_grad_grad(op, dys):
+    """softmax_grad = y * (dy - s), s = sum(dy * y) along the axis: d/d dy = softmax_grad(g, y); d/dy =
+    g * (dy - s) - dy * sum(g * y) (for gradients of gradients)."""
+    dy, y = op.inputs
+    g = dys[0]
+    axis = op.attrs["axis"] % len(y.shape)
+
+    def along(t):
+        return apply("reduce_sum", [t], {"axis": [axis], "keepdims": True})
+
+    s = along(apply("multiply", [dy, y]))
+    t = along(apply("multiply", [g, y]))
+    d_y = apply("subtract", [apply("multiply", [g, apply("subtract", [dy, s])]), apply("multiply", [dy, t])])
+    return [apply("softmax_grad", [g, y], {"axis": op.attrs["axis"]}), d_y]
+
+
 register(OpDef("softmax_grad", infer=_same_meta, kernel=K.softmax_grad, kernel_attrs=_axis_attr,
-               sbp=_along_axis_sbp))
+               sbp=_along_axis_sbp, grad=_softmax_grad_grad))
 
 
 # --- sparse softmax cross entropy ---------------------------------------------------------------------------------
@@ -72,8 +121,26 @@ def _sce_meta(op):
 
 def _sce_grad(op, dys):
     logits, labels = op.inputs
-    dlogits = apply("sparse_softmax_cross_entropy_grad", [dys[0], op.outputs[1], labels])
+    prob = op.outputs[1]
+    dlogits = None
+    if dys[0] is not None:
+        dlogits = apply("sparse_softmax_cross_entropy_grad", [dys[0], prob, labels])
+    if dys[1] is not None:  # the probabilities used downstream (a gradient of this gradient reads them)
+        through_softmax = apply("softmax_grad", [dys[1], prob], {"axis": len(prob.shape) - 1})
+        dlogits = through_softmax if dlogits is None else apply("add", [dlogits, through_softmax])
     return [dlogits, None]
+
+
+def _sce_grad_grad(op, dys):
+    """sparse_softmax_cross_entropy_grad = (prob - onehot(labels)) * dloss[..., None]: d/d dloss =
+    sum(g * (prob - onehot)) over the classes, d/d prob = g * dloss[..., None] (for gradients of gradients)."""
+    dloss, prob, labels = op.inputs
+    g = dys[0]
+    ones = apply("fill_like", [dloss], {"value": 1.0})
+    diff = apply("sparse_softmax_cross_entropy_grad", [ones, prob, labels])
+    d_dloss = apply("reduce_sum", [apply("multiply", [g, diff])], {"axis": [len(prob.shape) - 1], "keepdims": False})
+    d_prob = apply("multiply", [g, apply("reshape", [dloss], {"shape": tuple(dloss.shape) + (1,)})])
+    return [d_dloss, d_prob, None]
 
 
 def _sce_sbp(op):
@@ -91,7 +158,7 @@ register(OpDef("sparse_softmax_cross_entropy", infer=_sce_meta, kernel=loss_k.sp
 register(OpDef("sparse_softmax_cross_entropy_grad", infer=lambda op: [TensorMeta(op.inputs[1].shape,
                                                                                  op.inputs[1].dtype,
                                                                                  op.inputs[1].is_dynamic)],
-               kernel=loss_k.sparse_softmax_cross_entropy_grad, sbp=_sce_grad_sbp))
+               kernel=loss_k.sparse_softmax_cross_entropy_grad, sbp=_sce_grad_sbp, grad=_sce_grad_grad))
 # fused (passes/fusion.py): the loss and its gradient for a constant loss gradient (backward's seed), one kernel
 register(OpDef("sparse_softmax_cross_entropy_and_grad", infer=_sce_meta,
                kernel=loss_k.sparse_softmax_cross_entropy_and_grad, kernel_attrs=lambda op: {"seed": op.attrs["seed"]},

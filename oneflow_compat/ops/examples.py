@@ -1506,6 +1506,27 @@ EXAMPLES.update({
 })
 
 
+# --- api-misc1 (OneFlow 0.9's __init__ names): tensor_buffer_to_list_of_tensors_v2 ----------------------------------
+WITHOUT_EXAMPLES.update({"tensor_buffer_to_list_of_tensors_v2": _NOT_NUMERIC.replace(
+    "tests/test_data_ops.py", "tests/test_api_misc1.py") % "tensor buffers"})
+# roi_align (ops/roi_align_ops.py): regions inside, across the border, smaller than a bin, of both images;
+# sampling_ratio given and adaptive, aligned and not. The regions split across devices, the map broadcast (or both
+# split along channels); gradients reach the feature map only.
+_ROIS = [[0, 0.5, 1.0, 4.2, 5.1], [1, 1.3, 0.2, 6.0, 3.7], [0, 2.0, 2.0, 2.5, 2.4], [1, -1.5, -0.5, 3.0, 8.0]]
+_ROI_ATTRS = {"spatial_scale": 1.0, "pooled_h": 2, "pooled_w": 3, "sampling_ratio": 2, "aligned": True}
+EXAMPLES.update({
+    "roi_align": [
+        Example(inputs(normal(2, 3, 6, 7), fixed(_ROIS, np.float64)), _ROI_ATTRS, wrt=[0], splits=[None, 0],
+                layouts=[[1, None]], note="sampling_ratio 2, aligned"),
+        Example(inputs(normal(2, 2, 8, 5), fixed([[r[0]] + [2 * v for v in r[1:]] for r in _ROIS], np.float64)),
+                dict(_ROI_ATTRS, spatial_scale=0.5, sampling_ratio=0, aligned=False), wrt=[0], splits=[None, 0],
+                note="adaptive grid, not aligned, spatial_scale 0.5"),
+    ],
+    "roi_align_grad": [Example(inputs(normal(4, 3, 2, 3), normal(2, 3, 6, 7), fixed(_ROIS, np.float64)),
+                               _ROI_ATTRS, grad=False, splits=[0, None, 0], note="dy of every region")],
+})
+
+
 # --- api-shape team (OneFlow 0.9's API reference, linalg.rst): the matrix inverse (ops/linalg_ops.py) -------------
 def _invertible(*shape):
     """Well-conditioned square matrices: normal entries plus n on the diagonal."""

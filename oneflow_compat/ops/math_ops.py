@@ -37,9 +37,19 @@ def _reduce_to_shape_sbp(op):
     return sigs + [((B,), (B,)), ((P,), (P,))]
 
 
+def _reduce_to_shape_grad(op, dys):
+    x = op.inputs[0]
+    aligned = (1,) * (len(x.shape) - len(op.attrs["shape"])) + tuple(op.attrs["shape"])  # broadcast_like: same rank
+    dy = dys[0] if tuple(dys[0].shape) == aligned else apply("reshape", [dys[0]], {"shape": aligned})
+    return apply("broadcast_like", [dy, x])
+
+
 register(OpDef("reduce_to_shape", infer=lambda op: [TensorMeta(op.attrs["shape"], op.inputs[0].dtype)],
                kernel=R.reduce_to_shape, kernel_attrs=lambda op: {"shape": op.attrs["shape"]}, sbp=_reduce_to_shape_sbp,
-               local_attrs=lambda op, dev: {"shape": dev.out_shapes[0]}))
+               local_attrs=lambda op, dev: {"shape": dev.out_shapes[0]},
+               # the sum's gradient: the summed-over axes broadcast back (what broadcast_like's gradient undoes),
+               # so gradients of gradients (autograd.grad(create_graph=True)) go through it
+               grad=lambda op, dys: [_reduce_to_shape_grad(op, dys)]))
 
 
 # --- binary elementwise (numpy broadcasting) ------------------------------------------------------------------

@@ -63,6 +63,7 @@ def build_backward(ctx, job, loss_scale=None):
     for key in watched:
         needs.add(key)
     grads = {}
+    custom = getattr(job, "custom_grads", None)  # {op name: grad rule} of this job's ops alone
 
     def add_grad(key, g):
         grads.setdefault(key, []).append(g)
@@ -102,8 +103,10 @@ def build_backward(ctx, job, loss_scale=None):
             continue
         if op.defn.grad is None or not any(x.key() in needs for x in op.inputs):
             continue
+        # an op whose gradient the user wrote (`autograd.Function` traced in an nn.Graph) has its own rule
+        rule = custom.get(op.name, op.defn.grad) if custom else op.defn.grad
         with GradScope(ctx, op):
-            dxs = op.defn.grad(op, dys)
+            dxs = rule(op, dys)
         for i, (x, dx) in enumerate(zip(op.inputs, dxs)):
             if dx is not None and x.key() in needs:
                 hint = op.grad_hints.get(i)

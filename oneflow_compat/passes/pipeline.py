@@ -23,7 +23,7 @@ Options:
 """
 import collections
 
-from oneflow_compat.passes import boxing, fusion, grad_buckets, optimizer_pass, prune, sbp_infer
+from oneflow_compat.passes import auto_parallel, boxing, fusion, grad_buckets, optimizer_pass, prune, sbp_infer
 
 Options = collections.namedtuple("Options", "train prune layout exact_first fusion boxing buckets")
 
@@ -57,6 +57,9 @@ def compile_job(session, job, options, ctx=None):
         prune.prune(job)
     if options.layout == "infer":
         sbp_infer.infer(job, exact_first=options.exact_first)
+        auto = getattr(job, "auto_parallel", None)  # nn.Graph's config.enable_auto_parallel (passes/auto_parallel.py)
+        if auto is not None and auto.enable:
+            auto_parallel.search(job, auto)
     elif options.layout == "one device":
         sbp_infer.one_device(job)
     if options.fusion:

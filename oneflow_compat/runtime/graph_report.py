@@ -67,6 +67,7 @@ class GraphReport:
                     from_stage=by_pl.get(a["src_placement"]), to_stage=by_pl.get(a["dst_placement"]),
                     section=op.section))
         self.stages = [(s if s >= 0 else None, pl, counts) for (s, pl), counts in sorted(stages.items())]
+        self.auto_parallel = getattr(job, "auto_parallel_summary", None)  # passes/auto_parallel.py
 
     def bytes_per_micro_batch(self):
         return sum(b["bytes"] for b in self.boxing if b["section"] != "optimizer")
@@ -91,6 +92,8 @@ class GraphReport:
                  for b in self.boxing]))
         lines.append("total: %s bytes per micro-batch, %s bytes per call" % (
             _fmt(self.bytes_per_micro_batch()), _fmt(self.bytes_per_call())))
+        if self.auto_parallel is not None:
+            lines.extend(self.auto_parallel.lines())
         return "\n".join(lines)
 
     __repr__ = __str__
