@@ -580,3 +580,23 @@ def test_gradient_accumulation_is_refused_naming_it(tmp_path):
     with pytest.raises(NotImplementedError, match=r"one_embedding '.*': nn.Graph gradient accumulation \(3 "
                                                   r"micro-batches\) is not supported"):
         graph(flow.tensor(np.arange(36, dtype=np.int64).reshape(9, 4)))
+
+
+def test_state_dict_saves_a_snapshot_and_load_state_dict_loads_it(tmp_path):
+    e = _embedding(tmp_path, dim=3, name="sd")
+    model = flow.nn.Sequential(e)
+    before = _lookup(e, KEYS)
+    sd = model.state_dict()
+    name = sd["0.OneEmbeddingSnapshot"]
+    assert (tmp_path / "tab" / "0-1" / "snapshots" / name / "LIST").exists()
+    assert '"name": "sd"' in sd["0.OneEmbeddingKeyValueOptions"]
+    flow.save(sd, str(tmp_path / "ckpt"))
+    _shard(e).lines[:] = 7.0
+    model.load_state_dict(flow.load(str(tmp_path / "ckpt")))
+    np.testing.assert_array_equal(_lookup(e, KEYS), before)
+    bad = dict(sd, **{"0.OneEmbeddingSnapshot": "2000-01-01-00-00-00-000000"})
+    _shard(e).lines[:] = 7.0
+    with pytest.raises(RuntimeError, match='While Loading OneEmbedding Snapshot named "2000-01-01-00-00-00-000000" '
+                                           'failed, please check whether the Snapshot exist'):
+        model.load_state_dict(bad)
+    np.testing.assert_array_equal(_shard(e).lines, 7.0)  # a failed load changes nothing

@@ -7,7 +7,9 @@ registered op `one_embedding_fused_lookup` (eager and inside nn.Graph), whose gr
 with the graph's optimizer (the one holding the module's `shadow` parameter), or eagerly keeps the summed gradient
 for `flow.one_embedding.Optimizer(optimizer, [embedding]).step()`, OneFlow 0.9's eager protocol.
 """
+import datetime
 import json
+import os
 import weakref
 
 import numpy as np
@@ -187,6 +189,42 @@ class Embedding(Module):
             loaded.append((store, keys, vals.view(self._np_value).reshape(len(keys), self.storage_dim)))
         for store, keys, lines in loaded:
             store.replace(keys, lines)
+
+    # --- state_dict (OneFlow 0.9: a snapshot named by the time of the save, the name in the state dict) -------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        stamp = creation.tensor([datetime.datetime.now().timestamp()], dtype=dtypes.float64)
+        if self.world_size > 1:  # every rank names the snapshot by rank 0's time (OneFlow broadcasts it)
+            from oneflow_compat._global import comm_ops
+
+            comm_ops.broadcast(stamp, 0)
+        stamp = stamp.numpy()
+        name = datetime.datetime.fromtimestamp(float(stamp[0])).strftime("%Y-%m-%d-%H-%M-%S-%f")
+        self.save_snapshot(name)
+        destination[prefix + "OneEmbeddingSnapshot"] = name
+        destination[prefix + "OneEmbeddingKeyValueOptions"] = self.key_value_store_options
+
+    def _extra_state_keys(self, prefix):
+        return [prefix + "OneEmbeddingSnapshot", prefix + "OneEmbeddingKeyValueOptions"]
+
+    def _check_extra_state(self, state_dict, prefix):
+        name = state_dict.get(prefix + "OneEmbeddingSnapshot")
+        if name is None:
+            return None
+        for _, table in self._shard_tables(read_only=True) if self._tables_exist() else [(None, None)]:
+            if table is None or not table.snapshot_exists(name):
+                return ('While Loading OneEmbedding Snapshot named "{}" failed, please check whether the Snapshot '
+                        'exist'.format(name))
+        return None
+
+    def _tables_exist(self):
+        paths = rank_paths(self._persistent_path, self._table.parallel_num or self.world_size)
+        return all(os.path.exists(os.path.join(p, "LOCK")) for p in paths if p)
+
+    def _load_extra_state(self, state_dict, prefix):
+        name = state_dict.get(prefix + "OneEmbeddingSnapshot")
+        if name is not None:
+            self.load_snapshot(name)
 
     # --- the eager update (flow.one_embedding.Optimizer) -------------------------------------------------------
     def _eager_update(self, leaf):
