@@ -9,6 +9,13 @@ repeated ids and, inside an nn.Graph, applies the update of the graph's optimize
 it keeps the summed gradient for `flow.one_embedding.Optimizer.step()` (OneFlow 0.9's eager protocol,
 python/oneflow/one_embedding.py). The gradient op returns a zero gradient for the shadow, as OneFlow's shadow
 gets none that moves it.
+
+Both ops are collectives over the devices of their placement: the table is sharded over them as OneFlow shards it
+(key k on device xxh64(k, 1) % parallel_num), each process holding its devices' shards. A lookup gathers the
+batch's ids (split along axis 0 or broadcast), each device looks up the keys it owns, and one all-reduce gives every
+process every row (each row has one owner, so the sum is the row itself); the gradient op gathers ids and output
+gradients and each device updates its own keys. N devices compute what one computes
+(tests/test_one_embedding_mpi.py).
 """
 import weakref
 
