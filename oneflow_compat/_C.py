@@ -207,3 +207,7 @@ def broadcast_shapes(shapes):
     """`_C.broadcast_shapes(shapes)`: one list of shapes (functional_api.yaml `Shape (ShapeList shapes)`), where
     `flow.broadcast_shapes(*shapes)` takes them one by one."""
     return _shape_extra.broadcast_shapes(*shapes)
+
+
+# --- one-embedding team: OneFlow 0.9's flow._C.one_embedding_fused_lookup (functional_api.yaml) ----------------------
+from oneflow_compat.one_embedding.embedding import one_embedding_fused_lookup  # noqa: F401,E402

@@ -600,3 +600,39 @@ def test_state_dict_saves_a_snapshot_and_load_state_dict_loads_it(tmp_path):
                                            'failed, please check whether the Snapshot exist'):
         model.load_state_dict(bad)
     np.testing.assert_array_equal(_shard(e).lines, 7.0)  # a failed load changes nothing
+
+
+def test_functional_lookup_is_bound_in_C(tmp_path):
+    e = _embedding(tmp_path, dim=3, tables=_tables3())
+    ids = flow.tensor(np.array([[1, 2, 3], [4, 5, 6]], np.int64))
+    with flow.no_grad():
+        y = flow._C.one_embedding_fused_lookup(e.shadow, ids, None, flow.float, e.embedding_name, e.storage_dim,
+                                               e.embedding_dim, e.is_full_cache, e.num_tables, e.embedding_tables)
+    np.testing.assert_array_equal(y.numpy(), _lookup(e, ids.numpy()))
+    with pytest.raises(RuntimeError, match="Can not find embedding: nobody-0"):
+        flow._C.one_embedding_fused_lookup(e.shadow, ids, None, flow.float, "nobody", 3, 3, True, 3, "")
+
+
+def test_a_save_interrupted_while_appending_lines_keeps_every_snapshot(tmp_path, monkeypatch):
+    e = _embedding(tmp_path, dim=3, name="appending")
+    before = _lookup(e, KEYS)
+    e.save_snapshot("s")
+    _shard(e).lines[:] += 1.0
+    after = _lookup(e, KEYS)
+    real = pt.os.pwrite
+
+    def torn(fd, data, offset):  # half the bytes reach the file, then the process "dies"
+        real(fd, data[:len(data) // 2], offset)
+        raise OSError("power cut")
+
+    monkeypatch.setattr(pt.os, "pwrite", torn)
+    with pytest.raises(OSError, match="power cut"):
+        e.save_snapshot("t")
+    monkeypatch.undo()
+    snapdir = tmp_path / "tab" / "0-1" / "snapshots"
+    assert sorted(os.listdir(snapdir)) == ["s"]
+    e.save_snapshot("t")  # appends after the torn bytes, in whole blocks
+    e.load_snapshot("s")
+    np.testing.assert_array_equal(_lookup(e, KEYS), before)
+    e.load_snapshot("t")
+    np.testing.assert_array_equal(_lookup(e, KEYS), after)

@@ -64,6 +64,32 @@ def _tables(tables, column_dims, default_initializer):
     return out
 
 
+def one_embedding_fused_lookup(shadow, ids, table_ids, dtype, embedding_name, line_size, embedding_size,
+                               is_full_cache, num_tables, embedding_tables, padding_idx=None, seed=0):
+    """`flow._C.one_embedding_fused_lookup` (functional_api.yaml@v0.9.0): the rows of `ids` in the table of the
+    embedding named `embedding_name` (made by a MultiTableEmbedding module on this rank, whose tables, seed and
+    padding_idx it uses); a `table_ids` of a trailing shape of ids' is broadcast to it, as OneFlow's functor does."""
+    if table_ids is not None:
+        if not isinstance(table_ids, Tensor):
+            table_ids = creation.tensor(np.asarray(table_ids), dtype=ids.dtype, device=ids.device) \
+                if not ids.is_global else creation.tensor(np.asarray(table_ids), dtype=ids.dtype,
+                                                          placement=ids.placement, sbp=ids.sbp)
+        ts, is_ = tuple(table_ids.shape), tuple(ids.shape)
+        if ts != is_:
+            if len(ts) > len(is_):
+                raise RuntimeError("table_ids num_axes should be less equal to ids num_axes, but got table_ids "
+                                   "num_axes %d and ids num_axes %d" % (len(ts), len(is_)))
+            if is_[len(is_) - len(ts):] != ts:
+                raise RuntimeError("when table_ids's shape not equals ids shape, table_ids must be able to be "
+                                   "broadcast to ids_shape but got table_ids_shape: %s, ids_shape: %s" % (ts, is_))
+            table_ids = table_ids.expand(*is_)
+    attrs = {"embedding_name": embedding_name, "embedding_size": int(embedding_size), "line_size": int(line_size),
+             "num_tables": int(num_tables), "dtype": _np_dtype(dtype, "dtype").name, "seed": int(seed),
+             "in_graph": lazy.current() is not None}
+    inputs = [shadow, ids] + ([table_ids] if table_ids is not None else [])
+    return dispatch.apply_op("one_embedding_fused_lookup", inputs, attrs)
+
+
 class Embedding(Module):
     """OneFlow 0.9's one_embedding.Embedding: the base of the two public classes."""
 
@@ -132,28 +158,10 @@ class Embedding(Module):
             raise ValueError("one_embedding '%s': on %d ranks the table is sharded over the ranks: ids must be a "
                              "global tensor placed on all of them (ids.to_global(placement, sbp))"
                              % (self.embedding_name, self.world_size))
-        inputs = [self.shadow, ids]
-        if table_ids is not None:
-            if not isinstance(table_ids, Tensor):
-                table_ids = creation.tensor(np.asarray(table_ids), dtype=ids.dtype, device=ids.device) \
-                    if not ids.is_global else creation.tensor(np.asarray(table_ids), dtype=ids.dtype,
-                                                              placement=ids.placement, sbp=ids.sbp)
-            ts, is_ = tuple(table_ids.shape), tuple(ids.shape)
-            if ts != is_:
-                if len(ts) > len(is_):
-                    raise RuntimeError("table_ids num_axes should be less equal to ids num_axes, but got table_ids "
-                                       "num_axes %d and ids num_axes %d" % (len(ts), len(is_)))
-                if is_[len(is_) - len(ts):] != ts:
-                    raise RuntimeError("when table_ids's shape not equals ids shape, table_ids must be able to be "
-                                       "broadcast to ids_shape but got table_ids_shape: %s, ids_shape: %s"
-                                       % (ts, is_))
-                table_ids = table_ids.expand(*is_)
-            inputs.append(table_ids)
         tracing = lazy.current() is not None
-        attrs = {"embedding_name": self.embedding_name, "embedding_size": self.embedding_dim,
-                 "line_size": self.storage_dim, "num_tables": self.num_tables, "dtype": self._np_value.name,
-                 "seed": self.seed, "in_graph": tracing}
-        out = dispatch.apply_op("one_embedding_fused_lookup", inputs, attrs)
+        out = one_embedding_fused_lookup(self.shadow, ids, table_ids, self.dtype, self.embedding_name,
+                                         self.storage_dim, self.embedding_dim, self.is_full_cache, self.num_tables,
+                                         self.embedding_tables, self.padding_idx, self.seed)
         if out.requires_grad and not tracing:
             if self._eager_forward:
                 raise ValueError("You are training without set embedding optimizer, Please add "
