@@ -106,9 +106,30 @@ class EmbeddingStore:
     def __init__(self, table):
         self.table = table
         self.index = {}
-        self.keys = np.zeros(0, table.key_dtype)
-        self.lines = np.zeros((0, table.storage_dim), table.dtype)
+        self._keys = np.zeros(0, table.key_dtype)  # grown by doubling: inserting stays amortised O(new keys)
+        self._lines = np.zeros((0, table.storage_dim), table.dtype)
+        self.size = 0
         self.pending = None  # eager: (unique keys, summed gradient rows) waiting for Optimizer.step()
+
+    @property
+    def keys(self):
+        return self._keys[:self.size]
+
+    @property
+    def lines(self):
+        return self._lines[:self.size]
+
+    def _append(self, keys, lines):
+        n = self.size + len(keys)
+        if n > len(self._keys):
+            cap = max(n, 2 * len(self._keys), 1024)
+            grown_keys = np.zeros(cap, self._keys.dtype)
+            grown_lines = np.zeros((cap, self._lines.shape[1]), self._lines.dtype)
+            grown_keys[:self.size], grown_lines[:self.size] = self.keys, self.lines
+            self._keys, self._lines = grown_keys, grown_lines
+        self._keys[self.size:n] = keys
+        self._lines[self.size:n] = lines
+        self.size = n
 
     def __len__(self):
         return len(self.index)
@@ -123,9 +144,8 @@ class EmbeddingStore:
             new_keys = keys[missing]
             new = oe_k.initial_lines(np, new_keys, np.asarray(table_ids)[missing], t.tables, t.column_dims,
                                      t.states, t.storage_dim, t.seed, t.dtype)
-            start = len(self.keys)
-            self.keys = np.concatenate([self.keys, new_keys.astype(t.key_dtype)])
-            self.lines = np.concatenate([self.lines, new])
+            start = self.size
+            self._append(new_keys.astype(t.key_dtype), new)
             for i, k in enumerate(new_keys.tolist()):
                 self.index[k] = start + i
             rows[missing] = np.arange(start, start + missing.size)
@@ -140,7 +160,7 @@ class EmbeddingStore:
         t = self.table
         keys = np.asarray(keys, t.key_dtype)
         lines = np.asarray(lines, t.dtype).reshape(len(keys), t.storage_dim)
-        self.keys, self.lines = keys.copy(), lines.copy()
+        self._keys, self._lines, self.size = keys.copy(), lines.copy(), len(keys)
         self.index = {k: i for i, k in enumerate(keys.tolist())}
 
     def lookup(self, flat_ids, flat_table_ids):
