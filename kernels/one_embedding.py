@@ -1,7 +1,8 @@
 """Array functions of `flow.one_embedding` (OneFlow 0.9's sharded key-value embedding): the sharding hash, the
 unique ids of a batch with their inverse, the per-key initial values and the gradient sum of repeated ids.
 
-Facts from OneFlow v0.9.0: `oneflow/core/embedding/hash_functions.cuh` (xxh64 of one 64-bit word, the sharding
+Facts from OneFlow v0.9.0: `oneflow/user/kernels/one_embedding_kernels.cu` (InitValueKernel: element col of key
+id's line is the first draw of curand_init(seed, id, col)), `oneflow/core/embedding/hash_functions.cuh` (xxh64 of one 64-bit word, the sharding
 hash's seed 1: a key lives on shard `xxh64(key, 1) % parallel_num`; 32-bit keys are zero-extended),
 `python/oneflow/one_embedding.py` (a line is the embedding followed by the optimizer's states, initialised per
 column by the table's initializer; the states by constants).
@@ -67,21 +68,82 @@ def segment_sum(xp, values, segment_ids, num_segments):
     return out
 
 
-def _uniform01(xp, keys, table_ids, column, stream, seed):
-    """A uniform draw in (0, 1) per key, a pure function of (seed, table, key, column, stream): the same key gets
-    the same initial row whatever batch, order or rank first sees it."""
-    words = key_words(xp, keys)
+# --- cuRAND's Philox4x32-10 stream (OneFlow's initial values) -------------------------------------------------------
+# OneFlow 0.9 draws element `col` of the line of key `id` as the first number of curand_init(seed, id, col)
+# (InitValueKernel, user/kernels/one_embedding_kernels.cu): a pure function of (module seed, key, column), computed
+# here with cuRAND's generator and conversions, so a key's initial line is OneFlow's (uniform: to the float; normal:
+# to an ulp or so, cuRAND's __sincosf being an approximation).
+_PM0, _PM1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+_PW0, _PW1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
+_LO32 = np.uint64(0xFFFFFFFF)
+_INV32 = np.float32(2.3283064e-10)  # CURAND_2POW32_INV
+_INV32_2PI = np.float32(np.float32(2.3283064e-10) * np.float32(6.2831855))  # CURAND_2POW32_INV_2PI
+
+
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    """Philox4x32-10 (Salmon et al., SC'11; cuRAND's curand_Philox4x32_10) over uint32 arrays."""
+    c0, c1, c2, c3 = (np.asarray(c, np.uint32) for c in (c0, c1, c2, c3))
+    k0, k1 = np.asarray(k0, np.uint32), np.asarray(k1, np.uint32)
     with np.errstate(over="ignore"):
-        salt = np.uint64((int(seed) * 0x100000001B3 + int(column) * 0x9E3779B1 + int(stream) * 0x85EBCA77)
-                         % (1 << 64))
-        h = xxh64_uint64(xp, words ^ (table_ids.astype(np.uint64) * _P3), salt)
-        h = xxh64_uint64(xp, h, salt ^ np.uint64(0x5BD1E995))
-    return ((h >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
+        for r in range(10):
+            p0 = c0.astype(np.uint64) * _PM0
+            p1 = c2.astype(np.uint64) * _PM1
+            hi0, lo0 = (p0 >> np.uint64(32)).astype(np.uint32), (p0 & _LO32).astype(np.uint32)
+            hi1, lo1 = (p1 >> np.uint64(32)).astype(np.uint32), (p1 & _LO32).astype(np.uint32)
+            c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+            if r < 9:
+                k0, k1 = k0 + _PW0, k1 + _PW1
+    return c0, c1, c2, c3
+
+
+def curand_words(subsequence, offset, seed, count):
+    """The first `count` 32-bit outputs of curand_init(seed, subsequence, offset) (curandStatePhilox4_32_10_t):
+    the counter's high half is the subsequence, its low half offset // 4, the stream starts at word offset % 4."""
+    sub = np.asarray(subsequence, np.uint64)
+    offset = np.asarray(offset, np.uint64)
+    seed = int(seed) % (1 << 64)
+    k0, k1 = np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32)
+    z, w = (sub & _LO32).astype(np.uint32), (sub >> np.uint64(32)).astype(np.uint32)
+    out = []
+    for j in range(count):
+        pos = offset + np.uint64(j)
+        block = pos >> np.uint64(2)
+        words = philox4x32_10((block & _LO32).astype(np.uint32), (block >> np.uint64(32)).astype(np.uint32), z, w,
+                              k0, k1)
+        word = (pos & np.uint64(3)).astype(np.int64)
+        out.append(np.choose(word, words))
+    return out
+
+
+def _fmaf(a, b, c):
+    """fmaf(a, b, c) in float32 (nvcc contracts `a * b + c` into one)."""
+    return (np.asarray(a, np.float64) * np.float64(b) + np.float64(c)).astype(np.float32)
+
+
+def curand_uniform_from(x):
+    """curand_uniform's float in (0, 1] from a 32-bit output."""
+    return _fmaf(x.astype(np.float32), _INV32, _INV32 / np.float32(2))
+
+
+def curand_normal_from(x, y):
+    """curand_normal's first value (Box-Muller, _curand_box_muller) from two consecutive 32-bit outputs."""
+    u = curand_uniform_from(x)
+    v = _fmaf(y.astype(np.float32), _INV32_2PI, _INV32_2PI / np.float32(2))
+    s = np.sqrt(np.float32(-2.0) * np.log(u.astype(np.float64)).astype(np.float32)).astype(np.float32)
+    return (np.sin(v.astype(np.float64)).astype(np.float32) * s).astype(np.float32)
+
+
+def _curand_subsequence(keys):
+    """The key as curand_init's unsigned long long subsequence: signed keys sign-extended, unsigned zero-extended."""
+    keys = np.asarray(keys)
+    if keys.dtype.kind == "u":
+        return keys.astype(np.uint64)
+    return keys.astype(np.int64).view(np.uint64)
 
 
 def initial_lines(xp, keys, table_ids, columns_per_table, column_dims, states, storage_dim, seed, dtype):
-    """The initial line of each key: its embedding columns drawn by its table's column initializers, then the
-    optimizer states (`states`: constant values, each a block of sum(column_dims)), zeros to `storage_dim`.
+    """The initial line of each key: its embedding columns drawn by its table's column initializers (element `col`
+    of a line: the first draw of curand_init(seed, key, col), as OneFlow draws it), then the optimizer states (`states`: constant values, each a block of sum(column_dims)), zeros to `storage_dim`.
 
     `columns_per_table[t][c]`: the initializer dict of table t's column c ({"type": "uniform", "low", "high"} |
     {"type": "normal", "mean", "std"} | {"type": "constant", "value"})."""
@@ -90,28 +152,25 @@ def initial_lines(xp, keys, table_ids, columns_per_table, column_dims, states, s
     out = xp.zeros((n, storage_dim), dtype=dtype)
     table_ids = xp.asarray(table_ids, dtype=np.int64)
     offset = 0
+    sub = _curand_subsequence(keys)
     for c, width in enumerate(column_dims):
-        block = np.zeros((n, width), dtype=np.float64)
+        block = np.zeros((n, width), np.float32)
         for t, columns in enumerate(columns_per_table):
             rows = np.nonzero(table_ids == t)[0]
             if rows.size == 0:
                 continue
             init = columns[c]["initializer"]
-            k = np.repeat(keys[rows], width)
-            tid = np.repeat(table_ids[rows], width)
-            col = np.tile(np.arange(width), rows.size) + offset
             if init["type"] == "constant":
-                block[rows] = float(init["value"])
+                block[rows] = np.float32(init["value"])
                 continue
-            # the element's column enters the key word, so every element of a line has its own draw
-            mixed = (key_words(xp, k) ^ (col.astype(np.uint64) << np.uint64(40))).view(np.int64)
-            u1 = _uniform01(xp, mixed, tid, c, 1, seed)
+            k = np.repeat(sub[rows], width)
+            col = np.tile(np.arange(offset, offset + width, dtype=np.uint64), rows.size)
             if init["type"] == "uniform":
-                vals = float(init["low"]) + (float(init["high"]) - float(init["low"])) * u1
+                low, high = np.float32(init["low"]), np.float32(init["high"])
+                vals = _fmaf(curand_uniform_from(curand_words(k, col, seed, 1)[0]), high - low, low)
             else:
-                u2 = _uniform01(xp, mixed, tid, c, 2, seed)
-                vals = float(init["mean"]) + float(init["std"]) * np.sqrt(-2.0 * np.log(u1)) * np.cos(
-                    2.0 * np.pi * u2)
+                x, y = curand_words(k, col, seed, 2)
+                vals = _fmaf(curand_normal_from(x, y), np.float32(init["std"]), np.float32(init["mean"]))
             block[rows] = vals.reshape(rows.size, width)
         out[:, offset:offset + width] = block.astype(dtype)
         offset += width

@@ -636,3 +636,25 @@ def test_a_save_interrupted_while_appending_lines_keeps_every_snapshot(tmp_path,
     np.testing.assert_array_equal(_lookup(e, KEYS), before)
     e.load_snapshot("t")
     np.testing.assert_array_equal(_lookup(e, KEYS), after)
+
+
+def test_initial_values_are_curand_philox_draws_as_oneflow_makes_them(tmp_path):
+    from oneflow_compat.kernels import one_embedding as k
+
+    # Philox4x32-10 known-answer vectors (Random123's kat_vectors)
+    for ctr, key, want in [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+                           ((0xffffffff,) * 4, (0xffffffff,) * 2, (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
+                           ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
+                            (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))]:
+        assert [int(v) for v in k.philox4x32_10(*ctr, *key)] == list(want)
+    # curand_init(seed, subsequence=id, offset=col): counter (col // 4, 0, id lo, id hi), word col % 4
+    seed, key_id = 5, -3
+    sub = key_id & M64
+    words = k.philox4x32_10(1, 0, sub & 0xFFFFFFFF, sub >> 32, seed, 0)
+    e = _embedding(tmp_path, dim=6, tables=[oe.make_table_options(oe.make_uniform_initializer(-2.0, 3.0))],
+                   seed=seed)
+    row = _lookup(e, [key_id])[0]
+    for col in (4, 5):
+        u = np.float32(np.float64(np.float32(int(words[col - 4]))) * np.float64(np.float32(2.3283064e-10))
+                       + np.float64(np.float32(2.3283064e-10) / np.float32(2)))
+        assert row[col] == np.float32(np.float64(u) * 5.0 + -2.0)
