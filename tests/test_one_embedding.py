@@ -658,3 +658,23 @@ def test_initial_values_are_curand_philox_draws_as_oneflow_makes_them(tmp_path):
         u = np.float32(np.float64(np.float32(int(words[col - 4]))) * np.float64(np.float32(2.3283064e-10))
                        + np.float64(np.float32(2.3283064e-10) / np.float32(2)))
         assert row[col] == np.float32(np.float64(u) * 5.0 + -2.0)
+
+
+@needs_torch
+def test_multi_column_embedding_trains_like_a_dense_one(tmp_path):
+    cols = [oe.make_column_options(oe.make_normal_initializer(0.0, 0.5)),
+            oe.make_column_options(oe.make_uniform_initializer(0.0, 1.0))]
+
+    def make():
+        store = oe.make_device_mem_store_options(str(tmp_path / _name()), 100, size_factor=3)
+        return oe.MultiTableMultiColumnEmbedding(_name(), [1, 2], flow.float, flow.int64,
+                                                 [oe.make_table_options(cols)], store)
+
+    e = make()
+    graph = _Train(e, flow.optim.Adam(e.parameters(), lr=0.05))
+    batches = _batches(3, seed=3)
+    for idx in batches:
+        graph(flow.tensor(KEYS[idx]))
+    initial = _lookup(make(), KEYS)
+    assert initial[:, 1:].min() >= 0
+    np.testing.assert_allclose(_lookup(e, KEYS), _torch_reference("adam", initial, batches), rtol=2e-5, atol=2e-6)
