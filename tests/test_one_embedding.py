@@ -58,8 +58,9 @@ def _tables3():
 
 
 def _embedding(tmp_path, dim=4, tables=None, size_factor=1, name=None, **kw):
-    store = oe.make_device_mem_store_options(persistent_path=str(tmp_path / "tab"), capacity=1000,
-                                             size_factor=size_factor)
+    """An embedding; one named by the test keeps its table under tmp_path/tab, the others in folders of their own."""
+    folder = tmp_path / "tab" if name is not None else tmp_path / _name()
+    store = oe.make_device_mem_store_options(persistent_path=str(folder), capacity=1000, size_factor=size_factor)
     return oe.MultiTableEmbedding(name or _name(), dim, flow.float, flow.int64, tables, store, **kw)
 
 
@@ -116,6 +117,14 @@ def test_embedding_checks(tmp_path):
         _embedding(tmp_path, name="twice")
     with pytest.raises(AssertionError, match="ids data_type must equals key_type"):
         e(flow.tensor([1, 2], dtype=flow.int32))
+    with pytest.raises(ValueError, match=r"one_embedding 'other': persistent_path .*tab/0-1 is the table folder of "
+                                         r"embedding 'twice'; two embeddings need different persistent paths"):
+        _embedding(tmp_path, name="other")
+    del e
+    import gc
+
+    gc.collect()
+    _embedding(tmp_path, name="other")  # the folder is free once its embedding is gone
 
 
 # --- lookups -----------------------------------------------------------------------------------------------------

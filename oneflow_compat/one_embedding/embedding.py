@@ -64,6 +64,9 @@ def _tables(tables, column_dims, default_initializer):
     return out
 
 
+_FOLDERS = weakref.WeakValueDictionary()  # this rank's table folder -> the live embedding using it
+
+
 def one_embedding_fused_lookup(shadow, ids, table_ids, dtype, embedding_name, line_size, embedding_size,
                                is_full_cache, num_tables, embedding_tables, padding_idx=None, seed=0):
     """`flow._C.one_embedding_fused_lookup` (functional_api.yaml@v0.9.0): the rows of `ids` in the table of the
@@ -144,6 +147,14 @@ class Embedding(Module):
         self._np_key, self._np_value = np_key, np_value
         self._table = oe_ops.EmbeddingTable(name, self.rank_id, self.embedding_dim, self.storage_dim, np_value,
                                             np_key, columns, column_dims, self.seed, padding_idx)
+        # OneFlow holds the table folder's LOCK for the store's life: two live embeddings never share a folder
+        # (their snapshots of one name would overwrite each other's)
+        folder = os.path.realpath(rank_paths(self._persistent_path, self.world_size)[self.rank_id])
+        other = _FOLDERS.get(folder)
+        if other is not None:
+            raise ValueError("one_embedding '%s': persistent_path %s is the table folder of embedding '%s'; two "
+                             "embeddings need different persistent paths" % (name, folder, other.embedding_name))
+        _FOLDERS[folder] = self
         self.shadow = Parameter(creation.zeros(1))
         owner = weakref.ref(self)
         self._table.shadow = lambda: getattr(owner(), "shadow", None)
