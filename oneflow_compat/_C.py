@@ -276,3 +276,7 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, for_norm=False
     if for_norm and not isinstance(ord, str) and dim is None:
         return norm_forms.norm(input, ord, None, keepdim, dtype)
     return products_extra.norm(input, ord, dim, keepdim, dtype)
+
+
+# --- one-embedding team: OneFlow 0.9's flow._C.one_embedding_fused_lookup (functional_api.yaml) ----------------------
+from oneflow_compat.one_embedding.embedding import one_embedding_fused_lookup  # noqa: F401,E402
