@@ -1,0 +1,31 @@
+"""Small compatibility points OneFlow 0.9's own module tests rely on: `oneflow.nn.parameter.Parameter`, and the
+`fused=` keyword of SGD / Adam (a scheduling choice in OneFlow 0.9: the updates are the same numbers)."""
+import numpy as np
+
+import oneflow as flow
+
+
+def test_nn_parameter_module_is_nn_parameter():
+    from oneflow.nn.parameter import Parameter
+
+    assert Parameter is flow.nn.Parameter
+    p = Parameter(flow.tensor([1.0, 2.0]))
+    assert p.requires_grad
+
+
+def _step(opt_cls, **kw):
+    w = flow.nn.Parameter(flow.tensor(np.array([1.0, -2.0, 3.0], np.float32)))
+    opt = opt_cls([w], lr=0.1, **kw)
+    (w * w).sum().backward()
+    opt.step()
+    return w.numpy()
+
+
+def test_sgd_and_adam_accept_fused_with_the_same_numbers():
+    g = 2 * np.array([1.0, -2.0, 3.0], np.float32)
+    np.testing.assert_allclose(_step(flow.optim.SGD, fused=True), np.array([1.0, -2.0, 3.0]) - 0.1 * g, rtol=1e-6)
+    np.testing.assert_allclose(_step(flow.optim.SGD, fused=True, momentum=0.9), _step(flow.optim.SGD, momentum=0.9))
+    # Adam's first step moves each weight by lr * sign(g) (bias-corrected m / sqrt(v))
+    np.testing.assert_allclose(_step(flow.optim.Adam, fused=True), np.array([1.0, -2.0, 3.0]) - 0.1 * np.sign(g),
+                               rtol=1e-5)
+    assert flow.optim.Adam([flow.nn.Parameter(flow.zeros(2))], fused=True).param_groups[0]["fused"] is True
