@@ -29,3 +29,15 @@ def test_sgd_and_adam_accept_fused_with_the_same_numbers():
     np.testing.assert_allclose(_step(flow.optim.Adam, fused=True), np.array([1.0, -2.0, 3.0]) - 0.1 * np.sign(g),
                                rtol=1e-5)
     assert flow.optim.Adam([flow.nn.Parameter(flow.zeros(2))], fused=True).param_groups[0]["fused"] is True
+
+
+def test_every_dtype_survives_copy_and_pickle():
+    """OneFlow 0.9's autotest deep-copies argument dicts holding dtypes: flow.bool (defined above the ir layer)
+    must come back as itself, as the legacy ones do."""
+    import copy
+    import pickle
+
+    for dt in (flow.bool, flow.float32, flow.int64, flow.float16):
+        assert copy.deepcopy(dt) is dt
+        assert pickle.loads(pickle.dumps(dt)) is dt
+    assert copy.deepcopy({"dtype": flow.bool})["dtype"] is flow.bool
