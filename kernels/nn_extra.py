@@ -113,9 +113,10 @@ def cumprod_grad(xp, dy, x, *, dim):
     first_zero = zero & (xp.cumsum(zero, axis=dim) == 1)
     safe_x = xp.where(zero, _t(x, 1), x)
     dx = xp.where(zero, _t(x, 0), _reverse_cumsum(xp, dy * y, dim) / safe_x)
-    if bool(first_zero.any()):
-        y_skip = xp.cumprod(xp.where(first_zero, _t(x, 1), x), axis=dim)
-        dx = xp.where(first_zero, _reverse_cumsum(xp, dy * y_skip, dim), dx)
+    # always computed (no host test of first_zero: that would wait for the device); where no line has a zero
+    # the selection keeps dx as it is
+    y_skip = xp.cumprod(xp.where(first_zero, _t(x, 1), x), axis=dim)
+    dx = xp.where(first_zero, _reverse_cumsum(xp, dy * y_skip, dim), dx)
     return dx.astype(x.dtype, copy=False)
 
 

@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from . import pool_nd
+from . import checks, pool_nd
 
 
 def _planes(a):
@@ -80,10 +80,13 @@ def max_unpool(xp, x, indices, *, output_spatial):
     idx = _planes(indices).astype(np.int64, copy=False)
     flat = (xp.arange(rows, dtype=np.int64)[:, None] * cells + idx).reshape(-1)
     invalid = ((idx < 0) | (idx >= cells)).reshape(-1)
-    if bool(invalid.any()):
-        # OneFlow's message and offset (user/kernels/max_unpool_kernel.cpp): the offset in the whole output
-        bad = int(flat[invalid][0])
-        raise RuntimeError("Found an invalid max index: %d, output volumes are of size %d" % (bad, rows * cells))
+    if invalid.size:
+        # OneFlow's message and offset (user/kernels/max_unpool_kernel.cpp): the offset in the whole output of the
+        # first invalid index; read with the step's results on a device (`checks`), at once on the host
+        checks.require(xp, xp.any(invalid), "Found an invalid max index: %d, output volumes are of size %d",
+                       flat[xp.argmax(invalid)], rows * cells, error=RuntimeError)
+        if xp is not np:  # valid writes until the check is read
+            flat = xp.where(invalid, 0, flat)
     y = xp.zeros(rows * cells, dtype=x.dtype)
     y[flat] = _planes(x).reshape(-1)
     return y.reshape(tuple(x.shape[:2]) + tuple(output_spatial))
