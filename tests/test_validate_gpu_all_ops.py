@@ -1,0 +1,104 @@
+"""`validate --device gpu` over EVERY op with example rows, on the strict fake device (tests/strict_device.py:
+CuPy's host/device rules on numpy): each op's kernels run on the device against the numpy reference, on one
+device and on every signature over 2 devices, and no kernel reads a device value back to the host (an implicit
+`int()`/`float()`/`bool()`/`.item()`/boolean-mask read fails the op; an explicit `.get()` inside a kernel is counted
+and must be zero). The ops that must read the host by nature are listed below with the reason, and the test shows
+that each of them still does (a stale entry fails), so the list cannot grow silently.
+
+tests/test_validate_gpu.py checks the CUDA-kernel ops (their raw kernels' twins, 2 and 3 devices); this file covers
+the rest of the registry on 2 devices, which keeps it to seconds (every op's GPU row plus each signature once)."""
+import argparse
+import io
+
+import numpy as np
+import pytest
+
+import strict_device
+from oneflow_compat.ops import registry
+from oneflow_compat.ops.examples import EXAMPLES
+from oneflow_compat.runtime import plan
+from oneflow_compat.tools import validate
+
+# Ops whose kernels read device values back by nature (on CuPy as on this fake device); each is checked on the
+# device with the reads allowed, and must still make at least one (else drop it from this list).
+HOST_READ_OPS = {
+    # the output's size is the number of non-zero entries: CuPy's nonzero itself reads that count back (OneFlow's
+    # dynamic blob, resized on the host by sync_dynamic_resize)
+    "argwhere": "output size depends on the data (nonzero's count is read by the host)",
+    # its very purpose: cut a dynamic blob to the size held in a device array (OneFlow's op is named for the sync)
+    "sync_dynamic_resize": "slices to a size read from a device array",
+    # a blob serialised with its shape header into byte chunks and parsed back (OneFlow v0.3.4's CPU kernel
+    # dynamic_binary_split_concat_kernel.cpp): the header bytes are built and read on the host
+    "dynamic_binary_split": "serialises a blob with its shape header on the host",
+    "dynamic_binary_concat": "parses the shape header of the chunks on the host",
+}
+
+
+def _options(op_types):
+    return argparse.Namespace(op_types=op_types, failures_only=True, devices=[2], device="gpu")
+
+
+def _count_kernel_reads(monkeypatch):
+    """Device -> host reads made INSIDE each op's kernels (not validate's fetch of the results), per op type."""
+    reads = {}
+    device_fn = plan.device_fn
+
+    def counted(op, dev):
+        fn = device_fn(op, dev)
+        if dev.xp is np:
+            return fn
+
+        def run(*args):
+            before = strict_device.Syncs.total()
+            try:
+                return fn(*args)
+            finally:
+                reads[op.type] = reads.get(op.type, 0) + strict_device.Syncs.total() - before
+        return run
+
+    monkeypatch.setattr(plan, "device_fn", counted)
+    return reads
+
+
+def test_every_op_with_examples_runs_on_the_device_without_host_reads(monkeypatch):
+    strict_device.install(monkeypatch, "gpu", allow_syncs=False)
+    reads = _count_kernel_reads(monkeypatch)
+    op_types = sorted(t for t in EXAMPLES if t not in HOST_READ_OPS)
+    out = io.StringIO()
+    assert validate.run(_options(op_types), out) == 0, out.getvalue()
+    assert out.getvalue().splitlines()[-1].endswith(", 0 failed")
+    assert set(reads) == set(op_types)  # every op's kernels ran on the device
+    assert {t: n for t, n in reads.items() if n} == {}
+
+
+@pytest.mark.parametrize("op_type", sorted(HOST_READ_OPS))
+def test_host_read_ops_pass_on_the_device_and_still_read_the_host(monkeypatch, op_type):
+    strict_device.install(monkeypatch, "gpu", allow_syncs=True)
+    reads = _count_kernel_reads(monkeypatch)
+    out = io.StringIO()
+    assert validate.run(_options([op_type]), out) == 0, out.getvalue()
+    assert reads.get(op_type, 0) > 0, "%s no longer reads the host: drop it from HOST_READ_OPS" % op_type
+
+
+def test_the_host_read_list_names_ops_with_examples():
+    validate.load_all_ops()
+    assert set(HOST_READ_OPS) <= set(EXAMPLES) & set(registry.all_types())
+
+
+def test_a_host_read_inside_a_kernel_fails_the_op(monkeypatch):
+    """The test can fail: a kernel that reads a device value back (here relu given an `int()` of its input's
+    maximum) is reported as a failure of that op's GPU row."""
+    strict_device.install(monkeypatch, "gpu", allow_syncs=False)
+    validate.load_all_ops()
+    defn = registry.get("relu")
+    relu = defn.kernel
+
+    def reads_back(xp, x, *args, **kwargs):
+        if xp is not np:
+            int(xp.max(x) > 0)
+        return relu(xp, x, *args, **kwargs)
+
+    monkeypatch.setattr(defn, "kernel", reads_back)
+    out = io.StringIO()
+    assert validate.run(_options(["relu"]), out) == 1
+    assert "implicit device -> host transfer (int())" in out.getvalue()
