@@ -163,15 +163,17 @@ def object_segmentation_polygon_to_mask(xp, poly, poly_index, image_size):
 
 # --- tensors <-> tensor buffers ------------------------------------------------------------------------------------
 def tensor_buffer_to_tensor(xp, x, *, np_dtype, instance_shape):
-    """(n,) + instance_shape: each buffer's array, which must have instance_shape, as one tensor."""
+    """x.shape + instance_shape: each buffer's array, which must have instance_shape, as one tensor (a buffer of
+    any rank: OneFlow's op appends instance_shape to the buffer's whole shape)."""
     shape = tuple(instance_shape)
-    out = numpy.zeros((len(x),) + shape, dtype=np_dtype)
-    for i, item in enumerate(x):
+    flat = numpy.asarray(x, dtype=object).reshape(-1)
+    out = numpy.zeros((len(flat),) + shape, dtype=np_dtype)
+    for i, item in enumerate(flat):
         if tuple(item.shape) != shape:
             raise ValueError("tensor_buffer_to_tensor: buffer %d holds shape %s, instance_shape is %s" % (
                 i, tuple(item.shape), shape))
         out[i] = item
-    return xp.asarray(out)
+    return xp.asarray(out.reshape(tuple(numpy.shape(x)) + shape))
 
 
 def tensor_to_tensor_buffer(xp, x, *, instance_dims):

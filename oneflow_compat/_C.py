@@ -207,3 +207,7 @@ def broadcast_shapes(shapes):
     """`_C.broadcast_shapes(shapes)`: one list of shapes (functional_api.yaml `Shape (ShapeList shapes)`), where
     `flow.broadcast_shapes(*shapes)` takes them one by one."""
     return _shape_extra.broadcast_shapes(*shapes)
+# api-misc2: the fused MLP functionals and the local all-reduce (functional_api.yaml v0.9.0, bind_python: True)
+from oneflow_compat._global.nn_fused_mlp import (  # noqa: F401,E402
+    fused_matmul_bias_add_relu_dropout, fused_mlp)
+from oneflow_compat._global.nn_model_parallel import local_all_reduce  # noqa: F401,E402

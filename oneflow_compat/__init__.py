@@ -203,3 +203,18 @@ _Tensor.diag, _Tensor.in_top_k = _nd_functions.diag, _nd_functions.in_top_k
 from oneflow_compat._global.env_placement import all_device_placement as _all_device_placement  # noqa: E402
 
 env.all_device_placement = _all_device_placement
+# api-misc2: flow.distributed_partial_fc_sample on tensors (OneFlow 0.9's deprecated form of
+# nn.DistributedPariticalFCSample; the legacy function of blobs otherwise), flow.asyncs (OneFlow 0.9's worker-thread
+# context), flow.autograd.graph (saved_tensors_hooks)
+from oneflow_compat._global import nn_model_parallel as _nn_model_parallel  # noqa: E402
+
+distributed_partial_fc_sample = _modern_or_legacy(  # noqa: F811
+    "distributed_partial_fc_sample", _nn_model_parallel.distributed_partial_fc_sample)
+from oneflow_compat import asyncs  # noqa: E402,F401
+from oneflow_compat._global import autograd_graph as _autograd_graph  # noqa: E402
+
+autograd.graph = _autograd_graph
+import sys as _sys  # noqa: E402
+
+_sys.modules.setdefault(__name__ + ".autograd.graph", _autograd_graph)  # `import oneflow.autograd.graph`
+from oneflow_compat.ops import raw_reader_ops  # noqa: F401,E402 (api-misc2: registers nn.RawReader's op)

@@ -1577,3 +1577,10 @@ EXAMPLES.update({  # api-shape team: nms (ops/linalg_ops.py), an int8 mask, no g
             Example(inputs(_boxes(25, np.float64)), {"iou_threshold": 0.5, "keep_n": 4}, note="keep_n 4",
                     grad=False, splits=[None])],
 })
+
+
+# --- api-misc2: OneFlow 0.9's raw_reader (nn.RawReader) ---------------------------------------------------------------
+WITHOUT_EXAMPLES.update({
+    "raw_reader": "reads raw files, the next batch every call (session state); covered by tests/test_api_misc2.py "
+                  "(local, and split(0) / broadcast on 2 ranks)",
+})
