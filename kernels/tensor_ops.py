@@ -53,7 +53,9 @@ def _scatter_positions(xp, index, dim, size):
     idx = xp.where(idx < 0, idx + size, idx)
     if xp is not numpy:  # valid writes until the check is read
         idx = xp.clip(idx, 0, max(size - 1, 0))
-    grids = list(xp.indices(index.shape, sparse=True))
+    # numpy's indices(..., sparse=True) written out: CuPy's indices has no `sparse`
+    grids = [xp.arange(n, dtype=xp.int64).reshape(tuple(n if k == axis else 1 for k in range(index.ndim)))
+             for axis, n in enumerate(index.shape)]
     grids[dim] = idx
     return tuple(grids)
 

@@ -60,15 +60,97 @@ def _count_kernel_reads(monkeypatch):
     return reads
 
 
-def test_every_op_with_examples_runs_on_the_device_without_host_reads(monkeypatch):
+def _record_device_api(monkeypatch):
+    """What the kernels call on the device: {function name: op types}, {(function name, keyword): op types},
+    {array method: op types} (the fake takes numpy's whole namespace; CuPy has less, checked below)."""
+    functions, keywords, methods = {}, {}, {}
+    current = {"op": None}
+    call, getattr_ = strict_device._Function.__call__, strict_device.StrictArray.__getattr__
+
+    def recording_call(self, *args, **kwargs):
+        if current["op"]:
+            functions.setdefault(self.__name__, set()).add(current["op"])
+            for key in kwargs:
+                keywords.setdefault((self.__name__, key), set()).add(current["op"])
+        return call(self, *args, **kwargs)
+
+    def recording_getattr(self, name):
+        value = getattr_(self, name)
+        if current["op"] and callable(value):
+            methods.setdefault(name, set()).add(current["op"])
+        return value
+
+    monkeypatch.setattr(strict_device._Function, "__call__", recording_call)
+    monkeypatch.setattr(strict_device.StrictArray, "__getattr__", recording_getattr)
+    device_fn = plan.device_fn
+
+    def in_op(op, dev):
+        fn = device_fn(op, dev)
+
+        def run(*args):
+            current["op"] = op.type
+            try:
+                return fn(*args)
+            finally:
+                current["op"] = None
+        return run
+
+    monkeypatch.setattr(plan, "device_fn", in_op)
+    return functions, keywords, methods
+
+
+_DEVICE_API = {}  # what the run below recorded, for the CuPy check (which reruns it when run alone)
+
+
+def _validate_all_on_the_device(monkeypatch):
     strict_device.install(monkeypatch, "gpu", allow_syncs=False)
+    api = _record_device_api(monkeypatch)
     reads = _count_kernel_reads(monkeypatch)
     op_types = sorted(t for t in EXAMPLES if t not in HOST_READ_OPS)
     out = io.StringIO()
-    assert validate.run(_options(op_types), out) == 0, out.getvalue()
-    assert out.getvalue().splitlines()[-1].endswith(", 0 failed")
+    code = validate.run(_options(op_types), out)
+    _DEVICE_API.update(zip(("functions", "keywords", "methods"), api))
+    return code, out.getvalue(), reads, op_types
+
+
+def test_every_op_with_examples_runs_on_the_device_without_host_reads(monkeypatch):
+    code, text, reads, op_types = _validate_all_on_the_device(monkeypatch)
+    assert code == 0, text
+    assert text.splitlines()[-1].endswith(", 0 failed")
     assert set(reads) == set(op_types)  # every op's kernels ran on the device
     assert {t: n for t, n in reads.items() if n} == {}
+
+
+def test_the_kernels_call_only_what_cupy_has(monkeypatch):
+    """Every function, keyword and array method the kernels used on the fake device exists in CuPy (the fake
+    offers numpy's whole namespace: `indices(sparse=True)` passed there and fails on CuPy). Keywords are checked
+    where CuPy's function has an inspectable signature."""
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed (the `test` extra installs it; no GPU needed)")
+    import inspect
+
+    if not _DEVICE_API:
+        _validate_all_on_the_device(monkeypatch)
+    missing = []
+    for name, users in sorted(_DEVICE_API["functions"].items()):
+        target = cupy
+        for part in name.split(".")[1:]:  # "strict_device.linalg.inv" -> cupy.linalg.inv
+            target = getattr(target, part, None)
+        if target is None:
+            missing.append("cupy.%s (%s)" % (name.split(".", 1)[1], ", ".join(sorted(users))))
+            continue
+        try:
+            params = inspect.signature(target).parameters
+        except (TypeError, ValueError):  # a compiled function without a signature: its keywords unchecked
+            continue
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            continue
+        for (used, key), users_of_key in sorted(_DEVICE_API["keywords"].items()):
+            if used == name and key not in params:
+                missing.append("cupy.%s(%s=) (%s)" % (name.split(".", 1)[1], key, ", ".join(sorted(users_of_key))))
+    for name, users in sorted(_DEVICE_API["methods"].items()):
+        if not hasattr(cupy.ndarray, name):
+            missing.append("cupy.ndarray.%s (%s)" % (name, ", ".join(sorted(users))))
+    assert missing == []
 
 
 @pytest.mark.parametrize("op_type", sorted(HOST_READ_OPS))
