@@ -184,3 +184,25 @@ def test_a_host_read_inside_a_kernel_fails_the_op(monkeypatch):
     out = io.StringIO()
     assert validate.run(_options(["relu"]), out) == 1
     assert "implicit device -> host transfer (int())" in out.getvalue()
+
+
+# launches of one device run of an op's first example row: the kernels rewritten for the device keep to a few
+# launches whatever their sizes (no loop over output cells, regions, or Philox rounds as array operations)
+LAUNCH_BOUNDS = {"random_mask_like": 1, "adaptive_max_pool2d": 20, "adaptive_max_pool3d": 25,
+                 "unique_with_counts": 40, "indexed_slices_reduce_sum": 40}
+
+
+@pytest.mark.parametrize("op_type", sorted(LAUNCH_BOUNDS))
+def test_device_launches_of_rewritten_kernels(monkeypatch, op_type):
+    strict_device.install(monkeypatch, "gpu", allow_syncs=False)
+    validate.load_all_ops()
+    example = EXAMPLES[op_type][0]
+    inputs = [np.asarray(x) for x in example.make(np.random.default_rng(1000))]
+    op = validate.build_op(op_type, inputs, dict(example.attrs or {}), 1)
+    op.sbp_in, op.sbp_out = [validate.S.B] * len(inputs), [validate.S.B] * len(op.outputs)
+    xp = strict_device.module()
+    fn = plan.device_fn(op, plan.DeviceSlot(op, 0, xp, validate._validation_session()))
+    args = [xp.asarray(x) for x in inputs]
+    before = strict_device.Launches.count
+    fn(*args)
+    assert 0 < strict_device.Launches.count - before <= LAUNCH_BOUNDS[op_type]
