@@ -51,6 +51,14 @@ extern "C" __global__ void philox_uniform_at(const unsigned long long* elements,
         out[i] = philox_uniform(elements[i], key[0], key[1]);
 }
 
+// the key as two scalars (a host seed known when the op is built: no upload, capture-safe as the array-op draw was)
+extern "C" __global__ void philox_uniform_keyed(const unsigned long long* elements, double* out,
+                                                unsigned long long key0, unsigned long long key1, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x)
+        out[i] = philox_uniform(elements[i], key0, key1);
+}
+
 extern "C" __global__ void dropout_mask(signed char* mask, const unsigned long long* key, long long n, long long d1,
                                         long long d2, long long d3, long long s0, long long s1, long long s2,
                                         long long s3, long long base, double rate) {
@@ -98,6 +106,10 @@ def _uniform_at_twin(elements, out, key, n):
     out.reshape(-1)[...] = rnd.philox_uniform(numpy, seed, elements.reshape(-1))
 
 
+def _uniform_keyed_twin(elements, out, key0, key1, n):
+    out.reshape(-1)[...] = rnd.philox_uniform(numpy, int(key0) | (int(key1) << 64), elements.reshape(-1))
+
+
 def _mask_twin(mask, key, n, d1, d2, d3, s0, s1, s2, s3, base, rate):
     u = rnd.philox_uniform(numpy, int(key.reshape(-1)[0]), _logical(n, d1, d2, d3, s0, s1, s2, s3, base))
     mask.reshape(-1)[...] = u > rate
@@ -108,7 +120,8 @@ def _dropout_twin(x, y, mask, key, n, d1, d2, d3, s0, s1, s2, s3, base, rate, sc
     y.reshape(-1)[...] = (x.reshape(-1) * mask.reshape(-1)) * scale
 
 
-MODULE = CudaModule("random", _source(), {"philox_uniform_at": _uniform_at_twin, "dropout_mask": _mask_twin,
+MODULE = CudaModule("random", _source(), {"philox_uniform_at": _uniform_at_twin,
+                                           "philox_uniform_keyed": _uniform_keyed_twin, "dropout_mask": _mask_twin,
                                            "dropout_f32": _dropout_twin, "dropout_f64": _dropout_twin},
                     options=("--std=c++17", "--fmad=false"))
 

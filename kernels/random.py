@@ -84,6 +84,17 @@ def philox_uniform(xp, seed, elements):
     `Philox(key=seed).random_raw()` stream — word e % 4 of the block at counter e // 4 + 1 (numpy increments the
     counter before each block) — mapped as Generator.random does, (u >> 11)·2⁻⁵³."""
     elements = xp.asarray(elements, dtype=xp.uint64)
+    if xp is not numpy and hasattr(xp, "RawModule"):
+        # on a device: one launch of the same Philox in CUDA (kernels/cuda_random.py, bit-identical) instead of
+        # the ten rounds as array operations (~400 launches); the key as the launch's two scalars, as the array
+        # operations took it (no upload)
+        from . import cuda_random  # (it imports this module)
+
+        elements = xp.ascontiguousarray(elements)
+        out = xp.empty(elements.shape, dtype=xp.float64)
+        cuda_random.MODULE.launch(xp, "philox_uniform_keyed", elements.size, elements, out, int(seed) & _SEED_MASK,
+                                  (int(seed) >> 64) & _SEED_MASK, elements.size)
+        return out
     zero = xp.zeros((), dtype=xp.uint64)
     words = philox4x64_10(xp, (elements // numpy.uint64(4) + numpy.uint64(1), zero, zero, zero),
                           (int(seed) & _SEED_MASK, (int(seed) >> 64) & _SEED_MASK))

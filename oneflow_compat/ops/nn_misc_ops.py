@@ -3,12 +3,10 @@ replication padding, random_mask_like.
 
 Kernels: `kernels/norm.py`, `kernels/indexing.py`, `kernels/resample.py`, `kernels/random.py`.
 """
-import numpy
-
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
-from oneflow_compat.kernels import cuda_random, indexing
+from oneflow_compat.kernels import indexing
 from oneflow_compat.kernels import norm as norm_k
 from oneflow_compat.kernels import random as random_k
 from oneflow_compat.kernels import resample as resample_k
@@ -184,25 +182,10 @@ def _random_mask_build(op, dev):
     calls = nn_ops._call_counters(dev.session)
     counter = (op.job.name, op.name, dev.index)
 
-    mirrored = dev.sbp_in[0] == S.M
-    geometry = None if mirrored else cuda_random.piece_geometry(logical, piece)
-    if xp is not numpy and hasattr(xp, "RawModule") and (mirrored or geometry is not None):
-        # on a device: one Philox launch (kernels/cuda_random.py, dropout's mask kernel: the same bits as the host)
-        # instead of the Philox rounds as array operations (~400 launches)
-        def run_device(like):
-            call = calls.get(counter, 0)
-            calls[counter] = call + 1
-            key = random_k.call_key(seed, call, dev.index) if mirrored else random_k.call_key(seed, call)
-            shape = tuple(like.shape)
-            return cuda_random.mask(xp, xp.asarray(numpy.uint64(key)), rate, shape,
-                                    cuda_random.piece_geometry(shape) if mirrored else geometry)
-
-        return run_device
-
     def run(like):
         call = calls.get(counter, 0)
         calls[counter] = call + 1
-        if mirrored:
+        if dev.sbp_in[0] == S.M:
             return random_k.dropout_mask(xp, random_k.call_key(seed, call, dev.index), tuple(like.shape), rate)
         return random_k.dropout_mask(xp, random_k.call_key(seed, call), logical, rate, piece)
 
