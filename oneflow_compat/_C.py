@@ -211,3 +211,82 @@ def broadcast_shapes(shapes):
 from oneflow_compat._global.nn_fused_mlp import (  # noqa: F401,E402
     fused_matmul_bias_add_relu_dropout, fused_mlp)
 from oneflow_compat._global.nn_model_parallel import local_all_reduce  # noqa: F401,E402
+
+
+# --- api-gaps team: the functional forms (functional_api.yaml, v0.9.0) of embedding with scale_grad_by_freq and
+# embedding_renorm_, upsample_bicubic_2d, grid_sample / affine_grid (2-D and 3-D), scatter with reduce
+def embedding(weight, indices, padding_idx=None, scale_grad_by_freq=False):
+    from oneflow_compat._global import nn_misc
+
+    return nn_misc.embedding(indices, weight, padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def embedding_renorm_(weight, indices, max_norm, norm_type):
+    from oneflow_compat._global import nn_misc
+
+    return nn_misc.embedding_renorm_(weight, indices, max_norm, norm_type)
+
+
+def upsample_bicubic_2d(x, height_scale=0.0, width_scale=0.0, align_corners=False, output_size=None,
+                        data_format="channels_first"):
+    """OneFlow 0.9's UpsampleBicubic2D: the output size given, or floor(size * scale) with the scales as the
+    source steps (1 / scale)."""
+    from oneflow_compat._global.dispatch import apply_op
+
+    if data_format != "channels_first":
+        raise RuntimeError("upsample_bicubic_2d: data_format must be 'channels_first', got %r" % (data_format,))
+    if x.ndim != 4:
+        raise RuntimeError("upsample_bicubic_2d: input must be 4-D (N, C, H, W), got %d dims" % x.ndim)
+    if output_size is not None:
+        out, scales = tuple(int(v) for v in output_size), None
+    else:
+        if height_scale <= 0 or width_scale <= 0:
+            raise RuntimeError("upsample_bicubic_2d: output_size or positive height_scale and width_scale are needed")
+        out = (int(x.shape[2] * height_scale), int(x.shape[3] * width_scale))
+        scales = (float(height_scale), float(width_scale))
+    return apply_op("upsample", [x], {"output_size": out, "mode": "cubic", "align_corners": bool(align_corners),
+                                      "scales": scales, "half_pixel": False})
+
+
+def grid_sample(input, grid, *, interpolation_mode, padding_mode, align_corners):  # noqa: A002
+    from oneflow_compat._global import nn_sampling
+
+    return nn_sampling.grid_sample(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def affine_grid(theta, *, size, align_corners):
+    from oneflow_compat._global import nn_sampling
+
+    return nn_sampling.affine_grid(theta, size, align_corners)
+
+
+def scatter(input, dim, index, src, *, reduce=None, inplace=False):  # noqa: A002
+    if inplace:  # Tensor.scatter_ (the tensor takes the result, recorded for autograd)
+        return input.scatter_(dim, index, src, reduce=reduce)
+    return _T.scatter(input, dim, index, src, reduce=reduce)
+
+# api-math: OneFlow 0.9's functional forms of the elementwise / reduction / attribute names of oneflow.rst and
+# tensor.rst (functional_api.yaml @ v0.9.0: names and keywords as there)
+from oneflow_compat._global.elementwise_extra import (  # noqa: F401,E402
+    addcdiv, addcmul, clamp_max, clamp_min, isclose, log10, logical_xor, trunc)
+from oneflow_compat._global.math_methods import (  # noqa: F401,E402
+    addcdiv_, addcmul_, bernoulli_, clamp_max_, clamp_min_, floor_, sin_)
+from oneflow_compat._global.reductions_extra import hann_window, median  # noqa: F401,E402
+from oneflow_compat._global.reductions_extra import nansum as reduce_nansum  # noqa: F401,E402
+from oneflow_compat._global.nn_activations import mish, softplus  # noqa: F401,E402
+from oneflow_compat._global.nn_activations import gelu as gelu_with_approximate  # noqa: F401,E402
+from oneflow_compat._global.elementwise_extra import equal  # noqa: F401,E402
+from oneflow_compat._global.tensor_attributes_extra import pin_memory  # noqa: F401,E402
+from oneflow_compat._global.tensor_functions import acos, acosh, asin, asinh, atan, atanh  # noqa: F401,E402
+from oneflow_compat._global.functional import negative  # noqa: F401,E402
+
+
+def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, for_norm=False):  # noqa: A002
+    """OneFlow 0.9's `_C.norm` (functional_api.yaml `Norm`): the linalg norm, or with `for_norm=True` (what
+    `flow.norm` / `Tensor.norm` pass when ord is no string and dim is None) flow.norm's reading of an integer ord
+    of magnitude >= 2 as the entrywise norm (`_global/norm_forms.py`)."""
+    from oneflow_compat._global import norm_forms, products_extra
+
+    if for_norm and not isinstance(ord, str) and dim is None:
+        return norm_forms.norm(input, ord, None, keepdim, dtype)
+    return products_extra.norm(input, ord, dim, keepdim, dtype)

@@ -218,3 +218,12 @@ import sys as _sys  # noqa: E402
 
 _sys.modules.setdefault(__name__ + ".autograd.graph", _autograd_graph)  # `import oneflow.autograd.graph`
 from oneflow_compat.ops import raw_reader_ops  # noqa: F401,E402 (api-misc2: registers nn.RawReader's op)
+
+# --- api-gaps team: OneFlow 0.9's full flow.norm (matrix norms too, on the linalg norms), flow.where(condition) alone
+# (nonzero as a tuple), einsum with '...' and diagonals (tensor_functions.einsum, already bound above)
+from oneflow_compat._global import norm_forms as _norm_forms  # noqa: E402
+from oneflow_compat._global import where_forms as _where_forms  # noqa: E402
+from oneflow_compat._global import shared_names as _shared_names  # noqa: E402
+
+norm = _modern_or_legacy("norm", _norm_forms.norm)
+where = _shared_names.on_tensors(_shared_names.where.legacy, _where_forms.where)

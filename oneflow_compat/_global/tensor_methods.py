@@ -283,3 +283,11 @@ _METHODS.update({
     "global_to_global": _global_casts.global_to_global,
 })
 install()
+
+# --- api-gaps team: Tensor.norm is OneFlow 0.9's full norm (`norm_forms.norm`: matrix norms too), Tensor.where with
+# no arguments the condition's non-zero indices (`where_forms.where`)
+from oneflow_compat._global import norm_forms as _norm_forms  # noqa: E402
+from oneflow_compat._global import where_forms as _where_forms  # noqa: E402
+
+_METHODS.update({"norm": _norm_forms.norm, "where": lambda self, x=None, y=None: _where_forms.where(self, x, y)})
+install()

@@ -1584,3 +1584,30 @@ WITHOUT_EXAMPLES.update({
     "raw_reader": "reads raw files, the next batch every call (session state); covered by tests/test_api_misc2.py "
                   "(local, and split(0) / broadcast on 2 ranks)",
 })
+# --- api-gaps team: scatter(..., reduce='multiply') (ops/tensor_ops.py dim_scatter_mul) -----------------------------
+EXAMPLES.update({
+    "dim_scatter_mul": [
+        Example(inputs(normal(5, 7), ints(5, 4, high=7, dtype=np.int64), normal(5, 4)), {"dim": 1}, wrt=[0, 2],
+                note="repeated indices multiply"),
+        Example(inputs(normal(4, 5, 6), ints(4, 2, 6, high=5, dtype=np.int64), normal(4, 3, 6)), {"dim": 1},
+                wrt=[0, 2], note="src larger than index")],
+    "dim_scatter_mul_src_grad": [
+        Example(inputs(normal(5, 7), ints(5, 3, high=7, dtype=np.int64), normal(5, 7), normal(5, 4)), {"dim": 1},
+                grad=False, note="a gradient: no second derivative declared")],
+})
+# api-gaps team: upsample's bicubic mode (OneFlow 0.9 upsample_bicubic_2d; rows appended to the family's own)
+EXAMPLES["upsample"] = EXAMPLES["upsample"] + [
+    Example(inputs(normal(2, 3, 4, 5)), _ups((7, 9), "cubic"), note="bicubic, half-pixel source"),
+    Example(inputs(normal(2, 3, 5, 4)), _ups((3, 7), "cubic", align_corners=True), note="bicubic, align_corners",
+            layouts=[[1]]),
+    Example(inputs(normal(1, 2, 4, 6)), _ups((6, 9), "cubic", scales=(1.5, 1.5)), note="bicubic by scale_factor")]
+EXAMPLES["upsample_grad"] = EXAMPLES["upsample_grad"] + [
+    Example(inputs(normal(2, 3, 7, 9)), dict(_ups((7, 9), "cubic"), input_shape=(2, 3, 4, 5)), note="bicubic")]
+# api-gaps team: embedding_renorm updates the weight in place (no outputs to compare, like moving_average_update)
+WITHOUT_EXAMPLES["embedding_renorm"] = ("renormalises the weight's rows in place (no outputs); covered by "
+                                        "tests/test_api_gaps.py against torch, eager, global and in nn.Graph")
+# api-gaps team: embedding's scale_grad_by_freq (its gradient divides each row by its index's count: indices whole)
+EXAMPLES["embedding_grad"] = EXAMPLES["embedding_grad"] + [
+    Example(inputs(normal(2, 3, 4), fixed([[3, 0, 3], [6, 3, 0]], np.int64), normal(7, 4)),
+            {"padding_idx": 0, "axis": 0, "scale_grad_by_freq": True}, wrt=[0], note="scale_grad_by_freq",
+            splits=[None, None, 0], layouts=[[1, None, None]])]
