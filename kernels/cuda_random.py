@@ -11,28 +11,10 @@ mask on every replay.
 import numpy
 
 from . import random as rnd
+from . import philox_source
 from .cuda_source import CudaModule
 
-_PHILOX = r"""
-__device__ __forceinline__ double philox_uniform(unsigned long long e, unsigned long long k0,
-                                                 unsigned long long k1) {
-    unsigned long long c0 = e / 4 + 1, c1 = 0, c2 = 0, c3 = 0;
-    unsigned long long key0 = k0, key1 = k1;
-    for (int r = 0; r < 10; ++r) {
-        if (r > 0) {
-            key0 += 0x9E3779B97F4A7C15ULL;
-            key1 += 0xBB67AE8584CAA73BULL;
-        }
-        unsigned long long lo0 = 0xD2E7470EE14C6C93ULL * c0, hi0 = __umul64hi(0xD2E7470EE14C6C93ULL, c0);
-        unsigned long long lo1 = 0xCA5A826395121157ULL * c2, hi1 = __umul64hi(0xCA5A826395121157ULL, c2);
-        unsigned long long n0 = hi1 ^ c1 ^ key0, n2 = hi0 ^ c3 ^ key1;
-        c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
-    }
-    unsigned long long lane = e % 4;
-    unsigned long long word = lane == 0 ? c0 : (lane == 1 ? c1 : (lane == 2 ? c2 : c3));
-    return (double)(word >> 11) * (1.0 / 9007199254740992.0);
-}
-
+_PHILOX = philox_source.PHILOX_UNIFORM + r"""
 // the logical flat index of element i of a piece: local axes (i0, i1, i2, i3) of dims (., d1, d2, d3)
 __device__ __forceinline__ unsigned long long logical_index(long long i, long long d1, long long d2, long long d3,
                                                             long long s0, long long s1, long long s2, long long s3,
@@ -49,14 +31,6 @@ extern "C" __global__ void philox_uniform_at(const unsigned long long* elements,
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)blockDim.x * gridDim.x)
         out[i] = philox_uniform(elements[i], key[0], key[1]);
-}
-
-// the key as two scalars (a host seed known when the op is built: no upload, capture-safe as the array-op draw was)
-extern "C" __global__ void philox_uniform_keyed(const unsigned long long* elements, double* out,
-                                                unsigned long long key0, unsigned long long key1, long long n) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)blockDim.x * gridDim.x)
-        out[i] = philox_uniform(elements[i], key0, key1);
 }
 
 extern "C" __global__ void dropout_mask(signed char* mask, const unsigned long long* key, long long n, long long d1,
@@ -106,10 +80,6 @@ def _uniform_at_twin(elements, out, key, n):
     out.reshape(-1)[...] = rnd.philox_uniform(numpy, seed, elements.reshape(-1))
 
 
-def _uniform_keyed_twin(elements, out, key0, key1, n):
-    out.reshape(-1)[...] = rnd.philox_uniform(numpy, int(key0) | (int(key1) << 64), elements.reshape(-1))
-
-
 def _mask_twin(mask, key, n, d1, d2, d3, s0, s1, s2, s3, base, rate):
     u = rnd.philox_uniform(numpy, int(key.reshape(-1)[0]), _logical(n, d1, d2, d3, s0, s1, s2, s3, base))
     mask.reshape(-1)[...] = u > rate
@@ -120,8 +90,7 @@ def _dropout_twin(x, y, mask, key, n, d1, d2, d3, s0, s1, s2, s3, base, rate, sc
     y.reshape(-1)[...] = (x.reshape(-1) * mask.reshape(-1)) * scale
 
 
-MODULE = CudaModule("random", _source(), {"philox_uniform_at": _uniform_at_twin,
-                                           "philox_uniform_keyed": _uniform_keyed_twin, "dropout_mask": _mask_twin,
+MODULE = CudaModule("random", _source(), {"philox_uniform_at": _uniform_at_twin, "dropout_mask": _mask_twin,
                                            "dropout_f32": _dropout_twin, "dropout_f64": _dropout_twin},
                     options=("--std=c++17", "--fmad=false"))
 

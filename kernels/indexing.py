@@ -131,8 +131,9 @@ def embedding_grad(xp, dy, indices, like, *, padding_idx=-1, offset=0, scale_gra
         out[local] = 0
     if scale_grad_by_freq and indices.size:
         rows = indices.reshape(-1).astype(xp.int64) - offset
-        rows = rows[(rows >= 0) & (rows < out.shape[0])]
-        freq = xp.bincount(rows, minlength=out.shape[0])[:out.shape[0]]
+        inside = (rows >= 0) & (rows < out.shape[0])  # counted by weight, not selected: no boolean-mask read
+        freq = xp.bincount(xp.where(inside, rows, 0), weights=inside.astype(numpy.float64),
+                           minlength=out.shape[0])[:out.shape[0]]
         shape = (out.shape[0],) + (1,) * (out.ndim - 1)
         out /= xp.maximum(freq, 1).astype(out.dtype).reshape(shape)
     return out
