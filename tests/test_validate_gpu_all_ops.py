@@ -206,3 +206,29 @@ def test_device_launches_of_rewritten_kernels(monkeypatch, op_type):
     before = strict_device.Launches.count
     fn(*args)
     assert 0 < strict_device.Launches.count - before <= LAUNCH_BOUNDS[op_type]
+
+
+def test_embedding_renorm_on_the_device_equals_the_host_and_a_bad_index_writes_nothing(monkeypatch):
+    """embedding_renorm has no example rows (in place, no outputs): its device path checked here, against the
+    host's, with no read back inside; a bad index raises with the step's results and leaves the weight whole."""
+    from oneflow_compat.kernels import checks, indexing
+
+    strict_device.install(monkeypatch, "gpu", allow_syncs=False)
+    xp = strict_device.module()
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((6, 3)) * 3
+    for norm_type in (2.0, 1.0, float("inf")):
+        want, got = weight.copy(), xp.asarray(weight)
+        kw = dict(max_norm=1.5, norm_type=norm_type, num_embeddings=9, offset=2)
+        indices = np.array([2, 3, 3, 8, 0])  # rows 0..1 and 8 are other pieces'
+        indexing.embedding_renorm(np, want, indices, **kw)
+        indexing.embedding_renorm(xp, got, xp.asarray(indices), **kw)
+        checks.raise_failed()
+        assert not np.array_equal(want, weight)
+        np.testing.assert_array_equal(got.get(), want)
+    got = xp.asarray(weight)
+    indexing.embedding_renorm(xp, got, xp.asarray(np.array([0, 11])), max_norm=0.1, norm_type=2.0,
+                              num_embeddings=9)
+    np.testing.assert_array_equal(got.get(), weight)
+    with pytest.raises(IndexError, match="^embedding_renorm: index 11 is out of range for 9 embeddings$"):
+        checks.raise_failed()
