@@ -232,3 +232,24 @@ def test_embedding_renorm_on_the_device_equals_the_host_and_a_bad_index_writes_n
     np.testing.assert_array_equal(got.get(), weight)
     with pytest.raises(IndexError, match="^embedding_renorm: index 11 is out of range for 9 embeddings$"):
         checks.raise_failed()
+
+
+@pytest.mark.parametrize("scheme", ["symmetric", "affine"])
+def test_moving_average_observer_update_on_the_device_equals_the_host(monkeypatch, scheme):
+    """moving_average_min_max_observer (in place, no example rows): the step test and the first-value test made
+    on the device (no read back), the same moving extremes as the host's, updates stopping after the last step."""
+    from oneflow_compat.kernels import quantization
+
+    strict_device.install(monkeypatch, "gpu", allow_syncs=False)
+    xp = strict_device.module()
+    rng = np.random.default_rng(3)
+    host = [np.zeros(1, np.float32), np.zeros(1, np.float32)]
+    device = [xp.asarray(h) for h in host]
+    kw = dict(stop_update_after_iters=2, training=True, quantization_scheme=scheme, momentum=0.9)
+    for step in range(4):
+        x = (rng.standard_normal(8) * (step + 1)).astype(np.float32)
+        quantization.moving_average_min_max_update(np, x, np.array([step]), *host, **kw)
+        quantization.moving_average_min_max_update(xp, xp.asarray(x), xp.asarray(np.array([step])), *device, **kw)
+        np.testing.assert_array_equal(device[0].get(), host[0])
+        np.testing.assert_array_equal(device[1].get(), host[1])
+    assert host[0][0] != 0
