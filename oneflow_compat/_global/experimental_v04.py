@@ -12,6 +12,8 @@ file is oneflow/python/nn/modules/<file>.py or oneflow/python/nn/optimizer/<file
 `FUNCTIONS` is the table experimental.py binds; `NN`, `OPTIM`, `LR_SCHEDULER`, `TMP`, `NN_IMAGE` the names of the
 sub-namespaces (which otherwise fall back to the global API's `flow.nn`, `flow.optim`, …).
 """
+import numpy as np
+
 from oneflow_compat import nn as _nn, optim as _optim
 from oneflow_compat.framework import client_mode, session as _session
 from oneflow_compat.runtime import context as _context
@@ -83,9 +85,35 @@ def to(input, *args, **kwargs):  # noqa: A002
 
 
 def tensor_buffer_to_list_of_tensors(tensor, out_shapes, out_dtypes):
-    """dataset.py@v0.4.0: each element of a 1-D tensor buffer as its own tensor, `out_shapes[i]`/`out_dtypes[i]`
-    giving its (maximum) shape and dtype."""
-    return nn_data.tensor_buffer_to_list_of_tensors(tensor, out_shapes, out_dtypes)
+    """dataset.py@v0.4.0: element i of a tensor buffer as its own tensor of `out_shapes[i]` and `out_dtypes[i]`
+    (the `tensor_buffer_to_list_of_tensors_v2` op, dynamic_out=False: as many shapes as elements, each element of
+    that dtype and as many values as its shape holds — user/kernels/tensor_buffer_kernels.cpp@v0.4.0). Each is
+    the element's array read by `tensor_buffer_to_tensor` and reshaped."""
+    from oneflow_compat.ir import dtypes
+    if not isinstance(tensor, Tensor) or tensor.dtype != dtypes.tensor_buffer:
+        raise TypeError("tensor_buffer_to_list_of_tensors: the input must be a tensor buffer, got %s"
+                        % (getattr(tensor, "dtype", type(tensor).__name__),))
+    if len(out_shapes) != len(out_dtypes):
+        raise ValueError("tensor_buffer_to_list_of_tensors: %d out_shapes but %d out_dtypes"
+                         % (len(out_shapes), len(out_dtypes)))
+    flat = F.reshape(tensor, (-1,))
+    arrays = flat.numpy()  # the elements' shapes and dtypes (host metadata: the op ran on CPU only)
+    if len(arrays) != len(out_shapes) or len(arrays) == 0:
+        raise ValueError("tensor_buffer_to_list_of_tensors: the tensor buffer holds %d elements, %d out_shapes "
+                         "were given (one per element)" % (len(arrays), len(out_shapes)))
+    out = []
+    for i, (shape, dtype) in enumerate(zip(out_shapes, out_dtypes)):
+        dtype, shape = dtypes.as_dtype(dtype), tuple(int(d) for d in shape)
+        held = arrays[i]
+        if dtypes.as_dtype(held.dtype) != dtype:
+            raise TypeError("tensor_buffer_to_list_of_tensors: element %d holds %s, out_dtypes[%d] is %s"
+                            % (i, dtypes.as_dtype(held.dtype).name, i, dtype.name))
+        if held.size != int(np.prod(shape)):
+            raise ValueError("tensor_buffer_to_list_of_tensors: element %d holds %d values (shape %s), out_shapes[%d] "
+                             "%s holds %d" % (i, held.size, tuple(held.shape), i, shape, int(np.prod(shape))))
+        value = nn_data.tensor_buffer_to_tensor(flat[i:i + 1], dtype, tuple(held.shape))
+        out.append(F.reshape(value, shape))
+    return out
 
 
 def enable_eager_execution(val=True):
@@ -153,7 +181,25 @@ class OfrecordRawDecoder(_nn.OFRecordRawDecoder):
                          auto_zero_padding=auto_zero_padding, name=name)
 
 
-NN = {"LogSoftmax": LogSoftmax, "OfrecordReader": OfrecordReader, "OfrecordRawDecoder": OfrecordRawDecoder}
+class CrossEntropyLoss(_nn.CrossEntropyLoss):
+    """loss.py@v0.4.0: `reduction` may be None, which is "none" there (its forward reduces only for "mean" and
+    "sum"); `ignore_index=None` (v0.4.0's default) ignores nothing."""
+
+    def __init__(self, weight=None, ignore_index=None, reduction="mean"):
+        super().__init__(weight=weight, ignore_index=-100 if ignore_index is None else ignore_index,
+                         reduction="none" if reduction is None else reduction)
+
+
+class NLLLoss(_nn.NLLLoss):
+    """loss.py@v0.4.0: `reduction` may be None, which averages there (its forward returns the unreduced loss only
+    for "none", the sum for "sum", else the mean); `ignore_index=None` (v0.4.0's default) ignores nothing."""
+
+    def __init__(self, weight=None, ignore_index=None, reduction="mean"):
+        super().__init__(weight=weight, ignore_index=-100 if ignore_index is None else ignore_index,
+                         reduction="mean" if reduction is None else reduction)
+
+
+NN = {"LogSoftmax": LogSoftmax, "CrossEntropyLoss": CrossEntropyLoss, "NLLLoss": NLLLoss, "OfrecordReader": OfrecordReader, "OfrecordRawDecoder": OfrecordRawDecoder}
 NN_IMAGE = {"Resize": _nn.image.Resize}
 
 

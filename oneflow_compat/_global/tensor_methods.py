@@ -279,3 +279,9 @@ _METHODS.update({
     "global_to_global": _global_casts.global_to_global,
 })
 install()
+
+# --- experimental-v04: Tensor.gather takes v0.4.0's order (index, dim=0) too (oneflow.experimental's programs)
+from oneflow_compat._global import tensor_gather_v04 as _tensor_gather_v04  # noqa: E402
+
+_METHODS["gather"] = _tensor_gather_v04.gather
+install()
