@@ -234,11 +234,63 @@ def test_optimizer_scale_multiplies_the_gradient():
         np.testing.assert_allclose(w.grad.numpy(), 2 * w0)  # the gradient itself is left as it was
         if cls is flow.optim.SGD:
             np.testing.assert_allclose(w.numpy(), w0 - 0.1 * 4 * w0, rtol=1e-6)
-        else:  # Adam's first step moves by lr * g / (|g| + eps) (bias-corrected moments of the scaled g)
+        else:  # Adam's first step, uncorrected moments of the scaled g: m = 0.1 g, v = 0.001 g²
             g = 4 * w0
-            np.testing.assert_allclose(w.numpy(), w0 - 0.1 * g / (np.abs(g) + 1.0), rtol=1e-6)
+            np.testing.assert_allclose(w.numpy(), w0 - 0.1 * (0.1 * g) / (np.sqrt(0.001 * g * g) + 1.0), rtol=1e-6)
     with pytest.raises(AssertionError, match="Invalid scale factor: -1.0"):
         flow.optim.SGD([flow.nn.Parameter(flow.Tensor(w0))], lr=0.1, scale=-1.0)
+
+
+def test_optimizer_scale_per_param_group():
+    w0 = np.array([1.0, 2.0], np.float32)
+    a, b = flow.nn.Parameter(flow.Tensor(w0)), flow.nn.Parameter(flow.Tensor(w0))
+    opt = flow.optim.SGD([{"params": [a], "lr": 0.5, "scale": 0.5}, {"params": [b], "lr": 0.5}], scale=3.0)
+    (a.sum() + b.sum()).backward()  # gradients 1
+    opt.step()
+    np.testing.assert_allclose(a.numpy(), w0 - 0.5 * 0.5)
+    np.testing.assert_allclose(b.numpy(), w0 - 0.5 * 3.0)
+    assert [g["scale"] for g in opt.param_groups] == [0.5, 3.0]
+
+
+def test_adam_has_no_bias_correction():
+    # v0.4.0's adam_update: m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g², w -= lr m / (sqrt(v) + eps), uncorrected
+    g, w0 = np.array([0.5, -2.0], np.float32), np.array([1.0, 1.0], np.float32)
+    for cls in (flow.optim.Adam, flow.optim.AdamW):
+        w = flow.nn.Parameter(flow.Tensor(w0))
+        opt = cls([w], lr=0.1, betas=(0.9, 0.99), eps=1e-3)
+        (w * flow.Tensor(g)).sum().backward()
+        opt.step()
+        m, v = 0.1 * g, 0.01 * g * g
+        np.testing.assert_allclose(w.numpy(), w0 - 0.1 * m / (np.sqrt(v) + 1e-3), rtol=1e-5)
+
+
+def test_rmsprop_update_ignores_weight_decay():
+    # v0.4.0's rmsprop_update never read weight_decay: r = a r + (1 - a) g², w -= lr g / sqrt(r + eps)
+    g, w0 = np.array([0.5, -2.0], np.float32), np.array([1.0, 3.0], np.float32)
+    w = flow.nn.Parameter(flow.Tensor(w0))
+    opt = flow.optim.RMSprop([w], lr=0.1, alpha=0.9, eps=1e-4, weight_decay=0.5)
+    (w * flow.Tensor(g)).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(w.numpy(), w0 - 0.1 * g / np.sqrt(0.1 * g * g + 1e-4), rtol=1e-5)
+    assert opt.param_groups[0]["weight_decay"] == 0.5
+
+
+def test_where_with_python_numbers_is_float32():
+    cond = flow.Tensor(np.array([1, 0, 1]), dtype=flow.int32)
+    out = flow.where(cond, 0.5, 2)
+    assert out.dtype == flow.float32 and out.numpy().tolist() == [0.5, 2.0, 0.5]
+    x = flow.Tensor(np.array([1.0, 2.0, 3.0], np.float32))
+    assert flow.where(cond, x, -1.0).numpy().tolist() == [1.0, -1.0, 3.0]
+
+
+def test_tensor_methods_in_v04_forms():
+    x = flow.Tensor(np.array([[1.0, 2.0]], np.float32))
+    np.testing.assert_array_equal(x.repeat(sizes=(2, 2)).numpy(), np.tile([[1.0, 2.0]], (2, 2)))
+    np.testing.assert_array_equal(x.repeat(2, 1).numpy(), np.tile([[1.0, 2.0]], (2, 1)))
+    with pytest.raises(TypeError, match="repeat\(\) got multiple values for argument 'sizes'"):
+        x.repeat(2, sizes=(1, 1))
+    x.zeros_()
+    assert x.numpy().tolist() == [[0.0, 0.0]]
 
 
 def test_cosine_scheduler():

@@ -57,6 +57,17 @@ def equal(input, other):  # noqa: A002
     return F.eq(input, other)
 
 
+def where(condition, x, y):
+    """where.py@v0.4.0: a Python number for `x` or `y` is a float32 tensor (whatever the condition's dtype), on
+    the condition's device; tensors keep theirs."""
+    from oneflow_compat.ir import dtypes
+    if not isinstance(x, Tensor):
+        x = creation.full_like(condition, float(x), dtype=dtypes.float32)
+    if not isinstance(y, Tensor):
+        y = creation.full_like(condition, float(y), dtype=dtypes.float32)
+    return F.where(condition, x, y)
+
+
 def arange(start=0, end=None, step=1, dtype=None, device="cpu", requires_grad=False):
     """arange.py@v0.4.0: int64 unless a dtype is given, on `device` ("cpu" by default)."""
     from oneflow_compat.ir import dtypes
@@ -144,7 +155,7 @@ FUNCTIONS = {
     "sigmoid": F.sigmoid, "sin": F.sin, "slice": nd_functions.slice, "slice_update": slice_update,
     "softmax": F.softmax, "sqrt": F.sqrt, "square": F.square, "squeeze": F.squeeze, "std": std, "sub": F.sub,
     "sum": sum, "tanh": F.tanh, "tensor_buffer_to_list_of_tensors": tensor_buffer_to_list_of_tensors,
-    "transpose": F.transpose, "unsqueeze": F.unsqueeze, "var": var, "where": F.where, "zeros": creation.zeros,
+    "transpose": F.transpose, "unsqueeze": F.unsqueeze, "var": var, "where": where, "zeros": creation.zeros,
     "zeros_like": creation.zeros_like,
     # untagged v0.4.0 exports that the global API spells differently or lacks at the top
     "to": to, "enable_eager_execution": enable_eager_execution, "eager_execution_enabled": eager_execution_enabled,
@@ -235,16 +246,20 @@ def _v04_optimizer(base, v04_name):
                 raise AssertionError("Invalid scale factor: %s" % (scale,))
             self.scale = float(scale)
             super().__init__(parameters, *args, **kwargs)
+            for group in self.param_groups:  # a group's own "scale" (v0.4.0's param-group option) or the default
+                group.setdefault("scale", self.scale)
+                if not group["scale"] >= 0.0:
+                    raise AssertionError("Invalid scale factor: %s" % (group["scale"],))
 
         def step(self, closure=None):
-            if self.scale == 1.0:
+            if all(group["scale"] == 1.0 for group in self.param_groups):
                 return super().step(closure)
             saved = []
             for group in self.param_groups:
                 for p in group["params"]:
-                    if p.grad is not None:
+                    if p.grad is not None and group["scale"] != 1.0:
                         saved.append((p, p.grad))
-                        p.grad = p.grad * self.scale
+                        p.grad = p.grad * group["scale"]
             try:
                 return super().step(closure)
             finally:
@@ -257,7 +272,45 @@ def _v04_optimizer(base, v04_name):
     return V04Optimizer
 
 
-OPTIM = {name: _v04_optimizer(getattr(_optim, name), name) for name in ("SGD", "Adam", "AdamW", "RMSprop")}
+OPTIM = {name: _v04_optimizer(getattr(_optim, name), name) for name in ("SGD", "RMSprop")}
+
+
+class RMSprop(OPTIM["RMSprop"]):
+    """rmsprop.py@v0.4.0 hands `weight_decay` to the `rmsprop_update` op, whose update never reads it
+    (RmsPropUpdateFunctor in user/kernels/model_update_kernel_util.h@v0.4.0 regularizes with l1 = l2 = 0 only):
+    the option is kept in the group, and the update runs without it, as v0.4.0's did."""
+
+    def step(self, closure=None):
+        kept = [group["weight_decay"] for group in self.param_groups]
+        for group in self.param_groups:
+            group["weight_decay"] = 0.0
+        try:
+            return super().step(closure)
+        finally:
+            for group, wd in zip(self.param_groups, kept):
+                group["weight_decay"] = wd
+
+
+OPTIM["RMSprop"] = RMSprop
+
+
+def _without_bias_correction(base, v04_name):
+    """adam.py/adamw.py@v0.4.0 run the `adam_update` op without bias correction (m and v as they are: its kernel
+    had no `do_bias_correction` then); the global API's Adam corrects by default."""
+    scaled = _v04_optimizer(base, v04_name)
+
+    class V04Adam(scaled):
+        def __init__(self, parameters=None, lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0, amsgrad=False,
+                     scale=1.0, params=None):
+            super().__init__(parameters, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                             scale=scale, params=params, do_bias_correction=False)
+
+    V04Adam.__name__ = V04Adam.__qualname__ = v04_name
+    V04Adam.__doc__ = scaled.__doc__ + " Without bias correction, as v0.4.0's adam_update."
+    return V04Adam
+
+
+OPTIM.update({name: _without_bias_correction(getattr(_optim, name), name) for name in ("Adam", "AdamW")})
 
 
 class CosineScheduler(_optim.lr_scheduler.CosineDecayLR):

@@ -280,8 +280,10 @@ _METHODS.update({
 })
 install()
 
-# --- experimental-v04: Tensor.gather takes v0.4.0's order (index, dim=0) too (oneflow.experimental's programs)
-from oneflow_compat._global import tensor_gather_v04 as _tensor_gather_v04  # noqa: E402
+# --- experimental-v04: v0.4.0's Tensor methods beside 0.9's (oneflow.experimental's programs): gather(index, dim=0),
+# repeat(sizes=...), zeros_()
+from oneflow_compat._global import tensor_methods_v04 as _tensor_methods_v04  # noqa: E402
 
-_METHODS["gather"] = _tensor_gather_v04.gather
+_METHODS.update({"gather": _tensor_methods_v04.gather, "repeat": _tensor_methods_v04.repeat,
+                 "zeros_": _tensor_methods_v04.zeros_})
 install()
