@@ -287,7 +287,7 @@ def test_tensor_methods_in_v04_forms():
     x = flow.Tensor(np.array([[1.0, 2.0]], np.float32))
     np.testing.assert_array_equal(x.repeat(sizes=(2, 2)).numpy(), np.tile([[1.0, 2.0]], (2, 2)))
     np.testing.assert_array_equal(x.repeat(2, 1).numpy(), np.tile([[1.0, 2.0]], (2, 1)))
-    with pytest.raises(TypeError, match="repeat\(\) got multiple values for argument 'sizes'"):
+    with pytest.raises(TypeError, match=r"repeat\(\) got multiple values for argument 'sizes'"):
         x.repeat(2, sizes=(1, 1))
     x.zeros_()
     assert x.numpy().tolist() == [[0.0, 0.0]]
