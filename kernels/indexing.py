@@ -120,10 +120,45 @@ def embedding(xp, weight, indices, *, padding_idx=-1, offset=0):
     return gather(xp, weight, indices, axis=0, offset=offset)
 
 
-def embedding_grad(xp, dy, indices, like, *, padding_idx=-1, offset=0):
-    """d weight of `embedding`: dy's rows summed into their rows, the padding row's left 0."""
+def embedding_grad(xp, dy, indices, like, *, padding_idx=-1, offset=0, scale_grad_by_freq=False):
+    """d weight of `embedding`: dy's rows summed into their rows, the padding row's left 0; with
+    `scale_grad_by_freq` each row's sum divided by how often its index occurs in `indices` (OneFlow 0.9
+    user/kernels/embedding_kernel_util.cpp: the count over every index, the padding index's included; `indices` is
+    then whole on every device, the op's signatures see to it)."""
     out = gather_grad(xp, dy, indices, like, axis=0, offset=offset)
     local = padding_idx - offset
     if padding_idx >= 0 and 0 <= local < out.shape[0]:
         out[local] = 0
+    if scale_grad_by_freq and indices.size:
+        rows = indices.reshape(-1).astype(xp.int64) - offset
+        rows = rows[(rows >= 0) & (rows < out.shape[0])]
+        freq = xp.bincount(rows, minlength=out.shape[0])[:out.shape[0]]
+        shape = (out.shape[0],) + (1,) * (out.ndim - 1)
+        out /= xp.maximum(freq, 1).astype(out.dtype).reshape(shape)
     return out
+
+
+def embedding_renorm(xp, weight, indices, *, max_norm, norm_type, num_embeddings, offset=0):
+    """In place: each row of `weight` that `indices` looks up whose norm_type-norm exceeds max_norm is scaled by
+    max_norm / (norm + 1e-7) (OneFlow 0.9 user/kernels/embedding_kernel_util.cpp EmbeddingReNormFunctor: the norm
+    accumulated in double; each row once however often it is looked up). `offset`: the first row of this piece
+    when the rows are split; `num_embeddings` the whole weight's rows (an index outside them is refused before any
+    row is written)."""
+    n = weight.shape[0]
+    rows = xp.unique(indices.reshape(-1).astype(xp.int64))
+    if rows.size and (int(rows[0]) < 0 or int(rows[-1]) >= num_embeddings):  # (checked before any row is written)
+        bad = int(rows[0]) if int(rows[0]) < 0 else int(rows[-1])
+        raise IndexError("embedding_renorm: index %d is out of range for %d embeddings" % (bad, num_embeddings))
+    rows = rows - offset
+    rows = rows[(rows >= 0) & (rows < n)]
+    if rows.size == 0:
+        return
+    w = weight[rows].astype(xp.float64)
+    if norm_type == float("inf"):
+        norms = xp.max(xp.abs(w), axis=1)
+    else:
+        norms = xp.sum(xp.abs(w) ** norm_type, axis=1) ** (1.0 / norm_type)
+    over = norms > max_norm
+    if bool(over.any()):
+        scale = max_norm / (norms[over] + 1e-7)
+        weight[rows[over]] = (w[over] * scale.reshape(-1, 1)).astype(weight.dtype)

@@ -1,4 +1,4 @@
-"""Resampling and padding of the spatial axes: nearest / linear interpolation of 1, 2 or 3 spatial axes
+"""Resampling and padding of the spatial axes: nearest / linear / cubic interpolation of 1, 2 or 3 spatial axes
 (`upsample`, channels first) and reflection / replication padding, each with its adjoint (the gradient).
 
 Interpolation is separable: one axis at a time, each output index reading one input index (nearest) or two with a
@@ -33,6 +33,31 @@ def _linear_table(xp, n, m, scale, align_corners, dtype):
     return xp.asarray(lo), xp.asarray(hi), xp.asarray(lam.astype(dtype))
 
 
+def _cubic_table(xp, n, m, scale, align_corners, dtype):
+    """Bicubic's four source indices (floor(src) - 1 .. + 2, clamped to [0, n - 1]) and weights per output index:
+    OneFlow 0.9 user/kernels/upsample_kernel.h (GetAreaPixel with cubic=True: no clamp of the source at 0;
+    get_cubic_upsample_coefficients, A = -0.75); n == m copies (upsample_bicubic_2d_kernel.cpp)."""
+    i = numpy.arange(m, dtype=numpy.float64)
+    if n == m:
+        src = i
+    elif align_corners:
+        src = i * ((n - 1) / (m - 1)) if m > 1 else numpy.zeros(m)
+    else:
+        src = (i + 0.5) * scale - 0.5
+    lo = numpy.floor(src).astype(numpy.int64)
+    t = src - lo
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    return [(xp.asarray(numpy.clip(lo + k - 1, 0, n - 1)), xp.asarray(w.astype(dtype))) for k, w in enumerate(weights)]
+
+
 def _shape(lam, ndim, axis):
     return lam.reshape((1,) * axis + (-1,) + (1,) * (ndim - axis - 1))
 
@@ -51,6 +76,9 @@ def upsample(xp, x, *, output_size, mode="nearest", align_corners=False, scales=
         axis, n, m = 2 + k, x.shape[2 + k], output_size[k]
         if mode == "nearest":
             y = xp.take(y, _nearest_index(xp, n, m, steps[k], half_pixel), axis=axis)
+        elif mode == "cubic":
+            taps = _cubic_table(xp, n, m, steps[k], align_corners, numpy.dtype(x.dtype))
+            y = sum(xp.take(y, index, axis=axis) * _shape(w, y.ndim, axis) for index, w in taps)
         else:
             lo, hi, lam = _linear_table(xp, n, m, steps[k], align_corners, numpy.dtype(x.dtype))
             a, b = xp.take(y, lo, axis=axis), xp.take(y, hi, axis=axis)
@@ -77,6 +105,9 @@ def upsample_grad(xp, dy, *, input_shape, output_size, mode="nearest", align_cor
         axis, n, m = 2 + k, in_sizes[k], output_size[k]
         if mode == "nearest":
             g = _scatter_axis(xp, g, _nearest_index(xp, n, m, steps[k], half_pixel), n, axis)
+        elif mode == "cubic":
+            taps = _cubic_table(xp, n, m, steps[k], align_corners, numpy.dtype(dy.dtype))
+            g = sum(_scatter_axis(xp, g, index, n, axis, w) for index, w in taps)
         else:
             lo, hi, lam = _linear_table(xp, n, m, steps[k], align_corners, numpy.dtype(dy.dtype))
             g = _scatter_axis(xp, g, lo, n, axis, 1 - lam) + _scatter_axis(xp, g, hi, n, axis, lam)

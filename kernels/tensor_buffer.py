@@ -163,15 +163,17 @@ def object_segmentation_polygon_to_mask(xp, poly, poly_index, image_size):
 
 # --- tensors <-> tensor buffers ------------------------------------------------------------------------------------
 def tensor_buffer_to_tensor(xp, x, *, np_dtype, instance_shape):
-    """(n,) + instance_shape: each buffer's array, which must have instance_shape, as one tensor."""
+    """x.shape + instance_shape: each buffer's array, which must have instance_shape, as one tensor (a buffer of
+    any rank: OneFlow's op appends instance_shape to the buffer's whole shape)."""
     shape = tuple(instance_shape)
-    out = numpy.zeros((len(x),) + shape, dtype=np_dtype)
-    for i, item in enumerate(x):
+    flat = numpy.asarray(x, dtype=object).reshape(-1)
+    out = numpy.zeros((len(flat),) + shape, dtype=np_dtype)
+    for i, item in enumerate(flat):
         if tuple(item.shape) != shape:
             raise ValueError("tensor_buffer_to_tensor: buffer %d holds shape %s, instance_shape is %s" % (
                 i, tuple(item.shape), shape))
         out[i] = item
-    return xp.asarray(out)
+    return xp.asarray(out.reshape(tuple(numpy.shape(x)) + shape))
 
 
 def tensor_to_tensor_buffer(xp, x, *, instance_dims):
@@ -234,3 +236,24 @@ def tensor_list_split(xp, x, *, n):
                              "dimension of 1" % (i, t.shape))
         out.append(xp.asarray(t[0]))
     return tuple(out)
+
+
+# --- api-misc1: tensor_buffer_to_list_of_tensors_v2 (OneFlow v0.9.0 oneflow/user/kernels/tensor_buffer_kernels.cpp)
+def tensor_buffer_to_list_of_tensors(xp, x, *, out_shapes, np_dtypes, dynamic_out):
+    """One array per buffer of x (row-major order): buffer i as out_shapes[i] of np_dtypes[i]. Each buffer's dtype
+    must be its output's; its element count must equal the output's (dynamic_out: at most, and the output takes the
+    buffer's own shape)."""
+    items = numpy.asarray(x, dtype=object).reshape(-1)
+    outs = []
+    for i, item in enumerate(items):
+        item = numpy.asarray(item)
+        shape, dtype = tuple(out_shapes[i]), numpy.dtype(np_dtypes[i])
+        if item.dtype != dtype:
+            raise ValueError("tensor_buffer_to_list_of_tensors: buffer %d holds %s, out_dtypes[%d] is %s"
+                             % (i, item.dtype, i, dtype))
+        count = int(numpy.prod(shape, dtype=numpy.int64))
+        if (item.size > count) if dynamic_out else (item.size != count):
+            raise ValueError("tensor_buffer_to_list_of_tensors: buffer %d holds %d elements %s, out_shapes[%d] %s "
+                             "holds %d" % (i, item.size, tuple(item.shape), i, shape, count))
+        outs.append(xp.asarray(numpy.ascontiguousarray(item if dynamic_out else item.reshape(shape))))
+    return tuple(outs)

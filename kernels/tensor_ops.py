@@ -121,3 +121,53 @@ def erfinv(xp, x):
 def erfinv_grad(xp, dy, y):
     """d erfinv(x) / dx = sqrt(pi) / 2 * exp(erfinv(x)^2), from the forward output y."""
     return dy * (xp.sqrt(xp.pi) / 2 * xp.exp(y * y)).astype(dy.dtype)
+
+
+# --- api-gaps: scatter(..., reduce='multiply') (OneFlow 0.9's dim_scatter_mul, user_op dim_scatter_ops.cpp) --------
+def _flat_positions(xp, pos, index, shape):
+    return xp.ravel_multi_index(tuple(xp.broadcast_to(p, index.shape).ravel() for p in pos), shape)
+
+
+def _multiply_at(xp, out, flat, values):
+    """out.flat[flat[i]] *= values[i] for every i, repeated positions multiplying in turn: ufunc.at where the
+    module has it (numpy), else one fancy write per repeat level (a level's positions are distinct)."""
+    view = out.reshape(-1)
+    if hasattr(xp.multiply, "at"):
+        xp.multiply.at(view, flat, values)
+        return
+    order = xp.argsort(flat)  # pragma: no cover - CuPy
+    flat, values = flat[order], values[order]
+    rank = xp.arange(flat.size) - xp.searchsorted(flat, flat, side="left")  # the repeat's number at its spot
+    for k in range(int(rank.max()) + 1 if rank.size else 0):
+        sel = rank == k
+        view[flat[sel]] *= values[sel]
+
+
+def dim_scatter_mul(xp, x, index, src, *, dim):
+    """A copy of x with out[..., index[i], ...] *= src[i] along `dim`, repeated indices multiplying in turn."""
+    out = x.copy()
+    pos = _scatter_positions(xp, index, dim, x.shape[dim])
+    _multiply_at(xp, out, _flat_positions(xp, pos, index, x.shape), _src_part(src, index).ravel())
+    return out
+
+
+def dim_scatter_mul_src_grad(xp, dy, index, x, src, *, dim):
+    """d src of dim_scatter_mul: for each src entry i written at position p, dy[p] times x[p] times the product of
+    the other src entries written at p (no division by a zero entry: the product of the non-zero entries and the
+    count of zeros per position); zeros where src was not read."""
+    pos = _scatter_positions(xp, index, dim, x.shape[dim])
+    flat = _flat_positions(xp, pos, index, x.shape)
+    v = _src_part(src, index).ravel()
+    is_zero = v == 0
+    nonzero = xp.where(is_zero, xp.ones((), dtype=v.dtype), v)
+    prod = xp.ones(x.shape, dtype=v.dtype)
+    _multiply_at(xp, prod, flat, nonzero)
+    zeros = xp.ones(x.shape, dtype=v.dtype)  # 2 ** (zeros at the position): counted by the same products
+    _multiply_at(xp, zeros, flat, xp.where(is_zero, xp.asarray(2.0, dtype=v.dtype), xp.ones((), dtype=v.dtype)))
+    others_zero = zeros.reshape(-1)[flat] / xp.where(is_zero, xp.asarray(2.0, dtype=v.dtype),
+                                                     xp.ones((), dtype=v.dtype)) > 1.5
+    others = xp.where(others_zero, xp.zeros((), dtype=v.dtype), prod.reshape(-1)[flat] / nonzero)
+    g = (dy.reshape(-1)[flat] * x.reshape(-1)[flat] * others).reshape(index.shape)
+    out = xp.zeros(src.shape, dtype=dy.dtype)
+    out[tuple(slice(0, k) for k in index.shape)] = g
+    return out

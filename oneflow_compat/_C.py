@@ -161,6 +161,25 @@ def deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w, pad_h, 
 # api-nn: RMS norms and batch norm + addend + relu (functional_api.yaml v0.9.0)
 from oneflow_compat._global.nn_norms_extra import (  # noqa: F401,E402
     normalization_add_relu, rms_layer_norm, rms_norm)
+# api-misc1: the functional names of OneFlow 0.9's __init__ extras (functional_api.yaml v0.9.0; finfo / iinfo are
+# bound on oneflow._C too: python/oneflow/__init__.py imports them from there)
+from oneflow_compat._global.functional import clamp as clip  # noqa: F401,E402
+from oneflow_compat._global.inplace_functions import (  # noqa: F401,E402
+    clamp_, clamp_max_, clamp_min_, clip_, contiguous, div_, erfinv_, masked_fill_)
+from oneflow_compat._global.tensor_functions import erfinv  # noqa: F401,E402
+from oneflow_compat._global.type_info import finfo, iinfo  # noqa: F401,E402
+from oneflow_compat._global.logaddexp import logaddexp  # noqa: F401,E402
+from oneflow_compat._global.stft import stft  # noqa: F401,E402
+from oneflow_compat._global.roi_align import roi_align  # noqa: F401,E402
+from oneflow_compat._global.nn_init import eye_  # noqa: F401,E402
+
+
+def quantile(x, q, dim, keepdim=False, interpolation="linear", out=None):
+    """`_C.quantile(x, q, dim, keepdim, interpolation, out)`: functional_api.yaml's positional form."""
+    from oneflow_compat._global.quantile import quantile as _quantile
+
+    return _quantile(x, q, dim, keepdim, interpolation=interpolation, out=out)
+
 # --- api-shape team (OneFlow 0.9's API reference): the functional names functional_api.yaml (v0.9.0) binds to Python
 # for the shape / indexing / product / linalg functions (`nms` here is OneFlow's _C.nms: the mask of sorted boxes;
 # `norm` here is OneFlow's _C.norm, the linalg one)
@@ -188,3 +207,86 @@ def broadcast_shapes(shapes):
     """`_C.broadcast_shapes(shapes)`: one list of shapes (functional_api.yaml `Shape (ShapeList shapes)`), where
     `flow.broadcast_shapes(*shapes)` takes them one by one."""
     return _shape_extra.broadcast_shapes(*shapes)
+# api-misc2: the fused MLP functionals and the local all-reduce (functional_api.yaml v0.9.0, bind_python: True)
+from oneflow_compat._global.nn_fused_mlp import (  # noqa: F401,E402
+    fused_matmul_bias_add_relu_dropout, fused_mlp)
+from oneflow_compat._global.nn_model_parallel import local_all_reduce  # noqa: F401,E402
+
+
+# --- api-gaps team: the functional forms (functional_api.yaml, v0.9.0) of embedding with scale_grad_by_freq and
+# embedding_renorm_, upsample_bicubic_2d, grid_sample / affine_grid (2-D and 3-D), scatter with reduce
+def embedding(weight, indices, padding_idx=None, scale_grad_by_freq=False):
+    from oneflow_compat._global import nn_misc
+
+    return nn_misc.embedding(indices, weight, padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def embedding_renorm_(weight, indices, max_norm, norm_type):
+    from oneflow_compat._global import nn_misc
+
+    return nn_misc.embedding_renorm_(weight, indices, max_norm, norm_type)
+
+
+def upsample_bicubic_2d(x, height_scale=0.0, width_scale=0.0, align_corners=False, output_size=None,
+                        data_format="channels_first"):
+    """OneFlow 0.9's UpsampleBicubic2D: the output size given, or floor(size * scale) with the scales as the
+    source steps (1 / scale)."""
+    from oneflow_compat._global.dispatch import apply_op
+
+    if data_format != "channels_first":
+        raise RuntimeError("upsample_bicubic_2d: data_format must be 'channels_first', got %r" % (data_format,))
+    if x.ndim != 4:
+        raise RuntimeError("upsample_bicubic_2d: input must be 4-D (N, C, H, W), got %d dims" % x.ndim)
+    if output_size is not None:
+        out, scales = tuple(int(v) for v in output_size), None
+    else:
+        if height_scale <= 0 or width_scale <= 0:
+            raise RuntimeError("upsample_bicubic_2d: output_size or positive height_scale and width_scale are needed")
+        out = (int(x.shape[2] * height_scale), int(x.shape[3] * width_scale))
+        scales = (float(height_scale), float(width_scale))
+    return apply_op("upsample", [x], {"output_size": out, "mode": "cubic", "align_corners": bool(align_corners),
+                                      "scales": scales, "half_pixel": False})
+
+
+def grid_sample(input, grid, *, interpolation_mode, padding_mode, align_corners):  # noqa: A002
+    from oneflow_compat._global import nn_sampling
+
+    return nn_sampling.grid_sample(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def affine_grid(theta, *, size, align_corners):
+    from oneflow_compat._global import nn_sampling
+
+    return nn_sampling.affine_grid(theta, size, align_corners)
+
+
+def scatter(input, dim, index, src, *, reduce=None, inplace=False):  # noqa: A002
+    if inplace:  # Tensor.scatter_ (the tensor takes the result, recorded for autograd)
+        return input.scatter_(dim, index, src, reduce=reduce)
+    return _T.scatter(input, dim, index, src, reduce=reduce)
+
+# api-math: OneFlow 0.9's functional forms of the elementwise / reduction / attribute names of oneflow.rst and
+# tensor.rst (functional_api.yaml @ v0.9.0: names and keywords as there)
+from oneflow_compat._global.elementwise_extra import (  # noqa: F401,E402
+    addcdiv, addcmul, clamp_max, clamp_min, isclose, log10, logical_xor, trunc)
+from oneflow_compat._global.math_methods import (  # noqa: F401,E402
+    addcdiv_, addcmul_, bernoulli_, clamp_max_, clamp_min_, floor_, sin_)
+from oneflow_compat._global.reductions_extra import hann_window, median  # noqa: F401,E402
+from oneflow_compat._global.reductions_extra import nansum as reduce_nansum  # noqa: F401,E402
+from oneflow_compat._global.nn_activations import mish, softplus  # noqa: F401,E402
+from oneflow_compat._global.nn_activations import gelu as gelu_with_approximate  # noqa: F401,E402
+from oneflow_compat._global.elementwise_extra import equal  # noqa: F401,E402
+from oneflow_compat._global.tensor_attributes_extra import pin_memory  # noqa: F401,E402
+from oneflow_compat._global.tensor_functions import acos, acosh, asin, asinh, atan, atanh  # noqa: F401,E402
+from oneflow_compat._global.functional import negative  # noqa: F401,E402
+
+
+def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, for_norm=False):  # noqa: A002
+    """OneFlow 0.9's `_C.norm` (functional_api.yaml `Norm`): the linalg norm, or with `for_norm=True` (what
+    `flow.norm` / `Tensor.norm` pass when ord is no string and dim is None) flow.norm's reading of an integer ord
+    of magnitude >= 2 as the entrywise norm (`_global/norm_forms.py`)."""
+    from oneflow_compat._global import norm_forms, products_extra
+
+    if for_norm and not isinstance(ord, str) and dim is None:
+        return norm_forms.norm(input, ord, None, keepdim, dtype)
+    return products_extra.norm(input, ord, dim, keepdim, dtype)

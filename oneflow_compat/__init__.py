@@ -167,6 +167,20 @@ for _name in ("tensor_to_tensor_buffer", "tensor_buffer_to_tensor"):
 del _name
 
 
+# --- api-misc1 (names OneFlow 0.9's python/oneflow/__init__.py exports beyond the reference pages; v0.9.0) -----------
+# (none of these is a legacy v0.4 top-level name)
+from oneflow_compat.ops import roi_align_ops  # noqa: E402,F401  (registers roi_align / roi_align_grad)
+from oneflow_compat._global.inplace_functions import (  # noqa: E402,F401
+    clamp_, clamp_max_, clamp_min_, clip_, contiguous, div_, erfinv_, masked_fill_, to_global, to_local, zero_)
+from oneflow_compat._global.type_info import finfo, iinfo  # noqa: E402,F401
+from oneflow_compat._global.logaddexp import logaddexp  # noqa: E402,F401
+from oneflow_compat._global.quantile import quantile  # noqa: E402,F401
+from oneflow_compat._global.nn_activations_extra import softshrink, threshold  # noqa: E402,F401 (nn.functional's)
+from oneflow_compat._global.stft import stft  # noqa: E402,F401
+from oneflow_compat._global.creation_new import new_empty, new_full, new_zeros  # noqa: E402,F401
+from oneflow_compat._global.roi_align import roi_align  # noqa: E402,F401
+from oneflow_compat._global.tensor_buffer_list import tensor_buffer_to_list_of_tensors  # noqa: E402,F401
+
 # --- api-shape team (OneFlow 0.9's API reference, oneflow.rst): shape, joining, indexing, products ---------------------
 # (none of these names is a legacy v0.4 top-level name; flow.diag / flow.in_top_k for Tensors: nd_functions, above)
 from oneflow_compat._global.shape_extra import (  # noqa: E402,F401
@@ -189,3 +203,27 @@ _Tensor.diag, _Tensor.in_top_k = _nd_functions.diag, _nd_functions.in_top_k
 from oneflow_compat._global.env_placement import all_device_placement as _all_device_placement  # noqa: E402
 
 env.all_device_placement = _all_device_placement
+# api-misc2: flow.distributed_partial_fc_sample on tensors (OneFlow 0.9's deprecated form of
+# nn.DistributedPariticalFCSample; the legacy function of blobs otherwise), flow.asyncs (OneFlow 0.9's worker-thread
+# context), flow.autograd.graph (saved_tensors_hooks)
+from oneflow_compat._global import nn_model_parallel as _nn_model_parallel  # noqa: E402
+
+distributed_partial_fc_sample = _modern_or_legacy(  # noqa: F811
+    "distributed_partial_fc_sample", _nn_model_parallel.distributed_partial_fc_sample)
+from oneflow_compat import asyncs  # noqa: E402,F401
+from oneflow_compat._global import autograd_graph as _autograd_graph  # noqa: E402
+
+autograd.graph = _autograd_graph
+import sys as _sys  # noqa: E402
+
+_sys.modules.setdefault(__name__ + ".autograd.graph", _autograd_graph)  # `import oneflow.autograd.graph`
+from oneflow_compat.ops import raw_reader_ops  # noqa: F401,E402 (api-misc2: registers nn.RawReader's op)
+
+# --- api-gaps team: OneFlow 0.9's full flow.norm (matrix norms too, on the linalg norms), flow.where(condition) alone
+# (nonzero as a tuple), einsum with '...' and diagonals (tensor_functions.einsum, already bound above)
+from oneflow_compat._global import norm_forms as _norm_forms  # noqa: E402
+from oneflow_compat._global import where_forms as _where_forms  # noqa: E402
+from oneflow_compat._global import shared_names as _shared_names  # noqa: E402
+
+norm = _modern_or_legacy("norm", _norm_forms.norm)
+where = _shared_names.on_tensors(_shared_names.where.legacy, _where_forms.where)

@@ -211,7 +211,8 @@ def test_randn_like_randint_like_new_ones():
     gr = flow.randn_like(g)
     assert gr.is_global and gr.placement == P0 and gr.sbp == (S0,) and tuple(gr.shape) == (4, 2)
     go = flow.new_ones(g, (3,))
-    assert go.is_global and go.sbp == (B,) and go.numpy().tolist() == [1.0, 1.0, 1.0]
+    # (x's sbp, as new_zeros / new_full: _handle_meta_args; one helper, creation_new.new_constant)
+    assert go.is_global and go.sbp == (S0,) and go.numpy().tolist() == [1.0, 1.0, 1.0]
     with pytest.raises(TypeError, match="randn_like\\(\\): dtype must be floating, got int64"):
         flow.randn_like(x, dtype=flow.int64)
 

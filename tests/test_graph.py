@@ -362,8 +362,10 @@ def test_print_debug_and_explain_show_modules_stages_and_plan(capsys):
     graph.debug(0)
     text = repr(graph)
     assert text.startswith("(GRAPH:%s:Staged): (\n  (CONFIG:config:GraphConfig(training=True, ))" % graph.name)
-    assert "(MODULE:model.0:Linear(), stage_id=0): (" in text
-    assert ('(MODULE:model.2:Linear(), stage_id=1, placement=oneflow.placement(type="cpu", ranks=[0])): (' in text)
+    assert "(MODULE:model.0:Linear(in_features=3, out_features=4, bias=True)): (" in text  # OneFlow 0.9 proxy.py
+    assert "  (GraphModule:model.0(stage_id=0, )): ()" in text
+    assert "(MODULE:model.2:Linear(in_features=4, out_features=2, bias=True)): (" in text
+    assert "  (GraphModule:model.2(stage_id=1, )): ()" in text  # (0.9 prints no stage placement)
     assert ('(PARAMETER:model.0.weight:tensor(..., placement=oneflow.placement(type="cpu", ranks=[0]), '
             'sbp=(oneflow.sbp.broadcast,), size=(4, 3), dtype=oneflow.float32, requires_grad=True)): ()') in text
     assert graph.model[2].to(nn.graph.GraphModule).stage_id == 1

@@ -84,7 +84,8 @@ def test_every_legacy_name_of_oneflow_is_in_single_client():
     import oneflow_compat.compatible.single_client as sc
 
     # modern or project tools
-    internal_modules = {"amp", "autograd", "backends", "distributions", "mock_torch", "cuda", "sbp", "explain", "custom_ops", "compatible", "jit", "version", "hub"}
+    internal_modules = {"amp", "autograd", "backends", "distributions", "mock_torch", "cuda", "sbp", "explain", "custom_ops", "compatible", "jit", "version", "hub",
+                        "asyncs"}  # (api-misc2: OneFlow 0.9 modern-only module)
     for name in dir(flow):
         value = getattr(flow, name)
         if name.startswith("_") or hasattr(sc, name):

@@ -87,7 +87,15 @@ class ModuleDict(Module):
 def _parameter_line(key, p):
     size = "x".join(str(d) for d in p.size())
     device = " (GPU 0)" if p.is_cuda else ""
-    return "  (%s): Parameter containing: [%s of size %s%s]" % (key, type(p), size, device)
+    return "  (%s): Parameter containing: [%s of size %s%s]" % (key, _public_class(type(p)), size, device)
+
+
+def _public_class(cls):
+    """A class as OneFlow prints it: nn.Parameter under its public name, `<class 'oneflow.nn.Parameter'>` (the
+    implementation's own module path otherwise shows; a user's subclass prints as Python prints it)."""
+    from oneflow_compat._global.modules import Parameter
+
+    return "<class 'oneflow.nn.Parameter'>" if cls is Parameter else str(cls)
 
 
 class ParameterList(Module):

@@ -10,7 +10,7 @@ one).
 """
 from oneflow_compat.ir import dtypes
 from oneflow_compat._global import creation
-from oneflow_compat._global.size import Size
+from oneflow_compat._global.creation_new import new_constant
 from oneflow_compat._global.tensor import Tensor, as_dtype
 
 
@@ -59,17 +59,7 @@ def randint_like(input, *args, low=None, high=None, dtype=None, generator=None, 
 
 
 def new_ones(x, size=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
-    """Ones of `size` (x's shape when None) with x's dtype and device (a global x: its placement, broadcast)
-    unless given, as OneFlow 0.9's `flow.new_ones(x, ...)`."""
-    if not isinstance(x, Tensor):
-        raise TypeError("new_ones(): x must be a Tensor, got %s" % type(x).__name__)
-    shape = tuple(x.shape) if size is None else ((size,) if isinstance(size, int) else tuple(Size(size)))
-    dt = as_dtype(dtype) or x.dtype
-    if placement is None and device is None and x.is_global:
-        from oneflow_compat import sbp as flow_sbp
-
-        placement, sbp = x.placement, sbp or [flow_sbp.broadcast] * len(x.sbp)
-    if placement is None:
-        device = device if device is not None else x._device
-    return creation.full(shape, 1, dtype=dt, device=device, placement=placement, sbp=sbp,
-                         requires_grad=requires_grad)
+    """Ones of `size` (x's shape when None) with x's dtype and layout unless given, as OneFlow 0.9's
+    `flow.new_ones(x, ...)`: the helper of new_zeros / new_full / new_empty (`creation_new.new_constant`), so a
+    global x lends its placement and its sbp (nn/modules/constant.py `_handle_meta_args`)."""
+    return new_constant(x, size, 1, dtype, device, placement, sbp, requires_grad, "new_ones")

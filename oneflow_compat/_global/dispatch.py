@@ -93,7 +93,18 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
         for k, t in enumerate(tensors):
             if t._value.meta.dtype.is_floating:
                 t.requires_grad_flag, t._node, t._out_index = True, node, k
+        if autograd.SAVED_TENSORS_HOOKS:
+            _pack_saved(node, inputs)
     return tensors
+
+
+def _pack_saved(node, inputs):
+    """saved_tensors_hooks (api-misc2): the node keeps pack(input) for each input tensor (what this implementation's
+    backward reads of the forward: its inputs); backward computes from what unpack returns. (The node's own
+    references stay: higher-order gradients rebuild the history from them, and host memory is what the hooks
+    would offload to.)"""
+    pack, unpack = autograd.SAVED_TENSORS_HOOKS[-1]
+    node.packed = ([(t._value.meta, pack(t)) for t in inputs], unpack)
 
 
 def oneflow_backward_name(op_type, values):

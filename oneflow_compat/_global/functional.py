@@ -135,8 +135,10 @@ def _floating(x):
 
 
 def div(input, other, rounding_mode=None):  # noqa: A002
-    if rounding_mode is not None:
-        raise NotImplementedError("div(): rounding_mode=%r is not supported" % (rounding_mode,))
+    if rounding_mode is not None:  # OneFlow 0.9's _C.div has no rounding_mode: its argument parser refuses it
+        raise TypeError("div(): received an invalid combination of arguments. The valid signatures are:"
+                        "\n\t*0: Tensor (Tensor input, Tensor other)\n\t*1: Tensor (Tensor input, Scalar other)"
+                        "\n\t*2: Tensor (Scalar input, Tensor other)")
     if isinstance(input, Tensor) and _is_number(other):
         return apply_op("scalar_mul", [_floating(input)], {"value": 1.0 / other})
     if isinstance(other, Tensor) and _is_number(input):
@@ -531,8 +533,9 @@ def stack(tensors, dim=0):
 
 
 def where(condition, input=None, other=None):  # noqa: A002
-    if input is None and other is None:
-        raise NotImplementedError("where(condition) (the indices of non-zero elements) is not supported")
+    if input is None or other is None:  # (oneflow.where(condition) alone: `_global/where_forms.py`)
+        raise TypeError("where(): input and other are both needed here, got input=%r, other=%r"
+                        % (type(input).__name__, type(other).__name__))
     like = next(v for v in (condition, input, other) if isinstance(v, Tensor))
     if not isinstance(input, Tensor):
         input = _const(input, like, _scalar_dtype(other, input) if isinstance(other, Tensor) else None)  # noqa: A001

@@ -30,6 +30,7 @@ take turns in one order on every rank.
 """
 import collections
 import time
+import warnings
 
 from oneflow_compat.ir.placement import Placement as IrPlacement
 from oneflow_compat.runtime import activity, agreement, context, global_eager
@@ -83,14 +84,18 @@ class GraphConfig:
         self._amp = bool(mode)
 
     def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024, shard_restore_level=1):
-        """ZeRO (OneFlow 0.9's arguments and checks): accepted and recorded, like the switches below. It changes
-        where optimizer states (and from stage 2 gradients, stage 3 parameters) live, not the numbers; here they
-        stay whole on every data-parallel rank, so memory is what it is without it."""
+        """ZeRO (OneFlow 0.9's arguments and checks): the optimizer states of a data-parallel (broadcast) parameter
+        are split S(0) over its ranks (stage 1), its gradient is reduce-scattered instead of all-reduced (stage 2)
+        and the parameter itself is stored split and gathered for the forward pass (stage 3); `passes/zero.py`
+        says how. The numbers do not change."""
         if not mode:
             self._switches.pop("enable_zero", None)
             return
         assert 1 <= stage <= 3, "ZeRO stage must range from 1 to 3."
         assert shard_min_size > 0, "ZeRO min size of a sharded optimizer state must > 0."
+        if shard_restore_level not in (0, 1, 2):
+            raise ValueError("enable_zero: shard_restore_level must be 0 (no restore), 1 (soft) or 2 (hard), got %r"
+                             % (shard_restore_level,))
         self._switches["enable_zero"] = {"stage": stage, "shard_min_size": shard_min_size,
                                          "shard_restore_level": shard_restore_level}
 
@@ -322,10 +327,16 @@ class Graph:
             if scaler is not None:
                 optimizers.loss_scale_policy = scaler._policy()
             self.__dict__["_graph_optimizers"] = trace.job.optimizer = optimizers
+            trace.job.zero = self.config._switches.get("enable_zero")  # passes/zero.py
         # a rank that never compiles leaves the others waiting in the plan check: the timeout names the graph
         auto = _graph_auto_parallel.auto_parallel_conf(self.config)
         if auto is not None and auto.enable:
             trace.job.auto_parallel = auto  # the SBP search of passes/auto_parallel.py runs as the job compiles
+            if trace.job.zero and auto.ignore_user_sbp_config:
+                # OneFlow 0.9's OptimizerPlacementOptimizationPass: the search would unpin ZeRO's layouts
+                warnings.warn("ZeRO optimization will be ignored when enabling AutoParallel to ignore user sbp "
+                              "configuration", stacklevel=3)
+                trace.job.zero = None
         with activity.operation("compiling nn.Graph '%s' (every rank must call it)" % self._name):
             compiled = CompiledGraph(trace, [_input_layout(t) for t in tensors], out_values, self._name,
                                      check_across_ranks=is_global)
@@ -333,6 +344,8 @@ class Graph:
         if summary is not None:
             for line in summary.lines():
                 self._log(0, shallow + " " + line)
+        if trace.job.zero:
+            self._take_zero_layouts(compiled)
         for name, tensor in trace.bindings.items():
             compiled.bind(name, _piece_getter(lambda t=tensor: t))
         if self._graph_optimizers is not None:
@@ -350,6 +363,20 @@ class Graph:
             shallow, len(compiled.job.ops), len(compiled.plan.steps), compiled.schedule))
         if self._debug >= 1:
             self._log(1, str(self.explain_report()))
+
+    def _take_zero_layouts(self, compiled):
+        """ZeRO: the eager tensors bound to variables whose SBP the compile changed (optimizer states, stage 3
+        parameters) take it, in place, as OneFlow 0.9's `NNGraph::InitRuntime` does (`set_data` with the variable
+        op's new SBP): their logical values stay, each rank keeps its piece."""
+        getters = self._graph_optimizers.state_getters() if self._graph_optimizers is not None else {}
+        for spec in compiled.variable_specs():
+            tensor = compiled.trace.bindings.get(spec.name)
+            if tensor is None and spec.name in getters:
+                tensor = getters[spec.name]()
+            if tensor is None or not tensor.is_global or tensor._value.sbp == spec.sbp:
+                continue
+            value = global_eager.transfer(tensor._value, spec.placement, spec.sbp)
+            tensor._set_value(value, None, None)
 
     def _default_placement(self, tensors):
         """(global graph?, where ops outside any tensor's placement go: the train step counter and the learning
@@ -472,6 +499,13 @@ class Graph:
         for name, value in self._to_load.items():
             target = getters[name]() if name in getters else states[name]
             state_values.copy_into(target, value)
+        if _TRAIN_STEP in self._to_load and self._graph_optimizers is not None:
+            # OneFlow 0.9's graph Adam reads its bias correction from the train step variable
+            # (job_rewriter/adam_optm.cpp: adam_bias_correction_factor of train_step); here it counts the
+            # optimizer's steps, so a loaded step count continues it as OneFlow's loaded train step does
+            step = int(states[_TRAIN_STEP].numpy().reshape(-1)[0])
+            for opt, _ in self._graph_optimizers.added:
+                opt._step_count = step
         self._to_load.clear()
 
     # --- showing -----------------------------------------------------------------------------------------------

@@ -148,9 +148,22 @@ class Block:
         for child in self._children.values():
             yield from child._blocks()
 
+    def _graph_module_line(self):
+        """OneFlow 0.9's GraphModule._shallow_repr (graph_block.py v0.9.0): `(GraphModule:NAME(stage_id=S, ` and
+        `activation_checkpointing=True, ` where set, then `))`."""
+        cfg = self._config
+        parts = ""
+        if cfg.stage_id is not None:
+            parts += "stage_id=%s, " % (cfg.stage_id,)
+        if cfg.activation_checkpointing:
+            parts += "activation_checkpointing=True, "
+        return "(GraphModule:%s(%s))" % (self._name, parts)
+
     def __repr__(self):
-        head = "(MODULE:%s:%s()%s)" % (self._name, type(self._module).__name__,
-                                       (", " + repr(self._config)) if repr(self._config) else "")
+        # OneFlow 0.9's ProxyModule.__repr__ (proxy.py v0.9.0): the head shows the module as its own first line
+        # prints (Module._shallow_repr: its name and extra_repr), the last line is its GraphModule, with the ops
+        # of the module's own scope once the graph is compiled
+        head = "(MODULE:%s:%s)" % (self._name, _shallow_repr(self._module))
         records = getattr(self._graph, "_op_records", None)
         inputs, outputs = records.module_io.get(self._name, ([], [])) if records is not None else ([], [])
         lines = list(inputs)
@@ -163,14 +176,22 @@ class Block:
         for child in self._children.values():
             lines.append(repr(child))
         lines.extend(outputs)
-        if getattr(self._graph, "_compiled", None) is not None:
-            # OneFlow 0.9's GraphModule line holds the ops created in this module's own scope
-            ops = self._graph._operator_lines(self._name)
-            head_ops = "(GraphModule:%s())" % self._name
-            lines.append(head_ops + (": (\n" + "\n".join(indent(op, 2) for op in ops) + "\n)" if ops else ": ()"))
-        if not lines:
-            return head + ": ()"
+        ops = self._graph._operator_lines(self._name) if getattr(self._graph, "_compiled", None) is not None else []
+        lines.append(self._graph_module_line()
+                     + (": (\n" + "\n".join(indent(op, 2) for op in ops) + "\n)" if ops else ": ()"))
         return head + ": (\n" + "\n".join(indent(line, 2) for line in lines) + "\n)"
+
+
+def _shallow_repr(module):
+    """OneFlow 0.9's Module._shallow_repr (module.py v0.9.0): `Name(extra_repr)`, a multi-line extra_repr indented."""
+    extra = module.extra_repr()
+    lines = extra.split("\n") if extra else []
+    text = module._get_name() + "("
+    if len(lines) == 1:
+        text += lines[0]
+    elif lines:
+        text += "\n  " + "\n  ".join(lines) + "\n"
+    return text + ")"
 
 
 def tensor_text(t):

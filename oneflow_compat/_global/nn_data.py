@@ -18,6 +18,7 @@ takes one derived from the default generator's seed and the module's creation or
 """
 import itertools
 import os
+import weakref
 
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.datasets import ofrecord_io
@@ -25,18 +26,22 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat.kernels import image as image_k
 from oneflow_compat.kernels.random import derived_seed
 from oneflow_compat.ops import data_ops, legacy_data_ops, onerec_ops, tensor_buffer_ops  # noqa: F401 (the ops)
-from oneflow_compat.runtime import global_eager
+from oneflow_compat.runtime import context, global_eager
 from oneflow_compat._global import generators, lazy
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.modules import Module
 from oneflow_compat._global.tensor import Tensor
 
-_MODULES = itertools.count()  # creation order of the data modules: their stream names and derived seeds
+_MODULES_OF_CONTEXT = weakref.WeakKeyDictionary()  # context -> creation order of its data modules (their stream
+# names and derived seeds)
 _COLOR_SPACES = ("BGR", "RGB", "GRAY")
 
 
 def _stream(kind):
-    return "nn.%s#%d" % (kind, next(_MODULES))
+    # counted per context (api-misc2): simulated ranks share this process, each with a context of its own, and
+    # each must name its modules as a process of its own would (one counter per process under MPI)
+    counter = _MODULES_OF_CONTEXT.setdefault(context.get(), itertools.count())
+    return "nn.%s#%d" % (kind, next(counter))
 
 
 def _seed(random_seed, stream, is_global):

@@ -159,3 +159,58 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     if rows < cols:
         q = q.T
     return _fill(tensor, gain * q.reshape(_shape(tensor)))
+
+
+# --- api-misc1: nn.init.eye_, calc_fan and get_data_format (OneFlow v0.9.0 python/oneflow/nn/init.py, which takes
+# calc_fan / get_data_format from ops/util/initializer_util.py) ---------------------------------------------------
+def eye_(tensor):
+    """Fills a 2-D tensor with the identity matrix (ones on the main diagonal of a non-square one too), in place;
+    OneFlow's `flow._C.eye_`."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, np.eye(*_shape(tensor)))
+
+
+def get_data_format(data_format):
+    """"NC..." -> "channels_first", "N...C" -> "channels_last", "" -> ""."""
+    if not isinstance(data_format, str):
+        raise AssertionError("data_format must be a string")
+    if data_format.startswith("NC"):
+        return "channels_first"
+    if data_format.startswith("N") and data_format.endswith("C"):
+        return "channels_last"
+    if data_format != "":
+        raise AssertionError('data_format must be "N...C" or "NC..." or ""')
+    return ""
+
+
+def calc_fan(shape, mode, data_format):
+    """The fan of a weight `shape` (OneFlow's initializer formula, which differs from
+    `_calculate_fan_in_and_fan_out` beyond 2 dims): fan_in = the product of shape[1:]; fan_out = shape[0] times the
+    spatial dims (shape[2:] for "channels_first", shape[1:-1] for "channels_last"); `mode` "fan_in", "fan_out" or
+    "fan_sum" (their sum). A float."""
+    shape = tuple(shape)
+    if len(shape) < 2:
+        raise AssertionError("Fan in and fan out can out be computed for tensor with fewer 2 dimensions")
+    if len(shape) == 2:
+        fan_in, fan_out = shape[1], shape[0]
+    else:
+        fan_in = 1.0
+        for d in shape[1:]:
+            fan_in *= d
+        fan_out = shape[0]
+        if data_format == "channels_first":
+            spatial = shape[2:]
+        elif data_format == "channels_last":
+            spatial = shape[1:-1]
+        else:
+            raise NotImplementedError("Only support 'channels_first' and 'channels_last' data format")
+        for d in spatial:
+            fan_out *= d
+    if mode == "fan_sum":
+        return float(fan_in) + float(fan_out)
+    if mode == "fan_in":
+        return float(fan_in)
+    if mode == "fan_out":
+        return float(fan_out)
+    raise NotImplementedError("Only support 'fan_in', 'fan_out' and 'fan_sum' mode")

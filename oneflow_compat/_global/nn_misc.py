@@ -15,20 +15,34 @@ from oneflow_compat._global.modules import Module, Parameter
 
 
 # --- embedding --------------------------------------------------------------------------------------------------
+def embedding_renorm_(weight, indices, max_norm, norm_type=2.0):
+    """OneFlow 0.9's `_C.embedding_renorm_`: the rows of `weight` that `indices` looks up whose norm_type-norm
+    exceeds max_norm are scaled to max_norm / (norm + 1e-7) of themselves, in place (no gradient); returns weight."""
+    from oneflow_compat.runtime import autograd
+
+    with autograd.no_grad():
+        apply_op("embedding_renorm", [weight, F._check(indices, "embedding_renorm_")],
+                 {"max_norm": float(max_norm), "norm_type": float(norm_type)})
+    return weight
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,  # noqa: A002
               sparse=False):
-    """The rows of `weight` at `input`; padding_idx's row gets no gradient."""
-    if max_norm is not None:
-        raise NotImplementedError("embedding: max_norm (renormalizing the rows in place) is not supported")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not supported")
+    """The rows of `weight` at `input`; padding_idx's row gets no gradient. max_norm: the rows looked up are first
+    renormalised in the weight itself (`embedding_renorm_`); scale_grad_by_freq: each row's gradient divided by how
+    often it is looked up in `input` (OneFlow 0.9 python/oneflow/nn/modules/sparse.py)."""
+    assert sparse is False, "Not support sparse=True yet!"
     n = weight.shape[0]
     if padding_idx is not None:
         if not -n <= padding_idx < n:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= n
-    return apply_op("embedding", [weight, F._check(input, "embedding")],
-                    {"padding_idx": -1 if padding_idx is None else int(padding_idx), "axis": 0})
+    if max_norm is not None:
+        embedding_renorm_(weight, input, max_norm, norm_type)
+    attrs = {"padding_idx": -1 if padding_idx is None else int(padding_idx), "axis": 0}
+    if scale_grad_by_freq:
+        attrs["scale_grad_by_freq"] = True
+    return apply_op("embedding", [weight, F._check(input, "embedding")], attrs)
 
 
 class Embedding(Module):
@@ -120,24 +134,27 @@ class PixelShufflev2(Module):
 
 # --- interpolation ----------------------------------------------------------------------------------------------
 _MODES = {"nearest": ("nearest", None), "linear": ("linear", 1), "bilinear": ("linear", 2),
-          "trilinear": ("linear", 3)}
+          "trilinear": ("linear", 3), "bicubic": ("cubic", 2), "area": ("area", None)}
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
                 recompute_scale_factor=None):
-    """Resizes the spatial axes of (N, C, ...) to `size` or by `scale_factor`: nearest (1-3 spatial axes),
-    linear (1), bilinear (2), trilinear (3)."""
+    """Resizes the spatial axes of (N, C, ...) to `size` or by `scale_factor`: nearest and area (1-3 spatial
+    axes), linear (1), bilinear and bicubic (2), trilinear (3) (OneFlow 0.9 python/oneflow/nn/modules/interpolate.py:
+    'area' is adaptive_avg_pool to the output size, its size from the scale factor recomputed)."""
     x = F._check(input, "interpolate")
     nd = x.ndim - 2
     if mode not in _MODES:
-        raise NotImplementedError("interpolate: mode %r is not supported (nearest, linear, bilinear, trilinear)"
-                                  % (mode,))
+        raise ValueError('interpolation must be "nearest" or "bilinear" or "linear" or "area" or "bicubic" or '
+                         '"trilinear".')
     kind, needs = _MODES[mode]
-    if mode == "nearest" and align_corners is not None:
+    if mode in ("nearest", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                          "bicubic | trilinear")
-    if needs is not None and needs != nd:
-        raise NotImplementedError("Got %dD input, but %s mode needs %dD input" % (x.ndim, mode, needs + 2))
+    if (needs is not None and needs != nd) or not 1 <= nd <= 3:
+        raise NotImplementedError("Input Error: Only 3D, 4D and 5D input Tensors supported (got %dD) for the modes: "
+                                  "nearest | linear | bilinear | bicubic | trilinear | area (got %s)"
+                                  % (x.ndim, mode))
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined" if size is not None else
                          "either size or scale_factor should be defined")
@@ -156,8 +173,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              % (nd, len(factors)))
         out = tuple(int(n * f) for n, f in zip(in_sizes, factors))
         scales = None if recompute_scale_factor else tuple(float(f) for f in factors)
-    return apply_op("upsample", [x], {"output_size": tuple(int(v) for v in out), "mode": kind,
-                                      "align_corners": bool(align_corners), "scales": scales, "half_pixel": False})
+    out = tuple(int(v) for v in out)
+    if kind == "area":
+        from oneflow_compat._global import nn_pools
+
+        return getattr(nn_pools, "adaptive_avg_pool%dd" % nd)(x, out)
+    return apply_op("upsample", [x], {"output_size": out, "mode": kind, "align_corners": bool(align_corners),
+                                      "scales": scales, "half_pixel": False})
 
 
 class Upsample(Module):
@@ -185,32 +207,73 @@ class UpsamplingBilinear2d(Upsample):
 
 
 # --- padding ----------------------------------------------------------------------------------------------------
+def _crop_negative(x, pad):
+    """Negative pads crop (OneFlow 0.9's pad / reflection / replication kernels read a negative pad as entries
+    dropped at that side): x sliced to what survives, and the pads left >= 0."""
+    k = len(pad) // 2
+    index = [slice(None)] * x.ndim
+    cropped = False
+    for i in range(k):
+        axis = x.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        if before < 0 or after < 0:
+            n = x.shape[axis]
+            start, stop = max(0, -before), n - max(0, -after)
+            if stop <= start:
+                raise RuntimeError("pad: the pads (%d, %d) crop dim %d of size %d to nothing" % (before, after,
+                                                                                                 axis, n))
+            index[axis] = slice(start, stop)
+            cropped = True
+    if cropped:
+        x = F.index(x, tuple(index))
+    return x, [max(0, p) for p in pad]
+
+
 def pad(input, pad, mode="constant", value=0):  # noqa: A002
-    """`pad` lists (before, after) per axis from the last: (left, right[, top, bottom[, front, back]])."""
+    """`pad` lists (before, after) per axis from the last: (left, right[, top, bottom[, front, back]]); a negative
+    pad crops. Modes as OneFlow 0.9's PadFunctor (oneflow/core/functional/impl/nn_functor.cpp): constant (any number
+    of axes), reflect and replicate (1 axis of 2-D/3-D inputs, 2 axes of 3-D/4-D inputs)."""
     x = F._check(input, "pad")
     pad = [int(p) for p in pad]
-    if len(pad) % 2 or len(pad) // 2 > x.ndim:
-        raise ValueError("pad: padding length must be even and at most twice the dims, got %s" % (pad,))
+    if len(pad) > 2 * x.ndim:
+        raise RuntimeError("Pad size should less than or equal to input axes * 2.")
+    if len(pad) % 2:
+        raise RuntimeError("Length of pad must be even but instead it equals %d" % len(pad))
     k = len(pad) // 2
+    if mode not in ("constant", "reflect", "replicate"):
+        raise NotImplementedError("Pad mode is %s, but only constant, reflect and replicate are valid." % (mode,))
+    if mode != "constant":
+        if k == 3:
+            raise NotImplementedError("5D %s padding are not supported for now" % mode)
+        if k not in (1, 2) or x.ndim not in (k + 1, k + 2):
+            raise NotImplementedError("Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now"
+                                      if k not in (1, 2) else
+                                      "%dD or %dD (batch mode) tensor expected for input, but got: %d"
+                                      % (k + 1, k + 2, x.ndim))
+        if mode == "reflect":
+            for i in range(k):
+                n = x.shape[x.ndim - 1 - i]
+                if pad[2 * i] >= n or pad[2 * i + 1] >= n:
+                    raise RuntimeError("Padding size should be less than the corresponding input dimension, but "
+                                       "got: padding (%d, %d) at dimension %d of input %d"
+                                       % (pad[2 * i], pad[2 * i + 1], x.ndim - 1 - i, x.ndim))
+    x, pad = _crop_negative(x, pad)
     if mode == "constant":
         pairs = [(0, 0)] * (x.ndim - k) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k))]
-        if any(a < 0 or b < 0 for a, b in pairs):
-            raise NotImplementedError("pad: negative (cropping) pads are not supported")
         fill = value if x.dtype.is_floating else int(value)
         return apply_op("pad", [x], {"paddings": tuple(pairs), "constant_value": fill})
-    if mode not in ("reflect", "replicate"):
-        raise NotImplementedError("pad: mode %r is not supported (constant, reflect, replicate)" % (mode,))
+    if mode == "reflect":
+        for i in range(k):  # (after a crop the reflected side may have become too short)
+            n = x.shape[x.ndim - 1 - i]
+            if pad[2 * i] >= n or pad[2 * i + 1] >= n:
+                raise RuntimeError("Padding size should be less than the corresponding input dimension, but got: "
+                                   "padding (%d, %d) at dimension %d of input %d"
+                                   % (pad[2 * i], pad[2 * i + 1], x.ndim - 1 - i, x.ndim))
     op = {"reflect": "reflection_pad", "replicate": "replication_pad"}[mode]
-    if k == 1 and x.ndim in (2, 3):
-        y = x if x.ndim == 3 else F.unsqueeze(x, 0)
-        y = apply_op(op + "1d", [y], {"padding": tuple(pad)})
-        return y if x.ndim == 3 else F.squeeze(y, 0)
-    if k == 2 and x.ndim in (3, 4):
-        y = x if x.ndim == 4 else F.unsqueeze(x, 0)
-        y = apply_op(op + "2d", [y], {"padding": tuple(pad)})
-        return y if x.ndim == 4 else F.squeeze(y, 0)
-    raise NotImplementedError("pad: %s padding of %d axes of a %d-D input is not supported (1 axis of 2-D/3-D "
-                              "inputs, 2 axes of 3-D/4-D inputs)" % (mode, k, x.ndim))
+    batched = x.ndim == k + 2
+    y = x if batched else F.unsqueeze(x, 0)
+    y = apply_op(op + ("1d" if k == 1 else "2d"), [y], {"padding": tuple(pad)})
+    return y if batched else F.squeeze(y, 0)
 
 
 def _boundary(padding, n, what):

@@ -63,7 +63,9 @@ class _Formatter:
                 self.sci_mode = hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4
         if PRINT_OPTS.sci_mode is not None:
             self.sci_mode = PRINT_OPTS.sci_mode
-        self.width = max((len(self._plain(v)) for v in flat), default=1)
+        # the width of the non-zero entries only, as OneFlow's tensor_str (v0.9.0) measures it: zeros, -0. included,
+        # never widen a column (`tensor([3., 0., -0.])`)
+        self.width = max((len(self._plain(v)) for v in flat if v != 0), default=1)
 
     def _plain(self, value):
         if self.boolean:

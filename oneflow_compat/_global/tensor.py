@@ -440,14 +440,15 @@ class Tensor:
 
     def register_hook(self, hook):
         """`hook(grad)` runs when this tensor's gradient is computed; a tensor it returns replaces the gradient
-        (for a leaf, before it is accumulated into `.grad`)."""
+        (for a leaf, before it is accumulated into `.grad`). Returns None, as OneFlow 0.9's (tensor.cpp:
+        PyTensorObject_register_hook; there is no handle to remove a hook)."""
         if not self.requires_grad_flag:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         me = self
         if self._node is None:
             self._leaf_node()
             self._grad_hooks = tuple(self._grad_hooks) + (hook,)
-            return _RemovableHook(self, "_grad_hooks", hook)
+            return None
 
         def run(value):
             changed = hook(me._grad_like(value))
@@ -528,15 +529,6 @@ def wrap(value, placement, device):
     if device != "cpu":
         t._device = device
     return t
-
-
-class _RemovableHook:
-    def __init__(self, tensor, table, hook):
-        self.tensor, self.table, self.hook = tensor, table, hook
-
-    def remove(self):
-        hooks = getattr(self.tensor, self.table)
-        setattr(self.tensor, self.table, tuple(h for h in hooks if h is not self.hook))
 
 
 def _lazy_repr(t):

@@ -261,6 +261,10 @@ def install():
 
 install()
 
+# api-misc1: Tensor.clamp_min_ / clamp_max_ (the in-place forms flow.clamp_min_ / clamp_max_ share)
+from oneflow_compat._global import inplace_functions as _inplace_functions  # noqa: E402
+Tensor.clamp_min_, Tensor.clamp_max_ = _inplace_functions.clamp_min_, _inplace_functions.clamp_max_
+
 # --- api-shape team (OneFlow 0.9's API reference, tensor.rst): shape, indexing and product methods; the explicit
 # forms of to_global (Tensor.diag / Tensor.in_top_k: nd_functions', bound by the package's __init__, as nd_functions
 # imports this module). Tensor.where(x, y) is flow.where(self, x, y) (python/oneflow/framework/tensor.py `_where`).
@@ -278,6 +282,14 @@ _METHODS.update({
     "broadcast_to": _shape_extra.broadcast_to, "local_to_global": _global_casts.local_to_global,
     "global_to_global": _global_casts.global_to_global,
 })
+install()
+
+# --- api-gaps team: Tensor.norm is OneFlow 0.9's full norm (`norm_forms.norm`: matrix norms too), Tensor.where with
+# no arguments the condition's non-zero indices (`where_forms.where`)
+from oneflow_compat._global import norm_forms as _norm_forms  # noqa: E402
+from oneflow_compat._global import where_forms as _where_forms  # noqa: E402
+
+_METHODS.update({"norm": _norm_forms.norm, "where": lambda self, x=None, y=None: _where_forms.where(self, x, y)})
 install()
 
 # --- experimental-v04: v0.4.0's Tensor methods beside 0.9's (oneflow.experimental's programs): gather(index, dim=0),

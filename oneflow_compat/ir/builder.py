@@ -3,9 +3,20 @@
 
 Lazy mode appends ops; eager mode also runs each op as it is added (see `framework/eager.py`).
 """
+import threading
+
 from oneflow_compat.ir.graph import LazyBlob
 
-_STACK = []
+# the build contexts open in each thread: ranks simulated as threads of one process (comm/simulated.py) compile
+# their jobs (nn.Graph's, eager ops') at the same time, each in its own stack
+_LOCAL = threading.local()
+
+
+def _stack():
+    stack = getattr(_LOCAL, "stack", None)
+    if stack is None:
+        stack = _LOCAL.stack = []
+    return stack
 
 
 class BuildContext:
@@ -42,25 +53,28 @@ class BuildContext:
 
 
 def push(ctx):
-    _STACK.append(ctx)
+    _stack().append(ctx)
     return ctx
 
 
 def pop(ctx):
-    if not (_STACK and _STACK[-1] is ctx):
+    stack = _stack()
+    if not (stack and stack[-1] is ctx):
         raise AssertionError()
-    _STACK.pop()
+    stack.pop()
 
 
 def current(what="this"):
-    if not _STACK:
+    stack = _stack()
+    if not stack:
         raise RuntimeError("%s can only be used inside a job function (a function decorated with "
                            "@flow.global_function) while it is being built" % what)
-    return _STACK[-1]
+    return stack[-1]
 
 
 def current_or_none():
-    return _STACK[-1] if _STACK else None
+    stack = _stack()
+    return stack[-1] if stack else None
 
 
 class Scoped:

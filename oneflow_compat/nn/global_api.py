@@ -51,3 +51,14 @@ from oneflow_compat._global.nn_rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNN
 from oneflow_compat._global.nn_functional_extra import CosineSimilarity, PairwiseDistance  # noqa: F401,E402
 from oneflow_compat._global.nn_norms_extra import (  # noqa: F401,E402
     FusedBatchNorm1d, FusedBatchNorm2d, FusedBatchNorm3d, RMSLayerNorm, RMSNorm)
+# api-misc2: OneFlow 0.9's nn names beyond the reference pages: the RNN base classes, OneFlow's lower-case
+# aliases of the OFRecord modules (nn/__init__.py v0.9.0 binds both), FusedMLP, AllReduce, partial FC sampling
+from oneflow_compat._global.nn_rnn import RNNBase, RNNCellBase  # noqa: F401,E402
+from oneflow_compat._global.nn_data import OFRecordRawDecoder as OfrecordRawDecoder  # noqa: F401,E402
+from oneflow_compat._global.nn_data import OFRecordReader as OfrecordReader  # noqa: F401,E402
+from oneflow_compat._global.nn_fused_mlp import FusedMLP  # noqa: F401,E402
+from oneflow_compat._global.nn_model_parallel import AllReduce, DistributedPariticalFCSample  # noqa: F401,E402
+from oneflow_compat._global.graph_trace_function import trace as _graph_trace  # noqa: E402
+
+Graph.trace = staticmethod(_graph_trace)  # nn.Graph.trace (OneFlow 0.9)
+from oneflow_compat._global.nn_readers_extra import GPTIndexedBinDataReader, RawReader  # noqa: F401,E402

@@ -1506,6 +1506,27 @@ EXAMPLES.update({
 })
 
 
+# --- api-misc1 (OneFlow 0.9's __init__ names): tensor_buffer_to_list_of_tensors_v2 ----------------------------------
+WITHOUT_EXAMPLES.update({"tensor_buffer_to_list_of_tensors_v2": _NOT_NUMERIC.replace(
+    "tests/test_data_ops.py", "tests/test_api_misc1.py") % "tensor buffers"})
+# roi_align (ops/roi_align_ops.py): regions inside, across the border, smaller than a bin, of both images;
+# sampling_ratio given and adaptive, aligned and not. The regions split across devices, the map broadcast (or both
+# split along channels); gradients reach the feature map only.
+_ROIS = [[0, 0.5, 1.0, 4.2, 5.1], [1, 1.3, 0.2, 6.0, 3.7], [0, 2.0, 2.0, 2.5, 2.4], [1, -1.5, -0.5, 3.0, 8.0]]
+_ROI_ATTRS = {"spatial_scale": 1.0, "pooled_h": 2, "pooled_w": 3, "sampling_ratio": 2, "aligned": True}
+EXAMPLES.update({
+    "roi_align": [
+        Example(inputs(normal(2, 3, 6, 7), fixed(_ROIS, np.float64)), _ROI_ATTRS, wrt=[0], splits=[None, 0],
+                layouts=[[1, None]], note="sampling_ratio 2, aligned"),
+        Example(inputs(normal(2, 2, 8, 5), fixed([[r[0]] + [2 * v for v in r[1:]] for r in _ROIS], np.float64)),
+                dict(_ROI_ATTRS, spatial_scale=0.5, sampling_ratio=0, aligned=False), wrt=[0], splits=[None, 0],
+                note="adaptive grid, not aligned, spatial_scale 0.5"),
+    ],
+    "roi_align_grad": [Example(inputs(normal(4, 3, 2, 3), normal(2, 3, 6, 7), fixed(_ROIS, np.float64)),
+                               _ROI_ATTRS, grad=False, splits=[0, None, 0], note="dy of every region")],
+})
+
+
 # --- api-shape team (OneFlow 0.9's API reference, linalg.rst): the matrix inverse (ops/linalg_ops.py) -------------
 def _invertible(*shape):
     """Well-conditioned square matrices: normal entries plus n on the diagonal."""
@@ -1556,3 +1577,37 @@ EXAMPLES.update({  # api-shape team: nms (ops/linalg_ops.py), an int8 mask, no g
             Example(inputs(_boxes(25, np.float64)), {"iou_threshold": 0.5, "keep_n": 4}, note="keep_n 4",
                     grad=False, splits=[None])],
 })
+
+
+# --- api-misc2: OneFlow 0.9's raw_reader (nn.RawReader) ---------------------------------------------------------------
+WITHOUT_EXAMPLES.update({
+    "raw_reader": "reads raw files, the next batch every call (session state); covered by tests/test_api_misc2.py "
+                  "(local, and split(0) / broadcast on 2 ranks)",
+})
+# --- api-gaps team: scatter(..., reduce='multiply') (ops/tensor_ops.py dim_scatter_mul) -----------------------------
+EXAMPLES.update({
+    "dim_scatter_mul": [
+        Example(inputs(normal(5, 7), ints(5, 4, high=7, dtype=np.int64), normal(5, 4)), {"dim": 1}, wrt=[0, 2],
+                note="repeated indices multiply"),
+        Example(inputs(normal(4, 5, 6), ints(4, 2, 6, high=5, dtype=np.int64), normal(4, 3, 6)), {"dim": 1},
+                wrt=[0, 2], note="src larger than index")],
+    "dim_scatter_mul_src_grad": [
+        Example(inputs(normal(5, 7), ints(5, 3, high=7, dtype=np.int64), normal(5, 7), normal(5, 4)), {"dim": 1},
+                grad=False, note="a gradient: no second derivative declared")],
+})
+# api-gaps team: upsample's bicubic mode (OneFlow 0.9 upsample_bicubic_2d; rows appended to the family's own)
+EXAMPLES["upsample"] = EXAMPLES["upsample"] + [
+    Example(inputs(normal(2, 3, 4, 5)), _ups((7, 9), "cubic"), note="bicubic, half-pixel source"),
+    Example(inputs(normal(2, 3, 5, 4)), _ups((3, 7), "cubic", align_corners=True), note="bicubic, align_corners",
+            layouts=[[1]]),
+    Example(inputs(normal(1, 2, 4, 6)), _ups((6, 9), "cubic", scales=(1.5, 1.5)), note="bicubic by scale_factor")]
+EXAMPLES["upsample_grad"] = EXAMPLES["upsample_grad"] + [
+    Example(inputs(normal(2, 3, 7, 9)), dict(_ups((7, 9), "cubic"), input_shape=(2, 3, 4, 5)), note="bicubic")]
+# api-gaps team: embedding_renorm updates the weight in place (no outputs to compare, like moving_average_update)
+WITHOUT_EXAMPLES["embedding_renorm"] = ("renormalises the weight's rows in place (no outputs); covered by "
+                                        "tests/test_api_gaps.py against torch, eager, global and in nn.Graph")
+# api-gaps team: embedding's scale_grad_by_freq (its gradient divides each row by its index's count: indices whole)
+EXAMPLES["embedding_grad"] = EXAMPLES["embedding_grad"] + [
+    Example(inputs(normal(2, 3, 4), fixed([[3, 0, 3], [6, 3, 0]], np.int64), normal(7, 4)),
+            {"padding_idx": 0, "axis": 0, "scale_grad_by_freq": True}, wrt=[0], note="scale_grad_by_freq",
+            splits=[None, None, 0], layouts=[[1, None, None]])]

@@ -74,19 +74,65 @@ def _embedding_meta(op):
 
 def _embedding_grad_rule(op, dys):
     weight, indices = op.inputs
-    return [apply("embedding_grad", [dys[0], indices, weight], {"padding_idx": op.attrs["padding_idx"],
-                                                                "axis": 0}), None]
+    attrs = {"padding_idx": op.attrs["padding_idx"], "axis": 0}
+    if op.attrs.get("scale_grad_by_freq"):  # (OneFlow 0.9's attr; absent in rows and legacy callers: False)
+        attrs["scale_grad_by_freq"] = True
+    return [apply("embedding_grad", [dys[0], indices, weight], attrs), None]
 
 
 def _padding_idx(op):
     return {"padding_idx": op.attrs["padding_idx"]}
 
 
+def _embedding_grad_attrs(op):
+    return {"padding_idx": op.attrs["padding_idx"], "scale_grad_by_freq": bool(op.attrs.get("scale_grad_by_freq"))}
+
+
+def _embedding_grad_sbp(op):
+    """gather_grad's signatures; with scale_grad_by_freq only those reading `indices` whole (B): the frequency of
+    an index is counted over every index, which a split of the indices would see only a part of."""
+    sigs = shape_ops._gather_grad_sbp(op)
+    if op.attrs.get("scale_grad_by_freq"):
+        sigs = [sig for sig in sigs if sig[0][1] == S.B]
+    return sigs
+
+
 register(OpDef("embedding", infer=_embedding_meta, kernel=indexing.embedding, kernel_attrs=_padding_idx,
                local_attrs=shape_ops._gather_local, sbp=shape_ops._gather_sbp, grad=_embedding_grad_rule))
 register(OpDef("embedding_grad", infer=lambda op: [TensorMeta(op.inputs[2].shape, op.inputs[0].dtype)],
-               kernel=indexing.embedding_grad, kernel_attrs=_padding_idx,
-               local_attrs=shape_ops._gather_grad_local, sbp=shape_ops._gather_grad_sbp))
+               kernel=indexing.embedding_grad, kernel_attrs=_embedding_grad_attrs,
+               local_attrs=shape_ops._gather_grad_local, sbp=_embedding_grad_sbp))
+
+
+# --- api-gaps: embedding_renorm (OneFlow 0.9's user op embedding_renorm, `_C.embedding_renorm_`: in place on the
+# weight, before the lookup of nn.Embedding(max_norm=...)) ---------------------------------------------------------
+def _embedding_renorm_sig(op):
+    """The weight renormalised where it lies: broadcast (every replica alike) or rows split (each device its rows,
+    `offset`); the indices whole."""
+    weight = op.inputs[0]
+    held = weight.op.sbp_out[weight.index] if weight.op.sbp_out else None
+    if held is not None and (held == S.B or held == S.S(0)):
+        return [((held, S.B), ())]
+    return [((S.B, S.B), ()), ((S.S(0), S.B), ())]
+
+
+def _embedding_renorm_meta(op):
+    weight, indices = op.inputs
+    if len(weight.shape) != 2:
+        raise ValueError("embedding_renorm '%s': weight must be (num_embeddings, embedding_dim), got %s" % (
+            op.name, tuple(weight.shape)))
+    if indices.dtype.np is None or indices.dtype.np.kind not in "iu":
+        raise TypeError("embedding_renorm '%s': indices must be integers, got %s" % (op.name, indices.dtype.name))
+    return []
+
+
+register(OpDef("embedding_renorm", infer=_embedding_renorm_meta, kernel=indexing.embedding_renorm,
+               kernel_attrs=lambda op: {"max_norm": float(op.attrs["max_norm"]),
+                                        "norm_type": float(op.attrs["norm_type"]),
+                                        "num_embeddings": int(op.inputs[0].shape[0])},
+               local_attrs=lambda op, dev: {"offset": shape_ops._split_offset(dev.sbp_in[0], 0,
+                                                                              op.inputs[0].shape, dev)},
+               sbp=_embedding_renorm_sig, in_place=True))
 
 
 # --- upsample (legacy flow.layers.upsample_2d, OneFlow 0.9's interpolate: nearest and (bi/tri)linear) -------------
@@ -103,8 +149,9 @@ def _upsample_meta(op):
     if len(x.shape) != len(out) + 2:
         raise ValueError("upsample '%s': output_size %s does not fit input of shape %s (N, C, spatial)" % (
             op.name, out, tuple(x.shape)))
-    if op.attrs["mode"] not in ("nearest", "linear"):
-        raise ValueError("upsample '%s': mode must be 'nearest' or 'linear', got %r" % (op.name, op.attrs["mode"]))
+    if op.attrs["mode"] not in ("nearest", "linear", "cubic"):  # (cubic: api-gaps, OneFlow 0.9 upsample_bicubic_2d)
+        raise ValueError("upsample '%s': mode must be 'nearest', 'linear' or 'cubic', got %r" % (
+            op.name, op.attrs["mode"]))
     if not x.dtype.is_floating:
         raise TypeError("upsample '%s': input must be floating, got %s" % (op.name, x.dtype.name))
     return [TensorMeta(tuple(x.shape[:2]) + out, x.dtype, x.is_dynamic)]

@@ -211,3 +211,31 @@ register(OpDef("tensor_list_split", infer=_list_split_meta,
                build=_on_host(K.tensor_list_split, lambda op: {"n": op.inputs[0].shape[0]}),
                sbp=lambda op: [_sig([S(0)], [S(0)] * op.inputs[0].shape[0]),
                                _sig([B], [B] * op.inputs[0].shape[0])]))
+
+
+# --- api-misc1: tensor_buffer_to_list_of_tensors_v2 (OneFlow v0.9.0 oneflow/user/ops/tensor_buffer_ops.cpp): one
+# output per buffer of the input (out_shapes[i], out_dtypes[i]); B -> B only, as OneFlow's
+# DefaultBroadcastToBroadcast -----------------------------------------------------------------------------------------
+def _to_list_of_tensors_meta(op):
+    x = op.inputs[0]
+    n = 1
+    for d in x.shape:
+        n *= d
+    shapes, dts = op.attrs["out_shapes"], op.attrs["out_dtypes"]
+    _check(op, x.dtype is dtypes.tensor_buffer, "the input must be a tensor buffer, got %s" % x.dtype.name)
+    _check(op, n > 0, "the input holds no buffers")
+    _check(op, not x.is_dynamic, "the input must not be dynamic")
+    _check(op, len(shapes) == n and len(dts) == n,
+           "out_shapes and out_dtypes must have one entry per buffer (%d), got %d and %d" % (n, len(shapes), len(dts)))
+    for i, dt in enumerate(dts):
+        _check(op, dt.np is not None and dt.np.kind in "biuf",
+               "out_dtypes[%d] must be a plain data type, got %s" % (i, dt.name))
+    return [TensorMeta(tuple(s), dt, bool(op.attrs["dynamic_out"])) for s, dt in zip(shapes, dts)]
+
+
+register(OpDef("tensor_buffer_to_list_of_tensors_v2", infer=_to_list_of_tensors_meta,
+               build=_on_host(K.tensor_buffer_to_list_of_tensors, lambda op: {
+                   "out_shapes": [tuple(s) for s in op.attrs["out_shapes"]],
+                   "np_dtypes": [dt.np for dt in op.attrs["out_dtypes"]],
+                   "dynamic_out": bool(op.attrs["dynamic_out"])}),
+               sbp=lambda op: [_sig([B], [B] * len(op.attrs["out_shapes"]))]))

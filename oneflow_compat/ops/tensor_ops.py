@@ -188,3 +188,34 @@ register(OpDef("erfinv", infer=_erfinv_meta, kernel=K.erfinv, sbp=sbp_rules.unar
 register(OpDef("erfinv_grad", infer=_same_meta, kernel=K.erfinv_grad,
                sbp=lambda op: [_sig([S(i), S(i)], [S(i)]) for i in range(len(op.inputs[0].shape))]
                + [_sig([B, B], [B]), _sig([P, B], [P])]))
+
+
+# --- api-gaps: dim_scatter_mul (scatter(..., reduce='multiply'); OneFlow 0.9 user_op dim_scatter_mul) --------------
+def _scatter_mul_grad(op, dys):
+    x, index, src = op.inputs
+    # d input: OneFlow's own rule (autograd/gradient_funcs/dim_scatter.cpp): dy scattered-multiplied by src.
+    dx = apply("dim_scatter_mul", [dys[0], index, src], {"dim": op.attrs["dim"]})
+    # d src: the true derivative (OneFlow 0.9 returns dy gathered, the add's rule, which is not d out / d src).
+    dsrc = apply("dim_scatter_mul_src_grad", [dys[0], index, x, src], {"dim": op.attrs["dim"]})
+    return [dx, None, dsrc]
+
+
+register(OpDef("dim_scatter_mul", infer=_scatter_meta, kernel=K.dim_scatter_mul,
+               kernel_attrs=lambda op: {"dim": op.attrs["dim"]}, sbp=lambda op: _scatter_sbp(op, False),
+               grad=_scatter_mul_grad))
+
+
+def _mul_src_grad_meta(op):
+    dy, index, x, src = op.inputs
+    return [TensorMeta(src.shape, dy.dtype, src.is_dynamic)]
+
+
+def _mul_src_grad_sbp(op):
+    dy, index, x, src = (t.shape for t in op.inputs)
+    d = op.attrs["dim"]
+    sigs = [_sig([S(i)] * 4, [S(i)]) for i in range(len(dy)) if i != d and dy[i] == index[i] == x[i] == src[i]]
+    return sigs + [_sig([B] * 4, [B]), _sig([P, B, B, B], [P])]
+
+
+register(OpDef("dim_scatter_mul_src_grad", infer=_mul_src_grad_meta, kernel=K.dim_scatter_mul_src_grad,
+               kernel_attrs=lambda op: {"dim": op.attrs["dim"]}, sbp=_mul_src_grad_sbp))

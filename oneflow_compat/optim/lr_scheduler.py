@@ -452,3 +452,8 @@ class ReduceLROnPlateau:
             raise ValueError("threshold mode " + threshold_mode + " is unknown!")
         self.mode_worse = math.inf if mode == "min" else -math.inf
         self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+
+
+# api-misc2: OneFlow 0.9 also binds WarmupLR as lr_scheduler.WarmUpLR (optim/lr_scheduler.py v0.9.0), the name
+# its docstrings use
+WarmUpLR = WarmupLR

@@ -26,6 +26,12 @@ class ParamGroup(dict):
     def options(self):
         return {k: v for k, v in self.items() if k != "params"}
 
+    def __repr__(self):
+        # OneFlow 0.9's ParamGroup.__repr__ (optim/optimizer.py): the options, then "params" last
+        shown = self.options
+        shown["params"] = self["params"]
+        return repr(shown)
+
 
 class _State:
     """Per-parameter state, keyed by the parameter object itself (`optimizer.state[param]`)."""
@@ -66,6 +72,18 @@ def clips_gradients(group):
 def pieces(t):
     """This rank's arrays of tensor `t` (in-place updates of them update the tensor); [] outside its placement."""
     return t._value.pieces
+
+
+def _sharded_state_layout(param, state):
+    """The SBP of `param`'s whole-shaped optimizer states where they are laid out otherwise than the parameter
+    (an nn.Graph with ZeRO split them), else None."""
+    if not param.is_global:
+        return None
+    for value in state.values():
+        if isinstance(value, Tensor) and value.is_global and tuple(value.shape) == tuple(param.shape) and \
+                value._value.sbp != param._value.sbp:
+            return tuple(value.sbp)
+    return None
 
 
 def array_module(array):
@@ -161,9 +179,27 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                self._update(group, p, self.state.setdefault(p, {}))
+                state = self.state.setdefault(p, {})
+                layout = _sharded_state_layout(p, state)
+                if layout is None:
+                    self._update(group, p, state)
+                else:
+                    self._update_sharded(group, p, state, layout)
         self._step_count += 1
         return loss
+
+    def _update_sharded(self, group, param, state, layout):
+        """An eager step on a parameter whose optimizer states an nn.Graph with ZeRO split (passes/zero.py; the
+        parameter stays broadcast at stages 1 and 2): as the graph's step, the update runs on this rank's rows of
+        the parameter and gradient laid out as the states, and the updated rows are gathered into the parameter,
+        so the states keep their 1/n layout and the numbers are the whole update's."""
+        rows = param.detach().to_global(placement=param.placement, sbp=layout)
+        shard = Tensor._make(rows._value, param.placement, None, rows._device)
+        shard._grad = param.grad.detach().to_global(placement=param.placement, sbp=layout)
+        self._update(group, shard, state)
+        whole = shard.to_global(placement=param.placement, sbp=param.sbp)
+        for mine, new in zip(pieces(param), pieces(whole)):
+            mine[...] = new
 
     def _warn_replaced_parameters(self):
         """Once per optimizer: parameters that `module.to_global(...)` (or another local <-> global conversion)

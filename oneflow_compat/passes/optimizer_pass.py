@@ -12,7 +12,7 @@ from oneflow_compat.ir import builder, dtypes
 from oneflow_compat.ops import variable_ops
 from oneflow_compat.ir import sbp as sbp_mod
 from oneflow_compat.ops import registry
-from oneflow_compat.passes import autodiff
+from oneflow_compat.passes import autodiff, zero
 from oneflow_compat.passes.autodiff import GradScope
 
 
@@ -55,6 +55,8 @@ def _build(session, job, ctx):
     dynamic = None
     if getattr(policy, "dynamic", False):
         dynamic = _DynamicScale(ctx, job, policy)
+    # ZeRO stage 3 (passes/zero.py): sharded parameters are stored S(0) and restored for the forward pass
+    zero.shard_parameters(job, ctx, autodiff.variable_owners(job))
     grads = autodiff.build_backward(ctx, job, loss_scale=dynamic.scale if dynamic else factor)
     if not grads:
         raise RuntimeError("train job '%s': no trainable variable receives a gradient from the loss" % job.name)
@@ -162,18 +164,30 @@ def _add_updates(session, job, ctx, groups, dynamic=None):
 
 def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None):
     spec = vop.attrs["spec"]
-    states, hints = [], {0: spec.sbp, 1: spec.sbp, 2: sbp_mod.B, 3: sbp_mod.B}
+    rows = _indexed_slices_rows(job, opt, name, vop, g)
+    # ZeRO (passes/zero.py): the states, the update and the gradient it reads are S(0) over the data-parallel ranks
+    # (stage 3: the variable itself is S(0) already); indexed-slices updates stay whole
+    shard = zero.shard_sbp(job, spec) if rows is None else None
+    if spec.sbp != sbp_mod.B and spec.sbp == shard:
+        shard = None  # stage 3: updated in place like any split variable
+    w, layout = vop.outputs[0], shard or spec.sbp
+    if shard is not None:
+        with GradScope(ctx, vop, "optimizer"):
+            w = zero.parameter_shard(job, ctx, name, vop, shard)
+            if int(zero.settings(job)["stage"]) == 1:
+                g = zero.reduced_gradient(job, name, g)
+    states, hints = [], {0: layout, 1: layout, 2: sbp_mod.B, 3: sbp_mod.B}
     for suffix, init in opt.state_specs(name, spec.shape, spec.dtype.np):
         shape = opt.state_shape(suffix, spec.shape)
-        # scalar states (LAMB's beta1_t/beta2_t) are replicated; the others live like their variable
-        sbp = spec.sbp if tuple(shape) == tuple(spec.shape) else sbp_mod.B
+        # scalar states (LAMB's beta1_t/beta2_t) are replicated; the others live like their variable (its shard)
+        sbp = layout if tuple(shape) == tuple(spec.shape) else sbp_mod.B
         hints[4 + len(states)] = sbp
         states.append(variable_ops.get_variable(
             "%s-%s" % (name, suffix), shape=shape, dtype=spec.dtype, trainable=False, init_value=init,
             apply_namespace=False, placement=spec.placement, sbp=sbp))
     # LARS / LAMB on a split (model-parallel) variable: the update that measures the whole variable's norms over
     # its pieces (system_ops.optimizer_update_whole_norms), so N devices update as 1 device
-    split = bool(sbp_mod.split_axes(spec.sbp)) and spec.placement.parallel_num > 1  # (on a mesh: any axis)
+    split = bool(sbp_mod.split_axes(layout)) and spec.placement.parallel_num > 1  # (on a mesh: any axis)
     update_type = "optimizer_update"
     if split and getattr(opt, "needs_whole_tensor_norms", False):
         update_type = "optimizer_update_whole_norms"
@@ -181,16 +195,19 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None)
     if dynamic is not None:
         hints[4 + len(states)] = sbp_mod.B
         skip = [dynamic.nonfinite]
-    rows = _indexed_slices_rows(job, opt, name, vop, g) if update_type == "optimizer_update" else None
+    if update_type != "optimizer_update":
+        rows = None
     attrs = {"optimizer": opt, "var": name, "weight_decay": opt.weight_decay_rate(name), "grad_scale": grad_scale,
              "n_states": len(states)}
     if rows is not None:  # the update reads the gathered indices (whole) after the states and the skip count
         hints[4 + len(states) + len(skip)] = sbp_mod.B
         attrs["indexed_slices"] = True
     with GradScope(ctx, vop, "optimizer"):
-        registry.new_op(update_type, [vop.outputs[0], g, lr, step] + states + skip + (
+        registry.new_op(update_type, [w, g, lr, step] + states + skip + (
                         [rows] if rows is not None else []), attrs,
                         name=job.unique_name(name + "-update"), in_hints=hints)
+        if shard is not None:
+            zero.gather_into(job, name, vop, w)
 
 
 # OneFlow v0.3.4's IndexedSlicesOptimizerRewritePass (oneflow/core/job_rewriter/indexed_slices_optimizer_rewrite_

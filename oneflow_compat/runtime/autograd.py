@@ -187,6 +187,8 @@ class OpNode(Node):
         self.inputs, self.outputs = inputs, outputs
         self.forward = forward
 
+    packed = None  # (saved_tensors_hooks: the pack hook's objects for the inputs, and the unpack hook)
+
     def backward(self, dys):
         if self.inputs is None:
             # OneFlow 0.9's message (autograd_engine.cpp: FunctionNode::Apply)
@@ -194,10 +196,32 @@ class OpNode(Node):
                                "through the node a second time. Specify retain_graph=True when calling "
                                ".backward() or autograd.grad() the first time." % self._name)
         needed = tuple(e is not None for e in self.next_edges)
-        return global_eager.run_grad(self.op_type, self.attrs, self.inputs, self.outputs, dys, needed, self.forward)
+        inputs = self.inputs if self.packed is None else unpack_saved(self)
+        return global_eager.run_grad(self.op_type, self.attrs, inputs, self.outputs, dys, needed, self.forward)
 
     def release(self):
-        self.inputs = self.outputs = None
+        self.inputs = self.outputs = self.packed = None
+
+
+# saved_tensors_hooks (OneFlow 0.9's oneflow.autograd.graph, _global/autograd_graph.py): the (pack, unpack) pairs
+# entered, innermost last; only the innermost applies. A node recorded while one is active keeps pack(input) for
+# each of its inputs instead of the input, and its backward reads unpack(packed) back.
+SAVED_TENSORS_HOOKS = []
+
+
+def unpack_saved(node):
+    """The node's inputs read back through its unpack hook (a tensor of the saved one's shape and dtype each)."""
+    packed, unpack = node.packed
+    values = []
+    for (meta, obj) in packed:
+        t = unpack(obj)
+        value = getattr(t, "_value", None)
+        if value is None or tuple(value.meta.shape) != tuple(meta.shape) or value.meta.dtype is not meta.dtype:
+            raise RuntimeError("saved_tensors_hooks: the unpack hook of %s must return a tensor of shape %s and "
+                               "dtype %s (what the pack hook was given), got %r"
+                               % (node.name(), tuple(meta.shape), meta.dtype.name, t))
+        values.append(value)
+    return values
 
 
 class FunctionNode(Node):
