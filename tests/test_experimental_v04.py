@@ -184,10 +184,14 @@ def test_var_and_std_are_population_statistics():
     np.testing.assert_allclose(flow_top.var(flow.Tensor(x), 1).numpy(), want_var * 4 / 3, rtol=1e-6)
 
 
-def test_equal_is_elementwise():
+def test_comparisons_are_int8_and_equal_is_elementwise():
     a, b = flow.Tensor(np.array([1.0, 2.0, 3.0])), flow.Tensor(np.array([1.0, 0.0, 3.0]))
-    assert flow.equal(a, b).numpy().tolist() == [True, False, True]
+    for fn, want in ((flow.eq, [1, 0, 1]), (flow.equal, [1, 0, 1]), (flow.gt, [0, 1, 0]), (flow.lt, [0, 0, 0])):
+        out = fn(a, b)
+        assert out.dtype == flow.int8 and out.numpy().tolist() == want, fn
+    assert flow.gt(a, 1.5).numpy().tolist() == [0, 1, 1]
     assert flow_top.equal(a, b) is False  # 0.9's whole-tensor comparison
+    assert flow_top.eq(a, b).dtype == flow.bool  # and 0.9's elementwise one is bool
 
 
 def test_arange_defaults_to_int64():

@@ -52,9 +52,22 @@ def std(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
     return F.std(input, dim, unbiased=False, keepdim=keepdim)
 
 
-def equal(input, other):  # noqa: A002
-    """v0.4.0's `equal` is `eq`, elementwise (eq.py exports both names on `eq_op`); 0.9's returns one bool."""
-    return F.eq(input, other)
+def _int8(compare, doc):
+    def comparison(input, other):  # noqa: A002
+        from oneflow_compat.ir import dtypes
+        return F.cast(compare(input, other), dtypes.int8)
+
+    comparison.__name__, comparison.__doc__ = compare.__name__, doc
+    return comparison
+
+
+_INT8 = ("v0.4.0's comparisons return int8 tensors of 0 and 1 (the broadcast_equal / broadcast_greater / "
+         "broadcast_less ops' output in {eq,greater,less}.py@v0.4.0: \"A Tensor with int8 type\"); 0.9's are bool.")
+eq = _int8(F.eq, _INT8 + " `equal` is `eq`, elementwise (eq.py exports both names on `eq_op`); 0.9's `equal` "
+           "returns one bool.")
+gt = _int8(F.gt, _INT8)
+lt = _int8(F.lt, _INT8)
+equal = eq
 
 
 def where(condition, x, y):
@@ -147,8 +160,8 @@ FUNCTIONS = {
     "abs": F.abs, "add": F.add, "arange": arange, "arcsin": tensor_functions.asin, "arcsinh": tensor_functions.asinh,
     "argmax": F.argmax, "argwhere": tensor_functions.argwhere, "asin": tensor_functions.asin,
     "asinh": tensor_functions.asinh, "broadcast_like": nd_functions.broadcast_like, "cast": F.cast, "cat": F.cat,
-    "cos": F.cos, "cosh": tensor_functions.cosh, "div": F.div, "eq": F.eq, "equal": equal, "exp": F.exp,
-    "flatten": F.flatten, "gather": gather, "gelu": gelu, "gt": F.gt, "log": F.log, "lt": F.lt,
+    "cos": F.cos, "cosh": tensor_functions.cosh, "div": F.div, "eq": eq, "equal": equal, "exp": F.exp,
+    "flatten": F.flatten, "gather": gather, "gelu": gelu, "gt": gt, "log": F.log, "lt": lt,
     "masked_fill": F.masked_fill, "matmul": F.matmul, "mean": F.mean, "mul": F.mul, "neg": F.neg,
     "negative": F.negative, "ones": creation.ones, "ones_like": creation.ones_like, "pow": F.pow,
     "reciprocal": F.reciprocal, "repeat": tensor_functions.repeat, "reshape": F.reshape, "rsqrt": F.rsqrt,
