@@ -265,20 +265,6 @@ def scatter(input, dim, index, src, *, reduce=None, inplace=False):  # noqa: A00
         return input.scatter_(dim, index, src, reduce=reduce)
     return _T.scatter(input, dim, index, src, reduce=reduce)
 
-# api-math: OneFlow 0.9's functional forms of the elementwise / reduction / attribute names of oneflow.rst and
-# tensor.rst (functional_api.yaml @ v0.9.0: names and keywords as there)
-from oneflow_compat._global.elementwise_extra import (  # noqa: F401,E402
-    addcdiv, addcmul, clamp_max, clamp_min, isclose, log10, logical_xor, trunc)
-from oneflow_compat._global.math_methods import (  # noqa: F401,E402
-    addcdiv_, addcmul_, bernoulli_, clamp_max_, clamp_min_, floor_, sin_)
-from oneflow_compat._global.reductions_extra import hann_window, median  # noqa: F401,E402
-from oneflow_compat._global.reductions_extra import nansum as reduce_nansum  # noqa: F401,E402
-from oneflow_compat._global.nn_activations import mish, softplus  # noqa: F401,E402
-from oneflow_compat._global.nn_activations import gelu as gelu_with_approximate  # noqa: F401,E402
-from oneflow_compat._global.elementwise_extra import equal  # noqa: F401,E402
-from oneflow_compat._global.tensor_attributes_extra import pin_memory  # noqa: F401,E402
-from oneflow_compat._global.tensor_functions import acos, acosh, asin, asinh, atan, atanh  # noqa: F401,E402
-from oneflow_compat._global.functional import negative  # noqa: F401,E402
 
 
 def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, for_norm=False):  # noqa: A002
@@ -290,3 +276,7 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, for_norm=False
     if for_norm and not isinstance(ord, str) and dim is None:
         return norm_forms.norm(input, ord, None, keepdim, dtype)
     return products_extra.norm(input, ord, dim, keepdim, dtype)
+
+
+# --- one-embedding team: OneFlow 0.9's flow._C.one_embedding_fused_lookup (functional_api.yaml) ----------------------
+from oneflow_compat.one_embedding.embedding import one_embedding_fused_lookup  # noqa: F401,E402

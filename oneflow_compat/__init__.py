@@ -227,3 +227,8 @@ from oneflow_compat._global import shared_names as _shared_names  # noqa: E402
 
 norm = _modern_or_legacy("norm", _norm_forms.norm)
 where = _shared_names.on_tensors(_shared_names.where.legacy, _where_forms.where)
+
+
+# --- one-embedding team: oneflow.one_embedding (OneFlow 0.9's one_embedding.rst) ------------------------------------
+from oneflow_compat.ops import one_embedding_ops  # noqa: F401,E402  (registers the lookup and its gradient)
+from oneflow_compat import one_embedding  # noqa: F401,E402

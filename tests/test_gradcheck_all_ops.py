@@ -60,6 +60,12 @@ SEPARATE = {
     "eager_ccl_all_reduce": "tests/mpi_scripts/sync_batchnorm.py under mpiexec (SyncBatchNorm in a local graph: "
                             "the step's parameter moves summed over ranks == the whole batch's gradient step)",
 }
+# one-embedding team: the lookup's gradient updates the embedding's key-value store (its "gradient" for the
+# shadow parameter is zero by design): tests/test_one_embedding.py trains it against torch's dense embedding
+SEPARATE.update({
+    "one_embedding_fused_lookup": "tests/test_one_embedding.py (nn.Graph and eager training == torch's dense "
+                                  "nn.Embedding with SGD, momentum, Adam, Adagrad; Ftrl == numpy)",
+})
 
 
 def _ops_with_grad():

@@ -84,10 +84,11 @@ class GraphConfig:
         self._amp = bool(mode)
 
     def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024, shard_restore_level=1):
-        """ZeRO (OneFlow 0.9's arguments and checks): the optimizer states of a data-parallel (broadcast) parameter
-        are split S(0) over its ranks (stage 1), its gradient is reduce-scattered instead of all-reduced (stage 2)
-        and the parameter itself is stored split and gathered for the forward pass (stage 3); `passes/zero.py`
-        says how. The numbers do not change."""
+        """ZeRO (OneFlow 0.9's arguments and checks): at every stage a data-parallel (broadcast) parameter, its
+        optimizer states and its update are split S(0) over its ranks, its gradient reduce-scattered and the
+        parameter gathered for the forward pass as `shard_restore_level` says; stage 2 adds OneFlow's NCCL
+        compute-stream flag (no CPU meaning, recorded) and stage 3 stops sharing one boxing between consumers;
+        `passes/zero.py` says how. The numbers do not change."""
         if not mode:
             self._switches.pop("enable_zero", None)
             return
@@ -365,7 +366,7 @@ class Graph:
             self._log(1, str(self.explain_report()))
 
     def _take_zero_layouts(self, compiled):
-        """ZeRO: the eager tensors bound to variables whose SBP the compile changed (optimizer states, stage 3
+        """ZeRO: the eager tensors bound to variables whose SBP the compile changed (optimizer states and
         parameters) take it, in place, as OneFlow 0.9's `NNGraph::InitRuntime` does (`set_data` with the variable
         op's new SBP): their logical values stay, each rank keeps its piece."""
         getters = self._graph_optimizers.state_getters() if self._graph_optimizers is not None else {}
@@ -427,19 +428,21 @@ class Graph:
         return out_values, kinds, out_struct
 
     def _scope(self):
-        modules, names = {}, {}
+        modules, names, checkpointing = {}, {}, {}
         for top, block in self._blocks.items():
             for b in block._blocks():
                 cfg = b._config
                 if id(b._module) not in modules:
                     modules[id(b._module)] = (b._name, cfg.stage_id, cfg.stage_placement)
+                    if cfg.activation_checkpointing is not None:
+                        checkpointing[id(b._module)] = cfg.activation_checkpointing
             for pname, p in block._module.named_parameters(prefix=top):
                 names.setdefault(id(p), pname)
             for bname, buf in block._module.named_buffers(prefix=top):
                 names.setdefault(id(buf), bname)
         trainable = {id(p) for opt, _ in self._opts for g in opt.param_groups for p in g["params"]
                      if p.requires_grad}
-        return lazy.GraphScope(modules, names, trainable)
+        return lazy.GraphScope(modules, names, trainable, checkpointing)
 
     # --- state -----------------------------------------------------------------------------------------------
     def state_dict(self, destination=None):

@@ -11,12 +11,13 @@ from oneflow_compat._global.placement import placement as Placement
 # --- per-module configuration --------------------------------------------------------------------------------
 class BlockConfig:
     """What a graph knows of one module: its pipeline stage (and the placement a placed stage moves inputs to),
-    and whether activation checkpointing was asked for (accepted; it changes memory, not numbers)."""
+    and its activation checkpointing (None until set, as OneFlow 0.9: a module inside one that set it inherits it;
+    passes/checkpointing.py recomputes its activations in the backward)."""
 
     def __init__(self):
         self._stage_id = None
         self._stage_placement = None
-        self.activation_checkpointing = False
+        self.activation_checkpointing = None
 
     @property
     def stage_id(self):

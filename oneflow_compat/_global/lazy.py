@@ -20,10 +20,12 @@ class GraphScope:
     """What the tracing graph knows of the modules it holds: {id(module): (path, stage id, placement)} and
     {id(tensor): variable name} of their parameters and buffers."""
 
-    def __init__(self, modules, names, trainable):
+    def __init__(self, modules, names, trainable, checkpointing=None):
         self.modules = modules
         self.names = names
         self.trainable = trainable  # ids of the parameters the graph's optimizers update
+        # {id(module): True/False} of the modules whose activation_checkpointing was set (None: inherited)
+        self.checkpointing = checkpointing or {}
 
 
 class tracing:  # noqa: N801 - a context manager
@@ -134,14 +136,23 @@ def module_call(module, call, args, kwargs):
     if placement is not None:
         args = tuple(_onto(a, placement) for a in args)
         kwargs = {k: _onto(v, placement) for k, v in kwargs.items()}
+    checkpointing = scope.checkpointing.get(id(module))
+    if checkpointing and trace.job.is_train:
+        # OneFlow 0.9 (nn/graph/proxy.py __pre_forward_map): a checkpointed module's tensor inputs pass through an
+        # identity made outside its checkpointing scope, one per input tensor: the tensors kept for the backward,
+        # which also separates consecutive checkpointed modules into segments of their own
+        args = tuple(_checkpoint_input(trace, a) for a in args)
+        kwargs = {k: _checkpoint_input(trace, v) for k, v in kwargs.items()}
     records = getattr(trace, "op_records", None)
     if records is not None and path:
         _record_module_io(records, path, "input", (args, kwargs))
     trace.scopes.append((path, stage))
+    trace.checkpointing.append(checkpointing)
     try:
         result = call(args, kwargs)
     finally:
         trace.scopes.pop()
+        trace.checkpointing.pop()
     if records is not None and path:
         _record_module_io(records, path, "output", (result if isinstance(result, (tuple, list)) else (result,), {}))
     return result
@@ -159,6 +170,18 @@ def _record_module_io(records, path, kind, args_kwargs):
             lines.append("(%s:%s:%s)" % (kind.upper(), name, _lazy_repr(value)))
         else:
             lines.append("[WARNING](%s:%s:%s)" % (kind.upper(), name, type(value)))
+
+
+def _checkpoint_input(trace, x):
+    if isinstance(x, (list, tuple)):
+        return type(x)(_checkpoint_input(trace, v) for v in x)
+    if not isinstance(x, Tensor) or not is_lazy(x):
+        return x
+    cache = trace.checkpoint_inputs  # OneFlow's _unique_identity_op_dict: one identity per input tensor
+    hit = cache.get(id(x))
+    if hit is None:
+        hit = cache[id(x)] = (apply("identity", [x], {})[0], x)  # the input is kept: its id is not reused
+    return hit[0]
 
 
 def _onto(x, placement):

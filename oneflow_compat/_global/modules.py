@@ -325,9 +325,23 @@ class Module:
             for name, b in module._buffers.items():
                 if b is not None and name not in module._non_persistent_buffers_set:
                     own[base + name] = b
+        # entries a module keeps beside its tensors (flow.one_embedding's snapshot name): the module checks them
+        # with the tensors and loads them after (`_extra_state_keys(prefix)`, `_check_extra_state`,
+        # `_load_extra_state`)
+        extra = []
+        for module_prefix, module in self.named_modules():
+            keys = getattr(module, "_extra_state_keys", None)
+            if keys is not None:
+                base = module_prefix + ("." if module_prefix else "")
+                extra.append((module, base, keys(base)))
+        claimed = {k for _, _, keys in extra for k in keys}
         missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
+        unexpected = [k for k in state_dict if k not in own and k not in claimed]
         errors = []
+        for module, base, _ in extra:
+            problem = module._check_extra_state(state_dict, base)
+            if problem is not None:
+                errors.append(problem)
         for key, target in own.items():
             if key in state_dict:
                 problem = state_values.check(state_dict[key], target)
@@ -345,6 +359,8 @@ class Module:
             for key, target in own.items():
                 if key in state_dict:
                     state_values.copy_into(target, state_dict[key])
+        for module, base, _ in extra:
+            module._load_extra_state(state_dict, base)
         return _IncompatibleKeys(missing, unexpected)
 
     # --- conversions ---------------------------------------------------------------------------------------

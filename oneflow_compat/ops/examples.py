@@ -1611,3 +1611,12 @@ EXAMPLES["embedding_grad"] = EXAMPLES["embedding_grad"] + [
     Example(inputs(normal(2, 3, 4), fixed([[3, 0, 3], [6, 3, 0]], np.int64), normal(7, 4)),
             {"padding_idx": 0, "axis": 0, "scale_grad_by_freq": True}, wrt=[0], note="scale_grad_by_freq",
             splits=[None, None, 0], layouts=[[1, None, None]])]
+
+# --- one-embedding team: flow.one_embedding's lookup and its gradient (ops/one_embedding_ops.py) ----------------------
+WITHOUT_EXAMPLES.update({
+    "one_embedding_fused_lookup": "reads (and inserts keys into) an embedding's key-value store named by its attrs, "
+                                  "which a MultiTableEmbedding module creates; covered by tests/test_one_embedding.py",
+    "one_embedding_fused_lookup_grad": "updates an embedding's key-value store with the graph's optimizer (or keeps "
+                                       "the gradient for flow.one_embedding.Optimizer); covered by "
+                                       "tests/test_one_embedding.py",
+})

@@ -190,7 +190,9 @@ def dropout_seed(op, session):
     if op.attrs.get("seed") is not None:
         return int(op.attrs["seed"])
     root = (session.root_seed if session is not None and session.root_seed is not None else 0)
-    return random_k.derived_seed(root, "%s/%s" % (op.job.name, op.name))
+    # an activation checkpointing recomputation draws with its original's seed (passes/checkpointing.py)
+    name = getattr(op.job, "recompute_of", {}).get(op.name, op.name)
+    return random_k.derived_seed(root, "%s/%s" % (op.job.name, name))
 
 
 def _call_counters(session):

@@ -91,7 +91,7 @@ def _norm_grad_sbp(op):
 
 
 register(OpDef("normalization", infer=_norm_meta, kernel=norm_k.normalization, kernel_attrs=_norm_attrs,
-               sbp=_norm_sbp, grad=_norm_grad))
+               sbp=_norm_sbp, grad=_norm_grad, recomputable=False))
 register(OpDef("normalization_grad", infer=_norm_grad_meta, kernel=norm_k.normalization_grad,
                kernel_attrs=lambda op: {"axis": op.attrs["axis"], "epsilon": op.attrs["epsilon"]},
                sbp=_norm_grad_sbp, num_outputs=5))
@@ -281,7 +281,7 @@ def _bs_grad(op, dys):
 
 
 register(OpDef("normalization_batch_stats", infer=_norm_meta, kernel=norm_k.normalization_batch_stats,
-               kernel_attrs=_bs_attrs, sbp=_norm_sbp, grad=_bs_grad))
+               kernel_attrs=_bs_attrs, sbp=_norm_sbp, grad=_bs_grad, recomputable=False))
 
 
 def _bs_sums_meta(op):

@@ -45,6 +45,8 @@ Properties (what the passes and the runtime need to know about an op, declared i
   of the op's output (a gather's gradient), for the indexed-slices optimizer (passes/optimizer_pass.py).
 * `rowwise` — each row of the output (axis 0) depends on the same row of input 0 alone (identities, scalings): the
   indexed rows of a gradient survive it.
+* `recomputable` — (default True) nn.Graph's activation checkpointing may run it again in the backward
+  (passes/checkpointing.py); False for batch normalization, as OneFlow 0.9's CheckpointingPass leaves it alone.
 """
 from oneflow_compat.ir import time_shape
 from oneflow_compat.ir.graph import LazyBlob, Op
@@ -59,7 +61,7 @@ class OpDef:
     def __init__(self, type, infer, kernel=None, kernel_attrs=None, local_attrs=None, build=None, grad=None,
                  sbp=None, num_outputs=1, stateful=False, mirrored_sbp=None, collective=False,
                  build_collective=None, role="compute", view_cast=None, in_place=False, fresh_output=False,
-                 boxing=False, runtime_hook=None, indexed_rows=None, rowwise=False):
+                 boxing=False, runtime_hook=None, indexed_rows=None, rowwise=False, recomputable=True):
         if role not in ROLES:
             raise ValueError("op %r: role must be one of %s, got %r" % (type, ROLES, role))
         if view_cast is not None and view_cast not in VIEWS:
@@ -86,6 +88,7 @@ class OpDef:
         self.runtime_hook = runtime_hook
         self.indexed_rows = indexed_rows
         self.rowwise = rowwise
+        self.recomputable = recomputable
 
     def __repr__(self):
         return "<OpDef %s>" % self.type

@@ -189,8 +189,9 @@ class Optimizer:
         return loss
 
     def _update_sharded(self, group, param, state, layout):
-        """An eager step on a parameter whose optimizer states an nn.Graph with ZeRO split (passes/zero.py; the
-        parameter stays broadcast at stages 1 and 2): as the graph's step, the update runs on this rank's rows of
+        """An eager step on a parameter whose optimizer states an nn.Graph with ZeRO split (passes/zero.py) while
+        the parameter itself is broadcast (e.g. a ZeRO checkpoint's states loaded beside whole parameters): as the
+        graph's step, the update runs on this rank's rows of
         the parameter and gradient laid out as the states, and the updated rows are gathered into the parameter,
         so the states keep their 1/n layout and the numbers are the whole update's."""
         rows = param.detach().to_global(placement=param.placement, sbp=layout)

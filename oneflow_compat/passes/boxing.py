@@ -5,6 +5,7 @@ import warnings
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import LazyBlob, Op
 from oneflow_compat.ops import registry, transitions
+from oneflow_compat.passes import zero
 
 
 class ImplicitBoxingError(RuntimeError):
@@ -15,6 +16,7 @@ def insert(job):
     mode = job.config.implicit_boxing_ if job.config is not None else "silent"
     produced = {}
     cache = {}
+    shared = zero.groups_boxing(job)  # OneFlow's GroupBoxingByDstParallel; ZeRO stage 3 turns it off
     new_ops = []
     defn = registry.get("boxing")
     for op in job.ops:
@@ -25,7 +27,7 @@ def insert(job):
             t = transitions.transition_of(move)
             if t is transitions.IDENTITY:
                 continue
-            key = (x.key(), dst_pl, dst)
+            key = (x.key(), dst_pl, dst) if shared else (x.key(), dst_pl, dst, op.name, i)
             b = cache.get(key)
             if b is None:
                 name = job.unique_name("boxing-%s-to-%s" % (x.op.name, op.name))

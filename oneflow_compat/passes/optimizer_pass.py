@@ -55,7 +55,7 @@ def _build(session, job, ctx):
     dynamic = None
     if getattr(policy, "dynamic", False):
         dynamic = _DynamicScale(ctx, job, policy)
-    # ZeRO stage 3 (passes/zero.py): sharded parameters are stored S(0) and restored for the forward pass
+    # ZeRO, every stage (passes/zero.py): sharded parameters are stored S(0) and restored for the forward pass
     zero.shard_parameters(job, ctx, autodiff.variable_owners(job))
     grads = autodiff.build_backward(ctx, job, loss_scale=dynamic.scale if dynamic else factor)
     if not grads:
@@ -165,17 +165,8 @@ def _add_updates(session, job, ctx, groups, dynamic=None):
 def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None):
     spec = vop.attrs["spec"]
     rows = _indexed_slices_rows(job, opt, name, vop, g)
-    # ZeRO (passes/zero.py): the states, the update and the gradient it reads are S(0) over the data-parallel ranks
-    # (stage 3: the variable itself is S(0) already); indexed-slices updates stay whole
-    shard = zero.shard_sbp(job, spec) if rows is None else None
-    if spec.sbp != sbp_mod.B and spec.sbp == shard:
-        shard = None  # stage 3: updated in place like any split variable
-    w, layout = vop.outputs[0], shard or spec.sbp
-    if shard is not None:
-        with GradScope(ctx, vop, "optimizer"):
-            w = zero.parameter_shard(job, ctx, name, vop, shard)
-            if int(zero.settings(job)["stage"]) == 1:
-                g = zero.reduced_gradient(job, name, g)
+    # ZeRO (passes/zero.py) stored a sharded variable S(0) already: its states and update follow its layout
+    w, layout = vop.outputs[0], spec.sbp
     states, hints = [], {0: layout, 1: layout, 2: sbp_mod.B, 3: sbp_mod.B}
     for suffix, init in opt.state_specs(name, spec.shape, spec.dtype.np):
         shape = opt.state_shape(suffix, spec.shape)
@@ -206,8 +197,6 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None)
         registry.new_op(update_type, [w, g, lr, step] + states + skip + (
                         [rows] if rows is not None else []), attrs,
                         name=job.unique_name(name + "-update"), in_hints=hints)
-        if shard is not None:
-            zero.gather_into(job, name, vop, w)
 
 
 # OneFlow v0.3.4's IndexedSlicesOptimizerRewritePass (oneflow/core/job_rewriter/indexed_slices_optimizer_rewrite_

@@ -3,8 +3,12 @@ job functions (`runtime/session.py`), nn.Graph (`runtime/graph_runtime.py`), eag
 and their backward (`runtime/global_eager.py`), legacy eager mode (`framework/eager.py`) — and differs only in its
 `Options`:
 
-    autodiff + optimizer (train jobs)  →  prune  →  SBP choice  →  fusion  →  boxing insertion  →  gradient buckets
-    (passes/optimizer_pass.py)           (prune)   (sbp_infer)   (fusion)   (boxing)            (grad_buckets)
+    autodiff + optimizer (train jobs)  →  prune  →  SBP choice  →  checkpointing  →  fusion  →  boxing insertion
+    (passes/optimizer_pass.py)           (prune)   (sbp_infer)   (checkpointing)    (fusion)   (boxing)
+    →  gradient buckets (grad_buckets)
+
+(`checkpointing`: nn.Graph's activation checkpointing, train jobs: the checkpointed modules' forward ops cloned
+into the backward with their originals' layouts, `passes/checkpointing.py`.)
 
 The runtime then builds the job's executable (`runtime/executable.py`: its plan, feeding, running, fetching).
 
@@ -23,7 +27,7 @@ Options:
 """
 import collections
 
-from oneflow_compat.passes import auto_parallel, boxing, fusion, grad_buckets, optimizer_pass, prune, sbp_infer
+from oneflow_compat.passes import auto_parallel, boxing, checkpointing, fusion, grad_buckets, optimizer_pass, prune, sbp_infer
 
 Options = collections.namedtuple("Options", "train prune layout exact_first fusion boxing buckets")
 
@@ -62,6 +66,8 @@ def compile_job(session, job, options, ctx=None):
             auto_parallel.search(job, auto)
     elif options.layout == "one device":
         sbp_infer.one_device(job)
+    if options.train and job.is_train:
+        checkpointing.apply(job)  # nn.Graph's activation checkpointing: after the layouts, which clones copy
     if options.fusion:
         fusion.fuse(job)
     if options.boxing:

@@ -46,6 +46,9 @@ class CompiledGraph:
         session = trace.session
         pipeline.compile_job(session, job, pipeline.GRAPH, trace.ctx)
         self.stage_of = dict(trace.stage_of)
+        for clone, original in getattr(job, "recompute_of", {}).items():  # passes/checkpointing.py
+            if original in self.stage_of:
+                self.stage_of[clone] = self.stage_of[original]
         rt = session.runtime
         if check_across_ranks:
             executable.check_same_plans_across_ranks(rt.comm, [("plan of nn.Graph '%s'" % name, job)])

@@ -83,6 +83,11 @@ class GraphTrace:
         self.inputs = []  # the input ops, in argument order
         self.stage_of = {}  # op name -> pipeline stage id
         self.scopes = []  # (module path, stage id or None) of the modules being called, innermost last
+        # activation checkpointing (passes/checkpointing.py): each called module's own setting (None: inherited),
+        # innermost last; the forward ops made under a True one; the identities of checkpointed modules' inputs
+        self.checkpointing = []
+        self.job.checkpointing_ops = set()
+        self.checkpoint_inputs = {}
         self._inferred = -1  # number of ops the last on-demand SBP inference covered
         self._free = 0
 
@@ -109,7 +114,17 @@ class GraphTrace:
         stage = self.stage()
         if stage is not None:
             self.stage_of[op.name] = stage
+        if self.checkpointed():
+            self.job.checkpointing_ops.add(op.name)
         return op
+
+    def checkpointed(self):
+        """Whether the module being called does activation checkpointing (the innermost module that set it says;
+        OneFlow's scope attribute "checkpointing", inherited by the modules inside)."""
+        for on in reversed(self.checkpointing):
+            if on is not None:
+                return on
+        return False
 
     def apply(self, op_type, attrs, values, placement):
         """Adds op `op_type` reading `values` (LazyValues) on `placement`; returns its outputs as LazyValues."""

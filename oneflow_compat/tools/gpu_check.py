@@ -69,6 +69,8 @@ PARITY_TESTS = ("test_cuda_sources.py", "test_cuda_kernels.py", "test_philox.py"
 FAKE_ENV = "GPU_CHECK_FAKE"
 # the model zoo's (issue 24): dynamic blobs across 2 MPI ranks
 MPI_TESTS += ("test_zoo_hybrid_embedding_mpi.py",)
+# OneFlow 0.9's API reference, nn.Graph ZeRO and one_embedding over 2 MPI ranks
+MPI_TESTS += ("test_api_shape_mpi.py", "test_api_gaps_mpi.py", "test_graph_zero_mpi.py", "test_one_embedding_mpi.py")
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)\b")
 _SUMMARY = re.compile(r"^(=+ )?(\d+ \w+|no tests ran)[\w, ]* in [\d.]+s\b[^=]*( =+)?$")
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s+\[\s*\d+%\])?$")

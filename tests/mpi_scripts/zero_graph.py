@@ -1,7 +1,7 @@
 """nn.Graph with ZeRO on every rank of the world (tests/test_graph_zero_mpi.py runs it under `mpiexec -n 2`): an
 MLP trained with AdamW for 4 steps without ZeRO and with each stage; rank 0 prints one JSON line per run with its
 losses, final parameters, and the local shapes the ranks hold of the optimizer states and parameters, and also the
-bytes `explain` reports for the stage-2 graph's collectives."""
+bytes `explain` reports for each graph's collectives."""
 import json
 import sys
 
