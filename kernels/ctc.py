@@ -12,6 +12,8 @@ OneFlow's documentation says to feed the op. Where zero_infinity and the loss is
 """
 import numpy as np
 
+from . import checks
+
 
 def _as_index(xp, a):
     return a.astype(np.int64, copy=False)
@@ -38,7 +40,37 @@ def _extended_labels(xp, targets, target_lengths, max_target_length, blank):
     return ext, valid
 
 
+def _outside(xp, values, low, high):
+    """The first of `values` outside [low, high] (a 0-d array) and whether there is one: for `checks.require`."""
+    bad = (values < low) | (values > high)
+    return xp.any(bad), values.reshape(-1)[xp.argmax(bad.reshape(-1))]
+
+
+def _check_on_device(xp, log_probs, targets, input_lengths, target_lengths, max_target_length, blank):
+    """`_check` without waiting for the device: the lengths' checks are read with the step's results (`checks`),
+    naming the first offending length (the host names them all)."""
+    t, n, c = log_probs.shape
+    if tuple(input_lengths.shape) != (n,) or tuple(target_lengths.shape) != (n,):
+        raise ValueError("ctc_loss: input_lengths %s and target_lengths %s must have the batch size %d of log_probs"
+                         % (tuple(input_lengths.shape), tuple(target_lengths.shape), n))
+    if not 0 <= blank < c:
+        raise ValueError("ctc_loss: blank %d is not a class of log_probs (%d classes)" % (blank, c))
+    if not n:
+        return
+    failed, first = _outside(xp, input_lengths, 0, t)
+    checks.require(xp, failed, "ctc_loss: input_lengths hold %d, outside [0, %d] (the length of log_probs)", first, t)
+    failed, first = _outside(xp, target_lengths, 0, max_target_length)
+    checks.require(xp, failed, "ctc_loss: target_lengths hold %d, outside [0, %d] (max_target_length)", first,
+                   max_target_length)
+    if targets.ndim == 1:
+        total = xp.sum(target_lengths.astype(np.int64))
+        checks.require(xp, total > targets.shape[0], "ctc_loss: the target_lengths sum to %d but the concatenated "
+                       "targets hold %d", total, targets.shape[0])
+
+
 def _check(xp, log_probs, targets, input_lengths, target_lengths, max_target_length, blank):
+    if xp is not np:
+        return _check_on_device(xp, log_probs, targets, input_lengths, target_lengths, max_target_length, blank)
     t, n, c = log_probs.shape
     il = np.asarray(input_lengths.get() if hasattr(input_lengths, "get") else input_lengths)
     tl = np.asarray(target_lengths.get() if hasattr(target_lengths, "get") else target_lengths)
@@ -94,8 +126,11 @@ def ctc_loss(xp, log_probs, targets, input_lengths, target_lengths, *, blank, ma
     ext, valid = _extended_labels(xp, _as_index(xp, targets), tl, max_target_length, blank)
     width = ext.shape[1]
     c = log_probs.shape[2]
-    if bool(((ext < 0) | (ext >= c)).any()):
-        raise ValueError("ctc_loss: targets hold labels outside [0, %d) (the classes of log_probs)" % c)
+    # at once on the host, with the step's results on a device (`checks`)
+    checks.require(xp, xp.any((ext < 0) | (ext >= c)), "ctc_loss: targets hold labels outside [0, %d) (the classes "
+                   "of log_probs)", c)
+    if xp is not np:  # valid reads until the check is read
+        ext = xp.clip(ext, 0, c - 1)
     # the skip from s - 2 to s: a label differing from the one two positions back (never onto a blank)
     skip = xp.zeros(ext.shape, dtype=bool)
     skip[:, 2:] = ext[:, 2:] != ext[:, :-2]
@@ -178,13 +213,17 @@ def ctc_greedy_decoder(xp, log_probs, input_lengths, *, merge_repeated=True):
     front and zero-filled (N, T); and minus the sum of the chosen log probabilities (N, 1)."""
     t_max, n, c = log_probs.shape
     il = _as_index(xp, input_lengths)
-    lens = np.asarray(il.get() if hasattr(il, "get") else il)
-    if lens.shape != (n,):
+    if tuple(il.shape) != (n,):
         raise ValueError("ctc_greedy_decoder: input_lengths of shape %s must have the batch size %d of log_probs"
-                         % (lens.shape, n))
-    if (lens < 0).any() or (lens > t_max).any():
-        raise ValueError("ctc_greedy_decoder: input_lengths %s must lie in [0, %d] (the length of log_probs)"
-                         % (lens.tolist(), t_max))
+                         % (tuple(il.shape), n))
+    if xp is np:
+        if (il < 0).any() or (il > t_max).any():
+            raise ValueError("ctc_greedy_decoder: input_lengths %s must lie in [0, %d] (the length of log_probs)"
+                             % (il.tolist(), t_max))
+    elif n:  # read with the step's results (`checks`), naming the first offending length
+        failed, first = _outside(xp, il, 0, t_max)
+        checks.require(xp, failed, "ctc_greedy_decoder: input_lengths hold %d, outside [0, %d] (the length of "
+                       "log_probs)", first, t_max)
     best = log_probs.argmax(axis=2).T  # (N, T)
     top = log_probs.max(axis=2).T
     inside = xp.arange(t_max)[None, :] < il[:, None]

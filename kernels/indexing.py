@@ -131,8 +131,9 @@ def embedding_grad(xp, dy, indices, like, *, padding_idx=-1, offset=0, scale_gra
         out[local] = 0
     if scale_grad_by_freq and indices.size:
         rows = indices.reshape(-1).astype(xp.int64) - offset
-        rows = rows[(rows >= 0) & (rows < out.shape[0])]
-        freq = xp.bincount(rows, minlength=out.shape[0])[:out.shape[0]]
+        inside = (rows >= 0) & (rows < out.shape[0])  # counted by weight, not selected: no boolean-mask read
+        freq = xp.bincount(xp.where(inside, rows, 0), weights=inside.astype(numpy.float64),
+                           minlength=out.shape[0])[:out.shape[0]]
         shape = (out.shape[0],) + (1,) * (out.ndim - 1)
         out /= xp.maximum(freq, 1).astype(out.dtype).reshape(shape)
     return out
@@ -144,6 +145,8 @@ def embedding_renorm(xp, weight, indices, *, max_norm, norm_type, num_embeddings
     accumulated in double; each row once however often it is looked up). `offset`: the first row of this piece
     when the rows are split; `num_embeddings` the whole weight's rows (an index outside them is refused before any
     row is written)."""
+    if xp is not numpy:
+        return _embedding_renorm_on_device(xp, weight, indices, max_norm, norm_type, num_embeddings, offset)
     n = weight.shape[0]
     rows = xp.unique(indices.reshape(-1).astype(xp.int64))
     if rows.size and (int(rows[0]) < 0 or int(rows[-1]) >= num_embeddings):  # (checked before any row is written)
@@ -162,3 +165,29 @@ def embedding_renorm(xp, weight, indices, *, max_norm, norm_type, num_embeddings
     if bool(over.any()):
         scale = max_norm / (norms[over] + 1e-7)
         weight[rows[over]] = (w[over] * scale.reshape(-1, 1)).astype(weight.dtype)
+
+
+def _embedding_renorm_on_device(xp, weight, indices, max_norm, norm_type, num_embeddings, offset):
+    """`embedding_renorm` without reading anything back: which rows are looked up is a count per row (bincount),
+    every row's norm is computed and only the looked-up rows over max_norm are rewritten (the same formula, so the
+    same values). The index check is read with the step's results (`checks`); until then a failed check writes no
+    row, so the weight is never half-renormalised."""
+    n = weight.shape[0]
+    flat = indices.reshape(-1).astype(xp.int64)
+    if not flat.size or not n:
+        return
+    low, high = xp.min(flat), xp.max(flat)
+    failed = (low < 0) | (high >= num_embeddings)
+    checks.require(xp, failed, "embedding_renorm: index %d is out of range for %d embeddings",
+                   xp.where(low < 0, low, high), num_embeddings, error=IndexError)
+    local = flat - offset
+    inside = (local >= 0) & (local < n)
+    looked_up = xp.bincount(xp.where(inside, local, 0), weights=inside.astype(numpy.float64), minlength=n)[:n] > 0
+    w = weight.astype(xp.float64)
+    if norm_type == float("inf"):
+        norms = xp.max(xp.abs(w), axis=1)
+    else:
+        norms = xp.sum(xp.abs(w) ** norm_type, axis=1) ** (1.0 / norm_type)
+    rewrite = looked_up & (norms > max_norm) & ~failed
+    scaled = (w * (max_norm / (norms + 1e-7)).reshape(-1, 1)).astype(weight.dtype)
+    weight[...] = xp.where(rewrite.reshape((n,) + (1,) * (weight.ndim - 1)), scaled, weight)

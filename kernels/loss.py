@@ -203,7 +203,9 @@ def combined_margin_loss(xp, x, labels, *, m1=1.0, m2=0.0, m3=0.0, depth, lower=
     theta = xp.where(here, xp.arccos(xp.clip(picked, -1, 1)), picked.dtype.type(0))
     y2 = xp.array(x2)
     margin = xp.cos(theta * x.dtype.type(m1) + x.dtype.type(m2)) - x.dtype.type(m3)
-    y2[xp.arange(rows)[here], safe[here]] = margin[here]
+    # every row written (its own value where the label is another device's): no boolean-mask indexing, whose
+    # result size the host would have to wait for on a device
+    y2[xp.arange(rows), safe] = xp.where(here, margin, picked)
     return y2.reshape(x.shape), theta.astype(x.dtype, copy=False)
 
 
@@ -217,8 +219,9 @@ def combined_margin_loss_grad(xp, dy, labels, theta, *, m1=1.0, m2=0.0, depth, l
     t = theta.reshape(-1)
     with numpy.errstate(divide="ignore", invalid="ignore"):
         factor = xp.sin(t * dy.dtype.type(m1) + dy.dtype.type(m2)) * dy.dtype.type(m1) / xp.sin(t)
-    idx = xp.arange(rows)[here]
-    d2[idx, safe[here]] = d2[idx, safe[here]] * factor[here]
+    idx = xp.arange(rows)
+    # every row's label cell rewritten (times 1 where the label is another device's): no boolean-mask indexing
+    d2[idx, safe] = d2[idx, safe] * xp.where(here, factor, dy.dtype.type(1))
     return d2.reshape(dy.shape)
 
 

@@ -10,6 +10,7 @@ the output: hardshrink, softshrink).
 import numpy
 
 from . import activation as _act
+from . import checks
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
@@ -113,9 +114,10 @@ def cumprod_grad(xp, dy, x, *, dim):
     first_zero = zero & (xp.cumsum(zero, axis=dim) == 1)
     safe_x = xp.where(zero, _t(x, 1), x)
     dx = xp.where(zero, _t(x, 0), _reverse_cumsum(xp, dy * y, dim) / safe_x)
-    if bool(first_zero.any()):
-        y_skip = xp.cumprod(xp.where(first_zero, _t(x, 1), x), axis=dim)
-        dx = xp.where(first_zero, _reverse_cumsum(xp, dy * y_skip, dim), dx)
+    # always computed (no host test of first_zero: that would wait for the device); where no line has a zero
+    # the selection keeps dx as it is
+    y_skip = xp.cumprod(xp.where(first_zero, _t(x, 1), x), axis=dim)
+    dx = xp.where(first_zero, _reverse_cumsum(xp, dy * y_skip, dim), dx)
     return dx.astype(x.dtype, copy=False)
 
 
@@ -124,8 +126,8 @@ def broadcast_fmod(xp, a, b):
     """The C remainder: the sign of the dividend (OneFlow's broadcast_fmod; integers as floats alike). An integer
     division by zero raises, as numpy's would warn and OneFlow's kernel leaves undefined."""
     if numpy.issubdtype(numpy.dtype(a.dtype), numpy.integer):
-        if bool((b == 0).any()):
-            raise ZeroDivisionError("fmod: integer division by zero")
+        # at once on the host, with the step's results on a device (`checks`: no wait inside the kernel)
+        checks.require(xp, xp.any(b == 0), "fmod: integer division by zero", error=ZeroDivisionError)
     return xp.fmod(a, b)
 
 

@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from . import pool_nd
+from . import checks, pool_nd
 
 
 def _planes(a):
@@ -51,27 +51,41 @@ def index_grad(xp, dy, indices, *, input_spatial):
 
 
 def adaptive_max_pool(xp, x, *, output_size):
-    """(maxima of PyTorch's adaptive windows, their flat indices within each input plane)."""
+    """(maxima of PyTorch's adaptive windows, their flat indices within each input plane).
+
+    Every window at once (a handful of launches whatever the output size, no loop over output cells): along each
+    axis the o windows are padded to the longest one's length K and gathered as (o, K); the padding reads the
+    lowest value, so the first maximum of a window in row-major order (argmax over its K_1 x K_2 ... cells; padding
+    comes after the window's cells of the same row and never wins) is the one the window alone gives."""
     spatial = tuple(x.shape[2:])
-    out = xp.empty(tuple(x.shape[:2]) + tuple(output_size), dtype=x.dtype)
-    ind = xp.empty(out.shape, dtype=np.int64)
-    bins = [pool_nd._bins(n, o) for n, o in zip(spatial, output_size)]
-    for idx in itertools.product(*[range(o) for o in output_size]):
-        win = [bins[d][i] for d, i in enumerate(idx)]
-        region = x[(Ellipsis,) + tuple(slice(a, b) for a, b in win)]
-        shape = region.shape[2:]
-        flat = region.reshape(region.shape[:2] + (int(np.prod(shape)),))
-        local = flat.argmax(axis=2)  # the first maximum in row-major order
-        out[(Ellipsis,) + idx] = xp.take_along_axis(flat, local[..., None], axis=2)[..., 0]
-        # local index within the window -> flat index within the plane
-        total = xp.zeros(local.shape, dtype=np.int64)
-        rest = local
-        for d in range(len(shape) - 1, -1, -1):
-            coord = rest % shape[d] + win[d][0]
-            rest = rest // shape[d]
-            total = total + coord * int(np.prod(spatial[d + 1:]))
-        ind[(Ellipsis,) + idx] = total
-    return out, ind
+    nd = len(spatial)
+    index, valid, starts, lengths = [], np.ones((1,) * (2 * nd), dtype=bool), [], []
+    for d, (n, o) in enumerate(zip(spatial, output_size)):
+        bins = pool_nd._bins(n, o)
+        first = np.array([a for a, _ in bins], dtype=np.int64)
+        k = max(b - a for a, b in bins)
+        within = np.arange(k)[None, :] < np.array([b - a for a, b in bins])[:, None]  # (o, K)
+        shape = [1] * (2 * nd)
+        shape[2 * d], shape[2 * d + 1] = o, k
+        index.append(xp.asarray(np.minimum(first[:, None] + np.arange(k)[None, :], n - 1).reshape(shape)))
+        valid = valid & within.reshape(shape)
+        starts.append(first)
+        lengths.append(k)
+    cells = x[(slice(None), slice(None)) + tuple(index)]  # (N, C, o_1, K_1, o_2, K_2, ...)
+    cells = xp.where(xp.asarray(valid), cells, pool_nd._lowest(xp, x.dtype))
+    order = (0, 1) + tuple(2 + 2 * d for d in range(nd)) + tuple(3 + 2 * d for d in range(nd))
+    cells = xp.transpose(cells, order).reshape(tuple(x.shape[:2]) + tuple(output_size) + (int(np.prod(lengths)),))
+    local = cells.argmax(axis=-1)  # the first maximum in the window's row-major order
+    out = xp.take_along_axis(cells, local[..., None], axis=-1)[..., 0]
+    ind = xp.zeros(local.shape, dtype=np.int64)
+    rest = local
+    for d in range(nd - 1, -1, -1):
+        shape = [1] * (2 + nd)
+        shape[2 + d] = output_size[d]
+        coord = rest % lengths[d] + xp.asarray(starts[d].reshape(shape))
+        rest = rest // lengths[d]
+        ind = ind + coord * int(np.prod(spatial[d + 1:]))
+    return xp.ascontiguousarray(out), ind
 
 
 def max_unpool(xp, x, indices, *, output_spatial):
@@ -80,10 +94,13 @@ def max_unpool(xp, x, indices, *, output_spatial):
     idx = _planes(indices).astype(np.int64, copy=False)
     flat = (xp.arange(rows, dtype=np.int64)[:, None] * cells + idx).reshape(-1)
     invalid = ((idx < 0) | (idx >= cells)).reshape(-1)
-    if bool(invalid.any()):
-        # OneFlow's message and offset (user/kernels/max_unpool_kernel.cpp): the offset in the whole output
-        bad = int(flat[invalid][0])
-        raise RuntimeError("Found an invalid max index: %d, output volumes are of size %d" % (bad, rows * cells))
+    if invalid.size:
+        # OneFlow's message and offset (user/kernels/max_unpool_kernel.cpp): the offset in the whole output of the
+        # first invalid index; read with the step's results on a device (`checks`), at once on the host
+        checks.require(xp, xp.any(invalid), "Found an invalid max index: %d, output volumes are of size %d",
+                       flat[xp.argmax(invalid)], rows * cells, error=RuntimeError)
+        if xp is not np:  # valid writes until the check is read
+            flat = xp.where(invalid, 0, flat)
     y = xp.zeros(rows * cells, dtype=x.dtype)
     y[flat] = _planes(x).reshape(-1)
     return y.reshape(tuple(x.shape[:2]) + tuple(output_spatial))

@@ -67,17 +67,22 @@ def moving_average_min_max_update(xp, x, current_train_step, moving_max, moving_
     """Updates moving_max / moving_min in place from x while training and current_train_step <=
     stop_update_after_iters: the first value as it is, then m · momentum + v · (1 - momentum); symmetric keeps
     moving_min = moving_max (the largest magnitude)."""
-    if not training or int(current_train_step.reshape(-1)[0]) > stop_update_after_iters:
+    if not training:
         return
+    # the step and the old values are compared where they live (a device: no read back inside the step); the
+    # selections keep the arithmetic of the host's branches, so the same values
+    update = current_train_step.reshape(-1)[0] <= stop_update_after_iters
     hi, lo = x.max(), x.min()
     if quantization_scheme == "symmetric":
         hi = xp.maximum(xp.abs(hi), xp.abs(lo))
 
     def moved(old, new):
-        return new if float(old.reshape(-1)[0]) == 0 else old * momentum + new * (1 - momentum)
+        first = old.reshape(-1)[0] == 0
+        return xp.where(update, xp.where(first, new, old * momentum + new * (1 - momentum)), old)
 
     moving_max[...] = moved(moving_max, hi)
-    moving_min[...] = moving_max if quantization_scheme == "symmetric" else moved(moving_min, lo)
+    moving_min[...] = xp.where(update, moving_max, moving_min) if quantization_scheme == "symmetric" else \
+        moved(moving_min, lo)
 
 
 def moving_average_scale(xp, moving_max, moving_min, *, quantization_bit, quantization_scheme,

@@ -15,6 +15,9 @@ import zlib
 
 import numpy
 
+from . import philox_source
+from .cuda_source import CudaModule
+
 _OUTPUTS_PER_COUNTER = 4  # Philox4x64 yields four 64-bit words per counter value
 _SEED_MASK = (1 << 64) - 1
 
@@ -84,6 +87,15 @@ def philox_uniform(xp, seed, elements):
     `Philox(key=seed).random_raw()` stream — word e % 4 of the block at counter e // 4 + 1 (numpy increments the
     counter before each block) — mapped as Generator.random does, (u >> 11)·2⁻⁵³."""
     elements = xp.asarray(elements, dtype=xp.uint64)
+    if xp is not numpy and hasattr(xp, "RawModule"):
+        # on a device: one launch of the same Philox in CUDA (kernels/cuda_random.py, bit-identical) instead of
+        # the ten rounds as array operations (~400 launches); the key as the launch's two scalars, as the array
+        # operations took it (no upload)
+        elements = xp.ascontiguousarray(elements)
+        out = xp.empty(elements.shape, dtype=xp.float64)
+        UNIFORM.launch(xp, "philox_uniform_keyed", elements.size, elements, out, int(seed) & _SEED_MASK,
+                                  (int(seed) >> 64) & _SEED_MASK, elements.size)
+        return out
     zero = xp.zeros((), dtype=xp.uint64)
     words = philox4x64_10(xp, (elements // numpy.uint64(4) + numpy.uint64(1), zero, zero, zero),
                           (int(seed) & _SEED_MASK, (int(seed) >> 64) & _SEED_MASK))
@@ -176,3 +188,25 @@ def coin_flips(xp, seed, call, device, batch_size, probability, start, stop):
     """
     draws = numpy.random.default_rng([int(seed), int(call), int(device)]).random(batch_size)
     return xp.asarray((draws[start:stop] < probability).astype(numpy.int8))
+
+
+# --- the draw on a device (CUDA) ------------------------------------------------------------------------------------
+# `philox_uniform` on a device: the key as the launch's two scalars (a host seed, as the array operations took it:
+# no upload); its numpy twin is `philox_uniform` itself (kernels/cuda_source.py's twins: the fake device, the parity
+# tests)
+_UNIFORM_KEYED = philox_source.PHILOX_UNIFORM + r"""
+extern "C" __global__ void philox_uniform_keyed(const unsigned long long* elements, double* out,
+                                                unsigned long long key0, unsigned long long key1, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x)
+        out[i] = philox_uniform(elements[i], key0, key1);
+}
+"""
+
+
+def _uniform_keyed_twin(elements, out, key0, key1, n):
+    out.reshape(-1)[...] = philox_uniform(numpy, int(key0) | (int(key1) << 64), elements.reshape(-1))
+
+
+UNIFORM = CudaModule("philox_uniform", _UNIFORM_KEYED, {"philox_uniform_keyed": _uniform_keyed_twin},
+                     options=("--std=c++17", "--fmad=false"))

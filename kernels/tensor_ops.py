@@ -5,7 +5,9 @@ Each works on the piece it is given (a device's piece under the op's SBP signatu
 """
 import math
 
-from . import special
+import numpy
+
+from . import checks, special
 
 
 def flip(xp, x, *, dims):
@@ -43,11 +45,17 @@ def isinf(xp, x):
 def _scatter_positions(xp, index, dim, size):
     """Index tuples addressing out[i_0, ..., index[i], ..., i_n] for every position i of `index`."""
     idx = index.astype(xp.int64)
-    if idx.size and (int(xp.min(idx)) < -size or int(xp.max(idx)) >= size):
-        raise IndexError("scatter: index %d is out of bounds for dimension %d with size %d"
-                         % (int(xp.max(idx)) if int(xp.max(idx)) >= size else int(xp.min(idx)), dim, size))
+    if idx.size:
+        # read with the step's results on a device (`checks`), not here: no wait for the device inside the kernel
+        low, high = xp.min(idx), xp.max(idx)
+        checks.require(xp, (low < -size) | (high >= size), "scatter: index %d is out of bounds for dimension %d "
+                       "with size %d", xp.where(high >= size, high, low), dim, size, error=IndexError)
     idx = xp.where(idx < 0, idx + size, idx)
-    grids = list(xp.indices(index.shape, sparse=True))
+    if xp is not numpy:  # valid writes until the check is read
+        idx = xp.clip(idx, 0, max(size - 1, 0))
+    # numpy's indices(..., sparse=True) written out: CuPy's indices has no `sparse`
+    grids = [xp.arange(n, dtype=xp.int64).reshape(tuple(n if k == axis else 1 for k in range(index.ndim)))
+             for axis, n in enumerate(index.shape)]
     grids[dim] = idx
     return tuple(grids)
 

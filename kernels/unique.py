@@ -16,9 +16,42 @@ def _first_occurrence(xp, flat):
     return values[order], rank[inverse.reshape(-1)], counts[order]
 
 
+def _first_occurrence_padded(xp, flat):
+    """`_first_occurrence` on a device without reading anything back: (unique values padded with zeros to the input's
+    length n, index of each entry's value among them, counts padded to n, k as a (1,) int64 array). Equal values
+    are grouped by a stable sort, each group's first position is its first sorted entry, and a group's rank is the
+    number of first positions before its own; the scatters write every entry (the ones that have nothing to write
+    go to a spare slot n, dropped), so no array's size depends on the data."""
+    n = flat.shape[0]
+    positions = xp.arange(n, dtype=numpy.int64)
+    order = xp.argsort(flat, kind="stable")
+    ordered = flat[order]
+    new = xp.ones((n,), dtype=bool)
+    if n > 1:
+        differs = ordered[1:] != ordered[:-1]
+        if numpy.dtype(flat.dtype).kind in "fc":  # NaNs are one value, as numpy.unique counts them
+            differs = differs & ~(xp.isnan(ordered[1:]) & xp.isnan(ordered[:-1]))
+        new[1:] = differs
+    group = xp.cumsum(new) - 1  # the group of each sorted entry
+    group_first = xp.zeros((n + 1,), dtype=numpy.int64)
+    group_first[xp.where(new, group, n)] = order
+    first = xp.zeros((n,), dtype=numpy.int64)
+    first[order] = group_first[group]  # each entry's first occurrence
+    is_first = first == positions
+    rank = xp.cumsum(is_first) - 1
+    idx = rank[first]
+    values = xp.zeros((n + 1,), dtype=flat.dtype)
+    values[xp.where(is_first, rank, n)] = flat
+    counts = xp.bincount(idx, minlength=n)[:n]
+    return values[:n], idx, counts, xp.sum(is_first).astype(numpy.int64).reshape(1)
+
+
 def unique_with_counts(xp, x, *, out_idx):
     """(y, idx, count, num_unique): y[:k] the k unique values of the 1-d x in order of first occurrence, idx[i] the
     position of x[i] in y, count[j] how often y[j] occurs, num_unique = [k]."""
+    if xp is not numpy:
+        y, idx, counts, k = _first_occurrence_padded(xp, x)
+        return y, idx.astype(out_idx), counts.astype(out_idx), k.astype(out_idx)
     values, idx, counts = _first_occurrence(xp, x)
     n, k = x.shape[0], values.size
     y = numpy.zeros(n, dtype=x.dtype)
@@ -34,6 +67,16 @@ def indexed_slices_reduce_sum(xp, indices, values):
     an index added together, indices in first-occurrence order."""
     n = indices.size
     m = values.size // n if n else 0
+    if xp is not numpy:  # on a device: nothing read back (`_first_occurrence_padded`)
+        y_indices, idx, _, k = _first_occurrence_padded(xp, indices.reshape(-1))
+        y_values = xp.zeros((n, m), dtype=values.dtype)
+        if n and hasattr(xp.add, "at"):
+            xp.add.at(y_values, idx, values.reshape(n, m))
+        elif n:  # pragma: no cover - CuPy without ufunc.at
+            import cupyx
+
+            cupyx.scatter_add(y_values, idx, values.reshape(n, m))
+        return y_indices, y_values, k
     uniq, idx, _ = _first_occurrence(xp, indices.reshape(-1))
     k = uniq.size
     y_indices = numpy.zeros(n, dtype=indices.dtype)

@@ -2,7 +2,7 @@
 import os
 import unittest as _unittest
 
-from oneflow_compat.framework import session as sess
+from oneflow_compat.framework import client_mode, session as sess
 from oneflow_compat.runtime import context
 
 
@@ -21,7 +21,11 @@ class TestCase(_unittest.TestCase):
         context.get().legacy_eager = False
         sess.clear_default_session()
         if os.environ.get("ONEFLOW_TEST_ENABLE_EAGER") == "1":
-            sess.enable_eager_execution(True)
+            # v0.4.0's setUp calls flow.enable_eager_execution(...) for its legacy eager tests and for its eager
+            # module tests (`import oneflow.experimental as flow`) alike: the flag chooses neither API, the
+            # tests' first use does (a job function: legacy; a flow.Tensor: the global-tensor API)
+            with client_mode.neutral():
+                sess.enable_eager_execution(True)
 
 
 def _skip_unless(nodes, devices):

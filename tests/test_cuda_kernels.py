@@ -174,6 +174,10 @@ def test_philox_uniform_kernel_equals_numpy_philox(dev):
         cuda_random.MODULE.launch(dev, "philox_uniform_at", elements.size, _up(dev, elements), out, key,
                                   elements.size)
         np.testing.assert_array_equal(_down(out), rnd.philox_uniform(np, seed, elements))
+        keyed = dev.empty(elements.shape, dtype=np.float64)  # the key as two scalars (kernels/random.py's draws)
+        rnd.UNIFORM.launch(dev, "philox_uniform_keyed", elements.size, _up(dev, elements), keyed,
+                                  seed & (2 ** 64 - 1), seed >> 64, elements.size)
+        np.testing.assert_array_equal(_down(keyed), rnd.philox_uniform(np, seed, elements))
 
 
 OPTIMIZERS = [  # (device function, its keyword arguments, the numpy update it equals)

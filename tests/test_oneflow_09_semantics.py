@@ -115,3 +115,15 @@ def test_like_creators_take_a_device_or_a_placement_and_sbp():
         flow.zeros_like(x, placement=flow.placement("cpu", ranks=[0]))
     with pytest.raises(ValueError, match="argument 'placement' and 'sbp' must be None when argument 'device'"):
         flow.ones_like(g, device="cpu", sbp=flow.sbp.broadcast)
+
+
+def test_where_of_two_numbers_takes_their_type_not_the_conditions():
+    cond = flow.tensor(np.array([1, 0, 1], np.int32))
+    out = flow.where(cond, 0.5, 2.0)
+    assert out.dtype is flow.float32
+    np.testing.assert_array_equal(out.numpy(), [0.5, 2.0, 0.5])
+    out = flow.where(cond > 0, 3, 4)
+    assert out.dtype is flow.int64
+    np.testing.assert_array_equal(out.numpy(), [3, 4, 3])
+    assert flow.where(cond > 0, True, False).dtype is flow.bool
+    np.testing.assert_array_equal(flow.where(cond, flow.tensor([1.5, 2.5, 3.5]), 0).numpy(), [1.5, 0, 3.5])

@@ -537,6 +537,18 @@ def where(condition, input=None, other=None):  # noqa: A002
         raise TypeError("where(): input and other are both needed here, got input=%r, other=%r"
                         % (type(input).__name__, type(other).__name__))
     like = next(v for v in (condition, input, other) if isinstance(v, Tensor))
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        # two numbers (OneFlow's ScalarWhere): their own type decides, not the condition's: a float makes the
+        # default floating dtype, ints int64, two bools bool
+        if isinstance(input, (float, np.floating)) or isinstance(other, (float, np.floating)):
+            from oneflow_compat._global import default_dtype
+
+            kind = default_dtype.get_default_dtype()
+        elif isinstance(input, (bool, np.bool_)) and isinstance(other, (bool, np.bool_)):
+            kind = BOOL
+        else:
+            kind = dtypes.int64
+        input = _const(input, like, kind)  # noqa: A001
     if not isinstance(input, Tensor):
         input = _const(input, like, _scalar_dtype(other, input) if isinstance(other, Tensor) else None)  # noqa: A001
     if not isinstance(other, Tensor):

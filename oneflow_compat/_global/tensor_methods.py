@@ -299,3 +299,11 @@ from oneflow_compat._global import where_forms as _where_forms  # noqa: E402
 
 _METHODS.update({"norm": _norm_forms.norm, "where": lambda self, x=None, y=None: _where_forms.where(self, x, y)})
 install()
+
+# --- experimental-v04: v0.4.0's Tensor methods beside 0.9's (oneflow.experimental's programs): gather(index, dim=0),
+# repeat(sizes=...), zeros_()
+from oneflow_compat._global import tensor_methods_v04 as _tensor_methods_v04  # noqa: E402
+
+_METHODS.update({"gather": _tensor_methods_v04.gather, "repeat": _tensor_methods_v04.repeat,
+                 "zeros_": _tensor_methods_v04.zeros_})
+install()
