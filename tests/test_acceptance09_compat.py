@@ -41,3 +41,9 @@ def test_every_dtype_survives_copy_and_pickle():
         assert copy.deepcopy(dt) is dt
         assert pickle.loads(pickle.dumps(dt)) is dt
     assert copy.deepcopy({"dtype": flow.bool})["dtype"] is flow.bool
+
+
+def test_every_sbp_symbol_is_callable_and_returns_itself():
+    assert flow.sbp.split(1)() is flow.sbp.split(1)
+    assert flow.sbp.split(0)() == flow.sbp.split(0) != flow.sbp.split(1)()
+    assert flow.sbp.broadcast() is flow.sbp.broadcast and flow.sbp.partial_sum() is flow.sbp.partial_sum
