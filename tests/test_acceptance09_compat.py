@@ -47,3 +47,12 @@ def test_every_sbp_symbol_is_callable_and_returns_itself():
     assert flow.sbp.split(1)() is flow.sbp.split(1)
     assert flow.sbp.split(0)() == flow.sbp.split(0) != flow.sbp.split(1)()
     assert flow.sbp.broadcast() is flow.sbp.broadcast and flow.sbp.partial_sum() is flow.sbp.partial_sum
+
+
+def test_masked_select_takes_a_mask_of_any_dtype_as_non_zero():
+    x = flow.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    out = flow.masked_select(x, flow.tensor([[0.0, 0.5, 0.0], [2.0, 0.0, -1.0]]))
+    np.testing.assert_allclose(out.numpy(), [2.0, 4.0, 6.0])
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0, 1, 0], [1, 0, 1]])
+    np.testing.assert_allclose(x.masked_select(flow.tensor([1, 0, 1])).numpy(), [1.0, 3.0, 4.0, 6.0])
