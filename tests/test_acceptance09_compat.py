@@ -56,3 +56,14 @@ def test_masked_select_takes_a_mask_of_any_dtype_as_non_zero():
     out.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [[0, 1, 0], [1, 0, 1]])
     np.testing.assert_allclose(x.masked_select(flow.tensor([1, 0, 1])).numpy(), [1.0, 3.0, 4.0, 6.0])
+
+
+def test_nn_common_types_aliases():
+    from typing import Tuple, Union, get_args
+
+    from oneflow.nn.common_types import _ratio_2_t, _size_1_t, _size_any_t, _size_2_t
+
+    assert set(get_args(_size_2_t)) == {int, Tuple[int, int]}
+    assert set(get_args(_size_1_t)) == {int, Tuple[int]}
+    assert set(get_args(_size_any_t)) == {int, Tuple[int, ...]}
+    assert _ratio_2_t == Union[float, Tuple[float, float]]
