@@ -396,8 +396,9 @@ def test_param_group_prints_options_then_params_as_oneflow():
     w = nn.Parameter(flow.ones(2))
     o = flow.optim.SGD([w], lr=0.5)
     text = repr(o.param_groups[0])
+    # OneFlow 0.9's SGD options (nn/optimizer/sgd.py), `fused` last; the params after them
     assert text.startswith("{'lr': 0.5, 'momentum': 0.0, 'dampening': 0.0, 'weight_decay': 0.0, 'nesterov': False, "
-                           "'maximize': False, 'params': [tensor([1., 1.]")
+                           "'maximize': False, 'fused': False, 'params': [tensor([1., 1.]")
     assert list(o.param_groups[0].keys())[0] == "params"  # (the group itself is unchanged)
 
 
