@@ -154,8 +154,7 @@ def test_pickled_in_one_process_views_dtypes_and_empty_tensors(strategy):
 
 
 # --- real processes ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_child_writes_to_a_shared_tensor_through_a_queue(method, strategy):
+def _queue_round_trip(method):
     ctx = mp.get_context(method)
     before = _segments()
     t = flow.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]).share_memory_()
@@ -170,6 +169,14 @@ def test_child_writes_to_a_shared_tensor_through_a_queue(method, strategy):
     del t
     gc.collect()
     assert _segments() == before
+
+
+def test_forked_child_writes_to_a_shared_tensor_through_a_queue(strategy):
+    _queue_round_trip("fork")
+
+
+def test_spawned_child_writes_to_a_shared_tensor_through_a_queue():
+    _queue_round_trip("spawn")  # 'file_descriptor': the descriptor goes through this process's resource sharer
 
 
 def test_a_tensor_not_shared_is_copied_and_the_child_writes_its_copy():
@@ -230,8 +237,8 @@ def test_pool_workers_write_shared_tensors_and_return_tensors(method):
 # --- spawn ----------------------------------------------------------------------------------------------------------
 def test_spawn_runs_fn_with_its_index_and_shared_arguments():
     t = flow.zeros(3, dtype=flow.int64).share_memory_()
-    assert mp.spawn(_spawned, args=(t, -1), nprocs=3) is None
-    assert t.numpy().tolist() == [10, 11, 12]
+    assert mp.spawn(_spawned, args=(t, -1), nprocs=2) is None
+    assert t.numpy().tolist() == [10, 11, 0]
     ctx = mp.start_processes(_spawned, args=(t, -1), nprocs=2, join=False, start_method="fork")
     assert isinstance(ctx, mp.ProcessContext) and len(ctx.pids()) == 2
     while not ctx.join(JOIN_S):
@@ -267,6 +274,23 @@ def test_dataloader_workers_send_batches_through_shared_memory():
     del batches
     gc.collect()
     assert _segments() == before
+
+
+def test_dataloader_shut_down_early_leaves_no_segment():
+    old = mp.get_sharing_strategy()
+    mp.set_sharing_strategy("file_system")  # named segments: those of the batches in flight must not stay behind
+    try:
+        before = _segments()
+        ds = TensorDataset(flow.tensor(np.arange(40, dtype=np.float32).reshape(20, 2)))
+        it = iter(DataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=4))
+        first = next(it)
+        assert first[0].is_shared() and first[0].numpy().tolist() == [[0.0, 1.0], [2.0, 3.0]]
+        it._shutdown_workers()
+        del it, first
+        gc.collect()
+        assert _segments() == before
+    finally:
+        mp.set_sharing_strategy(old)
 
 
 def test_shared_memory_block():

@@ -41,6 +41,7 @@ _COUNT = struct.Struct("q")  # the holders' count of a 'file_system' segment, af
 _ALNUM = string.ascii_letters + string.digits
 _STORAGES = {}  # id(mmap) -> _Storage, while its base array lives
 _CREATED = set()  # names of 'file_system' segments this process created (unlink_all_shared_memory)
+os.register_at_fork(after_in_child=_CREATED.clear)  # a forked child created none of its parent's
 
 
 def set_sharing_strategy(new_strategy):
