@@ -330,3 +330,16 @@ def test_unlink_all_shared_memory_and_register_after_fork():
         os._exit(7 if os.environ.get("ONEFLOW_COMPAT_TEST_AFTER_FORK") == "1" else 0)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 7 and "ONEFLOW_COMPAT_TEST_AFTER_FORK" not in os.environ
+
+
+def test_oneflow_queue_classes_pickle_with_the_reductions():
+    from oneflow_compat.multiprocessing.queue import Queue, SimpleQueue
+
+    q, sq = Queue(), SimpleQueue()
+    q.put(flow.tensor([1, 2]))
+    sq.put(flow.tensor([3.5]))
+    a, b = q.get(timeout=JOIN_S), sq.get()
+    assert a.is_shared() and a.numpy().tolist() == [1, 2] and b.is_shared() and b.numpy().tolist() == [3.5]
+    q.close()
+    q.join_thread()
+    sq.close()
