@@ -55,8 +55,11 @@ def _write_from_queue(q, done):
     done.put(bool(ok))
 
 
-def _write_arg(t, value):
+def _write_args(t, copy, value, pickled):
+    # spawn: pickled into a new segment; fork: not pickled at all, the child's copy-on-write memory
+    assert copy.is_shared() == pickled and copy.numpy().tolist() == [1, 2]
     t.numpy()[...] = value
+    copy.numpy()[...] = 0
 
 
 def _param_info(q, out):
@@ -148,7 +151,17 @@ def test_pickled_in_one_process_views_dtypes_and_empty_tensors(strategy):
     assert c.numpy().tolist() == [1.0, 2.0]
     e = pickle.loads(ForkingPickler.dumps(flow.zeros(0, 3, dtype=flow.int64)))
     assert tuple(e.shape) == (0, 3) and e.dtype is flow.int64 and not e.is_shared()
-    del t, row, u, c, d, e
+    for x in (flow.tensor(3.0), flow.tensor([True, False]), flow.tensor([1.5, 2.0], dtype=flow.float16),
+              flow.tensor(np.arange(6.0).reshape(2, 3)).T):
+        y = pickle.loads(ForkingPickler.dumps(x))
+        assert y.dtype is x.dtype and y.shape == x.shape and y.is_shared()
+        np.testing.assert_array_equal(y.numpy(), x.numpy())
+    rev = flow.from_numpy(t.numpy()[:, ::-1])  # a view with a negative stride, sent as such
+    back = pickle.loads(ForkingPickler.dumps(rev))
+    assert back.numpy().tolist() == [[3, 2, 1, 0], [7, 6, 5, -1], [11, 10, 9, 8]]
+    back.numpy()[0, 0] = 33
+    assert t.numpy()[0, 3] == 33
+    del t, row, u, c, d, e, x, y, rev, back
     gc.collect()
     assert _segments() == before and _held() == ([], [])
 
@@ -196,11 +209,13 @@ def test_process_arguments_share_memory(method, strategy):
     ctx = mp.get_context(method)
     before = _segments()
     t = flow.zeros(5, dtype=flow.float32).share_memory_()
-    proc = ctx.Process(target=_write_arg, args=(t, 7.5))
+    copy = flow.tensor([1, 2])
+    proc = ctx.Process(target=_write_args, args=(t, copy, 7.5, method == "spawn"))
     proc.start()
     proc.join(JOIN_S)
     assert proc.exitcode == 0 and t.numpy().tolist() == [7.5] * 5
-    del t, proc
+    assert copy.numpy().tolist() == [1, 2]  # the child wrote its own copy
+    del t, copy, proc
     gc.collect()
     assert _segments() == before and _held() == ([], [])
 

@@ -13,6 +13,8 @@ from multiprocessing.reduction import ForkingPickler
 import numpy as np
 
 from oneflow_compat._global import creation, shared_storage
+from oneflow_compat._global import tensor as tensor_module
+from oneflow_compat.ir import dtypes
 from oneflow_compat._global.modules import Parameter
 from oneflow_compat._global.tensor import Tensor
 
@@ -28,18 +30,26 @@ def _shared_piece(tensor, what):
     piece = shared_storage._piece(tensor, what)
     if isinstance(piece, np.ndarray) and shared_storage.storage_of(piece) is not None:
         return piece
-    host = np.ascontiguousarray(tensor.numpy())
+    host = np.asarray(tensor.numpy())  # (np.ascontiguousarray would make a 0-d array 1-d)
     shared = shared_storage.new_shared_array(host.shape, host.dtype)
     shared[...] = host
     return shared
 
 
+def _dtype_name(dtype):
+    return dtype.name  # by name: `flow.bool` (defined above the legacy dtypes) does not unpickle as an object
+
+
+def _dtype(name):
+    return tensor_module.BOOL if name == tensor_module.BOOL.name else dtypes._by_name(name)
+
+
 def _local_tensor(array, dtype):
-    return creation._local(array, dtype, "cpu", False)
+    return creation._local(array, _dtype(dtype), "cpu", False)
 
 
 def rebuild_empty_tensor(shape, dtype, requires_grad):
-    t = creation.empty(tuple(shape), dtype=dtype)
+    t = creation.empty(tuple(shape), dtype=_dtype(dtype))
     t.requires_grad = requires_grad
     return t
 
@@ -60,16 +70,16 @@ def rebuild_shm_parameter(handle, dtype, requires_grad):
 
 def reduce_tensor(tensor):
     if tensor.numel() == 0 and not tensor.is_global:
-        return rebuild_empty_tensor, (tuple(tensor.shape), tensor.dtype, tensor.requires_grad)
+        return rebuild_empty_tensor, (tuple(tensor.shape), _dtype_name(tensor.dtype), tensor.requires_grad)
     handle = shared_storage.handle_of(_shared_piece(tensor, "oneflow.multiprocessing (pickling a tensor)"))
-    return rebuild_shm_tensor, (handle, tensor.dtype, tensor.requires_grad)
+    return rebuild_shm_tensor, (handle, _dtype_name(tensor.dtype), tensor.requires_grad)
 
 
 def reduce_parameter(param):
     if param.numel() == 0 and not param.is_global:
-        return rebuild_empty_parameter, (tuple(param.shape), param.dtype, param.requires_grad)
+        return rebuild_empty_parameter, (tuple(param.shape), _dtype_name(param.dtype), param.requires_grad)
     handle = shared_storage.handle_of(_shared_piece(param, "oneflow.multiprocessing (pickling a Parameter)"))
-    return rebuild_shm_parameter, (handle, param.dtype, param.requires_grad)
+    return rebuild_shm_parameter, (handle, _dtype_name(param.dtype), param.requires_grad)
 
 
 def init_reductions():
