@@ -358,3 +358,14 @@ def test_oneflow_queue_classes_pickle_with_the_reductions():
     q.close()
     q.join_thread()
     sq.close()
+
+
+def test_a_tensor_of_graph_build_has_no_memory_to_share():
+    class G(flow.nn.Graph):
+        def build(self, x):
+            x.share_memory_()
+            return x
+
+    with pytest.raises(RuntimeError, match=r"Tensor.share_memory_\(\): a tensor of nn.Graph's build\(\) has no "
+                                           r"memory to share"):
+        G()(flow.ones(2))

@@ -162,6 +162,8 @@ def _piece(tensor, what):
         raise RuntimeError("%s: a global tensor (placement=%r, sbp=%r) cannot be moved to or shared through shared "
                            "memory between processes; share its local tensor (tensor.to_local()) instead"
                            % (what, tensor.placement, tensor.sbp))
+    if tensor.is_lazy:
+        raise RuntimeError("%s: a tensor of nn.Graph's build() has no memory to share" % what)
     return tensor._value.pieces[0]
 
 
