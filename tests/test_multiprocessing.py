@@ -22,8 +22,11 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PO
 JOIN_S = 60  # a child that hangs fails the test instead of the suite
 
 
-def _segments():
-    return {f for f in os.listdir("/dev/shm") if f.startswith("ofshm_")}
+def _segments(pids=()):
+    """The named segments in /dev/shm that this process or `pids` created (`ofshm_<pid>_…`): other test runs on the
+    machine may hold theirs meanwhile."""
+    mine = {str(p) for p in (os.getpid(),) + tuple(pids)}
+    return {f for f in os.listdir("/dev/shm") if f.startswith("ofshm_") and f.split("_")[1] in mine}
 
 
 def _held():
@@ -298,12 +301,14 @@ def test_dataloader_shut_down_early_leaves_no_segment():
         before = _segments()
         ds = TensorDataset(flow.tensor(np.arange(40, dtype=np.float32).reshape(20, 2)))
         it = iter(DataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=4))
+        workers = [w.pid for w in it._workers]
         first = next(it)
         assert first[0].is_shared() and first[0].numpy().tolist() == [[0.0, 1.0], [2.0, 3.0]]
+        assert _segments(workers)  # the batches in flight: named segments of the workers
         it._shutdown_workers()
         del it, first
         gc.collect()
-        assert _segments() == before
+        assert _segments(workers) == before
     finally:
         mp.set_sharing_strategy(old)
 

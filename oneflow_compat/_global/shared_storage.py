@@ -3,7 +3,7 @@
 
 OneFlow 0.9 names the two sharing strategies (`python/oneflow/multiprocessing/__init__.py`, v0.9.0):
 'file_descriptor' (the Linux default) and 'file_system' (the only one on macOS and Windows); its segments are named
-`ofshm_` + random letters and digits (`oneflow/core/ipc/shared_memory.cpp`). What each strategy means here:
+`ofshm_` + random letters and digits (`oneflow/core/ipc/shared_memory.cpp`; here `ofshm_<creating pid>_<random>`). What each strategy means here:
 
 * 'file_descriptor': the segment's name is unlinked from /dev/shm the moment it is created; the memory lives as long
   as an open descriptor or a mapping of it does, in any process. Another process gets a duplicate of the descriptor
@@ -61,7 +61,8 @@ def get_all_sharing_strategies():
 
 
 def _new_name():
-    return "ofshm_" + "".join(secrets.choice(_ALNUM) for _ in range(12))
+    # OneFlow's prefix, then the creating process (which process left a segment behind, if one ever is), then chance
+    return "ofshm_%d_%s" % (os.getpid(), "".join(secrets.choice(_ALNUM) for _ in range(12)))
 
 
 def _open_new(size):
