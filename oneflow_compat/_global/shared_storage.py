@@ -3,7 +3,8 @@
 
 OneFlow 0.9 names the two sharing strategies (`python/oneflow/multiprocessing/__init__.py`, v0.9.0):
 'file_descriptor' (the Linux default) and 'file_system' (the only one on macOS and Windows); its segments are named
-`ofshm_` + random letters and digits (`oneflow/core/ipc/shared_memory.cpp`; here `ofshm_<creating pid>_<random>`). What each strategy means here:
+`ofshm_` + random letters and digits (`oneflow/core/ipc/shared_memory.cpp`); here `ofshm_<creating pid>_<random>`.
+What each strategy means here:
 
 * 'file_descriptor': the segment's name is unlinked from /dev/shm the moment it is created; the memory lives as long
   as an open descriptor or a mapping of it does, in any process. Another process gets a duplicate of the descriptor
