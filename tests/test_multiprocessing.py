@@ -30,7 +30,7 @@ def _segments(pids=()):
 
 
 def _held():
-    """This process's descriptors and maps of segments ('file_descriptor' ones show as '/dev/shm/ofshm_… (deleted)')."""
+    """This process's descriptors and maps of segments (unlinked ones show as '/dev/shm/ofshm_… (deleted)')."""
     fds = []
     for fd in os.listdir("/proc/self/fd"):
         try:
