@@ -58,6 +58,14 @@ def _write_from_queue(q, done):
     done.put(bool(ok))
 
 
+_KEPT = []
+
+
+def _keep(q, done):
+    _KEPT.append(q.get(timeout=JOIN_S))  # still held when the process ends
+    done.put(True)
+
+
 def _write_args(t, copy, value, pickled):
     # spawn: pickled into a new segment; fork: not pickled at all, the child's copy-on-write memory
     assert copy.is_shared() == pickled and copy.numpy().tolist() == [1, 2]
@@ -221,6 +229,28 @@ def test_process_arguments_share_memory(method, strategy):
     del t, copy, proc
     gc.collect()
     assert _segments() == before and _held() == ([], [])
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_child_ending_with_a_tensor_held_lets_it_go(method):
+    old = mp.get_sharing_strategy()
+    mp.set_sharing_strategy("file_system")  # the holders' count: the child's must go when it ends
+    try:
+        ctx = mp.get_context(method)
+        before = _segments()
+        t = flow.ones(3).share_memory_()
+        q, done = ctx.Queue(), ctx.Queue()
+        proc = ctx.Process(target=_keep, args=(q, done))
+        proc.start()
+        q.put(t)
+        assert done.get(timeout=JOIN_S) is True
+        proc.join(JOIN_S)
+        assert proc.exitcode == 0
+        del t
+        gc.collect()
+        assert _segments() == before
+    finally:
+        mp.set_sharing_strategy(old)
 
 
 def test_a_parameter_arrives_as_a_parameter_keeping_requires_grad(strategy):

@@ -111,6 +111,8 @@ class _Storage:
         self.name = name
         self.pid = os.getpid()  # a forked child inherits the object, not this process's count
         self.mm = mmap.mmap(fd, nbytes + (_COUNT.size if strategy == "file_system" else 0))
+        self.counted = strategy == "file_system"  # this mapping is one of the holders
+        _hook_exit()
 
     def array(self, shape, dtype):
         base = np.frombuffer(self.mm, dtype=dtype, count=self.nbytes // np.dtype(dtype).itemsize)
@@ -119,13 +121,37 @@ class _Storage:
         return base.reshape(shape)
 
 
+_hooked_pid = None
+
+
+def _hook_exit():
+    """Once per process: at its exit (a multiprocessing child ends with os._exit, without finalizers) the
+    'file_system' holders it still is let go, so that the last process out unlinks the name."""
+    global _hooked_pid
+    if _hooked_pid != os.getpid():
+        _hooked_pid = os.getpid()
+        from multiprocessing import util
+
+        util.Finalize(None, _let_go_all, exitpriority=0)
+
+
+def _let_go(storage):
+    if storage.counted and os.getpid() == storage.pid:
+        storage.counted = False
+        if _add_count(storage.fd, storage.mm, storage.nbytes, -1) == 0:
+            _unlink(storage.name)
+
+
+def _let_go_all():
+    for storage in list(_STORAGES.values()):
+        _let_go(storage)
+
+
 def _release(storage):
     _STORAGES.pop(id(storage.mm), None)
     if os.getpid() != storage.pid:
         return
-    if storage.strategy == "file_system":
-        if _add_count(storage.fd, storage.mm, storage.nbytes, -1) == 0:
-            _unlink(storage.name)
+    _let_go(storage)
     try:
         storage.mm.close()
     except BufferError:  # an array made outside of `array` still reads it: the map closes with that array
