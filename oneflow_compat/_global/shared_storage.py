@@ -25,6 +25,7 @@ import secrets
 import string
 import struct
 import sys
+import threading
 import weakref
 
 import numpy as np
@@ -41,8 +42,17 @@ else:
 _COUNT = struct.Struct("q")  # the holders' count of a 'file_system' segment, after the data
 _ALNUM = string.ascii_letters + string.digits
 _STORAGES = {}  # id(mmap) -> _Storage, while its base array lives
+_THREADS = threading.Lock()
 _CREATED = set()  # names of 'file_system' segments this process created (unlink_all_shared_memory)
-os.register_at_fork(after_in_child=_CREATED.clear)  # a forked child created none of its parent's
+
+
+def _after_fork_in_child():
+    global _THREADS
+    _CREATED.clear()  # a forked child created none of its parent's segments
+    _THREADS = threading.Lock()  # (another thread of the parent may have held it at the fork)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def set_sharing_strategy(new_strategy):
@@ -91,14 +101,17 @@ def _unlink(name):
 
 
 def _add_count(fd, mm, nbytes, delta):
-    """Adds `delta` to a 'file_system' segment's holder count under an exclusive lock; returns the new count."""
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    try:
-        n = _COUNT.unpack_from(mm, nbytes)[0] + delta
-        _COUNT.pack_into(mm, nbytes, n)
-        return n
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+    """Adds `delta` to a 'file_system' segment's holder count under an exclusive lock; returns the new count. flock
+    excludes other processes only (its lock belongs to the open file), the thread lock this process's threads (a
+    Queue pickles in its feeder thread)."""
+    with _THREADS:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            n = _COUNT.unpack_from(mm, nbytes)[0] + delta
+            _COUNT.pack_into(mm, nbytes, n)
+            return n
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 class _Storage:
