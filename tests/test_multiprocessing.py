@@ -317,6 +317,10 @@ def test_dataloader_workers_send_batches_through_shared_memory():
     ds = TensorDataset(flow.tensor(np.arange(20, dtype=np.float32).reshape(10, 2)), flow.arange(10))
     batches = list(DataLoader(ds, batch_size=4, num_workers=2))
     assert [b[1].numpy().tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    # OneFlow 0.9's default context is the module itself (`multiprocessing_context = multiprocessing`)
+    again = list(DataLoader(ds, batch_size=4, num_workers=1, multiprocessing_context=flow.multiprocessing))
+    assert [b[1].numpy().tolist() for b in again] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]] and again[0][0].is_shared()
+    del again
     assert batches[2][0].numpy().tolist() == [[16.0, 17.0], [18.0, 19.0]]
     assert all(x.is_shared() and y.is_shared() for x, y in batches)
     del batches
