@@ -211,6 +211,15 @@ def broadcast_shapes(shapes):
 from oneflow_compat._global.nn_fused_mlp import (  # noqa: F401,E402
     fused_matmul_bias_add_relu_dropout, fused_mlp)
 from oneflow_compat._global.nn_model_parallel import local_all_reduce  # noqa: F401,E402
+# acceptance-09: the fused functionals OneFlow 0.9's module tests call (functional_api.yaml v0.9.0), composed from
+# registered ops (_global/fused_functionals.py), and _C.tril
+from oneflow_compat._global.fused_functionals import (  # noqa: F401,E402
+    bias_add, fast_gelu, fused_bias_add_dropout, fused_bias_add_gelu, fused_fast_gelu_mul, fused_glu,
+    fused_scale_mask_softmax, fused_scale_mask_softmax_dropout, fused_scale_tril, fused_scale_tril_softmax_mask_scale,
+    fused_weighted_sum)
+from oneflow_compat._global.fused_functionals import fused_matmul_bias  # noqa: F401,E402
+from oneflow_compat._global.tensor_functions import tril  # noqa: F401,E402
+
 
 
 # --- api-gaps team: the functional forms (functional_api.yaml, v0.9.0) of embedding with scale_grad_by_freq and

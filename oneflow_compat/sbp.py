@@ -1,8 +1,8 @@
 """`flow.sbp`: how a global tensor lies on the ranks of its placement (OneFlow 0.5–0.9 spellings).
 
 `flow.sbp.split(dim)` (also `split(0)` and the older keyword `split(axis=0)`), `flow.sbp.broadcast` and
-`flow.sbp.partial_sum` are interned symbols; `broadcast`/`partial_sum` are also callable and return themselves
-(0.7+). Their reprs are OneFlow 0.8's: `oneflow.sbp.split(dim=0)`, `oneflow.sbp.broadcast`,
+`flow.sbp.partial_sum` are interned symbols; each is also callable and returns itself (0.7+; `split(0)()` too,
+as OneFlow 0.9's test_sbp_symbol.py shows). Their reprs are OneFlow 0.8's: `oneflow.sbp.split(dim=0)`, `oneflow.sbp.broadcast`,
 `oneflow.sbp.partial_sum`. Each symbol stands for one SBP of the compiler (`ir/sbp.py`: `S(dim)`, `B`, `P`).
 """
 from oneflow_compat.ir import sbp as _ir
@@ -31,7 +31,7 @@ class sbp:  # noqa: N801 - OneFlow's class name (`flow.sbp.sbp`)
 
 
 class _CallableSbp(sbp):
-    """`broadcast` and `partial_sum`: objects that may also be called (`flow.sbp.broadcast()` is itself)."""
+    """Symbols that may also be called (`flow.sbp.broadcast()` is itself, and `flow.sbp.split(0)()` too)."""
 
     __slots__ = ()
 
@@ -56,7 +56,7 @@ def split(dim=None, axis=None):
         raise TypeError("flow.sbp.split(): dim must be an int, got %r" % (dim,))
     s = _SPLITS.get(dim)
     if s is None:
-        s = _SPLITS[dim] = sbp(_ir.S(dim), "oneflow.sbp.split(dim=%d)" % dim)
+        s = _SPLITS[dim] = _CallableSbp(_ir.S(dim), "oneflow.sbp.split(dim=%d)" % dim)
     return s
 
 

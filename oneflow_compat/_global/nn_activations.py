@@ -11,7 +11,7 @@ methods do).
 import warnings
 
 from oneflow_compat._global import functional as F
-from oneflow_compat._global import tensor_methods
+from oneflow_compat._global.inplace import rebind as _rebind  # tensor_methods' _rebind, without importing it
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.modules import Module, Parameter
 
@@ -22,7 +22,7 @@ def _floating(x, what):
 
 
 def _maybe_inplace(x, result, inplace):
-    return tensor_methods._rebind(x, result) if inplace else result
+    return _rebind(x, result) if inplace else result
 
 
 # --- functional forms -------------------------------------------------------------------------------------------

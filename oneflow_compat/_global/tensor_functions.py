@@ -266,8 +266,9 @@ def _broadcast_pair(x, mask):
 def masked_select(input, mask):  # noqa: A002
     """The entries of input where the (broadcast) mask is true, as a 1-D tensor (differentiable in input)."""
     _eager_only(input, "masked_select")
-    if mask.dtype is not BOOL and mask.dtype is not dtypes.int8 and mask.dtype is not dtypes.uint8:
-        raise TypeError("masked_select(): mask must be a bool tensor, got %s" % mask.dtype.name)
+    # any mask dtype: OneFlow 0.9 (nn/modules/masked_select.py) selects where the mask is non-zero (argwhere)
+    if not isinstance(mask, type(input)):
+        raise TypeError("masked_select(): mask must be a Tensor, got %s" % type(mask).__name__)
     x, m = _broadcast_pair(input, mask)
     flat = np.flatnonzero(np.asarray(m.numpy()).reshape(-1))
     return apply_op("gather", [F.reshape(x, (-1,)), _host_like(flat, x, dtypes.int64)], {"axis": 0})

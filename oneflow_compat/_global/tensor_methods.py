@@ -284,6 +284,14 @@ _METHODS.update({
 })
 install()
 
+# --- acceptance-09: the Tensor methods OneFlow 0.9 registers that were missing (python/oneflow/framework/tensor.py
+# and api/python/framework/tensor_functions.cpp / tensor.cpp at v0.9.0): __contains__, as_strided, clamp_min/max,
+# gelu, relu_, inverse, logaddexp, exponential_, the nn.init fills, global_id, to_numpy and the numpy copies.
+from oneflow_compat._global import tensor_method_gaps as _tensor_method_gaps  # noqa: E402
+
+_METHODS.update(_tensor_method_gaps.METHODS)
+install()
+
 # --- api-gaps team: Tensor.norm is OneFlow 0.9's full norm (`norm_forms.norm`: matrix norms too), Tensor.where with
 # no arguments the condition's non-zero indices (`where_forms.where`)
 from oneflow_compat._global import norm_forms as _norm_forms  # noqa: E402

@@ -2,6 +2,9 @@
 import numpy as np
 
 
+_INSTANCES = {}
+
+
 class DType:
     __slots__ = ("name", "np", "enum_name", "enum_value")
 
@@ -10,6 +13,7 @@ class DType:
         self.np = np.dtype(np_dtype) if np_dtype is not None else None
         self.enum_name = enum_name
         self.enum_value = enum_value
+        _INSTANCES.setdefault(name, self)  # every dtype, those made above this layer too (bool), for unpickling
 
     def __repr__(self):
         return "oneflow.%s" % self.name  # as OneFlow 0.5+ prints dtypes
@@ -59,6 +63,8 @@ def _by_name(name):
     for d in ALL:
         if d.name == name:
             return d
+    if name in _INSTANCES:
+        return _INSTANCES[name]
     raise ValueError("no dtype named %r" % (name,))
 
 

@@ -17,9 +17,10 @@ from oneflow_compat.optim.optimizer import Optimizer, array_module, pieces, zero
 
 class Adam(Optimizer):
     def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
-                 do_bias_correction=True):
+                 do_bias_correction=True, fused=False):
+        # fused (OneFlow 0.9): update parameter groups with one fused kernel; a scheduling choice, same numbers
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        do_bias_correction=do_bias_correction)
+                        do_bias_correction=do_bias_correction, fused=bool(fused))
         super().__init__(params, defaults)
 
     def _check_group(self, group):

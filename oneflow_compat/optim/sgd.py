@@ -14,9 +14,10 @@ from oneflow_compat.optim.optimizer import Optimizer, array_module, pieces, zero
 
 class SGD(Optimizer):
     def __init__(self, params, lr=0.001, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
-                 maximize=False):
+                 maximize=False, fused=False):
+        # fused (OneFlow 0.9): update parameter groups with one fused kernel; a scheduling choice, same numbers
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
+                        nesterov=nesterov, maximize=maximize, fused=bool(fused))
         super().__init__(params, defaults)
 
     def _check_group(self, group):
