@@ -232,3 +232,6 @@ where = _shared_names.on_tensors(_shared_names.where.legacy, _where_forms.where)
 # --- one-embedding team: oneflow.one_embedding (OneFlow 0.9's one_embedding.rst) ------------------------------------
 from oneflow_compat.ops import one_embedding_ops  # noqa: F401,E402  (registers the lookup and its gradient)
 from oneflow_compat import one_embedding  # noqa: F401,E402
+
+# --- multiprocessing team: oneflow.multiprocessing (OneFlow 0.9: tensors through shared memory between processes)
+from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the ForkingPickler reductions)

@@ -307,3 +307,10 @@ from oneflow_compat._global import tensor_methods_v04 as _tensor_methods_v04  # 
 _METHODS.update({"gather": _tensor_methods_v04.gather, "repeat": _tensor_methods_v04.repeat,
                  "zeros_": _tensor_methods_v04.zeros_})
 install()
+
+# --- multiprocessing team: Tensor.share_memory_() / Tensor.is_shared() (`shared_storage.py`), the memory that
+# oneflow.multiprocessing sends between processes
+from oneflow_compat._global import shared_storage as _shared_storage  # noqa: E402
+
+_METHODS.update({"share_memory_": _shared_storage.share_memory_, "is_shared": _shared_storage.is_shared})
+install()

@@ -12,7 +12,9 @@ processes.
   (base_seed is drawn from the loader's generator per iteration, as OneFlow does) and then runs
   `worker_init_fn(worker_id)`; `get_worker_info()` tells the dataset which worker runs it. An exception in a
   worker is raised in the main process with the worker's traceback; a worker that dies ends the iteration with
-  an error naming its pid and exit code; `timeout` bounds the wait for one batch.
+  an error naming its pid and exit code; `timeout` bounds the wait for one batch. The batches' tensors come back
+  in shared memory (`oneflow.multiprocessing`'s reductions, as in OneFlow 0.9): the main process maps what the
+  worker wrote instead of unpickling a copy.
 """
 import itertools
 import multiprocessing
@@ -25,6 +27,7 @@ import warnings
 
 import numpy as np
 
+from oneflow_compat import multiprocessing as multiprocessing_reductions  # batches travel in shared memory
 from oneflow_compat._global import creation, generators
 from oneflow_compat.utils.data import collate as _collate
 from oneflow_compat.utils.data.dataset import IterableDataset
@@ -343,6 +346,9 @@ def _worker_loop(dataset_kind, dataset, index_queue, result_queue, auto_collatio
     finally:
         result_queue.close()
         result_queue.join_thread()
+        # as OneFlow 0.9's worker does (utils/data/_utils/worker.py): the 'file_system' segments of batches still in
+        # the queue when the loader shut this worker down lose their names (the main process reads no more of them)
+        multiprocessing_reductions.unlink_all_shared_memory()
 
 
 class _MultiProcessingIter(_BaseIter):
