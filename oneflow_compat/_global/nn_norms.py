@@ -113,6 +113,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 # --- modules ----------------------------------------------------------------------------------------------------
 class _NormBase(Module):
+    tracks_batches = True  # a num_batches_tracked buffer (OneFlow 0.9's fused batch norm keeps none)
+
     def __init__(self, num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True):
         super().__init__()
         from oneflow_compat._global import creation
@@ -128,17 +130,20 @@ class _NormBase(Module):
         if track_running_stats:
             self.register_buffer("running_mean", creation.zeros(num_features))
             self.register_buffer("running_var", creation.ones(num_features))
-            self.register_buffer("num_batches_tracked", creation.tensor(0, dtype=dtypes.int64))
+            if self.tracks_batches:
+                self.register_buffer("num_batches_tracked", creation.tensor(0, dtype=dtypes.int64))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+            if self.tracks_batches:
+                self.register_buffer("num_batches_tracked", None)
 
     def reset_running_stats(self):
         if self.track_running_stats:
             self.running_mean.zero_()
             self.running_var.fill_(1)
-            self.num_batches_tracked.zero_()
+            if self.tracks_batches:
+                self.num_batches_tracked.zero_()
 
     def reset_parameters(self):
         self.reset_running_stats()

@@ -105,38 +105,11 @@ def normalization_add_relu(x, addend=None, moving_mean=None, moving_variance=Non
     return F.relu(y)
 
 
-class _FusedBatchNorm(Module):
-    def __init__(self, num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True):
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        self.channel_axis = 1
-        if affine:
-            self.weight = Parameter(creation.ones(num_features))
-            self.bias = Parameter(creation.zeros(num_features))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", creation.zeros(num_features))
-            self.register_buffer("running_var", creation.ones(num_features))
-        else:
-            self.register_parameter("running_mean", None)
-            self.register_parameter("running_var", None)
-
-    def reset_running_stats(self):
-        if self.track_running_stats:
-            self.running_mean.zero_()
-            self.running_var.fill_(1)
-
-    def reset_parameters(self):
-        self.reset_running_stats()
-        if self.affine:
-            self.weight.fill_(1)
-            self.bias.zero_()
-
-    def _check_input_dim(self, input):  # noqa: A002
-        raise NotImplementedError
+class _FusedBatchNorm(nn_norms._NormBase):
+    """Batch normalization, plus an optional addend, then relu (OneFlow 0.9's nn/modules/batchnorm_fused.py): the
+    batch norms' parameters and running statistics, without a count of batches."""
+    tracks_batches = False
+    channel_axis = 1
 
     def extra_repr(self):
         return "num_features={num_features}, eps={eps}, momentum={momentum}, affine={affine}, " \
@@ -153,18 +126,12 @@ class _FusedBatchNorm(Module):
 
 
 class FusedBatchNorm1d(_FusedBatchNorm):
-    def _check_input_dim(self, input):  # noqa: A002
-        if input.ndim != 2 and input.ndim != 3:
-            raise ValueError("expected 2D or 3D input (got {}D input)".format(input.ndim))
+    _check_input_dim = nn_norms.BatchNorm1d._check_input_dim
 
 
 class FusedBatchNorm2d(_FusedBatchNorm):
-    def _check_input_dim(self, input):  # noqa: A002
-        if input.ndim != 4:
-            raise ValueError("expected 4D input (got {}D input)".format(input.ndim))
+    _check_input_dim = nn_norms.BatchNorm2d._check_input_dim
 
 
 class FusedBatchNorm3d(_FusedBatchNorm):
-    def _check_input_dim(self, input):  # noqa: A002
-        if input.ndim != 5:
-            raise ValueError("expected 5D input (got {}D input)".format(input.ndim))
+    _check_input_dim = nn_norms.BatchNorm3d._check_input_dim
