@@ -191,9 +191,9 @@ class Optimizer:
     def _update_sharded(self, group, param, state, layout):
         """An eager step on a parameter whose optimizer states an nn.Graph with ZeRO split (passes/zero.py) while
         the parameter itself is broadcast (e.g. a ZeRO checkpoint's states loaded beside whole parameters): as the
-        graph's step, the update runs on this rank's rows of
-        the parameter and gradient laid out as the states, and the updated rows are gathered into the parameter,
-        so the states keep their 1/n layout and the numbers are the whole update's."""
+        graph's step, the update runs on this rank's rows of the parameter and gradient laid out as the states, and
+        the updated rows are gathered into the parameter, so the states keep their 1/n layout and the numbers are
+        the whole update's."""
         rows = param.detach().to_global(placement=param.placement, sbp=layout)
         shard = Tensor._make(rows._value, param.placement, None, rows._device)
         shard._grad = param.grad.detach().to_global(placement=param.placement, sbp=layout)
