@@ -165,7 +165,8 @@ def test_crop_mirror_normalize_on_tensor_buffers_and_uint8_batches(jpeg_dataset,
     assert "output_layout has been deprecated" in capsys.readouterr().out
     monkeypatch.setenv("ONEFLOW_ENABLE_NHWC", "1")
     assert tuple(nn.CropMirrorNormalize(crop_h=2, crop_w=3)(fixed).shape) == (4, 2, 3, 3)
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(NotImplementedError, match="^oneflow.nn.CropMirrorNormalize: input must be a tensor buffer or "
+                                                  "uint8, got dtype oneflow.float32$"):
         cmn(flow.randn(2, 4, 4, 3))
     assert "NOT support input dtype" in capsys.readouterr().out
 

@@ -281,8 +281,10 @@ class CropMirrorNormalize(Module):
                 raise ValueError("CropMirrorNormalize: images in a tensor buffer need crop_h and crop_w (their sizes "
                                  "vary)")
         else:
+            # OneFlow 0.9 prints this and raises a bare NotImplementedError; here the exception says it too
             print("ERROR! oneflow.nn.CropMirrorNormalize module NOT support input dtype = ", x.dtype)
-            raise NotImplementedError
+            raise NotImplementedError("oneflow.nn.CropMirrorNormalize: input must be a tensor buffer or uint8, got "
+                                      "dtype %s" % x.dtype)
         inputs = [x]
         if mirror is not None:
             _tensor(mirror, dtypes.int8, "CropMirrorNormalize mirror")
