@@ -65,7 +65,9 @@ def truncated_normal(stddev=1.0):
     return truncated_normal_initializer(0.0, stddev)
 
 
-def _data_format_tag(data_format):
+def data_format_tag(data_format):
+    """"NC..." -> "channels_first", "N...C" -> "channels_last", "" -> "" (OneFlow's get_data_format; also
+    `flow.nn.init.get_data_format`)."""
     if not isinstance(data_format, str):
         raise AssertionError("data_format must be a string")
     if data_format.startswith("NC"):
@@ -83,7 +85,7 @@ def variance_scaling_initializer(scale=1.0, mode="fan_in", distribution="truncat
     if distribution.lower() not in _DISTRIBUTIONS:
         raise ValueError("Invalid random_distribution")
     return InitializerConf("variance_scaling", scale=proto_float(scale), mode=mode.lower(),
-                           distribution=distribution.lower(), data_format=_data_format_tag(data_format))
+                           distribution=distribution.lower(), data_format=data_format_tag(data_format))
 
 
 def glorot_uniform_initializer(data_format=""):
@@ -98,17 +100,23 @@ xavier_uniform_initializer = glorot_uniform_initializer
 xavier_normal_initializer = glorot_normal_initializer
 
 
-def _kaiming_fan(shape, mode, data_format_tag):
+def weight_fans(shape, data_format_tag):
+    """(fan_in, fan_out) of a weight `shape` by OneFlow's initializer formula (`initializer_util.calc_fan`): a dense
+    weight (out, in) has in and out; a conv weight has the product of shape[1:] in, and shape[0] times the spatial
+    dims ("channels_first": shape[2:], else shape[1:-1]) out. Also `flow.nn.init.calc_fan`'s."""
     if len(shape) == 2:  # dense weight (out, in)
-        fan_in, fan_out = shape[1], shape[0]
-    else:  # conv / deconv weight
-        fan_in = 1.0
-        for d in shape[1:]:
-            fan_in *= d
-        fan_out = shape[0]
-        spatial = shape[2:] if data_format_tag == "channels_first" else shape[1:-1]
-        for d in spatial:
-            fan_out *= d
+        return shape[1], shape[0]
+    fan_in = 1.0
+    for d in shape[1:]:
+        fan_in *= d
+    fan_out = shape[0]
+    for d in (shape[2:] if data_format_tag == "channels_first" else shape[1:-1]):
+        fan_out *= d
+    return fan_in, fan_out
+
+
+def _kaiming_fan(shape, mode, data_format_tag):
+    fan_in, fan_out = weight_fans(shape, data_format_tag)
     if mode == "fan_avg":
         return (float(fan_in) + float(fan_out)) / 2
     return float(fan_in) if mode == "fan_in" else float(fan_out)
@@ -142,7 +150,7 @@ def kaiming_initializer(shape, distribution="random_normal", mode="fan_in", nonl
         raise AssertionError()
     if data_format not in ["NCHW", "NHWC"]:
         raise AssertionError()
-    fan = _kaiming_fan(shape, mode, _data_format_tag(data_format))
+    fan = _kaiming_fan(shape, mode, data_format_tag(data_format))
     std = _kaiming_gain(nonlinearity, negative_slope) / math.sqrt(fan)
     if distribution == "random_normal":
         return random_normal_initializer(0.0, std)

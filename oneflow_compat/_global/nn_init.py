@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from oneflow_compat import initializer
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import global_eager
 from oneflow_compat._global import generators
@@ -161,7 +162,7 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     return _fill(tensor, gain * q.reshape(_shape(tensor)))
 
 
-# --- api-misc1: nn.init.eye_, calc_fan and get_data_format (OneFlow v0.9.0 python/oneflow/nn/init.py, which takes
+# --- nn.init.eye_, calc_fan and get_data_format (OneFlow v0.9.0 python/oneflow/nn/init.py, which takes
 # calc_fan / get_data_format from ops/util/initializer_util.py) ---------------------------------------------------
 def eye_(tensor):
     """Fills a 2-D tensor with the identity matrix (ones on the main diagonal of a non-square one too), in place;
@@ -172,41 +173,20 @@ def eye_(tensor):
 
 
 def get_data_format(data_format):
-    """"NC..." -> "channels_first", "N...C" -> "channels_last", "" -> ""."""
-    if not isinstance(data_format, str):
-        raise AssertionError("data_format must be a string")
-    if data_format.startswith("NC"):
-        return "channels_first"
-    if data_format.startswith("N") and data_format.endswith("C"):
-        return "channels_last"
-    if data_format != "":
-        raise AssertionError('data_format must be "N...C" or "NC..." or ""')
-    return ""
+    """"NC..." -> "channels_first", "N...C" -> "channels_last", "" -> "" (the legacy initializers' tag)."""
+    return initializer.data_format_tag(data_format)
 
 
 def calc_fan(shape, mode, data_format):
-    """The fan of a weight `shape` (OneFlow's initializer formula, which differs from
-    `_calculate_fan_in_and_fan_out` beyond 2 dims): fan_in = the product of shape[1:]; fan_out = shape[0] times the
-    spatial dims (shape[2:] for "channels_first", shape[1:-1] for "channels_last"); `mode` "fan_in", "fan_out" or
-    "fan_sum" (their sum). A float."""
+    """The fan of a weight `shape` (OneFlow's initializer formula, `initializer.weight_fans`, which differs from
+    `_calculate_fan_in_and_fan_out` beyond 2 dims); `mode` "fan_in", "fan_out" or "fan_sum" (their sum). A
+    float."""
     shape = tuple(shape)
     if len(shape) < 2:
         raise AssertionError("Fan in and fan out can out be computed for tensor with fewer 2 dimensions")
-    if len(shape) == 2:
-        fan_in, fan_out = shape[1], shape[0]
-    else:
-        fan_in = 1.0
-        for d in shape[1:]:
-            fan_in *= d
-        fan_out = shape[0]
-        if data_format == "channels_first":
-            spatial = shape[2:]
-        elif data_format == "channels_last":
-            spatial = shape[1:-1]
-        else:
-            raise NotImplementedError("Only support 'channels_first' and 'channels_last' data format")
-        for d in spatial:
-            fan_out *= d
+    if len(shape) > 2 and data_format not in ("channels_first", "channels_last"):
+        raise NotImplementedError("Only support 'channels_first' and 'channels_last' data format")
+    fan_in, fan_out = initializer.weight_fans(shape, data_format)
     if mode == "fan_sum":
         return float(fan_in) + float(fan_out)
     if mode == "fan_in":
