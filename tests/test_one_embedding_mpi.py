@@ -3,30 +3,20 @@ same losses and rows after nn.Graph training on a batch split over the ranks, ea
 its shard (OneFlow's xxh64 sharding hash), and the two ranks' snapshots together holding the one rank's lines."""
 import json
 import os
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import oneflow_compat as flow
+from test_global_mpi import MPIEXEC, SCRIPTS, mpi
 
 pytest.importorskip("mpi4py")
-
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "tests" / "mpi_scripts" / "one_embedding_sharded.py"
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
 pytestmark = pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside %s" % sys.executable)
-_MPI_PREFIXES = ("PMI_", "OMPI_", "MV2_", "PMIX_", "MPI_LOCAL", "HYDRA_", "ONEFLOW_COMPAT_")
 
 
 def _run(n, out):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_MPI_PREFIXES)
-           and k not in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")}
-    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", ONEFLOW_COMPAT_DEVICE="cpu")
-    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, "-m", "mpi4py", str(SCRIPT), str(out)],
-                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=150)
+    done = mpi(n, SCRIPTS / "one_embedding_sharded.py", str(out), timeout=150, ONEFLOW_COMPAT_DEVICE="cpu")
     assert done.returncode == 0, done.stdout + done.stderr
     with open(out / "result.json") as f:
         return json.load(f)

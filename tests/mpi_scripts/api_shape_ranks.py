@@ -2,30 +2,10 @@
 tests/test_api_shape_mpi.py under `mpiexec -n 2`): each family's value on S(0) / S(1) layouts against numpy written
 here, and the gradients of the differentiable ones against the same program on broadcast tensors (the numbers do
 not depend on the layout). Rank 0 prints `OK <family>` per family."""
-import sys
-
 import numpy as np
 
 import oneflow as flow
-from oneflow_compat.runtime import global_eager
-
-comm = global_eager.comm()
-RANK, WORLD = comm.rank, comm.size
-assert WORLD == 2, "run under mpiexec -n 2"
-P = flow.placement("cpu", ranks=[0, 1])
-B, S0, S1 = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)
-
-
-def ok(name):
-    if RANK == 0:
-        print("OK", name)
-        sys.stdout.flush()
-
-
-def g(a, sbp, grad=False, dtype=flow.float64):
-    t = flow.tensor(a, dtype=dtype).to_global(placement=P, sbp=B).to_global(sbp=sbp)  # (each rank: its piece)
-    t.requires_grad = grad
-    return t
+from two_rank_layouts import B, S0, S1, g, ok
 
 
 def close(t, want, rtol=1e-10, atol=1e-12):
