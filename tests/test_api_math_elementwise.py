@@ -9,6 +9,7 @@ import pytest
 
 import oneflow_compat as flow
 import oneflow_compat.nn.functional as nnF
+from simulated_ranks import on_ranks
 
 try:
     import torch
@@ -231,24 +232,6 @@ def test_bad_input_gets_oneflows_errors():
 
 
 # --- two simulated ranks ------------------------------------------------------------------------------------------
-def _on_two_ranks(body):
-    import threading
-
-    from oneflow_compat.comm import world
-    from oneflow_compat.comm.simulated import SimulatedWorld
-    from oneflow_compat.runtime import context
-
-    def rank_main(comm):
-        threading.current_thread().name = "MainThread"
-        with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
-            try:
-                return body()
-            finally:
-                ctx.reset()
-
-    return SimulatedWorld(2, timeout=60).run(rank_main)
-
-
 def test_two_ranks_split_along_the_reduced_dim_give_one_ranks_numbers():
     a = RNG.randn(4, 6).astype(np.float32)
     a[1, 2] = np.nan
@@ -270,7 +253,7 @@ def test_two_ranks_split_along_the_reduced_dim_give_one_ranks_numbers():
     order = np.argsort(full, 1, kind="stable")
     want_grad = np.zeros_like(full)
     np.put_along_axis(want_grad, order[:, 2:3], 1.0, 1)
-    for got in _on_two_ranks(body):
+    for got in on_ranks(2, body):
         np.testing.assert_array_equal(got[0], np.sort(full, 1)[:, 2])
         np.testing.assert_array_equal(np.take_along_axis(full, got[1][:, None], 1)[:, 0], got[0])
         assert got[2] == np.sort(full.reshape(-1))[11]

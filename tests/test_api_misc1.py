@@ -11,6 +11,7 @@ import pytest
 
 import oneflow_compat as flow
 import oneflow_compat.nn.functional as nnF
+from simulated_ranks import on_ranks
 
 try:
     import torch
@@ -25,24 +26,6 @@ A = RNG.randn(3, 5).astype(np.float32)
 
 def _p0():
     return flow.placement("cpu", ranks=[0])
-
-
-def _on_two_ranks(body):
-    import threading
-
-    from oneflow_compat.comm import world
-    from oneflow_compat.comm.simulated import SimulatedWorld
-    from oneflow_compat.runtime import context
-
-    def rank_main(comm):
-        threading.current_thread().name = "MainThread"
-        with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
-            try:
-                return body()
-            finally:
-                ctx.reset()
-
-    return SimulatedWorld(2, timeout=60).run(rank_main)
 
 
 # --- in-place functions -------------------------------------------------------------------------------------------
@@ -239,7 +222,7 @@ def test_quantile_on_two_ranks_split_along_the_reduced_dim():
         x = flow.tensor(a, placement=p, sbp=flow.sbp.split(1))
         return flow.quantile(x, 0.25, dim=1).numpy(), flow.quantile(x, 0.5, dim=0, keepdim=True).numpy()
 
-    for r1, r0 in _on_two_ranks(body):
+    for r1, r0 in on_ranks(2, body):
         np.testing.assert_allclose(r1, np.quantile(a, 0.25, axis=1), rtol=1e-12)
         np.testing.assert_allclose(r0, np.quantile(a, 0.5, axis=0, keepdims=True), rtol=1e-12)
 
@@ -375,7 +358,7 @@ def test_roi_align_on_two_ranks_with_the_regions_split():
     xl = flow.tensor(a, requires_grad=True)
     yl = flow.roi_align(xl, flow.tensor(ROIS), 1.0, 2, 2, 2, True)
     (yl * flow.tensor(w)).sum().backward()
-    for y, g in _on_two_ranks(body):
+    for y, g in on_ranks(2, body):
         np.testing.assert_allclose(y, _roi_align_reference(a, ROIS, 1.0, 2, 2, 2, True), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g, xl.grad.numpy(), rtol=1e-12, atol=1e-12)
 
@@ -479,7 +462,7 @@ def test_stft_logaddexp_and_in_place_functions_on_two_ranks():
     xl = flow.tensor(a, requires_grad=True)
     sl = flow.stft(xl, 8, hop_length=4)
     sl.sum().backward()
-    for s, g, z in _on_two_ranks(body):
+    for s, g, z in on_ranks(2, body):
         np.testing.assert_allclose(s, sl.numpy(), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g, xl.grad.numpy(), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(z, np.minimum(np.logaddexp(a, b), 1.0), rtol=1e-12)

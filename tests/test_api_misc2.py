@@ -11,24 +11,9 @@ import pytest
 
 import oneflow_compat as flow
 from oneflow_compat import nn
+from simulated_ranks import on_ranks
 
 RNG = np.random.RandomState(7)
-
-
-def _on_two_ranks(body):
-    from oneflow_compat.comm import world
-    from oneflow_compat.comm.simulated import SimulatedWorld
-    from oneflow_compat.runtime import context
-
-    def rank_main(comm):
-        threading.current_thread().name = "MainThread"
-        with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
-            try:
-                return body()
-            finally:
-                ctx.reset()
-
-    return SimulatedWorld(2, timeout=60).run(rank_main)
 
 
 # --- nn.FusedMLP --------------------------------------------------------------------------------------------------
@@ -178,7 +163,7 @@ def test_fused_mlp_on_two_ranks_batch_split_gives_one_ranks_numbers():
         y.sum().backward()
         return y.numpy(), x.grad.numpy(), [w.numpy() for w in m.weights()], [b.numpy() for b in m.biases()]
 
-    for y, gx, ws, bs in _on_two_ranks(body):
+    for y, gx, ws, bs in on_ranks(2, body):
         want, want_gx, _ = _mlp_reference(x_np, ws, bs, False)
         np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(gx, want_gx, rtol=1e-5, atol=1e-6)
@@ -229,7 +214,7 @@ def test_partial_fc_sample_global_weight_split_over_two_ranks():
             nn.DistributedPariticalFCSample(3)(w, lab)
         return mapped.numpy(), sl.numpy(), sw.numpy()
 
-    for mapped, sl, sw in _on_two_ranks(body):
+    for mapped, sl, sw in on_ranks(2, body):
         _check_partial_fc(weight, label, mapped, sl, sw, 4)
         assert set(sl[:2].tolist()) <= set(range(4)) and set(sl[2:].tolist()) <= set(range(4, 8))  # per shard
     with pytest.raises(ValueError, match="num_sample \\(5\\) exceeds the number of classes"):
@@ -250,7 +235,7 @@ def test_all_reduce_sums_local_tensors_over_the_parallel_confs_ranks():
         return (y.numpy(), flow._C.local_all_reduce(x).numpy(), ranks_of_parallel_conf(conf), x.grad.numpy(),
                 nn.AllReduce('device_tag: "cpu" device_name: "0:1"')(x).numpy() if r == 1 else None)
 
-    for rank, (a, b, ranks, grad, alone) in enumerate(_on_two_ranks(body)):
+    for rank, (a, b, ranks, grad, alone) in enumerate(on_ranks(2, body)):
         np.testing.assert_array_equal(a, [3.0, 6.0])
         np.testing.assert_array_equal(b, [3.0, 6.0])
         np.testing.assert_array_equal(grad, [2.0, 6.0])
@@ -480,7 +465,7 @@ def test_raw_and_gpt_readers_split_over_two_ranks_read_one_ranks_batch(tmp_path)
         a, b = raw(), raw()
         return a.numpy(), b.numpy(), a.to_local().numpy(), whole().numpy(), gpt().numpy(), gpt().numpy()
 
-    for rank, (a, b, mine, whole, g0, g1) in enumerate(_on_two_ranks(body)):
+    for rank, (a, b, mine, whole, g0, g1) in enumerate(on_ranks(2, body)):
         np.testing.assert_array_equal(a, data[[0, 1, 2, 3]])
         np.testing.assert_array_equal(b, data[[4, 5, 6, 0]])
         np.testing.assert_array_equal(mine, data[[0, 1]] if rank == 0 else data[[2, 3]])

@@ -3,29 +3,13 @@ passes/auto_parallel.py on two simulated ranks — it splits ops the user did no
 unless told to ignore it, turns a training graph data-parallel when the settings price computation above
 communication, never changes the numbers, and is shown by explain and graph.debug."""
 import re
-import threading
 
 import numpy as np
 import pytest
 
 import oneflow_compat as flow
 from oneflow_compat.passes.auto_parallel import AutoParallelConf
-
-
-def _on_two_ranks(body):
-    from oneflow_compat.comm import world
-    from oneflow_compat.comm.simulated import SimulatedWorld
-    from oneflow_compat.runtime import context
-
-    def rank_main(comm):
-        threading.current_thread().name = "MainThread"
-        with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
-            try:
-                return body()
-            finally:
-                ctx.reset()
-
-    return SimulatedWorld(2, timeout=60).run(rank_main)
+from simulated_ranks import on_ranks
 
 
 def test_the_settings_are_recorded_with_oneflows_defaults():
@@ -91,7 +75,7 @@ def test_ops_nobody_pinned_are_split_and_the_numbers_stay():
     def body():
         return _eval_graph(False), _eval_graph(True)
 
-    for (base, base_sbp, base_report), (got, got_sbp, report) in _on_two_ranks(body):
+    for (base, base_sbp, base_report), (got, got_sbp, report) in on_ranks(2, body):
         np.testing.assert_allclose(base, want, rtol=1e-5)
         np.testing.assert_allclose(got, want, rtol=1e-5)
         assert base_sbp == (flow.sbp.broadcast,) and base_report.auto_parallel is None
@@ -111,7 +95,7 @@ def test_the_users_to_global_is_kept_unless_the_ignore_flag_is_set():
     def body():
         return _eval_graph(True, pin=True), _eval_graph(True, ignore=True, pin=True)
 
-    for (kept, kept_sbp, kept_report), (free, free_sbp, free_report) in _on_two_ranks(body):
+    for (kept, kept_sbp, kept_report), (free, free_sbp, free_report) in on_ranks(2, body):
         np.testing.assert_allclose(kept, want, rtol=1e-5)
         np.testing.assert_allclose(free, want, rtol=1e-5)
         # splitting before the user's broadcast would need an all-gather: dearer than the computation saved
@@ -159,7 +143,7 @@ def test_a_training_graph_becomes_data_parallel_with_the_same_numbers():
     def body():
         return _train(False), _train(True)
 
-    for (base_losses, base_params, base_report), (losses, params, report) in _on_two_ranks(body):
+    for (base_losses, base_params, base_report), (losses, params, report) in on_ranks(2, body):
         np.testing.assert_allclose(losses, base_losses, rtol=1e-5)
         for got, want in zip(params, base_params):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -184,7 +168,7 @@ def test_graph_debug_prints_what_the_search_did(capsys):
 
         G()(flow.tensor(A, placement=p, sbp=flow.sbp.broadcast))
 
-    _on_two_ranks(body)
+    on_ranks(2, body)
     out = capsys.readouterr().out
     assert re.search(r"\(GRAPH:G_0:G\) auto parallel: cost [\d.e+]+ -> [\d.e+]+ \(copy bytes \+ wait time \+ 0.05 x "
                      r"computation\), \d+ op\(s\) changed", out), out

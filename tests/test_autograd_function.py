@@ -2,13 +2,13 @@
 local and global tensors (one rank and two simulated ranks), their ctx, OneFlow's refusals, nn.Graph, and
 autograd.grad against numpy and torch."""
 import re
-import threading
 
 import numpy as np
 import pytest
 
 import oneflow_compat as flow
 from oneflow_compat import autograd
+from simulated_ranks import on_ranks
 
 
 class MyExp(autograd.Function):  # the docstring's example
@@ -528,22 +528,6 @@ def test_a_custom_backward_is_recorded_under_create_graph():
 
 
 # --- two simulated ranks ------------------------------------------------------------------------------------------
-def _on_two_ranks(body):
-    from oneflow_compat.comm import world
-    from oneflow_compat.comm.simulated import SimulatedWorld
-    from oneflow_compat.runtime import context
-
-    def rank_main(comm):
-        threading.current_thread().name = "MainThread"
-        with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
-            try:
-                return body()
-            finally:
-                ctx.reset()
-
-    return SimulatedWorld(2, timeout=60).run(rank_main)
-
-
 def test_a_custom_function_on_two_ranks_split_data_broadcast_weight():
     a, w = _rand(4, 3, seed=9), _rand(4, 3, seed=10)
 
@@ -559,7 +543,7 @@ def test_a_custom_function_on_two_ranks_split_data_broadcast_weight():
         (g2,) = autograd.grad(g1.sum(), wt)
         return (m.numpy(), x.grad.numpy(), wt.grad.numpy(), wt.grad.sbp, gx.numpy(), gx.sbp, g2.numpy(), g2.sbp)
 
-    results = _on_two_ranks(body)
+    results = on_ranks(2, body)
     s_ = a + w
     for m, gx_acc, gw, gw_sbp, gx, gx_sbp, g2, g2_sbp in results:
         np.testing.assert_allclose(g2, 6 * w, rtol=1e-5)
@@ -611,7 +595,7 @@ def test_a_custom_function_in_a_training_graph_on_two_ranks_steps_as_one_rank():
 
     # the formula: h = x w^T, loss = sum(exp(2h)); custom backwards give 3 * exp(2h) per element of h
     want = w0 - 0.1 * (3 * np.exp(2 * (a @ w0.T))).T @ a
-    for two, one in _on_two_ranks(body):
+    for two, one in on_ranks(2, body):
         np.testing.assert_allclose(two, one, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(two, want, rtol=1e-4, atol=1e-5)
 

@@ -4,17 +4,15 @@ backward from the modules' inputs, so the losses and updated parameters are thos
 bit (dropout replays its mask; batch norm is not recomputed, its running statistics move once per step), and the
 plan holds fewer tensors and bytes between the forward and the backward pass (measured on the running plan by
 runtime/plan_memory.py)."""
-import threading
 
 import numpy as np
 import pytest
 
 import oneflow as flow
 import oneflow.nn as nn
-from oneflow_compat.comm import world
-from oneflow_compat.comm.simulated import SimulatedWorld
 from oneflow_compat.passes.checkpointing import FAKE_PREFIX
 from oneflow_compat.runtime import context, plan_memory
+from simulated_ranks import on_ranks
 
 
 def _block(norm=False):
@@ -154,17 +152,11 @@ def test_batch_norm_is_not_recomputed_and_gradient_accumulation_replays_each_mic
 
 
 def test_on_two_ranks_data_parallel():
-    def rank_main(comm, ckpt):
-        threading.current_thread().name = "MainThread"
-        with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
-            try:
-                out = _train([0, 1, 2] if ckpt else [], placement=flow.placement("cpu", ranks=[0, 1]), steps=2)
-                return out[:4]
-            finally:
-                ctx.reset()
+    def body(ckpt):
+        return _train([0, 1, 2] if ckpt else [], placement=flow.placement("cpu", ranks=[0, 1]), steps=2)[:4]
 
-    plain = SimulatedWorld(2, timeout=120).run(lambda comm: rank_main(comm, False))
-    every = SimulatedWorld(2, timeout=120).run(lambda comm: rank_main(comm, True))
+    plain = on_ranks(2, lambda: body(False), timeout=120)
+    every = on_ranks(2, lambda: body(True), timeout=120)
     for p, e in zip(plain, every):
         _same(e[0], p[0])
         _same(e[1], p[1])
@@ -272,15 +264,7 @@ def test_with_zero_on_two_ranks():
         return losses, [p.numpy() for p in model.parameters()], len(getattr(graph._compiled.job, "recompute_of", {}))
 
     def run(ckpt, zero):
-        def rank_main(comm):
-            threading.current_thread().name = "MainThread"
-            with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
-                try:
-                    return body(ckpt, zero)
-                finally:
-                    ctx.reset()
-
-        return SimulatedWorld(2, timeout=120).run(rank_main)[0]
+        return on_ranks(2, lambda: body(ckpt, zero), timeout=120)[0]
 
     plain = run(False, None)
     for zero in (1, 3):

@@ -14,6 +14,7 @@ import oneflow.nn as nn
 from oneflow_compat.comm import world
 from oneflow_compat.comm.simulated import SimulatedWorld
 from oneflow_compat.runtime import context
+import simulated_ranks
 
 # Data parallelism on n ranks sums each gradient's n partial sums (the mean loss's gradient of each rank's rows),
 # where one rank sums all rows at once: float32 rounding of the same terms added in another order, amplified a
@@ -26,15 +27,7 @@ BATCH = 8
 
 def on_ranks(n, body):
     """body() on n simulated ranks; the list of each rank's result."""
-    def rank_main(comm):
-        threading.current_thread().name = "MainThread"
-        with world.simulated_rank(comm), context.bound(context.Context()) as ctx:
-            try:
-                return body()
-            finally:
-                ctx.reset()
-
-    return SimulatedWorld(n, timeout=120).run(rank_main)
+    return simulated_ranks.on_ranks(n, body, timeout=120)
 
 
 def _data(steps=STEPS):
