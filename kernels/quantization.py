@@ -42,16 +42,21 @@ def min_max_observer(xp, x, *, quantization_bit, quantization_scheme, per_layer_
     return scale.astype(x.dtype), zero.astype(x.dtype)
 
 
+def _broadcastable(x, scale, zero_point):
+    """(scale, zero_point) shaped to broadcast against x: per channel along axis 0 when there are several, else
+    0-d."""
+    if scale.size > 1:
+        shape = (x.shape[0],) + (1,) * (x.ndim - 1)
+        return scale.reshape(shape), zero_point.reshape(shape)
+    return scale.reshape(()), zero_point.reshape(())
+
+
 def fake_quantization(xp, x, scale, zero_point, *, quantization_bit, quantization_scheme, quantization_formula=None):
     """x quantized to `quantization_bit` bits with (scale, zero_point) and mapped back to floats."""
     if quantization_formula is not None:
         return _quantize_v09(xp, x, scale, zero_point, quantization_bit, quantization_scheme, quantization_formula,
                              dequantize=True)
-    if scale.size > 1:  # per channel along axis 0
-        shape = (x.shape[0],) + (1,) * (x.ndim - 1)
-        scale, zero_point = scale.reshape(shape), zero_point.reshape(shape)
-    else:
-        scale, zero_point = scale.reshape(()), zero_point.reshape(())
+    scale, zero_point = _broadcastable(x, scale, zero_point)
     with numpy.errstate(divide="ignore", invalid="ignore"):
         if quantization_scheme == "symmetric":
             upper = 2.0 ** (quantization_bit - 1) - 1
@@ -136,11 +141,7 @@ def _quantize_v09(xp, x, scale, zero_point, bits, scheme, formula, dequantize):
         step = (2.0 ** scale.reshape(-1)[0].astype(numpy.int32)).astype(x.dtype)
         q = xp.clip(xp.rint(x / step), -upper - 1, upper)
         return (q * step if dequantize else q).astype(x.dtype)
-    if scale.size > 1:  # per channel along axis 0
-        shape = (x.shape[0],) + (1,) * (x.ndim - 1)
-        scale, zero_point = scale.reshape(shape), zero_point.reshape(shape)
-    else:
-        scale, zero_point = scale.reshape(()), zero_point.reshape(())
+    scale, zero_point = _broadcastable(x, scale, zero_point)
     with numpy.errstate(divide="ignore", invalid="ignore"):
         if scheme == "symmetric":
             upper = 2.0 ** (bits - 1) - 1
