@@ -55,7 +55,7 @@ def _in_global_mode(placement, sbp, device):
     mode = global_mode.current_global_mode()
     pl = mode.placement
     if device is not None and parse_device(device) != pl.type:
-        pl = type(pl)(parse_device(device), pl.ranks)
+        pl = type(pl)(parse_device(device), pl.rank_list, hierarchy=pl.hierarchy)
     return pl, list(mode.sbp)
 
 

@@ -9,6 +9,8 @@ In the runtime one rank is one process with one device: rank r is the compiler's
 parallel order of a placement is its ranks ascending. `"cuda"` runs where the legacy `"gpu"` runs: on CPU, with
 one notice, when no CUDA device is usable; `.type` still says "cuda".
 """
+import numpy as np
+
 from oneflow_compat.backend import devices
 from oneflow_compat.comm import environment
 from oneflow_compat.framework import client_mode
@@ -27,30 +29,39 @@ def _flatten(nested):
     return [nested]
 
 
+# OneFlow 0.9's message for ranks that are not an integer array (placement_symbol.cpp @ v0.9.0, its spelling)
+_NOT_LONG_INTS = "placement ranks shoule be an array of long int"
+
+
+class PlacementRanksError(RuntimeError, ValueError):
+    """Bad `ranks` for flow.placement: OneFlow 0.9 raises RuntimeError; a ValueError too, as 0.5-0.8 scripts expect."""
+
+
 def _as_nested_list(ranks, what):
-    """`ranks` (int, range, list/tuple, nested lists, numpy array) as nested Python lists of ints, and its shape."""
-    if hasattr(ranks, "tolist") and not isinstance(ranks, (list, tuple)):
-        ranks = ranks.tolist()
+    """`ranks` (int, range, list/tuple, nested lists, numpy array) as nested Python lists of ints, and its shape.
+
+    OneFlow 0.9 reads `ranks` as a numpy array (its shape is the hierarchy) whose dtype must be int64; any integer
+    array is taken here (an int32 array from another platform's default), floats, bools, strings and ragged nests
+    are refused with OneFlow's message plus what was wrong."""
+    if isinstance(ranks, (bool, np.bool_)):
+        raise PlacementRanksError("%s: %s, got %r" % (what, _NOT_LONG_INTS, ranks))
     if isinstance(ranks, range):
         ranks = list(ranks)
-    if isinstance(ranks, bool):
-        raise TypeError("%s: ranks must be ints, got %r" % (what, ranks))
-    if isinstance(ranks, int):
-        return [int(ranks)], (1,)
-    if not isinstance(ranks, (list, tuple)) or not ranks:
-        raise TypeError("%s: ranks must be a non-empty list of ints (or nested lists), got %r" % (what, ranks))
-    if all(isinstance(r, (list, tuple, range)) or hasattr(r, "tolist") for r in ranks):
-        rows = [_as_nested_list(r, what) for r in ranks]
-        shapes = {shape for _, shape in rows}
-        if len(shapes) != 1:
-            raise ValueError("%s: nested ranks %r are not rectangular" % (what, ranks))
-        return [r for r, _ in rows], (len(rows),) + shapes.pop()
-    out = []
-    for r in ranks:
-        if isinstance(r, bool) or not isinstance(r, int) and not hasattr(r, "__index__"):
-            raise TypeError("%s: ranks must be ints, got %r" % (what, r))
-        out.append(int(r))
-    return out, (len(out),)
+    try:
+        array = np.asarray(ranks)
+    except ValueError:  # numpy >= 1.24 refuses ragged nests
+        raise PlacementRanksError("%s: %s, got %r (nested ranks are not rectangular)"
+                                  % (what, _NOT_LONG_INTS, ranks)) from None
+    if array.dtype == object:
+        raise PlacementRanksError("%s: %s, got %r (nested ranks are not rectangular or not ints)"
+                                  % (what, _NOT_LONG_INTS, ranks))
+    if array.dtype.kind not in "iu":
+        raise PlacementRanksError("%s: %s, got %r (an array of %s)" % (what, _NOT_LONG_INTS, ranks, array.dtype))
+    if array.size == 0:
+        raise PlacementRanksError("%s: %s, got %r (no ranks)" % (what, _NOT_LONG_INTS, ranks))
+    if array.ndim == 0:  # one rank: OneFlow's hierarchy is then [1]
+        array = array.reshape(1)
+    return array.astype(np.int64).tolist(), tuple(int(n) for n in array.shape)
 
 
 def processes_per_node():
@@ -80,7 +91,7 @@ def _ranks_of_dict(machine_device_ids, what):
 class placement:  # noqa: N801 - OneFlow's name
     """`flow.placement(type, ranks)`; see the module docstring for the accepted spellings."""
 
-    __slots__ = ("_type", "_ranks", "_hierarchy", "_flat", "_ir", "_key")
+    __slots__ = ("_type", "_ranks", "_hierarchy", "_shape", "_flat", "_ir", "_key")
 
     def __init__(self, type=None, ranks=None, hierarchy=None, *, device_type=None,  # noqa: A002
                  machine_device_ids=None, device_ids=None, device_tag=None):
@@ -118,6 +129,7 @@ class placement:  # noqa: N801 - OneFlow's name
         self._type = kind
         self._ranks = _reshape(flat, tuple(shape))
         self._hierarchy = Size(shape)
+        self._shape = tuple(shape)
         self._flat = tuple(flat)
         self._key = (kind, tuple(sorted(flat)), tuple(shape))
         self._ir = None
@@ -140,7 +152,9 @@ class placement:  # noqa: N801 - OneFlow's name
 
     @property
     def ranks(self):
-        return _copy(self._ranks)
+        """OneFlow 0.9: a fresh int64 ndarray shaped like the hierarchy (placement_symbol.cpp GetPlacementRanks
+        @ v0.9.0). Built per call, so the package itself reads `rank_list` (a tuple, no array)."""
+        return np.array(self._flat, dtype=np.int64).reshape(self._shape)
 
     @property
     def hierarchy(self):
@@ -166,7 +180,8 @@ class placement:  # noqa: N801 - OneFlow's name
     # --- what the runtime uses -------------------------------------------------------------------------------
     @property
     def rank_list(self):
-        """The ranks in parallel order (ascending)."""
+        """The ranks in parallel order (ascending), a tuple: what the package reads (`.ranks` is the user's ndarray,
+        built per access)."""
         return self._key[1]
 
     @property
@@ -196,10 +211,6 @@ def _reshape(flat, shape):
         return list(flat)
     step = len(flat) // shape[0]
     return [_reshape(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
-
-
-def _copy(nested):
-    return [_copy(x) for x in nested] if isinstance(nested, list) else nested
 
 
 def from_ir(ir_placement, type_name=None):

@@ -27,15 +27,6 @@ from oneflow_compat.ir import sbp as ir_sbp
 __all__ = ["visualize_sharding", "sharding_blocks", "sharding_text"]
 
 
-def _flat(nested):
-    if isinstance(nested, (list, tuple)):
-        out = []
-        for x in nested:
-            out.extend(_flat(x))
-        return out
-    return [nested]
-
-
 def _layout(tensor_or_shape, placement, sbp):
     """(shape, dtype text, placement, mesh shape, ranks in C order, sbp tuple) of a tensor or a given layout."""
     dtype = ""
@@ -61,7 +52,7 @@ def _layout(tensor_or_shape, placement, sbp):
     mesh = tuple(int(n) for n in placement.hierarchy)
     # the parallel order is the ranks sorted, whatever order the mesh was written in (as the runtime and OneFlow
     # read it: ir/placement.py)
-    ranks = sorted(int(r) for r in _flat(placement.ranks))
+    ranks = list(placement.rank_list)
     if not isinstance(sbp, (list, tuple)):
         sbp = (sbp,)
     sbp = tuple(sbp)
@@ -130,7 +121,7 @@ def sharding_text(tensor_or_shape, placement=None, sbp=None):
     blocks = sharding_blocks(shape, pl, sbp)
     split_dims = sorted({getattr(s, "_ir", s).axis for s in sbp if ir_sbp.is_split(getattr(s, "_ir", s))})
     mesh_text = "" if len(mesh) == 1 else " (mesh %s)" % " x ".join(map(str, mesh))
-    head = "%s%s on %s ranks %s%s, sbp %r" % (shape, " " + dtype if dtype else "", pl.type, pl.ranks, mesh_text,
+    head = "%s%s on %s ranks %s%s, sbp %r" % (shape, " " + dtype if dtype else "", pl.type, pl.ranks.tolist(), mesh_text,
                                                tuple(sbp))
     lines = [head]
     empty = [h for ranges, holders, _ in blocks if _is_empty(ranges, shape) for h in holders]

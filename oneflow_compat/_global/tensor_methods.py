@@ -90,7 +90,7 @@ def _to(self, *args, **kwargs):
                 raise RuntimeError("Only string device without device id (eg. \"cpu\" or \"cuda\") is expected "
                                    "for global tensor, but got %s" % (device,))
             if kind != self._placement.type:
-                out = self.to_global(placement=Placement(kind, self._placement.ranks), sbp=self.sbp)
+                out = self.to_global(placement=Placement(kind, self._placement.rank_list, hierarchy=self._placement.hierarchy), sbp=self.sbp)
         elif kind != self._device:
             out = creation.local_tensor(self, device=kind)
             if self.requires_grad:

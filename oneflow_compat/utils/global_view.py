@@ -54,7 +54,7 @@ def _is_global(input):
 
 
 def _on_all_ranks(placement):
-    return placement.ranks == list(range(global_eager.world_size()))
+    return placement.rank_list == tuple(range(global_eager.world_size()))
 
 
 def _structure_from_first_rank(input, placement, warn_on_non_tensor_leaf):

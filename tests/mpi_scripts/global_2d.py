@@ -45,7 +45,7 @@ def check_piece(t, logical, what):
     """This rank's piece of a global tensor on the mesh (or a 1-D placement) against numpy."""
     pl, sbp = t.placement, t.sbp
     local = t.to_local().numpy()
-    ranks = [r for row in pl.ranks for r in (row if isinstance(row, list) else [row])]
+    ranks = pl.ranks.flatten().tolist()  # OneFlow 0.9: an int64 ndarray shaped like the mesh
     if RANK not in ranks:
         assert local.size == 0, what
         return
