@@ -235,3 +235,7 @@ from oneflow_compat import one_embedding  # noqa: F401,E402
 
 # --- multiprocessing team: oneflow.multiprocessing (OneFlow 0.9: tensors through shared memory between processes)
 from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the ForkingPickler reductions)
+
+# --- placement team: the creation functions under OneFlow 0.9's function names (nn/modules/empty.py @ v0.9.0:
+# empty_op, empty_like_op, new_empty_op), which 0.9's own tests read from `__name__`
+empty.__name__, empty_like.__name__, new_empty.__name__ = "empty_op", "empty_like_op", "new_empty_op"

@@ -96,8 +96,8 @@ def _tensor_pair(x, y, what):
 
 # --- arithmetic -----------------------------------------------------------------------------------------------
 def add(input, other, alpha=1):  # noqa: A002
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1:  # a number times alpha stays a number (OneFlow 0.9 scales a scalar operand: add(x, 2, alpha=3))
+        other = other * alpha if _is_number(other) else mul(other, alpha)
     if isinstance(input, Tensor) and _is_number(other):
         x = cast(input, _scalar_dtype(input, other))
         return apply_op("scalar_add", [x], {"value": other}) if other != 0 else x
@@ -108,8 +108,8 @@ def add(input, other, alpha=1):  # noqa: A002
 
 
 def sub(input, other, alpha=1):  # noqa: A002
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1:  # a number times alpha stays a number (OneFlow 0.9 scales a scalar operand: add(x, 2, alpha=3))
+        other = other * alpha if _is_number(other) else mul(other, alpha)
     if isinstance(input, Tensor) and _is_number(other):
         x = cast(input, _scalar_dtype(input, other))
         return apply_op("scalar_add", [x], {"value": -other}) if other != 0 else x

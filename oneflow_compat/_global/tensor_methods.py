@@ -69,7 +69,11 @@ def _reflected(fn):
 
 
 def _to(self, *args, **kwargs):
-    """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)`."""
+    """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)`; `to(flow.Tensor)`: the tensor itself."""
+    if len(args) == 1 and not kwargs and isinstance(args[0], type) and issubclass(args[0], Tensor):
+        # OneFlow 0.9 reaches a graph module's parameters and buffers through proxies whose `.to(flow.Tensor)` is
+        # the tensor (nn/graph/proxy.py @ v0.9.0); `graph.module.weight` is the tensor here, so the call is too
+        return self
     dtype, device = kwargs.get("dtype"), kwargs.get("device")
     for a in args:
         if isinstance(a, Tensor):
@@ -116,12 +120,22 @@ def rebuild_local(array, dtype_name, device, requires_grad):
     return creation.local_tensor(array, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+def rebuild_global(array, dtype_name, placement, sbp, requires_grad):
+    """A global tensor from its pickled parts: the logical value laid out again on the placement with the sbp."""
+    from oneflow_compat.runtime import global_eager
+
+    dtype = global_eager._dtype_named(dtype_name, None)
+    return creation.tensor(array, dtype=dtype, placement=placement, sbp=list(sbp), requires_grad=requires_grad)
+
+
 def _reduce(self):
-    """Pickling: a local tensor travels as its array, dtype, device and requires_grad (no autograd history);
-    a global tensor is refused (its value lives on several ranks)."""
+    """Pickling (copy.deepcopy too): a local tensor travels as its array, dtype, device and requires_grad (no
+    autograd history); a global tensor as its logical value, dtype, placement and sbp, as OneFlow 0.9's
+    tensor_getstate outside flow.save (check_point_v2.py @ v0.9.0): `.numpy()` gathers it, so every rank of its
+    placement pickles it together, and the copy is made on the same placement and sbp."""
     if self.is_global:
-        raise TypeError("a global tensor cannot be pickled (it lives on %r); use .to_local() or .numpy()"
-                        % (self.placement,))
+        return rebuild_global, (np.array(self.numpy()), self.dtype.name, self.placement, tuple(self.sbp),
+                                self.requires_grad)
     return rebuild_local, (np.array(self.numpy()), self.dtype.name, self._device, self.requires_grad)
 
 

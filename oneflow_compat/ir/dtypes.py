@@ -85,3 +85,16 @@ def as_dtype(x):
 
 def convert_oneflow_dtype_to_numpy_dtype(dtype):
     return as_dtype(dtype).np
+
+
+def any_from_numpy(np_dtype):
+    """The dtype of a numpy dtype among every dtype made, the global API's (bool, …) included: what a boxing's
+    metadata needs for a value of any dtype (`from_numpy` stays the legacy API's mapping)."""
+    np_dtype = np.dtype(np_dtype)
+    found = _BY_NP.get(np_dtype)
+    if found is not None:
+        return found
+    for d in _INSTANCES.values():
+        if d.np == np_dtype:
+            return d
+    raise TypeError("numpy dtype %s has no oneflow counterpart" % np_dtype)

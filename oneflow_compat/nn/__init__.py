@@ -54,3 +54,11 @@ from oneflow_compat.nn import modules, parallel, utils  # noqa: F401,E402
 # modules come with global_api's names)
 from oneflow_compat.nn import image  # noqa: F401,E402
 from oneflow_compat.nn import qat  # noqa: F401,E402  (api-data: oneflow.nn.qat.conv)
+# --- placement team: `oneflow.nn.graph.util` (ArgsTree / NamedArg, OneFlow 0.9's graph argument tree); nn.graph
+# is a module here, so its `util` is bound onto it and registered for `import oneflow.nn.graph.util`
+from oneflow_compat.nn import graph_util as _graph_util  # noqa: E402
+
+graph.util = _graph_util
+if not hasattr(graph, "__path__"):
+    graph.__path__ = []  # a package to the import system, so that its `util` (registered below) imports
+_sys.modules.setdefault(__name__ + ".graph.util", _graph_util)

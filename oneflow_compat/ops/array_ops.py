@@ -14,9 +14,9 @@ def infer_reshape(in_shape, shape, what="reshape"):
     n = int(np.prod(in_shape))
     if shape.count(-1) > 1:
         raise ValueError("%s: at most one -1 in shape %s" % (what, tuple(shape)))
-    for d in shape:
-        if d != -1 and d <= 0:
-            raise ValueError("%s: dims of shape %s must be positive or -1" % (what, tuple(shape)))
+    for d in shape:  # 0 is a dim (a tensor without elements keeps its shape, as in OneFlow 0.9)
+        if d != -1 and d < 0:
+            raise ValueError("%s: dims of shape %s must be non-negative or -1" % (what, tuple(shape)))
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1]))
         if known == 0 or n % known:

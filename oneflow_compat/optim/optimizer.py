@@ -7,6 +7,7 @@ Adam moments) are laid out like the parameter, so every piece updates independen
 placement have nothing to do. This is what OneFlow's eager optimizers do on global tensors.
 """
 import collections
+import collections.abc
 
 from oneflow_compat.backend import devices
 from oneflow_compat.ir.graph import TensorMeta
@@ -113,9 +114,15 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got a Tensor")
+        from_iterator = isinstance(params, collections.abc.Iterator)
         groups = list(params)
         if not groups:
-            raise ValueError("optimizer got an empty parameter list")
+            # OneFlow 0.9 takes an iterator as one group whatever it yields (optimizer.py _parse_input_parameters
+            # @ v0.9.0): `SGD(module.parameters())` of a module without parameters is an optimizer with nothing
+            # to update; an empty list stays an error
+            if not from_iterator:
+                raise ValueError("optimizer got an empty parameter list")
+            groups = [{"params": []}]
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for group in groups:

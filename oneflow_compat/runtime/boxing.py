@@ -543,7 +543,7 @@ def broadcast_on_mesh(rt, local, placement, sbp, shape, np_dtype):
     from oneflow_compat.ir import dtypes
 
     dst = S.nd((S.B,) * len(sbp.sbps), sbp.mesh)
-    meta = TensorMeta(tuple(shape), dtypes.from_numpy(np_dtype) if np_dtype is not None else dtypes.float32)
+    meta = TensorMeta(tuple(shape), dtypes.any_from_numpy(np_dtype) if np_dtype is not None else dtypes.float32)
     fn = executor(rt, {"src_placement": placement, "src_sbp": sbp, "dst_placement": placement, "dst_sbp": dst},
                   meta)
     return list(fn(*local)), placement.flat(), S.B

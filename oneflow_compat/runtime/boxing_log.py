@@ -26,7 +26,7 @@ def record_bucket_all_reduce(placement, elements, np_dtype, shapes=()):
 def bucket_record(placement, elements, np_dtype, shapes=()):
     """The record `record_bucket_all_reduce` logs (a training loop logs the same bucket at every step: a bucket
     makes it once and logs it with `log`)."""
-    meta = TensorMeta((int(elements),), dtypes.from_numpy(np_dtype))
+    meta = TensorMeta((int(elements),), dtypes.any_from_numpy(np_dtype))
     held = ["x".join(map(str, s)) or "scalar" for s in shapes]
     label = "gradient bucket" if not held else "gradient bucket [%s]" % ", ".join(
         held if len(held) <= 4 else held[:3] + ["... %d more" % (len(held) - 3)])

@@ -1,0 +1,154 @@
+"""What OneFlow 0.9's global module tests (two ranks) needed of the package, each against numpy or torch here:
+bool global tensors gathered on a mesh, deepcopy / pickling of a global tensor (0.9's tensor_getstate), an
+optimizer over a module without parameters, `add`/`sub` with a scalar and `alpha`, reshape and reductions of
+tensors with a 0 dim, `oneflow.nn.graph.util.ArgsTree`, `Tensor.to(flow.Tensor)`, the creation functions'
+0.9 names. Multi-rank bodies run on simulated ranks."""
+import copy
+import pickle
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+from simulated_ranks import on_ranks
+
+A = np.arange(24, dtype=np.float32).reshape(4, 6) - 7
+
+
+# --- bool values on a 2-D mesh (numpy() boxes them to broadcast on the mesh first) -----------------------------
+def test_a_bool_global_tensor_on_a_mesh_comes_back_whole():
+    def body():
+        mesh = flow.placement("cpu", [[0, 1]])
+        x = flow.tensor(A, placement=mesh, sbp=(flow.sbp.broadcast, flow.sbp.split(0)))
+        b = x > 3
+        line = flow.tensor(A, placement=flow.placement("cpu", [0, 1]), sbp=flow.sbp.split(1)) == 0
+        return b.dtype, b.numpy(), (x.eq(x)).numpy(), line.numpy()
+
+    for dtype, got, same, line in on_ranks(2, body):
+        assert dtype == flow.bool
+        np.testing.assert_array_equal(got, A > 3)
+        assert same.dtype == np.bool_ and same.all()
+        np.testing.assert_array_equal(line, A == 0)
+
+
+# --- copy.deepcopy / pickle of a global tensor ---------------------------------------------------------------------
+def test_deepcopy_and_pickle_of_a_global_tensor_keep_value_placement_and_sbp():
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        mesh = flow.placement("cpu", [[0, 1]])
+        x = flow.tensor(A, placement=p, sbp=flow.sbp.split(1), requires_grad=True)
+        y = copy.deepcopy(x)
+        z = pickle.loads(pickle.dumps(flow.tensor(A, placement=mesh, sbp=(flow.sbp.broadcast, flow.sbp.split(0)))))
+        return (y is x, y.numpy(), y.placement, y.sbp, y.requires_grad, y.to_local().numpy(), z.numpy(),
+                z.placement, z.sbp, flow.env.get_rank())
+
+    for same, value, pl, sbp, rg, local, zv, zpl, zsbp, rank in on_ranks(2, body):
+        assert not same and rg
+        np.testing.assert_array_equal(value, A)
+        assert pl == flow.placement("cpu", [0, 1]) and sbp == (flow.sbp.split(1),)
+        np.testing.assert_array_equal(local, A[:, 3 * rank:3 * rank + 3])  # this rank's shard, laid out again
+        np.testing.assert_array_equal(zv, A)
+        assert zpl == flow.placement("cpu", [[0, 1]]) and zsbp == (flow.sbp.broadcast, flow.sbp.split(0))
+
+
+def test_a_deep_copy_of_a_global_tensor_is_independent_of_it():
+    def body():
+        x = flow.tensor(A, placement=flow.placement("cpu", [0, 1]), sbp=flow.sbp.broadcast)
+        y = copy.deepcopy(x)
+        x.add_(1)
+        return y.numpy(), x.numpy()
+
+    for y, x in on_ranks(2, body):
+        np.testing.assert_array_equal(y, A)
+        np.testing.assert_array_equal(x, A + 1)
+
+
+# --- optimizers over an iterator that yields nothing ----------------------------------------------------------------
+def test_an_optimizer_over_a_module_without_parameters():
+    # OneFlow 0.9 (optim/optimizer.py _parse_input_parameters): an iterator is one group, empty or not
+    m = flow.nn.ReLU()
+    sgd = flow.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    assert len(sgd.param_groups) == 1 and list(sgd.param_groups[0]["params"]) == []
+    sgd.zero_grad()
+    sgd.step()
+    adam = flow.optim.Adam(iter([]), lr=0.01)
+    adam.step()
+    assert sgd.state_dict()["param_groups"][0]["params"] == []
+    with pytest.raises(ValueError, match="optimizer got an empty parameter list"):
+        flow.optim.SGD([], lr=0.1)  # an empty list stays an error
+
+
+# --- add / sub with a scalar operand and alpha -------------------------------------------------------------------
+def test_add_and_sub_scale_a_scalar_operand_by_alpha():
+    torch = pytest.importorskip("torch")
+    x = A[:2, :3]
+    for fn in ("add", "sub"):
+        for args in ((x, 2.5), (2.5, x), (x, x)):
+            want = getattr(torch, fn)(*[torch.tensor(a) if isinstance(a, np.ndarray) else a for a in args],
+                                      alpha=-1.5).numpy()
+            got = getattr(flow, fn)(*[flow.tensor(a) if isinstance(a, np.ndarray) else a for a in args], alpha=-1.5)
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+
+    def body():
+        g = flow.tensor(A, placement=flow.placement("cpu", [0, 1]), sbp=flow.sbp.split(0))
+        return flow.add(g, 3, alpha=2).numpy(), flow.add(3, g, alpha=2).numpy()
+
+    for ga, gb in on_ranks(2, body):
+        np.testing.assert_allclose(ga, A + 6)
+        np.testing.assert_allclose(gb, 3 + 2 * A)
+
+
+# --- tensors with a 0 dim: reshape and the gradient of a reduction ----------------------------------------------
+def test_reshape_and_sum_of_a_global_tensor_with_a_zero_dim():
+    def body():
+        x = flow.tensor(np.ones((2, 0, 4), np.float32), placement=flow.placement("cpu", [0, 1]),
+                        sbp=flow.sbp.broadcast, requires_grad=True)
+        y = x.sum(1)
+        y.sum().backward()
+        return y.numpy(), tuple(x.grad.shape), tuple(flow.reshape(x, (0, 8)).shape), tuple(x.view(4, 0).shape)
+
+    for y, grad_shape, r1, r2 in on_ranks(2, body):
+        np.testing.assert_array_equal(y, np.zeros((2, 4), np.float32))
+        assert grad_shape == (2, 0, 4) and r1 == (0, 8) and r2 == (4, 0)
+    with pytest.raises(ValueError, match=r"dims of shape \(2, -3\) must be non-negative or -1"):
+        flow.reshape(flow.tensor(np.ones((2, 3), np.float32), placement=flow.placement("cpu", [0]),
+                                 sbp=flow.sbp.broadcast), (2, -3))
+
+
+# --- oneflow.nn.graph.util.ArgsTree ------------------------------------------------------------------------------
+def test_args_tree_walks_nested_arguments_as_oneflow_does():
+    from oneflow.nn.graph.util import ArgsTree, NamedArg
+
+    t, u = flow.ones(2), flow.zeros(3)
+    args = [t, OrderedDict(k=(1, u)), None]
+    nodes = list(ArgsTree(args).iter_nodes())  # depth first, containers before their children
+    assert [type(n).__name__ for n in nodes] == ["list", "Tensor", "OrderedDict", "tuple", "int", "Tensor",
+                                                 "NoneType"]
+    assert nodes[1] is t and nodes[5] is u
+    named = ArgsTree(args, gen_name=True, root_prefix="input", root_name="x")
+    names = [(name, n.global_index()) for name, n in named.iter_named_nodes()]
+    assert names == [("input_x", 0), ("input.0_1", 1), ("input.1_2", 2), ("input.1.0_k", 3), ("input.1.0.0_4", 4),
+                     ("input.1.0.1_5", 5), ("input.2_6", 6)]
+    assert all(isinstance(n, NamedArg) for _, n in named.iter_named_nodes())
+    mapped = ArgsTree(args).map_leaf(lambda v: v.shape if isinstance(v, flow.Tensor) else v)
+    assert mapped == [flow.Size([2]), OrderedDict(k=(1, flow.Size([3]))), None]
+    assert type(mapped[1]) is OrderedDict
+    assert named.map_leaf(lambda n: n.name()) == ["1", OrderedDict(k=("4", "5")), "6"]
+    leaf = named._named.value()[0]
+    assert leaf.is_leaf() and repr(leaf).startswith("(name: 1, idx: 1, type: TENSOR")
+    with pytest.raises(AssertionError, match="gen_name"):
+        list(ArgsTree(args).iter_named_nodes())
+    import oneflow.nn.graph as graph_module
+    assert graph_module.util.ArgsTree is ArgsTree
+
+
+# --- Tensor.to(flow.Tensor) and the creation functions' names -----------------------------------------------------
+def test_to_tensor_class_is_the_tensor_and_creation_functions_carry_oneflows_names():
+    w = flow.nn.Parameter(flow.ones(2))
+    assert w.to(flow.Tensor) is w and w.to(flow.nn.Parameter) is w
+    x = flow.ones(2)
+    assert x.to(flow.Tensor) is x and x.to("cpu").dtype == flow.float32
+    assert (flow.empty.__name__, flow.empty_like.__name__, flow.new_empty.__name__) == (
+        "empty_op", "empty_like_op", "new_empty_op")
+    assert tuple(flow.new_empty(x, (3, 1)).shape) == (3, 1) and tuple(flow.empty_like(x).shape) == (2,)
