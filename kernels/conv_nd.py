@@ -35,6 +35,10 @@ def out_size(size, k, s, pads, d=1, ceil_mode=False):
     start in the end padding); ValueError when the window is larger than the padded input."""
     before, after = pads
     span = size + before + after - ((k - 1) * d + 1)
+    if span < 0 and ceil_mode and (span + 2 * s - 1) // s >= 1 and size + before > 0:
+        # the window is longer than the padded input, but ceil_mode keeps one that starts inside it (OneFlow 0.9's
+        # GetWindowedOutputShape, max_pool_kernel_util.cpp: (span + 2 stride - 1) / stride, as torch)
+        return 1
     if span < 0:
         raise ValueError("window %d (dilation %d) larger than padded input %d" % (k, d, size + before + after))
     if ceil_mode:

@@ -152,3 +152,39 @@ def test_to_tensor_class_is_the_tensor_and_creation_functions_carry_oneflows_nam
     assert (flow.empty.__name__, flow.empty_like.__name__, flow.new_empty.__name__) == (
         "empty_op", "empty_like_op", "new_empty_op")
     assert tuple(flow.new_empty(x, (3, 1)).shape) == (3, 1) and tuple(flow.empty_like(x).shape) == (2,)
+
+
+# --- pooling: a ceil_mode window longer than the padded input; MaxPool2d under ONEFLOW_ENABLE_NHWC ---------------
+def test_ceil_mode_pooling_keeps_a_window_longer_than_the_padded_input():
+    torch = pytest.importorskip("torch")
+    x = np.random.RandomState(0).randn(1, 2, 10, 11, 12).astype(np.float32)
+    # window (5 - 1) * 3 + 1 = 13 > 10 + 2: OneFlow 0.9 and torch still make one window per axis with ceil_mode
+    xt, xf = torch.tensor(x, requires_grad=True), flow.tensor(x, requires_grad=True)
+    yt = torch.nn.functional.max_pool3d(xt, 5, 2, 1, 3, ceil_mode=True)
+    yf = flow.nn.functional.max_pool3d(xf, 5, 2, 1, 3, ceil_mode=True)
+    assert tuple(yf.shape) == tuple(yt.shape) == (1, 2, 1, 1, 2)
+    np.testing.assert_array_equal(yf.numpy(), yt.detach().numpy())
+    yt.sum().backward()
+    yf.sum().backward()
+    np.testing.assert_array_equal(xf.grad.numpy(), xt.grad.numpy())
+    with pytest.raises(ValueError, match=r"window 5 \(dilation 3\) larger than padded input 12"):
+        flow.nn.functional.max_pool3d(flow.tensor(x), 5, 2, 1, 3, ceil_mode=False)  # torch refuses it too
+
+
+def test_max_pool2d_module_takes_channels_last_under_oneflow_enable_nhwc(monkeypatch):
+    torch = pytest.importorskip("torch")
+    x = np.random.RandomState(1).randn(2, 9, 10, 3).astype(np.float32)
+    want = torch.nn.MaxPool2d(3, 2, 1, 2, ceil_mode=True)(torch.tensor(x).permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
+    monkeypatch.setenv("ONEFLOW_ENABLE_NHWC", "1")
+    m = flow.nn.MaxPool2d(3, 2, 1, 2, ceil_mode=True)
+    assert m.channel_pos == "channels_last"
+    np.testing.assert_array_equal(m(flow.tensor(x)).numpy(), want.numpy())
+
+    def body():
+        g = flow.tensor(x, placement=flow.placement("cpu", [0, 1]), sbp=flow.sbp.split(0))
+        return m(g).numpy()
+
+    for got in on_ranks(2, body):
+        np.testing.assert_array_equal(got, want.numpy())
+    monkeypatch.setenv("ONEFLOW_ENABLE_NHWC", "0")
+    assert flow.nn.MaxPool2d(3).channel_pos == "channels_first"

@@ -6,6 +6,8 @@ splits stay split).
 Signatures, defaults (stride = kernel_size, count_include_pad=True) and reprs follow OneFlow 0.9
 (python/oneflow/nn/modules/pooling.py). `return_indices=True` returns (y, indices) from `nn_pool_indices.py`.
 """
+import os
+
 from oneflow_compat._global import functional as F
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.modules import Module
@@ -147,7 +149,24 @@ class MaxPool1d(_MaxPoolNd):
 
 
 class MaxPool2d(_MaxPoolNd):
+    """OneFlow 0.9 reads ONEFLOW_ENABLE_NHWC when the module is made: "1" takes (batch, height, width, channels)
+    inputs (`channel_pos` "channels_last"; pooling.py @ v0.9.0)."""
     nd = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__(kernel_size, stride, padding, dilation, return_indices, ceil_mode)
+        self.channel_pos = "channels_last" if os.getenv("ONEFLOW_ENABLE_NHWC") == "1" else "channels_first"
+
+    def forward(self, x):
+        if self.channel_pos == "channels_first":
+            return super().forward(x)
+        x = _check(x, 2, "max_pool2d")
+        if self.return_indices:
+            raise ValueError("MaxPool2d: return_indices=True with ONEFLOW_ENABLE_NHWC=1 (channels_last) is not "
+                             "supported; the indices are those of channels_first inputs")
+        return apply_op("max_pool2d", [x], {"ksize": self.kernel_size, "strides": self.stride,
+                                            "pads": tuple((v, v) for v in self.padding), "data_format": "NHWC",
+                                            "ceil_mode": bool(self.ceil_mode), "dilations": self.dilation})
 
 
 class MaxPool3d(_MaxPoolNd):
