@@ -188,3 +188,21 @@ def test_max_pool2d_module_takes_channels_last_under_oneflow_enable_nhwc(monkeyp
         np.testing.assert_array_equal(got, want.numpy())
     monkeypatch.setenv("ONEFLOW_ENABLE_NHWC", "0")
     assert flow.nn.MaxPool2d(3).channel_pos == "channels_first"
+
+
+# --- create_graph=True through a to_global --------------------------------------------------------------------
+def test_a_second_derivative_through_to_global():
+    a = np.linspace(-2, 2, 12).astype(np.float32).reshape(4, 3)
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        x = flow.tensor(a, placement=p, sbp=flow.sbp.split(0), requires_grad=True)
+        y = x.to_global(sbp=flow.sbp.broadcast)  # boxed; its backward boxes the gradient back to split(0)
+        g, = flow.autograd.grad((y ** 3).sum(), x, create_graph=True)
+        gg, = flow.autograd.grad(g.sum(), x)
+        return g.numpy(), g.sbp, gg.numpy(), gg.sbp
+
+    for g, g_sbp, gg, gg_sbp in on_ranks(2, body):
+        np.testing.assert_allclose(g, 3 * a ** 2, rtol=1e-6)
+        np.testing.assert_allclose(gg, 6 * a, rtol=1e-6)
+        assert g_sbp == gg_sbp == (flow.sbp.split(0),)
