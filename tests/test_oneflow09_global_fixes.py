@@ -206,3 +206,38 @@ def test_a_second_derivative_through_to_global():
         np.testing.assert_allclose(g, 3 * a ** 2, rtol=1e-6)
         np.testing.assert_allclose(gg, 6 * a, rtol=1e-6)
         assert g_sbp == gg_sbp == (flow.sbp.split(0),)
+
+
+# --- fill_ while gradients are recorded ---------------------------------------------------------------------------
+def test_fill_cuts_the_gradient_of_the_old_content_and_passes_the_values():
+    torch = pytest.importorskip("torch")
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    dy = np.linspace(0, 1, 12, dtype=np.float32).reshape(4, 3)
+    xt, vt = torch.tensor(a, requires_grad=True), torch.tensor(2.5, requires_grad=True)
+    yt, zt = xt + 1, xt * 2
+    yt.fill_(3.0)
+    zt.fill_(vt)
+    ((yt + zt) * torch.tensor(dy)).sum().backward()
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        x = flow.tensor(a, placement=p, sbp=flow.sbp.split(0), requires_grad=True)
+        v = flow.tensor(2.5, placement=p, sbp=flow.sbp.broadcast, requires_grad=True)
+        y, z = x + 1, x * 2
+        y.fill_(3.0)
+        z.fill_(v)
+        ((y + z) * flow.tensor(dy, placement=p, sbp=flow.sbp.broadcast)).sum().backward()
+        return y.numpy(), z.numpy(), x.grad.numpy(), v.grad.numpy()
+
+    for y, z, xg, vg in on_ranks(2, body):
+        np.testing.assert_array_equal(y, yt.detach().numpy())
+        np.testing.assert_array_equal(z, zt.detach().numpy())
+        np.testing.assert_array_equal(xg, xt.grad.numpy())  # zeros: the old content is overwritten
+        np.testing.assert_allclose(vg, vt.grad.numpy(), rtol=1e-6)
+    x = flow.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match="fill_ only supports 0-dimension value tensor but got tensor with 1 "
+                                           "dimensions."):
+        (x + 1).fill_(flow.ones(2, requires_grad=True))
+    x.fill_(1.0)  # a leaf (a parameter being initialised): written in place, no history
+    np.testing.assert_array_equal(x.numpy(), np.ones_like(a))
+    assert x.is_leaf
