@@ -54,11 +54,10 @@ from oneflow_compat.nn import modules, parallel, utils  # noqa: F401,E402
 # modules come with global_api's names)
 from oneflow_compat.nn import image  # noqa: F401,E402
 from oneflow_compat.nn import qat  # noqa: F401,E402  (api-data: oneflow.nn.qat.conv)
-# --- placement team: `oneflow.nn.graph.util` (ArgsTree / NamedArg, OneFlow 0.9's graph argument tree); nn.graph
-# is a module here, so its `util` is bound onto it and registered for `import oneflow.nn.graph.util`
-from oneflow_compat.nn import graph_util as _graph_util  # noqa: E402
+# modtests team: `oneflow.nn.graph.util` (OneFlow 0.9's ArgsTree / NamedArg: `_global/graph_args_tree.py`)
+from oneflow_compat._global import graph_args_tree as _graph_args_tree  # noqa: E402
 
-graph.util = _graph_util
+graph.util = _graph_args_tree
 if not hasattr(graph, "__path__"):
-    graph.__path__ = []  # a package to the import system, so that its `util` (registered below) imports
-_sys.modules.setdefault(__name__ + ".graph.util", _graph_util)
+    graph.__path__ = []  # (a package to the import system: its submodule `util` is found in sys.modules)
+_sys.modules.setdefault(__name__ + ".graph.util", _graph_args_tree)
