@@ -213,3 +213,28 @@ def test_fill_cuts_the_gradient_of_the_old_content_and_passes_the_values():
     x.fill_(1.0)  # a leaf (a parameter being initialised): written in place, no history
     np.testing.assert_array_equal(x.numpy(), np.ones_like(a))
     assert x.is_leaf
+
+
+# --- searchsorted: OneFlow's bisection, so an unsorted sequence gives its (and torch's) indices ------------------
+def test_searchsorted_follows_oneflows_bisection_on_any_sequence():
+    torch = pytest.importorskip("torch")
+    rng = np.random.RandomState(0)
+    for shape in [(8,), (3, 16), (2, 3, 8)]:
+        seq, vals = rng.rand(*shape).astype(np.float32), rng.rand(*shape).astype(np.float32)
+        for s in (seq, np.sort(seq, -1)):
+            for right in (False, True):
+                want = torch.searchsorted(torch.tensor(s), torch.tensor(vals), right=right).numpy()
+                got = flow.searchsorted(flow.tensor(s), flow.tensor(vals), right=right).numpy()
+                np.testing.assert_array_equal(got, want)
+    seq = np.array([3, 7, 1, 9, 4, 2, 8, 5], np.float32)  # unsorted, split across the ranks below
+    vals = np.array([0, 4, 1, 2, 9, 6, 3, 5], np.float32)
+    want = torch.searchsorted(torch.tensor(seq), torch.tensor(vals), out_int32=True).numpy()
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        s = flow.tensor(seq, placement=p, sbp=flow.sbp.split(0))
+        v = flow.tensor(vals, placement=p, sbp=flow.sbp.split(0))
+        return flow.searchsorted(s, v, out_int32=True).numpy()
+
+    for got in on_ranks(2, body):
+        np.testing.assert_array_equal(got, want)
