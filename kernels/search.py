@@ -18,7 +18,7 @@ def searchsorted(xp, sorted_sequence, values, *, out_int32=False, right=False):
         vals = values.reshape(1, -1)
     else:
         rows = sorted_sequence.reshape(-1, n)
-        vals = values.reshape(rows.shape[0], -1)
+        vals = values.reshape(rows.shape[0], values.shape[-1])
     start = xp.zeros(vals.shape, dtype=numpy.int64)
     end = xp.full(vals.shape, n, dtype=numpy.int64)
     while True:
