@@ -238,3 +238,46 @@ def test_searchsorted_follows_oneflows_bisection_on_any_sequence():
 
     for got in on_ranks(2, body):
         np.testing.assert_array_equal(got, want)
+
+
+# --- rand / randn take `size=` as OneFlow 0.9's functional_api.yaml binds them -------------------------------------
+def test_rand_and_randn_take_size_as_a_keyword():
+    for fn in (flow.rand, flow.randn):
+        flow.manual_seed(3)
+        a = fn(size=(2, 3))
+        flow.manual_seed(3)
+        b = fn(2, 3)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        with pytest.raises(TypeError, match=r"%s\(\) got multiple values for argument 'size'" % fn.__name__):
+            fn(2, size=(2,))
+        with pytest.raises(TypeError, match=r"%s\(\) got an unexpected keyword argument 'shape'" % fn.__name__):
+            fn(2, shape=(2,))
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        flow.manual_seed(5)
+        return tuple(flow.randn(size=(4, 2), placement=p, sbp=flow.sbp.split(0)).shape)
+
+    assert on_ranks(2, body) == [(4, 2), (4, 2)]
+
+
+# --- maximum / minimum: a tie gives each side half of the gradient ------------------------------------------------
+def test_maximum_and_minimum_share_the_gradient_of_a_tie():
+    torch = pytest.importorskip("torch")
+    a = np.array([[1, 2, 3], [5, 5, 0]], np.float32)
+    b = np.array([[1, 3, 2], [5, 4, 0]], np.float32)
+    dy = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
+    for name in ("maximum", "minimum"):
+        at, bt = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+        (getattr(torch, name)(at, bt) * torch.tensor(dy)).sum().backward()
+
+        def body():
+            p = flow.placement("cpu", [0, 1])
+            x = flow.tensor(a, placement=p, sbp=flow.sbp.split(1), requires_grad=True)
+            y = flow.tensor(b, placement=p, sbp=flow.sbp.split(1), requires_grad=True)
+            (getattr(flow, name)(x, y) * flow.tensor(dy, placement=p, sbp=flow.sbp.broadcast)).sum().backward()
+            return x.grad.numpy(), y.grad.numpy()
+
+        for xg, yg in on_ranks(2, body):
+            np.testing.assert_array_equal(xg, at.grad.numpy())
+            np.testing.assert_array_equal(yg, bt.grad.numpy())

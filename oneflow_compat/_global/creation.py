@@ -205,14 +205,29 @@ def _random(draw, size, dtype, default, generator, device, placement, sbp, requi
     return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
 
 
-def randn(*size, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+def _size_keyword(size, named, what):
+    """`flow.randn(size=(2, 3))`: OneFlow 0.9 binds these through functional_api.yaml, whose `Shape size` is also a
+    keyword; positional sizes and `size=` are one argument."""
+    extra = sorted(k for k in named if k != "size")
+    if extra:
+        raise TypeError("%s() got an unexpected keyword argument '%s'" % (what, extra[0]))
+    if "size" in named:
+        if size:
+            raise TypeError("%s() got multiple values for argument 'size'" % what)
+        return (named["size"],)
+    return size
+
+
+def randn(*size, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False, **named):
+    size = _size_keyword(size, named, "randn")
     if dtype is not None and not as_dtype(dtype).is_floating:
         raise TypeError("randn(): dtype must be floating, got %s" % as_dtype(dtype).name)
     return _random(lambda g, shape, t: g.normal(shape, t), size, dtype, _default(), generator, device,
                    placement, sbp, requires_grad, "randn")
 
 
-def rand(*size, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+def rand(*size, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False, **named):
+    size = _size_keyword(size, named, "rand")
     return _random(lambda g, shape, t: g.uniform(shape, t), size, dtype, _default(), generator, device,
                    placement, sbp, requires_grad, "rand")
 

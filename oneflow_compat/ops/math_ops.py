@@ -114,8 +114,13 @@ _binary("logical_and", E.logical_and, out_dtype=dtypes.int8)
 
 
 def _minmax_grad(op, dys, cmp):
+    """`cmp` (greater_equal / less_equal) picks a's elements; a tie gives each side half of the gradient, as OneFlow
+    0.9's MaximumGradFunctor / MinimumGradFunctor (elementwise_maximum_minimum_kernel.h) and torch do."""
     a, b = op.inputs
-    mask = apply("cast", [apply(cmp, [a, b])], {"dtype": a.dtype})
+    strict = {"greater_equal": "greater", "less_equal": "less"}[cmp]
+    wins = apply("cast", [apply(strict, [a, b])], {"dtype": a.dtype})
+    ties = apply("cast", [apply("equal", [a, b])], {"dtype": a.dtype})
+    mask = apply("add", [wins, apply("scalar_mul", [ties], {"value": 0.5})])
     da = apply("multiply", [dys[0], mask])
     db = apply("subtract", [dys[0], da])
     return [_unbroadcast(da, a.shape), _unbroadcast(db, b.shape)]
