@@ -281,3 +281,21 @@ def test_maximum_and_minimum_share_the_gradient_of_a_tie():
         for xg, yg in on_ranks(2, body):
             np.testing.assert_array_equal(xg, at.grad.numpy())
             np.testing.assert_array_equal(yg, bt.grad.numpy())
+
+
+# --- weight_norm(dim=-1): the norm of the whole tensor, as OneFlow 0.9 and torch -----------------------------------
+def test_weight_norm_dims_as_oneflow_and_torch():
+    torch = pytest.importorskip("torch")
+    w = np.random.RandomState(2).randn(16, 8).astype(np.float32)
+    for dim in (-2, -1, 0, 1):
+        lt, lf = torch.nn.Linear(8, 16), flow.nn.Linear(8, 16)
+        with torch.no_grad():
+            lt.weight.copy_(torch.tensor(w))
+        with flow.no_grad():
+            lf.weight.copy_(flow.tensor(w))
+        gt = torch.nn.utils.weight_norm(lt, dim=dim).weight_g.detach().numpy()
+        gf = flow.nn.utils.weight_norm(lf, dim=dim).weight_g.numpy()
+        assert gf.shape == gt.shape, (dim, gf.shape, gt.shape)
+        np.testing.assert_allclose(gf, gt, rtol=1e-5)
+    with pytest.raises(AssertionError, match="dim out of range"):
+        flow.nn.utils.weight_norm(flow.nn.Linear(8, 16), dim=2)

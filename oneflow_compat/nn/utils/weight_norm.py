@@ -7,8 +7,12 @@ from oneflow_compat._global.modules import Parameter
 
 
 def _norm_except_dim(v, dim):
-    if dim is None or dim == -1 and v.ndim == 0:
+    # OneFlow 0.9 (nn/utils/weight_norm.py _norm_except_dim): dim -1 (or None) is the norm of the whole tensor,
+    # a 0-dim g, as torch; another negative dim counts from the end
+    if dim is None or dim == -1:
         return F.sqrt(F.sum(F.square(v)))
+    if not -v.ndim <= dim <= v.ndim - 1:
+        raise AssertionError("dim out of range")
     dim = dim % v.ndim
     axes = [i for i in range(v.ndim) if i != dim]
     return F.sqrt(F.sum(F.square(v), axes, keepdim=True))
