@@ -235,3 +235,5 @@ from oneflow_compat import one_embedding  # noqa: F401,E402
 
 # --- multiprocessing team: oneflow.multiprocessing (OneFlow 0.9: tensors through shared memory between processes)
 from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the ForkingPickler reductions)
+# --- limits team: gradient rules of gradient ops (higher-order gradients through activations, convs, pools) ---
+from oneflow_compat.ops import second_order as _second_order  # noqa: F401,E402 (attaches rules; after the op modules)

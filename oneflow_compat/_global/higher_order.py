@@ -18,7 +18,7 @@ from oneflow_compat.ir.graph import LazyBlob, Op
 from oneflow_compat.ir import builder
 from oneflow_compat.ops import registry
 from oneflow_compat.runtime import agreement, autograd, global_eager
-from oneflow_compat._global import dispatch
+from oneflow_compat._global import dispatch, higher_order_rules
 from oneflow_compat._global.tensor import Tensor
 
 __all__ = ["run"]
@@ -51,6 +51,16 @@ def _grad_job(node, dy_values):
     return job, x_blobs, y_blobs, dy_blobs, dxs
 
 
+# Ops without a gradient rule whose outputs do not vary with their inputs' values, or vary in steps (derivative 0
+# wherever it exists, as OneFlow's and PyTorch's higher-order gradients take it): a gradient rule may use them
+# (masks, zeros of a shape) and stay differentiable. Non-floating outputs (comparisons, indices) carry no gradient.
+_STEP_FUNCTIONS = frozenset(("sign", "floor", "ceil", "round", "rint", "fill_like", "zeros_like", "ones_like"))
+
+
+def _piecewise_constant(op):
+    return op.type in _STEP_FUNCTIONS or not any(y.meta.dtype.is_floating for y in op.outputs)
+
+
 def _replay(node, dys):
     """The input gradients of OpNode `node` as recorded Tensors, from output gradients `dys` (Tensors or None)."""
     if node.inputs is None:
@@ -79,13 +89,16 @@ def _replay(node, dys):
         if op.defn.role == "input":
             continue
         ins = [feed[x.key()] for x in op.inputs]
+        constant = False
         if any(t.requires_grad_flag for t in ins) and registry.get(op.type).grad is None:
-            raise NotImplementedError(
-                "create_graph=True: the gradient of op '%s' uses op '%s', which has no gradient rule here, so the "
-                "gradient cannot be differentiated again" % (node.op_type, op.type))
+            if not _piecewise_constant(op):
+                raise NotImplementedError(
+                    "create_graph=True: the gradient of op '%s' uses op '%s', which has no gradient rule here, so "
+                    "the gradient cannot be differentiated again" % (node.op_type, op.type))
+            constant = True  # its derivative is zero wherever it exists: no history to record
         attrs = {k: v for k, v in op.attrs.items() if k != "name"}
         if ins:
-            outs = dispatch.apply_op_list(op.type, ins, attrs)
+            outs = dispatch.apply_op_list(op.type, ins, attrs, requires_grad=False if constant else None)
         else:
             outs = dispatch.make_source(op.type, attrs, like)
         for y, t in zip(op.outputs, outs):
@@ -96,6 +109,13 @@ def _replay(node, dys):
 
 def _node_backward(node, dys):
     if isinstance(node, autograd.OpNode):
+        composite = higher_order_rules.RULES.get(node.op_type)
+        if composite is not None and node.inputs is not None:
+            like = next(d for d in dys if d is not None)
+            xs = [_history_tensor(v, like, e) for v, e in zip(node.inputs, node.next_edges)]
+            grads = composite(xs, dys, node.attrs)
+            if grads is not None:
+                return [g if e is not None else None for g, e in zip(grads, node.next_edges)]
         return _replay(node, dys)
     tensor_backward = getattr(node, "backward_tensors", None)  # a custom autograd.Function
     if tensor_backward is not None:

@@ -1620,3 +1620,13 @@ WITHOUT_EXAMPLES.update({
                                        "the gradient for flow.one_embedding.Optimizer); covered by "
                                        "tests/test_one_embedding.py",
 })
+
+
+# --- limits team: gradient rows of the y-reading shrink gradients, now differentiable (ops/second_order.py): y
+# away from 0 (the mask's kink), so that central differences see the rule's dy-gradient and a zero y-gradient
+EXAMPLES.update({
+    "hardshrink_grad": EXAMPLES["hardshrink_grad"] + [
+        Example(inputs(normal(5, 7), spread_away_from((0.0,), 5, 7)), {"lambd": 0.5}, note="y away from 0")],
+    "softshrink_grad": EXAMPLES["softshrink_grad"] + [
+        Example(inputs(normal(5, 7), spread_away_from((0.0,), 5, 7)), {"alpha": 0.5}, note="y away from 0")],
+})
