@@ -9,8 +9,9 @@ small backward job as there, and the job's ops are then applied one by one as ea
 the tensor its edge names; an output is this node's output again). Every op of a gradient rule that itself has a
 gradient rule is thus recorded; one without (an op this implementation cannot differentiate twice) is refused
 by name rather than giving a silently wrong second derivative. A custom `autograd.Function`'s backward runs with
-recording on. The nodes of layout casts and activation checkpoints are refused by name (their backward works on
-runtime values).
+recording on; layout casts (to_global / to_local) give their backward as recorded casts (`backward_tensors`);
+an activation checkpoint recomputes its function on its inputs, recorded, and the walk continues through that
+(`recompute_recorded`).
 """
 import functools
 
@@ -165,6 +166,14 @@ def run(roots, inputs=None):
                 if x is not None and d is not None:
                     captured[id(x)] = d
             if all(d is None for d in dys):
+                continue
+            splice = getattr(node, "recompute_recorded", None)  # an activation checkpoint (utils/checkpoint.py)
+            if splice is not None:
+                # its function recomputed on the inputs themselves, recorded: the walk goes on through that record
+                # (its nodes are newer than every pending one), so inputs and the parameters inside get gradients
+                # that can be differentiated again
+                for edge, dy in splice(dys):
+                    send(edge, dy)
                 continue
             for edge, dx in zip(node.next_edges, _node_backward(node, dys)):
                 send(edge, dx)

@@ -408,6 +408,10 @@ class Tensor:
                 return [global_eager.Value(src.meta, src.placement, src.sbp, dy.pieces if src.pieces else [])]
 
             node = autograd.FunctionNode("global_to_local_backward", [self._edge()], to_local_backward)
+            # create_graph=True (higher_order.py): the local gradient made global again without communication,
+            # recorded (layouts.to_global of a local tensor with check_meta=False)
+            placement, sbp = self.placement, self.sbp
+            node.backward_tensors = lambda dys: [dys[0].to_global(placement=placement, sbp=sbp, check_meta=False)]
             out.requires_grad_flag, out.grad_fn = True, node
         return out
 
