@@ -237,3 +237,5 @@ from oneflow_compat import one_embedding  # noqa: F401,E402
 from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the ForkingPickler reductions)
 # --- limits team: gradient rules of gradient ops (higher-order gradients through activations, convs, pools) ---
 from oneflow_compat.ops import second_order as _second_order  # noqa: F401,E402 (attaches rules; after the op modules)
+from oneflow_compat.ops import random_like_ops as _random_like_ops  # noqa: F401,E402 (uniform_like: noise in graphs)
+from oneflow_compat.ops import detach_ops as _detach_ops  # noqa: F401,E402 (stop_gradient: detach inside nn.Graph)

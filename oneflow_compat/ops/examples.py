@@ -1630,3 +1630,11 @@ EXAMPLES.update({
     "softshrink_grad": EXAMPLES["softshrink_grad"] + [
         Example(inputs(normal(5, 7), spread_away_from((0.0,), 5, 7)), {"alpha": 0.5}, note="y away from 0")],
 })
+EXAMPLES.update({  # limits team: uniform_like (ops/random_like_ops.py)
+    "uniform_like": [Example(inputs(normal(5, 7)), {"seed": 11}, grad=False, note="random per call"),
+                     Example(inputs(normal(4, 5, 6, dtype=np.float32)), {"seed": None}, grad=False,
+                             note="session seed")],
+})
+EXAMPLES.update({  # limits team: stop_gradient (ops/detach_ops.py), Tensor.detach inside nn.Graph
+    "stop_gradient": [Example(inputs(normal(5, 7)), grad=False, note="no gradient: detach")],
+})
