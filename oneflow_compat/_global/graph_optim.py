@@ -45,12 +45,10 @@ class GroupLeaf:
         if clips_gradients(group):
             # OneFlow 0.9's graph turns the group's clip options into a clip_by_global_norm conf
             # (Optimizer._generate_grad_clip_conf_for_optim_conf, python/oneflow/optim/optimizer.py@v0.9.0); the
-            # optimizer pass clips this group's gradients by their joint L2 norm, with 0.9's formula (by_max_norm)
-            if float(group["clip_grad_norm_type"]) != 2.0:
-                raise NotImplementedError("nn.Graph.add_optimizer: clip_grad_norm_type=%r is not supported in a "
-                                          "graph (2.0 is; eager optimizer.clip_grad() takes any norm type)"
-                                          % (group["clip_grad_norm_type"],))
-            self.grad_clipping = by_max_norm(float(group["clip_grad_max_norm"]))
+            # optimizer pass clips this group's gradients by their joint norm of the group's type (conf.norm_type:
+            # p, inf or -inf), with 0.9's formula (by_max_norm)
+            self.grad_clipping = by_max_norm(float(group["clip_grad_max_norm"]),
+                                             float(group["clip_grad_norm_type"]))
         if isinstance(optimizer, sgd_mod.SGD):
             self.kind = "momentum" if group["momentum"] != 0 else "sgd"
             self.states = ("momentum_buf",) if self.kind == "momentum" else ()

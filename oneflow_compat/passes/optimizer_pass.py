@@ -12,7 +12,7 @@ from oneflow_compat.ir import builder, dtypes
 from oneflow_compat.ops import variable_ops
 from oneflow_compat.ir import sbp as sbp_mod
 from oneflow_compat.ops import registry
-from oneflow_compat.passes import autodiff, zero
+from oneflow_compat.passes import autodiff, clip_norm_types, zero
 from oneflow_compat.passes.autodiff import GradScope
 
 
@@ -98,6 +98,9 @@ def _build(session, job, ctx):
 
 
 def _clip_by_global_norm(ctx, job, grads, clip):
+    norm_type = float(getattr(clip, "norm_type", 2.0))
+    if norm_type != 2.0:  # nn.Graph's clip_grad_norm_type (limits team: passes/clip_norm_types.py)
+        return clip_norm_types.clip(ctx, job, grads, clip.clip_norm, norm_type)
     sq = []
     for name, (vop, g) in grads.items():
         with GradScope(ctx, vop, "optimizer"):
