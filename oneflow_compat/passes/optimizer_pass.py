@@ -208,12 +208,13 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None)
 # only) and whose update is sgd / momentum / adam without l1 or l2 is updated on the gathered rows alone: the
 # other rows keep their values and optimizer states (no weight decay, no momentum decay there).
 def _indexed_slices_rows(job, opt, name, vop, g):
-    conf = getattr(job.config, "ignored", {}).get("indexed_slices_optimizer_conf")
-    if not isinstance(conf, dict) or not conf.get("enable", True):
-        return None
-    included = conf.get("include_op_names", {}).get("op_name", [])
-    if name not in included or not getattr(opt, "indexed_slices_update", False):
-        return None
+    if not getattr(opt, "sparse_update", False):  # (nn.Graph's add_optimizer(is_sparse=True) lists all its variables)
+        conf = getattr(job.config, "ignored", {}).get("indexed_slices_optimizer_conf")
+        if not isinstance(conf, dict) or not conf.get("enable", True):
+            return None
+        included = conf.get("include_op_names", {}).get("op_name", [])
+        if name not in included or not getattr(opt, "indexed_slices_update", False):
+            return None
     reg = vop.attrs["spec"].regularizer
     if reg is not None and (reg.l1 or reg.l2):
         return None
