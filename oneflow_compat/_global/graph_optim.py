@@ -84,6 +84,13 @@ class GroupLeaf:
             raise NotImplementedError("nn.Graph.add_optimizer: %s is not supported in a graph (SGD, Adam, AdamW, "
                                       "RMSprop, Adagrad, Adadelta and LAMB are)" % type(optimizer).__name__)
 
+    def custom_update(self, name):
+        """(op type, attrs) of the update of variable `name` when it is not the dense update: a one_embedding's
+        shadow, whose looked-up rows the graph step updates (ops/one_embedding_ops.py `shadow_update`)."""
+        from oneflow_compat.ops import one_embedding_ops
+
+        return one_embedding_ops.shadow_update(self, name)
+
     # --- the legacy leaf-optimizer protocol -------------------------------------------------------------------
     def resolve_variables(self, job_variable_names):
         names = set(job_variable_names)

@@ -1638,3 +1638,8 @@ EXAMPLES.update({  # limits team: uniform_like (ops/random_like_ops.py)
 EXAMPLES.update({  # limits team: stop_gradient (ops/detach_ops.py), Tensor.detach inside nn.Graph
     "stop_gradient": [Example(inputs(normal(5, 7)), grad=False, note="no gradient: detach")],
 })
+WITHOUT_EXAMPLES.update({  # limits team
+    "one_embedding_graph_update": "applies a training graph's accumulated one_embedding row gradients with the "
+                                  "graph's optimizer (the optimizer pass builds it for the shadow); covered by "
+                                  "tests/test_limits_one_embedding.py and tests/test_one_embedding.py",
+})

@@ -166,6 +166,15 @@ def _add_updates(session, job, ctx, groups, dynamic=None):
 
 
 def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None):
+    custom = getattr(opt, "custom_update", None)
+    special = custom(name) if custom is not None else None
+    if special is not None:  # a variable its optimizer group updates by an op of its own (one_embedding's shadow)
+        op_type, attrs = special
+        skip = [dynamic.nonfinite] if dynamic is not None else []
+        with GradScope(ctx, vop, "optimizer"):
+            registry.new_op(op_type, [vop.outputs[0], g] + skip, dict(attrs, grad_scale=grad_scale),
+                            name=job.unique_name(name + "-update"))
+        return
     spec = vop.attrs["spec"]
     rows = _indexed_slices_rows(job, opt, name, vop, g)
     # ZeRO (passes/zero.py) stored a sharded variable S(0) already: its states and update follow its layout
