@@ -78,6 +78,16 @@ CASES = {
                                                 align_corners=False) * 0.5,
     "reflection_pad": lambda lib, F, x: F.pad((x ** 3).reshape(1, 3, 4), (1, 2), mode="reflect") ** 2,
     "replicate_pad": lambda lib, F, x: F.pad((x ** 3).reshape(1, 1, 3, 4), (1, 0, 0, 1), mode="replicate") ** 2,
+    "adaptive_max_pool2d": lambda lib, F, x: F.adaptive_max_pool2d((x ** 3).reshape(1, 1, 3, 4), (2, 2)) ** 2,
+    "max_pool_indices": lambda lib, F, x: F.max_pool2d((x ** 3).reshape(1, 1, 3, 4), 2, return_indices=True)[0] ** 2,
+    "max_unpool": lambda lib, F, x: F.max_unpool2d(*F.max_pool2d((x ** 3).reshape(1, 1, 3, 4), 2,
+                                                                 return_indices=True), 2, output_size=(3, 4))
+    * x.reshape(1, 1, 3, 4),
+    "prelu": lambda lib, F, x: F.prelu(x, lib.tensor([0.25, 0.1, 0.5, 0.3], dtype=x.dtype)) * x,
+    "atan2": lambda lib, F, x: lib.atan2(x, x * x + 0.5),
+    "diag": lambda lib, F, x: lib.diag(x ** 3) ** 2,
+    "embedding": lambda lib, F, x: F.embedding(lib.tensor([[0, 2], [1, 2]]), x ** 3) ** 2,
+    "embedding_padding": lambda lib, F, x: F.embedding(lib.tensor([[0, 2], [1, 2]]), x ** 3, padding_idx=2) ** 2,
 }
 
 

@@ -55,7 +55,8 @@ def _grad_job(node, dy_values):
 # Ops without a gradient rule whose outputs do not vary with their inputs' values, or vary in steps (derivative 0
 # wherever it exists, as OneFlow's and PyTorch's higher-order gradients take it): a gradient rule may use them
 # (masks, zeros of a shape) and stay differentiable. Non-floating outputs (comparisons, indices) carry no gradient.
-_STEP_FUNCTIONS = frozenset(("sign", "floor", "ceil", "round", "rint", "fill_like", "zeros_like", "ones_like"))
+_STEP_FUNCTIONS = frozenset(("sign", "floor", "ceil", "round", "rint", "fill_like", "zeros_like", "ones_like",
+                             "floordiv_x_grad", "floordiv_y_grad"))  # (floordiv's gradients: zeros, kernels' zero_grad)
 
 
 def _piecewise_constant(op):

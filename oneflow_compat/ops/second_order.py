@@ -326,3 +326,171 @@ def _install():
 
 
 _install()
+
+
+# --- binary math (inputs x, y, dz; elementwise_math_ops.py): xlogy / xdivy keep their zero-where-x-is-0 masks ----
+def _binary(a, b):
+    return apply(a, list(b))
+
+
+def _xlogy_x_grad_grad(op, dys):  # dz log y (0 where x == 0)
+    g = dys[0]
+    x, y, dz = op.inputs
+    gdz = _mul(g, dz)
+    return [_fill(x, 0.0), apply("xdivy_x_grad", [x, y, gdz]), apply("xlogy_x_grad", [x, y, g])]
+
+
+def _xlogy_y_grad_grad(op, dys):  # dz x / y (0 where x == 0)
+    g = dys[0]
+    x, y, dz = op.inputs
+    gdz = _mul(g, dz)
+    return [apply("xdivy_x_grad", [x, y, gdz]), apply("xdivy_y_grad", [x, y, gdz]), apply("xlogy_y_grad", [x, y, g])]
+
+
+def _xdivy_x_grad_grad(op, dys):  # dz / y (0 where x == 0)
+    g = dys[0]
+    x, y, dz = op.inputs
+    neg = apply("negative", [_mul(g, dz)])
+    return [_fill(x, 0.0), apply("xdivy_x_grad", [x, apply("square", [y]), neg]), apply("xdivy_x_grad", [x, y, g])]
+
+
+def _xdivy_y_grad_grad(op, dys):  # -dz x / y² (0 where x == 0)
+    g = dys[0]
+    x, y, dz = op.inputs
+    gdz = _mul(g, dz)
+    d_x = apply("xdivy_x_grad", [x, apply("square", [y]), apply("negative", [gdz])])
+    d_y = _mul(apply("xdivy_y_grad", [x, y, gdz]), _smul(apply("reciprocal", [y]), -2.0))
+    return [d_x, d_y, apply("xdivy_y_grad", [x, y, g])]
+
+
+def _atan2_rule(which):
+    """atan2_x_grad = dz y / r, atan2_y_grad = -dz x / r (r = x² + y²)."""
+    def grad(op, dys):
+        g = dys[0]
+        x, y, dz = op.inputs
+        gdz = _mul(g, dz)
+        r2 = apply("square", [apply("add", [apply("square", [x]), apply("square", [y])])])
+        diff = apply("divide", [apply("subtract", [apply("square", [x]), apply("square", [y])]), r2])  # (x²-y²)/r²
+        cross = apply("divide", [_smul(_mul(x, y), 2.0), r2])  # 2xy / r²
+        if which == "x":  # d/dx (y/r) = -2xy/r², d/dy (y/r) = (x² - y²)/r²
+            return [_mul(gdz, apply("negative", [cross])), _mul(gdz, diff), apply("atan2_x_grad", [x, y, g])]
+        # d/dx (-x/r) = (x² - y²)/r², d/dy (-x/r) = 2xy/r²
+        return [_mul(gdz, diff), _mul(gdz, cross), apply("atan2_y_grad", [x, y, g])]
+    return grad
+
+
+# --- index gradients: linear in dy, their adjoint reads g where the forward's indices point ------------------------
+def _gather_planes(g, indices):
+    """g (N, C, *spatial) read at the flat per-plane `indices` (N, C, *out): indices' shape."""
+    n, c = tuple(indices.shape[:2])
+    planes = apply("reshape", [g], {"shape": (n, c, -1)})
+    flat = apply("reshape", [indices], {"shape": (n, c, -1)})
+    return apply("reshape", [apply("dim_gather", [planes, flat], {"dim": 2})], {"shape": tuple(indices.shape)})
+
+
+def _index_grad_grad(op, dys):  # max_pool_<n>d_grad / adaptive_max_pool<n>d_grad (dy, indices)
+    return [None if dys[0] is None else _gather_planes(dys[0], op.inputs[1]), None]
+
+
+def _unpool_grad_grad(nd):
+    def grad(op, dys):  # max_unpool_<n>d_grad(dy, indices) reads dy at indices: its adjoint scatters back
+        if dys[0] is None:
+            return [None, None]
+        dy, ind = op.inputs
+        return [apply("max_unpool_%dd" % nd, [dys[0], ind], {"output_size": tuple(dy.shape[2:])}), None]
+    return grad
+
+
+def _diag_grad_grad(op, dys):  # diag_grad(dy, x): the adjoint of diag, so its own adjoint is diag
+    dy, x = op.inputs
+    d = apply("diag", [dys[0]], {"diagonal": op.attrs["diagonal"]})
+    if len(dy.shape) == 1 and d.shape[0] != dy.shape[0]:  # a shorter dy fills the diagonal's first cells
+        d = apply("slice", [d], {"slice_tup": ((0, dy.shape[0], 1),)})
+    return [d, _fill(x, 0.0)]
+
+
+def _embedding_grad_grad(op, dys):
+    """embedding_grad(dy, indices, weight) sums dy's rows into the rows indices name (none for padding_idx): its
+    adjoint gathers g's rows at indices, zero at padding_idx."""
+    g = dys[0]
+    dy, indices, weight = op.inputs
+    rows = apply("gather", [g, indices], {"axis": 0})
+    if op.attrs.get("scale_grad_by_freq"):  # each row's share divided by how often its index occurs
+        counts = apply("embedding_grad", [_fill(dy, 1.0), indices, weight], {"padding_idx": -1, "axis": 0})
+        rows = apply("divide", [rows, apply("gather", [counts, indices], {"axis": 0})])
+    pad = op.attrs.get("padding_idx")
+    if pad is not None and pad >= 0:  # (-1: none)
+        keep = apply("cast", [apply("not_equal", [indices, apply("fill_like", [indices], {"value": pad})])],
+                     {"dtype": g.dtype})
+        rows = _mul(rows, apply("reshape", [keep], {"shape": tuple(indices.shape) + (1,)}))
+    return [rows, None, _fill(weight, 0.0)]
+
+
+def _prelu_grad_grad(op, dys):
+    """prelu_grad(dy, x, alpha) = (dy · (x > 0 ? 1 : alpha), Σ dy · min(x, 0) over alpha's broadcast axes)."""
+    g_dx, g_da = dys
+    dy, x, alpha = op.inputs
+    nonpos = apply("cast", [apply("less_equal", [x, _fill(x, 0.0)])], {"dtype": x.dtype})
+    d_dy, d_x, d_alpha = [], [], []
+    if g_dx is not None:
+        d_dy.append(apply("prelu_grad", [g_dx, x, alpha])[0])
+        # Σ g dy [x <= 0] reduced as prelu_grad reduces dy·x: with -[x <= 0] in x's place, negated
+        d_alpha.append(apply("negative", [apply("prelu_grad", [_mul(g_dx, dy), apply("negative", [nonpos]),
+                                                               alpha])[1]]))
+    if g_da is not None:
+        d_dy.append(_mul(g_da, apply("minimum", [x, _fill(x, 0.0)])))
+        d_x.append(_mul(_mul(g_da, dy), nonpos))
+
+    def total(parts, like):
+        if not parts:
+            return _fill(like, 0.0)
+        return parts[0] if len(parts) == 1 else apply("add", parts)
+    return [total(d_dy, dy), total(d_x, x), total(d_alpha, alpha)]
+
+
+# --- the legacy classification losses' gradients --------------------------------------------------------------
+def _sigmoid_ce_grad_grad(op, dys):  # (sigmoid(x) - label) dloss
+    g = dys[0]
+    dloss, logits, labels = op.inputs
+    s = apply("sigmoid", [logits])
+    d_labels = apply("negative", [_mul(g, dloss)]) if labels.dtype.is_floating else None
+    return [apply("sigmoid_cross_entropy_grad", [g, logits, labels]), _mul(_mul(g, dloss), _sigmoid_slope(s)),
+            d_labels]
+
+
+def _softmax_ce_grad_grad(op, dys):  # (prob - labels) dloss[..., None]
+    g = dys[0]
+    dloss, prob, labels = op.inputs
+    d_dloss = apply("reduce_sum", [_mul(g, apply("subtract", [prob, labels]))],
+                    {"axis": [len(prob.shape) - 1], "keepdims": False})
+    d_prob = _mul(g, apply("reshape", [dloss], {"shape": tuple(dloss.shape) + (1,)}))
+    return [d_dloss, d_prob, apply("negative", [d_prob])]
+
+
+def _sparse_ce_grad_grad(op, dys):  # -dy / p at the label, 0 elsewhere
+    g = dys[0]
+    prediction, labels, dy = op.inputs
+    attrs = _attrs(op)
+    per_unit = apply("sparse_cross_entropy_grad", [prediction, labels, _fill(dy, 1.0)], attrs)  # -onehot / p
+    d_dy = apply("reduce_sum", [_mul(g, per_unit)], {"axis": [len(prediction.shape) - 1], "keepdims": False})
+    d_p = apply("negative", [apply("divide", [_mul(g, apply("sparse_cross_entropy_grad", [prediction, labels, dy],
+                                                                   attrs)), prediction])])
+    return [d_p, None, d_dy]
+
+
+def _install_more():
+    for name, rule in (("xlogy_x_grad", _xlogy_x_grad_grad), ("xlogy_y_grad", _xlogy_y_grad_grad),
+                       ("xdivy_x_grad", _xdivy_x_grad_grad), ("xdivy_y_grad", _xdivy_y_grad_grad),
+                       ("atan2_x_grad", _atan2_rule("x")), ("atan2_y_grad", _atan2_rule("y")),
+                       ("diag_grad", _diag_grad_grad), ("embedding_grad", _embedding_grad_grad),
+                       ("prelu_grad", _prelu_grad_grad), ("sigmoid_cross_entropy_grad", _sigmoid_ce_grad_grad),
+                       ("softmax_cross_entropy_grad", _softmax_ce_grad_grad),
+                       ("sparse_cross_entropy_grad", _sparse_ce_grad_grad)):
+        registry.get(name).grad = rule
+    for nd in (1, 2, 3):
+        registry.get("max_pool_%dd_grad" % nd).grad = _index_grad_grad
+        registry.get("adaptive_max_pool%dd_grad" % nd).grad = _index_grad_grad
+        registry.get("max_unpool_%dd_grad" % nd).grad = _unpool_grad_grad(nd)
+
+
+_install_more()
