@@ -209,6 +209,19 @@ def test_float32_gradient_penalty_of_a_linear_gelu_critic():
         np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=2e-4, atol=1e-5)
 
 
+def test_a_gradient_penalty_through_dropout_uses_the_forwards_mask():
+    a = _rand(6, 5, seed=30)
+    x = flow.tensor(a, requires_grad=True)
+    flow.manual_seed(1)
+    y = F.dropout(x ** 3, p=0.4, training=True)
+    (g,) = autograd.grad(y.sum(), x, create_graph=True)
+    (h,) = autograd.grad((g * g).sum(), x)
+    mask = (y.detach().numpy() != 0) / 0.6  # the kept elements, scaled
+    np.testing.assert_allclose(g.detach().numpy(), 3 * a * a * mask, rtol=1e-12)
+    np.testing.assert_allclose(h.numpy(), 2 * (3 * a * a * mask) * 6 * a * mask, rtol=1e-12)
+    assert 0 < (mask == 0).sum() < mask.size
+
+
 def test_third_derivative_of_gelu_by_finite_differences():
     a = np.array([-1.3, -0.2, 0.4, 1.7])
     x = flow.tensor(a, requires_grad=True)

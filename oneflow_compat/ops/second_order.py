@@ -478,6 +478,10 @@ def _sparse_ce_grad_grad(op, dys):  # -dy / p at the label, 0 elsewhere
     return [d_p, None, d_dy]
 
 
+def _dropout_grad_grad(op, dys):  # dy · mask / (1 - rate): linear in dy and its own adjoint
+    return [None if dys[0] is None else apply("dropout_grad", [dys[0], op.inputs[1]], _attrs(op)), None]
+
+
 def _install_more():
     for name, rule in (("xlogy_x_grad", _xlogy_x_grad_grad), ("xlogy_y_grad", _xlogy_y_grad_grad),
                        ("xdivy_x_grad", _xdivy_x_grad_grad), ("xdivy_y_grad", _xdivy_y_grad_grad),
@@ -485,7 +489,7 @@ def _install_more():
                        ("diag_grad", _diag_grad_grad), ("embedding_grad", _embedding_grad_grad),
                        ("prelu_grad", _prelu_grad_grad), ("sigmoid_cross_entropy_grad", _sigmoid_ce_grad_grad),
                        ("softmax_cross_entropy_grad", _softmax_ce_grad_grad),
-                       ("sparse_cross_entropy_grad", _sparse_ce_grad_grad)):
+                       ("sparse_cross_entropy_grad", _sparse_ce_grad_grad), ("dropout_grad", _dropout_grad_grad)):
         registry.get(name).grad = rule
     for nd in (1, 2, 3):
         registry.get("max_pool_%dd_grad" % nd).grad = _index_grad_grad
