@@ -482,6 +482,19 @@ def _dropout_grad_grad(op, dys):  # dy · mask / (1 - rate): linear in dy and it
     return [None if dys[0] is None else apply("dropout_grad", [dys[0], op.inputs[1]], _attrs(op)), None]
 
 
+def _like_gets_zeros(rule, like_index):
+    """A gradient op's rule where its shape reference (the forward input x, read for its shape) gets a zero
+    gradient instead of none, as OneFlow 0.9's and PyTorch's (the gradient of nll_loss's gradient with respect to
+    its input is zeros: test_higher_derivative_loss.py)."""
+    def grad(op, dys):
+        grads = list(rule(op, dys))
+        like = op.inputs[like_index]
+        if grads[like_index] is None and like.dtype.is_floating:
+            grads[like_index] = _fill(like, 0.0)
+        return grads
+    return grad
+
+
 def _install_more():
     for name, rule in (("xlogy_x_grad", _xlogy_x_grad_grad), ("xlogy_y_grad", _xlogy_y_grad_grad),
                        ("xdivy_x_grad", _xdivy_x_grad_grad), ("xdivy_y_grad", _xdivy_y_grad_grad),
@@ -491,6 +504,9 @@ def _install_more():
                        ("softmax_cross_entropy_grad", _softmax_ce_grad_grad),
                        ("sparse_cross_entropy_grad", _sparse_ce_grad_grad), ("dropout_grad", _dropout_grad_grad)):
         registry.get(name).grad = rule
+    for name, like_index in (("gather_grad", 2), ("batch_gather_grad", 2), ("dim_scatter_add_like", 2)):
+        defn = registry.get(name)
+        defn.grad = _like_gets_zeros(defn.grad, like_index)
     for nd in (1, 2, 3):
         registry.get("max_pool_%dd_grad" % nd).grad = _index_grad_grad
         registry.get("adaptive_max_pool%dd_grad" % nd).grad = _index_grad_grad
