@@ -296,3 +296,32 @@ def test_second_derivative_through_an_activation_checkpoint():
     np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-10)
     np.testing.assert_allclose(p.grad.numpy(), p2.grad.numpy(), rtol=1e-10)
     assert np.abs(p.grad.numpy()).sum() > 0
+
+
+@pytest.mark.parametrize("case", ["avg_pool", "adaptive_avg_pool", "nll"])
+def test_the_gradient_of_a_gradient_linear_in_dy_is_zeros_for_the_input_as_in_oneflow(case):
+    """OneFlow 0.9's gradient ops of these read the forward input (for its shape): d(dx)/dx is zeros, not None
+    (OneFlow's test_higher_derivative_pool.py / _loss.py, which compare with PyTorch's zeros)."""
+    torch = pytest.importorskip("torch")
+    a = _rand(1, 2, 4, 4, seed=40)
+
+    def f(lib, F_, x):
+        if case == "avg_pool":
+            return F_.avg_pool2d(x, 2)
+        if case == "adaptive_avg_pool":
+            return F_.adaptive_avg_pool2d(x, (3, 2))
+        return F_.nll_loss(x.reshape(4, 8), lib.tensor([1, 0, 7, 3]), reduction="none")
+
+    results = []
+    for lib in (flow, torch):
+        x = lib.tensor(a, requires_grad=True)
+        y = f(lib, lib.nn.functional, x)
+        gy = lib.tensor(_rand(*y.shape, seed=41), requires_grad=True)
+        (dx,) = lib.autograd.grad(y, x, gy, create_graph=True)
+        ddx, ddy = lib.autograd.grad(dx, [x, gy], lib.tensor(_rand(*a.shape, seed=42)))
+        results.append((dx.detach().numpy(), ddx.numpy(), ddy.numpy()))
+    (dx, ddx, ddy), (tdx, tddx, tddy) = results
+    np.testing.assert_allclose(dx, tdx, rtol=1e-10)
+    np.testing.assert_array_equal(ddx, np.zeros_like(a))
+    np.testing.assert_array_equal(tddx, np.zeros_like(a))
+    np.testing.assert_allclose(ddy, tddy, rtol=1e-10)
