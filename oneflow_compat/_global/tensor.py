@@ -417,12 +417,10 @@ class Tensor:
 
     # --- autograd -------------------------------------------------------------------------------------------
     def detach(self):
-        if isinstance(self._value, LazyValue):  # inside nn.Graph.build: an op of the job that cuts its autodiff
-            from oneflow_compat._global import lazy
-
-            (out,) = lazy.apply("stop_gradient", [self], {})
-            out.requires_grad_flag = False
-            return out
+        v = self._value
+        if isinstance(v, LazyValue):  # inside nn.Graph.build: an op of the job that cuts its autodiff (limits team)
+            (out,) = v.trace.apply("stop_gradient", {}, [v], v.placement)
+            return Tensor._make(out, self._placement, None, self._device)
         return Tensor._make(self._value, self._placement, self._sbp, self._device)
 
     def detach_(self):
