@@ -489,5 +489,5 @@ def _graph_update_build(op, session):
 
 
 register(OpDef("one_embedding_graph_update", infer=lambda op: [], collective=True,
-               build_collective=_graph_update_build, in_place=True,
+               build_collective=_graph_update_build, stateful=True,  # (it writes the table, not its inputs)
                sbp=lambda op: [((S.B,) * len(op.inputs), ())]))
