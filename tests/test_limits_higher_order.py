@@ -48,6 +48,7 @@ CASES = {
     "asinh": lambda lib, F, x: lib.asinh(x),
     "acosh": lambda lib, F, x: lib.acosh(x * x + 1.5),
     "atanh": lambda lib, F, x: lib.atanh(x * 0.3),
+    "erfinv": lambda lib, F, x: lib.erfinv(lib.tanh(x) * 0.8),
     "abs": lambda lib, F, x: lib.abs(x) * x,
     "clamp": lambda lib, F, x: lib.clamp(x, -0.5, 0.5) * x,
     "maximum": lambda lib, F, x: lib.maximum(x, x * 0.5) ** 2,

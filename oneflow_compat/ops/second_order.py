@@ -1,6 +1,7 @@
 """Gradient rules of gradient ops, so that gradients of gradients (`autograd.grad(..., create_graph=True)`, a
-WGAN-GP gradient penalty, Hessian-vector products) go through the activations, the unary math functions,
-convolutions, average pooling, resampling and padding, clipping and the smooth L1 loss.
+WGAN-GP gradient penalty, Hessian-vector products) go through the activations, the unary and binary math functions,
+convolutions, pooling (average, max, adaptive, with indices, unpooling), resampling and padding, clipping, dropout,
+embedding, prelu, diag and the losses (smooth L1, the legacy cross entropies).
 
 OneFlow 0.9 gives its `*_grad` ops gradient functions of their own (`oneflow/core/autograd/higher_order_gradient_funcs/`
 at v0.9.0: activation, conv, pool, math unary ...), built from ops that are themselves differentiable; these are
@@ -214,6 +215,8 @@ _ELEMENTWISE = {
     "atan_grad": _atan2nd(-1.0, 1.0),
     "atanh_grad": _atan2nd(1.0, -1.0),
     "reciprocal_no_nan_grad": _reciprocal_no_nan2,
+    # erfinv_grad reads the output y: d/dy (√π/2 e^{y²}) = √π y e^{y²} (the chain to x runs through y's record)
+    "erfinv_grad": lambda y, a: _smul(_mul(y, apply("exp", [apply("square", [y])])), math.sqrt(math.pi)),
 }
 
 
