@@ -289,3 +289,25 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, for_norm=False
 
 # --- one-embedding team: OneFlow 0.9's flow._C.one_embedding_fused_lookup (functional_api.yaml) ----------------------
 from oneflow_compat.one_embedding.embedding import one_embedding_fused_lookup  # noqa: F401,E402
+
+
+# --- cbind team: the rest of functional_api.yaml's `bind_python: True` names (OneFlow v0.9.0), by family, in
+# _global/c_bindings_*.py (each binding takes the yaml signature's names, order and defaults; tests in
+# tests/test_c_bindings_*.py, the yaml coverage in tests/test_c_bindings_coverage.py)
+from oneflow_compat._global.c_bindings_math import (  # noqa: F401,E402,A004
+    abs, amax, amin, argmin, atan2, ceil, cos, cosh, cosh_grad, erf, erfc, expm1, floor, floor_divide, isfinite,
+    isinf, isnan, less, less_equal, lgamma, log1p, log2, logsumexp, max, maximum, min, minimum, pow, reciprocal,
+    reciprocal_no_nan, reduce_all, reduce_any, reduce_max, reduce_max_device_stage, reduce_max_global_stage,
+    reduce_mean, reduce_min, reduce_min_device_stage, reduce_min_global_stage, reduce_prod, reduce_sum, rint, round,
+    rsqrt, sigmoid_grad, sign, sin, sinh, sqrt, sqrt_square_sum, square, std, tan, tan_grad, tanh_grad,
+    trunc_divide, var)
+from oneflow_compat._global.c_bindings_shape import (  # noqa: F401,E402
+    T, amp_black_identity, amp_white_identity, arg_sort, argwhere, baddbmm, batch_matmul, broadcast_like, chunk,
+    contiguous_, dim_gather, dot, einsum, expand, expand_dims, fill_, flatten, gather, gather_nd, identity,
+    index_select, meshgrid, mm, narrow, nonzero, one_hot, permute, reduce_sum_like, repeat, reshape_like,
+    scatter_add, scatternd, scatterndlike, select_top_n, slice, slice_update, slice_view_1d_contiguous,
+    split_like, squeeze, stack, t, tensor_scatter_nd_update, tensor_setitem, tile, triu, triu_, unbind, unique,
+    unsorted_segment_sum, unsqueeze, view)
+from oneflow_compat._global.c_bindings_creation import (  # noqa: F401,E402
+    arange, bernoulli, constant, empty, exponential_, eye, global_arange, global_constant, global_empty,
+    global_tensor_constant, multinomial, normal, rand, randint, randn, randperm, tensor_constant, uniform_)
