@@ -311,3 +311,24 @@ from oneflow_compat._global.c_bindings_shape import (  # noqa: F401,E402
 from oneflow_compat._global.c_bindings_creation import (  # noqa: F401,E402
     arange, bernoulli, constant, empty, exponential_, eye, global_arange, global_constant, global_empty,
     global_tensor_constant, multinomial, normal, rand, randint, randn, randperm, tensor_constant, uniform_)
+from oneflow_compat._global.c_bindings_nn import (  # noqa: F401,E402
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool2d_nhwc,
+    avg_pool3d, binary_cross_entropy_loss, binary_cross_entropy_with_logits_loss_grad, combined_margin_loss, conv1d,
+    conv3d, deconv1d, deconv2d, deconv3d, distributed_sparse_cross_entropy, dropout1d, dropout2d, dropout3d, elu,
+    group_norm, hardsigmoid, hardswish, hardtanh, kl_div_loss, layer_norm_affine, leaky_relu, logsigmoid,
+    margin_ranking_loss, max_pool1d, max_pool2d, max_pool3d, mse_loss, nll_loss, normalization, pixel_shuffle,
+    prelu, smooth_l1_loss, softmax_cross_entropy, softmax_cross_entropy_grad, sparse_cross_entropy,
+    triplet_margin_loss, upsample, upsample_bilinear_2d, upsample_linear_1d, upsample_nearest_1d,
+    upsample_nearest_2d, upsample_nearest_3d, upsample_trilinear_3d)
+from oneflow_compat._global.c_bindings_fused import (  # noqa: F401,E402
+    fused_bias_add_scale_mask_softmax_dropout, fused_cross_feature_interaction, fused_dot_feature_interaction,
+    fused_get_boundding_boxes_coord, fused_get_center_dist, fused_get_ciou_diagonal_angle, fused_get_ciou_result,
+    fused_get_convex_diagonal_squared, fused_get_intersection_area, fused_get_iou, fused_multi_head_attention_inference,
+    fused_self_attention, grouped_matmul, grouped_matmul_bias)
+from oneflow_compat._global.c_bindings_norm_optim import (  # noqa: F401,E402
+    batch_norm_backward_elemt, batch_norm_backward_reduce, batch_norm_elemt, batch_norm_gather_stats_with_counts,
+    batch_norm_stats, multi_tensor_adam_update, multi_tensor_momentum_update, multi_tensor_sgd_update,
+    multi_tensor_yolov5_weight_update)
+from oneflow_compat._global.c_bindings_comm import (  # noqa: F401,E402
+    comm_broadcast, copy, gen_tensor_buffer, local_all_gather, local_reduce, local_reduce_scatter, recv, send,
+    stream_touch, throw_error, to, to_global, to_local)
