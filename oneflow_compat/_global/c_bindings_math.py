@@ -63,7 +63,7 @@ def trunc_divide(input, other, *, inplace=False):  # noqa: A002
     """TruncDiv: the quotient rounded toward zero (C's integer division for integer tensors)."""
     _tensor(input, "trunc_divide")
     out = _EE.trunc(_F.div(input, other))
-    if not input.dtype.is_floating_point:
+    if not input.dtype.is_floating:
         out = _F.cast(out, input.dtype)
     return _inplace.rebind(input, out) if inplace else out
 
