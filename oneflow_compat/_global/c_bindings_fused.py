@@ -17,7 +17,7 @@ import math
 from oneflow_compat._global import functional as _F
 from oneflow_compat._global import fused_functionals as _fused
 from oneflow_compat._global import tensor_functions as _T
-from oneflow_compat._global.tensor import Tensor
+from oneflow_compat._global.tensor import BOOL as _BOOL, Tensor
 from oneflow_compat.ir import dtypes as _dtypes
 
 
@@ -138,7 +138,7 @@ def fused_multi_head_attention_inference(query, key, value, num_heads, causal=Fa
 
         from oneflow_compat._global import creation
 
-        keep = creation.new_tensor_like(np.tril(np.ones((sq, sk), dtype=bool)), scores, dtype=_dtypes.bool)
+        keep = creation.new_tensor_like(np.tril(np.ones((sq, sk), dtype=bool)), scores, dtype=_BOOL)
         scores = _F.masked_fill(scores, _F.logical_not(keep), float("-inf"))
     out = _F.matmul(_F.softmax(scores, dim=-1), heads(v))  # (b, n, sq, dv)
     return _F.reshape(_F.permute(out, 0, 2, 1, 3), (b, sq, v.shape[-1]))
