@@ -126,3 +126,12 @@ def test_bad_input_is_named():
         _C.multi_tensor_sgd_update([flow.zeros(1)] * 2, [flow.zeros(1)], 1.0, 0.0, 0.1)
     with pytest.raises(TypeError, match=r"^batch_norm_stats\(\): argument 'input' must be Tensor, not list$"):
         _C.batch_norm_stats([1.0], 1, 1e-5)
+
+
+def test_updates_write_into_parameters_that_require_grad():
+    lin = flow.nn.Linear(2, 2)
+    w0 = lin.weight.numpy().copy()
+    lin(flow.ones(1, 2)).sum().backward()
+    _C.multi_tensor_sgd_update([lin.weight], [lin.weight.grad], 1.0, 0.0, 0.5)
+    np.testing.assert_allclose(lin.weight.numpy(), w0 - 0.5, rtol=1e-6)
+    assert lin.weight.is_leaf and lin.weight.requires_grad

@@ -15,6 +15,7 @@ Formulas from OneFlow's kernels (v0.9.0 `oneflow/user/kernels/`):
 from oneflow_compat._global import functional as _F
 from oneflow_compat._global import inplace as _inplace
 from oneflow_compat._global.tensor import Tensor
+from oneflow_compat.runtime import autograd as _autograd
 
 
 def _tensor(x, fn, arg):
@@ -56,10 +57,10 @@ def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean=None, 
     g_invstd = _F.rsqrt(_F.add(_F.div(var_n, n), float(eps)))
     m = float(momentum)
     if running_mean is not None:
-        _inplace.rebind(running_mean, _F.add(_F.mul(running_mean, 1 - m), _F.mul(g_mean, m)).detach())
+        _set(running_mean, _F.add(_F.mul(running_mean.detach(), 1 - m), _F.mul(g_mean.detach(), m)))
     if running_var is not None:
-        unbiased = _F.div(var_n, _F.sub(n, 1.0))
-        _inplace.rebind(running_var, _F.add(_F.mul(running_var, 1 - m), _F.mul(unbiased, m)).detach())
+        unbiased = _F.div(var_n.detach(), _F.sub(n, 1.0))
+        _set(running_var, _F.add(_F.mul(running_var.detach(), 1 - m), _F.mul(unbiased, m)))
     return g_mean, g_invstd
 
 
@@ -102,7 +103,10 @@ def _lists(fn, **lists):
 
 
 def _set(t, value):
-    _inplace.rebind(t, value.detach())
+    """The optimizer's write into a parameter (a leaf requiring grad too), outside autograd as OneFlow's update
+    kernels."""
+    with _autograd.no_grad():
+        _inplace.rebind(t, value.detach())
 
 
 def multi_tensor_sgd_update(model, model_diff, scale, weight_decay, learning_rate_val):
