@@ -332,3 +332,8 @@ from oneflow_compat._global.c_bindings_norm_optim import (  # noqa: F401,E402
 from oneflow_compat._global.c_bindings_comm import (  # noqa: F401,E402
     comm_broadcast, copy, gen_tensor_buffer, local_all_gather, local_reduce, local_reduce_scatter, recv, send,
     stream_touch, throw_error, to, to_global, to_local)
+from oneflow_compat._global.c_bindings_one_embedding import (  # noqa: F401,E402
+    one_embedding_adagrad_update, one_embedding_adam_update, one_embedding_embedding_gradient_shuffle,
+    one_embedding_embedding_put, one_embedding_embedding_shuffle, one_embedding_ftrl_update,
+    one_embedding_fused_lookup_grad, one_embedding_id_shuffle, one_embedding_lookup, one_embedding_sgd_update,
+    one_embedding_unique_key_value_pair)

@@ -1,0 +1,366 @@
+"""`oneflow._C`'s one_embedding internals (OneFlow v0.9.0 functional_api.yaml): the pieces OneFlow 0.9's eager
+`one_embedding.Optimizer` step is made of (python/oneflow/one_embedding.py `shuffle_and_lookup`, `*_update`):
+
+* `one_embedding_unique_key_value_pair` / `one_embedding_id_shuffle`: the unique ids (and their table ids) a rank
+  asks for, and, over ranks, the ids each rank's shard owns (key k on rank xxh64(k) % world, as the lookup shards
+  them); `one_embedding_embedding_shuffle` / `one_embedding_embedding_gradient_shuffle` move the rows (the
+  embeddings out, the summed gradients back) along the same exchange.
+* `one_embedding_lookup` / `one_embedding_embedding_put`: the lines (embedding and optimizer states, line_size
+  wide) of the named embedding's shard on this rank (`ops/one_embedding_ops.EmbeddingTable`), new keys initialized
+  by their table's initializers and the constant `state_initializer`; `one_embedding_fused_lookup_grad` queues the
+  gradient of a fused lookup for the Optimizer's step, as the lookup's backward does.
+* `one_embedding_{sgd,adam,adagrad,ftrl}_update`: the updated lines of the unique rows (the first num_unique ones),
+  with the formulas of OneFlow's model_update_kernel_util.h (SGD / Momentum, Adam, Adagrad, Ftrl functors) and
+  one_embedding_update_kernels.cu (the line layout [embedding, state 1, state 2], Adagrad's learning-rate decay).
+
+The shuffles exchange each rank's padded pieces with one all-gather (every rank keeps what is addressed to it).
+Index outputs are int32 and padded to OneFlow's shapes (the ids' count, or world times it); only the first
+num_unique / received entries are meaningful, as in OneFlow.
+"""
+import json
+
+import numpy as np
+
+from oneflow_compat._global import comm_ops as _comm
+from oneflow_compat._global import creation as _creation
+from oneflow_compat._global import dispatch as _dispatch
+from oneflow_compat._global import lazy as _lazy
+from oneflow_compat._global.tensor import Tensor
+from oneflow_compat.kernels import one_embedding as _oe_k
+from oneflow_compat.ops import one_embedding_ops as _oe_ops
+from oneflow_compat.runtime import global_eager as _ge
+
+
+def _tensor(x, fn, arg):
+    if not isinstance(x, Tensor):
+        raise TypeError("%s(): argument '%s' must be Tensor, not %s" % (fn, arg, type(x).__name__))
+    if x.is_global:
+        raise RuntimeError("%s: '%s' must be a local tensor (this rank's piece), got a global one" % (fn, arg))
+    return x
+
+
+def _np(x):
+    return np.asarray(x.numpy())
+
+
+def _local(array, like, dtype=None):
+    return _creation.tensor(np.ascontiguousarray(array), dtype=dtype, device=like.device)
+
+
+def _pad(a, n):
+    out = np.zeros((n,) + a.shape[1:], a.dtype)
+    out[:len(a)] = a
+    return out
+
+
+def _world():
+    return _ge.world_size(), _ge.rank()
+
+
+def _all_gather(array):
+    t = _creation.tensor(np.ascontiguousarray(array))
+    parts = [None] * _world()[0]
+    _comm.all_gather(parts, t)
+    return np.stack([_np(p) for p in parts])
+
+
+def _gather(array):
+    """Every rank's `array` (their lengths may differ: each padded to the longest), stacked (world, longest, ...)."""
+    world, _ = _world()
+    if world == 1:
+        return array[None]
+    longest = int(_all_gather(np.array([len(array)], np.int64)).max())
+    return _all_gather(_pad(array, longest))
+
+
+def _table_ids(ids, table_ids, num_tables, fn):
+    if table_ids is None:
+        return np.arange(ids.size, dtype=np.int64) % int(num_tables)  # OneFlow: table i % num_tables
+    t = np.broadcast_to(_np(_tensor(table_ids, fn, "table_ids")), ids.shape).reshape(-1).astype(np.int64)
+    if t.size and (t.min() < 0 or t.max() >= int(num_tables)):
+        raise ValueError("%s: table_ids must be in [0, %d), got %d..%d" % (fn, num_tables, t.min(), t.max()))
+    return t
+
+
+def one_embedding_unique_key_value_pair(keys, values=None, num_tables=1, embedding_name=""):
+    """(num_unique, unique_keys, unique_values (their table ids), inverse_indices): keys == unique_keys[inverse]."""
+    k = _np(_tensor(keys, "one_embedding_unique_key_value_pair", "keys")).reshape(-1)
+    tids = _table_ids(k, values, num_tables, "one_embedding_unique_key_value_pair")
+    uniq, inverse = _oe_k.unique_with_inverse(np, k)
+    first = np.zeros(len(uniq), np.int64)
+    first[inverse[::-1]] = np.arange(len(k))[::-1]
+    n = len(k)
+    return (_local(np.array([len(uniq)], np.int32), keys), _local(_pad(uniq, n), keys),
+            _local(_pad(tids[first].astype(np.int32), n), keys), _local(inverse.astype(np.int32), keys))
+
+
+def _shuffle_plan(ids, tids):
+    """This rank's side of the id exchange: (unique ids in partition order, their table ids, the partition of each,
+    inverse of ids into them, counts per destination rank)."""
+    world, _ = _world()
+    uniq, inverse = _oe_k.unique_with_inverse(np, ids)
+    first = np.zeros(len(uniq), np.int64)
+    first[inverse[::-1]] = np.arange(len(ids))[::-1]
+    part = _oe_k.shard_of(np, uniq, world) if world > 1 else np.zeros(len(uniq), np.int64)
+    order = np.argsort(part, kind="stable")
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    counts = np.bincount(part, minlength=world).astype(np.int64)
+    return uniq[order], tids[first][order], position[inverse], counts
+
+
+def one_embedding_id_shuffle(ids, table_ids=None, num_tables=1, embedding_name=""):
+    """(num_unique_matrix (world * world: rank r's unique ids owned by rank p at r * world + p),
+    inverse_unique_partition_indices, cur_rank_num_unique, cur_rank_unique_ids, cur_rank_unique_table_ids,
+    cur_rank_inverse_indices (each id received, in source-rank order, into cur_rank_unique_ids))."""
+    fn = "one_embedding_id_shuffle"
+    flat = _np(_tensor(ids, fn, "ids")).reshape(-1)
+    tids = _table_ids(flat, table_ids, num_tables, fn)
+    world, rank = _world()
+    n = len(flat)
+    uniq, utids, inverse, counts = _shuffle_plan(flat, tids)
+    matrix = _gather(counts)  # (world, world)
+    all_ids, all_tids = _gather(_pad(uniq, n)), _gather(_pad(utids, n))
+    offsets = np.concatenate([np.zeros((world, 1), np.int64), np.cumsum(matrix, 1)], 1)
+    recv_ids = np.concatenate([all_ids[r, offsets[r, rank]:offsets[r, rank + 1]] for r in range(world)])
+    recv_tids = np.concatenate([all_tids[r, offsets[r, rank]:offsets[r, rank + 1]] for r in range(world)])
+    cur, cur_inverse = _oe_k.unique_with_inverse(np, recv_ids)
+    first = np.zeros(len(cur), np.int64)
+    first[cur_inverse[::-1]] = np.arange(len(recv_ids))[::-1]
+    size = n * world
+    return (_local(matrix.reshape(-1).astype(np.int32), ids), _local(inverse.astype(np.int32), ids),
+            _local(np.array([len(cur)], np.int32), ids), _local(_pad(cur.astype(flat.dtype), size), ids),
+            _local(_pad(recv_tids[first].astype(np.int32), size), ids),
+            _local(_pad(cur_inverse.astype(np.int32), size), ids))
+
+
+def _exchange_plan(num_unique_matrix):
+    world, rank = _world()
+    matrix = _np(num_unique_matrix).reshape(world, world).astype(np.int64)
+    return world, rank, matrix
+
+
+def one_embedding_embedding_shuffle(cur_rank_embeddings, num_unique_matrix, cur_rank_inverse_indices,
+                                    inverse_unique_partition_indices, embedding_name=""):
+    """The rows of this rank's ids (inverse_unique_partition_indices' shape + (d,)), from the owner ranks'
+    cur_rank_embeddings (the rows of their cur_rank_unique_ids)."""
+    fn = "one_embedding_embedding_shuffle"
+    emb = _np(_tensor(cur_rank_embeddings, fn, "cur_rank_embeddings"))
+    world, rank, matrix = _exchange_plan(num_unique_matrix)
+    received = int(matrix[:, rank].sum())
+    rows = emb[_np(cur_rank_inverse_indices)[:received]]  # in received order: source rank 0's first
+    every = _gather(_pad(rows, emb.shape[0]))
+    mine = []
+    for p in range(world):  # rank p sent rank r's rows after those of ranks < r
+        start = int(matrix[:rank, p].sum())
+        mine.append(every[p, start:start + matrix[rank, p]])
+    unique_rows = np.concatenate(mine) if mine else np.zeros((0,) + emb.shape[1:], emb.dtype)
+    inverse = _np(_tensor(inverse_unique_partition_indices, fn, "inverse_unique_partition_indices")).astype(np.int64)
+    return _local(unique_rows[inverse], cur_rank_embeddings)
+
+
+def one_embedding_embedding_gradient_shuffle(embedding_grad, num_unique_matrix, cur_rank_inverse_indices,
+                                             inverse_unique_partition_indices, embedding_name=""):
+    """The summed gradient of each of this rank's cur_rank_unique_ids ((world * n, d), zero past
+    cur_rank_num_unique), from every rank's embedding_grad of its ids."""
+    fn = "one_embedding_embedding_gradient_shuffle"
+    g = _np(_tensor(embedding_grad, fn, "embedding_grad"))
+    world, rank, matrix = _exchange_plan(num_unique_matrix)
+    inverse = _np(_tensor(inverse_unique_partition_indices, fn, "inverse_unique_partition_indices")).astype(np.int64)
+    n = len(inverse)
+    d = g.shape[-1]
+    g = g.reshape(n, d)
+    mine = int(matrix[rank].sum())
+    summed = _oe_k.segment_sum(np, g, inverse, mine)  # in partition order
+    every = _gather(_pad(summed, n))
+    recv = []
+    for r in range(world):
+        start = int(matrix[r, :rank].sum())
+        recv.append(every[r, start:start + matrix[r, rank]])
+    recv = np.concatenate(recv) if recv else np.zeros((0, d), g.dtype)
+    cur_inverse = _np(cur_rank_inverse_indices).astype(np.int64)[:len(recv)]
+    num_cur = int(cur_inverse.max()) + 1 if len(cur_inverse) else 0
+    out = _pad(_oe_k.segment_sum(np, recv, cur_inverse, num_cur), n * world)
+    return _local(out, embedding_grad)
+
+
+# --- the named embedding's lines on this rank ----------------------------------------------------------------------
+def _store(embedding_name, fn):
+    world, rank = _world()
+    try:
+        table = _oe_ops.table_of(embedding_name, rank)
+    except RuntimeError:
+        raise RuntimeError("%s: no one_embedding named '%s' on rank %d (make its MultiTableEmbedding first)"
+                           % (fn, embedding_name, rank)) from None
+    return table, table.shard(world, rank if world > 1 else 0)
+
+
+def one_embedding_lookup(num_unique_ids, unique_ids, table_ids, dtype, embedding_dtype, line_size, embedding_size,
+                         embedding_name, embedding_tables, state_initializer, seed=0):
+    """The lines (unique_ids' count, line_size) of the first num_unique ids (zeros after), new keys given their
+    initial lines (the table's initializers, then state_initializer's constants)."""
+    fn = "one_embedding_lookup"
+    table, store = _store(embedding_name, fn)
+    if int(line_size) != table.storage_dim or int(embedding_size) != table.embedding_dim:
+        raise RuntimeError("%s: embedding '%s' holds lines of %d (embedding %d), asked for %d (%d)" % (
+            fn, embedding_name, table.storage_dim, table.embedding_dim, line_size, embedding_size))
+    if state_initializer:
+        inits = json.loads(state_initializer)
+        if any(i.get("type") != "constant" for i in inits):
+            raise ValueError("%s: state_initializer must hold constant initializers, got %r" % (fn, state_initializer))
+        table.states = tuple(float(i["value"]) for i in inits)
+    n = int(_np(_tensor(num_unique_ids, fn, "num_unique_ids")).reshape(-1)[0])
+    ids = _np(_tensor(unique_ids, fn, "unique_ids")).reshape(-1)
+    tids = _np(_tensor(table_ids, fn, "table_ids")).reshape(-1)
+    rows = store.rows_of(ids[:n], tids[:n].astype(np.int64))
+    return _local(_pad(store.lines[rows], len(ids)), unique_ids, dtype=dtype)
+
+
+def one_embedding_embedding_put(num_unique_ids, unique_ids, unique_embeddings, embedding_name, line_size):
+    """The first num_unique lines written into the named embedding's store (returns None)."""
+    fn = "one_embedding_embedding_put"
+    table, store = _store(embedding_name, fn)
+    if int(line_size) != table.storage_dim:
+        raise RuntimeError("%s: embedding '%s' holds lines of %d, got line_size %d"
+                           % (fn, embedding_name, table.storage_dim, line_size))
+    n = int(_np(_tensor(num_unique_ids, fn, "num_unique_ids")).reshape(-1)[0])
+    ids = _np(_tensor(unique_ids, fn, "unique_ids")).reshape(-1)[:n]
+    lines = _np(_tensor(unique_embeddings, fn, "unique_embeddings"))[:n]
+    rows = store.rows_of(ids, np.zeros(n, np.int64))
+    store.lines[rows] = lines.astype(table.dtype)
+
+
+def one_embedding_fused_lookup_grad(ids, embedding_grad, embedding_name, line_size, embedding_size):
+    """The backward of a fused lookup: the summed gradient of each id queued for the Optimizer's step (None)."""
+    fn = "one_embedding_fused_lookup_grad"
+    _, rank = _world()
+    table, _ = _store(embedding_name, fn)
+    shadow = table.shadow()
+    if shadow is None:
+        raise RuntimeError("%s: embedding '%s' has no live module" % (fn, embedding_name))
+    attrs = {"embedding_name": embedding_name, "embedding_size": int(embedding_size), "line_size": int(line_size),
+             "num_tables": len(table.tables), "dtype": table.dtype.name, "seed": table.seed,
+             "in_graph": _lazy.current() is not None}
+    _dispatch.apply_op("one_embedding_fused_lookup_grad", [shadow, ids, embedding_grad], attrs)
+
+
+# --- the sparse updates ---------------------------------------------------------------------------------------------
+def _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size, embedding_size, factor):
+    n = int(_np(_tensor(num_unique_ids, fn, "num_unique_ids")).reshape(-1)[0])
+    lines = _np(_tensor(unique_embeddings, fn, "unique_embeddings")).astype(np.float64)
+    d, width = int(embedding_size), int(line_size)
+    if lines.shape[-1] != width or width < factor * d:
+        raise RuntimeError("%s: unique_embeddings must be (n, line_size %d) with line_size >= %d * embedding_size "
+                           "%d, got %s" % (fn, width, factor, d, tuple(lines.shape)))
+    g = _np(_tensor(embedding_grad, fn, "embedding_grad")).reshape(-1, d)[:n].astype(np.float64)
+    return n, lines, d, g
+
+
+def _skipped(skip_if):
+    return skip_if is not None and int(_np(skip_if).reshape(-1)[0]) != 0
+
+
+def _scale(scale, down_scale_by_tensor):
+    s = float(scale)
+    if down_scale_by_tensor is not None:
+        s /= float(_np(down_scale_by_tensor).reshape(-1)[0])
+    return s
+
+
+def _lr(learning_rate, learning_rate_val):
+    return float(_np(learning_rate).reshape(-1)[0]) if learning_rate is not None else float(learning_rate_val)
+
+
+def _result(lines, like):
+    return _local(lines.astype(like.dtype.np), like, dtype=like.dtype)
+
+
+def one_embedding_sgd_update(num_unique_ids, unique_embeddings, embedding_grad, learning_rate=None,
+                             down_scale_by_tensor=None, skip_if=None, learning_rate_val=0.0, scale=1.0,
+                             weight_decay=0.0, momentum=0.0, line_size=0, embedding_size=0, embedding_name=""):
+    """SGD (momentum 0) or Momentum (the line's second block the buffer): SGDUpdateFunctor / MomentumUpdateFunctor."""
+    fn = "one_embedding_sgd_update"
+    factor = 1 if momentum == 0 else 2
+    n, lines, d, g = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
+                                    embedding_size, factor)
+    if _skipped(skip_if):
+        return _result(lines, unique_embeddings)
+    lr, s, wd = _lr(learning_rate, learning_rate_val), _scale(scale, down_scale_by_tensor), float(weight_decay)
+    w = lines[:n, :d]
+    dg = g * s
+    if momentum == 0:
+        lines[:n, :d] = w - lr * (dg + wd * w)
+    else:
+        buf = float(momentum) * lines[:n, d:2 * d] + dg
+        lines[:n, d:2 * d] = buf
+        lines[:n, :d] = w - lr * buf - lr * wd * w
+    return _result(lines, unique_embeddings)
+
+
+def one_embedding_adam_update(num_unique_ids, unique_embeddings, embedding_grad, learning_rate=None,
+                              down_scale_by_tensor=None, skip_if=None, bias_correction1=None, bias_correction2=None,
+                              learning_rate_val=0.0, scale=1.0, weight_decay=0.0, beta1=0.9, beta2=0.999,
+                              bias_correction1_val=1.0, bias_correction2_val=1.0, epsilon=1e-8,
+                              do_bias_correction=True, line_size=0, embedding_size=0, embedding_name=""):
+    """AdamUpdateFunctor over [embedding, m, v] lines."""
+    fn = "one_embedding_adam_update"
+    n, lines, d, g = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
+                                    embedding_size, 3)
+    if _skipped(skip_if):
+        return _result(lines, unique_embeddings)
+    lr, s = _lr(learning_rate, learning_rate_val), _scale(scale, down_scale_by_tensor)
+    bc1 = float(_np(bias_correction1).reshape(-1)[0]) if bias_correction1 is not None else float(bias_correction1_val)
+    bc2 = float(_np(bias_correction2).reshape(-1)[0]) if bias_correction2 is not None else float(bias_correction2_val)
+    if not do_bias_correction:
+        bc1 = bc2 = 1.0
+    w, dg = lines[:n, :d].copy(), g * s
+    m = float(beta1) * lines[:n, d:2 * d] + (1 - float(beta1)) * dg
+    v = float(beta2) * lines[:n, 2 * d:3 * d] + (1 - float(beta2)) * dg * dg
+    denom = np.sqrt(v) / np.sqrt(bc2) + float(epsilon)
+    lines[:n, :d] = w - lr / bc1 * (m / denom) - lr * float(weight_decay) * w
+    lines[:n, d:2 * d], lines[:n, 2 * d:3 * d] = m, v
+    return _result(lines, unique_embeddings)
+
+
+def one_embedding_adagrad_update(num_unique_ids, unique_embeddings, embedding_grad, learning_rate=None,
+                                 down_scale_by_tensor=None, skip_if=None, train_step=None, train_step_val=1,
+                                 learning_rate_val=0.0, scale=1.0, weight_decay=0.0, lr_decay=0.0, epsilon=1e-10,
+                                 line_size=0, embedding_size=0, embedding_name=""):
+    """AdagradUpdateFunctor over [embedding, sum] lines, lr / (1 + (train_step - 1) * lr_decay)."""
+    fn = "one_embedding_adagrad_update"
+    n, lines, d, g = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
+                                    embedding_size, 2)
+    if _skipped(skip_if):
+        return _result(lines, unique_embeddings)
+    step = int(_np(train_step).reshape(-1)[0]) + 1 if train_step is not None else int(train_step_val)
+    lr = _lr(learning_rate, learning_rate_val) / (1 + (step - 1) * float(lr_decay))
+    w, dg = lines[:n, :d].copy(), g * _scale(scale, down_scale_by_tensor)
+    acc = lines[:n, d:2 * d] + dg * dg
+    lines[:n, :d] = w - lr / (np.sqrt(acc) + float(epsilon)) * dg - lr * float(weight_decay) * w
+    lines[:n, d:2 * d] = acc
+    return _result(lines, unique_embeddings)
+
+
+def one_embedding_ftrl_update(num_unique_ids, unique_embeddings, embedding_grad, learning_rate=None,
+                              down_scale_by_tensor=None, skip_if=None, learning_rate_val=0.0, scale=1.0,
+                              weight_decay=0.0, lr_power=-0.5, lambda1=0.0, lambda2=0.0, beta=0.0, line_size=0,
+                              embedding_size=0, embedding_name=""):
+    """FtrlUpdateFunctor over [embedding, accumulate, z] lines."""
+    fn = "one_embedding_ftrl_update"
+    n, lines, d, g = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
+                                    embedding_size, 3)
+    if _skipped(skip_if):
+        return _result(lines, unique_embeddings)
+    lr = _lr(learning_rate, learning_rate_val)
+    w, dg = lines[:n, :d].copy(), g * _scale(scale, down_scale_by_tensor)
+    acc, z = lines[:n, d:2 * d], lines[:n, 2 * d:3 * d]
+    next_acc = acc + dg * dg
+    p, next_p = np.power(acc, float(lr_power)), np.power(next_acc, float(lr_power))
+    sigma = (next_p - p) / lr
+    new_z = z + dg - sigma * w
+    l1 = float(lambda1)
+    new_w = np.where(np.abs(new_z) >= l1,
+                     (np.copysign(l1, new_z) - new_z) / ((float(beta) + next_p) / lr + float(lambda2))
+                     - lr * float(weight_decay) * w, 0.0)
+    lines[:n, :d], lines[:n, d:2 * d], lines[:n, 2 * d:3 * d] = new_w, next_acc, new_z
+    return _result(lines, unique_embeddings)
