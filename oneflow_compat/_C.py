@@ -272,7 +272,9 @@ def affine_grid(theta, *, size, align_corners):
 def scatter(input, dim, index, src, *, reduce=None, inplace=False):  # noqa: A002
     if inplace:  # Tensor.scatter_ (the tensor takes the result, recorded for autograd)
         return input.scatter_(dim, index, src, reduce=reduce)
-    return _T.scatter(input, dim, index, src, reduce=reduce)
+    from oneflow_compat._global import tensor_functions  # (`_T` is deleted above)
+
+    return tensor_functions.scatter(input, dim, index, src, reduce=reduce)
 
 
 

@@ -128,7 +128,8 @@ def test_feature_interactions():
     pairs = [(i, j) for i in range(3) for j in range(i + 1)]
     np.testing.assert_allclose(got.numpy(), np.stack([z[:, i, j] for i, j in pairs], 1), rtol=1e-5, atol=1e-6)
     got = _C.fused_dot_feature_interaction([flow.tensor(f0), flow.tensor(f1)], pooling="sum")
-    np.testing.assert_allclose(got.numpy(), 0.5 * (t.sum(1) ** 2 - (t ** 2).sum(1)), rtol=1e-5, atol=1e-6)
+    want = (0.5 * (t.sum(1) ** 2 - (t ** 2).sum(1))).sum(1, keepdims=True)  # (batch, 1): summed over d too
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
 
     x, x0 = RNG.randn(3, 4).astype(np.float32), RNG.randn(3, 4).astype(np.float32)
     wv, b = RNG.randn(1, 4).astype(np.float32), RNG.randn(4).astype(np.float32)
@@ -190,5 +191,9 @@ def test_bad_input_is_named():
         _C.fused_self_attention(flow.zeros(2, 1, 12))
     with pytest.raises(RuntimeError, match=r"^grouped_matmul: xs and weights must be as many, got 2 and 1$"):
         _C.grouped_matmul([flow.zeros(1, 1)] * 2, [flow.zeros(1, 1)])
+    with pytest.raises(RuntimeError, match=r"^pooling should be sum or none, but get max$"):
+        _C.fused_dot_feature_interaction([flow.zeros(1, 2, 2)], pooling="max")
+    with pytest.raises(RuntimeError, match=r"^output_concat should not exist$"):
+        _C.fused_dot_feature_interaction([flow.zeros(1, 2, 2)], output_concat=flow.zeros(1, 1), pooling="sum")
     with pytest.raises(TypeError, match=r"^fused_get_iou\(\): argument 'inter' must be Tensor, not float$"):
         _C.fused_get_iou(flow.zeros(1), flow.zeros(1), flow.zeros(1), flow.zeros(1), 0.5, 1e-7)

@@ -206,3 +206,12 @@ def test_bad_input_is_named():
         _C.mm(flow.tensor(A), flow.tensor(M))
     with pytest.raises(TypeError, match=r"^permute\(\): argument 'input' must be Tensor, not ndarray$"):
         _C.permute(A, [0, 1, 2])
+
+
+def test_scatter_with_reduce_works_again():
+    # `_C.scatter` (an earlier binding) read a deleted module alias; it scatters now
+    x = flow.zeros(2, 3)
+    got = _C.scatter(x, 1, flow.tensor([[0], [2]]), flow.ones(2, 1), reduce=None)
+    np.testing.assert_array_equal(got.numpy(), [[1, 0, 0], [0, 0, 1]])
+    got = _C.scatter(flow.ones(2, 3), 1, flow.tensor([[0], [2]]), flow.full((2, 1), 3.0), reduce="multiply")
+    np.testing.assert_array_equal(got.numpy(), [[3, 1, 1], [1, 1, 3]])

@@ -149,17 +149,25 @@ def fused_dot_feature_interaction(features, output_concat=None, self_interaction
                                   pooling="none"):
     """DLRM's interaction: the features (each (batch, n_i, d)) concatenated to (batch, N, d), the dots of every
     pair i > j (i >= j with self_interaction) in row order, after output_concat and before output_padding zeros;
-    pooling "sum": FM's 0.5 * ((sum of the features)^2 - sum of their squares), (batch, d)."""
+    pooling "sum": FM's bi-interaction 0.5 * ((sum of the features)^2 - sum of their squares) summed over d,
+    (batch, 1) (OneFlow's functor reduces the op's (batch, d) over axis 1, keepdim)."""
     features = list(features)
     for i, f in enumerate(features):
         if not isinstance(f, Tensor) or f.ndim != 3:
             raise RuntimeError("fused_dot_feature_interaction: features[%d] must be a 3-D (batch, n, d) tensor" % i)
     if pooling not in ("none", "sum"):
-        raise ValueError("fused_dot_feature_interaction: pooling must be 'none' or 'sum', got %r" % (pooling,))
+        raise RuntimeError("pooling should be sum or none, but get %s" % (pooling,))
     t = _F.cat(features, dim=1) if len(features) > 1 else features[0]
     if pooling == "sum":
-        s = _F.sum(t, 1)
-        return _F.mul(_F.sub(_F.square(s), _F.sum(_F.square(t), 1)), 0.5)
+        if output_padding != 0:
+            raise RuntimeError("output_padding should be equal to 0. ")
+        if output_concat is not None:
+            raise RuntimeError("output_concat should not exist")
+        half = t.dtype == _dtypes.float16  # the kernel accumulates half in float
+        tf = _F.cast(t, _dtypes.float32) if half else t
+        s = _F.sum(tf, 1)
+        bi = _F.sum(_F.mul(_F.sub(_F.square(s), _F.sum(_F.square(tf), 1)), 0.5), 1, True)
+        return _F.cast(bi, t.dtype) if half else bi
     n = t.shape[1]
     off = 1 if self_interaction else 0
     rows = [i for i in range(n) for _ in range(i + off)]
