@@ -197,3 +197,23 @@ def test_bad_input_is_named():
         _C.fused_dot_feature_interaction([flow.zeros(1, 2, 2)], output_concat=flow.zeros(1, 1), pooling="sum")
     with pytest.raises(TypeError, match=r"^fused_get_iou\(\): argument 'inter' must be Tensor, not float$"):
         _C.fused_get_iou(flow.zeros(1), flow.zeros(1), flow.zeros(1), flow.zeros(1), 0.5, 1e-7)
+
+
+def test_composed_bindings_run_inside_nn_graph():
+    x = RNG.randn(2, 3, 6).astype(np.float32)
+    v = RNG.randn(1, 6).astype(np.float32)
+
+    def body(x, v):
+        inter = _C.fused_get_intersection_area(x[:, 0, 0], x[:, 0, 1], x[:, 1, 0], x[:, 1, 1], x[:, 2, 0],
+                                               x[:, 2, 1], x[:, 0, 2], x[:, 0, 3])
+        return (_C.fused_cross_feature_interaction(x[:, 0], v, x[:, 1], v[0], "vector"), inter,
+                _C.fused_dot_feature_interaction([x], self_interaction=True),
+                _C.grouped_matmul([x[:, 0]], [v])[0], _C.fused_self_attention(x.permute(1, 0, 2), 2, 0.5)[0])
+
+    class G(flow.nn.Graph):
+        def build(self, x, v):
+            return body(x, v)
+
+    eager = body(flow.tensor(x), flow.tensor(v))
+    for got, want in zip(G()(flow.tensor(x), flow.tensor(v)), eager):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)

@@ -133,7 +133,7 @@ D = 2
 
 def _lines(k):
     lines = RNG.rand(3, k * D).astype(np.float32) + 0.1
-    return lines, RNG.randn(2, D).astype(np.float32)  # 2 of 3 rows are unique ones
+    return lines, RNG.randn(3, D).astype(np.float32)  # the first 2 of 3 rows are the unique ones
 
 
 def test_sgd_and_momentum_updates():
@@ -144,18 +144,40 @@ def test_sgd_and_momentum_updates():
                                       weight_decay=0.01, momentum=0.0, line_size=D, embedding_size=D,
                                       embedding_name="x").numpy()
     w = lines[:2]
-    np.testing.assert_allclose(out[:2], w - 0.1 * (2 * g + 0.01 * w), rtol=1e-5)
+    np.testing.assert_allclose(out[:2], w - 0.1 * (2 * g[:2] + 0.01 * w), rtol=1e-5)
     np.testing.assert_array_equal(out[2], lines[2])
     lines, g = _lines(2)
     out = _C.one_embedding_sgd_update(num, flow.tensor(lines), flow.tensor(g), learning_rate_val=0.1, scale=1.0,
                                       weight_decay=0.0, momentum=0.9, line_size=2 * D, embedding_size=D,
                                       embedding_name="x").numpy()
-    buf = 0.9 * lines[:2, D:] + g
+    buf = 0.9 * lines[:2, D:] + g[:2]
     np.testing.assert_allclose(out[:2, D:], buf, rtol=1e-5)
     np.testing.assert_allclose(out[:2, :D], lines[:2, :D] - 0.1 * buf, rtol=1e-5)
     skipped = _C.one_embedding_sgd_update(num, flow.tensor(lines), flow.tensor(g), None, None,
                                           flow.tensor(np.array([1], np.int64)), 0.1, 1.0, 0.0, 0.0, 2 * D, D, "x")
     np.testing.assert_array_equal(skipped.numpy(), lines)
+    np.testing.assert_array_equal(out[2], lines[2])
+    # the optional tensors: lr and the down scale read from tensors, skip_if 0 updates
+    tensors = _C.one_embedding_sgd_update(num, flow.tensor(lines), flow.tensor(g), flow.tensor([0.1]),
+                                          flow.tensor([4.0]), flow.tensor(np.array([0], np.int64)), 9.9, 4.0, 0.0,
+                                          0.9, 2 * D, D, "x")
+    np.testing.assert_allclose(tensors.numpy(), out, rtol=1e-6)
+
+
+def test_updates_run_inside_nn_graph():
+    lines, g = _lines(3)
+
+    class Update(flow.nn.Graph):
+        def build(self, num, lines, g, lr):
+            return _C.one_embedding_adam_update(num, lines, g, lr, learning_rate_val=0.0, beta1=0.9, beta2=0.99,
+                                                bias_correction1_val=0.1, bias_correction2_val=0.01,
+                                                line_size=3 * D, embedding_size=D, embedding_name="x")
+
+    args = (flow.tensor(np.array([2], np.int32)), flow.tensor(lines), flow.tensor(g))
+    eager = _C.one_embedding_adam_update(*args, learning_rate_val=0.01, beta1=0.9, beta2=0.99,
+                                         bias_correction1_val=0.1, bias_correction2_val=0.01, line_size=3 * D,
+                                         embedding_size=D, embedding_name="x")
+    np.testing.assert_allclose(Update()(*args, flow.tensor([0.01])).numpy(), eager.numpy(), rtol=1e-6)
 
 
 def test_adam_adagrad_ftrl_updates():
@@ -167,6 +189,7 @@ def test_adam_adagrad_ftrl_updates():
                                        bias_correction2_val=0.01, epsilon=1e-8, do_bias_correction=True,
                                        line_size=3 * D, embedding_size=D, embedding_name="x").numpy()
     w, m0, v0 = lines[:2, :D], lines[:2, D:2 * D], lines[:2, 2 * D:]
+    g = g[:2]
     m, v = 0.9 * m0 + 0.1 * g, 0.99 * v0 + 0.01 * g * g
     want = w - 0.01 / 0.1 * m / (np.sqrt(v) / np.sqrt(0.01) + 1e-8) - 0.01 * 0.1 * w
     np.testing.assert_allclose(out[:2, :D], want, rtol=1e-5)
@@ -179,6 +202,7 @@ def test_adam_adagrad_ftrl_updates():
                                           scale=1.0, weight_decay=0.0, lr_decay=0.5, epsilon=1e-10,
                                           line_size=2 * D, embedding_size=D, embedding_name="x").numpy()
     lr = 0.1 / (1 + 2 * 0.5)
+    g = g[:2]
     acc = lines[:2, D:] + g * g
     np.testing.assert_allclose(out[:2, :D], lines[:2, :D] - lr / (np.sqrt(acc) + 1e-10) * g, rtol=1e-5)
     np.testing.assert_allclose(out[:2, D:], acc, rtol=1e-5)
@@ -189,6 +213,7 @@ def test_adam_adagrad_ftrl_updates():
                                        weight_decay=0.0, lr_power=-0.5, lambda1=0.01, lambda2=0.1, beta=1.0,
                                        line_size=3 * D, embedding_size=D, embedding_name="x").numpy()
     w, acc, z = (lines[:2, i * D:(i + 1) * D].astype(np.float64) for i in range(3))
+    g = g[:2]
     nacc = acc + g * g
     sigma = (nacc ** -0.5 - acc ** -0.5) / 0.1
     nz = z + g - sigma * w
@@ -206,5 +231,9 @@ def test_bad_input_is_named(tmp_path):
                                            r"2\) with line_size >= 3 \* embedding_size 2, got \(3, 2\)$"):
         _C.one_embedding_adam_update(flow.tensor([1]), flow.zeros(3, 2), flow.zeros(1, 2), learning_rate_val=0.1,
                                      line_size=2, embedding_size=2)
+    with pytest.raises(RuntimeError, match=r"^one_embedding_sgd_update: embedding_grad must be \(3, embedding_size "
+                                           r"2\), got \(2, 2\)$"):
+        _C.one_embedding_sgd_update(flow.tensor([1]), flow.zeros(3, 2), flow.zeros(2, 2), learning_rate_val=0.1,
+                                    line_size=2, embedding_size=2)
     with pytest.raises(ValueError, match=r"^one_embedding_id_shuffle: table_ids must be in \[0, 2\), got 0..5$"):
         _C.one_embedding_id_shuffle(flow.tensor([1, 2]), flow.tensor([0, 5]), 2, "x")

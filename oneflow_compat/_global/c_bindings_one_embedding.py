@@ -9,11 +9,14 @@
   wide) of the named embedding's shard on this rank (`ops/one_embedding_ops.EmbeddingTable`), new keys initialized
   by their table's initializers and the constant `state_initializer`; `one_embedding_fused_lookup_grad` queues the
   gradient of a fused lookup for the Optimizer's step, as the lookup's backward does.
-* `one_embedding_{sgd,adam,adagrad,ftrl}_update`: the updated lines of the unique rows (the first num_unique ones),
-  with the formulas of OneFlow's model_update_kernel_util.h (SGD / Momentum, Adam, Adagrad, Ftrl functors) and
-  one_embedding_update_kernels.cu (the line layout [embedding, state 1, state 2], Adagrad's learning-rate decay).
+* `one_embedding_{sgd,adam,adagrad,ftrl}_update`: the updated lines of the unique rows (the first num_unique ones;
+  all unchanged when skip_if is non-zero), with the formulas of OneFlow's model_update_kernel_util.h (SGD /
+  Momentum, Adam, Adagrad, Ftrl functors) and one_embedding_update_kernels.cu (the line layout [embedding, state 1,
+  state 2], Adagrad's learning-rate decay), composed from registered ops: they run eagerly, on global tensors and
+  inside nn.Graph (as OneFlow's tests run them).
 
-The shuffles exchange each rank's padded pieces with one all-gather (every rank keeps what is addressed to it).
+The shuffles, the lookup and the put read values (eager only; OneFlow 0.9's eager Optimizer step is where they run):
+the shuffles exchange each rank's padded pieces with one all-gather (every rank keeps what is addressed to it).
 Index outputs are int32 and padded to OneFlow's shapes (the ids' count, or world times it); only the first
 num_unique / received entries are meaningful, as in OneFlow.
 """
@@ -24,8 +27,11 @@ import numpy as np
 from oneflow_compat._global import comm_ops as _comm
 from oneflow_compat._global import creation as _creation
 from oneflow_compat._global import dispatch as _dispatch
+from oneflow_compat._global import functional as _F
 from oneflow_compat._global import lazy as _lazy
+from oneflow_compat._global import tensor_functions as _T
 from oneflow_compat._global.tensor import Tensor
+from oneflow_compat.ir import dtypes as _dtypes
 from oneflow_compat.kernels import one_embedding as _oe_k
 from oneflow_compat.ops import one_embedding_ops as _oe_ops
 from oneflow_compat.runtime import global_eager as _ge
@@ -244,35 +250,54 @@ def one_embedding_fused_lookup_grad(ids, embedding_grad, embedding_name, line_si
     _dispatch.apply_op("one_embedding_fused_lookup_grad", [shadow, ids, embedding_grad], attrs)
 
 
-# --- the sparse updates ---------------------------------------------------------------------------------------------
+# --- the sparse updates: composed from registered ops (eager, global and inside nn.Graph alike) -------------------
+def _scalar(t, fn, arg):
+    """An optional 1-element tensor argument, as a float tensor broadcasting over the rows."""
+    _check_any(t, fn, arg)
+    return _F.cast(_F.reshape(t, (1, 1)), _dtypes.float32) if t.dtype != _dtypes.float32 else _F.reshape(t, (1, 1))
+
+
+def _check_any(t, fn, arg):
+    if not isinstance(t, Tensor):
+        raise TypeError("%s(): argument '%s' must be Tensor, not %s" % (fn, arg, type(t).__name__))
+    return t
+
+
 def _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size, embedding_size, factor):
-    n = int(_np(_tensor(num_unique_ids, fn, "num_unique_ids")).reshape(-1)[0])
-    lines = _np(_tensor(unique_embeddings, fn, "unique_embeddings")).astype(np.float64)
+    lines = _check_any(unique_embeddings, fn, "unique_embeddings")
+    g = _check_any(embedding_grad, fn, "embedding_grad")
+    _check_any(num_unique_ids, fn, "num_unique_ids")
     d, width = int(embedding_size), int(line_size)
-    if lines.shape[-1] != width or width < factor * d:
+    if lines.ndim != 2 or lines.shape[-1] != width or width < factor * d:
         raise RuntimeError("%s: unique_embeddings must be (n, line_size %d) with line_size >= %d * embedding_size "
                            "%d, got %s" % (fn, width, factor, d, tuple(lines.shape)))
-    g = _np(_tensor(embedding_grad, fn, "embedding_grad")).reshape(-1, d)[:n].astype(np.float64)
-    return n, lines, d, g
+    if tuple(g.shape) != (lines.shape[0], d):
+        raise RuntimeError("%s: embedding_grad must be (%d, embedding_size %d), got %s"
+                           % (fn, lines.shape[0], d, tuple(g.shape)))
+    blocks = [_T.narrow(lines, 1, i * d, d) for i in range(factor)]
+    return lines, blocks, _F.cast(g, lines.dtype), d
 
 
-def _skipped(skip_if):
-    return skip_if is not None and int(_np(skip_if).reshape(-1)[0]) != 0
+def _scaled(fn, g, scale, down_scale_by_tensor):
+    g = _F.mul(g, float(scale))
+    return g if down_scale_by_tensor is None else _F.div(g, _scalar(down_scale_by_tensor, fn, "down_scale_by_tensor"))
 
 
-def _scale(scale, down_scale_by_tensor):
-    s = float(scale)
-    if down_scale_by_tensor is not None:
-        s /= float(_np(down_scale_by_tensor).reshape(-1)[0])
-    return s
+def _lr(fn, learning_rate, learning_rate_val):
+    return float(learning_rate_val) if learning_rate is None else _scalar(learning_rate, fn, "learning_rate")
 
 
-def _lr(learning_rate, learning_rate_val):
-    return float(_np(learning_rate).reshape(-1)[0]) if learning_rate is not None else float(learning_rate_val)
-
-
-def _result(lines, like):
-    return _local(lines.astype(like.dtype.np), like, dtype=like.dtype)
+def _finish(fn, lines, blocks, d, num_unique_ids, skip_if):
+    """The updated blocks where the row is one of the first num_unique (the others as they were), unless skip_if."""
+    width = lines.shape[1]
+    if width > len(blocks) * d:
+        blocks = blocks + [_T.narrow(lines, 1, len(blocks) * d, width - len(blocks) * d)]
+    new = _F.cat(blocks, dim=1) if len(blocks) > 1 else blocks[0]
+    row = _F.sub(_T.cumsum(_F.ones_like(_T.narrow(lines, 1, 0, 1)), 0), 1.0)  # (n, 1): 0, 1, 2, ...
+    keep = _F.lt(row, _F.cast(_F.reshape(num_unique_ids, (1, 1)), row.dtype))
+    if skip_if is not None:
+        keep = _T.logical_and(keep, _F.eq(_F.reshape(_check_any(skip_if, fn, "skip_if"), (1, 1)), 0))
+    return _F.where(keep, new, lines)
 
 
 def one_embedding_sgd_update(num_unique_ids, unique_embeddings, embedding_grad, learning_rate=None,
@@ -281,20 +306,17 @@ def one_embedding_sgd_update(num_unique_ids, unique_embeddings, embedding_grad, 
     """SGD (momentum 0) or Momentum (the line's second block the buffer): SGDUpdateFunctor / MomentumUpdateFunctor."""
     fn = "one_embedding_sgd_update"
     factor = 1 if momentum == 0 else 2
-    n, lines, d, g = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
-                                    embedding_size, factor)
-    if _skipped(skip_if):
-        return _result(lines, unique_embeddings)
-    lr, s, wd = _lr(learning_rate, learning_rate_val), _scale(scale, down_scale_by_tensor), float(weight_decay)
-    w = lines[:n, :d]
-    dg = g * s
+    lines, blocks, g, d = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
+                                         embedding_size, factor)
+    lr, wd = _lr(fn, learning_rate, learning_rate_val), float(weight_decay)
+    g = _scaled(fn, g, scale, down_scale_by_tensor)
+    w = blocks[0]
     if momentum == 0:
-        lines[:n, :d] = w - lr * (dg + wd * w)
+        blocks = [_F.sub(w, _F.mul(_F.add(g, _F.mul(w, wd)), lr))]
     else:
-        buf = float(momentum) * lines[:n, d:2 * d] + dg
-        lines[:n, d:2 * d] = buf
-        lines[:n, :d] = w - lr * buf - lr * wd * w
-    return _result(lines, unique_embeddings)
+        buf = _F.add(_F.mul(blocks[1], float(momentum)), g)
+        blocks = [_F.sub(_F.sub(w, _F.mul(buf, lr)), _F.mul(_F.mul(w, wd), lr)), buf]
+    return _finish(fn, lines, blocks, d, num_unique_ids, skip_if)
 
 
 def one_embedding_adam_update(num_unique_ids, unique_embeddings, embedding_grad, learning_rate=None,
@@ -304,41 +326,49 @@ def one_embedding_adam_update(num_unique_ids, unique_embeddings, embedding_grad,
                               do_bias_correction=True, line_size=0, embedding_size=0, embedding_name=""):
     """AdamUpdateFunctor over [embedding, m, v] lines."""
     fn = "one_embedding_adam_update"
-    n, lines, d, g = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
-                                    embedding_size, 3)
-    if _skipped(skip_if):
-        return _result(lines, unique_embeddings)
-    lr, s = _lr(learning_rate, learning_rate_val), _scale(scale, down_scale_by_tensor)
-    bc1 = float(_np(bias_correction1).reshape(-1)[0]) if bias_correction1 is not None else float(bias_correction1_val)
-    bc2 = float(_np(bias_correction2).reshape(-1)[0]) if bias_correction2 is not None else float(bias_correction2_val)
-    if not do_bias_correction:
+    lines, (w, m0, v0), g, d = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
+                                              embedding_size, 3)
+    lr = _lr(fn, learning_rate, learning_rate_val)
+    g = _scaled(fn, g, scale, down_scale_by_tensor)
+    if do_bias_correction:
+        bc1 = _scalar(bias_correction1, fn, "bias_correction1") if bias_correction1 is not None else \
+            float(bias_correction1_val)
+        bc2 = _scalar(bias_correction2, fn, "bias_correction2") if bias_correction2 is not None else \
+            float(bias_correction2_val)
+    else:
         bc1 = bc2 = 1.0
-    w, dg = lines[:n, :d].copy(), g * s
-    m = float(beta1) * lines[:n, d:2 * d] + (1 - float(beta1)) * dg
-    v = float(beta2) * lines[:n, 2 * d:3 * d] + (1 - float(beta2)) * dg * dg
-    denom = np.sqrt(v) / np.sqrt(bc2) + float(epsilon)
-    lines[:n, :d] = w - lr / bc1 * (m / denom) - lr * float(weight_decay) * w
-    lines[:n, d:2 * d], lines[:n, 2 * d:3 * d] = m, v
-    return _result(lines, unique_embeddings)
+    b1, b2 = float(beta1), float(beta2)
+    m = _F.add(_F.mul(m0, b1), _F.mul(g, 1 - b1))
+    v = _F.add(_F.mul(v0, b2), _F.mul(_F.square(g), 1 - b2))
+    sqrt_bc2 = _F.sqrt(bc2) if isinstance(bc2, Tensor) else bc2 ** 0.5
+    denom = _F.add(_F.div(_F.sqrt(v), sqrt_bc2), float(epsilon))
+    step_size = _F.mul(_F.reciprocal(bc1), lr) if isinstance(bc1, Tensor) else \
+        (_F.div(lr, bc1) if isinstance(lr, Tensor) else lr / bc1)
+    step = _F.mul(_F.div(m, denom), step_size)
+    new_w = _F.sub(_F.sub(w, step), _F.mul(_F.mul(w, float(weight_decay)), lr))
+    return _finish(fn, lines, [new_w, m, v], d, num_unique_ids, skip_if)
 
 
 def one_embedding_adagrad_update(num_unique_ids, unique_embeddings, embedding_grad, learning_rate=None,
                                  down_scale_by_tensor=None, skip_if=None, train_step=None, train_step_val=1,
                                  learning_rate_val=0.0, scale=1.0, weight_decay=0.0, lr_decay=0.0, epsilon=1e-10,
                                  line_size=0, embedding_size=0, embedding_name=""):
-    """AdagradUpdateFunctor over [embedding, sum] lines, lr / (1 + (train_step - 1) * lr_decay)."""
+    """AdagradUpdateFunctor over [embedding, sum] lines, lr / (1 + (train_step - 1) * lr_decay) (a train_step
+    tensor counts from 0: its step is the value + 1)."""
     fn = "one_embedding_adagrad_update"
-    n, lines, d, g = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
-                                    embedding_size, 2)
-    if _skipped(skip_if):
-        return _result(lines, unique_embeddings)
-    step = int(_np(train_step).reshape(-1)[0]) + 1 if train_step is not None else int(train_step_val)
-    lr = _lr(learning_rate, learning_rate_val) / (1 + (step - 1) * float(lr_decay))
-    w, dg = lines[:n, :d].copy(), g * _scale(scale, down_scale_by_tensor)
-    acc = lines[:n, d:2 * d] + dg * dg
-    lines[:n, :d] = w - lr / (np.sqrt(acc) + float(epsilon)) * dg - lr * float(weight_decay) * w
-    lines[:n, d:2 * d] = acc
-    return _result(lines, unique_embeddings)
+    lines, (w, acc0), g, d = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
+                                            embedding_size, 2)
+    lr = _lr(fn, learning_rate, learning_rate_val)
+    if train_step is not None:
+        lr = _F.mul(_F.reciprocal(_F.add(_F.mul(_scalar(train_step, fn, "train_step"), float(lr_decay)), 1.0)), lr)
+    else:
+        lr = _F.div(lr, 1 + (int(train_step_val) - 1) * float(lr_decay)) if isinstance(lr, Tensor) else \
+            lr / (1 + (int(train_step_val) - 1) * float(lr_decay))
+    g = _scaled(fn, g, scale, down_scale_by_tensor)
+    acc = _F.add(acc0, _F.square(g))
+    new_w = _F.sub(_F.sub(w, _F.mul(_F.div(g, _F.add(_F.sqrt(acc), float(epsilon))), lr)),
+                   _F.mul(_F.mul(w, float(weight_decay)), lr))
+    return _finish(fn, lines, [new_w, acc], d, num_unique_ids, skip_if)
 
 
 def one_embedding_ftrl_update(num_unique_ids, unique_embeddings, embedding_grad, learning_rate=None,
@@ -347,20 +377,17 @@ def one_embedding_ftrl_update(num_unique_ids, unique_embeddings, embedding_grad,
                               embedding_size=0, embedding_name=""):
     """FtrlUpdateFunctor over [embedding, accumulate, z] lines."""
     fn = "one_embedding_ftrl_update"
-    n, lines, d, g = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
-                                    embedding_size, 3)
-    if _skipped(skip_if):
-        return _result(lines, unique_embeddings)
-    lr = _lr(learning_rate, learning_rate_val)
-    w, dg = lines[:n, :d].copy(), g * _scale(scale, down_scale_by_tensor)
-    acc, z = lines[:n, d:2 * d], lines[:n, 2 * d:3 * d]
-    next_acc = acc + dg * dg
-    p, next_p = np.power(acc, float(lr_power)), np.power(next_acc, float(lr_power))
-    sigma = (next_p - p) / lr
-    new_z = z + dg - sigma * w
+    lines, (w, acc, z), g, d = _update_inputs(fn, num_unique_ids, unique_embeddings, embedding_grad, line_size,
+                                              embedding_size, 3)
+    lr = _lr(fn, learning_rate, learning_rate_val)
+    g = _scaled(fn, g, scale, down_scale_by_tensor)
+    next_acc = _F.add(acc, _F.square(g))
+    p, next_p = _F.pow(acc, float(lr_power)), _F.pow(next_acc, float(lr_power))
+    sigma = _F.div(_F.sub(next_p, p), lr)
+    new_z = _F.sub(_F.add(z, g), _F.mul(sigma, w))
     l1 = float(lambda1)
-    new_w = np.where(np.abs(new_z) >= l1,
-                     (np.copysign(l1, new_z) - new_z) / ((float(beta) + next_p) / lr + float(lambda2))
-                     - lr * float(weight_decay) * w, 0.0)
-    lines[:n, :d], lines[:n, d:2 * d], lines[:n, 2 * d:3 * d] = new_w, next_acc, new_z
-    return _result(lines, unique_embeddings)
+    shrunk = _F.div(_F.sub(_F.mul(_F.sign(new_z), l1), new_z),
+                    _F.add(_F.div(_F.add(next_p, float(beta)), lr), float(lambda2)))
+    shrunk = _F.sub(shrunk, _F.mul(_F.mul(w, float(weight_decay)), lr))
+    new_w = _F.where(_F.ge(_F.abs(new_z), l1), shrunk, _F.mul(w, 0.0))
+    return _finish(fn, lines, [new_w, next_acc, new_z], d, num_unique_ids, skip_if)
