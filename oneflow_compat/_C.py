@@ -339,3 +339,8 @@ from oneflow_compat._global.c_bindings_one_embedding import (  # noqa: F401,E402
     one_embedding_embedding_put, one_embedding_embedding_shuffle, one_embedding_ftrl_update,
     one_embedding_fused_lookup_grad, one_embedding_id_shuffle, one_embedding_lookup, one_embedding_sgd_update,
     one_embedding_unique_key_value_pair)
+# the `bind_python: true` (lower-case) names, and the yaml's full signatures of add / sub / mul / relu / layer_norm /
+# conv2d / normalize / local_all_reduce (supersets of the forms bound above, which they replace)
+from oneflow_compat._global.c_bindings_yaml_forms import (  # noqa: F401,E402,F811
+    add, broadcast_equal, conv2d, greater, greater_equal, layer_norm, local_all_reduce, logical_and, logical_not,
+    logical_or, masked_fill, mul, mul_, normalize, not_equal, relu, sub, where)
