@@ -113,3 +113,13 @@ def test_bad_input_is_named():
         _C.where(True, flow.tensor(A), flow.tensor(B))
     with pytest.raises(TypeError, match=r"^greater\(\): argument 'other' must be Tensor, not float$"):
         _C.greater(1.0, 2.0)
+
+
+def test_half_layer_norm_is_computed_in_float():
+    # the layer_norm kernel read `.type` of a numpy scalar type for half inputs (OneFlow's test_layer_norm runs them)
+    x = RNG.randn(4, 8).astype(np.float16)
+    got = _C.layer_norm(flow.tensor(x), begin_norm_axis=1, begin_params_axis=1, epsilon=1e-5)
+    assert got.dtype == flow.float16
+    xf = x.astype(np.float64)
+    want = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want, rtol=1e-2, atol=1e-2)
