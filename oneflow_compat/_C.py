@@ -344,3 +344,20 @@ from oneflow_compat._global.c_bindings_one_embedding import (  # noqa: F401,E402
 from oneflow_compat._global.c_bindings_yaml_forms import (  # noqa: F401,E402,F811
     add, broadcast_equal, conv2d, greater, greater_equal, layer_norm, local_all_reduce, logical_and, logical_not,
     logical_or, masked_fill, mul, mul_, normalize, not_equal, relu, sub, where)
+# the yaml's argument names for names bound above under the functional forms' names (the old keywords stay aliases);
+# gelu_with_approximate, eye_, erfinv_, swapaxes, swapdims, inv, cosine_similarity, logaddexp, roi_align, clamp_max_
+# and tensor_to_tensor_buffer keep theirs:
+# they are the very functions of flow / nn.functional (tests assert it), whose names are OneFlow's python ones
+from oneflow_compat._global import c_bindings_yaml_names as _yaml_names  # noqa: E402
+from oneflow_compat._global.c_bindings_yaml_names import (  # noqa: F401,E402,F811
+    argmax, bernoulli_, fmod, tensor_buffer_to_tensor, tensordot, transpose)
+for _name in ("log", "log10", "tanh", "exp", "negative", "sigmoid", "gelu", "quick_gelu", "erfinv", "acos",
+              "acosh", "asin", "asinh", "atan", "atanh", "floor_", "sin_", "silu", "mish", "selu", "softsign",
+              "softmax", "log_softmax", "softplus", "threshold", "celu", "hardshrink", "softshrink",
+              "tril", "diag", "diagonal", "broadcast_to"):
+    globals()[_name] = _yaml_names.renamed(globals()[_name], _name, input="x")
+image_flip = _yaml_names.renamed(image_flip, "image_flip", images="x")
+concat = _yaml_names.renamed(concat, "concat", tensors="inputs")
+randint_like = _yaml_names.renamed(randint_like, "randint_like", input="x")
+pin_memory = _yaml_names.renamed(pin_memory, "pin_memory", self="input")
+del _name

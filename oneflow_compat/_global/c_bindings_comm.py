@@ -44,8 +44,12 @@ def copy(x, device_type, device_id, pin_memory=False):
     return out.clone() if out is x else out
 
 
-def comm_broadcast(x, *, src_rank=0, inplace=True):
-    """CommBroadcast(Tensors): rank src_rank's local tensor(s) into every rank's (in place, or into copies)."""
+def comm_broadcast(x=None, *, inputs=None, src_rank=0, inplace=True):
+    """CommBroadcast(x) / CommBroadcastTensors(inputs): rank src_rank's local tensor(s) into every rank's (in place,
+    or into copies)."""
+    if (x is None) == (inputs is None):
+        raise TypeError("comm_broadcast() takes a tensor x or a tensor list inputs")
+    x = inputs if x is None else x
     many = isinstance(x, (list, tuple))
     outs = []
     for t in (list(x) if many else [x]):

@@ -48,16 +48,20 @@ def eye(n, m=None, *, dtype=_dtypes.float32, device=None, requires_grad=False, p
                   **_placed(placement, sbp, "eye"))
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None):
-    """Arange(start, end, step) or Arange(end)."""
+def arange(start=None, end=None, step=1, *, dtype=None, device=None):
+    """Arange(start, end, step) or Arange(end) (positionally `arange(5)`, or `arange(end=5)`)."""
     if end is None:
         start, end = 0, start
+    elif start is None:
+        start = 0
     return _C.arange(start, end, step, dtype=dtype, device=device)
 
 
-def global_arange(start, end=None, step=1, *, dtype=None, placement, sbp):
+def global_arange(start=None, end=None, step=1, *, dtype=None, placement, sbp):
     if end is None:
         start, end = 0, start
+    elif start is None:
+        start = 0
     return _C.arange(start, end, step, dtype=dtype, placement=placement, sbp=sbp)
 
 
@@ -113,11 +117,16 @@ def randn(size, *, dtype=None, device=None, generator=None, requires_grad=False,
                     requires_grad=requires_grad, **_placed(placement, sbp, "randn"))
 
 
-def randint(low, high, size=None, *, dtype=None, device=None, generator=None, requires_grad=False,
+def randint(low=None, high=None, size=None, *, dtype=None, device=None, generator=None, requires_grad=False,
             placement=None, sbp=None):
-    """RandInt(low, high, size) or RandInt(high, size): integers in [low, high)."""
+    """RandInt(low, high, size) or RandInt(high, size) (positionally `randint(5, [3])`, or `randint(high=5,
+    size=[3])`): integers in [low, high)."""
     if size is None:
         low, high, size = 0, low, high
+    elif low is None:
+        low = 0
+    if high is None or size is None:
+        raise TypeError("randint() needs high and size")
     return _C.randint(int(low), int(high), _shape(size, "randint"), dtype=dtype, device=device,
                       generator=generator, requires_grad=requires_grad, **_placed(placement, sbp, "randint"))
 

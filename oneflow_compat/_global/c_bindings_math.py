@@ -68,9 +68,11 @@ def trunc_divide(input, other, *, inplace=False):  # noqa: A002
     return _inplace.rebind(input, out) if inplace else out
 
 
-def max(input, dim=None, keepdim=False):  # noqa: A001,A002
+def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001,A002
     """Max: the whole maximum; with an int `dim` the (values, indices) pair; with a Tensor the elementwise one."""
     _tensor(input, "max")
+    if other is not None:  # the (input, other) overload by keyword
+        return _F.maximum(input, other)
     if isinstance(dim, Tensor):
         return _F.maximum(input, dim)
     if dim is None:
@@ -79,8 +81,10 @@ def max(input, dim=None, keepdim=False):  # noqa: A001,A002
     return values, indices
 
 
-def min(input, dim=None, keepdim=False):  # noqa: A001,A002
+def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001,A002
     _tensor(input, "min")
+    if other is not None:  # the (input, other) overload by keyword
+        return _F.minimum(input, other)
     if isinstance(dim, Tensor):
         return _F.minimum(input, dim)
     if dim is None:

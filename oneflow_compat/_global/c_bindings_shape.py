@@ -250,7 +250,10 @@ def nonzero(x, as_tuple=False):
 
 
 def unique(x, sorted=True, return_inverse=False, return_counts=False, dtype=_dtypes.int32):  # noqa: A002
-    """Unique (the values) / UniqueWithCounts (values with the inverse indices and/or counts)."""
+    """Unique (the values) / UniqueWithCounts (values with the inverse indices and/or counts); `unique(x, sorted,
+    dtype)` positionally is the first overload's."""
+    if isinstance(return_inverse, _dtypes.DType):
+        return_inverse, dtype = False, return_inverse
     return _T.unique(_tensor(x, "unique", "x"), sorted=sorted, return_inverse=return_inverse,
                      return_counts=return_counts, dtype=dtype)
 

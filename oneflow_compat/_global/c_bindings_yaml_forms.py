@@ -64,8 +64,12 @@ def mul_(input, other):  # noqa: A002
 
 
 # --- the full yaml signatures of earlier names ----------------------------------------------------------------------
-def add(input, other=None, *, alpha=1, inplace=False):  # noqa: A002
+def add(input=None, other=None, *, alpha=1, inplace=False, inputs=None):  # noqa: A002
     """Add / ScalarAdd (input + alpha * other, optionally in place) / the sum of a tensor list (`add(inputs)`)."""
+    if inputs is not None:
+        if input is not None:
+            raise TypeError("add(): takes input and other, or inputs, not both")
+        input = inputs
     if isinstance(input, (list, tuple)):
         if other is not None:
             raise TypeError("add(): the tensor-list form takes no 'other'")
