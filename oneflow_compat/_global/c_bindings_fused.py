@@ -163,11 +163,12 @@ def fused_dot_feature_interaction(features, output_concat=None, self_interaction
             raise RuntimeError("output_padding should be equal to 0. ")
         if output_concat is not None:
             raise RuntimeError("output_concat should not exist")
-        half = t.dtype == _dtypes.float16  # the kernel accumulates half in float
+        # the op's (batch, d) output in the features' dtype (half accumulated in float), then ReduceSum over d
+        half = t.dtype == _dtypes.float16
         tf = _F.cast(t, _dtypes.float32) if half else t
         s = _F.sum(tf, 1)
-        bi = _F.sum(_F.mul(_F.sub(_F.square(s), _F.sum(_F.square(tf), 1)), 0.5), 1, True)
-        return _F.cast(bi, t.dtype) if half else bi
+        bi = _F.mul(_F.sub(_F.square(s), _F.sum(_F.square(tf), 1)), 0.5)
+        return _F.sum(_F.cast(bi, t.dtype) if half else bi, 1, True)
     n = t.shape[1]
     off = 1 if self_interaction else 0
     rows = [i for i in range(n) for _ in range(i + off)]
