@@ -361,3 +361,6 @@ concat = _yaml_names.renamed(concat, "concat", tensors="inputs")
 randint_like = _yaml_names.renamed(randint_like, "randint_like", input="x")
 pin_memory = _yaml_names.renamed(pin_memory, "pin_memory", self="input")
 del _name
+# tensor_api.yaml (v0.9.0): the tensor constructors bound on oneflow._C too
+from oneflow_compat._global.c_bindings_tensor_api import (  # noqa: F401,E402
+    _legacy_tensor_ctor, assign_local_tensor, from_dlpack, from_numpy, tensor)
