@@ -24,14 +24,17 @@ def _embedding(tmp_path, dim=3, size_factor=1):
 
 def test_unique_key_value_pair():
     keys = flow.tensor(np.array([5, 3, 5, 9, 3], np.int64))
-    num, uniq, tids, inverse = _C.one_embedding_unique_key_value_pair(keys=keys, values=None, num_tables=2,
+    values = flow.tensor(np.array([1, 0, 1, 1, 0], np.int32))  # each key's table
+    num, uniq, tids, inverse = _C.one_embedding_unique_key_value_pair(keys=keys, values=values, num_tables=2,
                                                                      embedding_name="x")
     n = int(num.numpy()[0])
     assert n == 3
+    np.testing.assert_array_equal(uniq.numpy()[:n], [5, 3, 9])  # first-seen order
     np.testing.assert_array_equal(uniq.numpy()[:n][inverse.numpy()], keys.numpy())
-    # without values the table of the i-th key is i % num_tables (of the key's first occurrence)
-    first = {5: 0, 3: 1, 9: 3}
-    np.testing.assert_array_equal(tids.numpy()[:n], [first[k] % 2 for k in uniq.numpy()[:n]])
+    np.testing.assert_array_equal(tids.numpy()[:n], [1, 0, 1])
+    # without values the i-th key's table is i % num_tables
+    _, _, tids, _ = _C.one_embedding_unique_key_value_pair(flow.tensor(np.array([7, 8, 9], np.int64)), None, 2)
+    np.testing.assert_array_equal(tids.numpy(), [0, 1, 0])
 
 
 def test_id_shuffle_and_the_row_exchanges_on_one_rank():
@@ -40,14 +43,15 @@ def test_id_shuffle_and_the_row_exchanges_on_one_rank():
      cur_inv) = _C.one_embedding_id_shuffle(ids=ids, table_ids=None, num_tables=1, embedding_name="x")
     n = int(cur_num.numpy()[0])
     assert n == 3 and matrix.numpy().tolist() == [3]
-    np.testing.assert_array_equal(cur_ids.numpy()[:n][cur_inv.numpy()[:n]][inv_part.numpy()], [4, 7, 4, 2])
+    assert inv_part.shape == (2, 2)  # shaped as the ids
+    np.testing.assert_array_equal(cur_ids.numpy()[cur_inv.numpy()][inv_part.numpy()], ids.numpy())
     table = {4: [1.0, 2.0], 7: [3.0, 4.0], 2: [5.0, 6.0]}
     rows = np.zeros((4, 2), np.float32)
     rows[:n] = [table[k] for k in cur_ids.numpy()[:n]]
     emb = _C.one_embedding_embedding_shuffle(cur_rank_embeddings=flow.tensor(rows), num_unique_matrix=matrix,
                                              cur_rank_inverse_indices=cur_inv,
                                              inverse_unique_partition_indices=inv_part, embedding_name="x")
-    np.testing.assert_array_equal(emb.numpy(), [table[4], table[7], table[4], table[2]])
+    np.testing.assert_array_equal(emb.numpy(), [[table[4], table[7]], [table[4], table[2]]])
     grad = flow.tensor(np.arange(8, dtype=np.float32).reshape(4, 2))
     g = _C.one_embedding_embedding_gradient_shuffle(embedding_grad=grad, num_unique_matrix=matrix,
                                                     cur_rank_inverse_indices=cur_inv,
@@ -237,3 +241,26 @@ def test_bad_input_is_named(tmp_path):
                                     line_size=2, embedding_size=2)
     with pytest.raises(ValueError, match=r"^one_embedding_id_shuffle: table_ids must be in \[0, 2\), got 0..5$"):
         _C.one_embedding_id_shuffle(flow.tensor([1, 2]), flow.tensor([0, 5]), 2, "x")
+
+
+def test_shuffles_run_inside_nn_graph_and_quantize_as_oneflow(monkeypatch):
+    ids = np.array([[3, 9], [3, 1]], np.int64)
+    data = np.array([[0.5, -1.0, 0.25]] * 10, np.float32) * np.arange(1, 11, dtype=np.float32)[:, None]
+
+    class Shuffle(flow.nn.Graph):
+        def build(self, ids, data):
+            matrix, inv, _, uniq, _, cur_inv = _C.one_embedding_id_shuffle(ids, None, 1, "x")
+            rows = _C.gather(data, uniq, axis=0)
+            return _C.one_embedding_embedding_shuffle(rows, matrix, cur_inv, inv, "x")
+
+    np.testing.assert_allclose(Shuffle()(flow.tensor(ids), flow.tensor(data)).numpy(), data[ids], rtol=1e-6)
+    # ONEFLOW_ONE_EMBEDDING_ENABLE_QUANTIZED_COMM=1: rows travel as int8 scaled by their absolute maximum / 127
+    monkeypatch.setenv("ONEFLOW_ONE_EMBEDDING_ENABLE_QUANTIZED_COMM", "1")
+    rows = np.array([[0.3, -1.0, 0.01], [2.0, 0.5, -0.7]], np.float32)
+    matrix, inv, _, uniq, _, cur_inv = _C.one_embedding_id_shuffle(flow.tensor(np.array([0, 1], np.int64)), None, 1)
+    got = _C.one_embedding_embedding_shuffle(flow.tensor(rows), matrix, cur_inv, inv, "x").numpy()
+    amax = np.abs(rows).max(1, keepdims=True)
+    q = rows * (127.0 / amax)
+    want = np.sign(q) * np.floor(np.abs(q) + 0.5) * (amax / 127.0)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert not np.allclose(got, rows, rtol=1e-6)

@@ -21,12 +21,14 @@ Index outputs are int32 and padded to OneFlow's shapes (the ids' count, or world
 num_unique / received entries are meaningful, as in OneFlow.
 """
 import json
+import os
 
 import numpy as np
 
 from oneflow_compat._global import comm_ops as _comm
 from oneflow_compat._global import creation as _creation
 from oneflow_compat._global import dispatch as _dispatch
+from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global import functional as _F
 from oneflow_compat._global import lazy as _lazy
 from oneflow_compat._global import tensor_functions as _T
@@ -88,16 +90,54 @@ def _table_ids(ids, table_ids, num_tables, fn):
     return t
 
 
+def _row_index(t):
+    """0, 1, 2, ... as int32 shaped as the 1-D tensor t (composed: also inside nn.Graph)."""
+    return _F.cast(_F.sub(_T.cumsum(_F.ones_like(_F.cast(t, _dtypes.float32)), 0), 1.0), _dtypes.int32)
+
+
+def _unique_composed(fn, ids, table_ids, num_tables):
+    """(num_unique, unique ids, their table ids, inverse) of one rank's ids, from the registered unique op (first-seen
+    order, padded to the ids' count), so it runs eagerly and inside nn.Graph alike."""
+    flat = _F.reshape(_tensor(ids, fn, "ids"), (-1,))
+    uniq, inverse, counts, num = apply_op("unique_with_counts", [flat], {"out_idx": _dtypes.int32})
+    if table_ids is None:
+        i = _F.cast(_row_index(flat), _dtypes.float32)  # table i % num_tables
+        tids = _F.sub(i, _F.mul(_F.floor(_F.div(i, float(num_tables))), float(num_tables)))
+    else:
+        if _lazy.current() is None:  # eagerly the values are there to check
+            _table_ids(_np(flat), table_ids, num_tables, fn)
+        tids = _F.cast(_F.reshape(_T.expand(_tensor(table_ids, fn, "table_ids"), *ids.shape), (-1,)),
+                       _dtypes.float32)
+    # a key's table id: its occurrences name one table (OneFlow's hash table keeps one of them): their mean
+    summed = apply_op("unsorted_segment_sum", [tids, inverse], {"axis": 0, "num_segments": int(flat.shape[0])})
+    per_key = _F.div(summed, _F.clamp(_F.cast(counts, _dtypes.float32), min=1.0))
+    return num, uniq, _F.cast(_F.round(per_key), _dtypes.int32), _F.reshape(inverse, tuple(ids.shape))
+
+
+def _quantized_comm(rows):
+    """OneFlow's ONEFLOW_ONE_EMBEDDING_ENABLE_QUANTIZED_COMM=1 (embedding size < 1025): the rows the shuffles move
+    travel as int8, each scaled by its absolute maximum (kept in the rows' dtype) / 127 and rounded half away from
+    zero (one_embedding_embedding_shuffle / gradient_shuffle kernels, v0.9.0)."""
+    if os.environ.get("ONEFLOW_ONE_EMBEDDING_ENABLE_QUANTIZED_COMM", "0").lower() not in ("1", "true") or \
+            int(rows.shape[-1]) >= 1025:
+        return rows
+    f = _F.cast(rows, _dtypes.float32)
+    amax = _F.cast(_F.cast(_T.amax(_F.abs(f), -1, True), rows.dtype), _dtypes.float32)
+    safe = _F.where(_F.gt(amax, 0.0), amax, _F.add(_F.mul(amax, 0.0), 1.0))
+    scaled = _F.mul(f, _F.div(127.0, safe))
+    q = _F.mul(_F.sign(scaled), _F.floor(_F.add(_F.abs(scaled), 0.5)))  # round half away from zero
+    q = _F.cast(_F.cast(_F.clamp(q, min=-128.0, max=127.0), _dtypes.int8), _dtypes.float32)
+    return _F.cast(_F.mul(q, _F.div(safe, 127.0)), rows.dtype)
+
+
+def _single_rank():
+    return _world()[0] == 1 or _lazy.current() is not None
+
+
 def one_embedding_unique_key_value_pair(keys, values=None, num_tables=1, embedding_name=""):
-    """(num_unique, unique_keys, unique_values (their table ids), inverse_indices): keys == unique_keys[inverse]."""
-    k = _np(_tensor(keys, "one_embedding_unique_key_value_pair", "keys")).reshape(-1)
-    tids = _table_ids(k, values, num_tables, "one_embedding_unique_key_value_pair")
-    uniq, inverse = _oe_k.unique_with_inverse(np, k)
-    first = np.zeros(len(uniq), np.int64)
-    first[inverse[::-1]] = np.arange(len(k))[::-1]
-    n = len(k)
-    return (_local(np.array([len(uniq)], np.int32), keys), _local(_pad(uniq, n), keys),
-            _local(_pad(tids[first].astype(np.int32), n), keys), _local(inverse.astype(np.int32), keys))
+    """(num_unique, unique_keys, unique_values (their table ids), inverse_indices): keys == unique_keys[inverse]
+    (this rank's keys; without values the i-th key's table is i % num_tables)."""
+    return _unique_composed("one_embedding_unique_key_value_pair", keys, values, num_tables)
 
 
 def _shuffle_plan(ids, tids):
@@ -120,6 +160,11 @@ def one_embedding_id_shuffle(ids, table_ids=None, num_tables=1, embedding_name="
     inverse_unique_partition_indices, cur_rank_num_unique, cur_rank_unique_ids, cur_rank_unique_table_ids,
     cur_rank_inverse_indices (each id received, in source-rank order, into cur_rank_unique_ids))."""
     fn = "one_embedding_id_shuffle"
+    if _single_rank():  # every id is this rank's: the unique op's outputs (composed, also inside nn.Graph)
+        num, uniq, tids, inverse = _unique_composed(fn, ids, table_ids, num_tables)
+        rows = _row_index(uniq)
+        cur_inverse = _F.where(_F.lt(rows, num), rows, _F.mul(rows, 0))
+        return num, inverse, num, uniq, tids, cur_inverse
     flat = _np(_tensor(ids, fn, "ids")).reshape(-1)
     tids = _table_ids(flat, table_ids, num_tables, fn)
     world, rank = _world()
@@ -134,7 +179,8 @@ def one_embedding_id_shuffle(ids, table_ids=None, num_tables=1, embedding_name="
     first = np.zeros(len(cur), np.int64)
     first[cur_inverse[::-1]] = np.arange(len(recv_ids))[::-1]
     size = n * world
-    return (_local(matrix.reshape(-1).astype(np.int32), ids), _local(inverse.astype(np.int32), ids),
+    return (_local(matrix.reshape(-1).astype(np.int32), ids),
+            _local(inverse.astype(np.int32).reshape(tuple(ids.shape)), ids),
             _local(np.array([len(cur)], np.int32), ids), _local(_pad(cur.astype(flat.dtype), size), ids),
             _local(_pad(recv_tids[first].astype(np.int32), size), ids),
             _local(_pad(cur_inverse.astype(np.int32), size), ids))
@@ -151,6 +197,11 @@ def one_embedding_embedding_shuffle(cur_rank_embeddings, num_unique_matrix, cur_
     """The rows of this rank's ids (inverse_unique_partition_indices' shape + (d,)), from the owner ranks'
     cur_rank_embeddings (the rows of their cur_rank_unique_ids)."""
     fn = "one_embedding_embedding_shuffle"
+    if _single_rank():  # the rows of the rank's own unique ids: two gathers (composed, also inside nn.Graph)
+        emb = _tensor(cur_rank_embeddings, fn, "cur_rank_embeddings")
+        inverse = _tensor(inverse_unique_partition_indices, fn, "inverse_unique_partition_indices")
+        rows = apply_op("gather", [emb, _F.cast(cur_rank_inverse_indices, _dtypes.int64)], {"axis": 0})
+        return apply_op("gather", [_quantized_comm(rows), _F.cast(inverse, _dtypes.int64)], {"axis": 0})
     emb = _np(_tensor(cur_rank_embeddings, fn, "cur_rank_embeddings"))
     world, rank, matrix = _exchange_plan(num_unique_matrix)
     received = int(matrix[:, rank].sum())
@@ -170,9 +221,18 @@ def one_embedding_embedding_gradient_shuffle(embedding_grad, num_unique_matrix, 
     """The summed gradient of each of this rank's cur_rank_unique_ids ((world * n, d), zero past
     cur_rank_num_unique), from every rank's embedding_grad of its ids."""
     fn = "one_embedding_embedding_gradient_shuffle"
+    if _single_rank():  # the ids' gradients summed per unique id, then per row of cur_rank_unique_ids (composed)
+        grad = _tensor(embedding_grad, fn, "embedding_grad")
+        inverse = _F.reshape(_tensor(inverse_unique_partition_indices, fn, "inverse_unique_partition_indices"), (-1,))
+        n = int(inverse.shape[0])
+        g = _F.reshape(grad, (n, int(grad.shape[-1])))
+        summed = _quantized_comm(apply_op("unsorted_segment_sum", [g, inverse], {"axis": 0, "num_segments": n}))
+        return apply_op("unsorted_segment_sum", [summed, _F.reshape(cur_rank_inverse_indices, (-1,))],
+                        {"axis": 0, "num_segments": n})
     g = _np(_tensor(embedding_grad, fn, "embedding_grad"))
     world, rank, matrix = _exchange_plan(num_unique_matrix)
-    inverse = _np(_tensor(inverse_unique_partition_indices, fn, "inverse_unique_partition_indices")).astype(np.int64)
+    inverse = _np(_tensor(inverse_unique_partition_indices, fn, "inverse_unique_partition_indices")).astype(
+        np.int64).reshape(-1)
     n = len(inverse)
     d = g.shape[-1]
     g = g.reshape(n, d)
