@@ -15,8 +15,9 @@
   state 2], Adagrad's learning-rate decay), composed from registered ops: they run eagerly, on global tensors and
   inside nn.Graph (as OneFlow's tests run them).
 
-The shuffles, the lookup and the put read values (eager only; OneFlow 0.9's eager Optimizer step is where they run):
-the shuffles exchange each rank's padded pieces with one all-gather (every rank keeps what is addressed to it).
+On one rank (or inside nn.Graph) the unique and the shuffles compose registered ops (the unique op, gathers and
+segment sums); across ranks, and for the lookup and the put, they read values (eager only; OneFlow 0.9's eager
+Optimizer step is where they run): the shuffles exchange each rank's padded pieces with one all-gather (every rank keeps what is addressed to it).
 Index outputs are int32 and padded to OneFlow's shapes (the ids' count, or world times it); only the first
 num_unique / received entries are meaningful, as in OneFlow.
 """
