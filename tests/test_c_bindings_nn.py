@@ -56,6 +56,10 @@ def test_pools_return_what_the_functors_do():
     np.testing.assert_array_equal(idx.numpy(), tidx.numpy())
     y, _ = _C.max_pool2d(flow.tensor(x.transpose(0, 2, 3, 1).copy()), 3, 2, 1, data_format="channels_last")
     np.testing.assert_array_equal(y.numpy(), ty.numpy().transpose(0, 2, 3, 1))
+    only = _C.max_pool2d(flow.tensor(x.transpose(0, 2, 3, 1).copy()), 3, 2, 1, return_indices=False,
+                         data_format="channels_last")
+    assert len(only) == 1  # OneFlow's channels-last path without indices returns y alone
+    np.testing.assert_array_equal(only[0].numpy(), ty.numpy().transpose(0, 2, 3, 1))
     y, _ = _C.max_pool1d(input=flow.tensor(x[:, :, 0]), kernel_size=[2])
     np.testing.assert_array_equal(y.numpy(), TF.max_pool1d(_t(x[:, :, 0]), 2).numpy())
     x5 = RNG.randn(1, 2, 4, 4, 4).astype(np.float32)

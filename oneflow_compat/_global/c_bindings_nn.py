@@ -97,11 +97,18 @@ def deconv3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, gr
 
 # --- pooling --------------------------------------------------------------------------------------------------------
 def _max_pool(nd, input, kernel_size, stride, padding, dilation, return_indices, ceil_mode, fmt):  # noqa: A002
-    """MaxPoolND: always the (y, indices) pair, as OneFlow's functor (return_indices only tells autograd)."""
+    """MaxPoolND: the (y, indices) pair, as OneFlow's functor, but for 2-D channels_last without indices or dilation
+    (its TF-style path): (y,)."""
     name = "max_pool%dd" % nd
     _tensor(input, name)
     run = lambda x: tuple(_pools._max_pool(nd, x, kernel_size, stride, padding, dilation, True, ceil_mode))  # noqa
-    return _channels_last(run, input) if _format(fmt, name) else run(input)
+    if not _format(fmt, name):
+        return run(input)
+    out = _channels_last(run, input)
+    dil = [dilation] if isinstance(dilation, numbers.Integral) else list(dilation)
+    if nd == 2 and not return_indices and all(int(d) == 1 for d in dil):
+        return out[:1]  # OneFlow's channels-last 2-D path (the legacy TF max pool) gives y alone
+    return out
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, return_indices=True, ceil_mode=False,  # noqa
