@@ -69,3 +69,19 @@ def test_bad_input_is_named():
         _C.transpose(flow.tensor(A))
     with pytest.raises(TypeError, match=r"^comm_broadcast\(\) takes a tensor x or a tensor list inputs$"):
         _C.comm_broadcast()
+
+
+def test_two_ranks_split_input_gives_one_ranks_numbers():
+    from simulated_ranks import on_ranks
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        x = flow.tensor(A, placement=p, sbp=flow.sbp.split(1))
+        return (_C.transpose(x, dim0=0, dim1=1).numpy(), _C.argmax(x=x, dim=1, dtype=flow.int32).numpy(),
+                _C.softmax(x=x, dim=1).numpy(), _C.concat(inputs=[x, x], dim=0).numpy())
+
+    for t, am, sm, cat in on_ranks(2, body):
+        np.testing.assert_array_equal(t, A.T)
+        np.testing.assert_array_equal(am, A.argmax(1))
+        np.testing.assert_allclose(sm, np.exp(A) / np.exp(A).sum(1, keepdims=True), rtol=1e-5)
+        np.testing.assert_array_equal(cat, np.concatenate([A, A]))
