@@ -92,6 +92,10 @@ def test_reductions_with_the_yaml_names():
     np.testing.assert_allclose(_C.reduce_mean(x=x, dim=0).numpy(), A.mean(0), rtol=1e-6)
     np.testing.assert_allclose(_C.reduce_prod(x=x, dim=[0, 1]).numpy(), A.prod(), rtol=1e-5)
     assert _C.reduce_prod(x=x, dtype=flow.float64).dtype == flow.float64
+    # OneFlow's functors: bool sums and products are int64
+    assert _C.reduce_prod(x=flow.tensor(A > 0), dim=[1]).dtype == flow.int64
+    assert _C.reduce_sum(x=flow.tensor(A > 0), dim=[1]).dtype == flow.int64
+    np.testing.assert_array_equal(_C.reduce_prod(flow.tensor(A > -5), dim=[1]).numpy(), [1, 1, 1])
     np.testing.assert_array_equal(_C.reduce_max(x=x, axis=[1], keepdim=False).numpy(), A.max(1))
     np.testing.assert_array_equal(_C.reduce_min(x=x, axis=[0]).numpy(), A.min(0))
     np.testing.assert_array_equal(_C.amax(input=x, dim=1, keepdim=True).numpy(), A.max(1, keepdims=True))

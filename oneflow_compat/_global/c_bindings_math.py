@@ -14,7 +14,8 @@ from oneflow_compat._global import functional as _F
 from oneflow_compat._global import inplace as _inplace
 from oneflow_compat._global import tensor_functions as _T
 from oneflow_compat._global.dispatch import apply_op
-from oneflow_compat._global.tensor import Tensor
+from oneflow_compat._global.tensor import BOOL as _BOOL, Tensor
+from oneflow_compat.ir import dtypes as _dtypes
 
 
 def _tensor(x, fn, arg="input"):
@@ -143,6 +144,8 @@ def reduce_prod(x, dim=None, keepdim=False, *, dtype=None):
     _tensor(x, "reduce_prod", "x")
     if dtype is not None:
         x = _F.cast(x, dtype)
+    elif x.dtype == _BOOL:  # ReduceProdFunctor: a bool tensor's product is int64
+        x = _F.cast(x, _dtypes.int64)
     return _F.prod(x, _dims(dim), keepdim)
 
 
