@@ -49,16 +49,10 @@ def to_global(t, placement=None, sbp=None, grad_sbp=None, check_meta=True):
             return [autograd.box(dys[0], src_pl, src_sbp)]
 
         result.requires_grad_flag = True
-        node = autograd.FunctionNode("global_to_global_backward", [t._edge()], to_global_backward)
-        back_placement, back_sbp = t.placement, (t.sbp if grad_sbp is None else _shown(grad_sbp))
-
-        def to_global_backward_recorded(dys):
-            # create_graph=True (_global/higher_order.py): the same boxing as a to_global of the gradient Tensor,
-            # itself differentiable, so the gradient can be differentiated again (OneFlow 0.9 records it too)
-            return [None if dys[0] is None else to_global(dys[0], back_placement, back_sbp)]
-
-        node.backward_tensors = to_global_backward_recorded
-        result.grad_fn = node
+        result.grad_fn = autograd.FunctionNode("global_to_global_backward", [t._edge()], to_global_backward)
+        # create_graph=True (higher_order.py): the same boxing back as a recorded to_global of the gradient
+        back_placement, back_sbp = t.placement, t.sbp if grad_sbp is None else _shown(grad_sbp)
+        result.grad_fn.backward_tensors = lambda dys: [to_global(dys[0], back_placement, back_sbp)]
     return result
 
 
@@ -99,6 +93,9 @@ def _local_to_global(t, placement, sbp, grad_sbp, check_meta=True):
 
         result.requires_grad_flag = True
         result.grad_fn = autograd.FunctionNode("local_to_global_backward", [t._edge()], local_to_global_backward)
+        # create_graph=True: the gradient laid out as above, then this rank's piece, both recorded
+        back_symbols = flow_sbp.symbols_of(back)
+        result.grad_fn.backward_tensors = lambda dys: [to_global(dys[0], placement, back_symbols).to_local()]
     return result
 
 

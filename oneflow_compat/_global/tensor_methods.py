@@ -328,3 +328,9 @@ from oneflow_compat._global import shared_storage as _shared_storage  # noqa: E4
 
 _METHODS.update({"share_memory_": _shared_storage.share_memory_, "is_shared": _shared_storage.is_shared})
 install()
+
+# --- limits team: Tensor.bfloat16() (OneFlow 0.9: a cast to flow.bfloat16; float32 storage, ir/dtypes.py)
+from oneflow_compat.ir import dtypes as _dtypes  # noqa: E402
+
+_METHODS.update({"bfloat16": lambda self: F.cast(self, _dtypes.bfloat16)})
+install()
