@@ -299,3 +299,25 @@ def test_weight_norm_dims_as_oneflow_and_torch():
         np.testing.assert_allclose(gf, gt, rtol=1e-5)
     with pytest.raises(AssertionError, match="dim out of range"):
         flow.nn.utils.weight_norm(flow.nn.Linear(8, 16), dim=2)
+
+
+# --- matmul of a matrix and a batch of matrices (OneFlow 0.9's broadcast_matmul) -----------------------------------
+def test_matmul_of_a_matrix_and_a_batch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.RandomState(4)
+    a, b = rng.randn(3, 4).astype(np.float32), rng.randn(6, 4, 2).astype(np.float32)
+    at, bt = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    torch.matmul(at, bt).pow(2).sum().backward()
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        x = flow.tensor(a, placement=p, sbp=flow.sbp.broadcast, requires_grad=True)
+        y = flow.tensor(b, placement=p, sbp=flow.sbp.split(0), requires_grad=True)
+        z = x.matmul(y)
+        z.pow(2).sum().backward()
+        return z.numpy(), x.grad.numpy(), y.grad.numpy()
+
+    for z, xg, yg in on_ranks(2, body):
+        np.testing.assert_allclose(z, np.matmul(a, b), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(xg, at.grad.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(yg, bt.grad.numpy(), rtol=1e-4, atol=1e-5)

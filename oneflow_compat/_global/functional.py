@@ -262,6 +262,10 @@ def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # no
         lead = tuple(a.shape[:-1])
         out = apply_op("matmul", [reshape(a, (-1, a.shape[-1])), b], attrs)
         return reshape(out, lead + (out.shape[-1],))
+    if a.ndim == 2 and b.ndim > 2 and not transpose_a and not transpose_b:
+        # a matrix times a batch (OneFlow 0.9's broadcast_matmul): (bᵀ aᵀ)ᵀ, the batch on the left side
+        out = matmul(transpose(b, -1, -2), transpose(a, 0, 1), alpha=alpha)
+        return transpose(out, -1, -2)
     if a.ndim != b.ndim:
         raise ValueError("matmul(): shapes %s and %s are not supported (batch dims must match)"
                          % (tuple(a.shape), tuple(b.shape)))
