@@ -321,3 +321,31 @@ def test_matmul_of_a_matrix_and_a_batch():
         np.testing.assert_allclose(z, np.matmul(a, b), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(xg, at.grad.numpy(), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(yg, bt.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+# --- x[slices] = value on a recorded global tensor ----------------------------------------------------------------
+def test_slice_assignment_on_a_recorded_global_tensor_has_slice_updates_gradient():
+    torch = pytest.importorskip("torch")
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    v = -np.ones((4, 3), np.float32)
+    at, vt = torch.tensor(a, requires_grad=True), torch.tensor(v, requires_grad=True)
+    xt = at * 2
+    xt[:, 1:7:2] = vt
+    xt[..., 0] = 5.0
+    (xt * xt).sum().backward()
+
+    def body():
+        p = flow.placement("cpu", [0, 1])
+        x0 = flow.tensor(a, placement=p, sbp=flow.sbp.split(0), requires_grad=True)
+        val = flow.tensor(v, placement=p, sbp=flow.sbp.broadcast, requires_grad=True)
+        x = x0 * 2
+        x[:, 1:7:2] = val
+        x[..., 0:1] = 5.0
+        (x * x).sum().backward()
+        return x.numpy(), x.sbp, x0.grad.numpy(), val.grad.numpy()
+
+    for x, sbp, x0g, vg in on_ranks(2, body):
+        np.testing.assert_array_equal(x, xt.detach().numpy())
+        assert sbp == (flow.sbp.split(0),)
+        np.testing.assert_array_equal(x0g, at.grad.numpy())
+        np.testing.assert_array_equal(vg, vt.grad.numpy())

@@ -163,6 +163,8 @@ def setitem(x, key, value):
         else:
             piece[hkey] = hvalue
         return
+    if _recorded_slice_assign(x, key, value):
+        return
     full = np.array(x.numpy())  # collective: every rank has the logical value
     full[hkey] = hvalue
     if not v.pieces:
@@ -175,3 +177,40 @@ def setitem(x, key, value):
     if not S.holds_addend_value(v.sbp, index):  # partial sums: the first addend holds the value
         new = np.zeros_like(new)
     v.pieces[0][...] = global_eager.to_device(np.ascontiguousarray(new), v.placement)
+
+
+def _recorded_slice_assign(x, key, value):
+    """`x[slices] = value` on a global tensor whose history is recorded (a non-leaf that requires grad, or a value
+    that does), for keys of slices and Ellipsis: the slice_update op, so that the overwritten part of x gets a zero
+    gradient and the value the slice of the output's gradient (OneFlow 0.9's tensor_setitem -> SliceUpdate with its
+    gradient). Returns False (nothing done) otherwise."""
+    from oneflow_compat.runtime import autograd
+
+    value_records = isinstance(value, Tensor) and value.requires_grad_flag
+    if not autograd.is_grad_enabled() or not (value_records or (x.requires_grad_flag and x._node is not None)):
+        return False
+    items = key if isinstance(key, tuple) else (key,)
+    if not all(k is Ellipsis or isinstance(k, slice) for k in items) or sum(k is Ellipsis for k in items) > 1:
+        return False
+    shape = tuple(x.shape)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items = items[:at] + (slice(None),) * (len(shape) - len(items) + 1) + items[at + 1:]
+    if len(items) > len(shape):
+        return False
+    items = items + (slice(None),) * (len(shape) - len(items))
+    bounds = [k.indices(d) for k, d in zip(items, shape)]
+    if any(step <= 0 for _, _, step in bounds):
+        return False
+    target = tuple(len(range(*b)) for b in bounds)
+    from oneflow_compat._global import nd_functions
+    from oneflow_compat import sbp as flow_sbp
+
+    if not isinstance(value, Tensor):
+        value = creation.tensor(np.broadcast_to(np.asarray(value, dtype=x.dtype.np), target).copy(),
+                                dtype=x.dtype, placement=x.placement,
+                                sbp=[flow_sbp.broadcast] * len(x.sbp))
+    elif tuple(value.shape) != target:
+        value = value.expand(*target)
+    nd_functions.slice_update(x, value, [list(b) for b in bounds])
+    return True
