@@ -59,9 +59,10 @@ def zero_(input):  # noqa: A002
 
 
 def contiguous(input):  # noqa: A002
-    """The tensor itself: every tensor here is contiguous (OneFlow's ToContiguous returns a contiguous input as
-    is)."""
-    return _input(input, "contiguous")
+    """OneFlow's ToContiguous: a contiguous input as is, a non-contiguous view as a contiguous copy."""
+    from oneflow_compat._global import views
+
+    return views.contiguous(_input(input, "contiguous"))
 
 
 def to_global(input, placement=None, sbp=None, **kwargs):  # noqa: A002

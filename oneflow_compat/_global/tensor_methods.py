@@ -314,3 +314,14 @@ from oneflow_compat._global import shared_storage as _shared_storage  # noqa: E4
 
 _METHODS.update({"share_memory_": _shared_storage.share_memory_, "is_shared": _shared_storage.is_shared})
 install()
+
+# --- views team: view semantics of local eager tensors (`views.py`): Tensor.view must give a view (OneFlow's
+# ViewFunctor), view_as is view(other.shape); contiguity as the view's strides say
+from oneflow_compat._global import views as _views  # noqa: E402
+
+_METHODS.update({
+    "view": lambda self, *shape, **kw: F.view(self, *shape, **kw),
+    "view_as": lambda self, other: F.view(self, tuple(other.shape)),
+    "contiguous": _views.contiguous, "is_contiguous": _views.is_contiguous, "contiguous_": _views.contiguous_,
+})
+install()
