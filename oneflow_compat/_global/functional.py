@@ -664,7 +664,9 @@ def index(input, key):  # noqa: A002
     if views.applicable(x):  # a view (OneFlow's `view::Slice`, then a reshape of the slice: a view too)
         lay = _index_layout(views.layout_of(x), expanded, slices, tuple(out_shape))
         if not (x.requires_grad_flag and grad_mode.stack[-1]):
-            return views.make_local(x, lay, TensorMeta(tuple(out_shape), x._value.meta.dtype))
+            out = wrap(views.view_value(x, lay, TensorMeta(tuple(out_shape), x._value.meta.dtype)), None, x._device)
+            views.register(views.root_of(x), out, lay, x._view_differentiable)
+            return out
         if builtins.any(s != (0, d, 1) for s, d in zip(slices, shape)):
             out = apply_op("slice", [x], {"slice_tup": tuple(slices)})
         if tuple(out_shape) != tuple(out.shape):

@@ -61,8 +61,13 @@ def zero_(input):  # noqa: A002
 def contiguous(input):  # noqa: A002
     """OneFlow's ToContiguous: a contiguous input as is, a non-contiguous view as a contiguous copy."""
     from oneflow_compat._global import views
+    from oneflow_compat._global.dispatch import apply_op
 
-    return views.contiguous(_input(input, "contiguous"))
+    x = _input(input, "contiguous")
+    if views.is_contiguous(x):
+        return x
+    out = apply_op("identity", [x])  # its gradient an identity
+    return views.make(x, out, None)  # (the identity kernel relabels: `make` copies what shares memory, C-ordered)
 
 
 def to_global(input, placement=None, sbp=None, **kwargs):  # noqa: A002

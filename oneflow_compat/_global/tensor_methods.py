@@ -322,6 +322,7 @@ from oneflow_compat._global import views as _views  # noqa: E402
 _METHODS.update({
     "view": lambda self, *shape, **kw: F.view(self, *shape, **kw),
     "view_as": lambda self, other: F.view(self, tuple(other.shape)),
-    "contiguous": _views.contiguous, "is_contiguous": _views.is_contiguous, "contiguous_": _views.contiguous_,
+    "contiguous": _inplace_functions.contiguous, "is_contiguous": _views.is_contiguous,
+    "contiguous_": _views.contiguous_,
 })
 install()

@@ -38,9 +38,11 @@ import weakref
 import numpy as np
 
 from oneflow_compat.ir.graph import TensorMeta
-from oneflow_compat.runtime import autograd, global_eager
+from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat.runtime.graph_trace import LazyValue
-from oneflow_compat._global import lazy
+
+# (below the Tensor class: `tensor.py`, `inplace.py` and the functional ops call this module, which imports none of
+# them)
 
 _DISABLED = None
 
@@ -56,12 +58,17 @@ def view_disabled():
 def applicable(x):
     """OneFlow's `view::IsViewApplicable`: a local eager tensor with at least one element (views enabled)."""
     v = x._value
-    if x._placement is not None or isinstance(v, LazyValue) or lazy.tracer_active() or view_disabled():
+    if x._placement is not None or isinstance(v, LazyValue) or _tracing() or view_disabled():
         return False
     for d in v.meta.shape:
         if d == 0:
             return False
     return True
+
+
+def _tracing():
+    """Whether an nn.Graph traces its build in this thread (`lazy.tracer_active`): its ops are lazy."""
+    return bool((context.THREAD.context or context.PROCESS).graph_traces)
 
 
 # --- layouts: (shape, stride, offset) in elements of the root's storage ------------------------------------------
@@ -240,7 +247,7 @@ def make(x, out, lay, differentiable=True):
     root = root_of(x)
     flat = _root_storage(root)
     out._value.pieces[0] = strided(flat, lay)
-    register(root, out, lay, differentiable)
+    register(root, out, lay, differentiable and x._view_differentiable)  # (a view of a detached view: neither)
     return out
 
 
@@ -252,16 +259,11 @@ def unview(out):
     return out
 
 
-def make_local(x, lay, meta):
-    """A view of local eager tensor x with layout `lay`, made without running an op (x needs no gradient)."""
-    from oneflow_compat._global.tensor import wrap
-
-    root = root_of(x)
+def view_value(x, lay, meta):
+    """The Value of a view of local eager tensor x with layout `lay` and `meta` (made without running an op: x
+    needs no gradient); the caller wraps it and `register`s the tensor."""
     v = x._value
-    piece = strided(_root_storage(root), lay)
-    out = wrap(global_eager.Value(meta, v.placement, v.sbp, [piece], None), None, x._device)
-    register(root, out, lay, True)
-    return out
+    return global_eager.Value(meta, v.placement, v.sbp, [strided(_root_storage(root_of(x)), lay)], None)
 
 
 def register(root, view, lay, differentiable=True):
@@ -495,17 +497,6 @@ def _copy_slices_backward(root_value, result_meta, positions, n):
 
 
 # --- contiguity ---------------------------------------------------------------------------------------------------
-def contiguous(x):
-    """OneFlow's `ToContiguous`: a contiguous tensor as is, else a contiguous copy (its gradient an identity)."""
-    if is_contiguous(x):
-        return x
-    from oneflow_compat._global.dispatch import apply_op
-
-    out = apply_op("identity", [x])
-    _own_memory(x, out)  # (the identity kernel relabels: the copy is made here, C-ordered)
-    return out
-
-
 def contiguous_(x):
     """In-place `contiguous`: a non-contiguous view takes a contiguous copy of its values and stops being a view
     (OneFlow 0.9 `Tensor.contiguous_`)."""
