@@ -399,3 +399,13 @@ def test_ops_on_non_contiguous_views_give_the_values_of_their_copies():
                lambda t: flow.cat([t, t], 1), lambda t: t[t > 0]]:
         np.testing.assert_allclose(fn(v).detach().numpy(), fn(c).detach().numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(x.numpy(), a)  # and none wrote its input
+
+
+def test_a_strided_array_given_to_from_numpy_stays_shared_and_its_views_copy():
+    f = np.asfortranarray(A[0])
+    t = flow.from_numpy(f)
+    row = t[1]  # t's array is not in OneFlow's (C) layout: a copy here, and t keeps sharing f
+    row.fill_(-1)
+    f[0, 0] = 50
+    assert t.numpy()[0, 0] == 50 and (t.numpy()[1] == A[0, 1]).all()
+    assert t.stride() == (4, 1) and row.stride() == (1,)

@@ -63,7 +63,10 @@ def applicable(x):
     for d in v.meta.shape:
         if d == 0:
             return False
-    return True
+    # the root's array must be its storage in OneFlow's layout (C order): a kernel's strided output or a strided
+    # array given to from_numpy (which shares it) gets copies from view ops instead
+    root = x._view_root if x._view_root is not None else x
+    return root._value.pieces[0].flags.c_contiguous
 
 
 def _tracing():
@@ -206,13 +209,9 @@ def root_of(x):
 
 
 def _root_storage(root):
-    """The root's array as its flat C-contiguous storage (made contiguous once if a kernel left it strided: a root
-    owns its storage, in OneFlow's layout)."""
-    v = root._value
-    piece = v.pieces[0]
-    if not piece.flags.c_contiguous:
-        piece = v.pieces[0] = global_eager.xp(v.placement).ascontiguousarray(piece)
-    return piece.reshape(-1)
+    """The root's array as its flat storage (C-contiguous, as `applicable` asked), or None where it is not."""
+    piece = root._value.pieces[0]
+    return piece.reshape(-1) if piece.flags.c_contiguous else None
 
 
 def strided(flat, lay):
@@ -409,6 +408,9 @@ def remake(root):
         return
     rv = root._value
     flat = _root_storage(root)
+    if flat is None:  # the root took a strided result: its views keep the memory they had, standalone
+        forget(root)
+        return
     for ref in list(views.values()):
         view = ref()
         if view is None:
