@@ -409,3 +409,34 @@ def test_a_strided_array_given_to_from_numpy_stays_shared_and_its_views_copy():
     f[0, 0] = 50
     assert t.numpy()[0, 0] == 50 and (t.numpy()[1] == A[0, 1]).all()
     assert t.stride() == (4, 1) and row.stride() == (1,)
+
+
+@needs_torch
+@pytest.mark.parametrize("shape, target", [((1, 2), (2, 2)), ((1, 2), (1, 1, 2)), ((2, 1), (1, 2, 1)),
+                                           ((2, 1, 3), (2, 1, -1, 2, 3)), ((2, 3, 4), (1, 2, -1, -1, -1)),
+                                           ((), (1,)), ((), (2, 1))])
+def test_expand_strides_are_torchs(shape, target):
+    # OneFlow 0.9's test_expand_stride.py compares with torch the same way
+    a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    y, ty = flow.tensor(a).expand(*target), torch.tensor(a).expand(*target)
+    assert tuple(y.stride()) == tuple(ty.stride())
+    np.testing.assert_array_equal(y.numpy(), ty.numpy())
+
+
+@needs_torch
+def test_views_of_0_dim_tensors_and_as_strided_of_a_permuted_view_are_torchs():
+    a = np.random.default_rng(0).standard_normal((2, 3, 2, 2))
+    for lib in (flow, torch):
+        s = lib.tensor(np.float64(1.5)).view((1, 1, 1))
+        assert tuple(s.stride()) == (1, 1, 1)
+
+    def run(lib, T):
+        w = T(a, requires_grad=True)
+        y = (w * 2).permute(1, 0, 3, 2)
+        z = lib.as_strided(y, (2, 2, 3), (1, 1, 2), 2)  # positions in the storage of w * 2, not of y's values
+        (z * z).sum().backward()
+        return [z, w.grad]
+
+    ours, ref = _both(run)
+    for u, v in zip(ours, ref):
+        np.testing.assert_allclose(u, v, rtol=1e-12)

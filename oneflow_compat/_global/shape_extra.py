@@ -267,7 +267,8 @@ def broadcast_to(input, shape):  # noqa: A002
 
 # --- as_strided ----------------------------------------------------------------------------------------------------
 def as_strided(input, size, stride, storage_offset=0):  # noqa: A002
-    """The view of input's contiguous storage with the given size, strides and storage offset.
+    """The view of input's storage with the given size, strides and storage offset (a local eager tensor's storage
+    is its view root's; a global tensor's, its contiguous values).
 
     The element positions depend on the shapes alone, so they are computed here once and gathered from the
     flattened input by the gather op (its gradient scatters back, positions read twice adding up)."""
@@ -283,16 +284,19 @@ def as_strided(input, size, stride, storage_offset=0):  # noqa: A002
     positions = np.full(tuple(size), int(storage_offset), dtype=np.int64)
     for k, (s, t) in enumerate(zip(size, stride)):
         positions = positions + (np.arange(s, dtype=np.int64) * t).reshape((s,) + (1,) * (len(size) - k - 1))
-    n = input.numel()
+    # a local eager input is a view of its storage (its root): OneFlow's `view::AsStrided` counts the positions
+    # in that storage, so they are read from the root (through which a view's gradient goes anyway; a detached
+    # view's storage is read detached); elsewhere the input is its own storage
+    source, lay = input, None
+    if views.applicable(input):
+        root = views.root_of(input)
+        source = root if input._view_differentiable else root.detach()
+        lay = (tuple(size), tuple(stride), int(storage_offset))
+    n = source.numel()
     if positions.size and int(positions.max()) >= n:
         raise RuntimeError("as_strided: setStorage: sizes %s, strides %s, storage offset %d require %d elements, "
                            "but the input has %d" % (size, stride, storage_offset, int(positions.max()) + 1, n))
-    flat = F.reshape(input, (n,))
-    index = host_constant(positions.reshape(-1), input, dtypes.int64)
+    flat = F.reshape(source, (n,))
+    index = host_constant(positions.reshape(-1), source, dtypes.int64)
     out = F.reshape(apply_op("gather", [flat, index], {"axis": 0}), tuple(size))
-    # a view of a local eager input (OneFlow's `view::AsStrided`, whose offset counts in the input's storage: the
-    # same positions as above where the input is contiguous from its storage's start; a copy elsewhere)
-    lay = None
-    if views.applicable(input) and views.is_contiguous(input) and views.storage_offset(input) == 0:
-        lay = (tuple(size), tuple(stride), int(storage_offset))
     return views.make(input, out, lay)

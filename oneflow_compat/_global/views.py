@@ -140,14 +140,18 @@ def squeeze_layout(lay, dims):
 
 
 def expand_layout(lay, target):
+    """OneFlow's `view::Expand` (torch's `inferExpandGeometry`): an expanded dim gets stride 0; a new leading dim
+    of size 1 the stride the dim after it spans."""
     shape, stride, offset = lay
     lead = len(target) - len(shape)
-    new_stride = []
-    for j, n in enumerate(target):
-        if j < lead:
-            new_stride.append(0)
+    new_stride = [0] * len(target)
+    for i in range(len(target) - 1, -1, -1):
+        j = i - lead
+        if j >= 0:
+            n, s = shape[j], stride[j]
         else:
-            new_stride.append(stride[j - lead] if shape[j - lead] == n else 0)
+            n, s = 1, (target[i + 1] * new_stride[i + 1] if i + 1 < len(target) else 0)
+        new_stride[i] = s if n == target[i] else 0
     return tuple(target), tuple(new_stride), offset
 
 
@@ -179,6 +183,8 @@ def unfold_layout(lay, dimension, size, step):
 def reshape_strides(old_shape, old_stride, new_shape):
     """The strides of `new_shape` over a tensor laid out as (old_shape, old_stride), or None when no strides can
     express it (a copy is needed): torch's `computeStride`, which OneFlow's `ComputeStride` follows."""
+    if not old_shape:  # a 0-d tensor: every dim of the new shape is 1
+        return (1,) * len(new_shape)
     if _numel(old_shape) == 0:
         return contiguous_strides(new_shape)
     new_stride = [0] * len(new_shape)
