@@ -224,8 +224,9 @@ def strided(flat, lay):
     """The array of layout `lay` over the flat storage `flat`."""
     shape, stride, offset = lay
     item = flat.dtype.itemsize
-    xp = np if isinstance(flat, np.ndarray) else _xp_of(flat)
-    return xp.lib.stride_tricks.as_strided(flat[offset:], shape, tuple(s * item for s in stride))
+    if isinstance(flat, np.ndarray):  # (the ndarray constructor over the storage: a few times faster than as_strided)
+        return np.ndarray(shape, flat.dtype, buffer=flat, offset=offset * item, strides=[s * item for s in stride])
+    return _xp_of(flat).lib.stride_tricks.as_strided(flat[offset:], shape, tuple(s * item for s in stride))
 
 
 def _xp_of(array):
