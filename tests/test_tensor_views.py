@@ -440,3 +440,28 @@ def test_views_of_0_dim_tensors_and_as_strided_of_a_permuted_view_are_torchs():
     ours, ref = _both(run)
     for u, v in zip(ours, ref):
         np.testing.assert_allclose(u, v, rtol=1e-12)
+
+
+def test_tensor_split_gives_pieces_of_their_own_as_oneflow_slices_without_views():
+    # OneFlow 0.9's TensorSplitVecFunctor slices with enable_view_slice=false (hsplit / vsplit go through it)
+    x = flow.tensor(A)
+    for pieces in (flow.tensor_split(x, 2, 2), flow.hsplit(x, [1]), flow.vsplit(x, 2)):
+        for p in pieces:
+            assert p.is_contiguous() and p.storage_offset() == 0
+            p.fill_(-3)
+        np.testing.assert_array_equal(x.numpy(), A)
+    s = x.split(2, 2)  # split / chunk narrow: views
+    s[1].fill_(-3)
+    assert (x.numpy()[..., 2:] == -3).all() and s[1].storage_offset() == 2
+
+
+def test_second_derivatives_through_views_and_the_refusal_through_an_inplace_op_on_a_view():
+    w = flow.tensor(np.arange(4.0), requires_grad=True)
+    g, = flow.autograd.grad((w * 2).view(2, 2).T.sum() ** 2, w, create_graph=True)  # views are recorded ops
+    np.testing.assert_allclose(g.numpy(), np.full(4, 8 * np.arange(4.0).sum()))  # 4 * sum(2w)
+    g.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.full(4, 8 * 4.0))
+    x = w * 2
+    x[1:3].mul_(w[1:3])
+    with pytest.raises(NotImplementedError, match="the backward of 'copy_slices_backward' is not recorded"):
+        flow.autograd.grad((x * x).sum(), w, create_graph=True)
