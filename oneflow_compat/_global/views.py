@@ -64,9 +64,12 @@ def applicable(x):
         if d == 0:
             return False
     # the root's array must be its storage in OneFlow's layout (C order): a kernel's strided output or a strided
-    # array given to from_numpy (which shares it) gets copies from view ops instead
+    # array given to from_numpy (which shares it) gets copies from view ops instead. Host (numpy) arrays only: a
+    # tensor on a GPU keeps value semantics here (the device paths below are written for CuPy but have not run on
+    # a GPU)
     root = x._view_root if x._view_root is not None else x
-    return root._value.pieces[0].flags.c_contiguous
+    piece = root._value.pieces[0]
+    return isinstance(piece, np.ndarray) and piece.flags.c_contiguous
 
 
 def _tracing():
@@ -310,16 +313,17 @@ def _own_memory(x, out):
         return
     pieces = out._value.pieces
     for i, p in enumerate(pieces):
-        if any(_shares(p, q) for q in v.pieces):
+        if any(_shares(p, q, v.placement) for q in v.pieces):
             pieces[i] = p.copy()
 
 
-def _shares(a, b):
+def _shares(a, b, placement):
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.may_share_memory(a, b)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return False
-    return bool(_xp_of(a).may_share_memory(a, b))
+    # device arrays: the array module's bounds test (CuPy's reads the arrays' pointers and strides on the host)
+    return a is b or bool(global_eager.xp(placement).may_share_memory(a, b))
 
 
 # --- reported layout ---------------------------------------------------------------------------------------------
