@@ -465,3 +465,49 @@ def test_second_derivatives_through_views_and_the_refusal_through_an_inplace_op_
     x[1:3].mul_(w[1:3])
     with pytest.raises(NotImplementedError, match="the backward of 'copy_slices_backward' is not recorded"):
         flow.autograd.grad((x * x).sum(), w, create_graph=True)
+
+
+# --- every kernel on strided inputs (what views hand them now) --------------------------------------------------------
+def _kernel_ops():
+    from oneflow_compat.ops import examples, registry
+    from oneflow_compat.tools import validate
+
+    validate.load_all_ops()
+    return sorted(t for t in examples.EXAMPLES
+                  if registry.get(t).kernel is not None and registry.get(t).build is None)
+
+
+def _strided_copy(a):
+    """`a`'s values in a non-contiguous array (every other element of a wider one), as a strided view is."""
+    if a.ndim == 0 or a.size < 2 or a.dtype == object:
+        return a.copy()
+    wide = np.zeros(a.shape[:-1] + (a.shape[-1] * 2,), a.dtype)
+    view = wide[..., ::2]
+    view[...] = a
+    return view
+
+
+@pytest.mark.parametrize("op_type", _kernel_ops())
+def test_every_kernel_reads_strided_inputs_as_their_contiguous_copies_and_writes_none(op_type):
+    # views hand kernels strided arrays (and through a view, a kernel writing its input would write the base): on
+    # each example row, the kernel's outputs on strided copies of the inputs are those on contiguous ones
+    from oneflow_compat.ir import sbp as S
+    from oneflow_compat.ops import examples
+    from oneflow_compat.runtime import plan
+    from oneflow_compat.tools import validate
+
+    for k, row in enumerate(examples.EXAMPLES[op_type]):
+        arrays = [np.asarray(a) for a in row.make(np.random.default_rng(k))]
+        op = validate.build_op(op_type, arrays, row.attrs, 1)
+        op.sbp_in, op.sbp_out = [S.B] * len(arrays), [S.B] * len(op.outputs)
+        fn = plan.device_fn(op, plan.DeviceSlot(op, 0, np, validate._validation_session()))
+        ref = fn(*[a.copy() for a in arrays])
+        strided = [_strided_copy(a) for a in arrays]
+        out = fn(*strided)
+        for a, s in zip(arrays, strided):
+            np.testing.assert_array_equal(s, a, err_msg="%s row %d wrote its input" % (op_type, k))
+        refs, outs = (ref, out) if len(op.outputs) > 1 else ((ref,), (out,))
+        for r, o in zip(refs, outs):
+            if isinstance(r, np.ndarray) and r.dtype != object:
+                np.testing.assert_allclose(np.asarray(o), r, rtol=1e-9, atol=1e-12,
+                                           err_msg="%s row %d (%s)" % (op_type, k, row.note))
