@@ -511,3 +511,18 @@ def test_every_kernel_reads_strided_inputs_as_their_contiguous_copies_and_writes
             if isinstance(r, np.ndarray) and r.dtype != object:
                 np.testing.assert_allclose(np.asarray(o), r, rtol=1e-9, atol=1e-12,
                                            err_msg="%s row %d (%s)" % (op_type, k, row.note))
+
+
+def test_an_optimizer_step_is_seen_through_views_of_the_parameters():
+    lin = flow.nn.Linear(4, 3)
+    w0 = lin.weight.numpy().copy()
+    wt = lin.weight.T  # a view of the parameter (its gradient reaches the weight)
+    first_row = lin.weight.data[0]
+    x = flow.tensor(np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32))
+    loss = (lin(x) ** 2).sum() + wt.sum()
+    loss.backward()
+    g = lin.weight.grad.numpy().copy()
+    flow.optim.SGD(lin.parameters(), lr=0.1).step()
+    np.testing.assert_allclose(lin.weight.numpy(), w0 - 0.1 * g, rtol=1e-6)
+    np.testing.assert_array_equal(wt.numpy(), lin.weight.numpy().T)
+    np.testing.assert_array_equal(first_row.numpy(), lin.weight.numpy()[0])
