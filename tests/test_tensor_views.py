@@ -526,3 +526,11 @@ def test_an_optimizer_step_is_seen_through_views_of_the_parameters():
     np.testing.assert_allclose(lin.weight.numpy(), w0 - 0.1 * g, rtol=1e-6)
     np.testing.assert_array_equal(wt.numpy(), lin.weight.numpy().T)
     np.testing.assert_array_equal(first_row.numpy(), lin.weight.numpy()[0])
+
+
+def test_broadcast_like_gives_a_tensor_of_its_own():
+    x = flow.tensor(A[0, :1])
+    b = flow.broadcast_like(x, flow.ones(3, 4))
+    b.add_(1)  # (the kernel's result was a read-only broadcast of x)
+    np.testing.assert_array_equal(b.numpy(), np.broadcast_to(A[0, :1], (3, 4)) + 1)
+    np.testing.assert_array_equal(x.numpy(), A[0, :1])
