@@ -534,3 +534,13 @@ def test_broadcast_like_gives_a_tensor_of_its_own():
     b.add_(1)  # (the kernel's result was a read-only broadcast of x)
     np.testing.assert_array_equal(b.numpy(), np.broadcast_to(A[0, :1], (3, 4)) + 1)
     np.testing.assert_array_equal(x.numpy(), A[0, :1])
+
+
+def test_assigning_data_gives_the_tensor_new_storage_and_its_views_keep_the_old():
+    x = flow.tensor(A)
+    v = x[0]
+    x.data = flow.zeros(2, 3, 4)  # as torch's `.data =`: the views taken before read the old storage
+    np.testing.assert_array_equal(v.numpy(), A[0])
+    v.fill_(9)
+    np.testing.assert_array_equal(x.numpy(), np.zeros((2, 3, 4)))
+    assert x[1].storage_offset() == 12 and v.storage_offset() == 0
