@@ -31,6 +31,14 @@ In-place ops (`_global/inplace.py: rebind`) and autograd:
 
 `detach()` views are views without autograd (torch's non-differentiable views): an in-place op with gradients on
 one changes the root's values but not the root's history.
+
+How the view ops use this module: each runs its op as before (the op records its own gradient, so autograd, the
+second derivatives included, is that of the op) and `make(x, out, layout)` then puts the view of x's storage in
+place of the kernel's result; basic indexing without gradients builds the view without an op (`view_value`).
+`as_strided` reads its input's storage (the root), as OneFlow's and torch's do; `tensor_split`/`hsplit`/`vsplit`
+slice without views (OneFlow's `enable_view_slice=false`). Not views here: tensors whose root array is not C-ordered
+(a strided array given to `from_numpy`, which keeps sharing it; a kernel's strided output), and tensors on a GPU
+(the CuPy paths below are written but have not run on a GPU): their view ops copy, as before.
 """
 import os
 import weakref
