@@ -320,6 +320,8 @@ def _own_memory(x, out):
     if isinstance(v, LazyValue) or isinstance(out._value, LazyValue):
         return
     pieces = out._value.pieces
+    if x._placement is None and pieces and not isinstance(pieces[0], np.ndarray):
+        return  # a local tensor on a GPU: no views here, and its results stay what they were (see the docstring)
     for i, p in enumerate(pieces):
         if any(_shares(p, q, v.placement) for q in v.pieces):
             pieces[i] = p.copy()
