@@ -235,3 +235,13 @@ from oneflow_compat import one_embedding  # noqa: F401,E402
 
 # --- multiprocessing team: oneflow.multiprocessing (OneFlow 0.9: tensors through shared memory between processes)
 from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the ForkingPickler reductions)
+# --- limits team: gradient rules of gradient ops (higher-order gradients through activations, convs, pools) ---
+from oneflow_compat.ops import second_order as _second_order  # noqa: F401,E402 (attaches rules; after the op modules)
+from oneflow_compat.ops import random_like_ops as _random_like_ops  # noqa: F401,E402 (uniform_like: noise in graphs)
+from oneflow_compat.ops import detach_ops as _detach_ops  # noqa: F401,E402 (stop_gradient: detach inside nn.Graph)
+# --- limits team: flow.bfloat16 (float32 storage holding bfloat16 numbers) and the CPU autocast dtype functions
+from oneflow_compat.ir.dtypes import bfloat16  # noqa: E402,F401
+from oneflow_compat._global.autocast_mode import get_autocast_cpu_dtype, set_autocast_cpu_dtype  # noqa: E402,F401
+from oneflow_compat.runtime import global_eager as _ge_bf16  # noqa: E402
+
+_ge_bf16.register_dtype(bfloat16)  # (metas exchanged between ranks name it)

@@ -315,6 +315,12 @@ from oneflow_compat._global import shared_storage as _shared_storage  # noqa: E4
 _METHODS.update({"share_memory_": _shared_storage.share_memory_, "is_shared": _shared_storage.is_shared})
 install()
 
+# --- limits team: Tensor.bfloat16() (OneFlow 0.9: a cast to flow.bfloat16; float32 storage, ir/dtypes.py)
+from oneflow_compat.ir import dtypes as _dtypes  # noqa: E402
+
+_METHODS.update({"bfloat16": lambda self: F.cast(self, _dtypes.bfloat16)})
+install()
+
 # --- views team: view semantics of local eager tensors (`views.py`): Tensor.view must give a view (OneFlow's
 # ViewFunctor), view_as is view(other.shape); contiguity as the view's strides say
 from oneflow_compat._global import views as _views  # noqa: E402
