@@ -544,3 +544,20 @@ def test_assigning_data_gives_the_tensor_new_storage_and_its_views_keep_the_old(
     v.fill_(9)
     np.testing.assert_array_equal(x.numpy(), np.zeros((2, 3, 4)))
     assert x[1].storage_offset() == 12 and v.storage_offset() == 0
+
+
+def test_the_c_forms_slice_with_enable_view_slice_reshape_like_broadcast_like_and_contiguous_():
+    x = flow.tensor(A)
+    y = flow._C.slice(x, [0, 1, 0], [2, 3, 4], [1, 1, 2], enable_view_slice=True)  # view::Slice
+    assert y.stride() == (12, 4, 2) and y.storage_offset() == 4
+    y.fill_(-1)
+    expected = A.copy()
+    expected[:, 1:3, 0:4:2] = -1
+    np.testing.assert_array_equal(x.numpy(), expected)
+    for out in (flow._C.slice(x, [0, 0, 0], [1, 3, 4], [1, 1, 1]),  # enable_view_slice=False: a slice op
+                flow._C.reshape_like(x, flow.ones(6, 4)), flow._C.broadcast_like(x[:, :1], flow.ones(2, 3, 4))):
+        out.fill_(7)
+        np.testing.assert_array_equal(x.numpy(), expected)
+    t = x.permute(2, 1, 0)
+    assert flow._C.contiguous_(t) is t and t.is_contiguous() and t.stride() == (6, 2, 1)
+    np.testing.assert_array_equal(t.numpy(), expected.transpose(2, 1, 0))
