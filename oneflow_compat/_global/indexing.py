@@ -196,6 +196,8 @@ def setitem(x, key, value):
     if x.is_lazy:
         raise RuntimeError("tensor item assignment is not supported within nn.Graph")
     hkey = _host_key(key)
+    if x.is_global and _recorded_slice_assign(x, key, value):  # (slices: x keeps its sbp, as OneFlow 0.9)
+        return
     if _records_gradient(x, value):
         return _setitem_recorded(x, hkey, value)
     hvalue = _host_value(value, x.dtype)
@@ -210,8 +212,6 @@ def setitem(x, key, value):
                 xp.asarray(hvalue) if isinstance(hvalue, np.ndarray) else hvalue
         else:
             piece[hkey] = hvalue
-        return
-    if _recorded_slice_assign(x, key, value):
         return
     full = np.array(x.numpy())  # collective: every rank has the logical value
     full[hkey] = hvalue
