@@ -349,3 +349,24 @@ def test_slice_assignment_on_a_recorded_global_tensor_has_slice_updates_gradient
         assert sbp == (flow.sbp.split(0),)
         np.testing.assert_array_equal(x0g, at.grad.numpy())
         np.testing.assert_array_equal(vg, vt.grad.numpy())
+
+
+# --- var / std with no degrees of freedom: NaN --------------------------------------------------------------------
+def test_var_without_degrees_of_freedom_is_nan():
+    torch = pytest.importorskip("torch")
+    rng = np.random.RandomState(6)
+    for shape, dim, unbiased in [((3, 0, 4), 1, True), ((3, 0, 4), 1, False), ((3, 1, 4), 1, True),
+                                 ((3, 2, 4), 1, True), ((3, 1, 4), 1, False)]:
+        a = rng.randn(*shape).astype(np.float32)
+        want = torch.var(torch.tensor(a), dim, unbiased=unbiased).numpy()
+        np.testing.assert_allclose(flow.var(flow.tensor(a), dim, unbiased).numpy(), want, rtol=1e-5)
+        np.testing.assert_allclose(flow.std(flow.tensor(a), dim, unbiased).numpy(),
+                                   torch.std(torch.tensor(a), dim, unbiased=unbiased).numpy(), rtol=1e-5)
+
+    def body():
+        x = flow.tensor(np.ones((4, 0, 2), np.float32), placement=flow.placement("cpu", [0, 1]),
+                        sbp=flow.sbp.split(0))
+        return flow.var(x, 1).numpy()
+
+    for got in on_ranks(2, body):
+        assert got.shape == (4, 2) and np.isnan(got).all()

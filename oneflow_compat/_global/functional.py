@@ -352,7 +352,9 @@ def var(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
     for a in axes:
         count *= x.shape[a]
     centered = sub(x, mean(x, axes, keepdim=True))
-    return mul(sum(square(centered), axes, keepdim), 1.0 / builtins.max(count - (1 if unbiased else 0), 1))
+    # no degrees of freedom left (no elements, or one with unbiased=True): NaN, as OneFlow 0.9 and torch divide by 0
+    divisor = count - (1 if unbiased else 0)
+    return mul(sum(square(centered), axes, keepdim), 1.0 / divisor if divisor > 0 else float("nan"))
 
 
 def std(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
