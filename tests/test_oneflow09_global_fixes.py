@@ -370,3 +370,12 @@ def test_var_without_degrees_of_freedom_is_nan():
 
     for got in on_ranks(2, body):
         assert got.shape == (4, 2) and np.isnan(got).all()
+
+
+# --- oneflow.nn.graph.util is importable (OneFlow 0.9's test of global casts imports its ArgsTree) -----------------
+def test_nn_graph_util_args_tree_is_importable():
+    from oneflow.nn.graph.util import ArgsTree
+
+    t = flow.ones(2)
+    nodes = list(ArgsTree([t, {"k": (1, t)}]).iter_nodes())
+    assert [type(n).__name__ for n in nodes] == ["list", "Tensor", "dict", "tuple", "int", "Tensor"]

@@ -346,3 +346,10 @@ _METHODS.update({
     "contiguous_": _views.contiguous_,
 })
 install()
+
+# --- placement team: Tensor.fill_ while gradients are recorded (zero gradient for the old content, the sum for a
+# value tensor: `inplace_fill.py`)
+from oneflow_compat._global import inplace_fill as _inplace_fill  # noqa: E402
+
+_METHODS.update({"fill_": _inplace_fill.fill_})
+install()
