@@ -99,8 +99,8 @@ def _tensor_pair(x, y, what):
 
 # --- arithmetic -----------------------------------------------------------------------------------------------
 def add(input, other, alpha=1):  # noqa: A002
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1:  # a Python number `other` is scaled as a number (OneFlow's ScalarAdd takes other * alpha)
+        other = other * alpha if _is_number(other) else mul(other, alpha)
     if isinstance(input, Tensor) and _is_number(other):
         x = cast(input, _scalar_dtype(input, other))
         return apply_op("scalar_add", [x], {"value": other}) if other != 0 else x
@@ -111,8 +111,8 @@ def add(input, other, alpha=1):  # noqa: A002
 
 
 def sub(input, other, alpha=1):  # noqa: A002
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1:  # a Python number `other` is scaled as a number (OneFlow's ScalarAdd takes other * alpha)
+        other = other * alpha if _is_number(other) else mul(other, alpha)
     if isinstance(input, Tensor) and _is_number(other):
         x = cast(input, _scalar_dtype(input, other))
         return apply_op("scalar_add", [x], {"value": -other}) if other != 0 else x
@@ -519,6 +519,10 @@ def cat(tensors, dim=0):
     for x in tensors[1:]:
         dt = _promote(dt, x.dtype)
     tensors = [cast(_check(x, "cat"), dt) for x in tensors]
+    # an empty 1-D tensor (`flow.Tensor()`) joins any shape: it is left out, as OneFlow 0.9's ConcatFunctor
+    # (oneflow/core/functional/impl/array_functor.cpp@v0.9.0) skips inputs with no element and one dimension
+    kept = [x for x in tensors if not (x.ndim == 1 and x.numel() == 0)]
+    tensors = kept or tensors[:1]
     d = _axes(dim, tensors[0].ndim)[0]
     if len(tensors) == 1:
         return tensors[0]

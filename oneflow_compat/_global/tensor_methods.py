@@ -23,6 +23,8 @@ def _init(self, *args, dtype=None, device=None, placement=None, sbp=None, requir
                             requires_grad=requires_grad)
     else:
         shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+        if not args:  # `flow.Tensor()`: an empty 1-D tensor, shape (0,) (TensorEmptyCtorFunctor, tensor_api.cpp@v0.9.0)
+            shape = (0,)
         t = creation.zeros(*shape, dtype=dt, device=device, placement=placement, sbp=sbp,
                            requires_grad=requires_grad)
     self._adopt(t)

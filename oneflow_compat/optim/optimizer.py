@@ -6,6 +6,7 @@ placement and SBP by the backward pass (a data-parallel gradient is all-reduced)
 Adam moments) are laid out like the parameter, so every piece updates independently and ranks outside a
 placement have nothing to do. This is what OneFlow's eager optimizers do on global tensors.
 """
+import collections.abc
 import collections
 
 from oneflow_compat.backend import devices
@@ -113,7 +114,13 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got a Tensor")
+        is_iterator = isinstance(params, collections.abc.Iterator)
         groups = list(params)
+        if not groups and is_iterator:
+            # OneFlow 0.9 (`Optimizer._parse_input_parameters`, python/oneflow/optim/optimizer.py@v0.9.0) makes one
+            # empty group of an exhausted iterator: `SGD(m.parameters())` on a module without parameters (a
+            # BatchNorm with affine=False) is a valid optimizer that updates nothing
+            groups = [{"params": []}]
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):

@@ -1,0 +1,80 @@
+"""Causes found by running OneFlow 0.9's autotest-based module tests (python/oneflow/test/modules at v0.9.0, which
+run one random program on OneFlow and on torch, eagerly and inside an nn.Graph, and compare): each case states
+OneFlow 0.9's rule and checks it here against numpy (or against the eager result)."""
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+
+
+def test_add_and_sub_scale_a_python_number_by_alpha():
+    # flow.add(x, 2.0, alpha=3.0) is x + 6 (a scalar `other` is multiplied by alpha as a number)
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = flow.tensor(a)
+    np.testing.assert_allclose(flow.add(x, 2.0, alpha=3.0).numpy(), a + 6.0)
+    np.testing.assert_allclose(flow.sub(x, 2.0, alpha=3.0).numpy(), a - 6.0)
+    np.testing.assert_allclose(flow.add(x.mean(), 1.5, alpha=-2.0).numpy(), a.mean() - 3.0, rtol=1e-6)
+    assert flow.add(x, 2.0, alpha=3.0).dtype is flow.float32
+
+
+def test_inplace_method_on_a_captured_eager_tensor_inside_graph_build():
+    # inside nn.Graph.build, `x.add_(y)` on an eager tensor captured from outside gives the op's lazy result;
+    # the graph's output equals the eager in-place result and the outside tensor keeps its value
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = flow.tensor(a)
+    y = flow.tensor(np.full((2, 3), 0.5, np.float32))
+
+    class G(flow.nn.Graph):
+        def build(self):
+            return x.add_(y)
+
+    out = G()()
+    np.testing.assert_allclose(out.numpy(), a + 0.5)
+    np.testing.assert_array_equal(x.numpy(), a)
+
+
+def test_inplace_inside_graph_on_a_leaf_requiring_grad_is_no_eager_autograd_error():
+    # eager autograd's "leaf Variable used in an in-place operation" check does not apply while tracing a graph
+    a = np.ones((2, 2), np.float32)
+    w = flow.tensor(a, requires_grad=True)
+
+    class G(flow.nn.Graph):
+        def build(self):
+            return w.mul_(3.0)
+
+    np.testing.assert_allclose(G()().numpy(), a * 3.0)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w.mul_(3.0)  # eager: still refused
+
+
+def test_optimizer_takes_an_empty_parameter_iterator():
+    # OneFlow 0.9's Optimizer._parse_input_parameters makes one empty group of an exhausted iterator:
+    # SGD(m.parameters()) on a module with no parameters (BatchNorm with affine=False) is valid; a step is a no-op
+    m = flow.nn.BatchNorm1d(3, affine=False)
+    opt = flow.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    assert len(opt.param_groups) == 1 and opt.param_groups[0]["params"] == []
+    opt.step()
+    opt.zero_grad()
+    with pytest.raises(ValueError, match="optimizer got an empty parameter list"):
+        flow.optim.SGD([], lr=0.1)  # an empty list stays an error
+
+
+def test_tensor_with_no_arguments_is_empty_one_dimensional():
+    # TensorEmptyCtorFunctor (tensor_api.cpp@v0.9.0): flow.Tensor() has shape (0,)
+    t = flow.Tensor()
+    assert tuple(t.shape) == (0,) and t.dtype is flow.float32 and t.numel() == 0
+
+
+def test_cat_leaves_out_empty_one_dimensional_inputs():
+    # ConcatFunctor skips inputs with no element and one dimension, whatever the others' shapes
+    a = np.random.RandomState(0).randn(2, 6, 5, 3).astype(np.float32)
+    e, x = flow.Tensor(), flow.tensor(a, requires_grad=True)
+    np.testing.assert_array_equal(flow.cat([e, x], dim=0).numpy(), a)
+    np.testing.assert_array_equal(flow.cat([x, e, x, e], dim=1).numpy(), np.concatenate([a, a], axis=1))
+    out = flow.cat([e, x, e, x], dim=0)
+    assert tuple(out.shape) == (4, 6, 5, 3)
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(a.shape, 2.0, np.float32))
+    assert tuple(flow.cat([e, e]).shape) == (0,)
+    with pytest.raises(ValueError, match="differ outside axis"):
+        flow.cat([flow.ones(2, 3), flow.ones(2, 3, 1)])  # non-empty inputs must still agree
