@@ -78,3 +78,18 @@ def test_cat_leaves_out_empty_one_dimensional_inputs():
     assert tuple(flow.cat([e, e]).shape) == (0,)
     with pytest.raises(ValueError, match="differ outside axis"):
         flow.cat([flow.ones(2, 3), flow.ones(2, 3, 1)])  # non-empty inputs must still agree
+
+
+def test_arange_reads_one_element_tensor_bounds_also_inside_graph_build():
+    # arange_op calls .item() on tensor bounds (arange.py@v0.9.0); inside nn.Graph.build an eager bound captured
+    # from outside is read the same way
+    s, e = flow.tensor(1.5), flow.tensor(4.0)
+    np.testing.assert_allclose(flow.arange(start=s, end=e).numpy(), np.arange(1.5, 4.0, dtype=np.float32))
+    assert flow.arange(flow.tensor(5)).dtype is flow.int64
+    np.testing.assert_array_equal(flow.arange(flow.tensor(5)).numpy(), np.arange(5))
+
+    class G(flow.nn.Graph):
+        def build(self):
+            return flow.arange(start=s, end=e, step=flow.tensor(0.5))
+
+    np.testing.assert_allclose(G()().numpy(), np.arange(1.5, 4.0, 0.5, dtype=np.float32))
