@@ -93,3 +93,42 @@ def test_arange_reads_one_element_tensor_bounds_also_inside_graph_build():
             return flow.arange(start=s, end=e, step=flow.tensor(0.5))
 
     np.testing.assert_allclose(G()().numpy(), np.arange(1.5, 4.0, 0.5, dtype=np.float32))
+
+
+def test_gather_index_smaller_than_input_outside_dim():
+    # DimGatherFunctor (array_functor.cpp@v0.9.0): the output has the index's shape; outside `dim` the index may
+    # be smaller than the input (out[i][j][k] = x[i][index[i][j][k]][k])
+    rs = np.random.RandomState(1)
+    a = rs.randn(3, 4, 5).astype(np.float32)
+    idx = rs.randint(0, 4, size=(2, 3, 4))
+    x = flow.tensor(a, requires_grad=True)
+    out = flow.gather(x, 1, flow.tensor(idx))
+    i, _, k = np.meshgrid(np.arange(2), np.arange(3), np.arange(4), indexing="ij")
+    np.testing.assert_array_equal(out.numpy(), a[i, idx, k])
+    np.testing.assert_array_equal(x.gather(1, flow.tensor(idx)).numpy(), a[i, idx, k])
+    out.sum().backward()
+    grad = np.zeros_like(a)
+    np.add.at(grad, (i, idx, k), 1.0)
+    np.testing.assert_array_equal(x.grad.numpy(), grad)
+    b = flow.tensor(rs.rand(3, 4) > 0.5)
+    np.testing.assert_array_equal(flow.gather(b, 0, flow.tensor([[2, 0]])).numpy(), b.numpy()[[2, 0], [0, 1]][None])
+
+
+def test_gather_zero_dim_input_or_index():
+    x = flow.tensor(1.0, requires_grad=True)
+    out = flow.gather(x, 0, flow.tensor(0))
+    assert tuple(out.shape) == () and out.item() == 1.0
+    out.backward()
+    assert x.grad.item() == 1.0
+    assert tuple(flow.gather(x, 0, flow.tensor([0])).shape) == (1,)
+    assert tuple(flow.gather(flow.ones(1), 0, flow.tensor(0)).shape) == ()
+
+
+def test_gather_errors_name_the_mismatch():
+    with pytest.raises(RuntimeError, match=r"Size does not match at dimension 1 expected index \(2,3\) to be "
+                                           r"smaller than self \(2,2\) apart from dimension 0"):
+        flow.gather(flow.ones(2, 2), 0, flow.zeros(2, 3, dtype=flow.int64))
+    with pytest.raises(RuntimeError, match="Index tensor must have the same number of dimensions as input tensor"):
+        flow.gather(flow.ones(2, 2), 0, flow.zeros(2, dtype=flow.int64))
+    with pytest.raises(RuntimeError, match="Expected dtype int32 or int64 for index"):
+        flow.gather(flow.ones(2, 2), 0, flow.zeros(2, 2))

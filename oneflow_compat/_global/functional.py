@@ -568,10 +568,36 @@ def masked_fill(input, mask, value):  # noqa: A002
     return where(mask, _const(value, input), input)
 
 
-def gather(input, dim, index):  # noqa: A002
-    """out[i][j] = input[i][index[i][j]] along `dim` (index sized like input outside `dim`)."""
+def _shape_text(shape):
+    return "(" + ",".join(str(n) for n in shape) + ")"
+
+
+def gather(input, dim, index, sparse_grad=False):  # noqa: A002
+    """out[i][j] = input[i][index[i][j]] along `dim`; the output has the index's shape, which may be smaller than
+    the input's outside `dim`, and a 0-dim input or index counts as one element (OneFlow 0.9's DimGatherFunctor,
+    oneflow/core/functional/impl/array_functor.cpp@v0.9.0, whose checks and messages these are)."""
     x, idx = _check(input, "gather"), _check(index, "gather")
-    d = _axes(dim, x.ndim)[0]
+    if idx.dtype not in (dtypes.int32, dtypes.int64):
+        raise RuntimeError("gather(): Expected dtype int32 or int64 for index")
+    if sparse_grad:
+        raise RuntimeError("Only support bool = False for now!")
+    same_rank = "Index tensor must have the same number of dimensions as input tensor"
+    if x.ndim == 0 or idx.ndim == 0:
+        if builtins.max(x.ndim, idx.ndim) > 1:
+            raise RuntimeError(same_rank)
+        _axes(dim, idx.ndim)
+        out = gather(reshape(x, (1,)) if x.ndim == 0 else x, 0, reshape(idx, (1,)) if idx.ndim == 0 else idx)
+        return reshape(out, tuple(idx.shape))
+    if x.ndim != idx.ndim:
+        raise RuntimeError(same_rank)
+    d = _axes(dim, idx.ndim)[0]
+    xs, js = tuple(x.shape), tuple(idx.shape)
+    for i in range(x.ndim):
+        if i != d and js[i] > xs[i]:
+            raise RuntimeError("Size does not match at dimension %d expected index %s to be smaller than self %s "
+                               "apart from dimension %d" % (i, _shape_text(js), _shape_text(xs), d))
+    if builtins.any(i != d and js[i] < xs[i] for i in range(x.ndim)):
+        x = x[tuple(slice(None) if i == d else slice(0, js[i]) for i in range(x.ndim))]
     last = x.ndim - 1
     if d != last:
         perm = [i for i in range(x.ndim) if i != d] + [d]
