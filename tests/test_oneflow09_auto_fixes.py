@@ -132,3 +132,40 @@ def test_gather_errors_name_the_mismatch():
         flow.gather(flow.ones(2, 2), 0, flow.zeros(2, dtype=flow.int64))
     with pytest.raises(RuntimeError, match="Expected dtype int32 or int64 for index"):
         flow.gather(flow.ones(2, 2), 0, flow.zeros(2, 2))
+
+
+def test_reshape_to_a_shape_with_zero_dims_and_its_gradient():
+    # a zero-size tensor reshapes to any shape of zero elements; the reduce-sum gradient goes through such a reshape
+    x = flow.zeros(0, 10, requires_grad=True)
+    assert tuple(x.reshape(0, 1, 5, 2).shape) == (0, 1, 5, 2)
+    y = flow.tensor(np.ones((4, 0, 5, 2), np.float32), requires_grad=True)
+    y.sum(1).sum().backward()
+    assert tuple(y.grad.shape) == (4, 0, 5, 2)
+    with pytest.raises(ValueError, match="must be non-negative or -1"):
+        flow.ones(2, 3).reshape(-2, -3)
+
+
+def test_squeeze_of_a_zero_dim_tensor_is_itself():
+    t = flow.tensor(3.0)
+    assert tuple(t.squeeze(0).shape) == () and tuple(t.squeeze(-1).shape) == () and t.squeeze().item() == 3.0
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        t.squeeze(1)
+
+
+def test_logsumexp_follows_oneflow_for_zero_dim_empty_and_infinite_inputs():
+    # LogSumExpFunctor (math_functor.cpp@v0.9.0): 0-dim -> itself as float32; empty -> log(sum(exp)) (-inf where
+    # nothing is summed); an infinite max is replaced by 0 so that inf inputs give inf, not nan
+    assert flow.logsumexp(flow.tensor(2.5, dtype=flow.float64), 0).dtype is flow.float32
+    assert flow.tensor(2.5).logsumexp(0).item() == 2.5
+    out = flow.logsumexp(flow.zeros(4, 3, 0, 2), 2)
+    np.testing.assert_array_equal(out.numpy(), np.full((4, 3, 2), -np.inf, np.float32))
+    assert tuple(flow.logsumexp(flow.zeros(4, 3, 0, 2), 0).shape) == (3, 0, 2)
+    b = np.array([[1.0, np.inf], [-np.inf, -np.inf], [1.0, 2.0]], np.float32)
+    with np.errstate(divide="ignore"):
+        expected = np.array([np.inf, -np.inf, np.log(np.exp(1.0) + np.exp(2.0))], np.float32)
+    np.testing.assert_allclose(flow.logsumexp(flow.tensor(b), 1).numpy(), expected, rtol=1e-6)
+    a = np.random.RandomState(2).randn(3, 4).astype(np.float32)
+    x = flow.tensor(a, requires_grad=True)
+    flow.logsumexp(x, 1).sum().backward()
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(x.grad.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5)

@@ -495,6 +495,9 @@ def t(input):  # noqa: A002
 
 def squeeze(input, dim=None):  # noqa: A002
     x = _check(input, "squeeze")
+    if x.ndim == 0:  # a 0-dim tensor squeezes to itself (dim 0 / -1 allowed, as for any dim of a 1-dim view)
+        _axes(dim, 0)
+        return x
     if dim is None:
         axes = [i for i, d in enumerate(x.shape) if d == 1]
     else:

@@ -15,8 +15,8 @@ def infer_reshape(in_shape, shape, what="reshape"):
     if shape.count(-1) > 1:
         raise ValueError("%s: at most one -1 in shape %s" % (what, tuple(shape)))
     for d in shape:
-        if d != -1 and d <= 0:
-            raise ValueError("%s: dims of shape %s must be positive or -1" % (what, tuple(shape)))
+        if d < -1:  # a 0 dim is a size like any other (a zero-size tensor reshapes to (0, 1, 5, 2))
+            raise ValueError("%s: dims of shape %s must be non-negative or -1" % (what, tuple(shape)))
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1]))
         if known == 0 or n % known:
