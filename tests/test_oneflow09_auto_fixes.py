@@ -169,3 +169,30 @@ def test_logsumexp_follows_oneflow_for_zero_dim_empty_and_infinite_inputs():
     flow.logsumexp(x, 1).sum().backward()
     e = np.exp(a - a.max(1, keepdims=True))
     np.testing.assert_allclose(x.grad.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.parametrize("sa,sb", [((1, 1, 6, 4), (1, 4, 4, 4)), ((1, 1), (1, 3, 1, 6)), ((3, 2, 5), (4, 1, 5, 2)),
+                                   ((2, 5), (3, 5, 4))])
+def test_matmul_broadcasts_batch_dims(sa, sb):
+    # batch dims broadcast as numpy.matmul's; each input's gradient sums back over the dims it was broadcast along
+    rs = np.random.RandomState(3)
+    a, b = rs.randn(*sa).astype(np.float32), rs.randn(*sb).astype(np.float32)
+    x, y = flow.tensor(a, requires_grad=True), flow.tensor(b, requires_grad=True)
+    out = flow.matmul(x, y)
+    expected = np.matmul(a, b)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-5)
+    out.sum().backward()
+    ones = np.ones(expected.shape, np.float32)
+    ga, gb = np.matmul(ones, np.swapaxes(b, -1, -2)), np.matmul(np.swapaxes(a, -1, -2), ones)
+    ga = ga.reshape((-1,) + a.shape).sum(0) if ga.ndim > a.ndim else ga
+    gb = gb.reshape((-1,) + b.shape).sum(0) if gb.ndim > b.ndim else gb
+    ga = ga.sum(axis=tuple(i for i in range(a.ndim - 2) if a.shape[i] == 1 and ga.shape[i] != 1), keepdims=True)
+    gb = gb.sum(axis=tuple(i for i in range(b.ndim - 2) if b.shape[i] == 1 and gb.shape[i] != 1), keepdims=True)
+    np.testing.assert_allclose(x.grad.numpy(), ga, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y.grad.numpy(), gb, rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_batch_dims_that_do_not_broadcast():
+    with pytest.raises(RuntimeError, match=r"matmul\(\): the batch dims of shapes \(2, 3, 4\) and \(3, 4, 5\) do "
+                                           r"not broadcast"):
+        flow.matmul(flow.ones(2, 3, 4), flow.ones(3, 4, 5))

@@ -262,9 +262,17 @@ def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # no
         lead = tuple(a.shape[:-1])
         out = apply_op("matmul", [reshape(a, (-1, a.shape[-1])), b], attrs)
         return reshape(out, lead + (out.shape[-1],))
-    if a.ndim != b.ndim:
-        raise ValueError("matmul(): shapes %s and %s are not supported (batch dims must match)"
-                         % (tuple(a.shape), tuple(b.shape)))
+    # batch dims broadcast as numpy's (OneFlow 0.9's BatchMatMul / BroadcastMatmul): each side is expanded to the
+    # common batch shape, whose gradient sums back over the broadcast dims
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    try:
+        batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    except ValueError:
+        raise RuntimeError("matmul(): the batch dims of shapes %s and %s do not broadcast" % (sa, sb)) from None
+    if sa[:-2] != batch:
+        a = apply_op("expand", [a], {"shape": batch + sa[-2:]})
+    if sb[:-2] != batch:
+        b = apply_op("expand", [b], {"shape": batch + sb[-2:]})
     return apply_op("matmul", [a, b], attrs)
 
 
