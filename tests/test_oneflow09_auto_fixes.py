@@ -196,3 +196,26 @@ def test_matmul_batch_dims_that_do_not_broadcast():
     with pytest.raises(RuntimeError, match=r"matmul\(\): the batch dims of shapes \(2, 3, 4\) and \(3, 4, 5\) do "
                                            r"not broadcast"):
         flow.matmul(flow.ones(2, 3, 4), flow.ones(3, 4, 5))
+
+
+def test_vector_norm_ord_zero_counts_and_passes_a_zero_gradient():
+    # VectorNormFunctor counts with not_equal_zero, an op of x's dtype whose gradient is 0: the result is connected
+    # to x (requires_grad) and backward gives zeros; nan and inf count as non-zero
+    a = np.array([[0.0, 1.5, np.inf], [0.0, 0.0, np.nan]], np.float32)
+    x = flow.tensor(a, requires_grad=True)
+    with np.errstate(invalid="ignore"):
+        r = flow.linalg.vector_norm(x, ord=0, dim=(0, 1))
+        assert r.requires_grad and r.item() == 3.0
+        r.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros_like(a))
+    np.testing.assert_array_equal(flow.linalg.vector_norm(flow.tensor(a), ord=0, dim=1, keepdim=True).numpy(),
+                                  [[2.0], [1.0]])
+
+
+def test_mean_of_a_zero_dim_tensor_along_its_dim():
+    y = flow.tensor(2.0, requires_grad=True)
+    m = y.mean(-1)
+    assert tuple(m.shape) == () and m.item() == 2.0
+    m.backward()
+    assert y.grad.item() == 1.0
+    assert flow.tensor(4.0).mean(0, keepdim=True).item() == 4.0

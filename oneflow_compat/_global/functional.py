@@ -339,7 +339,7 @@ def mean(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
                            "complex dtype. Got: %s" % x.dtype.name.capitalize())
     axes = _axes(dim, x.ndim)
     count = 1
-    for a in axes:
+    for a in axes if x.ndim else ():  # a 0-dim tensor's dim 0 / -1 holds its one element
         count *= x.shape[a]
     return mul(_reduce("reduce_sum", x, dim, keepdim), 1.0 / builtins.max(count, 1))
 
@@ -352,7 +352,7 @@ def var(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
     x = _floating(_check(input, "var"))
     axes = _axes(dim, x.ndim)
     count = 1
-    for a in axes:
+    for a in axes if x.ndim else ():  # a 0-dim tensor's dim 0 / -1 holds its one element
         count *= x.shape[a]
     centered = sub(x, mean(x, axes, keepdim=True))
     return mul(sum(square(centered), axes, keepdim), 1.0 / builtins.max(count - (1 if unbiased else 0), 1))
