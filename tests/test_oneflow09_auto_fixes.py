@@ -219,3 +219,19 @@ def test_mean_of_a_zero_dim_tensor_along_its_dim():
     m.backward()
     assert y.grad.item() == 1.0
     assert flow.tensor(4.0).mean(0, keepdim=True).item() == 4.0
+
+
+def test_cross_entropy_with_unnormalised_probability_targets_has_the_exact_gradient():
+    # CrossEntropyProbFunctor composes -sum(log_softmax(x) * t): d/dx = softmax(x) * sum(t) - t (per row, / rows
+    # for the mean), also when the target rows do not sum to 1
+    rs = np.random.RandomState(4)
+    a, t = rs.rand(5, 3, 2).astype(np.float32), rs.rand(5, 3, 2).astype(np.float32)
+    x = flow.tensor(a, requires_grad=True)
+    loss = flow.nn.functional.cross_entropy(x, flow.tensor(t))
+    rows, trows = a.transpose(0, 2, 1).reshape(-1, 3), t.transpose(0, 2, 1).reshape(-1, 3)
+    logp = rows - rows.max(1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(1, keepdims=True))
+    np.testing.assert_allclose(loss.item(), -(logp * trows).sum(1).mean(), rtol=1e-5)
+    loss.backward()
+    grad = (np.exp(logp) * trows.sum(1, keepdims=True) - trows) / rows.shape[0]
+    np.testing.assert_allclose(x.grad.numpy(), grad.reshape(5, 2, 3).transpose(0, 2, 1), rtol=1e-4, atol=1e-6)
