@@ -235,3 +235,15 @@ def test_cross_entropy_with_unnormalised_probability_targets_has_the_exact_gradi
     loss.backward()
     grad = (np.exp(logp) * trows.sum(1, keepdims=True) - trows) / rows.shape[0]
     np.testing.assert_allclose(x.grad.numpy(), grad.reshape(5, 2, 3).transpose(0, 2, 1), rtol=1e-4, atol=1e-6)
+
+
+def test_prod_takes_dtype_and_multiplies_bool_as_int64():
+    # flow.prod is _C.reduce_prod (ReduceProdFunctor): `dtype` casts the input first; bool -> int64
+    a = np.array([[1.5, 2.7, 3.2], [1.1, 3.9, 2.0]], np.float32)
+    out = flow.prod(flow.tensor(a), 1, dtype=flow.int32)
+    assert out.dtype is flow.int32
+    np.testing.assert_array_equal(out.numpy(), np.prod(a.astype(np.int32), 1))
+    assert flow.tensor(a).prod(dtype=flow.float64).dtype is flow.float64
+    b = flow.tensor(np.array([True, True, False]))
+    assert flow.prod(b).dtype is flow.int64 and flow.prod(b).item() == 0
+    assert flow.tensor(np.array([2, 3], np.int32)).prod().dtype is flow.int32

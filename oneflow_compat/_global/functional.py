@@ -344,8 +344,15 @@ def mean(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
     return mul(_reduce("reduce_sum", x, dim, keepdim), 1.0 / builtins.max(count, 1))
 
 
-def prod(input, dim=None, keepdim=False):  # noqa: A002
-    return _reduce("reduce_prod", _check(input, "prod"), dim, keepdim)
+def prod(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """The product along `dim`; `dtype` casts the input first, and a bool input multiplies as int64 (OneFlow 0.9's
+    ReduceProdFunctor, math_functor.cpp@v0.9.0: flow.prod is _C.reduce_prod)."""
+    x = _check(input, "prod")
+    if dtype is not None:
+        x = cast(x, as_dtype(dtype))
+    elif x.dtype is BOOL:
+        x = cast(x, dtypes.int64)
+    return _reduce("reduce_prod", x, dim, keepdim)
 
 
 def var(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
