@@ -247,3 +247,18 @@ def test_prod_takes_dtype_and_multiplies_bool_as_int64():
     b = flow.tensor(np.array([True, True, False]))
     assert flow.prod(b).dtype is flow.int64 and flow.prod(b).item() == 0
     assert flow.tensor(np.array([2, 3], np.int32)).prod().dtype is flow.int32
+
+
+def test_var_and_std_are_nan_without_enough_elements():
+    # IsNanOut (variance_kernel_util.h@v0.9.0): no element, or one element with the unbiased divisor, gives nan
+    x = flow.tensor(np.array([0.87], np.float32), requires_grad=True)
+    v = flow.var(x)
+    assert np.isnan(v.item())
+    v.backward()
+    assert np.isnan(x.grad.numpy()).all()
+    assert flow.var(flow.tensor(np.array([0.87], np.float32)), unbiased=False).item() == 0.0
+    out = flow.var(flow.zeros(2, 3, 0, 4), dim=-2, keepdim=True)
+    assert tuple(out.shape) == (2, 3, 1, 4) and np.isnan(out.numpy()).all()
+    a = np.random.RandomState(5).rand(1, 2, 6, 1).astype(np.float32)
+    assert np.isnan(flow.std(flow.tensor(a), dim=-1).numpy()).all()
+    np.testing.assert_allclose(flow.var(flow.tensor(a), dim=2).numpy(), a.var(2, ddof=1), rtol=1e-5)

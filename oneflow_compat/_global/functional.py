@@ -362,7 +362,10 @@ def var(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
     for a in axes if x.ndim else ():  # a 0-dim tensor's dim 0 / -1 holds its one element
         count *= x.shape[a]
     centered = sub(x, mean(x, axes, keepdim=True))
-    return mul(sum(square(centered), axes, keepdim), 1.0 / builtins.max(count - (1 if unbiased else 0), 1))
+    # no element, or one with the unbiased divisor: nan (OneFlow 0.9's variance kernel, IsNanOut in
+    # oneflow/user/kernels/variance_kernel_util.h@v0.9.0), and its gradient is nan too
+    divisor = count - (1 if unbiased else 0)
+    return mul(sum(square(centered), axes, keepdim), 1.0 / divisor if divisor > 0 else float("nan"))
 
 
 def std(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
