@@ -57,7 +57,23 @@ def device_fn(op, dev):
     marks = [y.meta.dtype is dtypes.bfloat16 for y in op.outputs]
     if any(marks):  # (limits team) bfloat16 outputs: float32 storage rounded to bfloat16 numbers (kernels/bfloat16.py)
         return _bfloat16_outputs(fn, marks, dev.xp)
+    if op.defn.in_place:
+        written = [k for k, x in enumerate(op.inputs) if x.meta.dtype is dtypes.bfloat16]
+        if written:  # (limits2 team) an update in place of bfloat16 arrays (a variable, its optimizer states)
+            return _bfloat16_in_place(fn, written, dev.xp)
     return fn
+
+
+def _bfloat16_in_place(fn, written, xp):
+    """An op writing its inputs in place (the optimizer update) computes in float32; its bfloat16 inputs are
+    stored back rounded to nearest even, as OneFlow 0.9's update kernels store a bfloat16 model and its states
+    (rounding the ones it only read changes nothing: they hold bfloat16 numbers already)."""
+    def rounded(*arrays):
+        out = fn(*arrays)
+        for k in written:
+            arrays[k][...] = bf16_k.round_to_bfloat16(xp, arrays[k])
+        return out
+    return rounded
 
 
 def _bfloat16_outputs(fn, marks, xp):
