@@ -67,7 +67,9 @@ def _graph(w, opt):
             loss.backward()
             return loss
     g = Train()
-    return lambda: g(flow.tensor(G, dtype=flow.bfloat16))
+    step = lambda: g(flow.tensor(G, dtype=flow.bfloat16))  # noqa: E731
+    step.graph = g
+    return step
 
 
 def test_an_eager_sgd_step_stores_the_hand_computed_bfloat16_values():
@@ -156,6 +158,10 @@ def test_adam_stores_bfloat16_parameters_and_moments(where):
         step = _graph(w, opt)
         for _ in range(4):
             step()
-        want_w = _adam_reference(4)[0]
+        want_w, want_m, want_v = _adam_reference(4)
+        states = step.graph.state_dict()
+        for name, want in (("m.w-exp_avg", want_m), ("m.w-exp_avg_sq", want_v)):
+            assert states[name].dtype == flow.bfloat16
+            _close_in_bfloat16(states[name].numpy(), want)
     assert w.dtype == flow.bfloat16
     _close_in_bfloat16(w.numpy(), want_w)
