@@ -320,3 +320,9 @@ from oneflow_compat.ir import dtypes as _dtypes  # noqa: E402
 
 _METHODS.update({"bfloat16": lambda self: F.cast(self, _dtypes.bfloat16)})
 install()
+
+# --- limits2 team: Tensor.digamma() / Tensor.polygamma(n) (torch's; ops/polygamma_ops.py)
+from oneflow_compat._global import special_functions as _special_functions  # noqa: E402
+
+_METHODS.update({"digamma": _special_functions.digamma, "polygamma": _special_functions.tensor_polygamma})
+install()
