@@ -165,3 +165,46 @@ def test_adam_stores_bfloat16_parameters_and_moments(where):
             _close_in_bfloat16(states[name].numpy(), want)
     assert w.dtype == flow.bfloat16
     _close_in_bfloat16(w.numpy(), want_w)
+
+
+def test_lamb_on_a_split_bfloat16_parameter_stores_bfloat16_numbers():
+    """LAMB on a parameter split over 2 devices runs the collective update reading whole-tensor norms
+    (optimizer_update_whole_norms); its stores are rounded as the per-device update's, and agree with 1 device."""
+    from simulated_ranks import on_ranks
+
+    w0 = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
+    x0 = np.arange(8, dtype=np.float32).reshape(4, 2) * 0.377
+
+    def train(placement=None):
+        w = flow.tensor(w0, dtype=flow.bfloat16)
+        x = flow.tensor(x0, dtype=flow.bfloat16)
+        if placement is not None:
+            w, x = (t.to_global(placement=placement, sbp=flow.sbp.broadcast).to_global(
+                placement=placement, sbp=flow.sbp.split(0)) for t in (w, x))
+        w = nn.Parameter(w)
+        m = _Holder(w)
+        opt = flow.optim.LAMB([w], lr=0.0123)
+
+        class Train(nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.m = m
+                self.add_optimizer(opt)
+
+            def build(self, x):
+                loss = (self.m.w * x).sum()
+                loss.backward()
+                return loss
+        g = Train()
+        for _ in range(2):
+            g(x)
+        types = [op.type for op in g._compiled.exe.plan.step_ops]
+        # (this rank's own piece, as stored: a conversion to broadcast would round its output anyway)
+        return ("optimizer_update_whole_norms" in types, w.numpy() if placement is None else w.to_local().numpy(),
+                flow.env.get_rank())
+
+    _, one, _ = train()
+    for collective, piece, rank in on_ranks(2, lambda: train(flow.placement("cpu", [0, 1]))):
+        assert collective
+        _close_in_bfloat16(piece, one[2 * rank:2 * rank + 2])
+    assert _representable(one)

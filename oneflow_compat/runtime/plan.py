@@ -64,6 +64,13 @@ def device_fn(op, dev):
     return fn
 
 
+def _bfloat16_in_place_pieces(fn, written, counts, xp):
+    """`_bfloat16_in_place` of a collective step, whose arguments are every input's local pieces in turn."""
+    starts = [sum(counts[:k]) for k in range(len(counts))]
+    positions = [starts[k] + j for k in written for j in range(counts[k])]
+    return _bfloat16_in_place(fn, positions, xp)
+
+
 def _bfloat16_in_place(fn, written, xp):
     """An op writing its inputs in place (the optimizer update) computes in float32; its bfloat16 inputs are
     stored back rounded to nearest even, as OneFlow 0.9's update kernels store a bfloat16 model and its states
@@ -337,6 +344,11 @@ class Plan:
                 ins.extend(self.slot[(x.key(), i)] for i in self._local(x.op.placement))
             outs = [self.slot[(y.key(), i)] for y in op.outputs for i in local]
             fn = self._collective_fn(op)
+            if op.defn.in_place and not op.outputs:  # (limits2 team) LAMB/LARS's update of bfloat16 variables
+                written = [k for k, x in enumerate(op.inputs) if x.meta.dtype is dtypes.bfloat16]
+                counts = [len(self._local(x.op.placement)) for x in op.inputs]
+                if written:
+                    fn = _bfloat16_in_place_pieces(fn, written, counts, rt.xp(op.placement))
             self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins), ins, outs)
             return
         xp = rt.xp(op.placement)
