@@ -57,7 +57,11 @@ from oneflow_compat._global.creation import (  # noqa: F401,E402
     arange, as_tensor, empty, from_dlpack, from_numpy, full, full_like, linspace, rand, randint, randn, randperm,
     tensor, to_dlpack)
 from oneflow_compat._global.generators import (  # noqa: F401,E402
-    Generator, default_generator, initial_seed, manual_seed, seed)
+    Generator, initial_seed, manual_seed, seed)
+from oneflow_compat._global import generators as _generators  # noqa: E402
+# OneFlow 0.9's `flow.default_generator` is the CPU Generator object itself (framework/generator.py@v0.9.0:
+# `default_generator = _oneflow_internal.default_generator("cpu")`), so `flow.default_generator.manual_seed(1)`
+default_generator = _generators.default_generator()
 from oneflow_compat._global.functional import (  # noqa: F401,E402
     abs, add, allclose, argmax, argmin, bmm, cat, ceil, clone, cos, div, dot, eq, equal, exp, expm1, floor, ge,
     greater, greater_equal, gt, is_tensor, le, less, less_equal, log, log1p, log_softmax, logical_not, lt,

@@ -32,10 +32,24 @@ def _fresh_seed(shared):
     return random_k.derived_seed(int(text), "local generator of rank %d" % global_eager.rank())
 
 
+def _check_device_tag(device):
+    """OneFlow 0.9 parses a generator's device tag ("auto", "cpu", "cuda", with ":index") and refuses others with
+    a RuntimeError (ParsingDeviceTag, api/python/framework/random_generator.cpp@v0.9.0)."""
+    if not isinstance(device, str):
+        device = str(device)  # a flow.device
+    name, _, index = device.partition(":")
+    if name not in ("auto", "cpu", "cuda") or (index and not index.isdigit()):
+        raise RuntimeError("Generator: invalid device %r (expected 'auto', 'cpu' or 'cuda', optionally with "
+                           "':index')" % (device,))
+
+
 class Generator:
     """`flow.Generator()`: a seed and a draw counter; each draw gets its own Philox stream."""
 
     def __init__(self, device="cpu", seed=None, shared=False):
+        if device is None:
+            device = "auto"  # (framework/generator.py@v0.9.0: create_generator(None) makes an "auto" one)
+        _check_device_tag(device)
         self.device = device
         self._seed = seed
         self._shared = shared  # the global generator: default seed from rank 0
