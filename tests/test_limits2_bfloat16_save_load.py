@@ -84,3 +84,23 @@ def test_pickling_carries_a_float32_array_and_the_dtype():
     for back in (pickle.loads(payload), copy.deepcopy(t)):
         assert back.dtype == flow.bfloat16
         np.testing.assert_array_equal(back.numpy(), np.array(STORED, np.float32))
+
+
+def test_a_global_bfloat16_tensor_saved_and_loaded_on_two_ranks(tmp_path):
+    from simulated_ranks import on_ranks
+
+    path = str(tmp_path / "g")
+
+    def body():
+        pl = flow.placement("cpu", [0, 1])
+        t = flow.tensor(np.array(VALUES, np.float32).reshape(2, 2), dtype=flow.bfloat16)
+        t = t.to_global(placement=pl, sbp=flow.sbp.broadcast).to_global(placement=pl, sbp=flow.sbp.split(0))
+        flow.save({"w": t}, path)
+        loaded = flow.load(path, global_src_rank=0)["w"]
+        return loaded.dtype, loaded.is_global, loaded.to_local().numpy()
+
+    for dtype, is_global, got in on_ranks(2, body):
+        assert dtype == flow.bfloat16 and is_global
+        np.testing.assert_array_equal(got, np.array(STORED, np.float32).reshape(2, 2))
+    assert (tmp_path / "g" / "w" / "out").read_bytes() == OUT_BYTES
+    assert (tmp_path / "g" / "w" / "meta").read_text() == "shape {\n  dim: 2\n  dim: 2\n}\ndata_type: kBFloat16\n"
