@@ -330,6 +330,18 @@ from oneflow_compat.ir import dtypes as _dtypes  # noqa: E402
 _METHODS.update({"bfloat16": lambda self: F.cast(self, _dtypes.bfloat16)})
 install()
 
+# --- views team: view semantics of local eager tensors (`views.py`): Tensor.view must give a view (OneFlow's
+# ViewFunctor), view_as is view(other.shape); contiguity as the view's strides say
+from oneflow_compat._global import views as _views  # noqa: E402
+
+_METHODS.update({
+    "view": lambda self, *shape, **kw: F.view(self, *shape, **kw),
+    "view_as": lambda self, other: F.view(self, tuple(other.shape)),
+    "contiguous": _inplace_functions.contiguous, "is_contiguous": _views.is_contiguous,
+    "contiguous_": _views.contiguous_,
+})
+install()
+
 # --- limits2 team: Tensor.digamma() / Tensor.polygamma(n) (torch's; ops/polygamma_ops.py)
 from oneflow_compat._global import special_functions as _special_functions  # noqa: E402
 
