@@ -43,3 +43,20 @@ def test_fill_():
     f = flow.tensor([0.0], dtype=flow.float32)
     f.fill_(0.1)  # (float32 keeps its own rounding)
     assert f.numpy()[0] == np.float32(0.1)
+
+
+def test_nn_init_fills_bfloat16_numbers():
+    from test_limits2_bfloat16_updates import _bf16, _representable  # (the independent rounding reference)
+
+    w = flow.tensor(np.zeros((3, 4)), dtype=flow.bfloat16)
+    flow.nn.init.constant_(w, 0.1)
+    np.testing.assert_array_equal(w.numpy(), np.full((3, 4), BF_01, np.float32))
+    f = flow.tensor(np.zeros((3, 4)), dtype=flow.float32)
+    for name in ("normal_", "uniform_", "xavier_uniform_", "kaiming_normal_", "trunc_normal_", "orthogonal_"):
+        flow.manual_seed(5)
+        getattr(flow.nn.init, name)(f)
+        flow.manual_seed(5)
+        getattr(flow.nn.init, name)(w)
+        assert not _representable(f.numpy()), name  # (the float32 draw is not bfloat16 already)
+        np.testing.assert_array_equal(w.numpy(), _bf16(f.numpy()), err_msg=name)
+    assert _representable(flow.nn.Linear(3, 4, dtype=flow.bfloat16).weight.numpy())
