@@ -16,7 +16,7 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import shape as shape_k
 from oneflow_compat.ops.array_ops import infer_reshape
 from oneflow_compat.runtime import global_eager
-from oneflow_compat._global import creation, lazy
+from oneflow_compat._global import creation, lazy, views
 from oneflow_compat._global.dispatch import apply_op, apply_op_list, grad_mode
 from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, wrap
 
@@ -103,7 +103,8 @@ def add(input, other, alpha=1):  # noqa: A002
         other = other * alpha if _is_number(other) else mul(other, alpha)
     if isinstance(input, Tensor) and _is_number(other):
         x = cast(input, _scalar_dtype(input, other))
-        return apply_op("scalar_add", [x], {"value": other}) if other != 0 else x
+        # (x + 0 is a new tensor, as in OneFlow: returning x would alias it, and an in-place op on the sum write x)
+        return apply_op("scalar_add", [x], {"value": other})
     if isinstance(other, Tensor) and _is_number(input):
         return add(other, input)
     x, y = _tensor_pair(input, other, "add")
@@ -115,7 +116,7 @@ def sub(input, other, alpha=1):  # noqa: A002
         other = other * alpha if _is_number(other) else mul(other, alpha)
     if isinstance(input, Tensor) and _is_number(other):
         x = cast(input, _scalar_dtype(input, other))
-        return apply_op("scalar_add", [x], {"value": -other}) if other != 0 else x
+        return apply_op("scalar_add", [x], {"value": -other})
     if isinstance(other, Tensor) and _is_number(input):
         x = cast(other, _scalar_dtype(other, input))
         return apply_op("scalar_rsub", [x], {"value": input})
@@ -473,10 +474,39 @@ def reshape(input, *shape, **kwargs):  # noqa: A002
     target = infer_reshape(tuple(x.shape), _shape_arg(shape), "reshape")
     if target == tuple(x.shape):
         return x
-    return apply_op("reshape", [x], {"shape": target})
+    return _reshape_view(x, apply_op("reshape", [x], {"shape": target}), target, strict=False)
 
 
-view = reshape
+VIEW_STRIDE_MESSAGE = ("view size is not compatible with input tensor's size and stride (at least one dimension "
+                       "spans across two contiguous subspaces). Use .reshape(...) instead.")
+
+
+def view(input, *shape, **kwargs):  # noqa: A002
+    """`reshape` that must give a view of a local eager tensor (OneFlow 0.9 `ViewFunctor`: an error where the
+    strides cannot express the shape; `reshape` copies there)."""
+    if kwargs:
+        if set(kwargs) != {"size"} or shape:
+            raise TypeError("view() got unexpected arguments %s" % sorted(kwargs))
+        shape = (tuple(kwargs["size"]),)
+    x = _check(input, "view")
+    target = infer_reshape(tuple(x.shape), _shape_arg(shape), "view")
+    if target == tuple(x.shape):
+        return x
+    if views.applicable(x):
+        lay = views.layout_of(x)
+        if views.reshape_strides(lay[0], lay[1], target) is None:
+            raise RuntimeError(VIEW_STRIDE_MESSAGE)
+    return _reshape_view(x, apply_op("reshape", [x], {"shape": target}), target, strict=True)
+
+
+def _reshape_view(x, out, target, strict):
+    """The reshape `out` of x made a view where x's strides allow it (OneFlow's `ComputeStride`), else a copy."""
+    lay = None
+    if views.applicable(x):
+        shape, stride, offset = views.layout_of(x)
+        strides = views.reshape_strides(shape, stride, target)
+        lay = None if strides is None else (tuple(target), strides, offset)
+    return views.make(x, out, lay)
 
 
 def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
@@ -486,7 +516,8 @@ def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     s, e = start_dim % x.ndim, end_dim % x.ndim
     if s >= e:
         return x
-    return apply_op("flatten", [x], {"start_dim": s, "end_dim": e})
+    out = apply_op("flatten", [x], {"start_dim": s, "end_dim": e})
+    return _reshape_view(x, out, tuple(out._value.meta.shape), strict=False)
 
 
 def permute(input, *dims):  # noqa: A002
@@ -496,7 +527,8 @@ def permute(input, *dims):  # noqa: A002
         raise ValueError("permute(): %s is not a permutation of %d dims" % (perm, x.ndim))
     if perm == tuple(range(x.ndim)):
         return x
-    return apply_op("transpose", [x], {"perm": perm})
+    out = apply_op("transpose", [x], {"perm": perm})
+    return views.make(x, out, views.permute_layout(views.layout_of(x), perm) if views.applicable(x) else None)
 
 
 def transpose(input, dim0, dim1):  # noqa: A002
@@ -522,14 +554,17 @@ def squeeze(input, dim=None):  # noqa: A002
         axes = [a for a in _axes(dim, x.ndim) if x.shape[a] == 1]
     if not axes or x.ndim == 0:
         return x
-    return apply_op("squeeze", [x], {"axes": tuple(axes)})
+    out = apply_op("squeeze", [x], {"axes": tuple(axes)})
+    return views.make(x, out, views.squeeze_layout(views.layout_of(x), axes) if views.applicable(x) else None)
 
 
 def unsqueeze(input, dim):  # noqa: A002
     x = _check(input, "unsqueeze")
     if not -x.ndim - 1 <= dim <= x.ndim:
         raise IndexError("unsqueeze(): dim %d out of range for %d dims" % (dim, x.ndim))
-    return apply_op("expand_dims", [x], {"axis": dim % (x.ndim + 1)})
+    axis = dim % (x.ndim + 1)
+    out = apply_op("expand_dims", [x], {"axis": axis})
+    return views.make(x, out, views.unsqueeze_layout(views.layout_of(x), axis) if views.applicable(x) else None)
 
 
 def cat(tensors, dim=0):
@@ -680,11 +715,42 @@ def index(input, key):  # noqa: A002
         slices.append((0, d, 1))
         out_shape.append(d)
     out = x
+    if views.applicable(x):  # a view (OneFlow's `view::Slice`, then a reshape of the slice: a view too)
+        lay = _index_layout(views.layout_of(x), expanded, slices, tuple(out_shape))
+        if not (x.requires_grad_flag and grad_mode.stack[-1]):
+            out = wrap(views.view_value(x, lay, TensorMeta(tuple(out_shape), x._value.meta.dtype)), None, x._device)
+            views.register(views.root_of(x), out, lay, x._view_differentiable)
+            return out
+        if builtins.any(s != (0, d, 1) for s, d in zip(slices, shape)):
+            out = apply_op("slice", [x], {"slice_tup": tuple(slices)})
+        if tuple(out_shape) != tuple(out.shape):
+            out = apply_op("reshape", [out], {"shape": tuple(out_shape)})
+        elif out is x:  # x[...] / x[:]: a view with x's layout
+            out = apply_op("identity", [x])
+        return views.make(x, out, lay)
     if builtins.any(s != (0, d, 1) for s, d in zip(slices, shape)):
         if not x.is_global and not (x.requires_grad_flag and grad_mode.stack[-1]) and not lazy.tracer_active():
             return _local_slice(x, tuple(slices), tuple(out_shape))
         out = apply_op("slice", [x], {"slice_tup": tuple(slices)})
+        views.make(x, out, None)  # (a global tensor's slice owns its memory)
     return reshape(out, tuple(out_shape)) if tuple(out_shape) != tuple(out.shape) else out
+
+
+def _index_layout(lay, expanded, slices, out_shape):
+    """The view layout of `x[key]` as OneFlow 0.9's `TensorGetItemFunctor` makes it (`expanded`: the key's
+    entries, `...` expanded; `slices`: (start, stop, step) per dim of x): a `view::Unsqueeze` for each None, one
+    `view::Slice` (an int i is i:i+1), then `view::Reshape` to the result's shape (its strides by `ComputeStride`)."""
+    for j, k in enumerate(expanded):
+        if k is None:
+            lay = views.unsqueeze_layout(lay, j)
+    full, it = [], iter(slices)
+    for k in expanded:
+        full.append((0, 1, 1) if k is None else next(it))
+    full.extend(it)
+    lay = views.slice_layout(lay, full)
+    if tuple(lay[0]) != tuple(out_shape):
+        lay = (tuple(out_shape), views.reshape_strides(lay[0], lay[1], out_shape), lay[2])
+    return lay
 
 
 def _local_slice(x, slices, out_shape):

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from oneflow_compat.ir import dtypes
-from oneflow_compat._global import creation, functional as F, lazy
+from oneflow_compat._global import creation, functional as F, lazy, views
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.tensor import BOOL, Tensor
 
@@ -137,7 +137,7 @@ def _size_list(sizes):
 
 
 def expand(x, *sizes):
-    """x broadcast to `sizes` (-1 keeps a dim), a view in OneFlow; here the expand op."""
+    """x broadcast to `sizes` (-1 keeps a dim): a view of a local eager tensor, as in OneFlow."""
     sizes = _size_list(sizes)
     lead = len(sizes) - x.ndim
     if lead < 0:
@@ -157,7 +157,9 @@ def expand(x, *sizes):
         target.append(s)
     if tuple(target) == tuple(x.shape):
         return x
-    return apply_op("expand", [x], {"shape": tuple(target)})
+    out = apply_op("expand", [x], {"shape": tuple(target)})
+    # a view (OneFlow's `view::Expand`: stride 0 on the expanded dims; writable, as OneFlow's)
+    return views.make(x, out, views.expand_layout(views.layout_of(x), tuple(target)) if views.applicable(x) else None)
 
 
 def expand_as(x, other):

@@ -10,7 +10,9 @@ import collections.abc
 import collections
 
 from oneflow_compat.backend import devices
+from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.kernels import bfloat16 as bf16_k
 from oneflow_compat.runtime import global_eager
 from oneflow_compat._global.tensor import Tensor
 
@@ -85,6 +87,17 @@ def _sharded_state_layout(param, state):
                 value._value.sbp != param._value.sbp:
             return tuple(value.sbp)
     return None
+
+
+def _store_bfloat16(param, state):
+    """(limits2 team) A bfloat16 parameter and its bfloat16 states after an update hold bfloat16 numbers again
+    (float32 storage, kernels/bfloat16.py): the update computes in float32 and stores rounded to nearest even, as
+    OneFlow 0.9's update kernels store their bfloat16 model and state (core/common/bfloat16.h's conversion)."""
+    if param.dtype is not dtypes.bfloat16:
+        return
+    for t in [param] + [v for v in state.values() if isinstance(v, Tensor) and v.dtype is dtypes.bfloat16]:
+        for piece in pieces(t):
+            piece[...] = bf16_k.round_to_bfloat16(array_module(piece), piece)
 
 
 def array_module(array):
@@ -192,6 +205,7 @@ class Optimizer:
                     self._update(group, p, state)
                 else:
                     self._update_sharded(group, p, state, layout)
+                _store_bfloat16(p, state)
         self._step_count += 1
         return loss
 
