@@ -99,7 +99,7 @@ def _tensor_pair(x, y, what):
 
 # --- arithmetic -----------------------------------------------------------------------------------------------
 def add(input, other, alpha=1):  # noqa: A002
-    if alpha != 1:  # a number times alpha stays a number (OneFlow 0.9 scales a scalar operand: add(x, 2, alpha=3))
+    if alpha != 1:  # a Python number `other` is scaled as a number (OneFlow's ScalarAdd takes other * alpha)
         other = other * alpha if _is_number(other) else mul(other, alpha)
     if isinstance(input, Tensor) and _is_number(other):
         x = cast(input, _scalar_dtype(input, other))
@@ -112,7 +112,7 @@ def add(input, other, alpha=1):  # noqa: A002
 
 
 def sub(input, other, alpha=1):  # noqa: A002
-    if alpha != 1:  # a number times alpha stays a number (OneFlow 0.9 scales a scalar operand: add(x, 2, alpha=3))
+    if alpha != 1:  # a Python number `other` is scaled as a number (OneFlow's ScalarAdd takes other * alpha)
         other = other * alpha if _is_number(other) else mul(other, alpha)
     if isinstance(input, Tensor) and _is_number(other):
         x = cast(input, _scalar_dtype(input, other))
@@ -263,13 +263,17 @@ def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # no
         lead = tuple(a.shape[:-1])
         out = apply_op("matmul", [reshape(a, (-1, a.shape[-1])), b], attrs)
         return reshape(out, lead + (out.shape[-1],))
-    if a.ndim == 2 and b.ndim > 2 and not transpose_a and not transpose_b:
-        # a matrix times a batch (OneFlow 0.9's broadcast_matmul): (bᵀ aᵀ)ᵀ, the batch on the left side
-        out = matmul(transpose(b, -1, -2), transpose(a, 0, 1), alpha=alpha)
-        return transpose(out, -1, -2)
-    if a.ndim != b.ndim:
-        raise ValueError("matmul(): shapes %s and %s are not supported (batch dims must match)"
-                         % (tuple(a.shape), tuple(b.shape)))
+    # batch dims broadcast as numpy's (OneFlow 0.9's BatchMatMul / BroadcastMatmul): each side is expanded to the
+    # common batch shape, whose gradient sums back over the broadcast dims
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    try:
+        batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    except ValueError:
+        raise RuntimeError("matmul(): the batch dims of shapes %s and %s do not broadcast" % (sa, sb)) from None
+    if sa[:-2] != batch:
+        a = apply_op("expand", [a], {"shape": batch + sa[-2:]})
+    if sb[:-2] != batch:
+        b = apply_op("expand", [b], {"shape": batch + sb[-2:]})
     return apply_op("matmul", [a, b], attrs)
 
 
@@ -336,23 +340,31 @@ def mean(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
                            "complex dtype. Got: %s" % x.dtype.name.capitalize())
     axes = _axes(dim, x.ndim)
     count = 1
-    for a in axes:
+    for a in axes if x.ndim else ():  # a 0-dim tensor's dim 0 / -1 holds its one element
         count *= x.shape[a]
     return mul(_reduce("reduce_sum", x, dim, keepdim), 1.0 / builtins.max(count, 1))
 
 
-def prod(input, dim=None, keepdim=False):  # noqa: A002
-    return _reduce("reduce_prod", _check(input, "prod"), dim, keepdim)
+def prod(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """The product along `dim`; `dtype` casts the input first, and a bool input multiplies as int64 (OneFlow 0.9's
+    ReduceProdFunctor, math_functor.cpp@v0.9.0: flow.prod is _C.reduce_prod)."""
+    x = _check(input, "prod")
+    if dtype is not None:
+        x = cast(x, as_dtype(dtype))
+    elif x.dtype is BOOL:
+        x = cast(x, dtypes.int64)
+    return _reduce("reduce_prod", x, dim, keepdim)
 
 
 def var(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
     x = _floating(_check(input, "var"))
     axes = _axes(dim, x.ndim)
     count = 1
-    for a in axes:
+    for a in axes if x.ndim else ():  # a 0-dim tensor's dim 0 / -1 holds its one element
         count *= x.shape[a]
     centered = sub(x, mean(x, axes, keepdim=True))
-    # no degrees of freedom left (no elements, or one with unbiased=True): NaN, as OneFlow 0.9 and torch divide by 0
+    # no element, or one with the unbiased divisor: nan (OneFlow 0.9's variance kernel, IsNanOut in
+    # oneflow/user/kernels/variance_kernel_util.h@v0.9.0), and its gradient is nan too
     divisor = count - (1 if unbiased else 0)
     return mul(sum(square(centered), axes, keepdim), 1.0 / divisor if divisor > 0 else float("nan"))
 
@@ -533,6 +545,9 @@ def t(input):  # noqa: A002
 
 def squeeze(input, dim=None):  # noqa: A002
     x = _check(input, "squeeze")
+    if x.ndim == 0:  # a 0-dim tensor squeezes to itself (dim 0 / -1 allowed, as for any dim of a 1-dim view)
+        _axes(dim, 0)
+        return x
     if dim is None:
         axes = [i for i, d in enumerate(x.shape) if d == 1]
     else:
@@ -560,6 +575,10 @@ def cat(tensors, dim=0):
     for x in tensors[1:]:
         dt = _promote(dt, x.dtype)
     tensors = [cast(_check(x, "cat"), dt) for x in tensors]
+    # an empty 1-D tensor (`flow.Tensor()`) joins any shape: it is left out, as OneFlow 0.9's ConcatFunctor
+    # (oneflow/core/functional/impl/array_functor.cpp@v0.9.0) skips inputs with no element and one dimension
+    kept = [x for x in tensors if not (x.ndim == 1 and x.numel() == 0)]
+    tensors = kept or tensors[:1]
     d = _axes(dim, tensors[0].ndim)[0]
     if len(tensors) == 1:
         return tensors[0]
@@ -605,10 +624,36 @@ def masked_fill(input, mask, value):  # noqa: A002
     return where(mask, _const(value, input), input)
 
 
-def gather(input, dim, index):  # noqa: A002
-    """out[i][j] = input[i][index[i][j]] along `dim` (index sized like input outside `dim`)."""
+def _shape_text(shape):
+    return "(" + ",".join(str(n) for n in shape) + ")"
+
+
+def gather(input, dim, index, sparse_grad=False):  # noqa: A002
+    """out[i][j] = input[i][index[i][j]] along `dim`; the output has the index's shape, which may be smaller than
+    the input's outside `dim`, and a 0-dim input or index counts as one element (OneFlow 0.9's DimGatherFunctor,
+    oneflow/core/functional/impl/array_functor.cpp@v0.9.0, whose checks and messages these are)."""
     x, idx = _check(input, "gather"), _check(index, "gather")
-    d = _axes(dim, x.ndim)[0]
+    if idx.dtype not in (dtypes.int32, dtypes.int64):
+        raise RuntimeError("gather(): Expected dtype int32 or int64 for index")
+    if sparse_grad:
+        raise RuntimeError("Only support bool = False for now!")
+    same_rank = "Index tensor must have the same number of dimensions as input tensor"
+    if x.ndim == 0 or idx.ndim == 0:
+        if builtins.max(x.ndim, idx.ndim) > 1:
+            raise RuntimeError(same_rank)
+        _axes(dim, idx.ndim)
+        out = gather(reshape(x, (1,)) if x.ndim == 0 else x, 0, reshape(idx, (1,)) if idx.ndim == 0 else idx)
+        return reshape(out, tuple(idx.shape))
+    if x.ndim != idx.ndim:
+        raise RuntimeError(same_rank)
+    d = _axes(dim, idx.ndim)[0]
+    xs, js = tuple(x.shape), tuple(idx.shape)
+    for i in range(x.ndim):
+        if i != d and js[i] > xs[i]:
+            raise RuntimeError("Size does not match at dimension %d expected index %s to be smaller than self %s "
+                               "apart from dimension %d" % (i, _shape_text(js), _shape_text(xs), d))
+    if builtins.any(i != d and js[i] < xs[i] for i in range(x.ndim)):
+        x = x[tuple(slice(None) if i == d else slice(0, js[i]) for i in range(x.ndim))]
     last = x.ndim - 1
     if d != last:
         perm = [i for i in range(x.ndim) if i != d] + [d]

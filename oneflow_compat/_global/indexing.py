@@ -139,6 +139,11 @@ def _host_key(key):
 
 
 def _host_value(value, dtype):
+    if dtype is dtypes.bfloat16:  # (limits2 team) a bfloat16 tensor stores bfloat16 numbers (kernels/bfloat16.py)
+        from oneflow_compat.kernels import bfloat16 as bf16_k
+
+        array = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+        return bf16_k.round_to_bfloat16(np, array).reshape(array.shape)
     if isinstance(value, Tensor):
         return np.asarray(value.numpy()).astype(dtype.np if dtype is not BOOL else np.bool_)
     return value

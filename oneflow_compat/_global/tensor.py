@@ -530,6 +530,10 @@ class Tensor:
         return self
 
     def fill_(self, value):  # (while gradients are recorded: `_global/inplace_fill.py`, installed over this)
+        if self.dtype is dtypes.bfloat16 and isinstance(value, (int, float, np.number)):  # (limits2 team)
+            from oneflow_compat.kernels import bfloat16 as bf16_k
+
+            value = bf16_k.round_to_bfloat16(np, np.float32(value))[0]
         for p in self._value.pieces:
             p[...] = value
         return self

@@ -471,9 +471,17 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
 
 
 def logsumexp(input, dim, keepdim=False):  # noqa: A002
+    """log(sum(exp(x))) along `dim`, as OneFlow 0.9's LogSumExpFunctor (math_functor.cpp@v0.9.0) computes it: a
+    0-dim input is its own value as float32, an empty input takes no max (log of the sum: -inf where nothing is
+    summed), otherwise the max is subtracted first and an infinite max is replaced by 0 (inf inputs stay inf)."""
     x = F._floating(input)
     axes = F._axes(dim, x.ndim)
+    if x.ndim == 0:
+        return F.cast(x, dtypes.float32)
+    if x.numel() == 0:
+        return F.log(F.sum(F.exp(x), axes, keepdim))
     top = F._reduce("reduce_max", x, axes, True).detach()
+    top = F.masked_fill(top, isinf(top), 0.0)
     out = F.add(F.log(F.sum(F.exp(F.sub(x, top)), axes, True)), top)
     return out if keepdim else F.squeeze(out, axes) if axes else out
 

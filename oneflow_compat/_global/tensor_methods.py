@@ -23,6 +23,8 @@ def _init(self, *args, dtype=None, device=None, placement=None, sbp=None, requir
                             requires_grad=requires_grad)
     else:
         shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+        if not args:  # `flow.Tensor()`: an empty 1-D tensor, shape (0,) (TensorEmptyCtorFunctor, tensor_api.cpp@v0.9.0)
+            shape = (0,)
         t = creation.zeros(*shape, dtype=dt, device=device, placement=placement, sbp=sbp,
                            requires_grad=requires_grad)
     self._adopt(t)
@@ -53,9 +55,18 @@ def _copy_(self, other):
     src = layouts.as_layout_of(other, self)
     if tuple(src.shape) != tuple(self.shape):
         src = F.reshape(src, tuple(self.shape)) if src.numel() == self.numel() else src
+    bf16 = self.dtype is dtypes.bfloat16
     for p, q in zip(self._value.pieces, src._value.pieces):
+        if bf16:  # (limits2 team) a bfloat16 tensor stores bfloat16 numbers (kernels/bfloat16.py)
+            q = _bf16_k().round_to_bfloat16(devices.module_of(q), q)
         p[...] = q if devices.is_device_array(p) else devices.to_host(q)  # a host piece takes no device array
     return self
+
+
+def _bf16_k():
+    from oneflow_compat.kernels import bfloat16
+
+    return bfloat16
 
 
 def _inplace(fn):
@@ -345,6 +356,12 @@ _METHODS.update({
     "contiguous": _inplace_functions.contiguous, "is_contiguous": _views.is_contiguous,
     "contiguous_": _views.contiguous_,
 })
+install()
+
+# --- limits2 team: Tensor.digamma() / Tensor.polygamma(n) (torch's; ops/polygamma_ops.py)
+from oneflow_compat._global import special_functions as _special_functions  # noqa: E402
+
+_METHODS.update({"digamma": _special_functions.digamma, "polygamma": _special_functions.tensor_polygamma})
 install()
 
 # --- placement team: Tensor.fill_ while gradients are recorded (zero gradient for the old content, the sum for a
