@@ -235,3 +235,7 @@ from oneflow_compat import one_embedding  # noqa: F401,E402
 
 # --- multiprocessing team: oneflow.multiprocessing (OneFlow 0.9: tensors through shared memory between processes)
 from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the ForkingPickler reductions)
+
+# --- modtests team: what OneFlow 0.9's own tests meet. flow.default_generator is the CPU generator OBJECT
+# (v0.9.0 python/oneflow/framework/generator.py: `default_generator = ...default_generator("cpu")`)
+from oneflow_compat._global.generators import _LOCAL as default_generator  # noqa: E402,F811

@@ -180,7 +180,7 @@ def _apply_eager(cls, inputs):
         with autograd.set_grad_enabled(record):
             result = _unpack(cls.backward(ctx, *grads), "backward")
         if len(result) != len(inputs):
-            raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, got %d)"
+            raise RuntimeError("RuntimeError: function %s returned an incorrect number of gradients (expected %d, got %d)"
                                % (name, len(inputs), len(result)))
         dxs = []
         for i, (x, want, g) in enumerate(zip(inputs, wants, result)):
@@ -285,7 +285,7 @@ def _apply_lazy(cls, inputs):
             with autograd.no_grad():
                 result = _unpack(cls.backward(ctx, *grads), "backward")
             if len(result) != len(inputs):
-                raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, got %d)"
+                raise RuntimeError("RuntimeError: function %s returned an incorrect number of gradients (expected %d, got %d)"
                                    % (name, len(inputs), len(result)))
             dxs = [None] * len(present)
             for i in wanting:

@@ -43,7 +43,9 @@ class Parameter(Tensor):
         self._out_index = 0
         self._grad = None
         self.requires_grad_flag = False
-        if requires_grad:
+        # OneFlow 0.9 (core/framework/tensor.h, Parameter's constructor) ignores the failed check of a non-floating
+        # tensor's set_requires_grad: an integer Parameter is made, and does not require a gradient
+        if requires_grad and data.dtype.is_floating:
             self.requires_grad_(True)
 
     # (a Parameter prints as the tensor it is, as OneFlow 0.9's C++ Parameter does: no "Parameter containing:")

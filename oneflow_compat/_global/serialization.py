@@ -165,9 +165,14 @@ class _Unpickler(pickle.Unpickler):
         return self._load_tensor(name)
 
 
-def load(path, global_src_rank=None, map_location=None):
+def load(path, global_src_rank=None, map_location=None, *, support_pytorch_format=True):
     """`flow.load(path)`: what `flow.save` wrote (see the module docstring); the legacy checkpoint reader while
-    the legacy API is in use."""
+    the legacy API is in use; a FILE written by `torch.save` (OneFlow 0.9: `support_pytorch_format`, read by torch,
+    see `torch_checkpoint`)."""
+    if os.path.isfile(os.fspath(path)) and support_pytorch_format:
+        from oneflow_compat._global import torch_checkpoint
+
+        return torch_checkpoint.load_torch_file(os.fspath(path), global_src_rank, map_location)
     if _legacy_in_use() and global_src_rank is None and map_location is None:
         from oneflow_compat import checkpoint
 

@@ -1,0 +1,53 @@
+"""nn.Module / nn.Parameter / flow.load behaviours OneFlow 0.9 has (facts from its v0.9.0 sources, cited per test)."""
+import os
+
+import numpy as np
+import pytest
+
+import oneflow as flow
+
+
+def test_an_integer_parameter_is_made_and_does_not_require_grad():
+    # v0.9.0 core/framework/tensor.h: Parameter's constructor ignores the failed set_requires_grad check
+    p = flow.nn.Parameter(flow.tensor([[1, 2], [3, 4]], dtype=flow.int32))
+    assert isinstance(p, flow.nn.Parameter) and p.dtype == flow.int32
+    assert not p.requires_grad and p.is_leaf
+    np.testing.assert_array_equal(p.numpy(), [[1, 2], [3, 4]])
+    assert flow.nn.Parameter(flow.ones(2)).requires_grad
+    with pytest.raises(RuntimeError, match="only Tensors of floating point can require gradients"):
+        flow.ones(2, dtype=flow.int64).requires_grad_()
+
+
+def test_module_with_an_integer_parameter_moves_and_computes():
+    class M(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = flow.nn.Parameter(flow.full((2, 3), 1.5))
+            self.n = flow.nn.Parameter(flow.full((2, 3), 2.0).to(flow.int32))
+
+        def forward(self, x):
+            return self.w * x
+
+    m = M().to("cuda")
+    assert m.n.device == flow.device("cuda") and m.n.dtype == flow.int32 and not m.n.requires_grad
+    assert m.w.requires_grad and m.w.is_leaf
+    np.testing.assert_allclose(m(flow.ones(2, 3, device="cuda")).numpy(), np.full((2, 3), 1.5))
+    m.to(flow.float64)
+    assert m.w.dtype == flow.float64
+
+
+def test_load_reads_a_file_written_by_torch_save(tmp_path):
+    torch = pytest.importorskip("torch")
+    conv = torch.nn.Conv2d(3, 2, 3)
+    path = os.path.join(str(tmp_path), "weights.pt")
+    torch.save({"model": conv.state_dict(), "step": 7, "pair": (torch.ones(2), 3)}, path)
+    loaded = flow.load(path)
+    assert loaded["step"] == 7 and loaded["pair"][1] == 3
+    assert isinstance(loaded["pair"][0], flow.Tensor)
+    m = flow.nn.Conv2d(3, 2, 3)
+    m.load_state_dict(loaded["model"])
+    np.testing.assert_array_equal(m.weight.numpy(), conv.weight.detach().numpy())
+    np.testing.assert_array_equal(m.bias.numpy(), conv.bias.detach().numpy())
+    moved = flow.load(path, map_location=flow.device("cuda:0"))
+    assert moved["model"]["weight"].device == flow.device("cuda:0")
+    np.testing.assert_array_equal(moved["model"]["weight"].numpy(), conv.weight.detach().numpy())
