@@ -1,4 +1,5 @@
 """Autograd error texts as OneFlow 0.9 words them (v0.9.0 oneflow/core/framework/op_expr_grad_function.h)."""
+import numpy as np
 import pytest
 
 import oneflow as flow
@@ -23,3 +24,57 @@ def test_wrong_number_of_gradients_names_the_function_as_oneflow_does():
     # OneFlow's CHECK message carries the "RuntimeError: " text itself
     assert str(e.value) == ("RuntimeError: function _TwoGrads returned an incorrect number of gradients "
                             "(expected 3, got 2)")
+
+
+def _recording_hooks():
+    kept = []
+
+    def pack(t):
+        kept.append(t)
+        return len(kept) - 1
+
+    return kept, pack, lambda i: kept[i]
+
+
+def test_saved_tensor_hooks_see_multiplys_tensors_y_first():
+    # v0.9.0 core/autograd/gradient_funcs/broadcast_binary_ops.cpp (BroadcastMul): y is saved before x
+    x = flow.tensor([1.0, 2.0]).requires_grad_()
+    y = flow.tensor([3.0, 5.0]).requires_grad_()
+    kept, pack, unpack = _recording_hooks()
+    with flow.autograd.graph.saved_tensors_hooks(pack, unpack):
+        z = x * y
+    z.sum().backward()
+    assert len(kept) == 2 and kept[0] is y and kept[1] is x
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 5.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [1.0, 2.0])
+
+
+def test_saved_tensor_hooks_apply_to_a_functions_saved_tensors():
+    class Mul(autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, dz):
+            a, b = ctx.saved_tensors
+            return dz * b, dz * a
+
+    x = flow.tensor([1.0, 2.0]).requires_grad_()
+    y = flow.tensor([3.0, 5.0]).requires_grad_()
+    kept = []
+
+    def pack(t):
+        kept.append(t)
+        return len(kept) - 1
+
+    def unpack(i):
+        return kept[i] * 10  # what unpack returns is what backward reads
+
+    with flow.autograd.graph.saved_tensors_hooks(pack, unpack):
+        z = Mul.apply(x, y)
+    z.sum().backward()
+    assert len(kept) == 2 and kept[0] is x and kept[1] is y
+    np.testing.assert_array_equal(x.grad.numpy(), [30.0, 50.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [10.0, 20.0])

@@ -42,7 +42,14 @@ class FunctionCtx:
         self._check_valid()
         if not all(isinstance(t, Tensor) for t in tensors):
             raise TypeError("save_for_backward() only support Tensor or Tensors")  # OneFlow 0.9's words
-        self._saved.extend(tensors)
+        hooks = autograd.SAVED_TENSORS_HOOKS
+        if hooks:
+            # saved_tensors_hooks apply to a Function's saved tensors too (OneFlow 0.9: its FunctionNode saves
+            # through SaveTensorForBackward like any op): pack now, unpack when `saved_tensors` is read
+            pack, unpack = hooks[-1]
+            self._saved.extend(_Packed(pack(t), unpack) for t in tensors)
+        else:
+            self._saved.extend(tensors)
 
     def mark_non_differentiable(self, *tensors):
         """Marks outputs of `forward` that get no gradient: they come out with `requires_grad=False` and
@@ -57,7 +64,7 @@ class FunctionCtx:
     def saved_tensors(self):
         """The tensors given to `save_for_backward`, as a tuple."""
         self._check_valid()
-        return tuple(self._saved)
+        return tuple(t.unpack(t.obj) if isinstance(t, _Packed) else t for t in self._saved)
 
     def _is_data_valid(self):
         """False once the node's backward ran without retain_graph (its saved tensors are freed), as OneFlow's."""
@@ -70,6 +77,15 @@ class FunctionCtx:
     def _release(self):
         self._saved.clear()
         object.__setattr__(self, "_valid", False)
+
+
+class _Packed:
+    """A tensor saved under saved_tensors_hooks: what the pack hook returned, and the unpack hook."""
+
+    __slots__ = ("obj", "unpack")
+
+    def __init__(self, obj, unpack):
+        self.obj, self.unpack = obj, unpack
 
 
 def _unpack(result, what):

@@ -104,7 +104,16 @@ def _pack_saved(node, inputs):
     references stay: higher-order gradients rebuild the history from them, and host memory is what the hooks
     would offload to.)"""
     pack, unpack = autograd.SAVED_TENSORS_HOOKS[-1]
-    node.packed = ([(t._value.meta, pack(t)) for t in inputs], unpack)
+    # the pack hook sees the tensors in the order OneFlow 0.9's gradient rule saves them: multiply and divide save
+    # y before x (core/autograd/gradient_funcs/broadcast_binary_ops.cpp, BroadcastMul / BroadcastDiv)
+    order = (1, 0) if len(inputs) == 2 and node.op_type in _SAVES_Y_FIRST else range(len(inputs))
+    packed = [None] * len(inputs)
+    for i in order:
+        packed[i] = (inputs[i]._value.meta, pack(inputs[i]))
+    node.packed = (packed, unpack)
+
+
+_SAVES_Y_FIRST = frozenset(("multiply", "divide"))
 
 
 def oneflow_backward_name(op_type, values):
