@@ -285,12 +285,7 @@ class Module:
 
     def zero_grad(self, set_to_none=False):
         for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad.zero_()
+            p._zero_grad_(set_to_none)  # (a global gradient's broadcast becomes partial_sum, as OneFlow 0.9)
 
     # --- state ---------------------------------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):

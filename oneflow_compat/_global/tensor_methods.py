@@ -314,3 +314,10 @@ from oneflow_compat._global import shared_storage as _shared_storage  # noqa: E4
 
 _METHODS.update({"share_memory_": _shared_storage.share_memory_, "is_shared": _shared_storage.is_shared})
 install()
+
+# --- modtests team: Tensor._zero_grad_ (OneFlow 0.9's, used by Optimizer.zero_grad / Module.zero_grad:
+# `grad_zeroing.py`)
+from oneflow_compat._global import grad_zeroing as _grad_zeroing  # noqa: E402
+
+_METHODS.update({"_zero_grad_": _grad_zeroing.zero_grad_})
+install()
