@@ -77,7 +77,7 @@ def test_slice_update_writes_in_place_and_passes_gradients():
     np.testing.assert_array_equal(base.grad.numpy(), [[2, 4, 6], [0, 10, 0]])  # the overwritten entries get none
 
     leaf = flow.tensor(np.ones(3, np.float32), requires_grad=True)
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+    with pytest.raises(RuntimeError, match="a leaf Tensor that requires grad is being used in an in-place"):
         flow.slice_update(leaf, flow.tensor([5.0]), [[0, 1, 1]])
 
 

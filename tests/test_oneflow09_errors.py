@@ -1,0 +1,58 @@
+"""Error types and words of OneFlow 0.9 (the C++ checks of its v0.9.0 sources, cited per test): a program that
+matches OneFlow's message text keeps working here. Where this project says more, OneFlow's words are a part of
+the message."""
+import numpy as np
+import pytest
+
+import oneflow as flow
+
+
+def _raised(fn, kind):
+    with pytest.raises(kind) as e:
+        fn()
+    return str(e.value)
+
+
+def test_reshape_errors_are_oneflows_runtime_errors():
+    # core/functional/impl/common.cpp InferShapeUnspecifiedDim
+    x = flow.randn(2, 3, 4)
+    assert "Invalid shape dimension -2" in _raised(lambda: x.reshape(-2, 4), RuntimeError)
+    assert "only one dimension can be inferred" in _raised(lambda: x.reshape(-1, -1), RuntimeError)
+    assert "shape '(2,3,5)' is invalid for input of size 24" in _raised(lambda: x.reshape(2, 3, 5), RuntimeError)
+    assert "shape '(5,-1)' is invalid for input of size 24" in _raised(lambda: x.view(5, -1), RuntimeError)
+    with pytest.raises(ValueError):  # still a ValueError, as before
+        x.reshape(7, -1)
+    assert x.reshape(4, -1).shape == (4, 6)
+    assert flow.zeros(0, 3).reshape(3, 0).shape == (3, 0)
+
+
+def test_inplace_on_a_leaf_that_requires_grad():
+    # core/functional/impl/common.cpp CheckInplaceValid
+    x = flow.ones(2, 2, requires_grad=True)
+    msg = _raised(lambda: x.add_(1), RuntimeError)
+    assert msg == "a leaf Tensor that requires grad is being used in an in-place operation"
+    assert _raised(lambda: x.relu_(), RuntimeError) == msg
+    np.testing.assert_array_equal(x.numpy(), np.ones((2, 2)))
+
+
+def test_layer_norm_shape_mismatch_shows_normalized_shape_as_given():
+    # python/oneflow/nn/modules/normalization.py (layer_norm)
+    msg = _raised(lambda: flow.nn.LayerNorm(2)(flow.randn(2, 3)), RuntimeError)
+    assert msg == ("Given normalized_shape=(2,), expected input with shape [*, 2,], but got input of size "
+                   "oneflow.Size([2, 3])")
+
+
+def test_split_axis_checks():
+    # api/python/symbol/sbp_symbol.cpp; core/functional/impl/global_cast.cpp CheckNdSbpValid
+    assert _raised(lambda: flow.sbp.split(-1), RuntimeError) == "Split axis must not be negative, but got -1!"
+    assert _raised(lambda: flow.sbp.split(6), RuntimeError) == \
+        "Expected split axis to be less than the supported maximum axis (6), but got 6!"
+    assert flow.sbp.split(5) == flow.sbp.split(dim=5)
+    everywhere = flow.placement.all("cpu")
+    local = flow.tensor([1, 2, 3, 4])
+    msg = _raised(lambda: local.to_global(placement=everywhere, sbp=flow.sbp.split(1)), RuntimeError)
+    assert "Split axis out of range (expected to be in range of [0, 1), but got 1!" in msg
+    g = flow.tensor([1, 2, 3, 4], placement=everywhere, sbp=flow.sbp.broadcast)
+    with pytest.raises(ValueError, match=r"Split axis out of range \(expected to be in range of \[0, 1\), but got 1!"):
+        g.to_global(sbp=flow.sbp.split(1))
+    assert _raised(lambda: local.to_local(), RuntimeError) == "Expected global tensor for to_local but got local tensor!"
