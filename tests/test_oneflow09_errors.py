@@ -56,3 +56,17 @@ def test_split_axis_checks():
     with pytest.raises(ValueError, match=r"Split axis out of range \(expected to be in range of \[0, 1\), but got 1!"):
         g.to_global(sbp=flow.sbp.split(1))
     assert _raised(lambda: local.to_local(), RuntimeError) == "Expected global tensor for to_local but got local tensor!"
+
+
+def test_mm_takes_two_matrices():
+    # core/functional/impl/nn_functor.cpp MatMulNoBroadCastFunctor / MatMulFunctor
+    assert _raised(lambda: flow.mm(flow.randn(2, 3, 3), flow.randn(3, 3)), RuntimeError) == "self must be a matrix"
+    assert _raised(lambda: flow.mm(flow.randn(2, 3), flow.randn(3, 3, 2)), RuntimeError) == "mat2 must be a matrix"
+    assert _raised(lambda: flow.randn(2, 3).mm(flow.randn(4, 3)), RuntimeError) == \
+        "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x3)"
+    a, b = np.random.rand(2, 3).astype(np.float32), np.random.rand(3, 4).astype(np.float32)
+    np.testing.assert_allclose(flow.mm(flow.tensor(a), flow.tensor(b)).numpy(), a @ b, rtol=1e-5)
+    assert _raised(lambda: flow.matmul(flow.tensor(1.0), flow.randn(4, 4)), RuntimeError) == \
+        "Tensor a's dim should >= 1"
+    assert _raised(lambda: flow.matmul(flow.randn(4, 4), flow.tensor(1.0)), RuntimeError) == \
+        "Tensor b's dim should >= 1"

@@ -245,6 +245,10 @@ def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # no
                     transpose_a=bool(transpose_a), transpose_b=bool(transpose_b), alpha=float(alpha))
             return apply_op_list("matmul", [input, other], attrs)[0]
     a, b = _check(input, "matmul"), _check(other, "matmul")
+    if a.ndim < 1:  # OneFlow 0.9's words (core/functional/impl/nn_functor.cpp MatMulFunctor)
+        raise RuntimeError("Tensor a's dim should >= 1")
+    if b.ndim < 1:
+        raise RuntimeError("Tensor b's dim should >= 1")
     a, b = _same_dtype(a, b)
     if len(a._value.meta.shape) == 2 and len(b._value.meta.shape) == 2:
         return matmul(a, b, transpose_a, transpose_b, alpha)
