@@ -289,3 +289,6 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, for_norm=False
 
 # --- one-embedding team: OneFlow 0.9's flow._C.one_embedding_fused_lookup (functional_api.yaml) ----------------------
 from oneflow_compat.one_embedding.embedding import one_embedding_fused_lookup  # noqa: F401,E402
+
+# --- modtests team: _C.normalize with OneFlow 0.9's signature (use_l2_norm_kernel; `_global/l2_normalize.py`)
+from oneflow_compat._global.l2_normalize import normalize  # noqa: F401,E402,F811

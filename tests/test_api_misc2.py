@@ -126,8 +126,10 @@ def test_fused_mlp_functionals_errors_global_and_graph():
     np.testing.assert_allclose(flow._C.fused_mlp(x, [w0, w1], [b0, b1], False).numpy(), want, rtol=1e-5)
     np.testing.assert_allclose(flow._C.fused_matmul_bias_add_relu_dropout(x, [w0, w1], [b0, b1], False,
                                                                           [0.0, 0.0]).numpy(), want, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="weight's second dim should be equal to input's second dim"):
+        flow._C.fused_mlp(x, [w1], [b1], False)  # (fused_mlp's words; the dropout variant's differ)
     with pytest.raises(RuntimeError, match="weight's first dim should be equal to input's last dim"):
-        flow._C.fused_mlp(x, [w1], [b1], False)
+        flow._C.fused_matmul_bias_add_relu_dropout(x, [w1], [b1], False, [0.0])
     with pytest.raises(RuntimeError, match="The number of weights should be equal to biases"):
         flow._C.fused_mlp(x, [w0, w1], [b0], False)
     with pytest.raises(RuntimeError, match="Dropout rate should be >= 0.0"):

@@ -70,3 +70,47 @@ def test_mm_takes_two_matrices():
         "Tensor a's dim should >= 1"
     assert _raised(lambda: flow.matmul(flow.randn(4, 4), flow.tensor(1.0)), RuntimeError) == \
         "Tensor b's dim should >= 1"
+
+
+def test_bias_add_checks():
+    # core/functional/impl/nn_functor.cpp BiasAddFunctor; user/ops/bias_add_op.cpp
+    x = flow.ones(4, 4)
+    assert _raised(lambda: flow._C.bias_add(x, flow.ones(5), axis=1), RuntimeError) == \
+        "The size of tensor x (4,4) must match the size of tensor b (5,) at dimension 1"
+    assert _raised(lambda: flow._C.bias_add(x, flow.ones(5), axis=3), IndexError) == \
+        "Dimension out of range (expected to be in range of [-2,1], but got 3)"
+    assert "Bias tensor has to be a one-dimensional vector" in \
+        _raised(lambda: flow._C.bias_add(x, flow.ones(2, 2), axis=0), RuntimeError)
+    b = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(flow._C.bias_add(x, flow.tensor(b), axis=-1).numpy(), 1 + b[None, :])
+
+
+def test_unknown_reduction_is_refused_with_oneflows_words():
+    x, t = flow.ones(4, 4), flow.ones(4, 4)
+    msg = _raised(lambda: flow._C.cross_entropy(x, t, None, 0, "just_test"), RuntimeError)
+    assert msg.startswith("Reduction should be none, sum or mean.")
+    with pytest.raises(ValueError, match="Reduction should be none, sum or mean."):
+        flow.nn.functional.nll_loss(flow.randn(2, 3), flow.tensor([0, 1]), reduction="avg")
+
+
+def test_fused_mlp_words_differ_from_the_dropout_variant():
+    # core/functional/impl/nn_functor.cpp FusedMLPFunctor
+    x = flow.ones(4, 4)
+    assert "Bias's dim is not equal to weight's first dim." in \
+        _raised(lambda: flow._C.fused_mlp(x, [flow.ones(6, 4)], [flow.ones(5)], False), RuntimeError)
+    assert "weight's second dim should be equal to input's second dim." in \
+        _raised(lambda: flow._C.fused_mlp(flow.ones(2, 4), [flow.ones(3, 6)], [flow.ones(3)], False), RuntimeError)
+
+
+def test_c_normalize_with_the_l2_kernel_checks_its_axis():
+    # functional_api.yaml normalize; core/functional/impl/nn_functor.cpp L2NormalizeFunctor
+    x = flow.ones(3, 3)
+    assert _raised(lambda: flow._C.normalize(x, dim=3, use_l2_norm_kernel=True), RuntimeError) == \
+        "Axis should < 2 but axis is 3 now."
+    assert _raised(lambda: flow._C.normalize(x, dim=-3, use_l2_norm_kernel=True), RuntimeError) == \
+        "Axis should >=0 but axis is -1 now."
+    a = np.random.RandomState(0).randn(3, 4).astype(np.float32)
+    np.testing.assert_allclose(flow._C.normalize(flow.tensor(a), dim=-1).numpy(),
+                               a / np.linalg.norm(a, axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(flow._C.normalize(flow.tensor(a), p=1.0, dim=0, use_l2_norm_kernel=False).numpy(),
+                               a / np.abs(a).sum(0, keepdims=True), rtol=1e-6)
