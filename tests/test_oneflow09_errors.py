@@ -82,7 +82,7 @@ def test_bias_add_checks():
     assert "Bias tensor has to be a one-dimensional vector" in \
         _raised(lambda: flow._C.bias_add(x, flow.ones(2, 2), axis=0), RuntimeError)
     b = np.arange(4, dtype=np.float32)
-    np.testing.assert_array_equal(flow._C.bias_add(x, flow.tensor(b), axis=-1).numpy(), 1 + b[None, :])
+    np.testing.assert_array_equal(flow._C.bias_add(x, flow.tensor(b), axis=-1).numpy(), np.ones((4, 4)) + b[None, :])
 
 
 def test_unknown_reduction_is_refused_with_oneflows_words():
