@@ -114,3 +114,52 @@ def test_c_normalize_with_the_l2_kernel_checks_its_axis():
                                a / np.linalg.norm(a, axis=1, keepdims=True), rtol=1e-6)
     np.testing.assert_allclose(flow._C.normalize(flow.tensor(a), p=1.0, dim=0, use_l2_norm_kernel=False).numpy(),
                                a / np.abs(a).sum(0, keepdims=True), rtol=1e-6)
+
+
+def test_repeat_interleave_tensor_repeats_checks():
+    # core/functional/impl/array_functor.cpp RepeatInterLeaveTensorFunctor: its order and words
+    x = flow.tensor([[1, 2], [3, 4]])
+    assert _raised(lambda: flow.repeat_interleave(x, flow.tensor([[1, 2], [3, 4]]), dim=1), RuntimeError) == \
+        "repeat_interleave only accept 1D vector as repeat"
+    assert "repeats has to be Long tensor" in \
+        _raised(lambda: flow.repeat_interleave(x, flow.tensor([1.0, 2.0]), dim=1), RuntimeError)
+    assert "repeats has to be Long tensor" in \
+        _raised(lambda: flow.repeat_interleave(x, flow.tensor([1, 2], dtype=flow.int32), dim=1), RuntimeError)
+    assert _raised(lambda: flow.repeat_interleave(x, flow.tensor([1, -2]), dim=1), RuntimeError) == \
+        "repeats can not be negative"
+    assert "repeats must have the same size as input along dim" in \
+        _raised(lambda: flow.repeat_interleave(x, flow.tensor([1]), dim=1), RuntimeError)
+    np.testing.assert_array_equal(flow.repeat_interleave(x, flow.tensor([1, 2]), dim=1).numpy(),
+                                  np.repeat(np.array([[1, 2], [3, 4]]), [1, 2], axis=1))
+
+
+def test_negative_sizes():
+    # user/ops/randperm_op.cpp; the creation ops' sizes (a ValueError too, as before)
+    assert _raised(lambda: flow.randperm(-1), RuntimeError) == "Trying to create tensor with negative dimension -1: [-1]"
+    assert "Trying to create tensor with negative dimension -1: [2, -1]" in _raised(lambda: flow.ones(2, -1), ValueError)
+
+
+def test_unpack_hook_must_return_a_tensor():
+    # api/python/autograd/autograd.cpp
+    x = flow.ones(1, 2, 3).requires_grad_()
+    with flow.autograd.graph.saved_tensors_hooks(lambda t: 0, lambda obj: obj):
+        y = x * x
+    assert _raised(lambda: y.sum().backward(), RuntimeError) == \
+        "unpack_hook should return a Tensor, but got `<class 'int'>` instead"
+
+
+def test_indexing_words():
+    # core/functional/tensor_index.cpp
+    x = flow.ones(2, 3)
+    assert _raised(lambda: x[3], IndexError).startswith("Index out of range (expected to be in range of [-2,1], but got 3)")
+    assert _raised(lambda: x[0, 0, 0], IndexError) == "Too many indices for tensor of dimension 2"
+    three = (flow.tensor(1), flow.tensor(1), flow.tensor(1))
+    assert _raised(lambda: x[three], IndexError) == "Too many indices for tensor of dimension 2"
+
+
+def test_load_of_a_file_without_the_pytorch_format(tmp_path):
+    # python/oneflow/framework/check_point_v2.py load: no method takes a file then
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"not a folder")
+    assert _raised(lambda: flow.load(str(path), support_pytorch_format=False), NotImplementedError) == \
+        "No valid load method found for %s" % path

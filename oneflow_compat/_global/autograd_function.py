@@ -64,7 +64,7 @@ class FunctionCtx:
     def saved_tensors(self):
         """The tensors given to `save_for_backward`, as a tuple."""
         self._check_valid()
-        return tuple(t.unpack(t.obj) if isinstance(t, _Packed) else t for t in self._saved)
+        return tuple(t.unpacked() if isinstance(t, _Packed) else t for t in self._saved)
 
     def _is_data_valid(self):
         """False once the node's backward ran without retain_graph (its saved tensors are freed), as OneFlow's."""
@@ -86,6 +86,12 @@ class _Packed:
 
     def __init__(self, obj, unpack):
         self.obj, self.unpack = obj, unpack
+
+    def unpacked(self):
+        t = self.unpack(self.obj)
+        if not isinstance(t, Tensor):  # OneFlow 0.9's words (api/python/autograd/autograd.cpp)
+            raise RuntimeError("unpack_hook should return a Tensor, but got `%s` instead" % (type(t),))
+        return t
 
 
 def _unpack(result, what):

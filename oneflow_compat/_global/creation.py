@@ -29,7 +29,8 @@ def _size(size, what):
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
             raise TypeError("%s(): size must be ints, got %r" % (what, tuple(size)))
         if d < 0:
-            raise ValueError("%s(): negative dimension %d in size %s" % (what, d, tuple(size)))
+            raise NegativeDimensionError("Trying to create tensor with negative dimension %d: %s (%s())"
+                                         % (d, list(size), what))
         out.append(int(d))
     return tuple(out)
 
@@ -260,7 +261,14 @@ def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None
     return out
 
 
+class NegativeDimensionError(RuntimeError, ValueError):
+    """A negative size: OneFlow 0.9's RuntimeError and words (user/ops/randperm_op.cpp, array_functor.cpp); a
+    ValueError too, as this project raised before."""
+
+
 def randperm(n, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    if int(n) < 0:
+        raise NegativeDimensionError("Trying to create tensor with negative dimension %d: [%d]" % (int(n), int(n)))
     dtype = as_dtype(dtype) or dtypes.int64
     placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, 1, "randperm")

@@ -598,7 +598,7 @@ def index(input, key):  # noqa: A002
     n_real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
     ndim = len(shape)
     if n_real > ndim:
-        raise IndexError("too many indices for tensor of dimension %d" % ndim)
+        raise IndexError("Too many indices for tensor of dimension %d" % ndim)  # OneFlow 0.9's words
     expanded = []
     for k in key:
         if k is Ellipsis:
@@ -614,7 +614,9 @@ def index(input, key):  # noqa: A002
         if isinstance(k, (int, np.integer)):
             i = int(k)
             if not -dim <= i < dim:
-                raise IndexError("index %d is out of bounds for dimension %d with size %d" % (i, axis, dim))
+                # OneFlow 0.9's words (core/functional/tensor_index.cpp ApplySelectIndexing), then numpy's
+                raise IndexError("Index out of range (expected to be in range of [%d,%d], but got %d) (index %d is "
+                                 "out of bounds for dimension %d with size %d)" % (-dim, dim - 1, i, i, axis, dim))
             i %= dim
             slices.append((i, i + 1, 1))
         elif isinstance(k, slice):

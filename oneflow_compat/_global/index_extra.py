@@ -82,17 +82,23 @@ def repeat_interleave(input, repeats, dim=None, output_size=None):  # noqa: A002
         inner = shape[:d + 1] + (1,) + shape[d + 1:]
         target = shape[:d + 1] + (r,) + shape[d + 1:]
         return F.reshape(TF.expand(F.reshape(x, inner), target), shape[:d] + (shape[d] * r,) + shape[d + 1:])
-    _int_tensor(repeats, "repeat_interleave", "repeats")
+    # a tensor of repeats: OneFlow 0.9's checks, in its order and words (core/functional/impl/array_functor.cpp
+    # RepeatInterLeaveTensorFunctor): one int64 count per slice along dim (no broadcast of a single count)
+    if not isinstance(repeats, Tensor):
+        raise TypeError("repeat_interleave(): repeats must be an int or a Tensor, got %s" % type(repeats).__name__)
+    if repeats.ndim != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if repeats.dtype is not dtypes.int64:
+        raise RuntimeError("repeats has to be Long tensor (repeat_interleave(): repeats of dtype %s)"
+                           % repeats.dtype.name)
     TF._eager_only(input, "repeat_interleave")
     counts = np.asarray(repeats.numpy()).reshape(-1).astype(np.int64)
     n = x.shape[d]
-    if counts.size == 1:
-        counts = np.full(n, counts[0], dtype=np.int64)
+    if (counts < 0).any():
+        raise RuntimeError("repeats can not be negative")
     if counts.size != n:
         raise RuntimeError("repeats must have the same size as input along dim (%d repeats for size %d)"
                            % (counts.size, n))
-    if (counts < 0).any():
-        raise RuntimeError("repeats can not be negative")
     if output_size is not None and int(output_size) != int(counts.sum()):
         raise RuntimeError("repeat_interleave(): output_size %d is not the sum of repeats %d"
                            % (int(output_size), int(counts.sum())))

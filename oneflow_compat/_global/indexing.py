@@ -61,7 +61,7 @@ def _expand_key(key, ndim):
     consumed = builtins.sum(1 for kind, k in entries if kind == "adv" or
                             (kind == "basic" and k is not None and k is not Ellipsis))
     if consumed > ndim:
-        raise IndexError("too many indices for tensor of dimension %d" % ndim)
+        raise IndexError("Too many indices for tensor of dimension %d" % ndim)  # OneFlow 0.9's words
     out = []
     for kind, k in entries:
         if kind == "basic" and k is Ellipsis:

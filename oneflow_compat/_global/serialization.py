@@ -169,7 +169,9 @@ def load(path, global_src_rank=None, map_location=None, *, support_pytorch_forma
     """`flow.load(path)`: what `flow.save` wrote (see the module docstring); the legacy checkpoint reader while
     the legacy API is in use; a FILE written by `torch.save` (OneFlow 0.9: `support_pytorch_format`, read by torch,
     see `torch_checkpoint`)."""
-    if os.path.isfile(os.fspath(path)) and support_pytorch_format:
+    if os.path.isfile(os.fspath(path)):
+        if not support_pytorch_format:  # OneFlow 0.9: no load method takes a file then
+            raise NotImplementedError("No valid load method found for {}".format(os.fspath(path)))
         from oneflow_compat._global import torch_checkpoint
 
         return torch_checkpoint.load_torch_file(os.fspath(path), global_src_rank, map_location)
