@@ -239,5 +239,5 @@ from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the Fo
 # --- modtests team: what OneFlow 0.9's own tests meet. flow.default_generator is the CPU generator OBJECT
 # (v0.9.0 python/oneflow/framework/generator.py: `default_generator = ...default_generator("cpu")`)
 from oneflow_compat._global.generators import _LOCAL as default_generator  # noqa: E402,F811
-# flow.mm: two matrices only, with OneFlow 0.9's checks (`_global/matrix_checks.py`)
-from oneflow_compat._global.matrix_checks import mm  # noqa: E402,F811
+# flow.mm / bmm / dot: OneFlow 0.9's checks and words (`_global/matrix_checks.py`)
+from oneflow_compat._global.matrix_checks import bmm, dot, mm  # noqa: E402,F811

@@ -163,3 +163,46 @@ def test_load_of_a_file_without_the_pytorch_format(tmp_path):
     path.write_bytes(b"not a folder")
     assert _raised(lambda: flow.load(str(path), support_pytorch_format=False), NotImplementedError) == \
         "No valid load method found for %s" % path
+
+
+def test_activation_argument_checks():
+    # core/functional/impl/activation_functor.cpp PReluFunctor / SoftShrinkFunctor
+    msg = _raised(lambda: flow.nn.PReLU(5)(flow.ones(4, 4)), RuntimeError)
+    assert msg.startswith("num_parameters in prelu must be 1 or 4")
+    msg = _raised(lambda: flow.nn.Softshrink(-0.1)(flow.randn(2)), RuntimeError)
+    assert msg.startswith("alpha must be greater or equal to 0, but found to be -0.1.")
+    with pytest.raises(ValueError):  # still a ValueError too
+        flow.nn.functional.softshrink(flow.randn(2), -1.0)
+
+
+def test_chunk_and_narrow_checks():
+    # core/functional/impl/array_functor.cpp ChunkFunctor / NarrowFunctor
+    assert _raised(lambda: flow.tensor(1.0).chunk(2), RuntimeError) == "chunk expects at least a 1-dimensional tensor."
+    assert _raised(lambda: flow.ones(3).chunk(0), RuntimeError) == \
+        "chunk expects `chunks` to be greater than 0, got: 0"
+    assert _raised(lambda: flow.narrow(flow.tensor(1.0), 0, 0, 0), RuntimeError) == \
+        "narrow() cannot be applied to a 0-dim tensor."
+    assert _raised(lambda: flow.ones(3).narrow(0, 2, 2), RuntimeError) == \
+        "start (2) + length (2) exceeds dimension size (3)"
+    assert _raised(lambda: flow.ones(3).narrow(0, 4, 0), IndexError) == \
+        "Dimension out of range (expected to be in range of [-1, 1], but got 4)"
+    np.testing.assert_array_equal(flow.arange(5).narrow(0, -2, 2).numpy(), [3, 4])
+    assert [c.numpy().tolist() for c in flow.arange(5).chunk(2)] == [[0, 1, 2], [3, 4]]
+
+
+def test_dot_and_bmm_checks():
+    # user/ops/dot_op.cpp; core/functional/impl/nn_functor.cpp BatchMatMulFunctor
+    assert _raised(lambda: flow.dot(flow.tensor([2, 3]), flow.tensor([2, 3, 4])), RuntimeError) == \
+        ("inconsistent tensor size, expected tensor to have the same number of elements, but got 2 and 3 "
+         "elements respectively")
+    two_d = flow.tensor([[2, 3], [3, 4]])
+    assert _raised(lambda: flow.dot(two_d, two_d), RuntimeError) == "1D tensors expected, but got 2D tensors"
+    assert _raised(lambda: flow.dot(flow.tensor([2, 3]), flow.tensor([2.0, 3.0])), RuntimeError) == \
+        "expected both vectors to have same dtype, but found kInt64 and kFloat"
+    assert flow.dot(flow.tensor([1.0, 2.0]), flow.tensor([3.0, 4.0])).item() == 11.0
+    assert _raised(lambda: flow.bmm(flow.ones(3), flow.ones(2, 3, 3)), RuntimeError) == \
+        "Expected 3-dimensional tensor, but got 1-dimensional tensor for argument #1"
+    assert _raised(lambda: flow.ones(2, 3, 3).bmm(flow.ones(3, 3)), RuntimeError) == \
+        "Expected 3-dimensional tensor, but got 2-dimensional tensor for argument #2"
+    a, b = np.random.rand(2, 3, 4).astype(np.float32), np.random.rand(2, 4, 5).astype(np.float32)
+    np.testing.assert_allclose(flow.bmm(flow.tensor(a), flow.tensor(b)).numpy(), a @ b, rtol=1e-5)

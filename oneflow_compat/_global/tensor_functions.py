@@ -71,18 +71,27 @@ def split(x, split_size_or_sections, dim=0):
 
 def chunk(x, chunks, dim=0):
     """`chunks` pieces along `dim` of ceil(size / chunks) each (fewer when the size runs out)."""
+    # OneFlow 0.9's checks and words (core/functional/impl/array_functor.cpp ChunkFunctor)
+    if x.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor.")
     if chunks <= 0:
-        raise RuntimeError("chunk(): chunks must be positive, got %d" % chunks)
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
     d = _dim(dim, x.ndim, "chunk")
     return split(x, builtins.max(1, -(-x.shape[d] // chunks)), d)
 
 
 def narrow(x, dim, start, length):
+    # OneFlow 0.9's checks and words (core/functional/impl/array_functor.cpp NarrowFunctor)
+    if x.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim(dim, x.ndim, "narrow")
     n = x.shape[d]
+    if not -n <= start <= n:
+        raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
+                         % (-x.ndim, x.ndim, start))
     start = start + n if start < 0 else start
-    if not 0 <= start <= n or length < 0 or start + length > n:
-        raise IndexError("narrow(): start %d and length %d do not fit dim %d of size %d" % (start, length, d, n))
+    if length < 0 or start + length > n:
+        raise RuntimeError("start (%d) + length (%d) exceeds dimension size (%d)" % (start, length, n))
     return _slice_along(x, d, start, start + length)
 
 

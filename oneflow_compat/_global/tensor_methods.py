@@ -316,9 +316,10 @@ _METHODS.update({"share_memory_": _shared_storage.share_memory_, "is_shared": _s
 install()
 
 # --- modtests team: Tensor._zero_grad_ (OneFlow 0.9's, used by Optimizer.zero_grad / Module.zero_grad:
-# `grad_zeroing.py`), Tensor.mm (two matrices only: `matrix_checks.py`)
+# `grad_zeroing.py`), Tensor.mm / bmm / dot (OneFlow 0.9's checks: `matrix_checks.py`)
 from oneflow_compat._global import grad_zeroing as _grad_zeroing  # noqa: E402
 from oneflow_compat._global import matrix_checks as _matrix_checks  # noqa: E402
 
-_METHODS.update({"_zero_grad_": _grad_zeroing.zero_grad_, "mm": _matrix_checks.mm})
+_METHODS.update({"_zero_grad_": _grad_zeroing.zero_grad_, "mm": _matrix_checks.mm, "bmm": _matrix_checks.bmm,
+                 "dot": _matrix_checks.dot})
 install()
