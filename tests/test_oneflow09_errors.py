@@ -206,3 +206,28 @@ def test_dot_and_bmm_checks():
         "Expected 3-dimensional tensor, but got 2-dimensional tensor for argument #2"
     a, b = np.random.rand(2, 3, 4).astype(np.float32), np.random.rand(2, 4, 5).astype(np.float32)
     np.testing.assert_allclose(flow.bmm(flow.tensor(a), flow.tensor(b)).numpy(), a @ b, rtol=1e-5)
+
+
+def test_batch_gather_checks():
+    # user/ops/batch_gather_op.cpp: its order and words
+    assert _raised(lambda: flow.batch_gather(flow.tensor(1.0), flow.tensor([0])), RuntimeError) == \
+        "The dimension of the input tensor should be greater than zero, but got 0"
+    assert _raised(lambda: flow.batch_gather(flow.ones(2, 3), flow.tensor(0)), RuntimeError) == \
+        "The dimension of the indices tensor should be greater than zero, but got 0"
+    assert _raised(lambda: flow.batch_gather(flow.ones(3), flow.tensor([[0], [1]])), RuntimeError) == \
+        ("The dimension of the input tensor should be greater than or equal to the dimension of the indices tensor, "
+         "but found that the dimension of the input tensor is 1, and the dimension of the indices tensor is 2")
+    assert _raised(lambda: flow.batch_gather(flow.ones(4, 5), flow.tensor([[0], [1]])), RuntimeError) == \
+        ("The size of indices tensor must match the size of input tensor at dimension 0 when two tensors are both "
+         "dynamic or neither")
+    assert "The dtype of the indices tensor must be int32 or int64" in \
+        _raised(lambda: flow.batch_gather(flow.ones(2, 3), flow.zeros(2, 1)), TypeError)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(flow.batch_gather(flow.tensor(x), flow.tensor([[2], [0]])).numpy(), [[2.0], [3.0]])
+
+
+def test_unknown_device_type_is_a_runtime_error():
+    msg = _raised(lambda: flow.device("xpu"), RuntimeError)
+    assert msg == "Expected one of cpu, cuda device type at start of device string: xpu"
+    with pytest.raises(ValueError):
+        flow.device("tpu:0")

@@ -32,7 +32,25 @@ def _int_tensor(t, what, name):
 def batch_gather(in_, indices):
     """out[b..., i, ...] = in[b..., indices[b..., i], ...]: the leading indices.ndim - 1 dims are batch dims
     (OneFlow's BatchGather(in, indices))."""
-    _int_tensor(indices, "batch_gather", "indices")
+    # OneFlow 0.9's checks, in its order and words (user/ops/batch_gather_op.cpp)
+    if not isinstance(in_, Tensor) or not isinstance(indices, Tensor):
+        raise TypeError("batch_gather(): in and indices must be Tensors, got %s and %s"
+                        % (type(in_).__name__, type(indices).__name__))
+    if in_.ndim == 0:
+        raise RuntimeError("The dimension of the input tensor should be greater than zero, but got 0")
+    if indices.ndim == 0:
+        raise RuntimeError("The dimension of the indices tensor should be greater than zero, but got 0")
+    if indices.ndim > in_.ndim:
+        raise RuntimeError("The dimension of the input tensor should be greater than or equal to the dimension of "
+                           "the indices tensor, but found that the dimension of the input tensor is %d, and the "
+                           "dimension of the indices tensor is %d" % (in_.ndim, indices.ndim))
+    for i in range(indices.ndim - 1):
+        if indices.shape[i] != in_.shape[i]:
+            raise RuntimeError("The size of indices tensor must match the size of input tensor at dimension %d when "
+                               "two tensors are both dynamic or neither" % i)
+    if indices.dtype not in _INDEX_DTYPES:
+        raise TypeError("The dtype of the indices tensor must be int32 or int64 (batch_gather(): indices of dtype "
+                        "%s)" % indices.dtype.name)
     return apply_op("batch_gather", [in_, indices])
 
 

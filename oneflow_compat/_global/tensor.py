@@ -66,7 +66,7 @@ def parse_device(device):
         raise TypeError("device must be a string like 'cpu' or 'cuda:0', got %r" % (device,))
     kind = kind.split(":")[0]
     if kind not in ("cpu", "cuda"):
-        raise ValueError("Expected one of cpu, cuda device type at start of device string: %s" % (device,))
+        raise DeviceStringError("Expected one of cpu, cuda device type at start of device string: %s" % (device,))
     return kind
 
 
@@ -101,6 +101,10 @@ class device:  # noqa: N801 - OneFlow's name
 
 def _world_size():
     return global_eager.world_size()
+
+
+class DeviceStringError(RuntimeError, ValueError):
+    """An unknown device type: a RuntimeError as OneFlow 0.9's (its words), a ValueError as this project raised."""
 
 
 class SplitAxisError(RuntimeError, ValueError):
