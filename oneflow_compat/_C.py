@@ -292,3 +292,4 @@ from oneflow_compat.one_embedding.embedding import one_embedding_fused_lookup  #
 
 # --- modtests team: _C.normalize with OneFlow 0.9's signature (use_l2_norm_kernel; `_global/l2_normalize.py`)
 from oneflow_compat._global.l2_normalize import normalize  # noqa: F401,E402,F811
+from oneflow_compat._global.add_forms import add  # noqa: F401,E402,F811  (add of a TensorTuple: add_n)

@@ -241,3 +241,5 @@ from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the Fo
 from oneflow_compat._global.generators import _LOCAL as default_generator  # noqa: E402,F811
 # flow.mm / bmm / dot: OneFlow 0.9's checks and words (`_global/matrix_checks.py`)
 from oneflow_compat._global.matrix_checks import bmm, dot, mm  # noqa: E402,F811
+# flow.add of three or more tensors (or a list): their add_n, as OneFlow 0.9's (`_global/add_forms.py`)
+from oneflow_compat._global.add_forms import add  # noqa: E402,F811

@@ -231,3 +231,18 @@ def test_unknown_device_type_is_a_runtime_error():
     assert msg == "Expected one of cpu, cuda device type at start of device string: xpu"
     with pytest.raises(ValueError):
         flow.device("tpu:0")
+
+
+def test_add_of_three_or_more_tensors_is_their_add_n():
+    # functional_api.yaml "add" (a TensorTuple form); user/ops/add_n_op.cpp
+    a, b = flow.tensor([1, 2]), flow.tensor([3, 4])
+    assert flow.add(a, b, a).numpy().tolist() == [5, 8]
+    assert flow.add([a, b]).numpy().tolist() == [4, 6]
+    assert flow.add(a, b, alpha=2).numpy().tolist() == [7, 10]
+    assert _raised(lambda: flow.add(a, b, flow.tensor([[2, 2], [2, 2]])), RuntimeError) == \
+        "inconsistent tensor size, expected all tensor to have the same number of elements, but got 2 and 4"
+    assert _raised(lambda: flow.add(a, b, flow.tensor([2.0, 2.0], dtype=flow.float64)), RuntimeError) == \
+        "add_n expected all tenser to have same type, but found kInt64 and kDouble"
+    x = flow.ones(2, requires_grad=True)
+    flow.add(x, x, x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
