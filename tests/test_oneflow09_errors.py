@@ -246,3 +246,16 @@ def test_add_of_three_or_more_tensors_is_their_add_n():
     x = flow.ones(2, requires_grad=True)
     flow.add(x, x, x).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_binary_broadcast_mismatch_names_the_dimension():
+    # user/ops/math_binary_broadcast_ops.cpp; core/functional/impl/array_functor.cpp (broadcast_tensors)
+    x, y = flow.ones(8, 10), flow.ones(8)
+    for op in (flow.add, flow.sub, flow.mul, flow.div, flow.maximum, flow.pow, flow.eq, flow.lt, flow.logical_and):
+        assert _raised(lambda: op(x, y), RuntimeError) == \
+            "The size of tensor a (10) must match the size of tensor b (8) at non-singleton dimension 1"
+    with pytest.raises(ValueError, match=r"tensor a \(3\) must match the size of tensor b \(4\) at non-singleton "
+                                         r"dimension 0"):
+        flow.ones(3, 1, 2) * flow.ones(4, 5, 1)
+    assert flow.add(flow.ones(3, 1), flow.ones(1, 4)).shape == (3, 4)
+    assert _raised(lambda: flow.broadcast_tensors(), RuntimeError) == "tensors should not be empty."

@@ -53,9 +53,28 @@ register(OpDef("reduce_to_shape", infer=lambda op: [TensorMeta(op.attrs["shape"]
 
 
 # --- binary elementwise (numpy broadcasting) ------------------------------------------------------------------
+class BroadcastShapeError(RuntimeError, ValueError):
+    """Shapes a binary op cannot broadcast: OneFlow 0.9's RuntimeError and words (user/ops/
+    math_binary_broadcast_ops.cpp); a ValueError too, as numpy's refusal was before."""
+
+
+def broadcast_shape(x_shape, y_shape):
+    """The broadcast of two shapes; a mismatch names the first dimension (of the left-extended shapes) that
+    differs, as OneFlow 0.9 does."""
+    try:
+        return np.broadcast_shapes(x_shape, y_shape)
+    except ValueError:
+        n = max(len(x_shape), len(y_shape))
+        xs = (1,) * (n - len(x_shape)) + tuple(x_shape)
+        ys = (1,) * (n - len(y_shape)) + tuple(y_shape)
+        i = next(k for k in range(n) if xs[k] != 1 and ys[k] != 1 and xs[k] != ys[k])
+        raise BroadcastShapeError("The size of tensor a (%d) must match the size of tensor b (%d) at non-singleton "
+                                  "dimension %d" % (xs[i], ys[i], i)) from None
+
+
 def _broadcast_meta(op):
     a, b = op.inputs
-    shape = np.broadcast_shapes(a.shape, b.shape)
+    shape = broadcast_shape(a.shape, b.shape)
     dt = op.attrs.get("out_dtype") or a.dtype
     return [TensorMeta(shape, dt, a.is_dynamic or b.is_dynamic)]
 
