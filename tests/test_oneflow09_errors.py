@@ -259,3 +259,62 @@ def test_binary_broadcast_mismatch_names_the_dimension():
         flow.ones(3, 1, 2) * flow.ones(4, 5, 1)
     assert flow.add(flow.ones(3, 1), flow.ones(1, 4)).shape == (3, 4)
     assert _raised(lambda: flow.broadcast_tensors(), RuntimeError) == "tensors should not be empty."
+
+
+def test_shape_function_words():
+    # core/functional/impl/array_functor.cpp: Expand, Repeat, Split, SplitWithSize, Roll, IndexSelect, Meshgrid
+    x = flow.ones(2, 2)
+    assert _raised(lambda: x.expand(2, 4), RuntimeError) == (
+        "The expanded size of the tensor (4) must match the existing size (2) at non-singleton dimension 1. "
+        "Target sizes: (2,4). Tensor sizes: (2,2)")
+    assert _raised(lambda: x.repeat(2), RuntimeError).startswith(
+        "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    assert _raised(lambda: flow.split(flow.ones(5), [1, 3]), RuntimeError) == (
+        "split_with_sizes expects split_sizes to sum exactly to 5 (input tensor's size at dimension 0), but got "
+        "sum(split_sizes)=4")
+    assert _raised(lambda: flow.split(flow.ones(5), -1), RuntimeError) == \
+        "split expects split_size be non-negative, but got split_size=-1"
+    assert _raised(lambda: flow.roll(x, [0, 1], [0]), RuntimeError) == \
+        "shifts and dimensions must align. shifts: 2, dims: 1"
+    assert _raised(lambda: flow.index_select(x, 0, flow.tensor([[0]])), IndexError) == \
+        "index_select(): Index is supposed to be a vector"
+    assert _raised(lambda: flow.index_select(x, 0, flow.tensor([0.0])), RuntimeError) == \
+        "index_select(): Expected dtype int32 or int64 for index"
+    assert _raised(lambda: flow.meshgrid(), RuntimeError) == "meshgrid expects a non-empty TensorList"
+    assert _raised(lambda: flow.meshgrid(flow.ones(2), flow.ones(2, dtype=flow.int32)), RuntimeError) == \
+        "meshgrid expects all tensors to have the same dtype"
+    assert _raised(lambda: flow.meshgrid(flow.ones(2), flow.ones(2), indexing="ab"), ValueError) == \
+        'meshgrid: indexing must be one of "xy" or "ij", but received: ab'
+    assert _raised(lambda: flow.meshgrid(flow.ones(2, 2, 2)), RuntimeError) == \
+        "Expected scalar or 1D tensor in the tensor list but got 3"
+    assert _raised(lambda: flow.ones(2, 2, 2).t(), RuntimeError) == \
+        "t() expects a tensor with <= 2 dimensions, but input tensor is 3D"
+
+
+def test_cat_stack_gather_in_top_k_words():
+    # core/functional/impl/array_functor.cpp: Concat, Stack, DimGather, InTopK
+    x = flow.ones(2, 2)
+    assert _raised(lambda: flow.cat([x, flow.ones(2, 2, 2)]), RuntimeError) == \
+        "Tensors must have same number of dimensions: got 2 and 3 is expected."
+    assert _raised(lambda: flow.cat([x, flow.ones(2, 3)]), ValueError) == \
+        "Sizes of tensors must match except in dimension 0. Got 3 and 2 is expected in dimension 1."
+    assert flow.cat([flow.ones(2, 3), flow.tensor([])]).shape == (2, 3)  # an empty 1-D tensor joins anything
+    assert _raised(lambda: flow.stack([flow.ones(1, 2, 1), flow.ones(1, 2, 2)]), RuntimeError) == \
+        "stack expects each tensor to be equal size, but got (1,2,1) at first input and (1,2,2) which index is 2"
+    assert _raised(lambda: flow.gather(x, 0, flow.tensor([[0.0, 1.0]])), RuntimeError) == \
+        "gather(): Expected dtype int32 or int64 for index"
+    assert _raised(lambda: flow.gather(x, 1, flow.ones(2, 2, 2, dtype=flow.int64)), RuntimeError) == \
+        "Index tensor must have the same number of dimensions as input tensor"
+    assert _raised(lambda: flow.gather(x, 0, flow.zeros(2, 4, dtype=flow.int64)), RuntimeError) == \
+        "Size does not match at dimension 1 expected index (2,4) to be smaller than self (2,2) apart from dimension 0"
+    # an index smaller than the input outside dim reads the leading part (as torch.gather)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    i = np.array([[0, 2], [1, 1]])
+    want = np.take_along_axis(a[:2, :], i, axis=1)
+    np.testing.assert_array_equal(flow.gather(flow.tensor(a), 1, flow.tensor(i)).numpy(), want)
+    assert _raised(lambda: flow.in_top_k(flow.tensor([1, 2]), flow.ones(3, 4), 1), RuntimeError) == \
+        "The num of targets must equal the num of predictions"
+    assert _raised(lambda: flow.in_top_k(flow.tensor([[1], [2]]), flow.ones(2, 4), 1), RuntimeError) == \
+        "The dimension of targets must be 1"
+    assert _raised(lambda: flow.in_top_k(flow.tensor([1, 2]), flow.ones(2, 1, 4), 1), RuntimeError) == \
+        "The dimension of predictions must be 2"

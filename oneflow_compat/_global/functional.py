@@ -491,6 +491,8 @@ def transpose(input, dim0, dim1):  # noqa: A002
 
 
 def t(input):  # noqa: A002
+    if input.ndim > 2:  # OneFlow 0.9's words (core/functional/impl/array_functor.cpp TransposeAllDimFunctor)
+        raise RuntimeError("t() expects a tensor with <= 2 dimensions, but input tensor is %dD" % input.ndim)
     return input if input.ndim < 2 else transpose(input, 0, 1)
 
 
@@ -512,6 +514,41 @@ def unsqueeze(input, dim):  # noqa: A002
     return apply_op("expand_dims", [x], {"axis": dim % (x.ndim + 1)})
 
 
+class _GatherIndexError(RuntimeError, TypeError):
+    """A gather index of a non-integer dtype: OneFlow 0.9's RuntimeError (a TypeError as this project raised)."""
+
+
+def _shape_text(shape):
+    """OneFlow's Shape::ToString: (2,4), (5,)."""
+    shape = [int(v) for v in shape]
+    return "(%d,)" % shape[0] if len(shape) == 1 else "(%s)" % ",".join(map(str, shape))
+
+
+def _check_cat_shapes(tensors, axis):
+    """OneFlow 0.9's checks and words (core/functional/impl/array_functor.cpp ConcatFunctor); an empty 1-D tensor
+    joins anything."""
+    first = tensors[0]
+    ndim = first.ndim
+    for x in tensors:
+        if x.numel() == 0 and x.ndim == 1:
+            continue
+        if x.ndim != ndim:
+            raise _ConcatShapeError("Tensors must have same number of dimensions: got %d and %d is expected."
+                                    % (ndim, x.ndim))
+        for i in range(ndim):
+            if i != axis and first.numel() != 0 and x.shape[i] != first.shape[i]:
+                raise _ConcatShapeError("Sizes of tensors must match except in dimension %d. Got %d and %d is "
+                                        "expected in dimension %d." % (axis, x.shape[i], first.shape[i], i))
+
+
+def _leading_part(x, key):
+    return index(x, key)  # (`index` is a parameter name of gather)
+
+
+class _ConcatShapeError(RuntimeError, ValueError):
+    """Tensors cat cannot join: OneFlow 0.9's RuntimeError (a ValueError as the concat op raised before)."""
+
+
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
@@ -521,6 +558,10 @@ def cat(tensors, dim=0):
         dt = _promote(dt, x.dtype)
     tensors = [cast(_check(x, "cat"), dt) for x in tensors]
     d = _axes(dim, tensors[0].ndim)[0]
+    _check_cat_shapes(tensors, d)
+    joined = [x for x in tensors if not (x.numel() == 0 and x.ndim == 1)]  # (OneFlow skips empty 1-D ones)
+    if joined and len(joined) < len(tensors):
+        tensors = joined
     if len(tensors) == 1:
         return tensors[0]
     return apply_op("concat", tensors, {"axis": d, "max_dim_size": None})
@@ -533,6 +574,12 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     nd = tensors[0].ndim
     d = dim % (nd + 1)
+    first = tuple(tensors[0].shape)
+    for x in tensors:  # OneFlow 0.9's check and words (core/functional/impl/array_functor.cpp StackFunctor)
+        for i in range(nd):
+            if x.ndim != nd or x.shape[i] != first[i]:
+                raise RuntimeError("stack expects each tensor to be equal size, but got %s at first input and %s "
+                                   "which index is %d" % (_shape_text(first), _shape_text(x.shape), i))
     return cat([unsqueeze(x, d) for x in tensors], d)
 
 
@@ -568,7 +615,19 @@ def masked_fill(input, mask, value):  # noqa: A002
 def gather(input, dim, index):  # noqa: A002
     """out[i][j] = input[i][index[i][j]] along `dim` (index sized like input outside `dim`)."""
     x, idx = _check(input, "gather"), _check(index, "gather")
+    # OneFlow 0.9's checks and words (core/functional/impl/array_functor.cpp DimGatherFunctor); an index smaller
+    # than the input outside `dim` reads the leading part of those dims
+    if idx.dtype not in (dtypes.int32, dtypes.int64):
+        raise _GatherIndexError("gather(): Expected dtype int32 or int64 for index")
+    if x.ndim > 0 and idx.ndim > 0 and x.ndim != idx.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     d = _axes(dim, x.ndim)[0]
+    for i in range(x.ndim):
+        if i != d and idx.shape[i] > x.shape[i]:
+            raise RuntimeError("Size does not match at dimension %d expected index %s to be smaller than self %s "
+                               "apart from dimension %d" % (i, _shape_text(idx.shape), _shape_text(x.shape), d))
+    if any(i != d and idx.shape[i] < x.shape[i] for i in range(x.ndim)):
+        x = _leading_part(x, tuple(slice(None) if i == d else slice(0, idx.shape[i]) for i in range(x.ndim)))
     last = x.ndim - 1
     if d != last:
         perm = [i for i in range(x.ndim) if i != d] + [d]

@@ -143,4 +143,11 @@ def in_top_k(targets, predictions, k):
     """Whether each target class is among the `k` largest of its row of `predictions` (bool; the op, as v0.4's,
     gives int8)."""
     _tensor(targets, "in_top_k", "targets"), _tensor(predictions, "in_top_k", "predictions")
+    # OneFlow 0.9's checks, order and words (core/functional/impl/array_functor.cpp InTopKFunctor)
+    if targets.shape[0] != predictions.shape[0]:
+        raise RuntimeError("The num of targets must equal the num of predictions")
+    if targets.ndim != 1:
+        raise RuntimeError("The dimension of targets must be 1")
+    if predictions.ndim != 2:
+        raise RuntimeError("The dimension of predictions must be 2")
     return F.cast(apply_op("in_top_k", [targets, predictions], {"k": int(k)}, requires_grad=False), BOOL)
