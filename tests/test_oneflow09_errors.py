@@ -318,3 +318,20 @@ def test_cat_stack_gather_in_top_k_words():
         "The dimension of targets must be 1"
     assert _raised(lambda: flow.in_top_k(flow.tensor([1, 2]), flow.ones(2, 1, 4), 1), RuntimeError) == \
         "The dimension of predictions must be 2"
+
+
+def test_to_tile_and_scatter_nd_update_words():
+    # core/functional/impl/array_functor.cpp: ToFunctor, To4Functor, TileFunctor, TensorScatterNdUpdateFunctor
+    g = flow.tensor([0.0, 1.0], placement=flow.placement("cpu", ranks=[0]), sbp=[flow.sbp.split(0)])
+    assert _raised(lambda: g.to("cpp"), RuntimeError) == \
+        'Only string device without device id (eg. "cpu" or "cuda") is expected for global tensor, but got cpp'
+    assert _raised(lambda: flow.tensor([0.0, 1.0]).to(g), RuntimeError) == \
+        "tensor.to(other) can only be called when tensor and other are local tensors"
+    assert flow.ones(2).to(flow.ones(2, dtype=flow.float64)).dtype == flow.float64
+    assert _raised(lambda: flow.tensor([[1], [1]]).tile(-1), RuntimeError) == \
+        "Trying to create tensor with negative dimension -1"
+    x, idx = flow.arange(8, dtype=flow.float32), flow.tensor([[1], [3], [5]])
+    assert _raised(lambda: flow.tensor_scatter_nd_update(x, idx, flow.tensor([-1.0, -2.0, -3.0], dtype=flow.float64)),
+                   RuntimeError) == "The dtype of tensor and updates must be same."
+    out = flow.tensor_scatter_nd_update(x, idx, flow.tensor([-1.0, -2.0, -3.0]))
+    np.testing.assert_array_equal(out.numpy(), [0, -1, 2, -2, 4, -3, 6, 7])

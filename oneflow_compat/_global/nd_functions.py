@@ -35,7 +35,9 @@ def scatter_nd(index, update, shape):
 def tensor_scatter_nd_update(tensor, indices, updates):
     """A copy of `tensor` with its slices at the index rows of `indices` replaced by `updates`."""
     _tensor(tensor, "tensor_scatter_nd_update", "tensor"), _tensor(indices, "tensor_scatter_nd_update", "indices")
-    updates = F.cast(_tensor(updates, "tensor_scatter_nd_update", "updates"), tensor.dtype)
+    _tensor(updates, "tensor_scatter_nd_update", "updates")
+    if updates.dtype is not tensor.dtype:  # OneFlow 0.9 (array_functor.cpp TensorScatterNdUpdateFunctor)
+        raise RuntimeError("The dtype of tensor and updates must be same.")
     return apply_op("tensor_scatter_nd_update", [tensor, updates, indices])
 
 

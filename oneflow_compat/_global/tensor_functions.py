@@ -208,6 +208,9 @@ def repeat(x, *sizes):
 
 def tile(x, dims):
     dims = [dims] if isinstance(dims, int) else list(dims)
+    for d in dims:  # OneFlow 0.9's words (core/functional/impl/array_functor.cpp TileFunctor)
+        if d < 0:
+            raise RuntimeError("Trying to create tensor with negative dimension %d" % d)
     return repeat(x, [1] * (x.ndim - len(dims)) + dims)
 
 

@@ -73,15 +73,19 @@ def _to(self, *args, **kwargs):
     dtype, device = kwargs.get("dtype"), kwargs.get("device")
     for a in args:
         if isinstance(a, Tensor):
+            if self.is_global or a.is_global:  # OneFlow 0.9's words (core/functional/impl/array_functor.cpp)
+                raise RuntimeError("tensor.to(other) can only be called when tensor and other are local tensors")
             dtype = a.dtype
-            if a.is_local:
-                device = a._device
+            device = a._device
         elif isinstance(a, dtypes.DType) or a in (float, int, bool):
             dtype = a
         elif a is not None:
             device = a
     out = self
     if device is not None:
+        if self.is_global and isinstance(device, str) and device.split(":")[0] not in ("cpu", "cuda"):
+            raise RuntimeError("Only string device without device id (eg. \"cpu\" or \"cuda\") is expected "
+                               "for global tensor, but got %s" % (device,))
         kind = parse_device(device)
         if self.is_global:
             # OneFlow 0.9: "cpu" / "cuda" move a global tensor to that device type on its ranks; a device with an
