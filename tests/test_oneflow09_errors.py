@@ -335,3 +335,25 @@ def test_to_tile_and_scatter_nd_update_words():
                    RuntimeError) == "The dtype of tensor and updates must be same."
     out = flow.tensor_scatter_nd_update(x, idx, flow.tensor([-1.0, -2.0, -3.0]))
     np.testing.assert_array_equal(out.numpy(), [0, -1, 2, -2, 4, -3, 6, 7])
+
+
+def test_deform_conv2d_argument_checks():
+    # user/ops/deform_conv_op.cpp: its order and words
+    from oneflow_compat._global.nn_deform_conv import deform_conv2d as dc
+    x, w = flow.ones(4, 3, 10, 10), flow.ones(5, 3, 3, 3)
+    off = flow.zeros(4, 18, 8, 8)
+    assert _raised(lambda: dc(x, off, w, stride=(0, 1)), RuntimeError) == \
+        "The stride must be greater than 0,but got 1 and 0"
+    assert _raised(lambda: dc(x, off, w, padding=(-1, 0)), RuntimeError) == \
+        "The pad must be greater than or equal to 0,but got 0 and -1"
+    assert _raised(lambda: dc(x, off, w, dilation=(0, 1)), RuntimeError) == \
+        "The dilation must be greater than 0,but got 0 and 1"
+    assert _raised(lambda: dc(x, off, w, mask=flow.ones(4, 1, 8, 8)), RuntimeError) == \
+        "mask.shape[1] is not valid: got: 1 expected: 9"
+    assert _raised(lambda: dc(x, flow.zeros(3, 18, 8, 8), w), RuntimeError) == \
+        "invalid batch size of offset:got: 3 ,expected: 4"
+    assert _raised(lambda: dc(x, off, w, padding=(0, 0), dilation=(6, 6)), RuntimeError) == \
+        "Calculated output size too small - out_h: -2 ,out_w: -2"
+    assert _raised(lambda: dc(x, off, w, stride=(2, 2)), RuntimeError) == \
+        "invalid offset output dims: got ( 8, 8),expected: (4, 4)"
+    assert dc(x, off, w).shape == (4, 5, 8, 8)
