@@ -51,3 +51,9 @@ def test_load_reads_a_file_written_by_torch_save(tmp_path):
     moved = flow.load(path, map_location=flow.device("cuda:0"))
     assert moved["model"]["weight"].device == flow.device("cuda:0")
     np.testing.assert_array_equal(moved["model"]["weight"].numpy(), conv.weight.detach().numpy())
+
+
+def test_sysconfig_get_cuda_version_is_0_without_cuda():
+    v = flow.sysconfig.get_cuda_version()
+    assert isinstance(v, int)
+    assert (v == 0) == (not flow.sysconfig.with_cuda())
