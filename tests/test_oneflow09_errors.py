@@ -357,3 +357,12 @@ def test_deform_conv2d_argument_checks():
     assert _raised(lambda: dc(x, off, w, stride=(2, 2)), RuntimeError) == \
         "invalid offset output dims: got ( 8, 8),expected: (4, 4)"
     assert dc(x, off, w).shape == (4, 5, 8, 8)
+
+
+def test_a_python_bool_index_is_a_0d_mask():
+    # numpy's reading, which OneFlow 0.9's tensor_index.cpp follows: True adds an axis of 1, False one of 0
+    a = np.arange(6.0).reshape(2, 3)
+    x = flow.tensor(a)
+    for key in [True, False, (True, 0), (Ellipsis, True), (0, False), (slice(None), False, 1)]:
+        assert tuple(x[key].shape) == a[key].shape
+        np.testing.assert_array_equal(x[key].numpy(), a[key])
