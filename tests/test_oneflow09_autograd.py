@@ -78,3 +78,13 @@ def test_saved_tensor_hooks_apply_to_a_functions_saved_tensors():
     assert len(kept) == 2 and kept[0] is x and kept[1] is y
     np.testing.assert_array_equal(x.grad.numpy(), [30.0, 50.0])
     np.testing.assert_array_equal(y.grad.numpy(), [10.0, 20.0])
+
+
+def test_backward_of_a_tensor_without_grad_uses_oneflows_text():
+    # api/python/autograd/autograd.cpp CheckAndInitOutGrads: the text starts with "\nRuntimeError: "
+    with pytest.raises(RuntimeError) as e:
+        flow.ones(4, 4).backward()
+    assert str(e.value) == "\nRuntimeError: element 0 of tensors does not require grad and does not have a grad_fn"
+    x = flow.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="element 1 of tensors does not require grad"):
+        flow.autograd.grad([x.sum(), flow.ones(1).sum()], [x])

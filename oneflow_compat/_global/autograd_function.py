@@ -421,7 +421,9 @@ def _seeds(outputs, grad_outputs):
     seeds = []
     for i, t in enumerate(outputs):
         if not t.requires_grad_flag:
-            raise RuntimeError("element %d of tensors does not require grad and does not have a grad_fn" % i)
+            # OneFlow 0.9's text as it is (api/python/autograd/autograd.cpp CheckAndInitOutGrads)
+            raise RuntimeError("\nRuntimeError: element %d of tensors does not require grad and does not have a "
+                               "grad_fn" % i)
         g = grad_outputs[i] if grad_outputs else None
         if g is None:
             if t.numel() != 1:

@@ -141,9 +141,10 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
             lazy.backward(t, g, retain_graph)
         return
     roots = []
-    for t, g in zip(tensors, grad_tensors):
-        if not t.requires_grad_flag:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not t.requires_grad_flag:  # OneFlow 0.9's text as it is (api/python/autograd/autograd.cpp)
+            raise RuntimeError("\nRuntimeError: element %d of tensors does not require grad and does not have a "
+                               "grad_fn" % i)
         if g is None:
             if t.numel() != 1:
                 raise RuntimeError("Grad can be implicitly created only for scalar outputs")  # OneFlow 0.9's words
