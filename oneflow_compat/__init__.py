@@ -243,3 +243,4 @@ from oneflow_compat._global.generators import _LOCAL as default_generator  # noq
 from oneflow_compat._global.matrix_checks import bmm, dot, mm  # noqa: E402,F811
 # flow.add of three or more tensors (or a list): their add_n, as OneFlow 0.9's (`_global/add_forms.py`)
 from oneflow_compat._global.add_forms import add  # noqa: E402,F811
+from oneflow_compat import boxing  # noqa: E402,F401  (flow.boxing / flow.boxing.nccl settings)

@@ -57,3 +57,23 @@ def test_sysconfig_get_cuda_version_is_0_without_cuda():
     v = flow.sysconfig.get_cuda_version()
     assert isinstance(v, int)
     assert (v == 0) == (not flow.sysconfig.with_cuda())
+
+
+def test_boxing_settings_check_their_type_and_are_recorded():
+    # python/oneflow/boxing/ and framework/config_util.py (v0.9.0): names, resource paths, type assertions
+    import oneflow.boxing.nccl as nccl
+
+    assert nccl is flow.boxing.nccl
+    nccl.enable_use_compute_stream(False)
+    nccl.set_stream_num(2)
+    nccl.allow_fuse_all_reduce(True)
+    flow.boxing.enable_fusion(True)
+    got = flow.boxing.settings()
+    assert got["nccl_use_compute_stream"] is False
+    assert got["collective_boxing_conf.nccl_num_streams"] == 2
+    assert got["collective_boxing_conf.nccl_fusion_all_reduce"] is True
+    assert got["collective_boxing_conf.enable_fusion"] is True
+    with pytest.raises(AssertionError) as e:
+        nccl.set_fusion_threshold_mbytes("16")
+    assert str(e.value) == ("Attribute ['collective_boxing_conf', 'nccl_fusion_threshold_mb'] type unmatched! "
+                            "Expected: <class 'int'> but get: <class 'str'>")
