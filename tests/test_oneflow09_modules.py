@@ -77,3 +77,22 @@ def test_boxing_settings_check_their_type_and_are_recorded():
         nccl.set_fusion_threshold_mbytes("16")
     assert str(e.value) == ("Attribute ['collective_boxing_conf', 'nccl_fusion_threshold_mb'] type unmatched! "
                             "Expected: <class 'int'> but get: <class 'str'>")
+
+
+def test_nn_graph_util_args_tree():
+    # python/oneflow/nn/graph/util.py (v0.9.0): depth-first nodes, mapped leaves, names "prefix_name"
+    from oneflow.nn.graph.util import ArgsTree, NamedArg
+
+    t = flow.ones(2)
+    assert list(ArgsTree([1, [2, 3], {"k": 4}]).iter_nodes()) == [[1, [2, 3], {"k": 4}], 1, [2, 3], 2, 3, {"k": 4}, 4]
+    mapped = ArgsTree(((t, 1), {"a": t, "b": [2, None]})).map_leaf(lambda x: "T" if isinstance(x, flow.Tensor) else x)
+    assert mapped == (("T", 1), {"a": "T", "b": [2, None]})
+    tree = ArgsTree(((t, 1), {"a": t, "b": [2, None]}), gen_name=True, root_prefix="in")
+    names = [n for n, _ in tree.iter_named_nodes()]
+    assert names == ["in_0", "in.0_1", "in.0.0_2", "in.0.1_3", "in.1_4", "in.1.0_a", "in.1.1_b", "in.1.1.0_7",
+                     "in.1.1.1_8"]
+    nodes = dict(tree.iter_named_nodes())
+    assert isinstance(nodes["in.1.0_a"], NamedArg) and nodes["in.1.0_a"].value() is t and nodes["in.1.0_a"].is_leaf()
+    assert not nodes["in.1.1_b"].is_leaf()
+    with pytest.raises(AssertionError, match="Only use this if gen_name is set!"):
+        list(ArgsTree([1]).iter_named_nodes())
