@@ -96,3 +96,20 @@ def test_nn_graph_util_args_tree():
     assert not nodes["in.1.1_b"].is_leaf()
     with pytest.raises(AssertionError, match="Only use this if gen_name is set!"):
         list(ArgsTree([1]).iter_named_nodes())
+
+
+def test_tensor_equal_to_none_is_false():
+    # api/python/framework/tensor_functions.cpp tp_richcompare
+    a, b = flow.randn(3), flow.randn(3)
+    assert (a == None) is False  # noqa: E711
+    assert (None in [a, b]) is False and (None in [a, b, None]) is True
+    np.testing.assert_array_equal((a == a).numpy(), [True, True, True])
+
+
+def test_tensor_buffer_shapes_and_dtypes():
+    # api/python/utils/tensor_utils.cpp MaybeGetTensorBufferShapesAndDTypes
+    t = flow.tensor_to_tensor_buffer(flow.ones(2, 3, 4), instance_dims=2)
+    shapes, dts = t._tensor_buffer_shapes_and_dtypes
+    assert shapes == [(3, 4), (3, 4)] and dts == [flow.float32, flow.float32]
+    with pytest.raises(RuntimeError, match="^tensor buffer supported only$"):
+        flow.ones(2)._tensor_buffer_shapes_and_dtypes

@@ -320,10 +320,15 @@ _METHODS.update({"share_memory_": _shared_storage.share_memory_, "is_shared": _s
 install()
 
 # --- modtests team: Tensor._zero_grad_ (OneFlow 0.9's, used by Optimizer.zero_grad / Module.zero_grad:
-# `grad_zeroing.py`), Tensor.mm / bmm / dot (OneFlow 0.9's checks: `matrix_checks.py`)
+# `grad_zeroing.py`), Tensor.mm / bmm / dot (OneFlow 0.9's checks: `matrix_checks.py`), `t == None` is False
+# (`tensor_compare.py`), Tensor._tensor_buffer_shapes_and_dtypes (`tensor_buffer_list.py`)
 from oneflow_compat._global import grad_zeroing as _grad_zeroing  # noqa: E402
 from oneflow_compat._global import matrix_checks as _matrix_checks  # noqa: E402
+from oneflow_compat._global import tensor_compare as _tensor_compare  # noqa: E402
+from oneflow_compat._global import tensor_buffer_list as _tensor_buffer_list  # noqa: E402
+
+Tensor._tensor_buffer_shapes_and_dtypes = property(_tensor_buffer_list.tensor_buffer_shapes_and_dtypes)
 
 _METHODS.update({"_zero_grad_": _grad_zeroing.zero_grad_, "mm": _matrix_checks.mm, "bmm": _matrix_checks.bmm,
-                 "dot": _matrix_checks.dot})
+                 "dot": _matrix_checks.dot, "__eq__": _tensor_compare.eq})
 install()
