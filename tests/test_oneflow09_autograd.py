@@ -88,3 +88,15 @@ def test_backward_of_a_tensor_without_grad_uses_oneflows_text():
     x = flow.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match="element 1 of tensors does not require grad"):
         flow.autograd.grad([x.sum(), flow.ones(1).sum()], [x])
+
+
+def test_floor_ceil_round_sign_have_a_zero_gradient():
+    # user/ops/math_unary_elementwise_seq.h (v0.9.0): their backward fills zeros, so outputs require grad
+    x = flow.tensor([0.3, -1.7, 2.5], requires_grad=True)
+    for name in ("floor", "ceil", "round", "sign"):
+        y = getattr(x, name)()
+        assert y.requires_grad and y.grad_fn is not None
+        (y * 3 + x).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0, 1.0])
+        x.grad = None
+    assert not flow.ones(2, dtype=flow.int64).floor().requires_grad

@@ -184,10 +184,12 @@ _unary("rsqrt", E.rsqrt,
                                            {"value": -0.5}))])
 _unary("square", E.square, lambda op, dys: [_mul(dys[0], apply("scalar_mul", [op.inputs[0]], {"value": 2.0}))])
 _unary("abs", E.absolute, lambda op, dys: [_mul(dys[0], apply("sign", [op.inputs[0]]))])
-_unary("sign", E.sign, None)
-_unary("floor", E.floor, None)
-_unary("ceil", E.ceil, None)
-_unary("round", E.rint, None)
+# a zero gradient, so their outputs require grad as OneFlow 0.9's do (user/ops/math_unary_elementwise_seq.h:
+# MATH_UNARY_ELEMENTWISE_FUNC_BWD_WITH_FILL_SEQ)
+_unary("sign", E.sign, lambda op, dys: [apply("fill_like", [op.inputs[0]], {"value": 0.0})])
+_unary("floor", E.floor, lambda op, dys: [apply("fill_like", [op.inputs[0]], {"value": 0.0})])
+_unary("ceil", E.ceil, lambda op, dys: [apply("fill_like", [op.inputs[0]], {"value": 0.0})])
+_unary("round", E.rint, lambda op, dys: [apply("fill_like", [op.inputs[0]], {"value": 0.0})])
 _unary("reciprocal", E.reciprocal,
        lambda op, dys: [apply("negative", [_mul(dys[0], apply("square", [op.outputs[0]]))])])
 _unary("sin", E.sin, lambda op, dys: [_mul(dys[0], apply("cos", [op.inputs[0]]))])
