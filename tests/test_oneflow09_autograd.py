@@ -100,3 +100,19 @@ def test_floor_ceil_round_sign_have_a_zero_gradient():
         np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0, 1.0])
         x.grad = None
     assert not flow.ones(2, dtype=flow.int64).floor().requires_grad
+
+
+def test_post_grad_accumulation_hook_result_becomes_the_grad():
+    # core/autograd/autograd_engine.cpp (v0.9.0): a tensor the hook returns replaces acc_grad; None keeps it
+    x = flow.ones(2, 3, requires_grad=True)
+    x._register_post_grad_accumulation_hook(lambda g: g * 2 + 1)
+    (x.sum() + (x * 2).sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 7.0))
+    z = flow.ones(2, 3, requires_grad=True)
+
+    def bump(g):
+        g.add_(1)
+
+    z._register_post_grad_accumulation_hook(bump)
+    (z.sum() + (z * 2).sum()).backward()
+    np.testing.assert_array_equal(z.grad.numpy(), np.full((2, 3), 4.0))

@@ -489,7 +489,11 @@ class Tensor:
         self._add_to_grad(value)
         if run_hooks:
             for hook in self._post_acc_hooks:
-                hook(self._grad)
+                # a tensor the hook returns becomes `.grad` (OneFlow 0.9 autograd_engine.cpp AccumulateGrad)
+                changed = hook(self._grad)
+                if changed is not None:
+                    self._grad = Tensor._make(autograd.box(changed._value, own.placement, own.sbp, label="gradient"),
+                                              self._placement, self._sbp, self._device)
 
     def _add_to_grad(self, value):
         own = self._value
