@@ -113,3 +113,20 @@ def test_tensor_buffer_shapes_and_dtypes():
     assert shapes == [(3, 4), (3, 4)] and dts == [flow.float32, flow.float32]
     with pytest.raises(RuntimeError, match="^tensor buffer supported only$"):
         flow.ones(2)._tensor_buffer_shapes_and_dtypes
+
+
+def test_deepcopy_and_pickle_follow_oneflows_tensor_getstate():
+    # framework/check_point_v2.py tensor_getstate (v0.9.0): data, dtype, device; a Parameter stays a Parameter
+    import copy
+    import pickle
+
+    m = flow.nn.Linear(2, 2)
+    m2 = copy.deepcopy(m)
+    assert isinstance(m2.weight, flow.nn.Parameter) and m2.weight.requires_grad and m2.weight is not m.weight
+    np.testing.assert_array_equal(m2.weight.numpy(), m.weight.numpy())
+    y = flow.ones(2, requires_grad=True) * 2
+    z = copy.deepcopy(y)
+    assert not z.requires_grad and z.is_leaf
+    z.add_(1)  # a new leaf that needs no grad: in-place is fine
+    np.testing.assert_array_equal(z.numpy(), [3.0, 3.0])
+    assert isinstance(pickle.loads(pickle.dumps(flow.nn.Parameter(flow.ones(1)))), flow.nn.Parameter)

@@ -120,13 +120,26 @@ def rebuild_local(array, dtype_name, device, requires_grad):
     return creation.local_tensor(array, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+def rebuild_parameter(array, dtype_name, device, requires_grad):
+    """A Parameter from its pickled parts (`copy.deepcopy(module)` keeps its parameters Parameters)."""
+    from oneflow_compat._global.modules import Parameter
+
+    return Parameter(rebuild_local(array, dtype_name, device, False), requires_grad)
+
+
 def _reduce(self):
-    """Pickling: a local tensor travels as its array, dtype, device and requires_grad (no autograd history);
-    a global tensor is refused (its value lives on several ranks)."""
+    """Pickling (and copy.deepcopy): a local tensor travels as its array, dtype and device, as OneFlow 0.9's
+    tensor_getstate has it (framework/check_point_v2.py: no requires_grad, no autograd history: the copy is a
+    new leaf that requires no grad); a Parameter comes back a Parameter with its requires_grad. A global tensor
+    is refused (its value lives on several ranks)."""
     if self.is_global:
         raise TypeError("a global tensor cannot be pickled (it lives on %r); use .to_local() or .numpy()"
                         % (self.placement,))
-    return rebuild_local, (np.array(self.numpy()), self.dtype.name, self._device, self.requires_grad)
+    from oneflow_compat._global.modules import Parameter
+
+    if isinstance(self, Parameter):
+        return rebuild_parameter, (np.array(self.numpy()), self.dtype.name, self._device, self.requires_grad)
+    return rebuild_local, (np.array(self.numpy()), self.dtype.name, self._device, False)
 
 
 def _size_args(*shape):
