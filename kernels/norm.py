@@ -87,7 +87,7 @@ def layer_norm(xp, x, *affine, begin_norm_axis=1, begin_params_axis=-1, epsilon=
     inv_variance shaped x.shape[:begin_norm_axis]); gamma / beta (as `scale` / `center` say) shaped
     x.shape[begin_params_axis:]."""
     axes = _norm_axes(x, begin_norm_axis)
-    dt = xp.float32 if x.dtype.itemsize < 4 else x.dtype
+    dt = xp.dtype(xp.float32) if x.dtype.itemsize < 4 else x.dtype  # half: computed in float (a dtype: `.type`)
     xc = x.astype(dt, copy=False)
     mean = xc.mean(axis=axes, keepdims=True)
     centered = xc - mean

@@ -210,3 +210,17 @@ def _uniform_keyed_twin(elements, out, key0, key1, n):
 
 UNIFORM = CudaModule("philox_uniform", _UNIFORM_KEYED, {"philox_uniform_keyed": _uniform_keyed_twin},
                      options=("--std=c++17", "--fmad=false"))
+
+
+# --- limits team: uniform noise of a tensor's piece (gumbel_softmax in nn.Graph, ops/random_like_ops.py) ----------
+def uniform_piece(xp, seed, logical_shape, index_slices, dtype):
+    """U[0, 1) draws of the piece logical[index_slices] of a tensor of shape `logical_shape`, in `dtype`: element e
+    of the logical tensor gets the e-th uniform of `seed` (as dropout_mask's), so the pieces of N devices are the
+    slices of one device's tensor."""
+    flat = _local_flat_indices(numpy if xp is numpy else xp, logical_shape, index_slices)
+    if xp is not numpy:
+        return philox_uniform(xp, seed, flat.astype(xp.uint64)).astype(dtype)
+    if flat.size == 0:
+        return numpy.zeros(flat.shape, dtype=dtype)
+    low, high = int(flat.min()), int(flat.max()) + 1
+    return uniform_slice(numpy, seed, logical_shape, low, high)[flat - low].astype(dtype)

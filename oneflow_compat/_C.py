@@ -272,7 +272,9 @@ def affine_grid(theta, *, size, align_corners):
 def scatter(input, dim, index, src, *, reduce=None, inplace=False):  # noqa: A002
     if inplace:  # Tensor.scatter_ (the tensor takes the result, recorded for autograd)
         return input.scatter_(dim, index, src, reduce=reduce)
-    return _T.scatter(input, dim, index, src, reduce=reduce)
+    from oneflow_compat._global import tensor_functions  # (`_T` is deleted above)
+
+    return tensor_functions.scatter(input, dim, index, src, reduce=reduce)
 
 
 
@@ -290,6 +292,82 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None, for_norm=False
 # --- one-embedding team: OneFlow 0.9's flow._C.one_embedding_fused_lookup (functional_api.yaml) ----------------------
 from oneflow_compat.one_embedding.embedding import one_embedding_fused_lookup  # noqa: F401,E402
 
-# --- modtests team: _C.normalize with OneFlow 0.9's signature (use_l2_norm_kernel; `_global/l2_normalize.py`)
+
+# --- cbind team: the rest of functional_api.yaml's `bind_python: True` names (OneFlow v0.9.0), by family, in
+# _global/c_bindings_*.py (each binding takes the yaml signature's names, order and defaults; tests in
+# tests/test_c_bindings_*.py, the yaml coverage in tests/test_c_bindings_coverage.py)
+from oneflow_compat._global.c_bindings_math import (  # noqa: F401,E402,A004
+    abs, amax, amin, argmin, atan2, ceil, cos, cosh, cosh_grad, erf, erfc, expm1, floor, floor_divide, isfinite,
+    isinf, isnan, less, less_equal, lgamma, log1p, log2, logsumexp, max, maximum, min, minimum, pow, reciprocal,
+    reciprocal_no_nan, reduce_all, reduce_any, reduce_max, reduce_max_device_stage, reduce_max_global_stage,
+    reduce_mean, reduce_min, reduce_min_device_stage, reduce_min_global_stage, reduce_prod, reduce_sum, rint, round,
+    rsqrt, sigmoid_grad, sign, sin, sinh, sqrt, sqrt_square_sum, square, std, tan, tan_grad, tanh_grad,
+    trunc_divide, var)
+from oneflow_compat._global.c_bindings_shape import (  # noqa: F401,E402
+    T, amp_black_identity, amp_white_identity, arg_sort, argwhere, baddbmm, batch_matmul, broadcast_like, chunk,
+    contiguous_, dim_gather, dot, einsum, expand, expand_dims, fill_, flatten, gather, gather_nd, identity,
+    index_select, meshgrid, mm, narrow, nonzero, one_hot, permute, reduce_sum_like, repeat, reshape_like,
+    scatter_add, scatternd, scatterndlike, select_top_n, slice, slice_update, slice_view_1d_contiguous,
+    split_like, squeeze, stack, t, tensor_scatter_nd_update, tensor_setitem, tile, triu, triu_, unbind, unique,
+    unsorted_segment_sum, unsqueeze, view)
+from oneflow_compat._global.c_bindings_creation import (  # noqa: F401,E402
+    arange, bernoulli, constant, empty, exponential_, eye, global_arange, global_constant, global_empty,
+    global_tensor_constant, multinomial, normal, rand, randint, randn, randperm, tensor_constant, uniform_)
+from oneflow_compat._global.c_bindings_nn import (  # noqa: F401,E402
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, avg_pool1d, avg_pool2d, avg_pool2d_nhwc,
+    avg_pool3d, binary_cross_entropy_loss, binary_cross_entropy_with_logits_loss_grad, combined_margin_loss, conv1d,
+    conv3d, deconv1d, deconv2d, deconv3d, distributed_sparse_cross_entropy, dropout1d, dropout2d, dropout3d, elu,
+    group_norm, hardsigmoid, hardswish, hardtanh, kl_div_loss, layer_norm_affine, leaky_relu, logsigmoid,
+    margin_ranking_loss, max_pool1d, max_pool2d, max_pool3d, mse_loss, nll_loss, normalization, pixel_shuffle,
+    prelu, smooth_l1_loss, softmax_cross_entropy, softmax_cross_entropy_grad, sparse_cross_entropy,
+    triplet_margin_loss, upsample, upsample_bilinear_2d, upsample_linear_1d, upsample_nearest_1d,
+    upsample_nearest_2d, upsample_nearest_3d, upsample_trilinear_3d)
+from oneflow_compat._global.c_bindings_fused import (  # noqa: F401,E402
+    fused_bias_add_scale_mask_softmax_dropout, fused_cross_feature_interaction, fused_dot_feature_interaction,
+    fused_get_boundding_boxes_coord, fused_get_center_dist, fused_get_ciou_diagonal_angle, fused_get_ciou_result,
+    fused_get_convex_diagonal_squared, fused_get_intersection_area, fused_get_iou, fused_multi_head_attention_inference,
+    fused_self_attention, grouped_matmul, grouped_matmul_bias)
+from oneflow_compat._global.c_bindings_norm_optim import (  # noqa: F401,E402
+    batch_norm_backward_elemt, batch_norm_backward_reduce, batch_norm_elemt, batch_norm_gather_stats_with_counts,
+    batch_norm_stats, multi_tensor_adam_update, multi_tensor_momentum_update, multi_tensor_sgd_update,
+    multi_tensor_yolov5_weight_update)
+from oneflow_compat._global.c_bindings_comm import (  # noqa: F401,E402
+    comm_broadcast, copy, gen_tensor_buffer, local_all_gather, local_reduce, local_reduce_scatter, recv, send,
+    stream_touch, throw_error, to, to_global, to_local)
+from oneflow_compat._global.c_bindings_one_embedding import (  # noqa: F401,E402
+    one_embedding_adagrad_update, one_embedding_adam_update, one_embedding_embedding_gradient_shuffle,
+    one_embedding_embedding_put, one_embedding_embedding_shuffle, one_embedding_ftrl_update,
+    one_embedding_fused_lookup_grad, one_embedding_id_shuffle, one_embedding_lookup, one_embedding_sgd_update,
+    one_embedding_unique_key_value_pair)
+# the `bind_python: true` (lower-case) names, and the yaml's full signatures of add / sub / mul / relu / layer_norm /
+# conv2d / normalize / local_all_reduce (supersets of the forms bound above, which they replace)
+from oneflow_compat._global.c_bindings_yaml_forms import (  # noqa: F401,E402,F811
+    add, broadcast_equal, conv2d, greater, greater_equal, layer_norm, local_all_reduce, logical_and, logical_not,
+    logical_or, masked_fill, mul, mul_, normalize, not_equal, relu, sub, where)
+# the yaml's argument names for names bound above under the functional forms' names (the old keywords stay aliases);
+# gelu_with_approximate, eye_, erfinv_, swapaxes, swapdims, inv, cosine_similarity, logaddexp, roi_align, clamp_max_
+# and tensor_to_tensor_buffer keep theirs:
+# they are the very functions of flow / nn.functional (tests assert it), whose names are OneFlow's python ones
+from oneflow_compat._global import c_bindings_yaml_names as _yaml_names  # noqa: E402
+from oneflow_compat._global.c_bindings_yaml_names import (  # noqa: F401,E402,F811
+    argmax, bernoulli_, fmod, tensor_buffer_to_tensor, tensordot, transpose)
+for _name in ("log", "log10", "tanh", "exp", "negative", "sigmoid", "gelu", "quick_gelu", "erfinv", "acos",
+              "acosh", "asin", "asinh", "atan", "atanh", "floor_", "sin_", "silu", "mish", "selu", "softsign",
+              "softmax", "log_softmax", "softplus", "threshold", "celu", "hardshrink", "softshrink",
+              "tril", "diag", "diagonal", "broadcast_to"):
+    globals()[_name] = _yaml_names.renamed(globals()[_name], _name, input="x")
+image_flip = _yaml_names.renamed(image_flip, "image_flip", images="x")
+concat = _yaml_names.renamed(concat, "concat", tensors="inputs")
+randint_like = _yaml_names.renamed(randint_like, "randint_like", input="x")
+pin_memory = _yaml_names.renamed(pin_memory, "pin_memory", self="input")
+del _name
+# tensor_api.yaml (v0.9.0): the tensor constructors bound on oneflow._C too
+from oneflow_compat._global.c_bindings_tensor_api import (  # noqa: F401,E402
+    _legacy_tensor_ctor, assign_local_tensor, from_dlpack, from_numpy, tensor)
+
+# --- modtests team: OneFlow 0.9's checks and words where its own exception tests read them: _C.normalize's
+# l2 kernel axis checks (`_global/l2_normalize.py`), _C.add of three or more tensors / a list as add_n with
+# add_n's checks (`_global/add_forms.py`), _C.mm / _C.dot (`_global/matrix_checks.py`)
 from oneflow_compat._global.l2_normalize import normalize  # noqa: F401,E402,F811
-from oneflow_compat._global.add_forms import add  # noqa: F401,E402,F811  (add of a TensorTuple: add_n)
+from oneflow_compat._global.add_forms import add  # noqa: F401,E402,F811
+from oneflow_compat._global.matrix_checks import dot, mm  # noqa: F401,E402,F811

@@ -57,7 +57,11 @@ from oneflow_compat._global.creation import (  # noqa: F401,E402
     arange, as_tensor, empty, from_dlpack, from_numpy, full, full_like, linspace, rand, randint, randn, randperm,
     tensor, to_dlpack)
 from oneflow_compat._global.generators import (  # noqa: F401,E402
-    Generator, default_generator, initial_seed, manual_seed, seed)
+    Generator, initial_seed, manual_seed, seed)
+from oneflow_compat._global import generators as _generators  # noqa: E402
+# OneFlow 0.9's `flow.default_generator` is the CPU Generator object itself (framework/generator.py@v0.9.0:
+# `default_generator = _oneflow_internal.default_generator("cpu")`), so `flow.default_generator.manual_seed(1)`
+default_generator = _generators.default_generator()
 from oneflow_compat._global.functional import (  # noqa: F401,E402
     abs, add, allclose, argmax, argmin, bmm, cat, ceil, clone, cos, div, dot, eq, equal, exp, expm1, floor, ge,
     greater, greater_equal, gt, is_tensor, le, less, less_equal, log, log1p, log_softmax, logical_not, lt,
@@ -235,10 +239,18 @@ from oneflow_compat import one_embedding  # noqa: F401,E402
 
 # --- multiprocessing team: oneflow.multiprocessing (OneFlow 0.9: tensors through shared memory between processes)
 from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the ForkingPickler reductions)
+# --- limits team: gradient rules of gradient ops (higher-order gradients through activations, convs, pools) ---
+from oneflow_compat.ops import second_order as _second_order  # noqa: F401,E402 (attaches rules; after the op modules)
+from oneflow_compat.ops import random_like_ops as _random_like_ops  # noqa: F401,E402 (uniform_like: noise in graphs)
+from oneflow_compat.ops import detach_ops as _detach_ops  # noqa: F401,E402 (stop_gradient: detach inside nn.Graph)
+# --- limits team: flow.bfloat16 (float32 storage holding bfloat16 numbers) and the CPU autocast dtype functions
+from oneflow_compat.ir.dtypes import bfloat16  # noqa: E402,F401
+from oneflow_compat._global.autocast_mode import get_autocast_cpu_dtype, set_autocast_cpu_dtype  # noqa: E402,F401
+from oneflow_compat.runtime import global_eager as _ge_bf16  # noqa: E402
 
-# --- modtests team: what OneFlow 0.9's own tests meet. flow.default_generator is the CPU generator OBJECT
-# (v0.9.0 python/oneflow/framework/generator.py: `default_generator = ...default_generator("cpu")`)
-from oneflow_compat._global.generators import _LOCAL as default_generator  # noqa: E402,F811
+_ge_bf16.register_dtype(bfloat16)  # (metas exchanged between ranks name it)
+
+# --- modtests team: what OneFlow 0.9's own tests meet (flow.default_generator: above, as main made it)
 # flow.mm / bmm / dot: OneFlow 0.9's checks and words (`_global/matrix_checks.py`)
 from oneflow_compat._global.matrix_checks import bmm, dot, mm  # noqa: E402,F811
 # flow.add of three or more tensors (or a list): their add_n, as OneFlow 0.9's (`_global/add_forms.py`)

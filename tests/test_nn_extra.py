@@ -298,8 +298,7 @@ def test_rng_state_replays_local_and_global_draws():
     np.testing.assert_array_equal(ga.numpy(), gb.numpy())
     np.testing.assert_array_equal(c.numpy(), flow.randn(2).numpy())
     # the default generator's own 16-byte state restores it alone
-    s16 = flow.default_generator.get_state() if not callable(flow.default_generator) else \
-        flow.default_generator().get_state()
+    s16 = flow.default_generator.get_state()
     d = flow.randn(4)
     flow.set_rng_state(s16)
     np.testing.assert_array_equal(d.numpy(), flow.randn(4).numpy())

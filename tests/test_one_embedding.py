@@ -582,13 +582,7 @@ def test_padding_idx_gets_no_gradient(tmp_path):
     np.testing.assert_allclose(_shard(e).lines[np.argsort(_shard(e).keys)], [[1.0, 1.0], [0.5, 0.5]])
 
 
-def test_gradient_accumulation_is_refused_naming_it(tmp_path):
-    e = _embedding(tmp_path, dim=3)
-    graph = _Train(e, flow.optim.SGD(e.parameters(), lr=0.1))
-    graph.config.set_gradient_accumulation_steps(3)
-    with pytest.raises(NotImplementedError, match=r"one_embedding '.*': nn.Graph gradient accumulation \(3 "
-                                                  r"micro-batches\) is not supported"):
-        graph(flow.tensor(np.arange(36, dtype=np.int64).reshape(9, 4)))
+# (gradient accumulation, loss scalers and clipping with one_embedding in nn.Graph: tests/test_limits_one_embedding.py)
 
 
 def test_state_dict_saves_a_snapshot_and_load_state_dict_loads_it(tmp_path):

@@ -21,8 +21,8 @@ def test_generators_of_one_seed_draw_the_same_numbers():
 def test_generator_of_an_invalid_device_is_refused():
     with pytest.raises(RuntimeError) as e:
         flow.Generator(device="invalid")
-    assert str(e.value) == ("Invalid device invalid for making generator, please make sure the device is one of "
-                            "cpu, cuda, auto")
+    assert str(e.value).startswith("Invalid device invalid for making generator, please make sure the device is "
+                                   "one of cpu, cuda, auto")
 
 
 def test_seed_draws_a_fresh_seed_and_sets_it():

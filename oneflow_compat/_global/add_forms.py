@@ -1,18 +1,27 @@
 """`flow.add` with OneFlow 0.9's forms (functional_api.yaml "add"): `add(input, other, alpha=1)` of tensors and
 numbers, and `add(t0, t1, t2, ...)` / `add([t0, t1, ...])` of three or more tensors (or a list), the add_n of
 them, checked as its op checks (user/ops/add_n_op.cpp: one shape, one dtype; its words)."""
+from oneflow_compat._global import c_bindings_yaml_forms as _yaml_forms
 from oneflow_compat._global import functional as F
+from oneflow_compat._global import inplace as _inplace
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.matrix_checks import _DATA_TYPE_NAMES
 from oneflow_compat._global.tensor import Tensor
 
 
 def add(*args, **kwargs):
-    if len(args) == 1 and isinstance(args[0], (list, tuple)) and not kwargs:
-        return add_n(list(args[0]))
-    if len(args) >= 3 and all(isinstance(a, Tensor) for a in args) and not kwargs:
-        return add_n(list(args))
-    return F.add(*args, **kwargs)
+    inputs = kwargs.pop("inputs", None)
+    if inputs is None and len(args) == 1 and isinstance(args[0], (list, tuple)):
+        inputs, args = args[0], ()
+    if inputs is None and len(args) >= 3 and all(isinstance(a, Tensor) for a in args):
+        inputs, args = args, ()
+    if inputs is not None:
+        if args or set(kwargs) - {"inplace"}:
+            raise TypeError("add(): the tensor-list form takes the tensors (and inplace) only")
+        out = add_n(list(inputs))
+        return _inplace.rebind(inputs[0], out) if kwargs.get("inplace") else out
+    # the other forms: functional_api.yaml's Add / ScalarAdd (alpha, inplace), as the _C binding has them
+    return _yaml_forms.add(*args, **kwargs)
 
 
 def add_n(tensors):

@@ -4,7 +4,9 @@ supported there ("Disabling autocast", a warning), nor inside an nn.Graph build;
 float16. Ops that run on the CPU (here also "cuda" tensors where no GPU is usable) are left alone, as OneFlow leaves
 CPU ops; on a GPU it is refused, since this implementation computes in float32 where OneFlow would compute in
 float16. `is_autocast_enabled()` and the other state functions say what the innermost scope set, per thread.
-(OneFlow's CPU dtype functions name bfloat16, which this implementation has not.)"""
+`get_autocast_cpu_dtype` / `set_autocast_cpu_dtype` keep the CPU scope's dtype (bfloat16 by default, OneFlow 0.9's
+core/framework/autocast.cpp; flow.bfloat16 is float32 storage holding bfloat16 numbers here, ir/dtypes.py), which
+`autocast("cpu")` takes as its fast dtype before disabling itself as 0.9 does."""
 import functools
 import threading
 import warnings
@@ -15,13 +17,14 @@ from oneflow_compat._global import lazy
 
 __all__ = ["autocast", "autocast_decorator", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_gpu_dtype",
            "set_autocast_gpu_dtype", "is_autocast_cache_enabled", "set_autocast_cache_enabled",
-           "clear_autocast_cache"]
+           "clear_autocast_cache", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype"]
 
 
 class _State(threading.local):
     def __init__(self):
         self.enabled = [False]  # one entry per open autocast scope, the process's setting first
         self.gpu_dtype = dtypes.float16
+        self.cpu_dtype = dtypes.bfloat16
         self.cache_enabled = True
 
 
@@ -42,6 +45,14 @@ def get_autocast_gpu_dtype():
 
 def set_autocast_gpu_dtype(dtype):
     _STATE.gpu_dtype = dtype
+
+
+def get_autocast_cpu_dtype():
+    return _STATE.cpu_dtype
+
+
+def set_autocast_cpu_dtype(dtype):
+    _STATE.cpu_dtype = dtype
 
 
 def is_autocast_cache_enabled():
@@ -71,7 +82,7 @@ class autocast:  # noqa: N801 - OneFlow's name
             raise RuntimeError("User specified autocast device_type must be 'cuda' or 'cpu'")
         self.device = device_type
         self.fast_dtype = dtype if dtype is not None else (get_autocast_gpu_dtype() if device_type == "cuda"
-                                                           else None)
+                                                           else get_autocast_cpu_dtype())
         self.cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
         if device_type == "cpu":
             warnings.warn("CPU autocast is not supported currently. Disabling autocast.")

@@ -12,6 +12,7 @@ from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.kernels import bfloat16 as bf16_k
 from oneflow_compat.runtime import global_eager
 from oneflow_compat._global import default_dtype, generators, global_mode
 from oneflow_compat._global.size import Size
@@ -66,7 +67,15 @@ def _finish(t, requires_grad):
     return t
 
 
+def _bfloat16_rounded(array, dtype):
+    """(limits team) a bfloat16 tensor's values: float32 storage holding bfloat16 numbers (kernels/bfloat16.py)."""
+    if dtype is dtypes.bfloat16:
+        return bf16_k.round_to_bfloat16(np, array)
+    return array
+
+
 def _local(array, dtype, device, requires_grad):
+    array = _bfloat16_rounded(array, dtype)
     kind = parse_device(device)
     pl = global_eager.local_placement(device_tag(kind))
     value = global_eager.Value(TensorMeta(array.shape, dtype), pl, S.B, [global_eager.to_device(array, pl)])
@@ -81,7 +90,7 @@ def _global(shape, dtype, placement, ir_sbp, shown, piece_of, requires_grad):
     ranks = placement.rank_list
     if rank in ranks:
         index, n = ranks.index(rank), len(ranks)
-        piece = piece_of(index, n, S.local_shape(shape, ir_sbp, index, n))
+        piece = _bfloat16_rounded(piece_of(index, n, S.local_shape(shape, ir_sbp, index, n)), dtype)
         pieces = [global_eager.to_device(np.asarray(piece, order="C"), pl)]
     value = global_eager.Value(TensorMeta(shape, dtype), pl, ir_sbp if len(ranks) > 1 else S.B, pieces)
     return _finish(Tensor._make(value, placement, shown), requires_grad)

@@ -50,6 +50,9 @@ def _promote(a, b):
         return a
     if a.is_floating != b.is_floating:
         return a if a.is_floating else b
+    if dtypes.bfloat16 in (a, b):  # (float32 storage, 2 bytes in OneFlow): with float16 both become float32
+        other = b if a is dtypes.bfloat16 else a
+        return dtypes.float32 if other is dtypes.float16 else other
     if a.is_floating:
         return a if a.np.itemsize >= b.np.itemsize else b
     if a is BOOL:

@@ -40,12 +40,17 @@ _DEVICE_TYPES = ("cpu", "cuda", "auto")
 
 
 def _check_device(device):
-    """OneFlow 0.9's `MakeGenerator`: "cpu", "cuda" or "auto", with an optional ":index"."""
-    text = str(device)
+    """OneFlow 0.9's `MakeGenerator` / ParsingDeviceTag (api/python/framework/random_generator.cpp): "cpu", "cuda"
+    or "auto", with an optional ":index" (None: "auto", as framework/generator.py's create_generator); others are
+    refused with its words, then ours."""
+    if device is None:
+        return "auto"
+    text = str(device)  # (a flow.device too)
     kind, _, index = text.partition(":")
     if kind not in _DEVICE_TYPES or (index and not index.isdigit()):
-        raise RuntimeError("Invalid device %s for making generator, please make sure the device is one of %s"
-                           % (kind if kind not in _DEVICE_TYPES else text, ", ".join(_DEVICE_TYPES)))
+        raise RuntimeError("Invalid device %s for making generator, please make sure the device is one of %s "
+                           "(Generator: invalid device %r)"
+                           % (kind if kind not in _DEVICE_TYPES else text, ", ".join(_DEVICE_TYPES), text))
     return text
 
 

@@ -38,6 +38,7 @@ from oneflow_compat.runtime.graph_runtime import CompiledGraph
 from oneflow_compat.runtime.graph_trace import GraphTrace, layout_of
 from oneflow_compat._global import generators, graph_debug, lazy
 from oneflow_compat._global.graph_block import Block, BlockConfig, GraphModule, indent, tensor_text
+from oneflow_compat._global import graph_optim
 from oneflow_compat._global.graph_optim import GraphOptimizers
 from oneflow_compat._global.modules import Module
 from oneflow_compat._global.placement import placement as Placement
@@ -205,14 +206,15 @@ class Graph:
 
         assert optim is not None, "optimizer cannot be None"
         assert isinstance(optim, Optimizer), "optimizer must be an instance of Optimizer"
-        if is_sparse:
-            raise NotImplementedError("nn.Graph.add_optimizer: sparse optimizers are not supported")
+        if is_sparse and not graph_optim.supports_sparse(optim):
+            # OneFlow 0.9 (Optimizer._generate_indexed_slices_optimizer_conf): SGD, Adam and AdamW say support_sparse
+            raise ValueError(f"{optim.__class__} does not support sparse updating.")
         if lr_sch is not None:
             assert getattr(lr_sch, "optimizer", None) is optim, \
                 "lr_scheduler's optimizer must be the same optimizer in add_optimizer."
         if self._compiled is not None:
             raise RuntimeError("nn.Graph '%s' is compiled: add optimizers before its first call" % self._name)
-        self._opts.append((optim, lr_sch))
+        self._opts.append(graph_optim.Added(optim, lr_sch, is_sparse))
         self.config._train(True)
 
     def set_grad_scaler(self, grad_scaler=None):

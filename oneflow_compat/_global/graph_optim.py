@@ -18,6 +18,22 @@ from oneflow_compat.optim.optimizer import clips_gradients, zeros_like
 from oneflow_compat.optimizer.grad_clipping import by_max_norm
 
 
+class Added(tuple):
+    """(optimizer, lr scheduler or None) as `nn.Graph.add_optimizer` got them, with `is_sparse`."""
+
+    def __new__(cls, optim, lr_sch, is_sparse=False):
+        self = super().__new__(cls, (optim, lr_sch))
+        self.is_sparse = bool(is_sparse)
+        return self
+
+
+def supports_sparse(optim):
+    """OneFlow 0.9's `support_sparse`: SGD, Adam and AdamW (python/oneflow/nn/optimizer/{sgd,adam,adamw}.py)."""
+    from oneflow_compat.optim.adaptive import AdamW
+
+    return isinstance(optim, (sgd_mod.SGD, adam_mod.Adam, AdamW))
+
+
 class _GroupRate:
     """The learning-rate schedule the job's `learning_rate` op reads: the group's current `lr`."""
 
@@ -34,8 +50,12 @@ class GroupLeaf:
     needs_whole_tensor_norms = False
     grad_clipping = None
 
-    def __init__(self, optimizer, group, names):
+    def __init__(self, optimizer, group, names, sparse=False):
         self.optimizer, self.group = optimizer, group
+        # add_optimizer(is_sparse=True): every variable of the group whose gradient is a gather's (rows along axis
+        # 0) is updated on the gathered rows alone, states included (OneFlow 0.9's indexed_slices_optimizer_conf
+        # listing the optimizer's variables; passes/optimizer_pass.py `_indexed_slices_rows`)
+        self.sparse_update = self.indexed_slices_update = bool(sparse)
         self.lr_scheduler = _GroupRate(group)
         self.params = {}  # variable name -> parameter
         for p in group["params"]:
@@ -45,12 +65,10 @@ class GroupLeaf:
         if clips_gradients(group):
             # OneFlow 0.9's graph turns the group's clip options into a clip_by_global_norm conf
             # (Optimizer._generate_grad_clip_conf_for_optim_conf, python/oneflow/optim/optimizer.py@v0.9.0); the
-            # optimizer pass clips this group's gradients by their joint L2 norm, with 0.9's formula (by_max_norm)
-            if float(group["clip_grad_norm_type"]) != 2.0:
-                raise NotImplementedError("nn.Graph.add_optimizer: clip_grad_norm_type=%r is not supported in a "
-                                          "graph (2.0 is; eager optimizer.clip_grad() takes any norm type)"
-                                          % (group["clip_grad_norm_type"],))
-            self.grad_clipping = by_max_norm(float(group["clip_grad_max_norm"]))
+            # optimizer pass clips this group's gradients by their joint norm of the group's type (conf.norm_type:
+            # p, inf or -inf), with 0.9's formula (by_max_norm)
+            self.grad_clipping = by_max_norm(float(group["clip_grad_max_norm"]),
+                                             float(group["clip_grad_norm_type"]))
         if isinstance(optimizer, sgd_mod.SGD):
             self.kind = "momentum" if group["momentum"] != 0 else "sgd"
             self.states = ("momentum_buf",) if self.kind == "momentum" else ()
@@ -65,6 +83,13 @@ class GroupLeaf:
         else:
             raise NotImplementedError("nn.Graph.add_optimizer: %s is not supported in a graph (SGD, Adam, AdamW, "
                                       "RMSprop, Adagrad, Adadelta and LAMB are)" % type(optimizer).__name__)
+
+    def custom_update(self, name):
+        """(op type, attrs) of the update of variable `name` when it is not the dense update: a one_embedding's
+        shadow, whose looked-up rows the graph step updates (ops/one_embedding_ops.py `shadow_update`)."""
+        from oneflow_compat.ops import one_embedding_ops
+
+        return one_embedding_ops.shadow_update(self, name)
 
     # --- the legacy leaf-optimizer protocol -------------------------------------------------------------------
     def resolve_variables(self, job_variable_names):
@@ -132,7 +157,8 @@ class GraphOptimizers:
 
     def __init__(self, added, names):
         self.added = list(added)  # [(optimizer, lr scheduler or None)]
-        self.leaves = [GroupLeaf(opt, group, names) for opt, _ in self.added for group in opt.param_groups]
+        self.leaves = [GroupLeaf(entry[0], group, names, getattr(entry, "is_sparse", False))
+                       for entry in self.added for group in entry[0].param_groups]
 
     def leaf_optimizers(self):
         return list(self.leaves)

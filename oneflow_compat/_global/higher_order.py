@@ -9,8 +9,9 @@ small backward job as there, and the job's ops are then applied one by one as ea
 the tensor its edge names; an output is this node's output again). Every op of a gradient rule that itself has a
 gradient rule is thus recorded; one without (an op this implementation cannot differentiate twice) is refused
 by name rather than giving a silently wrong second derivative. A custom `autograd.Function`'s backward runs with
-recording on. The nodes of layout casts and activation checkpoints are refused by name (their backward works on
-runtime values).
+recording on; layout casts (to_global / to_local) give their backward as recorded casts (`backward_tensors`);
+an activation checkpoint recomputes its function on its inputs, recorded, and the walk continues through that
+(`recompute_recorded`).
 """
 import functools
 
@@ -18,8 +19,8 @@ from oneflow_compat.ir.graph import LazyBlob, Op
 from oneflow_compat.ir import builder
 from oneflow_compat.ops import registry
 from oneflow_compat.runtime import agreement, autograd, global_eager
-from oneflow_compat._global import dispatch
-from oneflow_compat._global.tensor import Tensor
+from oneflow_compat._global import dispatch, higher_order_rules
+from oneflow_compat._global.tensor import BOOL, Tensor
 
 __all__ = ["run"]
 
@@ -51,6 +52,17 @@ def _grad_job(node, dy_values):
     return job, x_blobs, y_blobs, dy_blobs, dxs
 
 
+# Ops without a gradient rule whose outputs do not vary with their inputs' values, or vary in steps (derivative 0
+# wherever it exists, as OneFlow's and PyTorch's higher-order gradients take it): a gradient rule may use them
+# (masks, zeros of a shape) and stay differentiable. Non-floating outputs (comparisons, indices) carry no gradient.
+_STEP_FUNCTIONS = frozenset(("sign", "floor", "ceil", "round", "rint", "fill_like", "zeros_like", "ones_like",
+                             "floordiv_x_grad", "floordiv_y_grad"))  # (floordiv's gradients: zeros, kernels' zero_grad)
+
+
+def _piecewise_constant(op):
+    return op.type in _STEP_FUNCTIONS or not any(y.meta.dtype.is_floating for y in op.outputs)
+
+
 def _replay(node, dys):
     """The input gradients of OpNode `node` as recorded Tensors, from output gradients `dys` (Tensors or None)."""
     if node.inputs is None:
@@ -79,23 +91,50 @@ def _replay(node, dys):
         if op.defn.role == "input":
             continue
         ins = [feed[x.key()] for x in op.inputs]
+        constant = False
         if any(t.requires_grad_flag for t in ins) and registry.get(op.type).grad is None:
-            raise NotImplementedError(
-                "create_graph=True: the gradient of op '%s' uses op '%s', which has no gradient rule here, so the "
-                "gradient cannot be differentiated again" % (node.op_type, op.type))
+            if not _piecewise_constant(op):
+                raise NotImplementedError(
+                    "create_graph=True: the gradient of op '%s' uses op '%s', which has no gradient rule here, so "
+                    "the gradient cannot be differentiated again" % (node.op_type, op.type))
+            constant = True  # its derivative is zero wherever it exists: no history to record
         attrs = {k: v for k, v in op.attrs.items() if k != "name"}
         if ins:
-            outs = dispatch.apply_op_list(op.type, ins, attrs)
+            outs = dispatch.apply_op_list(op.type, ins, attrs, requires_grad=False if constant else None)
         else:
             outs = dispatch.make_source(op.type, attrs, like)
         for y, t in zip(op.outputs, outs):
             feed[y.key()] = t
-    return [feed.get(dx.key()) if isinstance(dx, LazyBlob) and e is not None else None
-            for dx, e in zip(dxs, node.next_edges)]
+    grads = [feed.get(dx.key()) if isinstance(dx, LazyBlob) and e is not None else None
+             for dx, e in zip(dxs, node.next_edges)]
+    if node.op_type in _GRAD_READS_INPUT and grads and grads[0] is not None and xs[0].requires_grad_flag:
+        grads[0] = _depending_on(grads[0], xs[0])
+    return grads
+
+
+# Forward ops whose gradient op in OneFlow 0.9 reads the forward input x (for its shape) although the gradient
+# does not vary with it (avg_pool_<n>d_grad and adaptive_avg_pool<n>d_grad take x and dy): there a gradient of the
+# gradient with respect to x is zeros, not None (OneFlow's test_higher_derivative_pool.py reads it). Here those
+# gradient ops take x's shape as an attr, so the replayed gradient is made to depend on x with a zero derivative.
+_GRAD_READS_INPUT = frozenset(["avg_pool%dd" % n for n in (1, 2, 3)] + ["adaptive_avg_pool%dd" % n for n in (1, 2, 3)])
+
+
+def _depending_on(dx, x):
+    """dx itself, recorded as where(False, x, dx): its derivative with respect to x is zeros."""
+    never = dispatch.apply_op("cast", [dispatch.apply_op("fill_like", [dx], {"value": 0.0}, requires_grad=False)],
+                              {"dtype": BOOL}, requires_grad=False)
+    return dispatch.apply_op("where", [never, x, dx])
 
 
 def _node_backward(node, dys):
     if isinstance(node, autograd.OpNode):
+        composite = higher_order_rules.RULES.get(node.op_type)
+        if composite is not None and node.inputs is not None:
+            like = next(d for d in dys if d is not None)
+            xs = [_history_tensor(v, like, e) for v, e in zip(node.inputs, node.next_edges)]
+            grads = composite(xs, dys, node.attrs)
+            if grads is not None:
+                return [g if e is not None else None for g, e in zip(grads, node.next_edges)]
         return _replay(node, dys)
     tensor_backward = getattr(node, "backward_tensors", None)  # a custom autograd.Function
     if tensor_backward is not None:
@@ -145,6 +184,14 @@ def run(roots, inputs=None):
                 if x is not None and d is not None:
                     captured[id(x)] = d
             if all(d is None for d in dys):
+                continue
+            splice = getattr(node, "recompute_recorded", None)  # an activation checkpoint (utils/checkpoint.py)
+            if splice is not None:
+                # its function recomputed on the inputs themselves, recorded: the walk goes on through that record
+                # (its nodes are newer than every pending one), so inputs and the parameters inside get gradients
+                # that can be differentiated again
+                for edge, dy in splice(dys):
+                    send(edge, dy)
                 continue
             for edge, dx in zip(node.next_edges, _node_backward(node, dys)):
                 send(edge, dx)

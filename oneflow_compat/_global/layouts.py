@@ -50,6 +50,9 @@ def to_global(t, placement=None, sbp=None, grad_sbp=None, check_meta=True):
 
         result.requires_grad_flag = True
         result.grad_fn = autograd.FunctionNode("global_to_global_backward", [t._edge()], to_global_backward)
+        # create_graph=True (higher_order.py): the same boxing back as a recorded to_global of the gradient
+        back_placement, back_sbp = t.placement, t.sbp if grad_sbp is None else _shown(grad_sbp)
+        result.grad_fn.backward_tensors = lambda dys: [to_global(dys[0], back_placement, back_sbp)]
     return result
 
 
@@ -90,6 +93,9 @@ def _local_to_global(t, placement, sbp, grad_sbp, check_meta=True):
 
         result.requires_grad_flag = True
         result.grad_fn = autograd.FunctionNode("local_to_global_backward", [t._edge()], local_to_global_backward)
+        # create_graph=True: the gradient laid out as above, then this rank's piece, both recorded
+        back_symbols = flow_sbp.symbols_of(back)
+        result.grad_fn.backward_tensors = lambda dys: [to_global(dys[0], placement, back_symbols).to_local()]
     return result
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ir import dtypes
 from oneflow_compat._global import functional as F
-from oneflow_compat._global import generators, lazy
+from oneflow_compat._global import dispatch, generators, lazy
 from oneflow_compat._global import tensor_functions as TF
 from oneflow_compat._global.dispatch import apply_op_list
 from oneflow_compat._global.modules import Module
@@ -118,9 +118,13 @@ def gumbel_softmax(x, tau=1.0, dim=None, hard=False, generator=None):
     `hard`: the one-hot of its argmax, with the soft sample's gradient (straight through)."""
     x = F._floating(F._check(x, "gumbel_softmax"))
     if lazy.tracer_active():
-        raise NotImplementedError("gumbel_softmax inside nn.Graph: its noise would be traced once into a constant; "
-                                  "call it eagerly (or draw the noise as a graph input)")
-    u = _uniform_like(x, generator)
+        # inside nn.Graph.build: the job's uniform_like op draws fresh noise at every call of the graph (noise made
+        # here would be traced once into a constant), N devices drawing 1 device's numbers, as dropout's mask; a
+        # generator given seeds it
+        attrs = {"seed": None if generator is None else int(generator.initial_seed())}
+        u = dispatch.apply_op("uniform_like", [x], attrs)
+    else:
+        u = _uniform_like(x, generator)
     # -log(-log(U)); U = 0 (a draw of exactly 0) would give -inf: the smallest positive value instead
     u = F.clamp(u, min=float(np.finfo(x.dtype.np).tiny))
     gumbels = F.neg(F.log(F.neg(F.log(u))))

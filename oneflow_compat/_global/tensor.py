@@ -417,11 +417,19 @@ class Tensor:
                 return [global_eager.Value(src.meta, src.placement, src.sbp, dy.pieces if src.pieces else [])]
 
             node = autograd.FunctionNode("global_to_local_backward", [self._edge()], to_local_backward)
+            # create_graph=True (higher_order.py): the local gradient made global again without communication,
+            # recorded (layouts.to_global of a local tensor with check_meta=False)
+            placement, sbp = self.placement, self.sbp
+            node.backward_tensors = lambda dys: [dys[0].to_global(placement=placement, sbp=sbp, check_meta=False)]
             out.requires_grad_flag, out.grad_fn = True, node
         return out
 
     # --- autograd -------------------------------------------------------------------------------------------
     def detach(self):
+        v = self._value
+        if isinstance(v, LazyValue):  # inside nn.Graph.build: an op of the job that cuts its autodiff (limits team)
+            (out,) = v.trace.apply("stop_gradient", {}, [v], v.placement)
+            return Tensor._make(out, self._placement, None, self._device)
         return Tensor._make(self._value, self._placement, self._sbp, self._device)
 
     def detach_(self):

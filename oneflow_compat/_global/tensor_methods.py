@@ -332,6 +332,12 @@ from oneflow_compat._global import shared_storage as _shared_storage  # noqa: E4
 _METHODS.update({"share_memory_": _shared_storage.share_memory_, "is_shared": _shared_storage.is_shared})
 install()
 
+# --- limits team: Tensor.bfloat16() (OneFlow 0.9: a cast to flow.bfloat16; float32 storage, ir/dtypes.py)
+from oneflow_compat.ir import dtypes as _dtypes  # noqa: E402
+
+_METHODS.update({"bfloat16": lambda self: F.cast(self, _dtypes.bfloat16)})
+install()
+
 # --- modtests team: Tensor._zero_grad_ (OneFlow 0.9's, used by Optimizer.zero_grad / Module.zero_grad:
 # `grad_zeroing.py`), Tensor.mm / bmm / dot (OneFlow 0.9's checks: `matrix_checks.py`), `t == None` is False
 # (`tensor_compare.py`), Tensor._tensor_buffer_shapes_and_dtypes (`tensor_buffer_list.py`)

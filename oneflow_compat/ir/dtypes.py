@@ -85,3 +85,10 @@ def as_dtype(x):
 
 def convert_oneflow_dtype_to_numpy_dtype(dtype):
     return as_dtype(dtype).np
+
+
+# --- limits team: bfloat16 (OneFlow 0.9's flow.bfloat16, DataType kBFloat16 = 11 in core/common/data_type.proto) ---
+# numpy has no bfloat16: its values are stored as float32 arrays holding bfloat16 numbers (the top 16 bits of a
+# float32, the low 16 zero), every kernel output of this dtype rounded to them (runtime/plan.py, kernels/bfloat16.py)
+# and every tensor made of it too. Not in ALL (checkpoint files and the float32 <-> numpy map keep their members).
+bfloat16 = DType("bfloat16", np.float32, "kBFloat16", 11)

@@ -1620,3 +1620,26 @@ WITHOUT_EXAMPLES.update({
                                        "the gradient for flow.one_embedding.Optimizer); covered by "
                                        "tests/test_one_embedding.py",
 })
+
+
+# --- limits team: gradient rows of the y-reading shrink gradients, now differentiable (ops/second_order.py): y
+# away from 0 (the mask's kink), so that central differences see the rule's dy-gradient and a zero y-gradient
+EXAMPLES.update({
+    "hardshrink_grad": EXAMPLES["hardshrink_grad"] + [
+        Example(inputs(normal(5, 7), spread_away_from((0.0,), 5, 7)), {"lambd": 0.5}, note="y away from 0")],
+    "softshrink_grad": EXAMPLES["softshrink_grad"] + [
+        Example(inputs(normal(5, 7), spread_away_from((0.0,), 5, 7)), {"alpha": 0.5}, note="y away from 0")],
+})
+EXAMPLES.update({  # limits team: uniform_like (ops/random_like_ops.py)
+    "uniform_like": [Example(inputs(normal(5, 7)), {"seed": 11}, grad=False, note="random per call"),
+                     Example(inputs(normal(4, 5, 6, dtype=np.float32)), {"seed": None}, grad=False,
+                             note="session seed")],
+})
+EXAMPLES.update({  # limits team: stop_gradient (ops/detach_ops.py), Tensor.detach inside nn.Graph
+    "stop_gradient": [Example(inputs(normal(5, 7)), grad=False, note="no gradient: detach")],
+})
+WITHOUT_EXAMPLES.update({  # limits team
+    "one_embedding_graph_update": "applies a training graph's accumulated one_embedding row gradients with the "
+                                  "graph's optimizer (the optimizer pass builds it for the shadow); covered by "
+                                  "tests/test_limits_one_embedding.py and tests/test_one_embedding.py",
+})

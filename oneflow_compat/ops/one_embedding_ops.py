@@ -211,17 +211,12 @@ class EmbeddingStore:
 
 
 def _check_graph_step(job, leaf, name):
-    """What the sparse update does not do inside a graph is refused, naming it (the rows would be wrong)."""
-    if getattr(job, "micro_batches", 1) > 1:
-        raise NotImplementedError("one_embedding '%s': nn.Graph gradient accumulation (%d micro-batches) is not "
-                                  "supported with one_embedding" % (name, job.micro_batches))
-    opt = job.optimizer
-    if getattr(opt, "loss_scale_policy", None) is not None or getattr(opt, "loss_scale_factor", None) is not None:
-        raise NotImplementedError("one_embedding '%s': a loss scaler (set_grad_scaler / AMP) is not supported with "
-                                  "one_embedding" % name)
-    if leaf.grad_clipping is not None:
-        raise NotImplementedError("one_embedding '%s': gradient clipping (clip_grad_max_norm) of the optimizer "
-                                  "group holding the embedding is not supported" % name)
+    """What OneFlow 0.9 itself refuses of a graph step with one_embedding, in its words."""
+    clip = leaf.grad_clipping
+    if clip is not None and float(getattr(clip, "norm_type", 2.0)) == -float("inf"):
+        # replace_embedding_ops_pass.cpp (v0.9.0) ClipGradByGlobalNorm: UNIMPLEMENTED for norm_type -inf
+        raise NotImplementedError("one_embedding '%s': one_embedding gradient's invalid values set to 0, so not "
+                                  "support abs_reduce_min." % name)
 
 
 def _kind(leaf):
@@ -375,6 +370,7 @@ def _grad_build(op, session):
         leaf = graph_leaf(op.job, table.shadow(), name) if in_graph else None
         if leaf is not None:
             _check_graph_step(op.job, leaf, name)
+            return _graph_step_gradient(table, lay, leaf, ids, dy, shadows)
         for d in lay.local:
             mine = shard == d
             store = table.shard(lay.parallel_num, d)
@@ -396,3 +392,102 @@ register(OpDef("one_embedding_fused_lookup", infer=_lookup_meta, collective=True
                grad=_lookup_grad, sbp=_lookup_sig, stateful=True))
 register(OpDef("one_embedding_fused_lookup_grad", infer=_grad_meta, collective=True, build_collective=_grad_build,
                sbp=lambda op: [((S.B, S.S(0), S.S(0)), (S.B,)), ((S.B, S.B, S.B), (S.B,))], stateful=True))
+
+
+# --- nn.Graph steps: gradient accumulation, loss scaling and clipping (limits team) ---------------------------------
+# Inside a training graph the gradient op no longer updates the rows itself: it adds the batch's row gradients
+# (every key of the batch, as each process sees the whole gathered batch) to the table's step under way, and the
+# update runs in the optimizer phase, once per step, as OneFlow 0.9's embedding_update ops run after its
+# ReplaceEmbeddingOps pass scaled them (replace_embedding_ops_pass.cpp, v0.9.0): by the loss-instance, micro-batch
+# and loss-scale factors (ScaleGrad: a static factor's 1/factor, a dynamic scaler's 1/scale and its skip of steps
+# whose gradients overflowed), and by the clipping coefficient of the optimizer group, the embedding gradient's
+# norm joining the group's global norm (ClipGradByGlobalNorm).
+#
+# The optimizer pass sees the embedding through its shadow parameter (shape (1,)): the gradient op gives the
+# shadow, as its gradient, the growth of the norm (of the group's clip type, else 2) of the step's accumulated
+# embedding gradient, so that over the micro-batches and lookups of a step the shadow's gradient adds up to that
+# norm N itself. Everything the pass then does to a gradient is a factor (1/N instances, 1/micro-batches,
+# 1/loss scale, the clipping coefficient), its sum of squares or p-th powers is N's contribution to the group's
+# norm, and a non-finite embedding gradient makes it non-finite: the update op (`one_embedding_graph_update`,
+# built by the pass for the shadow instead of a dense update) reads the shadow's final gradient G and applies the
+# accumulated row gradients times G / N through the graph's optimizer.
+class _GraphStep:
+    """The embedding gradient of the step under way: (keys, summed gradients) of every key, and its norm."""
+
+    def __init__(self, table):
+        self.keys = np.zeros(0, table.key_dtype)
+        self.grads = np.zeros((0, table.embedding_dim), np.float64)
+        self.norm = 0.0
+
+    def add(self, keys, grads):
+        all_keys = np.concatenate([self.keys, np.asarray(keys, self.keys.dtype)])
+        uniq, inverse = oe_k.unique_with_inverse(np, all_keys)
+        self.keys = uniq
+        self.grads = oe_k.segment_sum(np, np.concatenate([self.grads, grads.astype(np.float64)]), inverse, len(uniq))
+
+
+def _norm_of(grads, p):
+    if grads.size == 0:
+        return 0.0
+    a = np.abs(grads)
+    if np.isinf(p):
+        return float(a.max())
+    return float((a ** p).sum() ** (1.0 / p))
+
+
+def _graph_step_gradient(table, lay, leaf, ids, dy, shadows):
+    step = getattr(table, "graph_step", None)
+    if step is None:
+        step = table.graph_step = _GraphStep(table)
+    if lay.local:
+        keys, grads = table.shard(lay.parallel_num, lay.local[0]).gradient_rows(ids, dy)  # (every key)
+        step.add(keys, grads)
+    clip = leaf.grad_clipping
+    before = step.norm
+    step.norm = _norm_of(step.grads, float(getattr(clip, "norm_type", 2.0)) if clip is not None else 2.0)
+    grown = step.norm - before
+    return tuple(devices.module_of(s).full(s.shape, grown, dtype=s.dtype) for s in shadows)
+
+
+def shadow_update(leaf, name):
+    """(op type, attrs) of the update the optimizer pass builds for variable `name` of graph optimizer group
+    `leaf` when it is a one_embedding's shadow; None for any other variable."""
+    param = leaf.params.get(name) if hasattr(leaf, "params") else None
+    if param is None:
+        return None
+    for table in list(_TABLES.values()):
+        if table.shadow() is param:
+            return "one_embedding_graph_update", {"embedding_name": table.name}
+    return None
+
+
+def _graph_update_build(op, session):
+    rt = session.runtime
+    local = rt.local_indices(op.placement)
+    parallel_num = op.placement.parallel_num
+    name = op.attrs["embedding_name"]
+    table = table_of(name, rt.comm.rank)
+    grad_scale = float(op.attrs.get("grad_scale", 1.0))
+    k = len(local)
+    skips = len(op.inputs) > 2
+
+    def run(*pieces):
+        step, table.graph_step = getattr(table, "graph_step", None), None
+        if step is None or not len(step.keys) or k == 0:
+            return ()
+        if skips and float(np.asarray(devices.to_host(pieces[2 * k])).reshape(-1)[0]) != 0:
+            return ()  # dynamic loss scaling: this step's gradients overflowed, no update
+        leaf = graph_leaf(op.job, table.shadow(), name)
+        final = float(np.asarray(devices.to_host(pieces[k])).reshape(-1)[0])
+        factor = grad_scale * (final / step.norm if step.norm > 0 and np.isfinite(step.norm) else 1.0)
+        shard = oe_k.shard_of(np, step.keys, parallel_num) if parallel_num > 1 else np.zeros(len(step.keys), np.int64)
+        for d in local:
+            mine = shard == d
+            table.shard(parallel_num, d).apply_update(step.keys[mine], step.grads[mine] * factor, leaf)
+        return ()
+    return run
+
+
+register(OpDef("one_embedding_graph_update", infer=lambda op: [], collective=True,
+               build_collective=_graph_update_build, stateful=True,  # (it writes the table, not its inputs)
+               sbp=lambda op: [((S.B,) * len(op.inputs), ())]))

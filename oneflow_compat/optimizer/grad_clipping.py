@@ -43,6 +43,12 @@ class by_max_norm(by_global_norm):  # noqa: N801 - the spelling of its sibling
 
     formula = "max_norm"
 
+    def __init__(self, clip_norm, norm_type=2.0):
+        super().__init__(clip_norm)
+        # the group's clip_grad_norm_type: 2 is the L2 norm of the sum of squares; any other p (inf and -inf
+        # included) is clipped by passes/clip_norm_types.py, as OneFlow 0.9's GlobalNorm / GlobalAbsMaxMin
+        self.norm_type = float(norm_type)
+
     def scale(self, global_norm):
         return float(min(np.float32(self.clip_norm) / (np.float32(global_norm) + np.float32(1e-6)), np.float32(1)))
 
@@ -50,4 +56,6 @@ class by_max_norm(by_global_norm):  # noqa: N801 - the spelling of its sibling
         return self.scale(np.sqrt(np.float32(squared_norm)))
 
     def __repr__(self):
+        if self.norm_type != 2.0:
+            return "grad_clipping.by_max_norm(max_norm=%r, norm_type=%r)" % (self.clip_norm, self.norm_type)
         return "grad_clipping.by_max_norm(max_norm=%r)" % (self.clip_norm,)

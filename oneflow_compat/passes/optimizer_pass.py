@@ -12,7 +12,7 @@ from oneflow_compat.ir import builder, dtypes
 from oneflow_compat.ops import variable_ops
 from oneflow_compat.ir import sbp as sbp_mod
 from oneflow_compat.ops import registry
-from oneflow_compat.passes import autodiff, zero
+from oneflow_compat.passes import autodiff, clip_norm_types, zero
 from oneflow_compat.passes.autodiff import GradScope
 
 
@@ -98,6 +98,9 @@ def _build(session, job, ctx):
 
 
 def _clip_by_global_norm(ctx, job, grads, clip):
+    norm_type = float(getattr(clip, "norm_type", 2.0))
+    if norm_type != 2.0:  # nn.Graph's clip_grad_norm_type (limits team: passes/clip_norm_types.py)
+        return clip_norm_types.clip(ctx, job, grads, clip.clip_norm, norm_type)
     sq = []
     for name, (vop, g) in grads.items():
         with GradScope(ctx, vop, "optimizer"):
@@ -163,6 +166,15 @@ def _add_updates(session, job, ctx, groups, dynamic=None):
 
 
 def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None):
+    custom = getattr(opt, "custom_update", None)
+    special = custom(name) if custom is not None else None
+    if special is not None:  # a variable its optimizer group updates by an op of its own (one_embedding's shadow)
+        op_type, attrs = special
+        skip = [dynamic.nonfinite] if dynamic is not None else []
+        with GradScope(ctx, vop, "optimizer"):
+            registry.new_op(op_type, [vop.outputs[0], g] + skip, dict(attrs, grad_scale=grad_scale),
+                            name=job.unique_name(name + "-update"))
+        return
     spec = vop.attrs["spec"]
     rows = _indexed_slices_rows(job, opt, name, vop, g)
     # ZeRO (passes/zero.py) stored a sharded variable S(0) already: its states and update follow its layout
@@ -205,12 +217,13 @@ def _add_update(job, ctx, opt, name, vop, g, lr, step, grad_scale, dynamic=None)
 # only) and whose update is sgd / momentum / adam without l1 or l2 is updated on the gathered rows alone: the
 # other rows keep their values and optimizer states (no weight decay, no momentum decay there).
 def _indexed_slices_rows(job, opt, name, vop, g):
-    conf = getattr(job.config, "ignored", {}).get("indexed_slices_optimizer_conf")
-    if not isinstance(conf, dict) or not conf.get("enable", True):
-        return None
-    included = conf.get("include_op_names", {}).get("op_name", [])
-    if name not in included or not getattr(opt, "indexed_slices_update", False):
-        return None
+    if not getattr(opt, "sparse_update", False):  # (nn.Graph's add_optimizer(is_sparse=True) lists all its variables)
+        conf = getattr(job.config, "ignored", {}).get("indexed_slices_optimizer_conf")
+        if not isinstance(conf, dict) or not conf.get("enable", True):
+            return None
+        included = conf.get("include_op_names", {}).get("op_name", [])
+        if name not in included or not getattr(opt, "indexed_slices_update", False):
+            return None
     reg = vop.attrs["spec"].regularizer
     if reg is not None and (reg.l1 or reg.l2):
         return None

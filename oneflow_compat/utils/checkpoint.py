@@ -45,8 +45,23 @@ def checkpoint(function, *args):
         fresh = [t for t, a in zip(inputs, args) if isinstance(a, Tensor) and a.requires_grad]
         return [t.grad._value if t.grad is not None else None for t in fresh]
 
+    def recompute_recorded(dys):
+        """create_graph=True (_global/higher_order.py): `function` again on the inputs themselves (their history
+        kept), recorded, from the same random-number state; the gradients then walk through that record."""
+        now = rng_state.get_rng_state()
+        rng_state.set_rng_state(state)
+        try:
+            with autograd.enable_grad():
+                again = function(*args)
+        finally:
+            rng_state.set_rng_state(now)
+        again = [again] if isinstance(again, Tensor) else list(again)
+        return [(out._edge(), dy) for out, dy in zip(again, dys)
+                if dy is not None and isinstance(out, Tensor) and out.requires_grad]
+
     node = autograd.FunctionNode("CheckpointFunctionBackward", [a._edge() for a in wanting], recompute,
                                  num_outputs=len(outs))
+    node.recompute_recorded = recompute_recorded
     for k, out in enumerate(outs):
         if isinstance(out, Tensor) and out.dtype.is_floating:
             out.requires_grad_flag, out._node, out._out_index = True, node, k

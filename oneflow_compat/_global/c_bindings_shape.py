@@ -1,0 +1,326 @@
+"""`oneflow._C`'s shape, indexing and scatter/gather names (OneFlow v0.9.0 functional_api.yaml; functors in
+`oneflow/core/functional/impl/array_functor.cpp`): the yaml's argument names, order and defaults, TensorTuple
+results as Python tuples, over the registered ops the top-level functions use.
+"""
+import numbers
+
+from oneflow_compat._global import functional as _F
+from oneflow_compat._global import inplace as _inplace
+from oneflow_compat._global import nd_functions as _ND
+from oneflow_compat._global import tensor_functions as _T
+from oneflow_compat._global.dispatch import apply_op
+from oneflow_compat._global.tensor import Tensor
+from oneflow_compat.ir import dtypes as _dtypes
+
+
+def _tensor(x, fn, arg="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError("%s(): argument '%s' must be Tensor, not %s" % (fn, arg, type(x).__name__))
+    return x
+
+
+def _ints(v):
+    return [int(v)] if isinstance(v, numbers.Integral) else [int(d) for d in v]
+
+
+# --- permutations and views -----------------------------------------------------------------------------------------
+def permute(input, dims):  # noqa: A002
+    return _F.permute(_tensor(input, "permute"), *_ints(dims))
+
+
+def T(input):  # noqa: A002,N802  (OneFlow's name: Tensor.T, every axis reversed)
+    x = _tensor(input, "T")
+    return _F.permute(x, *range(x.ndim - 1, -1, -1)) if x.ndim > 1 else x
+
+
+def t(input):  # noqa: A002
+    """TransposeAllDimFunction: a 2-D tensor transposed, a 0-D or 1-D one as it is."""
+    x = _tensor(input, "t")
+    if x.ndim > 2:
+        raise RuntimeError("t() expects a tensor with <= 2 dimensions, but self is %dD" % x.ndim)
+    return _F.permute(x, 1, 0) if x.ndim == 2 else x
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    return _F.flatten(_tensor(x, "flatten", "x"), start_dim, end_dim)
+
+
+def view(x, shape):
+    return _F.view(_tensor(x, "view", "x"), *_ints(shape))
+
+
+def contiguous_(input):  # noqa: A002
+    """InplaceToContiguous: the tensor itself, its storage made contiguous."""
+    x = _tensor(input, "contiguous_")
+    return _inplace.rebind(x, x.contiguous()) if not x.is_contiguous() else x
+
+
+def expand(x, shape):
+    return _T.expand(_tensor(x, "expand", "x"), *_ints(shape))
+
+
+def repeat(input, repeat_shape):  # noqa: A002
+    return _T.repeat(_tensor(input, "repeat"), *_ints(repeat_shape))
+
+
+def tile(input, dims):  # noqa: A002
+    return _T.tile(_tensor(input, "tile"), tuple(_ints(dims)))
+
+
+def expand_dims(input, dim):  # noqa: A002
+    return _F.unsqueeze(_tensor(input, "expand_dims"), int(dim))
+
+
+def unsqueeze(input, dim):  # noqa: A002
+    return _F.unsqueeze(_tensor(input, "unsqueeze"), int(dim))
+
+
+def squeeze(x, dim=None):
+    x = _tensor(x, "squeeze", "x")
+    if dim is None or isinstance(dim, numbers.Integral):
+        return _F.squeeze(x, dim)
+    dims = sorted({d % x.ndim for d in dim}, reverse=True)
+    for d in dims:
+        x = _F.squeeze(x, d)
+    return x
+
+
+def broadcast_like(x, like, broadcast_axes=()):
+    """BroadcastLike: x broadcast to like's shape; `broadcast_axes` names like's axes that x lacks (or holds as
+    1), else x's shape is aligned to like's from the right."""
+    _tensor(x, "broadcast_like", "x"), _tensor(like, "broadcast_like", "like")
+    target = tuple(like.shape)
+    if broadcast_axes and x.ndim != len(target):
+        axes = {a % len(target) for a in broadcast_axes}
+        kept = tuple(1 if i in axes else s for i, s in enumerate(target))
+        x = _F.reshape(x, kept)
+    return _T.expand(x, *target)
+
+
+def reshape_like(input, like):  # noqa: A002  (the yaml's `in`)
+    return apply_op("reshape_like", [_tensor(input, "reshape_like", "in"), _tensor(like, "reshape_like", "like")])
+
+
+def reduce_sum_like(input, like, axis):  # noqa: A002
+    """ReduceSumLike: the sum over `axis`, shaped as `like` (the reduced axes kept or dropped as like has them)."""
+    x = _tensor(input, "reduce_sum_like", "in")
+    _tensor(like, "reduce_sum_like", "like")
+    axis = _ints(axis)
+    out = _F.sum(x, axis, True) if axis else x
+    if out.numel() != like.numel():
+        raise RuntimeError("reduce_sum_like: the sum of %s over axis %s does not fit like's shape %s"
+                           % (tuple(x.shape), axis, tuple(like.shape)))
+    return _F.reshape(out, tuple(like.shape))
+
+
+# --- gathers and scatters -------------------------------------------------------------------------------------------
+def gather(x, indices, axis):
+    """Gather: x's slices along `axis` at `indices` (of any shape: out is x.shape[:axis] + indices.shape +
+    x.shape[axis+1:])."""
+    x = _tensor(x, "gather", "x")
+    _tensor(indices, "gather", "indices")
+    return apply_op("gather", [x, indices], {"axis": int(axis) % x.ndim})
+
+
+def dim_gather(input, dim, index, sparse_grad=False):  # noqa: A002
+    return _F.gather(_tensor(input, "dim_gather"), int(dim), index)
+
+
+def index_select(input, dim, index):  # noqa: A002
+    return _T.index_select(_tensor(input, "index_select"), int(dim), index)
+
+
+def arg_sort(input, direction):  # noqa: A002  (the yaml's `in`)
+    """ArgSort along the last axis: direction 'ASCENDING' or 'DESCENDING'."""
+    x = _tensor(input, "arg_sort", "in")
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError("arg_sort: expected direction 'ASCENDING' or 'DESCENDING', got %r" % (direction,))
+    return _F.cast(_T.argsort(x, -1, direction == "DESCENDING"), _dtypes.int32)
+
+
+def gather_nd(params, indices):
+    return _ND.gather_nd(_tensor(params, "gather_nd", "params"), indices)
+
+
+def scatternd(indices, updates, shape):
+    return _ND.scatter_nd(indices, updates, tuple(_ints(shape)))
+
+
+def tensor_scatter_nd_update(tensor, indices, updates, inplace=False):
+    out = _ND.tensor_scatter_nd_update(_tensor(tensor, "tensor_scatter_nd_update", "tensor"), indices, updates)
+    return _inplace.rebind(tensor, out) if inplace else out
+
+
+def scatterndlike(like, updates, indices):
+    """ScatterNdLike: `updates` scattered at `indices` into zeros shaped as `like`."""
+    _tensor(like, "scatterndlike", "like")
+    return apply_op("scatter_nd_like", [like, indices, updates])
+
+
+def scatter_add(input, dim, index, src, *, inplace=False):  # noqa: A002
+    """DimScatterAdd / DimScatterAddScalar (`src` a number: added at every index)."""
+    x = _tensor(input, "scatter_add")
+    if not isinstance(src, Tensor):
+        src = _F.add(_F.cast(_F.mul(index, 0), x.dtype), src)
+    out = _T.scatter_add(x, int(dim), index, src)
+    return _inplace.rebind(x, out) if inplace else out
+
+
+def unsorted_segment_sum(x, segment_ids, axis, num_segments):
+    _tensor(x, "unsorted_segment_sum", "x")
+    return apply_op("unsorted_segment_sum", [x, segment_ids], {"axis": int(axis) % x.ndim,
+                                                               "num_segments": int(num_segments)})
+
+
+def tensor_setitem(x, index, value):
+    """TensorSetItem: `x[index] = value` (returns None, as OneFlow's Void functor)."""
+    _tensor(x, "tensor_setitem", "x")[index] = value
+
+
+# --- slices ---------------------------------------------------------------------------------------------------------
+def narrow(input, dim, start, length):  # noqa: A002
+    return _T.narrow(_tensor(input, "narrow"), int(dim), int(start), int(length))
+
+
+def slice(x, start, stop, step, enable_view_slice=None):  # noqa: A001
+    _tensor(x, "slice", "x")
+    return _ND.slice(x, [list(t) for t in zip(_ints(start), _ints(stop), _ints(step))])
+
+
+def slice_view_1d_contiguous(x, start, end):
+    """SliceView1dContiguous: elements [start, end) of a 1-D tensor."""
+    x = _tensor(x, "slice_view_1d_contiguous", "x")
+    if x.ndim != 1:
+        raise RuntimeError("slice_view_1d_contiguous: x must be 1-D, got %d dims" % x.ndim)
+    return _T.narrow(x, 0, int(start), int(end) - int(start))
+
+
+def slice_update(ref, value, start, stop, step, inplace=False):
+    """SliceUpdate: `ref` with ref[start:stop:step] = value; in place or on a copy of ref."""
+    _tensor(ref, "slice_update", "ref")
+    target = ref if inplace else ref.clone()
+    return _ND.slice_update(target, value, [list(t) for t in zip(_ints(start), _ints(stop), _ints(step))])
+
+
+# --- joins and splits -----------------------------------------------------------------------------------------------
+def stack(inputs, dim=0):
+    return _F.stack(list(inputs), int(dim))
+
+
+def unbind(x, dim=0):
+    return tuple(_T.unbind(_tensor(x, "unbind", "x"), int(dim)))
+
+
+def chunk(x, chunks, dim=0):
+    return tuple(_T.chunk(_tensor(x, "chunk", "x"), int(chunks), int(dim)))
+
+
+def split_like(x, like, axis):
+    """SplitLike: x cut along `axis` into pieces as long as the `like` tensors are there."""
+    _tensor(x, "split_like", "x")
+    out = apply_op("split_like", [x] + list(like), {"axis": int(axis) % x.ndim})
+    return tuple(out) if isinstance(out, list) else (out,)
+
+
+def meshgrid(tensors, indexing="ij"):
+    return tuple(_T.meshgrid(*tensors, indexing=indexing))
+
+
+def select_top_n(inputs, n):
+    """SelectTopN: the first `n` of the tensors (DDP's bucketing picks its ready ones with it)."""
+    inputs = list(inputs)
+    if not 0 <= int(n) <= len(inputs):
+        raise ValueError("select_top_n: n must be in [0, %d], got %d" % (len(inputs), n))
+    return tuple(inputs[:int(n)])
+
+
+# --- selections -----------------------------------------------------------------------------------------------------
+def argwhere(x, dtype=_dtypes.int32):
+    """ArgWhere: (the coordinates of the non-zero elements, their count as a 1-element tensor)."""
+    res, size = apply_op("argwhere", [_tensor(x, "argwhere", "x")], {"dtype": dtype})
+    return res, size
+
+
+def nonzero(x, as_tuple=False):
+    """NonZero: a tuple: (the (n, ndim) coordinates,) or, as_tuple, one index tensor per axis."""
+    x = _tensor(x, "nonzero", "x")
+    if as_tuple:
+        return tuple(_T.nonzero(x, as_tuple=True))
+    return (_T.nonzero(x),)
+
+
+def unique(x, sorted=True, return_inverse=False, return_counts=False, dtype=_dtypes.int32):  # noqa: A002
+    """Unique (the values) / UniqueWithCounts (values with the inverse indices and/or counts); `unique(x, sorted,
+    dtype)` positionally is the first overload's."""
+    if isinstance(return_inverse, _dtypes.DType):
+        return_inverse, dtype = False, return_inverse
+    return _T.unique(_tensor(x, "unique", "x"), sorted=sorted, return_inverse=return_inverse,
+                     return_counts=return_counts, dtype=dtype)
+
+
+def triu(x, diagonal=0):
+    return _T.triu(_tensor(x, "triu", "x"), int(diagonal))
+
+
+def triu_(x, diagonal=0):
+    return _inplace.rebind(_tensor(x, "triu_", "x"), _T.triu(x, int(diagonal)))
+
+
+def one_hot(input, num_classes=-1, on_value=1, off_value=0):  # noqa: A002
+    return _F.one_hot(_tensor(input, "one_hot"), num_classes, on_value, off_value)
+
+
+def fill_(input, value):  # noqa: A002  (the yaml's `in`)
+    """FillTensor (a 0-d tensor's value) / Fill (a number): every element of the tensor, in place."""
+    x = _tensor(input, "fill_", "in")
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with %d dimensions."
+                               % value.ndim)
+        v = _F.reshape(_F.cast(value, x.dtype), (1,) * x.ndim)
+        return _inplace.rebind(x, _T.expand(v, *x.shape).contiguous() if x.ndim else v)
+    return x.fill_(value)
+
+
+# --- identities -----------------------------------------------------------------------------------------------------
+def identity(input):  # noqa: A002  (the yaml's `in`)
+    return apply_op("identity", [_tensor(input, "identity", "in")])
+
+
+def amp_white_identity(input):  # noqa: A002
+    """The AMP pass's marker that what follows runs in reduced precision; the value passes unchanged."""
+    return apply_op("amp_white_identity", [_tensor(input, "amp_white_identity", "in")])
+
+
+def amp_black_identity(input):  # noqa: A002
+    """The AMP pass's marker that what follows stays in full precision; the value passes unchanged."""
+    return apply_op("identity", [_tensor(input, "amp_black_identity", "in")])
+
+
+# --- products -------------------------------------------------------------------------------------------------------
+def mm(input, mat2):  # noqa: A002
+    """MatMulNoBroadCast: both 2-D."""
+    _tensor(input, "mm"), _tensor(mat2, "mm", "mat2")
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError("mm: both arguments must be 2-D matrices, got %dD and %dD" % (input.ndim, mat2.ndim))
+    return _F.matmul(input, mat2)
+
+
+def batch_matmul(a, b, transpose_a=False, transpose_b=False, alpha=1.0):
+    """BatchMatMul: 3-D a @ b per batch, either side transposed, scaled by alpha."""
+    _tensor(a, "batch_matmul", "a"), _tensor(b, "batch_matmul", "b")
+    if a.ndim != 3 or b.ndim != 3:
+        raise RuntimeError("batch_matmul: expected 3-D tensors, got %dD and %dD" % (a.ndim, b.ndim))
+    return _F.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b, alpha=alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1.0, alpha=1.0):  # noqa: A002
+    return _T.baddbmm(input, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def dot(input, other):  # noqa: A002
+    return _F.dot(_tensor(input, "dot"), other)
+
+
+def einsum(equation, operands):
+    return _T.einsum(equation, *operands)
