@@ -174,7 +174,9 @@ def load(path, global_src_rank=None, map_location=None, *, support_pytorch_forma
             raise NotImplementedError("No valid load method found for {}".format(os.fspath(path)))
         from oneflow_compat._global import torch_checkpoint
 
-        return torch_checkpoint.load_torch_file(os.fspath(path), global_src_rank, map_location)
+        place = None if global_src_rank is None and map_location is None else \
+            (lambda t: _as_tensor(t.numpy(), global_src_rank, map_location))
+        return torch_checkpoint.load_torch_file(os.fspath(path), place)
     if _legacy_in_use() and global_src_rank is None and map_location is None:
         from oneflow_compat import checkpoint
 

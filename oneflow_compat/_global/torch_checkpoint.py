@@ -8,7 +8,9 @@ import collections
 from oneflow_compat._global.tensor import Tensor
 
 
-def load_torch_file(path, global_src_rank=None, map_location=None):
+def load_torch_file(path, place=None):
+    """The object torch.save wrote at `path`, its torch tensors local oneflow tensors; `place(tensor)` (the
+    placement rules of flow.load: map_location, global_src_rank) applied to each when given."""
     try:
         import torch
     except ImportError:
@@ -23,12 +25,9 @@ def load_torch_file(path, global_src_rank=None, map_location=None):
         return x
 
     obj = _map_leaf(torch.load(str(path), map_location="cpu"), to_flow)
-    if map_location is None and global_src_rank is None:
+    if place is None:
         return obj
-    from oneflow_compat._global.serialization import _as_tensor  # the placement rules of flow.load's folders
-
-    return _map_leaf(obj, lambda t: _as_tensor(t.numpy(), global_src_rank, map_location)
-                     if isinstance(t, Tensor) else t)
+    return _map_leaf(obj, lambda t: place(t) if isinstance(t, Tensor) else t)
 
 
 def _map_leaf(obj, fn):

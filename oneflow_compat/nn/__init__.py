@@ -54,8 +54,8 @@ from oneflow_compat.nn import modules, parallel, utils  # noqa: F401,E402
 # modules come with global_api's names)
 from oneflow_compat.nn import image  # noqa: F401,E402
 from oneflow_compat.nn import qat  # noqa: F401,E402  (api-data: oneflow.nn.qat.conv)
-# modtests team: `oneflow.nn.graph.util` (OneFlow 0.9's ArgsTree / NamedArg: `_global/graph_args_tree.py`)
-from oneflow_compat._global import graph_args_tree as _graph_args_tree  # noqa: E402
+# modtests team: `oneflow.nn.graph.util` (OneFlow 0.9's ArgsTree / NamedArg: `nn/graph_util.py`)
+from oneflow_compat.nn import graph_util as _graph_args_tree  # noqa: E402
 
 graph.util = _graph_args_tree
 if not hasattr(graph, "__path__"):
