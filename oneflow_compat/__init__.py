@@ -240,6 +240,7 @@ from oneflow_compat import one_embedding  # noqa: F401,E402
 # --- multiprocessing team: oneflow.multiprocessing (OneFlow 0.9: tensors through shared memory between processes)
 from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the ForkingPickler reductions)
 # --- limits team: gradient rules of gradient ops (higher-order gradients through activations, convs, pools) ---
+from oneflow_compat.ops import polygamma_ops as _polygamma_ops  # noqa: F401,E402 (limits2: digamma/polygamma ops)
 from oneflow_compat.ops import second_order as _second_order  # noqa: F401,E402 (attaches rules; after the op modules)
 from oneflow_compat.ops import random_like_ops as _random_like_ops  # noqa: F401,E402 (uniform_like: noise in graphs)
 from oneflow_compat.ops import detach_ops as _detach_ops  # noqa: F401,E402 (stop_gradient: detach inside nn.Graph)
@@ -249,6 +250,8 @@ from oneflow_compat._global.autocast_mode import get_autocast_cpu_dtype, set_aut
 from oneflow_compat.runtime import global_eager as _ge_bf16  # noqa: E402
 
 _ge_bf16.register_dtype(bfloat16)  # (metas exchanged between ranks name it)
+# --- limits2 team: flow.digamma / flow.polygamma (torch's names; lgamma's derivatives: ops/polygamma_ops.py)
+from oneflow_compat._global.special_functions import digamma, polygamma  # noqa: E402,F401
 
 # --- modtests team: what OneFlow 0.9's own tests meet (flow.default_generator: above, as main made it)
 # flow.mm / bmm / dot: OneFlow 0.9's checks and words (`_global/matrix_checks.py`)

@@ -413,11 +413,14 @@ def test_grad_through_a_custom_function():
 def test_grad_refusals():
     x = flow.tensor(_rand(3), requires_grad=True)
     y = (x * 2).sum()
-    # (gelu and conv2d differentiate twice now: tests/test_limits_higher_order.py; lgamma's gradient does not)
+    # (gelu, conv2d and lgamma differentiate twice now: tests/test_limits_higher_order.py,
+    # tests/test_limits2_digamma.py; the CTC loss's gradient does not)
+    lp = flow.tensor(np.log(np.full((3, 1, 4), 0.25)), requires_grad=True)
     with pytest.raises(NotImplementedError, match=re.escape(
-            "create_graph=True: the gradient of op 'lgamma' uses op 'lgamma_grad', which has no gradient rule here, "
-            "so the gradient cannot be differentiated again")):
-        autograd.grad(flow.lgamma(x * x + 1).sum(), x, create_graph=True)
+            "create_graph=True: the gradient of op 'ctc_loss' uses op 'ctc_loss_grad', which has no gradient rule "
+            "here, so the gradient cannot be differentiated again")):
+        autograd.grad(flow.nn.CTCLoss()(lp, flow.tensor([[1, 2]]), flow.tensor([3]), flow.tensor([2])), lp,
+                      create_graph=True)
     with pytest.raises(RuntimeError, match=re.escape("All input tensors `.requires_grad` should be true")):
         autograd.grad(y, flow.tensor(_rand(3)))
     with pytest.raises(RuntimeError, match="Grad can be implicitly created only for scalar outputs"):

@@ -2,12 +2,14 @@
 `oneflow/core/functional/impl/array_functor.cpp`): the yaml's argument names, order and defaults, TensorTuple
 results as Python tuples, over the registered ops the top-level functions use.
 """
+import builtins
 import numbers
 
 from oneflow_compat._global import functional as _F
 from oneflow_compat._global import inplace as _inplace
 from oneflow_compat._global import nd_functions as _ND
 from oneflow_compat._global import tensor_functions as _T
+from oneflow_compat._global import views as _views
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.tensor import Tensor
 from oneflow_compat.ir import dtypes as _dtypes
@@ -52,7 +54,7 @@ def view(x, shape):
 def contiguous_(input):  # noqa: A002
     """InplaceToContiguous: the tensor itself, its storage made contiguous."""
     x = _tensor(input, "contiguous_")
-    return _inplace.rebind(x, x.contiguous()) if not x.is_contiguous() else x
+    return _views.contiguous_(x)  # (views team: a non-contiguous view takes contiguous storage of its own)
 
 
 def expand(x, shape):
@@ -94,11 +96,13 @@ def broadcast_like(x, like, broadcast_axes=()):
         axes = {a % len(target) for a in broadcast_axes}
         kept = tuple(1 if i in axes else s for i, s in enumerate(target))
         x = _F.reshape(x, kept)
-    return _T.expand(x, *target)
+    return _views.unview(_T.expand(x, *target))  # (views team: an op of its own in OneFlow, not a view)
 
 
 def reshape_like(input, like):  # noqa: A002  (the yaml's `in`)
-    return apply_op("reshape_like", [_tensor(input, "reshape_like", "in"), _tensor(like, "reshape_like", "like")])
+    x = _tensor(input, "reshape_like", "in")
+    # (views team: an op of its own in OneFlow; its kernel relabels its input, so the result is given its memory)
+    return _views.make(x, apply_op("reshape_like", [x, _tensor(like, "reshape_like", "like")]), None)
 
 
 def reduce_sum_like(input, like, axis):  # noqa: A002
@@ -184,7 +188,15 @@ def narrow(input, dim, start, length):  # noqa: A002
 
 def slice(x, start, stop, step, enable_view_slice=None):  # noqa: A001
     _tensor(x, "slice", "x")
-    return _ND.slice(x, [list(t) for t in zip(_ints(start), _ints(stop), _ints(step))])
+    tup = [list(t) for t in zip(_ints(start), _ints(stop), _ints(step))]
+    out = _ND.slice(x, tup)
+    if not enable_view_slice or not _views.applicable(x):
+        return out
+    # (views team) OneFlow's SliceFunctor with enable_view_slice: `view::Slice` of a local eager tensor (steps > 0)
+    bounds = [builtins.slice(*t).indices(n) for t, n in zip(_ND._slice_tup(tup, tuple(x.shape)), x.shape)]
+    if any(b[2] <= 0 for b in bounds):
+        return out
+    return _views.make(x, out, _views.slice_layout(_views.layout_of(x), bounds))
 
 
 def slice_view_1d_contiguous(x, start, end):

@@ -401,6 +401,10 @@ def _as_device(device):
 
 
 def arange(start=0, end=None, step=1, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    # a one-element tensor bound is read as its number (OneFlow 0.9's arange_op calls .item() on tensor bounds,
+    # python/oneflow/nn/modules/arange.py@v0.9.0): it is read before any op, so an eager bound captured inside
+    # nn.Graph.build still works
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if end is None:
         start, end = 0, start
     values = np.arange(start, end, step)

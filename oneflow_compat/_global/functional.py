@@ -16,7 +16,7 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import shape as shape_k
 from oneflow_compat.ops.array_ops import infer_reshape
 from oneflow_compat.runtime import global_eager
-from oneflow_compat._global import creation, lazy
+from oneflow_compat._global import creation, lazy, views
 from oneflow_compat._global.dispatch import apply_op, apply_op_list, grad_mode
 from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, wrap
 
@@ -99,11 +99,12 @@ def _tensor_pair(x, y, what):
 
 # --- arithmetic -----------------------------------------------------------------------------------------------
 def add(input, other, alpha=1):  # noqa: A002
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1:  # a Python number `other` is scaled as a number (OneFlow's ScalarAdd takes other * alpha)
+        other = other * alpha if _is_number(other) else mul(other, alpha)
     if isinstance(input, Tensor) and _is_number(other):
         x = cast(input, _scalar_dtype(input, other))
-        return apply_op("scalar_add", [x], {"value": other}) if other != 0 else x
+        # (x + 0 is a new tensor, as in OneFlow: returning x would alias it, and an in-place op on the sum write x)
+        return apply_op("scalar_add", [x], {"value": other})
     if isinstance(other, Tensor) and _is_number(input):
         return add(other, input)
     x, y = _tensor_pair(input, other, "add")
@@ -111,11 +112,11 @@ def add(input, other, alpha=1):  # noqa: A002
 
 
 def sub(input, other, alpha=1):  # noqa: A002
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1:  # a Python number `other` is scaled as a number (OneFlow's ScalarAdd takes other * alpha)
+        other = other * alpha if _is_number(other) else mul(other, alpha)
     if isinstance(input, Tensor) and _is_number(other):
         x = cast(input, _scalar_dtype(input, other))
-        return apply_op("scalar_add", [x], {"value": -other}) if other != 0 else x
+        return apply_op("scalar_add", [x], {"value": -other})
     if isinstance(other, Tensor) and _is_number(input):
         x = cast(other, _scalar_dtype(other, input))
         return apply_op("scalar_rsub", [x], {"value": input})
@@ -266,9 +267,17 @@ def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # no
         lead = tuple(a.shape[:-1])
         out = apply_op("matmul", [reshape(a, (-1, a.shape[-1])), b], attrs)
         return reshape(out, lead + (out.shape[-1],))
-    if a.ndim != b.ndim:
-        raise ValueError("matmul(): shapes %s and %s are not supported (batch dims must match)"
-                         % (tuple(a.shape), tuple(b.shape)))
+    # batch dims broadcast as numpy's (OneFlow 0.9's BatchMatMul / BroadcastMatmul): each side is expanded to the
+    # common batch shape, whose gradient sums back over the broadcast dims
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    try:
+        batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    except ValueError:
+        raise RuntimeError("matmul(): the batch dims of shapes %s and %s do not broadcast" % (sa, sb)) from None
+    if sa[:-2] != batch:
+        a = apply_op("expand", [a], {"shape": batch + sa[-2:]})
+    if sb[:-2] != batch:
+        b = apply_op("expand", [b], {"shape": batch + sb[-2:]})
     return apply_op("matmul", [a, b], attrs)
 
 
@@ -335,23 +344,33 @@ def mean(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
                            "complex dtype. Got: %s" % x.dtype.name.capitalize())
     axes = _axes(dim, x.ndim)
     count = 1
-    for a in axes:
+    for a in axes if x.ndim else ():  # a 0-dim tensor's dim 0 / -1 holds its one element
         count *= x.shape[a]
     return mul(_reduce("reduce_sum", x, dim, keepdim), 1.0 / builtins.max(count, 1))
 
 
-def prod(input, dim=None, keepdim=False):  # noqa: A002
-    return _reduce("reduce_prod", _check(input, "prod"), dim, keepdim)
+def prod(input, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """The product along `dim`; `dtype` casts the input first, and a bool input multiplies as int64 (OneFlow 0.9's
+    ReduceProdFunctor, math_functor.cpp@v0.9.0: flow.prod is _C.reduce_prod)."""
+    x = _check(input, "prod")
+    if dtype is not None:
+        x = cast(x, as_dtype(dtype))
+    elif x.dtype is BOOL:
+        x = cast(x, dtypes.int64)
+    return _reduce("reduce_prod", x, dim, keepdim)
 
 
 def var(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
     x = _floating(_check(input, "var"))
     axes = _axes(dim, x.ndim)
     count = 1
-    for a in axes:
+    for a in axes if x.ndim else ():  # a 0-dim tensor's dim 0 / -1 holds its one element
         count *= x.shape[a]
     centered = sub(x, mean(x, axes, keepdim=True))
-    return mul(sum(square(centered), axes, keepdim), 1.0 / builtins.max(count - (1 if unbiased else 0), 1))
+    # no element, or one with the unbiased divisor: nan (OneFlow 0.9's variance kernel, IsNanOut in
+    # oneflow/user/kernels/variance_kernel_util.h@v0.9.0), and its gradient is nan too
+    divisor = count - (1 if unbiased else 0)
+    return mul(sum(square(centered), axes, keepdim), 1.0 / divisor if divisor > 0 else float("nan"))
 
 
 def std(input, dim=None, unbiased=True, keepdim=False):  # noqa: A002
@@ -459,10 +478,39 @@ def reshape(input, *shape, **kwargs):  # noqa: A002
     target = infer_reshape(tuple(x.shape), _shape_arg(shape), "reshape")
     if target == tuple(x.shape):
         return x
-    return apply_op("reshape", [x], {"shape": target})
+    return _reshape_view(x, apply_op("reshape", [x], {"shape": target}), target, strict=False)
 
 
-view = reshape
+VIEW_STRIDE_MESSAGE = ("view size is not compatible with input tensor's size and stride (at least one dimension "
+                       "spans across two contiguous subspaces). Use .reshape(...) instead.")
+
+
+def view(input, *shape, **kwargs):  # noqa: A002
+    """`reshape` that must give a view of a local eager tensor (OneFlow 0.9 `ViewFunctor`: an error where the
+    strides cannot express the shape; `reshape` copies there)."""
+    if kwargs:
+        if set(kwargs) != {"size"} or shape:
+            raise TypeError("view() got unexpected arguments %s" % sorted(kwargs))
+        shape = (tuple(kwargs["size"]),)
+    x = _check(input, "view")
+    target = infer_reshape(tuple(x.shape), _shape_arg(shape), "view")
+    if target == tuple(x.shape):
+        return x
+    if views.applicable(x):
+        lay = views.layout_of(x)
+        if views.reshape_strides(lay[0], lay[1], target) is None:
+            raise RuntimeError(VIEW_STRIDE_MESSAGE)
+    return _reshape_view(x, apply_op("reshape", [x], {"shape": target}), target, strict=True)
+
+
+def _reshape_view(x, out, target, strict):
+    """The reshape `out` of x made a view where x's strides allow it (OneFlow's `ComputeStride`), else a copy."""
+    lay = None
+    if views.applicable(x):
+        shape, stride, offset = views.layout_of(x)
+        strides = views.reshape_strides(shape, stride, target)
+        lay = None if strides is None else (tuple(target), strides, offset)
+    return views.make(x, out, lay)
 
 
 def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
@@ -472,7 +520,8 @@ def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     s, e = start_dim % x.ndim, end_dim % x.ndim
     if s >= e:
         return x
-    return apply_op("flatten", [x], {"start_dim": s, "end_dim": e})
+    out = apply_op("flatten", [x], {"start_dim": s, "end_dim": e})
+    return _reshape_view(x, out, tuple(out._value.meta.shape), strict=False)
 
 
 def permute(input, *dims):  # noqa: A002
@@ -482,7 +531,8 @@ def permute(input, *dims):  # noqa: A002
         raise ValueError("permute(): %s is not a permutation of %d dims" % (perm, x.ndim))
     if perm == tuple(range(x.ndim)):
         return x
-    return apply_op("transpose", [x], {"perm": perm})
+    out = apply_op("transpose", [x], {"perm": perm})
+    return views.make(x, out, views.permute_layout(views.layout_of(x), perm) if views.applicable(x) else None)
 
 
 def transpose(input, dim0, dim1):  # noqa: A002
@@ -501,30 +551,26 @@ def t(input):  # noqa: A002
 
 def squeeze(input, dim=None):  # noqa: A002
     x = _check(input, "squeeze")
+    if x.ndim == 0:  # a 0-dim tensor squeezes to itself (dim 0 / -1 allowed, as for any dim of a 1-dim view)
+        _axes(dim, 0)
+        return x
     if dim is None:
         axes = [i for i, d in enumerate(x.shape) if d == 1]
     else:
         axes = [a for a in _axes(dim, x.ndim) if x.shape[a] == 1]
     if not axes or x.ndim == 0:
         return x
-    return apply_op("squeeze", [x], {"axes": tuple(axes)})
+    out = apply_op("squeeze", [x], {"axes": tuple(axes)})
+    return views.make(x, out, views.squeeze_layout(views.layout_of(x), axes) if views.applicable(x) else None)
 
 
 def unsqueeze(input, dim):  # noqa: A002
     x = _check(input, "unsqueeze")
     if not -x.ndim - 1 <= dim <= x.ndim:
         raise IndexError("unsqueeze(): dim %d out of range for %d dims" % (dim, x.ndim))
-    return apply_op("expand_dims", [x], {"axis": dim % (x.ndim + 1)})
-
-
-class _GatherIndexError(RuntimeError, TypeError):
-    """A gather index of a non-integer dtype: OneFlow 0.9's RuntimeError (a TypeError as this project raised)."""
-
-
-def _shape_text(shape):
-    """OneFlow's Shape::ToString: (2,4), (5,)."""
-    shape = [int(v) for v in shape]
-    return "(%d,)" % shape[0] if len(shape) == 1 else "(%s)" % ",".join(map(str, shape))
+    axis = dim % (x.ndim + 1)
+    out = apply_op("expand_dims", [x], {"axis": axis})
+    return views.make(x, out, views.unsqueeze_layout(views.layout_of(x), axis) if views.applicable(x) else None)
 
 
 def _check_cat_shapes(tensors, axis):
@@ -544,10 +590,6 @@ def _check_cat_shapes(tensors, axis):
                                         "expected in dimension %d." % (axis, x.shape[i], first.shape[i], i))
 
 
-def _leading_part(x, key):
-    return index(x, key)  # (`index` is a parameter name of gather)
-
-
 class _ConcatShapeError(RuntimeError, ValueError):
     """Tensors cat cannot join: OneFlow 0.9's RuntimeError (a ValueError as the concat op raised before)."""
 
@@ -560,6 +602,10 @@ def cat(tensors, dim=0):
     for x in tensors[1:]:
         dt = _promote(dt, x.dtype)
     tensors = [cast(_check(x, "cat"), dt) for x in tensors]
+    # an empty 1-D tensor (`flow.Tensor()`) joins any shape: it is left out, as OneFlow 0.9's ConcatFunctor
+    # (oneflow/core/functional/impl/array_functor.cpp@v0.9.0) skips inputs with no element and one dimension
+    kept = [x for x in tensors if not (x.ndim == 1 and x.numel() == 0)]
+    tensors = kept or tensors[:1]
     d = _axes(dim, tensors[0].ndim)[0]
     _check_cat_shapes(tensors, d)
     joined = [x for x in tensors if not (x.numel() == 0 and x.ndim == 1)]  # (OneFlow skips empty 1-D ones)
@@ -615,22 +661,36 @@ def masked_fill(input, mask, value):  # noqa: A002
     return where(mask, _const(value, input), input)
 
 
-def gather(input, dim, index):  # noqa: A002
-    """out[i][j] = input[i][index[i][j]] along `dim` (index sized like input outside `dim`)."""
+def _shape_text(shape):
+    return "(" + ",".join(str(n) for n in shape) + ")"
+
+
+def gather(input, dim, index, sparse_grad=False):  # noqa: A002
+    """out[i][j] = input[i][index[i][j]] along `dim`; the output has the index's shape, which may be smaller than
+    the input's outside `dim`, and a 0-dim input or index counts as one element (OneFlow 0.9's DimGatherFunctor,
+    oneflow/core/functional/impl/array_functor.cpp@v0.9.0, whose checks and messages these are)."""
     x, idx = _check(input, "gather"), _check(index, "gather")
-    # OneFlow 0.9's checks and words (core/functional/impl/array_functor.cpp DimGatherFunctor); an index smaller
-    # than the input outside `dim` reads the leading part of those dims
     if idx.dtype not in (dtypes.int32, dtypes.int64):
-        raise _GatherIndexError("gather(): Expected dtype int32 or int64 for index")
-    if x.ndim > 0 and idx.ndim > 0 and x.ndim != idx.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    d = _axes(dim, x.ndim)[0]
+        raise RuntimeError("gather(): Expected dtype int32 or int64 for index")
+    if sparse_grad:
+        raise RuntimeError("Only support bool = False for now!")
+    same_rank = "Index tensor must have the same number of dimensions as input tensor"
+    if x.ndim == 0 or idx.ndim == 0:
+        if builtins.max(x.ndim, idx.ndim) > 1:
+            raise RuntimeError(same_rank)
+        _axes(dim, idx.ndim)
+        out = gather(reshape(x, (1,)) if x.ndim == 0 else x, 0, reshape(idx, (1,)) if idx.ndim == 0 else idx)
+        return reshape(out, tuple(idx.shape))
+    if x.ndim != idx.ndim:
+        raise RuntimeError(same_rank)
+    d = _axes(dim, idx.ndim)[0]
+    xs, js = tuple(x.shape), tuple(idx.shape)
     for i in range(x.ndim):
-        if i != d and idx.shape[i] > x.shape[i]:
+        if i != d and js[i] > xs[i]:
             raise RuntimeError("Size does not match at dimension %d expected index %s to be smaller than self %s "
-                               "apart from dimension %d" % (i, _shape_text(idx.shape), _shape_text(x.shape), d))
-    if any(i != d and idx.shape[i] < x.shape[i] for i in range(x.ndim)):
-        x = _leading_part(x, tuple(slice(None) if i == d else slice(0, idx.shape[i]) for i in range(x.ndim)))
+                               "apart from dimension %d" % (i, _shape_text(js), _shape_text(xs), d))
+    if builtins.any(i != d and js[i] < xs[i] for i in range(x.ndim)):
+        x = x[tuple(slice(None) if i == d else slice(0, js[i]) for i in range(x.ndim))]
     last = x.ndim - 1
     if d != last:
         perm = [i for i in range(x.ndim) if i != d] + [d]
@@ -694,11 +754,42 @@ def index(input, key):  # noqa: A002
         slices.append((0, d, 1))
         out_shape.append(d)
     out = x
+    if views.applicable(x):  # a view (OneFlow's `view::Slice`, then a reshape of the slice: a view too)
+        lay = _index_layout(views.layout_of(x), expanded, slices, tuple(out_shape))
+        if not (x.requires_grad_flag and grad_mode.stack[-1]):
+            out = wrap(views.view_value(x, lay, TensorMeta(tuple(out_shape), x._value.meta.dtype)), None, x._device)
+            views.register(views.root_of(x), out, lay, x._view_differentiable)
+            return out
+        if builtins.any(s != (0, d, 1) for s, d in zip(slices, shape)):
+            out = apply_op("slice", [x], {"slice_tup": tuple(slices)})
+        if tuple(out_shape) != tuple(out.shape):
+            out = apply_op("reshape", [out], {"shape": tuple(out_shape)})
+        elif out is x:  # x[...] / x[:]: a view with x's layout
+            out = apply_op("identity", [x])
+        return views.make(x, out, lay)
     if builtins.any(s != (0, d, 1) for s, d in zip(slices, shape)):
         if not x.is_global and not (x.requires_grad_flag and grad_mode.stack[-1]) and not lazy.tracer_active():
             return _local_slice(x, tuple(slices), tuple(out_shape))
         out = apply_op("slice", [x], {"slice_tup": tuple(slices)})
+        views.make(x, out, None)  # (a global tensor's slice owns its memory)
     return reshape(out, tuple(out_shape)) if tuple(out_shape) != tuple(out.shape) else out
+
+
+def _index_layout(lay, expanded, slices, out_shape):
+    """The view layout of `x[key]` as OneFlow 0.9's `TensorGetItemFunctor` makes it (`expanded`: the key's
+    entries, `...` expanded; `slices`: (start, stop, step) per dim of x): a `view::Unsqueeze` for each None, one
+    `view::Slice` (an int i is i:i+1), then `view::Reshape` to the result's shape (its strides by `ComputeStride`)."""
+    for j, k in enumerate(expanded):
+        if k is None:
+            lay = views.unsqueeze_layout(lay, j)
+    full, it = [], iter(slices)
+    for k in expanded:
+        full.append((0, 1, 1) if k is None else next(it))
+    full.extend(it)
+    lay = views.slice_layout(lay, full)
+    if tuple(lay[0]) != tuple(out_shape):
+        lay = (tuple(out_shape), views.reshape_strides(lay[0], lay[1], out_shape), lay[2])
+    return lay
 
 
 def _local_slice(x, slices, out_shape):

@@ -71,3 +71,36 @@ def _normalization(xs, dys, attrs):
 
 
 RULES = {"layer_norm": _layer_norm, "normalization": _normalization}
+
+
+# --- limits2 team: cumprod (its `cumprod_grad` kernel has no gradient rule) -----------------------------------------
+# dx_i = Σ_{j>=i} dy_j Π_{k<=j, k!=i} x_k, written as kernels/nn_extra.cumprod_grad computes it, from differentiable
+# ops: where x_i != 0, revcumsum(dy·y)_i / x_i (y = cumprod x); at the first zero of a line, revcumsum(dy·y')_i with
+# y' the cumulative product of x with that zero replaced by 1. The second zero of a line gets the same (its value is
+# 0, but its derivative with respect to the first zero is not); from the third zero on, dx_i holds two zeros in
+# every product, so it is 0 with zero derivatives. Each piece equals the true gradient as a function of x near the
+# point, so its derivatives (create_graph again) are those of the true gradient.
+def _cumprod(xs, dys, attrs):
+    from oneflow_compat._global import functional as F
+
+    dy = dys[0]
+    if dy is None:
+        return None
+    x, dim = xs[0], attrs["dim"] % xs[0].ndim
+
+    def revcumsum(t):
+        return t.flip([dim]).cumsum(dim).flip([dim])
+
+    zero = x == 0
+    zeros_before = zero.to(x.dtype).cumsum(dim)  # (counts, through the zero itself)
+    ones = F.ones_like(x)
+    safe_x = F.where(zero, ones, x)
+    dx = F.where(zero, F.zeros_like(x), revcumsum(dy * x.cumprod(dim)) / safe_x)
+    for rank in (1.0, 2.0):
+        at = zero.logical_and(zeros_before == rank)
+        skipped = F.where(at, ones, x).cumprod(dim)
+        dx = F.where(at, revcumsum(dy * skipped), dx)
+    return [dx]
+
+
+RULES["cumprod"] = _cumprod

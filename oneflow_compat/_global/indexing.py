@@ -164,9 +164,60 @@ def _host_key(key):
 
 
 def _host_value(value, dtype):
+    if dtype is dtypes.bfloat16:  # (limits2 team) a bfloat16 tensor stores bfloat16 numbers (kernels/bfloat16.py)
+        from oneflow_compat.kernels import bfloat16 as bf16_k
+
+        array = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+        return bf16_k.round_to_bfloat16(np, array).reshape(array.shape)
     if isinstance(value, Tensor):
         return np.asarray(value.numpy()).astype(dtype.np if dtype is not BOOL else np.bool_)
     return value
+
+
+def _records_gradient(x, value):
+    from oneflow_compat.runtime import autograd
+
+    return autograd.is_grad_enabled() and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad))
+
+
+def _setitem_recorded(x, hkey, value):
+    """`x[key] = value` while autograd records (x or value needs a gradient). OneFlow's setitem is then a recorded
+    op (slice_update / tensor_scatter_nd_update): the overwritten positions pass no gradient to x's history and
+    value gets the gradient of the positions it filled (summed where it was broadcast). Here that is one
+    `dim_scatter_update` of the flattened tensor at the written flat positions (computed on the host: an index
+    is data), which the tensor then takes as its value in place (`inplace.rebind`, views included)."""
+    from oneflow_compat._global import inplace
+
+    shape = tuple(x._value.meta.shape)
+    positions = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)[hkey]
+    if isinstance(value, Tensor):
+        v = F.cast(value, x.dtype) if value.dtype != x.dtype else value
+        while v.ndim > positions.ndim and v.shape[0] == 1:  # numpy lets a value have extra leading 1s
+            v = F.reshape(v, tuple(v.shape[1:]))
+        if tuple(v.shape) != positions.shape:
+            try:
+                np.broadcast_shapes(tuple(v.shape), positions.shape)
+            except ValueError:
+                raise ValueError("setitem: a value of shape %s cannot be broadcast to the indexed shape %s"
+                                 % (tuple(v.shape), positions.shape)) from None
+            v = v.expand(*positions.shape)
+    else:
+        host = np.full(positions.shape, value, dtype=x.dtype.np if x.dtype is not BOOL else np.bool_)
+        v = _like_tensor(host, x)
+    flat = F.reshape(x, (-1,))
+    idx = _index_tensor(positions.reshape(-1), x)
+    new = apply_op("dim_scatter_update", [flat, idx, F.reshape(v, (-1,))], {"dim": 0})
+    inplace.rebind(x, F.reshape(new, shape))
+
+
+def _like_tensor(array, like):
+    """A constant of `like`'s dtype, device or placement (broadcast)."""
+    if like.is_global:
+        from oneflow_compat import sbp as flow_sbp
+
+        return creation.tensor(array, dtype=like.dtype, placement=like.placement,
+                               sbp=[flow_sbp.broadcast] * len(like.sbp))
+    return creation.local_tensor(array, dtype=like.dtype, device=like._device)
 
 
 def setitem(x, key, value):
@@ -175,6 +226,8 @@ def setitem(x, key, value):
     if x.is_lazy:
         raise RuntimeError("tensor item assignment is not supported within nn.Graph")
     hkey = _host_key(key)
+    if _records_gradient(x, value):
+        return _setitem_recorded(x, hkey, value)
     hvalue = _host_value(value, x.dtype)
     v = x._value
     if x.is_local:

@@ -3,7 +3,15 @@
 
 
 def rebind(self, result):
-    """In-place op: storage updated in place when nothing records gradients, else the tensor takes the result."""
+    """In-place op: storage updated in place when nothing records gradients (a local eager tensor's views and
+    root see it: they share the storage), else the tensor takes the result (a view, or a root with views: their
+    storage and history as `_global/views.py` says)."""
+    if not self.is_lazy and result.is_lazy:
+        # inside nn.Graph.build an eager tensor captured from outside (`x.add_(y)` on a free tensor) has no lazy
+        # storage to update: the op's lazy output stands for the updated value and the eager tensor outside the
+        # graph is left as it was (build is traced once; OneFlow's graph likewise does not write the free
+        # eager tensor while tracing, nor applies eager autograd's leaf check there)
+        return result
     if not self.is_lazy:  # inside nn.Graph.build an op's lazy output is no leaf (`out += identity` in ResNets)
         self._check_inplace()
     v, r = self._value, result._value
@@ -12,6 +20,10 @@ def rebind(self, result):
         for p, q in zip(v.pieces, r.pieces):
             p[...] = q
         return self
+    if self._view_root is not None or self._views:  # views of local eager tensors: `_global/views.py`
+        from oneflow_compat._global import views
+
+        return views.rebind(self, result, same)
     self._value, self._placement, self._sbp = r, result._placement, result._sbp
     self._node, self._out_index, self.requires_grad_flag = result._node, result._out_index, \
         result.requires_grad_flag

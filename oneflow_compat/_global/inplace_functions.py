@@ -59,9 +59,15 @@ def zero_(input):  # noqa: A002
 
 
 def contiguous(input):  # noqa: A002
-    """The tensor itself: every tensor here is contiguous (OneFlow's ToContiguous returns a contiguous input as
-    is)."""
-    return _input(input, "contiguous")
+    """OneFlow's ToContiguous: a contiguous input as is, a non-contiguous view as a contiguous copy."""
+    from oneflow_compat._global import views
+    from oneflow_compat._global.dispatch import apply_op
+
+    x = _input(input, "contiguous")
+    if views.is_contiguous(x):
+        return x
+    out = apply_op("identity", [x])  # its gradient an identity
+    return views.make(x, out, None)  # (the identity kernel relabels: `make` copies what shares memory, C-ordered)
 
 
 def to_global(input, placement=None, sbp=None, **kwargs):  # noqa: A002

@@ -8,7 +8,7 @@ argument takes these and a legacy blob the legacy function.
 """
 import builtins
 
-from oneflow_compat._global import functional as F
+from oneflow_compat._global import functional as F, views
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.inplace import rebind as _rebind
 from oneflow_compat._global.tensor import BOOL, Tensor
@@ -126,7 +126,10 @@ def broadcast_like(input, like, broadcast_axes=None):  # noqa: A002
                                % (_text(target), _text(shape), len(broadcast_axes)))
     if shape != kept:
         input = F.reshape(input, kept)
-    return apply_op("broadcast_like", [input, like.detach()])
+    out = apply_op("broadcast_like", [input, like.detach()])
+    # (views team) the kernel returns a read-only broadcast of its input; OneFlow's op allocates its output, which
+    # in-place ops may then write
+    return views.make(input, out, None)
 
 
 def _text(shape):

@@ -6,7 +6,7 @@ Signatures, defaults, the 4-D-only restriction and reprs are OneFlow v0.9.0's (p
 `functional_api.yaml`: `unfold(x, kernel_size, dilation=1, padding=0, stride=1)`, `fold(x, output_size,
 kernel_size, dilation=1, padding=0, stride=1)`); an int stands for the same value on both spatial axes.
 """
-from oneflow_compat._global import functional as F
+from oneflow_compat._global import functional as F, views
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.modules import Module
 
@@ -90,4 +90,8 @@ def unfold_tensor(x, dimension, size, step):
                            % (longest, dimension, size))
     if step <= 0:
         raise RuntimeError("unfold(): step should be > 0, but got %d" % step)
-    return apply_op("unfold_tensor", [x], {"dimension": int(dimension), "size": int(size), "step": int(step)})
+    out = apply_op("unfold_tensor", [x], {"dimension": int(dimension), "size": int(size), "step": int(step)})
+    # a view of a local eager input (`view::UnfoldTensor`)
+    lay = views.unfold_layout(views.layout_of(x), int(dimension), int(size), int(step)) \
+        if views.applicable(x) else None
+    return views.make(x, out, lay)

@@ -10,6 +10,8 @@ import math
 import numpy as np
 
 from oneflow_compat import initializer
+from oneflow_compat.ir import dtypes
+from oneflow_compat.kernels import bfloat16 as bf16_k
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import global_eager
 from oneflow_compat._global import generators
@@ -19,6 +21,8 @@ def _fill(tensor, full):
     """Writes the full logical host value `full` into `tensor`'s storage (this rank's piece of it)."""
     value = tensor._value
     full = np.asarray(full, dtype=value.meta.dtype.np)
+    if value.meta.dtype is dtypes.bfloat16:  # (limits2 team) bfloat16 storage holds bfloat16 numbers
+        full = bf16_k.round_to_bfloat16(np, full).reshape(full.shape)
     if tensor.is_local:
         for piece in value.pieces:
             piece[...] = global_eager.to_device(full, value.placement)

@@ -83,15 +83,15 @@ def cross_entropy(input, target, weight=None, ignore_index=IGNORE_INDEX, reducti
             raise RuntimeError("cross_entropy(): ignore_index is not supported for floating point target")
         _check_smoothing(label_smoothing)
         probs = F.permute(t, [0] + list(range(2, t.ndim)) + [1]) if t.ndim > 2 else t
-        if weight is None and not label_smoothing:
-            loss = apply_op("softmax_cross_entropy", [rows, F.cast(probs, rows.dtype)])
-        else:
-            if label_smoothing:
-                probs = F.add(F.mul(probs, 1.0 - label_smoothing), label_smoothing / classes)
-            terms = F.mul(F.log_softmax(rows, dim=-1), F.cast(probs, rows.dtype))
-            if weight is not None:
-                terms = F.mul(terms, weight)
-            loss = F.neg(F.sum(terms, -1))
+        # composed as OneFlow 0.9's CrossEntropyProbFunctor (nn_functor.cpp@v0.9.0): -sum(log_softmax(x) * t),
+        # whose gradient softmax(x) * sum(t) - t holds for targets that do not sum to 1 (the fused
+        # softmax_cross_entropy op's gradient, softmax(x) - t, is the legacy op's and assumes they do)
+        if label_smoothing:
+            probs = F.add(F.mul(probs, 1.0 - label_smoothing), label_smoothing / classes)
+        terms = F.mul(F.log_softmax(rows, dim=-1), F.cast(probs, rows.dtype))
+        if weight is not None:
+            terms = F.mul(terms, weight)
+        loss = F.neg(F.sum(terms, -1))
         return _reduce(loss, reduction, "cross_entropy")
     if t.dtype.is_floating:
         raise ValueError("cross_entropy(): target of shape %s does not fit input of shape %s (class indices are "

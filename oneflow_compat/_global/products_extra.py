@@ -153,7 +153,10 @@ def vector_norm(input, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A00
     x = input
     o = float(ord)
     if o == 0:
-        res = F.sum(F.cast(F.ne(x, 0), x.dtype), dims, keepdim)
+        # OneFlow 0.9 counts with `not_equal_zero`, an op of x's dtype with a zero gradient (VectorNormFunctor,
+        # math_functor.cpp@v0.9.0): the count stays connected to x (requires_grad, gradient 0). where() picks 1
+        # for a non-zero entry (nan and inf included) and x * 0 = 0 for a zero one
+        res = F.sum(F.where(F.ne(x, 0), F.ones_like(x), F.mul(x, 0.0)), dims, keepdim)
     elif o == math.inf:
         res = TF.amax(F.abs(x), dims, keepdim)
     elif o == -math.inf:

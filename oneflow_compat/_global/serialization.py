@@ -23,6 +23,7 @@ import os
 import pickle
 
 from oneflow_compat.framework import checkpoint_format as fmt
+from oneflow_compat.ir import dtypes
 from oneflow_compat.runtime import global_eager
 from oneflow_compat._global.tensor import Tensor
 
@@ -56,7 +57,7 @@ def save(obj=None, path=None, var_dict=None, global_dst_rank=None):
             f"out of range (expected to be in range of [0, {comm.size}), but got {global_dst_rank})."
     tensors, extra = _flatten(obj)
     local = not any(t.is_global for t in tensors.values())
-    arrays = collections.OrderedDict((name, t.numpy()) for name, t in tensors.items())  # collective for globals
+    arrays = collections.OrderedDict((name, _stored(t)) for name, t in tensors.items())  # collective for globals
     if comm.size > 1 and global_dst_rank is None and local:
         # local tensors are this process's own (OneFlow 0.9): each rank that calls save writes its own folder, no
         # collective; ranks saving to one path take turns (the last one's save stays, whole)
@@ -66,6 +67,13 @@ def save(obj=None, path=None, var_dict=None, global_dst_rank=None):
         return
     writer = 0 if global_dst_rank is None else global_dst_rank
     fmt.write_on_rank0(comm, path, lambda: _write(os.fspath(path), arrays, extra), writer=writer)
+
+
+def _stored(t):
+    """What the files hold of tensor `t`: its array; with its dtype where numpy has none (bfloat16: float32 bytes of
+    its values, meta data_type kBFloat16, as OneFlow 0.9's flow.save writes them)."""
+    array = t.numpy()
+    return (array, t.dtype) if t.dtype is dtypes.bfloat16 else array
 
 
 def _is_flat_state_dict(obj):
@@ -189,7 +197,8 @@ def load(path, global_src_rank=None, map_location=None, *, support_pytorch_forma
         if not blob.is_bound:
             raise ValueError("flow.load: %s has no meta file (legacy model IO): its shape and dtype are unknown; "
                              "load it into a legacy job's variables with flow.load_variables" % blob.var_dir)
-        return _as_tensor(blob.numpy(), global_src_rank, map_location)
+        return _as_tensor(blob.numpy(), global_src_rank, map_location,
+                          blob.dtype if blob.dtype is dtypes.bfloat16 else None)
 
     structure = os.path.join(path, STRUCTURE_FILENAME)
     if os.path.isfile(structure):
@@ -203,7 +212,7 @@ def load(path, global_src_rank=None, map_location=None, *, support_pytorch_forma
     return collections.OrderedDict((name, tensor_of(blob)) for name, blob in found.items())
 
 
-def _as_tensor(array, global_src_rank, map_location):
+def _as_tensor(array, global_src_rank, map_location, dtype=None):
     from oneflow_compat import sbp as flow_sbp
     from oneflow_compat._global import creation
     from oneflow_compat._global.placement import placement
@@ -211,7 +220,7 @@ def _as_tensor(array, global_src_rank, map_location):
     device = None
     if map_location is not None:
         device = map_location if isinstance(map_location, str) else getattr(map_location, "type", None)
-    t = creation.tensor(array, device=device)
+    t = creation.tensor(array, dtype=dtype, device=device)  # (bfloat16: its float32 bytes, rounded as it is made)
     if global_src_rank is None:
         return t
     kind = "cuda" if device is not None and str(device).startswith("cuda") else "cpu"

@@ -14,7 +14,7 @@ import numpy as np
 
 from oneflow_compat.ir import dtypes
 from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import creation, functional as F, tensor_functions as TF
+from oneflow_compat._global import creation, functional as F, tensor_functions as TF, views
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import Tensor
@@ -135,7 +135,8 @@ def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
             c = builtins.min(builtins.max(c, start), n)
             bounds.append((start, c))
             start = c
-    return tuple(TF._slice_along(input, d, a, b) for a, b in bounds)
+    # OneFlow 0.9's TensorSplitVecFunctor slices with enable_view_slice=false: the pieces own their memory
+    return tuple(views.unview(TF._slice_along(input, d, a, b)) for a, b in bounds)
 
 
 def _split_dim(input, indices_or_sections, dim, name, min_ndim):  # noqa: A002
@@ -223,10 +224,13 @@ def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
     lead = tuple(x.shape[:-2])
     length = builtins.max(0, builtins.min(n, m - offset) if offset >= 0 else builtins.min(n + offset, m))
     if length == 0:
-        return F.index(F.reshape(x, lead + (n * m,)), (Ellipsis, slice(0, 0)))
+        return views.unview(F.index(F.reshape(x, lead + (n * m,)), (Ellipsis, slice(0, 0))))
     start = offset if offset >= 0 else -offset * m
     flat = F.reshape(x, lead + (n * m,))
-    return F.index(flat, (Ellipsis, slice(start, start + (length - 1) * (m + 1) + 1, m + 1)))
+    out = F.index(flat, (Ellipsis, slice(start, start + (length - 1) * (m + 1) + 1, m + 1)))
+    # a view of a local eager input (OneFlow's `view::Diagonal`), its gradient that of the ops above
+    lay = views.diagonal_layout(views.layout_of(input), offset, a, b) if views.applicable(input) else None
+    return views.make(input, out, lay)
 
 
 # --- broadcasting -------------------------------------------------------------------------------------------------
@@ -265,7 +269,8 @@ def broadcast_to(input, shape):  # noqa: A002
 
 # --- as_strided ----------------------------------------------------------------------------------------------------
 def as_strided(input, size, stride, storage_offset=0):  # noqa: A002
-    """The view of input's contiguous storage with the given size, strides and storage offset.
+    """The view of input's storage with the given size, strides and storage offset (a local eager tensor's storage
+    is its view root's; a global tensor's, its contiguous values).
 
     The element positions depend on the shapes alone, so they are computed here once and gathered from the
     flattened input by the gather op (its gradient scatters back, positions read twice adding up)."""
@@ -281,10 +286,19 @@ def as_strided(input, size, stride, storage_offset=0):  # noqa: A002
     positions = np.full(tuple(size), int(storage_offset), dtype=np.int64)
     for k, (s, t) in enumerate(zip(size, stride)):
         positions = positions + (np.arange(s, dtype=np.int64) * t).reshape((s,) + (1,) * (len(size) - k - 1))
-    n = input.numel()
+    # a local eager input is a view of its storage (its root): OneFlow's `view::AsStrided` counts the positions
+    # in that storage, so they are read from the root (through which a view's gradient goes anyway; a detached
+    # view's storage is read detached); elsewhere the input is its own storage
+    source, lay = input, None
+    if views.applicable(input):
+        root = views.root_of(input)
+        source = root if input._view_differentiable else root.detach()
+        lay = (tuple(size), tuple(stride), int(storage_offset))
+    n = source.numel()
     if positions.size and int(positions.max()) >= n:
         raise RuntimeError("as_strided: setStorage: sizes %s, strides %s, storage offset %d require %d elements, "
                            "but the input has %d" % (size, stride, storage_offset, int(positions.max()) + 1, n))
-    flat = F.reshape(input, (n,))
-    index = host_constant(positions.reshape(-1), input, dtypes.int64)
-    return F.reshape(apply_op("gather", [flat, index], {"axis": 0}), tuple(size))
+    flat = F.reshape(source, (n,))
+    index = host_constant(positions.reshape(-1), source, dtypes.int64)
+    out = F.reshape(apply_op("gather", [flat, index], {"axis": 0}), tuple(size))
+    return views.make(input, out, lay)

@@ -149,6 +149,13 @@ class Tensor:
     _grad = None
     _grad_hooks = ()  # a leaf's hooks on its gradient before accumulation (`register_hook`)
     _post_acc_hooks = ()  # a leaf's hooks after accumulation (`_register_post_grad_accumulation_hook`)
+    # views of local eager tensors (`_global/views.py`): a view's root (the tensor owning the storage), its layout
+    # (shape, stride, offset) in the root's storage, whether its gradient reaches the root (not for `detach()`);
+    # a root's {id: weakref} of its live views
+    _view_root = None
+    _view_layout = None
+    _view_differentiable = True
+    _views = None
 
     # --- construction (`__init__`, `flow.Tensor(data)` / `flow.Tensor(*shape)`, is installed by
     # `_global/tensor_methods.py` together with the methods built on ops) --------------------------------------
@@ -180,6 +187,10 @@ class Tensor:
         return t
 
     def _set_value(self, value, placement=None, sbp=None):
+        if self._views or self._view_root is not None:  # new storage: views taken before keep the old one
+            from oneflow_compat._global import views
+
+            views.forget(self) if self._view_root is None else views._unlink(self)
         self._value = value
         if placement is not None:
             self._placement = placement
@@ -426,11 +437,18 @@ class Tensor:
 
     # --- autograd -------------------------------------------------------------------------------------------
     def detach(self):
+        """A tensor without history; on the same storage (a view without autograd, for a local eager tensor)."""
         v = self._value
         if isinstance(v, LazyValue):  # inside nn.Graph.build: an op of the job that cuts its autodiff (limits team)
             (out,) = v.trace.apply("stop_gradient", {}, [v], v.placement)
             return Tensor._make(out, self._placement, None, self._device)
-        return Tensor._make(self._value, self._placement, self._sbp, self._device)
+        t = Tensor._make(v, self._placement, self._sbp, self._device)
+        if self._placement is None:
+            from oneflow_compat._global import views
+
+            if views.applicable(self):
+                views.register(views.root_of(self), t, views.layout_of(self), differentiable=False)
+        return t
 
     def detach_(self):
         """Makes this tensor a leaf that does not require a gradient, in place."""
@@ -525,6 +543,10 @@ class Tensor:
         return self
 
     def fill_(self, value):
+        if self.dtype is dtypes.bfloat16 and isinstance(value, (int, float, np.number)):  # (limits2 team)
+            from oneflow_compat.kernels import bfloat16 as bf16_k
+
+            value = bf16_k.round_to_bfloat16(np, np.float32(value))[0]
         for p in self._value.pieces:
             p[...] = value
         return self

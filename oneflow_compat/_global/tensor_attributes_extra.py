@@ -11,9 +11,9 @@ CPU tensors only, "Tensor.pin_memory() only support local tensor for now!" / "ca
 DEV, only dense CPU tensors can be pinned.") and `random_functor.cpp` (`bernoulli_(p=None)`: draws with the
 tensor's own values as probabilities, or with the number p, which must lie in [0, 1]).
 
-Storage here: every tensor owns contiguous row-major storage (no views share it), so `stride()` is the
-contiguous strides of the shape (a global tensor's: of its logical shape, as OneFlow shows) and
-`storage_offset()` is 0. "Pinned" memory is page-locked host memory for GPU copies; on this implementation's host
+Storage here: a local eager tensor made by a view op shares its input's storage with its own strides and offset
+(`_global/views.py`, as OneFlow 0.9); every other tensor owns contiguous row-major storage: `stride()` is the
+contiguous strides of the shape (a global tensor's: of its logical shape, as OneFlow shows), `storage_offset()` 0. "Pinned" memory is page-locked host memory for GPU copies; on this implementation's host
 arrays `pin_memory()` returns a copy marked pinned (`is_pinned()` True), which GPU copies treat as any host array.
 """
 from oneflow_compat.ir import dtypes
@@ -69,20 +69,21 @@ def get_device(self):
 
 
 def stride(self, dim=None):
-    """The contiguous row-major strides of the shape, in elements (one dim's with `dim`)."""
-    shape = tuple(self.shape)
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    strides = tuple(reversed(strides))
+    """The strides in elements (one dim's with `dim`): a view's own (`_global/views.py`), else the contiguous
+    row-major strides of the shape (a global tensor's: of its logical shape, as OneFlow shows)."""
+    from oneflow_compat._global import views
+
+    strides = views.stride(self)
     if dim is None:
         return strides
-    return strides[TF._dim(dim, len(shape), "stride")]
+    return strides[TF._dim(dim, len(strides), "stride")]
 
 
 def storage_offset(self):
-    return 0
+    """Where a view starts in its storage, in elements (0 for a tensor that owns its storage)."""
+    from oneflow_compat._global import views
+
+    return views.storage_offset(self)
 
 
 def _pinned_copy(t):

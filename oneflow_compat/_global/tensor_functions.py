@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from oneflow_compat.ir import dtypes
-from oneflow_compat._global import creation, functional as F, lazy
+from oneflow_compat._global import creation, functional as F, lazy, views
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.tensor import BOOL, Tensor
 
@@ -163,7 +163,7 @@ def _size_list(sizes):
 
 
 def expand(x, *sizes):
-    """x broadcast to `sizes` (-1 keeps a dim), a view in OneFlow; here the expand op."""
+    """x broadcast to `sizes` (-1 keeps a dim): a view of a local eager tensor, as in OneFlow."""
     sizes = _size_list(sizes)
     lead = len(sizes) - x.ndim
     if lead < 0:
@@ -184,7 +184,9 @@ def expand(x, *sizes):
         target.append(s)
     if tuple(target) == tuple(x.shape):
         return x
-    return apply_op("expand", [x], {"shape": tuple(target)})
+    out = apply_op("expand", [x], {"shape": tuple(target)})
+    # a view (OneFlow's `view::Expand`: stride 0 on the expanded dims; writable, as OneFlow's)
+    return views.make(x, out, views.expand_layout(views.layout_of(x), tuple(target)) if views.applicable(x) else None)
 
 
 def expand_as(x, other):
@@ -516,9 +518,17 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
 
 
 def logsumexp(input, dim, keepdim=False):  # noqa: A002
+    """log(sum(exp(x))) along `dim`, as OneFlow 0.9's LogSumExpFunctor (math_functor.cpp@v0.9.0) computes it: a
+    0-dim input is its own value as float32, an empty input takes no max (log of the sum: -inf where nothing is
+    summed), otherwise the max is subtracted first and an infinite max is replaced by 0 (inf inputs stay inf)."""
     x = F._floating(input)
     axes = F._axes(dim, x.ndim)
+    if x.ndim == 0:
+        return F.cast(x, dtypes.float32)
+    if x.numel() == 0:
+        return F.log(F.sum(F.exp(x), axes, keepdim))
     top = F._reduce("reduce_max", x, axes, True).detach()
+    top = F.masked_fill(top, isinf(top), 0.0)
     out = F.add(F.log(F.sum(F.exp(F.sub(x, top)), axes, True)), top)
     return out if keepdim else F.squeeze(out, axes) if axes else out
 

@@ -23,6 +23,8 @@ def _init(self, *args, dtype=None, device=None, placement=None, sbp=None, requir
                             requires_grad=requires_grad)
     else:
         shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+        if not args:  # `flow.Tensor()`: an empty 1-D tensor, shape (0,) (TensorEmptyCtorFunctor, tensor_api.cpp@v0.9.0)
+            shape = (0,)
         t = creation.zeros(*shape, dtype=dt, device=device, placement=placement, sbp=sbp,
                            requires_grad=requires_grad)
     self._adopt(t)
@@ -53,9 +55,18 @@ def _copy_(self, other):
     src = layouts.as_layout_of(other, self)
     if tuple(src.shape) != tuple(self.shape):
         src = F.reshape(src, tuple(self.shape)) if src.numel() == self.numel() else src
+    bf16 = self.dtype is dtypes.bfloat16
     for p, q in zip(self._value.pieces, src._value.pieces):
+        if bf16:  # (limits2 team) a bfloat16 tensor stores bfloat16 numbers (kernels/bfloat16.py)
+            q = _bf16_k().round_to_bfloat16(devices.module_of(q), q)
         p[...] = q if devices.is_device_array(p) else devices.to_host(q)  # a host piece takes no device array
     return self
+
+
+def _bf16_k():
+    from oneflow_compat.kernels import bfloat16
+
+    return bfloat16
 
 
 def _inplace(fn):
@@ -336,6 +347,24 @@ install()
 from oneflow_compat.ir import dtypes as _dtypes  # noqa: E402
 
 _METHODS.update({"bfloat16": lambda self: F.cast(self, _dtypes.bfloat16)})
+install()
+
+# --- views team: view semantics of local eager tensors (`views.py`): Tensor.view must give a view (OneFlow's
+# ViewFunctor), view_as is view(other.shape); contiguity as the view's strides say
+from oneflow_compat._global import views as _views  # noqa: E402
+
+_METHODS.update({
+    "view": lambda self, *shape, **kw: F.view(self, *shape, **kw),
+    "view_as": lambda self, other: F.view(self, tuple(other.shape)),
+    "contiguous": _inplace_functions.contiguous, "is_contiguous": _views.is_contiguous,
+    "contiguous_": _views.contiguous_,
+})
+install()
+
+# --- limits2 team: Tensor.digamma() / Tensor.polygamma(n) (torch's; ops/polygamma_ops.py)
+from oneflow_compat._global import special_functions as _special_functions  # noqa: E402
+
+_METHODS.update({"digamma": _special_functions.digamma, "polygamma": _special_functions.tensor_polygamma})
 install()
 
 # --- modtests team: Tensor._zero_grad_ (OneFlow 0.9's, used by Optimizer.zero_grad / Module.zero_grad:

@@ -346,6 +346,13 @@ def _check_variable_name(name):
 
 
 def _as_host_array(name, value):
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dtypes.DType):
+        # (array, DType): a dtype numpy cannot name, stored as its storage dtype (bfloat16: float32 bytes, meta
+        # kBFloat16, as OneFlow 0.9's flow.save writes it)
+        array, dtype = np.asarray(value[0]), value[1]
+        if dtype.np is None or array.dtype.newbyteorder("=") != dtype.np:
+            raise TypeError("cannot save variable '%s': a %s array is not %s storage" % (name, array.dtype, dtype))
+        return array, dtype
     if not isinstance(value, np.ndarray):
         if not callable(getattr(value, "numpy", None)):
             raise TypeError("cannot save variable '%s': value of type %s has no .numpy()"

@@ -1643,3 +1643,9 @@ WITHOUT_EXAMPLES.update({  # limits team
                                   "graph's optimizer (the optimizer pass builds it for the shadow); covered by "
                                   "tests/test_limits_one_embedding.py and tests/test_one_embedding.py",
 })
+EXAMPLES.update({  # limits2 team: digamma / polygamma (ops/polygamma_ops.py), away from the poles 0, -1, -2, …
+    "digamma": unary(_lgamma_inputs),
+    "polygamma": [Example(inputs(_lgamma_inputs(5, 7)), {"n": 1}, note="trigamma"),
+                  Example(inputs(_lgamma_inputs(4, 5, 6)), {"n": 2}, note="3-d, n=2"),
+                  Example(inputs(_lgamma_inputs(5, 7)), {"n": 0}, note="n=0: digamma")],
+})

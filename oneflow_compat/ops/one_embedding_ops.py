@@ -380,7 +380,16 @@ def _grad_build(op, session):
             else:
                 store.add_pending(keys, grads)
         return tuple(devices.module_of(s).zeros(s.shape, dtype=s.dtype) for s in shadows)
+    if in_graph:
+        # the row gradients summed for the optimizer phase are the call's until its update takes them: a call that
+        # fails or is interrupted after this op ran drops them at its end (`Executable.finish`), as its dense
+        # gradients are dropped with its registers, so the next step starts from nothing
+        run.discard_uncommitted = lambda: _discard_graph_step(table)
     return run
+
+
+def _discard_graph_step(table):
+    table.graph_step = None
 
 
 def _lookup_sig(op):

@@ -517,3 +517,13 @@ def _install_more():
 
 
 _install_more()
+
+
+# --- limits2 team: lgamma's second derivative. lgamma_grad(dy, x) = dy · ψ(x), so f'' = ψ'(x), trigamma: the
+# polygamma op of ops/polygamma_ops.py (itself differentiable, to every order)
+def _install_lgamma():
+    registry.get("lgamma_grad").grad = _elementwise_rule("lgamma_grad",
+                                                         lambda x, a: apply("polygamma", [x], {"n": 1}))
+
+
+_install_lgamma()

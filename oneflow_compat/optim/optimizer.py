@@ -6,10 +6,13 @@ placement and SBP by the backward pass (a data-parallel gradient is all-reduced)
 Adam moments) are laid out like the parameter, so every piece updates independently and ranks outside a
 placement have nothing to do. This is what OneFlow's eager optimizers do on global tensors.
 """
+import collections.abc
 import collections
 
 from oneflow_compat.backend import devices
+from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.kernels import bfloat16 as bf16_k
 from oneflow_compat.runtime import global_eager
 from oneflow_compat._global.tensor import Tensor
 
@@ -86,6 +89,17 @@ def _sharded_state_layout(param, state):
     return None
 
 
+def _store_bfloat16(param, state):
+    """(limits2 team) A bfloat16 parameter and its bfloat16 states after an update hold bfloat16 numbers again
+    (float32 storage, kernels/bfloat16.py): the update computes in float32 and stores rounded to nearest even, as
+    OneFlow 0.9's update kernels store their bfloat16 model and state (core/common/bfloat16.h's conversion)."""
+    if param.dtype is not dtypes.bfloat16:
+        return
+    for t in [param] + [v for v in state.values() if isinstance(v, Tensor) and v.dtype is dtypes.bfloat16]:
+        for piece in pieces(t):
+            piece[...] = bf16_k.round_to_bfloat16(array_module(piece), piece)
+
+
 def array_module(array):
     return devices.module_of(array)
 
@@ -113,7 +127,13 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got a Tensor")
+        is_iterator = isinstance(params, collections.abc.Iterator)
         groups = list(params)
+        if not groups and is_iterator:
+            # OneFlow 0.9 (`Optimizer._parse_input_parameters`, python/oneflow/optim/optimizer.py@v0.9.0) makes one
+            # empty group of an exhausted iterator: `SGD(m.parameters())` on a module without parameters (a
+            # BatchNorm with affine=False) is a valid optimizer that updates nothing
+            groups = [{"params": []}]
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
@@ -180,6 +200,7 @@ class Optimizer:
                     self._update(group, p, state)
                 else:
                     self._update_sharded(group, p, state, layout)
+                _store_bfloat16(p, state)
         self._step_count += 1
         return loss
 

@@ -33,17 +33,21 @@ from oneflow_compat.runtime.plan import Plan
 RUNTIME_HOOKS = {"watch": watch.make_watch_fn, "boxing": boxing.hook}
 
 
-def collective_fn(op, session, name_op=True, hooks=RUNTIME_HOOKS, buckets_of_plan=None):
+def collective_fn(op, session, name_op=True, hooks=RUNTIME_HOOKS, buckets_of_plan=None, call_ends=None):
     """The function op's collective step calls. `name_op`: reports of a collective that waits name the op of the
     plan that issued it (jobs and graphs; an eager op is named by its own frame). `hooks`: the functions of the
     `runtime_hook`s (legacy eager mode has its own watch). `buckets_of_plan`: the gradient buckets of the plan
-    being built, shared by their members (`runtime/buckets.py`)."""
+    being built, shared by their members (`runtime/buckets.py`). `call_ends`: a list that receives the function's
+    `discard_uncommitted` (see `Executable.finish`), where it has one."""
     if "bucket" in op.attrs and buckets_of_plan is not None:
         fn = buckets.member_fn(op, session, buckets_of_plan)
     else:
         hook = op.defn.runtime_hook
         build = hooks[hook] if hook is not None else op.defn.build_collective
         fn = build(op, session)
+    discard = getattr(fn, "discard_uncommitted", None)
+    if discard is not None and call_ends is not None:
+        call_ends.append(discard)
     return activity.issued_by(op.name, fn) if name_op else fn
 
 
@@ -73,11 +77,15 @@ class Executable:
         self.pipelined = copies > 1
 
         self.plans = []
+        # what a call's steps keep outside its registers until a later step of the same call commits it (the
+        # row gradients one_embedding's gradient op sums for the optimizer phase's update): dropped at the end of
+        # every call, so that a call that fails or is interrupted between them leaves nothing for the next one
+        self.call_ends = []
         for _ in range(copies):
             shared = {}  # each plan copy has its own gradient buckets (its own registers)
 
             def collective(op, shared=shared):
-                return collective_fn(op, session, name_ops, hooks, shared)
+                return collective_fn(op, session, name_ops, hooks, shared, self.call_ends)
 
             self.plans.append(Plan(job, rt, session, collective, fetch, one_device=one_device))
         plan = self.plan = self.plans[0]
@@ -208,7 +216,12 @@ class Executable:
 
     def finish(self):
         """Drops the input registers and the results of every plan copy (nothing stays alive between calls), but
-        where the plan keeps its registers to be inspected (`Plan.release` False)."""
+        where the plan keeps its registers to be inspected (`Plan.release` False), and discards what the call's steps
+        left uncommitted (`call_ends`: after a call that ran to its end there is nothing left; after a failed or
+        interrupted one, the partial gradients go as the dense gradients in the registers go, never into the next
+        call)."""
+        for discard in self.call_ends:
+            discard()
         for plan, in_regs in zip(self.plans, self.in_regs):
             plan.results[:] = [None] * len(plan.results)
             plan._held.clear()  # (a call that failed before its end leaves pieces held)

@@ -57,7 +57,30 @@ def device_fn(op, dev):
     marks = [y.meta.dtype is dtypes.bfloat16 for y in op.outputs]
     if any(marks):  # (limits team) bfloat16 outputs: float32 storage rounded to bfloat16 numbers (kernels/bfloat16.py)
         return _bfloat16_outputs(fn, marks, dev.xp)
+    if op.defn.in_place:
+        written = [k for k, x in enumerate(op.inputs) if x.meta.dtype is dtypes.bfloat16]
+        if written:  # (limits2 team) an update in place of bfloat16 arrays (a variable, its optimizer states)
+            return _bfloat16_in_place(fn, written, dev.xp)
     return fn
+
+
+def _bfloat16_in_place_pieces(fn, written, counts, xp):
+    """`_bfloat16_in_place` of a collective step, whose arguments are every input's local pieces in turn."""
+    starts = [sum(counts[:k]) for k in range(len(counts))]
+    positions = [starts[k] + j for k in written for j in range(counts[k])]
+    return _bfloat16_in_place(fn, positions, xp)
+
+
+def _bfloat16_in_place(fn, written, xp):
+    """An op writing its inputs in place (the optimizer update) computes in float32; its bfloat16 inputs are
+    stored back rounded to nearest even, as OneFlow 0.9's update kernels store a bfloat16 model and its states
+    (rounding the ones it only read changes nothing: they hold bfloat16 numbers already)."""
+    def rounded(*arrays):
+        out = fn(*arrays)
+        for k in written:
+            arrays[k][...] = bf16_k.round_to_bfloat16(xp, arrays[k])
+        return out
+    return rounded
 
 
 def _bfloat16_outputs(fn, marks, xp):
@@ -321,6 +344,11 @@ class Plan:
                 ins.extend(self.slot[(x.key(), i)] for i in self._local(x.op.placement))
             outs = [self.slot[(y.key(), i)] for y in op.outputs for i in local]
             fn = self._collective_fn(op)
+            if op.defn.in_place and not op.outputs:  # (limits2 team) LAMB/LARS's update of bfloat16 variables
+                written = [k for k, x in enumerate(op.inputs) if x.meta.dtype is dtypes.bfloat16]
+                counts = [len(self._local(x.op.placement)) for x in op.inputs]
+                if written:
+                    fn = _bfloat16_in_place_pieces(fn, written, counts, rt.xp(op.placement))
             self._add_step(_collective_step(self.regs, fn, ins, outs), op, (fn, ins), ins, outs)
             return
         xp = rt.xp(op.placement)
