@@ -364,3 +364,10 @@ del _name
 # tensor_api.yaml (v0.9.0): the tensor constructors bound on oneflow._C too
 from oneflow_compat._global.c_bindings_tensor_api import (  # noqa: F401,E402
     _legacy_tensor_ctor, assign_local_tensor, from_dlpack, from_numpy, tensor)
+
+# --- modtests team: OneFlow 0.9's checks and words where its own exception tests read them: _C.normalize's
+# l2 kernel axis checks (`_global/l2_normalize.py`), _C.add of three or more tensors / a list as add_n with
+# add_n's checks (`_global/add_forms.py`), _C.mm / _C.dot (`_global/matrix_checks.py`)
+from oneflow_compat._global.l2_normalize import normalize  # noqa: F401,E402,F811
+from oneflow_compat._global.add_forms import add  # noqa: F401,E402,F811
+from oneflow_compat._global.matrix_checks import dot, mm  # noqa: F401,E402,F811

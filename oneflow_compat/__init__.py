@@ -253,6 +253,12 @@ _ge_bf16.register_dtype(bfloat16)  # (metas exchanged between ranks name it)
 # --- limits2 team: flow.digamma / flow.polygamma (torch's names; lgamma's derivatives: ops/polygamma_ops.py)
 from oneflow_compat._global.special_functions import digamma, polygamma  # noqa: E402,F401
 
+# --- modtests team: what OneFlow 0.9's own tests meet (flow.default_generator: above, as main made it)
+# flow.mm / bmm / dot: OneFlow 0.9's checks and words (`_global/matrix_checks.py`)
+from oneflow_compat._global.matrix_checks import bmm, dot, mm  # noqa: E402,F811
+# flow.add of three or more tensors (or a list): their add_n, as OneFlow 0.9's (`_global/add_forms.py`)
+from oneflow_compat._global.add_forms import add  # noqa: E402,F811
+from oneflow_compat import boxing  # noqa: E402,F401  (flow.boxing / flow.boxing.nccl settings)
 # --- placement team: the creation functions under OneFlow 0.9's function names (nn/modules/empty.py @ v0.9.0:
 # empty_op, empty_like_op, new_empty_op), which 0.9's own tests read from `__name__`
 empty.__name__, empty_like.__name__, new_empty.__name__ = "empty_op", "empty_like_op", "new_empty_op"

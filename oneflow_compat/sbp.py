@@ -42,6 +42,7 @@ class _CallableSbp(sbp):
 broadcast = _CallableSbp(_ir.B, "oneflow.sbp.broadcast")
 partial_sum = _CallableSbp(_ir.P, "oneflow.sbp.partial_sum")
 _SPLITS = {}
+_MAX_AXES = 6
 
 
 def split(dim=None, axis=None):
@@ -54,6 +55,17 @@ def split(dim=None, axis=None):
         raise TypeError("flow.sbp.split() missing required argument 'dim'")
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError("flow.sbp.split(): dim must be an int, got %r" % (dim,))
+    # OneFlow 0.9's checks and words (api/python/symbol/sbp_symbol.cpp; SHAPE_MAX_AXIS_SIZE is 6)
+    if dim < 0:
+        raise RuntimeError("Split axis must not be negative, but got %d!" % dim)
+    if dim >= _MAX_AXES:
+        raise RuntimeError("Expected split axis to be less than the supported maximum axis (%d), but got %d!"
+                           % (_MAX_AXES, dim))
+    return _split_symbol(dim)
+
+
+def _split_symbol(dim):
+    """The interned split symbol (unchecked: the compiler's own SBPs may name any axis)."""
     s = _SPLITS.get(dim)
     if s is None:
         s = _SPLITS[dim] = _CallableSbp(_ir.S(dim), "oneflow.sbp.split(dim=%d)" % dim)
@@ -67,7 +79,7 @@ def from_ir(ir_sbp):
     if ir_sbp == _ir.P:
         return partial_sum
     if _ir.is_split(ir_sbp):
-        return split(ir_sbp.axis)
+        return _split_symbol(ir_sbp.axis)
     raise ValueError("no flow.sbp symbol for %r" % (ir_sbp,))
 
 

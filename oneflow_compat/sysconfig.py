@@ -28,3 +28,14 @@ def has_rpc_backend_grpc():
 def has_rpc_backend_local():
     """True: a single process needs no RPC backend at all."""
     return True
+
+
+# --- modtests team: OneFlow 0.9's sysconfig.get_cuda_version (api/python/flags.cpp `cuda_version`)
+def get_cuda_version():
+    """The CUDA version the GPU path runs (CuPy's CUDA runtime, e.g. 13000), or 0 where there is none (OneFlow
+    0.9 returns its build's CUDA_VERSION, 0 for a CPU build)."""
+    if not with_cuda():
+        return 0
+    import cupy
+
+    return int(cupy.cuda.runtime.runtimeGetVersion())

@@ -254,7 +254,7 @@ def test_gradients_accumulate_and_grad_modes():
         (x * 2).backward()
     with pytest.raises(RuntimeError, match="only Tensors of floating point can require gradients"):
         flow.tensor([1, 2]).requires_grad_()
-    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+    with pytest.raises(RuntimeError, match="leaf Tensor that requires grad"):
         x += 1
     with flow.no_grad():
         storage = x._value.pieces[0]

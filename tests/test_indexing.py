@@ -57,7 +57,7 @@ def test_index_assignment():
     want[[0, 3], 2] = 7
     np.testing.assert_array_equal(t.numpy(), want)
     leaf = flow.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+    with pytest.raises(RuntimeError, match="a leaf Tensor that requires grad is being used in an in-place"):
         leaf[0] = 3.0
 
 

@@ -35,7 +35,9 @@ def test_scatter_nd_and_tensor_scatter_nd_update(lay):
     np.testing.assert_array_equal(out.numpy(), [0, 5, 0, 2, 0])  # repeated rows add up
     a = np.arange(12, dtype=np.float32).reshape(4, 3)
     t = lay(a)
-    out = flow.tensor_scatter_nd_update(t, lay(np.array([[2], [0]])), lay(np.full((2, 3), -1, np.int64)))
+    with pytest.raises(RuntimeError, match="The dtype of tensor and updates must be same."):  # OneFlow 0.9
+        flow.tensor_scatter_nd_update(t, lay(np.array([[2], [0]])), lay(np.full((2, 3), -1, np.int64)))
+    out = flow.tensor_scatter_nd_update(t, lay(np.array([[2], [0]])), lay(np.full((2, 3), -1, np.float32)))
     expected = a.copy()
     expected[[2, 0]] = -1
     np.testing.assert_array_equal(out.numpy(), expected)
@@ -77,7 +79,7 @@ def test_slice_update_writes_in_place_and_passes_gradients():
     np.testing.assert_array_equal(base.grad.numpy(), [[2, 4, 6], [0, 10, 0]])  # the overwritten entries get none
 
     leaf = flow.tensor(np.ones(3, np.float32), requires_grad=True)
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+    with pytest.raises(RuntimeError, match="a leaf Tensor that requires grad is being used in an in-place"):
         flow.slice_update(leaf, flow.tensor([5.0]), [[0, 1, 1]])
 
 

@@ -43,7 +43,7 @@ def test_inplace_inside_graph_on_a_leaf_requiring_grad_is_no_eager_autograd_erro
             return w.mul_(3.0)
 
     np.testing.assert_allclose(G()().numpy(), a * 3.0)
-    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+    with pytest.raises(RuntimeError, match="leaf Tensor that requires grad"):
         w.mul_(3.0)  # eager: still refused
 
 
@@ -76,7 +76,7 @@ def test_cat_leaves_out_empty_one_dimensional_inputs():
     out.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full(a.shape, 2.0, np.float32))
     assert tuple(flow.cat([e, e]).shape) == (0,)
-    with pytest.raises(ValueError, match="differ outside axis"):
+    with pytest.raises(ValueError, match="Tensors must have same number of dimensions"):
         flow.cat([flow.ones(2, 3), flow.ones(2, 3, 1)])  # non-empty inputs must still agree
 
 
@@ -141,7 +141,7 @@ def test_reshape_to_a_shape_with_zero_dims_and_its_gradient():
     y = flow.tensor(np.ones((4, 0, 5, 2), np.float32), requires_grad=True)
     y.sum(1).sum().backward()
     assert tuple(y.grad.shape) == (4, 0, 5, 2)
-    with pytest.raises(ValueError, match="must be non-negative or -1"):
+    with pytest.raises(ValueError, match="Invalid shape dimension -2"):
         flow.ones(2, 3).reshape(-2, -3)
 
 

@@ -299,7 +299,7 @@ def test_an_inplace_op_with_gradients_on_a_view_of_a_leaf_is_refused_as_torch_re
     with pytest.raises(RuntimeError, match=r"^a view of a leaf Variable that requires grad is being used in an "
                                            r"in-place operation\.$"):
         w[0].add_(1)
-    with pytest.raises(RuntimeError, match="leaf Variable that requires grad is being used in an in-place"):
+    with pytest.raises(RuntimeError, match="leaf Tensor that requires grad is being used in an in-place"):
         w.add_(1)
     np.testing.assert_array_equal(w.numpy(), W)
     with flow.no_grad():  # without gradients it writes (an optimizer's update)

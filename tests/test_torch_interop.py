@@ -50,5 +50,9 @@ def test_from_torch_and_to_torch_share_memory():
     shared = torch.from_dlpack(flow.to_dlpack(f))  # a capsule, as torch takes it
     shared[0, 0] = 11
     assert f.numpy()[0, 0] == 11
-    with pytest.raises(AssertionError, match="only local tensors are supported"):
-        flow.utils.tensor.to_torch(flow.ones(2, placement=flow.placement("cpu", [0]), sbp=flow.sbp.broadcast))
+    # a global tensor: a CPU copy of its value (OneFlow 0.9, utils/tensor/from_or_to_torch_tensor.py)
+    g = flow.ones(2, placement=flow.placement("cpu", [0]), sbp=flow.sbp.broadcast)
+    copy = flow.utils.tensor.to_torch(g)
+    assert copy.dtype == torch.float32 and copy.tolist() == [1.0, 1.0]
+    copy[0] = 7.0
+    assert g.numpy().tolist() == [1.0, 1.0]

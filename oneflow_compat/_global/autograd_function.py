@@ -42,7 +42,14 @@ class FunctionCtx:
         self._check_valid()
         if not all(isinstance(t, Tensor) for t in tensors):
             raise TypeError("save_for_backward() only support Tensor or Tensors")  # OneFlow 0.9's words
-        self._saved.extend(tensors)
+        hooks = autograd.SAVED_TENSORS_HOOKS
+        if hooks:
+            # saved_tensors_hooks apply to a Function's saved tensors too (OneFlow 0.9: its FunctionNode saves
+            # through SaveTensorForBackward like any op): pack now, unpack when `saved_tensors` is read
+            pack, unpack = hooks[-1]
+            self._saved.extend(_Packed(pack(t), unpack) for t in tensors)
+        else:
+            self._saved.extend(tensors)
 
     def mark_non_differentiable(self, *tensors):
         """Marks outputs of `forward` that get no gradient: they come out with `requires_grad=False` and
@@ -57,7 +64,7 @@ class FunctionCtx:
     def saved_tensors(self):
         """The tensors given to `save_for_backward`, as a tuple."""
         self._check_valid()
-        return tuple(self._saved)
+        return tuple(t.unpacked() if isinstance(t, _Packed) else t for t in self._saved)
 
     def _is_data_valid(self):
         """False once the node's backward ran without retain_graph (its saved tensors are freed), as OneFlow's."""
@@ -70,6 +77,21 @@ class FunctionCtx:
     def _release(self):
         self._saved.clear()
         object.__setattr__(self, "_valid", False)
+
+
+class _Packed:
+    """A tensor saved under saved_tensors_hooks: what the pack hook returned, and the unpack hook."""
+
+    __slots__ = ("obj", "unpack")
+
+    def __init__(self, obj, unpack):
+        self.obj, self.unpack = obj, unpack
+
+    def unpacked(self):
+        t = self.unpack(self.obj)
+        if not isinstance(t, Tensor):  # OneFlow 0.9's words (api/python/autograd/autograd.cpp)
+            raise RuntimeError("unpack_hook should return a Tensor, but got `%s` instead" % (type(t),))
+        return t
 
 
 def _unpack(result, what):
@@ -180,7 +202,7 @@ def _apply_eager(cls, inputs):
         with autograd.set_grad_enabled(record):
             result = _unpack(cls.backward(ctx, *grads), "backward")
         if len(result) != len(inputs):
-            raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, got %d)"
+            raise RuntimeError("RuntimeError: function %s returned an incorrect number of gradients (expected %d, got %d)"
                                % (name, len(inputs), len(result)))
         dxs = []
         for i, (x, want, g) in enumerate(zip(inputs, wants, result)):
@@ -285,7 +307,7 @@ def _apply_lazy(cls, inputs):
             with autograd.no_grad():
                 result = _unpack(cls.backward(ctx, *grads), "backward")
             if len(result) != len(inputs):
-                raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, got %d)"
+                raise RuntimeError("RuntimeError: function %s returned an incorrect number of gradients (expected %d, got %d)"
                                    % (name, len(inputs), len(result)))
             dxs = [None] * len(present)
             for i in wanting:
@@ -399,7 +421,9 @@ def _seeds(outputs, grad_outputs):
     seeds = []
     for i, t in enumerate(outputs):
         if not t.requires_grad_flag:
-            raise RuntimeError("element %d of tensors does not require grad and does not have a grad_fn" % i)
+            # OneFlow 0.9's text as it is (api/python/autograd/autograd.cpp CheckAndInitOutGrads)
+            raise RuntimeError("\nRuntimeError: element %d of tensors does not require grad and does not have a "
+                               "grad_fn" % i)
         g = grad_outputs[i] if grad_outputs else None
         if g is None:
             if t.numel() != 1:

@@ -30,7 +30,8 @@ def _size(size, what):
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
             raise TypeError("%s(): size must be ints, got %r" % (what, tuple(size)))
         if d < 0:
-            raise ValueError("%s(): negative dimension %d in size %s" % (what, d, tuple(size)))
+            raise NegativeDimensionError("Trying to create tensor with negative dimension %d: %s (%s())"
+                                         % (d, list(size), what))
         out.append(int(d))
     return tuple(out)
 
@@ -284,7 +285,14 @@ def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None
     return out
 
 
+class NegativeDimensionError(RuntimeError, ValueError):
+    """A negative size: OneFlow 0.9's RuntimeError and words (user/ops/randperm_op.cpp, array_functor.cpp); a
+    ValueError too, as this project raised before."""
+
+
 def randperm(n, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    if int(n) < 0:
+        raise NegativeDimensionError("Trying to create tensor with negative dimension %d: [%d]" % (int(n), int(n)))
     dtype = as_dtype(dtype) or dtypes.int64
     placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, 1, "randperm")
@@ -378,9 +386,33 @@ def to_dlpack(input):  # noqa: A002
 
 
 def as_tensor(data, dtype=None, device=None):
-    if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype):
-        return data
-    return tensor(data, dtype=dtype, device=device)
+    """`flow.as_tensor` (OneFlow 0.9, python/oneflow/nn/modules/as_tensor.py): a tensor is returned itself when
+    dtype and device already match, else converted with `.to`; a numpy array of the same dtype on the CPU shares
+    its memory (`from_numpy`); anything else is copied."""
+    if isinstance(data, Tensor):
+        want_dtype = data.dtype if dtype is None else as_dtype(dtype)
+        want_device = data.device if device is None else _as_device(device)
+        if want_dtype is data.dtype and want_device == data.device:
+            return data
+        return data.to(dtype=want_dtype, device=want_device)
+    if isinstance(data, np.ndarray):
+        on_cpu = device is None or _as_device(device).type == "cpu"
+        same_dtype = dtype is None or dtype_of_numpy(data.dtype) is as_dtype(dtype)
+        if on_cpu and same_dtype and data.dtype.kind in "biuf" and data.dtype.isnative:
+            return from_numpy(data)
+        return tensor(data, dtype=dtype, device=device)
+    out = tensor(data)
+    if device is not None:
+        out = out.to(device)
+    if dtype is not None:
+        out = out.to(dtype)
+    return out
+
+
+def _as_device(device):
+    from oneflow_compat._global.tensor import device as device_type
+
+    return device if isinstance(device, device_type) else device_type(device)
 
 
 def arange(start=0, end=None, step=1, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):

@@ -104,7 +104,16 @@ def _pack_saved(node, inputs):
     references stay: higher-order gradients rebuild the history from them, and host memory is what the hooks
     would offload to.)"""
     pack, unpack = autograd.SAVED_TENSORS_HOOKS[-1]
-    node.packed = ([(t._value.meta, pack(t)) for t in inputs], unpack)
+    # the pack hook sees the tensors in the order OneFlow 0.9's gradient rule saves them: multiply and divide save
+    # y before x (core/autograd/gradient_funcs/broadcast_binary_ops.cpp, BroadcastMul / BroadcastDiv)
+    order = (1, 0) if len(inputs) == 2 and node.op_type in _SAVES_Y_FIRST else range(len(inputs))
+    packed = [None] * len(inputs)
+    for i in order:
+        packed[i] = (inputs[i]._value.meta, pack(inputs[i]))
+    node.packed = (packed, unpack)
+
+
+_SAVES_Y_FIRST = frozenset(("multiply", "divide"))
 
 
 def oneflow_backward_name(op_type, values):
@@ -132,9 +141,10 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
             lazy.backward(t, g, retain_graph)
         return
     roots = []
-    for t, g in zip(tensors, grad_tensors):
-        if not t.requires_grad_flag:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not t.requires_grad_flag:  # OneFlow 0.9's text as it is (api/python/autograd/autograd.cpp)
+            raise RuntimeError("\nRuntimeError: element %d of tensors does not require grad and does not have a "
+                               "grad_fn" % i)
         if g is None:
             if t.numel() != 1:
                 raise RuntimeError("Grad can be implicitly created only for scalar outputs")  # OneFlow 0.9's words

@@ -249,6 +249,10 @@ def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # no
                     transpose_a=bool(transpose_a), transpose_b=bool(transpose_b), alpha=float(alpha))
             return apply_op_list("matmul", [input, other], attrs)[0]
     a, b = _check(input, "matmul"), _check(other, "matmul")
+    if a.ndim < 1:  # OneFlow 0.9's words (core/functional/impl/nn_functor.cpp MatMulFunctor)
+        raise RuntimeError("Tensor a's dim should >= 1")
+    if b.ndim < 1:
+        raise RuntimeError("Tensor b's dim should >= 1")
     a, b = _same_dtype(a, b)
     if len(a._value.meta.shape) == 2 and len(b._value.meta.shape) == 2:
         return matmul(a, b, transpose_a, transpose_b, alpha)
@@ -540,6 +544,8 @@ def transpose(input, dim0, dim1):  # noqa: A002
 
 
 def t(input):  # noqa: A002
+    if input.ndim > 2:  # OneFlow 0.9's words (core/functional/impl/array_functor.cpp TransposeAllDimFunctor)
+        raise RuntimeError("t() expects a tensor with <= 2 dimensions, but input tensor is %dD" % input.ndim)
     return input if input.ndim < 2 else transpose(input, 0, 1)
 
 
@@ -567,6 +573,27 @@ def unsqueeze(input, dim):  # noqa: A002
     return views.make(x, out, views.unsqueeze_layout(views.layout_of(x), axis) if views.applicable(x) else None)
 
 
+def _check_cat_shapes(tensors, axis):
+    """OneFlow 0.9's checks and words (core/functional/impl/array_functor.cpp ConcatFunctor); an empty 1-D tensor
+    joins anything."""
+    first = tensors[0]
+    ndim = first.ndim
+    for x in tensors:
+        if x.numel() == 0 and x.ndim == 1:
+            continue
+        if x.ndim != ndim:
+            raise _ConcatShapeError("Tensors must have same number of dimensions: got %d and %d is expected."
+                                    % (ndim, x.ndim))
+        for i in range(ndim):
+            if i != axis and first.numel() != 0 and x.shape[i] != first.shape[i]:
+                raise _ConcatShapeError("Sizes of tensors must match except in dimension %d. Got %d and %d is "
+                                        "expected in dimension %d." % (axis, x.shape[i], first.shape[i], i))
+
+
+class _ConcatShapeError(RuntimeError, ValueError):
+    """Tensors cat cannot join: OneFlow 0.9's RuntimeError (a ValueError as the concat op raised before)."""
+
+
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
@@ -580,6 +607,10 @@ def cat(tensors, dim=0):
     kept = [x for x in tensors if not (x.ndim == 1 and x.numel() == 0)]
     tensors = kept or tensors[:1]
     d = _axes(dim, tensors[0].ndim)[0]
+    _check_cat_shapes(tensors, d)
+    joined = [x for x in tensors if not (x.numel() == 0 and x.ndim == 1)]  # (OneFlow skips empty 1-D ones)
+    if joined and len(joined) < len(tensors):
+        tensors = joined
     if len(tensors) == 1:
         return tensors[0]
     return apply_op("concat", tensors, {"axis": d, "max_dim_size": None})
@@ -592,6 +623,12 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     nd = tensors[0].ndim
     d = dim % (nd + 1)
+    first = tuple(tensors[0].shape)
+    for x in tensors:  # OneFlow 0.9's check and words (core/functional/impl/array_functor.cpp StackFunctor)
+        for i in range(nd):
+            if x.ndim != nd or x.shape[i] != first[i]:
+                raise RuntimeError("stack expects each tensor to be equal size, but got %s at first input and %s "
+                                   "which index is %d" % (_shape_text(first), _shape_text(x.shape), i))
     return cat([unsqueeze(x, d) for x in tensors], d)
 
 
@@ -683,7 +720,7 @@ def index(input, key):  # noqa: A002
     n_real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
     ndim = len(shape)
     if n_real > ndim:
-        raise IndexError("too many indices for tensor of dimension %d" % ndim)
+        raise IndexError("Too many indices for tensor of dimension %d" % ndim)  # OneFlow 0.9's words
     expanded = []
     for k in key:
         if k is Ellipsis:
@@ -699,7 +736,9 @@ def index(input, key):  # noqa: A002
         if isinstance(k, (int, np.integer)):
             i = int(k)
             if not -dim <= i < dim:
-                raise IndexError("index %d is out of bounds for dimension %d with size %d" % (i, axis, dim))
+                # OneFlow 0.9's words (core/functional/tensor_index.cpp ApplySelectIndexing), then numpy's
+                raise IndexError("Index out of range (expected to be in range of [%d,%d], but got %d) (index %d is "
+                                 "out of bounds for dimension %d with size %d)" % (-dim, dim - 1, i, i, axis, dim))
             i %= dim
             slices.append((i, i + 1, 1))
         elif isinstance(k, slice):

@@ -29,16 +29,26 @@ def _tensor(x, fn, arg):
     return x
 
 
+def _shape_text(shape):
+    """OneFlow's Shape::ToString: (4,4), (5,)."""
+    return "(%s)" % ",".join(str(d) for d in shape) if len(shape) != 1 else "(%d,)" % shape[0]
+
+
 def bias_add(x, bias, axis=1):
     _tensor(x, "bias_add", "x")
     _tensor(bias, "bias_add", "bias")
+    # OneFlow 0.9's checks and words (core/functional/impl/nn_functor.cpp BiasAddFunctor, user/ops/bias_add_op.cpp)
     ndim = x.ndim
     ax = axis + ndim if axis < 0 else axis
     if not 0 <= ax < ndim:
-        raise IndexError("bias_add(): axis %d is out of range for a tensor of %d dims" % (axis, ndim))
-    if bias.ndim != 1 or bias.shape[0] != x.shape[ax]:
-        raise RuntimeError("bias_add(): bias of shape %s must be 1-D with x.shape[%d] = %d elements"
-                           % (tuple(bias.shape), axis, x.shape[ax]))
+        raise IndexError("Dimension out of range (expected to be in range of [-%d,%d], but got %d)"
+                         % (ndim, ndim - 1, axis))
+    if bias.ndim != 1:
+        raise RuntimeError("Bias tensor has to be a one-dimensional vector (bias_add(): bias of shape %s)"
+                           % (_shape_text(bias.shape),))
+    if bias.shape[0] != x.shape[ax]:
+        raise RuntimeError("The size of tensor x %s must match the size of tensor b %s at dimension %d"
+                           % (_shape_text(x.shape), _shape_text(bias.shape), ax))
     return apply_op("bias_add", [x, bias], {"axis": ax})
 
 

@@ -32,26 +32,35 @@ def _fresh_seed(shared):
     return random_k.derived_seed(int(text), "local generator of rank %d" % global_eager.rank())
 
 
-def _check_device_tag(device):
-    """OneFlow 0.9 parses a generator's device tag ("auto", "cpu", "cuda", with ":index") and refuses others with
-    a RuntimeError (ParsingDeviceTag, api/python/framework/random_generator.cpp@v0.9.0)."""
-    if not isinstance(device, str):
-        device = str(device)  # a flow.device
-    name, _, index = device.partition(":")
-    if name not in ("auto", "cpu", "cuda") or (index and not index.isdigit()):
-        raise RuntimeError("Generator: invalid device %r (expected 'auto', 'cpu' or 'cuda', optionally with "
-                           "':index')" % (device,))
+# OneFlow 0.9 (oneflow/core/framework/random_generator.h): the seed of a generator made by `flow.Generator(...)`
+DEFAULT_SEED = 67280421310721
+# the seed argument that asks for a seed drawn at the first use (the default generators, the data loaders' one)
+DRAWN = "drawn"
+_DEVICE_TYPES = ("cpu", "cuda", "auto")
+
+
+def _check_device(device):
+    """OneFlow 0.9's `MakeGenerator` / ParsingDeviceTag (api/python/framework/random_generator.cpp): "cpu", "cuda"
+    or "auto", with an optional ":index" (None: "auto", as framework/generator.py's create_generator); others are
+    refused with its words, then ours."""
+    if device is None:
+        return "auto"
+    text = str(device)  # (a flow.device too)
+    kind, _, index = text.partition(":")
+    if kind not in _DEVICE_TYPES or (index and not index.isdigit()):
+        raise RuntimeError("Invalid device %s for making generator, please make sure the device is one of %s "
+                           "(Generator: invalid device %r)"
+                           % (kind if kind not in _DEVICE_TYPES else text, ", ".join(_DEVICE_TYPES), text))
+    return text
 
 
 class Generator:
-    """`flow.Generator()`: a seed and a draw counter; each draw gets its own Philox stream."""
+    """`flow.Generator(device="auto")`: a seed and a draw counter; each draw gets its own Philox stream. A new
+    generator starts at OneFlow's default seed 67280421310721 (`seed=DRAWN`: a seed drawn at first use)."""
 
-    def __init__(self, device="cpu", seed=None, shared=False):
-        if device is None:
-            device = "auto"  # (framework/generator.py@v0.9.0: create_generator(None) makes an "auto" one)
-        _check_device_tag(device)
-        self.device = device
-        self._seed = seed
+    def __init__(self, device="auto", seed=DEFAULT_SEED, shared=False):
+        self.device = _check_device(device)
+        self._seed = None if seed == DRAWN else int(seed) % (1 << 63)
         self._shared = shared  # the global generator: default seed from rank 0
         self._draws = 0
 
@@ -61,9 +70,19 @@ class Generator:
         return self
 
     def initial_seed(self):
-        return self.seed()
+        return self._current_seed()
 
     def seed(self):
+        """OneFlow 0.9 `Generator::seed`: a fresh non-deterministic seed (53 bits), set and returned."""
+        seed = _py_random.SystemRandom().getrandbits(53)
+        if self._shared:
+            from oneflow_compat.runtime import global_eager
+
+            c = global_eager.comm()
+            seed = c.bcast_object(seed, root=0) if c.size > 1 else seed
+        return self.manual_seed(seed)._seed
+
+    def _current_seed(self):
         if self._seed is None:
             seed = _fresh_seed(self._shared)
             if self._shared:
@@ -78,7 +97,7 @@ class Generator:
     # this module)
 
     def _next_rng(self):
-        key = random_k.call_key(self.seed(), self._draws)
+        key = random_k.call_key(self._current_seed(), self._draws)
         self._draws += 1
         return np.random.Generator(np.random.Philox(key=key))
 
@@ -113,8 +132,8 @@ class Generator:
         return self._next_rng().permutation(n)
 
 
-_GLOBAL = Generator(shared=True)
-_LOCAL = Generator()
+_GLOBAL = Generator("cpu", seed=DRAWN, shared=True)
+_LOCAL = Generator("cpu", seed=DRAWN)
 
 
 def global_generator():

@@ -32,7 +32,25 @@ def _int_tensor(t, what, name):
 def batch_gather(in_, indices):
     """out[b..., i, ...] = in[b..., indices[b..., i], ...]: the leading indices.ndim - 1 dims are batch dims
     (OneFlow's BatchGather(in, indices))."""
-    _int_tensor(indices, "batch_gather", "indices")
+    # OneFlow 0.9's checks, in its order and words (user/ops/batch_gather_op.cpp)
+    if not isinstance(in_, Tensor) or not isinstance(indices, Tensor):
+        raise TypeError("batch_gather(): in and indices must be Tensors, got %s and %s"
+                        % (type(in_).__name__, type(indices).__name__))
+    if in_.ndim == 0:
+        raise RuntimeError("The dimension of the input tensor should be greater than zero, but got 0")
+    if indices.ndim == 0:
+        raise RuntimeError("The dimension of the indices tensor should be greater than zero, but got 0")
+    if indices.ndim > in_.ndim:
+        raise RuntimeError("The dimension of the input tensor should be greater than or equal to the dimension of "
+                           "the indices tensor, but found that the dimension of the input tensor is %d, and the "
+                           "dimension of the indices tensor is %d" % (in_.ndim, indices.ndim))
+    for i in range(indices.ndim - 1):
+        if indices.shape[i] != in_.shape[i]:
+            raise RuntimeError("The size of indices tensor must match the size of input tensor at dimension %d when "
+                               "two tensors are both dynamic or neither" % i)
+    if indices.dtype not in _INDEX_DTYPES:
+        raise TypeError("The dtype of the indices tensor must be int32 or int64 (batch_gather(): indices of dtype "
+                        "%s)" % indices.dtype.name)
     return apply_op("batch_gather", [in_, indices])
 
 
@@ -82,17 +100,23 @@ def repeat_interleave(input, repeats, dim=None, output_size=None):  # noqa: A002
         inner = shape[:d + 1] + (1,) + shape[d + 1:]
         target = shape[:d + 1] + (r,) + shape[d + 1:]
         return F.reshape(TF.expand(F.reshape(x, inner), target), shape[:d] + (shape[d] * r,) + shape[d + 1:])
-    _int_tensor(repeats, "repeat_interleave", "repeats")
+    # a tensor of repeats: OneFlow 0.9's checks, in its order and words (core/functional/impl/array_functor.cpp
+    # RepeatInterLeaveTensorFunctor): one int64 count per slice along dim (no broadcast of a single count)
+    if not isinstance(repeats, Tensor):
+        raise TypeError("repeat_interleave(): repeats must be an int or a Tensor, got %s" % type(repeats).__name__)
+    if repeats.ndim != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if repeats.dtype is not dtypes.int64:
+        raise RuntimeError("repeats has to be Long tensor (repeat_interleave(): repeats of dtype %s)"
+                           % repeats.dtype.name)
     TF._eager_only(input, "repeat_interleave")
     counts = np.asarray(repeats.numpy()).reshape(-1).astype(np.int64)
     n = x.shape[d]
-    if counts.size == 1:
-        counts = np.full(n, counts[0], dtype=np.int64)
+    if (counts < 0).any():
+        raise RuntimeError("repeats can not be negative")
     if counts.size != n:
         raise RuntimeError("repeats must have the same size as input along dim (%d repeats for size %d)"
                            % (counts.size, n))
-    if (counts < 0).any():
-        raise RuntimeError("repeats can not be negative")
     if output_size is not None and int(output_size) != int(counts.sum()):
         raise RuntimeError("repeat_interleave(): output_size %d is not the sum of repeats %d"
                            % (int(output_size), int(counts.sum())))

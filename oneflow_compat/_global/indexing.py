@@ -61,7 +61,7 @@ def _expand_key(key, ndim):
     consumed = builtins.sum(1 for kind, k in entries if kind == "adv" or
                             (kind == "basic" and k is not None and k is not Ellipsis))
     if consumed > ndim:
-        raise IndexError("too many indices for tensor of dimension %d" % ndim)
+        raise IndexError("Too many indices for tensor of dimension %d" % ndim)  # OneFlow 0.9's words
     out = []
     for kind, k in entries:
         if kind == "basic" and k is Ellipsis:
@@ -71,9 +71,34 @@ def _expand_key(key, ndim):
     return out
 
 
+def _getitem_with_bools(x, key):
+    """A Python bool in the key is a 0-d mask (numpy's and OneFlow 0.9's reading): True adds an axis of size 1
+    where it stands, False one of size 0."""
+    plain = tuple(None if isinstance(k, (bool, np.bool_)) else k for k in key)
+    y = getitem(x, plain)
+    if builtins.all(bool(k) for k in key if isinstance(k, (bool, np.bool_))):
+        return y
+    if builtins.any(_is_advanced(k) for k in plain):
+        raise IndexError("indexing with False beside tensor or list indices is not supported")
+    consumed = builtins.sum(1 for k in plain if k is not None and k is not Ellipsis)
+    out_dim, cut = 0, []
+    for k, original in zip(plain, key):
+        if k is Ellipsis:
+            out_dim += x.ndim - consumed
+        elif k is None:
+            if isinstance(original, (bool, np.bool_)) and not original:
+                cut.append(out_dim)
+            out_dim += 1
+        elif isinstance(k, slice):
+            out_dim += 1
+    return F.index(y, tuple(slice(0, 0) if d in cut else slice(None) for d in range(y.ndim)))
+
+
 def getitem(x, key):
     if not isinstance(key, tuple):
         key = (key,)
+    if builtins.any(isinstance(k, (bool, np.bool_)) for k in key):
+        return _getitem_with_bools(x, key)
     if not builtins.any(_is_advanced(k) for k in key):
         return F.index(x, key)
     entries = _expand_key(key, x.ndim)

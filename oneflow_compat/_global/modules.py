@@ -43,7 +43,9 @@ class Parameter(Tensor):
         self._out_index = 0
         self._grad = None
         self.requires_grad_flag = False
-        if requires_grad:
+        # OneFlow 0.9 (core/framework/tensor.h, Parameter's constructor) ignores the failed check of a non-floating
+        # tensor's set_requires_grad: an integer Parameter is made, and does not require a gradient
+        if requires_grad and data.dtype.is_floating:
             self.requires_grad_(True)
 
     # (a Parameter prints as the tensor it is, as OneFlow 0.9's C++ Parameter does: no "Parameter containing:")
@@ -283,12 +285,7 @@ class Module:
 
     def zero_grad(self, set_to_none=False):
         for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad.zero_()
+            p._zero_grad_(set_to_none)  # (a global gradient's broadcast becomes partial_sum, as OneFlow 0.9)
 
     # --- state ---------------------------------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):

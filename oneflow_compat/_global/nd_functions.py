@@ -35,7 +35,9 @@ def scatter_nd(index, update, shape):
 def tensor_scatter_nd_update(tensor, indices, updates):
     """A copy of `tensor` with its slices at the index rows of `indices` replaced by `updates`."""
     _tensor(tensor, "tensor_scatter_nd_update", "tensor"), _tensor(indices, "tensor_scatter_nd_update", "indices")
-    updates = F.cast(_tensor(updates, "tensor_scatter_nd_update", "updates"), tensor.dtype)
+    _tensor(updates, "tensor_scatter_nd_update", "updates")
+    if updates.dtype is not tensor.dtype:  # OneFlow 0.9 (array_functor.cpp TensorScatterNdUpdateFunctor)
+        raise RuntimeError("The dtype of tensor and updates must be same.")
     return apply_op("tensor_scatter_nd_update", [tensor, updates, indices])
 
 
@@ -146,4 +148,11 @@ def in_top_k(targets, predictions, k):
     """Whether each target class is among the `k` largest of its row of `predictions` (bool; the op, as v0.4's,
     gives int8)."""
     _tensor(targets, "in_top_k", "targets"), _tensor(predictions, "in_top_k", "predictions")
+    # OneFlow 0.9's checks, order and words (core/functional/impl/array_functor.cpp InTopKFunctor)
+    if targets.shape[0] != predictions.shape[0]:
+        raise RuntimeError("The num of targets must equal the num of predictions")
+    if targets.ndim != 1:
+        raise RuntimeError("The dimension of targets must be 1")
+    if predictions.ndim != 2:
+        raise RuntimeError("The dimension of predictions must be 2")
     return F.cast(apply_op("in_top_k", [targets, predictions], {"k": int(k)}, requires_grad=False), BOOL)

@@ -80,8 +80,9 @@ def prelu(input, weight):  # noqa: A002
     x = _floating(input, "prelu")
     n = weight.numel()
     if n != 1 and (x.ndim < 2 or n != x.shape[1]):
-        raise RuntimeError("prelu: weight of %d values does not fit an input of shape %s (1 value, or one per "
-                           "channel of axis 1)" % (n, tuple(x.shape)))
+        # OneFlow 0.9's words first (core/functional/impl/activation_functor.cpp PReluFunctor)
+        raise RuntimeError("num_parameters in prelu must be 1 or %s (prelu: weight of %d values does not fit an "
+                           "input of shape %s)" % (x.shape[1] if x.ndim >= 2 else 1, n, tuple(x.shape)))
     # the prelu op's alpha has the input's axes after the first: per channel (C, 1, ...), or all 1
     alpha_shape = (n,) + (1,) * (x.ndim - 2) if n != 1 else (1,) * max(x.ndim - 1, 1)
     if x.ndim == 1:

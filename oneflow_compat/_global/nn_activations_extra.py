@@ -30,8 +30,16 @@ def selu(input):  # noqa: A002
     return apply_op("selu", [_floating(input, "selu")])
 
 
+class ShrinkThresholdError(RuntimeError, ValueError):
+    """A negative shrink threshold: softshrink's is OneFlow 0.9's RuntimeError with its words
+    (core/functional/impl/activation_functor.cpp SoftShrinkFunctor); a ValueError as this project raised before."""
+
+
 def _check_lambd(what, lambd):
     if lambd < 0:
+        if what == "softshrink":
+            raise ShrinkThresholdError("alpha must be greater or equal to 0, but found to be %s. (softshrink: lambd "
+                                       "must be non-negative, got %r)" % (lambd, lambd))
         raise ValueError("%s: lambd must be non-negative, got %r" % (what, lambd))
 
 

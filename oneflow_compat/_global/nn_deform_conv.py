@@ -58,8 +58,24 @@ def deform_conv2d(input, offset, weight, bias=None, stride=(1, 1), padding=(0, 0
                            "* weight.size[3]=%d" % (offset.shape[1], 2 * taps))
     n_weight_grps = c // weight.shape[1]
     (sh, sw), (ph, pw), (dh, dw) = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
+    # the deform_conv2d op's checks, order and words (OneFlow 0.9 user/ops/deform_conv_op.cpp)
+    if not (sw > 0 and sh > 0):
+        raise RuntimeError("The stride must be greater than 0,but got %d and %d" % (sw, sh))
+    if not (pw >= 0 and ph >= 0):
+        raise RuntimeError("The pad must be greater than or equal to 0,but got %d and %d" % (pw, ph))
+    if not (dw > 0 and dh > 0):
+        raise RuntimeError("The dilation must be greater than 0,but got %d and %d" % (dh, dw))
+    if use_mask and mask.shape[1] != n_offset_grps * taps:
+        raise RuntimeError("mask.shape[1] is not valid: got: %d expected: %d" % (mask.shape[1], n_offset_grps * taps))
+    if offset.shape[0] != n:
+        raise RuntimeError("invalid batch size of offset:got: %d ,expected: %d" % (offset.shape[0], n))
     out_h = (h + 2 * ph - (dh * (kh - 1) + 1)) // sh + 1
     out_w = (w + 2 * pw - (dw * (kw - 1) + 1)) // sw + 1
+    if not (out_w > 0 and out_h > 0):
+        raise RuntimeError("Calculated output size too small - out_h: %d ,out_w: %d" % (out_h, out_w))
+    if offset.shape[2] != out_h or offset.shape[3] != out_w:
+        raise RuntimeError("invalid offset output dims: got ( %d, %d),expected: (%d, %d)"
+                           % (offset.shape[2], offset.shape[3], out_h, out_w))
     if n_weight_grps == 0 or c % n_weight_grps or weight.shape[0] % n_weight_grps:
         raise RuntimeError("deform_conv2d: input channels %d and weight %s do not make whole groups"
                            % (c, tuple(weight.shape)))

@@ -37,10 +37,14 @@ def _check_layers(what, x, weights, biases, dropout_rate_list=None):
         if b.dim() != 1:
             raise RuntimeError("%s: Bias's dim size should == 1" % what)
         n = w.shape[0]
+        # (OneFlow 0.9 words these two checks differently in fused_mlp and in the dropout variant:
+        # core/functional/impl/nn_functor.cpp FusedMLPFunctor / FusedMatmulBiasAddReluDropoutFunctor)
+        mlp = what == "fused_mlp"
         if b.shape[0] != n:
-            raise RuntimeError("%s: Bias's dim is not equal to weight's last dim. " % what)
+            raise RuntimeError("%s: Bias's dim is not equal to weight's %s dim. " % (what, "first" if mlp else "last"))
         if w.shape[1] != k:
-            raise RuntimeError("%s: weight's first dim should be equal to input's last dim. " % what)
+            raise RuntimeError("%s: weight's %s dim should be equal to input's %s dim. "
+                               % (what, "second" if mlp else "first", "second" if mlp else "last"))
         k = n
     return weights, biases
 

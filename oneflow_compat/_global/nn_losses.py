@@ -19,6 +19,15 @@ from oneflow_compat._global.modules import Module
 _REDUCTIONS = ("none", "mean", "sum")
 
 
+class ReductionError(RuntimeError, ValueError):
+    """An unknown `reduction`: OneFlow 0.9's RuntimeError and words first (core/functional/impl/nn_functor.cpp),
+    then this project's (a ValueError, as it raised before)."""
+
+    def __init__(self, what, reduction):
+        super().__init__("Reduction should be none, sum or mean. (%s: reduction must be one of %s, got %r)"
+                         % (what, _REDUCTIONS, reduction))
+
+
 def _reduce(loss, reduction, what):
     if reduction == "mean":
         return F.mean(loss)
@@ -26,7 +35,7 @@ def _reduce(loss, reduction, what):
         return F.sum(loss)
     if reduction == "none":
         return loss
-    raise ValueError("%s: reduction must be one of %s, got %r" % (what, _REDUCTIONS, reduction))
+    raise ReductionError(what, reduction)
 
 
 def _check_same_shape(input, target, what):  # noqa: A002
@@ -61,7 +70,7 @@ def cross_entropy(input, target, weight=None, ignore_index=IGNORE_INDEX, reducti
     sums the kept weights across them (one more all-reduce). A label equal to the default -100 on global tensors of
     several ranks or in nn.Graph, where the labels are not at hand, is an out-of-range label."""
     if reduction not in _REDUCTIONS:
-        raise ValueError("cross_entropy: reduction must be one of %s, got %r" % (_REDUCTIONS, reduction))
+        raise ReductionError("cross_entropy", reduction)
     x = F._floating(F._check(input, "cross_entropy"))
     t = F._check(target, "cross_entropy")
     if x.ndim < 2:
@@ -225,7 +234,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  
         raise ValueError("nll_loss: target of shape %s does not fit input of shape %s" % (tuple(t.shape),
                                                                                           tuple(x.shape)))
     if reduction not in _REDUCTIONS:
-        raise ValueError("nll_loss: reduction must be one of %s, got %r" % (_REDUCTIONS, reduction))
+        raise ReductionError("nll_loss", reduction)
     rows = F.permute(x, [0] + list(range(2, x.ndim)) + [1]) if x.ndim > 2 else x
     loss, _, w = _nll_rows(F.reshape(rows, (-1, x.shape[1])), F.reshape(t, (-1,)), weight, ignore_index)
     if reduction == "mean":

@@ -71,7 +71,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):  # n
     begin = x.ndim - len(normalized_shape)
     if tuple(x.shape[begin:]) != normalized_shape:
         raise RuntimeError("Given normalized_shape=%s, expected input with shape [*, %s], but got input of size %s"
-                           % (list(normalized_shape), str(list(normalized_shape))[1:-1], x.shape))
+                           % (normalized_shape, str(normalized_shape)[1:-1], x.shape))  # OneFlow 0.9's text
     ins = [x] + ([weight] if weight is not None else []) + ([bias] if bias is not None else [])
     y = apply_op("layer_norm", ins, {"begin_norm_axis": begin, "begin_params_axis": begin, "epsilon": float(eps),
                                      "center": bias is not None, "scale": weight is not None})

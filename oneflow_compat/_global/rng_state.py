@@ -33,7 +33,7 @@ def get_rng_state():
     """`flow.get_rng_state()`: the state of this rank's default generator and of the global generator (32 bytes,
     uint8), so that `set_rng_state` replays local and global random tensors alike (OneFlow's covers the default
     generator; this project draws global tensors from a generator of their own)."""
-    return _state_tensor([generators._LOCAL.seed(), generators._LOCAL._draws, generators._GLOBAL.seed(), generators._GLOBAL._draws])
+    return _state_tensor([generators._LOCAL._current_seed(), generators._LOCAL._draws, generators._GLOBAL._current_seed(), generators._GLOBAL._draws])
 
 
 def set_rng_state(new_state):
@@ -50,7 +50,7 @@ def set_rng_state(new_state):
 
 def _get_state(self):
     """The state as a uint8 tensor of 16 bytes (the seed and the draw counter), which `set_state` takes back."""
-    return _state_tensor([self.seed(), self._draws])
+    return _state_tensor([self._current_seed(), self._draws])
 
 
 def _set_state(self, state):

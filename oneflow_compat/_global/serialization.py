@@ -173,9 +173,18 @@ class _Unpickler(pickle.Unpickler):
         return self._load_tensor(name)
 
 
-def load(path, global_src_rank=None, map_location=None):
+def load(path, global_src_rank=None, map_location=None, *, support_pytorch_format=True):
     """`flow.load(path)`: what `flow.save` wrote (see the module docstring); the legacy checkpoint reader while
-    the legacy API is in use."""
+    the legacy API is in use; a FILE written by `torch.save` (OneFlow 0.9: `support_pytorch_format`, read by torch,
+    see `torch_checkpoint`)."""
+    if os.path.isfile(os.fspath(path)):
+        if not support_pytorch_format:  # OneFlow 0.9: no load method takes a file then
+            raise NotImplementedError("No valid load method found for {}".format(os.fspath(path)))
+        from oneflow_compat._global import torch_checkpoint
+
+        place = None if global_src_rank is None and map_location is None else \
+            (lambda t: _as_tensor(t.numpy(), global_src_rank, map_location))
+        return torch_checkpoint.load_torch_file(os.fspath(path), place)
     if _legacy_in_use() and global_src_rank is None and map_location is None:
         from oneflow_compat import checkpoint
 

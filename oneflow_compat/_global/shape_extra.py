@@ -254,6 +254,8 @@ def broadcast_shapes(*shapes):
 
 def broadcast_tensors(*tensors):
     """The tensors expanded to their common broadcast shape."""
+    if not tensors or (len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) and not tensors[0]):
+        raise RuntimeError("tensors should not be empty.")  # OneFlow 0.9's words (array_functor.cpp)
     ts = _tensors(tensors[0] if len(tensors) == 1 and not isinstance(tensors[0], Tensor) else tensors,
                   "broadcast_tensors")
     shape = tuple(broadcast_shapes(*[tuple(t.shape) for t in ts]))

@@ -66,7 +66,7 @@ def parse_device(device):
         raise TypeError("device must be a string like 'cpu' or 'cuda:0', got %r" % (device,))
     kind = kind.split(":")[0]
     if kind not in ("cpu", "cuda"):
-        raise ValueError("Expected one of cpu, cuda device type at start of device string: %s" % (device,))
+        raise DeviceStringError("Expected one of cpu, cuda device type at start of device string: %s" % (device,))
     return kind
 
 
@@ -103,14 +103,23 @@ def _world_size():
     return global_eager.world_size()
 
 
+class DeviceStringError(RuntimeError, ValueError):
+    """An unknown device type: a RuntimeError as OneFlow 0.9's (its words), a ValueError as this project raised."""
+
+
+class SplitAxisError(RuntimeError, ValueError):
+    """An SBP split axis a tensor does not have (RuntimeError as OneFlow 0.9; ValueError as this project raised)."""
+
+
 def normalize_sbp(ir_sbp, ndim, what):
     if S.is_nd(ir_sbp):
         return S.nd([normalize_sbp(s, ndim, what) for s in ir_sbp.sbps], ir_sbp.mesh)
     if S.is_split(ir_sbp):
         axis = ir_sbp.axis
         if not -ndim <= axis < max(ndim, 1) or ndim == 0:
-            raise ValueError("%s: split(dim=%d) is out of range for a tensor with %d dimension(s)"
-                             % (what, axis, ndim))
+            # OneFlow 0.9's words (core/functional/impl/global_cast.cpp CheckNdSbpValid), a RuntimeError there
+            raise SplitAxisError("%s: Split axis out of range (expected to be in range of [0, %d), but got %d!) "
+                                 "(split(dim=%d) of a tensor with %d dimension(s))" % (what, ndim, axis, axis, ndim))
         return S.S(axis % ndim)
     return ir_sbp
 
@@ -506,7 +515,11 @@ class Tensor:
         self._add_to_grad(value)
         if run_hooks:
             for hook in self._post_acc_hooks:
-                hook(self._grad)
+                # a tensor the hook returns becomes `.grad` (OneFlow 0.9 autograd_engine.cpp AccumulateGrad)
+                changed = hook(self._grad)
+                if changed is not None:
+                    self._grad = Tensor._make(autograd.box(changed._value, own.placement, own.sbp, label="gradient"),
+                                              self._placement, self._sbp, self._device)
 
     def _add_to_grad(self, value):
         own = self._value
@@ -540,7 +553,7 @@ class Tensor:
 
     def _check_inplace(self):
         if autograd.is_grad_enabled() and self.requires_grad_flag and self.is_leaf:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            raise RuntimeError("a leaf Tensor that requires grad is being used in an in-place operation")  # OneFlow 0.9
 
 
 _GLOBAL_API = client_mode.GLOBAL

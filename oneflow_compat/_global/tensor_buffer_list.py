@@ -21,3 +21,18 @@ def tensor_buffer_to_list_of_tensors(tensor, out_shapes, out_dtypes, dynamic_out
     return list(apply_op_list("tensor_buffer_to_list_of_tensors_v2", [tensor],
                               {"out_shapes": tuple(shapes), "out_dtypes": tuple(dts),
                                "dynamic_out": bool(dynamic_out)}, requires_grad=False))
+
+
+def tensor_buffer_shapes_and_dtypes(self):
+    """`Tensor._tensor_buffer_shapes_and_dtypes` (OneFlow 0.9, api/python/utils/tensor_utils.cpp): the shape
+    (flow.Size) and dtype of each array a local tensor buffer holds, in order; other tensors are refused with its
+    words."""
+    from oneflow_compat._global.size import Size
+    from oneflow_compat._global.tensor import dtype_of_numpy
+
+    if self.dtype is not dtypes.tensor_buffer:
+        raise RuntimeError("tensor buffer supported only")
+    if self.is_global:
+        raise RuntimeError("_tensor_buffer_shapes_and_dtypes: local tensors only, got a global tensor")
+    arrays = list(self._value.pieces[0].ravel())
+    return [Size(a.shape) for a in arrays], [dtype_of_numpy(a.dtype) for a in arrays]

@@ -47,6 +47,20 @@ def _slice_along(x, dim, start, stop):
     return F.index(x, key)
 
 
+class MeshgridIndexingError(RuntimeError, ValueError):
+    """An unknown meshgrid indexing: OneFlow 0.9's RuntimeError; a ValueError as this project raised before."""
+
+
+class IndexDtypeError(RuntimeError, TypeError):
+    """An index of a non-integer dtype: OneFlow 0.9's RuntimeError; a TypeError as this project raised before."""
+
+
+def _shape_text(shape):
+    """OneFlow's Shape::ToString: (2,4), (5,)."""
+    shape = [int(d) for d in shape]
+    return "(%d,)" % shape[0] if len(shape) == 1 else "(%s)" % ",".join(map(str, shape))
+
+
 # --- splitting and joining -------------------------------------------------------------------------------------
 def split(x, split_size_or_sections, dim=0):
     """Pieces of `split_size_or_sections` each along `dim` (the last one smaller), or of the listed sizes."""
@@ -55,12 +69,15 @@ def split(x, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, (list, tuple)):
         sizes = [int(s) for s in split_size_or_sections]
         if builtins.sum(sizes) != n:
-            raise RuntimeError("split(): split_size_or_sections %s must sum to the size %d of dim %d"
-                               % (list(sizes), n, d))
+            # OneFlow 0.9's words (core/functional/impl/array_functor.cpp SplitWithSizeFunctor)
+            raise RuntimeError("split_with_sizes expects split_sizes to sum exactly to %d (input tensor's size at "
+                               "dimension %d), but got sum(split_sizes)=%d" % (n, d, builtins.sum(sizes)))
     else:
         step = int(split_size_or_sections)
-        if step <= 0:
-            raise RuntimeError("split(): split_size must be positive, got %d" % step)
+        if step < 0:  # OneFlow 0.9's words (SplitFunctor)
+            raise RuntimeError("split expects split_size be non-negative, but got split_size=%d" % step)
+        if step == 0:
+            raise RuntimeError("split(): split_size must be positive, got 0")
         sizes = [builtins.min(step, n - s) for s in range(0, n, step)] or [0]
     out, start = [], 0
     for s in sizes:
@@ -71,18 +88,27 @@ def split(x, split_size_or_sections, dim=0):
 
 def chunk(x, chunks, dim=0):
     """`chunks` pieces along `dim` of ceil(size / chunks) each (fewer when the size runs out)."""
+    # OneFlow 0.9's checks and words (core/functional/impl/array_functor.cpp ChunkFunctor)
+    if x.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor.")
     if chunks <= 0:
-        raise RuntimeError("chunk(): chunks must be positive, got %d" % chunks)
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
     d = _dim(dim, x.ndim, "chunk")
     return split(x, builtins.max(1, -(-x.shape[d] // chunks)), d)
 
 
 def narrow(x, dim, start, length):
+    # OneFlow 0.9's checks and words (core/functional/impl/array_functor.cpp NarrowFunctor)
+    if x.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim(dim, x.ndim, "narrow")
     n = x.shape[d]
+    if not -n <= start <= n:
+        raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
+                         % (-x.ndim, x.ndim, start))
     start = start + n if start < 0 else start
-    if not 0 <= start <= n or length < 0 or start + length > n:
-        raise IndexError("narrow(): start %d and length %d do not fit dim %d of size %d" % (start, length, d, n))
+    if length < 0 or start + length > n:
+        raise RuntimeError("start (%d) + length (%d) exceeds dimension size (%d)" % (start, length, n))
     return _slice_along(x, d, start, start + length)
 
 
@@ -104,7 +130,7 @@ def roll(x, shifts, dims=None):
     shifts = [shifts] if isinstance(shifts, int) else list(shifts)
     dims = [dims] if isinstance(dims, int) else list(dims)
     if len(shifts) != len(dims):
-        raise RuntimeError("roll(): shifts %s and dims %s must have the same length" % (shifts, dims))
+        raise RuntimeError("shifts and dimensions must align. shifts: %d, dims: %d" % (len(shifts), len(dims)))
     out = x
     for s, d in zip(shifts, dims):
         d = _dim(d, x.ndim, "roll")
@@ -151,9 +177,10 @@ def expand(x, *sizes):
                 raise RuntimeError("expand(): -1 is not allowed in a leading, non-existing dimension")
             s = own
         if own is not None and own != 1 and own != s:
-            raise RuntimeError("expand(): the expanded size of the tensor (%d) must match the existing size (%d) "
-                               "at non-singleton dimension %d. Target sizes: %s. Tensor sizes: %s"
-                               % (s, own, j, sizes, list(x.shape)))
+            # OneFlow 0.9's words (core/functional/impl/array_functor.cpp ExpandFunctor)
+            raise RuntimeError("The expanded size of the tensor (%d) must match the existing size (%d) at "
+                               "non-singleton dimension %d. Target sizes: %s. Tensor sizes: %s"
+                               % (s, own, j, _shape_text(sizes), _shape_text(x.shape)))
         target.append(s)
     if tuple(target) == tuple(x.shape):
         return x
@@ -170,8 +197,8 @@ def repeat(x, *sizes):
     """x tiled `sizes` times along each dim (more sizes than dims add leading dims)."""
     sizes = _size_list(sizes)
     if len(sizes) < x.ndim:
-        raise RuntimeError("repeat(): number of repeat dims (%d) can not be smaller than number of dimensions of "
-                           "the tensor (%d)" % (len(sizes), x.ndim))
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                           "tensor (repeat(): %d repeat dims for %d dimensions)" % (len(sizes), x.ndim))
     shape = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)
     inter, target, final = [], [], []
     for r, d in zip(sizes, shape):  # a repeat axis before each axis: (r0, d0, r1, d1, ...)
@@ -183,6 +210,9 @@ def repeat(x, *sizes):
 
 def tile(x, dims):
     dims = [dims] if isinstance(dims, int) else list(dims)
+    for d in dims:  # OneFlow 0.9's words (core/functional/impl/array_functor.cpp TileFunctor)
+        if d < 0:
+            raise RuntimeError("Trying to create tensor with negative dimension %d" % d)
     return repeat(x, [1] * (x.ndim - len(dims)) + dims)
 
 
@@ -190,8 +220,20 @@ def meshgrid(*tensors, indexing="ij"):
     """Coordinate grids of 1-D tensors: output k varies along dim k ('ij'), or dims 0 and 1 swapped ('xy')."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    # OneFlow 0.9's checks, order and words (core/functional/impl/array_functor.cpp MeshgridFunctor)
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for cur, nxt in zip(tensors[:-1], tensors[1:]):
+        if cur.dtype is not nxt.dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if cur.is_local and not nxt.is_local:
+            raise RuntimeError("meshgrid expects all tensors are local tensor")
+        if not cur.is_local and nxt.is_local:
+            raise RuntimeError("meshgrid expects all tensors are global tensor")
+        if not cur.is_local and cur.placement != nxt.placement:
+            raise RuntimeError("meshgrid expects all tensors to have the same placement")
     if indexing not in ("ij", "xy"):
-        raise ValueError("meshgrid(): indexing must be 'ij' or 'xy', got %r" % (indexing,))
+        raise MeshgridIndexingError('meshgrid: indexing must be one of "xy" or "ij", but received: %s' % (indexing,))
     n = len(tensors)
     pos = list(range(n))
     if indexing == "xy" and n >= 2:
@@ -199,7 +241,7 @@ def meshgrid(*tensors, indexing="ij"):
     shape = [0] * n
     for t, p in zip(tensors, pos):
         if t.ndim > 1:
-            raise RuntimeError("meshgrid(): expects 0- or 1-dimensional tensors, got %d dims" % t.ndim)
+            raise RuntimeError("Expected scalar or 1D tensor in the tensor list but got %d" % t.ndim)
         shape[p] = t.numel()
     out = []
     for t, p in zip(tensors, pos):
@@ -296,8 +338,13 @@ def nonzero(input, as_tuple=False):  # noqa: A002
 
 def index_select(input, dim, index):  # noqa: A002
     d = _dim(dim, input.ndim, "index_select")
-    if index.ndim != 1:
-        raise IndexError("index_select(): index must be 1-D, got %d dims" % index.ndim)
+    # OneFlow 0.9's checks and words (core/functional/impl/array_functor.cpp IndexSelectFunctor)
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index.dtype not in (dtypes.int32, dtypes.int64):
+        raise IndexDtypeError("index_select(): Expected dtype int32 or int64 for index")
+    if index.ndim == 0:
+        index = F.reshape(index, (1,))
     return apply_op("gather", [input, index], {"axis": d})
 
 

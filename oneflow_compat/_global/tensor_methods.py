@@ -88,15 +88,19 @@ def _to(self, *args, **kwargs):
     dtype, device = kwargs.get("dtype"), kwargs.get("device")
     for a in args:
         if isinstance(a, Tensor):
+            if self.is_global or a.is_global:  # OneFlow 0.9's words (core/functional/impl/array_functor.cpp)
+                raise RuntimeError("tensor.to(other) can only be called when tensor and other are local tensors")
             dtype = a.dtype
-            if a.is_local:
-                device = a._device
+            device = a._device
         elif isinstance(a, dtypes.DType) or a in (float, int, bool):
             dtype = a
         elif a is not None:
             device = a
     out = self
     if device is not None:
+        if self.is_global and isinstance(device, str) and device.split(":")[0] not in ("cpu", "cuda"):
+            raise RuntimeError("Only string device without device id (eg. \"cpu\" or \"cuda\") is expected "
+                               "for global tensor, but got %s" % (device,))
         kind = parse_device(device)
         if self.is_global:
             # OneFlow 0.9: "cpu" / "cuda" move a global tensor to that device type on its ranks; a device with an
@@ -131,23 +135,41 @@ def rebuild_local(array, dtype_name, device, requires_grad):
     return creation.local_tensor(array, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rebuild_global(array, dtype_name, placement, sbp, requires_grad):
-    """A global tensor from its pickled parts: the logical value laid out again on the placement with the sbp."""
+def rebuild_parameter(array, dtype_name, device, requires_grad):
+    """A Parameter from its pickled parts (`copy.deepcopy(module)` keeps its parameters Parameters)."""
+    from oneflow_compat._global.modules import Parameter
+
+    return Parameter(rebuild_local(array, dtype_name, device, False), requires_grad)
+
+
+def rebuild_global(array, dtype_name, placement, sbp, parameter_requires_grad):
+    """A global tensor from its pickled parts: the logical value laid out again on the placement with the sbp (a
+    Parameter again when it was one: `parameter_requires_grad` is then its requires_grad, else None)."""
     from oneflow_compat.runtime import global_eager
 
     dtype = global_eager._dtype_named(dtype_name, None)
-    return creation.tensor(array, dtype=dtype, placement=placement, sbp=list(sbp), requires_grad=requires_grad)
+    t = creation.tensor(array, dtype=dtype, placement=placement, sbp=list(sbp))
+    if parameter_requires_grad is None:
+        return t
+    from oneflow_compat._global.modules import Parameter
+
+    return Parameter(t, parameter_requires_grad)
 
 
 def _reduce(self):
-    """Pickling (copy.deepcopy too): a local tensor travels as its array, dtype, device and requires_grad (no
-    autograd history); a global tensor as its logical value, dtype, placement and sbp, as OneFlow 0.9's
-    tensor_getstate outside flow.save (check_point_v2.py @ v0.9.0): `.numpy()` gathers it, so every rank of its
-    placement pickles it together, and the copy is made on the same placement and sbp."""
+    """Pickling (and copy.deepcopy): a local tensor travels as its array, dtype and device, as OneFlow 0.9's
+    tensor_getstate has it (framework/check_point_v2.py: no requires_grad, no autograd history: the copy is a
+    new leaf that requires no grad); a Parameter comes back a Parameter with its requires_grad. A global tensor
+    travels as its logical value, dtype, placement and sbp (0.9's tensor_getstate outside flow.save): `.numpy()`
+    gathers it, so every rank of its placement pickles it together."""
+    from oneflow_compat._global.modules import Parameter
+
     if self.is_global:
         return rebuild_global, (np.array(self.numpy()), self.dtype.name, self.placement, tuple(self.sbp),
-                                self.requires_grad)
-    return rebuild_local, (np.array(self.numpy()), self.dtype.name, self._device, self.requires_grad)
+                                self.requires_grad if isinstance(self, Parameter) else None)
+    if isinstance(self, Parameter):
+        return rebuild_parameter, (np.array(self.numpy()), self.dtype.name, self._device, self.requires_grad)
+    return rebuild_local, (np.array(self.numpy()), self.dtype.name, self._device, False)
 
 
 def _size_args(*shape):
@@ -362,6 +384,20 @@ install()
 from oneflow_compat._global import special_functions as _special_functions  # noqa: E402
 
 _METHODS.update({"digamma": _special_functions.digamma, "polygamma": _special_functions.tensor_polygamma})
+install()
+
+# --- modtests team: Tensor._zero_grad_ (OneFlow 0.9's, used by Optimizer.zero_grad / Module.zero_grad:
+# `grad_zeroing.py`), Tensor.mm / bmm / dot (OneFlow 0.9's checks: `matrix_checks.py`), `t == None` is False
+# (`tensor_compare.py`), Tensor._tensor_buffer_shapes_and_dtypes (`tensor_buffer_list.py`)
+from oneflow_compat._global import grad_zeroing as _grad_zeroing  # noqa: E402
+from oneflow_compat._global import matrix_checks as _matrix_checks  # noqa: E402
+from oneflow_compat._global import tensor_compare as _tensor_compare  # noqa: E402
+from oneflow_compat._global import tensor_buffer_list as _tensor_buffer_list  # noqa: E402
+
+Tensor._tensor_buffer_shapes_and_dtypes = property(_tensor_buffer_list.tensor_buffer_shapes_and_dtypes)
+
+_METHODS.update({"_zero_grad_": _grad_zeroing.zero_grad_, "mm": _matrix_checks.mm, "bmm": _matrix_checks.bmm,
+                 "dot": _matrix_checks.dot, "__eq__": _tensor_compare.eq})
 install()
 
 # --- placement team: Tensor.fill_ while gradients are recorded (zero gradient for the old content, the sum for a

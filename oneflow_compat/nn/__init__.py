@@ -54,11 +54,10 @@ from oneflow_compat.nn import modules, parallel, utils  # noqa: F401,E402
 # modules come with global_api's names)
 from oneflow_compat.nn import image  # noqa: F401,E402
 from oneflow_compat.nn import qat  # noqa: F401,E402  (api-data: oneflow.nn.qat.conv)
-# placement team (the modtests team's ArgsTree, `_global/graph_args_tree.py`): `oneflow.nn.graph.util`, re-exported
-# by this package's own `graph_util` module (a subpackage's __init__ imports its own package only)
-from oneflow_compat.nn import graph_util as _graph_util  # noqa: E402
+# modtests team: `oneflow.nn.graph.util` (OneFlow 0.9's ArgsTree / NamedArg: `nn/graph_util.py`)
+from oneflow_compat.nn import graph_util as _graph_args_tree  # noqa: E402
 
-graph.util = _graph_util
+graph.util = _graph_args_tree
 if not hasattr(graph, "__path__"):
     graph.__path__ = []  # (a package to the import system: its submodule `util` is found in sys.modules)
-_sys.modules.setdefault(__name__ + ".graph.util", _graph_util)
+_sys.modules.setdefault(__name__ + ".graph.util", _graph_args_tree)

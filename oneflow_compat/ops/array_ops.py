@@ -9,21 +9,31 @@ from oneflow_compat.ops import sbp_rules
 from oneflow_compat.ops.registry import OpDef, apply, register
 
 
+class ShapeInferenceError(RuntimeError, ValueError):
+    """A target shape that does not fit: OneFlow 0.9 raises RuntimeError (its words below, from
+    core/functional/impl/common.cpp InferShapeUnspecifiedDim); a ValueError too, as this project raised before."""
+
+
+def _shape_text(shape):
+    return "(%s)" % ",".join(str(int(d)) for d in shape)  # OneFlow's Shape::ToString
+
+
 def infer_reshape(in_shape, shape, what="reshape"):
     shape = list(shape)
     n = int(np.prod(in_shape))
-    if shape.count(-1) > 1:
-        raise ValueError("%s: at most one -1 in shape %s" % (what, tuple(shape)))
     for d in shape:
-        if d < -1:  # a 0 dim is a size like any other (a zero-size tensor reshapes to (0, 1, 5, 2))
-            raise ValueError("%s: dims of shape %s must be non-negative or -1" % (what, tuple(shape)))
+        if d < -1:
+            raise ShapeInferenceError("%s: Invalid shape dimension %d" % (what, d))
+    if shape.count(-1) > 1:
+        raise ShapeInferenceError("%s: only one dimension can be inferred (shape %s)" % (what, tuple(shape)))
+    bad = ShapeInferenceError("%s: shape '%s' is invalid for input of size %d" % (what, _shape_text(shape), n))
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1]))
         if known == 0 or n % known:
-            raise ValueError("%s: cannot reshape %s into %s" % (what, tuple(in_shape), tuple(shape)))
+            raise bad
         shape[shape.index(-1)] = n // known
     if int(np.prod(shape)) != n:
-        raise ValueError("%s: cannot reshape %s (%d elements) into %s" % (what, tuple(in_shape), n, tuple(shape)))
+        raise bad
     return tuple(shape)
 
 

@@ -53,9 +53,28 @@ register(OpDef("reduce_to_shape", infer=lambda op: [TensorMeta(op.attrs["shape"]
 
 
 # --- binary elementwise (numpy broadcasting) ------------------------------------------------------------------
+class BroadcastShapeError(RuntimeError, ValueError):
+    """Shapes a binary op cannot broadcast: OneFlow 0.9's RuntimeError and words (user/ops/
+    math_binary_broadcast_ops.cpp); a ValueError too, as numpy's refusal was before."""
+
+
+def broadcast_shape(x_shape, y_shape):
+    """The broadcast of two shapes; a mismatch names the first dimension (of the left-extended shapes) that
+    differs, as OneFlow 0.9 does."""
+    try:
+        return np.broadcast_shapes(x_shape, y_shape)
+    except ValueError:
+        n = max(len(x_shape), len(y_shape))
+        xs = (1,) * (n - len(x_shape)) + tuple(x_shape)
+        ys = (1,) * (n - len(y_shape)) + tuple(y_shape)
+        i = next(k for k in range(n) if xs[k] != 1 and ys[k] != 1 and xs[k] != ys[k])
+        raise BroadcastShapeError("The size of tensor a (%d) must match the size of tensor b (%d) at non-singleton "
+                                  "dimension %d" % (xs[i], ys[i], i)) from None
+
+
 def _broadcast_meta(op):
     a, b = op.inputs
-    shape = np.broadcast_shapes(a.shape, b.shape)
+    shape = broadcast_shape(a.shape, b.shape)
     dt = op.attrs.get("out_dtype") or a.dtype
     return [TensorMeta(shape, dt, a.is_dynamic or b.is_dynamic)]
 
@@ -170,10 +189,12 @@ _unary("rsqrt", E.rsqrt,
                                            {"value": -0.5}))])
 _unary("square", E.square, lambda op, dys: [_mul(dys[0], apply("scalar_mul", [op.inputs[0]], {"value": 2.0}))])
 _unary("abs", E.absolute, lambda op, dys: [_mul(dys[0], apply("sign", [op.inputs[0]]))])
-_unary("sign", E.sign, None)
-_unary("floor", E.floor, None)
-_unary("ceil", E.ceil, None)
-_unary("round", E.rint, None)
+# a zero gradient, so their outputs require grad as OneFlow 0.9's do (user/ops/math_unary_elementwise_seq.h:
+# MATH_UNARY_ELEMENTWISE_FUNC_BWD_WITH_FILL_SEQ)
+_unary("sign", E.sign, lambda op, dys: [apply("fill_like", [op.inputs[0]], {"value": 0.0})])
+_unary("floor", E.floor, lambda op, dys: [apply("fill_like", [op.inputs[0]], {"value": 0.0})])
+_unary("ceil", E.ceil, lambda op, dys: [apply("fill_like", [op.inputs[0]], {"value": 0.0})])
+_unary("round", E.rint, lambda op, dys: [apply("fill_like", [op.inputs[0]], {"value": 0.0})])
 _unary("reciprocal", E.reciprocal,
        lambda op, dys: [apply("negative", [_mul(dys[0], apply("square", [op.outputs[0]]))])])
 _unary("sin", E.sin, lambda op, dys: [_mul(dys[0], apply("cos", [op.inputs[0]]))])

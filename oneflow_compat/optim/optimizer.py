@@ -185,12 +185,7 @@ class Optimizer:
         """Zeroes every parameter's gradient (or drops it: `set_to_none=True`)."""
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    p.grad.zero_()
+                p._zero_grad_(set_to_none)  # (a global gradient's broadcast becomes partial_sum, as OneFlow 0.9)
 
     def step(self, closure=None):
         loss = closure() if closure is not None else None

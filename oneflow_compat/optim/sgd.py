@@ -21,14 +21,15 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _check_group(self, group):
-        if group["lr"] < 0:
-            raise ValueError("Invalid learning rate: %r" % (group["lr"],))
-        if group["momentum"] < 0:
-            raise ValueError("Invalid momentum: %r" % (group["momentum"],))
-        if group["weight_decay"] < 0:
-            raise ValueError("Invalid weight_decay: %r" % (group["weight_decay"],))
-        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        # OneFlow 0.9's checks and words (python/oneflow/nn/optimizer/sgd.py): assertions; nesterov is not checked
+        assert group["lr"] >= 0.0, f"Invalid learning rate: {group['lr']}"
+        assert group["momentum"] >= 0.0, f"Invalid momentum: {group['momentum']}"
+        assert group["weight_decay"] >= 0.0, f"Invalid weight_decay: {group['weight_decay']}"
+        if group["maximize"] and not getattr(self, "_warned_maximize", False):
+            import warnings
+
+            self._warned_maximize = True
+            warnings.warn("Only Momentum > 0.0, param `maximize` takes effect. ", FutureWarning)
 
     def _update(self, group, param, state):
         lr = group["lr"]
@@ -44,9 +45,9 @@ class SGD(Optimizer):
 
 
 def plain_update(xp, w, g, lr, group):
-    """One step without momentum of one piece in place (the eager step and nn.Graph's compiled step)."""
-    if group["maximize"]:
-        g = -g
+    """One step without momentum of one piece in place (the eager step and nn.Graph's compiled step). `maximize`
+    has no effect here, as in OneFlow 0.9 (its naive sgd_update takes no maximize: "Only Momentum > 0.0, param
+    `maximize` takes effect")."""
     optim_kernels.sgd_update(xp, w, g, lr=lr, weight_decay=group["weight_decay"])
 
 

@@ -216,7 +216,9 @@ def unpack_saved(node):
     for (meta, obj) in packed:
         t = unpack(obj)
         value = getattr(t, "_value", None)
-        if value is None or tuple(value.meta.shape) != tuple(meta.shape) or value.meta.dtype is not meta.dtype:
+        if value is None:  # OneFlow 0.9's words (api/python/autograd/autograd.cpp)
+            raise RuntimeError("unpack_hook should return a Tensor, but got `%s` instead" % (type(t),))
+        if tuple(value.meta.shape) != tuple(meta.shape) or value.meta.dtype is not meta.dtype:
             raise RuntimeError("saved_tensors_hooks: the unpack hook of %s must return a tensor of shape %s and "
                                "dtype %s (what the pack hook was given), got %r"
                                % (node.name(), tuple(meta.shape), meta.dtype.name, t))

@@ -105,7 +105,7 @@ def _default_generator():
     # given none, seeded from the system
     global _DEFAULT_GENERATOR
     if _DEFAULT_GENERATOR is None:
-        _DEFAULT_GENERATOR = generators.Generator("cpu")
+        _DEFAULT_GENERATOR = generators.Generator("cpu", seed=generators.DRAWN)
     return _DEFAULT_GENERATOR
 
 
