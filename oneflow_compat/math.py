@@ -76,13 +76,13 @@ def pow(x, y, name=None):  # noqa: A001
     return apply("pow", [x, y], name=name)
 
 
-def _binary_blob(op_type):
+def _binary_blob(op_type, attrs=None):
     def f(x, y, name=None):
         if _is_scalar(y):
             y = _constant_like(x, y)
         if _is_scalar(x):
             x = _constant_like(y, x)
-        return apply(op_type, [x, y], name=name)
+        return apply(op_type, [x, y], attrs, name=name)
 
     f.__name__ = op_type
     return f
@@ -92,8 +92,9 @@ def _constant_like(x, value):
     return apply("fill_like", [x], {"value": float(value)})
 
 
-maximum = _binary_blob("maximum")
-minimum = _binary_blob("minimum")
+# v0.3.4/v0.4.0 give a tie's whole gradient to y (the 0.9 ops split it: see ops/math_ops._minmax_grad)
+maximum = _binary_blob("maximum", {"tie_grad": "y"})
+minimum = _binary_blob("minimum", {"tie_grad": "y"})
 equal = _binary_blob("equal")
 not_equal = _binary_blob("not_equal")
 less = _binary_blob("less")

@@ -416,3 +416,41 @@ def test_cast_to_an_integer_type_passes_the_gradient():
     r = [np.array([[0.5, 1.5, -2.5, 1.0]])]
     (y,), (g,) = gc.framework_grads(case, [0], r)
     np.testing.assert_array_equal(g, [[1.0, 4.0, -7.0, 3.0]])
+
+
+# --- maximum / minimum: a tie's gradient goes wholly to y (v0.3.4/v0.4.0 kernels; the 0.9 ops split it) ----------
+@pytest.mark.parametrize("kind", ["maximum", "minimum"])
+def test_legacy_maximum_minimum_tie_gradient_goes_to_y(kind):
+    flow.clear_default_session()
+    seen = {}
+    x0 = np.array([1.0, 2.0, 3.0, 4.0])
+    y0 = np.array([1.0, 5.0, 3.0, 0.0])  # ties at 0 and 2
+
+    @flow.global_function(type="train")
+    def job() -> tp.Numpy:
+        vx = flow.get_variable("vx", shape=(4,), dtype=flow.float64, initializer=flow.zeros_initializer())
+        vy = flow.get_variable("vy", shape=(4,), dtype=flow.float64, initializer=flow.zeros_initializer())
+        flow.watch_diff(vx, lambda g: seen.__setitem__("x", np.array(g)))
+        flow.watch_diff(vy, lambda g: seen.__setitem__("y", np.array(g)))
+        z = getattr(flow.math, kind)(vx, vy)
+        loss = flow.math.reduce_sum(z * 1.0)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(loss)
+        return z
+
+    flow.load_variables({"vx": x0, "vy": y0})
+    z = job()
+    pick_x = x0 > y0 if kind == "maximum" else x0 < y0  # strict: ties are y's
+    np.testing.assert_array_equal(z, np.where(pick_x | (x0 == y0), x0, y0))
+    np.testing.assert_array_equal(seen["x"], pick_x.astype(float))
+    np.testing.assert_array_equal(seen["y"], (~pick_x).astype(float))
+
+
+@pytest.mark.parametrize("kind", ["maximum", "minimum"])
+def test_global_api_maximum_minimum_tie_gradient_is_split(kind):
+    x0 = np.array([1.0, 2.0, 3.0, 4.0])
+    y0 = np.array([1.0, 5.0, 3.0, 0.0])
+    pick_x = x0 > y0 if kind == "maximum" else x0 < y0
+    a = flow.tensor(x0, requires_grad=True)
+    b = flow.tensor(y0, requires_grad=True)
+    getattr(flow, kind)(a, b).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), pick_x + 0.5 * (x0 == y0))

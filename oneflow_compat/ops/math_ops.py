@@ -134,12 +134,15 @@ _binary("logical_and", E.logical_and, out_dtype=dtypes.int8)
 
 def _minmax_grad(op, dys, cmp):
     """`cmp` (greater_equal / less_equal) picks a's elements; a tie gives each side half of the gradient, as OneFlow
-    0.9's MaximumGradFunctor / MinimumGradFunctor (elementwise_maximum_minimum_kernel.h) and torch do."""
+    0.9's MaximumGradFunctor / MinimumGradFunctor (elementwise_maximum_minimum_kernel.h) and torch do. The legacy
+    API's ops carry `tie_grad="y"`: v0.3.4/v0.4.0's kernels give a tie's whole gradient to y
+    (`x > y ? dx : dy`, elementwise_maximum_minimum_kernel.cpp@v0.3.4, .h@v0.4.0)."""
     a, b = op.inputs
     strict = {"greater_equal": "greater", "less_equal": "less"}[cmp]
-    wins = apply("cast", [apply(strict, [a, b])], {"dtype": a.dtype})
-    ties = apply("cast", [apply("equal", [a, b])], {"dtype": a.dtype})
-    mask = apply("add", [wins, apply("scalar_mul", [ties], {"value": 0.5})])
+    mask = apply("cast", [apply(strict, [a, b])], {"dtype": a.dtype})
+    if op.attrs.get("tie_grad", "half") == "half":
+        ties = apply("cast", [apply("equal", [a, b])], {"dtype": a.dtype})
+        mask = apply("add", [mask, apply("scalar_mul", [ties], {"value": 0.5})])
     da = apply("multiply", [dys[0], mask])
     db = apply("subtract", [dys[0], da])
     return [_unbroadcast(da, a.shape), _unbroadcast(db, b.shape)]

@@ -223,9 +223,12 @@ def train(placement, layouts, graph):
         gy = flow.tensor(y).to_global(placement, layouts["whole"]).to_global(sbp=layouts["data"])
         losses.append(float(step(gx, gy).numpy()))
     params = [(p.numpy(), p.sbp) for p in m.parameters()]
-    if not graph:  # each gradient was boxed back to its parameter's own (n-D) layout: the data-parallel partial
-        for p in m.parameters():  # sums along mesh axis 0 all-reduced, the model-parallel split kept
-            assert p.grad.placement == placement and p.grad.sbp == p.sbp, (p.grad.sbp, p.sbp)
+    if not graph:  # each gradient has its parameter's own (n-D) layout, the model-parallel split kept, except that
+        # broadcast components are partial sums: opt.zero_grad() turned the zeroed gradient's B into P (OneFlow 0.9's
+        # Tensor._zero_grad_) and the step's gradient accumulated into it
+        for p in m.parameters():
+            want = tuple(flow.sbp.partial_sum if s == flow.sbp.broadcast else s for s in p.sbp)
+            assert p.grad.placement == placement and tuple(p.grad.sbp) == want, (p.grad.sbp, p.sbp)
     return losses, params
 
 
