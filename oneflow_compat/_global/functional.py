@@ -265,8 +265,8 @@ def matmul(input, other, transpose_a=False, transpose_b=False, alpha=1.0):  # no
     attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b), "alpha": float(alpha)}
     if a.ndim > 2 and b.ndim == 2 and not transpose_a:
         lead = tuple(a.shape[:-1])
-        out = apply_op("matmul", [reshape(a, (-1, a.shape[-1])), b], attrs)
-        return reshape(out, lead + (out.shape[-1],))
+        out = apply_op("matmul", [_reshape_op(a, (-1, a.shape[-1])), b], attrs)
+        return _reshape_op(out, lead + (out.shape[-1],))
     # batch dims broadcast as numpy's (OneFlow 0.9's BatchMatMul / BroadcastMatmul): each side is expanded to the
     # common batch shape, whose gradient sums back over the broadcast dims
     sa, sb = tuple(a.shape), tuple(b.shape)
@@ -322,7 +322,7 @@ def _reduce(op_type, x, dim, keepdim):
     # the axes as a tuple: hashable attrs key the compiled op at once (runtime/global_eager.py)
     out = apply_op(op_type, [x], {"axis": tuple(axes), "keepdims": bool(keepdim)})
     want = _reduced(shape, axes, keepdim)
-    return out if out._value.meta.shape == want else reshape(out, want)
+    return out if out._value.meta.shape == want else _reshape_op(out, want)
 
 
 def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001,A002
@@ -404,9 +404,9 @@ def argmax(input, dim=None, keepdim=False):  # noqa: A002
     """Indices (int64) of the first maximum along `dim` (of the flattened tensor when dim is None)."""
     x = _check(input, "argmax")
     if dim is None:
-        out = apply_op("argmax", [reshape(x, (-1,))], requires_grad=False)
-        out = reshape(cast(out, dtypes.int64), ())
-        return reshape(out, (1,) * x.ndim) if keepdim else out
+        out = apply_op("argmax", [_reshape_op(x, (-1,))], requires_grad=False)
+        out = _reshape_op(cast(out, dtypes.int64), ())
+        return _reshape_op(out, (1,) * x.ndim) if keepdim else out
     d = _axes(dim, x.ndim)[0]
     last = x.ndim - 1
     if d != last:
@@ -415,7 +415,7 @@ def argmax(input, dim=None, keepdim=False):  # noqa: A002
     out = cast(apply_op("argmax", [x], requires_grad=False), dtypes.int64)
     want = tuple(input.shape[:d]) + tuple(input.shape[d + 1:])
     if tuple(out.shape) != want:
-        out = reshape(out, want)
+        out = _reshape_op(out, want)
     return unsqueeze(out, d) if keepdim else out
 
 
@@ -501,6 +501,16 @@ def view(input, *shape, **kwargs):  # noqa: A002
         if views.reshape_strides(lay[0], lay[1], target) is None:
             raise RuntimeError(VIEW_STRIDE_MESSAGE)
     return _reshape_view(x, apply_op("reshape", [x], {"shape": target}), target, strict=True)
+
+
+def _reshape_op(x, shape):
+    """The reshape op alone, for a composite's internal reshapes (of an op's fresh result, or of an input it only
+    reads): no view bookkeeping (`views.make`), which only the user's own view ops need — OneFlow's kernels give
+    these shapes themselves, and the view machinery costs several µs per call on the eager hot path."""
+    shape = tuple(int(d) for d in shape)
+    if -1 in shape:
+        shape = infer_reshape(tuple(x._value.meta.shape), shape)
+    return apply_op("reshape", [x], {"shape": shape})
 
 
 def _reshape_view(x, out, target, strict):

@@ -26,15 +26,19 @@ def infer_reshape(in_shape, shape, what="reshape"):
             raise ShapeInferenceError("%s: Invalid shape dimension %d" % (what, d))
     if shape.count(-1) > 1:
         raise ShapeInferenceError("%s: only one dimension can be inferred (shape %s)" % (what, tuple(shape)))
-    bad = ShapeInferenceError("%s: shape '%s' is invalid for input of size %d" % (what, _shape_text(shape), n))
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1]))
         if known == 0 or n % known:
-            raise bad
+            raise _invalid_shape(what, shape, n)
         shape[shape.index(-1)] = n // known
     if int(np.prod(shape)) != n:
-        raise bad
+        raise _invalid_shape(what, shape, n)
     return tuple(shape)
+
+
+def _invalid_shape(what, shape, n):
+    # (built only on failure: reshape is on the eager hot path)
+    return ShapeInferenceError("%s: shape '%s' is invalid for input of size %d" % (what, _shape_text(shape), n))
 
 
 def _reshape_meta(op):
