@@ -120,7 +120,7 @@ def digamma(xp, x):
         return xp.where(reflect, left, right)
 
 
-# --- polygamma (limits2 team): ψ^(n)(x) = d^n ψ(x) / dx^n, n >= 1 -----------------------------------------------
+# --- polygamma: ψ^(n)(x) = d^n ψ(x) / dx^n, n >= 1 -----------------------------------------------
 # For x >= 0.5: the recurrence ψ^(n)(x) = ψ^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1) up past 10 + 2n, then the asymptotic
 # series (-1)^(n+1) [(n-1)!/x^n + n!/(2 x^(n+1)) + Σ_k B_2k (2k+n-1)! / ((2k)! x^(2k+n))] (k = 1..7; the threshold
 # grows with n, as the series' terms do). Below 0.5 the reflection formula differentiated n times:

@@ -54,7 +54,7 @@ def view(x, shape):
 def contiguous_(input):  # noqa: A002
     """InplaceToContiguous: the tensor itself, its storage made contiguous."""
     x = _tensor(input, "contiguous_")
-    return _views.contiguous_(x)  # (views team: a non-contiguous view takes contiguous storage of its own)
+    return _views.contiguous_(x)  # (a non-contiguous view takes contiguous storage of its own)
 
 
 def expand(x, shape):
@@ -96,12 +96,12 @@ def broadcast_like(x, like, broadcast_axes=()):
         axes = {a % len(target) for a in broadcast_axes}
         kept = tuple(1 if i in axes else s for i, s in enumerate(target))
         x = _F.reshape(x, kept)
-    return _views.unview(_T.expand(x, *target))  # (views team: an op of its own in OneFlow, not a view)
+    return _views.unview(_T.expand(x, *target))  # (an op of its own in OneFlow, not a view)
 
 
 def reshape_like(input, like):  # noqa: A002  (the yaml's `in`)
     x = _tensor(input, "reshape_like", "in")
-    # (views team: an op of its own in OneFlow; its kernel relabels its input, so the result is given its memory)
+    # (an op of its own in OneFlow; its kernel relabels its input, so the result is given its memory)
     return _views.make(x, apply_op("reshape_like", [x, _tensor(like, "reshape_like", "like")]), None)
 
 
@@ -192,7 +192,7 @@ def slice(x, start, stop, step, enable_view_slice=None):  # noqa: A001
     out = _ND.slice(x, tup)
     if not enable_view_slice or not _views.applicable(x):
         return out
-    # (views team) OneFlow's SliceFunctor with enable_view_slice: `view::Slice` of a local eager tensor (steps > 0)
+    # OneFlow's SliceFunctor with enable_view_slice: `view::Slice` of a local eager tensor (steps > 0)
     bounds = [builtins.slice(*t).indices(n) for t, n in zip(_ND._slice_tup(tup, tuple(x.shape)), x.shape)]
     if any(b[2] <= 0 for b in bounds):
         return out

@@ -68,7 +68,7 @@ def _finish(t, requires_grad):
 
 
 def _bfloat16_rounded(array, dtype):
-    """(limits team) a bfloat16 tensor's values: float32 storage holding bfloat16 numbers (kernels/bfloat16.py)."""
+    """a bfloat16 tensor's values: float32 storage holding bfloat16 numbers (kernels/bfloat16.py)."""
     if dtype is dtypes.bfloat16:
         return bf16_k.round_to_bfloat16(np, array)
     return array

@@ -164,7 +164,7 @@ def _host_key(key):
 
 
 def _host_value(value, dtype):
-    if dtype is dtypes.bfloat16:  # (limits2 team) a bfloat16 tensor stores bfloat16 numbers (kernels/bfloat16.py)
+    if dtype is dtypes.bfloat16:  # a bfloat16 tensor stores bfloat16 numbers (kernels/bfloat16.py)
         from oneflow_compat.kernels import bfloat16 as bf16_k
 
         array = np.asarray(value.numpy() if isinstance(value, Tensor) else value)

@@ -127,7 +127,7 @@ def broadcast_like(input, like, broadcast_axes=None):  # noqa: A002
     if shape != kept:
         input = F.reshape(input, kept)
     out = apply_op("broadcast_like", [input, like.detach()])
-    # (views team) the kernel returns a read-only broadcast of its input; OneFlow's op allocates its output, which
+    # the kernel returns a read-only broadcast of its input; OneFlow's op allocates its output, which
     # in-place ops may then write
     return views.make(input, out, None)
 

@@ -21,7 +21,7 @@ def _fill(tensor, full):
     """Writes the full logical host value `full` into `tensor`'s storage (this rank's piece of it)."""
     value = tensor._value
     full = np.asarray(full, dtype=value.meta.dtype.np)
-    if value.meta.dtype is dtypes.bfloat16:  # (limits2 team) bfloat16 storage holds bfloat16 numbers
+    if value.meta.dtype is dtypes.bfloat16:  # bfloat16 storage holds bfloat16 numbers
         full = bf16_k.round_to_bfloat16(np, full).reshape(full.shape)
     if tensor.is_local:
         for piece in value.pieces:

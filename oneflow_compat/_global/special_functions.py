@@ -1,4 +1,4 @@
-"""flow.digamma(input) and flow.polygamma(n, input), with Tensor.digamma() / Tensor.polygamma(n) (limits2 team).
+"""flow.digamma(input) and flow.polygamma(n, input), with Tensor.digamma() / Tensor.polygamma(n).
 
 Not in OneFlow 0.9 (its lgamma gradient is a TODO asking for digamma: math_unary_elementwise_func.h at v0.9.0);
 named and ordered as torch's (`torch.polygamma(n, input)`), the ops of ops/polygamma_ops.py: floating inputs (an

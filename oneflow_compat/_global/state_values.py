@@ -66,7 +66,7 @@ def copy_into(target, value):
             return target.copy_(value)
         value = value.numpy()
     array = _host_array(value, target)
-    if target.dtype is dtypes.bfloat16:  # (limits2 team) loaded into bfloat16 storage: bfloat16 numbers
+    if target.dtype is dtypes.bfloat16:  # loaded into bfloat16 storage: bfloat16 numbers
         array = bf16_k.round_to_bfloat16(np, array)
     if target.is_global:
         return nn_init._fill(target, array)

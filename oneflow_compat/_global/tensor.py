@@ -439,7 +439,7 @@ class Tensor:
     def detach(self):
         """A tensor without history; on the same storage (a view without autograd, for a local eager tensor)."""
         v = self._value
-        if isinstance(v, LazyValue):  # inside nn.Graph.build: an op of the job that cuts its autodiff (limits team)
+        if isinstance(v, LazyValue):  # inside nn.Graph.build: an op of the job that cuts its autodiff
             (out,) = v.trace.apply("stop_gradient", {}, [v], v.placement)
             return Tensor._make(out, self._placement, None, self._device)
         t = Tensor._make(v, self._placement, self._sbp, self._device)
@@ -543,7 +543,7 @@ class Tensor:
         return self
 
     def fill_(self, value):  # (while gradients are recorded: `_global/inplace_fill.py`, installed over this)
-        if self.dtype is dtypes.bfloat16 and isinstance(value, (int, float, np.number)):  # (limits2 team)
+        if self.dtype is dtypes.bfloat16 and isinstance(value, (int, float, np.number)):
             from oneflow_compat.kernels import bfloat16 as bf16_k
 
             value = bf16_k.round_to_bfloat16(np, np.float32(value))[0]

@@ -93,7 +93,7 @@ def convert_oneflow_dtype_to_numpy_dtype(dtype):
 # and every tensor made of it too. Not in ALL (checkpoint files and the float32 <-> numpy map keep their members).
 bfloat16 = DType("bfloat16", np.float32, "kBFloat16", 11)
 
-# (limits2 team) checkpoint meta files name it: OneFlow 0.9's flow.save writes a bfloat16 tensor's `meta` with
+# checkpoint meta files name it: OneFlow 0.9's flow.save writes a bfloat16 tensor's `meta` with
 # data_type kBFloat16 and its `out` as float32 bytes (check_point_v2.py _save_tensor_to_disk writes
 # tensor.numpy().tobytes(), and framework/tensor.py _numpy converts bfloat16 to float32 first, v0.9.0), which is
 # this dtype's storage: read by its enum name / value, 4 bytes an element. from_numpy still never gives it.

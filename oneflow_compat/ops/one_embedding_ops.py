@@ -403,7 +403,7 @@ register(OpDef("one_embedding_fused_lookup_grad", infer=_grad_meta, collective=T
                sbp=lambda op: [((S.B, S.S(0), S.S(0)), (S.B,)), ((S.B, S.B, S.B), (S.B,))], stateful=True))
 
 
-# --- nn.Graph steps: gradient accumulation, loss scaling and clipping (limits team) ---------------------------------
+# --- nn.Graph steps: gradient accumulation, loss scaling and clipping ---------------------------------
 # Inside a training graph the gradient op no longer updates the rows itself: it adds the batch's row gradients
 # (every key of the batch, as each process sees the whole gathered batch) to the table's step under way, and the
 # update runs in the optimizer phase, once per step, as OneFlow 0.9's embedding_update ops run after its

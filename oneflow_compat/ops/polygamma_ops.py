@@ -1,4 +1,4 @@
-"""digamma and polygamma: ψ(x) = d lgamma(x)/dx and its derivatives ψ^(n) (limits2 team).
+"""digamma and polygamma: ψ(x) = d lgamma(x)/dx and its derivatives ψ^(n).
 
 OneFlow 0.9 has neither (its lgamma gradient functor is a TODO that asserts, `dy * digamma(x)`:
 oneflow/user/kernels/math_unary_elementwise_func.h at v0.9.0); torch has `digamma` and `polygamma(n, x)`, whose

@@ -90,7 +90,7 @@ def _sharded_state_layout(param, state):
 
 
 def _store_bfloat16(param, state):
-    """(limits2 team) A bfloat16 parameter and its bfloat16 states after an update hold bfloat16 numbers again
+    """A bfloat16 parameter and its bfloat16 states after an update hold bfloat16 numbers again
     (float32 storage, kernels/bfloat16.py): the update computes in float32 and stores rounded to nearest even, as
     OneFlow 0.9's update kernels store their bfloat16 model and state (core/common/bfloat16.h's conversion)."""
     if param.dtype is not dtypes.bfloat16:

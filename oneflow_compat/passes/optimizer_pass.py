@@ -99,7 +99,7 @@ def _build(session, job, ctx):
 
 def _clip_by_global_norm(ctx, job, grads, clip):
     norm_type = float(getattr(clip, "norm_type", 2.0))
-    if norm_type != 2.0:  # nn.Graph's clip_grad_norm_type (limits team: passes/clip_norm_types.py)
+    if norm_type != 2.0:  # nn.Graph's clip_grad_norm_type (passes/clip_norm_types.py)
         return clip_norm_types.clip(ctx, job, grads, clip.clip_norm, norm_type)
     sq = []
     for name, (vop, g) in grads.items():

@@ -55,11 +55,11 @@ class DeviceSlot:
 def device_fn(op, dev):
     fn = _device_fn(op, dev)
     marks = [y.meta.dtype is dtypes.bfloat16 for y in op.outputs]
-    if any(marks):  # (limits team) bfloat16 outputs: float32 storage rounded to bfloat16 numbers (kernels/bfloat16.py)
+    if any(marks):  # bfloat16 outputs: float32 storage rounded to bfloat16 numbers (kernels/bfloat16.py)
         return _bfloat16_outputs(fn, marks, dev.xp)
     if op.defn.in_place:
         written = [k for k, x in enumerate(op.inputs) if x.meta.dtype is dtypes.bfloat16]
-        if written:  # (limits2 team) an update in place of bfloat16 arrays (a variable, its optimizer states)
+        if written:  # an update in place of bfloat16 arrays (a variable, its optimizer states)
             return _bfloat16_in_place(fn, written, dev.xp)
     return fn
 
@@ -344,7 +344,7 @@ class Plan:
                 ins.extend(self.slot[(x.key(), i)] for i in self._local(x.op.placement))
             outs = [self.slot[(y.key(), i)] for y in op.outputs for i in local]
             fn = self._collective_fn(op)
-            if op.defn.in_place and not op.outputs:  # (limits2 team) LAMB/LARS's update of bfloat16 variables
+            if op.defn.in_place and not op.outputs:  # LAMB/LARS's update of bfloat16 variables
                 written = [k for k, x in enumerate(op.inputs) if x.meta.dtype is dtypes.bfloat16]
                 counts = [len(self._local(x.op.placement)) for x in op.inputs]
                 if written:
