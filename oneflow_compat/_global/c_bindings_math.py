@@ -69,29 +69,26 @@ def trunc_divide(input, other, *, inplace=False):  # noqa: A002
     return _inplace.rebind(input, out) if inplace else out
 
 
-def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001,A002
-    """Max: the whole maximum; with an int `dim` the (values, indices) pair; with a Tensor the elementwise one."""
-    _tensor(input, "max")
+def _extreme(name, elementwise, reduce, input, dim, keepdim, other):  # noqa: A002
+    """Max / Min: the whole extreme; with an int `dim` the (values, indices) pair; with a Tensor (positionally or
+    as `other`) the elementwise one."""
+    _tensor(input, name)
     if other is not None:  # the (input, other) overload by keyword
-        return _F.maximum(input, other)
+        return elementwise(input, other)
     if isinstance(dim, Tensor):
-        return _F.maximum(input, dim)
+        return elementwise(input, dim)
     if dim is None:
-        return _F.max(input)
-    values, indices = _F.max(input, int(dim), bool(keepdim))
+        return reduce(input)
+    values, indices = reduce(input, int(dim), bool(keepdim))
     return values, indices
+
+
+def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001,A002
+    return _extreme("max", _F.maximum, _F.max, input, dim, keepdim, other)
 
 
 def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001,A002
-    _tensor(input, "min")
-    if other is not None:  # the (input, other) overload by keyword
-        return _F.minimum(input, other)
-    if isinstance(dim, Tensor):
-        return _F.minimum(input, dim)
-    if dim is None:
-        return _F.min(input)
-    values, indices = _F.min(input, int(dim), bool(keepdim))
-    return values, indices
+    return _extreme("min", _F.minimum, _F.min, input, dim, keepdim, other)
 
 
 def minimum(input, other):  # noqa: A002

@@ -40,6 +40,7 @@ slice without views (OneFlow's `enable_view_slice=false`). Not views here: tenso
 (a strided array given to `from_numpy`, which keeps sharing it; a kernel's strided output), and tensors on a GPU
 (the CuPy paths below are written but have not run on a GPU): their view ops copy, as before.
 """
+import math
 import os
 import weakref
 
@@ -449,10 +450,7 @@ def remake(root):
 
 
 def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    return math.prod(shape)
 
 
 def _max_position(lay):
