@@ -1,17 +1,32 @@
-"""Checks of values that may live on a device, made without waiting for the device.
+"""Checks of values that may live on a device (an index out of range), made without waiting for the device.
 
-A kernel that must refuse some values (labels out of range) computes the failure condition as an array. On the host
-(numpy) a failure raises at once. On a device, reading the condition back inside the step would stall until the
-device caught up; the condition stays there instead, and `raise_failed()` — which the runtime calls where it reads
-the step's results back anyway — fetches every pending condition in one transfer and raises the first failure.
-A step that brings its results down itself takes the pending conditions along in its one transfer
-(`take_pending`, `put_back`), so that `raise_failed` has nothing left to fetch.
+A kernel that must refuse some values computes the failure condition as an array. On the host (numpy) a failure
+raises at once. On a device, reading the condition back inside the kernel would make the host wait for the device
+at every op (a device -> host synchronisation per op; OneFlow's CUDA kernels assert on the device instead). So on a
+device `require` launches nothing and copies nothing: it notes the condition (a 0-d device array), the values that
+name the failure (0-d device arrays or host numbers) and which check it is (`_SITES`, a host table of the checks'
+error types and messages, numbered), in this thread's pending checks. Every fetch — a read of a device value on the
+host, which waits for the device anyway: `backend/devices.to_host` (`.numpy()`, `.item()`, `.tolist()`, the
+comm's host copies), a step's results (runtime/plan.py's one download, the executor, legacy eager) — brings the
+pending flags and values down in the SAME transfer as what it fetches (`take_pending`, `device_arrays`,
+`put_back`) and `raise_failed` raises the first failure, in the order the checks were made, with the words the
+host raises at once; then the checks are forgotten (a failed fetch does not fail again).
+
+Pending checks stay bounded without a fetch: past FOLD_AT of them, each device's are folded ON the device into one
+error record (the first failure's check number and values: a handful of launches, no transfer), so that a loop
+that never fetches holds a fixed, small amount of device memory and the first error is still the one raised.
 """
 import threading
 
 import numpy
 
+FOLD_AT = 64  # pending checks before a device's are folded into one record on the device
+
 _local = threading.local()
+_SITES = []  # check number -> (error type, message)
+_SITE_OF = {}  # (error type, message) -> check number
+_SITES_LOCK = threading.Lock()
+_FOLDED = -1  # the check number of a folded record (its values: the device row [check number, values...])
 
 
 def _pending():
@@ -21,55 +36,195 @@ def _pending():
     return pending
 
 
+def _site(error, message):
+    key = (error, message)
+    site = _SITE_OF.get(key)
+    if site is None:
+        with _SITES_LOCK:
+            site = _SITE_OF.get(key)
+            if site is None:
+                site = _SITE_OF[key] = len(_SITES)
+                _SITES.append(key)
+    return site
+
+
+def _on_device(v):
+    return hasattr(v, "get") and hasattr(v, "dtype") and not isinstance(v, (numpy.ndarray, numpy.generic))
+
+
 def _host_value(v):
-    if hasattr(v, "get"):
+    if _on_device(v):
         v = v.get()
     return v.item() if hasattr(v, "item") else v
 
 
+def _device_id(a):
+    return getattr(getattr(a, "device", None), "id", 0)
+
+
 def require(xp, failed, message, *values, error=ValueError):
-    """`error`(`message` % `values`) if `failed` (a 0-d boolean array); `values` are numbers or 0-d arrays of
-    the same module. Immediate on the host, at the next `raise_failed()` on a device."""
-    if xp is numpy:
+    """`error`(`message` % `values`) if `failed` (a 0-d boolean array); `values` are integers or 0-d integer arrays
+    of the same module. Immediate on the host; on a device at the next fetch (nothing launched or read here)."""
+    if xp is numpy or not _on_device(failed):
         if failed:
             raise error(message % tuple(_host_value(v) for v in values))
         return
-    _pending().append((xp, failed, (error, message), values))
+    pending = _pending()
+    pending.append((xp, failed, _site(error, message), values))
+    if len(pending) > FOLD_AT:
+        _fold(pending)
+
+
+def pending_count():
+    """How many checks this thread holds (a folded record counts one)."""
+    return len(_pending())
 
 
 def take_pending():
-    """The pending device checks [(xp, failed, message, values)], taken out: a caller that reads device values back
-    anyway brings each `failed` down with them (one transfer) and gives the host flags back with `put_back`."""
+    """The pending checks, taken out: a caller that reads device values back anyway brings their
+    `device_arrays` down with its own (one transfer) and gives the host values back with `put_back`."""
     pending = _pending()
     taken = list(pending)
     del pending[:]
     return taken
 
 
-def put_back(taken, host_failed):
-    """The checks of `take_pending`, their failure flags now host values: `raise_failed` reads no flag again."""
-    _pending().extend((numpy, bool(numpy.asarray(flag).reshape(-1)[0]), message, values)
-                      for (_, _, message, values), flag in zip(taken, host_failed))
+def device_arrays(taken):
+    """The device arrays of checks taken with `take_pending` (each check's flag, then its device values), in the
+    order `put_back` expects their host copies."""
+    return [a for _, a in _device_arrays(taken)]
+
+
+def _device_arrays(taken):
+    out = []
+    for xp, failed, site, values in taken:
+        if xp is numpy:
+            continue
+        out.append((xp, failed))
+        out.extend((xp, v) for v in values if _on_device(v))
+    return out
+
+
+def put_back(taken, host):
+    """The checks of `take_pending` with their device arrays' host copies (`host`, in `device_arrays`' order):
+    host checks again, which `raise_failed` raises without reading anything (those that passed are dropped)."""
+    host = iter(host)
+    back = []
+    for xp, failed, site, values in taken:
+        if xp is numpy:
+            back.append((xp, failed, site, values))
+            continue
+        flag = bool(numpy.asarray(next(host)).reshape(-1)[0])
+        values = tuple(numpy.asarray(next(host)) if _on_device(v) else v for v in values)
+        if not flag:
+            continue
+        if site == _FOLDED:  # the row [check number, how many values, values...] of the first folded failure
+            row = [int(v) for v in values[0].reshape(-1)]
+            site, values = row[0], tuple(row[2:2 + row[1]])
+        back.append((numpy, True, site, values))
+    _pending().extend(back)
 
 
 def restore_pending(taken):
-    """Puts device checks taken with `take_pending` back as they were (a captured CUDA graph's checks, which its
-    replays recompute in the same device memory)."""
-    _pending().extend(taken)
+    """Puts checks taken with `take_pending` back as they were (a captured CUDA graph's checks, which its replays
+    recompute in the same device memory)."""
+    pending = _pending()
+    pending.extend(taken)
+    if len(pending) > FOLD_AT:
+        _fold(pending)
+
+
+def discard_pending():
+    """Forgets this thread's pending checks unread (a fresh process context: runtime/context.reset)."""
+    del _pending()[:]
 
 
 def raise_failed():
-    """Raises the first failed pending device check (in the order they were made); forgets them all."""
+    """Raises the first failed pending check (in the order they were made) with its error type and words; forgets
+    them all. The device checks come down in one transfer per device (this is a fetch)."""
     pending = _pending()
     if not pending:
         return
-    checks = list(pending)
-    del pending[:]
-    on_device = [c for c in checks if c[0] is not numpy]
-    if on_device:
-        xp = on_device[0][0]
-        flags = iter(xp.stack([xp.reshape(c[1], ()) for c in on_device]).get())  # the one device -> host transfer
-    failed = [c[1] if c[0] is numpy else next(flags) for c in checks]
-    for (_, _, (error, message), values), bad in zip(checks, failed):
+    taken = take_pending()
+    arrays = _device_arrays(taken)
+    if arrays:
+        put_back(taken, _download(arrays))
+        taken = take_pending()
+    for _, bad, site, values in taken:
         if bad:
+            error, message = _SITES[site]
             raise error(message % tuple(_host_value(v) for v in values))
+
+
+def _download(arrays):
+    """Host copies of the [(module, 0-d or 1-d integer/boolean device array)]: one concatenation and one transfer
+    per device."""
+    groups = {}
+    for i, (xp, a) in enumerate(arrays):
+        groups.setdefault((id(xp), _device_id(a)), []).append(i)
+    out = [None] * len(arrays)
+    for indices in groups.values():
+        xp = arrays[indices[0]][0]
+        parts = [arrays[i][1] for i in indices]
+        flat = xp.concatenate([xp.reshape(p, (-1,)) for p in parts], dtype=numpy.int64, casting="unsafe").get()
+        at = 0
+        for i, p in zip(indices, parts):
+            out[i] = flat[at:at + p.size]
+            at += p.size
+    return out
+
+
+def _capturing(xp):
+    """Whether the current stream of `xp` is capturing a CUDA graph (whose launches replay: nothing is folded)."""
+    try:
+        return bool(xp.cuda.get_current_stream().is_capturing())
+    except Exception:  # noqa: BLE001 - a module without streams captures nothing
+        return False
+
+
+def _fold(pending):
+    """Each device's pending checks (two or more) folded into one record on that device, in place of the first."""
+    groups = {}
+    for i, (xp, failed, _, _) in enumerate(pending):
+        if xp is not numpy:
+            groups.setdefault((id(xp), _device_id(failed)), []).append(i)
+    into, gone = {}, set()
+    for indices in groups.values():
+        xp = pending[indices[0]][0]
+        if len(indices) < 2 or _capturing(xp):
+            continue
+        into[indices[0]] = _folded(xp, [pending[i] for i in indices])
+        gone.update(indices[1:])
+    if into:
+        pending[:] = [into.get(i, entry) for i, entry in enumerate(pending) if i not in gone]
+
+
+def _folded(xp, entries):
+    """One check standing for `entries` (checks of one device, in order): its flag is whether any failed, its one
+    value the row [check number, how many values, values...] of the first that failed. Made on the device: the
+    host's part of the rows goes up in one copy, the device values are written into them, a reduction picks the
+    first failure; nothing is read back."""
+    rows, device_parts = [], []
+    for i, (_, _, site, values) in enumerate(entries):
+        if site == _FOLDED:
+            rows.append([])
+            device_parts.append((i, 0, values[0]))
+            continue
+        row = [site, len(values)]
+        for j, v in enumerate(values):
+            if _on_device(v):
+                device_parts.append((i, 2 + j, v))
+                row.append(0)
+            else:
+                row.append(int(v))
+        rows.append(row)
+    width = max([len(r) for r in rows] + [j + v.size for _, j, v in device_parts])
+    table = numpy.zeros((len(entries), width), dtype=numpy.int64)
+    for i, row in enumerate(rows):
+        table[i, :len(row)] = row
+    table = xp.asarray(table)
+    for i, j, v in device_parts:
+        table[i, j:j + v.size] = xp.reshape(v, (-1,))
+    flags = xp.stack([xp.reshape(failed, ()) for _, failed, _, _ in entries])
+    first = xp.argmax(flags)  # the first True (0 when none failed: then the flag below is False)
+    return xp, flags[first], _FOLDED, (table[first],)

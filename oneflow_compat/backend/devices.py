@@ -136,12 +136,19 @@ def module_of(x):
 
 def to_host(x):
     """A host (numpy) value of `x`: device arrays are copied down, host values returned as they are. A fetch from a
-    device first raises what the device-side checks of the steps before it found (kernels/checks.py)."""
+    device raises what the pending device-side checks found (kernels/checks.py: an index out of range in an op
+    since the last fetch); their flags come down in the same transfer as `x`, so the fetch stays one
+    synchronisation."""
     if not is_device_array(x):
         return x
     step_scalars.refuse_in_capture("a device value read on the host inside a step")
+    taken = checks.take_pending()
+    if not taken:
+        return x.get()
+    host = to_host_all([x] + checks.device_arrays(taken))
+    checks.put_back(taken, host[1:])
     checks.raise_failed()
-    return x.get()
+    return host[0]
 
 
 def to_host_all(values):

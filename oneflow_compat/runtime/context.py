@@ -57,11 +57,15 @@ class Context:
         self.buckets = {}  # persistent gradient buckets of eager data-parallel steps (runtime/buckets.py)
 
     def reset(self):
-        """Forgets everything: a fresh process as far as this package is concerned (the test suite's hook)."""
+        """Forgets everything: a fresh process as far as this package is concerned (the test suite's hook). The
+        calling thread's unread device checks go too (a fresh process has no failed index of an earlier one)."""
+        from oneflow_compat.kernels import checks
+
         for session in (self.session, self.global_session):
             if session is not None and session.status != "closed":
                 session.close()
         self._fresh()
+        checks.discard_pending()
 
 
 _CONTEXT = Context()
