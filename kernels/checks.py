@@ -80,12 +80,14 @@ def pending_count():
     return len(_pending())
 
 
-def take_pending():
-    """The pending checks, taken out: a caller that reads device values back anyway brings their
-    `device_arrays` down with its own (one transfer) and gives the host values back with `put_back`."""
+def take_pending(since=0):
+    """The pending checks (those after the first `since`), taken out: a caller that reads device values back
+    anyway brings their `device_arrays` down with its own (one transfer) and gives the host values back with
+    `put_back`. (Nothing folds while a CUDA graph captures, so `since` = `pending_count()` before a capture takes
+    exactly the capture's checks.)"""
     pending = _pending()
-    taken = list(pending)
-    del pending[:]
+    taken = pending[since:]
+    del pending[since:]
     return taken
 
 
@@ -226,5 +228,5 @@ def _folded(xp, entries):
     for i, j, v in device_parts:
         table[i, j:j + v.size] = xp.reshape(v, (-1,))
     flags = xp.stack([xp.reshape(failed, ()) for _, failed, _, _ in entries])
-    first = xp.argmax(flags)  # the first True (0 when none failed: then the flag below is False)
+    first = xp.argmax(flags.astype(numpy.int8))  # the first True (0 when none failed: the flag below is False)
     return xp, flags[first], _FOLDED, (table[first],)

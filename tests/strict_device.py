@@ -259,7 +259,11 @@ def _data_of(values):
 
 def _count_new(name, result, raw_inputs):
     """One launch for a call whose result is new device memory, none for a view of an input (or a non-array);
-    returns whether it launched."""
+    returns whether it launched. A numpy scalar result (a whole-array reduction: `min`, `any`, `argmax`) is new
+    memory too: CuPy launches a kernel writing a 0-d array (which a CUDA graph's replay rewrites)."""
+    if isinstance(result, np.generic):
+        Launches.add(name)
+        return True
     outs = _data_of(result)
     if not outs:
         return False

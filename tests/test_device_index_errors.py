@@ -1,0 +1,241 @@
+"""A bad index on a device is a clear error at the next fetch, with no synchronisation per op (kernels/checks.py).
+
+On the host an index op raises at once (ValueError / IndexError naming the op and the index). On a device the op
+reads nothing back (OneFlow's CUDA kernels assert on the device instead of waiting for it); its check stays on the
+device and the next read of any device value on the host — `.numpy()`, `.item()`, `.tolist()`, a job's results, a
+graph's output — brings the check's flag and the bad index down in the same transfer and raises the host's error,
+words for words, once. Counted on the strict fake device (tests/strict_device.py: every device -> host transfer
+counted, implicit ones refused): 0 synchronisations from the index ops, 1 at the fetch. Where CuPy has a usable GPU
+(the suite under ONEFLOW_COMPAT_DEVICE=gpu on a GPU machine) the same tests run on it too (the `device` fixture's
+"cuda"), the errors and their words asserted there (the fake's counters stand still on a real GPU).
+"""
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+import oneflow_compat.typing as tp
+import strict_device
+from cpu_reference import on_cpu
+from kernel_testing import CUPY
+from oneflow_compat.backend import devices
+from oneflow_compat.kernels import checks
+from oneflow_compat.runtime import context
+
+_EAGER = {
+    "embedding": (lambda d: flow.nn.functional.embedding(flow.tensor(np.array([1, -1]), device=d),
+                                                          flow.ones(4, 3, device=d)),
+                  ValueError, "gather: negative index -1"),
+    "one_hot": (lambda d: flow.nn.functional.one_hot(flow.tensor(np.array([0, 5]), device=d), 4),
+                ValueError, "one_hot: index 5 out of range [0, 4)"),
+    "gather": (lambda d: flow.gather(flow.ones(4, 3, device=d), 1, flow.tensor(np.array([[0, 3, 1]] * 4), device=d)),
+               ValueError, "batch_gather: indices must lie in [0, 3)"),
+    "cross_entropy": (lambda d: flow.nn.functional.cross_entropy(flow.zeros(2, 3, device=d),
+                                                                 flow.tensor(np.array([0, 3]), device=d)),
+                      ValueError, "sparse_softmax_cross_entropy: label 3 is out of range [0, 3)"),
+}
+
+_FETCHES = {"numpy": lambda t: t.numpy(), "item": lambda t: t.sum().item(), "tolist": lambda t: t.tolist()}
+
+
+def _fake(monkeypatch):
+    """The strict fake device for "cuda" tensors and "gpu" placements, implicit synchronisations refused."""
+    return strict_device.install(monkeypatch, "gpu", allow_syncs=False)
+
+
+@pytest.fixture(params=["fake", "cupy"])
+def xp(request, monkeypatch):
+    """The device's array module: the strict fake (synchronisations counted), or CuPy on a GPU."""
+    if request.param == "fake":
+        return _fake(monkeypatch)
+    if CUPY is None or request.config.pluginmanager.has_plugin("strict_device"):
+        pytest.skip("CuPy with a usable GPU is not available (the fake device runs this test)")
+    return CUPY
+
+
+@pytest.mark.parametrize("fetch", sorted(_FETCHES))
+@pytest.mark.parametrize("op", sorted(_EAGER))
+def test_an_eager_index_op_waits_for_nothing_and_its_error_comes_at_the_fetch(xp, op, fetch):
+    make, error, words = _EAGER[op]
+    with on_cpu():
+        with pytest.raises(error) as on_host:
+            make("cpu")  # CPU: at once
+    assert str(on_host.value) == words
+    syncs = strict_device.Syncs.total
+    before = syncs()
+    out = make("cuda")
+    assert syncs() == before  # 0 synchronisations from the op
+    assert checks.pending_count() == 1
+    with pytest.raises(error) as on_device:
+        _FETCHES[fetch](out)
+    assert str(on_device.value) == words  # the CPU's words, naming the op and the index
+    assert syncs() == before + (xp is not CUPY)  # the value and the check came down in one transfer
+    assert checks.pending_count() == 0
+    good = flow.ones(2, device="cuda") * 2
+    np.testing.assert_array_equal(good.numpy(), [2, 2])  # raised once: a later fetch is not blamed
+
+
+def _graph_calls(device, batches):
+    emb = flow.nn.Embedding(4, 3).to(device)
+
+    class Lookup(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.emb = emb
+
+        def build(self, ids):
+            return self.emb(ids).sum()
+
+    graph, calls = Lookup(), []
+    syncs = strict_device.Syncs.total
+    for ids in batches:
+        before = syncs()
+        out = graph(flow.tensor(np.array(ids), device=device))
+        at_call = syncs() - before
+        try:
+            calls.append(("ok", float(out.numpy()), at_call, syncs() - before - at_call))
+        except ValueError as e:
+            calls.append((str(e), at_call, syncs() - before - at_call))
+    return calls
+
+
+def test_an_nn_graph_step_with_a_bad_index_fails_at_its_output_fetch(xp):
+    batches = ([0, 1], [1, -1], [2, 3])
+    with on_cpu():
+        with pytest.raises(ValueError) as on_host:
+            _graph_calls("cpu", batches[1:2])
+    assert str(on_host.value) == "gather: negative index -1"  # (its notes name the op and the graph's call)
+    got = _graph_calls("cuda", batches)
+    one = int(xp is not CUPY)  # (the fake counts transfers; on a GPU its counters stand still)
+    assert got[0][0] == "ok" and got[0][2:] == (0, one)  # the step: no sync; its output's fetch: one
+    assert got[1] == ("gather: negative index -1", 0, one)  # the bad step: no sync either; the error at the fetch
+    assert got[2][0] == "ok" and got[2][2:] == (0, one)  # the next step is not blamed
+
+
+def _legacy_calls(batches):
+    flow.clear_default_session()
+    flow.config.gpu_device_num(1)
+
+    @flow.global_function()
+    def lookup(params: tp.Numpy.Placeholder((4, 3)),
+               ids: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> tp.Numpy:
+        return flow.gather(params, ids)
+
+    params, calls = np.arange(12, dtype=np.float32).reshape(4, 3), []
+    syncs = strict_device.Syncs.total
+    for ids in batches:
+        before = syncs()
+        try:
+            calls.append(lookup(params, np.array(ids, np.int32)))
+        except ValueError as e:
+            calls.append(str(e))
+        calls.append(syncs() - before)
+    return calls
+
+
+def test_a_legacy_job_with_a_bad_index_fails_with_its_one_synchronisation(xp):
+    batches = ([0, 1], [3, -1], [2, 3])
+    with on_cpu():
+        want = _legacy_calls(batches)
+    assert want[2] == "gather: negative index -1"
+    got = _legacy_calls(batches)
+    one = 1 if xp is not CUPY else 0  # (the fake counts transfers; on a GPU its counters stand still)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1:4] == [one, "gather: negative index -1", one]  # the results and the check: one transfer a call
+    np.testing.assert_array_equal(got[4], want[4])
+    assert got[5] == one
+
+
+def test_unfetched_checks_fold_on_the_device_and_the_first_failure_wins(xp):
+    # a loop that never fetches holds a bounded number of checks: past FOLD_AT they fold on the device into one
+    # record (no transfer); the fetch raises the first failure made, named by its own words and values
+    fake = xp
+    syncs = strict_device.Syncs.total
+    before = syncs()
+    for step in range(5 * checks.FOLD_AT):
+        index = fake.asarray(np.array([step % 7 - (step == 150) * 20]))
+        checks.require(fake, fake.min(index) < 0, "lookup: negative index %d at step %d of %d", fake.min(index),
+                       step, 5 * checks.FOLD_AT)
+        if step == 200:  # a later failure of another check: not the first
+            checks.require(fake, fake.asarray(True), "other: %d", fake.asarray(9), error=IndexError)
+        assert checks.pending_count() <= checks.FOLD_AT + 1
+    assert syncs() == before  # folding reads nothing back
+    with pytest.raises(ValueError, match=r"^lookup: negative index -17 at step 150 of 320$"):
+        devices.to_host(fake.zeros(2))
+    assert syncs() == before + (xp is not CUPY)
+    for step in range(3 * checks.FOLD_AT):  # folded checks that all pass raise nothing
+        checks.require(fake, fake.asarray(step < 0), "never %d", step)
+    np.testing.assert_array_equal(devices.to_host(fake.ones(2)), [1, 1])
+    assert checks.pending_count() == 0
+
+
+def test_a_fresh_context_forgets_unread_checks(xp):
+    # a test (or a program's context reset) is not blamed for a bad index of the one before it (the first GPU run
+    # raised a kernel test's unread label check in the next test on the same worker)
+    fake = xp
+    checks.require(fake, fake.asarray(True), "gather: negative index %d", fake.asarray(-1))
+    context.reset()
+    assert checks.pending_count() == 0
+    np.testing.assert_array_equal(devices.to_host(fake.ones(2)), [1, 1])
+
+
+def test_checks_of_two_devices_come_down_once_per_device(monkeypatch):
+    # each device's flags come down in one transfer from that device; the first failure in order is raised
+    fake = _fake(monkeypatch)
+
+    class OnDevice:
+        def __init__(self, k):
+            self.id = k
+
+    def on(k, value):
+        a = fake.asarray(np.asarray(value))
+        return _Placed(a, OnDevice(k))
+
+    syncs = strict_device.Syncs.total
+    checks.require(fake, on(0, False), "zero %d", on(0, 1))
+    checks.require(fake, on(1, True), "one %d", on(1, 7))
+    checks.require(fake, on(0, True), "two %d", on(0, 8))
+    before = syncs()
+    with pytest.raises(ValueError, match="^one 7$"):
+        checks.raise_failed()
+    assert syncs() == before + 2
+
+
+class _Placed(strict_device.StrictArray):
+    """A fake device array that says which device holds it (CuPy's `.device.id`)."""
+    __slots__ = ("device",)
+
+    def __init__(self, array, device):
+        super().__init__(array._data)
+        self.device = device
+
+
+def test_a_captured_cuda_graph_step_checks_its_indices_at_each_replay(monkeypatch):
+    # the checks a captured step makes are recomputed by each replay and read with its results; a check made
+    # before the capture (an earlier op's) is raised once, at the capturing call's fetch, and never replayed
+    from oneflow_compat.runtime import cuda_graph
+
+    monkeypatch.setenv(cuda_graph.ENV, "1")
+    fake = strict_device.install(monkeypatch, "gpu", allow_syncs=False, gpus=1)
+    flow.config.gpu_device_num(1)
+
+    @flow.global_function()
+    def lookup(params: tp.Numpy.Placeholder((4, 3)),
+               ids: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> tp.Numpy:
+        return flow.gather(params, ids)
+
+    params = np.arange(12, dtype=np.float32).reshape(4, 3)
+
+    def call(ids):
+        try:
+            return lookup(params, np.array(ids, np.int32))
+        except ValueError as e:
+            return str(e)
+
+    np.testing.assert_array_equal(call([0, 1]), params[[0, 1]])  # as usual (found capturable)
+    checks.require(fake, fake.asarray(True), "earlier: index %d", fake.asarray(9))
+    assert call([2, 3]) == "earlier: index 9"  # captured; the earlier check comes down with its results
+    assert fake.cuda.captures == 1
+    np.testing.assert_array_equal(call([3, 0]), params[[3, 0]])  # replayed: the earlier check is not
+    assert call([1, -1]) == "gather: negative index -1"  # replayed with a bad index
+    np.testing.assert_array_equal(call([1, 2]), params[[1, 2]])
+    assert fake.cuda.launches == 4 and checks.pending_count() == 0
