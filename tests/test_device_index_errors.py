@@ -239,3 +239,47 @@ def test_a_captured_cuda_graph_step_checks_its_indices_at_each_replay(monkeypatc
     assert call([1, -1]) == "gather: negative index -1"  # replayed with a bad index
     np.testing.assert_array_equal(call([1, 2]), params[[1, 2]])
     assert fake.cuda.launches == 4 and checks.pending_count() == 0
+
+
+def test_a_large_fetch_brings_the_checks_down_after_it(monkeypatch):
+    # above PACK_WITH_CHECKS_BYTES the array is not copied once more to travel with the checks: two transfers
+    fake = _fake(monkeypatch)
+    big = fake.zeros(devices.PACK_WITH_CHECKS_BYTES // 4 + 1, dtype=np.float32)
+    checks.require(fake, fake.asarray(True), "gather: negative index %d", fake.asarray(-3))
+    before = strict_device.Syncs.total()
+    with pytest.raises(ValueError, match="^gather: negative index -3$"):
+        devices.to_host(big)
+    assert strict_device.Syncs.total() == before + 2
+    assert devices.to_host(big).shape == big.shape and checks.pending_count() == 0
+
+
+def _indexed(device):
+    x = flow.tensor(np.arange(60, dtype=np.float32).reshape(3, 4, 5), device=device, requires_grad=True)
+    i = flow.tensor(np.array([[0, 2], [1, -1]]), device=device)
+    j = flow.tensor(np.array([4, -5]), device=device)
+    before = strict_device.Syncs.total()
+    picked = [x[i, 1:3, j], x[:, flow.tensor(np.array([3, 0, -2], np.int32), device=device)], x[1, [0, 3], j]]
+    (picked[0].sum() + picked[1].sum() * 2 + picked[2].sum()).backward()
+    syncs = strict_device.Syncs.total() - before
+    errors = []
+    for bad in (lambda: x[:, flow.tensor(np.array([1, 4]), device=device)],
+                lambda: x[flow.tensor(np.array([0, -4]), device=device), 0]):
+        try:
+            bad().numpy()
+        except IndexError as e:
+            errors.append(str(e))
+    return [p.numpy() for p in picked] + [x.grad.numpy()], syncs, errors
+
+
+def test_tensor_indexing_with_device_index_tensors_reads_nothing_back(xp):
+    # x[index tensors] on a device: the linear index is made there and checked there (numpy's IndexError words at
+    # the next fetch), not read back per indexing as host indices are; the values and gradients equal the CPU's
+    with on_cpu():
+        want, _, want_errors = _indexed("cpu")
+    assert want_errors == ["index 4 is out of bounds for dimension 1 with size 4",
+                           "index -4 is out of bounds for dimension 0 with size 3"]
+    got, syncs, errors = _indexed("cuda")
+    assert syncs == 0
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert errors == want_errors

@@ -145,10 +145,20 @@ def to_host(x):
     taken = checks.take_pending()
     if not taken:
         return x.get()
+    if x.size * x.dtype.itemsize > PACK_WITH_CHECKS_BYTES:
+        # packing would copy a large array once more on the device: it comes down alone, the checks after it
+        # (a second, small transfer that waits for nothing: the device has finished what x needed)
+        value = x.get()
+        checks.restore_pending(taken)
+        checks.raise_failed()
+        return value
     host = to_host_all([x] + checks.device_arrays(taken))
     checks.put_back(taken, host[1:])
     checks.raise_failed()
     return host[0]
+
+
+PACK_WITH_CHECKS_BYTES = 1 << 20  # up to this size a fetched array and the pending checks come down as one
 
 
 def to_host_all(values):
