@@ -12,10 +12,18 @@ pending flags and values down in the SAME transfer as what it fetches (`take_pen
 `put_back`) and `raise_failed` raises the first failure, in the order the checks were made, with the words the
 host raises at once; then the checks are forgotten (a failed fetch does not fail again).
 
+The error names where the check was made as the host's error does (its notes: "(while running op 'x' of type
+'gather' in job 'j')", "(while running nn.Graph ...)"): when a device check is made, the runtime's note givers
+(`note_frames`: a function's frames, e.g. the executable's step loop; `note_context`: e.g. the activity stack) are
+asked — only then, so the ops without device checks pay nothing — and the notes are part of the check's entry in
+the host table, followed by one saying that the check ran on the device (a kernel called outside the runtime
+raises its words alone, as the host does).
+
 Pending checks stay bounded without a fetch: past FOLD_AT of them, each device's are folded ON the device into one
 error record (the first failure's check number and values: a handful of launches, no transfer), so that a loop
 that never fetches holds a fixed, small amount of device memory and the first error is still the one raised.
 """
+import sys
 import threading
 
 import numpy
@@ -23,8 +31,11 @@ import numpy
 FOLD_AT = 64  # pending checks before a device's are folded into one record on the device
 
 _local = threading.local()
-_SITES = []  # check number -> (error type, message)
-_SITE_OF = {}  # (error type, message) -> check number
+_SITES = []  # check number -> (error type, message, notes)
+_SITE_OF = {}  # (error type, message, notes) -> check number
+_FRAME_NOTES = {}  # code object -> note(frame): the note of a check made inside a function of that code
+_CONTEXT_NOTES = []  # [note()]: notes of what this thread is running (None: nothing to say)
+DEVICE_NOTE = "(an index checked on the device: raised at the first fetch of a device value after the op)"
 _SITES_LOCK = threading.Lock()
 _FOLDED = -1  # the check number of a folded record (its values: the device row [check number, values...])
 
@@ -36,8 +47,37 @@ def _pending():
     return pending
 
 
-def _site(error, message):
-    key = (error, message)
+def note_frames(function, note):
+    """A device check made while `function` runs (any frame of its code, nested closures by their own function)
+    gets the note `note(frame)` (None: no note), innermost frames first, as an exception raised there would."""
+    _FRAME_NOTES[function.__code__] = note  # (the closures of one `def` share its code)
+
+
+def note_context(note):
+    """A device check also gets `note()` (None: no note), after the frames' notes."""
+    _CONTEXT_NOTES.append(note)
+
+
+def _notes():
+    notes = []
+    if _FRAME_NOTES:
+        frame = sys._getframe(2)
+        while frame is not None:
+            note = _FRAME_NOTES.get(frame.f_code)
+            if note is not None:
+                text = note(frame)
+                if text and text not in notes:
+                    notes.append(text)
+            frame = frame.f_back
+    for note in _CONTEXT_NOTES:
+        text = note()
+        if text and text not in notes:
+            notes.append(text)
+    return tuple(notes)
+
+
+def _site(error, message, notes=()):
+    key = (error, message, notes)
     site = _SITE_OF.get(key)
     if site is None:
         with _SITES_LOCK:
@@ -70,7 +110,7 @@ def require(xp, failed, message, *values, error=ValueError):
             raise error(message % tuple(_host_value(v) for v in values))
         return
     pending = _pending()
-    pending.append((xp, failed, _site(error, message), values))
+    pending.append((xp, failed, _site(error, message, _notes()), values))
     if len(pending) > FOLD_AT:
         _fold(pending)
 
@@ -154,8 +194,12 @@ def raise_failed():
         taken = take_pending()
     for _, bad, site, values in taken:
         if bad:
-            error, message = _SITES[site]
-            raise error(message % tuple(_host_value(v) for v in values))
+            error, message, notes = _SITES[site]
+            e = error(message % tuple(_host_value(v) for v in values))
+            if notes and hasattr(e, "add_note"):  # (a kernel called by itself: its words alone, as on the host)
+                for note in notes + (DEVICE_NOTE,):
+                    e.add_note(note)
+            raise e
 
 
 def _download(arrays):

@@ -43,23 +43,24 @@ def _fake(monkeypatch):
 
 
 @pytest.fixture(params=["fake", "cupy"])
-def xp(request, monkeypatch):
-    """The device's array module: the strict fake (synchronisations counted), or CuPy on a GPU."""
-    if request.param == "fake":
-        return _fake(monkeypatch)
-    if CUPY is None or request.config.pluginmanager.has_plugin("strict_device"):
+def device(request, monkeypatch):
+    """`device()` puts "cuda" tensors and "gpu" placements on the device under test and returns its array module:
+    the strict fake (synchronisations counted), or CuPy on a GPU. Called after the test's CPU reference (the fake
+    replaces the device switch, so `on_cpu` inside it would run on the fake)."""
+    if request.param == "cupy" and (CUPY is None or request.config.pluginmanager.has_plugin("strict_device")):
         pytest.skip("CuPy with a usable GPU is not available (the fake device runs this test)")
-    return CUPY
+    return lambda: _fake(monkeypatch) if request.param == "fake" else CUPY
 
 
 @pytest.mark.parametrize("fetch", sorted(_FETCHES))
 @pytest.mark.parametrize("op", sorted(_EAGER))
-def test_an_eager_index_op_waits_for_nothing_and_its_error_comes_at_the_fetch(xp, op, fetch):
+def test_an_eager_index_op_waits_for_nothing_and_its_error_comes_at_the_fetch(device, op, fetch):
     make, error, words = _EAGER[op]
     with on_cpu():
         with pytest.raises(error) as on_host:
             make("cpu")  # CPU: at once
     assert str(on_host.value) == words
+    xp = device()
     syncs = strict_device.Syncs.total
     before = syncs()
     out = make("cuda")
@@ -68,6 +69,9 @@ def test_an_eager_index_op_waits_for_nothing_and_its_error_comes_at_the_fetch(xp
     with pytest.raises(error) as on_device:
         _FETCHES[fetch](out)
     assert str(on_device.value) == words  # the CPU's words, naming the op and the index
+    # and the CPU's notes naming the eager op (its placement's device aside), then that the device checked it
+    assert on_device.value.__notes__ == [n.replace(" on cpu ranks ", " on gpu ranks ")
+                                         for n in on_host.value.__notes__] + [checks.DEVICE_NOTE]
     assert syncs() == before + (xp is not CUPY)  # the value and the check came down in one transfer
     assert checks.pending_count() == 0
     good = flow.ones(2, device="cuda") * 2
@@ -88,27 +92,31 @@ def _graph_calls(device, batches):
     graph, calls = Lookup(), []
     syncs = strict_device.Syncs.total
     for ids in batches:
-        before = syncs()
-        out = graph(flow.tensor(np.array(ids), device=device))
-        at_call = syncs() - before
+        before, at_call = syncs(), None
         try:
+            out = graph(flow.tensor(np.array(ids), device=device))  # (the CPU raises here)
+            at_call = syncs() - before
             calls.append(("ok", float(out.numpy()), at_call, syncs() - before - at_call))
         except ValueError as e:
-            calls.append((str(e), at_call, syncs() - before - at_call))
+            calls.append((str(e), at_call, syncs() - before - (at_call or 0)))
+            calls.append(e.__notes__)
     return calls
 
 
-def test_an_nn_graph_step_with_a_bad_index_fails_at_its_output_fetch(xp):
+def test_an_nn_graph_step_with_a_bad_index_fails_at_its_output_fetch(device):
     batches = ([0, 1], [1, -1], [2, 3])
     with on_cpu():
-        with pytest.raises(ValueError) as on_host:
-            _graph_calls("cpu", batches[1:2])
-    assert str(on_host.value) == "gather: negative index -1"  # (its notes name the op and the graph's call)
+        want = _graph_calls("cpu", batches)
+    xp = device()
+    assert want[1:3] == [("gather: negative index -1", None, 0), [
+        "(while running op 'emb-embedding_0' of type 'embedding' in job 'Lookup_0')",
+        "(while running nn.Graph 'Lookup_0' call #2)"]]
     got = _graph_calls("cuda", batches)
     one = int(xp is not CUPY)  # (the fake counts transfers; on a GPU its counters stand still)
     assert got[0][0] == "ok" and got[0][2:] == (0, one)  # the step: no sync; its output's fetch: one
     assert got[1] == ("gather: negative index -1", 0, one)  # the bad step: no sync either; the error at the fetch
-    assert got[2][0] == "ok" and got[2][2:] == (0, one)  # the next step is not blamed
+    assert got[2] == [note.replace("Lookup_0", "Lookup_1") for note in want[2]] + [checks.DEVICE_NOTE]
+    assert got[3][0] == "ok" and got[3][2:] == (0, one)  # the next step is not blamed
 
 
 def _legacy_calls(batches):
@@ -120,7 +128,7 @@ def _legacy_calls(batches):
                ids: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> tp.Numpy:
         return flow.gather(params, ids)
 
-    params, calls = np.arange(12, dtype=np.float32).reshape(4, 3), []
+    params, calls, notes = np.arange(12, dtype=np.float32).reshape(4, 3), [], []
     syncs = strict_device.Syncs.total
     for ids in batches:
         before = syncs()
@@ -128,16 +136,19 @@ def _legacy_calls(batches):
             calls.append(lookup(params, np.array(ids, np.int32)))
         except ValueError as e:
             calls.append(str(e))
+            notes.extend(e.__notes__)
         calls.append(syncs() - before)
-    return calls
+    return calls, notes
 
 
-def test_a_legacy_job_with_a_bad_index_fails_with_its_one_synchronisation(xp):
+def test_a_legacy_job_with_a_bad_index_fails_with_its_one_synchronisation(device):
     batches = ([0, 1], [3, -1], [2, 3])
     with on_cpu():
-        want = _legacy_calls(batches)
-    assert want[2] == "gather: negative index -1"
-    got = _legacy_calls(batches)
+        want, want_notes = _legacy_calls(batches)
+    xp = device()
+    assert want[2] == "gather: negative index -1" and want_notes
+    got, notes = _legacy_calls(batches)
+    assert notes == want_notes + [checks.DEVICE_NOTE]  # the op and the job named as on the CPU
     one = 1 if xp is not CUPY else 0  # (the fake counts transfers; on a GPU its counters stand still)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1:4] == [one, "gather: negative index -1", one]  # the results and the check: one transfer a call
@@ -145,10 +156,10 @@ def test_a_legacy_job_with_a_bad_index_fails_with_its_one_synchronisation(xp):
     assert got[5] == one
 
 
-def test_unfetched_checks_fold_on_the_device_and_the_first_failure_wins(xp):
+def test_unfetched_checks_fold_on_the_device_and_the_first_failure_wins(device):
     # a loop that never fetches holds a bounded number of checks: past FOLD_AT they fold on the device into one
     # record (no transfer); the fetch raises the first failure made, named by its own words and values
-    fake = xp
+    fake = xp = device()
     syncs = strict_device.Syncs.total
     before = syncs()
     for step in range(5 * checks.FOLD_AT):
@@ -168,10 +179,10 @@ def test_unfetched_checks_fold_on_the_device_and_the_first_failure_wins(xp):
     assert checks.pending_count() == 0
 
 
-def test_a_fresh_context_forgets_unread_checks(xp):
+def test_a_fresh_context_forgets_unread_checks(device):
     # a test (or a program's context reset) is not blamed for a bad index of the one before it (the first GPU run
     # raised a kernel test's unread label check in the next test on the same worker)
-    fake = xp
+    fake = device()
     checks.require(fake, fake.asarray(True), "gather: negative index %d", fake.asarray(-1))
     context.reset()
     assert checks.pending_count() == 0
@@ -271,11 +282,12 @@ def _indexed(device):
     return [p.numpy() for p in picked] + [x.grad.numpy()], syncs, errors
 
 
-def test_tensor_indexing_with_device_index_tensors_reads_nothing_back(xp):
+def test_tensor_indexing_with_device_index_tensors_reads_nothing_back(device):
     # x[index tensors] on a device: the linear index is made there and checked there (numpy's IndexError words at
     # the next fetch), not read back per indexing as host indices are; the values and gradients equal the CPU's
     with on_cpu():
         want, _, want_errors = _indexed("cpu")
+    device()
     assert want_errors == ["index 4 is out of bounds for dimension 1 with size 4",
                            "index -4 is out of bounds for dimension 0 with size 3"]
     got, syncs, errors = _indexed("cuda")
