@@ -295,3 +295,39 @@ def test_tensor_indexing_with_device_index_tensors_reads_nothing_back(device):
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     assert errors == want_errors
+
+
+def _assigned(device):
+    x = flow.tensor(np.zeros((3, 4, 5), np.float32), device=device)
+    j = flow.tensor(np.array([4, -5]), device=device)
+    before = strict_device.Syncs.total()
+    x[flow.tensor(np.array([[0, 2], [1, -1]]), device=device), 1:3, j] = 7.0
+    x[:, flow.tensor(np.array([3, 0], np.int32), device=device)] = flow.tensor(np.full((3, 2, 5), 2.0), device=device)
+    x[1, [0, 3], j] = flow.tensor(np.array([5.0, 6.0], np.float32), device=device)
+    x[..., flow.tensor(np.array([1]), device=device)] = np.array([9.0], np.float32)
+    syncs = strict_device.Syncs.total() - before
+    errors = []
+    for key in ((slice(None), flow.tensor(np.array([1, 4]), device=device)),
+                (flow.tensor(np.array([0, -4]), device=device), 0),
+                (flow.tensor(np.array([0]), device=device), [0, 9])):
+        try:
+            x[key] = -1.0
+            x.numpy()
+        except IndexError as e:
+            errors.append(str(e))
+    return x.numpy(), syncs, errors
+
+
+def test_tensor_assignment_with_device_index_tensors_reads_nothing_back(device):
+    # x[index tensors] = value on a device: no index (nor a device value) read back; a bad index is numpy's
+    # IndexError at the next fetch and that assignment writes nothing, as on the host
+    with on_cpu():
+        want, _, want_errors = _assigned("cpu")
+    assert want_errors == ["index 4 is out of bounds for axis 1 with size 4",
+                           "index -4 is out of bounds for axis 0 with size 3",
+                           "index 9 is out of bounds for axis 1 with size 4"]
+    device()
+    got, syncs, errors = _assigned("cuda")
+    assert syncs == 0
+    assert errors == want_errors
+    np.testing.assert_array_equal(got, want)  # the failed assignments wrote nothing

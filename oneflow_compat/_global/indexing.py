@@ -273,6 +273,8 @@ def setitem(x, key, value):
     x._check_inplace()
     if x.is_lazy:
         raise RuntimeError("tensor item assignment is not supported within nn.Graph")
+    if _setitem_on_device(x, key, value):
+        return
     hkey = _host_key(key)
     if x.is_global and _recorded_slice_assign(x, key, value):  # (slices: x keeps its sbp, as OneFlow 0.9)
         return
@@ -303,6 +305,65 @@ def setitem(x, key, value):
     if not S.holds_addend_value(v.sbp, index):  # partial sums: the first addend holds the value
         new = np.zeros_like(new)
     v.pieces[0][...] = global_eager.to_device(np.ascontiguousarray(new), v.placement)
+
+
+_SET_OUT_OF_BOUNDS = "index %d is out of bounds for axis %d with size %d"  # numpy's words (the host path's)
+
+
+def _setitem_on_device(x, key, value):
+    """`x[key] = value` for a local device tensor `x` and a key with integer index tensors on its device, done there
+    without reading the indices (or a device value) back: an index outside [-n, n) fails with the host's IndexError
+    at the next fetch (kernels/checks.py), nothing written out of range meanwhile (CuPy would wrap it around).
+    Returns False (nothing done) where the host path runs: other keys, a recorded gradient, bfloat16."""
+    from oneflow_compat.runtime import autograd
+
+    items = key if isinstance(key, tuple) else (key,)
+    piece = x._value.pieces[0] if x.is_local and x._value.pieces else None
+    if not devices.is_device_array(piece) or x.dtype is dtypes.bfloat16 or \
+            not builtins.any(_device_index(k, x) is not None for k in items) or \
+            builtins.any(isinstance(k, (bool, np.bool_)) for k in items):
+        return False
+    if autograd.is_grad_enabled() and (x.requires_grad_flag or (isinstance(value, Tensor) and
+                                                                value.requires_grad_flag)):
+        return False
+    xp = devices.module_of(piece)
+    if isinstance(value, Tensor):
+        given = value._value.pieces[0] if value.is_local and value._value.pieces else None
+        if value._device != x._device or not devices.is_device_array(given):
+            return False
+        value = given.astype(piece.dtype, copy=False)
+    elif not isinstance(value, (bool, int, float, np.generic)):
+        value = xp.asarray(np.asarray(value, dtype=piece.dtype))
+    entries = _expand_key(items, x.ndim, x)
+    if builtins.any(kind == "mask0" for kind, _ in entries):
+        return False
+    axis, index, failed = 0, [], None
+    for kind, k in entries:
+        if kind == "adv":
+            n = x.shape[axis]
+            if devices.is_device_array(k):
+                if k.size:
+                    low, high = xp.min(k), xp.max(k)
+                    bad = (low < -n) | (high >= n)
+                    checks.require(xp, bad, _SET_OUT_OF_BOUNDS, xp.where(high >= n, high, low), axis, n,
+                                   error=IndexError)
+                    failed = bad if failed is None else failed | bad
+                k = xp.clip(xp.where(k < 0, k + n, k), 0, max(n - 1, 0))
+            else:
+                bad = k[(k < -n) | (k >= n)]
+                if bad.size:
+                    raise IndexError(_SET_OUT_OF_BOUNDS % (int(bad[0]), axis, n))
+                k = xp.asarray(k)
+            index.append(k)
+            axis += 1
+        else:
+            index.append(k)
+            axis += k is not None
+    index = tuple(index)
+    if failed is not None:  # a failed check writes nothing: the places keep what they hold (never half-written)
+        value = xp.where(failed, piece[index], value).astype(piece.dtype, copy=False)
+    piece[index] = value
+    return True
 
 
 def _recorded_slice_assign(x, key, value):
