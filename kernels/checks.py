@@ -93,8 +93,11 @@ def _on_device(v):
 
 
 def _host_value(v):
+    """A value for the message: a number, or a list for a 1-d array (the host's `tolist()`, for `%s`)."""
     if _on_device(v):
         v = v.get()
+    if isinstance(v, numpy.ndarray) and v.ndim:
+        return v.tolist()
     return v.item() if hasattr(v, "item") else v
 
 
@@ -103,8 +106,9 @@ def _device_id(a):
 
 
 def require(xp, failed, message, *values, error=ValueError):
-    """`error`(`message` % `values`) if `failed` (a 0-d boolean array); `values` are integers or 0-d integer arrays
-    of the same module. Immediate on the host; on a device at the next fetch (nothing launched or read here)."""
+    """`error`(`message` % `values`) if `failed` (a 0-d boolean array); `values` are integers, 0-d integer arrays
+    of the same module or 1-d ones (formatted as lists, `%s`). Immediate on the host; on a device at the next fetch
+    (nothing launched or read here)."""
     if xp is numpy or not _on_device(failed):
         if failed:
             raise error(message % tuple(_host_value(v) for v in values))
@@ -157,12 +161,11 @@ def put_back(taken, host):
             back.append((xp, failed, site, values))
             continue
         flag = bool(numpy.asarray(next(host)).reshape(-1)[0])
-        values = tuple(numpy.asarray(next(host)) if _on_device(v) else v for v in values)
+        values = tuple(numpy.asarray(next(host)).reshape(v.shape) if _on_device(v) else v for v in values)
         if not flag:
             continue
-        if site == _FOLDED:  # the row [check number, how many values, values...] of the first folded failure
-            row = [int(v) for v in values[0].reshape(-1)]
-            site, values = row[0], tuple(row[2:2 + row[1]])
+        if site == _FOLDED:
+            site, values = _unfolded(values[0])
         back.append((numpy, True, site, values))
     _pending().extend(back)
 
@@ -245,24 +248,41 @@ def _fold(pending):
         pending[:] = [into.get(i, entry) for i, entry in enumerate(pending) if i not in gone]
 
 
+def _unfolded(row):
+    """(check number, values) of a folded record's row [check number, k, k lengths (-1: a number), the values'
+    elements...]."""
+    row = [int(v) for v in numpy.asarray(row).reshape(-1)]
+    site, k = row[0], row[1]
+    at, values = 2 + k, []
+    for length in row[2:2 + k]:
+        if length < 0:
+            values.append(row[at])
+            at += 1
+        else:
+            values.append(numpy.array(row[at:at + length], dtype=numpy.int64))
+            at += length
+    return site, tuple(values)
+
+
 def _folded(xp, entries):
     """One check standing for `entries` (checks of one device, in order): its flag is whether any failed, its one
-    value the row [check number, how many values, values...] of the first that failed. Made on the device: the
-    host's part of the rows goes up in one copy, the device values are written into them, a reduction picks the
-    first failure; nothing is read back."""
+    value the row of the first that failed (`_unfolded`). Made on the device: the host's part of the rows goes up
+    in one copy, the device values are written into them, a reduction picks the first failure; nothing is read
+    back."""
     rows, device_parts = [], []
     for i, (_, _, site, values) in enumerate(entries):
         if site == _FOLDED:
             rows.append([])
             device_parts.append((i, 0, values[0]))
             continue
-        row = [site, len(values)]
-        for j, v in enumerate(values):
+        lengths = [v.size if getattr(v, "ndim", 0) else -1 for v in values]
+        row = [site, len(values)] + lengths
+        for v in values:
             if _on_device(v):
-                device_parts.append((i, 2 + j, v))
-                row.append(0)
+                device_parts.append((i, len(row), v))
+                row.extend([0] * v.size)
             else:
-                row.append(int(v))
+                row.extend(numpy.asarray(v, dtype=numpy.int64).reshape(-1).tolist())
         rows.append(row)
     width = max([len(r) for r in rows] + [j + v.size for _, j, v in device_parts])
     table = numpy.zeros((len(entries), width), dtype=numpy.int64)

@@ -19,6 +19,15 @@ def _as_index(xp, a):
     return a.astype(np.int64, copy=False)
 
 
+def _lengths(xp, input_lengths, target_lengths, t_max, max_target_length):
+    """The lengths as int64; on a device clipped into their ranges, so that the steps read inside the arrays until
+    the lengths' check fails at the fetch (CuPy would wrap an index around; the host has refused them already)."""
+    il, tl = _as_index(xp, input_lengths), _as_index(xp, target_lengths)
+    if xp is not np:
+        il, tl = xp.clip(il, 0, t_max), xp.clip(tl, 0, max_target_length)
+    return il, tl
+
+
 def _extended_labels(xp, targets, target_lengths, max_target_length, blank):
     """(N, 2 S + 1) extended labels (blank where a target is absent or padded) and its validity mask."""
     n = target_lengths.shape[0]
@@ -48,7 +57,7 @@ def _outside(xp, values, low, high):
 
 def _check_on_device(xp, log_probs, targets, input_lengths, target_lengths, max_target_length, blank):
     """`_check` without waiting for the device: the lengths' checks are read with the step's results (`checks`),
-    naming the first offending length (the host names them all)."""
+    with the host's words (the lengths, copied as they are now, come down with the flags)."""
     t, n, c = log_probs.shape
     if tuple(input_lengths.shape) != (n,) or tuple(target_lengths.shape) != (n,):
         raise ValueError("ctc_loss: input_lengths %s and target_lengths %s must have the batch size %d of log_probs"
@@ -57,11 +66,12 @@ def _check_on_device(xp, log_probs, targets, input_lengths, target_lengths, max_
         raise ValueError("ctc_loss: blank %d is not a class of log_probs (%d classes)" % (blank, c))
     if not n:
         return
-    failed, first = _outside(xp, input_lengths, 0, t)
-    checks.require(xp, failed, "ctc_loss: input_lengths hold %d, outside [0, %d] (the length of log_probs)", first, t)
-    failed, first = _outside(xp, target_lengths, 0, max_target_length)
-    checks.require(xp, failed, "ctc_loss: target_lengths hold %d, outside [0, %d] (max_target_length)", first,
-                   max_target_length)
+    failed, _ = _outside(xp, input_lengths, 0, t)
+    checks.require(xp, failed, "ctc_loss: input_lengths %s must lie in [0, %d] (the length of log_probs)",
+                   input_lengths.reshape(-1).copy(), t)
+    failed, _ = _outside(xp, target_lengths, 0, max_target_length)
+    checks.require(xp, failed, "ctc_loss: target_lengths %s must lie in [0, %d] (max_target_length)",
+                   target_lengths.reshape(-1).copy(), max_target_length)
     if targets.ndim == 1:
         total = xp.sum(target_lengths.astype(np.int64))
         checks.require(xp, total > targets.shape[0], "ctc_loss: the target_lengths sum to %d but the concatenated "
@@ -122,7 +132,7 @@ def ctc_loss(xp, log_probs, targets, input_lengths, target_lengths, *, blank, ma
     t_max, n, _ = log_probs.shape
     dtype = log_probs.dtype
     neginf = dtype.type(-np.inf)
-    il, tl = _as_index(xp, input_lengths), _as_index(xp, target_lengths)
+    il, tl = _lengths(xp, input_lengths, target_lengths, t_max, max_target_length)
     ext, valid = _extended_labels(xp, _as_index(xp, targets), tl, max_target_length, blank)
     width = ext.shape[1]
     c = log_probs.shape[2]
@@ -167,7 +177,7 @@ def ctc_loss_grad(xp, grad_out, log_probs, targets, input_lengths, target_length
     t_max, n, c = log_probs.shape
     dtype = log_probs.dtype
     neginf = dtype.type(-np.inf)
-    il, tl = _as_index(xp, input_lengths), _as_index(xp, target_lengths)
+    il, tl = _lengths(xp, input_lengths, target_lengths, t_max, max_target_length)
     ext, valid = _extended_labels(xp, _as_index(xp, targets), tl, max_target_length, blank)
     width = ext.shape[1]
     skip_next = xp.zeros(ext.shape, dtype=bool)  # the skip from s + 2 back to s
@@ -220,10 +230,11 @@ def ctc_greedy_decoder(xp, log_probs, input_lengths, *, merge_repeated=True):
         if (il < 0).any() or (il > t_max).any():
             raise ValueError("ctc_greedy_decoder: input_lengths %s must lie in [0, %d] (the length of log_probs)"
                              % (il.tolist(), t_max))
-    elif n:  # read with the step's results (`checks`), naming the first offending length
-        failed, first = _outside(xp, il, 0, t_max)
-        checks.require(xp, failed, "ctc_greedy_decoder: input_lengths hold %d, outside [0, %d] (the length of "
-                       "log_probs)", first, t_max)
+    elif n:  # read with the step's results (`checks`), with the host's words; the steps run on clipped lengths
+        failed, _ = _outside(xp, il, 0, t_max)
+        checks.require(xp, failed, "ctc_greedy_decoder: input_lengths %s must lie in [0, %d] (the length of "
+                       "log_probs)", il.reshape(-1).copy(), t_max)
+        il = xp.clip(il, 0, t_max)
     best = log_probs.argmax(axis=2).T  # (N, T)
     top = log_probs.max(axis=2).T
     inside = xp.arange(t_max)[None, :] < il[:, None]

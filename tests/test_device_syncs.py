@@ -211,6 +211,14 @@ _INDEX_OPS = {
     "sparse_softmax_cross_entropy": (lambda m, k: k.loss.sparse_softmax_cross_entropy(
         m, m.asarray(np.zeros((3, 4), np.float32)), m.asarray(np.array([0, 4, 1], np.int32)))[0],
         r"^sparse_softmax_cross_entropy: label 4 is out of range \[0, 4\)$", ValueError),
+    "ctc_loss": (lambda m, k: k.ctc.ctc_loss(
+        m, m.asarray(np.full((5, 2, 3), -1.0, np.float32)), m.asarray(np.array([[1, 2], [1, 1]])),
+        m.asarray(np.array([6, 5])), m.asarray(np.array([2, 2])), blank=0, max_target_length=2)[0],
+        r"^ctc_loss: input_lengths \[6, 5\] must lie in \[0, 5\] \(the length of log_probs\)$", ValueError),
+    "ctc_greedy_decoder": (lambda m, k: k.ctc.ctc_greedy_decoder(
+        m, m.asarray(np.zeros((4, 2, 3), np.float32)), m.asarray(np.array([4, -1])))[0],
+        r"^ctc_greedy_decoder: input_lengths \[4, -1\] must lie in \[0, 4\] \(the length of log_probs\)$",
+        ValueError),
 }
 
 
@@ -222,10 +230,10 @@ def test_index_ops_on_a_device_check_their_indices_without_waiting(monkeypatch, 
     import types
 
     from oneflow_compat.backend import devices
-    from oneflow_compat.kernels import indexing, loss, nd_index, shape, tensor_ops
+    from oneflow_compat.kernels import ctc, indexing, loss, nd_index, shape, tensor_ops
 
     kernels = types.SimpleNamespace(indexing=indexing, nd_index=nd_index, shape=shape, tensor_ops=tensor_ops,
-                                    loss=loss)
+                                    loss=loss, ctc=ctc)
     run, message, error = _INDEX_OPS[op]
     with pytest.raises(error, match=message) as on_host:
         run(np, kernels)  # the host raises at once
