@@ -15,13 +15,14 @@ host raises at once; then the checks are forgotten (a failed fetch does not fail
 The error names where the check was made as the host's error does (its notes: "(while running op 'x' of type
 'gather' in job 'j')", "(while running nn.Graph ...)"): when a device check is made, the runtime's note givers
 (`note_frames`: a function's frames, e.g. the executable's step loop; `note_context`: e.g. the activity stack) are
-asked — only then, so the ops without device checks pay nothing — and the notes are part of the check's entry in
-the host table, followed by one saying that the check ran on the device (a kernel called outside the runtime
-raises its words alone, as the host does).
+asked — only then, so the ops without device checks pay nothing — and kept with the pending check (not in the
+table: they change from call to call), followed by one saying that the check ran on the device (a kernel called
+outside the runtime raises its words alone, as the host does).
 
 Pending checks stay bounded without a fetch: past FOLD_AT of them, each device's are folded ON the device into one
-error record (the first failure's check number and values: a handful of launches, no transfer), so that a loop
-that never fetches holds a fixed, small amount of device memory and the first error is still the one raised.
+error record (the first failure's check number, values and notes number: a handful of launches, no transfer), so
+that a loop that never fetches holds a fixed, small amount of device memory and the first error is still the one
+raised (a record keeps at most NOTES_KEPT distinct notes; a later failure past them is raised without its notes).
 """
 import sys
 import threading
@@ -29,15 +30,19 @@ import threading
 import numpy
 
 FOLD_AT = 64  # pending checks before a device's are folded into one record on the device
+NOTES_KEPT = 256  # distinct notes a folded record keeps
+DEVICE_NOTE = "(an index checked on the device: raised at the first fetch of a device value after the op)"
 
 _local = threading.local()
-_SITES = []  # check number -> (error type, message, notes)
-_SITE_OF = {}  # (error type, message, notes) -> check number
+_SITES = []  # check number -> (error type, message)
+_SITE_OF = {}  # (error type, message) -> check number
+_SITES_LOCK = threading.Lock()
 _FRAME_NOTES = {}  # code object -> note(frame): the note of a check made inside a function of that code
 _CONTEXT_NOTES = []  # [note()]: notes of what this thread is running (None: nothing to say)
-DEVICE_NOTE = "(an index checked on the device: raised at the first fetch of a device value after the op)"
-_SITES_LOCK = threading.Lock()
-_FOLDED = -1  # the check number of a folded record (its values: the device row [check number, values...])
+_FOLDED = -1  # the check number of a folded record: its one value is a device row (`_unfolded`), its notes a list
+
+# A pending check: (module, failed, check number, values, notes). Host checks (numpy, bool, ...) are device
+# checks whose arrays came down (`put_back`).
 
 
 def _pending():
@@ -76,8 +81,8 @@ def _notes():
     return tuple(notes)
 
 
-def _site(error, message, notes=()):
-    key = (error, message, notes)
+def _site(error, message):
+    key = (error, message)
     site = _SITE_OF.get(key)
     if site is None:
         with _SITES_LOCK:
@@ -114,7 +119,7 @@ def require(xp, failed, message, *values, error=ValueError):
             raise error(message % tuple(_host_value(v) for v in values))
         return
     pending = _pending()
-    pending.append((xp, failed, _site(error, message, _notes()), values))
+    pending.append((xp, failed, _site(error, message), values, _notes()))
     if len(pending) > FOLD_AT:
         _fold(pending)
 
@@ -143,7 +148,7 @@ def device_arrays(taken):
 
 def _device_arrays(taken):
     out = []
-    for xp, failed, site, values in taken:
+    for xp, failed, _, values, _ in taken:
         if xp is numpy:
             continue
         out.append((xp, failed))
@@ -156,17 +161,19 @@ def put_back(taken, host):
     host checks again, which `raise_failed` raises without reading anything (those that passed are dropped)."""
     host = iter(host)
     back = []
-    for xp, failed, site, values in taken:
+    for entry in taken:
+        xp, failed, site, values, notes = entry
         if xp is numpy:
-            back.append((xp, failed, site, values))
+            back.append(entry)
             continue
         flag = bool(numpy.asarray(next(host)).reshape(-1)[0])
         values = tuple(numpy.asarray(next(host)).reshape(v.shape) if _on_device(v) else v for v in values)
         if not flag:
             continue
         if site == _FOLDED:
-            site, values = _unfolded(values[0])
-        back.append((numpy, True, site, values))
+            site, values, kept = _unfolded(values[0])
+            notes = notes[kept] if kept >= 0 else ()
+        back.append((numpy, True, site, values, notes))
     _pending().extend(back)
 
 
@@ -185,8 +192,8 @@ def discard_pending():
 
 
 def raise_failed():
-    """Raises the first failed pending check (in the order they were made) with its error type and words; forgets
-    them all. The device checks come down in one transfer per device (this is a fetch)."""
+    """Raises the first failed pending check (in the order they were made) with its error type, words and notes;
+    forgets them all. The device checks come down in one transfer per device (this is a fetch)."""
     pending = _pending()
     if not pending:
         return
@@ -195,9 +202,9 @@ def raise_failed():
     if arrays:
         put_back(taken, _download(arrays))
         taken = take_pending()
-    for _, bad, site, values in taken:
+    for _, bad, site, values, notes in taken:
         if bad:
-            error, message, notes = _SITES[site]
+            error, message = _SITES[site]
             e = error(message % tuple(_host_value(v) for v in values))
             if notes and hasattr(e, "add_note"):  # (a kernel called by itself: its words alone, as on the host)
                 for note in notes + (DEVICE_NOTE,):
@@ -206,8 +213,8 @@ def raise_failed():
 
 
 def _download(arrays):
-    """Host copies of the [(module, 0-d or 1-d integer/boolean device array)]: one concatenation and one transfer
-    per device."""
+    """Host copies of the [(module, integer or boolean device array)]: one concatenation and one transfer per
+    device."""
     groups = {}
     for i, (xp, a) in enumerate(arrays):
         groups.setdefault((id(xp), _device_id(a)), []).append(i)
@@ -234,9 +241,9 @@ def _capturing(xp):
 def _fold(pending):
     """Each device's pending checks (two or more) folded into one record on that device, in place of the first."""
     groups = {}
-    for i, (xp, failed, _, _) in enumerate(pending):
-        if xp is not numpy:
-            groups.setdefault((id(xp), _device_id(failed)), []).append(i)
+    for i, entry in enumerate(pending):
+        if entry[0] is not numpy:
+            groups.setdefault((id(entry[0]), _device_id(entry[1])), []).append(i)
     into, gone = {}, set()
     for indices in groups.values():
         xp = pending[indices[0]][0]
@@ -249,34 +256,39 @@ def _fold(pending):
 
 
 def _unfolded(row):
-    """(check number, values) of a folded record's row [check number, k, k lengths (-1: a number), the values'
-    elements...]."""
+    """(check number, values, notes number) of a folded record's row [check number, notes number (-1: none), k,
+    k lengths (-1: a number), the values' elements...]."""
     row = [int(v) for v in numpy.asarray(row).reshape(-1)]
-    site, k = row[0], row[1]
-    at, values = 2 + k, []
-    for length in row[2:2 + k]:
+    site, kept, k = row[0], row[1], row[2]
+    at, values = 3 + k, []
+    for length in row[3:3 + k]:
         if length < 0:
             values.append(row[at])
             at += 1
         else:
             values.append(numpy.array(row[at:at + length], dtype=numpy.int64))
             at += length
-    return site, tuple(values)
+    return site, tuple(values), kept
 
 
 def _folded(xp, entries):
     """One check standing for `entries` (checks of one device, in order): its flag is whether any failed, its one
-    value the row of the first that failed (`_unfolded`). Made on the device: the host's part of the rows goes up
-    in one copy, the device values are written into them, a reduction picks the first failure; nothing is read
-    back."""
+    value the row of the first that failed (`_unfolded`), its notes the distinct notes of the entries (a list the
+    rows number). Made on the device: the host's part of the rows goes up in one copy, the device values are
+    written into them, a reduction picks the first failure; nothing is read back."""
+    kept = next((e[4] for e in entries if e[2] == _FOLDED), [])  # (a record folded again keeps its numbering)
+    number = {notes: i for i, notes in enumerate(kept)}
     rows, device_parts = [], []
-    for i, (_, _, site, values) in enumerate(entries):
+    for i, (_, _, site, values, notes) in enumerate(entries):
         if site == _FOLDED:
             rows.append([])
             device_parts.append((i, 0, values[0]))
             continue
+        if notes not in number and len(kept) < NOTES_KEPT:
+            number[notes] = len(kept)
+            kept.append(notes)
         lengths = [v.size if getattr(v, "ndim", 0) else -1 for v in values]
-        row = [site, len(values)] + lengths
+        row = [site, number.get(notes, -1), len(values)] + lengths
         for v in values:
             if _on_device(v):
                 device_parts.append((i, len(row), v))
@@ -291,6 +303,6 @@ def _folded(xp, entries):
     table = xp.asarray(table)
     for i, j, v in device_parts:
         table[i, j:j + v.size] = xp.reshape(v, (-1,))
-    flags = xp.stack([xp.reshape(failed, ()) for _, failed, _, _ in entries])
+    flags = xp.stack([xp.reshape(e[1], ()) for e in entries])
     first = xp.argmax(flags.astype(numpy.int8))  # the first True (0 when none failed: the flag below is False)
-    return xp, flags[first], _FOLDED, (table[first],)
+    return xp, flags[first], _FOLDED, (table[first],), kept

@@ -332,3 +332,21 @@ def test_tensor_assignment_with_device_index_tensors_reads_nothing_back(device):
     assert syncs == 0
     assert errors == want_errors
     np.testing.assert_array_equal(got, want)  # the failed assignments wrote nothing
+
+
+def test_a_folded_eager_error_keeps_its_notes(device):
+    # eager lookups that are never fetched fold on the device; the first bad one is raised with its op's notes
+    with on_cpu():
+        with pytest.raises(ValueError) as on_host:
+            flow.nn.functional.embedding(flow.tensor(np.array([2, -3])), flow.ones(4, 3))
+    device()
+    weight = flow.ones(4, 3, device="cuda")
+    for step in range(3 * checks.FOLD_AT):
+        ids = [step % 4, -3 if step == 70 else 1]
+        flow.nn.functional.embedding(flow.tensor(np.array(ids), device="cuda"), weight)
+        assert checks.pending_count() <= checks.FOLD_AT + 1
+    with pytest.raises(ValueError) as on_device:
+        weight.numpy()
+    assert str(on_device.value) == str(on_host.value) == "gather: negative index -3"
+    assert on_device.value.__notes__ == [n.replace(" on cpu ranks ", " on gpu ranks ")
+                                         for n in on_host.value.__notes__] + [checks.DEVICE_NOTE]
