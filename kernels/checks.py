@@ -64,6 +64,7 @@ def note_context(note):
 
 
 def _notes():
+    """(the frames' notes, the context's notes) of a check made now."""
     notes = []
     if _FRAME_NOTES:
         frame = sys._getframe(2)
@@ -74,11 +75,11 @@ def _notes():
                 if text and text not in notes:
                     notes.append(text)
             frame = frame.f_back
-    for note in _CONTEXT_NOTES:
-        text = note()
-        if text and text not in notes:
-            notes.append(text)
-    return tuple(notes)
+    return tuple(notes), _context_notes()
+
+
+def _context_notes():
+    return tuple(text for text in (note() for note in _CONTEXT_NOTES) if text)
 
 
 def _site(error, message):
@@ -177,10 +178,14 @@ def put_back(taken, host):
     _pending().extend(back)
 
 
-def restore_pending(taken):
-    """Puts checks taken with `take_pending` back as they were (a captured CUDA graph's checks, which its replays
-    recompute in the same device memory)."""
+def restore_pending(taken, again=False):
+    """Puts checks taken with `take_pending` back as they were; `again`: made again now (a captured CUDA graph's
+    checks, which its replays recompute in the same device memory), their context notes (the call's number) now's."""
     pending = _pending()
+    if again:
+        context = _context_notes()
+        taken = [(xp, failed, site, values, notes if site == _FOLDED else (notes[0], context))
+                 for xp, failed, site, values, notes in taken]
     pending.extend(taken)
     if len(pending) > FOLD_AT:
         _fold(pending)
@@ -206,6 +211,7 @@ def raise_failed():
         if bad:
             error, message = _SITES[site]
             e = error(message % tuple(_host_value(v) for v in values))
+            notes = notes[0] + tuple(n for n in notes[1] if n not in notes[0]) if notes else ()
             if notes and hasattr(e, "add_note"):  # (a kernel called by itself: its words alone, as on the host)
                 for note in notes + (DEVICE_NOTE,):
                     e.add_note(note)

@@ -350,3 +350,18 @@ def test_a_folded_eager_error_keeps_its_notes(device):
     assert str(on_device.value) == str(on_host.value) == "gather: negative index -3"
     assert on_device.value.__notes__ == [n.replace(" on cpu ranks ", " on gpu ranks ")
                                          for n in on_host.value.__notes__] + [checks.DEVICE_NOTE]
+
+
+def test_replayed_checks_name_the_call_that_replayed_them(monkeypatch):
+    # a captured step's checks are put back at every replay (runtime/cuda_graph.py) with the notes of that call
+    from oneflow_compat.runtime import activity
+
+    fake = _fake(monkeypatch)
+    with activity.operation("nn.Graph 'Step_0' call #2"):
+        checks.require(fake, fake.asarray(True), "gather: negative index %d", fake.asarray(-1))
+    captured = checks.take_pending()
+    with activity.operation("nn.Graph 'Step_0' call #5"):
+        checks.restore_pending(captured, again=True)
+    with pytest.raises(ValueError) as e:
+        checks.raise_failed()
+    assert e.value.__notes__ == ["(while running nn.Graph 'Step_0' call #5)", checks.DEVICE_NOTE]

@@ -163,7 +163,7 @@ class CapturedStep:
                     self.variables = variables
                 self.graph.launch(self.stream)
                 plan._held.update(self.held)
-                checks.restore_pending(self.pending)
+                checks.restore_pending(self.pending, again=True)
             if end < len(plan.steps):
                 exe.run(plan, end, len(plan.steps))  # the download: the call's one synchronisation
             else:
