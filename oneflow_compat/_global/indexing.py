@@ -318,6 +318,8 @@ def _setitem_on_device(x, key, value):
     from oneflow_compat.runtime import autograd
 
     items = key if isinstance(key, tuple) else (key,)
+    if not builtins.any(isinstance(k, Tensor) for k in items):  # (the common keys: one cheap look)
+        return False
     piece = x._value.pieces[0] if x.is_local and x._value.pieces else None
     if not devices.is_device_array(piece) or x.dtype is dtypes.bfloat16 or \
             not builtins.any(_device_index(k, x) is not None for k in items) or \
