@@ -311,4 +311,4 @@ def _folded(xp, entries):
         table[i, j:j + v.size] = xp.reshape(v, (-1,))
     flags = xp.stack([xp.reshape(e[1], ()) for e in entries])
     first = xp.argmax(flags.astype(numpy.int8))  # the first True (0 when none failed: the flag below is False)
-    return xp, flags[first], _FOLDED, (table[first],), kept
+    return xp, xp.take(flags, first), _FOLDED, (xp.take(table, first, axis=0),), kept
