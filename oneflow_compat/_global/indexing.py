@@ -311,18 +311,18 @@ _SET_OUT_OF_BOUNDS = "index %d is out of bounds for axis %d with size %d"  # num
 
 
 def _setitem_on_device(x, key, value):
-    """`x[key] = value` for a local device tensor `x` and a key with integer index tensors on its device, done there
-    without reading the indices (or a device value) back: an index outside [-n, n) fails with the host's IndexError
-    at the next fetch (kernels/checks.py), nothing written out of range meanwhile (CuPy would wrap it around).
-    Returns False (nothing done) where the host path runs: other keys, a recorded gradient, bfloat16."""
+    """`x[key] = value` for a local device tensor `x` and a key with advanced indices, done there: integer index
+    tensors on its device are not read back (an index outside [-n, n) fails with the host's IndexError at the next
+    fetch, kernels/checks.py, and nothing is written meanwhile), host indices are checked at once (CuPy would wrap
+    an index out of range around and write there). Returns False (nothing done) where the host path runs: basic
+    keys, a recorded gradient, bfloat16, a value from elsewhere."""
     from oneflow_compat.runtime import autograd
 
     items = key if isinstance(key, tuple) else (key,)
-    if not builtins.any(isinstance(k, Tensor) for k in items):  # (the common keys: one cheap look)
+    if not builtins.any(_is_advanced(k) for k in items):  # (the common keys: one cheap look)
         return False
     piece = x._value.pieces[0] if x.is_local and x._value.pieces else None
     if not devices.is_device_array(piece) or x.dtype is dtypes.bfloat16 or \
-            not builtins.any(_device_index(k, x) is not None for k in items) or \
             builtins.any(isinstance(k, (bool, np.bool_)) for k in items):
         return False
     if autograd.is_grad_enabled() and (x.requires_grad_flag or (isinstance(value, Tensor) and
