@@ -8,7 +8,9 @@ else it behaves like a CuPy array:
   device -> host synchronisations, which a step must not make). `x.get()` and `asnumpy(x)` are the ways down;
 * no mixing with host arrays: a numpy ufunc or function, or a function of the fake module, given a StrictArray and a
   numpy array (or a fake-module function given a numpy array alone) raises TypeError, as CuPy does; Python and numpy
-  scalars mix freely. Indexing and item assignment accept host values (CuPy copies them up);
+  scalars mix freely. Indexing and item assignment accept host values (CuPy copies them up); an integer array
+  index out of range wraps around, in `take` too, as in CuPy (numpy would raise: a kernel must check its indices
+  itself, kernels/checks.py);
 * it is not an `np.ndarray` (neither is a CuPy array), so `isinstance(x, np.ndarray)` checks see a device array.
 
 A numpy subclass cannot refuse `np.asarray` (numpy takes a subclass's buffer without asking it), hence a wrapper.
@@ -390,6 +392,7 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         if _is_mask(raw_index):
             _size_from_device("boolean-mask indexing")
         data = self._data
+        raw_index = _wrapped(raw_index, data.shape)
         result = data[raw_index]
         wrapped = _device(result)
         if _count_new("getitem", result, data):
@@ -401,6 +404,7 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
             _refuse_in_capture("host data assigned into a device array")
             Launches.uploads += 1
         data, raw_index, raw_value = self._data, _lenient_raw(index), _lenient_raw(value)
+        raw_index = _wrapped(raw_index, data.shape)
         data[raw_index] = raw_value
         Launches.add("setitem")
         _record(lambda: data.__setitem__(raw_index, raw_value))
@@ -451,6 +455,8 @@ class _Function:
 
     def __call__(self, *args, **kwargs):
         raw_args, raw_kwargs = _raw(args, self.__name__), _raw(kwargs, self.__name__)
+        if self.__name__.endswith(".take") and "mode" not in raw_kwargs:
+            raw_kwargs["mode"] = "wrap"  # CuPy's take wraps an index out of range around (numpy raises)
         if self.__name__ in _SIZE_FROM_DEVICE or (self.__name__.endswith(".where") and len(raw_args) == 1):
             _size_from_device(self.__name__)
         fn = self._fn
@@ -468,6 +474,31 @@ class _Function:
     def __getattr__(self, name):
         value = getattr(self._fn, name)
         return _Function(value, "%s.%s" % (self.__name__, name)) if callable(value) else value
+
+
+def _wrapped(index, shape):
+    """`index` (raw: numpy arrays, ints, slices, None, ...) with its integer arrays wrapped into their axes' sizes,
+    as CuPy reads and writes them (an out-of-range integer array index wraps around; numpy raises), so that a
+    kernel relying on numpy's IndexError instead of its own check fails here as it fails on a GPU."""
+    items = index if isinstance(index, tuple) else (index,)
+    if not any(isinstance(i, np.ndarray) and i.dtype.kind in "iu" for i in items):
+        return index
+    consumed = sum(i.ndim if isinstance(i, np.ndarray) and i.dtype == bool else 1
+                   for i in items if i is not None and i is not Ellipsis)
+    out, axis = [], 0
+    for i in items:
+        if i is Ellipsis:
+            axis += len(shape) - consumed
+        elif i is None:
+            pass
+        elif isinstance(i, np.ndarray) and i.dtype == bool:
+            axis += i.ndim
+        else:
+            if isinstance(i, np.ndarray) and i.dtype.kind in "iu" and axis < len(shape) and shape[axis]:
+                i = np.mod(i, shape[axis])
+            axis += 1
+        out.append(i)
+    return tuple(out) if isinstance(index, tuple) else out[0]
 
 
 def _is_mask(index):

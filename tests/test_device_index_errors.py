@@ -367,3 +367,15 @@ def test_replayed_checks_name_the_call_that_replayed_them(monkeypatch):
     with pytest.raises(ValueError) as e:
         checks.raise_failed()
     assert e.value.__notes__ == ["(while running nn.Graph 'Step_0' call #5)", checks.DEVICE_NOTE]
+
+
+def test_the_device_wraps_an_index_out_of_range_around(device):
+    # CuPy's documented difference from numpy ("Differences between CuPy and NumPy: Out-of-bounds indices": an
+    # integer array index out of range wraps around, no error) — which is why every index op checks its indices
+    # itself (kernels/checks.py); the fake device does the same, so that a missing check shows without a GPU
+    xp = device()
+    a = xp.asarray(np.arange(10).reshape(2, 5))
+    np.testing.assert_array_equal(a[:, xp.asarray(np.array([5, -6, 7]))].get(), [[0, 4, 2], [5, 9, 7]])
+    np.testing.assert_array_equal(xp.take(a, xp.asarray(np.array([12])), axis=1).get(), [[2], [7]])
+    a[xp.asarray(np.array([3])), 0] = 99
+    np.testing.assert_array_equal(a.get()[:, 0], [0, 99])
