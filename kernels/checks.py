@@ -23,6 +23,9 @@ Pending checks stay bounded without a fetch: past FOLD_AT of them, each device's
 error record (the first failure's check number, values and notes number: a handful of launches, no transfer), so
 that a loop that never fetches holds a fixed, small amount of device memory and the first error is still the one
 raised (a record keeps at most NOTES_KEPT distinct notes; a later failure past them is raised without its notes).
+Why a list first and a device record only then: a record written by every checking op (a reduction or an atomic
+into a per-device error buffer) would cost at least one launch per op, a step's budget counted in tens; the list
+costs none, and the fold pays its few launches once per FOLD_AT checks.
 """
 import sys
 import threading
