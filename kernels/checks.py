@@ -27,6 +27,7 @@ Why a list first and a device record only then: a record written by every checki
 into a per-device error buffer) would cost at least one launch per op, a step's budget counted in tens; the list
 costs none, and the fold pays its few launches once per FOLD_AT checks.
 """
+import contextlib
 import sys
 import threading
 
@@ -228,15 +229,23 @@ def _download(arrays):
     for i, (xp, a) in enumerate(arrays):
         groups.setdefault((id(xp), _device_id(a)), []).append(i)
     out = [None] * len(arrays)
-    for indices in groups.values():
+    for (_, device), indices in groups.items():
         xp = arrays[indices[0]][0]
         parts = [arrays[i][1] for i in indices]
-        flat = xp.concatenate([xp.reshape(p, (-1,)) for p in parts], dtype=numpy.int64, casting="unsafe").get()
+        with _on_device_of(xp, device):  # (the concatenation is made where its parts are)
+            flat = xp.concatenate([xp.reshape(p, (-1,)) for p in parts], dtype=numpy.int64, casting="unsafe").get()
         at = 0
         for i, p in zip(indices, parts):
             out[i] = flat[at:at + p.size]
             at += p.size
     return out
+
+
+def _on_device_of(xp, device):
+    cuda = getattr(xp, "cuda", None)
+    if cuda is None or not hasattr(cuda, "Device"):
+        return contextlib.nullcontext()
+    return cuda.Device(device)
 
 
 def _capturing(xp):
@@ -254,11 +263,12 @@ def _fold(pending):
         if entry[0] is not numpy:
             groups.setdefault((id(entry[0]), _device_id(entry[1])), []).append(i)
     into, gone = {}, set()
-    for indices in groups.values():
+    for (_, device), indices in groups.items():
         xp = pending[indices[0]][0]
         if len(indices) < 2 or _capturing(xp):
             continue
-        into[indices[0]] = _folded(xp, [pending[i] for i in indices])
+        with _on_device_of(xp, device):  # (the record is made where its checks are)
+            into[indices[0]] = _folded(xp, [pending[i] for i in indices])
         gone.update(indices[1:])
     if into:
         pending[:] = [into.get(i, entry) for i, entry in enumerate(pending) if i not in gone]
