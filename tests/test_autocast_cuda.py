@@ -97,6 +97,17 @@ def test_linear_is_float16_and_float32_parameters_get_float32_gradients(gpu):
     np.testing.assert_array_equal(m.bias.grad.numpy(), np.full(5, 3, F32))
 
 
+def test_global_tensors_on_a_cuda_placement_are_cast(gpu):
+    pl = flow.placement("cuda", [0])
+    a = flow.tensor(A).to_global(placement=pl, sbp=flow.sbp.broadcast)
+    b = flow.tensor(B).to_global(placement=pl, sbp=flow.sbp.broadcast)
+    with flow.autocast("cuda"):
+        y = flow.matmul(a, b)
+    assert y.dtype == flow.float16 and y.placement == pl
+    want = (_f16(A).astype(F32) @ _f16(B).astype(F32)).astype(F16)
+    np.testing.assert_allclose(y.numpy().astype(F32), want.astype(F32), rtol=2e-3, atol=1e-3)
+
+
 def test_scopes_set_and_restore_the_dtype_and_the_switch(gpu):
     with flow.autocast("cuda", dtype=flow.bfloat16):
         assert flow.get_autocast_gpu_dtype() == flow.bfloat16
