@@ -19,15 +19,6 @@ def _as_index(xp, a):
     return a.astype(np.int64, copy=False)
 
 
-def _lengths(xp, input_lengths, target_lengths, t_max, max_target_length):
-    """The lengths as int64; on a device clipped into their ranges, so that the steps read inside the arrays until
-    the lengths' check fails at the fetch (CuPy would wrap an index around; the host has refused them already)."""
-    il, tl = _as_index(xp, input_lengths), _as_index(xp, target_lengths)
-    if xp is not np:
-        il, tl = xp.clip(il, 0, t_max), xp.clip(tl, 0, max_target_length)
-    return il, tl
-
-
 def _extended_labels(xp, targets, target_lengths, max_target_length, blank):
     """(N, 2 S + 1) extended labels (blank where a target is absent or padded) and its validity mask."""
     n = target_lengths.shape[0]
@@ -50,14 +41,23 @@ def _extended_labels(xp, targets, target_lengths, max_target_length, blank):
 
 
 def _outside(xp, values, low, high):
-    """The first of `values` outside [low, high] (a 0-d array) and whether there is one: for `checks.require`."""
-    bad = (values < low) | (values > high)
-    return xp.any(bad), values.reshape(-1)[xp.argmax(bad.reshape(-1))]
+    """Whether any of `values` lies outside [low, high] (a 0-d array): for `checks.require`."""
+    return xp.any((values < low) | (values > high))
+
+
+def _valid_lengths(xp, input_lengths, target_lengths, t, max_target_length):
+    """The lengths as indices, clipped into range on a device: the step reads valid positions until its checks are
+    read (CuPy wraps an index out of bounds around; the host has refused such lengths already)."""
+    il, tl = _as_index(xp, input_lengths), _as_index(xp, target_lengths)
+    if xp is not np:
+        il, tl = xp.clip(il, 0, t), xp.clip(tl, 0, max_target_length)
+    return il, tl
 
 
 def _check_on_device(xp, log_probs, targets, input_lengths, target_lengths, max_target_length, blank):
     """`_check` without waiting for the device: the lengths' checks are read with the step's results (`checks`),
-    with the host's words (the lengths, copied as they are now, come down with the flags)."""
+    with the host's words, every length named (the first GPU run's message named only the first offending one): the
+    lengths, copied as they are now, come down with the checks' flags (kernels/checks.py)."""
     t, n, c = log_probs.shape
     if tuple(input_lengths.shape) != (n,) or tuple(target_lengths.shape) != (n,):
         raise ValueError("ctc_loss: input_lengths %s and target_lengths %s must have the batch size %d of log_probs"
@@ -66,12 +66,10 @@ def _check_on_device(xp, log_probs, targets, input_lengths, target_lengths, max_
         raise ValueError("ctc_loss: blank %d is not a class of log_probs (%d classes)" % (blank, c))
     if not n:
         return
-    failed, _ = _outside(xp, input_lengths, 0, t)
-    checks.require(xp, failed, "ctc_loss: input_lengths %s must lie in [0, %d] (the length of log_probs)",
-                   input_lengths.reshape(-1).copy(), t)
-    failed, _ = _outside(xp, target_lengths, 0, max_target_length)
-    checks.require(xp, failed, "ctc_loss: target_lengths %s must lie in [0, %d] (max_target_length)",
-                   target_lengths.reshape(-1).copy(), max_target_length)
+    checks.require(xp, _outside(xp, input_lengths, 0, t), "ctc_loss: input_lengths %s must lie in [0, %d] (the "
+                   "length of log_probs)", input_lengths.reshape(-1).copy(), t)
+    checks.require(xp, _outside(xp, target_lengths, 0, max_target_length), "ctc_loss: target_lengths %s must lie "
+                   "in [0, %d] (max_target_length)", target_lengths.reshape(-1).copy(), max_target_length)
     if targets.ndim == 1:
         total = xp.sum(target_lengths.astype(np.int64))
         checks.require(xp, total > targets.shape[0], "ctc_loss: the target_lengths sum to %d but the concatenated "
@@ -132,7 +130,7 @@ def ctc_loss(xp, log_probs, targets, input_lengths, target_lengths, *, blank, ma
     t_max, n, _ = log_probs.shape
     dtype = log_probs.dtype
     neginf = dtype.type(-np.inf)
-    il, tl = _lengths(xp, input_lengths, target_lengths, t_max, max_target_length)
+    il, tl = _valid_lengths(xp, input_lengths, target_lengths, t_max, max_target_length)
     ext, valid = _extended_labels(xp, _as_index(xp, targets), tl, max_target_length, blank)
     width = ext.shape[1]
     c = log_probs.shape[2]
@@ -177,7 +175,7 @@ def ctc_loss_grad(xp, grad_out, log_probs, targets, input_lengths, target_length
     t_max, n, c = log_probs.shape
     dtype = log_probs.dtype
     neginf = dtype.type(-np.inf)
-    il, tl = _lengths(xp, input_lengths, target_lengths, t_max, max_target_length)
+    il, tl = _valid_lengths(xp, input_lengths, target_lengths, t_max, max_target_length)
     ext, valid = _extended_labels(xp, _as_index(xp, targets), tl, max_target_length, blank)
     width = ext.shape[1]
     skip_next = xp.zeros(ext.shape, dtype=bool)  # the skip from s + 2 back to s
@@ -230,10 +228,9 @@ def ctc_greedy_decoder(xp, log_probs, input_lengths, *, merge_repeated=True):
         if (il < 0).any() or (il > t_max).any():
             raise ValueError("ctc_greedy_decoder: input_lengths %s must lie in [0, %d] (the length of log_probs)"
                              % (il.tolist(), t_max))
-    elif n:  # read with the step's results (`checks`), with the host's words; the steps run on clipped lengths
-        failed, _ = _outside(xp, il, 0, t_max)
-        checks.require(xp, failed, "ctc_greedy_decoder: input_lengths %s must lie in [0, %d] (the length of "
-                       "log_probs)", il.reshape(-1).copy(), t_max)
+    elif n:  # read with the step's results (`checks`), in the host's words; valid reads until then
+        checks.require(xp, _outside(xp, il, 0, t_max), "ctc_greedy_decoder: input_lengths %s must lie in [0, %d] "
+                       "(the length of log_probs)", il.reshape(-1).copy(), t_max)
         il = xp.clip(il, 0, t_max)
     best = log_probs.argmax(axis=2).T  # (N, T)
     top = log_probs.max(axis=2).T
