@@ -281,9 +281,3 @@ def test_amp_in_a_graph_on_the_device_is_refused(monkeypatch):
                                                   r"supported \(OneFlow computes its ops in float16 there" % step.name):
         step(flow.ones(4, 3).to("cuda"))
 
-
-def test_autocast_on_the_device_is_refused(monkeypatch):
-    strict_device.install(monkeypatch, "auto", allow_syncs=True)
-    with pytest.raises(NotImplementedError, match=r"^flow.autocast\('cuda'\) on a GPU is not supported \(OneFlow "
-                                                  r"computes the CUDA ops in oneflow.float16 there"):
-        flow.autocast("cuda")
