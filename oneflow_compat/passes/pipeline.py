@@ -9,8 +9,9 @@ and their backward (`runtime/global_eager.py`), legacy eager mode (`framework/ea
 
 (`amp`: nn.Graph's `config.enable_amp(True)`, set on the job as `job.amp` (the mixed-precision dtype): OneFlow
 0.9's AutoMixedPrecision pass over the forward and backward ops of CUDA placements, `passes/amp.py`; after pruning,
-before the layouts, which then see the casts it inserts. `checkpointing`: nn.Graph's activation checkpointing, train jobs: the checkpointed modules' forward ops cloned
-into the backward with their originals' layouts, `passes/checkpointing.py`.)
+before the layouts, which then see the casts it inserts. `checkpointing`: nn.Graph's activation checkpointing, train
+jobs: the checkpointed modules' forward ops cloned into the backward with their originals' layouts,
+`passes/checkpointing.py`.)
 
 The runtime then builds the job's executable (`runtime/executable.py`: its plan, feeding, running, fetching).
 
