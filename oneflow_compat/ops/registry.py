@@ -49,8 +49,8 @@ Properties (what the passes and the runtime need to know about an op, declared i
   (passes/checkpointing.py); False for batch normalization, as OneFlow 0.9's CheckpointingPass leaves it alone.
 * `amp_color`, `amp_black_listed`, `amp_no_cast`, `amp_shape_only` — the op's colour on OneFlow 0.9's
   auto-mixed-precision lists (white / gray / clear / black), whether it is on the black list itself (not merely on
-  no list), the inputs the AMP casts leave alone, and the inputs read for their shape alone: read from `ops/amp_lists.py` by the op's OneFlow type (nn.Graph's AMP pass,
-  passes/amp.py).
+  no list), the inputs the AMP casts leave alone, and the inputs read for their shape alone: read from
+  `ops/amp_lists.py` by the op's OneFlow type (nn.Graph's AMP pass, passes/amp.py).
 """
 from oneflow_compat.ir import time_shape
 from oneflow_compat.ops import amp_lists

@@ -30,7 +30,8 @@ Options:
 """
 import collections
 
-from oneflow_compat.passes import amp, auto_parallel, boxing, checkpointing, fusion, grad_buckets, optimizer_pass, prune, sbp_infer
+from oneflow_compat.passes import amp, auto_parallel, boxing, checkpointing, fusion, grad_buckets, optimizer_pass, prune, \
+    sbp_infer
 
 Options = collections.namedtuple("Options", "train prune layout exact_first fusion boxing buckets")
 
