@@ -3,9 +3,10 @@ job functions (`runtime/session.py`), nn.Graph (`runtime/graph_runtime.py`), eag
 and their backward (`runtime/global_eager.py`), legacy eager mode (`framework/eager.py`) — and differs only in its
 `Options`:
 
-    autodiff + optimizer (train jobs)  →  prune  →  AMP  →  SBP choice  →  checkpointing  →  fusion  →  boxing insertion
-    (passes/optimizer_pass.py)           (prune)   (amp)   (sbp_infer)   (checkpointing)    (fusion)   (boxing)
-    →  gradient buckets (grad_buckets)
+    autodiff + optimizer (train jobs)  →  prune  →  AMP  →  SBP choice  →  checkpointing  →  fusion
+    (passes/optimizer_pass.py)           (prune)   (amp)   (sbp_infer)   (checkpointing)    (fusion)
+    →  boxing insertion  →  gradient buckets
+       (boxing)             (grad_buckets)
 
 (`amp`: nn.Graph's `config.enable_amp(True)`, set on the job as `job.amp` (the mixed-precision dtype): OneFlow
 0.9's AutoMixedPrecision pass over the forward and backward ops of CUDA placements, `passes/amp.py`; after pruning,
