@@ -66,6 +66,9 @@ _ONEFLOW_TYPE = {"add": "broadcast_add", "reduce_mean": "reduce_sum", "conv2d_gr
                  "conv2d_grad_weight": "conv_filter_grad", "matmul_bias_act": "fused_matmul_bias",
                  "expand_dims": "expand_dims", "sparse_softmax_cross_entropy": "sparse_softmax_cross_entropy",
                  "reduce_to_shape": "reduce_sum_like"}
+# the pools' gradients: 0.9's max_pool_2d_grad, avg_pool_2d_grad, ... (op_names.py maps the forward ops)
+_ONEFLOW_TYPE.update({"%s_pool%dd_grad" % (kind, n): "%s_pool_%dd_grad" % (kind, n) for kind in ("max", "avg")
+                      for n in (1, 2, 3)})
 
 # inputs 0.9 never casts (REGISTER_NO_CAST_REGISTRY, auto_mixed_precision.cpp @ v0.9.0): normalization's running
 # statistics and affine parameters (this project's inputs: x, moving mean, moving variance, gamma, beta)
