@@ -256,3 +256,47 @@ def test_enable_amp_checks_its_arguments_as_oneflow():
         config.enable_amp(True, dtype=flow.float32)
     config.enable_amp(True, dtype=flow.bfloat16)
     assert config._amp and config._amp_dtype is flow.bfloat16
+
+
+def _cnn_losses(amp, steps=3):
+    """A conv / batch norm / relu / max pool / layer norm / gelu classifier trained with Adam in a graph."""
+    flow.manual_seed(0)
+    model = flow.nn.Sequential(flow.nn.Conv2d(2, 4, 3), flow.nn.BatchNorm2d(4), flow.nn.ReLU(), flow.nn.MaxPool2d(2),
+                               flow.nn.Flatten(), flow.nn.Linear(36, 6), flow.nn.LayerNorm(6), flow.nn.GELU(),
+                               flow.nn.Linear(6, 3)).to("cuda")
+    opt = flow.optim.Adam(model.parameters(), lr=0.01)
+    loss_fn = flow.nn.CrossEntropyLoss()
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+            if amp:
+                self.config.enable_amp(True)
+
+        def build(self, x, y):
+            loss = loss_fn(self.model(x), y)
+            loss.backward()
+            return loss
+
+    step = Step()
+    x = flow.tensor(np.random.RandomState(0).randn(4, 2, 8, 8).astype(F32)).to("cuda")
+    y = flow.tensor(np.array([0, 1, 2, 1])).to("cuda")
+    losses = [float(step(x, y).numpy()) for _ in range(steps)]
+    return losses, step, model
+
+
+def test_a_convolutional_network_trains_in_mixed_precision_as_in_float32(gpu):
+    plain, _, _ = _cnn_losses(amp=False)
+    mixed, step, model = _cnn_losses(amp=True)
+    ops = _ops(step)
+    assert _dtypes(ops["model.3-max_pool2d_0"]) == ["oneflow.float16"]  # clear, between the conv and the matmul
+    convs = [op for op in step._compiled.job.ops if op.type.startswith("conv2d")]
+    assert convs and all(_dtypes(op) == ["oneflow.float16"] for op in convs)
+    assert all(p.dtype == flow.float32 for p in model.parameters())
+    assert model[1].running_mean.dtype == flow.float32
+    # the same training, to float16's precision; and it learns
+    np.testing.assert_allclose(mixed, plain, rtol=1e-2)
+    assert mixed[-1] < mixed[0]
+    assert mixed != plain  # float16 somewhere: not the float32 numbers
