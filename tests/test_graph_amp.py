@@ -300,3 +300,33 @@ def test_a_convolutional_network_trains_in_mixed_precision_as_in_float32(gpu):
     np.testing.assert_allclose(mixed, plain, rtol=1e-2)
     assert mixed[-1] < mixed[0]
     assert mixed != plain  # float16 somewhere: not the float32 numbers
+
+
+def _bf16(a):
+    """bfloat16 rounding (nearest even on the 16 bits kept) of float32 values, in float32."""
+    bits = np.asarray(a, F32).copy().view(np.uint32)
+    bits[:] = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return bits.view(F32)
+
+
+def test_enable_amp_with_bfloat16_computes_the_white_ops_in_bfloat16(gpu):
+    model = flow.nn.Linear(3, 2).to("cuda")
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.config.enable_amp(True, dtype=flow.bfloat16)
+
+        def build(self, x):
+            return self.model(x)
+
+    x = np.linspace(-1, 1, 12, dtype=F32).reshape(4, 3) / 3
+    step = Step()
+    y = step(flow.tensor(x).to("cuda"))
+    assert _dtypes(_ops(step)["model-matmul_0"]) == ["oneflow.bfloat16"] and y.dtype == flow.float32
+    w, b = model.weight.numpy(), model.bias.numpy()
+    product = _bf16(_bf16(x) @ _bf16(w).T)  # bfloat16 operands, the product rounded to bfloat16
+    got = y.numpy() - b  # the bias added in float32 after it
+    np.testing.assert_allclose(got, _bf16(got), rtol=0, atol=1e-6)
+    assert np.all(np.abs(got - product) <= np.abs(product) * 2.0 ** -7 + 1e-7)  # one bfloat16 step at most
