@@ -413,6 +413,10 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
     def __copy__(self):
         return StrictArray(self._data.copy())
 
+    @property
+    def flags(self):
+        return StrictFlags(self._data.flags)
+
     def __deepcopy__(self, memo):
         return StrictArray(self._data.copy())
 
@@ -437,6 +441,26 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
             method.__name__ = name
             return method
         return _device(value) if isinstance(value, np.ndarray) else value
+
+
+class StrictFlags:
+    """A device array's `flags` as CuPy 14 has them (cupy/_core/flags.pyx): c_contiguous, f_contiguous, owndata,
+    also by their upper-case keys; nothing else: no `writeable`, `aligned`, `writebackifcopy` (device memory is
+    always writeable, so code asking a device array must not; `devices.is_writeable`)."""
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+    _KEYS = {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "OWNDATA": "owndata"}
+
+    def __init__(self, flags):
+        self.c_contiguous, self.f_contiguous, self.owndata = flags.c_contiguous, flags.f_contiguous, flags.owndata
+
+    def __getitem__(self, key):
+        if key not in self._KEYS:
+            raise KeyError(key)
+        return getattr(self, self._KEYS[key])
+
+    def __repr__(self):
+        return "  C_CONTIGUOUS : %s\n  F_CONTIGUOUS : %s\n  OWNDATA : %s" % (
+            self.c_contiguous, self.f_contiguous, self.owndata)
 
 
 class _Function:
