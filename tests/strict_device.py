@@ -9,6 +9,8 @@ else it behaves like a CuPy array:
 * no mixing with host arrays: a numpy ufunc or function, or a function of the fake module, given a StrictArray and a
   numpy array (or a fake-module function given a numpy array alone) raises TypeError, as CuPy does; Python and numpy
   scalars mix freely. Indexing and item assignment accept host values (CuPy copies them up);
+* what CuPy lacks is missing: a ufunc's `at` other than add/subtract/maximum/minimum/bitwise and/or/xor raises
+  NotImplementedError (`multiply.at`); a device array's `flags` has no `writeable`;
 * it is not an `np.ndarray` (neither is a CuPy array), so `isinstance(x, np.ndarray)` checks see a device array.
 
 A numpy subclass cannot refuse `np.asarray` (numpy takes a subclass's buffer without asking it), hence a wrapper.
@@ -487,7 +489,19 @@ class _Function:
 
     def __getattr__(self, name):
         value = getattr(self._fn, name)
+        if name == "at" and isinstance(self._fn, np.ufunc) and self._fn.__name__ not in _CUPY_UFUNC_AT:
+            return _refused_at(self._fn.__name__)
         return _Function(value, "%s.%s" % (self.__name__, name)) if callable(value) else value
+
+
+# the ufuncs whose `at` CuPy 14 implements (through atomics); every other ufunc's `at` exists and raises
+_CUPY_UFUNC_AT = {"add", "subtract", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor"}
+
+
+def _refused_at(name):
+    def at(*args, **kwargs):
+        raise NotImplementedError("`cupy_%s.at` is not supported yet" % name)
+    return at
 
 
 def _is_mask(index):

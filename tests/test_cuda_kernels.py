@@ -15,7 +15,8 @@ import pytest
 import cuda_host
 import strict_device
 from kernel_testing import CUPY
-from oneflow_compat.kernels import cuda_random, linalg, loss, nn, optim, random as rnd
+from oneflow_compat.kernels import cuda_random, cuda_scatter, linalg, loss, nn, optim, random as rnd
+from oneflow_compat.kernels import tensor_ops
 from oneflow_compat.kernels import checks
 
 
@@ -238,3 +239,44 @@ def test_a_wrong_argument_is_refused_naming_the_parameter(dev):
         cuda_nn.MODULE.launch(dev, "relu_mask_f32", 6, _normal(2, 3), x, 6)
     with pytest.raises(TypeError, match=r"^CUDA function relu_mask_f32 takes 3 arguments \(g, y, n\), got 2$"):
         cuda_nn.MODULE.launch(dev, "relu_mask_f32", 6, x, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8, np.bool_])
+def test_scatter_multiply_is_numpys_multiply_at_bit_for_bit(dev, dtype):
+    """kernels/cuda_scatter.py against `numpy.multiply.at` (CuPy has no multiply.at): repeated positions multiply
+    in the order of their items — a float product's rounding depends on that order, so the values are equal bit for
+    bit — integers wrap as numpy's do, positions never written keep their value."""
+    rng = np.random.default_rng(5)
+    n, size = 400, 37
+    positions = rng.integers(0, size - 5, n)  # the last 5 positions never written
+    positions[:60] = 3  # one long run
+    if dtype == np.bool_:
+        out, values = rng.random(size) < 0.9, rng.random(n) < 0.97
+    elif np.dtype(dtype).kind == "f":
+        out, values = rng.standard_normal(size).astype(dtype), (1 + 0.3 * rng.standard_normal(n)).astype(dtype)
+    else:
+        out, values = rng.integers(-9, 9, size).astype(dtype), rng.integers(-7, 7, n).astype(dtype)
+    want = out.copy()
+    np.multiply.at(want, positions, values)
+    got = _up(dev, out)
+    cuda_scatter.multiply_at(dev, got, _up(dev, positions), _up(dev, values))
+    np.testing.assert_array_equal(_down(got), want)
+    empty = _up(dev, out)
+    cuda_scatter.multiply_at(dev, empty, _up(dev, positions[:0]), _up(dev, values[:0]))
+    np.testing.assert_array_equal(_down(empty), out)
+
+
+def test_dim_scatter_mul_and_its_src_gradient_on_the_device(dev):
+    """The op's kernels on the device (its _multiply_at goes through the CUDA kernel) equal numpy's, zeros among
+    repeated factors included."""
+    x = _normal(4, 6, dtype=np.float64)
+    index = np.array([[0, 0, 2, 5], [1, 1, 1, 1], [3, 0, 3, 0], [5, 4, 3, 2]])
+    src = _normal(4, 5, dtype=np.float64)
+    src[1, 2] = src[2, 0] = 0.0
+    want = tensor_ops.dim_scatter_mul(np, x, index, src, dim=1)
+    got = tensor_ops.dim_scatter_mul(dev, _up(dev, x), _up(dev, index), _up(dev, src), dim=1)
+    np.testing.assert_array_equal(_down(got), want)
+    dy = _normal(4, 6, dtype=np.float64)
+    want = tensor_ops.dim_scatter_mul_src_grad(np, dy, index, x, src, dim=1)
+    got = tensor_ops.dim_scatter_mul_src_grad(dev, *[_up(dev, a) for a in (dy, index, x, src)], dim=1)
+    np.testing.assert_array_equal(_down(got), want)
