@@ -191,7 +191,7 @@ OPTIMIZERS = [  # (device function, its keyword arguments, the numpy update it e
     ("momentum", dict(beta=0.9, scale=1.0, weight_decay=0.02, fused=False),
      lambda w, s, g, lr: optim.momentum_update(np, w, s[0], g, lr=lr, beta=0.9, weight_decay=0.02)),
     ("momentum", dict(beta=0.9, scale=0.5, weight_decay=0.0, fused=True),
-     lambda w, s, g, lr: (s[0].__imul__(s[0].dtype.type(0.9)),
+     lambda w, s, g, lr: (s[0].__imul__(s[0].dtype.type(np.float32(0.9))),  # β a float attribute
                           s[0].__isub__(g * g.dtype.type(np.float32(lr) * np.float32(0.5))), w.__iadd__(s[0]))),
     ("adam", dict(beta1=0.9, beta2=0.999, epsilon=1e-8, scale=1.0, weight_decay=0.0),
      lambda w, s, g, lr: optim.adam_update(np, w, s[0], s[1], g, lr=lr, beta1=0.9, beta2=0.999, epsilon=1e-8)),
