@@ -287,3 +287,19 @@ def test_autocast_on_the_device_is_refused(monkeypatch):
     with pytest.raises(NotImplementedError, match=r"^flow.autocast\('cuda'\) on a GPU is not supported \(OneFlow "
                                                   r"computes the CUDA ops in oneflow.float16 there"):
         flow.autocast("cuda")
+
+
+def test_a_device_check_left_unread_does_not_outlive_the_process_context(monkeypatch):
+    """A failed device-side check nobody fetched (a test that never read its device result back) is dropped with
+    the process context, so it cannot fail the next test's first fetch (the first GPU run: a gather's "negative
+    index -1" from one test raised in another)."""
+    from oneflow_compat.kernels import checks
+    from oneflow_compat.runtime import context
+
+    fake = strict_device.install(monkeypatch, "gpu")
+    checks.require(fake, fake.asarray(np.array([True])), "gather: negative index %d", fake.asarray(np.array([-1])))
+    context.reset()
+    checks.raise_failed()  # nothing pending: no error
+    checks.require(fake, fake.asarray(np.array([True])), "gather: negative index %d", fake.asarray(np.array([-1])))
+    with pytest.raises(ValueError, match="^gather: negative index -1$"):
+        checks.raise_failed()
