@@ -7,7 +7,7 @@ import math
 
 import numpy
 
-from . import checks, cuda_scatter, special
+from . import checks, cuda_scatter, indexing, special
 
 
 def flip(xp, x, *, dims):
@@ -76,12 +76,11 @@ def dim_scatter_add(xp, x, index, src, *, dim):
     """A copy of x with src[i] added at out[..., index[i], ...] along `dim`, repeated indices accumulating."""
     out = x.copy()
     pos, values = _scatter_positions(xp, index, dim, x.shape[dim]), _src_part(src, index)
-    if hasattr(xp.add, "at"):
-        xp.add.at(out, pos, values)
-    else:  # pragma: no cover - CuPy without ufunc.at
-        import cupyx
-
-        cupyx.scatter_add(out, pos, values)
+    if xp is numpy:
+        numpy.add.at(out, pos, values)
+    else:  # the sums in numpy's order on a device too (indexing.add_at_rows: no atomics)
+        indexing.add_at_rows(xp, out.reshape(-1, 1), _flat_positions(xp, pos, index, x.shape),
+                             values.reshape(-1, 1))
     return out
 
 

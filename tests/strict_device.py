@@ -10,7 +10,8 @@ else it behaves like a CuPy array:
   numpy array (or a fake-module function given a numpy array alone) raises TypeError, as CuPy does; Python and numpy
   scalars mix freely. Indexing and item assignment accept host values (CuPy copies them up);
 * what CuPy lacks is missing: a ufunc's `at` other than add/subtract/maximum/minimum/bitwise and/or/xor raises
-  NotImplementedError (`multiply.at`); a device array's `flags` has no `writeable`;
+  NotImplementedError (`multiply.at`); a device array's `flags` has no `writeable`; and `add.at`/`subtract.at`
+  of floats sum in an order that changes from call to call, as CuPy's atomics do;
 * it is not an `np.ndarray` (neither is a CuPy array), so `isinstance(x, np.ndarray)` checks see a device array.
 
 A numpy subclass cannot refuse `np.asarray` (numpy takes a subclass's buffer without asking it), hence a wrapper.
@@ -491,11 +492,37 @@ class _Function:
         value = getattr(self._fn, name)
         if name == "at" and isinstance(self._fn, np.ufunc) and self._fn.__name__ not in _CUPY_UFUNC_AT:
             return _refused_at(self._fn.__name__)
+        if name == "at" and isinstance(self._fn, np.ufunc) and self._fn.__name__ in _ATOMIC_ORDER:
+            return _Function(_atomic_at(self._fn), "%s.%s" % (self.__name__, name))
         return _Function(value, "%s.%s" % (self.__name__, name)) if callable(value) else value
 
 
 # the ufuncs whose `at` CuPy 14 implements (through atomics); every other ufunc's `at` exists and raises
 _CUPY_UFUNC_AT = {"add", "subtract", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor"}
+
+
+# CuPy's add.at / subtract.at add with atomics: a float element's terms are summed in whatever order the threads
+# reach it, which changes from launch to launch (the first GPU run: a padding gradient's train and predict jobs
+# differed at 1e-16). The fake sums each call's float items in another order, fixed by the call's number (the
+# suite's runs repeat), so code that needs equal bits run after run cannot rely on them.
+_ATOMIC_ORDER = {"add", "subtract"}
+_ATOMIC_CALLS = [0]
+
+
+def _atomic_at(ufunc):
+    def at(a, indices, b):
+        if a.dtype.kind not in "fc":
+            return ufunc.at(a, indices, b)  # integer sums do not depend on the order
+        positions = np.arange(a.size).reshape(a.shape)[indices]  # each item's element, as the ufunc would reach it
+        values = np.broadcast_to(np.asarray(b), positions.shape)
+        order = np.random.default_rng(_ATOMIC_CALLS[0]).permutation(positions.size)
+        _ATOMIC_CALLS[0] += 1
+        flat = a.reshape(-1)
+        ufunc.at(flat, positions.reshape(-1)[order], values.reshape(-1)[order])
+        if not np.shares_memory(flat, a):  # (a strided target: its flat copy written back)
+            a[...] = flat.reshape(a.shape)
+    at.__name__ = "at"
+    return at
 
 
 def _refused_at(name):

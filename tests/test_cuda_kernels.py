@@ -280,3 +280,48 @@ def test_dim_scatter_mul_and_its_src_gradient_on_the_device(dev):
     want = tensor_ops.dim_scatter_mul_src_grad(np, dy, index, x, src, dim=1)
     got = tensor_ops.dim_scatter_mul_src_grad(dev, *[_up(dev, a) for a in (dy, index, x, src)], dim=1)
     np.testing.assert_array_equal(_down(got), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.int8])
+def test_scatter_add_by_rows_is_numpys_add_at_bit_for_bit(dev, dtype):
+    """kernels/cuda_scatter.add_rows against `numpy.add.at`: each row's terms summed in the order of their items
+    (CuPy's add.at adds with atomics, in an order that changes from run to run), the same bits every call."""
+    rng = np.random.default_rng(6)
+    n, rows, inner = 300, 23, 5
+    positions = rng.integers(0, rows - 3, n)
+    positions[:40] = 7
+    if np.dtype(dtype).kind == "f":
+        out, values = rng.standard_normal((rows, inner)).astype(dtype), rng.standard_normal((n, inner)).astype(dtype)
+    else:
+        out, values = rng.integers(-100, 100, (rows, inner)).astype(dtype), rng.integers(-90, 90, (n, inner)).astype(dtype)
+    want = out.copy()
+    np.add.at(want, positions, values)
+    for _ in range(2):
+        got = _up(dev, out)
+        cuda_scatter.add_rows(dev, got, _up(dev, positions), _up(dev, values))
+        np.testing.assert_array_equal(_down(got), want)
+
+
+def test_the_device_adjoints_of_gathers_and_padding_are_numpys_bits(dev):
+    """The scatter-adds of gradients on the device (gather's, a segment sum's, dim_scatter_add, padding's and
+    upsampling's adjoints, indexed_slices_reduce_sum) go through the ordered kernel: numpy's values bit for bit."""
+    from oneflow_compat.kernels import indexing, nd_index, resample, unique
+
+    rng = np.random.default_rng(8)
+    dy = rng.standard_normal((3, 6, 4))
+    idx = np.array([0, 2, 2, 5, 1, 0])
+    cases = [
+        (lambda xp, a, i: indexing.gather_grad(xp, a, i, xp.zeros((3, 7, 4)), axis=1), [dy, idx]),
+        (lambda xp, a, i: nd_index.unsorted_segment_sum(xp, a, i, num_segments=6, axis=1), [dy, idx]),
+        (lambda xp, a, i: tensor_ops.dim_scatter_add(xp, xp.zeros((3, 6, 4)), i, a, dim=1),
+         [dy, rng.integers(0, 6, (3, 6, 4))]),
+        (lambda xp, a: resample.pad_edges_grad(xp, a, pads=((2, 1), (1, 2)), mode="reflect"),
+         [rng.standard_normal((2, 3, 7, 8))]),
+        (lambda xp, a: resample.upsample_grad(xp, a, input_shape=(2, 3, 3, 4), output_size=(7, 9), mode="linear"),
+         [rng.standard_normal((2, 3, 7, 9))]),
+        (lambda xp, i, a: unique.indexed_slices_reduce_sum(xp, i, a)[1], [idx, rng.standard_normal((6, 5))]),
+    ]
+    for k, (fn, arrays) in enumerate(cases):
+        want = fn(np, *arrays)
+        got = fn(dev, *[_up(dev, a) for a in arrays])
+        np.testing.assert_array_equal(_down(got), _down(want), err_msg="case %d" % k)
