@@ -60,8 +60,10 @@ MODULE = CudaModule("scatter", _HEADER + "".join(
 # dtype -> (the kernel's suffix, the dtype its bits are viewed as, whether the values are widened to 64 bits first)
 _KINDS = {numpy.dtype(numpy.float32): ("f32", numpy.float32, False),
           numpy.dtype(numpy.float64): ("f64", numpy.float64, False),
-          numpy.dtype(numpy.int32): ("u32", numpy.uint32, False), numpy.dtype(numpy.uint32): ("u32", numpy.uint32, False),
-          numpy.dtype(numpy.int64): ("u64", numpy.uint64, False), numpy.dtype(numpy.uint64): ("u64", numpy.uint64, False)}
+          numpy.dtype(numpy.int32): ("u32", numpy.uint32, False),
+          numpy.dtype(numpy.uint32): ("u32", numpy.uint32, False),
+          numpy.dtype(numpy.int64): ("u64", numpy.uint64, False),
+          numpy.dtype(numpy.uint64): ("u64", numpy.uint64, False)}
 for _narrow in (numpy.bool_, numpy.int8, numpy.uint8, numpy.int16, numpy.uint16):
     _KINDS[numpy.dtype(_narrow)] = ("u64", numpy.uint64, True)
 

@@ -293,7 +293,8 @@ def test_scatter_add_by_rows_is_numpys_add_at_bit_for_bit(dev, dtype):
     if np.dtype(dtype).kind == "f":
         out, values = rng.standard_normal((rows, inner)).astype(dtype), rng.standard_normal((n, inner)).astype(dtype)
     else:
-        out, values = rng.integers(-100, 100, (rows, inner)).astype(dtype), rng.integers(-90, 90, (n, inner)).astype(dtype)
+        out = rng.integers(-100, 100, (rows, inner)).astype(dtype)
+        values = rng.integers(-90, 90, (n, inner)).astype(dtype)
     want = out.copy()
     np.add.at(want, positions, values)
     for _ in range(2):
