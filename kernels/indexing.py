@@ -44,6 +44,8 @@ def add_at_rows(xp, target, rows, values):
     CuPy's `add.at` adds with atomics, in an order that changes from run to run); else the module's `add.at`."""
     if xp is numpy:
         numpy.add.at(target, rows, values)
+    elif target.size == 0 or rows.size == 0:
+        return
     elif hasattr(xp, "RawModule") and cuda_scatter.supported(target.dtype, "sum") and target.flags.c_contiguous:
         cuda_scatter.add_rows(xp, target, rows, values.reshape(rows.size, target.shape[1]))
     else:
@@ -57,6 +59,8 @@ def _scatter_add(xp, target, index, values):
         numpy.add.at(target, (slice(None), index), values)
         return
     outer, n, inner = target.shape
+    if target.size == 0 or values.size == 0:  # (an empty piece: -1 cannot be inferred in a reshape of 0 items)
+        return
     rows = index.reshape(-1) if outer == 1 else \
         (xp.arange(outer, dtype=numpy.int64).reshape(-1, 1) * n + index.reshape(1, -1)).reshape(-1)
     add_at_rows(xp, target.reshape(outer * n, inner), rows, values.reshape(-1, inner))

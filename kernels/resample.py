@@ -94,7 +94,7 @@ def _scatter_axis(xp, g, index, n, axis, weight=None):
     out = xp.zeros((n,) + moved.shape[1:], dtype=g.dtype)
     if xp is numpy:
         numpy.add.at(out, index, moved)
-    else:  # in numpy's order on a device too (CuPy's add.at adds with atomics: the order changes run to run)
+    elif out.size and index.size:  # in numpy's order on a device too (CuPy's add.at adds with atomics: the order changes run to run)
         indexing.add_at_rows(xp, out.reshape(n, -1), index, xp.ascontiguousarray(moved).reshape(index.size, -1))
     return xp.moveaxis(out, 0, axis)
 

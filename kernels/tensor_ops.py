@@ -78,7 +78,7 @@ def dim_scatter_add(xp, x, index, src, *, dim):
     pos, values = _scatter_positions(xp, index, dim, x.shape[dim]), _src_part(src, index)
     if xp is numpy:
         numpy.add.at(out, pos, values)
-    else:  # the sums in numpy's order on a device too (indexing.add_at_rows: no atomics)
+    elif out.size and values.size:  # the sums in numpy's order on a device too (indexing.add_at_rows: no atomics)
         indexing.add_at_rows(xp, out.reshape(-1, 1), _flat_positions(xp, pos, index, x.shape),
                              values.reshape(-1, 1))
     return out
