@@ -58,15 +58,16 @@ class Context:
 
     def reset(self):
         """Forgets everything: a fresh process as far as this package is concerned (the test suite's hook).
-        Device-side checks still pending in this thread (kernels/checks.py: raised at the next fetch) are dropped
-        too: a fresh process has none, and a check left unread by one test must not fail the next test's first
-        fetch (on the first GPU run, a gather's "negative index -1" surfaced in an unrelated test)."""
+
+        The device checks still pending in this thread (kernels/checks.py: made by a step whose results were never
+        read) are dropped too: on the first GPU run a kernel test that never read its results left 'gather:
+        negative index -1' pending, and the next test's unrelated job raised it."""
         from oneflow_compat.kernels import checks
 
-        checks.take_pending()
         for session in (self.session, self.global_session):
             if session is not None and session.status != "closed":
                 session.close()
+        checks.take_pending()
         self._fresh()
 
 
