@@ -290,10 +290,10 @@ def test_a_device_check_left_unread_does_not_outlive_the_process_context(monkeyp
     from oneflow_compat.runtime import context
 
     fake = strict_device.install(monkeypatch, "gpu")
-    checks.require(fake, fake.asarray(np.array([True])), "gather: negative index %d", fake.asarray(np.array([-1])))
+    checks.require(fake, fake.asarray(np.array(True)), "gather: negative index %d", fake.asarray(np.array(-1)))
     context.reset()
     checks.raise_failed()  # nothing pending: no error
-    checks.require(fake, fake.asarray(np.array([True])), "gather: negative index %d", fake.asarray(np.array([-1])))
+    checks.require(fake, fake.asarray(np.array(True)), "gather: negative index %d", fake.asarray(np.array(-1)))
     with pytest.raises(ValueError, match="^gather: negative index -1$"):
         checks.raise_failed()
 
