@@ -134,6 +134,15 @@ def module_of(x):
     return array_module("gpu") if is_device_array(x) else np
 
 
+def is_writeable(x):
+    """Whether the array `x` may be written in place. A numpy array says so in `flags.writeable` (views of
+    read-only buffers, broadcast views say False); a CuPy array's `flags` has no `writeable` (CuPy 14's Flags holds
+    c_contiguous, f_contiguous, owndata only): device memory is always writeable."""
+    if isinstance(x, np.ndarray):
+        return x.flags.writeable
+    return True
+
+
 def to_host(x):
     """A host (numpy) value of `x`: device arrays are copied down, host values returned as they are. A fetch from a
     device raises what the pending device-side checks found (kernels/checks.py: an index out of range in an op
