@@ -187,7 +187,7 @@ def apply(job, dtype=dtypes.float16):
     for op in list(job.ops):
         if id(op) in is_white:
             continue
-        skip = op.defn.amp_no_cast
+        skip = op.defn.amp_no_cast | op.defn.amp_shape_only  # (a shape is the same in either dtype)
         op.inputs = [x if i in skip else back(x) for i, x in enumerate(op.inputs)]
     job.output_blobs = [(back(b), kind) for b, kind in job.output_blobs]
     job.raw_grads = [back(g) for g in job.raw_grads]
