@@ -443,6 +443,18 @@ def log_softmax(input, dim=None):  # noqa: A002
     return sub(shifted, log(sum(exp(shifted), d, keepdim=True)))
 
 
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+class ReductionError(RuntimeError, ValueError):
+    """An unknown `reduction`: OneFlow 0.9's RuntimeError and words first (core/functional/impl/nn_functor.cpp
+    LossFunctorBase::apply_reduction), then this project's (a ValueError, as it raised before)."""
+
+    def __init__(self, what, reduction):
+        super().__init__("Reduction should be none, sum or mean. (%s: reduction must be one of %s, got %r)"
+                         % (what, _REDUCTIONS, reduction))
+
+
 def _reduce_loss(loss, reduction, what):
     if reduction == "mean":
         return mean(loss)
@@ -450,7 +462,7 @@ def _reduce_loss(loss, reduction, what):
         return sum(loss)
     if reduction == "none":
         return loss
-    raise ValueError("%s: reduction must be 'mean', 'sum' or 'none', got %r" % (what, reduction))
+    raise ReductionError(what, reduction)
 
 
 def mse_loss(input, target, reduction="mean"):  # noqa: A002
@@ -711,10 +723,17 @@ def gather(input, dim, index, sparse_grad=False):  # noqa: A002
 
 
 def one_hot(input, num_classes=-1, on_value=1, off_value=0):  # noqa: A002
+    """OneFlow 0.9's OneHotFunctor (core/functional/impl/nn_functor.cpp): index tensors only (its RuntimeError and
+    words); float32 values where on_value or off_value is a float, else int64."""
+    _check(input, "one_hot")
+    if input.dtype.is_floating:
+        raise RuntimeError("one_hot is only applicable to index tensor.")
     if num_classes < 0:
         num_classes = int(max(input).item()) + 1
+    floating = builtins.any(isinstance(v, float) for v in (on_value, off_value))
+    dtype = dtypes.float32 if floating else dtypes.int64
     return apply_op("one_hot", [input], {"depth": int(num_classes), "on_value": on_value, "off_value": off_value,
-                                          "dtype": dtypes.int64, "axis": input.ndim}, requires_grad=False)
+                                          "dtype": dtype, "axis": input.ndim}, requires_grad=False)
 
 
 def index(input, key):  # noqa: A002
