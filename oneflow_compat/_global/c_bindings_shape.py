@@ -191,9 +191,31 @@ def narrow(input, dim, start, length):  # noqa: A002
     return _T.narrow(_tensor(input, "narrow"), int(dim), int(start), int(length))
 
 
+def _slice_bounds(start, stop, step, count):
+    """OneFlow 0.9's checks of a slice op's attributes (user/ops/slice_op.cpp, its RuntimeErrors and words):
+    the functional forms take them as the op does, normalized (0 <= start <= stop, step > 0), not Python's."""
+    for i in range(count):
+        if step[i] <= 0:
+            raise RuntimeError("The step list elements must be greater than 0, but got %d at index %d" % (step[i], i))
+        if start[i] < 0:
+            raise RuntimeError("The start list elements must be greater than or equal to 0, but got %d at index %d"
+                               % (start[i], i))
+        if stop[i] < 0:
+            raise RuntimeError("The stop list elements must be greater than or equal to 0, but got %d at index %d"
+                               % (stop[i], i))
+        if start[i] > stop[i]:
+            raise RuntimeError("The element in start list must be less than or equal to the element in stop list at "
+                               "index %d, but got %d and %d" % (i, start[i], stop[i]))
+
+
 def slice(x, start, stop, step, enable_view_slice=None):  # noqa: A001
     _tensor(x, "slice", "x")
-    tup = [list(t) for t in zip(_ints(start), _ints(stop), _ints(step))]
+    start, stop, step = _ints(start), _ints(stop), _ints(step)
+    for name, v in (("start_vec", start), ("stop_vec", stop), ("step_vec", step)):
+        if len(v) != x.ndim:  # (SliceOp::GetSbp's words)
+            raise RuntimeError("%s's dim not equal to ref shape's dim: %d vs %d" % (name, len(v), x.ndim))
+    _slice_bounds(start, stop, step, x.ndim)
+    tup = [list(t) for t in zip(start, stop, step)]
     out = _ND.slice(x, tup)
     if not enable_view_slice or not _views.applicable(x):
         return out
@@ -215,8 +237,24 @@ def slice_view_1d_contiguous(x, start, end):
 def slice_update(ref, value, start, stop, step, inplace=False):
     """SliceUpdate: `ref` with ref[start:stop:step] = value; in place or on a copy of ref."""
     _tensor(ref, "slice_update", "ref")
+    _tensor(value, "slice_update", "value")
+    start, stop, step = _ints(start), _ints(stop), _ints(step)
+    # SliceUpdateOp::InferLogicalTensorDesc, then its GetSbp's list sizes (user/ops/slice_op.cpp, v0.9.0); value
+    # is cast to ref's dtype first (SliceUpdateFunctor's TensorProcessor), so no dtype error
+    count = builtins.min(len(start), len(stop), len(step))
+    _slice_bounds(start, stop, step, count)
+    for i in range(count):
+        want = (stop[i] - start[i] + step[i] - 1) // step[i]
+        have = value.shape[i] if i < value.ndim else 1
+        if want != have:
+            raise RuntimeError("The size of slice tuple must be equal to the size of value tensor at dimension %d, "
+                               "but got %d and %d" % (i, want, have))
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if len(v) != ref.ndim:
+            raise RuntimeError("The size of %s list must be equal to the dimension of ref tensor, but got %d and %d"
+                               % (name, len(v), ref.ndim))
     target = ref if inplace else ref.clone()
-    return _ND.slice_update(target, value, [list(t) for t in zip(_ints(start), _ints(stop), _ints(step))])
+    return _ND.slice_update(target, value, [list(t) for t in zip(start, stop, step)])
 
 
 # --- joins and splits -----------------------------------------------------------------------------------------------
