@@ -6,7 +6,7 @@ import numpy as np
 from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
 from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import creation, dispatch, functional as F, global_mode, indexing, layouts
+from oneflow_compat._global import creation, dispatch, functional as F, global_mode, indexing, layouts, lazy
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global import default_dtype, nn_init, tensor_functions as TF
 from oneflow_compat._global.size import Size
@@ -72,6 +72,40 @@ def _bf16_k():
 def _inplace(fn):
     def method(self, *args, **kwargs):
         return _rebind(self, fn(self, *args, **kwargs))
+    return method
+
+
+def _shape_text(shape):
+    return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"  # Shape::ToString
+
+
+def _check_inplace_broadcast(shape, expand_shape):
+    """OneFlow 0.9's CheckInplaceShapeCanExpandTo (core/functional/impl/common.cpp): the other operand of an
+    in-place binary op must broadcast to the tensor's own shape, which the op keeps. Its RuntimeErrors and words."""
+    shape, expand_shape = tuple(shape), tuple(expand_shape)
+    if shape == expand_shape:
+        return
+    if len(expand_shape) < len(shape):
+        raise RuntimeError("Can not expand origin shape %s to %s in an inplace operation"
+                           % (_shape_text(shape), _shape_text(expand_shape)))
+    shift = len(expand_shape) - len(shape)
+    for i in range(len(expand_shape) - 1, shift - 1, -1):
+        a, b = expand_shape[i], shape[i - shift]
+        if a != b and (a <= 0 or b != 1):
+            raise RuntimeError("Tensor with shape %s doesn't match the broadcast shape in an inplace operation"
+                               % _shape_text(expand_shape))
+
+
+def _inplace_binary(fn):
+    """`x.add_(y)`, `x += y`, ... : OneFlow 0.9's InplaceAdd / InplaceMul / InplaceDiv functors check, before the
+    op, that x may be written (a leaf requiring grad may not: `Tensor._check_inplace`, where eager autograd
+    records) and that y broadcasts to x's shape (binary_functor.cpp, in that order)."""
+    def method(self, other, *args, **kwargs):
+        if isinstance(other, Tensor):
+            if not self.is_lazy and not other.is_lazy and not lazy.tracer_active():
+                self._check_inplace()
+            _check_inplace_broadcast(other.shape, self.shape)
+        return _rebind(self, fn(self, other, *args, **kwargs))
     return method
 
 
@@ -195,10 +229,10 @@ _METHODS = {
     "__reduce__": _reduce,
     "__setitem__": _setitem,
     # operators
-    "__add__": F.add, "__radd__": _reflected(F.add), "__iadd__": _inplace(F.add),
-    "__sub__": F.sub, "__rsub__": _reflected(F.sub), "__isub__": _inplace(F.sub),
-    "__mul__": F.mul, "__rmul__": _reflected(F.mul), "__imul__": _inplace(F.mul),
-    "__truediv__": F.div, "__rtruediv__": _reflected(F.div), "__itruediv__": _inplace(F.div),
+    "__add__": F.add, "__radd__": _reflected(F.add), "__iadd__": _inplace_binary(F.add),
+    "__sub__": F.sub, "__rsub__": _reflected(F.sub), "__isub__": _inplace_binary(F.sub),
+    "__mul__": F.mul, "__rmul__": _reflected(F.mul), "__imul__": _inplace_binary(F.mul),
+    "__truediv__": F.div, "__rtruediv__": _reflected(F.div), "__itruediv__": _inplace_binary(F.div),
     "__pow__": F.pow, "__rpow__": _reflected(F.pow),
     "__matmul__": F.matmul, "__rmatmul__": _reflected(F.matmul),
     "__neg__": F.neg, "__pos__": lambda self: self, "__abs__": F.abs,
@@ -206,7 +240,8 @@ _METHODS = {
     "__invert__": F.logical_not,
     # arithmetic
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "abs": F.abs,
-    "add_": _inplace(F.add), "sub_": _inplace(F.sub), "mul_": _inplace(F.mul), "div_": _inplace(F.div),
+    "add_": _inplace_binary(F.add), "sub_": _inplace_binary(F.sub), "mul_": _inplace_binary(F.mul),
+    "div_": _inplace_binary(F.div),
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "rsqrt": F.rsqrt, "square": F.square, "sign": F.sign,
     "floor": F.floor, "ceil": F.ceil, "round": F.round, "reciprocal": F.reciprocal, "sin": F.sin, "cos": F.cos,
     "log1p": F.log1p, "expm1": F.expm1, "relu": F.relu, "sigmoid": F.sigmoid, "tanh": F.tanh,
