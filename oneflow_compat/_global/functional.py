@@ -736,10 +736,21 @@ def one_hot(input, num_classes=-1, on_value=1, off_value=0):  # noqa: A002
                                           "dtype": dtype, "axis": input.ndim}, requires_grad=False)
 
 
+class SliceStepError(RuntimeError, ValueError):
+    """`x[::-1]`: OneFlow 0.9's RuntimeError and words (core/functional/tensor_index.cpp PrepareSliceIndices); a
+    ValueError too, as this project raised before."""
+
+
 def index(input, key):  # noqa: A002
     """`input[key]` for ints, slices and Ellipsis (a view op: `slice` then `reshape`)."""
     x = input
     shape = x._value.meta.shape  # (the logical shape, read once: `x.shape` makes a flow.Size at every read)
+    one = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    if not shape and isinstance(one, (int, np.integer)) and not isinstance(one, bool) and x.is_local \
+            and not x.is_lazy and not x.requires_grad_flag:
+        # OneFlow 0.9's fast path for one integer (core/functional/impl/array_functor.cpp TensorGetItemFunctor ->
+        # tensor_index.cpp ApplySelectIndexing): its RuntimeError and words
+        raise RuntimeError("select() cannot be applied to a 0-dim tensor.")
     if not isinstance(key, tuple):
         key = (key,)
     if builtins.any(isinstance(k, Tensor) or isinstance(k, (list, np.ndarray)) for k in key):
@@ -772,8 +783,8 @@ def index(input, key):  # noqa: A002
             slices.append((i, i + 1, 1))
         elif isinstance(k, slice):
             start, stop, step = k.indices(dim)
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
+            if step <= 0:  # (a step of 0: Python's ValueError above, as OneFlow's slice unpacking)
+                raise SliceStepError("Step must be greater than zero.")
             slices.append((start, stop, step))
             out_shape.append(len(range(start, stop, step)))
         else:
