@@ -57,3 +57,34 @@ def test_inplace_on_a_non_leaf_records_its_gradient():
     y.mul_(flow.tensor([3.0, 4.0]))
     y.sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), [3.0, 4.0])
+
+
+@pytest.mark.parametrize("x_dtype, method, y_dtype, y_shape, words", [
+    # InplaceDivFunctor divides integers as float32; InplaceMulFunctor computes in the common dtype
+    (flow.int64, "div_", flow.int64, (2,), "result type oneflow.float32 can't be cast to the desired output type "
+                                           "oneflow.int64"),
+    (flow.int32, "__itruediv__", flow.float32, (2,), "result type oneflow.float32 can't be cast to the desired "
+                                                     "output type oneflow.int32"),
+    (flow.int64, "mul_", flow.float32, (2,), "result type oneflow.float32 can't be cast to the desired output type "
+                                             "oneflow.int64"),
+    (flow.float32, "__imul__", flow.float64, (2,), "result type oneflow.float64 can't be cast to the desired output "
+                                                   "type oneflow.float32"),
+])
+def test_the_computed_dtype_must_be_the_tensors(x_dtype, method, y_dtype, y_shape, words):
+    x = flow.ones(2, dtype=x_dtype)
+    with pytest.raises(RuntimeError, match=_words(words)):
+        getattr(x, method)(flow.ones(*y_shape, dtype=y_dtype))
+    assert x.dtype == x_dtype
+
+
+def test_dtypes_that_stay_the_tensors():
+    x = flow.tensor([2.0, 4.0])
+    x.mul_(flow.tensor(3.0, dtype=flow.float64))  # a 0-d tensor takes the other's dtype (ComputeCommonDType)
+    x.div_(flow.tensor([2, 4], dtype=flow.int64))  # float / int: float32
+    assert x.dtype == flow.float32
+    np.testing.assert_array_equal(x.numpy(), [3.0, 3.0])
+    n = flow.tensor([2, 3], dtype=flow.int32)
+    n.mul_(flow.tensor([4, 5], dtype=flow.int32))
+    n.add_(flow.tensor([1.0, 1.0]))  # add_ casts the other operand to the tensor's dtype: no error
+    assert n.dtype == flow.int32
+    np.testing.assert_array_equal(n.numpy(), [9, 16])

@@ -96,14 +96,49 @@ def _check_inplace_broadcast(shape, expand_shape):
                                % _shape_text(expand_shape))
 
 
-def _inplace_binary(fn):
+def _is_integer(dtype):
+    return not dtype.is_floating and dtype is not BOOL
+
+
+def _common_dtype(x, y):
+    """OneFlow 0.9's ComputeCommonDType of two tensors (core/functional/tensor_processor.cpp): a 0-d tensor beside
+    one that is not takes the other's dtype."""
+    if x.dtype == y.dtype:
+        return x.dtype
+    if y.ndim == 0 and x.ndim != 0:
+        return x.dtype
+    if x.ndim == 0 and y.ndim != 0:
+        return y.dtype
+    return F._promote(x.dtype, y.dtype)
+
+
+def _mul_dtype(x, y):
+    return _common_dtype(x, y)
+
+
+def _div_dtype(x, y):
+    """InplaceDivFunctor: integers are divided as float32, other inputs in their common dtype (float32 where that
+    is an integer one)."""
+    if _is_integer(F._promote(x.dtype, y.dtype)):
+        return dtypes.float32
+    common = _common_dtype(x, y)
+    return dtypes.float32 if _is_integer(common) else common
+
+
+def _inplace_binary(fn, computed_dtype=None):
     """`x.add_(y)`, `x += y`, ... : OneFlow 0.9's InplaceAdd / InplaceMul / InplaceDiv functors check, before the
     op, that x may be written (a leaf requiring grad may not: `Tensor._check_inplace`, where eager autograd
-    records) and that y broadcasts to x's shape (binary_functor.cpp, in that order)."""
+    records), that the dtype the op computes in is x's (mul_ / div_: CheckInplaceCastValid; add_ / sub_ cast y to
+    x's dtype) and that y broadcasts to x's shape (binary_functor.cpp, in that order; words of common.cpp)."""
     def method(self, other, *args, **kwargs):
         if isinstance(other, Tensor):
             if not self.is_lazy and not other.is_lazy and not lazy.tracer_active():
                 self._check_inplace()
+            if computed_dtype is not None:
+                result_dtype = computed_dtype(self, other)
+                if result_dtype != self.dtype:
+                    raise RuntimeError("result type %r can't be cast to the desired output type %r"
+                                       % (result_dtype, self.dtype))
             _check_inplace_broadcast(other.shape, self.shape)
         return _rebind(self, fn(self, other, *args, **kwargs))
     return method
@@ -231,8 +266,8 @@ _METHODS = {
     # operators
     "__add__": F.add, "__radd__": _reflected(F.add), "__iadd__": _inplace_binary(F.add),
     "__sub__": F.sub, "__rsub__": _reflected(F.sub), "__isub__": _inplace_binary(F.sub),
-    "__mul__": F.mul, "__rmul__": _reflected(F.mul), "__imul__": _inplace_binary(F.mul),
-    "__truediv__": F.div, "__rtruediv__": _reflected(F.div), "__itruediv__": _inplace_binary(F.div),
+    "__mul__": F.mul, "__rmul__": _reflected(F.mul), "__imul__": _inplace_binary(F.mul, _mul_dtype),
+    "__truediv__": F.div, "__rtruediv__": _reflected(F.div), "__itruediv__": _inplace_binary(F.div, _div_dtype),
     "__pow__": F.pow, "__rpow__": _reflected(F.pow),
     "__matmul__": F.matmul, "__rmatmul__": _reflected(F.matmul),
     "__neg__": F.neg, "__pos__": lambda self: self, "__abs__": F.abs,
@@ -240,8 +275,8 @@ _METHODS = {
     "__invert__": F.logical_not,
     # arithmetic
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "abs": F.abs,
-    "add_": _inplace_binary(F.add), "sub_": _inplace_binary(F.sub), "mul_": _inplace_binary(F.mul),
-    "div_": _inplace_binary(F.div),
+    "add_": _inplace_binary(F.add), "sub_": _inplace_binary(F.sub), "mul_": _inplace_binary(F.mul, _mul_dtype),
+    "div_": _inplace_binary(F.div, _div_dtype),
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "rsqrt": F.rsqrt, "square": F.square, "sign": F.sign,
     "floor": F.floor, "ceil": F.ceil, "round": F.round, "reciprocal": F.reciprocal, "sin": F.sin, "cos": F.cos,
     "log1p": F.log1p, "expm1": F.expm1, "relu": F.relu, "sigmoid": F.sigmoid, "tanh": F.tanh,
