@@ -88,3 +88,13 @@ def test_dtypes_that_stay_the_tensors():
     n.add_(flow.tensor([1.0, 1.0]))  # add_ casts the other operand to the tensor's dtype: no error
     assert n.dtype == flow.int32
     np.testing.assert_array_equal(n.numpy(), [9, 16])
+
+
+def test_add_and_sub_cast_the_other_operand_first():
+    # AddFunctor / SubFunctor in place: other (times alpha) is cast to the tensor's dtype, then added
+    x = flow.tensor([-1, 1], dtype=flow.int64)
+    x.add_(flow.tensor([0.5, 1.7]))
+    np.testing.assert_array_equal(x.numpy(), [-1, 2])  # not trunc(-0.5) = 0 and trunc(2.7) = 2
+    x.sub_(flow.tensor([0.5, 1.7]), alpha=2)  # 2 * other = [1.0, 3.4] -> [1, 3]
+    np.testing.assert_array_equal(x.numpy(), [-2, -1])
+    assert x.dtype == flow.int64

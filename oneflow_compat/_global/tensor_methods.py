@@ -125,6 +125,16 @@ def _div_dtype(x, y):
     return dtypes.float32 if _is_integer(common) else common
 
 
+def _to_self_dtype(self, other, args, kwargs):
+    """add_ / sub_ (AddFunctor / SubFunctor with inplace: TensorProcessor's promote_dtype is the input's): the other
+    operand, scaled by alpha first, is cast to the tensor's dtype before the op (`int_x.add_(float_y)` adds the
+    integer parts)."""
+    alpha = kwargs.pop("alpha", args[0] if args else 1)
+    if alpha != 1:
+        other = F.mul(other, alpha)
+    return F.cast(other, self.dtype), (), kwargs
+
+
 def _inplace_binary(fn, computed_dtype=None):
     """`x.add_(y)`, `x += y`, ... : OneFlow 0.9's InplaceAdd / InplaceMul / InplaceDiv functors check, before the
     op, that x may be written (a leaf requiring grad may not: `Tensor._check_inplace`, where eager autograd
@@ -140,6 +150,8 @@ def _inplace_binary(fn, computed_dtype=None):
                     raise RuntimeError("result type %r can't be cast to the desired output type %r"
                                        % (result_dtype, self.dtype))
             _check_inplace_broadcast(other.shape, self.shape)
+            if computed_dtype is None and other.dtype != self.dtype:
+                other, args, kwargs = _to_self_dtype(self, other, args, dict(kwargs))
         return _rebind(self, fn(self, other, *args, **kwargs))
     return method
 
