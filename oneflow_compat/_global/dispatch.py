@@ -33,10 +33,52 @@ def _where(inputs, op_type):
                                "input %d is %s" % (op_type, "global" if first.is_global else "local", i,
                                                    "global" if t.is_global else "local"))
         if first.is_global and t.placement != first.placement:
-            raise ValueError("Expected all tensors to be on the same placement, but found at least two placements, "
-                             "%r (positional 0) and %r (positional %d)! (op '%s')"
-                             % (first.placement, t.placement, i, op_type))
+            raise PlacementMixError("Expected all tensors to be on the same placement, but found at least two "
+                                    "placements, %r (positional 0) and %r (positional %d)! (op '%s')"
+                                    % (first.placement, t.placement, i, op_type))
     return first
+
+
+class PlacementMixError(RuntimeError, ValueError):
+    """Inputs on two placements: a RuntimeError as OneFlow 0.9's (global_tensor_infer_cache.cpp,
+    CheckInputParallelDescIdentical), a ValueError as this project raised before."""
+
+
+# OneFlow 0.9's functors that move a 0-d CPU tensor onto the other operand's device before the op
+# (CastDeviceForCPUScalarTensor: AddFunctor, MulFunctor, InplaceDivFunctor in functional/impl/binary_functor.cpp,
+# MaximumFunctor / MinimumFunctor in math_functor.cpp @ v0.9.0); divide is in the set because the in-place
+# `x /= cpu_scalar` reaches this dispatch as a plain divide. Every other op refuses the mix.
+_CPU_SCALAR_MOVES = frozenset(("add", "multiply", "divide", "maximum", "minimum"))
+
+
+def _one_device(op_type, inputs):
+    """Local inputs on two device types (the devices the user named: "cuda" tensors that run on the CPU where no
+    GPU is usable are refused alike). OneFlow 0.9 compares every input's device with input 0's
+    (local_tensor_infer_cache.cpp, CheckInputDeviceIdentical; its words), after a binary op of
+    `_CPU_SCALAR_MOVES` moved a 0-d CPU operand onto the other's device. Returns the inputs to run."""
+    if len(inputs) == 2 and op_type in _CPU_SCALAR_MOVES:
+        x, y = inputs
+        if y._device == "cpu" and not y._value.meta.shape:
+            return [x, _moved(y, x._device)]
+        if x._device == "cpu" and not x._value.meta.shape:
+            return [_moved(x, y._device), y]
+    first = inputs[0]
+    for i, t in enumerate(inputs):
+        if t._device != first._device:
+            words = ("Expected all tensors to be on the same device, but found at least two devices, %s (positional "
+                     "0) and %s (positional %d)!" % (first.device, t.device, i))
+            if lazy.tracer_active():  # the lazy interpreter's words (lazy_op_interpreter.cpp @ v0.9.0)
+                raise RuntimeError("Lazy nn.Graph name: %s encountered ERROR in module/op_name: %s. %s Please use "
+                                   "tensor.to() to synchronize all the input with the same device."
+                                   % (lazy.current().job.name, op_type, words))
+            raise RuntimeError("%s (op '%s')" % (words, op_type))
+    return inputs
+
+
+def _moved(t, device):
+    from oneflow_compat._global import creation  # (creation builds on this module)
+
+    return creation.local_tensor(t, device=device)
 
 
 def apply_op(op_type, inputs, attrs=None, requires_grad=None):
@@ -55,12 +97,19 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
     placement = first._placement
     n = len(inputs)
     if n > 1:
+        device = first._device
+        mixed = False
         for t in inputs:
             if type(t) is not Tensor and not isinstance(t, Tensor):
                 raise TypeError("op '%s' expects Tensors as inputs, got %s" % (op_type, type(t).__name__))
             other = t._placement
             if other is not placement and (other is None or placement is None or other != placement):
                 _where(inputs, op_type)
+            if t._device is not device and t._device != device:  # (the device type strings, compared as objects)
+                mixed = True
+        if mixed and placement is None:
+            inputs = _one_device(op_type, inputs)
+            first = inputs[0]
     ctx = _BOUND.context or _PROCESS
     if ctx.graph_traces:
         return lazy.apply(op_type, inputs, attrs)
