@@ -33,9 +33,13 @@ def _where(inputs, op_type):
                                "input %d is %s" % (op_type, "global" if first.is_global else "local", i,
                                                    "global" if t.is_global else "local"))
         if first.is_global and t.placement != first.placement:
-            raise PlacementMixError("Expected all tensors to be on the same placement, but found at least two "
-                                    "placements, %r (positional 0) and %r (positional %d)! (op '%s')"
-                                    % (first.placement, t.placement, i, op_type))
+            words = ("Expected all tensors to be on the same placement, but found at least two placements, %r "
+                     "(positional 0) and %r (positional %d)!" % (first.placement, t.placement, i))
+            if lazy.tracer_active():  # the lazy interpreter's words (lazy_op_interpreter.cpp @ v0.9.0)
+                raise PlacementMixError("Lazy nn.Graph name: %s encountered ERROR in module/op_name: %s. %s Please "
+                                        "use tensor.to_global() to synchronize all the input with the same "
+                                        "placement." % (lazy.current().job.name, op_type, words))
+            raise PlacementMixError("%s (op '%s')" % (words, op_type))
     return first
 
 
@@ -76,6 +80,8 @@ def _one_device(op_type, inputs):
 
 
 def _moved(t, device):
+    if lazy.tracer_active():  # a graph's input: the traced op reads it where it lives (a host -> device move)
+        return t
     from oneflow_compat._global import creation  # (creation builds on this module)
 
     return creation.local_tensor(t, device=device)
