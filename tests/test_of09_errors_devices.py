@@ -1,0 +1,126 @@
+"""Inputs on two devices or two placements: OneFlow 0.9 refuses the op with its RuntimeError and words
+(core/framework/local_tensor_infer_cache.cpp CheckInputDeviceIdentical, global_tensor_infer_cache.cpp
+CheckInputParallelDescIdentical, op_interpreter/lazy_op_interpreter.cpp @ v0.9.0; the test
+python/oneflow/test/exceptions/test_multi_input_with_diff_device_or_placement.py). The check is about the devices
+the user named: "cuda" tensors that run on the CPU (no usable GPU) are refused as on a GPU. The mixes 0.9 allows
+still work: a 0-d CPU tensor with add / mul / in-place div / maximum / minimum (CastDeviceForCPUScalarTensor,
+functional/impl/binary_functor.cpp), CPU index tensors for a CUDA tensor, a device argument (`to`)."""
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+from simulated_ranks import on_ranks
+
+DEVICE_WORDS = "Expected all tensors to be on the same device, but found at least two devices, "
+PLACEMENT_WORDS = "Expected all tensors to be on the same placement, but found at least two placements, "
+
+
+def _raised(fn):
+    with pytest.raises(RuntimeError) as info:
+        fn()
+    return str(info.value)
+
+
+def test_cpu_and_cuda_inputs_refused_with_oneflow_words():
+    x = flow.tensor([1, 2, 3, 4])
+    y = flow.tensor([2, 4, 6, 8], device="cuda")
+    assert (DEVICE_WORDS + "cpu:0 (positional 0) and cuda:0 (positional 1)!") in _raised(lambda: flow.add(x, y))
+    assert (DEVICE_WORDS + "cuda:0 (positional 0) and cpu:0 (positional 1)!") in _raised(lambda: y * x)
+    assert (DEVICE_WORDS + "cpu:0 (positional 0) and cuda:0 (positional 1)!") in _raised(lambda: flow.cat([x, y]))
+    # the third input differs: its position is named
+    z = flow.tensor([1, 1, 1, 1], device="cuda")
+    msg = _raised(lambda: flow.stack([z, y, x]))
+    assert (DEVICE_WORDS + "cuda:0 (positional 0) and cpu:0 (positional 2)!") in msg
+
+
+def test_cpu_scalar_tensor_moves_only_where_oneflow_moves_it():
+    y = flow.tensor([2.0, -4.0, 6.0], device="cuda")
+    s = flow.tensor(3.0)  # 0-d, on the CPU
+    ref = np.array([2.0, -4.0, 6.0], np.float32)
+    for out, want in ((y + s, ref + 3), (s + y, 3 + ref), (y * s, ref * 3), (s * y, 3 * ref),
+                      (flow.maximum(y, s), np.maximum(ref, 3)), (flow.minimum(s, y), np.minimum(3, ref))):
+        assert out.device == flow.device("cuda")
+        np.testing.assert_allclose(out.numpy(), want)
+    w = y.clone()
+    w /= s  # InplaceDivFunctor moves it too
+    assert w.device == flow.device("cuda")
+    np.testing.assert_allclose(w.numpy(), ref / 3, rtol=1e-6)
+    # SubFunctor (and the other binary functors) do not: the op is refused
+    assert (DEVICE_WORDS + "cuda:0 (positional 0) and cpu:0 (positional 1)!") in _raised(lambda: y - s)
+    # a CPU tensor with one element is not a scalar tensor
+    assert DEVICE_WORDS in _raised(lambda: y + flow.tensor([3.0]))
+
+
+def test_allowed_mixes_still_work():
+    x = flow.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], device="cuda")
+    idx = flow.tensor([2, 0])  # CPU index tensor for a CUDA tensor
+    np.testing.assert_allclose(x[idx].numpy(), [[5.0, 6.0], [1.0, 2.0]])
+    x2 = x.clone()
+    x2[idx] = flow.tensor(0.0)  # a CPU 0-d value written into a CUDA tensor
+    np.testing.assert_allclose(x2.numpy(), [[0.0, 0.0], [3.0, 4.0], [0.0, 0.0]])
+    # `to` moves a CPU tensor to the other's device first: then the op runs
+    c = flow.tensor([[1.0, 1.0]])
+    np.testing.assert_allclose((x + c.to("cuda")).numpy(), [[2.0, 3.0], [4.0, 5.0], [6.0, 7.0]])
+    np.testing.assert_allclose((x.cpu() + c).numpy(), [[2.0, 3.0], [4.0, 5.0], [6.0, 7.0]])
+    # one device, one module: a CUDA model trains on CUDA data
+    m = flow.nn.Linear(2, 1).to("cuda")
+    loss = m(x).sum()
+    loss.backward()
+    np.testing.assert_allclose(m.weight.grad.numpy(), [[9.0, 12.0]])
+
+
+def test_two_placements_refused_with_oneflow_words():
+    x = flow.tensor([1, 2], placement=flow.placement("cpu", [0]), sbp=flow.sbp.broadcast)
+    y = flow.tensor([1, 2], placement=flow.placement("cuda", [0]), sbp=flow.sbp.broadcast)
+    with pytest.raises(RuntimeError) as info:
+        flow.add(x, y)
+    assert isinstance(info.value, ValueError)  # (what this project raised before: both catch it)
+    assert (PLACEMENT_WORDS + 'oneflow.placement(type="cpu", ranks=[0]) (positional 0) and '
+            'oneflow.placement(type="cuda", ranks=[0]) (positional 1)!') in str(info.value)
+
+
+def test_two_placements_on_two_ranks_as_oneflow_test():
+    def body():
+        x = flow.tensor([1, 2, 3, 4], placement=flow.placement("cuda", [0]), sbp=flow.sbp.broadcast)
+        y = flow.tensor([2, 4, 6, 8], placement=flow.placement("cuda", [1]), sbp=flow.sbp.broadcast)
+        try:
+            flow.add(x, y)
+        except RuntimeError as e:
+            return str(e)
+        return None
+
+    for msg in on_ranks(2, body):
+        assert msg is not None and msg.startswith(PLACEMENT_WORDS)
+        assert ('ranks=[0]) (positional 0) and oneflow.placement(type="cuda", ranks=[1]) (positional 1)!') in msg
+
+
+def test_graph_refuses_mixed_devices_with_lazy_words():
+    class AddGraph(flow.nn.Graph):
+        def build(self, a, b):
+            return a + b
+
+    g = AddGraph()
+    msg = _raised(lambda: g(flow.ones(2), flow.ones(2, device="cuda")))
+    assert msg.startswith("Lazy nn.Graph name: %s encountered ERROR in module/op_name: add. " % g.name)
+    assert msg.endswith(DEVICE_WORDS + "cpu:0 (positional 0) and cuda:0 (positional 1)! Please use tensor.to() "
+                        "to synchronize all the input with the same device.")
+
+    class MulGraph(flow.nn.Graph):
+        def build(self, a, b):
+            return a * b
+
+    x = flow.ones(2, placement=flow.placement("cpu", [0]), sbp=flow.sbp.broadcast)
+    y = flow.ones(2, placement=flow.placement("cuda", [0]), sbp=flow.sbp.broadcast)
+    msg = _raised(lambda: MulGraph()(x, y))
+    assert "encountered ERROR in module/op_name: multiply. " + PLACEMENT_WORDS in msg
+    assert msg.endswith("Please use tensor.to_global() to synchronize all the input with the same placement.")
+
+
+def test_graph_reads_a_cpu_scalar_input_with_a_cuda_one():
+    class MulGraph(flow.nn.Graph):
+        def build(self, a, b):
+            return a * b
+
+    out = MulGraph()(flow.tensor([1.0, 2.0], device="cuda"), flow.tensor(3.0))
+    assert out.device == flow.device("cuda")
+    np.testing.assert_allclose(out.numpy(), [3.0, 6.0])
