@@ -71,9 +71,10 @@ def save(obj=None, path=None, var_dict=None, global_dst_rank=None):
 
 def _stored(t):
     """What the files hold of tensor `t`: its array; with its dtype where numpy has none (bfloat16: float32 bytes of
-    its values, meta data_type kBFloat16, as OneFlow 0.9's flow.save writes them)."""
+    its values, meta data_type kBFloat16, as OneFlow 0.9's flow.save writes them) or where the legacy map of numpy
+    dtypes has none (bool: a byte an element, meta data_type kBool)."""
     array = t.numpy()
-    return (array, t.dtype) if t.dtype is dtypes.bfloat16 else array
+    return (array, t.dtype) if t.dtype is dtypes.bfloat16 or t.dtype is dtypes.bool_ else array
 
 
 def _is_flat_state_dict(obj):

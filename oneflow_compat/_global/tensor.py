@@ -26,8 +26,8 @@ from oneflow_compat._global.size import Size
 _DEFAULT_FLOAT = dtypes.float32
 
 
-# OneFlow's `flow.bool` (comparisons give it); the legacy API has no boolean dtype
-BOOL = dtypes.DType("bool", np.bool_, "kBool", 11)
+# OneFlow's `flow.bool` (comparisons give it; DataType kBool = 12: ir/dtypes.py); the legacy API has no boolean dtype
+BOOL = dtypes.bool_
 global_eager.register_dtype(BOOL)
 
 

@@ -124,6 +124,15 @@ bfloat16 = DType("bfloat16", np.float32, "kBFloat16", 11)
 _BY_ENUM_NAME[bfloat16.enum_name] = bfloat16
 _BY_ENUM_VALUE[bfloat16.enum_value] = bfloat16
 
+# --- device-mix team: the global API's flow.bool (comparisons give it; the legacy API has none, so not in ALL and
+# not in from_numpy's map). Its number is OneFlow 0.9's, DataType kBool = 12 (kBFloat16 is 11; this project gave
+# bool 11 before, a number no file held: files name dtypes, `meta` by enum name, pickles by dtype name). OneFlow
+# 0.9's flow.save writes a bool tensor's `meta` with data_type kBool and its `out` as one byte an element
+# (check_point_v2.py _save_tensor_to_disk: GetProtoDtype4OfDtype, tensor.numpy().tobytes(), v0.9.0).
+bool_ = DType("bool", np.bool_, "kBool", 12)
+_BY_ENUM_NAME[bool_.enum_name] = bool_
+_BY_ENUM_VALUE[bool_.enum_value] = bool_
+
 def any_from_numpy(np_dtype):
     """The dtype of a numpy dtype among every dtype made, the global API's (bool, …) included: what a boxing's
     metadata needs for a value of any dtype (`from_numpy` stays the legacy API's mapping)."""
