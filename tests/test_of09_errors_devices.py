@@ -124,3 +124,31 @@ def test_graph_reads_a_cpu_scalar_input_with_a_cuda_one():
     out = MulGraph()(flow.tensor([1.0, 2.0], device="cuda"), flow.tensor(3.0))
     assert out.device == flow.device("cuda")
     np.testing.assert_allclose(out.numpy(), [3.0, 6.0])
+
+
+def test_moves_between_devices_keep_the_history():
+    # OneFlow 0.9 moves with its copy op: the moved tensor is not a leaf, the gradient reaches the source on its
+    # own device (the moved 0-d CPU operand of a binary op too)
+    w = flow.tensor([1.0, 2.0], requires_grad=True)
+    h = (w * 2).to("cuda")
+    assert not h.is_leaf and h.requires_grad and h.device == flow.device("cuda")
+    (h * h).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [8.0, 16.0])  # d/dw (2w)^2 = 8w
+    assert w.grad.device == flow.device("cpu")
+    c = flow.tensor([3.0], device="cuda", requires_grad=True)
+    c.cpu().sum().backward()
+    assert c.grad.device == flow.device("cuda")
+    np.testing.assert_allclose(c.grad.numpy(), [1.0])
+    s = flow.tensor(3.0, requires_grad=True)
+    y = flow.tensor([1.0, 2.0], device="cuda", requires_grad=True)
+    (y * s).sum().backward()
+    np.testing.assert_allclose(s.grad.numpy(), 3.0)
+    np.testing.assert_allclose(y.grad.numpy(), [3.0, 3.0])
+    with flow.no_grad():
+        assert not w.cuda().requires_grad
+    x = flow.tensor([1.0, 2.0], requires_grad=True)
+    (g,) = flow.autograd.grad(x.cuda().pow(2).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.numpy(), [2.0, 4.0])
+    g.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
+    assert flow.tensor([1.5], dtype=flow.bfloat16).cuda().dtype is flow.bfloat16

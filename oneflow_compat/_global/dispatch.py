@@ -82,9 +82,9 @@ def _one_device(op_type, inputs):
 def _moved(t, device):
     if lazy.tracer_active():  # a graph's input: the traced op reads it where it lives (a host -> device move)
         return t
-    from oneflow_compat._global import creation  # (creation builds on this module)
+    from oneflow_compat._global import device_moves  # (creation, which it uses, builds on this module)
 
-    return creation.local_tensor(t, device=device)
+    return device_moves.moved(t, device)
 
 
 def apply_op(op_type, inputs, attrs=None, requires_grad=None):

@@ -6,7 +6,7 @@ import numpy as np
 from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
 from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import creation, dispatch, functional as F, global_mode, indexing, layouts, lazy
+from oneflow_compat._global import creation, device_moves, dispatch, functional as F, global_mode, indexing, layouts, lazy
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global import default_dtype, nn_init, tensor_functions as TF
 from oneflow_compat._global.size import Size
@@ -192,9 +192,7 @@ def _to(self, *args, **kwargs):
             if kind != self._placement.type:
                 out = self.to_global(placement=Placement(kind, self._placement.rank_list, hierarchy=self._placement.hierarchy), sbp=self.sbp)
         elif kind != self._device:
-            out = creation.local_tensor(self, device=kind)
-            if self.requires_grad:
-                out.requires_grad_(True)
+            out = device_moves.moved(self, kind)  # (differentiable: OneFlow 0.9's copy op)
     if dtype is not None:
         out = F.cast(out, dtype)
     return out
