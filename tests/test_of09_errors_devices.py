@@ -152,3 +152,29 @@ def test_moves_between_devices_keep_the_history():
     g.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
     assert flow.tensor([1.5], dtype=flow.bfloat16).cuda().dtype is flow.bfloat16
+
+
+def test_allowed_mixes_cross_a_real_host_device_boundary(monkeypatch):
+    # "cuda" on the strict fake device (CuPy's rules: no host/device mixing), "cpu" on numpy: as on a GPU machine
+    import strict_device
+
+    strict_device.install(monkeypatch, "auto", allow_syncs=True)
+    y = flow.tensor([2.0, -4.0], device="cuda", requires_grad=True)
+    s = flow.tensor(3.0, requires_grad=True)
+    out = y * s + flow.tensor(1.0)
+    assert isinstance(out._value.pieces[0], strict_device.StrictArray)
+    np.testing.assert_allclose(out.numpy(), [7.0, -11.0])
+    out.sum().backward()
+    np.testing.assert_allclose(s.grad.numpy(), -2.0)
+    assert isinstance(s.grad._value.pieces[0], np.ndarray)  # the gradient went back to the host
+    np.testing.assert_allclose(y.grad.numpy(), [3.0, 3.0])
+    x = flow.tensor([[1.0, 2.0], [3.0, 4.0]], device="cuda")
+    np.testing.assert_allclose(x[flow.tensor([1])].numpy(), [[3.0, 4.0]])
+    assert DEVICE_WORDS in _raised(lambda: x + flow.ones(2, 2))
+
+    class MulGraph(flow.nn.Graph):
+        def build(self, a, b):
+            return a * b
+
+    g = MulGraph()(flow.tensor([1.0, 2.0], device="cuda"), flow.tensor(3.0))
+    np.testing.assert_allclose(g.numpy(), [3.0, 6.0])
