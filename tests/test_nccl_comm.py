@@ -30,6 +30,7 @@ def _both(size, body):
     fake = FakeNccl()
 
     def with_nccl(host):
+        fake.as_process(host.rank)  # each simulated rank stands for an MPI rank on a GPU of its own
         comm = nccl_comm.NcclComm(host, np, fake, timeout=30, watchdog=False)
         return body(comm, host.rank)
 
@@ -132,6 +133,7 @@ def test_a_communicator_per_rank_set_from_one_unique_id():
     fake.communicator = communicator
 
     def body(host):
+        fake.as_process(host.rank)
         comm = nccl_comm.NcclComm(host, np, fake, timeout=30, watchdog=False)
         comm.allreduce_(np.ones(2, np.float32), (0, 1, 2))
         comm.allreduce_(np.ones(2, np.float32), (0, 1, 2))  # the same set: the same communicator
