@@ -9,7 +9,6 @@ gather and exchange as grouped operations; the watchdog aborting a communicator 
 On a GPU (skipped elsewhere): a 1-rank NCCL communicator running every collective on CuPy arrays; data parallelism on
 2 logical devices of one GPU equal to 1 device. With 2 GPUs (skipped below): the collectives over 2 MPI ranks."""
 import os
-import shutil
 import subprocess
 import sys
 
@@ -18,7 +17,7 @@ import pytest
 
 from fake_nccl import FakeNccl
 from kernel_testing import CUPY
-from oneflow_compat.comm import nccl_comm
+from oneflow_compat.comm import mpiexec_command, nccl_comm
 from oneflow_compat.comm.process_comm import CollectiveTimeout, SingleProcessComm
 from oneflow_compat.comm.simulated import SimulatedWorld
 
@@ -310,13 +309,13 @@ def test_collectives_over_two_gpus_and_two_ranks():
     cp = _nccl_or_skip()
     if cp.cuda.runtime.getDeviceCount() < 2:
         pytest.skip("NCCL refuses two ranks on one GPU: this needs 2 GPUs")
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    if not os.path.exists(mpiexec):
-        mpiexec = shutil.which("mpiexec")
+    mpiexec = mpiexec_command.find_mpiexec()
     if not mpiexec:
         pytest.skip("no mpiexec")
-    done = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "oneflow_compat.tools.gpu_stages", "nccl_ranks"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(mpiexec_command.command(2, [sys.executable, "-m", "oneflow_compat.tools.gpu_stages",
+                                                      "nccl_ranks"], mpiexec=mpiexec),
+                          cwd=ROOT, capture_output=True, text=True, timeout=180,
+                          env=mpiexec_command.environment(mpiexec, dict(os.environ, ONEFLOW_COMPAT_OUTPUT="all")))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("GPU_CHECK ok nccl ranks") == 2, done.stdout
 
@@ -386,3 +385,31 @@ def test_data_parallel_on_two_simulated_ranks_of_one_gpu_equals_one_rank(monkeyp
     for got in two:
         for a, b in zip(got, one):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("device", ["fake", "gpu"])
+def test_two_mpi_ranks_on_one_gpu_go_through_mpi_with_mpis_numbers(device):
+    """Two MPI ranks sharing one GPU (the GPU machine has one): NCCL would refuse them (the first GPU run's
+    `nccl 2 ranks` check died in ncclCommInitRank), so every collective of their NcclComm goes through MPI, staged,
+    and equals MPI's own. "fake": the GPU check's dry run of that stage (the fake NCCL, every process on GPU 0);
+    "gpu": CuPy's NCCL on a machine with one GPU (skipped without a GPU, or with several: then it is NCCL's)."""
+    pytest.importorskip("mpi4py")
+    mpiexec = mpiexec_command.find_mpiexec()
+    if not mpiexec:
+        pytest.skip("no mpiexec")
+    env = dict(os.environ, ONEFLOW_COMPAT_OUTPUT="all")
+    if device == "fake":
+        env.update(GPU_CHECK_FAKE="1", ONEFLOW_COMPAT_DEVICE="cpu")
+    else:
+        cp = _nccl_or_skip()
+        if cp.cuda.runtime.getDeviceCount() != 1:
+            pytest.skip("this is the one-GPU case")
+    done = subprocess.run(mpiexec_command.command(2, [sys.executable, "-m", "oneflow_compat.tools.gpu_stages",
+                                                      "nccl_ranks"], mpiexec=mpiexec),
+                          cwd=ROOT, capture_output=True, text=True, timeout=180,
+                          env=mpiexec_command.environment(mpiexec, env))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for r in range(2):
+        assert ("GPU_CHECK ok nccl ranks: rank %d of 2: every collective equals MPI's (through MPI, staged: no NCCL, "
+                "ranks 0 and 1 are on one GPU)" % r) in done.stdout, done.stdout
+    assert "NCCL_ERROR" not in done.stdout + done.stderr
