@@ -70,6 +70,9 @@ def test_process_gpus_rule_and_errors():
     with gpus.on(xp, 1) as gpu:
         assert gpu == 3 and xp.cuda.current == 3
     assert xp.cuda.current == 2
+    # more devices than the process drives GPUs (gpu mode: a legacy "cpu" placement of 4 reader devices on a
+    # session of 2 GPU devices, as the zoo's wide & deep has): they cycle over the process's own GPUs
+    assert [gpus.of(xp, d) for d in (2, 3)] == [2, 3]
     one_per_rank = gpu_map.ProcessGpus(local_rank=3, environ={})  # the global API: a device per rank
     assert one_per_rank.of(xp, 0) == 3
     bad = gpu_map.ProcessGpus(local_rank=0, devices_per_process=2, environ={gpu_map.GPU_MAP_ENV: "0,7"})
