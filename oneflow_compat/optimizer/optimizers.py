@@ -152,8 +152,10 @@ class _MomentumSGD(Optimizer):
     def linear_update_momentum(self):
         """Protocol: the update without weight decay is w ← w − c·g (0 returned) or m ← β·m − c·g, w ← w + m (β
         returned), c = lr·grad_scale: linear in g, so the framework may add the gradient's own GEMM straight into
-        w or m (passes/fusion.py). Optimizers without this method are never fused."""
-        return self.momentum
+        w or m (passes/fusion.py). Optimizers without this method are never fused. β as the update
+        uses it: rounded to float32 (OneFlow's float attribute, `momentum_update`'s β), so that a fused step (one
+        device) and an unfused one (several devices) give the same numbers."""
+        return float(np.float32(self.momentum)) if self.momentum else self.momentum
 
     def update_scaled(self, xp, w, g, states, *, lr, step, weight_decay, grad_scale=1.0, grad_owned=False):
         if not grad_owned or weight_decay != 0:
@@ -165,7 +167,7 @@ class _MomentumSGD(Optimizer):
             w -= g
         else:
             m = states[0]
-            m *= m.dtype.type(self.momentum)
+            m *= m.dtype.type(np.float32(self.momentum))  # β rounded to float32, as the unfused update's
             m -= g
             w += m
 
@@ -180,7 +182,7 @@ class _MomentumSGD(Optimizer):
         if self.momentum == 0:
             cuda_optim.sgd(xp, w, g, rate, scale=grad_scale, weight_decay=weight_decay, fused=fused)
         else:
-            cuda_optim.momentum(xp, w, states[0], g, rate, beta=self.momentum, scale=grad_scale,
+            cuda_optim.momentum(xp, w, states[0], g, rate, beta=float(np.float32(self.momentum)), scale=grad_scale,
                                 weight_decay=weight_decay, fused=fused)
         return True
 
