@@ -51,7 +51,7 @@ class FakeNccl:
         self._lock = threading.Lock()
         self.calls = []  # (member, kind) of every issued operation, for tests
         self.aborted = []
-        self.event_done = True  # what events say (`done`; a test of the watchdog makes them hang)
+        self.event_done = True  # what events say as `done` (a test of the watchdog makes them hang)
         self._group = threading.local()
         self._who = threading.local()  # the identity `as_process` gave this thread
         self.refused = []  # the refusal of each member that was refused
@@ -100,7 +100,9 @@ class FakeNccl:
 
     def event(self):
         done = self.event_done
-        return type("Event", (), {"done": done})()  # CuPy's Event.done (a property)
+        # CuPy's Event answers through the property `done` and has no query(): the first GPU run found the
+        # watchdog calling query() (AttributeError in its thread), so the fake has exactly CuPy's surface
+        return type("Event", (), {"done": done})()
 
     # --- groups -------------------------------------------------------------------------------------------------
     def group_start(self):

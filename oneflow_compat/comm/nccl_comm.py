@@ -120,15 +120,6 @@ class Binding:
         return event
 
 
-def event_done(event):
-    """Whether the work before an event is complete: CuPy's `Event.done` (a property; CuPy has no `query()`), or a
-    stand-in's `query()`."""
-    done = getattr(event, "done", None)
-    if done is None:
-        return bool(event.query())
-    return bool(done() if callable(done) else done)
-
-
 def _stable_hash(text):
     """A 63-bit number of a string that is the same in every process (Python's hash() is salted per process)."""
     data = str(text).encode()
@@ -190,7 +181,7 @@ class Watchdog:
         keep = []
         for item in pending:
             deadline, key, what, event = item
-            if event_done(event):
+            if event.done:  # CuPy's Event: `done` is a property (cudaEventQuery); there is no query() method
                 continue
             if now > deadline and self.failed is None:
                 self.failed = "%s did not complete within %g s: its NCCL communicator was aborted" % (
