@@ -124,6 +124,10 @@ def test_command_lines_in_both_spellings(open_mpi, monkeypatch):
                                                 "-n", "1", "-env", "RANK", "1", "python", "s.py"]
     assert M.segments(parts, mpiexec=open_mpi) == [open_mpi, "-n", "1", "env", "RANK=0", "python", "s.py", ":",
                                                    "-n", "1", "env", "RANK=1", "python", "s.py"]
+    assert M.segments(parts[:1], mpiexec=open_mpi, env={"S": "1"}) == [open_mpi, "-n", "1", "env", "S=1", "RANK=0",
+                                                                        "python", "s.py"]
+    assert M.segments(parts[:1], mpiexec=hydra, env={"S": "1"}) == [hydra, "-genv", "S", "1", "-n", "1", "-env",
+                                                                     "RANK", "0", "python", "s.py"]
     # forwarding "all" under Open MPI names the variables the ranks read, one -x each
     monkeypatch.setenv("ONEFLOW_COMPAT_OUTPUT", "all")
     line = M.command(2, prog, mpiexec=open_mpi, forward="all")
@@ -187,3 +191,22 @@ def test_the_tools_launcher_line_goes_through_open_mpi(open_mpi, monkeypatch):
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["seed 7", "seed 7"]
+
+
+def test_the_installed_mpiexec_runs_both_kinds_of_line(tmp_path):
+    """With the mpiexec actually installed (MPICH here, Open MPI 4.1.6 on the GPU machine, run as root there): a
+    line with a variable for every rank, and an MPMD line with a variable per segment, start and deliver them."""
+    mpiexec = M.find_mpiexec()
+    if not mpiexec:
+        pytest.skip("no mpiexec")
+    show = "import os; os.write(1, ('%s %s\\n' % (os.environ['SHARED'], os.environ.get('OWN', '-'))).encode())"
+    env = M.environment(mpiexec, _clean())
+    done = subprocess.run(M.command(2, [sys.executable, "-c", show], mpiexec=mpiexec, env={"SHARED": "s"}),
+                          env=env, capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["s -", "s -"]
+    parts = [{"n": 1, "program": [sys.executable, "-c", show], "env": {"OWN": str(r)}} for r in range(2)]
+    done = subprocess.run(M.segments(parts, mpiexec=mpiexec, env={"SHARED": "t"}), env=env, capture_output=True,
+                          text=True, timeout=120, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(done.stdout.splitlines()) == ["t 0", "t 1"]

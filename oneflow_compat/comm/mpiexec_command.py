@@ -133,11 +133,13 @@ def segments(parts, mpiexec=None, env=None):
 
     MPICH: `mpiexec [-genv …] -n 1 -env RANK 0 prog : -n 1 -env RANK 1 prog`, output files by
     `-outfile-pattern`/`-errfile-pattern` (Hydra's, given before the first segment, with `%r` for the rank: pass
-    them as `pattern_stdout`/`pattern_stderr` in the first part). Open MPI: `mpiexec [-x …] -n 1 env RANK=0 prog :
-    …`, output files by a `sh -c` redirect of each segment."""
+    them as `pattern_stdout`/`pattern_stderr` in the first part). Open MPI: `mpiexec -n 1 env K=V RANK=0 prog : …`
+    (every rank's variables and the segment's own by env(1)), output files by a `sh -c` redirect of each segment."""
     mpiexec = str(mpiexec or find_mpiexec() or "mpiexec")
     kind = flavour(mpiexec)
-    out = [mpiexec] + _global_env(kind, env, None)
+    # Open MPI: the variables of every rank go into each segment's `env` too (whether a -x before the first
+    # segment reaches the others is not something to rely on)
+    out = [mpiexec] + (_global_env(kind, env, None) if kind == MPICH else [])
     if kind == MPICH and parts and parts[0].get("pattern_stdout"):
         out += ["-outfile-pattern", parts[0]["pattern_stdout"], "-errfile-pattern", parts[0]["pattern_stderr"]]
     for i, part in enumerate(parts):
@@ -151,14 +153,11 @@ def segments(parts, mpiexec=None, env=None):
                 out += ["-env", name, str(value)]
             out += program
             continue
+        own = dict(env or {}, **own)
         if part.get("stdout") or part.get("stderr"):
-            # sh -c 'exec "$@" >out 2>err' sh program…: the program's own argv untouched by the shell
-            redirect = 'exec "$@"'
-            if part.get("stdout"):
-                redirect += ' >"%s"' % part["stdout"]
-            if part.get("stderr"):
-                redirect += ' 2>"%s"' % part["stderr"]
-            program = ["sh", "-c", redirect, "sh"] + program
+            # the files and the program as arguments of the shell, never parsed by it
+            out_file, err_file = part.get("stdout") or "/dev/stdout", part.get("stderr") or "/dev/stderr"
+            program = ["sh", "-c", 'o=$1; e=$2; shift 2; exec "$@" >"$o" 2>"$e"', "sh", out_file, err_file] + program
         if own:
             program = ["env"] + ["%s=%s" % (name, value) for name, value in own.items()] + program
         out += program
