@@ -210,3 +210,19 @@ def test_the_installed_mpiexec_runs_both_kinds_of_line(tmp_path):
                           text=True, timeout=120, cwd=str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(done.stdout.splitlines()) == ["t 0", "t 1"]
+
+
+def test_a_rank_that_open_mpi_reports_killed_is_named():
+    """Open MPI reports a rank ended by a signal in one line (Hydra in a block, tests/test_comm_mpi.py): the
+    launchers name it alike."""
+    from oneflow_compat.comm.mpiexec_report import MpiexecOutput, killed_process_line
+
+    said = ("--------------------------------------------------------------------------\n"
+            "mpiexec noticed that process rank 1 with PID 26063 on node node7 exited on signal 9 (Killed).\n"
+            "--------------------------------------------------------------------------\n")
+    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.write(%r)" % said],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    output = MpiexecOutput(process)
+    process.wait()
+    output.wait()
+    assert killed_process_line(output) == "rank 1 (pid 26063 on node7) was killed by signal 9 (SIGKILL)"
