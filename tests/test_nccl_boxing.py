@@ -89,10 +89,12 @@ def run_on_nccl(world_size, cases, xp=np, binding=None, up=None, down=None, reco
 
 
 def check_host_only_bootstraps(host_calls, what):
-    """The process comm made no boxing call: only NcclComm's own bootstrap (the unique id, members' sizes)."""
+    """The process comm made no boxing call: only NcclComm's own bootstrap (the unique id, members' sizes, the
+    members' identities: 3 int64 per member, point to point before a first exchange with a peer)."""
     for r, cs in host_calls.items():
         names = {c.name for c in cs if not c.control}
-        assert names <= BOOTSTRAP_CALLS, (what, r, names)
+        assert names <= BOOTSTRAP_CALLS | {"exchange"}, (what, r, names)
+        assert all(c.sent % 24 == 0 and c.sent <= 24 * 8 for c in cs if c.name == "exchange"), (what, r, cs)
         assert not [c for c in cs if c.control], (what, r, cs)
 
 

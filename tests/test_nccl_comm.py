@@ -130,6 +130,19 @@ def test_exchange_between_ranks_on_one_gpu_goes_through_the_host_comm():
     assert fake.calls == []
 
 
+def test_an_exchange_of_two_of_three_ranks_on_one_gpu_needs_nothing_of_the_third():
+    """An exchange is point to point: a rank with nothing to send or receive does not take part, so deciding its
+    route (the peers' GPUs) takes nothing from it — with the third rank idle, the two finish."""
+    def body(c, r):
+        if r == 2:
+            return None
+        return c.exchange([(1 - r, _data(r, (2, 3)))], [(1 - r, np.empty((2, 3), np.float32))])
+
+    got, want, fake = _both(3, body, members="one gpu")
+    _same(got, want)
+    assert fake.calls == []
+
+
 def test_the_fake_nccl_refuses_two_members_on_one_gpu_as_nccl_does():
     """What NCCL 2.28 did on the H100 (init.cc: "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device
     60", ncclCommInitRank failing on every member with NCCL_ERROR_INVALID_USAGE), the fake does on any machine:

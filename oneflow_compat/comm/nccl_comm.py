@@ -212,6 +212,7 @@ class NcclComm(ProcessComm):
             else Binding(xp, nccl)
         self._comms = {}  # rank set -> NCCL communicator
         self.routes = {}  # rank set -> None (NCCL) or why its collectives go through the host comm
+        self._identities = {}  # world rank -> (host, process, GPU) as numbers, as far as learned
         self._timeout = comm_timeout_from_env() if timeout is None else float(timeout)
         self._on_timeout = on_timeout if on_timeout is not None else self._end_job
         self.issued = 0
@@ -262,13 +263,36 @@ class NcclComm(ProcessComm):
         ranks = check_ranks(ranks, self.rank, self.size)
         if ranks in self.routes:
             return self.routes[ranks]
-        host, process, gpu = self.nccl.member()
-        mine = np.array([_stable_hash(host), _stable_hash(process), _stable_hash("%s|%s" % (host, gpu))],
-                        dtype=np.int64)
-        every = np.asarray(self.host.allgatherv(mine, ranks, sizes=[3] * len(ranks))).reshape(len(ranks), 3)
-        why = nccl_refusal([tuple(int(v) for v in row) for row in every], ranks)
+        every = np.asarray(self.host.allgatherv(self._identity(), ranks, sizes=[3] * len(ranks)))
+        members = [tuple(int(v) for v in row) for row in every.reshape(len(ranks), 3)]
+        self._identities.update(zip(ranks, members))
+        why = nccl_refusal(members, ranks)
         self.routes[ranks] = why
         return why
+
+    def _identity(self):
+        """This rank's (host, process, GPU) as 3 numbers that travel (the same strings give the same numbers)."""
+        host, process, gpu = self.nccl.member()
+        return np.array([_stable_hash(host), _stable_hash(process), _stable_hash("%s|%s" % (host, gpu))],
+                        dtype=np.int64)
+
+    def _peers_refused(self, peers):
+        """Why NCCL cannot join this rank with `peers` (None where it can), learning the identities it does not know
+        yet from the peers themselves, point to point: an exchange is not a collective of the world (a rank with
+        nothing to send or receive does not take part), so no world-wide step may decide it."""
+        unknown = [p for p in peers if p not in self._identities]
+        if unknown:
+            got = self.host.exchange([(p, self._identity()) for p in unknown],
+                                     [(p, np.empty(3, dtype=np.int64)) for p in unknown])
+            for p, row in zip(unknown, got):
+                self._identities[p] = tuple(int(v) for v in np.asarray(row).reshape(-1))
+        mine = tuple(int(v) for v in self._identity())
+        for p in peers:
+            pair = sorted([(self.rank, mine), (p, self._identities[p])])
+            why = nccl_refusal([m for _, m in pair], [r for r, _ in pair])
+            if why is not None:
+                return why
+        return None
 
     def communicator(self, ranks):
         """The NCCL communicator of a rank set, made (and bootstrapped over the host comm) on its first use; None
@@ -520,7 +544,10 @@ class NcclComm(ProcessComm):
         for peer, _ in sends + recvs:
             if not 0 <= peer < self.size or peer == self.rank:
                 raise ValueError("exchange with rank %r: not another rank of a world of %d" % (peer, self.size))
-        comm = self.communicator(self.world_ranks)
+        # ranks that share a GPU (or a process) exchange through the host, pair by pair; the others over NCCL's
+        # world communicator, which every rank joins
+        peers = sorted({peer for peer, _ in sends + recvs})
+        comm = None if self._peers_refused(peers) is not None else self.communicator(self.world_ranks)
         if comm is None:
             got = self.host.exchange([(dst, self._down(a)) for dst, a in sends],
                                      [(src, np.empty(a.shape, dtype=a.dtype)) for src, a in recvs])
