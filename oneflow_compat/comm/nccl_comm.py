@@ -213,6 +213,8 @@ class NcclComm(ProcessComm):
         self._comms = {}  # rank set -> NCCL communicator
         self.routes = {}  # rank set -> None (NCCL) or why its collectives go through the host comm
         self._identities = {}  # world rank -> (host, process, GPU) as numbers, as far as learned
+        self._peer_routes = {}  # an exchange's peers -> None (NCCL) or why it goes through the host comm
+        self._mine = None
         self._timeout = comm_timeout_from_env() if timeout is None else float(timeout)
         self._on_timeout = on_timeout if on_timeout is not None else self._end_job
         self.issued = 0
@@ -271,28 +273,35 @@ class NcclComm(ProcessComm):
         return why
 
     def _identity(self):
-        """This rank's (host, process, GPU) as 3 numbers that travel (the same strings give the same numbers)."""
-        host, process, gpu = self.nccl.member()
-        return np.array([_stable_hash(host), _stable_hash(process), _stable_hash("%s|%s" % (host, gpu))],
-                        dtype=np.int64)
+        """This rank's (host, process, GPU) as 3 numbers that travel (the same strings give the same numbers); asked
+        of the binding once (the process's GPU is current from its first device array on)."""
+        if self._mine is None:
+            host, process, gpu = self.nccl.member()
+            self._mine = np.array([_stable_hash(host), _stable_hash(process), _stable_hash("%s|%s" % (host, gpu))],
+                                  dtype=np.int64)
+        return self._mine.copy()
 
     def _peers_refused(self, peers):
         """Why NCCL cannot join this rank with `peers` (None where it can), learning the identities it does not know
         yet from the peers themselves, point to point: an exchange is not a collective of the world (a rank with
         nothing to send or receive does not take part), so no world-wide step may decide it."""
+        peers = tuple(peers)
+        if peers in self._peer_routes:
+            return self._peer_routes[peers]
         unknown = [p for p in peers if p not in self._identities]
         if unknown:
             got = self.host.exchange([(p, self._identity()) for p in unknown],
                                      [(p, np.empty(3, dtype=np.int64)) for p in unknown])
             for p, row in zip(unknown, got):
                 self._identities[p] = tuple(int(v) for v in np.asarray(row).reshape(-1))
-        mine = tuple(int(v) for v in self._identity())
+        mine, why = tuple(int(v) for v in self._identity()), None
         for p in peers:
             pair = sorted([(self.rank, mine), (p, self._identities[p])])
             why = nccl_refusal([m for _, m in pair], [r for r, _ in pair])
             if why is not None:
-                return why
-        return None
+                break
+        self._peer_routes[peers] = why
+        return why
 
     def communicator(self, ranks):
         """The NCCL communicator of a rank set, made (and bootstrapped over the host comm) on its first use; None
