@@ -167,7 +167,7 @@ class _MomentumSGD(Optimizer):
             w -= g
         else:
             m = states[0]
-            m *= m.dtype.type(np.float32(self.momentum))  # β rounded to float32, as the unfused update's
+            m *= m.dtype.type(np.float32(self.momentum))  # β a float attribute, as momentum_update rounds it
             m -= g
             w += m
 
@@ -182,7 +182,7 @@ class _MomentumSGD(Optimizer):
         if self.momentum == 0:
             cuda_optim.sgd(xp, w, g, rate, scale=grad_scale, weight_decay=weight_decay, fused=fused)
         else:
-            cuda_optim.momentum(xp, w, states[0], g, rate, beta=float(np.float32(self.momentum)), scale=grad_scale,
+            cuda_optim.momentum(xp, w, states[0], g, rate, beta=self.momentum, scale=grad_scale,
                                 weight_decay=weight_decay, fused=fused)
         return True
 

@@ -163,7 +163,7 @@ class CapturedStep:
                     self.variables = variables
                 self.graph.launch(self.stream)
                 plan._held.update(self.held)
-                checks.restore_pending(self.pending)
+                checks.restore_pending(self.pending, again=True)
             if end < len(plan.steps):
                 exe.run(plan, end, len(plan.steps))  # the download: the call's one synchronisation
             else:
@@ -175,6 +175,7 @@ class CapturedStep:
     def _capture(self, plan, end):
         xp = self.xp
         mode = getattr(xp.cuda.runtime, "streamCaptureModeRelaxed", None)
+        before = checks.pending_count()  # checks of earlier calls stay pending; the graph's are its own
         with xp.cuda.using_allocator(self.pool.malloc):
             self.stream.begin_capture(mode) if mode is not None else self.stream.begin_capture()
             try:
@@ -188,11 +189,11 @@ class CapturedStep:
                 except Exception:  # noqa: BLE001 - the capture's own error is the one to report
                     pass
                 plan._held.clear()
-                checks.take_pending()
+                checks.take_pending(since=before)
                 raise
             self.graph = self.stream.end_capture()
         self.held = dict(plan._held)
-        self.pending = checks.take_pending()
+        self.pending = checks.take_pending(since=before)
 
     def _give_up(self, error, feed, staged=False):
         """The step cannot be captured: said once, and this call (and every later one) runs uncaptured."""
