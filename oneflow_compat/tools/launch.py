@@ -4,6 +4,9 @@ Each rank runs the whole script (rank r is machine r of `flow.env.machine`), as
 
     <this venv>/bin/mpiexec -n N -genvall [-hosts …] <this python> -m mpi4py script.py args…
 
+(MPICH's Hydra; under Open MPI's mpiexec the same line in its syntax: `-x NAME` per forwarded variable, `--host`,
+and OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM) when run as root — comm/mpiexec_command.py.)
+
 `-m mpi4py` makes an uncaught exception on any rank abort the whole job. The launcher's exit code is mpiexec's,
 except that a rank killed by a signal is named in one line ("rank 1 (pid N on HOST) was killed by signal 9
 (SIGKILL)") and gives 128 + signal; SIGTERM or Ctrl-C to the launcher end the whole job, with 128 + signal, even
