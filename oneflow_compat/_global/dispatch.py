@@ -111,7 +111,7 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
             other = t._placement
             if other is not placement and (other is None or placement is None or other != placement):
                 _where(inputs, op_type)
-            if t._device is not device and t._device != device:  # (the device type strings, compared as objects)
+            if t._device is not device and t._device != device:  # (device type strings: mostly the same object)
                 mixed = True
         if mixed and placement is None:
             inputs = _one_device(op_type, inputs)
