@@ -280,6 +280,38 @@ def test_dynamic_loss_scaling_skips_the_steps_whose_float16_gradients_overflow(g
         np.testing.assert_allclose(g, ref, rtol=0, atol=0.01 * np.abs(ref).max(), err_msg=name)
 
 
+def _data_parallel(devices_n):
+    flow.clear_default_session()
+    flow.config.gpu_device_num(devices_n)
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((8, 4)).astype(F32), rng.integers(0, 3, 8).astype(np.int32)
+
+    @flow.global_function(type="train", function_config=_config())
+    def step(x: tp.Numpy.Placeholder((8, 4)), y: tp.Numpy.Placeholder((8,), dtype=flow.int32)) -> tp.Numpy:
+        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(y, _mlp(x))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.5]), momentum=0).minimize(loss)
+        return loss
+
+    flow.load_variables(dict(VALUES))
+    losses = [step(x, y) for _ in range(2)]
+    return losses, _variables(), _job()
+
+
+def test_data_parallel_devices_all_reduce_float32_gradients_and_train_as_one_device(gpu):
+    one_losses, one, _ = _data_parallel(1)
+    two_losses, two, job = _data_parallel(2)
+    # each device's weight gradient is its half batch's float16 product, cast to float32 before the all-reduce
+    # (the gradient of the weight's `-cast_f2h`, which reads it as it lies), so the all-reduce sums float32 partial sums
+    boxings = [op for op in job.ops if op.defn.boxing and op.section == "optimizer"]
+    assert len(boxings) == 4 and all(_dtypes(op) == [F32_NAME] for op in boxings)
+    # the same training to float16's precision: not bit for bit, as each half batch's product is rounded alone
+    for a, b in zip(one_losses, two_losses):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=1e-4)
+    for name in VALUES:
+        np.testing.assert_allclose(two[name], one[name], rtol=0, atol=2e-3 * np.abs(one[name]).max(), err_msg=name)
+        assert np.abs(one[name] - VALUES[name]).max() > 1e-3  # it trained
+
+
 @pytest.mark.cpu_only("its subject is a CPU placement, which the gpu suite puts on the GPU")
 def test_a_cpu_job_is_left_as_it_is_bit_for_bit():
     # OneFlow's pass casts the ops of GPU placements alone (MakePredicatorIsAllowedToRunWithHalf @ v0.4.0)
