@@ -156,6 +156,10 @@ def test_the_switch_reaches_the_job_and_checks_its_argument():
     assert cfg.enable_auto_mixed_precision_ is False
     with pytest.raises(TypeError, match="enable_auto_mixed_precision expects a bool, got 'yes'"):
         cfg.enable_auto_mixed_precision("yes")
+    cfg.enable_auto_mixed_precision(1)  # pybind11's conversion into the job conf's bool: numbers, None as False
+    assert cfg.enable_auto_mixed_precision_ is True
+    cfg.enable_auto_mixed_precision(None)
+    assert cfg.enable_auto_mixed_precision_ is False
     assert "enable_auto_mixed_precision" not in cfg.ignored
 
 
@@ -255,6 +259,8 @@ def test_v04s_lists_put_sigmoid_between_two_matmuls_in_float16(gpu):
     assert white09 == {"h-matmul", "o-matmul"}
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")  # the overflow is the subject
 def test_dynamic_loss_scaling_skips_the_steps_whose_float16_gradients_overflow(gpu):
     # v0.4's default dynamic loss scale starts at 2**30: the scaled float16 gradients overflow, the step is skipped
     # and the scale halves, until they fit (as a v0.4 user on a GPU saw); with a scale that fits, the step applies

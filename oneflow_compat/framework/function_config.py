@@ -85,7 +85,9 @@ class FunctionConfig:
         v0.4.0): ops on GPU placements compute in float16 where its lists say, variables stay float32; a CPU
         placement is left as it is (passes/amp.py with `amp_lists.V04`). Loss scaling is the optimizer's
         (`loss_scale_factor`, `loss_scale_policy`), as in v0.4."""
-        if not isinstance(value, (bool, np.bool_)):  # the job conf's bool field
+        # the job conf's bool field, set through pybind11's bool conversion: None is False, numbers convert, a
+        # string or a container is refused
+        if value is not None and not isinstance(value, (bool, int, float, np.bool_, np.number)):
             raise TypeError("function_config.enable_auto_mixed_precision expects a bool, got %r" % (value,))
         self.enable_auto_mixed_precision_ = bool(value)
 
