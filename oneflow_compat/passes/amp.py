@@ -66,7 +66,6 @@ class _Graph:
     """The forward and backward ops (and the virtual nodes) with their producer and consumer edges."""
 
     def __init__(self, job, rules):
-        self.rules = rules
         self.nodes = [op for op in job.ops if op.section != _OPTIMIZER]
         members = {id(op) for op in self.nodes}
         self.producers = {id(op): [] for op in self.nodes}
@@ -102,8 +101,6 @@ class _Graph:
                 handle(node)
             elif is_satisfied(node) and any(father_ok(f) for f in fathers[id(node)]):
                 handle(node)
-
-
 
 
 def _check_default_data_type(job):
