@@ -286,6 +286,59 @@ def test_dynamic_loss_scaling_skips_the_steps_whose_float16_gradients_overflow(g
         np.testing.assert_allclose(g, ref, rtol=0, atol=0.01 * np.abs(ref).max(), err_msg=name)
 
 
+def _cnn_losses(amp_on, steps=3):
+    """A legacy conv / batch norm / relu / max pool / dense classifier trained with Adam on one GPU."""
+    flow.clear_default_session()
+    flow.config.gpu_device_num(1)
+
+    @flow.global_function(type="train", function_config=_config(amp_on))
+    def step(x: tp.Numpy.Placeholder((4, 2, 8, 8)), y: tp.Numpy.Placeholder((4,), dtype=flow.int32)) -> tp.Numpy:
+        h = flow.layers.conv2d(x, 4, 3, padding="SAME", name="c1")
+        h = flow.nn.relu(flow.layers.batch_normalization(h, axis=1, name="bn"))
+        h = flow.reshape(flow.nn.max_pool2d(h, 2, 2, "VALID"), (4, -1))
+        logits = flow.layers.dense(h, 3, name="d")
+        loss = flow.math.reduce_mean(flow.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+        flow.optimizer.Adam(flow.optimizer.PiecewiseConstantScheduler([], [0.01])).minimize(loss)
+        return loss
+
+    rng = np.random.default_rng(5)
+    flow.load_variables({"c1-weight": (rng.standard_normal((4, 2, 3, 3)) * 0.3).astype(F32),
+                         "c1-bias": (rng.standard_normal(4) * 0.1).astype(F32),
+                         "d-weight": (rng.standard_normal((3, 64)) * 0.2).astype(F32),
+                         "d-bias": np.zeros(3, F32)})
+    x = rng.standard_normal((4, 2, 8, 8)).astype(F32)
+    y = np.array([0, 1, 2, 1], np.int32)
+    losses = [float(step(x, y)[0]) for _ in range(steps)]
+    return losses, _job(), _variables()
+
+
+def test_a_convolutional_network_with_batch_normalization_trains_in_mixed_precision(gpu):
+    plain, _, _ = _cnn_losses(False)
+    mixed, job, variables = _cnn_losses(True)
+    ops = {op.name: op for op in job.ops}
+    forward = [op for op in job.ops if op.section == "forward"]
+    # conv (white) to dense (white): the conv's bias add, the batch normalization (v0.4's gray `normalization`),
+    # relu, max pool and reshape (clear) between them compute in float16
+    between = [op for op in forward if op.name.startswith("c1") and op.type not in ("variable", "cast")]
+    between += [ops["bn"]] + [op for op in forward if op.type in ("relu", "max_pool2d", "reshape")]
+    assert len(between) >= 5 and all(_dtypes(op) == [F16_NAME] for op in between), [
+        (op.name, _dtypes(op)) for op in between]
+    # its batch statistics read the input in float32 (a cast back), its statistics inputs and parameters are never
+    # cast (v0.4's no-cast registry), the moving statistics stay float32
+    stats = [op for op in forward if op.type in ("channel_sum", "centered_square_sum")]
+    assert len(stats) == 2 and all(str(op.inputs[0].meta.dtype) == F32_NAME for op in stats)
+    assert stats[0].inputs[0].op.name.endswith("-cast_h2f")
+    assert [str(x.meta.dtype) for x in ops["bn"].inputs] == [F16_NAME] + [F32_NAME] * 4
+    assert not any(op.name.startswith("bn-") and op.name.endswith("-cast_f2h") for op in forward)
+    assert all(variables[k].dtype == F32 for k in ("bn-gamma", "bn-beta", "bn-moving_mean", "bn-moving_variance"))
+    # the backward of the batch normalization in float16 too, from the float16 forward
+    grads = [op for op in job.ops if op.section == "backward" and op.type == "normalization_batch_stats_grad"]
+    assert len(grads) == 1 and _dtypes(grads[0]) == [F16_NAME]
+    # the same training, to float16's precision; and it learns
+    np.testing.assert_allclose(mixed, plain, rtol=1e-2)
+    assert mixed[-1] < mixed[0] and mixed != plain
+
+
 def _data_parallel(devices_n):
     flow.clear_default_session()
     flow.config.gpu_device_num(devices_n)

@@ -76,12 +76,19 @@ _ONEFLOW_TYPE = {"add": "broadcast_add", "reduce_mean": "reduce_sum", "conv2d_gr
                  "expand_dims": "expand_dims", "sparse_softmax_cross_entropy": "sparse_softmax_cross_entropy",
                  "reduce_to_shape": "reduce_sum_like"}
 # the pools' gradients: 0.9's max_pool_2d_grad, avg_pool_2d_grad, ... (op_names.py maps the forward ops)
+# the legacy `flow.layers.batch_normalization` in training is one OneFlow `normalization` op (v0.4.0 layers.py),
+# here the batch statistics (channel_sum, centered_square_sum) and normalization_batch_stats, which normalizes with
+# them: the latter is the normalization on the lists (its inputs mean, variance, gamma, beta never cast), the
+# statistics read the input as the pass leaves it for a non-white reader (float32, as cuDNN's half batch norm
+# accumulates them)
+_ONEFLOW_TYPE["normalization_batch_stats"] = "normalization"
 _ONEFLOW_TYPE.update({"%s_pool%dd_grad" % (kind, n): "%s_pool_%dd_grad" % (kind, n) for kind in ("max", "avg")
                       for n in (1, 2, 3)})
 
 # inputs 0.9 never casts (REGISTER_NO_CAST_REGISTRY, auto_mixed_precision.cpp @ v0.9.0): normalization's running
-# statistics and affine parameters (this project's inputs: x, moving mean, moving variance, gamma, beta)
-NO_CAST_INPUTS = {"normalization": frozenset((1, 2, 3, 4))}
+# statistics and affine parameters (this project's inputs: x, moving mean, moving variance, gamma, beta; for
+# normalization_batch_stats, the legacy batch norm's normalization: x, batch mean, batch variance, gamma, beta)
+NO_CAST_INPUTS = {"normalization": frozenset((1, 2, 3, 4)), "normalization_batch_stats": frozenset((1, 2, 3, 4))}
 
 # inputs read for their shape alone where 0.9's counterpart reads no blob, so 0.9's op graph has no edge there for
 # the colouring to follow: this project's reshape gradient is reshape_like(dy, x), 0.9's is Reshape(dy, shape)
@@ -115,7 +122,7 @@ LISTS_V04 = {
 }
 # v0.4's no-cast inputs: normalization's (and normalization_add_relu's, which this project's legacy op does not
 # produce as one op) moving mean, moving variance, gamma and beta; none of a gradient op's (there were none to see)
-NO_CAST_INPUTS_V04 = {"normalization": frozenset((1, 2, 3, 4))}
+NO_CAST_INPUTS_V04 = {"normalization": frozenset((1, 2, 3, 4)), "normalization_batch_stats": frozenset((1, 2, 3, 4))}
 
 AmpInfo = collections.namedtuple("AmpInfo", "color black_listed no_cast shape_only")
 
