@@ -78,6 +78,7 @@ class CudaModule:
                              % (name, sorted(missing), sorted(extra)))
         self.twins = dict(twins)
         self._loaded = {}  # (array module, device id) -> RawModule
+        self._functions = {}  # (array module, device id, function name) -> (kernel, parameters, count)
         MODULES[name] = self
 
     def raw_module(self, xp):
@@ -88,17 +89,29 @@ class CudaModule:
             module = self._loaded[key] = xp.RawModule(code=self.code, options=self.options)
         return module
 
+    def _function(self, xp, function):
+        """(the kernel of `function` in xp's RawModule on xp's current device, its parameters), cached: CuPy's
+        `get_function` asks the driver for the function every time (cuModuleGetFunction), a launch's host time."""
+        key = (id(xp), current_device(xp), function)
+        found = self._functions.get(key)
+        if found is None:
+            params = self.functions[function]
+            kernel = self.raw_module(xp).get_function(function)
+            found = self._functions[key] = (kernel, tuple(params), len(params))
+        return found
+
     def launch(self, xp, function, items, *args, block=BLOCK):
         """Runs `function` over `items` independent items (its grid-stride loop covers them) on xp's current
         stream; `args` as the C signature says (see the module docstring)."""
-        params = self.functions[function]
-        if len(args) != len(params):
+        kernel, params, count = self._function(xp, function)
+        if len(args) != count:
             raise TypeError("CUDA function %s takes %d arguments (%s), got %d" % (
-                function, len(params), ", ".join(p.name for p in params), len(args)))
+                function, count, ", ".join(p.name for p in params), len(args)))
         converted = []
+        host = _HOST_TYPES
         for p, a in zip(params, args):
             if p.pointer:
-                if isinstance(a, (numpy.ndarray, numpy.generic)) or not hasattr(a, "dtype"):
+                if isinstance(a, host) or not hasattr(a, "dtype"):
                     raise TypeError("CUDA function %s: %s must be a device array, got %s" % (
                         function, p.name, type(a).__name__))
                 if a.dtype != p.dtype:
@@ -112,7 +125,10 @@ class CudaModule:
         if items <= 0:
             return
         grid = min(MAX_BLOCKS, -(-int(items) // block))
-        self.raw_module(xp).get_function(function)((grid,), (block,), tuple(converted))
+        kernel((grid,), (block,), tuple(converted))
+
+
+_HOST_TYPES = (numpy.ndarray, numpy.generic)
 
 
 def current_device(xp):

@@ -14,6 +14,7 @@ path — one strided-slice operation per window offset — is the reference and 
 On a device (CuPy) the whole batch goes at once through the CUDA kernels of `cuda_nn.py` (im2col, col2im, the
 epilogue, pooling forward and backward: one launch each) and batched products; chunking by cache size is a CPU rule.
 """
+import functools
 import numbers
 import threading
 
@@ -196,6 +197,30 @@ def _on_device(xp, dtype):
     return xp is not np and hasattr(xp, "RawModule") and cuda_nn.supported(dtype)
 
 
+def _memo_geometry(setup):
+    """`setup` (a pure function of shapes and geometry attributes) remembered by its arguments: each op calls it
+    with the same ones every step, and the parsing and checking cost a step's host time (numpy and CuPy alike).
+    The key holds each argument's type beside its value (1 and 1.0 hash alike, but only one is valid);
+    unhashable arguments (lists) are not remembered; an argument that raises is never stored."""
+    memo = {}
+
+    @functools.wraps(setup)
+    def remembered(*args):
+        key = args + tuple(map(type, args))
+        try:
+            found = memo.get(key)
+        except TypeError:
+            return setup(*args)
+        if found is None:
+            found = setup(*args)
+            if len(memo) > 4096:
+                memo.clear()
+            memo[key] = found
+        return found
+    return remembered
+
+
+@_memo_geometry
 def _conv_setup(x_shape, w_shape, strides, pads, dilations, groups, data_format):
     _check_format(data_format)
     n, c, h, w = _nchw_shape(x_shape, data_format)
@@ -736,6 +761,7 @@ def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)
 
 # --- pooling -----------------------------------------------------------------------
 
+@_memo_geometry
 def _pool_setup(x_shape, ksize, strides, pads, data_format, ceil_mode):
     _check_format(data_format)
     n, c, h, w = _nchw_shape(x_shape, data_format)
