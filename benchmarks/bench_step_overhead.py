@@ -12,7 +12,7 @@ tests/strict_device.py (`fake`: the device path's own host work, step scalars, d
 fake's wrappers add their own time, the same on both sides of a comparison).
 
 A step's time is no ratio inside one process (a code change needs two trees), so each round times the steps and
-a fixed reference workload (pure Python calls and small numpy operations) in turn, and reports per-step µs
+a fixed reference workload (pure Python calls and small numpy operations) in turn, and reports per-step CPU µs
 (median and range over rounds) and step / reference (the load of a shared machine divides out, mostly).
 `--against DIR` runs this script in alternate processes on DIR's tree (PYTHONPATH=DIR, e.g. a `git worktree` of
 an older commit) and on this one, several times each, and prints old / new of the steps' reference-normalised
@@ -86,10 +86,11 @@ def make_step(model_name, device):
 
 
 def _time(fn, n):
-    t = time.perf_counter()
+    """CPU µs per call of this process (at 1 thread: other processes' load does not count, mostly)."""
+    t = time.process_time()
     for _ in range(n):
         fn()
-    return (time.perf_counter() - t) / n * 1e6
+    return (time.process_time() - t) / n * 1e6
 
 
 def measure(cases, rounds, steps):
@@ -134,7 +135,7 @@ def main():
     if a.json:
         print(json.dumps(res))
         return
-    print("per-step host time, 1 thread; median [range] over %d rounds of %d steps" % (a.rounds, a.steps))
+    print("per-step host CPU time, 1 thread; median [range] over %d rounds of %d steps" % (a.rounds, a.steps))
     print("%-22s %26s %26s" % ("job/device", "us per step", "step / reference"))
     for name, r in res.items():
         print("%-22s %26s %26s" % (name, _spread(r["us"]), "%.3f [%.3f, %.3f]" % (
