@@ -77,17 +77,18 @@ class CudaModule:
             raise ValueError("CUDA module %r: functions without a twin %s, twins without a function %s"
                              % (name, sorted(missing), sorted(extra)))
         self.twins = dict(twins)
-        self._loaded = {}  # (array module, device id) -> RawModule
-        self._functions = {}  # (array module, device id, function name) -> (kernel, parameters, count)
+        self._loaded = {}  # (id of array module, device id) -> (array module, RawModule)
+        self._functions = {}  # (id of array module, device id, function) -> (kernel, parameters, count, module)
         MODULES[name] = self
 
     def raw_module(self, xp):
         """The module as xp's RawModule on xp's current device (compiled by NVRTC on first use, cached)."""
         key = (id(xp), current_device(xp))
-        module = self._loaded.get(key)
-        if module is None:
-            module = self._loaded[key] = xp.RawModule(code=self.code, options=self.options)
-        return module
+        found = self._loaded.get(key)
+        if found is None:
+            # (xp kept with it: its id cannot name another module later, the tests' fakes come and go)
+            found = self._loaded[key] = (xp, xp.RawModule(code=self.code, options=self.options))
+        return found[1]
 
     def _function(self, xp, function):
         """(the kernel of `function` in xp's RawModule on xp's current device, its parameters), cached: CuPy's
@@ -97,13 +98,13 @@ class CudaModule:
         if found is None:
             params = self.functions[function]
             kernel = self.raw_module(xp).get_function(function)
-            found = self._functions[key] = (kernel, tuple(params), len(params))
+            found = self._functions[key] = (kernel, tuple(params), len(params), xp)
         return found
 
     def launch(self, xp, function, items, *args, block=BLOCK):
         """Runs `function` over `items` independent items (its grid-stride loop covers them) on xp's current
         stream; `args` as the C signature says (see the module docstring)."""
-        kernel, params, count = self._function(xp, function)
+        kernel, params, count, _ = self._function(xp, function)
         if len(args) != count:
             raise TypeError("CUDA function %s takes %d arguments (%s), got %d" % (
                 function, count, ", ".join(p.name for p in params), len(args)))
