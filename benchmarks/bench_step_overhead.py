@@ -13,7 +13,8 @@ fake's wrappers add their own time, the same on both sides of a comparison).
 
 A step's time is no ratio inside one process (a code change needs two trees), so each round times the steps and
 a fixed reference workload (pure Python calls and small numpy operations) in turn, and reports per-step CPU µs
-(median and range over rounds) and step / reference (the load of a shared machine divides out, mostly).
+(median and range over rounds), and the Python function calls a step makes, by layer (cProfile's counts: the
+same on a loaded machine as on a quiet one) and step / reference (the load of a shared machine divides out, mostly).
 `--against DIR` runs this script in alternate processes on DIR's tree (PYTHONPATH=DIR, e.g. a `git worktree` of
 an older commit) and on this one, several times each, and prints old / new of the steps' reference-normalised
 times: median and range over the process pairs."""
@@ -93,6 +94,32 @@ def _time(fn, n):
     return (time.process_time() - t) / n * 1e6
 
 
+def _layer(filename):
+    path = filename.replace(os.sep, "/")
+    for layer in ("oneflow_compat/runtime/", "oneflow_compat/ops/", "oneflow_compat/", "kernels/", "strict_device"):
+        if layer in path:
+            return {"oneflow_compat/": "oneflow_compat/other", "strict_device": "fake device"}.get(layer, layer)
+    return "python, numpy, builtins"
+
+
+def count_calls(step, n=5):
+    """Python function calls per step by where the function lives (cProfile's counts): a figure the machine's load
+    does not change, and the host work a step does on any device."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(n):
+        step()
+    profile.disable()
+    counts = {}
+    for (filename, _, _), (_, calls, _, _, _) in pstats.Stats(profile).stats.items():
+        layer = _layer(filename)
+        counts[layer] = counts.get(layer, 0) + calls / n
+    return counts
+
+
 def measure(cases, rounds, steps):
     """{case: {"us": [per round], "rel": [per round step / reference]}}, cases and reference in turn."""
     from oneflow_compat.comm.environment import limit_loaded_blas_threads
@@ -109,7 +136,7 @@ def measure(cases, rounds, steps):
             t = {label: _time(fn, steps) for label, fn in pair}
             us.append(t["step"])
             rel.append(t["step"] / t["ref"])
-        out["%s/%s" % (model_name, device)] = {"us": us, "rel": rel}
+        out["%s/%s" % (model_name, device)] = {"us": us, "rel": rel, "calls": count_calls(step)}
     return out
 
 
@@ -140,6 +167,9 @@ def main():
     for name, r in res.items():
         print("%-22s %26s %26s" % (name, _spread(r["us"]), "%.3f [%.3f, %.3f]" % (
             statistics.median(r["rel"]), min(r["rel"]), max(r["rel"]))))
+    print("\nPython function calls per step, by where the function lives")
+    for name, r in res.items():
+        print("%-22s %s" % (name, ", ".join("%s %d" % (k, round(v)) for k, v in sorted(r["calls"].items()))))
 
 
 def compare(a):
@@ -165,6 +195,11 @@ def compare(a):
                   for o, n in zip(runs["old"], runs["new"])]
         print("%-20s %22s %22s %26s" % (name, _spread(old_us), _spread(new_us), "%.3f [%.3f, %.3f]" % (
             statistics.median(ratios), min(ratios), max(ratios))))
+    print("\nPython function calls per step (old -> new)")
+    for name in runs["new"][0]:
+        old, new = runs["old"][0][name]["calls"], runs["new"][0][name]["calls"]
+        print("%-20s %s" % (name, ", ".join("%s %d -> %d" % (k, round(old.get(k, 0)), round(new.get(k, 0)))
+                                            for k in sorted(set(old) | set(new)))))
 
 
 if __name__ == "__main__":
