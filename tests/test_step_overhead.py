@@ -77,3 +77,26 @@ def test_the_learning_rate_of_a_step_follows_every_change_of_its_scheduler():
     first = w.lr_at(5)
     w.warmup.start_multiplier = 0.5  # the warmup's own fields count too
     assert w.lr_at(5) != first
+
+
+class _Interval:
+    def __init__(self, us):
+        self.us = us
+
+    def elapsed_us(self):
+        return self.us
+
+
+class _Event:
+    def __init__(self, name, us):
+        self.name, self.time_range = name, _Interval(us)
+
+
+def test_the_gpu_check_reports_the_devices_busy_time_per_step():
+    from oneflow_compat.tools import gpu_stages
+
+    events = [_Event("Memcpy HtoD (Pinned -> Device)", 1.5), _Event("im2col_f32", 20.0),
+              _Event("sgemm_128x64", 30.25), _Event("Memcpy DtoH (Device -> Pinned)", 2.0),
+              _Event("Memset (Device)", 0.5), _Event("Memcpy DtoD (Device -> Device)", 1.0)]
+    assert gpu_stages.count_device_events(events) == {"kernels": 2, "htod": 1, "dtoh": 1, "dtod": 1, "memset": 1,
+                                                      "device_us": 55.2}

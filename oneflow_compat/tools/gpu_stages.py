@@ -209,7 +209,8 @@ def _torch_step(model, batch):
 
 
 def _profile_counts(fn):
-    """Kernels, host->device and device->host copies and memsets of one call of fn (CUPTI sees CuPy's too)."""
+    """Kernels, host->device and device->host copies and memsets of one call of fn (CUPTI sees CuPy's too), and
+    `device_us`: the time the device spent in them (see `count_device_events`)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -218,13 +219,24 @@ def _profile_counts(fn):
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
+    return count_device_events(e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+
+
+def count_device_events(events):
+    """{kernels, htod, dtoh, dtod, memset: how many; device_us: their summed durations} of a step's device events
+    (the profiler's events with `name` and `time_range.elapsed_us()`). device_us against the step's wall time says
+    what bounds the step: near it, the device's work; far below it, the host's (launch overhead, Python)."""
     kinds = {"kernels": 0, "htod": 0, "dtoh": 0, "dtod": 0, "memset": 0}
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            n = e.name.lower()
-            key = "htod" if "htod" in n else "dtoh" if "dtoh" in n else "dtod" if "dtod" in n or "memcpy" in n \
-                else "memset" if "memset" in n else "kernels"
-            kinds[key] += 1
+    busy = 0.0
+    for e in events:
+        n = e.name.lower()
+        key = "htod" if "htod" in n else "dtoh" if "dtoh" in n else "dtod" if "dtod" in n or "memcpy" in n \
+            else "memset" if "memset" in n else "kernels"
+        kinds[key] += 1
+        time_range = getattr(e, "time_range", None)
+        if time_range is not None:
+            busy += time_range.elapsed_us()
+    kinds["device_us"] = round(busy, 1)
     return kinds
 
 
