@@ -100,3 +100,20 @@ def test_the_gpu_check_reports_the_devices_busy_time_per_step():
               _Event("Memset (Device)", 0.5), _Event("Memcpy DtoD (Device -> Device)", 1.0)]
     assert gpu_stages.count_device_events(events) == {"kernels": 2, "htod": 1, "dtoh": 1, "dtod": 1, "memset": 1,
                                                       "device_us": 55.2}
+
+
+def _twice_busy():
+    return sum(i * i for i in range(2000))
+
+
+def test_the_gpu_checks_host_profile_names_the_functions_a_step_runs():
+    from oneflow_compat.tools import gpu_stages
+
+    def step():
+        _twice_busy()
+        _twice_busy()
+
+    prof = gpu_stages.host_profile(step, 3)
+    busy = [row for row in prof["top"] if row[0].endswith("(_twice_busy)")]
+    assert len(busy) == 1 and busy[0][1] == 2.0 and busy[0][0].startswith("tests/test_step_overhead.py:")
+    assert prof["profiled_ms_per_step"] > 0
