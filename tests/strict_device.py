@@ -696,17 +696,42 @@ class RawModule:
         return _RawFunction(self.cuda_module, name, type(self).runner)
 
 
+class DeviceNccl:
+    """The fake NCCL (tests/fake_nccl.py) on the fake device's arrays: NCCL reads and writes device memory, which is
+    their data here; a host array given to it fails, as NCCL would read a host pointer as a device one."""
+
+    def __init__(self, fake):
+        self.fake, self.SUM, self.MAX = fake, fake.SUM, fake.MAX
+
+    def __getattr__(self, name):
+        fn = getattr(self.fake, name)
+
+        def call(*args):
+            for a in args:
+                if isinstance(a, np.ndarray):
+                    raise TypeError("NCCL %s was given a host array" % name)
+            return fn(*[a._data if isinstance(a, StrictArray) else a for a in args])
+        return call
+
+
 def module(runner=None, gpus=None):
     """A fresh fake device array module (CuPy's rules, numpy's arithmetic). `runner(cuda_module, function, grid,
     block, host arrays and scalars)` runs raw kernels instead of their twins. `gpus`: a fake CUDA runtime with that
-    many GPUs (`FakeCuda`; the module's `cuda`), launches counted per GPU."""
+    many GPUs (`FakeCuda`; the module's `cuda`), launches counted per GPU.
+
+    Its NCCL (`nccl_binding`, what comm/nccl_comm.py takes in place of CuPy's) is the fake one, which refuses two
+    members of a communicator on one GPU as NCCL does: every thread is on GPU 0 of one process unless it says
+    otherwise (`nccl_binding.as_process(rank)`), so simulated ranks that reached NCCL would fail here as they fail
+    on a GPU."""
+    from fake_nccl import FakeNccl
+
     raw = type("RawModule", (RawModule,), {"runner": staticmethod(runner) if runner is not None else None})
     extra = {}
     _GPUS["cuda"] = None
     if gpus is not None:
         extra["cuda"] = _GPUS["cuda"] = FakeCuda(gpus)
     return _Namespace(np, MODULE_NAME, asarray=asarray, asanyarray=asarray, array=array, asnumpy=asnumpy,
-                      ndarray=StrictArray, RawModule=raw, **extra)
+                      ndarray=StrictArray, RawModule=raw, nccl_binding=DeviceNccl(FakeNccl()), **extra)
 
 
 def install(monkeypatch, mode="auto", allow_syncs=False, gpus=None):

@@ -422,7 +422,10 @@ def _report_environment():
     except Exception as e:  # noqa: BLE001 (report whatever failed)
         _check("mpi4py", False, "%s: %s" % (type(e).__name__, e))
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    _check("mpiexec", os.path.exists(mpiexec), mpiexec if os.path.exists(mpiexec) else
+    from oneflow_compat.comm import mpiexec_command  # (which command-line syntax every MPI job of the run uses)
+
+    _check("mpiexec", os.path.exists(mpiexec), "%s (%s)" % (mpiexec, mpiexec_command.flavour(mpiexec))
+           if os.path.exists(mpiexec) else
            "missing beside %s: the multi-process tests skip (link the system's: ln -s \"$(command -v mpiexec)\" %s)"
            % (sys.executable, mpiexec))
     try:

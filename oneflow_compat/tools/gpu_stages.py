@@ -442,27 +442,29 @@ def stage_nccl(out):
     guarded(results, "one_rank", one_rank)
 
     def over_mpi(n):
-        import shutil
         import subprocess
 
-        if FAKE:
-            say("skipped", "nccl %d ranks" % n, "a dry run has no NCCL across processes")
-            return
+        from oneflow_compat.comm import mpiexec_command
 
-        mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-        mpiexec = mpiexec if os.path.exists(mpiexec) else shutil.which("mpiexec")
+        mpiexec = mpiexec_command.find_mpiexec()
         if not mpiexec:
             say("skipped", "nccl %d ranks" % n, "no mpiexec")
             return
-        env = dict(os.environ, NCCL_DEBUG=os.environ.get("NCCL_DEBUG", "WARN"))
-        done = subprocess.run([mpiexec, "-n", str(n), sys.executable, "-m", "oneflow_compat.tools.gpu_stages",
-                               "nccl_ranks"], cwd=ROOT, capture_output=True, text=True, timeout=90, env=env)
+        # every rank's line is counted: every rank's output shown
+        env = mpiexec_command.environment(mpiexec, dict(os.environ, NCCL_DEBUG=os.environ.get("NCCL_DEBUG", "WARN"),
+                                                        ONEFLOW_COMPAT_OUTPUT="all"))
+        done = subprocess.run(mpiexec_command.command(n, [sys.executable, "-m", "oneflow_compat.tools.gpu_stages",
+                                                          "nccl_ranks"], mpiexec=mpiexec),
+                              cwd=ROOT, capture_output=True, text=True, timeout=90, env=env)
         text = (done.stdout + done.stderr)[-3000:]
         oks = done.stdout.count("GPU_CHECK ok nccl ranks")
         results["mpi_%d_ranks" % n] = "rc %d, %d of %d ranks ok: %s" % (done.returncode, oks, n, text[-400:])
         gpus = _gpu_count()
         if oks == n:
-            say("ok", "nccl %d ranks" % n, "bootstrap over MPI and every collective")
+            staged = "through MPI, staged" in done.stdout
+            say("ok", "nccl %d ranks" % n, "every collective equals MPI's, %s" % (
+                "through MPI staged from the GPU: NCCL refuses two ranks on one GPU (%d GPU(s))" % gpus if staged
+                else "through NCCL bootstrapped over MPI"))
         elif n > gpus and not FAKE:
             say("skipped", "nccl %d ranks" % n, "%d GPU(s): NCCL refuses two ranks on one GPU (rc %d)"
                 % (gpus, done.returncode))
@@ -523,21 +525,30 @@ def stage_nccl_ranks():
     import test_nccl_comm as t
 
     if FAKE:
-        say("skipped", "nccl ranks", "a dry run has no NCCL across processes")
-        return
-    import cupy
+        # a dry run: the fake NCCL, every process on "GPU 0" as on a one-GPU machine, so that ranks > 1 take the
+        # route a one-GPU machine takes (through MPI), and 1 rank the fake's NCCL
+        from fake_nccl import FakeNccl
 
-    cupy.cuda.Device(host.rank % cupy.cuda.runtime.getDeviceCount()).use()
-    comm = nccl_comm.NcclComm(host, cupy, timeout=60)
+        xp, binding = np, FakeNccl()
+    else:
+        import cupy
+
+        cupy.cuda.Device(host.rank % cupy.cuda.runtime.getDeviceCount()).use()
+        xp, binding = cupy, None
+    comm = nccl_comm.NcclComm(host, xp, binding, timeout=60)
     k = host.size
     for name, body in sorted(t.COLLECTIVES.items()):
         if name == "subset" and k < 2:
             continue
-        got = body(_Up(comm, cupy), host.rank, k)
+        got = body(_Up(comm, xp), host.rank, k)
         want = body(host, host.rank, k)
         t._same(got, want)
     comm.close()
-    say("ok", "nccl ranks", "rank %d of %d: every collective equals MPI's" % (host.rank, k))
+    # with fewer GPUs than ranks, NCCL refuses the world (two ranks on one GPU): its collectives went through MPI,
+    # staged, and must still equal MPI's; the line says which way they went
+    why = comm.routes.get(tuple(range(k)))
+    how = "through NCCL" if why is None else "through MPI, staged: no NCCL, %s" % why
+    say("ok", "nccl ranks", "rank %d of %d: every collective equals MPI's (%s)" % (host.rank, k, how))
 
 
 # --- stage: validate ------------------------------------------------------------------------------------------
