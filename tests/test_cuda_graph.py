@@ -7,6 +7,7 @@ The captured LeNet and MLP train steps equal the CPU's over calls whose learning
 masks differ (the rates and keys are step scalars read from device memory); after the capture a call is one graph
 launch and the packed download, with one synchronisation; what cannot be captured runs uncaptured with a notice
 naming why."""
+import ctypes
 import logging
 import re
 
@@ -18,6 +19,7 @@ import oneflow_compat.typing as tp
 import strict_device
 import test_gpu_step_budget as budget
 from cpu_reference import on_cpu
+from oneflow_compat.kernels import cuda_blas
 from oneflow_compat.runtime import cuda_graph
 
 
@@ -48,7 +50,7 @@ def test_captured_steps_equal_the_cpu_steps(monkeypatch, graphs, model):
     for (l0, s0, u0), (l1, s1, u1) in zip(marks[1:], marks[2:]):  # replayed calls
         assert l1 - l0 == 2  # the graph's launch and the packed download of the loss with its checks
         assert s1 - s0 == 1  # one synchronisation
-        assert u1 - u0 == 0  # nothing uploaded outside the graph: inputs and scalars come through pinned memory
+        assert u1 - u0 == 1  # ONE copy up before the launch: the inputs and the step scalars, packed
 
 
 def test_data_parallel_on_two_devices_of_one_gpu_is_captured(monkeypatch, graphs):
@@ -118,18 +120,54 @@ def test_without_the_variable_nothing_is_captured(monkeypatch):
     assert fake.cuda.captures == 0 and fake.cuda.launches == 0
 
 
-def test_the_fake_capture_refuses_what_cuda_refuses():
+def test_the_fake_capture_refuses_what_cuda_and_cupy_refuse():
+    """What the first H100 run met: CuPy refuses any upload while the stream captures (pinned memory included:
+    `copy_from_host_async` checks first) and its own cuBLAS calls (`cublas.setStream`); the project's cuBLAS handle
+    (kernels/cuda_blas.py) is captured and replayed."""
     xp = strict_device.module(gpus=1)
     a = xp.asarray(np.arange(4, dtype=np.float32))
+    m = xp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    pinned = np.frombuffer(xp.cuda.alloc_pinned_memory(16), np.float32, 4)
     stream = xp.cuda.Stream(non_blocking=True)
-    stream.begin_capture()
-    with pytest.raises(RuntimeError, match="a device -> host copy while a stream is capturing"):
-        a.get()
-    with pytest.raises(RuntimeError, match="host data uploaded .* while a stream is capturing"):
-        xp.asarray(np.ones(3))
-    b = a * 2  # recorded: replayed by each launch after the first
-    graph = stream.end_capture()
+    with stream:
+        cuda_blas.prepare(xp)  # this thread's handle bound to the stream that captures, before it does
+        stream.begin_capture()
+        with pytest.raises(RuntimeError, match="a device -> host copy while a stream is capturing"):
+            a.get()
+        with pytest.raises(RuntimeError, match=re.escape(strict_device.H2D_IN_CAPTURE)):
+            xp.asarray(np.ones(3))
+        with pytest.raises(RuntimeError, match=re.escape(strict_device.H2D_IN_CAPTURE)):
+            a.set(pinned)
+        for product in (lambda: m @ m.T, lambda: xp.matmul(m, m.T), lambda: xp.dot(m, m.T),
+                        lambda: xp.tensordot(m, m, axes=([1], [1]))):
+            with pytest.raises(NotImplementedError, match=strict_device.CUBLAS_IN_CAPTURE):
+                product()
+        xp.matmul(m.astype(np.int32), m.T.astype(np.int32))  # CuPy's integer products are its own kernels
+        b = a * 2  # recorded: replayed by each launch after the first
+        p = cuda_blas.matmul(xp, m, m.T)  # through the project's handle: captured
+        graph = stream.end_capture()
     graph.launch()
     a[...] = xp.asarray(np.full(4, 10, np.float32))
+    m[...] = xp.asarray(np.ones((2, 3), np.float32))
     graph.launch()
     np.testing.assert_array_equal(b.get(), np.full(4, 20, np.float32))
+    np.testing.assert_array_equal(p.get(), np.full((2, 2), 3, np.float32))
+
+
+def test_the_fake_cublas_refuses_a_handle_off_the_capturing_stream_or_on_its_default_workspace():
+    xp = strict_device.module(gpus=1)
+    m = xp.asarray(np.ones((2, 2), np.float32))
+    cuda_blas.matmul(xp, m, m)  # the handle bound to the null stream
+    stream = xp.cuda.Stream(non_blocking=True)
+    lib = cuda_blas.library(xp)
+    handle = lib.handle()
+    with stream:
+        stream.begin_capture()
+        with pytest.raises(RuntimeError, match="on a handle bound to stream .* while the current stream is"):
+            lib.call("cublasSgemm_v2", handle, 0, 0, 2, 2, 2, lib.scalar(ctypes.c_float, 1), m.data.ptr, 2,
+                     m.data.ptr, 2, lib.scalar(ctypes.c_float, 0), m.data.ptr, 2)
+        lib.call("cublasSetStream_v2", handle, stream.ptr)  # without setting the workspace again
+        with pytest.raises(RuntimeError, match="captured on cuBLAS's default workspace"):
+            lib.call("cublasSgemm_v2", handle, 0, 0, 2, 2, 2, lib.scalar(ctypes.c_float, 1), m.data.ptr, 2,
+                     m.data.ptr, 2, lib.scalar(ctypes.c_float, 0), m.data.ptr, 2)
+        stream.end_capture()

@@ -29,7 +29,7 @@ import os
 import numpy as np
 
 from oneflow_compat.backend import notices, step_scalars
-from oneflow_compat.kernels import checks
+from oneflow_compat.kernels import checks, cuda_blas
 
 ENV = "ONEFLOW_COMPAT_CUDA_GRAPH"
 
@@ -73,6 +73,81 @@ def for_executable(exe):
     return CapturedStep(exe, xp)
 
 
+class _Staging:
+    """Everything a call sends up, in ONE pinned host buffer and ONE device buffer: the fed inputs (their static
+    device arrays are views of the device buffer, at fixed addresses) and the step scalars' bytes. The host writes
+    the pinned buffer, one asynchronous copy takes it up on the graph's stream before the graph's launch (CuPy
+    refuses every host -> device copy while a stream captures, and a copy outside the graph is as ordered), and the
+    graph's first nodes copy the scalars' bytes on the device into the buffers their kernels read
+    (backend/step_scalars.py). Regions start at multiples of ALIGN bytes."""
+
+    ALIGN = 256
+
+    def __init__(self, xp, values, scalars):
+        regions, offset = [], 0
+
+        def region(nbytes):
+            nonlocal offset
+            at = offset
+            offset += -(-max(nbytes, 1) // self.ALIGN) * self.ALIGN
+            return at
+
+        for r, value in values:
+            if getattr(value, "dtype", None) == object:
+                raise step_scalars.FrozenInGraph("input register %d holds host objects" % r)
+            regions.append((r, tuple(value.shape), np.dtype(value.dtype), region(value.nbytes)))
+        buffers = [buf for s in scalars.by_device.values() if s.slots for buf in s.buffers]
+        scalar_regions = [(buf, region(buf.host.nbytes)) for buf in buffers]
+        self.xp, self.nbytes = xp, offset
+        self._memory = xp.cuda.alloc_pinned_memory(max(1, offset))
+        self.host = np.frombuffer(self._memory, np.uint8, offset)
+        self.device = xp.empty(offset, dtype=np.uint8)
+        self.event = None  # recorded after the copy up: the host rewrites the pinned bytes once it has read them
+
+        def view(buffer, at, shape, dtype):
+            return buffer[at:at + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize].view(dtype).reshape(shape)
+
+        # per input register: (register, shape, dtype, its static device array, its pinned host view)
+        self.inputs = [(r, shape, dtype, view(self.device, at, shape, dtype), view(self.host, at, shape, dtype))
+                       for r, shape, dtype, at in regions]
+        # per step-scalar buffer: (its pinned bytes, its device bytes, where they are staged: host, device)
+        self.scalars = [(buf.host, buf.device, self.host[at:at + buf.host.nbytes],
+                         self.device[at:at + buf.host.nbytes]) for buf, at in scalar_regions]
+
+    def check(self, values):
+        for (r, shape, dtype, _, _), (_, value) in zip(self.inputs, values):
+            if tuple(value.shape) != shape or value.dtype != dtype:
+                raise step_scalars.FrozenInGraph("input register %d changed from %s %s to %s %s" % (
+                    r, shape, dtype, tuple(value.shape), value.dtype))
+
+    def upload(self, values, regs, stream):
+        """The call's host values into the pinned buffer, its device values into their static arrays (a copy on
+        the device), the one copy up (the step scalars written on the host before); every input register then
+        holds its static array."""
+        if self.event is not None:
+            self.event.synchronize()  # (the previous call's copy up has read the pinned bytes: long since)
+            self.event = None
+        for (r, _, _, static, pinned), (_, value) in zip(self.inputs, values):
+            if isinstance(value, np.ndarray):
+                np.copyto(pinned, value)
+            else:
+                with stream:
+                    static[...] = value  # a device value: copied into the array the graph reads
+            regs[r] = static
+        for host, _, staged, _ in self.scalars:
+            np.copyto(staged, host)
+        if self.nbytes:
+            self.device.set(self.host, stream=stream)
+            self.event = self.xp.cuda.Event(block=False, disable_timing=True)
+            self.event.record(stream)
+
+    def scalars_in(self):
+        """The step scalars' bytes from the staging buffer into the buffers their kernels read (on the device, on
+        the current stream: inside the graph, its first nodes)."""
+        for _, device, _, staged in self.scalars:
+            device[...] = staged
+
+
 class CapturedStep:
     """The captured step of one executable; see the module docstring."""
 
@@ -82,7 +157,7 @@ class CapturedStep:
         self.pool = xp.cuda.MemoryPool()
         self.graph = None
         self.calls = 0
-        self.inputs = None  # per input register: (register, static device array, pinned host staging array)
+        self.staging = None  # _Staging, made at the first call
         self.variables = None  # the variable arrays the graph was captured with
         self.held = {}
         self.pending = []
@@ -90,38 +165,6 @@ class CapturedStep:
 
     def usable(self):
         return self.disabled is None
-
-    # --- inputs -------------------------------------------------------------------------------------------------
-    def _static_inputs(self, values):
-        xp = self.xp
-        inputs = []
-        for r, value in values:
-            if getattr(value, "dtype", None) == object:
-                raise step_scalars.FrozenInGraph("input register %d holds host objects" % r)
-            static = xp.empty(value.shape, dtype=value.dtype)
-            memory = xp.cuda.alloc_pinned_memory(max(1, value.nbytes))
-            pinned = np.frombuffer(memory, value.dtype, value.size).reshape(value.shape)
-            inputs.append((r, static, pinned, memory))
-        return inputs
-
-    def _stage(self, values):
-        """Fed values into the pinned staging buffers (host values) or straight into the static buffers (device
-        values, copied on the graph's stream before the launch)."""
-        regs = self.exe.plan.regs
-        for (r, static, pinned, _), (_, value) in zip(self.inputs, values):
-            if tuple(value.shape) != tuple(static.shape) or value.dtype != static.dtype:
-                raise step_scalars.FrozenInGraph("input register %d changed from %s %s to %s %s" % (
-                    r, tuple(static.shape), static.dtype, tuple(value.shape), value.dtype))
-            if isinstance(value, np.ndarray):
-                np.copyto(pinned, value)
-            else:
-                with self.stream:
-                    static[...] = value  # a device value: copied into the buffer the graph reads
-            regs[r] = static
-
-    def _copy_inputs_up(self):
-        for r, static, pinned, _ in self.inputs:
-            static.set(pinned, stream=self.stream)
 
     # --- a call -------------------------------------------------------------------------------------------------
     def call(self, feed):
@@ -134,22 +177,22 @@ class CapturedStep:
             feed(0, None)
         values = [(r, plan.regs[r]) for slots in exe.in_regs[0] for r in slots]
         try:
-            if self.inputs is None:
-                self.inputs = self._static_inputs(values)
+            if self.staging is None:
+                self.staging = _Staging(self.xp, values, plan.scalars)
             if self.variables is not None and any(a is not b for a, b in zip(variables, self.variables)):
                 raise step_scalars.FrozenInGraph("a variable was bound to another array since the capture")
-            self._stage(values)
+            self.staging.check(values)
         except step_scalars.FrozenInGraph as e:
             return self._give_up(e, feed)
         plan.scalars.write_host()
         end = plan.steps.index(plan._download_step) if plan._download_step is not None else len(plan.steps)
         with self.stream:
+            self.staging.upload(values, plan.regs, self.stream)  # the call's one copy up, outside any capture
             if self.calls == 0:
                 # as usual, but checked: what a capture would freeze is found now, without a capture to drop
                 found = []
                 with self.xp.cuda.using_allocator(self.pool.malloc), step_scalars.capture_guard(found):
-                    self._copy_inputs_up()
-                    plan.scalars.copy_up(record_event=False)
+                    self.staging.scalars_in()
                     exe.run(plan, 0, end)
                 if found:
                     self.disabled = found[0]
@@ -167,7 +210,7 @@ class CapturedStep:
             if end < len(plan.steps):
                 exe.run(plan, end, len(plan.steps))  # the download: the call's one synchronisation
             else:
-                self.stream.synchronize()  # nothing comes down: the pinned buffers may be rewritten next call
+                self.stream.synchronize()  # nothing comes down: the pinned buffer may be rewritten next call
         plan.scalars.finish_call()
         self.calls += 1
         return [list(plan.results)]
@@ -175,12 +218,13 @@ class CapturedStep:
     def _capture(self, plan, end):
         xp = self.xp
         mode = getattr(xp.cuda.runtime, "streamCaptureModeRelaxed", None)
+        # this thread's cuBLAS handle bound to the capturing stream (and its workspace) before the capture begins
+        cuda_blas.prepare(xp)
         with xp.cuda.using_allocator(self.pool.malloc):
             self.stream.begin_capture(mode) if mode is not None else self.stream.begin_capture()
             try:
                 with step_scalars.capture_guard():
-                    self._copy_inputs_up()
-                    plan.scalars.copy_up(record_event=False)
+                    self.staging.scalars_in()
                     self.exe.run(plan, 0, end)
             except BaseException:
                 try:
@@ -203,10 +247,10 @@ class CapturedStep:
         plan._held.clear()
         self.graph = None
         if staged:
-            # this call's inputs and scalars are staged already: copied up, then the steps as usual
+            # this call's inputs and scalars are up already (the registers hold the static inputs): the scalars
+            # into their buffers, then the steps as usual
             with self.stream:
-                self._copy_inputs_up()
-                plan.scalars.copy_up()
+                self.staging.scalars_in()
                 exe.run()
                 plan.scalars.finish_call()
             return [list(plan.results)]
