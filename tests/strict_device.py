@@ -446,16 +446,25 @@ class FakeCublas:
         if k:
             a_view = _at(a, dtype, (count, rows_a, cols_a), (sa * e, e, lda * e), "%s A" % name)
             b_view = _at(b, dtype, (count, rows_b, cols_b), (sb * e, e, ldb * e), "%s B" % name)
-            op_a = a_view if ta == 0 else a_view.transpose(0, 2, 1)
-            op_b = b_view if tb == 0 else b_view.transpose(0, 2, 1)
         dtype = np.dtype(dtype)
 
-        def run():
-            product = np.matmul(op_a, op_b) if k else np.zeros(c_view.shape, dtype)
+        def transposed(view, trans, stride):
+            # op(X)^T from the view's transpose, which is row-major (the layout the caller's arrays have): numpy's
+            # BLAS takes it, and one matrix where the batch stride is 0 (numpy broadcasts it; on batched strided views
+            # or a batch of views of one matrix it may take its slow loop, seconds for a LeNet product)
+            rows = np.swapaxes(view[0] if stride == 0 else view, -1, -2)
+            return rows if trans == 0 else np.swapaxes(rows, -1, -2)
+
+        def run():  # (the views are read when it runs: a replay reads what the memory holds then)
+            # C = alpha op(A) op(B) + beta C, computed as C^T = op(B)^T op(A)^T (the same sums)
+            if k:
+                product = np.swapaxes(np.matmul(transposed(b_view, tb, sb), transposed(a_view, ta, sa)), -1, -2)
+            else:
+                product = np.zeros(c_view.shape, dtype)
             if al != 1:
-                product *= dtype.type(al)
+                product = product * dtype.type(al)
             if be != 0:
-                product += dtype.type(be) * c_view
+                product = product + dtype.type(be) * c_view
             c_view[...] = product
 
         Launches.add("cublas:" + name)
