@@ -62,6 +62,24 @@ def test_data_parallel_on_two_devices_of_one_gpu_is_captured(monkeypatch, graphs
     assert fake.cuda.captures == 1 and fake.cuda.launches == 2
 
 
+def test_products_through_cupys_own_cublas_give_the_capture_up_with_its_error(monkeypatch, graphs, caplog):
+    """What the first H100 run met once its uploads were out of the capture: where the products go through CuPy's
+    own matmul (no library of the project's: `use_library(xp, None)`), CuPy refuses them inside the capture; the call
+    and every later one run uncaptured, with the same values, and the notice says why."""
+    with on_cpu():
+        want = budget._steps(budget.mlp, 3)
+    fake = strict_device.install(monkeypatch, "gpu", allow_syncs=False, gpus=1)
+    cuda_blas.use_library(fake, None)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="oneflow_compat"):
+        got = budget._steps(budget.mlp, 3)
+    _assert_same(got, want)
+    assert fake.cuda.launches == 0
+    messages = [r.getMessage() for r in caplog.records if "CUDA graph" in r.getMessage()]
+    assert messages == ["ONEFLOW_COMPAT_CUDA_GRAPH=1: job 'train' runs without a CUDA graph: NotImplementedError: "
+                        "calling cuBLAS API during stream capture is currently unsupported"]
+
+
 def _rmsprop_job():
     flow.clear_default_session()
     flow.config.gpu_device_num(1)

@@ -4,18 +4,24 @@ one launch per call.
 A graph replays the kernels it captured with the arguments they had: the device addresses, and every value passed
 by value. So everything that changes from call to call lives in device memory at fixed addresses:
 
-* inputs: static device buffers, filled at each call by copies captured in the graph from pinned staging buffers
-  (the host writes the fed batch there before the launch; a fed device array is copied into its buffer first);
+* inputs: static device arrays, views of ONE device staging buffer (`_Staging`);
 * per-call scalars (learning rates, Adam's rate, dropout keys): the step scalars (backend/step_scalars.py), whose
-  copy up from pinned memory is captured too;
+  bytes are staged in the same buffer and copied on the device into the buffers their kernels read by the graph's
+  first nodes;
 * outputs: the registers the step's last kernels wrote, held at the capture (`plan._held`) and brought down after
   each launch by the step's one transfer (runtime/plan.py's download);
 * temporaries: a private memory pool, used by the capture alone; its blocks stay the graph's.
 
+CuPy refuses every host -> device copy while a stream captures (pinned memory included), so nothing goes up inside
+the graph: the host writes the fed batch and the scalars' bytes into one pinned buffer, and ONE asynchronous copy
+takes it up on the graph's stream just before each launch (stream order: the graph reads it). CuPy refuses its own
+cuBLAS calls too; the steps' GEMMs go through the project's own handle (kernels/cuda_blas.py), bound to the graph's
+stream with its workspace before the capture begins.
+
 The graph runs on a non-default stream of its own. Call 1 runs the steps as usual on that stream and pool (its
-results are the call's, and it leaves the pool holding every block the step needs); call 2 captures (inputs' and
-scalars' copies up, every step but the download), then launches; later calls write the pinned buffers, launch,
-download — one device -> host synchronisation per call.
+results are the call's, and it leaves the pool holding every block the step needs); call 2 copies up, captures
+(the scalars' device copies, every step but the download), then launches; later calls write the pinned buffer, copy
+it up, launch, download — one copy up and one device -> host synchronisation per call.
 
 Not captured (the job runs as before; a notice says why, once): several micro-batches or pipeline stages, several
 processes (MPI collectives run on the host), ops on CPU devices, watches, a CUDA-less device module, variables
@@ -141,6 +147,11 @@ class _Staging:
             self.event = self.xp.cuda.Event(block=False, disable_timing=True)
             self.event.record(stream)
 
+    def bind(self, regs):
+        """Every input register to its static array again (the steps release registers after their last reader)."""
+        for r, _, _, static, _ in self.inputs:
+            regs[r] = static
+
     def scalars_in(self):
         """The step scalars' bytes from the staging buffer into the buffers their kernels read (on the device, on
         the current stream: inside the graph, its first nodes)."""
@@ -247,9 +258,10 @@ class CapturedStep:
         plan._held.clear()
         self.graph = None
         if staged:
-            # this call's inputs and scalars are up already (the registers hold the static inputs): the scalars
-            # into their buffers, then the steps as usual
+            # this call's inputs and scalars are up already: the input registers to the static arrays again (the
+            # steps a failed capture went through released them), the scalars into their buffers, the steps as usual
             with self.stream:
+                self.staging.bind(plan.regs)
                 self.staging.scalars_in()
                 exe.run()
                 plan.scalars.finish_call()
