@@ -19,6 +19,7 @@ import oneflow_compat.typing as tp
 import strict_device
 import test_gpu_step_budget as budget
 from cpu_reference import on_cpu
+from kernel_testing import CUPY
 from oneflow_compat.kernels import cuda_blas
 from oneflow_compat.runtime import cuda_graph
 
@@ -51,6 +52,29 @@ def test_captured_steps_equal_the_cpu_steps(monkeypatch, graphs, model):
         assert l1 - l0 == 2  # the graph's launch and the packed download of the loss with its checks
         assert s1 - s0 == 1  # one synchronisation
         assert u1 - u0 == 1  # ONE copy up before the launch: the inputs and the step scalars, packed
+
+
+@pytest.mark.skipif(CUPY is None, reason="CuPy with a usable GPU is not available (the suite under "
+                                          "ONEFLOW_COMPAT_DEVICE=gpu on a GPU machine runs it)")
+@pytest.mark.parametrize("model", [budget.lenet, budget.mlp], ids=["lenet", "mlp"])
+def test_captured_steps_on_a_real_gpu_equal_the_cpu_steps(graphs, model):
+    """The same on CuPy and CUDA themselves: the step is captured (the uploads outside the graph, the GEMMs through
+    the project's cuBLAS handle), and five calls whose rate changes under the replays equal the CPU's. After five
+    steps LeNet's convolution weights are compared at 1e-4 (float32 sums in another order: see
+    tools/gpu_stages.py's WEIGHT_RTOL_LAST); the losses and the MLP at 1e-5."""
+    with on_cpu():
+        want = budget._steps(model, 5, schedule=([1, 3], [0.1, 0.05, 0.02]))
+    got = budget._steps(model, 5, schedule=([1, 3], [0.1, 0.05, 0.02]))
+    from oneflow_compat.framework import session as sess
+
+    captured = [c.exe.captured for c in sess.default_session().compiled.values() if getattr(c.exe, "captured", None)]
+    assert len(captured) == 1 and captured[0].disabled is None and captured[0].graph is not None
+    assert captured[0].calls == 5
+    for g, w in zip(got[0], want[0]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    rtol = 1e-4 if model is budget.lenet else 1e-5
+    for name, value in want[1].items():
+        np.testing.assert_allclose(got[1][name], value, rtol=rtol, atol=rtol, err_msg=name)
 
 
 def test_data_parallel_on_two_devices_of_one_gpu_is_captured(monkeypatch, graphs):
