@@ -30,6 +30,7 @@ import numpy
 
 # cublasOperation_t
 OP_N, OP_T = 0, 1
+_INT_MAX = 2 ** 31 - 1
 WORKSPACE_BYTES = 32 << 20
 
 _FUNCTIONS = {  # name: argument types after the handle (ctypes), all returning cublasStatus_t
@@ -265,6 +266,11 @@ def matmul(xp, a, b, out=None, alpha=1.0):
         return c
     a, op_a, ld_a, stride_a = _operand(xp, a, batch)
     b, op_b, ld_b, stride_b = _operand(xp, b, batch)
+    if max(m, n, k, count, ld_a, ld_b) > _INT_MAX:  # beyond cuBLAS's 32-bit sizes: CuPy's matmul (its _64 calls)
+        c[...] = xp.matmul(a, b)
+        if alpha != 1.0:
+            c *= c.dtype.type(alpha)
+        return c
     one, batched, ctype = names
     alpha_p, beta_p = lib.scalar(ctype, alpha), lib.scalar(ctype, 0.0)
     handle = lib.handle()
