@@ -7,8 +7,8 @@ capture is currently unsupported"; `matmul` -> `tensordot_core` -> `gemmEx` -> `
 itself may be captured (the cuBLAS documentation, "CUDA Graphs Support": any GEMM, once the handle has a workspace
 set by the user, so that cuBLAS allocates nothing inside the capture). So the products here call the library CuPy
 loaded (the same file, found among the process's mapped libraries) with a handle per thread and GPU, bound to the
-current stream, with a 32 MiB workspace of its own (the documentation's recommendation for Hopper; `cublasSetStream`
-resets the workspace to the default pool, so it is set again after every change of stream). Eager steps use the
+current stream, with a 32 MiB workspace of its own per stream (the documentation's recommendation for Hopper;
+`cublasSetStream` resets the workspace to the default pool, so it is set again after every change of stream). Eager steps use the
 same path, so a captured step and an uncaptured one make the very same GEMM calls.
 
 Layout: cuBLAS reads matrices column-major. A C-ordered (m, n) result C read column-major is the (n, m) matrix C^T,
@@ -92,12 +92,16 @@ class _Library:
         if found is None:
             h = ctypes.c_void_p()
             self.call("cublasCreate_v2", ctypes.byref(h))
-            workspace = xp.empty(WORKSPACE_BYTES, dtype=numpy.uint8)
-            found = handles[device] = [h.value, None, workspace]
+            found = handles[device] = [h.value, None, {}]
         if found[1] != stream:
-            # (setStream puts the handle back on cuBLAS's default workspace: ours again, or a capture would allocate)
+            # a workspace per stream: GEMMs of two streams (a graph's replay, an eager op) may run at once, and a
+            # captured GEMM keeps the workspace it was captured with. setStream puts the handle back on cuBLAS's
+            # default workspace: ours is set again after it (else a capture would allocate)
+            workspace = found[2].get(stream)
+            if workspace is None:
+                workspace = found[2][stream] = xp.empty(WORKSPACE_BYTES, dtype=numpy.uint8)
             self.call("cublasSetStream_v2", found[0], stream)
-            self.call("cublasSetWorkspace_v2", found[0], found[2].data.ptr, WORKSPACE_BYTES)
+            self.call("cublasSetWorkspace_v2", found[0], workspace.data.ptr, WORKSPACE_BYTES)
             found[1] = stream
         return found[0]
 
