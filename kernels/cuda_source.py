@@ -78,6 +78,7 @@ class CudaModule:
                              % (name, sorted(missing), sorted(extra)))
         self.twins = dict(twins)
         self._loaded = {}  # (array module, device id) -> RawModule
+        self._functions = {}  # (id of a RawModule of `_loaded`, function name) -> its kernel (CuPy makes one per ask)
         MODULES[name] = self
 
     def raw_module(self, xp):
@@ -112,7 +113,11 @@ class CudaModule:
         if items <= 0:
             return
         grid = min(MAX_BLOCKS, -(-int(items) // block))
-        self.raw_module(xp).get_function(function)((grid,), (block,), tuple(converted))
+        module = self.raw_module(xp)
+        kernel = self._functions.get((id(module), function))  # (the modules stay in `_loaded`: ids stay theirs)
+        if kernel is None:
+            kernel = self._functions[(id(module), function)] = module.get_function(function)
+        kernel((grid,), (block,), tuple(converted))
 
 
 def current_device(xp):
