@@ -40,15 +40,34 @@ def _extended_labels(xp, targets, target_lengths, max_target_length, blank):
     return ext, valid
 
 
+class _Listed:
+    """A device array a failed check names in full, as the host's message does: brought down (as a list) only when
+    the check is read and failed (`checks._host_value` calls `get()`)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def get(self):
+        return self.array.get().tolist()
+
+
 def _outside(xp, values, low, high):
-    """The first of `values` outside [low, high] (a 0-d array) and whether there is one: for `checks.require`."""
-    bad = (values < low) | (values > high)
-    return xp.any(bad), values.reshape(-1)[xp.argmax(bad.reshape(-1))]
+    """Whether any of `values` lies outside [low, high] (a 0-d array): for `checks.require`."""
+    return xp.any((values < low) | (values > high))
+
+
+def _valid_lengths(xp, input_lengths, target_lengths, t, max_target_length):
+    """The lengths as indices, clipped into range on a device: the step reads valid positions until its checks are
+    read (CuPy wraps an index out of bounds around; the host has refused such lengths already)."""
+    il, tl = _as_index(xp, input_lengths), _as_index(xp, target_lengths)
+    if xp is not np:
+        il, tl = xp.clip(il, 0, t), xp.clip(tl, 0, max_target_length)
+    return il, tl
 
 
 def _check_on_device(xp, log_probs, targets, input_lengths, target_lengths, max_target_length, blank):
     """`_check` without waiting for the device: the lengths' checks are read with the step's results (`checks`),
-    naming the first offending length (the host names them all)."""
+    with the host's words (the first GPU run's message named only the first offending length)."""
     t, n, c = log_probs.shape
     if tuple(input_lengths.shape) != (n,) or tuple(target_lengths.shape) != (n,):
         raise ValueError("ctc_loss: input_lengths %s and target_lengths %s must have the batch size %d of log_probs"
@@ -57,11 +76,10 @@ def _check_on_device(xp, log_probs, targets, input_lengths, target_lengths, max_
         raise ValueError("ctc_loss: blank %d is not a class of log_probs (%d classes)" % (blank, c))
     if not n:
         return
-    failed, first = _outside(xp, input_lengths, 0, t)
-    checks.require(xp, failed, "ctc_loss: input_lengths hold %d, outside [0, %d] (the length of log_probs)", first, t)
-    failed, first = _outside(xp, target_lengths, 0, max_target_length)
-    checks.require(xp, failed, "ctc_loss: target_lengths hold %d, outside [0, %d] (max_target_length)", first,
-                   max_target_length)
+    checks.require(xp, _outside(xp, input_lengths, 0, t), "ctc_loss: input_lengths %s must lie in [0, %d] (the "
+                   "length of log_probs)", _Listed(input_lengths), t)
+    checks.require(xp, _outside(xp, target_lengths, 0, max_target_length), "ctc_loss: target_lengths %s must lie "
+                   "in [0, %d] (max_target_length)", _Listed(target_lengths), max_target_length)
     if targets.ndim == 1:
         total = xp.sum(target_lengths.astype(np.int64))
         checks.require(xp, total > targets.shape[0], "ctc_loss: the target_lengths sum to %d but the concatenated "
@@ -122,7 +140,7 @@ def ctc_loss(xp, log_probs, targets, input_lengths, target_lengths, *, blank, ma
     t_max, n, _ = log_probs.shape
     dtype = log_probs.dtype
     neginf = dtype.type(-np.inf)
-    il, tl = _as_index(xp, input_lengths), _as_index(xp, target_lengths)
+    il, tl = _valid_lengths(xp, input_lengths, target_lengths, t_max, max_target_length)
     ext, valid = _extended_labels(xp, _as_index(xp, targets), tl, max_target_length, blank)
     width = ext.shape[1]
     c = log_probs.shape[2]
@@ -167,7 +185,7 @@ def ctc_loss_grad(xp, grad_out, log_probs, targets, input_lengths, target_length
     t_max, n, c = log_probs.shape
     dtype = log_probs.dtype
     neginf = dtype.type(-np.inf)
-    il, tl = _as_index(xp, input_lengths), _as_index(xp, target_lengths)
+    il, tl = _valid_lengths(xp, input_lengths, target_lengths, t_max, max_target_length)
     ext, valid = _extended_labels(xp, _as_index(xp, targets), tl, max_target_length, blank)
     width = ext.shape[1]
     skip_next = xp.zeros(ext.shape, dtype=bool)  # the skip from s + 2 back to s
@@ -220,10 +238,10 @@ def ctc_greedy_decoder(xp, log_probs, input_lengths, *, merge_repeated=True):
         if (il < 0).any() or (il > t_max).any():
             raise ValueError("ctc_greedy_decoder: input_lengths %s must lie in [0, %d] (the length of log_probs)"
                              % (il.tolist(), t_max))
-    elif n:  # read with the step's results (`checks`), naming the first offending length
-        failed, first = _outside(xp, il, 0, t_max)
-        checks.require(xp, failed, "ctc_greedy_decoder: input_lengths hold %d, outside [0, %d] (the length of "
-                       "log_probs)", first, t_max)
+    elif n:  # read with the step's results (`checks`), in the host's words; valid reads until then
+        checks.require(xp, _outside(xp, il, 0, t_max), "ctc_greedy_decoder: input_lengths %s must lie in [0, %d] "
+                       "(the length of log_probs)", _Listed(il), t_max)
+        il = xp.clip(il, 0, t_max)
     best = log_probs.argmax(axis=2).T  # (N, T)
     top = log_probs.max(axis=2).T
     inside = xp.arange(t_max)[None, :] < il[:, None]

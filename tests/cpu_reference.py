@@ -34,3 +34,10 @@ def on_cpu():
 def device_under_test():
     """'gpu' when the suite runs every placement on the GPU, else 'cpu'."""
     return "gpu" if devices.mode() == "gpu" else "cpu"
+
+
+def child_device():
+    """What the "cpu" placements of a child process started with this environment run on: 'gpu' where
+    ONEFLOW_COMPAT_DEVICE=gpu is set (the GPU run's suite), else 'cpu' (the fake device's plugin fakes this process
+    only: its children run on CPU devices). Reports and messages name the device a placement runs on."""
+    return "gpu" if os.environ.get(_VARIABLE, "").strip().lower() == "gpu" else "cpu"

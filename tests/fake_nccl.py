@@ -36,7 +36,7 @@ class FakeNccl:
         self._lock = threading.Lock()
         self.calls = []  # (member, kind) of every issued operation, for tests
         self.aborted = []
-        self.event_done = True  # what events say to `query()` (a test of the watchdog makes them hang)
+        self.event_done = True  # what events say as `done` (a test of the watchdog makes them hang)
         self._group = threading.local()
 
     # --- communicators ---------------------------------------------------------------------------------------
@@ -59,7 +59,9 @@ class FakeNccl:
 
     def event(self):
         done = self.event_done
-        return type("Event", (), {"query": staticmethod(lambda: done)})()
+        # CuPy's Event answers through the property `done` and has no query(): the first GPU run found the
+        # watchdog calling query() (AttributeError in its thread), so the fake has exactly CuPy's surface
+        return type("Event", (), {"done": done})()
 
     # --- groups -------------------------------------------------------------------------------------------------
     def group_start(self):

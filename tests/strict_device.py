@@ -221,7 +221,7 @@ class FakeCuda:
         return memory
 
     def Event(self, block=False, disable_timing=False, interprocess=False):  # noqa: N802
-        return types.SimpleNamespace(record=lambda stream=None: None, synchronize=lambda: None)
+        return types.SimpleNamespace(record=lambda stream=None: None, synchronize=lambda: None, done=True)
 
     def MemoryPool(self):  # noqa: N802
         return types.SimpleNamespace(malloc=lambda size: None, used_bytes=lambda: 0, free_all_blocks=lambda: None)

@@ -199,6 +199,34 @@ def test_legacy_ctc_loss_errors():
     flow.clear_default_session()
 
 
+def test_device_lengths_are_checked_with_the_results_in_the_hosts_words():
+    """On a device the lengths' checks are read with the step's results (no wait in the kernel), and say what the
+    host says (the first GPU run named only the first offending length: test_legacy_ctc_loss_errors failed there);
+    until then the kernels read valid positions (the strict fake refuses an index out of bounds, where CuPy wraps
+    it around)."""
+    import strict_device
+    from oneflow_compat.kernels import checks
+
+    xp = strict_device.module()
+    lp, targets = xp.asarray(DOC_LOG_PROBS), xp.asarray(DOC_TARGETS)
+    il, tl = xp.asarray(np.array([6, 5], np.int32)), xp.asarray(np.array([3, 4], np.int32))
+    loss, alpha = ctc.ctc_loss(xp, lp, targets, il, tl, blank=0, max_target_length=3)
+    ctc.ctc_loss_grad(xp, xp.ones_like(loss), lp, targets, il, tl, loss, alpha, blank=0, zero_infinity=False,
+                      max_target_length=3)
+    with pytest.raises(ValueError, match=r"^ctc_loss: input_lengths \[6, 5\] must lie in \[0, 5\] \(the length of "
+                                         r"log_probs\)$"):
+        checks.raise_failed()
+    ctc.ctc_loss(xp, lp, targets, xp.asarray(np.array([5, 5], np.int32)), tl, blank=0, max_target_length=3)
+    with pytest.raises(ValueError, match=r"^ctc_loss: target_lengths \[3, 4\] must lie in \[0, 3\] "
+                                         r"\(max_target_length\)$"):
+        checks.raise_failed()
+    ctc.ctc_greedy_decoder(xp, lp, xp.asarray(np.array([5, -1], np.int32)))
+    with pytest.raises(ValueError, match=r"^ctc_greedy_decoder: input_lengths \[5, -1\] must lie in \[0, 5\]"):
+        checks.raise_failed()
+    with pytest.raises(ValueError, match=r"^ctc_greedy_decoder: input_lengths \[5, -1\] must lie in \[0, 5\]"):
+        ctc.ctc_greedy_decoder(np, DOC_LOG_PROBS, np.array([5, -1], np.int32))  # the host's, at once
+
+
 def test_ctc_loss_module_docstring_example():
     """OneFlow 0.9 nn.CTCLoss's example: mean 1.1376, sum 6.8257."""
     lp = flow.tensor(DOC_LOG_PROBS)

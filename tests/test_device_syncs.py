@@ -138,6 +138,22 @@ def test_out_of_range_label_on_the_device_raises_with_the_results(monkeypatch):
     assert np.all(np.isfinite(losses[0]))
 
 
+def test_a_fresh_context_forgets_the_device_checks_left_pending(monkeypatch):
+    # the first GPU run: a kernel test left 'gather: negative index -1' pending (it never read its results), and the
+    # next test's job, on the same worker, raised it (tests/test_session.py)
+    from oneflow_compat.runtime import context
+
+    fake = strict_device.install(monkeypatch, "gpu")
+    checks.require(fake, fake.asarray(True), "gather: negative index %d", fake.asarray(-1))
+    context.reset()
+
+    @flow.global_function()
+    def add_one(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+        return x + 1
+
+    np.testing.assert_allclose(add_one(np.ones(2, np.float32)), [2, 2])
+
+
 def test_host_checks_raise_at_once_and_device_checks_once_read():
     with pytest.raises(ValueError, match="^bad -3$"):
         checks.require(np, np.bool_(True), "bad %d", np.array(-3))

@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from cpu_reference import child_device
+
 VENV_BIN = os.path.dirname(sys.executable)
 MPIEXEC = os.path.join(VENV_BIN, "mpiexec")
 
@@ -83,7 +85,7 @@ def test_legacy_plan_for_n_ranks_in_one_process_is_the_plan_n_processes_compile(
     assert simulated.stdout == real.stdout  # the same report (rank 0 prints under mpiexec), the script's lines too
     lines = simulated.stdout.splitlines()
     assert lines[0] == "before the call" and "trained" not in lines
-    assert "cpu 0:0-1,1:0-1,2:0-1" in simulated.stdout  # 3 machines of 2 devices each
+    assert "%s 0:0-1,1:0-1,2:0-1" % child_device() in simulated.stdout  # 3 machines of 2 devices each
     assert sum(line.startswith("job 'train_job' (train)") for line in lines) == 1
 
 
@@ -100,7 +102,7 @@ def test_legacy_ranks_change_the_plan_and_draw_it(tmp_path):
     assert total(four.stdout) > total(one.stdout) > 0  # model-parallel pieces over 8 devices instead of 2
     assert four.stdout.splitlines()[-1] == "explain: the plan's picture is in plan.svg"
     svg = (tmp_path / "plan.svg").read_text()
-    assert "stage 0: cpu 0:0-1,1:0-1,2:0-1,3:0-1 (8 devices)" in svg
+    assert "stage 0: %s 0:0-1,1:0-1,2:0-1,3:0-1 (8 devices)" % child_device() in svg
 
 
 def test_a_global_program_runs_on_n_simulated_ranks_and_is_reported_once(tmp_path):
@@ -118,7 +120,7 @@ def test_a_global_program_runs_on_n_simulated_ranks_and_is_reported_once(tmp_pat
     assert lines[2] == "eager global ops: 1 boxing transfer (1 call), 80 bytes in all"
     grads = [line.split()[:6] for line in lines if line.startswith("gradient ")]
     assert grads == [["gradient", "bucket", "[3,", "3x4]", "15", "float32"]]
-    assert all("cpu ranks [0, 1, 2] P" in line for line in lines[4:])
+    assert all("%s ranks [0, 1, 2] P" % child_device() in line for line in lines[4:])
     assert "running its 3 ranks in this process (simulated ranks, one thread each)" in done.stderr
 
 
@@ -173,8 +175,8 @@ def test_simulated_ranks_that_diverge_fail_naming_both_sides(tmp_path):
                           text=True, timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "AgreementError: rank " in done.stderr
-    assert "S(0) on cpu ranks [0, 1] -> B on cpu ranks [0, 1]" in done.stderr  # rank 0's side
-    assert "S(0) on cpu ranks [0, 1] -> S(1) on cpu ranks [0, 1]" in done.stderr  # rank 1's
+    assert "S(0) on {0} ranks [0, 1] -> B on {0} ranks [0, 1]".format(child_device()) in done.stderr  # rank 0's side
+    assert "S(0) on {0} ranks [0, 1] -> S(1) on {0} ranks [0, 1]".format(child_device()) in done.stderr  # rank 1's
     assert "the ranks run different global operations" in done.stderr
 
 

@@ -85,3 +85,24 @@ def test_erfc_table_is_kept_per_device():
         activation._erfc_nonnegative(xp, a)
     keys = [k for k in activation._ERFCX_TABLES if k[0] == id(xp)]
     assert sorted(k[1] for k in keys) == [0, 1]  # one table per GPU, each made on its own device
+
+
+@pytest.mark.parametrize("local_rank, want", [(0, {0, 1}), (1, {2, 3})])
+def test_a_placement_wider_than_the_device_count_runs_on_the_processs_slots(monkeypatch, local_rank, want):
+    """The zoo's wide&deep reads with a "cpu" placement of 2 devices beside gpu_device_num(1): under
+    ONEFLOW_COMPAT_DEVICE=gpu those run on GPUs too (the first GPU run: "logical device 1 outside the 1 device(s)
+    of a process"). Each process drives the widest placement of its jobs, so its slots are local rank × 2 + d."""
+    monkeypatch.setattr(world, "job_local_rank", lambda: local_rank)
+    monkeypatch.delenv(gpu_map.GPU_MAP_ENV, raising=False)
+    strict_device.install(monkeypatch, "gpu", allow_syncs=True, gpus=4)
+    flow.config.gpu_device_num(1)
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((4, 2))) -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:0-1"):
+            y = flow.identity(x) * 2
+        return y + 1
+
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    np.testing.assert_array_equal(job(x), x * 2 + 1)
+    assert {g for g, n in strict_device.Launches.by_device.items() if n} == want

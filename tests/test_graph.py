@@ -651,7 +651,7 @@ def test_amp_on_the_cpu_and_loss_scalers_train_as_oneflows_graph():
 def test_autocast_follows_oneflows_rules():
     assert not flow.is_autocast_enabled() and flow.get_autocast_gpu_dtype() == flow.float16
     x = flow.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
-    with flow.autocast("cuda"):  # "cuda" tensors run on the CPU here, which OneFlow's autocast leaves alone
+    with flow.autocast("cuda"):  # x is a CPU tensor, which OneFlow's autocast leaves alone (test_autocast_cuda.py)
         assert flow.is_autocast_enabled()
         y = flow.matmul(x, x.T)
         assert y.dtype == flow.float32

@@ -13,8 +13,12 @@ ROOT = os.path.dirname(HERE)
 EXAMPLE = os.path.join(ROOT, "examples", "lenet.py")
 DATA = os.path.join(ROOT, "..", "shared", "data")
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-SHORT = ["--max-steps", "30", "--batch-size", "32", "--train-size", "1024", "--lr", "0.05"] + (
-    ["--data-dir", DATA] if os.path.exists(os.path.join(DATA, "mnist.npz")) else ["--synthetic"])
+# 30 steps of 32 MNIST images reach loss ~2.11, accuracy ~0.51; the synthetic stand-in (noisy prototypes) learns more
+# slowly (still at chance, loss 2.27, after those 30 steps), so without mnist.npz the short run takes 60 steps of
+# 2048 images (loss ~1.63, accuracy ~0.53): the GPU run's machine had no ../shared and failed the 30-step bound
+SHORT = (["--max-steps", "30", "--batch-size", "32", "--train-size", "1024", "--lr", "0.05", "--data-dir", DATA]
+         if os.path.exists(os.path.join(DATA, "mnist.npz")) else
+         ["--max-steps", "60", "--batch-size", "32", "--train-size", "2048", "--lr", "0.05", "--synthetic"])
 
 
 def _run(prefix, extra):
@@ -41,7 +45,7 @@ def one_rank_eager():
 
 def test_lenet_learns_and_nn_graph_equals_eager(one_rank_eager):
     loss, accuracy = one_rank_eager
-    assert loss < 2.2 and accuracy > 0.3  # 30 steps of 32 images: well above chance (loss 2.30, accuracy 0.1)
+    assert loss < 2.2 and accuracy > 0.3  # well above chance (loss 2.30, accuracy 0.1)
     _close(_run([sys.executable], ["--graph"]), one_rank_eager)
 
 

@@ -113,14 +113,19 @@ def test_informational_notices_reach_the_logger(monkeypatch, caplog):
     import oneflow_compat as flow
     from oneflow_compat.backend import devices
 
+    # the subject is the fallback of the default mode (auto) where CUDA is not usable, whatever mode the suite runs in
+    # (under ONEFLOW_COMPAT_DEVICE=gpu an unusable CUDA is an error, not a notice)
+    monkeypatch.setenv("ONEFLOW_COMPAT_DEVICE", "auto")
     monkeypatch.setattr(devices, "_CUDA", False)
+    monkeypatch.setattr(devices, "_CUDA_REASON", None)
     monkeypatch.setattr(devices, "_NOTICED", False)
+    flow.clear_default_session()  # a session made under the suite's mode would keep its devices
     with caplog.at_level(logging.INFO, logger="oneflow_compat"):
         flow.config.gpu_device_num(2)
         devices.resolve_tag("gpu")  # the same fact: not said again
     assert [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "oneflow_compat"] == [
-        ("WARNING", "no usable CUDA device (%s): flow.config.gpu_device_num(2) runs 2 CPU devices instead"
-         % devices.unusable_reason())]
+        ("WARNING", "no usable CUDA device (CUDA was marked unusable): flow.config.gpu_device_num(2) runs 2 CPU "
+         "devices instead")]
 
 
 @pytest.mark.parametrize("env, shown", [({}, True), ({"PMI_RANK": "0", "PMI_SIZE": "2"}, True),

@@ -11,6 +11,7 @@ import oneflow_compat as flow
 import oneflow_compat.typing as tp
 from oneflow_compat.framework import session as sess
 from oneflow_compat.optimizer import lr_scheduler, warmup
+from cpu_reference import device_under_test
 
 
 def test_protobuf_enum_modules():
@@ -105,7 +106,7 @@ def test_get_variable_parallel_distribution():
 
     # two entries need a 2-D placement hierarchy (distribute.py on main, sbp2d's); the default one is flat
     with pytest.raises(ValueError, match="flow.get_variable\\('w'\\): parallel_distribution \\['S\\(0\\)', 'B'\\] "
-                                         "has 2 entries, but the placement cpu 0:0 has 1 dimension"):
+                                         "has 2 entries, but the placement %s 0:0 has 1 dimension" % device_under_test()):
         two_d_job(np.ones((4, 6), np.float32))
 
 

@@ -1,12 +1,31 @@
 """`flow.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)` (OneFlow 0.9's
-`amp/autocast_mode.py`; also `flow.amp.autocast`, and as a decorator) with OneFlow 0.9's rules: CPU autocast is not
-supported there ("Disabling autocast", a warning), nor inside an nn.Graph build; CUDA autocast casts CUDA ops to
-float16. Ops that run on the CPU (here also "cuda" tensors where no GPU is usable) are left alone, as OneFlow leaves
-CPU ops; on a GPU it is refused, since this implementation computes in float32 where OneFlow would compute in
-float16. `is_autocast_enabled()` and the other state functions say what the innermost scope set, per thread.
-`get_autocast_cpu_dtype` / `set_autocast_cpu_dtype` keep the CPU scope's dtype (bfloat16 by default, OneFlow 0.9's
-core/framework/autocast.cpp; flow.bfloat16 is float32 storage holding bfloat16 numbers here, ir/dtypes.py), which
-`autocast("cpu")` takes as its fast dtype before disabling itself as 0.9 does."""
+`python/oneflow/amp/autocast_mode.py`; also `flow.amp.autocast`, and as a decorator) with OneFlow 0.9's rules.
+
+* CPU autocast is not supported ("Disabling autocast", a warning), nor inside an nn.Graph build (lazy mode).
+* A scope sets, per thread, whether autocast is on, its device type and its dtype (the scope's dtype becomes the
+  GPU dtype inside it) and restores the previous values when it ends (0.9's `AutoCastMode`,
+  `oneflow/api/python/framework/autocast.cpp`).
+* Inside an enabled scope every eager op goes through `cast_inputs` (`dispatch.py`), 0.9's
+  `TensorAutoCastProcessor` (`oneflow/core/functional/tensor_processor.cpp` @ v0.9.0), with the op's colour from the
+  auto-mixed-precision lists (`oneflow/core/job_rewriter/auto_mixed_precision_lists.cpp` @ v0.9.0):
+  - a white-list op (matmul, conv2d, prelu, fused matmuls, ...) casts its floating inputs to the autocast dtype
+    (float16 by default) and computes in it;
+  - a gray- or clear-list op (add, mul, softmax, layer_norm, relu, reshape, pools, ...) computes in the autocast
+    dtype only where every floating input already has it;
+  - every other op (the black list: OneFlow's default for an op on no list), and a gray/clear op given another
+    floating dtype, computes in float32 (float64 where an input is float64): its float16 inputs are cast up.
+  Only inputs that run on CUDA are cast (0.9 compares each tensor's device type with the scope's): "cuda" tensors
+  and placements where CUDA is usable. CPU tensors — and "cuda" ones where no GPU is usable, which run on CPU
+  devices here (backend/devices.py) — are left alone, as OneFlow leaves CPU ops alone. The casts are ordinary
+  differentiable `cast` ops, so the gradients reach float32 parameters in float32.
+* `get_autocast_cpu_dtype` / `set_autocast_cpu_dtype` keep the CPU scope's dtype (bfloat16 by default, 0.9's
+  core/framework/autocast.cpp; flow.bfloat16 is float32 storage holding bfloat16 numbers here, ir/dtypes.py).
+
+Not carried over: 0.9 also autocasts while an nn.Graph traces (its lazy interpreter dispatches through the same
+processor when `set_autocast_enabled(True)` was called by hand); here graph builds are never autocast (an autocast
+scope inside a build disables itself as 0.9's does). `cache_enabled` is kept and reported; nothing is cached (0.9's
+`clear_cache` is empty too).
+"""
 import functools
 import threading
 import warnings
@@ -14,6 +33,7 @@ import warnings
 from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
 from oneflow_compat._global import lazy
+from oneflow_compat._global.op_names import oneflow_op_type
 
 __all__ = ["autocast", "autocast_decorator", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_gpu_dtype",
            "set_autocast_gpu_dtype", "is_autocast_cache_enabled", "set_autocast_cache_enabled",
@@ -21,46 +41,56 @@ __all__ = ["autocast", "autocast_decorator", "is_autocast_enabled", "set_autocas
 
 
 class _State(threading.local):
+    """0.9's thread-local autocast state (core/framework/autocast.cpp): its defaults."""
+
     def __init__(self):
-        self.enabled = [False]  # one entry per open autocast scope, the process's setting first
+        self.enabled = False
+        self.device = "cuda"
+        self.dtype = dtypes.float16  # the dtype ops are cast to (the open scope's fast dtype)
         self.gpu_dtype = dtypes.float16
         self.cpu_dtype = dtypes.bfloat16
         self.cache_enabled = True
 
+    def snapshot(self):
+        return (self.enabled, self.device, self.dtype, self.gpu_dtype, self.cpu_dtype, self.cache_enabled)
 
-_STATE = _State()
+    def restore(self, saved):
+        (self.enabled, self.device, self.dtype, self.gpu_dtype, self.cpu_dtype, self.cache_enabled) = saved
+
+
+STATE = _State()  # `dispatch.py` reads `STATE.enabled` on every eager op
 
 
 def is_autocast_enabled():
-    return _STATE.enabled[-1]
+    return STATE.enabled
 
 
 def set_autocast_enabled(enabled):
-    _STATE.enabled[-1] = bool(enabled)
+    STATE.enabled = bool(enabled)
 
 
 def get_autocast_gpu_dtype():
-    return _STATE.gpu_dtype
+    return STATE.gpu_dtype
 
 
 def set_autocast_gpu_dtype(dtype):
-    _STATE.gpu_dtype = dtype
+    STATE.gpu_dtype = dtype
 
 
 def get_autocast_cpu_dtype():
-    return _STATE.cpu_dtype
+    return STATE.cpu_dtype
 
 
 def set_autocast_cpu_dtype(dtype):
-    _STATE.cpu_dtype = dtype
+    STATE.cpu_dtype = dtype
 
 
 def is_autocast_cache_enabled():
-    return _STATE.cache_enabled
+    return STATE.cache_enabled
 
 
 def set_autocast_cache_enabled(enabled):
-    _STATE.cache_enabled = bool(enabled)
+    STATE.cache_enabled = bool(enabled)
 
 
 def clear_autocast_cache():
@@ -90,19 +120,125 @@ class autocast:  # noqa: N801 - OneFlow's name
         if lazy.tracer_active():
             warnings.warn("Autocast is not supported for lazy mode. Disabling autocast.")
             enabled = False
-        if enabled and devices.cuda_usable():
-            raise NotImplementedError("flow.autocast('cuda') on a GPU is not supported (OneFlow computes the CUDA "
-                                      "ops in %s there; this implementation computes in float32)"
-                                      % (self.fast_dtype,))
         self.enabled = enabled
+        self._saved = []  # the state each (possibly nested, re-entered) use of this scope replaced
 
     def __enter__(self):
-        _STATE.enabled.append(bool(self.enabled))
+        self._saved.append(STATE.snapshot())
+        STATE.enabled = bool(self.enabled)
+        STATE.cache_enabled = bool(self.cache_enabled)
+        STATE.device, STATE.dtype = self.device, self.fast_dtype
+        if self.device == "cpu":
+            STATE.cpu_dtype = self.fast_dtype
+        else:
+            STATE.gpu_dtype = self.fast_dtype
         return self
 
     def __exit__(self, *exc):
-        _STATE.enabled.pop()
+        STATE.restore(self._saved.pop())
         return False
 
     def __call__(self, func):
         return autocast_decorator(self, func)
+
+
+# --- the processor: which inputs an op casts, and to what ---------------------------------------------------------
+_WHITE, _GRAY, _CLEAR, _BLACK = "white", "gray", "clear", "black"
+
+# auto_mixed_precision_lists.cpp @ v0.9.0, by OneFlow op type (the ops this project has, and their OneFlow names)
+_LISTS = {
+    _WHITE: ("matmul", "batch_matmul", "conv2d", "conv_data_grad", "conv_filter_grad", "conv_bias_grad",
+             "amp_white_identity", "broadcast_matmul", "broadcast_matmul_grad_b",
+             "fused_self_attention_query_mul_key_and_value", "fused_self_attention_query_mul_key_and_value_grad",
+             "prelu", "prelu_grad", "tf_prelu", "tf_prelu_grad", "cublas_fused_mlp", "cublas_fused_mlp_grad",
+             "fused_matmul_bias", "cublas_bias_add_relu_matmul_grad", "fused_glu",
+             "fused_matmul_bias_add_relu_dropout", "fused_relu_dropout_grad", "fused_dot_feature_interaction",
+             "fused_dot_feature_interaction_grad", "one_embedding_fused_lookup", "one_embedding_fused_lookup_grad",
+             "binary_cross_entropy_with_logits_reduce_mean", "binary_cross_entropy_with_logits_reduce_mean_grad",
+             "fused_cross_feature_interaction", "fused_cross_feature_interaction_v1_grad",
+             "fused_cross_feature_interaction_v2_grad", "fused_multi_head_attention_inference",
+             "grouped_matmul_bias"),
+    _GRAY: ("add_n", "tf_avg_pool_1d", "tf_avg_pool_1d_grad", "tf_avg_pool_2d", "tf_avg_pool_2d_grad",
+            "tf_avg_pool_3d", "tf_avg_pool_3d_grad", "avg_pool_1d", "avg_pool_1d_grad", "avg_pool_2d",
+            "avg_pool_2d_grad", "avg_pool_3d", "avg_pool_3d_grad", "bias_add", "reduce_sum", "reduce_sum_like",
+            "sigmoid_grad", "tanh", "tanh_grad", "sqrt", "sqrt_grad", "scalar_mul", "scalar_mul_by_tensor",
+            "scalar_add", "scalar_div", "scalar_pow", "broadcast_add", "broadcast_sub", "broadcast_mul",
+            "broadcast_div", "layer_norm", "layer_norm_param_grad", "layer_norm_grad", "rms_norm", "rms_norm_grad",
+            "rms_norm_param_grad", "dropout", "dropout_grad", "softmax", "softmax_grad", "log_softmax",
+            "log_softmax_grad", "gelu", "gelu_grad", "fast_gelu", "fast_gelu_grad", "normalization",
+            "normalization_grad", "normalization_add_relu", "normalization_add_relu_grad",
+            "sparse_softmax_cross_entropy", "sparse_softmax_cross_entropy_grad", "nll", "nll_grad",
+            "fused_tril_scale_softmax_mask_scale", "fused_tril_scale_softmax_mask_scale_grad",
+            "fused_scale_mask_softmax_dropout", "fused_scale_mask_softmax_dropout_grad", "fused_scale_mask_softmax",
+            "fused_scale_mask_softmax_grad", "fused_bias_add_scale_mask_softmax_dropout", "fused_bias_add_gelu",
+            "fused_bias_add_gelu_grad", "fused_bias_add_mask_scale", "fused_fast_gelu_mul",
+            "fused_fast_gelu_mul_grad", "acc", "reciprocal", "reciprocal_no_nan", "group_norm",
+            "group_norm_param_grad", "group_norm_grad", "silu", "silu_grad", "fused_weighted_sum"),
+    _CLEAR: ("broadcast_like", "gather", "gather_nd", "scatter_nd", "scatter_nd_like", "unsorted_segment_sum_like",
+             "tf_max_pool_1d", "tf_max_pool_1d_grad", "tf_max_pool_2d", "tf_max_pool_2d_grad", "tf_max_pool_3d",
+             "tf_max_pool_3d_grad", "max_pool_1d", "max_pool_1d_grad", "max_pool_2d", "max_pool_2d_grad",
+             "max_pool_3d", "max_pool_3d_grad", "reshape", "reshape_like", "relu", "relu_grad", "transpose",
+             "random_mask_like", "concat", "split_like", "pad", "same_padding", "same_padding_grad", "tril", "slice",
+             "slice_grad", "fused_scale_tril", "identity", "squeeze", "embedding", "embedding_grad", "expand",
+             "expand_dims", "cast_to_static_shape", "parallel_cast", "hierarchical_parallel_cast",
+             "hierarchical_parallel_cast_like", "repeat", "unpack", "pack", "nvtx_start", "nvtx_end", "narrow",
+             "narrow_grad", "ones_like", "pinned_identity", "to_contiguous", "copy", "upsample_nearest_2d"),
+}
+_COLOR = {name: color for color, names in _LISTS.items() for name in names}
+
+# this project's op types whose OneFlow 0.9 op type (the name on the lists) differs from `op_names.py`'s map:
+# 0.9's `x + y` is broadcast_add (add_n for same shapes: gray too); flow.mean is reduce_sum then scalar_mul
+# (math_functor.cpp ReduceMeanFunctor); the conv gradients are conv_data_grad / conv_filter_grad; matmul_bias_act
+# is fused_matmul_bias (+ an activation); unsqueeze is expand_dims; this project's sparse_softmax_cross_entropy is
+# 0.9's op of that name (op_names.py maps it to the _ms variant for grad_fn names)
+_ONEFLOW_TYPE = {"add": "broadcast_add", "reduce_mean": "reduce_sum", "conv2d_grad_input": "conv_data_grad",
+                 "conv2d_grad_weight": "conv_filter_grad", "matmul_bias_act": "fused_matmul_bias",
+                 "expand_dims": "expand_dims", "sparse_softmax_cross_entropy": "sparse_softmax_cross_entropy"}
+
+# inputs 0.9 never casts (REGISTER_NO_CAST_REGISTRY, auto_mixed_precision.cpp @ v0.9.0): normalization's running
+# statistics and affine parameters (this project's inputs: x, moving mean, moving variance, gamma, beta)
+_NO_CAST = {"normalization": frozenset((1, 2, 3, 4))}
+
+
+def color(op_type):
+    """The autocast colour of this project's op `op_type`: 'white', 'gray', 'clear' or 'black'."""
+    name = _ONEFLOW_TYPE.get(op_type) or oneflow_op_type(op_type)
+    return _COLOR.get(name, _BLACK)
+
+
+def _on_cuda(t):
+    """Whether tensor `t` runs on CUDA: a "cuda" tensor or placement, where CUDA is usable."""
+    return t.is_cuda
+
+
+def cast_inputs(op_type, inputs, cast):
+    """The inputs op `op_type` computes with inside an enabled autocast scope (see the module docstring): `inputs`
+    itself where nothing changes, else a new list with some inputs replaced by `cast(tensor, dtype)`. `cast` runs
+    with autocast disabled (0.9 disables it around its own casts)."""
+    on = [_on_cuda(t) for t in inputs]
+    if not any(on) or not devices.cuda_usable():  # nothing runs on CUDA: 0.9 casts only the device type's tensors
+        return inputs
+    kind = color(op_type)
+    fast = STATE.dtype
+    no_cast = _NO_CAST.get(op_type, ())
+    if kind == _BLACK:
+        eligible = False
+    elif kind == _WHITE:
+        eligible = True
+    else:  # gray, clear: only where every castable floating input already has the autocast dtype
+        eligible = all(not t.dtype.is_floating or t.dtype is fast
+                       for i, t in enumerate(inputs) if i not in no_cast)
+    if eligible:
+        want = [fast if on[i] and i not in no_cast and t.dtype.is_floating and t.dtype is not fast else None
+                for i, t in enumerate(inputs)]
+    else:  # float32, or float64 where an input is float64 (0.9: promoteTypes(common dtype, float32))
+        promoted = dtypes.float64 if any(t.dtype is dtypes.float64 for t in inputs) else dtypes.float32
+        want = [promoted if on[i] and t.dtype.is_floating and t.dtype is not promoted else None
+                for i, t in enumerate(inputs)]
+    if not any(w is not None for w in want):
+        return inputs
+    STATE.enabled = False
+    try:
+        return [t if w is None else cast(t, w) for t, w in zip(inputs, want)]
+    finally:
+        STATE.enabled = True

@@ -10,7 +10,7 @@ this is the one place where eager and graph execution part.
 from oneflow_compat.framework import client_mode
 from oneflow_compat.ops import registry
 from oneflow_compat.runtime import autograd, context, global_eager
-from oneflow_compat._global import lazy
+from oneflow_compat._global import autocast_mode, lazy
 from oneflow_compat._global.op_names import ONEFLOW_OP_NAMES
 from oneflow_compat._global.tensor import Tensor, wrap
 
@@ -18,6 +18,11 @@ _BOUND, _PROCESS = context.THREAD, context.PROCESS  # `_BOUND.context or _PROCES
 _GLOBAL_API = client_mode.GLOBAL
 _new = object.__new__
 grad_mode = autograd.grad_mode()  # this thread's gradient mode (a thread-local stack)
+_AUTOCAST = autocast_mode.STATE  # this thread's autocast state: inside an enabled scope ops cast their inputs
+
+
+def _autocast_cast(t, dtype):
+    return apply_op_list("cast", [t], {"dtype": dtype})[0]
 
 
 def _where(inputs, op_type):
@@ -59,6 +64,9 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
     ctx = _BOUND.context or _PROCESS
     if ctx.graph_traces:
         return lazy.apply(op_type, inputs, attrs)
+    if _AUTOCAST.enabled:  # flow.autocast("cuda"): CUDA inputs cast as OneFlow 0.9's rules say (autocast_mode.py)
+        inputs = autocast_mode.cast_inputs(op_type, inputs, _autocast_cast)
+        first = inputs[0]
     if n == 2:  # (no list comprehension for the commonest arities: it is a call of its own)
         values = [first._value, inputs[1]._value]
     elif n == 1:

@@ -622,7 +622,16 @@ class Linear(Module):
             nn_init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x):
-        return functional.linear(x, self.weight, self.bias)
+        # OneFlow 0.9's Linear.forward (nn/modules/linear.py): matmul, then `res += self.bias`, an in-place add that
+        # promotes the bias to the result's dtype; under flow.autocast("cuda") the matmul computes in float16, so
+        # the layer's output stays float16 there (autocast_mode.py)
+        res = functional.matmul(x, self.weight, transpose_b=True)
+        if self.bias is None:
+            return res
+        bias = self.bias
+        if bias.dtype is not res.dtype and res.dtype.is_floating:
+            bias = functional.cast(bias, res.dtype)
+        return functional.add(res, bias)
 
     def extra_repr(self):
         return "in_features=%d, out_features=%d, bias=%s" % (self.in_features, self.out_features,

@@ -65,6 +65,12 @@ class ProcessGpus:
         self._map = {}
         self.home = None
 
+    def cover(self, devices):
+        """Makes each process drive at least `devices` logical devices (slots per process), before any device was
+        mapped: a legacy session's jobs may place ops on more devices per machine than its device count."""
+        if self.devices_per_process is not None and devices > self.devices_per_process and not self._map:
+            self.devices_per_process = devices
+
     def of(self, xp, device):
         found = self._map.get(device)
         if found is None:

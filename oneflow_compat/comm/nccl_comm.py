@@ -143,7 +143,7 @@ class Watchdog:
         keep = []
         for item in pending:
             deadline, key, what, event = item
-            if event.query():
+            if event.done:  # CuPy's Event: `done` is a property (cudaEventQuery); there is no query() method
                 continue
             if now > deadline and self.failed is None:
                 self.failed = "%s did not complete within %g s: its NCCL communicator was aborted" % (
