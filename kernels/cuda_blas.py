@@ -21,15 +21,18 @@ broadcast operand); anything else (negative or irregular strides) is copied cont
 float32 and float64 go through cuBLAS (`cublas[SD]gemm_v2`, `cublas[SD]gemmStridedBatched`, CUBLAS_DEFAULT_MATH:
 no TF32, the CPU's values to float32 rounding); other dtypes, and a module without the library, take `xp.matmul`.
 A device module whose cuBLAS is not a shared library (the test device of tests/strict_device.py) hands its
-functions over with `use_library`.
+functions over with `use_library`. ONEFLOW_COMPAT_OWN_CUBLAS=0 sends every product through `xp.matmul` (CuPy's own
+cuBLAS calls: a captured step then gives its capture up, with CuPy's error in the notice).
 """
 import ctypes
+import os
 import threading
 
 import numpy
 
 # cublasOperation_t
 OP_N, OP_T = 0, 1
+ENV = "ONEFLOW_COMPAT_OWN_CUBLAS"  # "0": every product through xp.matmul (CuPy's own cuBLAS calls; no capture)
 _INT_MAX = 2 ** 31 - 1
 WORKSPACE_BYTES = 32 << 20
 
@@ -161,7 +164,9 @@ def _load_cupy_library(xp):
 
 
 def library(xp):
-    """The _Library of device module `xp`, or None (numpy; a module without cuBLAS)."""
+    """The _Library of device module `xp`, or None (numpy; a module without cuBLAS; ONEFLOW_COMPAT_OWN_CUBLAS=0)."""
+    if os.environ.get(ENV, "1").strip() == "0":
+        return None
     found = _LIBRARIES.get(id(xp))
     if found is not None and found[0] is xp:
         return found[1]
@@ -176,7 +181,8 @@ def library(xp):
 
 def unavailable_reason(xp):
     """Why the products of `xp` cannot go through the project's cuBLAS handle (None where they can)."""
-    library(xp)
+    if library(xp) is None and os.environ.get(ENV, "1").strip() == "0":
+        return "%s=0" % ENV
     return _LIBRARIES[id(xp)][2]
 
 

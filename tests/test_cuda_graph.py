@@ -88,12 +88,13 @@ def test_data_parallel_on_two_devices_of_one_gpu_is_captured(monkeypatch, graphs
 
 def test_products_through_cupys_own_cublas_give_the_capture_up_with_its_error(monkeypatch, graphs, caplog):
     """What the first H100 run met once its uploads were out of the capture: where the products go through CuPy's
-    own matmul (no library of the project's: `use_library(xp, None)`), CuPy refuses them inside the capture; the call
+    own matmul (ONEFLOW_COMPAT_OWN_CUBLAS=0), CuPy refuses them inside the capture; the call
     and every later one run uncaptured, with the same values, and the notice says why."""
     with on_cpu():
         want = budget._steps(budget.mlp, 3)
     fake = strict_device.install(monkeypatch, "gpu", allow_syncs=False, gpus=1)
-    cuda_blas.use_library(fake, None)
+    monkeypatch.setenv(cuda_blas.ENV, "0")
+    assert cuda_blas.library(fake) is None and cuda_blas.unavailable_reason(fake) == "ONEFLOW_COMPAT_OWN_CUBLAS=0"
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="oneflow_compat"):
         got = budget._steps(budget.mlp, 3)
