@@ -362,7 +362,7 @@ def _gemm_capture(xp, results):
         want = a.get().astype(np.float64) @ b.get().astype(np.float64)
         worst[name] = max(_rel(product.get(), want), _rel(before.get() * 2, want))
     ok = all(v < (1e-12 if "64" in k else 1e-5) for k, v in worst.items())
-    results["gemm_capture_rel_error"] = worst
+    results["gemm_capture_worst_rel_diff"] = worst
     say("ok" if ok else "failed", "captured gemms", "replay equals numpy after the operands changed: %s (%s)" % (
         ok, ", ".join("%s %.1e" % kv for kv in worst.items())))
 
@@ -424,7 +424,8 @@ def stage_graph(out):
                 captured["captured"], same, "; not captured: %s" % captured["not_captured_because"]
                 if captured["not_captured_because"] else ""))
 
-    for model in ("mlp", "lenet"):
+    # (LeNet's captured step on the fake device is tests/test_cuda_graph.py's: the dry run keeps to its time)
+    for model in ("mlp",) if FAKE else ("mlp", "lenet"):
         guarded(results, "captured_%s" % model, lambda model=model: captured_step(model))
     write(out, "graph", results)
     return results
