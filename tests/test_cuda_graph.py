@@ -156,6 +156,21 @@ def test_a_job_with_a_cpu_op_is_not_captured(monkeypatch, graphs, caplog):
                             r"runs on CPU devices", r.getMessage()) for r in caplog.records)
 
 
+def test_a_job_on_two_gpus_is_not_captured(monkeypatch, graphs, caplog):
+    """Two logical devices on two GPUs: a graph's stream belongs to one GPU, so the job runs uncaptured (said)."""
+    with on_cpu():
+        want = budget._steps(budget.mlp, 2, devices=2)
+    fake = strict_device.install(monkeypatch, "gpu", allow_syncs=False, gpus=2)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="oneflow_compat"):
+        got = budget._steps(budget.mlp, 2, devices=2)
+    _assert_same(got, want)
+    assert fake.cuda.captures == 0
+    assert [r.getMessage() for r in caplog.records if "CUDA graph" in r.getMessage()] == [
+        "ONEFLOW_COMPAT_CUDA_GRAPH=1: job 'train' runs without a CUDA graph: its devices are on 2 GPUs (a captured "
+        "graph runs on one stream, which belongs to one GPU)"]
+
+
 def test_without_the_variable_nothing_is_captured(monkeypatch):
     monkeypatch.delenv(cuda_graph.ENV, raising=False)
     fake = strict_device.install(monkeypatch, "gpu", allow_syncs=False, gpus=1)

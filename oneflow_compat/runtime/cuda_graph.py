@@ -24,8 +24,8 @@ results are the call's, and it leaves the pool holding every block the step need
 it up, launch, download — one copy up and one device -> host synchronisation per call.
 
 Not captured (the job runs as before; a notice says why, once): several micro-batches or pipeline stages, several
-processes (MPI collectives run on the host), ops on CPU devices, watches, a CUDA-less device module, variables
-re-bound between calls. A step that reads a per-call host value or waits for the device — an optimizer without a
+processes (MPI collectives run on the host), devices on several GPUs (a stream belongs to one), ops on CPU devices,
+watches, a CUDA-less device module, variables re-bound between calls. A step that reads a per-call host value or waits for the device — an optimizer without a
 device update reading its learning rate on the host, an array dropout drawing its key on the host, a host copy —
 is found during the capture (backend/step_scalars.py's `FrozenInGraph`): the capture is dropped, the notice names
 it, and the job runs uncaptured from then on.
@@ -52,8 +52,13 @@ def unsupported_reason(exe, xp):
         return "its devices are not CUDA devices"
     if exe.micro_batches != 1 or exe.pipelined:
         return "it runs %d micro-batches" % exe.micro_batches
-    if exe.session.runtime.comm.size > 1:
-        return "it runs across %d processes (their collectives run on the host)" % exe.session.runtime.comm.size
+    rt = exe.session.runtime
+    if rt.comm.size > 1:
+        return "it runs across %d processes (their collectives run on the host)" % rt.comm.size
+    gpus = {rt.gpu_of(op.placement, i) for op in exe.job.ops if op.placement.device_tag == "gpu"
+            for i in rt.local_indices(op.placement)}
+    if len(gpus) > 1:
+        return "its devices are on %d GPUs (a captured graph runs on one stream, which belongs to one GPU)" % len(gpus)
     for op in exe.job.ops:
         if op.placement.device_tag != "gpu":
             return "op '%s' runs on CPU devices" % op.name
