@@ -113,7 +113,9 @@ class _Staging:
         self._memory = xp.cuda.alloc_pinned_memory(max(1, offset))
         self.host = np.frombuffer(self._memory, np.uint8, offset)
         self.device = xp.empty(offset, dtype=np.uint8)
-        self.event = None  # recorded after the copy up: the host rewrites the pinned bytes once it has read them
+        # recorded after each copy up: the host rewrites the pinned bytes once it has read them (one event, reused)
+        self.event = xp.cuda.Event(block=False, disable_timing=True)
+        self.recorded = False
 
         def view(buffer, at, shape, dtype):
             return buffer[at:at + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize].view(dtype).reshape(shape)
@@ -135,9 +137,8 @@ class _Staging:
         """The call's host values into the pinned buffer, its device values into their static arrays (a copy on
         the device), the one copy up (the step scalars written on the host before); every input register then
         holds its static array."""
-        if self.event is not None:
+        if self.recorded:
             self.event.synchronize()  # (the previous call's copy up has read the pinned bytes: long since)
-            self.event = None
         for (r, _, _, static, pinned), (_, value) in zip(self.inputs, values):
             if isinstance(value, np.ndarray):
                 np.copyto(pinned, value)
@@ -149,8 +150,8 @@ class _Staging:
             np.copyto(staged, host)
         if self.nbytes:
             self.device.set(self.host, stream=stream)
-            self.event = self.xp.cuda.Event(block=False, disable_timing=True)
             self.event.record(stream)
+            self.recorded = True
 
     def bind(self, regs):
         """Every input register to its static array again (the steps release registers after their last reader)."""
