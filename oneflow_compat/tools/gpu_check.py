@@ -283,6 +283,10 @@ def headline(summary):
                 g.get("max_rel_weight_step1", float("nan")), g.get("max_rel_weight", float("nan")))]
             if "ms" in g:
                 parts.append("%.3f ms/step" % g["ms"])
+            if g.get("replay_ms") is not None:
+                parts.append("the graph's replay alone %.3f ms" % g["replay_ms"])
+            if g.get("not_captured_because"):
+                parts.append("not captured: %s" % "; ".join(g["not_captured_because"]))
             if r.get("torch_cuda_eager_ms"):
                 parts.append("%.2fx torch eager (%.3f ms)" % (g.get("ms", 0) / r["torch_cuda_eager_ms"],
                                                               r["torch_cuda_eager_ms"]))
