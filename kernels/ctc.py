@@ -40,17 +40,6 @@ def _extended_labels(xp, targets, target_lengths, max_target_length, blank):
     return ext, valid
 
 
-class _Listed:
-    """A device array a failed check names in full, as the host's message does: brought down (as a list) only when
-    the check is read and failed (`checks._host_value` calls `get()`)."""
-
-    def __init__(self, array):
-        self.array = array
-
-    def get(self):
-        return self.array.get().tolist()
-
-
 def _outside(xp, values, low, high):
     """Whether any of `values` lies outside [low, high] (a 0-d array): for `checks.require`."""
     return xp.any((values < low) | (values > high))
@@ -67,7 +56,8 @@ def _valid_lengths(xp, input_lengths, target_lengths, t, max_target_length):
 
 def _check_on_device(xp, log_probs, targets, input_lengths, target_lengths, max_target_length, blank):
     """`_check` without waiting for the device: the lengths' checks are read with the step's results (`checks`),
-    with the host's words (the first GPU run's message named only the first offending length)."""
+    with the host's words, every length named (the first GPU run's message named only the first offending one): the
+    lengths, copied as they are now, come down with the checks' flags (kernels/checks.py)."""
     t, n, c = log_probs.shape
     if tuple(input_lengths.shape) != (n,) or tuple(target_lengths.shape) != (n,):
         raise ValueError("ctc_loss: input_lengths %s and target_lengths %s must have the batch size %d of log_probs"
@@ -77,9 +67,9 @@ def _check_on_device(xp, log_probs, targets, input_lengths, target_lengths, max_
     if not n:
         return
     checks.require(xp, _outside(xp, input_lengths, 0, t), "ctc_loss: input_lengths %s must lie in [0, %d] (the "
-                   "length of log_probs)", _Listed(input_lengths), t)
+                   "length of log_probs)", input_lengths.reshape(-1).copy(), t)
     checks.require(xp, _outside(xp, target_lengths, 0, max_target_length), "ctc_loss: target_lengths %s must lie "
-                   "in [0, %d] (max_target_length)", _Listed(target_lengths), max_target_length)
+                   "in [0, %d] (max_target_length)", target_lengths.reshape(-1).copy(), max_target_length)
     if targets.ndim == 1:
         total = xp.sum(target_lengths.astype(np.int64))
         checks.require(xp, total > targets.shape[0], "ctc_loss: the target_lengths sum to %d but the concatenated "
@@ -240,7 +230,7 @@ def ctc_greedy_decoder(xp, log_probs, input_lengths, *, merge_repeated=True):
                              % (il.tolist(), t_max))
     elif n:  # read with the step's results (`checks`), in the host's words; valid reads until then
         checks.require(xp, _outside(xp, il, 0, t_max), "ctc_greedy_decoder: input_lengths %s must lie in [0, %d] "
-                       "(the length of log_probs)", _Listed(il), t_max)
+                       "(the length of log_probs)", il.reshape(-1).copy(), t_max)
         il = xp.clip(il, 0, t_max)
     best = log_probs.argmax(axis=2).T  # (N, T)
     top = log_probs.max(axis=2).T

@@ -9,7 +9,7 @@ gradient's dtype; compiled with --fmad=false, so float32 results equal numpy's b
 
 * `sgd`: `fused` (a gradient the update owns, no weight decay: `update_scaled`'s fused branch)
   `w -= g·(lr·scale)`; else `w -= (wd·w + g·scale)·lr`;
-* `momentum`: `fused`: `m = m·β − g·(lr·scale); w += m` (β in the dtype of m); else
+* `momentum`: `fused`: `m = m·β − g·(lr·scale); w += m` (β rounded to float32, then in the dtype of m); else
   `m = m·β − lr·(g·scale); w += m; w −= lr·wd·w_old` (β rounded to float32);
 * `adam`: `m = β1·m + (1−β1)·g; v = β2·v + ((1−β2)·g)·g; w −= lr'·(m / (√v + ε) + wd·w)`
   (g scaled first).
@@ -144,6 +144,10 @@ def sgd(xp, w, g, lr, *, scale=1.0, weight_decay=0.0, fused=False):
 
 
 def momentum(xp, w, m, g, lr, *, beta, scale=1.0, weight_decay=0.0, fused=False):
+    # β rounded to float32 on both branches (OneFlow's `beta` is a float attribute): the fused branch multiplies by
+    # it in m's dtype, which must not make a float64 job's numbers depend on whether the gradient was owned (one
+    # device) or shared by replicas (several: the first GPU run's 2 devices != 1 at 2e-8)
+    beta = float(numpy.float32(beta))
     MODULE.launch(xp, _name("momentum", w.dtype), w.size, w, m, g, lr, w.size, scale, beta, weight_decay,
                   1 if fused else 0)
 

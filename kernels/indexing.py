@@ -6,7 +6,7 @@ the pieces' results add up to the whole (partial sums).
 """
 import numpy
 
-from . import checks
+from . import checks, cuda_scatter
 
 
 def _no_negative(xp, indices, what):
@@ -38,14 +38,32 @@ def _local_rows(xp, indices, offset, n):
     return xp.where(valid, idx, 0), valid
 
 
-def _scatter_add(xp, target, index, values):
-    """target[:, index, :] += values with repeated indices accumulating (numpy `add.at`; cupyx on old CuPy)."""
-    if hasattr(xp.add, "at"):
-        xp.add.at(target, (slice(None), index), values)
-    else:  # pragma: no cover - CuPy without ufunc.at
-        import cupyx
+def add_at_rows(xp, target, rows, values):
+    """target[rows[i]] += values[i] over a 2-d (N, inner) target, repeated rows accumulating in the order of i:
+    numpy's `add.at`; on a device that builds raw kernels, the same sums in the same order (kernels/cuda_scatter.py:
+    CuPy's `add.at` adds with atomics, in an order that changes from run to run); else the module's `add.at`."""
+    if xp is numpy:
+        numpy.add.at(target, rows, values)
+    elif target.size == 0 or rows.size == 0:
+        return
+    elif hasattr(xp, "RawModule") and cuda_scatter.supported(target.dtype, "sum") and target.flags.c_contiguous:
+        cuda_scatter.add_rows(xp, target, rows, values.reshape(rows.size, target.shape[1]))
+    else:
+        xp.add.at(target, rows, values)
 
-        cupyx.scatter_add(target, (slice(None), index), values)
+
+def _scatter_add(xp, target, index, values):
+    """target[:, index, :] += values with repeated indices accumulating (numpy `add.at`), on a C-contiguous
+    (outer, N, inner) target: as rows o·N + index[j] of (outer·N, inner), in numpy's order (o, then j)."""
+    if xp is numpy:
+        numpy.add.at(target, (slice(None), index), values)
+        return
+    outer, n, inner = target.shape
+    if target.size == 0 or values.size == 0:  # (an empty piece: -1 cannot be inferred in a reshape of 0 items)
+        return
+    rows = index.reshape(-1) if outer == 1 else \
+        (xp.arange(outer, dtype=numpy.int64).reshape(-1, 1) * n + index.reshape(1, -1)).reshape(-1)
+    add_at_rows(xp, target.reshape(outer * n, inner), rows, values.reshape(-1, inner))
 
 
 def gather(xp, params, indices, *, axis, offset=0):

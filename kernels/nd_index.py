@@ -20,13 +20,12 @@ from . import checks, indexing
 
 
 def _scatter_add_rows(xp, target, rows, values):
-    """target[rows[i]] += values[i] over a 2-d (n, inner) view, repeated rows accumulating."""
-    if hasattr(xp.add, "at"):
-        xp.add.at(target, rows, values)
-    else:  # pragma: no cover - CuPy without ufunc.at
-        import cupyx
-
-        cupyx.scatter_add(target, rows, values)
+    """target[rows[i]] += values[i] over a 2-d (n, inner) view (or a 1-d one), repeated rows accumulating in the
+    order of i (kernels/indexing.add_at_rows: the same sums on a device, run after run)."""
+    if target.ndim == 1 and xp is not numpy:
+        indexing.add_at_rows(xp, target.reshape(-1, 1), rows, values.reshape(-1, 1))
+    else:
+        indexing.add_at_rows(xp, target, rows, values)
 
 
 def _flat_rows(xp, indices, dense_shape, what):
@@ -148,13 +147,7 @@ def _segment_sum_into(xp, out, data, segment_ids, axis, offset):
     valid = (ids >= 0) & (ids < n)
     contrib = data.reshape(outer, ids.size, inner) * valid.reshape(1, -1, 1).astype(data.dtype)
     safe = xp.where(valid, ids, 0)
-    view = out.reshape(outer, n, inner)
-    if hasattr(xp.add, "at"):
-        xp.add.at(view, (slice(None), safe), contrib)
-    else:  # pragma: no cover
-        import cupyx
-
-        cupyx.scatter_add(view, (slice(None), safe), contrib)
+    indexing._scatter_add(xp, out.reshape(outer, n, inner), safe, contrib)
     return out
 
 

@@ -13,6 +13,8 @@ Source index of output index i along an axis of n inputs and m outputs, `scale` 
 """
 import numpy
 
+from . import indexing
+
 
 def _nearest_index(xp, n, m, scale, half_pixel):
     i = numpy.arange(m, dtype=numpy.float64)
@@ -90,7 +92,10 @@ def _scatter_axis(xp, g, index, n, axis, weight=None):
     """The adjoint of take(·, index, axis) (times `weight` per output index): (…, n, …) sums."""
     moved = xp.moveaxis(g if weight is None else g * _shape(weight, g.ndim, axis), axis, 0)
     out = xp.zeros((n,) + moved.shape[1:], dtype=g.dtype)
-    xp.add.at(out, index, moved)
+    if xp is numpy:
+        numpy.add.at(out, index, moved)
+    elif out.size and index.size:  # in numpy's order on a device too (CuPy's add.at adds with atomics: the order changes run to run)
+        indexing.add_at_rows(xp, out.reshape(n, -1), index, xp.ascontiguousarray(moved).reshape(index.size, -1))
     return xp.moveaxis(out, 0, axis)
 
 

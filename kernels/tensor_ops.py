@@ -7,7 +7,7 @@ import math
 
 import numpy
 
-from . import checks, special
+from . import checks, cuda_scatter, indexing, special
 
 
 def flip(xp, x, *, dims):
@@ -76,12 +76,11 @@ def dim_scatter_add(xp, x, index, src, *, dim):
     """A copy of x with src[i] added at out[..., index[i], ...] along `dim`, repeated indices accumulating."""
     out = x.copy()
     pos, values = _scatter_positions(xp, index, dim, x.shape[dim]), _src_part(src, index)
-    if hasattr(xp.add, "at"):
-        xp.add.at(out, pos, values)
-    else:  # pragma: no cover - CuPy without ufunc.at
-        import cupyx
-
-        cupyx.scatter_add(out, pos, values)
+    if xp is numpy:
+        numpy.add.at(out, pos, values)
+    elif out.size and values.size:  # the sums in numpy's order on a device too (indexing.add_at_rows: no atomics)
+        indexing.add_at_rows(xp, out.reshape(-1, 1), _flat_positions(xp, pos, index, x.shape),
+                             values.reshape(-1, 1))
     return out
 
 
@@ -137,14 +136,19 @@ def _flat_positions(xp, pos, index, shape):
 
 
 def _multiply_at(xp, out, flat, values):
-    """out.flat[flat[i]] *= values[i] for every i, repeated positions multiplying in turn: ufunc.at where the
-    module has it (numpy), else one fancy write per repeat level (a level's positions are distinct)."""
-    view = out.reshape(-1)
-    if hasattr(xp.multiply, "at"):
-        xp.multiply.at(view, flat, values)
+    """out.flat[flat[i]] *= values[i] for every i, repeated positions multiplying in turn (in the order of i), in
+    place on a C-contiguous `out`: numpy's `multiply.at`; on a device that builds raw kernels, one sort and one
+    launch (kernels/cuda_scatter.py: CuPy has no `multiply.at`), the same numbers; elsewhere (a device dtype the
+    kernel does not take: float16, complex) one fancy write per repeat level, whose count is read back first."""
+    if xp is numpy:
+        numpy.multiply.at(out.reshape(-1), flat, values)
         return
-    order = xp.argsort(flat)  # pragma: no cover - CuPy
-    flat, values = flat[order], values[order]
+    if hasattr(xp, "RawModule") and cuda_scatter.supported(out.dtype):
+        cuda_scatter.multiply_at(xp, out, flat, values)
+        return
+    view = out.reshape(-1)
+    order = xp.argsort(flat, kind="stable")
+    flat, values = flat[order], values.reshape(-1)[order]
     rank = xp.arange(flat.size) - xp.searchsorted(flat, flat, side="left")  # the repeat's number at its spot
     for k in range(int(rank.max()) + 1 if rank.size else 0):
         sel = rank == k

@@ -5,6 +5,8 @@ unspecified in OneFlow).
 """
 import numpy
 
+from . import indexing
+
 
 def _first_occurrence(xp, flat):
     """(unique values in first-occurrence order, index of each entry's value among them, counts)."""
@@ -70,12 +72,8 @@ def indexed_slices_reduce_sum(xp, indices, values):
     if xp is not numpy:  # on a device: nothing read back (`_first_occurrence_padded`)
         y_indices, idx, _, k = _first_occurrence_padded(xp, indices.reshape(-1))
         y_values = xp.zeros((n, m), dtype=values.dtype)
-        if n and hasattr(xp.add, "at"):
-            xp.add.at(y_values, idx, values.reshape(n, m))
-        elif n:  # pragma: no cover - CuPy without ufunc.at
-            import cupyx
-
-            cupyx.scatter_add(y_values, idx, values.reshape(n, m))
+        if n:  # the sums in numpy's order (indexing.add_at_rows: no atomics, the same bits run after run)
+            indexing.add_at_rows(xp, y_values, idx, values.reshape(n, m))
         return y_indices, y_values, k
     uniq, idx, _ = _first_occurrence(xp, indices.reshape(-1))
     k = uniq.size

@@ -8,7 +8,12 @@ else it behaves like a CuPy array:
   device -> host synchronisations, which a step must not make). `x.get()` and `asnumpy(x)` are the ways down;
 * no mixing with host arrays: a numpy ufunc or function, or a function of the fake module, given a StrictArray and a
   numpy array (or a fake-module function given a numpy array alone) raises TypeError, as CuPy does; Python and numpy
-  scalars mix freely. Indexing and item assignment accept host values (CuPy copies them up);
+  scalars mix freely. Indexing and item assignment accept host values (CuPy copies them up); an integer array
+  index out of range wraps around, in `take` too, as in CuPy (numpy would raise: a kernel must check its indices
+  itself, kernels/checks.py);
+* what CuPy lacks is missing: a ufunc's `at` other than add/subtract/maximum/minimum/bitwise and/or/xor raises
+  NotImplementedError (`multiply.at`); a device array's `flags` has no `writeable`; and `add.at`/`subtract.at`
+  of floats sum in an order that changes from call to call, as CuPy's atomics do;
 * it is not an `np.ndarray` (neither is a CuPy array), so `isinstance(x, np.ndarray)` checks see a device array.
 
 A numpy subclass cannot refuse `np.asarray` (numpy takes a subclass's buffer without asking it), hence a wrapper.
@@ -266,7 +271,11 @@ def _data_of(values):
 
 def _count_new(name, result, raw_inputs):
     """One launch for a call whose result is new device memory, none for a view of an input (or a non-array);
-    returns whether it launched."""
+    returns whether it launched. A numpy scalar result (a whole-array reduction: `min`, `any`, `argmax`) is new
+    memory too: CuPy launches a kernel writing a 0-d array (which a CUDA graph's replay rewrites)."""
+    if isinstance(result, np.generic):
+        Launches.add(name)
+        return True
     outs = _data_of(result)
     if not outs:
         return False
@@ -565,6 +574,7 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         if _is_mask(raw_index):
             _size_from_device("boolean-mask indexing")
         data = self._data
+        raw_index = _wrapped(raw_index, data.shape)
         result = data[raw_index]
         wrapped = _device(result)
         if _count_new("getitem", result, data):
@@ -576,6 +586,7 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
             _refuse_upload_in_capture("host data assigned into a device array")
             Launches.uploads += 1
         data, raw_index, raw_value = self._data, _lenient_raw(index), _lenient_raw(value)
+        raw_index = _wrapped(raw_index, data.shape)
         data[raw_index] = raw_value
         Launches.add("setitem")
         _record(lambda: data.__setitem__(raw_index, raw_value))
@@ -591,6 +602,10 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __copy__(self):
         return StrictArray(self._data.copy())
+
+    @property
+    def flags(self):
+        return StrictFlags(self._data.flags)
 
     def __deepcopy__(self, memo):
         return StrictArray(self._data.copy())
@@ -619,6 +634,26 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         return _device(value) if isinstance(value, np.ndarray) else value
 
 
+class StrictFlags:
+    """A device array's `flags` as CuPy 14 has them (cupy/_core/flags.pyx): c_contiguous, f_contiguous, owndata,
+    also by their upper-case keys; nothing else: no `writeable`, `aligned`, `writebackifcopy` (device memory is
+    always writeable, so code asking a device array must not; `devices.is_writeable`)."""
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+    _KEYS = {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "OWNDATA": "owndata"}
+
+    def __init__(self, flags):
+        self.c_contiguous, self.f_contiguous, self.owndata = flags.c_contiguous, flags.f_contiguous, flags.owndata
+
+    def __getitem__(self, key):
+        if key not in self._KEYS:
+            raise KeyError(key)
+        return getattr(self, self._KEYS[key])
+
+    def __repr__(self):
+        return "  C_CONTIGUOUS : %s\n  F_CONTIGUOUS : %s\n  OWNDATA : %s" % (
+            self.c_contiguous, self.f_contiguous, self.owndata)
+
+
 class _Function:
     """A numpy function (or ufunc) taking and returning device arrays; a ufunc's methods (`at`, `reduce`, ...) too."""
 
@@ -628,6 +663,8 @@ class _Function:
     def __call__(self, *args, **kwargs):
         raw_args, raw_kwargs = _raw(args, self.__name__), _raw(kwargs, self.__name__)
         _refuse_cublas_in_capture(self.__name__, raw_args)
+        if self.__name__.endswith(".take") and "mode" not in raw_kwargs:
+            raw_kwargs["mode"] = "wrap"  # CuPy's take wraps an index out of range around (numpy raises)
         if self.__name__ in _SIZE_FROM_DEVICE or (self.__name__.endswith(".where") and len(raw_args) == 1):
             _size_from_device(self.__name__)
         fn = self._fn
@@ -644,7 +681,70 @@ class _Function:
 
     def __getattr__(self, name):
         value = getattr(self._fn, name)
+        if name == "at" and isinstance(self._fn, np.ufunc) and self._fn.__name__ not in _CUPY_UFUNC_AT:
+            return _refused_at(self._fn.__name__)
+        if name == "at" and isinstance(self._fn, np.ufunc) and self._fn.__name__ in _ATOMIC_ORDER:
+            return _Function(_atomic_at(self._fn), "%s.%s" % (self.__name__, name))
         return _Function(value, "%s.%s" % (self.__name__, name)) if callable(value) else value
+
+
+def _wrapped(index, shape):
+    """`index` (raw: numpy arrays, ints, slices, None, ...) with its integer arrays wrapped into their axes' sizes,
+    as CuPy reads and writes them (an out-of-range integer array index wraps around; numpy raises), so that a
+    kernel relying on numpy's IndexError instead of its own check fails here as it fails on a GPU."""
+    items = index if isinstance(index, tuple) else (index,)
+    if not any(isinstance(i, np.ndarray) and i.dtype.kind in "iu" for i in items):
+        return index
+    consumed = sum(i.ndim if isinstance(i, np.ndarray) and i.dtype == bool else 1
+                   for i in items if i is not None and i is not Ellipsis)
+    out, axis = [], 0
+    for i in items:
+        if i is Ellipsis:
+            axis += len(shape) - consumed
+        elif i is None:
+            pass
+        elif isinstance(i, np.ndarray) and i.dtype == bool:
+            axis += i.ndim
+        else:
+            if isinstance(i, np.ndarray) and i.dtype.kind in "iu" and axis < len(shape) and shape[axis]:
+                i = np.mod(i, shape[axis])
+            axis += 1
+        out.append(i)
+    return tuple(out) if isinstance(index, tuple) else out[0]
+
+
+# the ufuncs whose `at` CuPy 14 implements (through atomics); every other ufunc's `at` exists and raises
+_CUPY_UFUNC_AT = {"add", "subtract", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor"}
+
+
+# CuPy's add.at / subtract.at add with atomics: a float element's terms are summed in whatever order the threads
+# reach it, which changes from launch to launch (the first GPU run: a padding gradient's train and predict jobs
+# differed at 1e-16). The fake sums each call's float items in another order, fixed by the call's number (the
+# suite's runs repeat), so code that needs equal bits run after run cannot rely on them.
+_ATOMIC_ORDER = {"add", "subtract"}
+_ATOMIC_CALLS = [0]
+
+
+def _atomic_at(ufunc):
+    def at(a, indices, b):
+        if a.dtype.kind not in "fc":
+            return ufunc.at(a, indices, b)  # integer sums do not depend on the order
+        positions = np.arange(a.size).reshape(a.shape)[indices]  # each item's element, as the ufunc would reach it
+        values = np.broadcast_to(np.asarray(b), positions.shape)
+        order = np.random.default_rng(_ATOMIC_CALLS[0]).permutation(positions.size)
+        _ATOMIC_CALLS[0] += 1
+        flat = a.reshape(-1)
+        ufunc.at(flat, positions.reshape(-1)[order], values.reshape(-1)[order])
+        if not np.shares_memory(flat, a):  # (a strided target: its flat copy written back)
+            a[...] = flat.reshape(a.shape)
+    at.__name__ = "at"
+    return at
+
+
+def _refused_at(name):
+    def at(*args, **kwargs):
+        raise NotImplementedError("`cupy_%s.at` is not supported yet" % name)
+    return at
 
 
 def _is_mask(index):

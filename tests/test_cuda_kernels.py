@@ -15,7 +15,8 @@ import pytest
 import cuda_host
 import strict_device
 from kernel_testing import CUPY
-from oneflow_compat.kernels import cuda_random, linalg, loss, nn, optim, random as rnd
+from oneflow_compat.kernels import cuda_random, cuda_scatter, linalg, loss, nn, optim, random as rnd
+from oneflow_compat.kernels import tensor_ops
 from oneflow_compat.kernels import checks
 
 
@@ -190,7 +191,7 @@ OPTIMIZERS = [  # (device function, its keyword arguments, the numpy update it e
     ("momentum", dict(beta=0.9, scale=1.0, weight_decay=0.02, fused=False),
      lambda w, s, g, lr: optim.momentum_update(np, w, s[0], g, lr=lr, beta=0.9, weight_decay=0.02)),
     ("momentum", dict(beta=0.9, scale=0.5, weight_decay=0.0, fused=True),
-     lambda w, s, g, lr: (s[0].__imul__(s[0].dtype.type(0.9)),
+     lambda w, s, g, lr: (s[0].__imul__(s[0].dtype.type(np.float32(0.9))),  # β a float attribute
                           s[0].__isub__(g * g.dtype.type(np.float32(lr) * np.float32(0.5))), w.__iadd__(s[0]))),
     ("adam", dict(beta1=0.9, beta2=0.999, epsilon=1e-8, scale=1.0, weight_decay=0.0),
      lambda w, s, g, lr: optim.adam_update(np, w, s[0], s[1], g, lr=lr, beta1=0.9, beta2=0.999, epsilon=1e-8)),
@@ -238,3 +239,90 @@ def test_a_wrong_argument_is_refused_naming_the_parameter(dev):
         cuda_nn.MODULE.launch(dev, "relu_mask_f32", 6, _normal(2, 3), x, 6)
     with pytest.raises(TypeError, match=r"^CUDA function relu_mask_f32 takes 3 arguments \(g, y, n\), got 2$"):
         cuda_nn.MODULE.launch(dev, "relu_mask_f32", 6, x, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8, np.bool_])
+def test_scatter_multiply_is_numpys_multiply_at_bit_for_bit(dev, dtype):
+    """kernels/cuda_scatter.py against `numpy.multiply.at` (CuPy has no multiply.at): repeated positions multiply
+    in the order of their items — a float product's rounding depends on that order, so the values are equal bit for
+    bit — integers wrap as numpy's do, positions never written keep their value."""
+    rng = np.random.default_rng(5)
+    n, size = 400, 37
+    positions = rng.integers(0, size - 5, n)  # the last 5 positions never written
+    positions[:60] = 3  # one long run
+    if dtype == np.bool_:
+        out, values = rng.random(size) < 0.9, rng.random(n) < 0.97
+    elif np.dtype(dtype).kind == "f":
+        out, values = rng.standard_normal(size).astype(dtype), (1 + 0.3 * rng.standard_normal(n)).astype(dtype)
+    else:
+        out, values = rng.integers(-9, 9, size).astype(dtype), rng.integers(-7, 7, n).astype(dtype)
+    want = out.copy()
+    np.multiply.at(want, positions, values)
+    got = _up(dev, out)
+    cuda_scatter.multiply_at(dev, got, _up(dev, positions), _up(dev, values))
+    np.testing.assert_array_equal(_down(got), want)
+    empty = _up(dev, out)
+    cuda_scatter.multiply_at(dev, empty, _up(dev, positions[:0]), _up(dev, values[:0]))
+    np.testing.assert_array_equal(_down(empty), out)
+
+
+def test_dim_scatter_mul_and_its_src_gradient_on_the_device(dev):
+    """The op's kernels on the device (its _multiply_at goes through the CUDA kernel) equal numpy's, zeros among
+    repeated factors included."""
+    x = _normal(4, 6, dtype=np.float64)
+    index = np.array([[0, 0, 2, 5], [1, 1, 1, 1], [3, 0, 3, 0], [5, 4, 3, 2]])
+    src = _normal(4, 5, dtype=np.float64)
+    src[1, 2] = src[2, 0] = 0.0
+    want = tensor_ops.dim_scatter_mul(np, x, index, src, dim=1)
+    got = tensor_ops.dim_scatter_mul(dev, _up(dev, x), _up(dev, index), _up(dev, src), dim=1)
+    np.testing.assert_array_equal(_down(got), want)
+    dy = _normal(4, 6, dtype=np.float64)
+    want = tensor_ops.dim_scatter_mul_src_grad(np, dy, index, x, src, dim=1)
+    got = tensor_ops.dim_scatter_mul_src_grad(dev, *[_up(dev, a) for a in (dy, index, x, src)], dim=1)
+    np.testing.assert_array_equal(_down(got), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.int8])
+def test_scatter_add_by_rows_is_numpys_add_at_bit_for_bit(dev, dtype):
+    """kernels/cuda_scatter.add_rows against `numpy.add.at`: each row's terms summed in the order of their items
+    (CuPy's add.at adds with atomics, in an order that changes from run to run), the same bits every call."""
+    rng = np.random.default_rng(6)
+    n, rows, inner = 300, 23, 5
+    positions = rng.integers(0, rows - 3, n)
+    positions[:40] = 7
+    if np.dtype(dtype).kind == "f":
+        out, values = rng.standard_normal((rows, inner)).astype(dtype), rng.standard_normal((n, inner)).astype(dtype)
+    else:
+        out = rng.integers(-100, 100, (rows, inner)).astype(dtype)
+        values = rng.integers(-90, 90, (n, inner)).astype(dtype)
+    want = out.copy()
+    np.add.at(want, positions, values)
+    for _ in range(2):
+        got = _up(dev, out)
+        cuda_scatter.add_rows(dev, got, _up(dev, positions), _up(dev, values))
+        np.testing.assert_array_equal(_down(got), want)
+
+
+def test_the_device_adjoints_of_gathers_and_padding_are_numpys_bits(dev):
+    """The scatter-adds of gradients on the device (gather's, a segment sum's, dim_scatter_add, padding's and
+    upsampling's adjoints, indexed_slices_reduce_sum) go through the ordered kernel: numpy's values bit for bit."""
+    from oneflow_compat.kernels import indexing, nd_index, resample, unique
+
+    rng = np.random.default_rng(8)
+    dy = rng.standard_normal((3, 6, 4))
+    idx = np.array([0, 2, 2, 5, 1, 0])
+    cases = [
+        (lambda xp, a, i: indexing.gather_grad(xp, a, i, xp.zeros((3, 7, 4)), axis=1), [dy, idx]),
+        (lambda xp, a, i: nd_index.unsorted_segment_sum(xp, a, i, num_segments=6, axis=1), [dy, idx]),
+        (lambda xp, a, i: tensor_ops.dim_scatter_add(xp, xp.zeros((3, 6, 4)), i, a, dim=1),
+         [dy, rng.integers(0, 6, (3, 6, 4))]),
+        (lambda xp, a: resample.pad_edges_grad(xp, a, pads=((2, 1), (1, 2)), mode="reflect"),
+         [rng.standard_normal((2, 3, 7, 8))]),
+        (lambda xp, a: resample.upsample_grad(xp, a, input_shape=(2, 3, 3, 4), output_size=(7, 9), mode="linear"),
+         [rng.standard_normal((2, 3, 7, 9))]),
+        (lambda xp, i, a: unique.indexed_slices_reduce_sum(xp, i, a)[1], [idx, rng.standard_normal((6, 5))]),
+    ]
+    for k, (fn, arrays) in enumerate(cases):
+        want = fn(np, *arrays)
+        got = fn(dev, *[_up(dev, a) for a in arrays])
+        np.testing.assert_array_equal(_down(got), _down(want), err_msg="case %d" % k)

@@ -165,7 +165,7 @@ def test_host_checks_raise_at_once_and_device_checks_once_read():
     before = strict_device.Syncs.gets
     with pytest.raises(ValueError, match=r"^second 7 of 8$"):
         checks.raise_failed()
-    assert strict_device.Syncs.gets - before == 2  # the flags in one transfer, then the failed check's value
+    assert strict_device.Syncs.gets - before == 1  # the flags and the values that name a failure: one transfer
     checks.raise_failed()  # all forgotten
 
 
@@ -214,20 +214,54 @@ _INDEX_OPS = {
     "dim_gather": (lambda m, k: k.nd_index.dim_gather(m, m.asarray(np.ones((2, 3), np.float32)),
                                                       m.asarray(np.array([[0, 3, 1], [2, 2, 2]])), dim=1),
                    r"^dim_gather: index out of range \[0, 3\) along dim 1$", IndexError),
+    "gather_nd": (lambda m, k: k.nd_index.gather_nd(m, m.asarray(np.ones((3, 4), np.float32)),
+                                                    m.asarray(np.array([[0, 1], [2, 4]]))),
+                  r"^gather_nd: index \(2, 4\) out of range for the leading dims \(3, 4\)$", IndexError),
+    "unsorted_segment_sum": (lambda m, k: k.nd_index.unsorted_segment_sum(
+        m, m.asarray(np.ones((3, 2), np.float32)), m.asarray(np.array([0, -2, 1])), axis=0, num_segments=2),
+        "^unsorted_segment_sum: negative segment id -2$", ValueError),
+    "scatter": (lambda m, k: k.tensor_ops.dim_scatter_add(m, m.asarray(np.zeros((2, 3), np.float32)),
+                                                          m.asarray(np.array([[0, 5]])),
+                                                          m.asarray(np.ones((1, 2), np.float32)), dim=1),
+                r"^scatter: index 5 is out of bounds for dimension 1 with size 3$", IndexError),
+    "sparse_softmax_cross_entropy": (lambda m, k: k.loss.sparse_softmax_cross_entropy(
+        m, m.asarray(np.zeros((3, 4), np.float32)), m.asarray(np.array([0, 4, 1], np.int32)))[0],
+        r"^sparse_softmax_cross_entropy: label 4 is out of range \[0, 4\)$", ValueError),
+    "ctc_loss": (lambda m, k: k.ctc.ctc_loss(
+        m, m.asarray(np.full((5, 2, 3), -1.0, np.float32)), m.asarray(np.array([[1, 2], [1, 1]])),
+        m.asarray(np.array([6, 5])), m.asarray(np.array([2, 2])), blank=0, max_target_length=2)[0],
+        r"^ctc_loss: input_lengths \[6, 5\] must lie in \[0, 5\] \(the length of log_probs\)$", ValueError),
+    "ctc_greedy_decoder": (lambda m, k: k.ctc.ctc_greedy_decoder(
+        m, m.asarray(np.zeros((4, 2, 3), np.float32)), m.asarray(np.array([4, -1])))[0],
+        r"^ctc_greedy_decoder: input_lengths \[4, -1\] must lie in \[0, 4\] \(the length of log_probs\)$",
+        ValueError),
 }
 
 
 @pytest.mark.parametrize("op", sorted(_INDEX_OPS))
-def test_index_ops_on_a_device_check_their_indices_without_waiting(op):
+def test_index_ops_on_a_device_check_their_indices_without_waiting(monkeypatch, op):
+    # the host raises at once; on a device the op makes no synchronisation (int()/bool() of device arrays raise and
+    # no explicit transfer is counted) and its output's fetch — one transfer, the check's flag and values with the
+    # output — raises what the host raised, with the same type and words; the check is then forgotten
     import types
 
-    from oneflow_compat.kernels import indexing, nd_index, shape
+    from oneflow_compat.backend import devices
+    from oneflow_compat.kernels import ctc, indexing, loss, nd_index, shape, tensor_ops
 
-    kernels = types.SimpleNamespace(indexing=indexing, nd_index=nd_index, shape=shape)
+    kernels = types.SimpleNamespace(indexing=indexing, nd_index=nd_index, shape=shape, tensor_ops=tensor_ops,
+                                    loss=loss, ctc=ctc)
     run, message, error = _INDEX_OPS[op]
-    with pytest.raises(error, match=message):
+    with pytest.raises(error, match=message) as on_host:
         run(np, kernels)  # the host raises at once
-    out = run(strict_device.module(), kernels)  # int()/bool() of device arrays raise: nothing waits for the device
+    fake = strict_device.install(monkeypatch, "gpu")
+    before = strict_device.Syncs.total()
+    out = run(fake, kernels)
     assert isinstance(out, strict_device.StrictArray)
-    with pytest.raises(error, match=message):
-        checks.raise_failed()  # where the runtime reads the step's results
+    assert strict_device.Syncs.total() == before  # 0 synchronisations from the index op
+    with pytest.raises(error, match=message) as on_device:
+        devices.to_host(out)  # the fetch
+    assert str(on_device.value) == str(on_host.value)
+    assert strict_device.Syncs.total() == before + 1  # the output, the flag and the named index: one transfer
+    assert checks.pending_count() == 0
+    devices.to_host(out)  # raised once: the next fetch is not blamed
+    assert strict_device.Syncs.total() == before + 2

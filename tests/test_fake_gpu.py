@@ -282,8 +282,43 @@ def test_amp_in_a_graph_on_the_device_is_refused(monkeypatch):
         step(flow.ones(4, 3).to("cuda"))
 
 
-def test_autocast_on_the_device_is_refused(monkeypatch):
-    strict_device.install(monkeypatch, "auto", allow_syncs=True)
-    with pytest.raises(NotImplementedError, match=r"^flow.autocast\('cuda'\) on a GPU is not supported \(OneFlow "
-                                                  r"computes the CUDA ops in oneflow.float16 there"):
-        flow.autocast("cuda")
+def test_a_device_check_left_unread_does_not_outlive_the_process_context(monkeypatch):
+    """A failed device-side check nobody fetched (a test that never read its device result back) is dropped with
+    the process context, so it cannot fail the next test's first fetch (the first GPU run: a gather's "negative
+    index -1" from one test raised in another)."""
+    from oneflow_compat.kernels import checks
+    from oneflow_compat.runtime import context
+
+    fake = strict_device.install(monkeypatch, "gpu")
+    checks.require(fake, fake.asarray(np.array(True)), "gather: negative index %d", fake.asarray(np.array(-1)))
+    context.reset()
+    checks.raise_failed()  # nothing pending: no error
+    checks.require(fake, fake.asarray(np.array(True)), "gather: negative index %d", fake.asarray(np.array(-1)))
+    with pytest.raises(ValueError, match="^gather: negative index -1$"):
+        checks.raise_failed()
+
+
+def test_the_fake_refuses_what_cupy_lacks_and_adds_at_in_atomic_order():
+    """CuPy's rules the first GPU run met, kept by the fake: no `multiply.at`, no `flags.writeable`, and `add.at`
+    of floats summing in an order that changes from call to call (CuPy's atomics); integer sums stay exact."""
+    fake = strict_device.module()
+    with pytest.raises(NotImplementedError, match="^`cupy_multiply.at` is not supported yet$"):
+        fake.multiply.at(fake.ones(3), fake.asarray(np.array([0, 0])), fake.asarray(np.array([2.0, 3.0])))
+    a = fake.ones((2, 3))
+    assert a.flags.c_contiguous and a.flags["C_CONTIGUOUS"] and not hasattr(a.flags, "writeable")
+    rng = np.random.default_rng(0)
+    positions, values = rng.integers(0, 4, 2000), rng.standard_normal(2000) * 1e3
+    want = np.zeros(4)
+    np.add.at(want, positions, values)
+    runs = []
+    for _ in range(4):
+        got = fake.zeros(4)
+        fake.add.at(got, fake.asarray(positions), fake.asarray(values))
+        runs.append(got.get())
+        np.testing.assert_allclose(runs[-1], want, rtol=1e-12)
+    assert any(not np.array_equal(r, runs[0]) for r in runs[1:])  # the last bits differ between calls
+    ints = fake.zeros(4, dtype=np.int64)
+    fake.add.at(ints, fake.asarray(positions), fake.asarray(np.arange(2000)))
+    want_ints = np.zeros(4, np.int64)
+    np.add.at(want_ints, positions, np.arange(2000))
+    np.testing.assert_array_equal(ints.get(), want_ints)

@@ -107,3 +107,42 @@ def test_the_budgets_count_what_the_fused_kernels_replace(monkeypatch):
     assert by_name["raw:im2col_f32"] == 8 and by_name["raw:col2im_f32"] == 2  # conv1 needs no input gradient
     assert by_name["raw:sgd_f32"] == 16  # 8 variables, one launch each per step
     assert not any(name.startswith("numpy.right_shift") or name == "numpy.bitwise_xor" for name in by_name)
+
+
+def test_a_bad_label_fails_at_the_steps_one_sync(monkeypatch):
+    # the label check makes no synchronisation of its own: a step with a label out of range still makes exactly
+    # one (its end's fetch, which brings the check's flag and label with the loss) and raises there, with the
+    # CPU's words; the next step is not blamed
+    images = _batch(0)[0]
+    with on_cpu():
+        with pytest.raises(ValueError) as on_host:
+            _mlp_job()(images, np.full(BATCH, 10, np.int32))
+    strict_device.install(monkeypatch, "gpu", allow_syncs=False)
+    train, good = _mlp_job(), _batch(1)[1]
+    bad = good.copy()
+    bad[7] = 10
+    train(images, good)  # the first call (reads the step counter once)
+    syncs, errors = [], []
+    for labels in (good, bad, good):
+        before = strict_device.Syncs.total()
+        try:
+            train(images, labels)
+        except ValueError as e:
+            errors.append(str(e))
+        syncs.append(strict_device.Syncs.total() - before)
+    assert errors == [str(on_host.value)] == ["sparse_softmax_cross_entropy: label 10 is out of range [0, 10)"]
+    assert syncs == [1, 1, 1]
+
+
+def _mlp_job():
+    flow.clear_default_session()
+    flow.config.gpu_device_num(1)
+
+    @flow.global_function(type="train")
+    def train(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28)),
+              labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32)) -> tp.Numpy:
+        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, mlp(images, True))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+        return loss
+
+    return train

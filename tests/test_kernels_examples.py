@@ -60,7 +60,9 @@ def test_kernel_on_every_row(xp, op_type):
                     "%s: %s %s, infer says %s %s" % (
                     where, out.shape, out.dtype, y.shape, y.dtype.np)
                 if out.dtype.kind == "f":
-                    rtol = 2e-4 if lowered else 1e-10
+                    # float32 results (lowered inputs, or a row in float32 itself) round differently on another
+                    # array module: a device's products (cuBLAS) sum in their own order
+                    rtol = 2e-4 if lowered or out.dtype == np.float32 else 1e-10
                     scale = float(np.max(np.abs(ref[np.isfinite(ref)]), initial=1.0))
                     np.testing.assert_allclose(out.astype(ref.dtype), ref, rtol=rtol, atol=rtol * scale,
                                                equal_nan=True, err_msg=where)

@@ -196,6 +196,10 @@ def test_device_pieces_stay_on_the_device_through_nccl(monkeypatch):
     line = gpu(two_d.cpu(range(4)))
     moves += [(line, s, line, d) for s, d in itertools.product(two_d.SBPS, two_d.SBPS)]
     moves += [(line, S.P, gpu(two_d.cpu([1, 3])), S.S(1)), (gpu(two_d.cpu([0, 1])), S.S(0), line, S.B)]
+    # two devices per rank: P -> B sums each rank's two addends into a new array first, which NCCL then reduces in
+    # place (a CuPy array's flags have no `writeable`: the first GPU run failed there)
+    pairs = gpu(two_d.cpu(range(4), devices=2))
+    moves += [(pairs, S.P, pairs, S.B), (pairs, S.P, pairs, S.S(0))]
     cases = two_d.make_cases(moves, (7, 5), seed=11)
     gets_before, uploads_before = strict_device.Syncs.gets, strict_device.Launches.uploads
     results, fake = run_on_nccl(4, cases, xp=fake_xp, binding=DeviceNccl, up=fake_xp.asarray,

@@ -82,6 +82,12 @@ def _local(array, dtype, device, requires_grad):
     return _finish(Tensor._make(value, device=kind), requires_grad)
 
 
+def local_tensor_of_array(array, dtype, device):
+    """A local tensor on `device` holding `array` itself (a host or device array of `dtype`'s storage, made by
+    the framework for local work: `tensor[index]`'s linear index computed on the device), no copy."""
+    return _local(array, dtype, device, False)
+
+
 def _global(shape, dtype, placement, ir_sbp, shown, piece_of, requires_grad):
     """`piece_of(index, n, piece shape)` makes member `index`'s host piece."""
     pl = placement.ir()

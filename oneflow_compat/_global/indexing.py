@@ -3,9 +3,11 @@
 Reading: ints, slices, `...` and `None` are a view op (`functional.index`: `slice` + `reshape`). Index tensors,
 lists and boolean masks ("advanced" indices) are then one `gather` op along a flattened axis: the advanced dims
 of the sliced tensor are moved to the front and merged, the broadcast index tensors become one linear index
-(computed on the host: an index is data, never differentiated), and the gathered dims go back where numpy puts
-them (in place of the advanced dims when those are adjacent, else first). So reading is differentiable and runs
-on every layout through the op's SBP signatures.
+(an index is data, never differentiated: computed on the host, or, for integer index tensors on the device of a
+local device tensor, on that device without reading anything back — an index out of bounds then fails with the
+same IndexError at the next fetch, kernels/checks.py), and the gathered dims go back where numpy puts them (in
+place of the advanced dims when those are adjacent, else first). So reading is differentiable and runs on every
+layout through the op's SBP signatures.
 
 Writing (`__setitem__`) updates the tensor's storage in place: on the local array directly; on a global tensor
 every rank applies the assignment to the logical value and keeps its own piece (a collective: every rank of the
@@ -15,8 +17,10 @@ import builtins
 
 import numpy as np
 
+from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
+from oneflow_compat.kernels import checks
 from oneflow_compat._global import creation, functional as F
 from oneflow_compat._global.dispatch import apply_op
 from oneflow_compat._global.tensor import BOOL, Tensor
@@ -39,16 +43,31 @@ def _host_index(k):
     return a.astype(np.int64)
 
 
-def _expand_key(key, ndim):
+def _device_index(k, x):
+    """The int64 device array of an integer index tensor `k` on the device of the local tensor `x`, which `x[k]`
+    uses where it is (no read back: its bounds are checked on the device, `_checked_on_device`); None where the
+    index is read on the host (host data, a bool mask, whose true count sizes the result, a global tensor)."""
+    if not (isinstance(k, Tensor) and k.is_local and x.is_local and k._device == x._device):
+        return None
+    piece = k._value.pieces[0] if k._value.pieces else None
+    if not devices.is_device_array(piece) or piece.dtype.kind not in "iu":
+        return None
+    return piece.astype(np.int64, copy=False)
+
+
+def _expand_key(key, ndim, x=None):
     """The key as a list of entries, `...` expanded, bool masks split into one integer index per dim they
-    cover (as numpy's `nonzero`)."""
+    cover (as numpy's `nonzero`); integer index tensors on `x`'s device stay there (`_device_index`)."""
     if not isinstance(key, tuple):
         key = (key,)
     if builtins.sum(1 for k in key if k is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     entries = []
     for k in key:
-        if _is_advanced(k):
+        on_device = _device_index(k, x) if x is not None else None
+        if on_device is not None:
+            entries.append(("adv", on_device))
+        elif _is_advanced(k):
             a = _host_index(k)
             if a.dtype == np.bool_ and a.ndim:
                 entries.extend(("adv", i) for i in np.nonzero(a))
@@ -101,7 +120,7 @@ def getitem(x, key):
         return _getitem_with_bools(x, key)
     if not builtins.any(_is_advanced(k) for k in key):
         return F.index(x, key)
-    entries = _expand_key(key, x.ndim)
+    entries = _expand_key(key, x.ndim, x)
     if builtins.any(kind == "mask0" for kind, _ in entries):
         raise IndexError("indexing with a 0-d boolean mask is not supported")
     # 1. the basic part: advanced entries keep their dim whole for now
@@ -119,18 +138,22 @@ def getitem(x, key):
     y = F.index(x, tuple(basic))
     # 2. the advanced indices, broadcast together, wrapped, checked
     try:
-        arrays = np.broadcast_arrays(*arrays)
+        shape = np.broadcast_shapes(*[a.shape for a in arrays])
     except ValueError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes %s"
                          % " ".join(str(a.shape) for a in arrays)) from None
     sizes = [y.shape[p] for p in positions]
-    wrapped = []
-    for a, n, p in zip(arrays, sizes, positions):
-        if a.size and (a.max() >= n or a.min() < -n):
-            bad = int(a.max() if a.max() >= n else a.min())
-            raise IndexError("index %d is out of bounds for dimension %d with size %d" % (bad, p, n))
-        wrapped.append(np.where(a < 0, a + n, a))
-    linear = np.ravel_multi_index(wrapped, sizes) if wrapped[0].size else np.zeros(wrapped[0].shape, np.int64)
+    if builtins.any(devices.is_device_array(a) for a in arrays):
+        linear = _checked_on_device(arrays, shape, sizes, positions)
+    else:
+        arrays = np.broadcast_arrays(*arrays)
+        wrapped = []
+        for a, n, p in zip(arrays, sizes, positions):
+            if a.size and (a.max() >= n or a.min() < -n):
+                bad = int(a.max() if a.max() >= n else a.min())
+                raise IndexError(_OUT_OF_BOUNDS % (bad, p, n))
+            wrapped.append(np.where(a < 0, a + n, a))
+        linear = np.ravel_multi_index(wrapped, sizes) if wrapped[0].size else np.zeros(wrapped[0].shape, np.int64)
     index_shape = tuple(linear.shape)
     # 3. advanced dims first and merged, one gather, then the gathered dims where numpy puts them
     rest = [d for d in range(y.ndim) if d not in positions]
@@ -148,7 +171,32 @@ def getitem(x, key):
     return out
 
 
+_OUT_OF_BOUNDS = "index %d is out of bounds for dimension %d with size %d"
+
+
+def _checked_on_device(arrays, shape, sizes, positions):
+    """The linear index (int64, `shape`) of the advanced indices `arrays` (device arrays, host ones copied up)
+    into the merged dims `sizes`, made on the device without reading it back: an index outside [-n, n) fails with
+    the host's IndexError at the next fetch (kernels/checks.py), the reads meanwhile clipped into range."""
+    xp = devices.module_of(next(a for a in arrays if devices.is_device_array(a)))
+    linear = xp.zeros(shape, dtype=np.int64)
+    if not int(np.prod(shape)):
+        return linear
+    stride = 1
+    for a, n, p in reversed(list(zip(arrays, sizes, positions))):
+        a = a if devices.is_device_array(a) else xp.asarray(np.asarray(a, dtype=np.int64))
+        low, high = xp.min(a), xp.max(a)
+        checks.require(xp, (low < -n) | (high >= n), _OUT_OF_BOUNDS, xp.where(high >= n, high, low), p, n,
+                       error=IndexError)
+        wrapped = xp.clip(xp.where(a < 0, a + n, a), 0, max(n - 1, 0))
+        linear = linear + wrapped * stride
+        stride *= n
+    return linear
+
+
 def _index_tensor(array, like):
+    if devices.is_device_array(array):  # (made on like's device: `_checked_on_device`)
+        return creation.local_tensor_of_array(array, dtypes.int64, like._device)
     if like.is_global:
         from oneflow_compat import sbp as flow_sbp
 
@@ -225,6 +273,8 @@ def setitem(x, key, value):
     x._check_inplace()
     if x.is_lazy:
         raise RuntimeError("tensor item assignment is not supported within nn.Graph")
+    if _setitem_on_device(x, key, value):
+        return
     hkey = _host_key(key)
     if x.is_global and _recorded_slice_assign(x, key, value):  # (slices: x keeps its sbp, as OneFlow 0.9)
         return
@@ -255,6 +305,67 @@ def setitem(x, key, value):
     if not S.holds_addend_value(v.sbp, index):  # partial sums: the first addend holds the value
         new = np.zeros_like(new)
     v.pieces[0][...] = global_eager.to_device(np.ascontiguousarray(new), v.placement)
+
+
+_SET_OUT_OF_BOUNDS = "index %d is out of bounds for axis %d with size %d"  # numpy's words (the host path's)
+
+
+def _setitem_on_device(x, key, value):
+    """`x[key] = value` for a local device tensor `x` and a key with advanced indices, done there: integer index
+    tensors on its device are not read back (an index outside [-n, n) fails with the host's IndexError at the next
+    fetch, kernels/checks.py, and nothing is written meanwhile), host indices are checked at once (CuPy would wrap
+    an index out of range around and write there). Returns False (nothing done) where the host path runs: basic
+    keys, a recorded gradient, bfloat16, a value from elsewhere."""
+    from oneflow_compat.runtime import autograd
+
+    items = key if isinstance(key, tuple) else (key,)
+    if not builtins.any(_is_advanced(k) for k in items):  # (the common keys: one cheap look)
+        return False
+    piece = x._value.pieces[0] if x.is_local and x._value.pieces else None
+    if not devices.is_device_array(piece) or x.dtype is dtypes.bfloat16 or \
+            builtins.any(isinstance(k, (bool, np.bool_)) for k in items):
+        return False
+    if autograd.is_grad_enabled() and (x.requires_grad_flag or (isinstance(value, Tensor) and
+                                                                value.requires_grad_flag)):
+        return False
+    xp = devices.module_of(piece)
+    if isinstance(value, Tensor):
+        given = value._value.pieces[0] if value.is_local and value._value.pieces else None
+        if value._device != x._device or not devices.is_device_array(given):
+            return False
+        value = given.astype(piece.dtype, copy=False)
+    elif not isinstance(value, (bool, int, float, np.generic)):
+        value = xp.asarray(np.asarray(value, dtype=piece.dtype))
+    entries = _expand_key(items, x.ndim, x)
+    if builtins.any(kind == "mask0" for kind, _ in entries):
+        return False
+    axis, index, failed = 0, [], None
+    for kind, k in entries:
+        if kind == "adv":
+            n = x.shape[axis]
+            if devices.is_device_array(k):
+                if k.size:
+                    low, high = xp.min(k), xp.max(k)
+                    bad = (low < -n) | (high >= n)
+                    checks.require(xp, bad, _SET_OUT_OF_BOUNDS, xp.where(high >= n, high, low), axis, n,
+                                   error=IndexError)
+                    failed = bad if failed is None else failed | bad
+                k = xp.clip(xp.where(k < 0, k + n, k), 0, max(n - 1, 0))
+            else:
+                bad = k[(k < -n) | (k >= n)]
+                if bad.size:
+                    raise IndexError(_SET_OUT_OF_BOUNDS % (int(bad[0]), axis, n))
+                k = xp.asarray(k)
+            index.append(k)
+            axis += 1
+        else:
+            index.append(k)
+            axis += k is not None
+    index = tuple(index)
+    if failed is not None:  # a failed check writes nothing: the places keep what they hold (never half-written)
+        value = xp.where(failed, piece[index], value).astype(piece.dtype, copy=False)
+    piece[index] = value
+    return True
 
 
 def _recorded_slice_assign(x, key, value):

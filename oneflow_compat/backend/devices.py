@@ -134,14 +134,40 @@ def module_of(x):
     return array_module("gpu") if is_device_array(x) else np
 
 
+def is_writeable(x):
+    """Whether the array `x` may be written in place. A numpy array says so in `flags.writeable` (views of
+    read-only buffers, broadcast views say False); a CuPy array's `flags` has no `writeable` (CuPy 14's Flags holds
+    c_contiguous, f_contiguous, owndata only): device memory is always writeable."""
+    if isinstance(x, np.ndarray):
+        return x.flags.writeable
+    return True
+
+
 def to_host(x):
     """A host (numpy) value of `x`: device arrays are copied down, host values returned as they are. A fetch from a
-    device first raises what the device-side checks of the steps before it found (kernels/checks.py)."""
+    device raises what the pending device-side checks found (kernels/checks.py: an index out of range in an op
+    since the last fetch); their flags come down in the same transfer as `x`, so the fetch stays one
+    synchronisation."""
     if not is_device_array(x):
         return x
     step_scalars.refuse_in_capture("a device value read on the host inside a step")
+    taken = checks.take_pending()
+    if not taken:
+        return x.get()
+    if x.size * x.dtype.itemsize > PACK_WITH_CHECKS_BYTES:
+        # packing would copy a large array once more on the device: it comes down alone, the checks after it
+        # (a second, small transfer that waits for nothing: the device has finished what x needed)
+        value = x.get()
+        checks.restore_pending(taken)
+        checks.raise_failed()
+        return value
+    host = to_host_all([x] + checks.device_arrays(taken))
+    checks.put_back(taken, host[1:])
     checks.raise_failed()
-    return x.get()
+    return host[0]
+
+
+PACK_WITH_CHECKS_BYTES = 1 << 20  # up to this size a fetched array and the pending checks come down as one
 
 
 def to_host_all(values):

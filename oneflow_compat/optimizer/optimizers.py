@@ -165,7 +165,7 @@ class _MomentumSGD(Optimizer):
             w -= g
         else:
             m = states[0]
-            m *= m.dtype.type(self.momentum)
+            m *= m.dtype.type(np.float32(self.momentum))  # β a float attribute, as momentum_update rounds it
             m -= g
             w += m
 

@@ -10,6 +10,7 @@ collective starts.
 import threading
 
 from oneflow_compat.comm import world
+from oneflow_compat.kernels import checks
 
 
 class _Frames(threading.local):
@@ -126,3 +127,15 @@ class operation:  # noqa: N801 - used as a context manager
         except AttributeError:
             pass
         return False
+
+
+def _note_of_device_check():
+    """The note the innermost naming frame would give an error raised now: a device check made now gets it
+    (kernels/checks.py), as its host twin's error would."""
+    for frame in reversed(_FRAMES.stack):
+        if frame.name_errors:
+            return "(while running %s)" % frame.text()
+    return None
+
+
+checks.note_context(_note_of_device_check)

@@ -62,7 +62,7 @@ class Site:
         """A C-contiguous host array of the blob's dtype holding `x` that the comm may overwrite (`fresh`: `x` is a
         temporary of this boxing)."""
         host = self.to_comm(x)
-        if host is x and not fresh or host.dtype != self.np_dtype or not host.flags.writeable \
+        if host is x and not fresh or host.dtype != self.np_dtype or not devices.is_writeable(host) \
                 or not host.flags.c_contiguous:
             host = self.xp_comm.array(host, dtype=self.np_dtype, copy=True, order="C")
         return host

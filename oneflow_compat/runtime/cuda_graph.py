@@ -223,7 +223,7 @@ class CapturedStep:
                     self.variables = variables
                 self.graph.launch(self.stream)
                 plan._held.update(self.held)
-                checks.restore_pending(self.pending)
+                checks.restore_pending(self.pending, again=True)
             if end < len(plan.steps):
                 exe.run(plan, end, len(plan.steps))  # the download: the call's one synchronisation
             else:
@@ -237,6 +237,7 @@ class CapturedStep:
         mode = getattr(xp.cuda.runtime, "streamCaptureModeRelaxed", None)
         # this thread's cuBLAS handle bound to the capturing stream (and its workspace) before the capture begins
         cuda_blas.prepare(xp)
+        before = checks.pending_count()  # checks of earlier calls stay pending; the graph's are its own
         with xp.cuda.using_allocator(self.pool.malloc):
             self.stream.begin_capture(mode) if mode is not None else self.stream.begin_capture()
             try:
@@ -249,11 +250,11 @@ class CapturedStep:
                 except Exception:  # noqa: BLE001 - the capture's own error is the one to report
                     pass
                 plan._held.clear()
-                checks.take_pending()
+                checks.take_pending(since=before)
                 raise
             self.graph = self.stream.end_capture()
         self.held = dict(plan._held)
-        self.pending = checks.take_pending()
+        self.pending = checks.take_pending(since=before)
 
     def _give_up(self, error, feed, staged=False):
         """The step cannot be captured: said once, and this call (and every later one) runs uncaptured."""

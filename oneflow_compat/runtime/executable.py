@@ -24,6 +24,7 @@ compiled the same plans (`check_same_plans_across_ranks`), and the malloc tuning
 import ctypes
 import os
 
+from oneflow_compat.kernels import checks
 from oneflow_compat.passes.pipeline import fingerprint
 from oneflow_compat.runtime import activity, boxing, buckets, cuda_graph, watch
 from oneflow_compat.runtime.plan import Plan
@@ -150,6 +151,16 @@ class Executable:
             if hasattr(e, "add_note"):
                 e.add_note("(while running op '%s' of type '%s' in job '%s')" % (op.name, op.type, self.job.name))
             raise
+
+    @staticmethod
+    def _note_of_step(frame):
+        """The note of an error raised in `run`'s frame: for a device check made there (kernels/checks.py)."""
+        names = frame.f_locals
+        plan, k, exe = names.get("plan"), names.get("k"), names.get("self")
+        if plan is None or k is None or exe is None:
+            return None
+        op = plan.step_ops[k]
+        return "(while running op '%s' of type '%s' in job '%s')" % (op.name, op.type, exe.job.name)
 
     def call(self, feed):
         """One call: `feed(copy, micro)` writes the inputs (micro = (m, n), or None for the whole batch) into plan
@@ -306,3 +317,6 @@ def straight_line(plan):
         return [[regs[r] for r in regs_of] for regs_of in fetch]
 
     return run
+
+
+checks.note_frames(Executable.run, Executable._note_of_step)  # a device check names its op as `run`'s errors do

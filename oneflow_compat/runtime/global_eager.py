@@ -34,6 +34,7 @@ from oneflow_compat.ir import builder
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import Job, LazyBlob, Op, TensorMeta
 from oneflow_compat.ir.placement import Placement
+from oneflow_compat.kernels import checks
 from oneflow_compat.ops import registry, transitions
 from oneflow_compat.passes import pipeline
 from oneflow_compat.runtime import activity, agreement, context
@@ -241,6 +242,7 @@ class _Compiled:
             v.meta, v.placement, v.sbp, v.pieces, v.lk = meta, pl, sbp, [out], lk
             return [v]
 
+        checks.note_frames(run, _note_of_frame)  # a device check made by `kernel` names this op as its errors do
         return run
 
     def _values(self, results):
@@ -249,7 +251,7 @@ class _Compiled:
             out.append(None if o is None else Value(o[0], o[1], o[2], next(it), o[3]))
         return out
 
-    def run_lock_free(self, inputs):
+    def run_lock_free(self, inputs):  # (a device check made here is named by `self.note`: _note_of_frame)
         if self.chained is not None:
             agreement.chain_only(self.chained)
         try:
@@ -375,6 +377,18 @@ def attrs_id(attrs):
         return None
     i = _ATTRS_IDS.get(items)
     return _new_id(_ATTRS_IDS, _NEXT_ATTRS_ID, items) if i is None else i
+
+
+def _note_of_frame(frame):
+    """The note of a device check made in an eager op's run (kernels/checks.py): the note its errors get."""
+    names = frame.f_locals
+    note = names.get("note")
+    if note is None and names.get("self") is not None:
+        note = getattr(names["self"], "note", None)
+    return note
+
+
+checks.note_frames(_Compiled.run_lock_free, _note_of_frame)
 
 
 class FrozenAttrs(dict):

@@ -469,7 +469,7 @@ class Plan:
         order = sorted(held)
         pending = checks.take_pending()
         flat = [p for k in order for p in held[k][1]]
-        host = devices.to_host_all(flat + [c[1] for c in pending])
+        host = devices.to_host_all(flat + checks.device_arrays(pending))
         checks.put_back(pending, host[len(flat):])
         at = 0
         for k in order:

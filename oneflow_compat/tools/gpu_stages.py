@@ -621,7 +621,10 @@ CUDA_FIRST = ("conv2d", "conv2d_bias_act", "conv2d_grad_input", "conv2d_grad_wei
               "max_pool2d_relu_grad", "avg_pool2d", "avg_pool2d_grad", "bias_add", "relu", "relu_grad", "matmul",
               "matmul_bias_act", "matmul_relu_grad", "sparse_softmax_cross_entropy",
               "sparse_softmax_cross_entropy_grad", "sparse_softmax_cross_entropy_and_grad", "dropout", "dropout_grad",
-              "optimizer_update", "matmul_sgd_update", "reduce_sum_sgd_update")
+              "optimizer_update", "matmul_sgd_update", "reduce_sum_sgd_update",
+              # kernels/cuda_scatter.py: the scatter-multiply and the ordered scatter-adds of gradients
+              "dim_scatter_mul", "dim_scatter_mul_src_grad", "dim_scatter_add", "gather_grad", "unsorted_segment_sum",
+              "reflection_pad2d_grad", "replication_pad2d_grad", "upsample_grad")
 
 
 def first_the_cuda_kernels(types):
