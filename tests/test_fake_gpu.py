@@ -262,8 +262,9 @@ def test_copy_from_a_device_tensor_into_a_host_tensor(monkeypatch):
     np.testing.assert_array_equal(host.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
 
 
-def test_amp_in_a_graph_on_the_device_is_refused(monkeypatch):
-    # OneFlow computes the ops of CUDA placements in float16 under AMP; on the CPU (test_graph.py) it is accepted
+def test_amp_in_a_graph_on_the_device_computes_the_matmul_in_float16(monkeypatch):
+    # OneFlow's AMP pass casts the ops of CUDA placements to float16 (tests/test_graph_amp.py has the whole of it);
+    # on the CPU (test_graph.py) the graph computes as without it
     strict_device.install(monkeypatch, "auto", allow_syncs=True)
     model = flow.nn.Linear(3, 2).to("cuda")
 
@@ -276,10 +277,16 @@ def test_amp_in_a_graph_on_the_device_is_refused(monkeypatch):
         def build(self, x):
             return self.model(x)
 
-    step = Step()
-    with pytest.raises(NotImplementedError, match=r"nn.Graph '%s': config.enable_amp\(True\) on a GPU is not "
-                                                  r"supported \(OneFlow computes its ops in float16 there" % step.name):
-        step(flow.ones(4, 3).to("cuda"))
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3) / 3
+    y = Step()(flow.tensor(x).to("cuda"))
+    assert y.dtype == flow.float32 and model.weight.dtype == flow.float32
+    w, b = model.weight.numpy(), model.bias.numpy()
+    # the product of float16 operands, rounded to float16 (a device may sum it in another order: one float16
+    # step); the bias added in float32 (no white op follows it)
+    product = (x.astype(np.float16).astype(np.float32) @ w.astype(np.float16).astype(np.float32).T).astype(np.float16)
+    got = y.numpy() - b
+    np.testing.assert_allclose(got, got.astype(np.float16).astype(np.float32), rtol=0, atol=1e-6)
+    assert np.all(np.abs(got - product.astype(np.float32)) <= np.spacing(np.abs(product)).astype(np.float32) + 1e-7)
 
 
 def test_a_device_check_left_unread_does_not_outlive_the_process_context(monkeypatch):

@@ -3,8 +3,10 @@ runtime, the framework, the tools or the op family modules.
 
 The scan reads the source (AST), like test_layers.py: it fails on a comparison of an op's type (`op.type`,
 `defn.type`, a variable named `op_type`) with a string or a collection, and on a table looked up by op type
-(`TABLE[op.type]`, `TABLE.get(op.type)`) other than the two tables whose key is the op type by design: the
-registry (`ops/registry.py`, not scanned) and the examples (`ops/examples.py`). A job's `type` ("train" /
+(`TABLE[op.type]`, `TABLE.get(op.type)`) other than the tables whose key is the op type by design: the
+registry (`ops/registry.py`, not scanned), the examples (`ops/examples.py`), and OneFlow's per-op-type tables that
+the registry's declarations read (`ops/op_names.py`: OneFlow's op type names; `ops/amp_lists.py`: the
+auto-mixed-precision lists, behind `OpDef.amp_color` and its kin). A job's `type` ("train" /
 "predict") is not an op type and is allowed.
 """
 import ast
@@ -20,7 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "oneflow_compat")
 SCANNED = ["passes", "runtime", "framework", "tools", "ops", "_api"]
 NOT_SCANNED = {os.path.join(PACKAGE, "ops", "registry.py")}
-_PER_OP_TABLES = {"registry", "examples", "EXAMPLES", "WITHOUT_EXAMPLES"}
+_PER_OP_TABLES = {"registry", "examples", "EXAMPLES", "WITHOUT_EXAMPLES", "ONEFLOW_OP_NAMES", "_ONEFLOW_TYPE",
+                  "NO_CAST_INPUTS", "SHAPE_ONLY_INPUTS"}
 
 validate.load_all_ops()
 

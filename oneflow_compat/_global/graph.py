@@ -32,6 +32,7 @@ import collections
 import time
 import warnings
 
+from oneflow_compat.ir import dtypes as _dtypes
 from oneflow_compat.ir.placement import Placement as IrPlacement
 from oneflow_compat.runtime import activity, agreement, context, global_eager
 from oneflow_compat.runtime.graph_runtime import CompiledGraph
@@ -60,6 +61,7 @@ class GraphConfig:
         self._training = False
         self._accumulation_steps = 1
         self._amp = False
+        self._amp_dtype = _dtypes.float16
         self._switches = {}
 
     @property
@@ -78,11 +80,17 @@ class GraphConfig:
     def gradient_accumulation_steps(self):
         return self._accumulation_steps
 
-    def enable_amp(self, mode=True):
-        """Automatic mixed precision. OneFlow's pass (auto_mixed_precision.cpp) casts the ops of CUDA placements
-        alone to float16: a graph on the CPU computes as without it, here too. On a GPU it would change the numbers
-        (this implementation computes in float32): refused when such a graph compiles."""
-        self._amp = bool(mode)
+    def enable_amp(self, mode=True, *, dtype=None):
+        """Automatic mixed precision (OneFlow 0.9's arguments and checks): the graph's ops on CUDA placements
+        compute in `dtype` (float16 by default, or bfloat16) where OneFlow's AutoMixedPrecision pass says —
+        white-list ops and the gray/clear ops between them — with casts at the boundaries; parameters, their
+        gradients and the optimizer stay float32 (`passes/amp.py`). A graph on the CPU computes as without it, as
+        OneFlow's pass leaves CPU ops alone."""
+        dtype = _dtypes.float16 if dtype is None else dtype
+        assert type(mode) is bool
+        assert dtype in (_dtypes.float16, _dtypes.bfloat16)
+        self._amp = mode
+        self._amp_dtype = dtype
 
     def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024, shard_restore_level=1):
         """ZeRO (OneFlow 0.9's arguments and checks): at every stage a data-parallel (broadcast) parameter, its
@@ -320,10 +328,8 @@ class Graph:
         self._log(0, "%s building graph Done! Cost time: %ss.\n" % (shallow, round(time.perf_counter() - started, 2)))
         self._log(0, shallow + " start building plan.")
         plan_started = time.perf_counter()
-        if self.config._amp and any(op.placement.device_tag == "gpu" for op in trace.job.ops):
-            raise NotImplementedError("nn.Graph '%s': config.enable_amp(True) on a GPU is not supported (OneFlow "
-                                      "computes its ops in float16 there; this implementation computes in float32)"
-                                      % self._name)
+        if self.config._amp:  # OneFlow 0.9's AutoMixedPrecision pass (passes/amp.py): CUDA ops alone
+            trace.job.amp = self.config._amp_dtype
         if trace.job.is_train:
             optimizers = GraphOptimizers(self._opts, scope.names)
             scaler = self.__dict__.get("_grad_scaler")

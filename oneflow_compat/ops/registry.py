@@ -47,8 +47,13 @@ Properties (what the passes and the runtime need to know about an op, declared i
   indexed rows of a gradient survive it.
 * `recomputable` — (default True) nn.Graph's activation checkpointing may run it again in the backward
   (passes/checkpointing.py); False for batch normalization, as OneFlow 0.9's CheckpointingPass leaves it alone.
+* `amp_color`, `amp_black_listed`, `amp_no_cast`, `amp_shape_only` — the op's colour on OneFlow 0.9's
+  auto-mixed-precision lists (white / gray / clear / black), whether it is on the black list itself (not merely on
+  no list), the inputs the AMP casts leave alone, and the inputs read for their shape alone: read from
+  `ops/amp_lists.py` by the op's OneFlow type (nn.Graph's AMP pass, passes/amp.py).
 """
 from oneflow_compat.ir import time_shape
+from oneflow_compat.ops import amp_lists
 from oneflow_compat.ir.graph import LazyBlob, Op
 
 _REGISTRY = {}
@@ -89,6 +94,22 @@ class OpDef:
         self.indexed_rows = indexed_rows
         self.rowwise = rowwise
         self.recomputable = recomputable
+
+    @property
+    def amp_color(self):
+        return amp_lists.color(self.type)
+
+    @property
+    def amp_black_listed(self):
+        return amp_lists.listed_black(self.type)
+
+    @property
+    def amp_no_cast(self):
+        return amp_lists.no_cast_inputs(self.type)
+
+    @property
+    def amp_shape_only(self):
+        return amp_lists.shape_only_inputs(self.type)
 
     def __repr__(self):
         return "<OpDef %s>" % self.type

@@ -3,12 +3,16 @@ job functions (`runtime/session.py`), nn.Graph (`runtime/graph_runtime.py`), eag
 and their backward (`runtime/global_eager.py`), legacy eager mode (`framework/eager.py`) — and differs only in its
 `Options`:
 
-    autodiff + optimizer (train jobs)  →  prune  →  SBP choice  →  checkpointing  →  fusion  →  boxing insertion
-    (passes/optimizer_pass.py)           (prune)   (sbp_infer)   (checkpointing)    (fusion)   (boxing)
-    →  gradient buckets (grad_buckets)
+    autodiff + optimizer (train jobs)  →  prune  →  AMP  →  SBP choice  →  checkpointing  →  fusion
+    (passes/optimizer_pass.py)           (prune)   (amp)   (sbp_infer)   (checkpointing)    (fusion)
+    →  boxing insertion  →  gradient buckets
+       (boxing)             (grad_buckets)
 
-(`checkpointing`: nn.Graph's activation checkpointing, train jobs: the checkpointed modules' forward ops cloned
-into the backward with their originals' layouts, `passes/checkpointing.py`.)
+(`amp`: nn.Graph's `config.enable_amp(True)`, set on the job as `job.amp` (the mixed-precision dtype): OneFlow
+0.9's AutoMixedPrecision pass over the forward and backward ops of CUDA placements, `passes/amp.py`; after pruning,
+before the layouts, which then see the casts it inserts. `checkpointing`: nn.Graph's activation checkpointing, train
+jobs: the checkpointed modules' forward ops cloned into the backward with their originals' layouts,
+`passes/checkpointing.py`.)
 
 The runtime then builds the job's executable (`runtime/executable.py`: its plan, feeding, running, fetching).
 
@@ -27,7 +31,8 @@ Options:
 """
 import collections
 
-from oneflow_compat.passes import auto_parallel, boxing, checkpointing, fusion, grad_buckets, optimizer_pass, prune, sbp_infer
+from oneflow_compat.passes import amp, auto_parallel, boxing, checkpointing, fusion, grad_buckets, optimizer_pass, prune, \
+    sbp_infer
 
 Options = collections.namedtuple("Options", "train prune layout exact_first fusion boxing buckets")
 
@@ -59,6 +64,9 @@ def compile_job(session, job, options, ctx=None):
         optimizer_pass.build(session, job, ctx)
     if options.prune:
         prune.prune(job)
+    amp_dtype = getattr(job, "amp", None)  # nn.Graph's config.enable_amp: CUDA ops in float16 (passes/amp.py)
+    if amp_dtype is not None:
+        amp.apply(job, amp_dtype)
     if options.layout == "infer":
         sbp_infer.infer(job, exact_first=options.exact_first)
         auto = getattr(job, "auto_parallel", None)  # nn.Graph's config.enable_auto_parallel (passes/auto_parallel.py)
