@@ -66,6 +66,7 @@ class _Library:
 
     def __init__(self, functions, xp, where=None):
         self.functions, self.xp = functions, xp
+        self.path = None  # the shared library's file, where it is one
         self.where = where if where is not None else \
             (lambda: (xp.cuda.runtime.getDevice(), xp.cuda.get_current_stream().ptr))
         self.local = threading.local()
@@ -159,7 +160,9 @@ def _load_cupy_library(xp):
         for name, argtypes in _FUNCTIONS.items():
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = list(argtypes), ctypes.c_int
-        return _Library(lib, xp), None
+        found = _Library(lib, xp)
+        found.path = path
+        return found, None
     except Exception as e:  # noqa: BLE001 - no library: products through CuPy (and no capture of them)
         return None, "%s: %s" % (type(e).__name__, e)
 

@@ -102,7 +102,8 @@ def test_products_through_cupys_own_cublas_give_the_capture_up_with_its_error(mo
     assert fake.cuda.launches == 0
     messages = [r.getMessage() for r in caplog.records if "CUDA graph" in r.getMessage()]
     assert messages == ["ONEFLOW_COMPAT_CUDA_GRAPH=1: job 'train' runs without a CUDA graph: NotImplementedError: "
-                        "calling cuBLAS API during stream capture is currently unsupported"]
+                        "calling cuBLAS API during stream capture is currently unsupported (the products went "
+                        "through CuPy's matmul: ONEFLOW_COMPAT_OWN_CUBLAS=0)"]
 
 
 def _rmsprop_job():

@@ -261,6 +261,9 @@ class CapturedStep:
         exe, plan = self.exe, self.exe.plan
         self.disabled = "%s%s" % ("" if isinstance(error, step_scalars.FrozenInGraph) else type(error).__name__ + ": ",
                                   error)
+        why = cuda_blas.unavailable_reason(self.xp) if isinstance(error, NotImplementedError) else None
+        if why is not None:  # CuPy's own cuBLAS refused the capture: why the project's handle was not there
+            self.disabled += " (the products went through CuPy's matmul: %s)" % why
         notices.warn("%s=1: job '%s' runs without a CUDA graph: %s", ENV, exe.job.name, self.disabled)
         plan._held.clear()
         self.graph = None

@@ -421,6 +421,12 @@ def stage_graph(out):
         def gemms():
             import cupy
 
+            from oneflow_compat.kernels import cuda_blas
+
+            lib = cuda_blas.library(cupy)
+            results["own_cublas"] = ("loaded %s" % lib.path) if lib is not None else \
+                "unavailable: %s" % cuda_blas.unavailable_reason(cupy)
+            say("ok" if lib is not None else "failed", "the project's cuBLAS handle", results["own_cublas"])
             _gemm_capture(cupy, results)
 
         guarded(results, "gemm_capture", gemms)
