@@ -106,6 +106,30 @@ def test_products_through_cupys_own_cublas_give_the_capture_up_with_its_error(mo
                         "through CuPy's matmul: ONEFLOW_COMPAT_OWN_CUBLAS=0)"]
 
 
+def test_an_nn_graph_is_captured_and_each_call_keeps_its_own_outputs(monkeypatch, graphs):
+    """An nn.Graph on the device, captured: its input is a device tensor (copied into the graph's static input
+    after the call's copy up), its outputs are made by captured fetch steps the replays do not run in Python —
+    each call returns copies made after its launch, so an earlier call's output keeps its values."""
+    fake = strict_device.install(monkeypatch, "gpu", allow_syncs=True, gpus=1)
+    model = flow.nn.Linear(3, 2).to("cuda")
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x)
+
+    step = Step()
+    xs = [np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3) * (i + 1) for i in range(5)]
+    outs = [step(flow.tensor(x).to("cuda")) for x in xs]
+    assert fake.cuda.captures == 1 and fake.cuda.launches == 4
+    w, b = model.weight.numpy(), model.bias.numpy()
+    for x, out in zip(xs, outs):
+        np.testing.assert_allclose(out.numpy(), x @ w.T + b, rtol=1e-5, atol=1e-6)
+
+
 def _rmsprop_job():
     flow.clear_default_session()
     flow.config.gpu_device_num(1)

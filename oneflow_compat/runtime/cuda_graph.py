@@ -84,6 +84,13 @@ def for_executable(exe):
     return CapturedStep(exe, xp)
 
 
+def _fresh(value):
+    """A copy of a fetched device value (an array, or a list of per-device pieces) in new memory."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_fresh(v) for v in value)
+    return value.copy() if hasattr(value, "copy") and hasattr(value, "dtype") else value
+
+
 class _Staging:
     """Everything a call sends up, in ONE pinned host buffer and ONE device buffer: the fed inputs (their static
     device arrays are views of the device buffer, at fixed addresses) and the step scalars' bytes. The host writes
@@ -139,12 +146,12 @@ class _Staging:
         holds its static array."""
         if self.recorded:
             self.event.synchronize()  # (the previous call's copy up has read the pinned bytes: long since)
+        on_device = []
         for (r, _, _, static, pinned), (_, value) in zip(self.inputs, values):
             if isinstance(value, np.ndarray):
                 np.copyto(pinned, value)
             else:
-                with stream:
-                    static[...] = value  # a device value: copied into the array the graph reads
+                on_device.append((static, value))
             regs[r] = static
         for host, _, staged, _ in self.scalars:
             np.copyto(staged, host)
@@ -152,6 +159,9 @@ class _Staging:
             self.device.set(self.host, stream=stream)
             self.event.record(stream)
             self.recorded = True
+        with stream:
+            for static, value in on_device:  # a device value: copied into the array the graph reads, after the
+                static[...] = value  # copy up (which writes the whole buffer, its region too)
 
     def bind(self, regs):
         """Every input register to its static array again (the steps release registers after their last reader)."""
@@ -177,6 +187,7 @@ class CapturedStep:
         self.staging = None  # _Staging, made at the first call
         self.variables = None  # the variable arrays the graph was captured with
         self.held = {}
+        self.results = []  # (output index, the device value the capture's fetch step made)
         self.pending = []
         self.disabled = None  # why the capture was given up
 
@@ -223,6 +234,8 @@ class CapturedStep:
                     self.variables = variables
                 self.graph.launch(self.stream)
                 plan._held.update(self.held)
+                for k, value in self.results:
+                    plan.results[k] = _fresh(value)
                 checks.restore_pending(self.pending, again=True)
             if end < len(plan.steps):
                 exe.run(plan, end, len(plan.steps))  # the download: the call's one synchronisation
@@ -254,6 +267,9 @@ class CapturedStep:
                 raise
             self.graph = self.stream.end_capture()
         self.held = dict(plan._held)
+        # results the captured fetch steps made on the device (an nn.Graph's outputs): the graph rewrites those arrays
+        # at every replay, and no Python step runs to hand them over; each call returns copies made after its launch
+        self.results = [(k, value) for k, value in enumerate(plan.results) if value is not None]
         self.pending = checks.take_pending(since=before)
 
     def _give_up(self, error, feed, staged=False):
