@@ -200,7 +200,9 @@ def test_two_ranks_split_inputs_give_one_ranks_numbers():
 def test_bad_input_is_named():
     with pytest.raises(RuntimeError, match=r"^t\(\) expects a tensor with <= 2 dimensions, but self is 3D$"):
         _C.t(flow.tensor(A))
-    with pytest.raises(ValueError, match=r"^arg_sort: expected direction 'ASCENDING' or 'DESCENDING', got 'up'$"):
+    # OneFlow 0.9's words (core/functional/impl/array_functor.cpp ArgSortFunctor)
+    with pytest.raises(RuntimeError, match=r'^expected the input direction parameter value is "ASCENDING" or '
+                                           r'"DESCENDING", but found the value is "up"$'):
         _C.arg_sort(flow.tensor(M), "up")
     # OneFlow 0.9's words (core/functional/impl/nn_functor.cpp MatMulNoBroadCastFunctor; modtests' matrix_checks)
     with pytest.raises(RuntimeError, match=r"^self must be a matrix$"):

@@ -31,16 +31,12 @@ def _placed(placement, sbp, fn):
     return {} if placement is None else {"placement": placement, "sbp": sbp}
 
 
-def _out(result, out):
-    return result if out is None else _inplace.rebind(out, result)
-
-
 def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None, requires_grad=False,
            placement=None, sbp=None):
     """Normal / Normal2 (an int size) / GlobalNormal."""
-    r = _C.normal(float(mean), float(std), _shape(size, "normal"), dtype=dtype, device=device, generator=generator,
-                  requires_grad=requires_grad, **_placed(placement, sbp, "normal"))
-    return _out(r, out)
+    # (out goes to flow.normal: OneFlow's functor checks it against dtype and device, and draws in its dtype)
+    return _C.normal(float(mean), float(std), _shape(size, "normal"), out=out, dtype=dtype, device=device,
+                     generator=generator, requires_grad=requires_grad, **_placed(placement, sbp, "normal"))
 
 
 def eye(n, m=None, *, dtype=_dtypes.float32, device=None, requires_grad=False, placement=None, sbp=None):

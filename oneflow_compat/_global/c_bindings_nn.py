@@ -11,6 +11,7 @@ import numbers
 
 from oneflow_compat._global import functional as _F
 from oneflow_compat._global import inplace as _inplace
+from oneflow_compat._global import loss_op_checks as _checks
 from oneflow_compat._global import nn_activations as _act
 from oneflow_compat._global import nn_convs as _convs
 from oneflow_compat._global import nn_functional as _nnF
@@ -282,6 +283,7 @@ def binary_cross_entropy_with_logits_loss_grad(dy, input, target, weight=None, p
 def sparse_cross_entropy(prediction, label, depth):
     """SparseCrossEntropy: -log(prediction[label]) per row (prediction holds probabilities)."""
     _tensor(prediction, "sparse_cross_entropy", "prediction")
+    _checks.sparse_cross_entropy(prediction, _tensor(label, "sparse_cross_entropy", "label"))
     return apply_op("sparse_cross_entropy", [prediction, label], {"depth": int(depth)})
 
 
@@ -289,17 +291,23 @@ def distributed_sparse_cross_entropy(prediction, label, depth):
     """SparseCrossEntropyMs: the model-parallel form (prediction split on its class axis); the numbers are
     SparseCrossEntropy's, the op's SBP signatures serve the split."""
     _tensor(prediction, "distributed_sparse_cross_entropy", "prediction")
+    _checks.sparse_cross_entropy(prediction, _tensor(label, "distributed_sparse_cross_entropy", "label"))
     return apply_op("sparse_cross_entropy", [prediction, label], {"depth": int(depth)})
 
 
 def softmax_cross_entropy(logits, label):
     """SoftmaxCrossEntropy: -sum(label * log_softmax(logits)) over the last axis."""
-    return apply_op("softmax_cross_entropy", [_tensor(logits, "softmax_cross_entropy", "logits"), label])
+    _checks.softmax_cross_entropy(_tensor(logits, "softmax_cross_entropy", "logits"),
+                                  _tensor(label, "softmax_cross_entropy", "label"))
+    return apply_op("softmax_cross_entropy", [logits, label])
 
 
 def softmax_cross_entropy_grad(dy, label, prob):
     """SoftmaxCrossEntropyGrad: dy * (prob - label)."""
-    return apply_op("softmax_cross_entropy_grad", [_tensor(dy, "softmax_cross_entropy_grad", "dy"), prob, label])
+    _checks.softmax_cross_entropy_grad(_tensor(dy, "softmax_cross_entropy_grad", "dy"),
+                                       _tensor(label, "softmax_cross_entropy_grad", "label"),
+                                       _tensor(prob, "softmax_cross_entropy_grad", "prob"))
+    return apply_op("softmax_cross_entropy_grad", [dy, prob, label])
 
 
 def smooth_l1_loss(logits, label, beta, reduction):

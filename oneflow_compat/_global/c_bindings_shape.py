@@ -89,18 +89,18 @@ def squeeze(x, dim=None):
 
 def broadcast_like(x, like, broadcast_axes=()):
     """BroadcastLike: x broadcast to like's shape; `broadcast_axes` names like's axes that x lacks (or holds as
-    1), else x's shape is aligned to like's from the right."""
+    1), else x's shape is aligned to like's from the right (the functional form's checks and words:
+    `_ND.broadcast_like`, OneFlow v0.9.0 array_functor.cpp BroadcastLikeFunctor)."""
     _tensor(x, "broadcast_like", "x"), _tensor(like, "broadcast_like", "like")
-    target = tuple(like.shape)
-    if broadcast_axes and x.ndim != len(target):
-        axes = {a % len(target) for a in broadcast_axes}
-        kept = tuple(1 if i in axes else s for i, s in enumerate(target))
-        x = _F.reshape(x, kept)
-    return _views.unview(_T.expand(x, *target))  # (an op of its own in OneFlow, not a view)
+    return _ND.broadcast_like(x, like, list(broadcast_axes) if broadcast_axes else None)
 
 
 def reshape_like(input, like):  # noqa: A002  (the yaml's `in`)
     x = _tensor(input, "reshape_like", "in")
+    _tensor(like, "reshape_like", "like")
+    if x.numel() != like.numel():  # OneFlow v0.9.0 user/ops/reshape_like_op.cpp: its check and words
+        raise RuntimeError("The element number of the in tensor must be equal to the element number of the like "
+                           "tensor, but got %d and %d" % (x.numel(), like.numel()))
     # (an op of its own in OneFlow; its kernel relabels its input, so the result is given its memory)
     return _views.make(x, apply_op("reshape_like", [x, _tensor(like, "reshape_like", "like")]), None)
 
@@ -110,6 +110,9 @@ def reduce_sum_like(input, like, axis):  # noqa: A002
     x = _tensor(input, "reduce_sum_like", "in")
     _tensor(like, "reduce_sum_like", "like")
     axis = _ints(axis)
+    if not axis and tuple(x.shape) != tuple(like.shape):  # OneFlow v0.9.0 user/ops/reduce_like_ops.cpp's words
+        raise RuntimeError("The shape of the x tensor must be consistent to the shape of the like tensor when the "
+                           "input axis list is empty")
     out = _F.sum(x, axis, True) if axis else x
     if out.numel() != like.numel():
         raise RuntimeError("reduce_sum_like: the sum of %s over axis %s does not fit like's shape %s"
@@ -138,7 +141,9 @@ def arg_sort(input, direction):  # noqa: A002  (the yaml's `in`)
     """ArgSort along the last axis: direction 'ASCENDING' or 'DESCENDING'."""
     x = _tensor(input, "arg_sort", "in")
     if direction not in ("ASCENDING", "DESCENDING"):
-        raise ValueError("arg_sort: expected direction 'ASCENDING' or 'DESCENDING', got %r" % (direction,))
+        # OneFlow v0.9.0 array_functor.cpp ArgSortFunctor: its check and words
+        raise RuntimeError('expected the input direction parameter value is "ASCENDING" or "DESCENDING", '
+                           'but found the value is "%s"' % (direction,))
     return _F.cast(_T.argsort(x, -1, direction == "DESCENDING"), _dtypes.int32)
 
 
@@ -186,9 +191,31 @@ def narrow(input, dim, start, length):  # noqa: A002
     return _T.narrow(_tensor(input, "narrow"), int(dim), int(start), int(length))
 
 
+def _slice_bounds(start, stop, step, count):
+    """OneFlow 0.9's checks of a slice op's attributes (user/ops/slice_op.cpp, its RuntimeErrors and words):
+    the functional forms take them as the op does, normalized (0 <= start <= stop, step > 0), not Python's."""
+    for i in range(count):
+        if step[i] <= 0:
+            raise RuntimeError("The step list elements must be greater than 0, but got %d at index %d" % (step[i], i))
+        if start[i] < 0:
+            raise RuntimeError("The start list elements must be greater than or equal to 0, but got %d at index %d"
+                               % (start[i], i))
+        if stop[i] < 0:
+            raise RuntimeError("The stop list elements must be greater than or equal to 0, but got %d at index %d"
+                               % (stop[i], i))
+        if start[i] > stop[i]:
+            raise RuntimeError("The element in start list must be less than or equal to the element in stop list at "
+                               "index %d, but got %d and %d" % (i, start[i], stop[i]))
+
+
 def slice(x, start, stop, step, enable_view_slice=None):  # noqa: A001
     _tensor(x, "slice", "x")
-    tup = [list(t) for t in zip(_ints(start), _ints(stop), _ints(step))]
+    start, stop, step = _ints(start), _ints(stop), _ints(step)
+    for name, v in (("start_vec", start), ("stop_vec", stop), ("step_vec", step)):
+        if len(v) != x.ndim:  # (SliceOp::GetSbp's words)
+            raise RuntimeError("%s's dim not equal to ref shape's dim: %d vs %d" % (name, len(v), x.ndim))
+    _slice_bounds(start, stop, step, x.ndim)
+    tup = [list(t) for t in zip(start, stop, step)]
     out = _ND.slice(x, tup)
     if not enable_view_slice or not _views.applicable(x):
         return out
@@ -210,8 +237,24 @@ def slice_view_1d_contiguous(x, start, end):
 def slice_update(ref, value, start, stop, step, inplace=False):
     """SliceUpdate: `ref` with ref[start:stop:step] = value; in place or on a copy of ref."""
     _tensor(ref, "slice_update", "ref")
+    _tensor(value, "slice_update", "value")
+    start, stop, step = _ints(start), _ints(stop), _ints(step)
+    # SliceUpdateOp::InferLogicalTensorDesc, then its GetSbp's list sizes (user/ops/slice_op.cpp, v0.9.0); value
+    # is cast to ref's dtype first (SliceUpdateFunctor's TensorProcessor), so no dtype error
+    count = builtins.min(len(start), len(stop), len(step))
+    _slice_bounds(start, stop, step, count)
+    for i in range(count):
+        want = (stop[i] - start[i] + step[i] - 1) // step[i]
+        have = value.shape[i] if i < value.ndim else 1
+        if want != have:
+            raise RuntimeError("The size of slice tuple must be equal to the size of value tensor at dimension %d, "
+                               "but got %d and %d" % (i, want, have))
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if len(v) != ref.ndim:
+            raise RuntimeError("The size of %s list must be equal to the dimension of ref tensor, but got %d and %d"
+                               % (name, len(v), ref.ndim))
     target = ref if inplace else ref.clone()
-    return _ND.slice_update(target, value, [list(t) for t in zip(_ints(start), _ints(stop), _ints(step))])
+    return _ND.slice_update(target, value, [list(t) for t in zip(start, stop, step)])
 
 
 # --- joins and splits -----------------------------------------------------------------------------------------------
@@ -227,10 +270,45 @@ def chunk(x, chunks, dim=0):
     return tuple(_T.chunk(_tensor(x, "chunk", "x"), int(chunks), int(dim)))
 
 
+_MAX_INPUT_COUNT = 128  # OneFlow v0.9.0 core/functional/impl/common.h kMaxInputCount
+
+
 def split_like(x, like, axis):
-    """SplitLike: x cut along `axis` into pieces as long as the `like` tensors are there."""
+    """SplitLike: x cut along `axis` into pieces as long as the `like` tensors are there; like may have fewer
+    axes than x (each piece is like's shape followed by x's trailing sizes). OneFlow 0.9's checks in its order
+    and words (core/functional/impl/array_functor.cpp SplitLikeFunctor, user/ops/split_like_op.cpp)."""
     _tensor(x, "split_like", "x")
-    out = apply_op("split_like", [x] + list(like), {"axis": int(axis) % x.ndim})
+    like = list(like)
+    if len(like) < 2:
+        raise RuntimeError("like.size() must not less than 2, but got %d" % len(like))
+    if len(like) > _MAX_INPUT_COUNT:
+        raise RuntimeError("like.size() must not greater than %d, but got %d" % (_MAX_INPUT_COUNT, len(like)))
+    for i, t in enumerate(like):
+        _tensor(t, "split_like", "like[%d]" % i)
+    in_nd, like_nd = x.ndim, like[0].ndim
+    if like_nd > in_nd:
+        raise RuntimeError("The dimension of like (%d) should be less than or equal to input (%d)" % (like_nd, in_nd))
+    axis = int(axis)
+    if axis >= like_nd:
+        raise RuntimeError("The axis (%d) should be less than the dimension of like (%d)" % (axis, like_nd))
+    axis %= like_nd  # (a negative axis counts from like's last, where OneFlow 0.9 leaves it undefined)
+    total = 0
+    for t in like:
+        if t.ndim != like_nd:
+            raise RuntimeError("The dimension of like_i (%d) must match the dimension of the first like (%d)"
+                               % (t.ndim, like_nd))
+        for j in range(like_nd):
+            if j == axis:
+                total += t.shape[j]
+            elif x.shape[j] != t.shape[j]:
+                raise RuntimeError("The size of input (%d) must match the size of like_i (%d) at dimension %d"
+                                   % (x.shape[j], t.shape[j], j))
+    if total != x.shape[axis]:
+        raise RuntimeError("In non-dynamic shape situation, the total size of like (%d) should be equal to the size "
+                           "of input (%d) at dimension %d" % (total, x.shape[axis], axis))
+    if like_nd < in_nd:  # pieces keep x's trailing axes: the split along the axis
+        return tuple(_T.split(x, [t.shape[axis] for t in like], axis))
+    out = apply_op("split_like", [x] + like, {"axis": axis})
     return tuple(out) if isinstance(out, list) else (out,)
 
 

@@ -18,6 +18,7 @@ from oneflow_compat._global import default_dtype, generators, global_mode
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import (Tensor, as_dtype, check_placement, device_tag, dtype_of_numpy,
                                            normalize_sbp, parse_device)
+from oneflow_compat._global.tensor import device as tensor_device
 
 
 def _size(size, what):
@@ -272,6 +273,11 @@ def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, d
                    generator, device, placement, sbp, requires_grad, "randint")
 
 
+class NormalDtypeError(NotImplementedError, TypeError):
+    """normal() of a dtype that is not floating: OneFlow 0.9's NotImplementedError (OF_UNIMPLEMENTED); a TypeError
+    too, as this project raised before."""
+
+
 def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None, placement=None, sbp=None,
            requires_grad=False):
     """`flow.normal(mean, std, size)`: values drawn from N(mean, std^2); `size` an int or a shape (OneFlow 0.9's
@@ -280,8 +286,18 @@ def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None
     mean, std = float(mean), float(std)
     if std < 0:
         raise ValueError("normal(): std must be >= 0, got %s" % std)
+    # OneFlow 0.9's NormalFunctor checks, types and words (core/functional/impl/random_functor.cpp)
     if dtype is not None and not as_dtype(dtype).is_floating:
-        raise TypeError("normal(): dtype must be floating, got %s" % as_dtype(dtype).name)
+        raise NormalDtypeError("Only support float and double in normal().")
+    if out is not None and not out.is_global:  # (the draws are made in out's dtype, on out's device)
+        if dtype is not None and as_dtype(dtype) != out.dtype:
+            raise RuntimeError("data type %r does not match data type of out parameter %r" % (as_dtype(dtype),
+                                                                                              out.dtype))
+        dtype = out.dtype
+        if device is not None and tensor_device(device) != out.device:
+            raise RuntimeError("device type %s does not match device type of out parameter %s"
+                               % (tensor_device(device), out.device))
+        device = out.device
     shape = (size,) if isinstance(size, int) else tuple(size)
     value = _random(lambda g, shp, t: g.normal(shp, t, mean, std), shape, dtype, _default(), generator, device,
                     placement, sbp, requires_grad, "normal", source=False)

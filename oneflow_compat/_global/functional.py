@@ -443,6 +443,18 @@ def log_softmax(input, dim=None):  # noqa: A002
     return sub(shifted, log(sum(exp(shifted), d, keepdim=True)))
 
 
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+class ReductionError(RuntimeError, ValueError):
+    """An unknown `reduction`: OneFlow 0.9's RuntimeError and words first (core/functional/impl/nn_functor.cpp
+    LossFunctorBase::apply_reduction), then this project's (a ValueError, as it raised before)."""
+
+    def __init__(self, what, reduction):
+        super().__init__("Reduction should be none, sum or mean. (%s: reduction must be one of %s, got %r)"
+                         % (what, _REDUCTIONS, reduction))
+
+
 def _reduce_loss(loss, reduction, what):
     if reduction == "mean":
         return mean(loss)
@@ -450,7 +462,7 @@ def _reduce_loss(loss, reduction, what):
         return sum(loss)
     if reduction == "none":
         return loss
-    raise ValueError("%s: reduction must be 'mean', 'sum' or 'none', got %r" % (what, reduction))
+    raise ReductionError(what, reduction)
 
 
 def mse_loss(input, target, reduction="mean"):  # noqa: A002
@@ -711,16 +723,34 @@ def gather(input, dim, index, sparse_grad=False):  # noqa: A002
 
 
 def one_hot(input, num_classes=-1, on_value=1, off_value=0):  # noqa: A002
+    """OneFlow 0.9's OneHotFunctor (core/functional/impl/nn_functor.cpp): index tensors only (its RuntimeError and
+    words); float32 values where on_value or off_value is a float, else int64."""
+    _check(input, "one_hot")
+    if input.dtype.is_floating:
+        raise RuntimeError("one_hot is only applicable to index tensor.")
     if num_classes < 0:
         num_classes = int(max(input).item()) + 1
+    floating = builtins.any(isinstance(v, float) for v in (on_value, off_value))
+    dtype = dtypes.float32 if floating else dtypes.int64
     return apply_op("one_hot", [input], {"depth": int(num_classes), "on_value": on_value, "off_value": off_value,
-                                          "dtype": dtypes.int64, "axis": input.ndim}, requires_grad=False)
+                                          "dtype": dtype, "axis": input.ndim}, requires_grad=False)
+
+
+class SliceStepError(RuntimeError, ValueError):
+    """`x[::-1]`: OneFlow 0.9's RuntimeError and words (core/functional/tensor_index.cpp PrepareSliceIndices); a
+    ValueError too, as this project raised before."""
 
 
 def index(input, key):  # noqa: A002
     """`input[key]` for ints, slices and Ellipsis (a view op: `slice` then `reshape`)."""
     x = input
     shape = x._value.meta.shape  # (the logical shape, read once: `x.shape` makes a flow.Size at every read)
+    one = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    if not shape and isinstance(one, (int, np.integer)) and not isinstance(one, bool) and x.is_local \
+            and not x.is_lazy and not x.requires_grad_flag:
+        # OneFlow 0.9's fast path for one integer (core/functional/impl/array_functor.cpp TensorGetItemFunctor ->
+        # tensor_index.cpp ApplySelectIndexing): its RuntimeError and words
+        raise RuntimeError("select() cannot be applied to a 0-dim tensor.")
     if not isinstance(key, tuple):
         key = (key,)
     if builtins.any(isinstance(k, Tensor) or isinstance(k, (list, np.ndarray)) for k in key):
@@ -753,8 +783,8 @@ def index(input, key):  # noqa: A002
             slices.append((i, i + 1, 1))
         elif isinstance(k, slice):
             start, stop, step = k.indices(dim)
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
+            if step <= 0:  # (a step of 0: Python's ValueError above, as OneFlow's slice unpacking)
+                raise SliceStepError("Step must be greater than zero.")
             slices.append((start, stop, step))
             out_shape.append(len(range(start, stop, step)))
         else:

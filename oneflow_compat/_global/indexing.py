@@ -268,9 +268,28 @@ def _like_tensor(array, like):
     return creation.local_tensor(array, dtype=like.dtype, device=like._device)
 
 
+def _specified_dims(key):
+    """The axes an index names (OneFlow's CountSpecifiedDims, core/functional/tensor_index.cpp): one per int,
+    slice or index tensor / list, a bool mask's dims; None and Ellipsis none."""
+    n = 0
+    for k in key if isinstance(key, tuple) else (key,):
+        if k is None or k is Ellipsis:
+            continue
+        if isinstance(k, Tensor) and k.dtype is BOOL:
+            n += k.ndim
+        elif isinstance(k, np.ndarray) and k.dtype == np.bool_:
+            n += k.ndim
+        else:
+            n += 1
+    return n
+
+
 def setitem(x, key, value):
     """`x[key] = value` in place (see the module docstring)."""
     x._check_inplace()
+    specified = _specified_dims(key)
+    if specified > x.ndim:  # OneFlow 0.9's IndexError and words (core/functional/tensor_index.cpp)
+        raise IndexError("Too many indices for tensor of dimension %d" % x.ndim)
     if x.is_lazy:
         raise RuntimeError("tensor item assignment is not supported within nn.Graph")
     if _setitem_on_device(x, key, value):

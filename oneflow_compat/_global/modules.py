@@ -408,8 +408,41 @@ class Module:
         return self.to_global(placement=placement, sbp=sbp)
 
     def to(self, *args, **kwargs):
-        """`to(device)`, `to(dtype)` or `to(device, dtype)` of every local parameter and buffer."""
-        return self._apply(lambda t: t.to(*args, **kwargs))
+        """`to(device)`, `to(dtype)`, `to(device, dtype)` or `to(tensor)` (its device and dtype) of every local
+        parameter and buffer, as OneFlow 0.9's Module.to (nn/modules/module.py, v0.9.0): a floating dtype only,
+        which only the floating tensors take; integral ones keep theirs (and move to the device)."""
+        from oneflow_compat.ir import dtypes
+        from oneflow_compat._global.tensor import Tensor
+
+        device = dtype = None
+        if len(args) + len(kwargs) == 2:
+            device = kwargs.pop("device", None) or args[0]
+            dtype = kwargs.pop("dtype", None) or args[1]
+        elif len(args) + len(kwargs) == 1:
+            if args:
+                arg = args[0]
+                if isinstance(arg, Tensor):
+                    device, dtype = arg.device, arg.dtype
+                elif isinstance(arg, dtypes.DType):
+                    dtype = arg
+                elif isinstance(arg, (str, int)) or type(arg).__name__ == "device":
+                    device = arg
+                else:
+                    raise ValueError("Unsupported parameters in module.to: %s" % (arg,))
+            else:
+                device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+                tensor = kwargs.pop("tensor", None)
+                if tensor is not None:
+                    device, dtype = tensor.device, tensor.dtype
+        else:
+            raise ValueError("Unsupported parameters in module.to: %s and %s" % (args, kwargs))
+        if dtype is not None and not dtype.is_floating_point:
+            raise TypeError("nn.Module.to only accepts floating point dtypes, but got desired dtype=%s" % (dtype,))
+
+        def convert(t):
+            return t.to(device, dtype if t.is_floating_point() else None)
+
+        return self._apply(convert)
 
     def cuda(self, device=None):
         return self.to("cuda" if device is None else device)
@@ -417,20 +450,21 @@ class Module:
     def cpu(self):
         return self.to("cpu")
 
+    # float / double / half: the floating parameters and buffers only (OneFlow 0.9's Module)
     def float(self):
         from oneflow_compat.ir import dtypes
 
-        return self.to(dtypes.float32)
+        return self._apply(lambda t: t.to(dtypes.float32) if t.is_floating_point() else t)
 
     def double(self):
         from oneflow_compat.ir import dtypes
 
-        return self.to(dtypes.float64)
+        return self._apply(lambda t: t.to(dtypes.float64) if t.is_floating_point() else t)
 
     def half(self):
         from oneflow_compat.ir import dtypes
 
-        return self.to(dtypes.float16)
+        return self._apply(lambda t: t.to(dtypes.float16) if t.is_floating_point() else t)
 
     def to_local(self):
         """Every global parameter and buffer replaced by this rank's local piece (OneFlow 0.9)."""

@@ -133,7 +133,8 @@ def broadcast_like(input, like, broadcast_axes=None):  # noqa: A002
 
 
 def _text(shape):
-    return "(" + ", ".join(str(d) for d in shape) + ")"
+    """OneFlow's Shape::ToString (core/common/shape.cpp, v0.9.0): "(2,3)", "(4,)", "()"."""
+    return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def diag(input, diagonal=0):  # noqa: A002

@@ -27,6 +27,7 @@ from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ir import dtypes
 from oneflow_compat._global import functional as F
 from oneflow_compat._global import dispatch, generators, lazy
+from oneflow_compat._global import loss_op_checks
 from oneflow_compat._global import tensor_functions as TF
 from oneflow_compat._global.dispatch import apply_op_list
 from oneflow_compat._global.modules import Module
@@ -156,15 +157,10 @@ def sparse_softmax_cross_entropy(labels, logits):
     """-log softmax(logits)[label] per label; logits (d_0, …, d_{r-1}, num_classes), labels (d_0, …, d_{r-1})
     int32 / int64."""
     lg, lb = F._check(logits, "sparse_softmax_cross_entropy"), F._check(labels, "sparse_softmax_cross_entropy")
+    # OneFlow 0.9's op checks, types and words (user/ops/sparse_softmax_cross_entropy_op.cpp)
+    loss_op_checks.sparse_softmax_cross_entropy(lg, lb)
     if not lg.dtype.is_floating:
         raise TypeError("sparse_softmax_cross_entropy: logits must be floating, got oneflow.%s" % lg.dtype.name)
-    if lb.dtype not in (dtypes.int32, dtypes.int64):
-        raise TypeError("sparse_softmax_cross_entropy: labels must be int32 or int64, got oneflow.%s"
-                        % lb.dtype.name)
-    if tuple(lg.shape[:-1]) != tuple(lb.shape):
-        raise RuntimeError("sparse_softmax_cross_entropy: labels of shape %s do not fit logits of shape %s (labels "
-                           "are logits' shape without its last axis, the classes)"
-                           % (tuple(lb.shape), tuple(lg.shape)))
     return apply_op_list("sparse_softmax_cross_entropy", [lg, lb])[0]
 
 

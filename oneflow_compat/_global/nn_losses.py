@@ -13,19 +13,14 @@ is 0, `batchmean`). Like OneFlow 0.9's, these modules print without arguments (`
 import numpy as np
 
 from oneflow_compat._global import functional as F
+from oneflow_compat._global import loss_op_checks
 from oneflow_compat._global.dispatch import apply_op, apply_op_list
 from oneflow_compat._global.modules import Module
 
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-class ReductionError(RuntimeError, ValueError):
-    """An unknown `reduction`: OneFlow 0.9's RuntimeError and words first (core/functional/impl/nn_functor.cpp),
-    then this project's (a ValueError, as it raised before)."""
-
-    def __init__(self, what, reduction):
-        super().__init__("Reduction should be none, sum or mean. (%s: reduction must be one of %s, got %r)"
-                         % (what, _REDUCTIONS, reduction))
+ReductionError = F.ReductionError  # (OneFlow 0.9's RuntimeError; defined beside mse_loss, which raises it too)
 
 
 def _reduce(loss, reduction, what):
@@ -182,9 +177,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
-    _check_same_shape(input, target, "smooth_l1_loss")
-    x, t = F._same_dtype(input, target)
-    return _reduce(apply_op("smooth_l1_loss", [x, t], {"beta": float(beta)}), reduction, "smooth_l1_loss")
+    # OneFlow 0.9's functional.smooth_l1_loss is _C.smooth_l1_loss: the op's checks (no broadcast, no promotion)
+    loss_op_checks.smooth_l1_loss(F._check(input, "smooth_l1_loss"), F._check(target, "smooth_l1_loss"), beta)
+    return _reduce(apply_op("smooth_l1_loss", [input, target], {"beta": float(beta)}), reduction, "smooth_l1_loss")
 
 
 def kl_div(input, target, reduction="mean", log_target=False):  # noqa: A002

@@ -99,12 +99,13 @@ def pixel_shuffle(input, h_upscale_factor, w_upscale_factor=None):  # noqa: A002
     """(N, C·h·w, H, W) -> (N, C, H·h, W·w) (reshape, transpose, reshape)."""
     w_upscale_factor = h_upscale_factor if w_upscale_factor is None else w_upscale_factor
     x = F._check(input, "pixel_shuffle")
+    # OneFlow 0.9's PixelShuffleFunctor checks: its RuntimeErrors and words (core/functional/impl/nn_functor.cpp)
     if x.ndim != 4:
-        raise AssertionError("Only Accept 4D Tensor")
+        raise RuntimeError("Only Accept 4D Tensor")
     n, c, h, w = x.shape
     if c % (h_upscale_factor * w_upscale_factor):
-        raise AssertionError("The channels of input tensor must be divisible by (h_upscale_factor * "
-                             "w_upscale_factor)")
+        raise RuntimeError("The channels of input tensor must be divisible by (upscale_factor * upscale_factor) or "
+                           "(h_upscale_factor * w_upscale_factor)")
     new_c = c // (h_upscale_factor * w_upscale_factor)
     y = F.reshape(x, (n, new_c, h_upscale_factor, w_upscale_factor, h, w))
     y = F.permute(y, (0, 1, 4, 2, 5, 3))

@@ -36,11 +36,22 @@ def _normalization(x, mean, var, weight, bias, axis, eps):
                                            "scale": weight is not None})
 
 
+class BatchNormInputError(RuntimeError, ValueError):
+    """Statistics or an input batch_norm cannot take: OneFlow 0.9's RuntimeError; a ValueError too, as this project
+    raised before."""
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,  # noqa: A002
                eps=1e-5, axis=1):
     """Normalizes channel axis `axis` with the batch's statistics (training, updating the running ones when given)
     or the running ones."""
+    # OneFlow 0.9's NormalizationFunctor checks, in its order and words (core/functional/impl/nn_functor.cpp;
+    # its nn.functional.batch_norm is _C.normalization)
+    if (running_mean is None) != (running_var is None):
+        raise BatchNormInputError("Both running_mean and running_variance should be None or Tensor.")
     x = F._floating(F._check(input, "batch_norm"))
+    if x.ndim < 2:
+        raise BatchNormInputError("NumAxes of x should be greater or equal than 2. ")
     if training:
         axes = _stats_axes(x, axis)
         count = 1
@@ -57,7 +68,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             _update_running(running_var, F.mul(var, count / (count - 1)), momentum)
         return _normalization(x, mean, var, weight, bias, axis, eps)
     if running_mean is None or running_var is None:
-        raise ValueError("batch_norm: running_mean and running_var are required when not training")
+        raise BatchNormInputError("Must have moving_mean and moving_variance in eval mode.")
     return _normalization(x, running_mean, running_var, weight, bias, axis, eps)
 
 

@@ -41,7 +41,7 @@ def set_rng_state(new_state):
     (that generator alone)."""
     n = int(np.prod(getattr(new_state, "shape", (len(new_state),))))
     if n == 16:
-        generators._LOCAL.set_state(new_state)
+        _set_own_state(generators._LOCAL, new_state)
         return
     local_seed, local_draws, global_seed, global_draws = _state_values(new_state, 4, "set_rng_state")
     generators._LOCAL._seed, generators._LOCAL._draws = local_seed, local_draws
@@ -49,11 +49,26 @@ def set_rng_state(new_state):
 
 
 def _get_state(self):
-    """The state as a uint8 tensor of 16 bytes (the seed and the draw counter), which `set_state` takes back."""
+    """The state as a uint8 tensor of 16 bytes (the seed and the draw counter), which `set_state` takes back. The
+    default generator's is `flow.get_rng_state()`'s (OneFlow 0.9: get_rng_state is default_generator.get_state(),
+    python/oneflow/framework/generator.py, v0.9.0), the global generator's state included."""
+    if self is generators._LOCAL:
+        return get_rng_state()
+    return _own_state(self)
+
+
+def _own_state(self):
     return _state_tensor([self._current_seed(), self._draws])
 
 
 def _set_state(self, state):
+    if self is generators._LOCAL:  # (what get_state gave: both generators' 32 bytes, or 16 for the default alone)
+        set_rng_state(state)
+        return self
+    return _set_own_state(self, state)
+
+
+def _set_own_state(self, state):
     seed, draws = _state_values(state, 2, "Generator.set_state")
     self._seed, self._draws = seed % (1 << 63), draws
     return self
@@ -65,12 +80,12 @@ generators.Generator.set_state = _set_state
 
 def _getstate(self):
     """Pickling (`flow.save` of a generator, deep copies): OneFlow 0.9's {"device", "state"} dictionary."""
-    return {"device": str(self.device), "state": _get_state(self)}
+    return {"device": str(self.device), "state": _own_state(self)}
 
 
 def _setstate(self, state_dict):
     self.__init__(state_dict["device"])
-    _set_state(self, state_dict["state"])
+    _set_own_state(self, state_dict["state"])
 
 
 generators.Generator.__getstate__ = _getstate

@@ -6,7 +6,7 @@ import numpy as np
 from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
 from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import creation, dispatch, functional as F, global_mode, indexing, layouts
+from oneflow_compat._global import creation, dispatch, functional as F, global_mode, indexing, layouts, lazy
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global import default_dtype, nn_init, tensor_functions as TF
 from oneflow_compat._global.size import Size
@@ -72,6 +72,87 @@ def _bf16_k():
 def _inplace(fn):
     def method(self, *args, **kwargs):
         return _rebind(self, fn(self, *args, **kwargs))
+    return method
+
+
+def _shape_text(shape):
+    return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"  # Shape::ToString
+
+
+def _check_inplace_broadcast(shape, expand_shape):
+    """OneFlow 0.9's CheckInplaceShapeCanExpandTo (core/functional/impl/common.cpp): the other operand of an
+    in-place binary op must broadcast to the tensor's own shape, which the op keeps. Its RuntimeErrors and words."""
+    shape, expand_shape = tuple(shape), tuple(expand_shape)
+    if shape == expand_shape:
+        return
+    if len(expand_shape) < len(shape):
+        raise RuntimeError("Can not expand origin shape %s to %s in an inplace operation"
+                           % (_shape_text(shape), _shape_text(expand_shape)))
+    shift = len(expand_shape) - len(shape)
+    for i in range(len(expand_shape) - 1, shift - 1, -1):
+        a, b = expand_shape[i], shape[i - shift]
+        if a != b and (a <= 0 or b != 1):
+            raise RuntimeError("Tensor with shape %s doesn't match the broadcast shape in an inplace operation"
+                               % _shape_text(expand_shape))
+
+
+def _is_integer(dtype):
+    return not dtype.is_floating and dtype is not BOOL
+
+
+def _common_dtype(x, y):
+    """OneFlow 0.9's ComputeCommonDType of two tensors (core/functional/tensor_processor.cpp): a 0-d tensor beside
+    one that is not takes the other's dtype."""
+    if x.dtype == y.dtype:
+        return x.dtype
+    if y.ndim == 0 and x.ndim != 0:
+        return x.dtype
+    if x.ndim == 0 and y.ndim != 0:
+        return y.dtype
+    return F._promote(x.dtype, y.dtype)
+
+
+def _mul_dtype(x, y):
+    return _common_dtype(x, y)
+
+
+def _div_dtype(x, y):
+    """InplaceDivFunctor: integers are divided as float32, other inputs in their common dtype (float32 where that
+    is an integer one)."""
+    if _is_integer(F._promote(x.dtype, y.dtype)):
+        return dtypes.float32
+    common = _common_dtype(x, y)
+    return dtypes.float32 if _is_integer(common) else common
+
+
+def _to_self_dtype(self, other, args, kwargs):
+    """add_ / sub_ (AddFunctor / SubFunctor with inplace: TensorProcessor's promote_dtype is the input's): the other
+    operand, scaled by alpha first, is cast to the tensor's dtype before the op (`int_x.add_(float_y)` adds the
+    integer parts)."""
+    alpha = kwargs.pop("alpha", args[0] if args else 1)
+    if alpha != 1:
+        other = F.mul(other, alpha)
+    return F.cast(other, self.dtype), (), kwargs
+
+
+def _inplace_binary(fn, computed_dtype=None):
+    """`x.add_(y)`, `x += y`, ... : OneFlow 0.9's InplaceAdd / InplaceMul / InplaceDiv functors check, before the
+    op, that x may be written (a leaf requiring grad may not: `Tensor._check_inplace`, where eager autograd
+    records), that the dtype the op computes in is x's (mul_ / div_: CheckInplaceCastValid; add_ / sub_ cast y to
+    x's dtype) and that y broadcasts to x's shape (binary_functor.cpp, in that order; words of common.cpp)."""
+    def method(self, other, *args, **kwargs):
+        if isinstance(other, Tensor):
+            if not self.is_lazy and not other.is_lazy and not lazy.tracer_active():
+                self._check_inplace()
+            if computed_dtype is not None:
+                result_dtype = computed_dtype(self, other)
+                if result_dtype != self.dtype:
+                    raise RuntimeError("result type %r can't be cast to the desired output type %r"
+                                       % (result_dtype, self.dtype))
+            _check_inplace_broadcast(other.shape, self.shape)
+            if computed_dtype is None and other.dtype != self.dtype:
+                other, args, kwargs = _to_self_dtype(self, other, args, dict(kwargs))
+        return _rebind(self, fn(self, other, *args, **kwargs))
     return method
 
 
@@ -195,10 +276,10 @@ _METHODS = {
     "__reduce__": _reduce,
     "__setitem__": _setitem,
     # operators
-    "__add__": F.add, "__radd__": _reflected(F.add), "__iadd__": _inplace(F.add),
-    "__sub__": F.sub, "__rsub__": _reflected(F.sub), "__isub__": _inplace(F.sub),
-    "__mul__": F.mul, "__rmul__": _reflected(F.mul), "__imul__": _inplace(F.mul),
-    "__truediv__": F.div, "__rtruediv__": _reflected(F.div), "__itruediv__": _inplace(F.div),
+    "__add__": F.add, "__radd__": _reflected(F.add), "__iadd__": _inplace_binary(F.add),
+    "__sub__": F.sub, "__rsub__": _reflected(F.sub), "__isub__": _inplace_binary(F.sub),
+    "__mul__": F.mul, "__rmul__": _reflected(F.mul), "__imul__": _inplace_binary(F.mul, _mul_dtype),
+    "__truediv__": F.div, "__rtruediv__": _reflected(F.div), "__itruediv__": _inplace_binary(F.div, _div_dtype),
     "__pow__": F.pow, "__rpow__": _reflected(F.pow),
     "__matmul__": F.matmul, "__rmatmul__": _reflected(F.matmul),
     "__neg__": F.neg, "__pos__": lambda self: self, "__abs__": F.abs,
@@ -206,7 +287,8 @@ _METHODS = {
     "__invert__": F.logical_not,
     # arithmetic
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "abs": F.abs,
-    "add_": _inplace(F.add), "sub_": _inplace(F.sub), "mul_": _inplace(F.mul), "div_": _inplace(F.div),
+    "add_": _inplace_binary(F.add), "sub_": _inplace_binary(F.sub), "mul_": _inplace_binary(F.mul, _mul_dtype),
+    "div_": _inplace_binary(F.div, _div_dtype),
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "rsqrt": F.rsqrt, "square": F.square, "sign": F.sign,
     "floor": F.floor, "ceil": F.ceil, "round": F.round, "reciprocal": F.reciprocal, "sin": F.sin, "cos": F.cos,
     "log1p": F.log1p, "expm1": F.expm1, "relu": F.relu, "sigmoid": F.sigmoid, "tanh": F.tanh,

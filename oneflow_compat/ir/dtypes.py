@@ -25,6 +25,30 @@ class DType:
     def is_floating(self):
         return self.np is not None and self.np.kind == "f"
 
+    # OneFlow 0.9's DType properties (api/python/framework/dtype.cpp; the values: core/framework/dtype.cpp
+    # DTypeMeta4DataType and the data types' sizes)
+    @property
+    def is_floating_point(self):
+        return self.name in _FLOATING
+
+    @property
+    def is_signed(self):
+        return self.name in _FLOATING or self.name in _SIGNED_INTEGERS
+
+    @property
+    def is_complex(self):
+        return self.name.startswith("complex")
+
+    @property
+    def bytes(self):
+        if self.name in ("record", "tensor_buffer"):  # no fixed size: OneFlow's OF_UNIMPLEMENTED
+            raise NotImplementedError("%r has no fixed byte size" % self)
+        return 2 if self.name == "bfloat16" else self.np.itemsize
+
+
+_FLOATING = ("float16", "float32", "float64", "bfloat16")
+_SIGNED_INTEGERS = ("int8", "int16", "int32", "int64", "int128")
+
 
 char = DType("char", np.int8, "kChar", 1)
 float32 = DType("float32", np.float32, "kFloat", 2)
