@@ -5,13 +5,27 @@ NCCL's rules kept: a communicator is made by every member with the same unique i
 a collective completes once every member of the communicator issued it (members issue collectives in the same
 order); sends and receives match per pair of members in issue order; a group's operations complete together (the
 fake posts its sends before its receives, as NCCL progresses a group's operations at once). Every array passed is a
-C-contiguous numpy array; a count or dtype that differs between the members of a collective fails."""
+C-contiguous numpy array; a count or dtype that differs between the members of a collective fails.
+
+And NCCL's refusal of two members on one GPU: making a communicator waits for all its members (ncclCommInitRank is
+collective), then, where two of them are on one GPU of one host, every member raises `NcclError`
+("NCCL_ERROR_INVALID_USAGE", NCCL's "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 0"). Like a
+machine with one GPU, every thread is on GPU 0 of this host, in this process, unless it says otherwise
+(`as_process(rank)`: this thread stands for process `rank` alone on GPU `rank`, as MPI ranks with a GPU each)."""
 import os
+import socket
 import threading
 
 import numpy as np
 
 TIMEOUT = 20.0
+
+
+class NcclError(RuntimeError):
+    """What CuPy raises for a failed NCCL call (cupy_backends.cuda.libs.nccl.NcclError)."""
+
+
+INVALID_USAGE = "NCCL_ERROR_INVALID_USAGE: invalid usage (run with NCCL_DEBUG=WARN for details)"
 
 
 class _Clique:
@@ -20,6 +34,7 @@ class _Clique:
     def __init__(self, size):
         self.size = size
         self.joined = set()
+        self.members = {}  # index -> (host, process, gpu)
         self.lock = threading.Condition()
         self.rounds = {}  # round -> {member: (kind, args)}
         self.queues = {}  # (src, dst) -> [arrays]
@@ -38,6 +53,18 @@ class FakeNccl:
         self.aborted = []
         self.event_done = True  # what events say as `done` (a test of the watchdog makes them hang)
         self._group = threading.local()
+        self._who = threading.local()  # the identity `as_process` gave this thread
+        self.refused = []  # the refusal of each member that was refused
+
+    # --- who joins --------------------------------------------------------------------------------------------
+    def as_process(self, rank, gpu=None):
+        """From now on this thread stands for process `rank` on GPU `gpu` (default: `rank`) of this host."""
+        self._who.value = (socket.gethostname(), "process %d" % rank, rank if gpu is None else gpu)
+
+    def member(self):
+        """(host, process, GPU) of the calling thread, as `Binding.member` gives them."""
+        found = getattr(self._who, "value", None)
+        return found if found is not None else (socket.gethostname(), os.getpid(), 0)
 
     # --- communicators ---------------------------------------------------------------------------------------
     def unique_id(self):
@@ -47,10 +74,24 @@ class FakeNccl:
         key = bytes(uid) if isinstance(uid, (bytes, bytearray)) else tuple(uid)
         with self._lock:
             clique = self._cliques.setdefault(key, _Clique(members))
-        if clique.size != members or not 0 <= index < members or index in clique.joined:
-            raise RuntimeError("ncclCommInitRank: member %d of %d (the id's communicator has %d, joined %s)"
-                               % (index, members, clique.size, sorted(clique.joined)))
-        clique.joined.add(index)
+        with clique.lock:
+            if clique.size != members or not 0 <= index < members or index in clique.joined:
+                raise RuntimeError("ncclCommInitRank: member %d of %d (the id's communicator has %d, joined %s)"
+                                   % (index, members, clique.size, sorted(clique.joined)))
+            clique.joined.add(index)
+            host, _, gpu = clique.members[index] = self.member()
+            clique.lock.notify_all()
+            # the initialisation is collective: every member learns every other's GPU
+            if not clique.lock.wait_for(lambda: len(clique.joined) == clique.size, TIMEOUT):
+                raise RuntimeError("ncclCommInitRank: members %s never came"
+                                   % sorted(set(range(clique.size)) - clique.joined))
+            for other in range(clique.size):
+                o_host, _, o_gpu = clique.members[other]
+                if other != index and (o_host, o_gpu) == (host, gpu):
+                    warning = "NCCL WARN Duplicate GPU detected : rank %d and rank %d both on CUDA device %s" % (
+                        index, other, gpu)
+                    self.refused.append(warning)
+                    raise NcclError("%s\n%s" % (INVALID_USAGE, warning))
         return _Comm(clique, index)
 
     def abort(self, comm):

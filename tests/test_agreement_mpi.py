@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 pytest.importorskip("mpi4py")
 
@@ -41,7 +42,7 @@ def mpi2(script, timeout, **extra_env):
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", **extra_env)
     started = time.perf_counter()
     done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "mpi4py", str(SCRIPTS / script)],
-                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          cwd=ROOT, env=mpiexec_command.environment(MPIEXEC, env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           timeout=timeout)
     done.elapsed = time.perf_counter() - started
     return done

@@ -16,6 +16,7 @@ from oneflow_compat.tools import explain as explain_mod
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.framework import session as sess
 from oneflow_compat.runtime.plan import Plan
+from oneflow_compat.comm import mpiexec_command
 
 SHAPE = (7, 5)  # 7 rows and 5 columns: uneven balanced splits on 2, 3 and 4 devices
 ROWS = 6  # a partial-sum source reduces a (6, 7, 5) input over its split axis 0
@@ -259,7 +260,8 @@ MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 @pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")
 def test_transitions_across_mpi_ranks():
     cmd = ["timeout", "100", MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py", os.path.abspath(__file__)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                       env=mpiexec_command.environment(MPIEXEC))
     assert p.returncode == 0, p.stdout + p.stderr
     n = len(MPI_PLACEMENTS) * len(SBPS) ** 2
     assert p.stdout.count("mpi boxing transitions ok: %d" % n) == 1, p.stdout

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 pytest.importorskip("mpi4py")
 from oneflow_compat.comm import world  # noqa: E402
@@ -34,7 +35,7 @@ class Finished:
 
 
 def start(command, **extra_env):
-    process = subprocess.Popen(command, cwd=ROOT, env=environment(**extra_env), stdout=subprocess.PIPE,
+    process = subprocess.Popen(command, cwd=ROOT, env=mpiexec_command.environment(MPIEXEC, environment(**extra_env)), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     return process, time.perf_counter()
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 pytest.importorskip("mpi4py")
 
@@ -33,7 +34,7 @@ def output():
                ONEFLOW_COMPAT_COMM_TIMEOUT="60", ONEFLOW_COMPAT_DEVICE="cpu")
     done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "mpi4py",
                            str(ROOT / "tests" / "mpi_scripts" / "engine_data_parallel.py")],
-                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+                          cwd=ROOT, env=mpiexec_command.environment(MPIEXEC, env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

@@ -6,6 +6,7 @@ import sys
 import textwrap
 
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 from cpu_reference import child_device
 
@@ -72,7 +73,7 @@ LEGACY = textwrap.dedent("""
 
 def _explain(args, cwd, prefix=()):
     return subprocess.run(list(prefix) + [sys.executable, "-m", "oneflow_compat", "explain"] + args, cwd=str(cwd),
-                          env=_env(), capture_output=True, text=True, timeout=150)
+                          env=mpiexec_command.environment(MPIEXEC, _env()), capture_output=True, text=True, timeout=150)
 
 
 @pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec in the virtual environment")

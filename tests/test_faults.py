@@ -25,6 +25,7 @@ import time
 
 import pytest
 from process_tree import descendants
+from oneflow_compat.comm import mpiexec_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -71,7 +72,7 @@ class Run:
         env.update(ONEFLOW_COMPAT_COMM_TIMEOUT=str(COMM_TIMEOUT_S), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         started = time.monotonic()
-        process = subprocess.Popen(command(launcher, script_args), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        process = subprocess.Popen(command(launcher, script_args), cwd=ROOT, env=mpiexec_command.environment(MPIEXEC, env), stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
         self.hung = False
         try:
@@ -277,7 +278,7 @@ def test_a_rank_failing_before_mpi_starts_ends_the_job_in_one_line(tmp_path):
                       "import oneflow_compat\nprint('finished', flush=True)\n")
     env = dict(os.environ, ONEFLOW_COMPAT_COMM_TIMEOUT="2", PYTHONPATH=ROOT)
     started = time.monotonic()
-    processes = [subprocess.Popen([MPIEXEC, "-n", "2", sys.executable] + via + [str(script)], env=env,
+    processes = [subprocess.Popen([MPIEXEC, "-n", "2", sys.executable] + via + [str(script)], env=mpiexec_command.environment(MPIEXEC, env),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for via in ([], ["-m", "mpi4py"])]
     for process in processes:

@@ -16,6 +16,7 @@ flowvision = pytest.importorskip("flowvision", reason="flowvision is not install
 import oneflow_compat as flow  # noqa: E402
 import oneflow_compat.nn as nn  # noqa: E402
 from flowvision import models  # noqa: E402
+from oneflow_compat.comm import mpiexec_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -69,7 +70,7 @@ def _run(cmd):
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(k, None)
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT, env=mpiexec_command.environment(MPIEXEC, env))
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     return [line for line in out.stdout.splitlines() if line.startswith(("LOSS", "PARAMS"))]
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 pytest.importorskip("mpi4py")
 
@@ -36,7 +37,7 @@ def test_2d_sbp_on_four_ranks():
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", ONEFLOW_COMPAT_OUTPUT="raw",
                COLUMNS="120")
     done = subprocess.run([str(MPIEXEC), "-n", "4", sys.executable, "-m", "mpi4py",
-                           str(ROOT / "tests" / "mpi_scripts" / "global_2d.py")], cwd=ROOT, env=env,
+                           str(ROOT / "tests" / "mpi_scripts" / "global_2d.py")], cwd=ROOT, env=mpiexec_command.environment(MPIEXEC, env),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=400)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     oks = [line for line in done.stdout.splitlines() if line.startswith("OK ")]
@@ -70,7 +71,7 @@ LEGACY = ROOT / "tests" / "mpi_scripts" / "legacy_2d.py"
 def _run_legacy(cmd):
     env = _clean_env()
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", ONEFLOW_COMPAT_SEED="5")
-    done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    done = subprocess.run(cmd, cwd=ROOT, env=mpiexec_command.environment(MPIEXEC, env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           timeout=200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     return done

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 pytest.importorskip("mpi4py")
 
@@ -96,7 +97,7 @@ def launcher(*args):
 
 
 def start(command, cwd, **env):
-    process = subprocess.Popen(command, cwd=cwd, env=_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    process = subprocess.Popen(command, cwd=cwd, env=mpiexec_command.environment(MPIEXEC, _env(**env)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
     process.started = time.perf_counter()
     return process
@@ -311,7 +312,7 @@ def test_launch_variables_all_set_or_all_unset(tmp_path):
 def test_plain_mpiexec_and_processes_started_by_hand(tmp_path):
     write(tmp_path, "probe.py", PROBE)
     done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "mpi4py", "probe.py"], cwd=tmp_path,
-                          env=_env(ONEFLOW_COMPAT_OUTPUT="raw"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=mpiexec_command.environment(MPIEXEC, _env(ONEFLOW_COMPAT_OUTPUT="raw")), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     found = probes(done.stdout)

@@ -14,6 +14,7 @@ import pytest
 import oneflow_compat as flow
 import oneflow_compat.nn.functional as F
 from oneflow_compat import nn
+from oneflow_compat.comm import mpiexec_command
 
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 P0 = flow.placement("cpu", [0])
@@ -607,7 +608,8 @@ def test_eager_training_on_two_ranks_equals_one_rank(tmp_path):
 
     def run(cmd, name):
         p = subprocess.run(cmd + [str(program), str(tmp_path / name), str(tmp_path / (name + "_saved"))],
-                           capture_output=True, text=True, timeout=120, env=env, cwd=str(tmp_path))
+                           capture_output=True, text=True, timeout=120,
+                           env=mpiexec_command.environment(MPIEXEC, env), cwd=str(tmp_path))
         assert p.returncode == 0, p.stdout + p.stderr
         files = sorted(f for f in os.listdir(tmp_path) if f.startswith(name + ".") and f.endswith(".npz"))
         return [dict(np.load(tmp_path / f)) for f in files]
@@ -636,7 +638,8 @@ def test_global_examples_on_one_and_two_ranks(name, mnist_path, tmp_path):
     args = [script, "--data-dir", os.path.dirname(mnist_path), "--steps", "2", "--eval-batches", "3"]
 
     def lines(cmd):
-        p = subprocess.run(cmd + args, capture_output=True, text=True, timeout=200, cwd=str(tmp_path))
+        p = subprocess.run(cmd + args, capture_output=True, text=True, timeout=200, cwd=str(tmp_path),
+                           env=mpiexec_command.environment(MPIEXEC))
         assert p.returncode == 0, p.stdout + p.stderr
         return [line for line in p.stdout.splitlines() if line.startswith(("step", "test accuracy"))]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 pytest.importorskip("mpi4py")
 
@@ -41,7 +42,7 @@ def _env(**extra):
 
 def run(command, timeout=90, cwd=ROOT, **extra_env):
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=_env(**extra_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    done = subprocess.run(command, cwd=cwd, env=mpiexec_command.environment(MPIEXEC, _env(**extra_env)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, timeout=timeout)
     done.elapsed = time.perf_counter() - started
     return done

@@ -70,6 +70,9 @@ def test_process_gpus_rule_and_errors():
     with gpus.on(xp, 1) as gpu:
         assert gpu == 3 and xp.cuda.current == 3
     assert xp.cuda.current == 2
+    # more devices than the process drives GPUs (gpu mode: a legacy "cpu" placement of 4 reader devices on a
+    # session of 2 GPU devices, as the zoo's wide & deep has): they cycle over the process's own GPUs
+    assert [gpus.of(xp, d) for d in (2, 3)] == [2, 3]
     one_per_rank = gpu_map.ProcessGpus(local_rank=3, environ={})  # the global API: a device per rank
     assert one_per_rank.of(xp, 0) == 3
     bad = gpu_map.ProcessGpus(local_rank=0, devices_per_process=2, environ={gpu_map.GPU_MAP_ENV: "0,7"})
@@ -87,11 +90,12 @@ def test_erfc_table_is_kept_per_device():
     assert sorted(k[1] for k in keys) == [0, 1]  # one table per GPU, each made on its own device
 
 
-@pytest.mark.parametrize("local_rank, want", [(0, {0, 1}), (1, {2, 3})])
-def test_a_placement_wider_than_the_device_count_runs_on_the_processs_slots(monkeypatch, local_rank, want):
+@pytest.mark.parametrize("local_rank, want", [(0, {0}), (1, {1})])
+def test_a_placement_wider_than_the_device_count_runs_on_the_processs_own_gpu(monkeypatch, local_rank, want):
     """The zoo's wide&deep reads with a "cpu" placement of 2 devices beside gpu_device_num(1): under
     ONEFLOW_COMPAT_DEVICE=gpu those run on GPUs too (the first GPU run: "logical device 1 outside the 1 device(s)
-    of a process"). Each process drives the widest placement of its jobs, so its slots are local rank × 2 + d."""
+    of a process"). The extra devices cycle over the process's own GPU (gpu_device_num(1): one GPU per process,
+    local rank × 1 + 0), so a reader placement never moves a process's computation to another process's GPU."""
     monkeypatch.setattr(world, "job_local_rank", lambda: local_rank)
     monkeypatch.delenv(gpu_map.GPU_MAP_ENV, raising=False)
     strict_device.install(monkeypatch, "gpu", allow_syncs=True, gpus=4)

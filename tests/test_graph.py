@@ -21,6 +21,7 @@ import pytest
 
 import oneflow_compat as flow
 from oneflow_compat import nn
+from oneflow_compat.comm import mpiexec_command
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "mpi_scripts"
@@ -409,7 +410,7 @@ def _env(**extra):
 
 def _run(command, timeout=120, cwd=ROOT, **extra_env):
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=_env(**extra_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    done = subprocess.run(command, cwd=cwd, env=mpiexec_command.environment(MPIEXEC, _env(**extra_env)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, timeout=timeout)
     done.elapsed = time.perf_counter() - started
     return done

@@ -6,6 +6,7 @@ import sys
 import time
 
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 pytest.importorskip("mpi4py")
 
@@ -22,7 +23,7 @@ def _mpirun(n, script, timeout=60):
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     started = time.perf_counter()
     result = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "mpi4py", os.path.join(SCRIPTS, script)],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+                            cwd=ROOT, env=mpiexec_command.environment(MPIEXEC, env), capture_output=True, text=True, timeout=timeout)
     return result, time.perf_counter() - started
 
 

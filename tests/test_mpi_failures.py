@@ -5,6 +5,7 @@ import sys
 import time
 
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "mpi_scripts", "failing_job.py")
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec 
 def _run(mode):
     t = time.monotonic()
     p = subprocess.run(["timeout", "60", MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py", SCRIPT, mode],
-                       capture_output=True, text=True, timeout=90)
+                       capture_output=True, text=True, timeout=90, env=mpiexec_command.environment(MPIEXEC))
     return p, time.monotonic() - t
 
 

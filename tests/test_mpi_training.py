@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "mpi_scripts", "hybrid_job.py")
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec 
 
 def _run(cmd, timeout=120):
     env = dict(os.environ, ONEFLOW_COMPAT_SEED="5")
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=mpiexec_command.environment(MPIEXEC, env))
     assert p.returncode == 0, p.stdout + p.stderr
     return p
 

@@ -56,6 +56,7 @@ def run_on_nccl(world_size, cases, xp=np, binding=None, up=None, down=None, reco
     hosts = [RecordingComm(c) for c in world.comms]
 
     def rank_main(host):
+        fake.as_process(host.rank)  # each simulated rank stands for an MPI rank on a GPU of its own
         rt = Runtime(host, host.rank)
         device = nccl_comm.NcclComm(host, xp, binding, timeout=60, watchdog=False)
         if record:  # (the recording comm counts bytes of host arrays)
@@ -88,10 +89,12 @@ def run_on_nccl(world_size, cases, xp=np, binding=None, up=None, down=None, reco
 
 
 def check_host_only_bootstraps(host_calls, what):
-    """The process comm made no boxing call: only NcclComm's own bootstrap (the unique id, members' sizes)."""
+    """The process comm made no boxing call: only NcclComm's own bootstrap (the unique id, members' sizes, the
+    members' identities: 3 int64 per member, point to point before a first exchange with a peer)."""
     for r, cs in host_calls.items():
         names = {c.name for c in cs if not c.control}
-        assert names <= BOOTSTRAP_CALLS, (what, r, names)
+        assert names <= BOOTSTRAP_CALLS | {"exchange"}, (what, r, names)
+        assert all(c.sent % 24 == 0 and c.sent <= 24 * 8 for c in cs if c.name == "exchange"), (what, r, cs)
         assert not [c for c in cs if c.control], (what, r, cs)
 
 
@@ -173,21 +176,7 @@ def test_one_communicator_per_rank_set_however_many_boxings_use_it(gpu_is_numpy)
 
 
 # --- on the fake device: pieces stay device arrays through NCCL ------------------------------------------------
-class DeviceNccl:
-    """The fake NCCL on the fake device's arrays: NCCL reads and writes device memory, which is their data here."""
-
-    def __init__(self, fake):
-        self.fake, self.SUM, self.MAX = fake, fake.SUM, fake.MAX
-
-    def __getattr__(self, name):
-        fn = getattr(self.fake, name)
-
-        def call(*args):
-            for a in args:
-                if isinstance(a, np.ndarray):
-                    raise TypeError("NCCL %s was given a host array" % name)
-            return fn(*[a._data if isinstance(a, strict_device.StrictArray) else a for a in args])
-        return call
+DeviceNccl = strict_device.DeviceNccl  # the fake NCCL on the fake device's arrays
 
 
 def test_device_pieces_stay_on_the_device_through_nccl(monkeypatch):

@@ -17,6 +17,7 @@ import pytest
 
 import oneflow_compat as flow
 from oneflow_compat import nn
+from oneflow_compat.comm import mpiexec_command
 
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 RNG = np.random.RandomState(0)
@@ -339,7 +340,7 @@ def test_global_two_ranks_equal_one_rank_lamb_on_split_parameters_too(tmp_path):
 
     def run(cmd, name):
         p = subprocess.run(cmd + [str(program), str(tmp_path / name)], capture_output=True, text=True,
-                           timeout=150, cwd=str(tmp_path))
+                           timeout=150, cwd=str(tmp_path), env=mpiexec_command.environment(MPIEXEC))
         assert p.returncode == 0, p.stdout + p.stderr
         files = sorted(f for f in os.listdir(tmp_path) if f.startswith(name + ".") and f.endswith(".npz"))
         return [dict(np.load(tmp_path / f)) for f in files]

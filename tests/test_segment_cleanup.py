@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from oneflow_compat.comm import rank_records
+from oneflow_compat.comm import mpiexec_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -74,7 +75,7 @@ def _run(launcher):
     }[launcher]
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED_ENV)}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + env.get("PYTHONPATH", ""))
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(command, cwd=ROOT, env=mpiexec_command.environment(MPIEXEC, env), capture_output=True, text=True, timeout=60)
     segments = sorted(set(SEGMENT.findall(result.stdout + result.stderr)))
     assert result.returncode != 0, result.stderr[-2000:]
     assert "SEGMENTS 0" in result.stderr + result.stdout, result.stderr[-2000:]

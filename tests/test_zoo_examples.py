@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
@@ -26,7 +27,7 @@ CASES = {
 
 def _losses(cmd, timeout=300):
     env = dict(os.environ, ONEFLOW_COMPAT_SEED="11")
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=mpiexec_command.environment(MPIEXEC, env), cwd=ROOT)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     got = [float(m) for m in re.findall(r"^step \d+ (?:total_)?loss (\S+)", p.stdout, re.M)]
     assert got and all(np.isfinite(got)), p.stdout

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from oneflow_compat.comm import mpiexec_command
 
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 IDS = [1, 5, 3, 0, 7, 2, 9, 4]
@@ -46,7 +47,8 @@ print("RESULT", " ".join("%%g" %% v for v in out.ravel()))  # every rank holds t
 
 
 def _run(tmp_path, cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=str(tmp_path))
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=str(tmp_path),
+                       env=mpiexec_command.environment(MPIEXEC))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT")]
     assert lines, p.stdout

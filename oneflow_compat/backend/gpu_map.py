@@ -65,18 +65,15 @@ class ProcessGpus:
         self._map = {}
         self.home = None
 
-    def cover(self, devices):
-        """Makes each process drive at least `devices` logical devices (slots per process), before any device was
-        mapped: a legacy session's jobs may place ops on more devices per machine than its device count."""
-        if self.devices_per_process is not None and devices > self.devices_per_process and not self._map:
-            self.devices_per_process = devices
-
     def of(self, xp, device):
         found = self._map.get(device)
         if found is None:
             count = gpu_count(xp)
             per = self.devices_per_process or (device + 1)
-            found = self._map[device] = physical_gpu(device, self.local_rank, per, count,
+            # a placement with more devices than the process drives GPUs — under ONEFLOW_COMPAT_DEVICE=gpu a legacy
+            # "cpu" placement of cpu_device_num devices (the zoo's readers: 2 per GPU) runs on GPUs too — cycles
+            # over the process's own GPUs
+            found = self._map[device] = physical_gpu(device % per, self.local_rank, per, count,
                                                      parse_gpu_map(self.environ.get(GPU_MAP_ENV), count))
         return found
 

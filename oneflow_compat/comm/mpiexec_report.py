@@ -9,7 +9,11 @@ MPICH's hydra reports such a process on its stdout as a block:
     ...
     YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)
 
-and mpiexec exits with the bare signal number. `MpiexecOutput` forwards mpiexec's stdout and stderr as they come
+and mpiexec exits with the bare signal number. Open MPI's mpiexec says it in one line, with the rank:
+
+    mpiexec noticed that process rank 1 with PID 26063 on node node7 exited on signal 9 (Killed).
+
+`MpiexecOutput` forwards mpiexec's stdout and stderr as they come
 and reads that block; `killed_process_line` maps the pid back to a rank with the records the ranks wrote
 (`rank_records.py`) and says it in one line; `exit_code` makes the launcher's status 128 + signal, as a shell
 reports a process killed by a signal.
@@ -24,6 +28,7 @@ from .rank_records import read_records
 _PID_HOST = re.compile(r"PID (\d+) RUNNING AT (\S+)")
 _EXIT_CODE = re.compile(r"EXIT CODE: (\d+)")
 _EXIT_SIGNAL = re.compile(r"EXIT STRING: .*\(signal (\d+)\)")
+_OPEN_MPI_KILLED = re.compile(r"process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)")
 
 
 def _write_all(fd, data):
@@ -37,6 +42,7 @@ class MpiexecOutput:
 
     def __init__(self, process):
         self.pid = self.host = self.exit_code = self.signal = None
+        self.rank = None  # where mpiexec names it (Open MPI)
         self._in_report = False
         self._lock = threading.Lock()
         self._threads = []
@@ -72,6 +78,14 @@ class MpiexecOutput:
         stream.close()
 
     def _read(self, line):
+        if b"exited on signal" in line:
+            found = _OPEN_MPI_KILLED.search(line.decode("utf-8", "replace"))
+            if found:
+                with self._lock:
+                    if self.pid is None:
+                        self.rank, self.pid, self.host = int(found.group(1)), int(found.group(2)), found.group(3)
+                        self.signal = int(found.group(4))
+                return
         if b"BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES" in line:
             self._in_report = True  # only the lines of the report are read (a program may print anything)
             return
@@ -111,6 +125,8 @@ def killed_process_line(output, job_dir=None, only_rank=None):
     ranks = [rank for rank, host in candidates if host == output.host] or [rank for rank, _ in candidates]
     if len(ranks) == 1:
         who = "rank %d" % ranks[0]
+    elif output.rank is not None:
+        who = "rank %d" % output.rank
     elif only_rank is not None:
         who = "rank %d" % only_rank
     else:

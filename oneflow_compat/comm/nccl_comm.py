@@ -19,17 +19,27 @@ arrays, without a trip through the host.
   stream is released), says which collective over which ranks, and ends the job through the host comm
   (`on_timeout`, default `host.abort(1)`): a failure on one rank ends the job in seconds instead of hanging.
 
-NCCL refuses two ranks of one communicator on one GPU: N logical devices on one GPU are one process's devices
-(runtime/boxing.py combines them by array work, no comm call), and the multi-process NCCL paths need a GPU each.
+NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU detected : rank 1 and rank 0 both on CUDA
+device 3c", NCCL_ERROR_INVALID_USAGE, from ncclCommInitRank on every member). So each rank set is routed once, on its
+first collective, where all its members are: they exchange who they are over the host comm (`Binding.member`: host,
+process, the PCI bus id of the current GPU, as NCCL itself identifies a GPU), and NCCL is used only when every member
+is a distinct process on a distinct GPU. Otherwise — ranks that share a GPU (2 MPI ranks on a one-GPU machine),
+ranks that are threads of one process (simulated ranks) — the set's collectives go through the host comm with the
+pieces staged down and back up: the same collectives, the same numbers, as the boxing's host path. N logical devices
+on one GPU are one process's devices (runtime/boxing.py combines them by array work, no comm call).
 
 `nccl` is the NCCL binding, CuPy's `cupy.cuda.nccl` by default; `Binding` adapts it (arrays to pointers, counts
 and NCCL datatypes, the current stream). Tests give a fake binding with the same methods (tests/test_nccl_comm.py).
 """
+import os
+import socket
 import threading
 import time
+import zlib
 
 import numpy as np
 
+from oneflow_compat.backend import devices
 from oneflow_compat.backend.balanced_split import balanced_sizes
 from .environment import comm_timeout_from_env
 from .process_comm import CollectiveTimeout, CommError, ProcessComm, check_ranks
@@ -62,6 +72,13 @@ class Binding:
 
     def unique_id(self):
         return self.nccl.get_unique_id()
+
+    def member(self):
+        """Who would join a communicator from this thread: (host, process, GPU) — the GPU by its PCI bus id, as NCCL
+        compares its members' GPUs (two processes that see one GPU under different numbers are still refused)."""
+        cuda = self.xp.cuda
+        gpu = cuda.Device(cuda.runtime.getDevice()).pci_bus_id
+        return socket.gethostname(), os.getpid(), gpu
 
     def communicator(self, members, uid, index):
         return self.nccl.NcclCommunicator(members, uid, index)
@@ -101,6 +118,27 @@ class Binding:
         event = self.xp.cuda.Event(block=False, disable_timing=True)
         event.record()
         return event
+
+
+def _stable_hash(text):
+    """A 63-bit number of a string that is the same in every process (Python's hash() is salted per process)."""
+    data = str(text).encode()
+    return (zlib.crc32(data) << 31) ^ zlib.adler32(data)
+
+
+def nccl_refusal(members, ranks):
+    """Why NCCL cannot join these members into one communicator (None where it can): `members` is every member's
+    (host, process, GPU), in the order of the world `ranks`. NCCL refuses two members on one GPU of one host,
+    whatever their processes; members that are threads of one process (simulated ranks) share their process's
+    comm and its memory, so they never take NCCL (on one GPU NCCL would refuse them too)."""
+    seen_gpu, seen_process = {}, {}
+    for rank, (host, process, gpu) in zip(ranks, members):
+        if (host, process) in seen_process:
+            return "ranks %d and %d are threads of one process" % (seen_process[(host, process)], rank)
+        if (host, gpu) in seen_gpu:
+            return "ranks %d and %d are on one GPU" % (seen_gpu[(host, gpu)], rank)
+        seen_gpu[(host, gpu)] = seen_process[(host, process)] = rank
+    return None
 
 
 def uid_to_array(uid):
@@ -168,9 +206,15 @@ class NcclComm(ProcessComm):
 
     def __init__(self, host, xp, nccl=None, timeout=None, on_timeout=None, watchdog=True):
         self.host, self.xp = host, xp
+        if nccl is None:
+            nccl = getattr(xp, "nccl_binding", None)  # a stand-in device module's own (tests/strict_device.py)
         self.nccl = nccl if isinstance(nccl, Binding) or (nccl is not None and hasattr(nccl, "all_reduce")) \
             else Binding(xp, nccl)
         self._comms = {}  # rank set -> NCCL communicator
+        self.routes = {}  # rank set -> None (NCCL) or why its collectives go through the host comm
+        self._identities = {}  # world rank -> (host, process, GPU) as numbers, as far as learned
+        self._peer_routes = {}  # an exchange's peers -> None (NCCL) or why it goes through the host comm
+        self._mine = None
         self._timeout = comm_timeout_from_env() if timeout is None else float(timeout)
         self._on_timeout = on_timeout if on_timeout is not None else self._end_job
         self.issued = 0
@@ -214,14 +258,62 @@ class NcclComm(ProcessComm):
         self.host.abort(1)
 
     # --- communicators -----------------------------------------------------------------------------------------
+    def route(self, ranks):
+        """None where the rank set's collectives run on NCCL, else why they go through the host comm (see the
+        module docstring). Decided on the set's first collective: every member sends (host, process, GPU) to every
+        other over the host comm (3 numbers), so that all of them decide alike."""
+        ranks = check_ranks(ranks, self.rank, self.size)
+        if ranks in self.routes:
+            return self.routes[ranks]
+        every = np.asarray(self.host.allgatherv(self._identity(), ranks, sizes=[3] * len(ranks)))
+        members = [tuple(int(v) for v in row) for row in every.reshape(len(ranks), 3)]
+        self._identities.update(zip(ranks, members))
+        why = nccl_refusal(members, ranks)
+        self.routes[ranks] = why
+        return why
+
+    def _identity(self):
+        """This rank's (host, process, GPU) as 3 numbers that travel (the same strings give the same numbers); asked
+        of the binding once (the process's GPU is current from its first device array on)."""
+        if self._mine is None:
+            host, process, gpu = self.nccl.member()
+            self._mine = np.array([_stable_hash(host), _stable_hash(process), _stable_hash("%s|%s" % (host, gpu))],
+                                  dtype=np.int64)
+        return self._mine.copy()
+
+    def _peers_refused(self, peers):
+        """Why NCCL cannot join this rank with `peers` (None where it can), learning the identities it does not know
+        yet from the peers themselves, point to point: an exchange is not a collective of the world (a rank with
+        nothing to send or receive does not take part), so no world-wide step may decide it."""
+        peers = tuple(peers)
+        if peers in self._peer_routes:
+            return self._peer_routes[peers]
+        unknown = [p for p in peers if p not in self._identities]
+        if unknown:
+            got = self.host.exchange([(p, self._identity()) for p in unknown],
+                                     [(p, np.empty(3, dtype=np.int64)) for p in unknown])
+            for p, row in zip(unknown, got):
+                self._identities[p] = tuple(int(v) for v in np.asarray(row).reshape(-1))
+        mine, why = tuple(int(v) for v in self._identity()), None
+        for p in peers:
+            pair = sorted([(self.rank, mine), (p, self._identities[p])])
+            why = nccl_refusal([m for _, m in pair], [r for r, _ in pair])
+            if why is not None:
+                break
+        self._peer_routes[peers] = why
+        return why
+
     def communicator(self, ranks):
-        """The NCCL communicator of a rank set, made (and bootstrapped over the host comm) on its first use."""
+        """The NCCL communicator of a rank set, made (and bootstrapped over the host comm) on its first use; None
+        where the set's collectives go through the host comm (`route`)."""
         ranks = check_ranks(ranks, self.rank, self.size)
         found = self._comms.get(ranks)
         if found is not None:
             return found
         if self.watchdog is not None and self.watchdog.failed:
             raise CollectiveTimeout(self.watchdog.failed)
+        if self.route(ranks) is not None:
+            return None
         uid = self.nccl.unique_id() if self.rank == ranks[0] else None
         array, kind = uid_to_array(uid) if uid is not None else (None, None)
         # every member learns the id's length and kind, then its bytes, over these ranks alone
@@ -284,10 +376,25 @@ class NcclComm(ProcessComm):
         finally:
             self.nccl.group_end()
 
+    # --- the host route: the pieces staged down, the host comm's collective, the results back up ---------------
+    def _down(self, x):
+        """A C-contiguous host copy of a device array that the host comm may overwrite."""
+        return np.array(devices.to_host(x), order="C", copy=True)
+
+    def _up(self, x):
+        return None if x is None else self.xp.asarray(x)
+
+    def _into(self, buf, host):
+        """`buf` (a device array) overwritten with `host`'s values."""
+        buf[...] = self.xp.asarray(host)
+        return buf
+
     # --- collectives -------------------------------------------------------------------------------------------
     def allreduce_(self, buf, ranks):
         self._check()
         comm = self.communicator(ranks)
+        if comm is None:
+            return self._into(buf, self.host.allreduce_(self._down(buf), ranks))
         work = buf if buf.flags.c_contiguous else self.xp.ascontiguousarray(buf)
         flat, op = self._summable(work.reshape(-1))
         self.nccl.all_reduce(comm, flat, flat, op)
@@ -300,6 +407,8 @@ class NcclComm(ProcessComm):
         self._check()
         ranks = check_ranks(ranks, self.rank, self.size)
         comm, k, me = self.communicator(ranks), len(ranks), ranks.index(self.rank)
+        if comm is None:
+            return self._up(self.host.reduce_scatter(self._down(buf), ranks, axis=axis, sizes=sizes))
         rows = self._rows_first(buf, axis)
         sizes = [int(s) for s in sizes] if sizes is not None else balanced_sizes(rows.shape[0], k)
         offsets = self._offsets(sizes)
@@ -322,6 +431,8 @@ class NcclComm(ProcessComm):
         self._check()
         ranks = check_ranks(ranks, self.rank, self.size)
         comm, k, me = self.communicator(ranks), len(ranks), ranks.index(self.rank)
+        if comm is None:
+            return self._up(self.host.allgatherv(self._down(local), ranks, axis=axis, sizes=sizes))
         rows = self._rows_first(local, axis)
         sizes = self._sizes(rows.shape[0], ranks, sizes)
         if sizes[me] != rows.shape[0]:
@@ -346,6 +457,10 @@ class NcclComm(ProcessComm):
         comm, k, me = self.communicator(ranks), len(ranks), ranks.index(self.rank)
         if len(pieces) != k:
             raise ValueError("alltoallv over %d members takes %d pieces, got %d" % (k, k, len(pieces)))
+        if comm is None:
+            got = self.host.alltoallv([self._down(p) for p in pieces], ranks, axis=axis, recv_sizes=recv_sizes,
+                                      concat=concat)
+            return self._up(got) if concat else [self._up(g) for g in got]
         rows = [self._rows_first(p, axis) for p in pieces]
         if recv_sizes is None:
             got = self.host.alltoallv([np.array([r.shape[0]], dtype=np.int64) for r in rows], ranks)
@@ -372,6 +487,8 @@ class NcclComm(ProcessComm):
         if root not in ranks:
             raise ValueError("bcast_ root %r is not a member of ranks %r" % (root, ranks))
         comm = self.communicator(ranks)
+        if comm is None:
+            return self._into(buf, self.host.bcast_(self._down(buf), root, ranks))
         work = buf if buf.flags.c_contiguous else self.xp.ascontiguousarray(buf)
         flat = work.reshape(-1)
         self.nccl.broadcast(comm, flat, flat, ranks.index(root))
@@ -386,6 +503,9 @@ class NcclComm(ProcessComm):
         if root not in ranks:
             raise ValueError("reduce_ root %r is not a member of ranks %r" % (root, ranks))
         comm = self.communicator(ranks)
+        if comm is None:
+            got = self.host.reduce_(self._down(buf), root, ranks)
+            return self._into(buf, got) if self.rank == root else buf
         work = buf if buf.flags.c_contiguous else self.xp.ascontiguousarray(buf)
         flat, op = self._summable(work.reshape(-1))
         if self.rank == root:
@@ -403,6 +523,8 @@ class NcclComm(ProcessComm):
         if root not in ranks:
             raise ValueError("gatherv root %r is not a member of ranks %r" % (root, ranks))
         comm, k, me = self.communicator(ranks), len(ranks), ranks.index(self.rank)
+        if comm is None:
+            return self._up(self.host.gatherv(self._down(local), root, ranks, axis=axis, sizes=sizes))
         rows = self._rows_first(local, axis)
         sizes = self._sizes(rows.shape[0], ranks, sizes)
         r = ranks.index(root)
@@ -431,7 +553,14 @@ class NcclComm(ProcessComm):
         for peer, _ in sends + recvs:
             if not 0 <= peer < self.size or peer == self.rank:
                 raise ValueError("exchange with rank %r: not another rank of a world of %d" % (peer, self.size))
-        comm = self.communicator(self.world_ranks)
+        # ranks that share a GPU (or a process) exchange through the host, pair by pair; the others over NCCL's
+        # world communicator, which every rank joins
+        peers = sorted({peer for peer, _ in sends + recvs})
+        comm = None if self._peers_refused(peers) is not None else self.communicator(self.world_ranks)
+        if comm is None:
+            got = self.host.exchange([(dst, self._down(a)) for dst, a in sends],
+                                     [(src, np.empty(a.shape, dtype=a.dtype)) for src, a in recvs])
+            return [self._into(a, g) for (_, a), g in zip(recvs, got)]
         staged = [(dst, self.xp.ascontiguousarray(a)) for dst, a in sends]
         targets = [(src, a if a.flags.c_contiguous else self.xp.empty(a.shape, dtype=a.dtype), a)
                    for src, a in recvs]
@@ -467,7 +596,10 @@ class NcclUnavailable(CommError):
 
 
 def available(xp):
-    """Whether CuPy's NCCL binding is loadable with `xp` (CuPy)."""
+    """Whether CuPy's NCCL binding is loadable with `xp` (CuPy), or `xp` is a stand-in with its own
+    (`xp.nccl_binding`: the strict fake device's fake NCCL)."""
+    if getattr(xp, "nccl_binding", None) is not None:
+        return True
     try:
         from cupy.cuda import nccl
     except Exception:  # noqa: BLE001 - any failure to load means no NCCL

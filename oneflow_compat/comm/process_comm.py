@@ -166,6 +166,10 @@ class ProcessComm(ABC):
     def size(self):
         """Number of processes in the job (= number of machines)."""
 
+    # whether the ranks are threads of this one process (simulated ranks): they share its memory and its GPU, so
+    # no device comm (NCCL) joins them (runtime/runtime.py)
+    ranks_are_threads = False
+
     @property
     def world_ranks(self):
         return tuple(range(self.size))

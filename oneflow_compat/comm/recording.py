@@ -135,5 +135,9 @@ class RecordingComm(ProcessComm):
     def abort(self, exit_code=1):
         return self.inner.abort(exit_code)
 
+    @property
+    def ranks_are_threads(self):
+        return getattr(self.inner, "ranks_are_threads", False)
+
     def __getattr__(self, name):  # backend extras (MPIComm.context, tell_others_this_rank_leaves, ...)
         return getattr(self.inner, name)

@@ -217,6 +217,8 @@ class SimulatedWorld:
 class SimulatedComm(ProcessComm):
     """Rank `rank` of a `SimulatedWorld`: the process comm interface, met by the other ranks' threads."""
 
+    ranks_are_threads = True
+
     def __init__(self, world, rank):
         self._world, self._rank = world, rank
         self._numbers = {}  # subset: collectives begun over it

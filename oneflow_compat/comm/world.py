@@ -126,6 +126,7 @@ def get_process_comm():
         # makes one MPI_COMM_WORLD of WORLD_SIZE processes
         from .environment import comm_timeout_from_env
         from .pmi_server import bootstrap
+        _check_hand_start_is_mpich(launch)
         bootstrap(launch, comm_timeout_from_env())
         world = (launch.rank, launch.world_size)
     group = world[1] if world is not None else 1
@@ -183,6 +184,21 @@ def _start_mpi(rank):
     with MPIStartWatchdog(rank, comm_timeout_from_env()):
         from .mpi_comm import MPIComm, install_failure_handlers, set_job_communicator, timeout_from_env
     return MPIComm, install_failure_handlers, set_job_communicator, timeout_from_env
+
+
+def _check_hand_start_is_mpich(launch):
+    """Processes started by hand join through MPICH's start-up protocol (PMI, served by RANK 0: `pmi_server.py`).
+    Open MPI starts by another (PMIx, its daemons): its singletons try to start a daemon over ssh and fail in
+    MPI_Init. Where this environment's MPI is Open MPI (what its mpiexec says), say so before trying."""
+    from . import mpiexec_command
+
+    mpiexec = mpiexec_command.find_mpiexec()
+    if mpiexec and mpiexec_command.flavour(mpiexec) == mpiexec_command.OPEN_MPI:
+        raise LaunchEnvironmentError(
+            "RANK=%d of WORLD_SIZE=%d was started without an MPI launcher, which works with MPICH only (rank 0 "
+            "serves MPICH's start-up); this environment's MPI is Open MPI (%s): start the job with `python -m "
+            "oneflow.distributed.launch --nproc_per_node N script.py`, or with `mpiexec -n N python -m mpi4py "
+            "script.py`" % (launch.rank, launch.world_size, mpiexec))
 
 
 def _check_launch_fits_mpi(launch, world):

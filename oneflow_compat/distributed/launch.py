@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 
 from oneflow_compat.comm import launcher_env
+from oneflow_compat.comm import mpiexec_command as mpiexec_cmd
 from oneflow_compat.comm.mpiexec_report import MpiexecOutput, exit_code as report_exit_code, killed_process_line
 from oneflow_compat.comm.rank_records import JOB_DIR_ENV, remove_leftover_segments
 from oneflow_compat.comm.rendezvous import RendezvousError, RendezvousServer, connect
@@ -147,21 +148,23 @@ def program(options):
 
 
 def mpiexec_command(options, folders, mpiexec=None):
-    """`mpiexec [output files] -n 1 -env RANK r -env LOCAL_RANK i … prog : …`, one segment per local process."""
-    command = [mpiexec or find_mpiexec()]
-    if options.redirect_stdout_and_stderr:
-        pattern = str(folders[0].parent / "local_rank_%r")  # hydra puts the rank in its MPI world: LOCAL_RANK
-        command += ["-outfile-pattern", pattern + "/stdout", "-errfile-pattern", pattern + "/stderr"]
+    """`mpiexec [output files] -n 1 -env RANK r -env LOCAL_RANK i … prog : …`, one segment per local process
+    (MPICH's Hydra); Open MPI's spelling of it where that is the mpiexec (`comm/mpiexec_command.py`)."""
     prog = program(options)
+    parts = []
     for local_rank in range(options.nproc_per_node):
         rank = options.node_rank * options.nproc_per_node + local_rank
-        if local_rank:
-            command.append(":")
-        command += ["-n", "1", "-env", "RANK", str(rank), "-env", "LOCAL_RANK", str(local_rank)]
+        env = {"RANK": str(rank), "LOCAL_RANK": str(local_rank)}
         if folders:
-            command += ["-env", "GLOG_log_dir", str(folders[local_rank])]
-        command += prog
-    return command
+            env["GLOG_log_dir"] = str(folders[local_rank])
+        part = {"n": 1, "program": prog, "env": env}
+        if options.redirect_stdout_and_stderr:
+            # hydra puts the rank in its MPI world (= LOCAL_RANK) for %r; Open MPI's segments redirect themselves
+            pattern = str(folders[0].parent / "local_rank_%r")
+            part.update(pattern_stdout=pattern + "/stdout", pattern_stderr=pattern + "/stderr",
+                        stdout=str(folders[local_rank] / "stdout"), stderr=str(folders[local_rank] / "stderr"))
+        parts.append(part)
+    return mpiexec_cmd.segments(parts, mpiexec=mpiexec or find_mpiexec())
 
 
 class NodeLink:
@@ -269,6 +272,7 @@ def run(options):
         sys.stdout.flush()
         # Its own session: a terminal's Ctrl-C reaches the launcher only, which ends the job in order. Started
         # before any thread of this process (a fork with threads running is unsafe with preexec_fn).
+        env = mpiexec_cmd.environment(command[0], env)  # (Open MPI run as root needs its two variables)
         process = subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=_end_with_launcher,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         output = MpiexecOutput(process)  # passed on as it comes; MPI's report of a killed rank is read from it

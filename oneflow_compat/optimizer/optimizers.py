@@ -152,8 +152,10 @@ class _MomentumSGD(Optimizer):
     def linear_update_momentum(self):
         """Protocol: the update without weight decay is w ← w − c·g (0 returned) or m ← β·m − c·g, w ← w + m (β
         returned), c = lr·grad_scale: linear in g, so the framework may add the gradient's own GEMM straight into
-        w or m (passes/fusion.py). Optimizers without this method are never fused."""
-        return self.momentum
+        w or m (passes/fusion.py). Optimizers without this method are never fused. β as the update
+        uses it: rounded to float32 (OneFlow's float attribute, `momentum_update`'s β), so that a fused step (one
+        device) and an unfused one (several devices) give the same numbers."""
+        return float(np.float32(self.momentum)) if self.momentum else self.momentum
 
     def update_scaled(self, xp, w, g, states, *, lr, step, weight_decay, grad_scale=1.0, grad_owned=False):
         if not grad_owned or weight_decay != 0:

@@ -43,12 +43,14 @@ class Runtime:
     def device_comm(self):
         """The comm of boxings between GPU placements across processes: NCCL (comm/nccl_comm.py) where the job runs
         on several processes with CUDA usable and CuPy's NCCL loadable, unless ONEFLOW_COMPAT_NCCL=0; else None
-        (their pieces then go through the process comm on the host). Made on first use."""
+        (their pieces then go through the process comm on the host). Made on first use. Simulated ranks (threads
+        of this process, on its GPU) never take it; within it, a rank set whose members share a GPU goes through
+        the process comm too (NCCL refuses two ranks on one GPU: `NcclComm.route`)."""
         if self._device_comm is False:
             return None
         if self._device_comm is None:
             self._device_comm = False
-            if self.comm.size > 1 and os.environ.get(NCCL_ENV, "1").strip() != "0" and devices.mode() != "cpu" \
+            if self.comm.size > 1 and not getattr(self.comm, "ranks_are_threads", False) and os.environ.get(NCCL_ENV, "1").strip() != "0" and devices.mode() != "cpu" \
                     and devices.cuda_usable():
                 from oneflow_compat.comm import nccl_comm
 

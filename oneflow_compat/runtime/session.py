@@ -51,20 +51,6 @@ class ResourceConfig:
         return "gpu" if self.gpu_device_num > 0 or self.gpu_requested else "cpu"
 
 
-def _widest_placement(jobs):
-    """The devices per machine the jobs' placements name (largest device index + 1). A placement may name more than
-    the session's device count: the zoo's wide&deep reads with a "cpu" placement of 2 devices per machine beside
-    gpu_device_num(1); under ONEFLOW_COMPAT_DEVICE=gpu those run on the GPU too (the first GPU run failed: "logical
-    device 1 outside the 1 device(s) of a process")."""
-    widest = 0
-    for job in jobs:
-        for op in job.ops:
-            placement = getattr(op, "placement", None)
-            if placement is not None and placement.pairs:
-                widest = max(widest, 1 + max(d for _, d in placement.pairs))
-    return widest
-
-
 class Session:
     """See the module docstring. `runtime`: given (global and graph sessions) or made at the legacy session's
     start (`init_runtime`)."""
@@ -125,7 +111,6 @@ class Session:
         jobs = {}
         for name, jf in self.job_functions.items():
             jobs[name] = trace.trace_job(self, jf)
-        self.runtime.gpus.cover(_widest_placement(jobs.values()))
         compiled = {name: CompiledJob(self, pipeline.compile_job(self, job, pipeline.LEGACY_JOB))
                     for name, job in jobs.items()}
         executable.check_same_plans_across_ranks(

@@ -4,6 +4,9 @@ Each rank runs the whole script (rank r is machine r of `flow.env.machine`), as
 
     <this venv>/bin/mpiexec -n N -genvall [-hosts …] <this python> -m mpi4py script.py args…
 
+(MPICH's Hydra; under Open MPI's mpiexec the same line in its syntax: `-x NAME` per forwarded variable, `--host`,
+and OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM) when run as root — comm/mpiexec_command.py.)
+
 `-m mpi4py` makes an uncaught exception on any rank abort the whole job. The launcher's exit code is mpiexec's,
 except that a rank killed by a signal is named in one line ("rank 1 (pid N on HOST) was killed by signal 9
 (SIGKILL)") and gives 128 + signal; SIGTERM or Ctrl-C to the launcher end the whole job, with 128 + signal, even
@@ -42,6 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from oneflow_compat.comm import mpiexec_command as mpiexec_cmd
 from oneflow_compat.comm.environment import THREAD_VARIABLES, threads_per_rank
 from oneflow_compat.comm.mpiexec_report import MpiexecOutput, exit_code as report_exit_code, killed_process_line
 from oneflow_compat.comm.rank_records import JOB_DIR_ENV, read_records, remove_leftover_segments
@@ -102,11 +106,10 @@ def child_environment(n, hosts=None, output=None, environ=None):
 
 
 def mpiexec_command(n, program, hosts=None, mpiexec=None):
-    """`mpiexec -n N -genvall [-hosts H] <python> -m mpi4py <program…>`."""
-    command = [mpiexec or find_mpiexec(), "-n", str(n), "-genvall"]
-    if hosts:
-        command += ["-hosts", hosts]
-    return command + [sys.executable, "-m", "mpi4py"] + list(program)
+    """`mpiexec -n N -genvall [-hosts H] <python> -m mpi4py <program…>` (MPICH), or Open MPI's spelling of it
+    (`comm/mpiexec_command.py`: `-x` per forwarded variable, `--host`)."""
+    return mpiexec_cmd.command(n, [sys.executable, "-m", "mpi4py"] + list(program), mpiexec=mpiexec or find_mpiexec(),
+                               hosts=hosts, forward="all")
 
 
 def run_child(command, env, timeout=None, only_rank=None):
@@ -123,7 +126,8 @@ def run_child(command, env, timeout=None, only_rank=None):
     previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in STOP_SIGNALS}
     mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     try:
-        process = subprocess.Popen(command, env=dict(env, **{JOB_DIR_ENV: job_dir}), stdout=subprocess.PIPE,
+        env = mpiexec_cmd.environment(command[0], dict(env, **{JOB_DIR_ENV: job_dir}))  # (Open MPI as root)
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE)
         output = MpiexecOutput(process)
         deadline = None if timeout is None else time.monotonic() + timeout
