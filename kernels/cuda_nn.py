@@ -121,6 +121,14 @@ extern "C" __global__ void relu_mask_{S}({T}* g, const {T}* y, long long n) {
     }
 }
 
+// dx = dy * (y > 0) into a new array (relu_grad's formula, one launch: the op's gradient where no product
+// precedes it to mask in place)
+extern "C" __global__ void relu_grad_{S}(const {T}* dy, const {T}* y, {T}* dx, long long n) {
+    GRID_LOOP(idx, n) {
+        dx[idx] = dy[idx] * ({T})(y[idx] > ({T})0);
+    }
+}
+
 extern "C" __global__ void max_pool_{S}(const {T}* x, {T}* out, long long n, long long c, long long h, long long w,
                                         int kh, int kw, int sh, int sw, int top, int left, long long oh,
                                         long long ow) {
@@ -250,6 +258,10 @@ def _relu_mask_twin(g, y, n):
     g *= y > 0
 
 
+def _relu_grad_twin(dy, y, dx, n):
+    numpy.multiply(dy, y > 0, out=dx)
+
+
 def _windows(padded, oh, ow, sh, sw):
     for i in range(padded.shape[2] - (oh - 1) * sh):
         for j in range(padded.shape[3] - (ow - 1) * sw):
@@ -311,7 +323,7 @@ def _avg_pool_grad_twin(dy, dx, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow):
 
 
 _TWINS = {"im2col": _im2col_twin, "col2im": _col2im_twin, "bias_act": _bias_act_twin, "relu_mask": _relu_mask_twin,
-          "max_pool": _max_pool_twin, "max_pool_grad": _max_pool_grad_twin, "avg_pool": _avg_pool_twin,
+          "relu_grad": _relu_grad_twin,           "max_pool": _max_pool_twin, "max_pool_grad": _max_pool_grad_twin, "avg_pool": _avg_pool_twin,
           "avg_pool_grad": _avg_pool_grad_twin}
 
 MODULE = CudaModule("nn", _source(), {"%s_%s" % (name, s): twin for name, twin in _TWINS.items()
@@ -367,6 +379,13 @@ def relu_mask(xp, g, y):
     """In place: g *= (y > 0)."""
     MODULE.launch(xp, _name("relu_mask", g.dtype), g.size, g, y, g.size)
     return g
+
+
+def relu_grad(xp, dy, y):
+    """dy * (y > 0) into a new array (dy, y: C-contiguous, one shape and dtype)."""
+    dx = xp.empty(dy.shape, dtype=dy.dtype)
+    MODULE.launch(xp, _name("relu_grad", dy.dtype), dx.size, dy, y, dx, dx.size)
+    return dx
 
 
 def max_pool(xp, x, ksize, strides, pads, out_hw):
