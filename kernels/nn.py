@@ -622,12 +622,18 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
         return xp.zeros(tuple(weight_shape), dtype=dy.dtype)
     dtype = xp.result_type(dy, x)
     if _on_device(xp, dtype):
-        # per sample dy (G, Fg, P) @ patches^T (G, P, Kg) in one batched product, then the sum over the batch
-        k, p = cg * kh * kw, out_hw[0] * out_hw[1]
-        cols = cuda_nn.im2col(xp, _nchw_contiguous(xp, x, data_format, dtype), kh, kw, strides, dilations, pads,
-                              out_hw).reshape(n, groups, k, p)
-        dy4 = _nchw_contiguous(xp, dy, data_format, dtype).reshape(n, groups, f // groups, p)
-        dw = cuda_blas.matmul(xp, dy4, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(f, cg, kh, kw)
+        # dyt (G, Fg, N·P) @ patches^T (G, N·P, Kg): one product whose reduction runs over the whole batch's
+        # positions (both operands written by one launch), not a batched product per sample and a sum over the batch
+        k, np_ = cg * kh * kw, n * out_hw[0] * out_hw[1]
+        cols, dyt = cuda_nn.weight_grad_operands(xp, _nchw_contiguous(xp, x, data_format, dtype),
+                                                 _nchw_contiguous(xp, dy, data_format, dtype), kh, kw, strides,
+                                                 dilations, pads, out_hw)
+        if groups == 1:
+            dw = cuda_blas.matmul(xp, dyt, cols.T)
+        else:
+            dw = cuda_blas.matmul(xp, dyt.reshape(groups, f // groups, np_), cols.reshape(groups, k, np_).transpose(
+                0, 2, 1))
+        dw = dw.reshape(f, cg, kh, kw)
         return dw if data_format == "NCHW" else xp.ascontiguousarray(dw.transpose(0, 2, 3, 1))
     if _pointwise(xp, weight_shape, strides, pads, groups, data_format):
         return _pointwise_grad_weight(xp, dy, x, weight_shape, strides, data_format, xp.result_type(dy, x))
