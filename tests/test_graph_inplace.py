@@ -243,3 +243,26 @@ def test_global_setitem_in_build_keeps_the_sbp_and_the_numbers_on_2_ranks():
         np.testing.assert_allclose(out, ref_out, rtol=1e-6)
         np.testing.assert_allclose(w, w0 - g_w, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(v, v0 - g_v, rtol=1e-6, atol=1e-7)
+
+
+def test_a_mask_made_in_build_with_a_value_per_true_place_is_refused_by_name():
+    def prog(x):
+        y = x * 1
+        y[y > 0.5] = flow.tensor(np.ones(3, np.float32))
+        return y
+
+    with pytest.raises(RuntimeError, match=r"with a bool mask computed in build\(\) the value must broadcast over "
+                                           r"x's dims after the mask's \(\), got shape \(3,\)"):
+        _eval(prog, flow.tensor(X))
+
+
+def test_a_local_value_into_a_global_tensor_in_build_is_refused_with_oneflows_words():
+    pl = flow.placement("cpu", [0])
+
+    def prog(x):
+        y = x * 1
+        y[0] = flow.tensor(np.ones(4, np.float32))
+        return y
+
+    with pytest.raises(RuntimeError, match="tensor_setitem\\(\\): value must be a global tensor when self is global"):
+        _eval(prog, flow.tensor(X).to_global(placement=pl, sbp=flow.sbp.broadcast))
