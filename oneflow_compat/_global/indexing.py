@@ -276,20 +276,23 @@ def _setitem_traced(x, key, value):
     keeps its placement and SBP, and the gradients are eager's (`_setitem_recorded`: none to the overwritten part
     of the old x, the filled part's to the value). An eager tensor captured from outside (a buffer, a free
     tensor) is not written: build reads the new value under its name (`inplace.rebind`). Index tensors made in
-    build (lazy) are data the job only knows when it runs: a bool mask is supported the way OneFlow 0.9's
-    masked_fill_ path takes it (a scalar value, or one that broadcasts over the dims after the mask's),
-    an integer one is refused with an error naming it."""
+    build (lazy) are data the job only knows when it runs: a bool mask over the leading dims is taken the way
+    OneFlow 0.9's masked_fill_ path takes it (a scalar value, or one that broadcasts over the dims after the
+    mask's), an integer one alone with `:` / `...` elsewhere (`_scattered_along`); other mixes are refused with an
+    error naming the index."""
     from oneflow_compat._global import inplace, lazy
 
     items = key if isinstance(key, tuple) else (key,)
     lazy_keys = [k for k in items if isinstance(k, Tensor) and k.is_lazy]
-    if lazy_keys:
+    if lazy_keys and lazy_keys[0].dtype is not BOOL:
+        new = _scattered_along(x, items, lazy_keys, value)
+    elif lazy_keys:
         mask = items[0] if len(items) == 1 else None
-        if mask is None or mask.dtype is not BOOL or tuple(mask.shape) != tuple(x.shape)[:mask.ndim]:
-            raise RuntimeError("setitem inside nn.Graph.build: an index tensor computed in build() (shape %s, "
-                               "dtype %s) is data the graph only knows when it runs; only a bool mask over x's "
-                               "leading dims can index there (an integer index must be a host or eager tensor)"
-                               % (tuple(lazy_keys[0].shape), lazy_keys[0].dtype))
+        if mask is None or tuple(mask.shape) != tuple(x.shape)[:mask.ndim]:
+            raise RuntimeError("setitem inside nn.Graph.build: a bool mask computed in build() (shape %s) can "
+                               "only index x's leading dims alone (x has shape %s): the count of its true places "
+                               "is data the graph only knows when it runs"
+                               % (tuple(lazy_keys[0].shape), tuple(x.shape)))
         rest = tuple(x.shape)[mask.ndim:]
         m = F.reshape(mask, tuple(mask.shape) + (1,) * len(rest)) if rest else mask
         if isinstance(value, Tensor):
@@ -320,6 +323,56 @@ def _setitem_traced(x, key, value):
     if x.is_global and (new.placement != x.placement or tuple(new.sbp) != tuple(x.sbp)):
         new = new.to_global(placement=x.placement, sbp=x.sbp)  # (in place: x keeps its SBP, as in 0.9)
     inplace.rebind(x, new)
+
+
+def _scattered_along(x, items, lazy_keys, value):
+    """What x holds after `x[..., idx, ...] = value` inside build for one integer index tensor `idx` computed in
+    build (0-d or 1-D) with every other entry `:` or `...`: one `dim_scatter_update` along idx's axis (moved first),
+    its index and value broadcast to the indexed shape (numpy's: x.shape[:a] + idx.shape + x.shape[a+1:]).
+    Negative indices wrap; the gradients are eager's (none to the overwritten rows of x, theirs to the value)."""
+    from oneflow_compat._global import lazy
+
+    idx = lazy_keys[0]
+    if idx.dtype.is_floating:
+        raise IndexError("tensors used as indices must be long, int, uint8 or bool tensors, got %s" % idx.dtype)
+    if len(lazy_keys) > 1 or idx.ndim > 1 or sum(k is Ellipsis for k in items) > 1 or not all(
+            k is idx or k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in items):
+        raise RuntimeError("setitem inside nn.Graph.build: an integer index tensor computed in build() (shape %s) "
+                           "is supported alone, 0-d or 1-D, with `:` or `...` on the other dims; index with host "
+                           "or eager tensors otherwise" % (tuple(idx.shape),))
+    pos = next(i for i, k in enumerate(items) if k is idx)  # (by identity: `==` on a tensor is an op)
+    dots = next((i for i, k in enumerate(items) if k is Ellipsis), None)
+    at = pos if dots is None or pos < dots else x.ndim - (len(items) - pos)
+    shape, n = tuple(x.shape), x.shape[at]
+    k = F.reshape(idx, (1,)) if idx.ndim == 0 else idx
+    k = F.cast(k, dtypes.int64) if k.dtype is not dtypes.int64 else k
+    k = F.where(k < 0, k + n, k)
+    order = [at] + [d for d in range(x.ndim) if d != at]
+    target = (k.shape[0],) + tuple(shape[d] for d in order[1:])  # the indexed shape with idx's axis first
+    if isinstance(value, Tensor):
+        v = F.cast(value, x.dtype) if value.dtype != x.dtype else value
+        indexed = shape[:at] + tuple(idx.shape) + shape[at + 1:]
+        try:
+            np.broadcast_shapes(tuple(v.shape), indexed)
+        except ValueError:
+            raise ValueError("setitem: a value of shape %s cannot be broadcast to the indexed shape %s"
+                             % (tuple(v.shape), indexed)) from None
+        while v.ndim > len(indexed):
+            v = F.reshape(v, tuple(v.shape[1:]))
+        v = v.expand(*indexed)
+        if idx.ndim == 0:
+            v = F.reshape(v, shape[:at] + (1,) + shape[at + 1:])
+        if order != list(range(x.ndim)):
+            v = F.permute(v, *order)
+    else:
+        with lazy.eager_constants():
+            v = _like_tensor(np.full(target, value, dtype=x.dtype.np if x.dtype is not BOOL else np.bool_), x)
+    k = F.reshape(k, (target[0],) + (1,) * (x.ndim - 1)).expand(*target)
+    xt = F.permute(x, *order) if order != list(range(x.ndim)) else x
+    new = apply_op("dim_scatter_update", [xt, k, v], {"dim": 0})
+    if order != list(range(x.ndim)):
+        new = F.permute(new, *[order.index(d) for d in range(x.ndim)])
+    return new
 
 
 def _like_tensor(array, like):
