@@ -237,8 +237,9 @@ def _setitem_recorded(x, hkey, value):
 
 def _scattered(x, hkey, value):
     """What x holds after `x[hkey] = value`, as a new tensor (eager with gradients, or in nn.Graph.build).
-    OneFlow's setitem is then a recorded op (slice_update / tensor_scatter_nd_update): the overwritten positions pass no gradient to x's history and
-    value gets the gradient of the positions it filled (summed where it was broadcast). Here that is one
+    OneFlow's setitem is then a recorded op (slice_update / tensor_scatter_nd_update): the overwritten positions
+    pass no gradient to x's history and value gets the gradient of the positions it filled (summed where it was
+    broadcast). Here that is one
     `dim_scatter_update` of the flattened tensor at the written flat positions (computed on the host: an index
     is data), which the tensor then takes as its value in place (`inplace.rebind`, views included); inside
     build the index and a scalar value are constants of the job."""
