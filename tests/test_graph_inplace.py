@@ -281,3 +281,33 @@ def test_a_local_value_into_a_global_tensor_in_build_is_refused_with_oneflows_wo
 
     with pytest.raises(RuntimeError, match="tensor_setitem\\(\\): value must be a global tensor when self is global"):
         _eval(prog, flow.tensor(X).to_global(placement=pl, sbp=flow.sbp.broadcast))
+
+
+def test_augmented_assignment_of_a_buffer_in_build_keeps_the_module_eager():
+    """`self.buf += x` in build assigns the in-place result back to the attribute: the module keeps its eager
+    buffer (not a lazy tensor of the trace), which reads as the sum for the rest of build."""
+    class Acc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("buf", flow.tensor(np.array([1, 2, 3, 4], np.float32)))
+
+        def forward(self, x):
+            self.buf += x
+            return self.buf * 1
+
+    m = Acc()
+    buf = m.buf
+
+    class G(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.m = m
+
+        def build(self, x):
+            return self.m(x)
+
+    x = np.array([10, 20, 30, 40], np.float32)
+    np.testing.assert_array_equal(G()(flow.tensor(x)).numpy(), x + [1, 2, 3, 4])
+    assert m.buf is buf and not m.buf.is_lazy
+    np.testing.assert_array_equal(m.buf.numpy(), [1, 2, 3, 4])
+    np.testing.assert_array_equal(Acc()(flow.tensor(x)).numpy(), x + [1, 2, 3, 4])
