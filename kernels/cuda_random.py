@@ -142,8 +142,12 @@ def dropout(xp, x, key, rate, geometry):
     return y, mask
 
 
-def dropout_grad(xp, dy, mask, rate):
-    """dy * mask * 1 / (1 - rate) in one launch (dy C-contiguous float32/64, mask its int8 keep-mask)."""
+def dropout_grad(xp, dy, mask, *, rate):
+    """The dropout_grad op's kernel: dy * mask * 1 / (1 - rate) in one launch on a device (dy C-contiguous
+    float32/64, mask its int8 keep-mask of the same shape), random.dropout_grad's two products elsewhere."""
+    if xp is numpy or not hasattr(xp, "RawModule") or not supported(dy.dtype) or mask.dtype != numpy.int8 or \
+            dy.shape != mask.shape or not (dy.flags.c_contiguous and mask.flags.c_contiguous):
+        return rnd.dropout_grad(xp, dy, mask, rate=rate)
     dx = xp.empty(dy.shape, dtype=dy.dtype)
     MODULE.launch(xp, "dropout_grad_%s" % _SUFFIX[numpy.dtype(dy.dtype)], dx.size, dy, mask, dx, dx.size,
                   1.0 / (1.0 - rate))

@@ -176,11 +176,7 @@ def dropout(xp, x, mask, *, rate):
 
 
 def dropout_grad(xp, dy, mask, *, rate):
-    if xp is not numpy and hasattr(xp, "RawModule"):
-        from . import cuda_random  # (here: cuda_random imports this module for its twins)
-        if cuda_random.supported(dy.dtype) and mask.dtype == numpy.int8 and dy.shape == mask.shape and \
-                dy.flags.c_contiguous and mask.flags.c_contiguous:
-            return cuda_random.dropout_grad(xp, dy, mask, rate)  # the same two products in one launch
+    """The host formula (the reference); the op's kernel is cuda_random.dropout_grad, one launch on a device."""
     scale = 1.0 / (1.0 - rate)
     return (dy * mask * scale).astype(dy.dtype, copy=False)
 

@@ -183,7 +183,7 @@ def test_relu_and_dropout_gradients_are_one_launch_of_numpys_values(dev, dtype):
     dy_d, y_d, mask_d = _up(dev, dy), _up(dev, y), _up(dev, mask)
     strict_device.Launches.reset()
     got_relu = activation.relu_grad(dev, dy_d, y_d)
-    got_drop = rnd.dropout_grad(dev, dy_d, mask_d, rate=0.3)
+    got_drop = cuda_random.dropout_grad(dev, dy_d, mask_d, rate=0.3)
     if dev is not CUPY:
         assert strict_device.Launches.by_name == {"raw:relu_grad_%s" % _SUFFIX[dtype]: 1,
                                                   "raw:dropout_grad_%s" % _SUFFIX[dtype]: 1}
