@@ -7,7 +7,7 @@ import math
 
 import numpy
 
-from . import cuda_source
+from . import cuda_nn, cuda_source
 
 
 def relu(xp, x):
@@ -16,8 +16,18 @@ def relu(xp, x):
 
 def relu_grad(xp, dy, y):
     """dy where the output is positive (i.e. x > 0), else 0."""
+    if _one_device_launch(xp, dy, y):
+        return cuda_nn.relu_grad(xp, dy, y)  # the same product in one launch (not a comparison, then a product)
     # a product with the boolean mask: several times faster than xp.where on unpredictable signs
     return dy * (y > 0)
+
+
+def _one_device_launch(xp, *arrays):
+    """Whether an elementwise gradient of `arrays` can be one raw launch (kernels/cuda_nn.py): a device module that
+    builds raw kernels, arrays of one shape and one float dtype the kernels take, C-contiguous."""
+    first = arrays[0]
+    return xp is not numpy and hasattr(xp, "RawModule") and cuda_nn.supported(first.dtype) and all(
+        a.dtype == first.dtype and a.shape == first.shape and a.flags.c_contiguous for a in arrays)
 
 
 def sigmoid(xp, x):

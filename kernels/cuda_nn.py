@@ -3,7 +3,8 @@
 On a device the whole batch is one launch: the CPU's chunking by cache size (kernels/nn.py) is a CPU rule. A
 convolution is im2col (patches of the whole batch, channel-major: (N, C·kh·kw, OH·OW)), one batched product, and
 the bias/activation epilogue in place; its input gradient is one batched product and col2im; its weight gradient
-im2col, one batched product and the sum over the batch. Pooling, forward and backward, is one launch each; the max
+one launch writing the patches and dy with the batch inside the reduction axis, then one product (G batched for
+groups) whose reduction runs over (sample, position). Pooling, forward and backward, is one launch each; the max
 pool gradient gathers (a thread per input cell finds the windows whose first maximal cell it is: no atomics), and
 so do col2im and the average pool gradient, each cell summing its contributions in the order the numpy path adds
 them — so the values are those of the numpy path (kernels/nn.py), bit for bit where no exp/log is involved.
@@ -87,6 +88,36 @@ extern "C" __global__ void im2col_{S}(const {T}* x, {T}* cols, long long n, long
     }
 }
 
+// The two operands of the convolution's weight gradient as one product over the (sample, position) axis, in one
+// launch: items [0, c·kh·kw·n·oh·ow) write the patches reduction-last, cols[(ch, i, j), (s, oy, ox)]; the next
+// f·n·oh·ow items write dy (n, f, oh·ow) as dyt[f, (s, oy, ox)]. Then dW = dyt @ cols^T sums the batch inside the
+// product (no batched product followed by a sum over the batch)
+extern "C" __global__ void weight_grad_operands_{S}(const {T}* x, const {T}* dy, {T}* cols, {T}* dyt, long long n,
+                                                    long long c, long long h, long long w, int kh, int kw, int sh,
+                                                    int sw, int dh, int dw, int top, int left, long long oh,
+                                                    long long ow, long long f) {
+    long long p = oh * ow, patches = c * kh * kw * n * p;
+    GRID_LOOP(idx, patches + f * n * p) {
+        if (idx < patches) {
+            long long q = idx;
+            long long ox = q % ow; q /= ow;
+            long long oy = q % oh; q /= oh;
+            long long s = q % n; q /= n;
+            long long j = q % kw; q /= kw;
+            long long i = q % kh;
+            long long ch = q / kh;
+            long long y = window_cell(oy, i, sh, dh, top, h), xx = window_cell(ox, j, sw, dw, left, w);
+            cols[idx] = (y >= 0 && xx >= 0) ? x[((s * c + ch) * h + y) * w + xx] : ({T})0;
+        } else {
+            long long q = idx - patches;
+            long long pos = q % p; q /= p;
+            long long s = q % n;
+            long long fi = q / n;
+            dyt[idx - patches] = dy[(s * f + fi) * p + pos];
+        }
+    }
+}
+
 // dx[s, ch, y, x] = sum over the window cells (i, j) that read (y, x) of dcols[s, (ch, i, j), (oy, ox)], added in
 // (i, j) order onto 0, as the numpy col2im adds its strided slices
 extern "C" __global__ void col2im_{S}(const {T}* dcols, {T}* dx, long long n, long long c, long long h, long long w,
@@ -118,6 +149,14 @@ extern "C" __global__ void bias_act_{S}({T}* y, const {T}* b, long long rows, lo
 extern "C" __global__ void relu_mask_{S}({T}* g, const {T}* y, long long n) {
     GRID_LOOP(idx, n) {
         g[idx] = g[idx] * ({T})(y[idx] > ({T})0);
+    }
+}
+
+// dx = dy * (y > 0) into a new array (relu_grad's formula, one launch: the op's gradient where no product
+// precedes it to mask in place)
+extern "C" __global__ void relu_grad_{S}(const {T}* dy, const {T}* y, {T}* dx, long long n) {
+    GRID_LOOP(idx, n) {
+        dx[idx] = dy[idx] * ({T})(y[idx] > ({T})0);
     }
 }
 
@@ -230,6 +269,13 @@ def _im2col_twin(x, cols, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left, oh, ow)
     cols.reshape(view.shape)[...] = view
 
 
+def _weight_grad_operands_twin(x, dy, cols, dyt, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left, oh, ow, f):
+    patches = numpy.empty((n, c, kh, kw, oh, ow), dtype=cols.dtype)
+    _im2col_twin(x, patches, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left, oh, ow)
+    cols.reshape(c, kh, kw, n, oh, ow)[...] = patches.transpose(1, 2, 3, 0, 4, 5)
+    dyt.reshape(f, n, oh * ow)[...] = dy.reshape(n, f, oh * ow).transpose(1, 0, 2)
+
+
 def _col2im_twin(dcols, dx, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
     p = _padded(numpy.zeros((n, c, h, w), dx.dtype), n, c, h, w, top, left, kh, kw, sh, sw, dh, dw, oh, ow, 0)
     d6 = dcols.reshape(n, c, kh, kw, oh, ow)
@@ -248,6 +294,10 @@ def _bias_act_twin(y, b, rows, f, p, relu):
 
 def _relu_mask_twin(g, y, n):
     g *= y > 0
+
+
+def _relu_grad_twin(dy, y, dx, n):
+    numpy.multiply(dy, y > 0, out=dx)
 
 
 def _windows(padded, oh, ow, sh, sw):
@@ -310,8 +360,9 @@ def _avg_pool_grad_twin(dy, dx, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow):
     dx.reshape(n, c, h, w)[...] = p[:, :, top:top + h, left:left + w]
 
 
-_TWINS = {"im2col": _im2col_twin, "col2im": _col2im_twin, "bias_act": _bias_act_twin, "relu_mask": _relu_mask_twin,
-          "max_pool": _max_pool_twin, "max_pool_grad": _max_pool_grad_twin, "avg_pool": _avg_pool_twin,
+_TWINS = {"im2col": _im2col_twin, "col2im": _col2im_twin,
+          "weight_grad_operands": _weight_grad_operands_twin, "bias_act": _bias_act_twin, "relu_mask": _relu_mask_twin,
+          "relu_grad": _relu_grad_twin,           "max_pool": _max_pool_twin, "max_pool_grad": _max_pool_grad_twin, "avg_pool": _avg_pool_twin,
           "avg_pool_grad": _avg_pool_grad_twin}
 
 MODULE = CudaModule("nn", _source(), {"%s_%s" % (name, s): twin for name, twin in _TWINS.items()
@@ -346,6 +397,18 @@ def im2col(xp, x, kh, kw, strides, dilations, pads, out_hw):
     return cols
 
 
+def weight_grad_operands(xp, x, dy, kh, kw, strides, dilations, pads, out_hw):
+    """(cols (C·kh·kw, N·OH·OW), dyt (F, N·OH·OW)) of x (N, C, H, W) and dy (N, F, OH, OW), in one launch: the
+    weight gradient's operands with the batch inside the product's reduction axis."""
+    n, c = x.shape[:2]
+    f, p = dy.shape[1], out_hw[0] * out_hw[1]
+    cols = xp.empty((c * kh * kw, n * p), dtype=x.dtype)
+    dyt = xp.empty((f, n * p), dtype=x.dtype)
+    MODULE.launch(xp, _name("weight_grad_operands", x.dtype), cols.size + dyt.size, x, dy, cols, dyt,
+                  *_geometry(x.shape, (kh, kw), strides, pads, out_hw, dilations), f)
+    return cols, dyt
+
+
 def col2im(xp, dcols, input_shape, kh, kw, strides, dilations, pads, out_hw):
     """dx (N, C, H, W) from the patch gradients dcols (N, C·kh·kw, OH·OW)."""
     dx = xp.empty(tuple(input_shape), dtype=dcols.dtype)
@@ -367,6 +430,13 @@ def relu_mask(xp, g, y):
     """In place: g *= (y > 0)."""
     MODULE.launch(xp, _name("relu_mask", g.dtype), g.size, g, y, g.size)
     return g
+
+
+def relu_grad(xp, dy, y):
+    """dy * (y > 0) into a new array (dy, y: C-contiguous, one shape and dtype)."""
+    dx = xp.empty(dy.shape, dtype=dy.dtype)
+    MODULE.launch(xp, _name("relu_grad", dy.dtype), dx.size, dy, y, dx, dx.size)
+    return dx
 
 
 def max_pool(xp, x, ksize, strides, pads, out_hw):

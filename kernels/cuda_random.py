@@ -57,6 +57,14 @@ extern "C" __global__ void dropout_{S}(const {T}* x, {T}* y, signed char* mask, 
         y[i] = (x[i] * ({T})keep) * scale;
     }
 }
+
+// dropout's gradient, dx = (dy * mask) * scale, in one launch (the host formula's two products in its order)
+extern "C" __global__ void dropout_grad_{S}(const {T}* dy, const signed char* mask, {T}* dx, long long n,
+                                            {T} scale) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x)
+        dx[i] = (dy[i] * ({T})mask[i]) * scale;
+}
 """
 
 _SUFFIX = {numpy.dtype(numpy.float32): "f32", numpy.dtype(numpy.float64): "f64"}
@@ -90,8 +98,14 @@ def _dropout_twin(x, y, mask, key, n, d1, d2, d3, s0, s1, s2, s3, base, rate, sc
     y.reshape(-1)[...] = (x.reshape(-1) * mask.reshape(-1)) * scale
 
 
+def _dropout_grad_twin(dy, mask, dx, n, scale):
+    numpy.multiply(dy * mask, scale, out=dx)
+
+
 MODULE = CudaModule("random", _source(), {"philox_uniform_at": _uniform_at_twin, "dropout_mask": _mask_twin,
-                                           "dropout_f32": _dropout_twin, "dropout_f64": _dropout_twin},
+                                           "dropout_f32": _dropout_twin, "dropout_f64": _dropout_twin,
+                                           "dropout_grad_f32": _dropout_grad_twin,
+                                           "dropout_grad_f64": _dropout_grad_twin},
                     options=("--std=c++17", "--fmad=false"))
 
 
@@ -126,6 +140,18 @@ def dropout(xp, x, key, rate, geometry):
     MODULE.launch(xp, "dropout_%s" % _SUFFIX[numpy.dtype(x.dtype)], x.size, x, y, mask, key, x.size, *geometry,
                   rate, scale)
     return y, mask
+
+
+def dropout_grad(xp, dy, mask, *, rate):
+    """The dropout_grad op's kernel: dy * mask * 1 / (1 - rate) in one launch on a device (dy C-contiguous
+    float32/64, mask its int8 keep-mask of the same shape), random.dropout_grad's two products elsewhere."""
+    if xp is numpy or not hasattr(xp, "RawModule") or not supported(dy.dtype) or mask.dtype != numpy.int8 or \
+            dy.shape != mask.shape or not (dy.flags.c_contiguous and mask.flags.c_contiguous):
+        return rnd.dropout_grad(xp, dy, mask, rate=rate)
+    dx = xp.empty(dy.shape, dtype=dy.dtype)
+    MODULE.launch(xp, "dropout_grad_%s" % _SUFFIX[numpy.dtype(dy.dtype)], dx.size, dy, mask, dx, dx.size,
+                  1.0 / (1.0 - rate))
+    return dx
 
 
 def mask(xp, key, rate, shape, geometry):

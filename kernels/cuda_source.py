@@ -77,28 +77,42 @@ class CudaModule:
             raise ValueError("CUDA module %r: functions without a twin %s, twins without a function %s"
                              % (name, sorted(missing), sorted(extra)))
         self.twins = dict(twins)
-        self._loaded = {}  # (array module, device id) -> RawModule
+        self._loaded = {}  # (id of array module, device id) -> (array module, RawModule)
+        self._functions = {}  # (id of array module, device id, function) -> (kernel, parameters, count, module)
         MODULES[name] = self
 
     def raw_module(self, xp):
         """The module as xp's RawModule on xp's current device (compiled by NVRTC on first use, cached)."""
         key = (id(xp), current_device(xp))
-        module = self._loaded.get(key)
-        if module is None:
-            module = self._loaded[key] = xp.RawModule(code=self.code, options=self.options)
-        return module
+        found = self._loaded.get(key)
+        if found is None:
+            # (xp kept with it: its id cannot name another module later, the tests' fakes come and go)
+            found = self._loaded[key] = (xp, xp.RawModule(code=self.code, options=self.options))
+        return found[1]
+
+    def _function(self, xp, function):
+        """(the kernel of `function` in xp's RawModule on xp's current device, its parameters), cached: CuPy's
+        `get_function` asks the driver for the function every time (cuModuleGetFunction), a launch's host time."""
+        key = (id(xp), current_device(xp), function)
+        found = self._functions.get(key)
+        if found is None:
+            params = self.functions[function]
+            kernel = self.raw_module(xp).get_function(function)
+            found = self._functions[key] = (kernel, tuple(params), len(params), xp)
+        return found
 
     def launch(self, xp, function, items, *args, block=BLOCK):
         """Runs `function` over `items` independent items (its grid-stride loop covers them) on xp's current
         stream; `args` as the C signature says (see the module docstring)."""
-        params = self.functions[function]
-        if len(args) != len(params):
+        kernel, params, count, _ = self._function(xp, function)
+        if len(args) != count:
             raise TypeError("CUDA function %s takes %d arguments (%s), got %d" % (
-                function, len(params), ", ".join(p.name for p in params), len(args)))
+                function, count, ", ".join(p.name for p in params), len(args)))
         converted = []
+        host = _HOST_TYPES
         for p, a in zip(params, args):
             if p.pointer:
-                if isinstance(a, (numpy.ndarray, numpy.generic)) or not hasattr(a, "dtype"):
+                if isinstance(a, host) or not hasattr(a, "dtype"):
                     raise TypeError("CUDA function %s: %s must be a device array, got %s" % (
                         function, p.name, type(a).__name__))
                 if a.dtype != p.dtype:
@@ -112,7 +126,10 @@ class CudaModule:
         if items <= 0:
             return
         grid = min(MAX_BLOCKS, -(-int(items) // block))
-        self.raw_module(xp).get_function(function)((grid,), (block,), tuple(converted))
+        kernel((grid,), (block,), tuple(converted))
+
+
+_HOST_TYPES = (numpy.ndarray, numpy.generic)
 
 
 def current_device(xp):

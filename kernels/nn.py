@@ -14,12 +14,13 @@ path — one strided-slice operation per window offset — is the reference and 
 On a device (CuPy) the whole batch goes at once through the CUDA kernels of `cuda_nn.py` (im2col, col2im, the
 epilogue, pooling forward and backward: one launch each) and batched products; chunking by cache size is a CPU rule.
 """
+import functools
 import numbers
 import threading
 
 import numpy as np
 
-from . import blas, cpu_threads, cuda_nn, nn_jit, vector_gemm
+from . import blas, cpu_threads, cuda_blas, cuda_nn, nn_jit, vector_gemm
 
 _FORMATS = ("NCHW", "NHWC")
 
@@ -196,6 +197,30 @@ def _on_device(xp, dtype):
     return xp is not np and hasattr(xp, "RawModule") and cuda_nn.supported(dtype)
 
 
+def _memo_geometry(setup):
+    """`setup` (a pure function of shapes and geometry attributes) remembered by its arguments: each op calls it
+    with the same ones every step, and the parsing and checking cost a step's host time (numpy and CuPy alike).
+    The key holds each argument's type beside its value (1 and 1.0 hash alike, but only one is valid);
+    unhashable arguments (lists) are not remembered; an argument that raises is never stored."""
+    memo = {}
+
+    @functools.wraps(setup)
+    def remembered(*args):
+        key = args + tuple(map(type, args))
+        try:
+            found = memo.get(key)
+        except TypeError:
+            return setup(*args)
+        if found is None:
+            found = setup(*args)
+            if len(memo) > 4096:
+                memo.clear()
+            memo[key] = found
+        return found
+    return remembered
+
+
+@_memo_geometry
 def _conv_setup(x_shape, w_shape, strides, pads, dilations, groups, data_format):
     _check_format(data_format)
     n, c, h, w = _nchw_shape(x_shape, data_format)
@@ -502,7 +527,7 @@ def _conv_forward(xp, x, w, b, activation, strides, pads, dilations, groups, dat
         x = _nchw_contiguous(xp, x, data_format, dtype)
         cols = cuda_nn.im2col(xp, x, kh, kw, strides, dilations, pads, (oh, ow))
         w3 = _weight_groups(xp, w, data_format, groups, dtype)
-        out = xp.matmul(w3, cols.reshape(n, groups, cg * kh * kw, oh * ow)).reshape(n, f, oh, ow)
+        out = cuda_blas.matmul(xp, w3, cols.reshape(n, groups, cg * kh * kw, oh * ow)).reshape(n, f, oh, ow)
         if b is not None:
             cuda_nn.bias_act(xp, out, b, activation == "relu")
         return _from_nchw_array(xp, out, data_format)
@@ -597,12 +622,18 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
         return xp.zeros(tuple(weight_shape), dtype=dy.dtype)
     dtype = xp.result_type(dy, x)
     if _on_device(xp, dtype):
-        # per sample dy (G, Fg, P) @ patches^T (G, P, Kg) in one batched product, then the sum over the batch
-        k, p = cg * kh * kw, out_hw[0] * out_hw[1]
-        cols = cuda_nn.im2col(xp, _nchw_contiguous(xp, x, data_format, dtype), kh, kw, strides, dilations, pads,
-                              out_hw).reshape(n, groups, k, p)
-        dy4 = _nchw_contiguous(xp, dy, data_format, dtype).reshape(n, groups, f // groups, p)
-        dw = xp.matmul(dy4, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(f, cg, kh, kw)
+        # dyt (G, Fg, N·P) @ patches^T (G, N·P, Kg): one product whose reduction runs over the whole batch's
+        # positions (both operands written by one launch), not a batched product per sample and a sum over the batch
+        k, np_ = cg * kh * kw, n * out_hw[0] * out_hw[1]
+        cols, dyt = cuda_nn.weight_grad_operands(xp, _nchw_contiguous(xp, x, data_format, dtype),
+                                                 _nchw_contiguous(xp, dy, data_format, dtype), kh, kw, strides,
+                                                 dilations, pads, out_hw)
+        if groups == 1:
+            dw = cuda_blas.matmul(xp, dyt, cols.T)
+        else:
+            dw = cuda_blas.matmul(xp, dyt.reshape(groups, f // groups, np_), cols.reshape(groups, k, np_).transpose(
+                0, 2, 1))
+        dw = dw.reshape(f, cg, kh, kw)
         return dw if data_format == "NCHW" else xp.ascontiguousarray(dw.transpose(0, 2, 3, 1))
     if _pointwise(xp, weight_shape, strides, pads, groups, data_format):
         return _pointwise_grad_weight(xp, dy, x, weight_shape, strides, data_format, xp.result_type(dy, x))
@@ -680,7 +711,7 @@ def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)
         k, p = cg * kh * kw, out_hw[0] * out_hw[1]
         dy4 = _nchw_contiguous(xp, dy, data_format, dtype).reshape(n, groups, f // groups, p)
         w3 = _weight_groups(xp, w, data_format, groups, dtype)
-        dcols = xp.matmul(w3.transpose(0, 2, 1), dy4).reshape(n, groups * k, p)
+        dcols = cuda_blas.matmul(xp, w3.transpose(0, 2, 1), dy4).reshape(n, groups * k, p)
         dx = cuda_nn.col2im(xp, xp.ascontiguousarray(dcols), (n, c, h, wd), kh, kw, strides, dilations, pads,
                             out_hw)
         return _from_nchw_array(xp, dx, data_format)
@@ -736,6 +767,7 @@ def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)
 
 # --- pooling -----------------------------------------------------------------------
 
+@_memo_geometry
 def _pool_setup(x_shape, ksize, strides, pads, data_format, ceil_mode):
     _check_format(data_format)
     n, c, h, w = _nchw_shape(x_shape, data_format)

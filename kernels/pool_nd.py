@@ -63,6 +63,7 @@ def _attrs_2d(nd, ksize, strides, pads, data_format):
         ("NCHW" if conv_nd.channels_first(data_format) else "NHWC")
 
 
+@nn2d._memo_geometry  # (each pooling op asks with the same arguments every step)
 def _setup(x_shape, ksize, strides, pads, dilations, data_format):
     nd = conv_nd.spatial_dims(data_format)
     first = conv_nd.channels_first(data_format)

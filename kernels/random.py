@@ -176,6 +176,7 @@ def dropout(xp, x, mask, *, rate):
 
 
 def dropout_grad(xp, dy, mask, *, rate):
+    """The host formula (the reference); the op's kernel is cuda_random.dropout_grad, one launch on a device."""
     scale = 1.0 / (1.0 - rate)
     return (dy * mask * scale).astype(dy.dtype, copy=False)
 

@@ -15,7 +15,7 @@ import pytest
 import cuda_host
 import strict_device
 from kernel_testing import CUPY
-from oneflow_compat.kernels import cuda_random, cuda_scatter, linalg, loss, nn, optim, random as rnd
+from oneflow_compat.kernels import activation, cuda_random, cuda_scatter, linalg, loss, nn, optim, random as rnd
 from oneflow_compat.kernels import tensor_ops
 from oneflow_compat.kernels import checks
 
@@ -165,6 +165,36 @@ def test_dropout_draws_the_host_mask_in_one_launch(dev, shape, piece, dtype):
     np.testing.assert_array_equal(_down(y), want)
     only = cuda_random.mask(dev, key, rate, want_mask.shape, cuda_random.piece_geometry(shape, piece))
     np.testing.assert_array_equal(_down(only), want_mask)
+
+
+def _signed_specials(dtype):
+    """Values of both signs with the products' corner cases: zeros of both signs, infinities, a NaN."""
+    x = _normal(5, 7, dtype=dtype)
+    x.reshape(-1)[:5] = [0.0, -0.0, np.inf, -np.inf, np.nan]
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_and_dropout_gradients_are_one_launch_of_numpys_values(dev, dtype):
+    # one raw launch each instead of a comparison and a product (relu) or two products (dropout), with numpy's
+    # bits: NaN and infinities of dy through the mask's zeros (NaN), -0 where dy is negative and masked out
+    dy, y = _signed_specials(dtype), np.maximum(_signed_specials(dtype)[::-1].copy(), 0)
+    mask = R.integers(0, 2, (5, 7)).astype(np.int8)
+    dy_d, y_d, mask_d = _up(dev, dy), _up(dev, y), _up(dev, mask)
+    strict_device.Launches.reset()
+    got_relu = activation.relu_grad(dev, dy_d, y_d)
+    got_drop = cuda_random.dropout_grad(dev, dy_d, mask_d, rate=0.3)
+    if dev is not CUPY:
+        assert strict_device.Launches.by_name == {"raw:relu_grad_%s" % _SUFFIX[dtype]: 1,
+                                                  "raw:dropout_grad_%s" % _SUFFIX[dtype]: 1}
+    for got, want in ((got_relu, activation.relu_grad(np, dy, y)),
+                      (got_drop, rnd.dropout_grad(np, dy, mask, rate=0.3))):
+        assert _down(got).dtype == want.dtype
+        np.testing.assert_array_equal(_down(got), want)
+        np.testing.assert_array_equal(np.signbit(_down(got)), np.signbit(want))
+
+
+_SUFFIX = {np.float32: "f32", np.float64: "f64"}
 
 
 def test_philox_uniform_kernel_equals_numpy_philox(dev):

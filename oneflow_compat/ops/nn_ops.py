@@ -277,7 +277,8 @@ def _dropout_grad_sbp(op):
 
 register(OpDef("dropout", infer=_dropout_meta, build=_dropout_build, grad=_dropout_grad, sbp=_dropout_sbp,
                num_outputs=2))
-register(OpDef("dropout_grad", infer=lambda op: _same_as_input(op, 0), kernel=random_k.dropout_grad,
+# (the kernel: one launch on a device, the host formula of random_k.dropout_grad elsewhere)
+register(OpDef("dropout_grad", infer=lambda op: _same_as_input(op, 0), kernel=cuda_random.dropout_grad,
                kernel_attrs=lambda op: {"rate": op.attrs["rate"]}, sbp=_dropout_grad_sbp))
 
 

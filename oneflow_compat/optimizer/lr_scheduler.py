@@ -7,6 +7,7 @@ warmup replaces (never blends with) the decay while `step < warmup.steps`, and t
 """
 import collections.abc
 import math
+import weakref
 
 import numpy as np
 
@@ -33,6 +34,12 @@ class LrScheduler:
 
     def lr_at(self, step):
         step = int(step)
+        # every variable's update of a train step asks for the same step's rate: the last answer is kept while
+        # the step and the scheduler's (and its warmup's) fields are what they were
+        state = (vars(self), vars(self.warmup) if self.warmup is not None else None)
+        last = _LAST_RATE.get(self)
+        if last is not None and last[0] == step and last[1] == state:
+            return last[2]
         base = _as_float32(self.base_lr)
         if self.warmup is not None and self.warmup.active(step):
             value = self.warmup.lr(base, step)
@@ -40,11 +47,21 @@ class LrScheduler:
             if "steps" in vars(self):
                 _check_decay_steps(self, step)
             value = self._decayed(base, step)
-        return _as_float32(value)
+        value = _as_float32(value)
+        _LAST_RATE[self] = (step, tuple(None if d is None else _fields_copy(d) for d in state), value)
+        return value
 
     def __repr__(self):
         fields = ", ".join("%s=%r" % (k, v) for k, v in vars(self).items() if v is not None and k != "lr_lbn")
         return "%s(%s)" % (type(self).__name__, fields)
+
+
+_LAST_RATE = weakref.WeakKeyDictionary()  # scheduler -> (step, copies of its fields and its warmup's, rate)
+
+
+def _fields_copy(fields):
+    """The fields, lists and dicts among them copied (boundaries, values): a change in place shows as a change."""
+    return {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v) for k, v in fields.items()}
 
 
 def _check_decay_steps(scheduler, step):

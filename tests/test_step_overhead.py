@@ -1,0 +1,119 @@
+"""What a compiled step no longer recomputes every call (benchmarks/bench_step_overhead.py times it): the CUDA
+functions a launch runs, a convolution's or pooling's geometry, the learning rate of a step. Each memo must give
+what the computation gives, and notice when its inputs change."""
+import numpy as np
+import pytest
+
+import oneflow_compat as flow
+import strict_device
+from oneflow_compat.kernels import cuda_nn
+from oneflow_compat.kernels import nn as nn_k
+
+
+def test_a_launch_asks_the_module_for_its_function_once_per_device(monkeypatch):
+    fake = strict_device.module()
+    asked = []
+    original = fake.RawModule.get_function
+
+    def get_function(self, name):
+        asked.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(fake.RawModule, "get_function", get_function)
+    g = np.array([[1.0, -2.0, 3.0], [0.0, 5.0, -6.0]], np.float32)
+    y = np.array([[1.0, 0.0, 2.0], [0.0, 0.5, 0.0]], np.float32)
+    for _ in range(3):
+        out = fake.asarray(g)
+        cuda_nn.MODULE.launch(fake, "relu_mask_f32", 6, out, fake.asarray(y), 6)
+        np.testing.assert_array_equal(out.get(), np.where(y > 0, g, 0))  # relu's gradient: g where y > 0
+    assert asked == ["relu_mask_f32"]
+    # the checks still run on every launch
+    with pytest.raises(TypeError, match=r"^CUDA function relu_mask_f32: y must be a float32 array, got float64$"):
+        cuda_nn.MODULE.launch(fake, "relu_mask_f32", 6, out, fake.asarray(y.astype(np.float64)), 6)
+    with pytest.raises(KeyError):
+        cuda_nn.MODULE.launch(fake, "no_such_function", 6, out)
+
+
+def _conv_reference(x, w, stride, pad):
+    n, c, h, wd = x.shape
+    f, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, f, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.einsum("nchw,fchw->nf", patch, w)
+    return out
+
+
+def test_the_remembered_convolution_geometry_is_the_geometry_of_each_call():
+    r = np.random.default_rng(0)
+    x, w = r.standard_normal((2, 3, 7, 7)).astype(np.float32), r.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    for stride, pad in [(1, 1), (2, 1), (1, 0), (2, 1), (1, 1)]:  # repeated geometries come from the memo
+        got = nn_k.conv2d(np, x, w, strides=stride, pads=((pad, pad), (pad, pad)))
+        np.testing.assert_allclose(got, _conv_reference(x, w, stride, pad), rtol=1e-5, atol=1e-5)
+    # lists (unhashable) are computed each time; a float stride is refused every time, though 1.0 == 1
+    got = nn_k.conv2d(np, x, w, strides=[2, 2], pads=[[1, 1], [1, 1]])
+    np.testing.assert_allclose(got, _conv_reference(x, w, 2, 1), rtol=1e-5, atol=1e-5)
+    for _ in range(2):
+        with pytest.raises(TypeError):
+            nn_k.conv2d(np, x, w, strides=1.0)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="pads must be non-negative"):
+            nn_k.conv2d(np, x, w, pads=((-1, 0), (0, 0)))
+
+
+def test_the_learning_rate_of_a_step_follows_every_change_of_its_scheduler():
+    s = flow.optimizer.PiecewiseConstantScheduler([2, 4], [0.1, 0.01, 0.001])
+    want = [np.float32(v).item() for v in (0.1, 0.1, 0.1, 0.01, 0.01, 0.001)]
+    assert [s.lr_at(t) for t in range(6)] == want
+    assert s.lr_at(3) == s.lr_at(3) == want[3]
+    s.values[1] = 0.5  # in place
+    assert s.lr_at(3) == 0.5
+    s.values = [0.1, 0.25, 0.001]  # replaced
+    assert s.lr_at(3) == 0.25
+    w = flow.optimizer.PiecewiseConstantScheduler([], [0.1], warmup=flow.optimizer.warmup.linear(10, 0.0))
+    first = w.lr_at(5)
+    w.warmup.start_multiplier = 0.5  # the warmup's own fields count too
+    assert w.lr_at(5) != first
+
+
+class _Interval:
+    def __init__(self, us):
+        self.us = us
+
+    def elapsed_us(self):
+        return self.us
+
+
+class _Event:
+    def __init__(self, name, us):
+        self.name, self.time_range = name, _Interval(us)
+
+
+def test_the_gpu_check_reports_the_devices_busy_time_per_step():
+    from oneflow_compat.tools import gpu_stages
+
+    events = [_Event("Memcpy HtoD (Pinned -> Device)", 1.5), _Event("im2col_f32", 20.0),
+              _Event("sgemm_128x64", 30.25), _Event("Memcpy DtoH (Device -> Pinned)", 2.0),
+              _Event("Memset (Device)", 0.5), _Event("Memcpy DtoD (Device -> Device)", 1.0)]
+    assert gpu_stages.count_device_events(events) == {"kernels": 2, "htod": 1, "dtoh": 1, "dtod": 1, "memset": 1,
+                                                      "device_us": 55.2}
+
+
+def _twice_busy():
+    return sum(i * i for i in range(2000))
+
+
+def test_the_gpu_checks_host_profile_names_the_functions_a_step_runs():
+    from oneflow_compat.tools import gpu_stages
+
+    def step():
+        _twice_busy()
+        _twice_busy()
+
+    prof = gpu_stages.host_profile(step, 3)
+    busy = [row for row in prof["top"] if row[0].endswith("(_twice_busy)")]
+    assert len(busy) == 1 and busy[0][1] == 2.0 and busy[0][0].startswith("tests/test_step_overhead.py:")
+    assert prof["profiled_ms_per_step"] > 0
