@@ -58,15 +58,6 @@ def lenet_narrow(data, train=False):
     return flow.layers.dense(h, 10, kernel_initializer=init, name="dense2")
 
 
-class _Patches:
-    def __init__(self):
-        self.undo = []
-
-    def setattr(self, obj, name, value):
-        self.undo.append((obj, name, getattr(obj, name)))
-        setattr(obj, name, value)
-
-
 def make_step(model_name, device):
     from benchmarks import models
     from oneflow_compat.framework import session as sess
@@ -78,7 +69,9 @@ def make_step(model_name, device):
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         import strict_device
 
-        strict_device.install(_Patches(), "gpu", allow_syncs=True, gpus=1)
+        from oneflow_compat.tools.gpu_stages import Patches
+
+        strict_device.install(Patches(), "gpu", allow_syncs=True, gpus=1)
     sess.clear_default_session()
     step = models.make_train_step(model, 1, 1)
     for _ in range(3):

@@ -46,8 +46,8 @@ def guarded(results, name, fn):
 
 
 # --- device modes ----------------------------------------------------------------------------------------------
-class _Patches:
-    """monkeypatch's setattr for the fake device, undone on exit."""
+class Patches:
+    """monkeypatch's setattr for the fake device, undone on exit (the step-overhead benchmark uses it too)."""
 
     def __init__(self):
         self.undo = []
@@ -68,7 +68,7 @@ def device(mode, graph=False):
     asked or not, in a fresh session."""
     from oneflow_compat.framework import session as sess
 
-    patches = _Patches()
+    patches = Patches()
     old = {k: os.environ.get(k) for k in ("ONEFLOW_COMPAT_DEVICE", "ONEFLOW_COMPAT_CUDA_GRAPH")}
     os.environ["ONEFLOW_COMPAT_DEVICE"] = mode if not (FAKE and mode == "gpu") else "cpu"
     os.environ["ONEFLOW_COMPAT_CUDA_GRAPH"] = "1" if graph else "0"
