@@ -406,7 +406,11 @@ class Graph:
         for i, x in enumerate(flat):
             if isinstance(x, Tensor):
                 v = trace.add_input(len(trace.inputs), x._value)
-                lazy_args.append(Tensor._make(v, x._placement, x._sbp, x._device))
+                lazy_x = Tensor._make(v, x._placement, x._sbp, x._device)
+                # OneFlow 0.9: the input op's output requires grad when the eager tensor passed in does
+                # (AutogradInterpreter::Apply), so build can retain and read its gradient (`x.grad`)
+                lazy_x.requires_grad_flag = x.requires_grad_flag and x.dtype.is_floating
+                lazy_args.append(lazy_x)
                 name = names.get(id(x), "_%s_input.%d" % (self._name, i))
                 trace.op_records.name_blob(v.blob, name + "/out")
                 self._args_repr.append("(INPUT:%s:%s)" % (name, tensor_text(x)))

@@ -125,6 +125,38 @@ def backward(t, gradient=None, retain_graph=False):
     trace.mark_loss(t._value)
 
 
+# --- gradients inside build: `t.retain_grad()` and `t.grad` after `loss.backward()` -----------------------------
+def retain_grad(t):
+    """`t.retain_grad()` on a lazy tensor (OneFlow 0.9 tensor_impl.cpp `set_retain_grad`: a tensor that does not
+    require grad is refused; a graph input requires grad when the eager tensor passed in does)."""
+    if not t.requires_grad_flag:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    t._retaining = True
+
+
+def grad_of(t):
+    """`t.grad` while a build is traced: after `loss.backward()`, the lazy gradient of a retained lazy tensor or of
+    a parameter (any eager tensor the job reads as a variable) that requires grad — the job's gradient blob
+    (runtime/graph_trace.py `grad_value`), a graph output or the input of further ops; None where no loss
+    depends on it. Otherwise what `.grad` holds (None for a lazy tensor)."""
+    trace, scope = _CTX.graph_traces[-1]
+    if not trace.job.losses or not t.requires_grad_flag:
+        return t._grad
+    if is_lazy(t):
+        if t._value.trace is not trace or not getattr(t, "_retaining", False):
+            return t._grad
+        blob = t._value.blob
+    else:
+        hit = trace._var_of.get(id(t))
+        if hit is None:
+            return t._grad
+        blob = hit.blob
+    value = trace.grad_value(blob)
+    if value is None:
+        return t._grad
+    return _wrap(value, t, False)
+
+
 # --- module calls inside build ------------------------------------------------------------------------------------
 def module_call(module, call, args, kwargs):
     """How `Module.__call__` runs while a graph traces: `call(args, kwargs)` inside the module's scope (its path
