@@ -437,6 +437,7 @@ class Graph:
                 self._log(1, self._outs_repr[-1])
         if trace.job.is_train and not trace.job.losses:
             raise RuntimeError("nn.Graph '%s' has an optimizer but build() called no loss.backward()" % self._name)
+        trace.job.variable_grads = lazy.variable_gradients(trace)
         return out_values, kinds, out_struct
 
     def _scope(self):

@@ -130,7 +130,7 @@ def retain_grad(t):
     """`t.retain_grad()` on a lazy tensor (OneFlow 0.9 tensor_impl.cpp `set_retain_grad`: a tensor that does not
     require grad is refused; a graph input requires grad when the eager tensor passed in does)."""
     if not t.requires_grad_flag:
-        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        raise RuntimeError("Can't retain_grad on Tensor that has requires_grad=False")
     t._retaining = True
 
 
@@ -151,10 +151,28 @@ def grad_of(t):
         if hit is None:
             return t._grad
         blob = hit.blob
-    value = trace.grad_value(blob)
-    if value is None:
-        return t._grad
-    return _wrap(value, t, False)
+    grads = trace.grad_tensors  # one tensor per gradient blob: `p.grad is p.grad`, and what it is made in place
+    key = blob.key()
+    hit = grads.get(key)
+    if hit is None:
+        value = trace.grad_value(blob)
+        if value is None:
+            return t._grad
+        hit = grads[key] = _wrap(value, t, False)
+    return hit
+
+
+def variable_gradients(trace):
+    """{variable name: gradient blob} of the parameters whose `.grad` build changed in place (`p.grad.mul_(c)`,
+    `clip_grad_norm_`): the gradient the optimizer then updates with (OneFlow 0.9 nn/graph/graph.py
+    `_mark_variable_gradients`: a parameter's lazy `.grad` at the end of build is its variable's gradient)."""
+    out = {}
+    for key, t in trace.grad_tensors.items():
+        op = trace.job.grad_requests[key]
+        src = op.inputs[0].op
+        if src.type == "variable" and t._value.blob is not op.outputs[0]:
+            out[src.attrs["name"]] = t._value.blob
+    return out
 
 
 # --- module calls inside build ------------------------------------------------------------------------------------

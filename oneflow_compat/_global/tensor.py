@@ -470,7 +470,7 @@ class Tensor:
 
             return lazy.retain_grad(self)
         if not self.requires_grad_flag:
-            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            raise RuntimeError("Can't retain_grad on Tensor that has requires_grad=False")
         if self._node is None or getattr(self, "_retaining", False):
             return
         self._retaining = True

@@ -128,6 +128,11 @@ def build_backward(ctx, job, loss_scale=None):
             out[op.attrs["name"]] = (op, g)
     if requests:
         _resolve_grad_requests(ctx, job, requests, fwd_ops, total)
+        # a parameter's gradient that build changed in place (nn.Graph: `p.grad.mul_(c)`, clip_grad_norm_) is
+        # the one its update reads (OneFlow 0.9 MarkVariableGradients)
+        for name, blob in (getattr(job, "variable_grads", None) or {}).items():
+            if name in out:
+                out[name] = (out[name][0], blob)
     return out
 
 

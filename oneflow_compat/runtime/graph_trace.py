@@ -88,6 +88,7 @@ class GraphTrace:
         self.checkpointing = []
         self.job.checkpointing_ops = set()
         self.checkpoint_inputs = {}
+        self.grad_tensors = {}  # blob key -> the lazy Tensor build reads as that blob's `.grad` (_global/lazy.py)
         self._inferred = -1  # number of ops the last on-demand SBP inference covered
         self._free = 0
 
