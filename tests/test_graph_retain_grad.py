@@ -2,7 +2,7 @@
 `h.grad`, `self.model.weight.grad` are the job's lazy gradient blobs, returned as graph outputs or used by further
 ops; test_autograd_function.py::test_graph_test_multi_input at v0.9.0). Compared with eager autograd on the same
 program and with the gradients written out in numpy here; a tensor that does not require grad gives 0.9's
-behaviour (retain_grad refused with tensor_impl.cpp's message, `.grad` None)."""
+behaviour (retain_grad refused with tensor_impl.cpp's message, `.grad` None). Two ranks: test_graph_retain_grad_mpi.py."""
 import numpy as np
 import pytest
 
@@ -235,3 +235,4 @@ def test_gradient_changed_in_build_is_the_one_the_update_reads(how):
     np.testing.assert_allclose(b_grad.numpy(), gb, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(model.weight.numpy(), w - lr * gw, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(model.bias.numpy(), b - lr * gb, rtol=1e-5, atol=1e-6)
+
