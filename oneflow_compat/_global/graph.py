@@ -20,6 +20,11 @@ compiles and runs (`runtime/graph_runtime.py`); later calls only run. Inputs and
 rank feeds its own pieces; outputs keep theirs, empty on ranks outside their placement) or, in a local graph,
 local tensors.
 
+After `loss.backward()`, build may read gradients as lazy tensors (OneFlow 0.9): `x.grad` of a tensor it called
+`x.retain_grad()` on (a graph input requires grad when the eager tensor passed in does) and `p.grad` of a
+parameter are the job's gradient blobs, returned as outputs or used by further ops; a parameter's `.grad` changed
+in place there (`clip_grad_norm_`) is what its update reads (`lazy.py` `grad_of`, `passes/autodiff.py`).
+
 Modules assigned to the graph are wrapped in a `Block` (`graph_block.py`) carrying the graph's configuration of
 the module, the pipeline stage in its three spellings; a placed stage moves the module's tensor inputs onto its
 placement (SBP kept).
