@@ -2,7 +2,7 @@
 kernels (bias and activation epilogue, relu gradient) at the end."""
 import numpy
 
-from . import blas, cuda_nn, dense_jit
+from . import blas, cuda_blas, cuda_nn, dense_jit
 
 
 _SMALL_PRODUCT_FLOPS = 1 << 16
@@ -35,11 +35,8 @@ def matmul(xp, a, b, *, transpose_a=False, transpose_b=False, alpha=1.0):
                          % (tuple(a.shape), tuple(b.shape)))
     if xp is numpy and a.ndim == 2:  # through gemm: on the kernels' own threads (kernels/cpu_threads.py)
         return blas.gemm(a, b, numpy.empty((a.shape[0], b.shape[1]), dtype=numpy.result_type(a, b)), alpha=alpha)
-    out = xp.matmul(a, b)
-    if alpha != 1.0:
-        # `out` is freshly allocated, so scaling it in place is safe and saves a copy
-        out *= xp.asarray(alpha, dtype=out.dtype)
-    return out
+    # on a device: through the project's cuBLAS handle (alpha taken by the GEMM), which a CUDA graph can capture
+    return cuda_blas.matmul(xp, a, b, alpha=alpha)
 
 
 def _small_product(a, b):
@@ -99,10 +96,9 @@ def _product(xp, a, b, transpose_a, transpose_b, alpha, f_order):
         out = numpy.empty((n, m), dtype=a.dtype).T if f_order else numpy.empty((m, n), dtype=a.dtype)
         return blas.gemm(a, b, out, alpha=alpha, trans_a=transpose_a, trans_b=transpose_b)
     op_a, op_b = (a.T if transpose_a else a), (b.T if transpose_b else b)
-    out = xp.matmul(op_b.T, op_a.T).T if f_order else xp.matmul(op_a, op_b)
-    if alpha != 1.0:
-        out *= out.dtype.type(alpha)
-    return out
+    if f_order:
+        return cuda_blas.matmul(xp, op_b.T, op_a.T, alpha=alpha).T
+    return cuda_blas.matmul(xp, op_a, op_b, alpha=alpha)
 
 
 def _device_epilogue(xp, a, b, other):

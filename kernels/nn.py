@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from . import blas, cpu_threads, cuda_nn, nn_jit, vector_gemm
+from . import blas, cpu_threads, cuda_blas, cuda_nn, nn_jit, vector_gemm
 
 _FORMATS = ("NCHW", "NHWC")
 
@@ -527,7 +527,7 @@ def _conv_forward(xp, x, w, b, activation, strides, pads, dilations, groups, dat
         x = _nchw_contiguous(xp, x, data_format, dtype)
         cols = cuda_nn.im2col(xp, x, kh, kw, strides, dilations, pads, (oh, ow))
         w3 = _weight_groups(xp, w, data_format, groups, dtype)
-        out = xp.matmul(w3, cols.reshape(n, groups, cg * kh * kw, oh * ow)).reshape(n, f, oh, ow)
+        out = cuda_blas.matmul(xp, w3, cols.reshape(n, groups, cg * kh * kw, oh * ow)).reshape(n, f, oh, ow)
         if b is not None:
             cuda_nn.bias_act(xp, out, b, activation == "relu")
         return _from_nchw_array(xp, out, data_format)
@@ -627,7 +627,7 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
         cols = cuda_nn.im2col(xp, _nchw_contiguous(xp, x, data_format, dtype), kh, kw, strides, dilations, pads,
                               out_hw).reshape(n, groups, k, p)
         dy4 = _nchw_contiguous(xp, dy, data_format, dtype).reshape(n, groups, f // groups, p)
-        dw = xp.matmul(dy4, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(f, cg, kh, kw)
+        dw = cuda_blas.matmul(xp, dy4, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(f, cg, kh, kw)
         return dw if data_format == "NCHW" else xp.ascontiguousarray(dw.transpose(0, 2, 3, 1))
     if _pointwise(xp, weight_shape, strides, pads, groups, data_format):
         return _pointwise_grad_weight(xp, dy, x, weight_shape, strides, data_format, xp.result_type(dy, x))
@@ -705,7 +705,7 @@ def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)
         k, p = cg * kh * kw, out_hw[0] * out_hw[1]
         dy4 = _nchw_contiguous(xp, dy, data_format, dtype).reshape(n, groups, f // groups, p)
         w3 = _weight_groups(xp, w, data_format, groups, dtype)
-        dcols = xp.matmul(w3.transpose(0, 2, 1), dy4).reshape(n, groups * k, p)
+        dcols = cuda_blas.matmul(xp, w3.transpose(0, 2, 1), dy4).reshape(n, groups * k, p)
         dx = cuda_nn.col2im(xp, xp.ascontiguousarray(dcols), (n, c, h, wd), kh, kw, strides, dilations, pads,
                             out_hw)
         return _from_nchw_array(xp, dx, data_format)

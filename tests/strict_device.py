@@ -27,8 +27,10 @@ As a pytest plugin it runs whole test files that way (what the GPU machine's sui
 synchronisations allowed, for tests that read device values themselves). Tests that start child processes run
 those on the CPU.
 """
+import ctypes
 import os
 import types
+import weakref
 
 import numpy as np
 import pytest
@@ -36,6 +38,10 @@ import pytest
 IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy array "
             "explicitly.")
 SYNC = "implicit device -> host transfer (%s) of a device array: use `.get()` outside the step"
+# CuPy's own refusals while the current stream captures (CuPy 14.2: cupy/cuda/memory.pyx `copy_from_host_async`,
+# the way of every upload; cupy_backends/cuda/libs/cublas.pyx `setStream`, the way of every cuBLAS call of CuPy's)
+H2D_IN_CAPTURE = "the current stream is capturing, so H2D transfers are disallowed"
+CUBLAS_IN_CAPTURE = "calling cuBLAS API during stream capture is currently unsupported"
 MODULE_NAME = "strict_device"
 
 
@@ -137,8 +143,9 @@ def _is_pinned(array):
 
 class FakeStream:
     """A stream of the fake CUDA runtime: `with stream:` makes it current; `begin_capture()` records every launch
-    (and memcpy from pinned memory) until `end_capture()`, which returns a FakeGraph replaying them; a sync, a
-    pageable upload or a read of a device value while capturing raises, as CUDA refuses them."""
+    (the fake cuBLAS's GEMMs included) until `end_capture()`, which returns a FakeGraph replaying them; a sync or a
+    read of a device value while capturing raises, as CUDA refuses them, and so do an upload (of pinned memory too)
+    and CuPy's own cuBLAS products, as CuPy refuses them."""
 
     def __init__(self, cuda):
         self.cuda = cuda
@@ -314,6 +321,24 @@ def _refuse_in_capture(what):
                            "permitted when stream is capturing)" % what)
 
 
+def _refuse_upload_in_capture(what):
+    """CuPy refuses every host -> device copy while the current stream captures, from pinned memory too (its copy
+    would be legal CUDA, but CuPy checks first)."""
+    if _CAPTURE["thunks"] is not None:
+        raise RuntimeError("%s (the fake device: %s)" % (H2D_IN_CAPTURE, what))
+
+
+def _refuse_cublas_in_capture(name, raw):
+    """CuPy's products of floating arrays (matmul and `@`, dot, vdot, inner, tensordot, einsum) call cuBLAS through
+    its wrappers, which refuse a capturing stream; its integer products are kernels of its own."""
+    if _CAPTURE["thunks"] is not None and name.rpartition(".")[2] in _CUBLAS_FUNCTIONS and \
+            any(a.dtype.kind in "fc" for a in _data_of(raw)):
+        raise NotImplementedError(CUBLAS_IN_CAPTURE)
+
+
+_CUBLAS_FUNCTIONS = {"matmul", "dot", "vdot", "inner", "tensordot", "einsum"}
+
+
 def _refuse(what, convert):
     def refused(self, *args, **kwargs):
         _refuse_in_capture("%s of a device array" % what)
@@ -325,11 +350,166 @@ def _refuse(what, convert):
     return refused
 
 
+# --- device memory by address, and cuBLAS on it (kernels/cuda_blas.py calls the library through ctypes) -----------
+_MEMORY = {}  # address of a numpy array owning its memory -> weak reference to it (registered by `.data`)
+
+
+class FakeMemoryPointer:
+    """CuPy's MemoryPointer as library calls use it: `.ptr`, the address of the array's first element."""
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+def _address(data):
+    """The address of numpy array `data`'s first element; the array owning that memory is registered, so that the
+    fake cuBLAS finds it again by address."""
+    root = data
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if len(_MEMORY) > 512:
+        for key in [k for k, ref in _MEMORY.items() if ref() is None]:
+            del _MEMORY[key]
+    _MEMORY[root.ctypes.data] = weakref.ref(root)
+    return data.ctypes.data
+
+
+def _at(address, dtype, shape, strides, what):
+    """A numpy view of the fake's device memory: `shape` with byte `strides` from `address`, inside one registered
+    array; a ValueError naming `what` where it would read or write outside every array (on a GPU: other memory, or a
+    fault)."""
+    dtype = np.dtype(dtype)
+    extent = dtype.itemsize + sum((n - 1) * st for n, st in zip(shape, strides)) if all(shape) else 0
+    for start, ref in list(_MEMORY.items()):
+        root = ref()
+        if root is None or not start <= address < start + max(root.nbytes, 1):
+            continue
+        if address + extent > start + root.nbytes or min(strides, default=0) < 0:
+            raise ValueError("cuBLAS %s: %d bytes from 0x%x (strides %s) leave the %d-byte array at 0x%x" % (
+                what, extent, address, strides, root.nbytes, start))
+        if not (root.flags.c_contiguous or root.flags.f_contiguous):
+            raise ValueError("cuBLAS %s: the array at 0x%x does not own contiguous memory" % (what, start))
+        flat = root.reshape(-1, order="A").view(np.uint8)
+        return np.ndarray(shape, dtype, buffer=flat, offset=address - start, strides=strides)
+    raise ValueError("cuBLAS %s: no device array holds address 0x%x" % (what, address))
+
+
+class FakeCublas:
+    """cuBLAS's C functions that kernels/cuda_blas.py calls, as it calls them through ctypes (addresses as ints, the
+    new handle through `ctypes.byref`), on the fake's memory: each GEMM is numpy's product of views made from the
+    addresses, operations, leading dimensions and batch strides exactly as cuBLAS reads them (column-major), so a
+    wrong one gives wrong numbers or an error here, not first on a GPU. A GEMM is one launch (counted; recorded in a
+    capture: the library, unlike CuPy's wrappers of it, may be captured). As the library would misbehave, it refuses
+    a GEMM on a handle bound to another stream than the current one, and a captured GEMM whose handle is back on
+    cuBLAS's default workspace (`cublasSetStream` puts it there; cuBLAS would then allocate inside the capture).
+    Statuses: 0 success, 1 not initialised (an unknown handle), 7 invalid value (a leading dimension too small)."""
+
+    def __init__(self, where):
+        self.where = where  # () -> (current GPU, current stream's address)
+        self.handles = {}
+
+    def cublasCreate_v2(self, ref):
+        handle = len(self.handles) + 1
+        self.handles[handle] = {"stream": None, "workspace": None}
+        ref._obj.value = handle
+        return 0
+
+    def cublasSetStream_v2(self, handle, stream):
+        if handle not in self.handles:
+            return 1
+        self.handles[handle].update(stream=stream, workspace=None)
+        return 0
+
+    def cublasSetWorkspace_v2(self, handle, address, size):
+        if handle not in self.handles:
+            return 1
+        _at(address, np.uint8, (size,), (1,), "workspace")
+        self.handles[handle]["workspace"] = (address, size)
+        return 0
+
+    def _gemm(self, name, dtype, ctype, handle, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,
+              count):
+        state = self.handles.get(handle)
+        if state is None:
+            return 1
+        stream = self.where()[1]
+        if state["stream"] != stream:
+            raise RuntimeError("cuBLAS %s on a handle bound to stream %s while the current stream is %s: the GEMM "
+                               "would run out of the current stream's order (and outside its capture)" % (
+                                   name, state["stream"], stream))
+        if _CAPTURE["thunks"] is not None and state["workspace"] is None:
+            raise RuntimeError("cuBLAS %s captured on cuBLAS's default workspace: it would allocate inside the "
+                               "capture (cublasSetWorkspace after cublasSetStream)" % name)
+        if ta not in (0, 1) or tb not in (0, 1) or min(m, n, k, count) < 0:
+            return 7
+        rows_a, cols_a = (m, k) if ta == 0 else (k, m)
+        rows_b, cols_b = (k, n) if tb == 0 else (n, k)
+        if lda < max(1, rows_a) or ldb < max(1, rows_b) or ldc < max(1, m):
+            return 7
+        if m == 0 or n == 0 or count == 0:
+            return 0
+        e = np.dtype(dtype).itemsize
+        c_view = _at(c, dtype, (count, m, n), (sc * e, e, ldc * e), "%s C" % name)
+        al, be = ctype.from_address(alpha).value, ctype.from_address(beta).value
+        if k:
+            a_view = _at(a, dtype, (count, rows_a, cols_a), (sa * e, e, lda * e), "%s A" % name)
+            b_view = _at(b, dtype, (count, rows_b, cols_b), (sb * e, e, ldb * e), "%s B" % name)
+        dtype = np.dtype(dtype)
+
+        def transposed(view, trans, stride):
+            # op(X)^T from the view's transpose, which is row-major (the layout the caller's arrays have): numpy's
+            # BLAS takes it, and one matrix where the batch stride is 0 (numpy broadcasts it; on batched strided views
+            # or a batch of views of one matrix it may take its slow loop, seconds for a LeNet product)
+            rows = np.swapaxes(view[0] if stride == 0 else view, -1, -2)
+            return rows if trans == 0 else np.swapaxes(rows, -1, -2)
+
+        def run():  # (the views are read when it runs: a replay reads what the memory holds then)
+            # C = alpha op(A) op(B) + beta C, computed as C^T = op(B)^T op(A)^T (the same sums)
+            if k:
+                product = np.swapaxes(np.matmul(transposed(b_view, tb, sb), transposed(a_view, ta, sa)), -1, -2)
+            else:
+                product = np.zeros(c_view.shape, dtype)
+            if al != 1:
+                product = product * dtype.type(al)
+            if be != 0:
+                product = product + dtype.type(be) * c_view
+            c_view[...] = product
+
+        Launches.add("cublas:" + name)
+        run()
+        _record(run)
+        return 0
+
+    def cublasSgemm_v2(self, handle, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        return self._gemm("cublasSgemm_v2", np.float32, ctypes.c_float, handle, ta, tb, m, n, k, alpha, a, lda, 0,
+                          b, ldb, 0, beta, c, ldc, 0, 1)
+
+    def cublasDgemm_v2(self, handle, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        return self._gemm("cublasDgemm_v2", np.float64, ctypes.c_double, handle, ta, tb, m, n, k, alpha, a, lda, 0,
+                          b, ldb, 0, beta, c, ldc, 0, 1)
+
+    def cublasSgemmStridedBatched(self, handle, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,
+                                  count):
+        return self._gemm("cublasSgemmStridedBatched", np.float32, ctypes.c_float, handle, ta, tb, m, n, k, alpha,
+                          a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
+
+    def cublasDgemmStridedBatched(self, handle, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,
+                                  count):
+        return self._gemm("cublasDgemmStridedBatched", np.float64, ctypes.c_double, handle, ta, tb, m, n, k, alpha,
+                          a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count)
+
+
 class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
     __slots__ = ("_data",)
 
     def __init__(self, data):
         self._data = data
+
+    @property
+    def data(self):
+        """CuPy's MemoryPointer of the first element (`.ptr`): what library calls take (the fake cuBLAS)."""
+        return FakeMemoryPointer(_address(self._data))
 
     # --- the only ways down ---------------------------------------------------------------------------------------
     def get(self, stream=None, out=None, blocking=True):
@@ -348,12 +528,9 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         if arr.shape != self._data.shape or arr.dtype != self._data.dtype:
             raise ValueError("set(): shape/dtype %s %s differ from the array's %s %s" % (
                 arr.shape, arr.dtype, self._data.shape, self._data.dtype))
-        if _CAPTURE["thunks"] is not None and not _is_pinned(arr):
-            _refuse_in_capture("an upload from pageable host memory")
+        _refuse_upload_in_capture("set() of %s host memory" % ("pinned" if _is_pinned(arr) else "pageable"))
         Launches.uploads += 1
         self._data[...] = arr
-        data = self._data
-        _record(lambda: data.__setitem__(Ellipsis, arr))  # a memcpy node: reads the host bytes when it runs
 
     # --- refused: implicit conversions and synchronisations --------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
@@ -374,6 +551,7 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
         out = kwargs.get("out")
         raw_inputs = _raw(inputs, where)
         raw_kwargs = _raw(kwargs, where)
+        _refuse_cublas_in_capture(where, raw_inputs)
         result = getattr(ufunc, method)(*raw_inputs, **raw_kwargs)
         Launches.add(where if method == "__call__" else "%s.%s" % (where, method))
         wrapped = (out[0] if len(out) == 1 else out) if out is not None else _device(result)
@@ -383,6 +561,7 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
     def __array_function__(self, func, types_, args, kwargs):
         where = "numpy.%s" % func.__name__
         raw_args, raw_kwargs = _raw(args, where), _raw(kwargs, where)
+        _refuse_cublas_in_capture(where, raw_args)
         result = func(*raw_args, **raw_kwargs)
         wrapped = _device(result)
         if _count_new(where, result, (raw_args, raw_kwargs)):
@@ -404,7 +583,7 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __setitem__(self, index, value):
         if isinstance(value, np.ndarray) or (isinstance(value, (list, tuple)) and not _contains_device(value)):
-            _refuse_in_capture("host data assigned into a device array")
+            _refuse_upload_in_capture("host data assigned into a device array")
             Launches.uploads += 1
         data, raw_index, raw_value = self._data, _lenient_raw(index), _lenient_raw(value)
         raw_index = _wrapped(raw_index, data.shape)
@@ -441,6 +620,7 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
             def method(*args, **kwargs):
                 where = "ndarray.%s" % name
                 raw_args, raw_kwargs = _raw(args, where), _raw(kwargs, where)
+                _refuse_cublas_in_capture(where, (data, raw_args))
                 result = value(*raw_args, **raw_kwargs)
                 wrapped = _device(result)
                 if result is None:  # in place (fill, sort)
@@ -482,6 +662,7 @@ class _Function:
 
     def __call__(self, *args, **kwargs):
         raw_args, raw_kwargs = _raw(args, self.__name__), _raw(kwargs, self.__name__)
+        _refuse_cublas_in_capture(self.__name__, raw_args)
         if self.__name__.endswith(".take") and "mode" not in raw_kwargs:
             raw_kwargs["mode"] = "wrap"  # CuPy's take wraps an index out of range around (numpy raises)
         if self.__name__ in _SIZE_FROM_DEVICE or (self.__name__.endswith(".where") and len(raw_args) == 1):
@@ -595,7 +776,7 @@ def _size_from_device(what):
 def _upload(a, dtype, order):
     """Host data up: one host -> device copy (device values inside lists are taken as they are)."""
     if not (isinstance(a, (list, tuple)) and _contains_device(a)):
-        _refuse_in_capture("host data uploaded (it would be frozen into the graph)")
+        _refuse_upload_in_capture("host data uploaded by asarray/array")
         Launches.uploads += 1
     else:
         Launches.add("array(list of device values)")
@@ -726,12 +907,20 @@ def module(runner=None, gpus=None):
     from fake_nccl import FakeNccl
 
     raw = type("RawModule", (RawModule,), {"runner": staticmethod(runner) if runner is not None else None})
+    from oneflow_compat.kernels import cuda_blas
+
     extra = {}
     _GPUS["cuda"] = None
+    _MEMORY.clear()
     if gpus is not None:
-        extra["cuda"] = _GPUS["cuda"] = FakeCuda(gpus)
-    return _Namespace(np, MODULE_NAME, asarray=asarray, asanyarray=asarray, array=array, asnumpy=asnumpy,
+        extra["cuda"] = _GPUS["cuda"] = cuda = FakeCuda(gpus)
+        where = lambda: (cuda.current, cuda.get_current_stream().ptr)  # noqa: E731
+    else:
+        where = lambda: (0, 0)  # noqa: E731 - one device, one stream
+    fake = _Namespace(np, MODULE_NAME, asarray=asarray, asanyarray=asarray, array=array, asnumpy=asnumpy,
                       ndarray=StrictArray, RawModule=raw, nccl_binding=DeviceNccl(FakeNccl()), **extra)
+    cuda_blas.use_library(fake, FakeCublas(where), where)  # its products through cuBLAS by address, as on a GPU
+    return fake
 
 
 def install(monkeypatch, mode="auto", allow_syncs=False, gpus=None):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from oneflow_compat.comm import mpiexec_command
+from oneflow_compat.comm.environment import is_job_variable
 
 pytest.importorskip("mpi4py")
 
@@ -38,7 +39,7 @@ CHECKS = ["eager op type", "eager op attrs", "eager input shapes", "eager input 
 
 
 def mpi2(script, timeout, **extra_env):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if not is_job_variable(k, _MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", **extra_env)
     started = time.perf_counter()
     done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "mpi4py", str(SCRIPTS / script)],

@@ -14,12 +14,13 @@ from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.ops import examples, registry
 from oneflow_compat.tools import validate
+from oneflow_compat.comm.environment import is_job_variable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run(args, cwd=ROOT, **kw):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "MV2_", "PMIX_"))}
+    env = {k: v for k, v in os.environ.items() if not is_job_variable(k, ("PMI_", "OMPI_", "MV2_", "PMIX_"))}
     env.update(kw)
     return subprocess.run([sys.executable] + args, capture_output=True, text=True, env=env, cwd=str(cwd),
                           timeout=120)

@@ -13,6 +13,7 @@ from oneflow_compat.comm import mpiexec_command
 
 pytest.importorskip("mpi4py")
 from oneflow_compat.comm import world  # noqa: E402
+from oneflow_compat.comm.environment import is_job_variable
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "mpi_scripts"
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside 
 
 
 def environment(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_VARIABLE_PREFIXES)}
+    env = {k: v for k, v in os.environ.items() if not is_job_variable(k, MPI_VARIABLE_PREFIXES)}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     env.update(extra)
     return env

@@ -13,12 +13,13 @@ from oneflow_compat.comm.output import PrefixedLineWriter
 from oneflow_compat.comm.process_comm import (PlanMismatchError, SingleProcessComm, balanced_offsets,
                                               balanced_sizes, check_ranks, describe_mismatch, fingerprint_digest)
 from oneflow_compat.tools import launch
+from oneflow_compat.comm.environment import is_job_variable
 
 MPI_VARIABLE_PREFIXES = ("PMI_", "OMPI_", "MV2_", "PMIX_", "MPI_LOCAL", "HYDRA_", "SLURM_")
 
 
 def clean_environment(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_VARIABLE_PREFIXES)}
+    env = {k: v for k, v in os.environ.items() if not is_job_variable(k, MPI_VARIABLE_PREFIXES)}
     env.update(extra)
     return env
 

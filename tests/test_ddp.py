@@ -10,6 +10,7 @@ import pytest
 
 import oneflow_compat as flow
 from tests.test_global_mpi import MPIEXEC, mpi
+from oneflow_compat.comm.environment import is_job_variable
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "mpi_scripts" / "ddp_training.py"
@@ -104,7 +105,7 @@ def test_explain_lists_the_ddp_bucket_all_reduces_with_their_bytes(tmp_path):
     import subprocess
 
     (tmp_path / "prog.py").write_text(DDP_EXPLAINED)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "OMPI_", "MV2_", "PMIX_", "ONEFLOW_COMPAT_OUT"))}
+    env = {k: v for k, v in os.environ.items() if not is_job_variable(k, ("PMI_", "OMPI_", "MV2_", "PMIX_", "ONEFLOW_COMPAT_OUT"))}
     done = subprocess.run(["timeout", "120", sys.executable, "-m", "oneflow.distributed.launch", "--nproc_per_node",
                            "2", "-m", "oneflow_compat", "explain", "prog.py"], cwd=str(tmp_path), env=env,
                           capture_output=True, text=True, timeout=150)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from oneflow_compat.comm import mpiexec_command
+from oneflow_compat.comm.environment import is_job_variable
 
 pytest.importorskip("mpi4py")
 
@@ -29,7 +30,7 @@ CHECKS = ["eager data parallel equals one rank", "eager step makes 4 collectives
 
 @pytest.fixture(scope="module")
 def output():
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if not is_job_variable(k, _MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", ONEFLOW_COMPAT_OUTPUT="all",
                ONEFLOW_COMPAT_COMM_TIMEOUT="60", ONEFLOW_COMPAT_DEVICE="cpu")
     done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "mpi4py",

@@ -9,6 +9,7 @@ import pytest
 from oneflow_compat.comm import mpiexec_command
 
 from cpu_reference import child_device
+from oneflow_compat.comm.environment import is_job_variable
 
 VENV_BIN = os.path.dirname(sys.executable)
 MPIEXEC = os.path.join(VENV_BIN, "mpiexec")
@@ -28,7 +29,7 @@ DATA_PARALLEL = textwrap.dedent("""
 
 def _env():
     return {k: v for k, v in os.environ.items()
-            if not k.startswith(("PMI_", "OMPI_", "MV2_", "PMIX_", "ONEFLOW_COMPAT_OUT"))
+            if not is_job_variable(k, ("PMI_", "OMPI_", "MV2_", "PMIX_", "ONEFLOW_COMPAT_OUT"))
             and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
 
 

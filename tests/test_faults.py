@@ -26,6 +26,7 @@ import time
 import pytest
 from process_tree import descendants
 from oneflow_compat.comm import mpiexec_command
+from oneflow_compat.comm.environment import is_job_variable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -68,7 +69,7 @@ def command(launcher, script_args):
 class Run:
     def __init__(self, launcher, kind, script_args):
         self.launcher, self.kind = launcher, kind
-        env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED_ENV)}
+        env = {k: v for k, v in os.environ.items() if not is_job_variable(k, _DROPPED_ENV)}
         env.update(ONEFLOW_COMPAT_COMM_TIMEOUT=str(COMM_TIMEOUT_S), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         started = time.monotonic()

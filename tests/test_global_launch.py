@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from oneflow_compat.comm import mpiexec_command
+from oneflow_compat.comm.environment import is_job_variable
 
 pytest.importorskip("mpi4py")
 
@@ -80,7 +81,7 @@ FAILING = textwrap.dedent("""\
 
 
 def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if not is_job_variable(k, _MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
     env.update(OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", ONEFLOW_COMPAT_COMM_TIMEOUT="60")
     env.update(extra)
     return env
@@ -342,9 +343,14 @@ def test_launcher_builds_one_mpiexec_segment_per_process():
     python = [sys.executable, "-m", "mpi4py", "train.py", "--lr", "0.1"]
     assert command == (["mpiexec", "-n", "1", "-env", "RANK", "2", "-env", "LOCAL_RANK", "0"] + python + [":"]
                        + ["-n", "1", "-env", "RANK", "3", "-env", "LOCAL_RANK", "1"] + python)
-    env = launch.job_environment(options, {"PATH": "/bin", "PMI_RANK": "3", "RANK": "9"})
+    # a running job's variables are dropped; the MPI library's configuration is the machine's and stays (the GPU
+    # machine's Open MPI needs its OMPI_MCA_plm=isolated, else its mpiexec looks for ssh: the launcher failed there)
+    env = launch.job_environment(options, {"PATH": "/bin", "PMI_RANK": "3", "RANK": "9", "OMPI_COMM_WORLD_RANK": "1",
+                                           "OMPI_MCA_plm": "isolated", "PMIX_MCA_gds": "hash", "PMIX_RANK": "1",
+                                           "OMPI_ALLOW_RUN_AS_ROOT": "1"})
     assert env["WORLD_SIZE"] == "4" and env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"] == "29500"
-    assert "PMI_RANK" not in env and "RANK" not in env
+    assert not {"PMI_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"} & set(env)
+    assert env["OMPI_MCA_plm"] == "isolated" and env["PMIX_MCA_gds"] == "hash" and env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
     assert env["ONEFLOW_COMPAT_OUTPUT"] == "raw" and env["OMP_NUM_THREADS"] == "1"
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from oneflow_compat.comm import mpiexec_command
+from oneflow_compat.comm.environment import is_job_variable
 
 pytest.importorskip("mpi4py")
 
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside 
 
 def _env(**extra):
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(_MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
+           if not is_job_variable(k, _MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     env.update(extra)
     return env

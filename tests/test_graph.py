@@ -22,6 +22,7 @@ import pytest
 import oneflow_compat as flow
 from oneflow_compat import nn
 from oneflow_compat.comm import mpiexec_command
+from oneflow_compat.comm.environment import is_job_variable
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "mpi_scripts"
@@ -402,7 +403,7 @@ def test_explain_cli_lists_the_plans_of_the_graphs_a_program_called(tmp_path):
 
 # --- several ranks: mpiexec / the launcher under a timeout -------------------------------------------------------
 def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if not is_job_variable(k, _MPI_PREFIXES) and k not in _LAUNCH_VARIABLES}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     env.update(extra)
     return env

@@ -54,6 +54,9 @@ def test_two_hand_started_processes_are_one_world(first):
 
 
 def test_a_missing_process_is_named_within_the_timeout():
+    if _open_mpi():
+        pytest.skip("under Open MPI a hand-started process stops at once, telling how to start instead (the GPU "
+                    "machine's second run): test_under_open_mpi_hand_started_processes_are_told_how_to_start_instead")
     port = _free_port()
     started = time.monotonic()
     p = _start(1, port, ONEFLOW_COMPAT_COMM_TIMEOUT="3")  # RANK 0 never comes

@@ -16,6 +16,7 @@ import pytest
 from oneflow_compat.comm import mpiexec_command as M
 from oneflow_compat.distributed import launch as dist_launch
 from oneflow_compat.tools import launch as tools_launch
+from oneflow_compat.comm.environment import is_job_variable
 
 FAKE_OPEN_MPI = textwrap.dedent('''\
     #!%(python)s
@@ -79,8 +80,11 @@ def open_mpi(tmp_path):
 
 
 def _clean(env=None):
+    """The environment without a running job's variables and without the consent to run as root (which the
+    command lines must add themselves); the MPI library's configuration (OMPI_MCA_*) stays, as the launchers keep it."""
     return {k: v for k, v in (os.environ if env is None else env).items()
-            if not k.startswith(("OMPI_", "PMI_", "HYDRA_")) and k != M.FLAVOUR_ENV}
+            if not is_job_variable(k, ("OMPI_", "PMI_", "HYDRA_")) and not k.startswith("OMPI_ALLOW_RUN_AS_ROOT")
+            and k != M.FLAVOUR_ENV}
 
 
 def test_the_flavour_is_what_mpiexec_version_says(open_mpi, monkeypatch):

@@ -7,6 +7,7 @@ import time
 
 import pytest
 from oneflow_compat.comm import mpiexec_command
+from oneflow_compat.comm.environment import is_job_variable
 
 pytest.importorskip("mpi4py")
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="no mpiexec 
 
 def _mpirun(n, script, timeout=60):
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PMI_", "OMPI_", "MV2_", "PMIX_", "MPI_LOCAL", "HYDRA_", "ONEFLOW_COMPAT_"))}
+           if not is_job_variable(k, ("PMI_", "OMPI_", "MV2_", "PMIX_", "MPI_LOCAL", "HYDRA_", "ONEFLOW_COMPAT_"))}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     started = time.perf_counter()
     result = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "mpi4py", os.path.join(SCRIPTS, script)],

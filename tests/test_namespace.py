@@ -13,6 +13,7 @@ import pytest
 
 import oneflow_compat as flow
 from oneflow_compat.framework import client_mode
+from oneflow_compat.comm.environment import is_job_variable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MPI_VARIABLE_PREFIXES = ("PMI_", "OMPI_", "MV2_", "PMIX_", "MPI_LOCAL", "HYDRA_", "SLURM_")
@@ -32,7 +33,7 @@ def mixing(what, where, api, old_api, first, first_where):
 
 def run_python(args, cwd):
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(MPI_VARIABLE_PREFIXES) and k not in LAUNCH_VARIABLES}
+           if not is_job_variable(k, MPI_VARIABLE_PREFIXES) and k not in LAUNCH_VARIABLES}
     env["PYTHONPATH"] = ROOT
     return subprocess.run([sys.executable] + list(args), cwd=str(cwd), env=env, capture_output=True, text=True,
                           timeout=120)

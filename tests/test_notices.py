@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from oneflow_compat.comm.environment import is_job_variable
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REASON = "ONEFLOW_COMPAT_DEVICE=cpu"
 GPU_LINE = 'oneflow_compat: no usable CUDA device (%s): "gpu" placements run on CPU devices' % REASON
@@ -25,7 +27,7 @@ print("done")
 
 def _env(**extra):
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PMI_", "OMPI_", "MV2_", "PMIX_", "ONEFLOW_COMPAT_OUT"))
+           if not is_job_variable(k, ("PMI_", "OMPI_", "MV2_", "PMIX_", "ONEFLOW_COMPAT_OUT"))
            and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
     env["ONEFLOW_COMPAT_DEVICE"] = "cpu"
     env.update(extra)
@@ -141,7 +143,7 @@ def test_once_per_job_on_the_first_rank(monkeypatch, env, shown):
     # mpiexec: the job's first rank (RANK) says it, once
     from oneflow_compat.backend import notices
 
-    for name in [n for n in os.environ if n.startswith(("PMI_", "OMPI_", "MV2_", "PMIX_", "ONEFLOW_COMPAT_OUT"))
+    for name in [n for n in os.environ if is_job_variable(n, ("PMI_", "OMPI_", "MV2_", "PMIX_", "ONEFLOW_COMPAT_OUT"))
                  or n in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")]:
         monkeypatch.delenv(name)
     for name, value in env.items():

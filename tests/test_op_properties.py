@@ -23,7 +23,7 @@ PACKAGE = os.path.join(ROOT, "oneflow_compat")
 SCANNED = ["passes", "runtime", "framework", "tools", "ops", "_api"]
 NOT_SCANNED = {os.path.join(PACKAGE, "ops", "registry.py")}
 _PER_OP_TABLES = {"registry", "examples", "EXAMPLES", "WITHOUT_EXAMPLES", "ONEFLOW_OP_NAMES", "_ONEFLOW_TYPE",
-                  "NO_CAST_INPUTS", "SHAPE_ONLY_INPUTS"}
+                  "NO_CAST_INPUTS", "SHAPE_ONLY_INPUTS", "no_cast_table"}
 
 validate.load_all_ops()
 

@@ -14,6 +14,7 @@ import sys
 import zipfile
 
 import pytest
+from oneflow_compat.comm.environment import is_job_variable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT_FILES = ["setup.py", "setup.cfg", "pyproject.toml", "README.md", "LICENSE", "oneflow_compat_alias.py",
@@ -28,7 +29,7 @@ WHERE = ("import json, oneflow_compat, oneflow_compat.kernels.nn as nn, oneflow;
 def _clean_env():
     # No PYTHONPATH (it would put some other copy first) and no MPI launcher variables.
     env = {k: v for k, v in os.environ.items()
-           if k != "PYTHONPATH" and not k.startswith(("PMI_", "OMPI_", "MV2_", "PMIX_"))}
+           if k != "PYTHONPATH" and not is_job_variable(k, ("PMI_", "OMPI_", "MV2_", "PMIX_"))}
     env["PYTHONNOUSERSITE"] = "1"
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env

@@ -11,6 +11,7 @@ import pytest
 
 from oneflow_compat.comm import rank_records
 from oneflow_compat.comm import mpiexec_command
+from oneflow_compat.comm.environment import is_job_variable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -73,7 +74,7 @@ def _run(launcher):
         "distributed": python + ["-m", "oneflow.distributed.launch", "--nproc_per_node", "2", "--master_port",
                                  str(_free_port()), SCRIPT],
     }[launcher]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED_ENV)}
+    env = {k: v for k, v in os.environ.items() if not is_job_variable(k, _DROPPED_ENV)}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + env.get("PYTHONPATH", ""))
     result = subprocess.run(command, cwd=ROOT, env=mpiexec_command.environment(MPIEXEC, env), capture_output=True, text=True, timeout=60)
     segments = sorted(set(SEGMENT.findall(result.stdout + result.stderr)))

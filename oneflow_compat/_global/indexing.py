@@ -229,12 +229,21 @@ def _records_gradient(x, value):
 
 
 def _setitem_recorded(x, hkey, value):
-    """`x[key] = value` while autograd records (x or value needs a gradient). OneFlow's setitem is then a recorded
-    op (slice_update / tensor_scatter_nd_update): the overwritten positions pass no gradient to x's history and
-    value gets the gradient of the positions it filled (summed where it was broadcast). Here that is one
-    `dim_scatter_update` of the flattened tensor at the written flat positions (computed on the host: an index
-    is data), which the tensor then takes as its value in place (`inplace.rebind`, views included)."""
+    """`x[key] = value` while autograd records (x or value needs a gradient), in place (`_scattered`)."""
     from oneflow_compat._global import inplace
+
+    inplace.rebind(x, _scattered(x, hkey, value))
+
+
+def _scattered(x, hkey, value):
+    """What x holds after `x[hkey] = value`, as a new tensor (eager with gradients, or in nn.Graph.build).
+    OneFlow's setitem is then a recorded op (slice_update / tensor_scatter_nd_update): the overwritten positions
+    pass no gradient to x's history and value gets the gradient of the positions it filled (summed where it was
+    broadcast). Here that is one
+    `dim_scatter_update` of the flattened tensor at the written flat positions (computed on the host: an index
+    is data), which the tensor then takes as its value in place (`inplace.rebind`, views included); inside
+    build the index and a scalar value are constants of the job."""
+    from oneflow_compat._global import lazy
 
     shape = tuple(x._value.meta.shape)
     positions = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)[hkey]
@@ -251,11 +260,120 @@ def _setitem_recorded(x, hkey, value):
             v = v.expand(*positions.shape)
     else:
         host = np.full(positions.shape, value, dtype=x.dtype.np if x.dtype is not BOOL else np.bool_)
-        v = _like_tensor(host, x)
+        with lazy.eager_constants():
+            v = _like_tensor(host, x)
     flat = F.reshape(x, (-1,))
-    idx = _index_tensor(positions.reshape(-1), x)
+    with lazy.eager_constants():
+        idx = _index_tensor(positions.reshape(-1), x)
     new = apply_op("dim_scatter_update", [flat, idx, F.reshape(v, (-1,))], {"dim": 0})
-    inplace.rebind(x, F.reshape(new, shape))
+    return F.reshape(new, shape)
+
+
+def _setitem_traced(x, key, value):
+    """`x[key] = value` inside `nn.Graph.build`: ops of the job, as OneFlow 0.9's tensor_setitem in lazy mode
+    (python/oneflow/framework/tensor.py -> functional TensorSetItem, core/functional/impl/array_functor.cpp: a
+    slice_update / tensor_scatter_nd_update whose output the lazy interpreter records as `x`'s new name,
+    core/framework/op_interpreter/lazy_op_interpreter.cpp). Later reads of `x` in build see the new value, `x`
+    keeps its placement and SBP, and the gradients are eager's (`_setitem_recorded`: none to the overwritten part
+    of the old x, the filled part's to the value). An eager tensor captured from outside (a buffer, a free
+    tensor) is not written: build reads the new value under its name (`inplace.rebind`). Index tensors made in
+    build (lazy) are data the job only knows when it runs: a bool mask over the leading dims is taken the way
+    OneFlow 0.9's masked_fill_ path takes it (a scalar value, or one that broadcasts over the dims after the
+    mask's), an integer one alone with `:` / `...` elsewhere (`_scattered_along`); other mixes are refused with an
+    error naming the index."""
+    from oneflow_compat._global import inplace, lazy
+
+    items = key if isinstance(key, tuple) else (key,)
+    lazy_keys = [k for k in items if isinstance(k, Tensor) and k.is_lazy]
+    if lazy_keys and lazy_keys[0].dtype is not BOOL:
+        new = _scattered_along(x, items, lazy_keys, value)
+    elif lazy_keys:
+        mask = items[0] if len(items) == 1 else None
+        if mask is None or tuple(mask.shape) != tuple(x.shape)[:mask.ndim]:
+            raise RuntimeError("setitem inside nn.Graph.build: a bool mask computed in build() (shape %s) can "
+                               "only index x's leading dims alone (x has shape %s): the count of its true places "
+                               "is data the graph only knows when it runs"
+                               % (tuple(lazy_keys[0].shape), tuple(x.shape)))
+        rest = tuple(x.shape)[mask.ndim:]
+        m = F.reshape(mask, tuple(mask.shape) + (1,) * len(rest)) if rest else mask
+        if isinstance(value, Tensor):
+            v = F.cast(value, x.dtype) if value.dtype != x.dtype else value
+            try:
+                np.broadcast_shapes(tuple(v.shape), rest or (1,))
+                if v.ndim > len(rest) and builtins.any(d != 1 for d in tuple(v.shape)[:v.ndim - len(rest)]):
+                    raise ValueError
+            except ValueError:
+                raise RuntimeError("setitem inside nn.Graph.build: with a bool mask computed in build() the "
+                                   "value must broadcast over x's dims after the mask's %s, got shape %s (the "
+                                   "count of true places is only known when the graph runs)"
+                                   % (rest, tuple(v.shape))) from None
+            while v.ndim > len(rest):
+                v = F.reshape(v, tuple(v.shape[1:]))
+            v = v.expand(*tuple(x.shape))
+        else:
+            with lazy.eager_constants():
+                v = _like_tensor(np.full(tuple(x.shape), value, dtype=x.dtype.np if x.dtype is not BOOL
+                                         else np.bool_), x)
+        new = F.where(m.expand(*tuple(x.shape)), v, x)
+    else:
+        hkey = _host_key(key)
+        if isinstance(value, Tensor) and value.is_global != x.is_global:
+            raise RuntimeError("tensor_setitem(): value must be a %s tensor when self is %s"
+                               % (("global",) * 2 if x.is_global else ("local",) * 2))
+        new = _scattered(x, hkey, value)
+    if x.is_global and (new.placement != x.placement or tuple(new.sbp) != tuple(x.sbp)):
+        new = new.to_global(placement=x.placement, sbp=x.sbp)  # (in place: x keeps its SBP, as in 0.9)
+    inplace.rebind(x, new)
+
+
+def _scattered_along(x, items, lazy_keys, value):
+    """What x holds after `x[..., idx, ...] = value` inside build for one integer index tensor `idx` computed in
+    build (0-d or 1-D) with every other entry `:` or `...`: one `dim_scatter_update` along idx's axis (moved first),
+    its index and value broadcast to the indexed shape (numpy's: x.shape[:a] + idx.shape + x.shape[a+1:]).
+    Negative indices wrap; the gradients are eager's (none to the overwritten rows of x, theirs to the value)."""
+    from oneflow_compat._global import lazy
+
+    idx = lazy_keys[0]
+    if idx.dtype.is_floating:
+        raise IndexError("tensors used as indices must be long, int, uint8 or bool tensors, got %s" % idx.dtype)
+    if len(lazy_keys) > 1 or idx.ndim > 1 or sum(k is Ellipsis for k in items) > 1 or not all(
+            k is idx or k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in items):
+        raise RuntimeError("setitem inside nn.Graph.build: an integer index tensor computed in build() (shape %s) "
+                           "is supported alone, 0-d or 1-D, with `:` or `...` on the other dims; index with host "
+                           "or eager tensors otherwise" % (tuple(idx.shape),))
+    pos = next(i for i, k in enumerate(items) if k is idx)  # (by identity: `==` on a tensor is an op)
+    dots = next((i for i, k in enumerate(items) if k is Ellipsis), None)
+    at = pos if dots is None or pos < dots else x.ndim - (len(items) - pos)
+    shape, n = tuple(x.shape), x.shape[at]
+    k = F.reshape(idx, (1,)) if idx.ndim == 0 else idx
+    k = F.cast(k, dtypes.int64) if k.dtype is not dtypes.int64 else k
+    k = F.where(k < 0, k + n, k)
+    order = [at] + [d for d in range(x.ndim) if d != at]
+    target = (k.shape[0],) + tuple(shape[d] for d in order[1:])  # the indexed shape with idx's axis first
+    if isinstance(value, Tensor):
+        v = F.cast(value, x.dtype) if value.dtype != x.dtype else value
+        indexed = shape[:at] + tuple(idx.shape) + shape[at + 1:]
+        try:
+            np.broadcast_shapes(tuple(v.shape), indexed)
+        except ValueError:
+            raise ValueError("setitem: a value of shape %s cannot be broadcast to the indexed shape %s"
+                             % (tuple(v.shape), indexed)) from None
+        while v.ndim > len(indexed):
+            v = F.reshape(v, tuple(v.shape[1:]))
+        v = v.expand(*indexed)
+        if idx.ndim == 0:
+            v = F.reshape(v, shape[:at] + (1,) + shape[at + 1:])
+        if order != list(range(x.ndim)):
+            v = F.permute(v, *order)
+    else:
+        with lazy.eager_constants():
+            v = _like_tensor(np.full(target, value, dtype=x.dtype.np if x.dtype is not BOOL else np.bool_), x)
+    k = F.reshape(k, (target[0],) + (1,) * (x.ndim - 1)).expand(*target)
+    xt = F.permute(x, *order) if order != list(range(x.ndim)) else x
+    new = apply_op("dim_scatter_update", [xt, k, v], {"dim": 0})
+    if order != list(range(x.ndim)):
+        new = F.permute(new, *[order.index(d) for d in range(x.ndim)])
+    return new
 
 
 def _like_tensor(array, like):
@@ -286,12 +404,16 @@ def _specified_dims(key):
 
 def setitem(x, key, value):
     """`x[key] = value` in place (see the module docstring)."""
-    x._check_inplace()
+    from oneflow_compat._global import lazy
+
+    traced = lazy.tracer_active()
+    if not traced:  # (inside nn.Graph.build OneFlow 0.9's lazy interpreter makes no leaf check)
+        x._check_inplace()
     specified = _specified_dims(key)
     if specified > x.ndim:  # OneFlow 0.9's IndexError and words (core/functional/tensor_index.cpp)
         raise IndexError("Too many indices for tensor of dimension %d" % x.ndim)
-    if x.is_lazy:
-        raise RuntimeError("tensor item assignment is not supported within nn.Graph")
+    if traced:
+        return _setitem_traced(x, key, value)
     if _setitem_on_device(x, key, value):
         return
     hkey = _host_key(key)

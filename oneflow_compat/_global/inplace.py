@@ -7,11 +7,15 @@ def rebind(self, result):
     root see it: they share the storage), else the tensor takes the result (a view, or a root with views: their
     storage and history as `_global/views.py` says)."""
     if not self.is_lazy and result.is_lazy:
-        # inside nn.Graph.build an eager tensor captured from outside (`x.add_(y)` on a free tensor) has no lazy
-        # storage to update: the op's lazy output stands for the updated value and the eager tensor outside the
-        # graph is left as it was (build is traced once; OneFlow's graph likewise does not write the free
-        # eager tensor while tracing, nor applies eager autograd's leaf check there)
-        return result
+        # inside nn.Graph.build an eager tensor captured from outside (`self.buf.add_(1)`, `x.mul_(2)` on a free
+        # tensor) is not written: OneFlow 0.9's lazy interpreter records the in-place op's output as the tensor's
+        # new name (TensorNameScope::Record, core/framework/op_interpreter/lazy_op_interpreter.cpp), so later
+        # reads in build see the new value, while no op of the job assigns its variable (nn/graph/graph.py has
+        # no write-back): after a call the eager tensor holds what it held. No eager leaf check there either.
+        from oneflow_compat._global import lazy
+
+        lazy.rename_captured(self, result)
+        return self
     if not self.is_lazy:  # inside nn.Graph.build an op's lazy output is no leaf (`out += identity` in ResNets)
         self._check_inplace()
     v, r = self._value, result._value

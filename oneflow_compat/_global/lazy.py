@@ -63,9 +63,24 @@ def _lazy_value(trace, scope, t):
         if v.trace is not trace:
             raise RuntimeError("a lazy tensor of another nn.Graph's build() was used in this graph's build()")
         return v
+    renamed = trace.renamed.get(id(t))
+    if renamed is not None:  # an in-place op in build gave this captured eager tensor a new value (`rename_captured`)
+        return renamed[0]
     name = scope.names.get(id(t))
     trainable = id(t) in scope.trainable
     return trace.variable_for(t, name, trainable)
+
+
+def rename_captured(t, result):
+    """In-place op on eager tensor `t` inside build: `t` reads as the op's lazy output `result` from now on in this
+    build (OneFlow 0.9 records the output's name for the tensor; `inplace.rebind`). The eager tensor is kept
+    alive with the trace, so that its id stays its own."""
+    current().renamed[id(t)] = (result._value, t, result.requires_grad_flag)
+
+
+def _requires_grad(trace, t):
+    hit = trace.renamed.get(id(t)) if trace.renamed and not is_lazy(t) else None
+    return hit[2] if hit is not None else t.requires_grad_flag
 
 
 def _wrap(value, like, requires_grad):
@@ -84,7 +99,7 @@ def apply(op_type, inputs, attrs):
     if records is not None and outs:
         path = next((p for p, _ in reversed(trace.scopes) if p), "")
         records.record(path, op_type, outs[0].blob.op, [v.blob for v in values])
-    rg = any(t.requires_grad_flag for t in inputs)
+    rg = any(_requires_grad(trace, t) for t in inputs)
     return [_wrap(v, first, rg) for v in outs]
 
 
@@ -252,6 +267,20 @@ def _onto(x, placement):
     else:
         ir_sbp, shown = S.B, (flow_sbp.broadcast,)
     return to_global(x, placement, ir_sbp, shown)
+
+
+class eager_constants:  # noqa: N801 - a context manager
+    """Constants the framework makes inside build (setitem's index and scalar value) are eager tensors, which the
+    job then reads as captured variables: OneFlow 0.9 makes setitem's value with LazyMode::Guard(false)
+    (api/python/framework/tensor_functions.cpp PyTensorObject_setitem)."""
+
+    def __enter__(self):
+        self.saved = list(_CTX.graph_traces)
+        _CTX.graph_traces.clear()
+
+    def __exit__(self, *exc):
+        _CTX.graph_traces.extend(self.saved)
+        return False
 
 
 def tracer_active():

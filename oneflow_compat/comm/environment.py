@@ -23,6 +23,21 @@ _LOCAL_SIZE_VARIABLES = (
     "SLURM_STEP_TASKS_PER_NODE",    # Slurm (may read "4(x2)": the leading count is used)
 )
 
+# Variables an MPI launcher sets for the processes of ITS job (rank, size, the PMI server's address, ...): a job
+# started from such a process must not inherit them. The MPI library's own configuration under the same prefixes
+# (Open MPI's and PMIx's MCA parameters, Open MPI's consent to run as root) belongs to the machine, not to the job,
+# and is kept: the first GPU machine set OMPI_MCA_plm=isolated, without which its mpiexec looks for ssh and fails.
+MPI_JOB_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "MV2_", "HYDRA_", "MPI_LOCAL")
+MPI_CONFIGURATION_PREFIXES = ("OMPI_MCA_", "PMIX_MCA_", "OMPI_ALLOW_RUN_AS_ROOT")
+
+
+def is_job_variable(name, prefixes=MPI_JOB_PREFIXES):
+    """Whether the environment variable `name` describes a running job (it starts with one of `prefixes`) rather
+    than configure the MPI library (MPI_CONFIGURATION_PREFIXES): what a launcher drops from a new job's
+    environment."""
+    return name.startswith(prefixes) and not name.startswith(MPI_CONFIGURATION_PREFIXES)
+
+
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 TIMEOUT_ENV = "ONEFLOW_COMPAT_COMM_TIMEOUT"

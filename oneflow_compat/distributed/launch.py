@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from oneflow_compat.comm import launcher_env
+from oneflow_compat.comm import environment, launcher_env
 from oneflow_compat.comm import mpiexec_command as mpiexec_cmd
 from oneflow_compat.comm.mpiexec_report import MpiexecOutput, exit_code as report_exit_code, killed_process_line
 from oneflow_compat.comm.rank_records import JOB_DIR_ENV, remove_leftover_segments
@@ -53,7 +53,6 @@ from oneflow_compat.comm.rendezvous import RendezvousError, RendezvousServer, co
 PROG = "python -m oneflow.distributed.launch"
 LINK_TIMEOUT_S = 300.0       # how long a launcher looks for the node-0 launcher
 STOP_GRACE_S = 5.0           # how long mpiexec may take to end its processes before it is killed
-_MPI_VARIABLE_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "MV2_", "HYDRA_", "MPI_LOCAL")
 
 
 class LaunchError(RuntimeError):
@@ -115,7 +114,7 @@ def log_folders(options):
 def job_environment(options, environ=None):
     """The environment every process of this node shares (RANK and LOCAL_RANK are set per process)."""
     env = {k: v for k, v in (os.environ if environ is None else environ).items()
-           if not k.startswith(_MPI_VARIABLE_PREFIXES)}  # a launcher started under mpiexec starts a new job
+           if not environment.is_job_variable(k)}  # a launcher started under mpiexec starts a new job
     env.update(MASTER_ADDR=options.master_addr, MASTER_PORT=str(options.master_port),
                WORLD_SIZE=str(options.nproc_per_node * options.nnodes))
     env[launcher_env.NODE_SIZE_ENV] = str(options.nnodes)

@@ -1,6 +1,8 @@
 """`flow.function_config()`: per-job options (legacy-api.md §2.4)."""
 import copy
 
+import numpy as np
+
 from oneflow_compat.ir import dtypes
 
 # Performance/backend knobs of the C++ runtime: accepted (bool setters default to True) and ignored.
@@ -9,7 +11,7 @@ _IGNORED_FLAGS = {
     "cudnn_buf_limit_mbyte", "cudnn_conv_force_fwd_algo", "cudnn_conv_force_bwd_data_algo",
     "cudnn_conv_force_bwd_filter_algo", "cudnn_conv_heuristic_search_algo", "cudnn_conv_use_deterministic_algo_only",
     "enable_cudnn_fused_normalization_add_relu", "enable_fuse_add_to_output", "enable_fuse_cast_scale",
-    "enable_fuse_model_update_ops", "enable_gradients_stats_aggregation", "enable_auto_mixed_precision",
+    "enable_fuse_model_update_ops", "enable_gradients_stats_aggregation",
     "enable_keep_header_only", "enable_nccl", "use_nccl_inter_node_communication", "use_boxing_v2",
     "do_parallel_cast_before_widening_type_cast", "enable_all_reduce_group", "all_reduce_group_num",
     "all_reduce_lazy_ratio", "all_reduce_group_min_mbyte", "all_reduce_group_size_warmup", "all_reduce_fp16",
@@ -53,6 +55,7 @@ class FunctionConfig:
         self.loss_scale_factor_ = None
         self.num_gradient_accumulation_steps_ = 1
         self.implicit_boxing_ = "silent"
+        self.enable_auto_mixed_precision_ = False
         self.ignored = {}
         self.train = _TrainConf(self)
 
@@ -76,6 +79,17 @@ class FunctionConfig:
 
     def default_initializer_conf(self, conf):
         self.default_initializer_conf_ = conf
+
+    def enable_auto_mixed_precision(self, value=True):
+        """OneFlow's AutoMixedPrecision job pass as v0.4.0 ran it (`function_util.py` / `auto_mixed_precision.cpp` @
+        v0.4.0): ops on GPU placements compute in float16 where its lists say, variables stay float32; a CPU
+        placement is left as it is (passes/amp.py with `amp_lists.V04`). Loss scaling is the optimizer's
+        (`loss_scale_factor`, `loss_scale_policy`), as in v0.4."""
+        # the job conf's bool field, set through pybind11's bool conversion: None is False, numbers convert, a
+        # string or a container is refused
+        if value is not None and not isinstance(value, (bool, int, float, np.bool_, np.number)):
+            raise TypeError("function_config.enable_auto_mixed_precision expects a bool, got %r" % (value,))
+        self.enable_auto_mixed_precision_ = bool(value)
 
     def implicit_boxing(self, mode="silent"):
         """oneflow_compat extension: 'silent' (legacy), 'warn' or 'error' when the compiler inserts boxing."""

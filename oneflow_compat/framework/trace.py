@@ -1,8 +1,8 @@
 """Runs a job function's body once on placeholder blobs and records the logical graph (a Job)."""
-from oneflow_compat.ir import builder, placement as placement_mod
+from oneflow_compat.ir import builder, dtypes, placement as placement_mod
 from oneflow_compat.framework import signature
 from oneflow_compat.ir.graph import Job
-from oneflow_compat.ops import registry
+from oneflow_compat.ops import amp_lists, registry
 
 
 def default_placement(session, config):
@@ -22,6 +22,10 @@ def trace_job(session, jf, eager_runner=None):
     job.default_placement = default_placement(session, jf.config)
     if job.is_train:
         job.micro_batches = jf.config.num_gradient_accumulation_steps_
+    if jf.config.enable_auto_mixed_precision_ and eager_runner is None:
+        # v0.4's AutoMixedPrecision pass (passes/amp.py with v0.4's rules): lazy jobs only, as v0.4's eager build
+        # context ran no job passes (EagerJobBuildAndInferCtx::Complete @ v0.4.0)
+        job.amp, job.amp_rules = dtypes.float16, amp_lists.V04
     ctx = builder.BuildContext(job, session, job.default_placement, jf.config.default_logical_view_,
                                eager=eager_runner)
     with builder.Scoped(ctx):

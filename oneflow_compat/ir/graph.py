@@ -159,6 +159,10 @@ class Job:
         # set when the job is traced, read by the passes and the plan (which never look at the config's scopes)
         self.default_placement = None  # where ops go outside any placement scope
         self.zero = None  # nn.Graph's enable_zero settings (passes/zero.py), None without ZeRO
+        # mixed precision (passes/amp.py): the dtype white ops compute in, None without; the release's rules
+        # (ops/amp_lists.py: None = 0.9's, nn.Graph's enable_amp; V04 = the legacy enable_auto_mixed_precision)
+        self.amp = None
+        self.amp_rules = None
         self.micro_batches = 1  # train jobs: num_gradient_accumulation_steps; a call runs this many micro-batches
         # one counter per prefix, as OneFlow's UniqueStr: a generated name (and the seed of a random op derived
         # from it) does not shift when the script adds ops of other kinds, e.g. the parallel casts a model-parallel

@@ -50,7 +50,8 @@ Properties (what the passes and the runtime need to know about an op, declared i
 * `amp_color`, `amp_black_listed`, `amp_no_cast`, `amp_shape_only` — the op's colour on OneFlow 0.9's
   auto-mixed-precision lists (white / gray / clear / black), whether it is on the black list itself (not merely on
   no list), the inputs the AMP casts leave alone, and the inputs read for their shape alone: read from
-  `ops/amp_lists.py` by the op's OneFlow type (nn.Graph's AMP pass, passes/amp.py).
+  `ops/amp_lists.py` by the op's OneFlow type (nn.Graph's AMP pass, passes/amp.py); `amp_rules(rules)` answers all
+  four under one release's rules (`amp_lists.V04`: the legacy `enable_auto_mixed_precision`).
 """
 from oneflow_compat.ir import time_shape
 from oneflow_compat.ops import amp_lists
@@ -94,6 +95,11 @@ class OpDef:
         self.indexed_rows = indexed_rows
         self.rowwise = rowwise
         self.recomputable = recomputable
+
+    def amp_rules(self, rules):
+        """The op's colour, black listing, no-cast and shape-only inputs under one release's AMP rules
+        (`amp_lists.V09`, `amp_lists.V04`)."""
+        return rules.info(self.type)
 
     @property
     def amp_color(self):

@@ -1,5 +1,8 @@
 """nn.Graph's `config.enable_amp(True)`: OneFlow 0.9's AutoMixedPrecision job pass
-(`oneflow/core/job_rewriter/auto_mixed_precision.cpp` @ v0.9.0) over a job's forward and backward ops.
+(`oneflow/core/job_rewriter/auto_mixed_precision.cpp` @ v0.9.0) over a job's forward and backward ops; and the legacy
+`func_config.enable_auto_mixed_precision(True)`: the same pass as v0.4.0 ran it (at that tag), with v0.4's rules
+(`amp_lists.V04`, the `rules` parameter) on the forward ops alone, before the backward is built (the end of this
+docstring).
 
 In 0.9 the pass runs on the job as the build traced it — forward and backward ops, before the optimizer's ops exist
 (`job_build_and_infer_ctx.cpp`: AutoMixedPrecision before GenerateOptimizerOpConfs) — so here it runs after the
@@ -31,6 +34,14 @@ statistics and affine parameters) keep their blob. The white ops' output dtypes 
 gradient a white op computed is cast back to float32 before the optimizer reads it (0.9's AddDiffHalf2FloatCast in
 GenerateOptimizerOpConfs: same cast), so parameters, optimizer states and the gradients gradient accumulation sums
 stay float32.
+
+v0.4 (`rules=amp_lists.V04`, `passes/pipeline.py` runs it before the optimizer pass): the same colouring and casts
+with v0.4's lists (no gradient op on them, an empty black list), without the gray/clear sinks as white starts (0.9
+added them), over the forward ops as traced — the only ops there are then, as v0.4's AutoMixedPrecision ran before
+GenerateBackwardAndOptimizerOpConfs (`job_build_and_infer_ctx.cpp` @ v0.4.0). The backward is then built from the
+rewritten forward: each gradient op computes in its forward op's dtype, and a cast's gradient is the cast back, so a
+variable's gradient reaches the optimizer in float32 through the gradient of its `-cast_f2h`. v0.4 CHECKs that the
+job's default data type is float32 (AutoMixedPrecision::Apply); here an error names the option.
 """
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import LazyBlob, Op
@@ -54,13 +65,13 @@ def _allowed_half(op):
 class _Graph:
     """The forward and backward ops (and the virtual nodes) with their producer and consumer edges."""
 
-    def __init__(self, job):
+    def __init__(self, job, rules):
         self.nodes = [op for op in job.ops if op.section != _OPTIMIZER]
         members = {id(op) for op in self.nodes}
         self.producers = {id(op): [] for op in self.nodes}
         self.consumers = {id(op): [] for op in self.nodes}
         for op in self.nodes:
-            shape_only = op.defn.amp_shape_only  # no edge in 0.9's op graph (ops/amp_lists.py)
+            shape_only = op.defn.amp_rules(rules).shape_only  # no edge in 0.9's op graph (ops/amp_lists.py)
             for i, x in enumerate(op.inputs):
                 p = x.op
                 if id(p) in members and p is not op and i not in shape_only:
@@ -92,22 +103,31 @@ class _Graph:
                 handle(node)
 
 
-def _color(node):
-    return node.color if isinstance(node, _Virtual) else node.defn.amp_color
-
-
-def _black_listed(node):
-    return node.black_listed if isinstance(node, _Virtual) else node.defn.amp_black_listed
+def _check_default_data_type(job):
+    """v0.4's AutoMixedPrecision::Apply: CHECK(GlobalJobDesc().DefaultDataType() == DataType::kFloat) — in CUDA
+    builds, the only ones that had the pass: checked where the job has an op on a GPU."""
+    config = job.config
+    default = getattr(config, "default_data_type_", dtypes.float32)
+    if default is not dtypes.float32 and any(_allowed_half(op) for op in job.ops):
+        raise ValueError("job '%s': enable_auto_mixed_precision needs function_config.default_data_type(flow.float) "
+                         "(OneFlow's AutoMixedPrecision pass checks it), got %s" % (job.name, default))
 
 
 def _allowed(node):
     return node.allowed if isinstance(node, _Virtual) else _allowed_half(node)
 
 
-def white_set(job):
+def white_set(job, rules=amp_lists.V09):
     """The ops (and virtual nodes) that compute in the mixed-precision dtype: the colouring of the module
-    docstring."""
-    graph = _Graph(job)
+    docstring, by `rules` (`amp_lists.V09` or `amp_lists.V04`)."""
+    graph = _Graph(job, rules)
+
+    def _color(node):
+        return node.color if isinstance(node, _Virtual) else node.defn.amp_rules(rules).color
+
+    def _black_listed(node):
+        return node.black_listed if isinstance(node, _Virtual) else node.defn.amp_rules(rules).black_listed
+
     gray_or_clear = lambda n: _color(n) in (amp_lists.GRAY, amp_lists.CLEAR)  # noqa: E731
 
     up_black = set()
@@ -120,7 +140,7 @@ def white_set(job):
 
     up_white = set()
     graph.traverse(True, lambda n: _allowed(n) and (_color(n) == amp_lists.WHITE or (
-        not graph.consumers[id(n)] and gray_or_clear(n))),
+        rules.sinks_start_white and not graph.consumers[id(n)] and gray_or_clear(n))),
         lambda n: id(n) not in black and _allowed(n) and gray_or_clear(n), lambda f: id(f) in up_white,
         lambda n: up_white.add(id(n)))
     white = set()
@@ -134,10 +154,13 @@ def white_set(job):
     return [op for op in job.ops if id(op) in white]
 
 
-def apply(job, dtype=dtypes.float16):
+def apply(job, dtype=dtypes.float16, rules=amp_lists.V09):
     """Rewrites `job` (in place) to compute its white ops in `dtype` (float16 or bfloat16), casting at the colour
-    boundaries (module docstring). Returns the white ops."""
-    white = white_set(job)
+    boundaries (module docstring), by `rules` (`amp_lists.V09`: nn.Graph; `amp_lists.V04`: the legacy API, before
+    the backward). Returns the white ops."""
+    if rules.before_backward:
+        _check_default_data_type(job)
+    white = white_set(job, rules)
     if not white:
         return white
     is_white = {id(op) for op in white}
@@ -168,7 +191,8 @@ def apply(job, dtype=dtypes.float16):
 
     # float32 inputs of white ops from non-white producers: to `dtype`; then the white ops' outputs take it
     for op in white:
-        skip = op.defn.amp_no_cast | op.defn.amp_shape_only
+        info = op.defn.amp_rules(rules)
+        skip = info.no_cast | info.shape_only
         new = list(op.inputs)
         for i, x in enumerate(op.inputs):
             if i in skip or id(x.op) in is_white or original.get(x.key(), x.meta.dtype) is not dtypes.float32:
@@ -187,7 +211,8 @@ def apply(job, dtype=dtypes.float16):
     for op in list(job.ops):
         if id(op) in is_white:
             continue
-        skip = op.defn.amp_no_cast | op.defn.amp_shape_only  # (a shape is the same in either dtype)
+        info = op.defn.amp_rules(rules)
+        skip = info.no_cast | info.shape_only  # (a shape is the same in either dtype)
         op.inputs = [x if i in skip else back(x) for i, x in enumerate(op.inputs)]
     job.output_blobs = [(back(b), kind) for b, kind in job.output_blobs]
     job.raw_grads = [back(g) for g in job.raw_grads]

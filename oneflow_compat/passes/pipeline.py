@@ -10,7 +10,10 @@ and their backward (`runtime/global_eager.py`), legacy eager mode (`framework/ea
 
 (`amp`: nn.Graph's `config.enable_amp(True)`, set on the job as `job.amp` (the mixed-precision dtype): OneFlow
 0.9's AutoMixedPrecision pass over the forward and backward ops of CUDA placements, `passes/amp.py`; after pruning,
-before the layouts, which then see the casts it inserts. `checkpointing`: nn.Graph's activation checkpointing, train
+before the layouts, which then see the casts it inserts. The legacy `func_config.enable_auto_mixed_precision(True)`
+sets `job.amp` (float16) and `job.amp_rules = amp_lists.V04`: the same pass with v0.4's lists, run first, on the
+forward ops alone, as v0.4 ran it before GenerateBackwardAndOptimizerOpConfs — the backward is then built from the
+rewritten forward. `checkpointing`: nn.Graph's activation checkpointing, train
 jobs: the checkpointed modules' forward ops cloned into the backward with their originals' layouts,
 `passes/checkpointing.py`.)
 
@@ -31,6 +34,7 @@ Options:
 """
 import collections
 
+from oneflow_compat.ops import amp_lists
 from oneflow_compat.passes import amp, auto_parallel, boxing, checkpointing, fusion, grad_buckets, optimizer_pass, prune, \
     sbp_infer
 
@@ -60,13 +64,16 @@ LEGACY_EAGER_TRAIN = Options(train=True, prune=False, layout=None, exact_first=F
 def compile_job(session, job, options, ctx=None):
     """Runs the passes `options` choose on `job` (in place) and returns it. `ctx`: the build context the optimizer
     pass adds its ops in (legacy eager mode and nn.Graph give their own; by default a fresh one)."""
+    amp_dtype = getattr(job, "amp", None)  # CUDA ops in float16 (passes/amp.py): nn.Graph's config.enable_amp,
+    amp_rules = getattr(job, "amp_rules", None) or amp_lists.V09  # or the legacy enable_auto_mixed_precision (V04)
+    if amp_dtype is not None and amp_rules.before_backward:
+        amp.apply(job, amp_dtype, amp_rules)
     if options.train and job.is_train:
         optimizer_pass.build(session, job, ctx)
     if options.prune:
         prune.prune(job)
-    amp_dtype = getattr(job, "amp", None)  # nn.Graph's config.enable_amp: CUDA ops in float16 (passes/amp.py)
-    if amp_dtype is not None:
-        amp.apply(job, amp_dtype)
+    if amp_dtype is not None and not amp_rules.before_backward:
+        amp.apply(job, amp_dtype, amp_rules)
     if options.layout == "infer":
         sbp_infer.infer(job, exact_first=options.exact_first)
         auto = getattr(job, "auto_parallel", None)  # nn.Graph's config.enable_auto_parallel (passes/auto_parallel.py)

@@ -80,6 +80,9 @@ class GraphTrace:
         self.bindings = {}  # variable name -> the eager tensor whose piece is its storage
         self._var_of = {}  # id(tensor) -> LazyValue of its variable
         self._keep = []  # tensors bound to variables stay alive, so their ids are not reused meanwhile
+        # id(eager tensor) -> (LazyValue, tensor, requires grad): what a captured eager tensor reads as after an
+        # in-place op on it in build (`_global/lazy.py` rename_captured)
+        self.renamed = {}
         self.inputs = []  # the input ops, in argument order
         self.stage_of = {}  # op name -> pipeline stage id
         self.scopes = []  # (module path, stage id or None) of the modules being called, innermost last

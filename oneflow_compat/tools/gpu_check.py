@@ -21,8 +21,10 @@ skipped; every stage runs whatever happened before it:
             every variable after the first, rtol 1e-5; dropout masks come from the same Philox bits; the variables
             after 3 steps reported), with and without a CUDA graph; milliseconds
             per step against torch CUDA eager; kernel launches, host->device and device->host copies per step
-            (torch's profiler: CUPTI sees CuPy's kernels);
-* graph     CuPy's stream capture, and a captured train step over calls whose learning rate changes;
+            (torch's profiler: CUPTI sees CuPy's kernels); where the eager step's host time goes (cProfile);
+* graph     the project's GEMMs (kernels/cuda_blas.py) captured and replayed for each layout the models use, CuPy's
+            own cuBLAS in a capture (refused, noted), and the MLP and LeNet train steps captured over calls
+            whose learning rate changes, against the CPU;
 * nccl      NCCL behind the comm interface (oneflow_compat/comm/nccl_comm.py): a 1-rank communicator running every
             collective, the bootstrap over MPI on 1 and 2 ranks (2 ranks on one GPU: refused by NCCL, said so);
 * parity    the CUDA kernels against numpy (tests/test_cuda_kernels.py on CuPy), every CUDA source compiled by
@@ -283,6 +285,10 @@ def headline(summary):
                 g.get("max_rel_weight_step1", float("nan")), g.get("max_rel_weight", float("nan")))]
             if "ms" in g:
                 parts.append("%.3f ms/step" % g["ms"])
+            if g.get("replay_ms") is not None:
+                parts.append("the graph's replay alone %.3f ms" % g["replay_ms"])
+            if g.get("not_captured_because"):
+                parts.append("not captured: %s" % "; ".join(g["not_captured_because"]))
             if r.get("torch_cuda_eager_ms"):
                 parts.append("%.2fx torch eager (%.3f ms)" % (g.get("ms", 0) / r["torch_cuda_eager_ms"],
                                                               r["torch_cuda_eager_ms"]))

@@ -266,6 +266,35 @@ def host_profile(step, n, top=25):
             "top": [[name, round(calls / n, 1), round(own / n * 1e6, 1)] for own, calls, name in rows[:top]]}
 
 
+def _replay_ms(n):
+    """The median time of the captured graph's launch and a wait for it alone (no feed, no download): the step's
+    time on the GPU, what its host part adds to. Run last (each replay trains a step more)."""
+    from oneflow_compat.framework import session as sess
+
+    captured = [c.exe.captured for c in sess.default_session().compiled.values()
+                if getattr(c.exe, "captured", None) and c.exe.captured.graph is not None]
+    if not captured:
+        return None
+    step = captured[0]
+
+    def replay():
+        step.graph.launch(step.stream)
+        step.stream.synchronize()
+
+    return _median_ms(replay, n, warm=0 if FAKE else 2)
+
+
+def _captured():
+    """Whether every compiled job of the default session that asked for a CUDA graph holds one (a failed capture
+    leaves none: it runs uncaptured), and why not."""
+    from oneflow_compat.framework import session as sess
+
+    captured = [c.exe.captured for c in sess.default_session().compiled.values()
+                if getattr(c.exe, "captured", None)]
+    return {"captured": bool(captured) and all(c.graph is not None and c.disabled is None for c in captured),
+            "not_captured_because": [c.disabled for c in captured if c.disabled]}
+
+
 # --- stage: models ---------------------------------------------------------------------------------------------
 def stage_models(out):
     batch = int(os.environ.get("GPU_CHECK_BATCH", "100"))
@@ -296,17 +325,11 @@ def stage_models(out):
                         l0, s0, u0 = L.count, S.total(), L.uploads
                         step()
                         g["per_step"] = {"launches": L.count - l0, "syncs": S.total() - s0, "uploads": L.uploads - u0}
-                        if graph:
-                            g["captured"] = fake.cuda.captures == 1
                     else:
                         g["per_step"] = _profile_counts(step)
-                        if graph:
-                            from oneflow_compat.framework import session as sess
-
-                            compiled = list(sess.default_session().compiled.values())
-                            captured = [c.exe.captured for c in compiled if getattr(c.exe, "captured", None)]
-                            g["captured"] = bool(captured) and all(c.graph is not None for c in captured)
-                            g["not_captured_because"] = [c.disabled for c in captured if c.disabled]
+                    if graph:
+                        g.update(_captured())
+                        g["replay_ms"] = _replay_ms(1 if FAKE else reps)
                 ok = g["matches_cpu"] and (not graph or g.get("captured"))
                 say("ok" if ok else "failed", "%s %s" % (model, key), json.dumps(g, sort_keys=True))
 
@@ -332,53 +355,121 @@ def stage_models(out):
 
 
 # --- stage: graph ---------------------------------------------------------------------------------------------
+def _gemm_cases(xp):
+    """(name, a, b) operand pairs of the layouts the models' products take: plain, transposed views (the dense
+    layers' gradients), F-ordered, batched with a broadcast weight (the convolutions), float64."""
+    r = np.random.default_rng(0)
+
+    def up(shape, dtype=np.float32):
+        return xp.asarray(r.standard_normal(shape).astype(dtype))
+
+    w = up((64, 800))
+    return [("2d", up((100, 784)), up((784, 512))),
+            ("a.T", up((512, 100)).T, up((512, 10))),
+            ("b.T", up((100, 512)), up((10, 512)).T),
+            ("f_order", xp.asfortranarray(up((100, 300))), up((300, 50))),
+            ("batched_broadcast", w.reshape(1, 64, 800), up((100, 1, 800, 196))),
+            ("batched_transposed", up((100, 1, 64, 196)), up((100, 1, 800, 196)).transpose(0, 1, 3, 2)),
+            ("float64", up((33, 17), np.float64), up((17, 9), np.float64))]
+
+
+def _gemm_capture(xp, results):
+    """The project's GEMMs (kernels/cuda_blas.py) inside a stream capture, replayed after the operands changed:
+    each product equals a fresh one, for every layout of `_gemm_cases`."""
+    from oneflow_compat.kernels import cuda_blas
+
+    cases = _gemm_cases(xp)
+    s = xp.cuda.Stream(non_blocking=True)
+    with s:
+        eager = [cuda_blas.matmul(xp, a, b) for _, a, b in cases]  # (handle bound to the stream, workspace set)
+        s.synchronize()
+        s.begin_capture(xp.cuda.runtime.streamCaptureModeRelaxed)  # (the products' outputs allocated inside)
+        products = [cuda_blas.matmul(xp, a, b) for _, a, b in cases]
+        g = s.end_capture()
+        for _, a, b in cases:
+            a *= 2  # in place: the graph reads the same addresses
+        g.launch()
+        g.launch()  # (the fake device's first launch after its capture replays nothing: the capture ran it)
+        s.synchronize()
+    worst = {}
+    for (name, a, b), product, before in zip(cases, products, eager):
+        want = a.get().astype(np.float64) @ b.get().astype(np.float64)
+        worst[name] = max(_rel(product.get(), want), _rel(before.get() * 2, want))
+    ok = all(v < (1e-12 if "64" in k else 1e-5) for k, v in worst.items())
+    results["gemm_capture_worst_rel_diff"] = worst
+    say("ok" if ok else "failed", "captured gemms", "replay equals numpy after the operands changed: %s (%s)" % (
+        ok, ", ".join("%s %.1e" % kv for kv in worst.items())))
+
+
 def stage_graph(out):
     results = {}
     if not FAKE:
-        def smoke():
+        def cupy_own():
+            """CuPy's own products refuse a capture (expected, the reason for kernels/cuda_blas.py): noted."""
             import cupy
 
             s = cupy.cuda.Stream(non_blocking=True)
             with s:
                 a = cupy.random.rand(256, 256, dtype=cupy.float32)
-                c = cupy.maximum(a @ a, 0) * 2
-                s.synchronize()
-                s.begin_capture()
-                c = cupy.maximum(a @ a, 0) * 2
-                g = s.end_capture()
-                a[...] = cupy.random.rand(256, 256, dtype=cupy.float32)
-                g.launch()
-                s.synchronize()
-                ok = bool(cupy.allclose(c, cupy.maximum(a @ a, 0) * 2).get())
-            results["cupy_capture_replay"] = ok
-            say("ok" if ok else "failed", "cupy capture", "replay equals a fresh run: %s" % ok)
+                s.begin_capture(cupy.cuda.runtime.streamCaptureModeRelaxed)
+                try:
+                    a @ a
+                    results["cupy_own_cublas_in_capture"] = "allowed"
+                except NotImplementedError as e:
+                    results["cupy_own_cublas_in_capture"] = "refused: %s" % e
+                finally:
+                    try:
+                        s.end_capture()
+                    except Exception as e:  # noqa: BLE001 - an invalidated capture: said, not raised
+                        results["cupy_own_end_capture"] = "%s: %s" % (type(e).__name__, e)
+            say("ok", "cupy's own cuBLAS in a capture", results["cupy_own_cublas_in_capture"])
 
-        guarded(results, "cupy_capture", smoke)
+        guarded(results, "cupy_own", cupy_own)
 
-    def captured_step():
+        def gemms():
+            import cupy
+
+            from oneflow_compat.kernels import cuda_blas
+
+            lib = cuda_blas.library(cupy)
+            results["own_cublas"] = ("loaded %s" % lib.path) if lib is not None else \
+                "unavailable: %s" % cuda_blas.unavailable_reason(cupy)
+            say("ok" if lib is not None else "failed", "the project's cuBLAS handle", results["own_cublas"])
+            _gemm_capture(cupy, results)
+
+        guarded(results, "gemm_capture", gemms)
+    else:
+        def gemms():
+            sys.path.insert(0, os.path.join(ROOT, "tests"))
+            import strict_device
+
+            _gemm_capture(strict_device.module(gpus=1), results)
+
+        guarded(results, "gemm_capture", gemms)
+
+    def captured_step(model):
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         import test_gpu_step_budget as budget
 
         schedule = ([1, 3], [0.1, 0.05, 0.02])  # the rate changes under the replays: a frozen one would show
         with device("cpu"):
-            want = budget._steps(budget.mlp, 5, schedule=schedule)
-        with device("gpu", graph=True) as fake:
-            got = budget._steps(budget.mlp, 5, schedule=schedule)
-            from oneflow_compat.framework import session as sess
-
-            captured = [c.exe.captured for c in sess.default_session().compiled.values()
-                        if getattr(c.exe, "captured", None)]
+            want = budget._steps(getattr(budget, model), 5, schedule=schedule)
+        with device("gpu", graph=True):
+            got = budget._steps(getattr(budget, model), 5, schedule=schedule)
+            captured = _captured()
         same = _compare(got[0], got[1], want[0], want[1])["matches_cpu"]
-        graph_made = bool(captured) and captured[0].graph is not None
-        results["mlp_captured"] = graph_made
-        results["mlp_captured_equals_cpu"] = bool(same)
-        if captured and captured[0].disabled:
-            results["not_captured_because"] = captured[0].disabled
-        say("ok" if same and graph_made else "failed", "captured mlp step",
-            "graph %s, equals CPU over 5 calls with a changing rate: %s" % (graph_made, same))
-        del fake
+        results["%s_captured" % model] = captured["captured"]
+        results["%s_captured_equals_cpu" % model] = bool(same)
+        if captured["not_captured_because"]:
+            results["%s_not_captured_because" % model] = captured["not_captured_because"]
+        say("ok" if same and captured["captured"] else "failed", "captured %s step" % model,
+            "graph %s, equals CPU over 5 calls with a changing rate: %s%s" % (
+                captured["captured"], same, "; not captured: %s" % captured["not_captured_because"]
+                if captured["not_captured_because"] else ""))
 
-    guarded(results, "captured_step", captured_step)
+    # (LeNet's captured step on the fake device is tests/test_cuda_graph.py's: the dry run keeps to its time)
+    for model in ("mlp",) if FAKE else ("mlp", "lenet"):
+        guarded(results, "captured_%s" % model, lambda model=model: captured_step(model))
     write(out, "graph", results)
     return results
 

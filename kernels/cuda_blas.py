@@ -1,0 +1,300 @@
+"""Matrix products of device arrays through a cuBLAS handle of the project's own, called through ctypes: the GEMMs of
+kernels/linalg.py and kernels/nn.py on CuPy, eager or inside a captured CUDA graph (runtime/cuda_graph.py).
+
+Why not CuPy's matmul: CuPy's cuBLAS wrappers refuse every call while the current stream captures a graph
+(cupy_backends/cuda/libs/cublas.pyx, `setStream`, CuPy 14.2: NotImplementedError "calling cuBLAS API during stream
+capture is currently unsupported"; `matmul` -> `tensordot_core` -> `gemmEx` -> `_setStream` raises it), though cuBLAS
+itself may be captured (the cuBLAS documentation, "CUDA Graphs Support": any GEMM, once the handle has a workspace
+set by the user, so that cuBLAS allocates nothing inside the capture). So the products here call the library CuPy
+loaded (the same file, found among the process's mapped libraries) with a handle per thread and GPU, bound to the
+current stream, with a 32 MiB workspace of its own per stream (the documentation's recommendation for Hopper;
+`cublasSetStream` resets the workspace to the default pool, so it is set again after every change of stream). Eager steps use the
+same path, so a captured step and an uncaptured one make the very same GEMM calls.
+
+Layout: cuBLAS reads matrices column-major. A C-ordered (m, n) result C read column-major is the (n, m) matrix C^T,
+so each product is computed as C^T = op(B^T) op(A^T): an operand whose rows are contiguous (row stride `ld`) read
+column-major is already its transpose (op N, leading dimension `ld`); one whose columns are contiguous read
+column-major is itself (op T, leading dimension its column stride). Batched operands (batch axes broadcast as
+numpy's matmul does) become one strided-batched call where each operand's batch axes flatten to one stride (0 for a
+broadcast operand); anything else (negative or irregular strides) is copied contiguous first.
+
+float32 and float64 go through cuBLAS (`cublas[SD]gemm_v2`, `cublas[SD]gemmStridedBatched`, CUBLAS_DEFAULT_MATH:
+no TF32, the CPU's values to float32 rounding); other dtypes, and a module without the library, take `xp.matmul`.
+A device module whose cuBLAS is not a shared library (the test device of tests/strict_device.py) hands its
+functions over with `use_library`. ONEFLOW_COMPAT_OWN_CUBLAS=0 sends every product through `xp.matmul` (CuPy's own
+cuBLAS calls: a captured step then gives its capture up, with CuPy's error in the notice).
+"""
+import ctypes
+import math
+import os
+import threading
+
+import numpy
+
+# cublasOperation_t
+OP_N, OP_T = 0, 1
+ENV = "ONEFLOW_COMPAT_OWN_CUBLAS"  # "0": every product through xp.matmul (CuPy's own cuBLAS calls; no capture)
+_INT_MAX = 2 ** 31 - 1
+WORKSPACE_BYTES = 32 << 20
+
+_FUNCTIONS = {  # name: argument types after the handle (ctypes), all returning cublasStatus_t
+    "cublasCreate_v2": (ctypes.c_void_p,),
+    "cublasSetStream_v2": (ctypes.c_void_p, ctypes.c_void_p),
+    "cublasSetWorkspace_v2": (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t),
+}
+_GEMM = (ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+         ctypes.c_void_p, ctypes.c_int)
+_GEMM_BATCHED = (ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                 ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int,
+                 ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_int)
+for _t in "SD":
+    _FUNCTIONS["cublas%sgemm_v2" % _t] = _GEMM
+    _FUNCTIONS["cublas%sgemmStridedBatched" % _t] = _GEMM_BATCHED
+
+# per dtype: (the one-matrix function, the strided-batched one, the ctypes scalar type of alpha and beta)
+_BY_DTYPE = {numpy.dtype(numpy.float32): ("cublasSgemm_v2", "cublasSgemmStridedBatched", ctypes.c_float),
+             numpy.dtype(numpy.float64): ("cublasDgemm_v2", "cublasDgemmStridedBatched", ctypes.c_double)}
+
+
+class CublasError(RuntimeError):
+    """A cuBLAS call returned a status other than CUBLAS_STATUS_SUCCESS."""
+
+
+class _Library:
+    """cuBLAS's functions (a ctypes library, or an object with the same functions), handles per thread and GPU."""
+
+    def __init__(self, functions, xp, where=None):
+        self.functions, self.xp = functions, xp
+        self.path = None  # the shared library's file, where it is one
+        self.where = where if where is not None else \
+            (lambda: (xp.cuda.runtime.getDevice(), xp.cuda.get_current_stream().ptr))
+        self.local = threading.local()
+        self.scalars = {}  # (ctypes type, value) -> the host scalar alpha or beta points at (kept alive here)
+        for name in _BY_DTYPE.values():
+            getattr(functions, name[0]), getattr(functions, name[1])  # noqa: B018 - a missing function fails now
+
+    def call(self, name, *args):
+        status = getattr(self.functions, name)(*args)
+        if status != 0:
+            raise CublasError("%s failed: cuBLAS status %d" % (name, status))
+
+    def scalar(self, ctype, value):
+        key = (ctype, float(value))
+        found = self.scalars.get(key)
+        if found is None:
+            found = self.scalars[key] = ctype(value)
+        return ctypes.addressof(found)
+
+    def handle(self):
+        """The handle of this thread and the current GPU, bound to the current stream with its workspace."""
+        xp = self.xp
+        handles = getattr(self.local, "handles", None)
+        if handles is None:
+            handles = self.local.handles = {}
+        device, stream = self.where()
+        found = handles.get(device)
+        if found is None:
+            h = ctypes.c_void_p()
+            self.call("cublasCreate_v2", ctypes.byref(h))
+            found = handles[device] = [h.value, None, {}]
+        if found[1] != stream:
+            # a workspace per stream: GEMMs of two streams (a graph's replay, an eager op) may run at once, and a
+            # captured GEMM keeps the workspace it was captured with. setStream puts the handle back on cuBLAS's
+            # default workspace: ours is set again after it (else a capture would allocate)
+            workspace = found[2].get(stream)
+            if workspace is None:
+                workspace = found[2][stream] = xp.empty(WORKSPACE_BYTES, dtype=numpy.uint8)
+            self.call("cublasSetStream_v2", found[0], stream)
+            self.call("cublasSetWorkspace_v2", found[0], workspace.data.ptr, WORKSPACE_BYTES)
+            found[1] = stream
+        return found[0]
+
+
+_LIBRARIES = {}  # id(module) -> (module, _Library or None, why none)
+_LOCK = threading.Lock()
+
+
+_GIVEN = set()  # ids of the modules whose library came through use_library
+
+
+def use_library(xp, functions, where=None):
+    """The products of device module `xp` through `functions` (cuBLAS's functions as attributes, called as ctypes
+    calls them: addresses as ints, handles through `ctypes.byref`), None: through `xp.matmul`. `where()`: (the
+    current GPU, the current stream's address), by default from `xp.cuda`. One such module at a time: a later call
+    forgets the modules given before (a test device is made per test)."""
+    for key in _GIVEN:
+        _LIBRARIES.pop(key, None)
+    _GIVEN.clear()
+    _GIVEN.add(id(xp))
+    _LIBRARIES[id(xp)] = (xp, _Library(functions, xp, where) if functions is not None else None,
+                          None if functions is not None else "no cuBLAS library was given for this module")
+
+
+def _mapped(fragment):
+    """The path of a shared library mapped into this process whose file name starts with `fragment`."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").split(None, 5)[-1] if line.count(" ") >= 5 else ""
+                if path.rpartition("/")[2].startswith(fragment):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def _load_cupy_library(xp):
+    """(the _Library of CuPy's own cuBLAS, why not) for CuPy itself."""
+    import sys
+
+    if sys.modules.get("cupy") is not xp:
+        return None, "the device module is not CuPy"
+    try:
+        from cupy_backends.cuda.libs import cublas  # noqa: F401 - maps the library CuPy was built against
+
+        path = _mapped("libcublas.so")
+        if path is None:
+            path = "libcublas.so.%d" % (xp.cuda.runtime.runtimeGetVersion() // 1000)
+        lib = ctypes.CDLL(path)
+        for name, argtypes in _FUNCTIONS.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = list(argtypes), ctypes.c_int
+        found = _Library(lib, xp)
+        found.path = path
+        return found, None
+    except Exception as e:  # noqa: BLE001 - no library: products through CuPy (and no capture of them)
+        return None, "%s: %s" % (type(e).__name__, e)
+
+
+def library(xp):
+    """The _Library of device module `xp`, or None (numpy; a module without cuBLAS; ONEFLOW_COMPAT_OWN_CUBLAS=0)."""
+    if os.environ.get(ENV, "1").strip() == "0":
+        return None
+    found = _LIBRARIES.get(id(xp))
+    if found is not None and found[0] is xp:
+        return found[1]
+    if xp is numpy or getattr(xp, "cuda", None) is None:
+        lib, why = None, "not a CUDA device module"
+    else:
+        with _LOCK:
+            lib, why = _load_cupy_library(xp)
+    _LIBRARIES[id(xp)] = (xp, lib, why)
+    return lib
+
+
+def unavailable_reason(xp):
+    """Why the products of `xp` cannot go through the project's cuBLAS handle (None where they can)."""
+    if library(xp) is None and os.environ.get(ENV, "1").strip() == "0":
+        return "%s=0" % ENV
+    return _LIBRARIES[id(xp)][2]
+
+
+def prepare(xp):
+    """Creates (or rebinds) this thread's handle for the current GPU and stream: a capture about to begin on the
+    current stream then changes no handle inside it."""
+    lib = library(xp)
+    if lib is not None:
+        lib.handle()
+
+
+# --- operands -------------------------------------------------------------------------------------------------
+def _matrix(rows, cols, row_stride, col_stride, itemsize):
+    """(op, ld) reading the row-major (rows, cols) matrix column-major as its transpose (op N: its rows are
+    contiguous), or as itself then transposed (op T: its columns are); None for any other layout."""
+    if (cols == 1 or col_stride == itemsize) and \
+            (rows == 1 or (row_stride > 0 and row_stride % itemsize == 0 and row_stride // itemsize >= cols)):
+        return OP_N, max(1, row_stride // itemsize if rows > 1 else cols)
+    if (rows == 1 or row_stride == itemsize) and \
+            (cols == 1 or (col_stride > 0 and col_stride % itemsize == 0 and col_stride // itemsize >= rows)):
+        return OP_T, max(1, col_stride // itemsize if cols > 1 else rows)
+    return None
+
+
+def _batch_stride(shape, strides, batch, itemsize):
+    """One stride in elements over the flattened batch axes `batch` of an operand (its own batch axes broadcast to
+    them: 0 where broadcast), or None where they do not flatten to one."""
+    lead = len(batch) - len(shape)
+    axes = []
+    for i, extent in enumerate(batch):
+        j = i - lead
+        own = shape[j] if j >= 0 else 1
+        if extent > 1:
+            axes.append(strides[j] if j >= 0 and own != 1 else 0)
+    if not axes or all(s == 0 for s in axes):
+        return 0
+    extents = [e for e in batch if e > 1]
+    for i in range(len(axes) - 1):
+        if axes[i] != axes[i + 1] * extents[i + 1]:
+            return None
+    if axes[-1] <= 0 or axes[-1] % itemsize:
+        return None
+    return axes[-1] // itemsize
+
+
+def _operand(xp, x, batch):
+    """(the array the call reads, op, ld, batch stride) of operand x for the products of batch axes `batch`: x, or
+    a contiguous copy of it (broadcast first where needed) when its layout takes no single strided call (the caller
+    holds the copy until the call is made)."""
+    for attempt in range(3):
+        shape, strides, itemsize = x.shape, x.strides, x.itemsize
+        layout = _matrix(shape[-2], shape[-1], strides[-2], strides[-1], itemsize)
+        stride = _batch_stride(shape[:-2], strides[:-2], batch, itemsize)
+        if layout is not None and stride is not None:
+            return x, layout[0], layout[1], stride
+        x = xp.ascontiguousarray(x) if attempt == 0 else \
+            xp.ascontiguousarray(xp.broadcast_to(x, tuple(batch) + tuple(shape[-2:])))
+    raise AssertionError("a contiguous operand always takes a strided call")
+
+
+def _batch_shape(a, b):
+    if a.ndim == 2 and b.ndim == 2:  # (most products: without broadcast_shapes' few µs)
+        return ()
+    try:
+        return tuple(numpy.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    except ValueError:
+        return None
+
+
+def matmul(xp, a, b, out=None, alpha=1.0):
+    """alpha * `xp.matmul(a, b)` (operands of 2 or more axes, batch axes broadcast), into `out` where given (a new
+    C-ordered array otherwise): through the project's cuBLAS handle for float32/float64 operands of one dtype (see
+    the module docstring), else through `xp.matmul`."""
+    lib = library(xp) if xp is not numpy else None
+    names = _BY_DTYPE.get(a.dtype) if lib is not None else None
+    batch = _batch_shape(a, b) if names is not None and a.ndim >= 2 and b.ndim >= 2 else None
+    if names is None or batch is None or b.dtype != a.dtype or a.shape[-1] != b.shape[-2]:
+        result = xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)
+        if alpha != 1.0:
+            result *= result.dtype.type(alpha)
+        return result
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    shape = batch + (m, n)
+    if out is not None and (tuple(out.shape) != shape or out.dtype != a.dtype or not out.flags.c_contiguous):
+        out[...] = matmul(xp, a, b, alpha=alpha)
+        return out
+    c = out if out is not None else xp.empty(shape, dtype=a.dtype)
+    count = math.prod(batch)
+    if c.size == 0:
+        return c
+    if k == 0:
+        c.fill(0)
+        return c
+    a, op_a, ld_a, stride_a = _operand(xp, a, batch)
+    b, op_b, ld_b, stride_b = _operand(xp, b, batch)
+    if max(m, n, k, count, ld_a, ld_b) > _INT_MAX:  # beyond cuBLAS's 32-bit sizes: CuPy's matmul (its _64 calls)
+        c[...] = xp.matmul(a, b)
+        if alpha != 1.0:
+            c *= c.dtype.type(alpha)
+        return c
+    one, batched, ctype = names
+    alpha_p, beta_p = lib.scalar(ctype, alpha), lib.scalar(ctype, 0.0)
+    handle = lib.handle()
+    # C^T (n, m) = op(B^T) (n, k) . op(A^T) (k, m), column-major with ldc = n
+    if count == 1:
+        lib.call(one, handle, op_b, op_a, n, m, k, alpha_p, b.data.ptr, ld_b, a.data.ptr, ld_a, beta_p,
+                 c.data.ptr, n)
+    else:
+        lib.call(batched, handle, op_b, op_a, n, m, k, alpha_p, b.data.ptr, ld_b, stride_b, a.data.ptr, ld_a,
+                 stride_a, beta_p, c.data.ptr, n, m * n, count)
+    return c
