@@ -11,6 +11,7 @@ from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import context
 from oneflow_compat.runtime.graph_trace import LazyValue
+from oneflow_compat._global import tensor as _tensor
 from oneflow_compat._global.tensor import Tensor
 
 _CTX = context.CURRENT  # `_CTX.graph_traces`: (GraphTrace, GraphScope) of the builds being traced, innermost last
@@ -188,6 +189,9 @@ def variable_gradients(trace):
         if src.type == "variable" and t._value.blob is not op.outputs[0]:
             out[src.attrs["name"]] = t._value.blob
     return out
+
+
+_tensor.LAZY_GRADS.update(grad_of=grad_of, retain_grad=retain_grad)
 
 
 # --- module calls inside build ------------------------------------------------------------------------------------

@@ -318,9 +318,7 @@ class Tensor:
     @property
     def grad(self):
         if _CTX.graph_traces:  # inside nn.Graph.build: the job's gradient blob after loss.backward() (lazy.py)
-            from oneflow_compat._global import lazy
-
-            return lazy.grad_of(self)
+            return LAZY_GRADS["grad_of"](self)
         return self._grad
 
     @grad.setter
@@ -466,9 +464,7 @@ class Tensor:
     def retain_grad(self):
         """Keeps this non-leaf tensor's gradient in `.grad` after `backward()` (a leaf keeps it anyway)."""
         if isinstance(self._value, LazyValue):  # inside nn.Graph.build (lazy.py)
-            from oneflow_compat._global import lazy
-
-            return lazy.retain_grad(self)
+            return LAZY_GRADS["retain_grad"](self)
         if not self.requires_grad_flag:
             raise RuntimeError("Can't retain_grad on Tensor that has requires_grad=False")
         if self._node is None or getattr(self, "_retaining", False):
@@ -565,6 +561,9 @@ class Tensor:
 
 
 _CTX = context.CURRENT  # `_CTX.graph_traces`: the nn.Graph builds being traced (_global/lazy.py)
+# `t.grad` / `t.retain_grad()` inside nn.Graph.build: set by _global/lazy.py (which imports this module), the one
+# place that makes builds traced
+LAZY_GRADS = {}
 _GLOBAL_API = client_mode.GLOBAL
 _API_CHOICE = client_mode.choice_holder()
 
