@@ -26,7 +26,7 @@ def test_retain_grad_keeps_a_non_leaf_gradient_as_the_autograd_page_prints_it():
 
 
 def test_retain_grad_on_a_tensor_without_gradient_is_an_error():
-    with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
+    with pytest.raises(RuntimeError, match="Can't retain_grad on Tensor that has requires_grad=False"):
         flow.ones(2).retain_grad()
 
 

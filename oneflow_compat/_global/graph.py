@@ -20,6 +20,11 @@ compiles and runs (`runtime/graph_runtime.py`); later calls only run. Inputs and
 rank feeds its own pieces; outputs keep theirs, empty on ranks outside their placement) or, in a local graph,
 local tensors.
 
+After `loss.backward()`, build may read gradients as lazy tensors (OneFlow 0.9): `x.grad` of a tensor it called
+`x.retain_grad()` on (a graph input requires grad when the eager tensor passed in does) and `p.grad` of a
+parameter are the job's gradient blobs, returned as outputs or used by further ops; a parameter's `.grad` changed
+in place there (`clip_grad_norm_`) is what its update reads (`lazy.py` `grad_of`, `passes/autodiff.py`).
+
 Modules assigned to the graph are wrapped in a `Block` (`graph_block.py`) carrying the graph's configuration of
 the module, the pipeline stage in its three spellings; a placed stage moves the module's tensor inputs onto its
 placement (SBP kept).
@@ -406,7 +411,11 @@ class Graph:
         for i, x in enumerate(flat):
             if isinstance(x, Tensor):
                 v = trace.add_input(len(trace.inputs), x._value)
-                lazy_args.append(Tensor._make(v, x._placement, x._sbp, x._device))
+                lazy_x = Tensor._make(v, x._placement, x._sbp, x._device)
+                # OneFlow 0.9: the input op's output requires grad when the eager tensor passed in does
+                # (AutogradInterpreter::Apply), so build can retain and read its gradient (`x.grad`)
+                lazy_x.requires_grad_flag = x.requires_grad_flag and x.dtype.is_floating
+                lazy_args.append(lazy_x)
                 name = names.get(id(x), "_%s_input.%d" % (self._name, i))
                 trace.op_records.name_blob(v.blob, name + "/out")
                 self._args_repr.append("(INPUT:%s:%s)" % (name, tensor_text(x)))
@@ -433,6 +442,7 @@ class Graph:
                 self._log(1, self._outs_repr[-1])
         if trace.job.is_train and not trace.job.losses:
             raise RuntimeError("nn.Graph '%s' has an optimizer but build() called no loss.backward()" % self._name)
+        trace.job.variable_grads = lazy.variable_gradients(trace)
         return out_values, kinds, out_struct
 
     def _scope(self):

@@ -11,6 +11,7 @@ from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import context
 from oneflow_compat.runtime.graph_trace import LazyValue
+from oneflow_compat._global import tensor as _tensor
 from oneflow_compat._global.tensor import Tensor
 
 _CTX = context.CURRENT  # `_CTX.graph_traces`: (GraphTrace, GraphScope) of the builds being traced, innermost last
@@ -138,6 +139,59 @@ def backward(t, gradient=None, retain_graph=False):
         raise RuntimeError("loss.backward() in nn.Graph '%s'.build() needs an optimizer: call "
                            "self.add_optimizer(optimizer) in the graph's __init__" % trace.job.name)
     trace.mark_loss(t._value)
+
+
+# --- gradients inside build: `t.retain_grad()` and `t.grad` after `loss.backward()` -----------------------------
+def retain_grad(t):
+    """`t.retain_grad()` on a lazy tensor (OneFlow 0.9 tensor_impl.cpp `set_retain_grad`: a tensor that does not
+    require grad is refused; a graph input requires grad when the eager tensor passed in does)."""
+    if not t.requires_grad_flag:
+        raise RuntimeError("Can't retain_grad on Tensor that has requires_grad=False")
+    t._retaining = True
+
+
+def grad_of(t):
+    """`t.grad` while a build is traced: after `loss.backward()`, the lazy gradient of a retained lazy tensor or of
+    a parameter (any eager tensor the job reads as a variable) that requires grad — the job's gradient blob
+    (runtime/graph_trace.py `grad_value`), a graph output or the input of further ops; None where no loss
+    depends on it. Otherwise what `.grad` holds (None for a lazy tensor)."""
+    trace, scope = _CTX.graph_traces[-1]
+    if not trace.job.losses or not t.requires_grad_flag:
+        return t._grad
+    if is_lazy(t):
+        if t._value.trace is not trace or not getattr(t, "_retaining", False):
+            return t._grad
+        blob = t._value.blob
+    else:
+        hit = trace._var_of.get(id(t))
+        if hit is None:
+            return t._grad
+        blob = hit.blob
+    grads = trace.grad_tensors  # one tensor per gradient blob: `p.grad is p.grad`, and what it is made in place
+    key = blob.key()
+    hit = grads.get(key)
+    if hit is None:
+        value = trace.grad_value(blob)
+        if value is None:
+            return t._grad
+        hit = grads[key] = _wrap(value, t, False)
+    return hit
+
+
+def variable_gradients(trace):
+    """{variable name: gradient blob} of the parameters whose `.grad` build changed in place (`p.grad.mul_(c)`,
+    `clip_grad_norm_`): the gradient the optimizer then updates with (OneFlow 0.9 nn/graph/graph.py
+    `_mark_variable_gradients`: a parameter's lazy `.grad` at the end of build is its variable's gradient)."""
+    out = {}
+    for key, t in trace.grad_tensors.items():
+        op = trace.job.grad_requests[key]
+        src = op.inputs[0].op
+        if src.type == "variable" and t._value.blob is not op.outputs[0]:
+            out[src.attrs["name"]] = t._value.blob
+    return out
+
+
+_tensor.LAZY_GRADS.update(grad_of=grad_of, retain_grad=retain_grad)
 
 
 # --- module calls inside build ------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from oneflow_compat.framework import client_mode
 from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
-from oneflow_compat.runtime import autograd, global_eager
+from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat.runtime.graph_trace import LAZY_VALUE_MESSAGE, LazyValue
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import global_mode, printing
@@ -317,6 +317,8 @@ class Tensor:
 
     @property
     def grad(self):
+        if _CTX.graph_traces:  # inside nn.Graph.build: the job's gradient blob after loss.backward() (lazy.py)
+            return LAZY_GRADS["grad_of"](self)
         return self._grad
 
     @grad.setter
@@ -457,12 +459,14 @@ class Tensor:
 
     @property
     def retains_grad(self):
-        return self._node is not None and getattr(self, "_retaining", False)
+        return getattr(self, "_retaining", False) and (self._node is not None or isinstance(self._value, LazyValue))
 
     def retain_grad(self):
         """Keeps this non-leaf tensor's gradient in `.grad` after `backward()` (a leaf keeps it anyway)."""
+        if isinstance(self._value, LazyValue):  # inside nn.Graph.build (lazy.py)
+            return LAZY_GRADS["retain_grad"](self)
         if not self.requires_grad_flag:
-            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            raise RuntimeError("Can't retain_grad on Tensor that has requires_grad=False")
         if self._node is None or getattr(self, "_retaining", False):
             return
         self._retaining = True
@@ -556,6 +560,10 @@ class Tensor:
             raise RuntimeError("a leaf Tensor that requires grad is being used in an in-place operation")  # OneFlow 0.9
 
 
+_CTX = context.CURRENT  # `_CTX.graph_traces`: the nn.Graph builds being traced (_global/lazy.py)
+# `t.grad` / `t.retain_grad()` inside nn.Graph.build: set by _global/lazy.py (which imports this module), the one
+# place that makes builds traced
+LAZY_GRADS = {}
 _GLOBAL_API = client_mode.GLOBAL
 _API_CHOICE = client_mode.choice_holder()
 

@@ -153,6 +153,9 @@ class Job:
         self.diff_watches = []  # (blob, handler): watch_diff requests, built by autodiff
         self.variable_ops = {}  # full variable name -> variable op of this job
         self.raw_grads = []  # train jobs: each variable's gradient before scaling (summed by grad accumulation)
+        # nn.Graph: {blob key: identity op} standing for the gradient of that blob that build() read (`t.grad`),
+        # rewired to the gradient blob by passes/autodiff.py `build_backward`
+        self.grad_requests = collections.OrderedDict()
         # set when the job is traced, read by the passes and the plan (which never look at the config's scopes)
         self.default_placement = None  # where ops go outside any placement scope
         self.zero = None  # nn.Graph's enable_zero settings (passes/zero.py), None without ZeRO

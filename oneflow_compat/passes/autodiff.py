@@ -54,9 +54,16 @@ def build_backward(ctx, job, loss_scale=None):
     needs = set()
     for op in var_ops:
         needs.add(op.outputs[0].key())
+    requests = getattr(job, "grad_requests", None) or {}  # nn.Graph: gradients build() read (`t.grad`)
+    stand_ins = {op.name for op in requests.values()}
+    needs.update(requests)
     fwd_ops = list(job.ops)
     for op in fwd_ops:
-        # ops without a grad rule (comparisons, argmax, ...) stop the gradient
+        # ops without a grad rule (comparisons, argmax, ...) stop the gradient; so do the stand-ins of
+        # gradients (a gradient read inside build is not differentiated again: OneFlow 0.9's lazy backward
+        # runs with create_graph=False)
+        if op.name in stand_ins:
+            continue
         if op.defn.grad is not None and any(x.key() in needs for x in op.inputs):
             for y in op.outputs:
                 needs.add(y.key())
@@ -90,7 +97,7 @@ def build_backward(ctx, job, loss_scale=None):
         return gs[0]
 
     for op in reversed(fwd_ops):
-        if not any(y.key() in needs for y in op.outputs):
+        if op.name in stand_ins or not any(y.key() in needs for y in op.outputs):
             continue
         dys = [total(y.key(), op) for y in op.outputs]
         for y, dy in zip(op.outputs, dys):
@@ -119,4 +126,34 @@ def build_backward(ctx, job, loss_scale=None):
         g = total(op.outputs[0].key(), op)
         if g is not None:
             out[op.attrs["name"]] = (op, g)
+    if requests:
+        _resolve_grad_requests(ctx, job, requests, fwd_ops, total)
+        # a parameter's gradient that build changed in place (nn.Graph: `p.grad.mul_(c)`, clip_grad_norm_) is
+        # the one its update reads (OneFlow 0.9 MarkVariableGradients)
+        for name, blob in (getattr(job, "variable_grads", None) or {}).items():
+            if name in out:
+                out[name] = (out[name][0], blob)
     return out
+
+
+def _resolve_grad_requests(ctx, job, requests, fwd_ops, total):
+    """Each gradient build() read stands as an identity of its blob: it now reads the gradient blob (zeros where
+    no gradient arrived), and it and the ops reading it, traced in build after `loss.backward()`, move after
+    the backward ops (the ops run in list order), before the optimizer's updates, which come later."""
+    producers = {op.name: op for op in fwd_ops}
+    for key, stand_in in requests.items():
+        src = producers[key[0]]
+        g = total(key, src)
+        if g is None:
+            with GradScope(ctx, src):
+                g = registry.apply("fill_like", [src.outputs[key[1]]], {"value": 0.0})
+        stand_in.inputs[0] = g
+        stand_in.section = "backward"
+    moved = {op.name for op in requests.values()}
+    produced = set()
+    for op in fwd_ops:
+        if op.name in moved or any(x.key() in produced for x in op.inputs):
+            moved.add(op.name)
+            produced.update(y.key() for y in op.outputs)
+    later = [op for op in job.ops if op.name in moved]
+    job.ops[:] = [op for op in job.ops if op.name not in moved] + later

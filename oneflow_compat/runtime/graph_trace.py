@@ -91,6 +91,7 @@ class GraphTrace:
         self.checkpointing = []
         self.job.checkpointing_ops = set()
         self.checkpoint_inputs = {}
+        self.grad_tensors = {}  # blob key -> the lazy Tensor build reads as that blob's `.grad` (_global/lazy.py)
         self._inferred = -1  # number of ops the last on-demand SBP inference covered
         self._free = 0
 
@@ -174,6 +175,36 @@ class GraphTrace:
 
     def mark_loss(self, value):
         self.job.losses.append(value.blob)
+
+    # --- gradients inside build (OneFlow 0.9: `t.grad` after `loss.backward()` is the job's gradient blob) --------
+    def grad_value(self, blob):
+        """LazyValue of d(Σ losses)/d `blob`, usable by the ops traced after it and as a graph output; None when no
+        loss marked so far depends on `blob` (OneFlow 0.9 leaves such a `.grad` None).
+
+        The backward is built when the job compiles (passes/autodiff.py), after build returns; until then the
+        gradient is an identity op standing in for it (`job.grad_requests`), which `build_backward` rewires to
+        read the gradient blob and moves, with the ops reading it, after the backward ops (before the updates)."""
+        key = blob.key()
+        hit = self.job.grad_requests.get(key)
+        if hit is not None:
+            return LazyValue(hit.outputs[0], self)
+        if not self._reaches_loss(key):
+            return None
+        name = self.job.unique_name(blob.op.name + "-grad")
+        op = self._new_op("identity", [blob], {}, blob.op.placement, name=name)
+        self.job.grad_requests[key] = op
+        return LazyValue(op.outputs[0], self)
+
+    def _reaches_loss(self, key):
+        """Whether a gradient flows from a marked loss back to blob `key` (through ops with a gradient rule)."""
+        reached = {key}
+        stand_ins = {op.name for op in self.job.grad_requests.values()}
+        for op in self.job.ops:
+            if op.defn.grad is None or op.name in stand_ins:
+                continue
+            if any(x.key() in reached for x in op.inputs):
+                reached.update(y.key() for y in op.outputs)
+        return any(loss.key() in reached for loss in self.job.losses)
 
     # --- SBP on demand ------------------------------------------------------------------------------------------
     def sbp_of(self, blob):

@@ -73,6 +73,8 @@ FAKE_ENV = "GPU_CHECK_FAKE"
 MPI_TESTS += ("test_zoo_hybrid_embedding_mpi.py",)
 # OneFlow 0.9's API reference, nn.Graph ZeRO and one_embedding over 2 MPI ranks
 MPI_TESTS += ("test_api_shape_mpi.py", "test_api_gaps_mpi.py", "test_graph_zero_mpi.py", "test_one_embedding_mpi.py")
+# gradients read inside nn.Graph.build (x.grad, weight.grad) on 2 MPI ranks
+MPI_TESTS += ("test_graph_retain_grad_mpi.py",)
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)\b")
 _SUMMARY = re.compile(r"^(=+ )?(\d+ \w+|no tests ran)[\w, ]* in [\d.]+s\b[^=]*( =+)?$")
 _PROGRESS = re.compile(r"^[.FEsxX]+(\s+\[\s*\d+%\])?$")

@@ -5,7 +5,7 @@ import math
 
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.runtime import autograd
-from oneflow_compat._global import creation, functional as F
+from oneflow_compat._global import creation, functional as F, inplace
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -56,8 +56,11 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         total = total_norm(params, norm_type)
         if not params:
             return total
-        value = float(total.numpy())
-        if error_if_nonfinite and not math.isfinite(value):
+        if total.is_lazy:  # inside nn.Graph.build: the gradients are the job's (lazy) gradient blobs
+            if error_if_nonfinite:
+                raise RuntimeError("clip_grad_norm_(error_if_nonfinite=True) needs the norm's value, which a "
+                                   "lazy tensor inside nn.Graph.build() does not have")
+        elif error_if_nonfinite and not math.isfinite(float(total.numpy())):
             raise RuntimeError("The total norm of order %s for gradients from `parameters` is non-finite, so it "
                                "cannot be clipped. To disable this error and scale the gradients by the "
                                "non-finite norm anyway, set `error_if_nonfinite=False`" % (norm_type,))
@@ -72,6 +75,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 def _scale_in_place(grad, coef):
     scaled = F.mul(grad.detach(), F.cast(coef, grad.dtype))
+    if grad.is_lazy:  # nn.Graph.build: the parameter's lazy `.grad` takes the op's output, which the graph's
+        inplace.rebind(grad, scaled)  # update then reads (_global/lazy.py `variable_gradients`)
+        return
     src = scaled._value
     if src.sbp != grad._value.sbp:
         from oneflow_compat._global import layouts
@@ -87,5 +93,8 @@ def clip_grad_value_(parameters, clip_value):
     with autograd.no_grad():
         for p in _with_grad(parameters):
             clamped = F.clamp(p.grad.detach(), min=-clip_value, max=clip_value)
+            if clamped.is_lazy:  # nn.Graph.build (see _scale_in_place)
+                inplace.rebind(p.grad, clamped)
+                continue
             for a, b in zip(p.grad._value.pieces, clamped._value.pieces):
                 a[...] = b
