@@ -21,7 +21,7 @@ broadcast operand); anything else (negative or irregular strides) is copied cont
 float32 and float64 go through cuBLAS (`cublas[SD]gemm_v2`, `cublas[SD]gemmStridedBatched`, CUBLAS_DEFAULT_MATH:
 no TF32, the CPU's values to float32 rounding); other dtypes, and a module without the library, take `xp.matmul`.
 A device module whose cuBLAS is not a shared library (the test device of tests/strict_device.py) hands its
-functions over with `use_library`. ONEFLOW_COMPAT_OWN_CUBLAS=0 sends every product through `xp.matmul` (CuPy's own
+functions over with `_use_library`. ONEFLOW_COMPAT_OWN_CUBLAS=0 sends every product through `xp.matmul` (CuPy's own
 cuBLAS calls: a captured step then gives its capture up, with CuPy's error in the notice).
 """
 import ctypes
@@ -115,10 +115,10 @@ _LIBRARIES = {}  # id(module) -> (module, _Library or None, why none)
 _LOCK = threading.Lock()
 
 
-_GIVEN = set()  # ids of the modules whose library came through use_library
+_GIVEN = set()  # ids of the modules whose library came through _use_library
 
 
-def use_library(xp, functions, where=None):
+def _use_library(xp, functions, where=None):  # (the seam the strict fake device gives its cuBLAS through)
     """The products of device module `xp` through `functions` (cuBLAS's functions as attributes, called as ctypes
     calls them: addresses as ints, handles through `ctypes.byref`), None: through `xp.matmul`. `where()`: (the
     current GPU, the current stream's address), by default from `xp.cuda`. One such module at a time: a later call

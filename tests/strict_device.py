@@ -919,7 +919,7 @@ def module(runner=None, gpus=None):
         where = lambda: (0, 0)  # noqa: E731 - one device, one stream
     fake = _Namespace(np, MODULE_NAME, asarray=asarray, asanyarray=asarray, array=array, asnumpy=asnumpy,
                       ndarray=StrictArray, RawModule=raw, nccl_binding=DeviceNccl(FakeNccl()), **extra)
-    cuda_blas.use_library(fake, FakeCublas(where), where)  # its products through cuBLAS by address, as on a GPU
+    cuda_blas._use_library(fake, FakeCublas(where), where)  # its products through cuBLAS by address, as on a GPU
     return fake
 
 

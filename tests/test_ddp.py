@@ -45,7 +45,9 @@ def test_ddp_page_program_on_two_ranks_equals_the_mean_gradient_training():
     for r in rows:
         np.testing.assert_allclose(r["w"], w.ravel(), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(r["losses"], losses[r["rank"]], rtol=1e-4, atol=1e-9)
-        assert r["repr"].endswith("dtype=oneflow.float32, grad_fn=<accumulate_grad>)")
+        flat = " ".join(r["repr"].split())  # (a cuda tensor's repr wraps its longer last line)
+        assert flat.endswith("device='cuda:%d', dtype=oneflow.float32, grad_fn=<accumulate_grad>)" % r["rank"]), \
+            r["repr"]  # (each rank's "cuda" is its local rank's GPU)
     assert rows[0]["w"] == rows[1]["w"]  # the all-reduced gradient keeps the replicas equal
     np.testing.assert_allclose(w.ravel(), [2.0, 3.0], atol=1e-3)
 

@@ -67,7 +67,7 @@ class Context:
         for session in (self.session, self.global_session):
             if session is not None and session.status != "closed":
                 session.close()
-        checks.take_pending()
+        checks.discard_pending()
         self._fresh()
 
 

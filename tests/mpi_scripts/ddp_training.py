@@ -34,7 +34,9 @@ class Model(flow.nn.Module):
 rank = flow.env.get_rank()
 m = Model().to("cuda")
 with flow.no_grad():
-    m.w.data = flow.tensor([[float(rank)], [float(rank)]])  # rank 0's value must win
+    # rank 0's value must win; `.data =` takes the other tensor's device too (0.9's LocalTensor::set_data swaps
+    # the impl), so the new value is made on the parameter's device, as the cuda inputs need
+    m.w.data = flow.tensor([[float(rank)], [float(rank)]], device="cuda")
 m = ddp(m, bucket_size=1)
 assert m.w.numpy().tolist() == [[0.0], [0.0]], m.w
 loss = flow.nn.MSELoss(reduction="sum")
