@@ -961,3 +961,14 @@ def pytest_collection_modifyitems(config, items):
         if item.path.name in _SWITCH_TESTS:
             item.add_marker(pytest.mark.skip(reason="tests the device switch itself, which the fake device's "
                                                     "plugin replaces"))
+
+
+def suite_gpu_or_fake(monkeypatch, allow_syncs=False):
+    """The device module of "cuda"/"gpu" placements for a test that runs on a real GPU where the suite does: the
+    suite's own module where it runs on a usable GPU (ONEFLOW_COMPAT_DEVICE=gpu: CuPy on the GPU run, or this fake
+    through the plugin), else this fake device, installed."""
+    from oneflow_compat.backend import devices
+
+    if devices.mode() == "gpu" and devices.cuda_usable():
+        return devices.array_module("gpu")
+    return install(monkeypatch, "gpu", allow_syncs=allow_syncs)

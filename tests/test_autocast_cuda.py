@@ -18,11 +18,8 @@ B = np.linspace(0.7, -1.1, 20, dtype=F32).reshape(4, 5)
 
 @pytest.fixture
 def gpu(monkeypatch):
-    """"cuda" tensors on a usable GPU: the suite's own where it runs on one (ONEFLOW_COMPAT_DEVICE=gpu: CuPy on the
-    GPU run, or the fake device's plugin), else the fake device."""
-    if devices.mode() == "gpu" and devices.cuda_usable():
-        return devices.array_module("gpu")
-    return strict_device.install(monkeypatch, "gpu")
+    """"cuda" tensors on the suite's GPU where it runs on one, else on the fake device."""
+    return strict_device.suite_gpu_or_fake(monkeypatch)
 
 
 def _cuda(a, requires_grad=False):

@@ -10,7 +10,6 @@ import pytest
 
 import oneflow_compat as flow
 import strict_device
-from oneflow_compat.backend import devices
 
 F16, F32 = np.float16, np.float32
 X = (np.linspace(-1.3, 1.7, 12, dtype=F32) / 3).reshape(3, 4)
@@ -23,11 +22,8 @@ B2 = np.array([0.1, -0.25, 1 / 3], dtype=F32)
 
 @pytest.fixture
 def gpu(monkeypatch):
-    """"cuda" tensors on a usable GPU: the suite's own where it runs on one (ONEFLOW_COMPAT_DEVICE=gpu: CuPy on the
-    GPU run, or the fake device's plugin), else the fake device."""
-    if devices.mode() == "gpu" and devices.cuda_usable():
-        return devices.array_module("gpu")
-    return strict_device.install(monkeypatch, "gpu", allow_syncs=True)
+    """"gpu" placements on the suite's GPU where it runs on one, else on the fake device."""
+    return strict_device.suite_gpu_or_fake(monkeypatch, allow_syncs=True)
 
 
 def _model(device):

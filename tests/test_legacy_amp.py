@@ -16,7 +16,6 @@ import pytest
 import oneflow_compat as flow
 import oneflow_compat.typing as tp
 import strict_device
-from oneflow_compat.backend import devices
 from oneflow_compat.framework import trace
 from oneflow_compat.framework.session import default_session
 from oneflow_compat.ops import amp_lists
@@ -35,11 +34,8 @@ F16_NAME, F32_NAME = "oneflow.float16", "oneflow.float32"
 
 @pytest.fixture
 def gpu(monkeypatch):
-    """"gpu" placements on a usable GPU: the suite's own where it runs on one (ONEFLOW_COMPAT_DEVICE=gpu: CuPy on the
-    GPU run, or the fake device's plugin), else the fake device."""
-    if devices.mode() == "gpu" and devices.cuda_usable():
-        return devices.array_module("gpu")
-    return strict_device.install(monkeypatch, "gpu", allow_syncs=True)
+    """"gpu" placements on the suite's GPU where it runs on one, else on the fake device."""
+    return strict_device.suite_gpu_or_fake(monkeypatch, allow_syncs=True)
 
 
 def _config(amp_on=True):
