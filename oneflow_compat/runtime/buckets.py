@@ -114,6 +114,15 @@ class GradBuckets:
         self._missing = [len(m) for m in self.members]  # per bucket: entries not complete yet
         self.next_bucket = 0
         self._checked = False
+        self._root = None  # (note, addends) the pass's check carries (`carry_root`)
+        self.root_check = None  # the check that carried them (its `result`: their sums)
+
+    def carry_root(self, note, addends):
+        """This pass's check (the first bucket's) also carries `addends` (float64, at most `agreement.PAYLOAD`: the
+        partial sums of the backward's root, a loss) in its payload, summed over the members as `numpy()`'s own
+        check would sum them; `note` joins the check's identity text (the members compare it: every member
+        carries alike or they fail naming both). After the check, `root_check.result` holds the sums."""
+        self._root = (note, addends)
 
     def ready(self, k):
         """Entry k's gradient (in its view) is complete: starts the all-reduce, in bucket order, of every bucket whose
@@ -207,7 +216,13 @@ class GradBuckets:
         if not self._communicates(comm):
             return
         with activity.operation(text):
-            if check:
+            if check and self._root is not None:
+                # the backward's root (a loss) rides in the same check: its later numpy() sends nothing
+                note, addends = self._root
+                ident = text + note
+                self.root_check = agreement.global_op((agreement.digest(ident), ident), self.ranks,
+                                                      payload=addends.ravel(), carry=True)
+            elif check:
                 # the check rides in the first bucket's all-reduce, in the arrival that says its addends are in
                 # (`comm/mpi_comm.py`; a separate check where no shared-memory board carries it)
                 agreement.global_op((agreement.digest(text), text), self.ranks, carry=True)
@@ -300,7 +315,7 @@ class OverlappedGradients:
     path (`reduce_partial_gradients`); `finish` then records the pass's own list for the next one. Every rank walks
     the same nodes in the same order, so every rank makes the same choices."""
 
-    def __init__(self, leaves, make_value):
+    def __init__(self, leaves, make_value, root=None):
         # the plan is found by the leaves' ids and used only if it was learned over these very objects (weak
         # references): an id reused by a new object after an old one was freed must not make one rank use a plan
         # that another rank, whose memory differs, does not find
@@ -315,8 +330,29 @@ class OverlappedGradients:
         self.seen = []  # (leaf, gradient Value) of every bucketable gradient, in the order they were complete
         self.pos = 0  # entries of the plan taken so far (in its order)
         self.on_plan = self.plan is not None
+        self.root = None  # (Value, addends) of the backward's root whose sums the buckets' check carries
         if self.on_plan:
             self.plan[2].reset()
+            self._carry_root(root)
+
+    def _carry_root(self, root):
+        """The pass's check carries the addends of `root` (the backward's one root, a Value) when its `numpy()`
+        would sum them over the same members: a small floating partial sum (a loss) on the buckets' placement,
+        whose ranks are the whole world (`numpy()` is a collective of the world). Every member decides alike (the
+        layouts are the same on every rank)."""
+        from oneflow_compat.runtime import global_eager
+
+        pl, _, grad_buckets, _ = self.plan
+        if root is None or root.sbp != S.P or root.placement != pl or not root.pieces or \
+                not root.meta.dtype.is_floating or int(np.prod(root.meta.shape)) > agreement.PAYLOAD:
+            return
+        world = _process_comm().size
+        if grad_buckets.ranks != tuple(range(world)):
+            return
+        addends = global_eager.partial_addends(root)
+        grad_buckets.carry_root(", carrying the sum of the backward's root %s %s" % (
+            tuple(root.meta.shape), root.meta.dtype.name), addends)
+        self.root = (root, addends)
 
     def take(self, leaf, value):
         """A bucketable gradient of `leaf` is complete: True when it went into its bucket (the caller then forgets
@@ -343,6 +379,11 @@ class OverlappedGradients:
         if self.plan is not None:
             pl, _, grad_buckets, _ = self.plan
             grad_buckets.wait()
+            carried = grad_buckets.root_check
+            if self.root is not None and carried is not None and carried.result is not None:
+                from oneflow_compat.runtime import global_eager
+
+                global_eager.remember_sum(self.root[0], self.root[1], grad_buckets.ranks, carried.result)
             started = grad_buckets.next_bucket  # buckets are started in order
             for k in range(self.pos):
                 if grad_buckets.slots[k][0] < started:

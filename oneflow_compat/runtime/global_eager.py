@@ -49,9 +49,10 @@ CACHE_SIZE = 4096
 
 class Value:
     """One rank's view of a tensor: logical meta, placement, SBP, and this rank's pieces; `lk` is its layout id
-    (`layout_id`), computed once, what the caches of compiled ops are keyed by."""
+    (`layout_id`), computed once, what the caches of compiled ops are keyed by. `summed` (unset on most values):
+    the member-wise sum of a small partial sum that a gradient bucket's check carried (`remember_sum`)."""
 
-    __slots__ = ("meta", "placement", "sbp", "pieces", "lk")
+    __slots__ = ("meta", "placement", "sbp", "pieces", "lk", "summed")
 
     def __init__(self, meta, placement, sbp, pieces, lk=None):
         self.meta = meta
@@ -666,10 +667,14 @@ def _full_value(value):
         if identity is not None and value.sbp == S.P and meta.dtype.is_floating and \
                 _np.prod(meta.shape, dtype=_np.int64) <= agreement.PAYLOAD:
             # a small partial sum (a loss): its addends ride in the check's payload (one collective, the check)
-            acc = _np.zeros(meta.shape, _np.float64)
-            for p in value.pieces:
-                acc += _host(p)
-            sums = agreement.global_op(identity, members, acc.ravel())
+            acc = partial_addends(value)
+            sums = carried_sum(value, acc, members)
+            if sums is not None:
+                # the backward's gradient bucket carried these very addends to these members (`remember_sum`):
+                # nothing to send; the operation joins the chain, compared at the next check
+                agreement.global_op(identity, None)
+            else:
+                sums = agreement.global_op(identity, members, acc.ravel())
             return _np.asarray(sums.reshape(meta.shape).astype(meta.dtype.np))
         if identity is not None:
             agreement.global_op(identity, members)
@@ -681,6 +686,35 @@ def _host(x):
     from oneflow_compat.backend import devices
 
     return devices.to_host(x)
+
+
+def partial_addends(value):
+    """This rank's addend of a small partial sum, in float64: what `numpy()` sends in its check's payload."""
+    acc = _np.zeros(value.meta.shape, _np.float64)
+    for p in value.pieces:
+        acc += _host(p)
+    return acc
+
+
+def remember_sum(value, addends, members, sums):
+    """`sums`: the member-wise sums of `addends` (this rank's `partial_addends(value)`) over `members`, summed as
+    `numpy()`'s check sums them (float64, in an agreement check's payload: the same bits), by a check the value's
+    backward made anyway (a gradient bucket's, `runtime/buckets.py`). A later `numpy()` of the value over the same
+    members then sends nothing (`carried_sum`)."""
+    value.summed = (list(value.pieces), addends, tuple(members), _np.array(sums, _np.float64))
+
+
+def carried_sum(value, addends, members):
+    """The sums `remember_sum` kept for `value`, if they still hold: the same pieces holding the same addends (an
+    in-place change since gives other addends: the sums are then made again), over the same members."""
+    kept = getattr(value, "summed", None)
+    if kept is None:
+        return None
+    pieces, old, ranks, sums = kept
+    if ranks != tuple(members) or len(pieces) != len(value.pieces) or \
+            any(a is not b for a, b in zip(pieces, value.pieces)) or old.tobytes() != addends.tobytes():
+        return None
+    return sums
 
 
 BALANCED_MESSAGE = ("Sizes of tensors in dimension %d must be same or match balanced split distribution. See "
