@@ -247,6 +247,12 @@ class Optimizer:
         another gradient)."""
         g = param.grad
         if g.is_global and (g.placement != param.placement or g.sbp != param.sbp):
+            have, want = g._value, param._value
+            if have.placement == want.placement and have.sbp == want.sbp:
+                # the values lie alike: a zeroed gradient shows partial_sum (OneFlow 0.9's zero_grad) while the
+                # backward accumulated whole (broadcast) sums into it; its pieces are what the update reads, with
+                # no to_global (which would copy them)
+                return pieces(g)
             g = g.to_global(param.placement, param.sbp)
         return pieces(g)
 

@@ -103,6 +103,33 @@ before = COMM.collectives_issued()
 np.testing.assert_array_equal(loss2.numpy(), np.float32(1.5))  # 0.25 + 1.25
 assert COMM.collectives_issued() == before + 1, COMM.collectives_issued() - before
 ok("a loss changed after backward is summed again")
+# what a steady step copies: each gradient once, into its bucket (as DDP's Reducer), and nothing more; the
+# optimizer reads the summed gradients where the backward put them (no to_global of a zeroed gradient that shows
+# partial_sum while it holds the broadcast sums: it copied every gradient again)
+from oneflow_compat.runtime import buckets as grad_buckets  # noqa: E402
+
+copies = {"transfer": 0, "into a bucket": 0}
+transfer, take = global_eager.transfer, grad_buckets.OverlappedGradients.take
+
+
+def counted_transfer(*args, **kwargs):
+    copies["transfer"] += 1
+    return transfer(*args, **kwargs)
+
+
+def counted_take(self, leaf, value):
+    taken = take(self, leaf, value)
+    copies["into a bucket"] += taken
+    return taken
+
+
+global_eager.transfer, grad_buckets.OverlappedGradients.take = counted_transfer, counted_take
+try:
+    dp2.step(rows(xs, P2), rows(ys, P2))
+finally:
+    global_eager.transfer, grad_buckets.OverlappedGradients.take = transfer, take
+assert copies == {"transfer": 0, "into a bucket": 6}, copies
+ok("a steady step copies each gradient once")
 # ranks of which one fetched the loss (no collective) and the other did not fail at the next check, naming both
 x2, y2 = dp2.feed(rows(xs, P2), rows(ys, P2))
 loss2 = dp2.run(x2, y2)
