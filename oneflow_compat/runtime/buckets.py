@@ -37,7 +37,11 @@ leaves' partial-sum gradients (data parallelism: S(0) activations give P weight 
 leaves on a placement of several ranks are summed through buckets kept in the process context, keyed by the
 layouts of the gradients (and the thread), so a training loop reuses the same buffers at every step.
 `OverlappedGradients` does the same during the walk: from the second step of a loop on, each gradient goes into its
-bucket as soon as it is complete and full buckets start their all-reduce while backward goes on.
+bucket as soon as it is complete and full buckets start their all-reduce while backward goes on. Its first
+bucket's check also carries the partial sums of the backward's root where that is a small partial sum on the
+whole world (a loss: `GradBuckets.carry_root`), so the loss's `numpy()` afterwards sends nothing
+(`global_eager.remember_sum` / `carried_sum`): a data-parallel eager step synchronises at its feeds and its
+bucket only.
 """
 import threading
 import weakref
