@@ -40,7 +40,7 @@ layouts of the gradients (and the thread), so a training loop reuses the same bu
 bucket as soon as it is complete and full buckets start their all-reduce while backward goes on. Its first
 bucket's check also carries the partial sums of the backward's root where that is a small partial sum on the
 whole world (a loss: `GradBuckets.carry_root`), so the loss's `numpy()` afterwards sends nothing
-(`global_eager.remember_sum` / `carried_sum`): a data-parallel eager step synchronises at its feeds and its
+(`remember_sum` / `carried_sum`): a data-parallel eager step synchronises at its feeds and its
 bucket only.
 """
 import threading
@@ -48,6 +48,7 @@ import weakref
 
 import numpy as np
 
+from oneflow_compat.backend import devices
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import activity, agreement, boxing_log, context
 
@@ -154,12 +155,20 @@ class GradBuckets:
         return [b for b, _ in pending]
 
     def describe(self):
-        return "%d gradient(s) %s in %d bucket(s) of %s bytes over ranks %s" % (
-            len(self.shapes), ", ".join("%s %s" % (s, d.name) for s, d in zip(self.shapes, self.dtypes)),
-            len(self.plan), "+".join(str(e * d.itemsize) for d, e in self.plan), list(self.ranks))
+        text = getattr(self, "_description", None)
+        if text is None:  # (made once: the entries never change, and each step's checks and reports name them)
+            text = self._description = "%d gradient(s) %s in %d bucket(s) of %s bytes over ranks %s" % (
+                len(self.shapes), ", ".join("%s %s" % (s, d.name) for s, d in zip(self.shapes, self.dtypes)),
+                len(self.plan), "+".join(str(e * d.itemsize) for d, e in self.plan), list(self.ranks))
+        return text
 
     def _text(self, what=None):
-        return what or self.what or "gradient all-reduce of %s" % self.describe()
+        if what or self.what:
+            return what or self.what
+        text = getattr(self, "_default_text", None)
+        if text is None:
+            text = self._default_text = "gradient all-reduce of %s" % self.describe()
+        return text
 
     def all_reduce(self, arrays, scale=None, what=None):
         """The member-wise sums of `arrays` (see the module docstring); every member rank calls it."""
@@ -344,8 +353,6 @@ class OverlappedGradients:
         would sum them over the same members: a small floating partial sum (a loss) on the buckets' placement,
         whose ranks are the whole world (`numpy()` is a collective of the world). Every member decides alike (the
         layouts are the same on every rank)."""
-        from oneflow_compat.runtime import global_eager
-
         pl, _, grad_buckets, _ = self.plan
         if root is None or root.sbp != S.P or root.placement != pl or not root.pieces or \
                 not root.meta.dtype.is_floating or int(np.prod(root.meta.shape)) > agreement.PAYLOAD:
@@ -353,7 +360,7 @@ class OverlappedGradients:
         world = _process_comm().size
         if grad_buckets.ranks != tuple(range(world)):
             return
-        addends = global_eager.partial_addends(root)
+        addends = partial_addends(root)
         grad_buckets.carry_root(", carrying the sum of the backward's root %s %s" % (
             tuple(root.meta.shape), root.meta.dtype.name), addends)
         self.root = (root, addends)
@@ -385,9 +392,7 @@ class OverlappedGradients:
             grad_buckets.wait()
             carried = grad_buckets.root_check
             if self.root is not None and carried is not None and carried.result is not None:
-                from oneflow_compat.runtime import global_eager
-
-                global_eager.remember_sum(self.root[0], self.root[1], grad_buckets.ranks, carried.result)
+                remember_sum(self.root[0], self.root[1], grad_buckets.ranks, carried.result)
             started = grad_buckets.next_bucket  # buckets are started in order
             for k in range(self.pos):
                 if grad_buckets.slots[k][0] < started:
@@ -419,6 +424,36 @@ class OverlappedGradients:
                                        first_cap_bytes=first_cap_bytes(pl), placement=pl), refs)
 
 
+# --- the backward's root carried by the buckets' check (a loss whose numpy() then sends nothing) ------------------
+def partial_addends(value):
+    """This rank's addend of a small partial sum, in float64: what `numpy()` sends in its check's payload."""
+    acc = np.zeros(value.meta.shape, np.float64)
+    for p in value.pieces:
+        acc += _host(p)
+    return acc
+
+
+def remember_sum(value, addends, members, sums):
+    """`sums`: the member-wise sums of `addends` (this rank's `partial_addends(value)`) over `members`, summed as
+    `numpy()`'s check sums them (float64, in an agreement check's payload: the same bits), by a check the value's
+    backward made anyway (the first gradient bucket's, `OverlappedGradients`). A later `numpy()` of the value over the same
+    members then sends nothing (`carried_sum`)."""
+    value.summed = (list(value.pieces), addends, tuple(members), np.array(sums, np.float64))
+
+
+def carried_sum(value, addends, members):
+    """The sums `remember_sum` kept for `value`, if they still hold: the same pieces holding the same addends (an
+    in-place change since gives other addends: the sums are then made again), over the same members."""
+    kept = getattr(value, "summed", None)
+    if kept is None:
+        return None
+    pieces, old, ranks, sums = kept
+    if ranks != tuple(members) or len(pieces) != len(value.pieces) or \
+            any(a is not b for a, b in zip(pieces, value.pieces)) or old.tobytes() != addends.tobytes():
+        return None
+    return sums
+
+
 def first_cap_bytes(placement):
     """The cap of the first bucket of eager gradients on `placement`. PyTorch's small first bucket is reduced while
     backward goes on — on a GPU, NCCL sums it on its own stream. On CPU devices the ranks sum a bucket themselves
@@ -433,8 +468,6 @@ def _owners(placement):
 
 
 def _host(x):
-    from oneflow_compat.backend import devices
-
     return devices.to_host(x)
 
 

@@ -37,7 +37,7 @@ from oneflow_compat.ir.placement import Placement
 from oneflow_compat.kernels import checks
 from oneflow_compat.ops import registry, transitions
 from oneflow_compat.passes import pipeline
-from oneflow_compat.runtime import activity, agreement, context
+from oneflow_compat.runtime import activity, agreement, buckets, context
 from oneflow_compat.runtime import boxing as boxing_exec
 from oneflow_compat.runtime.session import Session
 from oneflow_compat.runtime.boxing_log import BoxingRecord, record_bucket_all_reduce  # noqa: F401 (their home)
@@ -50,7 +50,7 @@ CACHE_SIZE = 4096
 class Value:
     """One rank's view of a tensor: logical meta, placement, SBP, and this rank's pieces; `lk` is its layout id
     (`layout_id`), computed once, what the caches of compiled ops are keyed by. `summed` (unset on most values):
-    the member-wise sum of a small partial sum that a gradient bucket's check carried (`remember_sum`)."""
+    the member-wise sum of a small partial sum that a gradient bucket's check carried (`buckets.remember_sum`)."""
 
     __slots__ = ("meta", "placement", "sbp", "pieces", "lk", "summed")
 
@@ -667,8 +667,8 @@ def _full_value(value):
         if identity is not None and value.sbp == S.P and meta.dtype.is_floating and \
                 _np.prod(meta.shape, dtype=_np.int64) <= agreement.PAYLOAD:
             # a small partial sum (a loss): its addends ride in the check's payload (one collective, the check)
-            acc = partial_addends(value)
-            sums = carried_sum(value, acc, members)
+            acc = buckets.partial_addends(value)
+            sums = buckets.carried_sum(value, acc, members)
             if sums is not None:
                 # the backward's gradient bucket carried these very addends to these members (`remember_sum`):
                 # nothing to send; the operation joins the chain, compared at the next check
@@ -686,35 +686,6 @@ def _host(x):
     from oneflow_compat.backend import devices
 
     return devices.to_host(x)
-
-
-def partial_addends(value):
-    """This rank's addend of a small partial sum, in float64: what `numpy()` sends in its check's payload."""
-    acc = _np.zeros(value.meta.shape, _np.float64)
-    for p in value.pieces:
-        acc += _host(p)
-    return acc
-
-
-def remember_sum(value, addends, members, sums):
-    """`sums`: the member-wise sums of `addends` (this rank's `partial_addends(value)`) over `members`, summed as
-    `numpy()`'s check sums them (float64, in an agreement check's payload: the same bits), by a check the value's
-    backward made anyway (a gradient bucket's, `runtime/buckets.py`). A later `numpy()` of the value over the same
-    members then sends nothing (`carried_sum`)."""
-    value.summed = (list(value.pieces), addends, tuple(members), _np.array(sums, _np.float64))
-
-
-def carried_sum(value, addends, members):
-    """The sums `remember_sum` kept for `value`, if they still hold: the same pieces holding the same addends (an
-    in-place change since gives other addends: the sums are then made again), over the same members."""
-    kept = getattr(value, "summed", None)
-    if kept is None:
-        return None
-    pieces, old, ranks, sums = kept
-    if ranks != tuple(members) or len(pieces) != len(value.pieces) or \
-            any(a is not b for a, b in zip(pieces, value.pieces)) or old.tobytes() != addends.tobytes():
-        return None
-    return sums
 
 
 BALANCED_MESSAGE = ("Sizes of tensors in dimension %d must be same or match balanced split distribution. See "
