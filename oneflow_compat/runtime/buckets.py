@@ -436,8 +436,8 @@ def partial_addends(value):
 def remember_sum(value, addends, members, sums):
     """`sums`: the member-wise sums of `addends` (this rank's `partial_addends(value)`) over `members`, summed as
     `numpy()`'s check sums them (float64, in an agreement check's payload: the same bits), by a check the value's
-    backward made anyway (the first gradient bucket's, `OverlappedGradients`). A later `numpy()` of the value over the same
-    members then sends nothing (`carried_sum`)."""
+    backward made anyway (the first gradient bucket's, `OverlappedGradients`). A later `numpy()` of the value over
+    the same members then sends nothing (`carried_sum`)."""
     value.summed = (list(value.pieces), addends, tuple(members), np.array(sums, np.float64))
 
 
