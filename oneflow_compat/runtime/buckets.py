@@ -351,10 +351,11 @@ class OverlappedGradients:
     def _carry_root(self, root):
         """The pass's check carries the addends of `root` (the backward's one root, a Value) when its `numpy()`
         would sum them over the same members: a small floating partial sum (a loss) on the buckets' placement,
-        whose ranks are the whole world (`numpy()` is a collective of the world). Every member decides alike (the
+        whose ranks are the whole world (`numpy()` is a collective of the world), on CPU devices (reading a GPU's
+        addends here would add a device sync to steps that never fetch the loss). Every member decides alike (the
         layouts are the same on every rank)."""
         pl, _, grad_buckets, _ = self.plan
-        if root is None or root.sbp != S.P or root.placement != pl or not root.pieces or \
+        if root is None or root.sbp != S.P or root.placement != pl or pl.device_tag != "cpu" or not root.pieces or \
                 not root.meta.dtype.is_floating or int(np.prod(root.meta.shape)) > agreement.PAYLOAD:
             return
         world = _process_comm().size
