@@ -37,9 +37,11 @@ import collections
 import time
 import warnings
 
+import numpy as np
+
 from oneflow_compat.ir import dtypes as _dtypes
 from oneflow_compat.ir.placement import Placement as IrPlacement
-from oneflow_compat.runtime import activity, agreement, context, global_eager
+from oneflow_compat.runtime import activity, agreement, buckets, context, global_eager
 from oneflow_compat.runtime.graph_runtime import CompiledGraph
 from oneflow_compat.runtime.graph_trace import GraphTrace, layout_of
 from oneflow_compat._global import generators, graph_debug, lazy
@@ -264,12 +266,22 @@ class Graph:
                 self.__dict__["_calls"] = number
                 raise
         text = "nn.Graph '%s' call #%d" % (self._name, number)
+        pending = None
         with activity.operation(text, name_errors=False) as call:  # build's own errors keep their messages
             if self._spans_ranks(tensors):
                 # after the first call, the check rides in the call's first collective where nothing before it has
-                # an effect (a data-parallel step's gradient bucket: `CompiledGraph.check_rides`)
-                agreement.global_op((agreement.digest(text), text), tuple(range(global_eager.world_size())),
-                                    carry=self._compiled is not None and self._compiled.check_rides)
+                # an effect (a data-parallel step's gradient bucket: `CompiledGraph.check_rides`), and carries
+                # the addends of a loss the call computed before it (`CompiledGraph.carried_output`): the loss's
+                # numpy() afterwards sends nothing
+                carry = self._compiled is not None and self._compiled.check_rides
+                carried = self._compiled.carried_output if carry else None
+                world = tuple(range(global_eager.world_size()))
+                if carried is None:
+                    agreement.global_op((agreement.digest(text), text), world, carry=carry)
+                else:
+                    check = agreement.global_op((agreement.digest(text), text), world,
+                                                payload=np.zeros(int(np.prod(carried[1]))), carry=True)
+                    pending = self._compiled.pending = [check, None]
             self.__dict__["_calls"] = number
             if self._compiled is None:
                 self._compile(flat, struct, tensors)
@@ -282,6 +294,11 @@ class Graph:
                 # same call
                 self.__dict__["_calls"] = number - 1
                 raise
+            finally:
+                if pending is not None:
+                    self._compiled.pending = None
+            if pending is not None and pending[1] is not None and pending[0].result is not None:
+                buckets.remember_sum(outs[carried[0]], pending[1], world, pending[0].result)
         if self._graph_optimizers is not None:
             self._graph_optimizers.after_step()
         it = iter(outs)

@@ -337,6 +337,17 @@ class Check:
             self.message[len(values):len(values) + len(payload)] = payload
         self.result = None
 
+    def fill_payload(self, values):
+        """Writes the payload's values into the message of a check still waiting for the collective that carries
+        it (`global_op(..., payload=placeholder, carry=True)`: numbers the operation knows only once it ran up to
+        that collective, e.g. a loss an nn.Graph call computed before its gradient bucket). False, writing
+        nothing, when the check was made already (with the placeholder: its `result` is then not the values')."""
+        if self.result is not None or not self.exact or self.payload is None or len(values) > len(self.payload):
+            return False
+        at = len(self.parts) * 2
+        self.message[at:at + len(values)] = values
+        return True
+
     def drop(self):
         """The operation failed before any collective carried its check: it stays in the chain, unchecked (the
         members compare it at the next check)."""

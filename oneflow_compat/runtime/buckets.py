@@ -428,8 +428,13 @@ class OverlappedGradients:
 # --- the backward's root carried by the buckets' check (a loss whose numpy() then sends nothing) ------------------
 def partial_addends(value):
     """This rank's addend of a small partial sum, in float64: what `numpy()` sends in its check's payload."""
-    acc = np.zeros(value.meta.shape, np.float64)
-    for p in value.pieces:
+    return addends_of(value.meta.shape, value.pieces)
+
+
+def addends_of(shape, pieces):
+    """`partial_addends` of pieces not in a Value yet (an nn.Graph call's fetched output)."""
+    acc = np.zeros(shape, np.float64)
+    for p in pieces:
         acc += _host(p)
     return acc
 
@@ -480,6 +485,7 @@ class _BucketRun:
         self.metas = [None] * count
         self.ranks, self.comm = ranks, comm
         self.buckets = None
+        self.before_reduce = None  # called before the all-reduce (an nn.Graph call fills its carried check there)
 
     def views(self):
         if self.buckets is None:  # (the first member's call: every member rank runs the plan's ops in one order)
@@ -489,6 +495,8 @@ class _BucketRun:
         return self.buckets.views
 
     def reduce(self):
+        if self.before_reduce is not None:
+            self.before_reduce()
         for buf in self.buckets.buffers:
             self.comm.allreduce_(buf, self.ranks)
 

@@ -82,8 +82,10 @@ class Executable:
         # row gradients one_embedding's gradient op sums for the optimizer phase's update): dropped at the end of
         # every call, so that a call that fails or is interrupted between them leaves nothing for the next one
         self.call_ends = []
+        self.bucket_runs = []  # per plan copy: its gradient buckets by number (`buckets._BucketRun`)
         for _ in range(copies):
             shared = {}  # each plan copy has its own gradient buckets (its own registers)
+            self.bucket_runs.append(shared)
 
             def collective(op, shared=shared):
                 return collective_fn(op, session, name_ops, hooks, shared, self.call_ends)

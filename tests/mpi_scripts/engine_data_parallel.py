@@ -5,7 +5,8 @@
   their checks, the loss's partial sums in the buckets' check (its numpy() then sends nothing): 3 collectives per
   step (20 before buckets), and the numbers
   equal the same training on one rank;
-* nn.Graph: the same training compiled: 1 collective per call (the bucket, carrying the call's check);
+* nn.Graph: the same training compiled: 1 collective per call (the bucket, carrying the call's check and the loss's
+  partial sums: its numpy() then sends nothing);
 * feeds: uneven local pieces (the balanced split), a 5-d local tensor (its shape does not fit in a check: an
   exchange of its own), ranks holding different dtypes (an error naming both ranks); `check_meta=False`: no
   collective at all, and ranks that fed different shapes after all fail at their next check naming both shapes;
@@ -150,6 +151,18 @@ assert dpg.graph._compiled.check_rides
 members = [op for op in dpg.graph._compiled.job.ops if "bucket" in op.attrs]
 assert len(members) == 6 and {op.attrs["bucket"][0] for op in members} == {0}, [op.attrs.get("bucket") for op in members]
 ok("graph call makes 1 collective")
+# the call's check, riding in its bucket's all-reduce, carries the loss it computed before: its numpy() sends nothing
+x3, y3 = dpg.feed(rows(data[0][0], P2), rows(data[0][1], P2))
+loss3 = dpg.run(x3, y3)
+assert dpg.graph._compiled.carried_output == (0, ())
+before = COMM.collectives_issued()
+carried3 = loss3.numpy()
+assert COMM.collectives_issued() == before, COMM.collectives_issued() - before
+loss3._value.summed = None  # forgotten: numpy() makes its own check, with the addends in its payload
+again3 = loss3.numpy()
+assert COMM.collectives_issued() == before + 1, COMM.collectives_issued() - before
+assert carried3.dtype == again3.dtype == np.float32 and carried3.tobytes() == again3.tobytes(), (carried3, again3)
+ok("the graph's loss numpy() sends nothing, same bits")
 
 # --- feeds ------------------------------------------------------------------------------------------------------
 uneven = flow.tensor(np.full((3 - RANK, 2), RANK, np.float32)).to_global(placement=P2, sbp=S0)
