@@ -607,6 +607,12 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
     def flags(self):
         return StrictFlags(self._data.flags)
 
+    @property
+    def _c_contiguous(self):
+        """CuPy's readonly attribute (cupy/_core/core.pxd, `_ndarray_base`) that `flags` is made from: what
+        kernels/cuda_source.py's launches read without making a Flags object."""
+        return self._data.flags.c_contiguous
+
     def __deepcopy__(self, memo):
         return StrictArray(self._data.copy())
 

@@ -34,6 +34,50 @@ def test_a_launch_asks_the_module_for_its_function_once_per_device(monkeypatch):
         cuda_nn.MODULE.launch(fake, "no_such_function", 6, out)
 
 
+def test_a_launch_on_a_machine_of_several_gpus_runs_on_the_current_one(monkeypatch):
+    """One GPU visible: a launch asks the runtime for no device (always 0); several: each launch asks, and runs the
+    function of the current GPU's module (its function asked once per GPU)."""
+    fake = strict_device.module(gpus=2)
+    asked = []
+    original = fake.RawModule.get_function
+    monkeypatch.setattr(fake.RawModule, "get_function", lambda self, name: (asked.append(name), original(self, name))[1])
+    g = fake.asarray(np.array([1.0, -1.0], np.float32))
+    y = fake.asarray(np.array([1.0, 0.0], np.float32))
+    for gpu in (0, 1, 1, 0):
+        with fake.cuda.Device(gpu):
+            cuda_nn.MODULE.launch(fake, "relu_mask_f32", 2, g, y, 2)
+    assert asked == ["relu_mask_f32", "relu_mask_f32"]
+    assert strict_device.Launches.by_device == {0: 2, 1: 2}
+    one = strict_device.module(gpus=1)
+    calls = []
+    monkeypatch.setattr(one.cuda.runtime, "getDevice", lambda: calls.append(1) or 0)
+    cuda_nn.MODULE.launch(one, "relu_mask_f32", 2, one.asarray(np.ones(2, np.float32)),
+                          one.asarray(np.ones(2, np.float32)), 2)
+    cuda_nn.MODULE.launch(one, "relu_mask_f32", 2, one.asarray(np.ones(2, np.float32)),
+                          one.asarray(np.ones(2, np.float32)), 2)
+    assert len(calls) <= 1  # (the first launch may ask once, making the module; later ones never)
+
+
+def test_a_launch_checks_every_argument_on_its_fast_path_too():
+    """The identity checks of the common case hand anything unusual to the full check, with its words."""
+    fake = strict_device.module()
+    x = fake.asarray(np.ones((2, 3), np.float32))
+    cuda_nn.MODULE.launch(fake, "relu_mask_f32", 6, x, x, 6)  # (made, then the fast path below)
+    with pytest.raises(ValueError, match=r"^CUDA function relu_mask_f32: y must be C-contiguous$"):
+        cuda_nn.MODULE.launch(fake, "relu_mask_f32", 6, x, fake.asarray(np.ones((3, 2), np.float32)).T, 6)
+    with pytest.raises(TypeError, match=r"^CUDA function relu_mask_f32: y must be a device array, got ndarray$"):
+        cuda_nn.MODULE.launch(fake, "relu_mask_f32", 6, x, np.ones((2, 3), np.float32), 6)
+    with pytest.raises(TypeError, match=r"^CUDA function relu_mask_f32: g must be a float32 array, got int32$"):
+        cuda_nn.MODULE.launch(fake, "relu_mask_f32", 6, fake.asarray(np.ones(6, np.int32)), x, 6)
+    with pytest.raises(TypeError, match=r"^CUDA function relu_mask_f32 takes 3 arguments \(g, y, n\), got 4$"):
+        cuda_nn.MODULE.launch(fake, "relu_mask_f32", 6, x, x, 6, 6)
+    # a dtype equal to the parameter's, another object (a non-canonical descriptor): launched, not refused
+    other = np.dtype(np.float32).newbyteorder("=")
+    z = fake.asarray(np.ones((2, 3), other))
+    cuda_nn.MODULE.launch(fake, "relu_mask_f32", 6, z, x, 6)
+    assert z.get().tolist() == [[1.0] * 3] * 2
+
+
 def _conv_reference(x, w, stride, pad):
     n, c, h, wd = x.shape
     f, _, kh, kw = w.shape
