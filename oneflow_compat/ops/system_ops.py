@@ -473,6 +473,14 @@ def _fused_sgd_on_device(op, session, n_operands, gradient, kernel, kernel_attrs
 
     def update_one(w, *rest):
         m = rest[-1] if momentum else None
+        if n_operands == 1 and gradient is _reduce_sum_gradient:
+            # a bias: its sum and update in the kernels of cuda_optim.bias_sgd (no CuPy reduction, no gradient
+            # array: one launch for a dense bias, two for a convolution's), where the layout allows
+            x = rest[0]
+            layout = cuda_optim.bias_layout(x, attrs["axis"]) if x.dtype == w.dtype else None
+            if layout is not None and layout[1] == w.size and cuda_optim.supported(w, x, *([m] if momentum else [])):
+                cuda_optim.bias_sgd(xp, w, m, x, rate, layout, scale=scale, beta=momentum)
+                return
         g, alpha = gradient(xp, rest[:n_operands], attrs)
         if not cuda_optim.supported(w, g, *([m] if momentum else [])):
             lr = float(np.float32(schedule.lr_at(step_now())))
