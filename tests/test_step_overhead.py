@@ -146,6 +146,50 @@ def test_the_gpu_check_reports_the_devices_busy_time_per_step():
                                                       "device_us": 55.2}
 
 
+def test_the_gpu_check_tells_which_kernels_make_the_devices_time():
+    from oneflow_compat.tools import gpu_check, gpu_stages
+
+    events = [_Event("sgemm_128x64", 30.0), _Event("row_sums_f32", 5.0), _Event("sgemm_128x64", 34.0),
+              _Event("Memcpy HtoD (Pinned -> Device)", 1.5), _Event("row_sums_f32", 7.0), _Event("sgemm_128x64", 2.0)]
+    # two steps: per step, the longest first, with the time per launch
+    assert gpu_stages.device_time_table(events, steps=2) == [["sgemm_128x64", 1.5, 33.0, 22.0],
+                                                             ["row_sums_f32", 1.0, 6.0, 6.0],
+                                                             ["Memcpy HtoD (Pinned -> Device)", 0.5, 0.8, 1.5]]
+    results = {"lenet": {"gpu": {"ms": 2.0, "by_kernel": gpu_stages.device_time_table(events, steps=2)},
+                         "torch_by_kernel": [["volta_sgemm", 2, 40.0, 20.0]],
+                         "torch_cuda_eager_ms": 2.5, "torch_cuda_eager_fed_ms": 2.6,
+                         "gpu_host_profile": {"profiled_ms_per_step": 3.1, "by_category": [
+                             ["kernel launches (kernels/cuda_source.py)", 400.0, 25.0], ["CuPy allocations", 50.5, 3.0]]}}}
+    lines = gpu_check.headline({"models": {"results": results}})
+    assert "0.80x torch eager (2.500 ms); 0.77x torch eager fed from the host (2.600 ms)" in lines[0]
+    assert "lenet GPU host us/step by category (profiled 3.100 ms/step): kernel launches (kernels/cuda_source.py) " \
+           "400 (25 calls), CuPy allocations 50 (3 calls)" in lines
+    assert "lenet GPU device us/step by kernel: sgemm_128x64 x1.5 33.0; row_sums_f32 x1 6.0; Memcpy HtoD (Pinned -> " \
+           "Device) x0.5 0.8" in lines
+    assert "lenet torch device us/step by kernel: volta_sgemm x2 40.0" in lines
+
+
+def test_the_host_profile_sums_its_rows_by_category():
+    from oneflow_compat.tools import gpu_stages
+
+    cat = gpu_stages.host_category
+    assert cat("kernels/cuda_source.py:161(__call__)") == "kernel launches (kernels/cuda_source.py)"
+    assert cat("kernels/cuda_blas.py:294(run)") == "cuBLAS products (kernels/cuda_blas.py)"
+    assert cat("~:0(<method 'sum' of 'cupy._core.core._ndarray_base' objects>)") == "CuPy reductions"
+    assert cat("site-packages/cupy/_creation/basic.py:15(empty)") == "CuPy allocations"
+    assert cat("~:0(<built-in method cupy._core.core.array>)") == "uploads (host -> device)"
+    assert cat("~:0(<method 'get' of 'cupy._core.core._ndarray_base' objects>)") == "downloads, syncs (device -> host)"
+    assert cat("oneflow_compat/runtime/plan.py:158(step)") == "oneflow_compat/runtime"
+    assert cat("~:0(<method 'get' of 'dict' objects>)") == "python, numpy, builtins"
+
+    def step():
+        _twice_busy()
+
+    prof = gpu_stages.host_profile(step, 2)
+    by = {c: (us, calls) for c, us, calls in prof["by_category"]}
+    assert by["the fake device (tests/, a dry run)"][1] >= 2  # step and _twice_busy (this file), its generator
+
+
 def _twice_busy():
     return sum(i * i for i in range(2000))
 
