@@ -115,7 +115,11 @@ class CudaModule:
         the scalars converted by the parameter's numpy type made once. Anything else takes the full check, which
         raises the errors naming the function and the parameter (and launches what is merely unusual: a dtype
         equal to the parameter's but not the same object)."""
-        found = self._functions.get((id(xp), _device_reader(xp)(), function))
+        key = id(xp)
+        reader = _DEVICE_READERS.get(key)
+        if reader is None or reader[0] is not xp:
+            reader = _DEVICE_READERS[key] = (xp, _device_reader(xp))
+        found = self._functions.get((key, 0 if reader[1] is None else reader[1](), function))
         if found is None:
             found = self._function(xp, function)
         found(items, args, block)
@@ -177,7 +181,7 @@ class _Launcher:
             args = self.module._checked(self.function, self.params, args)
         if items <= 0:
             return
-        grid = -(-int(items) // block)
+        grid = -(-items // block)
         self.kernel((grid if grid < MAX_BLOCKS else MAX_BLOCKS,), (block,), args)
 
 
@@ -190,23 +194,14 @@ def current_device(xp):
     return cuda.runtime.getDevice() if cuda is not None else 0
 
 
-_DEVICE_READERS = {}  # id(array module) -> (the module, () -> its current device's id)
-
-
-def _zero():
-    return 0
+_DEVICE_READERS = {}  # id(array module) -> (the module, `_device_reader(module)`)
 
 
 def _device_reader(xp):
-    """A function giving xp's current device, made once per module: with one device visible (the count is fixed
-    for a process's life), always 0, no runtime call per launch; else `current_device`."""
-    found = _DEVICE_READERS.get(id(xp))
-    if found is None or found[0] is not xp:
-        cuda = getattr(xp, "cuda", None)
-        if cuda is None or cuda.runtime.getDeviceCount() <= 1:
-            reader = _zero
-        else:
-            def reader():
-                return cuda.runtime.getDevice()
-        found = _DEVICE_READERS[id(xp)] = (xp, reader)
-    return found[1]
+    """A function giving xp's current device (`CudaModule.launch` keeps it per module): None where that is always
+    0 — no devices of its own, or one device visible (the count is fixed for a process's life): no runtime call per
+    launch; else the runtime's `getDevice`."""
+    cuda = getattr(xp, "cuda", None)
+    if cuda is None or cuda.runtime.getDeviceCount() <= 1:
+        return None
+    return cuda.runtime.getDevice

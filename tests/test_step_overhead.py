@@ -78,6 +78,46 @@ def test_a_launch_checks_every_argument_on_its_fast_path_too():
     assert z.get().tolist() == [[1.0] * 3] * 2
 
 
+def _calls_made_by(fn, files, n=10):
+    """Python calls per call of fn made by the functions of `files` to anything but the fake device's
+    functions (cProfile's counts: no timing)."""
+    import cProfile
+    import pstats
+
+    fn()  # (made and planned: the memos filled)
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(n):
+        fn()
+    profile.disable()
+    made = 0
+    for (callee_file, _, _), (_, _, _, _, callers) in pstats.Stats(profile).stats.items():
+        if callee_file.endswith("strict_device.py"):
+            continue  # (the fake's attribute reads: CuPy's are C attributes, no calls; its kernels: CuPy's own)
+        for (caller_file, _, _), counts in callers.items():
+            if any(caller_file.replace("\\", "/").endswith(f) for f in files):
+                made += counts[1] if isinstance(counts, tuple) else counts
+    return made / n
+
+
+def test_a_launch_and_a_planned_product_make_few_python_calls():
+    """The host work of a kernel launch and of a cuBLAS product, counted in Python calls (what the first GPU run's
+    profile showed as ~29 µs per launch and ~34 µs per product): a launch with two arrays and a scalar at most 6
+    Python calls (it was 14: the device asked of the runtime, the arguments' flags, per-argument checks), a product
+    whose operand layouts were seen before at most 11 (its plan, the handle, the call: it was 32)."""
+    from oneflow_compat.kernels import cuda_blas
+
+    fake = strict_device.module(gpus=1)
+    g, y = fake.asarray(np.ones(6, np.float32)), fake.asarray(np.ones(6, np.float32))
+    launch = _calls_made_by(lambda: cuda_nn.MODULE.launch(fake, "relu_mask_f32", 6, g, y, 6),
+                            ["kernels/cuda_source.py"])
+    assert launch <= 6, launch
+    a, b = fake.asarray(np.ones((5, 4), np.float32)), fake.asarray(np.ones((3, 4), np.float32)).T
+    product = _calls_made_by(lambda: cuda_blas.matmul(fake, a, b), ["kernels/cuda_blas.py"])
+    assert product <= 11, product
+    np.testing.assert_array_equal(cuda_blas.matmul(fake, a, b).get(), np.full((5, 3), 4.0, np.float32))
+
+
 def _conv_reference(x, w, stride, pad):
     n, c, h, wd = x.shape
     f, _, kh, kw = w.shape
