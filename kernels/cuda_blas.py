@@ -33,6 +33,8 @@ import numpy
 
 # cublasOperation_t
 OP_N, OP_T = 0, 1
+# cublasPointerMode_t: alpha and beta read from host memory (when the call is made) or device memory (when it runs)
+POINTER_HOST, POINTER_DEVICE = 0, 1
 ENV = "ONEFLOW_COMPAT_OWN_CUBLAS"  # "0": every product through xp.matmul (CuPy's own cuBLAS calls; no capture)
 _INT_MAX = 2 ** 31 - 1
 WORKSPACE_BYTES = 32 << 20
@@ -41,6 +43,7 @@ _FUNCTIONS = {  # name: argument types after the handle (ctypes), all returning 
     "cublasCreate_v2": (ctypes.c_void_p,),
     "cublasSetStream_v2": (ctypes.c_void_p, ctypes.c_void_p),
     "cublasSetWorkspace_v2": (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t),
+    "cublasSetPointerMode_v2": (ctypes.c_void_p, ctypes.c_int),
 }
 _GEMM = (ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
@@ -361,3 +364,31 @@ def matmul(xp, a, b, out=None, alpha=1.0):
             lib.plans.clear()
         lib.plans[key] = plan
     return c
+
+
+def gemm_update(xp, a, b, c, alpha, beta):
+    """c ← alpha·(a @ b) + beta·c in place, for 2-D float32/float64 operands of c's dtype and C-contiguous c, with
+    `alpha` and `beta` 0-d device arrays of c's dtype read by the GEMM when it runs (cuBLAS's device pointer mode:
+    per-call values such as the learning rate, captured into a CUDA graph by address). Returns False, doing
+    nothing, where it cannot (no own cuBLAS, other dtypes or layouts): the caller computes otherwise."""
+    lib = library(xp) if xp is not numpy else None
+    names = _BY_DTYPE.get(c.dtype) if lib is not None else None
+    if names is None or a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or not a.dtype == b.dtype == c.dtype == \
+            alpha.dtype == beta.dtype or alpha.size != 1 or beta.size != 1 or not c.flags.c_contiguous:
+        return False
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    if b.shape[0] != k or tuple(c.shape) != (m, n) or m == 0 or n == 0 or k == 0:
+        return False
+    a, op_a, ld_a, _ = _operand(xp, a, ())
+    b, op_b, ld_b, _ = _operand(xp, b, ())
+    if max(m, n, k, ld_a, ld_b) > _INT_MAX:
+        return False
+    handle = lib.handle()
+    lib.call("cublasSetPointerMode_v2", handle, POINTER_DEVICE)
+    try:
+        # C^T (n, m) = alpha op(B^T) (n, k) . op(A^T) (k, m) + beta C^T, column-major with ldc = n
+        lib.call(names[0], handle, op_b, op_a, n, m, k, alpha.data.ptr, b.data.ptr, ld_b, a.data.ptr, ld_a,
+                 beta.data.ptr, c.data.ptr, n)
+    finally:
+        lib.call("cublasSetPointerMode_v2", handle, POINTER_HOST)
+    return True

@@ -395,6 +395,15 @@ def _at(address, dtype, shape, strides, what):
     raise ValueError("cuBLAS %s: no device array holds address 0x%x" % (what, address))
 
 
+def _is_device_address(address):
+    """Whether `address` lies inside a registered device array of the fake."""
+    for start, ref in list(_MEMORY.items()):
+        root = ref()
+        if root is not None and start <= address < start + max(root.nbytes, 1):
+            return True
+    return False
+
+
 class FakeCublas:
     """cuBLAS's C functions that kernels/cuda_blas.py calls, as it calls them through ctypes (addresses as ints, the
     new handle through `ctypes.byref`), on the fake's memory: each GEMM is numpy's product of views made from the
@@ -411,8 +420,18 @@ class FakeCublas:
 
     def cublasCreate_v2(self, ref):
         handle = len(self.handles) + 1
-        self.handles[handle] = {"stream": None, "workspace": None}
+        self.handles[handle] = {"stream": None, "workspace": None, "pointer_mode": 0}
         ref._obj.value = handle
+        return 0
+
+    def cublasSetPointerMode_v2(self, handle, mode):
+        """0: alpha and beta are host addresses, read when the GEMM is called; 1: device addresses, read when it
+        runs (a captured GEMM's replay reads them again)."""
+        if handle not in self.handles:
+            return 1
+        if mode not in (0, 1):
+            return 7
+        self.handles[handle]["pointer_mode"] = mode
         return 0
 
     def cublasSetStream_v2(self, handle, stream):
@@ -451,7 +470,16 @@ class FakeCublas:
             return 0
         e = np.dtype(dtype).itemsize
         c_view = _at(c, dtype, (count, m, n), (sc * e, e, ldc * e), "%s C" % name)
-        al, be = ctype.from_address(alpha).value, ctype.from_address(beta).value
+        on_device = state["pointer_mode"] == 1
+        if on_device:  # device memory: read when the GEMM runs (each replay of a capture reads them again)
+            alpha_view, beta_view = (_at(p, dtype, (), (), "%s %s" % (name, what))
+                                     for p, what in ((alpha, "alpha"), (beta, "beta")))
+        else:
+            for p, what in ((alpha, "alpha"), (beta, "beta")):
+                if _is_device_address(p):
+                    raise ValueError("cuBLAS %s: %s is a device address in host pointer mode (cuBLAS would read "
+                                     "host memory there)" % (name, what))
+            host_al, host_be = ctype.from_address(alpha).value, ctype.from_address(beta).value
         if k:
             a_view = _at(a, dtype, (count, rows_a, cols_a), (sa * e, e, lda * e), "%s A" % name)
             b_view = _at(b, dtype, (count, rows_b, cols_b), (sb * e, e, ldb * e), "%s B" % name)
@@ -466,6 +494,7 @@ class FakeCublas:
 
         def run():  # (the views are read when it runs: a replay reads what the memory holds then)
             # C = alpha op(A) op(B) + beta C, computed as C^T = op(B)^T op(A)^T (the same sums)
+            al, be = (alpha_view.item(), beta_view.item()) if on_device else (host_al, host_be)
             if k:
                 product = np.swapaxes(np.matmul(transposed(b_view, tb, sb), transposed(a_view, ta, sa)), -1, -2)
             else:

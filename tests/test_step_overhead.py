@@ -38,6 +38,7 @@ def test_a_launch_on_a_machine_of_several_gpus_runs_on_the_current_one(monkeypat
     """One GPU visible: a launch asks the runtime for no device (always 0); several: each launch asks, and runs the
     function of the current GPU's module (its function asked once per GPU)."""
     fake = strict_device.module(gpus=2)
+    strict_device.Launches.reset()
     asked = []
     original = fake.RawModule.get_function
     monkeypatch.setattr(fake.RawModule, "get_function", lambda self, name: (asked.append(name), original(self, name))[1])
