@@ -119,6 +119,36 @@ def test_a_launch_and_a_planned_product_make_few_python_calls():
     np.testing.assert_array_equal(cuda_blas.matmul(fake, a, b).get(), np.full((5, 3), 4.0, np.float32))
 
 
+def test_step_scalars_of_one_key_are_one_slot_computed_once_per_call():
+    from oneflow_compat.backend.step_scalars import StepScalars
+
+    fake = strict_device.module()
+    scalars = StepScalars(fake)
+    asked = []
+    a = scalars.add(np.float32, lambda: asked.append("a") or 0.5, key=("rate", 1))
+    b = scalars.add(np.float32, lambda: asked.append("b") or 0.25, key=("rate", 1))
+    c = scalars.add(np.float64, lambda: asked.append("c") or 0.125, key=("rate", 1))  # another dtype: its own
+    d = scalars.add(np.float32, lambda: asked.append("d") or 2.0)
+    assert a is b and len(scalars.slots) == 3
+    scalars.upload()
+    assert asked == ["a", "c", "d"]
+    assert (a.get().item(), c.get().item(), d.get().item()) == (0.5, 0.125, 2.0)
+
+
+def test_a_lenet_step_uploads_one_learning_rate_for_all_its_updates(monkeypatch):
+    """Every update of LeNet's one SGD reads the same rate: one slot (it was one per variable, 9 values computed on
+    the host per call), and the dense weights' GEMM updates share their -lr·scale and 1 slots."""
+    import test_gpu_step_budget as budget
+    from oneflow_compat.framework import session as sess
+
+    strict_device.install(monkeypatch, "gpu", allow_syncs=True)
+    budget._steps(budget.lenet, 1)
+    (plan_scalars,) = [c.exe.plan.scalars for c in sess.default_session().compiled.values()]
+    (scalars,) = plan_scalars.by_device.values()
+    assert [str(dtype) for _, _, dtype, _ in scalars.slots] == ["uint64", "float32", "float32", "float32", "float32"]
+    assert sorted(key[0][0] for key in scalars.keyed) == ["device rate", "learning rate", "minus lr times", "one"]
+
+
 def _conv_reference(x, w, stride, pad):
     n, c, h, wd = x.shape
     f, _, kh, kw = w.shape

@@ -281,7 +281,8 @@ def _device_update(op, dev, opt, wd, scale, owned, n_states):
         t = step_now()
         return opt.device_rate(float(np.float32(opt.lr_scheduler.lr_at(t))), t)
 
-    rate = scalars.add(np.float32, rate_now)
+    # (one slot for every update of this optimizer at this step counter: the rate depends on them alone)
+    rate = scalars.add(np.float32, rate_now, key=("device rate", id(opt), op.inputs[3].key()))
 
     def update(w, g, lr, step, *states):
         if not opt.update_on_device(xp, w, g, list(states), rate, weight_decay=wd, grad_scale=scale,
