@@ -366,6 +366,22 @@ def matmul(xp, a, b, out=None, alpha=1.0):
     return c
 
 
+def _span(x):
+    """[first, last) byte addresses an array's elements occupy."""
+    lo = hi = x.data.ptr
+    for extent, stride in zip(x.shape, x.strides):
+        if stride < 0:
+            lo += (extent - 1) * stride
+        else:
+            hi += (extent - 1) * stride
+    return lo, hi + x.itemsize
+
+
+def _overlap(x, y):
+    (x0, x1), (y0, y1) = _span(x), _span(y)
+    return x0 < y1 and y0 < x1
+
+
 def gemm_update(xp, a, b, c, alpha, beta):
     """c ← alpha·(a @ b) + beta·c in place, for 2-D float32/float64 operands of c's dtype and C-contiguous c, with
     `alpha` and `beta` 0-d device arrays of c's dtype read by the GEMM when it runs (cuBLAS's device pointer mode:
@@ -377,8 +393,9 @@ def gemm_update(xp, a, b, c, alpha, beta):
             alpha.dtype == beta.dtype or alpha.size != 1 or beta.size != 1 or not c.flags.c_contiguous:
         return False
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
-    if b.shape[0] != k or tuple(c.shape) != (m, n) or m == 0 or n == 0 or k == 0:
-        return False
+    if b.shape[0] != k or tuple(c.shape) != (m, n) or m == 0 or n == 0 or k == 0 or _overlap(c, a) or \
+            _overlap(c, b):
+        return False  # (an operand in c's memory: the GEMM would read what it writes)
     a, op_a, ld_a, _ = _operand(xp, a, ())
     b, op_b, ld_b, _ = _operand(xp, b, ())
     if max(m, n, k, ld_a, ld_b) > _INT_MAX:

@@ -203,6 +203,9 @@ def test_an_update_gemm_declines_what_it_does_not_take(xp):
     assert not cuda_blas.gemm_update(xp, a, b, xp.asarray(_r((4, 2), np.float64)), one, one)  # dtypes differ
     assert not cuda_blas.gemm_update(xp, a, xp.asarray(_r((3, 5))), c, one, one)  # c's shape is not the product's
     assert not cuda_blas.gemm_update(xp, a[None], b[None], c[None], one, one)  # batched
+    square = xp.asarray(_r((3, 3)))
+    assert not cuda_blas.gemm_update(xp, square, xp.asarray(_r((3, 3))), square, one, one)  # c is an operand
+    assert not cuda_blas.gemm_update(xp, xp.asarray(_r((3, 3))), square.T, square, one, one)  # or a view of one
     np.testing.assert_array_equal(c.get(), before)
 
 
