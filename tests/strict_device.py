@@ -150,6 +150,7 @@ class FakeStream:
     def __init__(self, cuda):
         self.cuda = cuda
         self.ptr = id(self)
+        self.pending = []  # asynchronous copies down, landing at the next synchronize()
 
     def __enter__(self):
         self.cuda._streams.append(self)
@@ -177,6 +178,9 @@ class FakeStream:
         _refuse_in_capture("stream.synchronize()")
         Syncs.gets += 1
         Syncs.at_launch.append(Launches.count)
+        pending, self.pending = self.pending, []
+        for land in pending:
+            land()
 
 
 class FakeGraph:
@@ -542,7 +546,19 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
 
     # --- the only ways down ---------------------------------------------------------------------------------------
     def get(self, stream=None, out=None, blocking=True):
+        """The way down. `blocking=False` with a pinned `out` (CuPy 13+): an asynchronous copy on `stream` (or the
+        current one) — no synchronisation here; `out` holds the values once that stream is synchronised (until
+        then it keeps what it had, as host memory a copy has not reached yet). Any other call waits: one
+        synchronisation."""
         _refuse_in_capture("a device -> host copy")
+        if not blocking and out is not None and _is_pinned(out) and _GPUS["cuda"] is not None:
+            if out.shape != self._data.shape or out.dtype != self._data.dtype:
+                raise ValueError("get(out=): out is %s %s, the array %s %s" % (
+                    out.shape, out.dtype, self._data.shape, self._data.dtype))
+            on = stream if stream is not None else _GPUS["cuda"].get_current_stream()
+            snapshot = self._data.copy()  # (the values at the copy's place in the stream: now, on the fake)
+            on.pending.append(lambda: np.copyto(out, snapshot))
+            return out
         Syncs.gets += 1
         Syncs.at_launch.append(Launches.count)
         if out is not None:

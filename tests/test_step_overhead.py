@@ -149,6 +149,43 @@ def test_a_lenet_step_uploads_one_learning_rate_for_all_its_updates(monkeypatch)
     assert sorted(key[0][0] for key in scalars.keyed) == ["device rate", "learning rate", "minus lr times", "one"]
 
 
+def test_a_steps_results_come_down_into_pinned_memory_with_one_wait(monkeypatch):
+    """to_host_all on CUDA: each array copied asynchronously into one pinned buffer, one wait for the stream, no
+    packing kernel; the values (strided, 0-d, empty, mixed dtypes) are the device's, each in memory of its own."""
+    from oneflow_compat.backend import devices
+
+    fake = strict_device.install(monkeypatch, "gpu", allow_syncs=False, gpus=1)
+    r = np.random.default_rng(0)
+    host = [r.standard_normal((3, 4)).astype(np.float32), np.arange(6, dtype=np.int64).reshape(2, 3),
+            np.array(7, np.int32), np.zeros((0, 2), np.float64), np.array([True, False])]
+    dev = [fake.asarray(h) for h in host]
+    dev[1] = fake.asarray(np.ascontiguousarray(host[1].T)).T  # strided on the device
+    before_launches, before_syncs = strict_device.Launches.count, strict_device.Syncs.total()
+    got = devices.to_host_all(dev + ["a host value"])
+    assert strict_device.Syncs.total() - before_syncs == 1 and strict_device.Launches.count == before_launches
+    for g, h in zip(got, host):
+        np.testing.assert_array_equal(g, h)
+        assert g.dtype == h.dtype and g.flags.owndata
+    assert got[-1] == "a host value"
+    again = devices.to_host_all([fake.asarray(np.ones(3, np.float32)), fake.asarray(np.zeros(2, np.int8))])
+    np.testing.assert_array_equal(got[0], host[0])  # (the buffer reused: the earlier results are their own)
+    assert again[0].tolist() == [1.0] * 3 and again[1].tolist() == [0, 0]
+
+
+def test_the_fake_devices_asynchronous_copy_lands_at_the_streams_wait():
+    fake = strict_device.module(gpus=1)
+    memory = fake.cuda.alloc_pinned_memory(16)
+    out = np.frombuffer(memory, np.float32, 4)
+    x = fake.asarray(np.arange(4, dtype=np.float32))
+    stream = fake.cuda.get_current_stream()
+    syncs = strict_device.Syncs.total()
+    x.get(stream=stream, out=out, blocking=False)
+    x += 10  # after the copy in stream order: not what it copies
+    assert out.tolist() == [0.0] * 4 and strict_device.Syncs.total() == syncs  # not landed, no wait
+    stream.synchronize()
+    assert out.tolist() == [0.0, 1.0, 2.0, 3.0] and strict_device.Syncs.total() == syncs + 1
+
+
 def _conv_reference(x, w, stride, pad):
     n, c, h, wd = x.shape
     f, _, kh, kw = w.shape
