@@ -207,3 +207,8 @@ def test_a_staged_call_gives_each_call_its_own_device_arrays(monkeypatch):
     feed.upload(regs, [0])
     assert first.get().tolist() == [[0, 1, 2], [3, 4, 5]]  # the earlier call's array: untouched
     assert regs[0].get().tolist() == [[9, 9, 9]] * 2
+    monkeypatch.setattr(staged_feed, "MAX_BYTES", 16)  # beyond it: array by array, as asarray does
+    regs = {0: np.ones(8, np.float32), 1: np.zeros(2, np.int8)}
+    u0 = strict_device.Launches.uploads
+    feed.upload(regs, [0, 1])
+    assert strict_device.Launches.uploads - u0 == 2 and regs[0].get().tolist() == [1.0] * 8

@@ -210,6 +210,7 @@ def to_host_all(values):
     return out
 
 
+PINNED_DOWNLOAD_BYTES = 16 << 20  # the most a thread's download buffer holds (pinned memory is kept)
 _DOWNLOADS = threading.local()  # this thread's pinned host buffer of `_pinned_download` (grown, reused)
 _ALIGN = 64
 
@@ -225,6 +226,8 @@ def _pinned_download(arrays):
     for a in arrays:
         offsets.append(total)
         total += -(-max(a.nbytes, 1) // _ALIGN) * _ALIGN
+    if total > PINNED_DOWNLOAD_BYTES:
+        return None  # (large results: not kept in pinned memory for the thread's life; packed as before)
     found = getattr(_DOWNLOADS, "buffer", None)
     if found is None or found[1].nbytes < total or found[2] is not xp:
         memory = cuda.alloc_pinned_memory(max(total, 4096))

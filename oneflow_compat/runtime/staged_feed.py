@@ -20,6 +20,7 @@ from oneflow_compat.runtime import cuda_graph
 
 ENV = "ONEFLOW_COMPAT_STAGED_FEED"
 ALIGN = 256
+MAX_BYTES = 256 << 20  # a call feeding more goes up array by array (the pinned buffer is kept for the job's life)
 
 
 def for_executable(exe, one_device):
@@ -53,7 +54,10 @@ class StagedFeed:
             if type(value) is np.ndarray and value.dtype != object:
                 staged.append((r, value, total))
                 total += -(-max(value.nbytes, 1) // ALIGN) * ALIGN
-        if not staged:
+        if not staged or total > MAX_BYTES:
+            if staged:  # (too large to keep pinned: each array up on its own, as `asarray` does)
+                for r, value, _ in staged:
+                    regs[r] = xp.asarray(value)
             return
         if self.event is not None:
             self.event.synchronize()  # the previous call's copy has read the pinned bytes (long since, mostly)
