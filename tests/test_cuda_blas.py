@@ -84,8 +84,13 @@ def test_products_equal_numpy(xp, case, dtype):
     want = np.matmul(a.astype(np.float64), b.astype(np.float64))
     assert got.shape == want.shape and got.dtype == dtype
     k = a.shape[-1]  # (float32 sums of k products of unit normals: absolute errors grow with k)
-    np.testing.assert_allclose(got.get(), want, rtol=1e-5 if dtype == np.float32 else 1e-12,
-                               atol=1e-6 * k if dtype == np.float32 else 1e-12)
+    tolerances = dict(rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6 * k if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(got.get(), want, **tolerances)
+    # the same layouts again: the call planned by the first (kernels/cuda_blas.py's _Plan), on these operands
+    da *= -2  # (in place: the same layouts, new values)
+    again = cuda_blas.matmul(xp, da, db)
+    assert again.shape == want.shape and again is not got
+    np.testing.assert_allclose(again.get(), -2 * want, **tolerances)
 
 
 def test_float_products_go_through_the_handle_and_other_dtypes_through_the_module(monkeypatch):
