@@ -20,8 +20,11 @@ skipped; every stage runs whatever happened before it:
 * models    the docs' MLP and LeNet train steps (batch 100) on the GPU against the CPU (the losses of 3 steps and
             every variable after the first, rtol 1e-5; dropout masks come from the same Philox bits; the variables
             after 3 steps reported), with and without a CUDA graph; milliseconds
-            per step against torch CUDA eager; kernel launches, host->device and device->host copies per step
-            (torch's profiler: CUPTI sees CuPy's kernels); where the eager step's host time goes (cProfile);
+            per step against torch CUDA eager (its batch resident on the GPU, and fed from the host each step as
+            ours is, timed A B A B); kernel launches, host->device and device->host copies per step and the
+            device time of each kernel by name, ours and torch's (torch's profiler over 5 steps: CUPTI sees CuPy's
+            kernels); where the eager step's host time goes (cProfile: the top functions, and µs per step by
+            category: launches, cuBLAS, CuPy reductions, allocations, uploads, downloads, runtime, ...);
 * graph     the project's GEMMs (kernels/cuda_blas.py) captured and replayed for each layout the models use, CuPy's
             own cuBLAS in a capture (refused, noted), and the MLP and LeNet train steps captured over calls
             whose learning rate changes, against the CPU;
