@@ -4,7 +4,8 @@ rules on numpy; every kernel launch counted as CuPy would make it, raw kernels r
 Per step of the docs' LeNet (batch 100): at most 37 launches and one device -> host synchronisation, which is the
 fetch of the loss (with the step's device checks) at the very end of the step, after the last launch; MLP at most 12
 launches. The host uploads only the fed batch (one copy from pinned memory) and the step's one buffer of per-call
-scalars (learning rate, dropout key). And the device steps equal the CPU steps: losses and every variable (dropout masks included)."""
+scalars (learning rate, dropout key). And the device steps equal the CPU steps: losses and every variable (dropout
+masks included)."""
 import numpy as np
 import pytest
 

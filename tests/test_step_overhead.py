@@ -41,7 +41,8 @@ def test_a_launch_on_a_machine_of_several_gpus_runs_on_the_current_one(monkeypat
     strict_device.Launches.reset()
     asked = []
     original = fake.RawModule.get_function
-    monkeypatch.setattr(fake.RawModule, "get_function", lambda self, name: (asked.append(name), original(self, name))[1])
+    monkeypatch.setattr(fake.RawModule, "get_function",
+                        lambda self, name: (asked.append(name), original(self, name))[1])
     g = fake.asarray(np.array([1.0, -1.0], np.float32))
     y = fake.asarray(np.array([1.0, 0.0], np.float32))
     for gpu in (0, 1, 1, 0):
@@ -267,7 +268,8 @@ def test_the_gpu_check_tells_which_kernels_make_the_devices_time():
                          "torch_by_kernel": [["volta_sgemm", 2, 40.0, 20.0]],
                          "torch_cuda_eager_ms": 2.5, "torch_cuda_eager_fed_ms": 2.6,
                          "gpu_host_profile": {"profiled_ms_per_step": 3.1, "by_category": [
-                             ["kernel launches (kernels/cuda_source.py)", 400.0, 25.0], ["CuPy allocations", 50.5, 3.0]]}}}
+                             ["kernel launches (kernels/cuda_source.py)", 400.0, 25.0],
+                             ["CuPy allocations", 50.5, 3.0]]}}}
     lines = gpu_check.headline({"models": {"results": results}})
     assert "0.80x torch eager (2.500 ms); 0.77x torch eager fed from the host (2.600 ms)" in lines[0]
     assert "lenet GPU host us/step by category (profiled 3.100 ms/step): kernel launches (kernels/cuda_source.py) " \
