@@ -229,9 +229,22 @@ def adam(xp, w, m, v, g, lr, *, beta1, beta2, epsilon, scale=1.0, weight_decay=0
                   weight_decay)
 
 
+_LAYOUTS = {}  # (shape, axis, dtype) -> bias_layout's answer (a step asks the same few every call)
+
+
 def bias_layout(x, axis):
     """(pre, K, post) when summing C-contiguous `x` over `axis` keeps one contiguous run of axes (K elements, `pre`
     before it, `post` after it: a bias gradient's layout), else None."""
+    key = (x.shape, tuple(axis), x.dtype)
+    found = _LAYOUTS.get(key, False)
+    if found is False:
+        if len(_LAYOUTS) > 256:
+            _LAYOUTS.clear()
+        found = _LAYOUTS[key] = _bias_layout(x, axis)
+    return found
+
+
+def _bias_layout(x, axis):
     nd = x.ndim
     kept = [i for i in range(nd) if i not in set(axis)]
     if not kept or kept != list(range(kept[0], kept[-1] + 1)) or numpy.dtype(x.dtype) not in _SUFFIX:
