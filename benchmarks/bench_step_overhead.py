@@ -113,7 +113,7 @@ def count_calls(step, n=5):
         layer = _layer(filename)
         counts[layer] = counts.get(layer, 0) + calls / n
         for (caller_file, _, caller), made in callers.items():
-            twin = "_twin" in caller or caller == "_ordered_sum"  # (the numpy stand-ins of CUDA kernels)
+            twin = "_twin" in caller or caller == "_ordered_sums"  # (the numpy stand-ins of CUDA kernels)
             by = "made by " + ("twins" if twin else _layer(caller_file))
             counts[by] = counts.get(by, 0) + (made[1] if isinstance(made, tuple) else made) / n
     return counts

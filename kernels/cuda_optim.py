@@ -163,26 +163,24 @@ def _adam_twin(w, m, v, g, lr, n, scale, beta1, beta2, epsilon, wd):
     w -= delta * t(rate)
 
 
-def _ordered_sum(rows_of):
-    """Σ of the arrays `rows_of` yields, in float64, in that order (the kernels' per-thread order)."""
-    acc = None
-    for row in rows_of:
-        acc = row.astype(numpy.float64) if acc is None else acc + row
-    return acc
+def _ordered_sums(view, axis):
+    """Σ of `view` along `axis` in float64, in index order (the kernels' per-thread order): numpy's accumulate is
+    sequential (its reductions are pairwise), so the last of the running sums is that sum."""
+    if view.shape[axis] == 0:
+        return numpy.zeros(view.shape[1 - axis])
+    return numpy.cumsum(view, axis=axis, dtype=numpy.float64).take(-1, axis=axis)
 
 
 def _row_sums_twin(x, out, rows, length):
     view = x.reshape(-1)[:rows * length].reshape(rows, length)
-    acc = _ordered_sum(view[:, j] for j in range(length)) if length else numpy.zeros(rows)
-    out.reshape(-1)[:rows] = acc.astype(out.dtype)
+    out.reshape(-1)[:rows] = _ordered_sums(view, 1).astype(out.dtype)
 
 
 def _colsum_sgd_twin(w, m, x, lr, rows, cols, scale, beta, momentum):
     rate = _F32(lr.reshape(-1)[0])
     view = x.reshape(-1)[:rows * cols].reshape(rows, cols)
-    acc = _ordered_sum(view[r] for r in range(rows)) if rows else numpy.zeros(cols)
     t = w.dtype.type
-    g = acc.astype(w.dtype)
+    g = _ordered_sums(view, 0).astype(w.dtype)
     c = t(_F32(rate * _F32(scale)))
     w1, m1 = w.reshape(-1)[:cols], m.reshape(-1)[:cols]
     if momentum:
