@@ -120,9 +120,24 @@ _SUFFIX = {numpy.dtype(numpy.float32): "f32", numpy.dtype(numpy.float64): "f64"}
 _F32 = numpy.float32
 
 
+_COUNTER = r"""
+extern "C" __global__ void increment_i64(long long* step, long long n) {
+    GRID_LOOP(i, n) step[i] += 1;
+}
+
+extern "C" __global__ void increment_i32(int* step, long long n) {
+    GRID_LOOP(i, n) step[i] += 1;
+}
+"""
+
+
 def _source():
     return _HEADER + "".join(_TEMPLATE.replace("{T}", t).replace("{S}", s)
-                             for t, s in (("float", "f32"), ("double", "f64")))
+                             for t, s in (("float", "f32"), ("double", "f64"))) + _COUNTER
+
+
+def _increment_twin(step, n):
+    step.reshape(-1)[:n] += 1
 
 
 def _sgd_twin(w, g, lr, n, scale, wd, fused):
@@ -190,10 +205,11 @@ def _colsum_sgd_twin(w, m, x, lr, rows, cols, scale, beta, momentum):
         w1 -= g * c
 
 
-MODULE = CudaModule("optim", _source(), {"%s_%s" % (name, s): twin for name, twin in
+_TWINS = {"increment_i64": _increment_twin, "increment_i32": _increment_twin}
+MODULE = CudaModule("optim", _source(), {**_TWINS, **{"%s_%s" % (name, s): twin for name, twin in
                                           (("sgd", _sgd_twin), ("momentum", _momentum_twin), ("adam", _adam_twin),
                                            ("row_sums", _row_sums_twin), ("colsum_sgd", _colsum_sgd_twin))
-                                          for s in ("f32", "f64")},
+                                          for s in ("f32", "f64")}},
                     options=("--std=c++17", "--fmad=false"))
 
 
@@ -270,3 +286,16 @@ def bias_sgd(xp, w, m, x, lr, layout, *, scale=1.0, beta=0.0):
     momentum = m is not None and beta != 0
     MODULE.launch(xp, _name("colsum_sgd", w.dtype), k, w, m if momentum else w, x, lr, pre, k, scale,
                   float(numpy.float32(beta)) if momentum else 0.0, 1 if momentum else 0)
+
+
+_COUNTERS = {numpy.dtype(numpy.int64): "increment_i64", numpy.dtype(numpy.int32): "increment_i32"}
+
+
+def increment(xp, step):
+    """The train-step counter one more, in place: one raw launch on a device (a CuPy ufunc with a scalar costs
+    several times its host time), kernels/optim.py's `step += 1` otherwise."""
+    name = _COUNTERS.get(step.dtype) if hasattr(xp, "RawModule") else None
+    if name is None or not step.flags.c_contiguous:
+        step += 1
+        return
+    MODULE.launch(xp, name, step.size, step, step.size)

@@ -322,6 +322,19 @@ def test_a_bias_gradient_and_its_sgd_step_equal_the_numpy_update(dev, case, beta
         np.testing.assert_array_equal(_down(dm), exact_m)
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_the_step_counter_is_one_more_in_one_launch(dev, dtype):
+    from oneflow_compat.kernels import cuda_optim
+
+    step = _up(dev, np.array([41], dtype))
+    cuda_optim.increment(dev, step)
+    cuda_optim.increment(dev, step)
+    assert _down(step).tolist() == [43] and step.dtype == dtype
+    other = _up(dev, np.array([1.5], np.float32))  # another dtype: the ufunc, the same value
+    cuda_optim.increment(dev, other)
+    assert _down(other).tolist() == [2.5]
+
+
 def test_a_bias_layout_is_one_run_of_kept_axes():
     from oneflow_compat.kernels import cuda_optim
 

@@ -382,7 +382,7 @@ def _increment_build(op, dev):
         # on a device the host copy follows after the call's steps ran (a captured CUDA graph runs no Python)
         if follows:
             scalars.after_call(lambda: host_step.advance(spec))
-        return functools.partial(optim_k.increment, dev.xp)
+        return functools.partial(cuda_optim.increment, dev.xp)
 
     def increment(step):
         optim_k.increment(dev.xp, step)
