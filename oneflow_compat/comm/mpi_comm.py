@@ -41,7 +41,7 @@ from .environment import comm_timeout_from_env as timeout_from_env
 from .output import unprefixed_stderr, wait_until_output_is_read
 from .process_comm import (CollectiveTimeout, CommError, Pending, ProcessComm, balanced_offsets, balanced_sizes,
                            check_ranks)
-from .shm import CHECK_WORDS, Board, SharedBlock, ShmAllreduce, add_into, reading, signature
+from .shm import CHECK_WORDS, Board, SharedBlock, ShmAllreduce, add_into, copy_into, reading, signature
 
 QUERY_WINDOW_S = 1.0      # how long a timed-out rank waits for the other members to say where they are
 PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act on a failed rank's MPI_Abort
@@ -80,7 +80,7 @@ _LOAD_EVERY_S = 1.0
 
 def _put(slot, array):
     """`array` copied into the start of a shared-memory slot (uint8), in C order (a strided array packed)."""
-    slot[:array.nbytes].view(array.dtype).reshape(array.shape)[...] = array
+    copy_into(slot[:array.nbytes].view(array.dtype).reshape(array.shape), array)
 
 
 class _Subset:
@@ -795,7 +795,7 @@ class MPIComm(ProcessComm):
         for slot in slots[1:]:
             add_into(acc, slot[chunk])
         board.publish(wait)
-        (buf if out is None else out)[...] = slots[0].reshape(buf.shape)
+        copy_into(buf if out is None else out, slots[0].reshape(buf.shape))
 
     def shared_buffer(self, shape, dtype, ranks):
         """A zeroed array that `allreduce_` / `iallreduce_` over `ranks` sum in place through memory shared by the
@@ -854,8 +854,8 @@ class MPIComm(ProcessComm):
             own = blocks.index[me]
             if board.pushing():  # every result in its member's arena: this member's block copied straight into each
                 for j in [(me + r) % k for r in range(1, k)]:
-                    board.remote(j, shape, local.dtype)[own] = local
-                out[own] = local
+                    copy_into(board.remote(j, shape, local.dtype)[own], local)
+                copy_into(out[own], local)
                 board.done(wait, [j for j in range(k) if j != me])
                 return out
             # else each member's block copied into its slot, then from every slot into its place
@@ -1002,13 +1002,13 @@ class MPIComm(ProcessComm):
                 there = board.remote(j, shape[:axis] + (int(starts[k]),) + shape[axis + 1:], own.dtype)
                 place = there[(slice(None),) * axis + (slice(int(starts[me]), int(starts[me + 1])),)]
                 if place.size == pieces[j].size:  # its bytes in C order, as through a slot (else member j raises)
-                    place[...] = pieces[j].reshape(place.shape)
-            views[me][...] = own
+                    copy_into(place, pieces[j].reshape(place.shape))
+            copy_into(views[me], own)
             board.done(wait, [j for j in range(k) if j != me])
         else:  # what this member sends is written even when what it receives is wrong: the others' calls complete
             board.stream(wait, [(table[j], p) for j, p in enumerate(pieces) if j != me],
                          [reading(j, int(tables[j][me]), view) for j, view in enumerate(views)
-                          if j != me and j not in wrong], meanwhile=lambda: views[me].__setitem__(Ellipsis, own))
+                          if j != me and j not in wrong], meanwhile=lambda: copy_into(views[me], own))
         if wrong:
             j = wrong[0]
             raise ValueError("alltoallv on rank %d: rank %d sends %d bytes, %d expected for %s %s"
@@ -1090,7 +1090,7 @@ class MPIComm(ProcessComm):
             else:
                 total = np.empty(buf.shape, buf.dtype)
                 board.reduce_stream(wait, [], parts, total)
-                buf[...] = total
+                copy_into(buf, total)
             return buf
         work = _contiguous(buf)
         data, op = _reduce_buffer(work)
@@ -1161,10 +1161,10 @@ class MPIComm(ProcessComm):
         if pushed:  # each member's piece copied straight into its place there (in bounds: sizes[me] rows)
             place = _Blocks(shape, axis, sizes, local.dtype).index[me]
             if at_root:
-                out[place] = local
+                copy_into(out[place], local)
                 board.done(wait, [j for j in range(len(board.ranks)) if j != me])
             else:
-                board.remote(index, shape, local.dtype)[place] = local
+                copy_into(board.remote(index, shape, local.dtype)[place], local)
                 board.done(wait)
         if sizes is not None and got != sizes:
             raise ValueError("gatherv on rank %d: the members hold %r rows along axis %d, not the sizes %r"
@@ -1179,7 +1179,7 @@ class MPIComm(ProcessComm):
         out = np.empty(shape, local.dtype)
         own = blocks.index[me]
         board.stream(wait, [], [reading(q, 0, out[index]) for q, index in enumerate(blocks.index) if q != me],
-                     meanwhile=lambda: out.__setitem__(own, local))
+                     meanwhile=lambda: copy_into(out[own], local))
         return out
 
     # ----- point to point -------------------------------------------------------------------------------------

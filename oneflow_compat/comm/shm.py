@@ -77,6 +77,10 @@ ARENA_MIN = 1 << 18  # bytes: smaller results stay in private memory (a push sav
 ARENA_FIRST = 16 << 20  # bytes: the least a member's segment of an arena window holds
 SHM_DIR = "/dev/shm"  # where MPICH's shared windows live: an arena grows only while this has room for it
 _PAGE = 4096
+# What the collectives of this module did in this process, for the tests that pin it (tests/test_boxing_passes.py):
+# bytes written by copies of array data ("copied") and by sums ("summed"), and arrivals ("arrivals": meetings of a
+# block's members). Counted per chunk or per call: one dict update per MB moved.
+PASSES = collections.Counter()
 
 
 def _round(nbytes):
@@ -113,6 +117,7 @@ class SharedBlock:
     def arrive(self):
         """Says that this member reached the next meeting (its writes before it are visible to the others)."""
         self.epoch += 1
+        PASSES["arrivals"] += 1
         self.win.Sync()
         self.words[self.index][_EPOCH] = self.epoch
 
@@ -305,19 +310,25 @@ def sum_into_all(parts):
     acc = parts[0]
     bools = acc.dtype == np.bool_
     for p in parts[1:]:
-        if bools:
-            np.logical_or(acc, p, out=acc)
-        else:
-            acc += p
+        add_into(acc, p)
     for p in parts[1:]:
-        p[...] = acc
+        copy_into(p, acc)
 
 
-def add_into(acc, part):
+def add_into(acc, part, other=None):
+    """acc += part (bools: logical or); with `other`: acc = part + other, in one pass."""
+    a, b = (acc, part) if other is None else (part, other)
     if acc.dtype == np.bool_:
-        np.logical_or(acc, part, out=acc)
+        np.logical_or(a, b, out=acc)
     else:
-        acc += part
+        np.add(a, b, out=acc)
+    PASSES["summed"] += acc.nbytes
+
+
+def copy_into(dst, src):
+    """dst[...] = src (any strides): every copy of array data the shared-memory collectives make goes here."""
+    dst[...] = src
+    PASSES["copied"] += dst.nbytes
 
 
 def signature(*items):
@@ -477,12 +488,12 @@ class Board:
             for start, stop, rows in _chunks(array):
                 at = base + offset + start
                 written = slot[at:at + stop - start].view(array.dtype).reshape(rows.shape)
-                written[...] = rows
+                copy_into(written, rows)
                 done = offset + stop
                 block.win.Sync()
                 mine[_PROGRESS] = (seq << _SEQ_SHIFT) | done
                 if also is not None:  # another copy, from the chunk just written (still in cache)
-                    also[start // row:stop // row] = written
+                    copy_into(also[start // row:stop // row], written)
                 self._read(reads, seq, base)
         if meanwhile is not None:
             meanwhile()
@@ -530,27 +541,38 @@ class Board:
                 r = todo.pop(0)
                 stop = min(r + step, rows)
                 into = flat[r:stop]
+                first = None
                 for n, p in enumerate(parts):
                     if isinstance(p, np.ndarray):
                         src = local[id(p)][r:stop]
                         if n >= 2 and scratch is not None and not src.flags.c_contiguous:
-                            scratch[:stop - r] = src
+                            copy_into(scratch[:stop - r], src)
                             src = scratch[:stop - r]
                     else:
                         j, offset = p
                         src = self.block.slots[j][base + offset + r * row:base + offset + stop * row].view(
                             out.dtype).reshape(into.shape)
                     if n == 0:
-                        into[...] = src
+                        first = src
+                    elif n == 1 and first is not None and first.flags.c_contiguous and src.flags.c_contiguous:
+                        # the first two addends summed in one pass: a + b as numpy adds them after a copy of a, bit
+                        # for bit (a strided addend is copied first: numpy adds it several times slower)
+                        add_into(into, first, src)
+                        first = None
                     else:
+                        if first is not None:
+                            copy_into(into, first)
+                            first = None
                         add_into(into, src)
+                if first is not None:  # one addend
+                    copy_into(into, first)
                 moved = True
             return moved
 
         for offset, array in writes:
             for start, stop, chunk in _chunks(array):
                 at = base + offset + start
-                slot[at:at + stop - start].view(array.dtype).reshape(chunk.shape)[...] = chunk
+                copy_into(slot[at:at + stop - start].view(array.dtype).reshape(chunk.shape), chunk)
                 block.win.Sync()
                 mine[_PROGRESS] = (seq << _SEQ_SHIFT) | (offset + stop)
                 reduce_ready()
@@ -580,7 +602,7 @@ class Board:
                     source = self.block.slots[j]
                 while chunks and offset + chunks[0][1] <= available:
                     start, stop, rows = chunks.pop(0)
-                    rows[...] = source[at + start:at + stop].view(rows.dtype).reshape(rows.shape)
+                    copy_into(rows, source[at + start:at + stop].view(rows.dtype).reshape(rows.shape))
             moved = True
             if not chunks:
                 reads[:] = [e for e in reads if e is not entry]
@@ -619,7 +641,7 @@ class Board:
         mine = self._header(block.index, self.half)
         flat = into.reshape(-1).view(np.uint8)
         for start, stop, rows in _chunks(array):
-            flat[start:stop].view(array.dtype).reshape(rows.shape)[...] = rows
+            copy_into(flat[start:stop].view(array.dtype).reshape(rows.shape), rows)
             block.win.Sync()
             mine[_PROGRESS] = (seq << _SEQ_SHIFT) | stop
 
