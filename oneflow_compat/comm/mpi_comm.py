@@ -687,7 +687,10 @@ class MPIComm(ProcessComm):
             subset, activity = self._begin("identity check", members)
             board = self._board(subset, activity)
             if board is not None:
-                board.exchange(self._waiter(activity, 0), "check", 0, 0, check=check.message, settle=check.settle)
+                # (no bytes to move and no result: the same board call as an `exchange` carrying a check, `_shm_exchange`)
+                zeros = [0] * (len(members) + 1)
+                board.exchange(self._waiter(activity, 0), "check", 0, 0, table=zeros, check=check.message,
+                               settle=check.settle, places=zeros)
                 return
         check.run_over_allreduce()
 
@@ -1229,8 +1232,85 @@ class MPIComm(ProcessComm):
                 raise ValueError("exchange: rank %d cannot exchange with rank %r (world size %d)"
                                  % (self._rank, peer, self._size))
             peers.add(peer)
-        if self._carried is not None:
+        check = self._carried
+        if check is not None:
+            if self._use_shm and len(check.members) > 1 and self._rank in check.members and \
+                    peers <= set(check.members):
+                # the operation's identity check is over every rank taking part (a slice-boxing's): the exchange
+                # goes on the members' board, carrying the check (members with nothing to move make the check on
+                # its own there at the end of the operation: the same board call)
+                subset, activity = self._begin("identity check", check.members, carry=True)
+                board = self._board(subset, activity)
+                if board is not None:
+                    return self._shm_exchange(board, activity, sends, recvs)
             self._flush_carried()
+        return self._mpi_exchange(sends, recvs, peers)
+
+    def _shm_exchange(self, board, activity, sends, recvs):
+        """`exchange` in one arrival on the board of the members of the operation's identity check, which rides in
+        it: each member publishes the bytes it sends to each member (its table) and, as a receiver, one result in
+        its arena holding what it receives, one sender after the other in member order, and where each sender's
+        bytes start there (its places). Then each sender copies its pieces straight into the receivers' results
+        (one copy, strided pieces read in place, `Board.remote`) and says it is done; a receiver hands its pieces
+        out once its senders are done. Where a receiver's result found no room in its arena (or is small), and
+        where a sender sends to several receivers (they pull from it in parallel over MPI, where pushing would
+        make one rank copy everything), those messages go over MPI after the arrival: every member decides alike,
+        from the headers all of them read."""
+        me, k = board.block.index, board.k
+        index = {r: i for i, r in enumerate(board.ranks)}
+        table, outgoing = [0] * (k + 1), [[] for _ in range(k)]
+        for peer, buf in sends:
+            outgoing[index[int(peer)]].append(np.asarray(buf))
+        for j in range(k):
+            table[j + 1] = table[j] + sum(a.nbytes for a in outgoing[j])
+        incoming = [[] for _ in range(k)]
+        for n, (peer, buf) in enumerate(recvs):
+            incoming[index[int(peer)]].append(n)
+        places = [0] * (k + 1)
+        for j in range(k):
+            places[j + 1] = places[j] + sum(recvs[n][1].nbytes for n in incoming[j])
+        result = board.arena.output((places[k],), np.uint8) \
+            if recvs and not any(buf.dtype.hasobject for _, buf in recvs) else None
+        wait = self._waiter(activity, table[k] + places[k])
+        tables = self._exchange(board, wait, "check", 0, 0, None, table, result=result, places=places)
+        sizes = np.diff(tables, axis=1)  # [sender, receiver]: bytes
+        pushing = (sizes > 0).sum(axis=1).max() <= 1  # no sender sends to several receivers
+        pushed_to = [pushing and board.results[j] is not None for j in range(k)]
+        got = [buf for _, buf in recvs]
+        # a sender's bytes must fill what its receiver expects: else the receiver raises, and nothing moves
+        wrong = [j for j in range(k) if j != me and sizes[j, me] != places[j + 1] - places[j]]
+        fits = [j == me or sizes[me, j] == board.places[j][me + 1] - board.places[j][me] for j in range(k)]
+        pushes = [j for j in range(k) if pushed_to[j] and outgoing[j] and fits[j]]
+        for j in pushes:  # straight into receiver j's result, in the order the pieces are listed
+            there = board.remote_bytes(j, int(board.places[j][k]))
+            at = int(board.places[j][me])
+            for a in outgoing[j]:
+                copy_into(there[at:at + a.nbytes].view(a.dtype).reshape(a.shape), a)
+                at += a.nbytes
+        senders = [j for j in range(k) if pushed_to[me] and sizes[j, me] and j not in wrong]
+        if pushes or senders:
+            board.done(wait, senders)
+        if pushed_to[me]:
+            for j in senders:
+                at = places[j]
+                for n in incoming[j]:
+                    buf = recvs[n][1]
+                    got[n] = result[at:at + buf.nbytes].view(buf.dtype).reshape(buf.shape)
+                    at += buf.nbytes
+        if wrong:
+            j = wrong[0]
+            raise ValueError("exchange on rank %d: expected %d bytes from rank %d, got %d"
+                             % (self._rank, places[j + 1] - places[j], board.ranks[j], sizes[j, me]))
+        # what does not go through the arenas goes over MPI (the same pairs on both sides)
+        mpi_sends = [(p, b) for p, b in sends if not pushed_to[index[int(p)]] and fits[index[int(p)]]]
+        mpi_recvs = [(p, b) for p, b in recvs if not pushed_to[me]]
+        if mpi_sends or mpi_recvs:
+            done = self._mpi_exchange(mpi_sends, mpi_recvs, {int(p) for p, _ in mpi_sends + mpi_recvs})
+            for n, buf in zip([n for n, (p, _) in enumerate(recvs) if not pushed_to[me]], done):
+                got[n] = buf
+        return got
+
+    def _mpi_exchange(self, sends, recvs, peers):
         if not peers:
             return [buf for _, buf in recvs]
         _exit_request.clear()
