@@ -1067,18 +1067,29 @@ class MPIComm(ProcessComm):
                 buf[...] = work
         return buf
 
+    def reduce(self, buf, root, ranks):
+        """(The root's sum a new array, in its arena where there is room: its own addend is read where it lies,
+        summed with the first other one in one pass, never copied first.)"""
+        return self._reduce(buf, root, ranks, fresh=True)
+
     def reduce_(self, buf, root, ranks):
+        return self._reduce(buf, root, ranks, fresh=False)
+
+    def _reduce(self, buf, root, ranks, fresh):
         subset, activity = self._begin("reduce", ranks, carry=True)
         if root not in subset.ranks:
             raise ValueError("reduce_ root %r is not one of the member ranks %r" % (root, subset.ranks))
+        at_root = self._rank == root
         if len(subset.ranks) == 1:
-            return buf
+            return buf.copy() if fresh else buf
         board = self._board_for(subset, activity, isinstance(buf, np.ndarray) and buf.dtype != object)
         if board is not None:
             # every other member's addend copied into its slot, chunk by chunk, while the root sums each chunk in
             # member order as soon as every member wrote it (`Board.reduce_stream`)
             wait = self._waiter(activity, buf.nbytes)
-            at_root = self._rank == root
+            total = None
+            if at_root and fresh:  # (made before the call: a full arena grows at its end, alike on every member)
+                total = board.arena.output(buf.shape, buf.dtype)
             self._exchange(board, wait, "reduce", signature("reduce", root, buf.dtype.str, buf.shape),
                            0 if at_root else buf.nbytes)
             if not at_root:
@@ -1088,16 +1099,20 @@ class MPIComm(ProcessComm):
             parts = [buf if j == me else (j, 0) for j in range(k)]
             if k == 2:  # a + b is b + a, bit for bit: the root's own addend first
                 parts = [buf, (1 - me, 0)]
-            if parts[0] is buf and buf.flags.c_contiguous:  # summed in place
+            if not fresh and parts[0] is buf and buf.flags.c_contiguous:  # summed in place
                 board.reduce_stream(wait, [], parts, buf)
-            else:
+                return buf
+            if total is None:
                 total = np.empty(buf.shape, buf.dtype)
-                board.reduce_stream(wait, [], parts, total)
-                copy_into(buf, total)
+            board.reduce_stream(wait, [], parts, total)
+            if fresh:
+                return total
+            copy_into(buf, total)
             return buf
+        if at_root and fresh:
+            buf = buf.copy()
         work = _contiguous(buf)
         data, op = _reduce_buffer(work)
-        at_root = self._rank == root
         self._complete(subset.comm.Ireduce(MPI.IN_PLACE if at_root else data, data if at_root else None, op=op,
                                            root=subset.ranks.index(root)), activity, nbytes=work.nbytes)
         if at_root and work is not buf:

@@ -242,6 +242,12 @@ class ProcessComm(ABC):
         """The elementwise sum of every member's `buf`, written into the root's `buf` (`root` is a world rank);
         returns `buf` (on the other members unchanged)."""
 
+    def reduce(self, buf, root, ranks):
+        """`reduce_`, except that the root's `buf` is only read and the root gets the sum as a new array (the other
+        members get their `buf` back): what a comm that copies the addends anyway (MPI's shared memory) does without
+        the copy a reduction into a buffer the caller may not overwrite needs first."""
+        return self.reduce_(buf.copy() if self.rank == root else buf, root, ranks)
+
     @abstractmethod
     def gatherv(self, local, root, ranks, axis=0, sizes=None):
         """On the root: the concatenation along `axis` of every member's `local`, in member order (a new array);

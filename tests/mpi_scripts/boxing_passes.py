@@ -13,11 +13,15 @@ B is the tensor's bytes and k the ranks. The figures pinned here, per rank:
   arrival that carries the check: each sender copies its bytes straight into its receiver's result once, 1 call,
   no MPI message; a sender with several receivers (1 -> 4 S0) keeps MPI's messages, after the same arrival;
 - every result that lies in the members' arenas is written once (all-gather, all-to-all, gather: the bytes each
-  rank's piece lands in, B/k per destination).
+  rank's piece lands in, B/k per destination);
+- the private memory a call allocates (numpy's, traced): none where results lie in the arenas; a reduce's root
+  none (its sum in its arena, its own addend read where it lies: it was copied into a buffer of its own first).
 
 Run as `mpiexec -n N python -m mpi4py tests/mpi_scripts/boxing_passes.py` (N = 2 or 4). Rank 0 prints
 `passes OK: <rows> rows over <N> ranks`.
 """
+import tracemalloc
+
 import numpy as np
 
 import oneflow_compat as flow
@@ -62,6 +66,26 @@ def expected(name):
     return {r: rows[name](r) for r in range(k)}
 
 
+def allocated(name):
+    """{rank: bytes of private (numpy) memory one warm call of the row allocates}: results in the members' arenas
+    (shared memory) allocate none."""
+    piece = B // k
+    rows = {
+        "P -> B": lambda r: B,  # the sum, out of place (the all-reduce's slots are shared)
+        "P -> S0": lambda r: piece,
+        # (a strided addend after the first two is copied into a scratch chunk: here one chunk is the block)
+        "P -> S1": lambda r: piece * (2 if r >= 2 else 1),
+        "1 -> k B": lambda r: 0 if r == 0 else B,  # (the root's copy lies in its arena, the others read it there)
+        # the root keeps its own piece as a copy (a to_global's result owns its storage); a receiver's buffer the
+        # exchange did not need (its result lies in its arena; never touched: no page is faulted in)
+        "1 -> k S0": lambda r: piece,
+        "k -> 1 P": lambda r: 0,  # the root's sum in its arena, its addend read in place (never copied first)
+        "stage": lambda r: 0 if r in half else B // len(other),
+        "rank -> rank": lambda r: B if r == k - 1 else 0,
+    }
+    return {r: rows[name](r) if name in rows else 0 for r in range(k)}
+
+
 CASES = [("P -> B", (every, "P"), (every, "B")), ("P -> S0", (every, "P"), (every, "S0")),
          ("P -> S1", (every, "P"), (every, "S1")), ("S0 -> B", (every, "S0"), (every, "B")),
          ("S1 -> B", (every, "S1"), (every, "B")), ("S0 -> S1", (every, "S0"), (every, "S1")),
@@ -95,7 +119,11 @@ for name, (src_ranks, src), (dst_ranks, dst) in CASES:
     for call in range(3):  # two warm-up calls: the boards and arenas grow to the row's sizes
         shm.PASSES.clear()
         before = comm.collectives_issued()
+        tracemalloc.start()
+        start = tracemalloc.get_traced_memory()[0]
         y = x.to_global(placement=dst_pl, sbp=SBP[dst])
+        peak = tracemalloc.get_traced_memory()[1] - start
+        tracemalloc.stop()
         got = (shm.PASSES["copied"], shm.PASSES["summed"], shm.PASSES["arrivals"], comm.collectives_issued() - before)
         want = local_of(value, dst_ranks, dst)
         if want is not None:
@@ -106,6 +134,11 @@ for name, (src_ranks, src), (dst_ranks, dst) in CASES:
     if counts != [expected(name)[r] for r in range(k)]:
         raise AssertionError("%s on %d ranks: (copied, summed, arrivals, calls) per rank %s, the least it needs %s"
                              % (name, k, counts, [expected(name)[r] for r in range(k)]))
+    memory = comm.allgather_object(peak)
+    want = allocated(name)
+    if any(abs(memory[r] - want[r]) > B // 64 for r in range(k)):  # (the Python objects of a call: kilobytes)
+        raise AssertionError("%s on %d ranks: private bytes allocated per rank %s, expected %s"
+                             % (name, k, memory, [want[r] for r in range(k)]))
     rows += 1
 
 if rank == 0:
