@@ -226,6 +226,16 @@ class _Blocks:
         return flat, unpack
 
 
+@functools.lru_cache(maxsize=256)
+def _cached_blocks(shape, axis, sizes, dtype):
+    return _Blocks(shape, axis, sizes, dtype)
+
+
+def _blocks(shape, axis, sizes, dtype):
+    """`_Blocks` (read only), made once per layout: a boxing moves the same layout call after call."""
+    return _cached_blocks(tuple(shape), axis, tuple(sizes), np.dtype(dtype))
+
+
 def _address(a):
     return a.__array_interface__["data"][0]
 
@@ -846,7 +856,7 @@ class MPIComm(ProcessComm):
             raise ValueError("allgatherv on rank %d: sizes %r do not fit %d members and the local size %d"
                              % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
         shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
-        blocks = _Blocks(shape, axis, sizes, local.dtype)
+        blocks = _blocks(shape, axis, sizes, local.dtype)
         board = self._board_for(subset, activity, local.dtype != object)
         if board is not None:
             wait = self._waiter(activity, local.nbytes)
@@ -905,7 +915,7 @@ class MPIComm(ProcessComm):
         if len(sizes) != len(subset.ranks) or sum(sizes) != buf.shape[axis] or min(sizes) < 0:
             raise ValueError("reduce_scatter on rank %d: sizes %r do not split %d rows over %d members"
                              % (self._rank, sizes, buf.shape[axis], len(subset.ranks)))
-        blocks = _Blocks(buf.shape, axis, sizes, buf.dtype)
+        blocks = _blocks(buf.shape, axis, sizes, buf.dtype)
         me = subset.index
         out = np.empty(blocks.block_shape(me), buf.dtype)
         if len(subset.ranks) == 1:
@@ -960,7 +970,7 @@ class MPIComm(ProcessComm):
             recv_sizes = got
         recv_sizes = [int(s) for s in recv_sizes]
         shape = own.shape[:axis] + (sum(recv_sizes),) + own.shape[axis + 1:]
-        blocks = _Blocks(shape, axis, recv_sizes, own.dtype)
+        blocks = _blocks(shape, axis, recv_sizes, own.dtype)
         board = self._board_for(subset, activity, own.dtype != object)
         if concat:  # what arrives lands straight in its place of the joined result (in the arena: pushed there)
             received = board.arena.output(shape, own.dtype) if board is not None else None
@@ -1145,7 +1155,7 @@ class MPIComm(ProcessComm):
                            nbytes=local.nbytes)
             return None
         shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
-        blocks = _Blocks(shape, axis, sizes, local.dtype)
+        blocks = _blocks(shape, axis, sizes, local.dtype)
         recv, result = blocks.receiver()
         if len(subset.ranks) == 1:
             return local.copy()
@@ -1177,7 +1187,7 @@ class MPIComm(ProcessComm):
         got = [int(t[0]) for t in tables]
         pushed = board.pushing([index])  # the root's result in its arena, and everyone expects its shape
         if pushed:  # each member's piece copied straight into its place there (in bounds: sizes[me] rows)
-            place = _Blocks(shape, axis, sizes, local.dtype).index[me]
+            place = _blocks(shape, axis, sizes, local.dtype).index[me]
             if at_root:
                 copy_into(out[place], local)
                 board.done(wait, [j for j in range(len(board.ranks)) if j != me])
@@ -1193,7 +1203,7 @@ class MPIComm(ProcessComm):
             board.stream(wait, [(0, local)], [])
             return None
         shape = local.shape[:axis] + (sum(got),) + local.shape[axis + 1:]
-        blocks = _Blocks(shape, axis, got, local.dtype)
+        blocks = _blocks(shape, axis, got, local.dtype)
         out = np.empty(shape, local.dtype)
         own = blocks.index[me]
         board.stream(wait, [], [reading(q, 0, out[index]) for q, index in enumerate(blocks.index) if q != me],

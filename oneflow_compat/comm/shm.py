@@ -192,6 +192,7 @@ class Arena:
         self.spans = []  # the [start, end) bytes of each segment that blocks are cut from (page-aligned)
         self.free = []  # per window: sorted [start, end) byte ranges of this member's segment that are free
         self.want = 0  # bytes a result did not find room for since the last growth
+        self.handed = None  # (a weak reference to the last result `output` made, its (window, offset))
         # blocks whose arrays are gone, to merge into the free lists: a block comes back from whatever thread drops
         # the last view, at any moment (the garbage collector may run inside `output` itself), so it only queues
         self.returned = collections.deque()
@@ -225,7 +226,9 @@ class Arena:
         # base, so the block is free exactly when no view of it is left
         holder = np.frombuffer(memoryview(self.windows[w].slots[self.index])[start:start + size], np.uint8)
         weakref.finalize(holder, self.returned.append, (w, start, size))
-        return holder[:nbytes].view(dtype).reshape(shape)
+        out = holder[:nbytes].view(dtype).reshape(shape)
+        self.handed = (weakref.ref(out), (w, start))  # `locate` finds it without reading its address
+        return out
 
     def take_back(self):
         """Merges the blocks whose arrays are gone into the free lists (each a sorted list of disjoint ranges)."""
@@ -245,6 +248,8 @@ class Arena:
         """(window, byte offset) of `array` in this member's segments (C-contiguous), or None."""
         if array is None or not array.flags.c_contiguous:
             return None
+        if self.handed is not None and self.handed[0]() is array:
+            return self.handed[1]
         address = array.__array_interface__["data"][0]
         for w, base in enumerate(self.bases):
             if base <= address and address + array.nbytes <= base + self.windows[w].nbytes:
@@ -358,11 +363,14 @@ class Board:
 
     def _allocate(self, capacity):
         self.capacity, self.calls = int(capacity), 0
-        return SharedBlock(self.comm, 2 * self.capacity, header_words=_LINE // 8 + 2 * self.half_words)
+        block = SharedBlock(self.comm, 2 * self.capacity, header_words=_LINE // 8 + 2 * self.half_words)
+        # every member's words of each half, as views made once per block (read in the polling loops)
+        self._headers = [[words[_LINE // 8 + half * self.half_words:_LINE // 8 + (half + 1) * self.half_words]
+                          for words in block.words] for half in (0, 1)]
+        return block
 
     def _header(self, j, half):
-        start = _LINE // 8 + half * self.half_words
-        return self.block.words[j][start:start + self.half_words]
+        return self._headers[half][j]
 
     def exchange(self, wait, kind, sig, need, write=None, table=None, check=None, settle=None, result=None,
                  shape_sig=0, places=None):
@@ -393,30 +401,33 @@ class Board:
             fits = need <= self.capacity
             if fits and need and write is not None:
                 write(block.slots[block.index][half * self.capacity:half * self.capacity + self.capacity])
-            mine = self._header(block.index, half)
-            mine[_NEED], mine[_SIGNATURE], mine[_KIND], mine[_WRITTEN] = need, sig, KINDS.index(kind), int(fits)
-            mine[_PROGRESS] = self.seq << _SEQ_SHIFT
-            if table is not None:
-                mine[_HALF:_HALF + len(table)] = table
-            at = _HALF + self.k + 1
-            mine[at] = check is not None
+            # this member's words, written in one assignment (fields with nothing to say are zeros)
+            k = self.k
+            words = [need, sig, KINDS.index(kind), int(fits), self.seq << _SEQ_SHIFT]
+            words += [int(t) for t in table] if table is not None else [0] * (k + 1)
+            at = _HALF + k + 1
             if check is not None:
-                mine[at + 1:at + 1 + len(check)].view(np.float64)[:] = check
-                mine[at + 1 + len(check):at + 1 + CHECK_WORDS] = 0
+                words.append(1)
+                words += np.asarray(check, np.float64).view(np.int64).tolist()
+                words += [0] * (CHECK_WORDS - len(check))
+            else:
+                words += [0] * (1 + CHECK_WORDS)
             out = at + 1 + CHECK_WORDS
-            mine[out:out + 4] = (-1, 0, shape_sig, self.arena.want) if where is None else \
-                (where[0], where[1], shape_sig, self.arena.want)
-            if places is not None:
-                mine[out + 4:out + 4 + len(places)] = places
+            words += [-1, 0] if where is None else [where[0], where[1]]
+            words += [shape_sig, self.arena.want]
+            words += [int(p) for p in places] if places is not None else [0] * (k + 1)
+            self._headers[half][block.index][:] = words
             block.arrive()
             wait(block.everyone_arrived)
-            headers = [self._header(j, half) for j in range(self.k)]
+            # every member's words, read once (a snapshot: what follows decides on it alike on every member)
+            headers = np.array(self._headers[half])
+            rows = headers.tolist()
             # the call is over for the halves: a collective made in `settle` takes the next one (what it writes
             # there was last read in the call before this one, which everyone has finished: they arrived here)
             self.half = half
             self.calls += 1
             self.seq += 1
-            carried = [bool(w[at]) for w in headers]
+            carried = [bool(w[at]) for w in rows]
             if any(carried):
                 if not all(carried):
                     block.arrive()  # every member saw it; none writes this half again until all have read it
@@ -429,12 +440,12 @@ class Board:
                                                                  "runs inside one")
                                                  for j, c in enumerate(carried) if c != carried[block.index])))
                 sums = np.zeros(CHECK_WORDS, np.float64)
-                for w in headers:
-                    sums += w[at + 1:at + 1 + CHECK_WORDS].view(np.float64)
+                for w in headers[:, at + 1:at + 1 + CHECK_WORDS].view(np.float64):  # (in member order)
+                    sums += w
                 if not settle(sums):
                     continue  # the same call again (the members whose thread has no turn left it in `settle`)
                 check = None  # settled: a call made again on grown slots does not carry it again
-            calls = [(int(w[_KIND]), int(w[_SIGNATURE])) for w in headers]
+            calls = [(w[_KIND], w[_SIGNATURE]) for w in rows]
             if any(c != calls[block.index] for c in calls):
                 # every member saw the difference; none goes on (writing this half again) until all have read it
                 block.arrive()
@@ -448,21 +459,18 @@ class Board:
                                 "the same one with different arguments" % (self.ranks[block.index],
                                                                            text(calls[block.index]), self.ranks,
                                                                            others))
-            if not all(int(w[_WRITTEN]) for w in headers):  # every member saw the same needs: all grow together
-                most = max(int(w[_NEED]) for w in headers)
+            if not all(w[_WRITTEN] for w in rows):  # every member saw the same needs: all grow together
+                most = max(w[_NEED] for w in rows)
                 block.free()
                 self.block = self._allocate(max(most, 2 * self.capacity))
                 continue
-            self.results = [None if w[out] < 0 else (int(w[out]), int(w[out + 1])) for w in headers]
-            self.shapes = {int(w[out + 2]) for w in headers}
-            self.places = np.array([w[out + 4:out + 5 + self.k] for w in headers], np.int64) \
-                if places is not None else None
-            wants = max(int(w[out + 3]) for w in headers)
+            self.results = [None if w[out] < 0 else (w[out], w[out + 1]) for w in rows]
+            self.shapes = {w[out + 2] for w in rows}
+            self.places = headers[:, out + 4:out + 5 + k] if places is not None else None
+            wants = max(w[out + 3] for w in rows)
             if wants:  # every member saw the same wants: all arenas grow together (for the next calls)
                 self.arena.grow(wants)
-            if table is not None:
-                return np.array([w[_HALF:_HALF + self.k + 1] for w in headers], np.int64)
-            return None
+            return headers[:, _HALF:_HALF + k + 1] if table is not None else None
 
     def stream(self, wait, writes, reads, meanwhile=None):
         """The data of the call `exchange` (without `write`) just agreed on, copied in chunks of about `CHUNK` bytes
