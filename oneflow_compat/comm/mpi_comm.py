@@ -697,7 +697,7 @@ class MPIComm(ProcessComm):
             subset, activity = self._begin("identity check", members)
             board = self._board(subset, activity)
             if board is not None:
-                # (no bytes to move and no result: the same board call as an `exchange` carrying a check, `_shm_exchange`)
+                # (no bytes to move, no result: the board call of an `exchange` that carries a check, `_shm_exchange`)
                 zeros = [0] * (len(members) + 1)
                 board.exchange(self._waiter(activity, 0), "check", 0, 0, table=zeros, check=check.message,
                                settle=check.settle, places=zeros)

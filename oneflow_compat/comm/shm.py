@@ -25,7 +25,8 @@ every member's buffer holds the sum in place, with no copy. It is started, then 
 all-reduces in flight side by side never mix.
 
 `Board`: the scratch block of one subset for the collectives that move arrays between members (all-gather,
-all-to-all, reduce-scatter, all-reduce of an ordinary buffer of 256 KB or more, broadcast, reduce, gather). Its
+all-to-all, reduce-scatter, all-reduce of an ordinary buffer of 256 KB or more, broadcast, reduce, gather, and the
+point-to-point exchange of a slice-boxing whose identity check is over the ranks taking part). Its
 slots and the words each call publishes come in two halves that calls use in turn, so that one call is ONE arrival
 (the all-reduce: two): a member writes its data into its half of this call, and its header (the bytes it needs, a
 signature of the call, offsets of its pieces), then arrives; once everyone arrived, every member reads what it
@@ -36,7 +37,9 @@ reading that half: no member overwrites what another still reads.
 
 A call's header also carries an identity check (`runtime/agreement.py`: the message of the members' agreement on
 what they run): every member settles on the same member-wise sums before anything else is compared or read, so
-a `to_global` needs no separate collective for its check (`MPIComm.carry_check`). Streamed calls (`stream`,
+a `to_global` needs no separate collective for its check (`MPIComm.carry_check`; a slice-boxing's point-to-point
+exchange rides in the check's own board call: each sender copies straight into its receiver's result in the
+arena, `MPIComm._shm_exchange`). Streamed calls (`stream`,
 `reduce_stream`) move their data after the arrival in chunks, readers (or the summing member) following the
 writers' progress words: an all-gather, all-to-all, broadcast and gather copy each chunk out as soon as it is
 written, a reduce-scatter and a reduce sum it (in member order: the same bits as whole arrays).
