@@ -20,6 +20,7 @@ B is the tensor's bytes and k the ranks. The figures pinned here, per rank:
 Run as `mpiexec -n N python -m mpi4py tests/mpi_scripts/boxing_passes.py` (N = 2 or 4). Rank 0 prints
 `passes OK: <rows> rows over <N> ranks`.
 """
+import functools
 import tracemalloc
 
 import numpy as np
@@ -37,8 +38,9 @@ every, half, other = list(range(k)), list(range(k // 2)), list(range(k // 2, k))
 
 
 def addend(r):
-    """Rank r's local tensor: small integers, so that sums are exact whatever their order."""
-    return (np.random.default_rng(r).integers(-8, 8, SHAPE)).astype(np.float32)
+    """Rank r's local tensor of a partial sum: floats, whose sum in member order ((a0 + a1) + a2) + ... is what one
+    device computes (N devices == 1 device, bit for bit)."""
+    return np.random.default_rng(r).standard_normal(SHAPE).astype(np.float32)
 
 
 LOGICAL = np.random.default_rng(99).integers(-8, 8, SHAPE).astype(np.float32)
@@ -97,7 +99,7 @@ CASES = [("P -> B", (every, "P"), (every, "B")), ("P -> S0", (every, "P"), (ever
 
 def source(ranks, sbp):
     if sbp == "P":
-        local, value = addend(rank), sum(addend(r) for r in ranks)
+        local, value = addend(rank), functools.reduce(np.add, [addend(r) for r in ranks])
     else:
         value = LOGICAL
         local = np.array_split(LOGICAL, len(ranks), axis=int(sbp[1]))[ranks.index(rank)] \
