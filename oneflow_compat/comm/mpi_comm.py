@@ -712,12 +712,13 @@ class MPIComm(ProcessComm):
             self._flush_carried()
         return board
 
-    def _exchange(self, board, wait, kind, sig, need, write=None, table=None, result=None, shape=(), places=None):
+    def _exchange(self, board, wait, kind, sig, need, write=None, table=None, result=None, shape=(), places=None,
+                  joined=False):
         """`board.exchange`, carrying the pending identity check (`result`, `shape`: this member's result in its
         arena and the shape it expects of the results, `Board.pushing`)."""
         check, settle = self._take_carried(board)
         return board.exchange(wait, kind, sig, need, write, table, check, settle, result,
-                              signature(tuple(int(d) for d in shape)), places)
+                              signature(tuple(int(d) for d in shape)), places, joined)
 
     # ----- collectives over subsets ----------------------------------------------------------------------
 
@@ -1297,41 +1298,51 @@ class MPIComm(ProcessComm):
         result = board.arena.output((places[k],), np.uint8) \
             if recvs and not any(buf.dtype.hasobject for _, buf in recvs) else None
         wait = self._waiter(activity, table[k] + places[k])
-        tables = self._exchange(board, wait, "check", 0, 0, None, table, result=result, places=places)
-        sizes = np.diff(tables, axis=1)  # [sender, receiver]: bytes
-        pushing = (sizes > 0).sum(axis=1).max() <= 1  # no sender sends to several receivers
-        pushed_to = [pushing and board.results[j] is not None for j in range(k)]
+        tables = self._exchange(board, wait, "check", 0, 0, None, table, result=result, places=places, joined=True)
+        # A member whose operation made its check earlier (it communicated before this exchange: a reduce-scatter
+        # over the source ranks first) made it on its own in this same board call, moving nothing: its messages go
+        # over MPI, where it sends or receives them later. Between members that both move data in the call, a
+        # pair's bytes go straight into the receiver's result, unless the receiver's result found no room, or some
+        # sender sends to several receivers (they pull from it over MPI, in parallel, where pushing would make one
+        # rank copy everything). Every member decides alike, on the headers all of them read.
+        joined = board.joined
+        sizes = np.diff(tables, axis=1)  # [sender, receiver]: bytes (zeros for a member that moves nothing here)
+        pushing = (sizes > 0).sum(axis=1).max() <= 1
+        by_board = [[pushing and joined[a] and joined[b] and board.results[b] is not None for b in range(k)]
+                    for a in range(k)]
         got = [buf for _, buf in recvs]
-        # a sender's bytes must fill what its receiver expects: else the receiver raises, and nothing moves
-        wrong = [j for j in range(k) if j != me and sizes[j, me] != places[j + 1] - places[j]]
-        fits = [j == me or sizes[me, j] == board.places[j][me + 1] - board.places[j][me] for j in range(k)]
-        pushes = [j for j in range(k) if pushed_to[j] and outgoing[j] and fits[j]]
+        # a sender's bytes must fill what its receiver expects (both moving data here): else the receiver raises,
+        # and nothing moves between them
+        wrong = [j for j in range(k) if j != me and joined[j] and sizes[j, me] != places[j + 1] - places[j]]
+        fits = [j == me or not joined[j] or sizes[me, j] == board.places[j][me + 1] - board.places[j][me]
+                for j in range(k)]
+        pushes = [j for j in range(k) if by_board[me][j] and outgoing[j] and fits[j]]
         for j in pushes:  # straight into receiver j's result, in the order the pieces are listed
             there = board.remote_bytes(j, int(board.places[j][k]))
             at = int(board.places[j][me])
             for a in outgoing[j]:
                 copy_into(there[at:at + a.nbytes].view(a.dtype).reshape(a.shape), a)
                 at += a.nbytes
-        senders = [j for j in range(k) if pushed_to[me] and sizes[j, me] and j not in wrong]
+        senders = [j for j in range(k) if by_board[j][me] and incoming[j] and j not in wrong]
         if pushes or senders:
             board.done(wait, senders)
-        if pushed_to[me]:
-            for j in senders:
-                at = places[j]
-                for n in incoming[j]:
-                    buf = recvs[n][1]
-                    got[n] = result[at:at + buf.nbytes].view(buf.dtype).reshape(buf.shape)
-                    at += buf.nbytes
+        for j in senders:
+            at = places[j]
+            for n in incoming[j]:
+                buf = recvs[n][1]
+                got[n] = result[at:at + buf.nbytes].view(buf.dtype).reshape(buf.shape)
+                at += buf.nbytes
         if wrong:
             j = wrong[0]
             raise ValueError("exchange on rank %d: expected %d bytes from rank %d, got %d"
                              % (self._rank, places[j + 1] - places[j], board.ranks[j], sizes[j, me]))
-        # what does not go through the arenas goes over MPI (the same pairs on both sides)
-        mpi_sends = [(p, b) for p, b in sends if not pushed_to[index[int(p)]] and fits[index[int(p)]]]
-        mpi_recvs = [(p, b) for p, b in recvs if not pushed_to[me]]
+        # the rest goes over MPI (the same pairs on both sides)
+        mpi_sends = [(p, b) for p, b in sends if not by_board[me][index[int(p)]] and fits[index[int(p)]]]
+        mpi_recvs = [(n, p, b) for n, (p, b) in enumerate(recvs) if not by_board[index[int(p)]][me]]
         if mpi_sends or mpi_recvs:
-            done = self._mpi_exchange(mpi_sends, mpi_recvs, {int(p) for p, _ in mpi_sends + mpi_recvs})
-            for n, buf in zip([n for n, (p, _) in enumerate(recvs) if not pushed_to[me]], done):
+            done = self._mpi_exchange(mpi_sends, [(p, b) for _, p, b in mpi_recvs],
+                                      {int(p) for p, _ in mpi_sends} | {int(p) for _, p, _ in mpi_recvs})
+            for (n, _, _), buf in zip(mpi_recvs, done):
                 got[n] = buf
         return got
 

@@ -353,8 +353,9 @@ class Board:
         self.k = len(ranks)
         # need, signature, kind, written, progress, then the table of k + 1 offsets, then a check: a flag and its
         # message, then where this member's result lies in the arena (window or -1, offset, a number naming its
-        # shape), the arena bytes it wants, and a second table of k + 1 (`exchange`'s `places`)
-        self.half_words = _HALF + self.k + 1 + 1 + CHECK_WORDS + 4 + self.k + 1
+        # shape), the arena bytes it wants, a second table of k + 1 (`exchange`'s `places`), and whether it
+        # moves data in the call (`exchange`'s `joined`)
+        self.half_words = _HALF + self.k + 1 + 1 + CHECK_WORDS + 4 + self.k + 1 + 1
         self.calls = 0  # calls on the current block (its halves alternate)
         self.seq = 0  # calls on this board (the same on every member: tags the progress words of streamed calls)
         self.half = 0  # the half the last call used
@@ -363,6 +364,7 @@ class Board:
         self.results = [None] * self.k  # the last call's: where each member's result lies in its arena (or None)
         self.shapes = set()  # the last call's numbers naming the shape each member expects of the results
         self.places = None  # the last call's second tables (a k x (k+1) array, when the call gave one)
+        self.joined = [False] * self.k  # the last call's: which members said they move data in it (`joined`)
 
     def _allocate(self, capacity):
         self.capacity, self.calls = int(capacity), 0
@@ -376,7 +378,7 @@ class Board:
         return self._headers[half][j]
 
     def exchange(self, wait, kind, sig, need, write=None, table=None, check=None, settle=None, result=None,
-                 shape_sig=0, places=None):
+                 shape_sig=0, places=None, joined=False):
         """One call, in one arrival while the slots are large enough: `write(slot)` copies this member's data into
         its slot (uint8, at least `need` bytes) and the header says `need`, the call's kind (one of `KINDS`) and
         signature and an optional table of k + 1 int64 (offsets of this member's pieces); after everyone arrived
@@ -393,6 +395,8 @@ class Board:
         `shape_sig` (a number naming the shape the member expects of the results) and `places` (k + 1 int64: where
         each member's piece goes in it): afterwards `results` and `places` hold every member's, and `pushing(...)`
         says, alike on every member, whether the data may go straight into the results (`remote`, `done`).
+        `joined`: this member moves data in the call (afterwards `joined` holds every member's: an identity check's
+        call may be made on its own by one member while another moves data in it, `MPIComm._shm_exchange`).
 
         Raises `CommError` on every member when they are in different calls (no member reads the others' data).
         When some member's data did not fit, everyone sees it in the headers: the slots grow (a collective: every
@@ -419,6 +423,7 @@ class Board:
             words += [-1, 0] if where is None else [where[0], where[1]]
             words += [shape_sig, self.arena.want]
             words += [int(p) for p in places] if places is not None else [0] * (k + 1)
+            words.append(int(joined))
             self._headers[half][block.index][:] = words
             block.arrive()
             wait(block.everyone_arrived)
@@ -470,6 +475,7 @@ class Board:
             self.results = [None if w[out] < 0 else (w[out], w[out + 1]) for w in rows]
             self.shapes = {w[out + 2] for w in rows}
             self.places = headers[:, out + 4:out + 5 + k] if places is not None else None
+            self.joined = [bool(w[-1]) for w in rows]
             wants = max(w[out + 3] for w in rows)
             if wants:  # every member saw the same wants: all arenas grow together (for the next calls)
                 self.arena.grow(wants)
