@@ -19,6 +19,7 @@ from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import (Tensor, as_dtype, check_placement, device_tag, dtype_of_numpy,
                                            normalize_sbp, parse_device)
 from oneflow_compat._global.tensor import device as tensor_device
+from oneflow_compat._global import device_keys
 
 
 def _size(size, what):
@@ -77,10 +78,12 @@ def _bfloat16_rounded(array, dtype):
 
 def _local(array, dtype, device, requires_grad):
     array = _bfloat16_rounded(array, dtype)
-    kind = parse_device(device)
-    pl = global_eager.local_placement(device_tag(kind))
-    value = global_eager.Value(TensorMeta(array.shape, dtype), pl, S.B, [global_eager.to_device(array, pl)])
-    return _finish(Tensor._make(value, device=kind), requires_grad)
+    key = device_keys.key(device)  # ("cuda:1": its index kept, its arrays on that GPU)
+    pl = global_eager.local_placement(device_tag(device_keys.type_of(key)))
+    with device_keys.current(key):
+        piece = global_eager.to_device(array, pl)
+    value = global_eager.Value(TensorMeta(array.shape, dtype), pl, S.B, [piece])
+    return _finish(Tensor._make(value, device=key), requires_grad)
 
 
 def local_tensor_of_array(array, dtype, device):

@@ -19,7 +19,7 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat.runtime.graph_trace import LAZY_VALUE_MESSAGE, LazyValue
 from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import global_mode, printing
+from oneflow_compat._global import device_keys, global_mode, printing
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global.size import Size
 
@@ -78,11 +78,20 @@ class device:  # noqa: N801 - OneFlow's name
     def __init__(self, type="cpu", index=None):  # noqa: A002
         if isinstance(type, device):
             type, index = type.type, type.index
+        if not isinstance(type, str):
+            raise TypeError("device must be a string like 'cpu' or 'cuda:0', got %r" % (type,))
         if ":" in type:
             type, idx = type.split(":", 1)
+            if not idx.lstrip("-").isdigit():  # OneFlow 0.9's words (ParsingDeviceTag, core/framework/device.cpp)
+                raise DeviceStringError("Invalid device tag %s:%s" % (type, idx))
             index = int(idx)
+            if index == -1:  # (ParsingDeviceTag's "no index")
+                index = None
+        elif index is not None and int(index) < 0:
+            raise ValueError("Device ID should be non-negative")  # Device::New's InvalidValueError
         self.type = parse_device(type)
-        self.index = 0 if index is None else int(index)
+        # no index: the process's own device, index LOCAL_RANK (Device::ParseAndNew / Device::New(type) @ v0.9.0)
+        self.index = _local_rank() if index is None else int(index)
 
     def __repr__(self):
         return "device(type='%s', index=%d)" % (self.type, self.index)
@@ -140,8 +149,7 @@ class Tensor:
     _value = None
     _placement = None
     _sbp = None
-    _device = "cpu"
-    _device_index = 0  # a rank's piece (`to_local`) is on its process's device: index LOCAL_RANK, as OneFlow shows
+    _device = "cpu"  # the device's key: "cpu" / "cuda" (index LOCAL_RANK) or "cuda:K" (`_global/device_keys.py`)
     requires_grad_flag = False
     _node = None  # the recorded op that made this tensor (None: a leaf)
     _acc_node = None  # a leaf's `accumulate_grad` node, once an op recorded it or a hook was registered
@@ -270,13 +278,13 @@ class Tensor:
                 return device(self._placement.type)
             raise RuntimeError("Only local tensors have 'device'; this global tensor has placement %r"
                                % self._placement)
-        return device(self._device, self._device_index)
+        return device(self._device)
 
     @property
     def is_cuda(self):
         if self._placement is not None:
             return self._placement.type == "cuda"
-        return self._device == "cuda"
+        return device_keys.type_of(self._device) == "cuda"
 
     @property
     def grad_fn(self):
@@ -421,8 +429,7 @@ class Tensor:
             piece = global_eager.xp(v.placement).zeros((0,) * max(1, len(v.meta.shape)), dtype=v.meta.dtype.np)
         local = global_eager.Value(TensorMeta(piece.shape, v.meta.dtype), global_eager.local_placement(
             v.placement.device_tag), S.B, [piece])
-        out = Tensor._make(local, device=self._placement.type)
-        out._device_index = _local_rank()
+        out = Tensor._make(local, device=self._placement.type)  # (the process's device: index LOCAL_RANK)
         src = v
         if autograd.is_grad_enabled() and self.requires_grad_flag:
             def to_local_backward(dys):
@@ -508,7 +515,14 @@ class Tensor:
 
     def _accumulate_grad(self, value, run_hooks=True):
         """Adds a gradient (any layout) into `.grad`, boxed to this tensor's own placement and SBP; a leaf's
-        hooks run before (`register_hook`) and after (post-accumulation hooks)."""
+        hooks run before (`register_hook`) and after (post-accumulation hooks). (A tensor on "cuda:K", another GPU
+        than the process's own: with that GPU current, where `.grad` lives.)"""
+        if len(self._device) > 4:
+            with device_keys.current(self._device):
+                return self._accumulate_in_place(value, run_hooks)
+        return self._accumulate_in_place(value, run_hooks)
+
+    def _accumulate_in_place(self, value, run_hooks):
         own = self._value
         value = autograd.box(value, own.placement, own.sbp, label="gradient")  # explain: a gradient boxing
         if run_hooks:
@@ -542,8 +556,9 @@ class Tensor:
 
     # --- in-place helpers -----------------------------------------------------------------------------------
     def zero_(self):
-        for p in self._value.pieces:
-            p[...] = 0
+        with device_keys.current(self._device if self._placement is None else "cpu"):  # (a "cuda:K" tensor's GPU)
+            for p in self._value.pieces:
+                p[...] = 0
         return self
 
     def fill_(self, value):  # (while gradients are recorded: `_global/inplace_fill.py`, installed over this)
@@ -551,8 +566,9 @@ class Tensor:
             from oneflow_compat.kernels import bfloat16 as bf16_k
 
             value = bf16_k.round_to_bfloat16(np, np.float32(value))[0]
-        for p in self._value.pieces:
-            p[...] = value
+        with device_keys.current(self._device if self._placement is None else "cpu"):
+            for p in self._value.pieces:
+                p[...] = value
         return self
 
     def _check_inplace(self):
