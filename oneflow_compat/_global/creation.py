@@ -13,7 +13,7 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import bfloat16 as bf16_k
-from oneflow_compat.runtime import global_eager
+from oneflow_compat.runtime import context, global_eager
 from oneflow_compat._global import default_dtype, generators, global_mode
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import (Tensor, as_dtype, check_placement, device_tag, dtype_of_numpy,
@@ -363,10 +363,21 @@ def local_full(size, value, dtype, device):
 
 
 def tensor(data, dtype=None, device=None, placement=None, sbp=None, requires_grad=False, pin_memory=False):
-    """A tensor holding a copy of `data` (a list, number, numpy array or tensor)."""
+    """A tensor holding a copy of `data` (a list, number, numpy array or tensor). Inside nn.Graph.build it is
+    made eagerly, as OneFlow 0.9's TensorWithData / GlobalTensorWithData functors do (LazyMode::Guard(false),
+    api/python/functional/tensor_api.cpp @ v0.9.0): the job reads it as a constant it captured."""
     placement, sbp = _in_global_mode(placement, sbp, device)
     if placement is None and sbp is None:
         return local_tensor(data, dtype, device, requires_grad)
+    if context.CURRENT.graph_traces:  # (nn.Graph.build being traced in this thread)
+        from oneflow_compat._global import lazy
+
+        with lazy.eager_constants():
+            return _global_tensor(data, dtype, placement, sbp, requires_grad)
+    return _global_tensor(data, dtype, placement, sbp, requires_grad)
+
+
+def _global_tensor(data, dtype, placement, sbp, requires_grad):
     dtype = as_dtype(dtype)
     array = _array_of(data, dtype)
     dt = dtype or dtype_of_numpy(array.dtype)

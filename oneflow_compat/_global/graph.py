@@ -45,7 +45,7 @@ from oneflow_compat.runtime.graph_trace import GraphTrace, layout_of
 from oneflow_compat._global import generators, graph_debug, lazy
 from oneflow_compat._global.graph_block import Block, BlockConfig, GraphModule, indent, tensor_text
 from oneflow_compat._global import graph_optim
-from oneflow_compat._global.graph_optim import GraphOptimizers
+from oneflow_compat._global.graph_optim import GraphOptimizers, check_optimized_parameters
 from oneflow_compat._global.modules import Module
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global.tensor import Tensor
@@ -328,6 +328,7 @@ class Graph:
         # the job's random ops (dropout) draw from streams seeded by the global generator's seed, alike on every rank
         trace.session.root_seed = generators.global_generator().initial_seed()
         scope = self._scope()
+        check_optimized_parameters([opt for opt, _ in self._opts], scope.names)
         out_values, kinds, out_struct = self._trace_build(trace, scope, flat, struct)
         # OneFlow 0.9's words (nn/graph/graph.py build_graph / finish_complie_and_init_runtime)
         self._log(0, "%s building graph Done! Cost time: %ss.\n" % (shallow, round(time.perf_counter() - started, 2)))
