@@ -123,12 +123,41 @@ def _getitem_with_bools(x, key):
     return F.index(y, tuple(slice(0, 0) if d in cut else slice(None) for d in range(y.ndim)))
 
 
+def _is_identity(x, key):
+    """Whether `key` (slices and at most one `...`) takes every element of every dim of x in order: OneFlow 0.9's
+    TensorGetItem then returns x itself, the same tensor (`x[:] is x`; is_identity in
+    core/functional/impl/array_functor.cpp TensorGetItemFunctor @ v0.9.0; a 0-d result is never the identity)."""
+    shape = x._value.meta.shape
+    if not shape:
+        return False
+    dims = []
+    for k in key:
+        if k is Ellipsis:
+            continue
+        if k.__class__ is not slice:
+            return False
+        dims.append(k)
+    if len(dims) > len(shape):
+        return False
+    if Ellipsis in key:  # (the slices before `...` are the first dims, those after it the last ones)
+        at = key.index(Ellipsis)
+        pairs = list(zip(shape, key[:at])) + list(zip(shape[len(shape) - (len(key) - at - 1):], key[at + 1:]))
+    else:
+        pairs = list(zip(shape, key))
+    for n, k in pairs:
+        if k.indices(n) != (0, n, 1) or (k.step is not None and k.step != 1):
+            return False
+    return True
+
+
 def getitem(x, key):
     if not isinstance(key, tuple):
         key = (key,)
     if builtins.any(isinstance(k, (bool, np.bool_)) for k in key):
         return _getitem_with_bools(x, key)
     if not builtins.any(_is_advanced(k) for k in key):
+        if _is_identity(x, key):
+            return x
         return F.index(x, key)
     entries = _expand_key(key, x.ndim, x)
     if builtins.any(kind == "mask0" for kind, _ in entries):
