@@ -61,7 +61,7 @@ from oneflow_compat._global.generators import (  # noqa: F401,E402
 from oneflow_compat._global import generators as _generators  # noqa: E402
 # OneFlow 0.9's `flow.default_generator` is the CPU Generator object itself (framework/generator.py@v0.9.0:
 # `default_generator = _oneflow_internal.default_generator("cpu")`), so `flow.default_generator.manual_seed(1)`
-default_generator = _generators.default_generator()
+default_generator = _generators.DEFAULT  # (the process's, or the simulated rank's that reads it)
 from oneflow_compat._global.functional import (  # noqa: F401,E402
     abs, add, allclose, argmax, argmin, bmm, cat, ceil, clone, cos, div, dot, eq, equal, exp, expm1, floor, ge,
     greater, greater_equal, gt, is_tensor, le, less, less_equal, log, log1p, log_softmax, logical_not, lt,
