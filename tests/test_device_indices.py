@@ -143,3 +143,35 @@ def test_a_device_the_machine_lacks_is_refused(two_gpus):
         flow.tensor([1.0], device="cuda:2")
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
         flow.ones(2).to("cuda:5")
+
+
+def test_an_nn_graph_on_cuda_1_runs_there_and_keeps_its_inputs_device(two_gpus):
+    m = flow.nn.Linear(3, 2).to("cuda:1")
+
+    class G(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.m = m
+            self.add_optimizer(flow.optim.SGD(m.parameters(), lr=0.1))
+
+        def build(self, x):
+            loss = self.m(x).sum()
+            loss.backward()
+            return loss
+
+    g = G()
+    x = flow.ones(4, 3, device="cuda:1")
+    w = m.weight.numpy().copy()
+    strict_device.Launches.reset()
+    for _ in range(2):
+        out = g(x)
+    assert set(strict_device.Launches.by_device) == {1}  # built, fed, run and updated on GPU 1
+    assert out.device == flow.device("cuda:1") and m.weight.device == flow.device("cuda:1")
+    np.testing.assert_allclose(m.weight.numpy(), w - 2 * 0.1 * 4, rtol=1e-6)  # d loss / d w = 4 per element
+    # OneFlow 0.9's RunLazyNNGraph: the inputs' meta (their device included) is the first call's
+    with pytest.raises(RuntimeError, match=r"nn.Graph ONLY accepts static inputs tensor meta, please check whether "
+                                           r"your input tensor meta each step is the same as the input of first call "
+                                           r"graph.\nThe excepted tensor meta is: shape=\(4,3\), dtype=oneflow.float32, "
+                                           r"device=cuda:1, but the actual tensor meta is: shape=\(4,3\), "
+                                           r"dtype=oneflow.float32, device=cuda:0"):
+        g(flow.ones(4, 3, device="cuda:0"))

@@ -40,9 +40,9 @@ import warnings
 from oneflow_compat.ir import dtypes as _dtypes
 from oneflow_compat.ir.placement import Placement as IrPlacement
 from oneflow_compat.runtime import activity, agreement, context, global_eager
-from oneflow_compat.runtime.graph_runtime import CompiledGraph
+from oneflow_compat.runtime.graph_runtime import CompiledGraph, GraphInputError
 from oneflow_compat.runtime.graph_trace import GraphTrace, layout_of
-from oneflow_compat._global import generators, graph_debug, lazy
+from oneflow_compat._global import device_keys, generators, graph_debug, lazy
 from oneflow_compat._global.graph_block import Block, BlockConfig, GraphModule, indent, tensor_text
 from oneflow_compat._global import graph_optim
 from oneflow_compat._global.graph_optim import GraphOptimizers, check_optimized_parameters
@@ -271,12 +271,18 @@ class Graph:
                 agreement.global_op((agreement.digest(text), text), tuple(range(global_eager.world_size())),
                                     carry=self._compiled is not None and self._compiled.check_rides)
             self.__dict__["_calls"] = number
+            # local inputs on "cuda:K", another GPU than the process's own: the graph is built and runs with that GPU
+            # current (0.9 places such a graph on that device: its local inputs' placement @rank:K)
+            key = next((t._device for t in tensors if t._placement is None), "cpu")
             if self._compiled is None:
-                self._compile(flat, struct, tensors)
+                with device_keys.current(key):
+                    self._compile(flat, struct, tensors)
                 self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
+                self.__dict__["_in_devices"] = [_input_device(t) for t in tensors]
             call.name_errors = True
             try:
-                outs = self._compiled.run(values)
+                with device_keys.current(key):
+                    outs = self._compiled.run(values)
             except agreement.TurnOfAnother:
                 # the carried check found another thread's turn: this call changed nothing and runs again, as the
                 # same call
@@ -304,6 +310,12 @@ class Graph:
                              "were traced into the graph as constants" % (self._name, constants,
                                                                          self._in_constants))
         self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
+        for t, want in zip(tensors, self.__dict__.get("_in_devices", ())):
+            if _input_device(t) != want:  # OneFlow 0.9's words (RunLazyNNGraph, core/framework/nn_graph.cpp)
+                raise GraphInputDeviceError(
+                    "nn.Graph ONLY accepts static inputs tensor meta, please check whether your input tensor meta "
+                    "each step is the same as the input of first call graph.\nThe excepted tensor meta is: %s, but "
+                    "the actual tensor meta is: %s" % (_meta_string(t, want), _meta_string(t, _input_device(t))))
 
     def _spans_ranks(self, tensors):
         """Whether the graph is global in a world of several ranks (then its calls are global operations)."""
@@ -597,6 +609,20 @@ def _same_constants(a, b):
         return len(a) == len(b) and all(x is y or bool(x == y) for x, y in zip(a, b))
     except Exception:  # values without a truth value for ==: only the same objects count as unchanged
         return all(x is y for x, y in zip(a, b))
+
+
+class GraphInputDeviceError(GraphInputError, RuntimeError):
+    """A call's local input on another device than the first call's: a RuntimeError as OneFlow 0.9's, a
+    GraphInputError (ValueError) as this project's other input checks."""
+
+
+def _input_device(t):
+    return None if t._placement is not None else str(t.device)
+
+
+def _meta_string(t, device):
+    """OneFlow 0.9's GetTensorMetaString of a local tensor (core/framework/nn_graph.cpp)."""
+    return "shape=(%s), dtype=oneflow.%s, device=%s" % (",".join(str(d) for d in t.shape), t.dtype.name, device)
 
 
 def _input_layout(t):
