@@ -96,6 +96,14 @@ def current(k):
     return _on(physical)
 
 
+def of(t):
+    """`current` for tensor `t`'s device (nothing to switch for a global tensor: its placement's devices are the
+    runtime's)."""
+    if t._placement is not None or len(t._device) <= 4:
+        return contextlib.nullcontext()
+    return current(t._device)
+
+
 def check(k):
     """Refuses a key naming a CUDA device this machine does not have (the context checks it)."""
     gpu(k)

@@ -56,10 +56,11 @@ def _copy_(self, other):
     if tuple(src.shape) != tuple(self.shape):
         src = F.reshape(src, tuple(self.shape)) if src.numel() == self.numel() else src
     bf16 = self.dtype is dtypes.bfloat16
-    for p, q in zip(self._value.pieces, src._value.pieces):
-        if bf16:  # a bfloat16 tensor stores bfloat16 numbers (kernels/bfloat16.py)
-            q = _bf16_k().round_to_bfloat16(devices.module_of(q), q)
-        p[...] = q if devices.is_device_array(p) else devices.to_host(q)  # a host piece takes no device array
+    with device_keys.of(self):  # (a "cuda:K" tensor: on its GPU)
+        for p, q in zip(self._value.pieces, src._value.pieces):
+            if bf16:  # a bfloat16 tensor stores bfloat16 numbers (kernels/bfloat16.py)
+                q = _bf16_k().round_to_bfloat16(devices.module_of(q), q)
+            p[...] = q if devices.is_device_array(p) else devices.to_host(q)  # a host piece takes no device array
     return self
 
 
