@@ -195,3 +195,19 @@ def test_in_place_writes_of_a_cuda_1_tensor_run_there(two_gpus):
         assert set(strict_device.Launches.by_device) == {1}, (k, strict_device.Launches.by_device)
     # (the last write, through a view, reaches `a` where views share storage: host arrays only for now, views.py)
     np.testing.assert_array_equal(a.numpy()[1:], np.full((2, 4), 3.0))
+
+
+def test_synchronize_waits_for_the_device_it_names(two_gpus, monkeypatch):
+    flow.cuda.synchronize()  # the current device: the local rank's
+    flow.cuda.synchronize(1)
+    flow.cuda.synchronize("cuda:1")
+    flow.cuda.synchronize(flow.device("cuda", 0))
+    flow.cuda.synchronize(-1)  # negative: nothing to wait for
+    assert two_gpus.cuda.synchronized == [0, 1, 1, 0]
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        flow.cuda.synchronize(3)
+    with pytest.raises(ValueError, match="Expected a cuda device, but got: cpu:0"):
+        flow.cuda.synchronize("cpu")
+    monkeypatch.setattr(world, "job_local_rank", lambda: 1)
+    flow.cuda.synchronize()
+    assert two_gpus.cuda.synchronized[-1] == 1
