@@ -179,3 +179,25 @@ def test_a_parameter_bound_to_two_optimizers_is_refused():
 
     with pytest.raises(ValueError, match=r"^<lin\.weight> is already bound to another optimizer\.$"):
         G()(flow.ones(3, 2))
+
+
+def test_a_graph_refuses_tensor_and_optimizer_attributes():
+    # nn/graph/graph.py Graph.__setattr__ @ v0.9.0: a graph holds tensors through modules, optimizers through
+    # add_optimizer
+    class HoldsTensor(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.p = flow.nn.Parameter(flow.ones(2))
+
+    class HoldsOptimizer(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.opt = flow.optim.SGD(flow.nn.Linear(2, 1).parameters(), lr=0.1)
+
+    with pytest.raises(AttributeError, match=r"^'HoldsTensor' nn.Graph is not allowed to set Tensor attribute named "
+                                             r"'p'. Please use nn.Module to hold the tensor, then add the nn.Module "
+                                             r"to nn.Graph.$"):
+        HoldsTensor()
+    with pytest.raises(AttributeError, match=r"^'HoldsOptimizer' nn.Graph is not allowed to set Optimizer attribute "
+                                             r"named 'opt'. Please use add_optimizer\(...\) instead.$"):
+        HoldsOptimizer()

@@ -14,14 +14,31 @@ index K. A "cuda:K" tensor's arrays live on the GPU that index names and its ops
 about the devices the user named.
 """
 import contextlib
+import os
+
+from oneflow_compat.comm import world
 
 PLAIN = frozenset(("cpu", "cuda"))
 
 
-def _local_rank():
-    from oneflow_compat.comm import world
+_MEMO = [None, 0]  # [what the local rank was computed from, the local rank]
 
-    return world.job_local_rank()
+
+def local_rank():
+    """This process's local rank (`world.job_local_rank`, which reads and parses the launch and MPI variables:
+    ~100 µs), remembered while the function (which tests replace), the launcher's LOCAL_RANK and the number of
+    environment variables stay the same: every `tensor.device` of a plain key and every device string with an index
+    asks for it. (An MPI launcher's variables are set before the process starts: they do not change in it.)"""
+    fn = world.job_local_rank
+    environ = os.environ
+    source = (fn, len(environ), environ.get("LOCAL_RANK"))
+    if _MEMO[0] != source:
+        _MEMO[1] = fn()
+        _MEMO[0] = source
+    return _MEMO[1]
+
+
+_local_rank = local_rank
 
 
 def key(device):
@@ -69,8 +86,6 @@ def gpu(k):
     index = index_of(k)
     if index >= count:
         raise _invalid_ordinal(index, count)
-    import os
-
     return gpu_map.physical_gpu(0, index, 1, count, gpu_map.parse_gpu_map(os.environ.get(gpu_map.GPU_MAP_ENV),
                                                                          count))
 

@@ -190,6 +190,18 @@ class Graph:
         if isinstance(value, Block):
             self._blocks[name] = value
             return
+        # OneFlow 0.9's refusals and words (nn/graph/graph.py Graph.__setattr__ @ v0.9.0): a graph holds tensors
+        # through its modules (a tensor of its own would be a free eager tensor of the job: not trainable), and
+        # optimizers through add_optimizer
+        if isinstance(value, Tensor):
+            raise AttributeError("'%s' nn.Graph is not allowed to set Tensor attribute named '%s'. Please use "
+                                 "nn.Module to hold the tensor, then add the nn.Module to nn.Graph."
+                                 % (type(self).__name__, name))
+        from oneflow_compat.optim.optimizer import Optimizer
+
+        if isinstance(value, Optimizer):
+            raise AttributeError("'%s' nn.Graph is not allowed to set Optimizer attribute named '%s'. Please use "
+                                 "add_optimizer(...) instead." % (type(self).__name__, name))
         self._blocks.pop(name, None)
         object.__setattr__(self, name, value)
 

@@ -617,9 +617,7 @@ def _host(x):
 
 
 def _local_rank():
-    from oneflow_compat.comm import world
-
-    return world.job_local_rank()
+    return device_keys.local_rank()
 
 
 def is_tensor(x):
