@@ -201,3 +201,52 @@ def test_a_graph_refuses_tensor_and_optimizer_attributes():
     with pytest.raises(AttributeError, match=r"^'HoldsOptimizer' nn.Graph is not allowed to set Optimizer attribute "
                                              r"named 'opt'. Please use add_optimizer\(...\) instead.$"):
         HoldsOptimizer()
+
+
+def _random_graph(placement, sbp, generator=None, local=True):
+    class G(flow.nn.Graph):
+        def build(self, x):
+            kw = dict(placement=placement, sbp=sbp, generator=generator)
+            return (flow.randn(4000, **kw), flow.rand(4000, **kw), flow.randint(2, 7, (4000,), **kw),
+                    flow.normal(3.0, 0.5, (4000,), **kw), flow.randperm(8, **kw),
+                    flow.randn(2, 3) if local else x * 2, x * 1)
+
+    return G()
+
+
+def test_random_tensors_in_build_are_ops_of_the_job_drawn_at_every_call():
+    # OneFlow 0.9's random functors dispatch their op: inside build an op of the job (random_functor.cpp)
+    placement = flow.placement("cpu", [0])
+    g = _random_graph(placement, flow.sbp.broadcast)
+    x = flow.ones(2, placement=placement, sbp=flow.sbp.broadcast)
+    first = [t.numpy() for t in g(x)]
+    second = [t.numpy() for t in g(x)]
+    for a, b in zip(first[:6], second[:6]):
+        assert a.shape == b.shape and (a != b).any()  # fresh values at every call, not constants of the build
+    randn, rand, randint, normal, perm, local = first[:6]
+    assert randn.dtype == np.float32 and abs(randn.mean()) < 0.1 and abs(randn.std() - 1) < 0.1
+    assert 0 <= rand.min() and rand.max() < 1 and abs(rand.mean() - 0.5) < 0.05
+    assert randint.dtype == np.int64 and set(np.unique(randint)) == {2, 3, 4, 5, 6}
+    assert abs(normal.mean() - 3) < 0.05 and abs(normal.std() - 0.5) < 0.05
+    assert perm.dtype == np.int64 and sorted(perm) == list(range(8))
+    assert local.shape == (2, 3)
+    # a generator given seeds the job's draws: two graphs with one seed draw alike
+    gen = flow.Generator()
+    gen.manual_seed(21)
+    one = _random_graph(placement, flow.sbp.broadcast, gen)(x)[0].numpy()
+    two = _random_graph(placement, flow.sbp.broadcast, gen)(x)[0].numpy()
+    np.testing.assert_array_equal(one, two)
+
+
+def test_random_tensors_in_build_on_two_ranks_equal_one_rank():
+    def draws(n):
+        flow.manual_seed(5)
+        placement = flow.placement("cpu", list(range(n)))
+        g = _random_graph(placement, flow.sbp.split(0) if n > 1 else flow.sbp.broadcast, local=False)
+        x = flow.ones(2, placement=placement, sbp=flow.sbp.broadcast)
+        return [t.numpy() for t in g(x)[:4]]
+
+    (one,) = on_ranks(1, lambda: draws(1))
+    for got in on_ranks(2, lambda: draws(2)):
+        for a, b in zip(got, one):
+            np.testing.assert_array_equal(a, b)

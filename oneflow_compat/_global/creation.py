@@ -215,12 +215,17 @@ def _generator(placement, generator):
     return generators.global_generator() if placement is not None else generators.default_generator()
 
 
-def _random(draw, size, dtype, default, generator, device, placement, sbp, requires_grad, what, source=True):
+def _random(draw, size, dtype, default, generator, device, placement, sbp, requires_grad, what, source=True,
+            **in_graph):
     shape = _size(size, what)
     dtype = as_dtype(dtype) or default
     if source:  # (flow.normal is not one of OneFlow's global-mode sources)
         placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, len(shape), what)
+    if context.CURRENT.graph_traces:  # inside nn.Graph.build: ops of the job, fresh at every call (graph_random.py)
+        from oneflow_compat._global import graph_random
+
+        return graph_random.random(what, shape, dtype, generator, device, placement, shown, **in_graph)
     full_value = draw(_generator(placement, generator), shape, dtype.np)
     return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
 
@@ -273,7 +278,7 @@ def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, d
     if lo >= hi:
         raise ValueError("randint(): low (%d) must be less than high (%d)" % (lo, hi))
     return _random(lambda g, shape, t: g.integers(lo, hi, shape, t), tuple(size), dtype, dtypes.int64,
-                   generator, device, placement, sbp, requires_grad, "randint")
+                   generator, device, placement, sbp, requires_grad, "randint", low=lo, high=hi)
 
 
 class NormalDtypeError(NotImplementedError, TypeError):
@@ -303,7 +308,7 @@ def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None
         device = out.device
     shape = (size,) if isinstance(size, int) else tuple(size)
     value = _random(lambda g, shp, t: g.normal(shp, t, mean, std), shape, dtype, _default(), generator, device,
-                    placement, sbp, requires_grad, "normal", source=False)
+                    placement, sbp, requires_grad, "normal", source=False, mean=mean, std=std)
     if out is None:
         return value
     out.copy_(value)
@@ -321,6 +326,10 @@ def randperm(n, generator=None, dtype=None, device=None, placement=None, sbp=Non
     dtype = as_dtype(dtype) or dtypes.int64
     placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, 1, "randperm")
+    if context.CURRENT.graph_traces:  # inside nn.Graph.build: an op of the job (graph_random.py)
+        from oneflow_compat._global import graph_random
+
+        return graph_random.randperm(int(n), dtype, generator, device, placement, shown)
     full_value = _generator(placement, generator).permutation(int(n)).astype(dtype.np)
     return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
 
