@@ -243,6 +243,7 @@ from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the Fo
 from oneflow_compat.ops import polygamma_ops as _polygamma_ops  # noqa: F401,E402 (limits2: digamma/polygamma ops)
 from oneflow_compat.ops import second_order as _second_order  # noqa: F401,E402 (attaches rules; after the op modules)
 from oneflow_compat.ops import random_like_ops as _random_like_ops  # noqa: F401,E402 (uniform_like: noise in graphs)
+from oneflow_compat._global import graph_random as _graph_random  # noqa: F401,E402 (random tensors made in build)
 from oneflow_compat.ops import detach_ops as _detach_ops  # noqa: F401,E402 (stop_gradient: detach inside nn.Graph)
 # --- limits team: flow.bfloat16 (float32 storage holding bfloat16 numbers) and the CPU autocast dtype functions
 from oneflow_compat.ir.dtypes import bfloat16  # noqa: E402,F401

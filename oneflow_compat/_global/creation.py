@@ -209,6 +209,11 @@ def full_like(input, fill_value, dtype=None, device=None, placement=None, sbp=No
 
 
 # --- random ---------------------------------------------------------------------------------------------------
+# random tensors made inside nn.Graph.build: ops of the job (`random`, `randperm` of _global/graph_random.py, which
+# builds on the functional ops above this module and sets them here when the package is imported)
+IN_GRAPH = {}
+
+
 def _generator(placement, generator):
     if generator is not None:
         return generator
@@ -223,9 +228,7 @@ def _random(draw, size, dtype, default, generator, device, placement, sbp, requi
         placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, len(shape), what)
     if context.CURRENT.graph_traces:  # inside nn.Graph.build: ops of the job, fresh at every call (graph_random.py)
-        from oneflow_compat._global import graph_random
-
-        return graph_random.random(what, shape, dtype, generator, device, placement, shown, **in_graph)
+        return IN_GRAPH["random"](what, shape, dtype, generator, device, placement, shown, **in_graph)
     full_value = draw(_generator(placement, generator), shape, dtype.np)
     return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
 
@@ -327,9 +330,7 @@ def randperm(n, generator=None, dtype=None, device=None, placement=None, sbp=Non
     placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, 1, "randperm")
     if context.CURRENT.graph_traces:  # inside nn.Graph.build: an op of the job (graph_random.py)
-        from oneflow_compat._global import graph_random
-
-        return graph_random.randperm(int(n), dtype, generator, device, placement, shown)
+        return IN_GRAPH["randperm"](int(n), dtype, generator, device, placement, shown)
     full_value = _generator(placement, generator).permutation(int(n)).astype(dtype.np)
     return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
 

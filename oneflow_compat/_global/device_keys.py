@@ -41,6 +41,35 @@ def local_rank():
 _local_rank = local_rank
 
 
+class DeviceStringError(RuntimeError, ValueError):
+    """An unknown device type: a RuntimeError as OneFlow 0.9's (its words), a ValueError as this project raised."""
+
+
+def parse_type(device):
+    """'cpu' / 'cuda' / 'cuda:0' / flow.device -> device type (None: "cpu")."""
+    if device is None:
+        return "cpu"
+    kind = getattr(device, "type", device)
+    if not isinstance(kind, str):
+        raise TypeError("device must be a string like 'cpu' or 'cuda:0', got %r" % (device,))
+    kind = kind.split(":")[0]
+    if kind not in PLAIN:
+        raise DeviceStringError("Expected one of cpu, cuda device type at start of device string: %s" % (device,))
+    return kind
+
+
+def parse_index(text):
+    """The index a device string names, or None (no index, or ParsingDeviceTag's -1: the process's own);
+    OneFlow 0.9's words for one that is no integer (core/framework/device.cpp)."""
+    if ":" not in text:
+        return None
+    idx = text.split(":", 1)[1]
+    if not idx.lstrip("-").isdigit():
+        raise DeviceStringError("Invalid device tag %s" % text)
+    index = int(idx)
+    return None if index == -1 else index
+
+
 def key(device):
     """The key of a device: None, "cpu", "cuda", "cuda:1", a flow.device (an index equal to the process's local
     rank is the plain type)."""
@@ -48,10 +77,11 @@ def key(device):
         return "cpu"
     if device.__class__ is str and device in PLAIN:
         return device
-    from oneflow_compat._global.tensor import device as flow_device
-
-    d = flow_device(device)
-    return d.type if d.index == _local_rank() else "%s:%d" % (d.type, d.index)
+    kind = parse_type(device)
+    index = parse_index(device) if isinstance(device, str) else getattr(device, "index", None)
+    if index is None or index == _local_rank():
+        return kind
+    return "%s:%d" % (kind, index)
 
 
 def type_of(k):

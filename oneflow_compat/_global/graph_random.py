@@ -65,3 +65,6 @@ def randperm(n, dtype, generator, device, placement, sbp):
     like = _shape_of_noise((n,), dtypes.float64, device, placement, sbp)
     order = TF.argsort(_uniform(like, generator, 0))
     return F.cast(order, dtype) if order.dtype != dtype else order
+
+
+creation.IN_GRAPH.update(random=random, randperm=randperm)

@@ -57,17 +57,7 @@ def device_tag(device_type):
     return devices.resolve_tag("gpu", spelled="cuda") if device_type == "cuda" else "cpu"
 
 
-def parse_device(device):
-    """'cpu' / 'cuda' / 'cuda:0' / flow.device -> device type."""
-    if device is None:
-        return "cpu"
-    kind = getattr(device, "type", device)
-    if not isinstance(kind, str):
-        raise TypeError("device must be a string like 'cpu' or 'cuda:0', got %r" % (device,))
-    kind = kind.split(":")[0]
-    if kind not in ("cpu", "cuda"):
-        raise DeviceStringError("Expected one of cpu, cuda device type at start of device string: %s" % (device,))
-    return kind
+parse_device = device_keys.parse_type  # 'cpu' / 'cuda' / 'cuda:0' / flow.device -> device type
 
 
 class device:  # noqa: N801 - OneFlow's name
@@ -80,13 +70,8 @@ class device:  # noqa: N801 - OneFlow's name
             type, index = type.type, type.index
         if not isinstance(type, str):
             raise TypeError("device must be a string like 'cpu' or 'cuda:0', got %r" % (type,))
-        if ":" in type:
-            type, idx = type.split(":", 1)
-            if not idx.lstrip("-").isdigit():  # OneFlow 0.9's words (ParsingDeviceTag, core/framework/device.cpp)
-                raise DeviceStringError("Invalid device tag %s:%s" % (type, idx))
-            index = int(idx)
-            if index == -1:  # (ParsingDeviceTag's "no index")
-                index = None
+        if ":" in type:  # (ParsingDeviceTag's words and "-1: no index", device_keys.parse_index)
+            type, index = type.split(":", 1)[0], device_keys.parse_index(type)
         elif index is not None and int(index) < 0:
             raise ValueError("Device ID should be non-negative")  # Device::New's InvalidValueError
         self.type = parse_device(type)
@@ -112,8 +97,7 @@ def _world_size():
     return global_eager.world_size()
 
 
-class DeviceStringError(RuntimeError, ValueError):
-    """An unknown device type: a RuntimeError as OneFlow 0.9's (its words), a ValueError as this project raised."""
+DeviceStringError = device_keys.DeviceStringError
 
 
 class SplitAxisError(RuntimeError, ValueError):
