@@ -145,7 +145,7 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
         values = [t._value for t in inputs]
     compiled = global_eager.compiled_op(op_type, attrs, values, plans=ctx.eager_plans)
     device = first._device
-    if len(device) > 4:  # "cuda:K": another device than the process's own, current while the op runs
+    if device not in device_keys.PLAIN:  # "cuda:K": another device than the process's own, current while the op runs
         with device_keys.current(device):
             outs = compiled.run_lock_free(values) if compiled.lock_free else global_eager.run_compiled(compiled,
                                                                                                     values)
@@ -171,10 +171,10 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
                     requires_grad = True
                     break
     if requires_grad and registry.get(op_type).grad is not None:
-        node = (autograd.OpNode if len(device) <= 4 else _OnDeviceNode)(
+        node = (autograd.OpNode if device in device_keys.PLAIN else _OnDeviceNode)(
             op_type, compiled.attrs, values, outs, [t._edge() for t in inputs], oneflow_backward_name(op_type, values),
             compiled)
-        if len(device) > 4:
+        if device not in device_keys.PLAIN:
             node.device_key = device
         for k, t in enumerate(tensors):
             if t._value.meta.dtype.is_floating:
