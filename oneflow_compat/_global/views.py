@@ -46,7 +46,9 @@ import weakref
 
 import numpy as np
 
+from oneflow_compat.backend import devices
 from oneflow_compat.ir.graph import TensorMeta
+from oneflow_compat.kernels import indexing
 from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat.runtime.graph_trace import LazyValue
 
@@ -73,12 +75,11 @@ def applicable(x):
         if d == 0:
             return False
     # the root's array must be its storage in OneFlow's layout (C order): a kernel's strided output or a strided
-    # array given to from_numpy (which shares it) gets copies from view ops instead. Host (numpy) arrays only: a
-    # tensor on a GPU keeps value semantics here (the device paths below are written for CuPy but have not run on
-    # a GPU)
+    # array given to from_numpy (which shares it) gets copies from view ops instead. Host (numpy) and device (CuPy)
+    # arrays alike: a CuPy array is a strided view of device memory as a numpy array is of host memory
     root = x._view_root if x._view_root is not None else x
     piece = root._value.pieces[0]
-    return isinstance(piece, np.ndarray) and piece.flags.c_contiguous
+    return (isinstance(piece, np.ndarray) or devices.is_device_array(piece)) and piece.flags.c_contiguous
 
 
 def _tracing():
@@ -233,18 +234,15 @@ def _root_storage(root):
 
 
 def strided(flat, lay):
-    """The array of layout `lay` over the flat storage `flat`."""
+    """The array of layout `lay` over the flat storage `flat` (a view of it: the same memory)."""
     shape, stride, offset = lay
     item = flat.dtype.itemsize
     if isinstance(flat, np.ndarray):  # (the ndarray constructor over the storage: a few times faster than as_strided)
         return np.ndarray(shape, flat.dtype, buffer=flat, offset=offset * item, strides=[s * item for s in stride])
-    return _xp_of(flat).lib.stride_tricks.as_strided(flat[offset:], shape, tuple(s * item for s in stride))
-
-
-def _xp_of(array):
-    import cupy  # a device array (only CuPy's arrays reach here besides numpy's)
-
-    return cupy
+    # a device array: its module's `as_strided` (CuPy's `cupy.lib.stride_tricks.as_strided(x, shape, strides)`, an
+    # ndarray over x's memory pointer: no copy, no launch), from the storage's element `offset` on
+    return devices.module_of(flat).lib.stride_tricks.as_strided(flat[offset:], tuple(shape),
+                                                               tuple(s * item for s in stride))
 
 
 def make(x, out, lay, differentiable=True):
@@ -321,8 +319,6 @@ def _own_memory(x, out):
     if isinstance(v, LazyValue) or isinstance(out._value, LazyValue):
         return
     pieces = out._value.pieces
-    if x._placement is None and pieces and not isinstance(pieces[0], np.ndarray):
-        return  # a local tensor on a GPU: no views here, and its results stay what they were (see the docstring)
     for i, p in enumerate(pieces):
         if any(_shares(p, q, v.placement) for q in v.pieces):
             pieces[i] = p.copy()
@@ -386,10 +382,8 @@ def rebind(self, result, same):
     old_edge = root._edge()
     root._value = global_eager.Value(rv.meta, rv.placement, rv.sbp, [new], rv.lk)
     if diff:
-        positions = _positions(lay)
-        n = _numel(rv.meta.shape)
         node = autograd.FunctionNode("copy_slices_backward", [old_edge, result._edge()],
-                                     _copy_slices_backward(rv, result._value.meta, positions, n))
+                                     _copy_slices_backward(rv, result._value.meta, lay))
         root.requires_grad_flag, root._node, root._out_index = True, node, 0
     remake(root)
     if not diff:  # a detached view: its own history is the op's, the root's is unchanged
@@ -445,7 +439,7 @@ def remake(root):
         view._value = global_eager.Value(vv.meta, rv.placement, rv.sbp, [strided(flat, lay)], vv.lk)
         if view._view_differentiable and root.requires_grad_flag:
             node = autograd.FunctionNode("as_strided_backward", [root._edge()],
-                                         _view_backward(rv, _positions(lay), _numel(rv.meta.shape)))
+                                         _view_backward(rv, lay, _numel(rv.meta.shape)))
             view.requires_grad_flag, view._node, view._out_index = True, node, 0
 
 
@@ -467,38 +461,43 @@ def _positions(lay):
     return pos
 
 
-def _device_positions(positions, like):
-    if isinstance(like, np.ndarray):
-        return positions
-    return _xp_of(like).asarray(positions)
+def overlapping(lay):
+    """Whether two elements of layout `lay` share a storage position (an expanded dim's stride 0, an unfold's
+    windows, an as_strided): then a gradient for the storage sums theirs, else it is placed."""
+    dims = sorted((s, n) for n, s in zip(lay[0], lay[1]) if n > 1)
+    span = 0  # the storage positions the dims of smaller strides reach, less one
+    for s, n in dims:
+        if s <= span:
+            return True
+        span += (n - 1) * s
+    return False
 
 
-def _scatter_add(flat, positions, values):
-    if isinstance(flat, np.ndarray):
-        np.add.at(flat, positions.reshape(-1), values.reshape(-1))
-    else:
-        import cupyx
-
-        cupyx.scatter_add(flat, positions.reshape(-1), values.reshape(-1))
-
-
-def _view_backward(root_value, positions, n):
-    """Gradient of a view for its root: the view's gradient added at its storage positions."""
+def _view_backward(root_value, lay, n):
+    """Gradient of a view for its root: the view's gradient at its storage positions, summed where elements share
+    one (in the order of the view's elements, numpy's `add.at`; on a device the ordered scatter-add of
+    kernels/indexing.py, the same sums run after run where CuPy's atomics would change the last bits)."""
     meta, placement, sbp = root_value.meta, root_value.placement, root_value.sbp
+    positions = _positions(lay).reshape(-1) if overlapping(lay) else None
 
     def backward(dys):
         dy = dys[0].pieces[0]
         xp = global_eager.xp(placement)
         flat = xp.zeros(n, dtype=meta.dtype.np)
-        _scatter_add(flat, _device_positions(positions, dy), xp.ascontiguousarray(dy))
+        if positions is None:
+            strided(flat, lay)[...] = dy
+        else:
+            values = xp.ascontiguousarray(dy).reshape(-1, 1)
+            indexing.add_at_rows(xp, flat.reshape(n, 1), positions if xp is np else xp.asarray(positions), values)
         return [global_eager.Value(meta, placement, sbp, [flat.reshape(meta.shape)])]
 
     return backward
 
 
-def _copy_slices_backward(root_value, result_meta, positions, n):
+def _copy_slices_backward(root_value, result_meta, lay):
     """Gradients of (old root, in-place result) for the root that now holds the result in the view's region: the
-    root's gradient with that region zeroed, and the region's gradient."""
+    root's gradient with that region zeroed, and the region's gradient (torch's CopySlices: the gradient read
+    through the view's layout, then its region set to zero)."""
     meta, placement, sbp = root_value.meta, root_value.placement, root_value.sbp
 
     def backward(dys):
@@ -507,9 +506,9 @@ def _copy_slices_backward(root_value, result_meta, positions, n):
             return [None, None]
         xp = global_eager.xp(placement)
         flat = xp.array(dy.pieces[0], copy=True).reshape(-1)
-        pos = _device_positions(positions, flat).reshape(-1)
-        region = flat[pos].reshape(result_meta.shape)
-        flat[pos] = 0
+        window = strided(flat, lay)
+        region = xp.array(window, copy=True).reshape(result_meta.shape)
+        window[...] = 0
         return [global_eager.Value(meta, placement, sbp, [flat.reshape(meta.shape)]),
                 global_eager.Value(TensorMeta(tuple(result_meta.shape), result_meta.dtype), placement, sbp,
                                    [region])]
