@@ -667,6 +667,8 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
     def __getattr__(self, name):
         if name.startswith("__"):  # __array_interface__, __array_struct__, __dlpack__: host access numpy would take
             raise AttributeError(name)
+        if name in _NUMPY_ONLY_ATTRIBUTES:
+            raise AttributeError("'cupy.ndarray' object has no attribute '%s'" % name)
         value = getattr(self._data, name)
         if callable(value):
             data = self._data
@@ -686,6 +688,29 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
             method.__name__ = name
             return method
         return _device(value) if isinstance(value, np.ndarray) else value
+
+
+# numpy.ndarray's attributes that cupy.ndarray (14.2) lacks: host memory (ctypes), flags set by hand (device memory
+# has no read-only flag), in-place reallocation (resize), field access; asking for one is a bug on a GPU
+_NUMPY_ONLY_ATTRIBUTES = frozenset(("ctypes", "getfield", "setfield", "resize", "setflags", "to_device"))
+
+
+def _as_strided(x, shape=None, strides=None):
+    """CuPy's `cupy.lib.stride_tricks.as_strided(x, shape=None, strides=None)`: an array over x's memory (a view,
+    no launch, no bounds check); numpy's `subok=`/`writeable=` do not exist there (TypeError, as CuPy's signature
+    gives). A host array is refused."""
+    if not isinstance(x, StrictArray):
+        raise _host_array_error("lib.stride_tricks.as_strided") if isinstance(x, np.ndarray) else \
+            TypeError("as_strided: expected a device array, got %s" % type(x).__name__)
+    return StrictArray(np.lib.stride_tricks.as_strided(x._data, shape, strides))
+
+
+def _stride_tricks():
+    """The fake's `lib.stride_tricks`: what CuPy 14.2's module has (`as_strided`, `sliding_window_view`)."""
+    return types.SimpleNamespace(
+        __name__=MODULE_NAME + ".lib.stride_tricks", as_strided=_as_strided,
+        sliding_window_view=_Function(np.lib.stride_tricks.sliding_window_view,
+                                      MODULE_NAME + ".lib.stride_tricks.sliding_window_view"))
 
 
 class StrictFlags:
@@ -971,7 +996,8 @@ def module(runner=None, gpus=None):
         where = lambda: (cuda.current, cuda.get_current_stream().ptr)  # noqa: E731
     else:
         where = lambda: (0, 0)  # noqa: E731 - one device, one stream
-    fake = _Namespace(np, MODULE_NAME, asarray=asarray, asanyarray=asarray, array=array, asnumpy=asnumpy,
+    lib = _Namespace(np.lib, MODULE_NAME + ".lib", stride_tricks=_stride_tricks())
+    fake = _Namespace(np, MODULE_NAME, lib=lib, asarray=asarray, asanyarray=asarray, array=array, asnumpy=asnumpy,
                       ndarray=StrictArray, RawModule=raw, nccl_binding=DeviceNccl(FakeNccl()), **extra)
     cuda_blas._use_library(fake, FakeCublas(where), where)  # its products through cuBLAS by address, as on a GPU
     return fake
