@@ -421,7 +421,9 @@ def bias_act(xp, y, b, relu):
     """In place: y (rows, F, ...) += b per F, then relu when asked."""
     rows, f = y.shape[0], y.shape[1]
     p = y.size // max(1, rows * f)
-    MODULE.launch(xp, _name("bias_act", y.dtype), y.size, y, b.astype(y.dtype, copy=False), rows, f, p,
+    # (b may be a view of a cuda tensor, strided: the kernel reads it as C-contiguous, so a strided one is copied;
+    # a contiguous one of y's dtype is taken as it is)
+    MODULE.launch(xp, _name("bias_act", y.dtype), y.size, y, xp.ascontiguousarray(b, dtype=y.dtype), rows, f, p,
                   1 if relu else 0)
     return y
 

@@ -9,7 +9,7 @@ import pytest
 
 import oneflow_compat as flow
 import strict_device
-from test_tensor_views import A, EXPANDS, VIEW_OPS
+from test_tensor_views import A, EXPANDS, VIEW_OPS, _kernel_ops
 
 
 @pytest.fixture
@@ -292,3 +292,50 @@ def test_the_fake_devices_as_strided_is_cupys():
     for name in ("ctypes", "setflags", "resize"):
         with pytest.raises(AttributeError, match="'cupy.ndarray' object has no attribute '%s'" % name):
             getattr(a, name)
+
+
+# --- every kernel on strided device arrays (what views of cuda tensors hand them now) -------------------------------
+def _device_strided_copy(xp, a):
+    """`a`'s values (host) in a non-contiguous device array (every other element of a wider one), as a view is."""
+    if a.ndim == 0 or a.size < 2:
+        return xp.asarray(a)
+    wide = xp.zeros(a.shape[:-1] + (a.shape[-1] * 2,), a.dtype)
+    view = wide[..., ::2]
+    view[...] = xp.asarray(a)
+    return view
+
+
+def _host(v):
+    return v.get() if hasattr(v, "get") and not isinstance(v, np.ndarray) else np.asarray(v)
+
+
+@pytest.mark.parametrize("op_type", _kernel_ops())
+def test_every_kernel_reads_strided_device_inputs_as_their_contiguous_copies_and_writes_none(monkeypatch, op_type):
+    # on each example row, the kernel's outputs on strided device copies of the inputs are those on contiguous
+    # device ones (a raw CUDA kernel reads its arrays as C-contiguous: one given a view must be given its copy)
+    from oneflow_compat.ir import sbp as S
+    from oneflow_compat.ops import examples
+    from oneflow_compat.runtime import plan
+    from oneflow_compat.tools import validate
+
+    xp = strict_device.suite_gpu_or_fake(monkeypatch, allow_syncs=True)
+    for k, row in enumerate(examples.EXAMPLES[op_type]):
+        arrays = [np.asarray(a) for a in row.make(np.random.default_rng(k))]
+        if any(a.dtype == object for a in arrays):
+            continue
+        op = validate.build_op(op_type, arrays, row.attrs, 1)
+        op.sbp_in, op.sbp_out = [S.B] * len(arrays), [S.B] * len(op.outputs)
+        fn = plan.device_fn(op, plan.DeviceSlot(op, 0, xp, validate._validation_session()))
+        try:
+            ref = fn(*[xp.asarray(a) for a in arrays])
+        except Exception:  # noqa: BLE001 (a row the device does not run with contiguous inputs: not a views matter)
+            continue
+        strided = [_device_strided_copy(xp, a) for a in arrays]
+        out = fn(*strided)
+        for a, s in zip(arrays, strided):
+            np.testing.assert_array_equal(_host(s), a, err_msg="%s row %d wrote its input" % (op_type, k))
+        refs, outs = (ref, out) if len(op.outputs) > 1 else ((ref,), (out,))
+        for r, o in zip(refs, outs):
+            if hasattr(r, "dtype") and r.dtype != object:
+                np.testing.assert_allclose(_host(o), _host(r), rtol=1e-9, atol=1e-12,
+                                           err_msg="%s row %d (%s)" % (op_type, k, row.note))
