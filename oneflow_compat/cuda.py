@@ -25,12 +25,18 @@ def current_device():
 def synchronize(device=None):
     """Waits for every kernel on a CUDA device (OneFlow 0.9, cuda/__init__.py: the device's index, the current
     device for None; a negative index, or no usable CUDA here, has nothing to wait for). The index is the device's
-    as a local tensor's `cuda:K` names it (`_global/device_keys.py`)."""
+    as a local tensor's `cuda:K` names it (`_global/device_keys.py`).
+
+    0.9 calls `eager.Sync()` first, which raises what the eager instructions failed with; here that is the device
+    index checks still pending (kernels/checks.py: an index out of range in an op since the last fetch), raised
+    with the CPU's words as a fetch would raise them."""
     from oneflow_compat._global import cuda_devices, device_keys
+    from oneflow_compat.kernels import checks
 
     index = cuda_devices._device_index(device, optional=True)
     if index < 0 or not devices.cuda_usable():
         return
+    checks.raise_failed()  # (their flags come down in one transfer, a wait for the device anyway)
     physical = device_keys.gpu("cuda:%d" % index)  # (an index the machine lacks: CUDA's invalid device ordinal)
     cuda = getattr(devices.array_module("gpu"), "cuda", None)
     if cuda is not None:

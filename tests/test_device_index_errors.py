@@ -379,3 +379,24 @@ def test_the_device_wraps_an_index_out_of_range_around(device):
     np.testing.assert_array_equal(xp.take(a, xp.asarray(np.array([12])), axis=1).get(), [[2], [7]])
     a[xp.asarray(np.array([3])), 0] = 99
     np.testing.assert_array_equal(a.get()[:, 0], [0, 99])
+
+
+@pytest.mark.parametrize("op", sorted(_EAGER))
+def test_cuda_synchronize_raises_a_pending_index_error_as_oneflows_eager_sync_does(device, op):
+    # OneFlow 0.9's flow.cuda.synchronize() runs eager.Sync() first (python/oneflow/cuda/__init__.py at v0.9.0),
+    # which raises what the eager instructions failed with: here the pending device checks, in the CPU's words
+    make, error, words = _EAGER[op]
+    xp = device()
+    make("cuda")
+    assert checks.pending_count() == 1
+    syncs = strict_device.Syncs.total
+    before = syncs()
+    with pytest.raises(error) as on_device:
+        flow.cuda.synchronize()
+    assert str(on_device.value) == words
+    assert syncs() == before + (xp is not CUPY)  # the checks' one transfer
+    assert checks.pending_count() == 0
+    flow.cuda.synchronize()  # raised once
+    good = flow.ones(2, device="cuda") + 1
+    flow.cuda.synchronize()  # nothing pending, nothing raised
+    np.testing.assert_array_equal(good.numpy(), [2, 2])
