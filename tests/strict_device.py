@@ -14,7 +14,11 @@ else it behaves like a CuPy array:
 * what CuPy lacks is missing: a ufunc's `at` other than add/subtract/maximum/minimum/bitwise and/or/xor raises
   NotImplementedError (`multiply.at`); a device array's `flags` has no `writeable`; and `add.at`/`subtract.at`
   of floats sum in an order that changes from call to call, as CuPy's atomics do;
-* it is not an `np.ndarray` (neither is a CuPy array), so `isinstance(x, np.ndarray)` checks see a device array.
+* it is not an `np.ndarray` (neither is a CuPy array), so `isinstance(x, np.ndarray)` checks see a device array;
+* views are CuPy's: slicing, reshape of a contiguous array, transpose and `lib.stride_tricks.as_strided(x, shape,
+  strides)` give arrays over the same memory (writes reach each other, no launch); the module's `lib.stride_tricks`
+  has CuPy's functions and signatures only (numpy's `writeable=`/`subok=` are TypeErrors), and an array's
+  numpy-only attributes (`ctypes`, `setflags`, `resize`, field access) raise AttributeError, as CuPy's do.
 
 A numpy subclass cannot refuse `np.asarray` (numpy takes a subclass's buffer without asking it), hence a wrapper.
 

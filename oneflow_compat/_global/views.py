@@ -37,8 +37,15 @@ second derivatives included, is that of the op) and `make(x, out, layout)` then 
 place of the kernel's result; basic indexing without gradients builds the view without an op (`view_value`).
 `as_strided` reads its input's storage (the root), as OneFlow's and torch's do; `tensor_split`/`hsplit`/`vsplit`
 slice without views (OneFlow's `enable_view_slice=false`). Not views here: tensors whose root array is not C-ordered
-(a strided array given to `from_numpy`, which keeps sharing it; a kernel's strided output), and tensors on a GPU
-(the CuPy paths below are written but have not run on a GPU): their view ops copy, as before.
+(a strided array given to `from_numpy`, which keeps sharing it; a kernel's strided output): their view ops copy.
+
+Tensors on a GPU have views as CPU ones do (0.9's view ops are device-agnostic): a CuPy array is a strided view of
+device memory as a numpy array is of host memory, and `strided` makes one through the array's own module
+(`cupy.lib.stride_tricks.as_strided`: no copy, no launch). Nothing here is numpy-only on the device path: the
+gradients of views are placed through their layout (`strided(...)[...] = dy`), summed with the ordered scatter-add
+of kernels/indexing.py where a layout's elements share storage (CuPy's `add.at` sums with atomics, in an order that
+changes from run to run). Checked on the strict fake device (tests/test_tensor_views_device.py) against the same
+programs on the CPU; not yet run on a GPU.
 """
 import math
 import os
