@@ -238,8 +238,15 @@ def _every_view_op(T):
     return [w.grad]
 
 
+def _second_derivative(T):
+    w = T(np.arange(4.0), requires_grad=True)
+    g, = flow.autograd.grad((w * 2).view(2, 2).T.sum() ** 2, w, create_graph=True)
+    g.sum().backward()
+    return [g, w.grad]
+
+
 PROGRAMS = [_inplace_on_a_view, _views_follow_their_base, _overlapping_views, _base_without_gradient,
-            _expanded_view_remade, _detached_view, _every_view_op]
+            _expanded_view_remade, _detached_view, _every_view_op, _second_derivative]
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.__name__.strip("_") for p in PROGRAMS])
