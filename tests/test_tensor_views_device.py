@@ -344,5 +344,8 @@ def test_every_kernel_reads_strided_device_inputs_as_their_contiguous_copies_and
         refs, outs = (ref, out) if len(op.outputs) > 1 else ((ref,), (out,))
         for r, o in zip(refs, outs):
             if hasattr(r, "dtype") and r.dtype != object:
-                np.testing.assert_allclose(_host(o), _host(r), rtol=1e-9, atol=1e-12,
+                # (equal on the fake; on a GPU a library may sum a strided operand in another order: float32's
+                # and float16's last bits may differ, a wrong read would not be close)
+                rtol = {2: 1e-3, 4: 1e-5}.get(np.dtype(r.dtype).itemsize, 1e-9) if r.dtype.kind in "fc" else 0
+                np.testing.assert_allclose(_host(o), _host(r), rtol=rtol, atol=rtol * 1e-3,
                                            err_msg="%s row %d (%s)" % (op_type, k, row.note))
