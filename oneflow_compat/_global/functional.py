@@ -558,8 +558,22 @@ def permute(input, *dims):  # noqa: A002
         raise ValueError("permute(): %s is not a permutation of %d dims" % (perm, x.ndim))
     if perm == tuple(range(x.ndim)):
         return x
-    out = apply_op("transpose", [x], {"perm": perm})
-    return views.make(x, out, views.permute_layout(views.layout_of(x), perm) if views.applicable(x) else None)
+    lay = views.permute_layout(views.layout_of(x), perm) if views.applicable(x) else None
+    out = free_view(x, lay)
+    if out is not None:
+        return out
+    return views.make(x, apply_op("transpose", [x], {"perm": perm}), lay)
+
+
+def free_view(x, lay):
+    """The view of local eager tensor x with layout `lay` made without running its op, where nothing is to be
+    recorded (x needs no gradient here), as basic indexing makes it: the op's kernel would write a result the view
+    replaces (a copy, a launch on a GPU, for nothing). None where the op must run (`lay` None: no view)."""
+    if lay is None or (x.requires_grad_flag and grad_mode.stack[-1]):
+        return None
+    out = wrap(views.view_value(x, lay, TensorMeta(tuple(lay[0]), x._value.meta.dtype)), None, x._device)
+    views.register(views.root_of(x), out, lay, x._view_differentiable)
+    return out
 
 
 def transpose(input, dim0, dim1):  # noqa: A002

@@ -90,8 +90,11 @@ def unfold_tensor(x, dimension, size, step):
                            % (longest, dimension, size))
     if step <= 0:
         raise RuntimeError("unfold(): step should be > 0, but got %d" % step)
-    out = apply_op("unfold_tensor", [x], {"dimension": int(dimension), "size": int(size), "step": int(step)})
     # a view of a local eager input (`view::UnfoldTensor`)
     lay = views.unfold_layout(views.layout_of(x), int(dimension), int(size), int(step)) \
         if views.applicable(x) else None
+    out = F.free_view(x, lay)
+    if out is not None:
+        return out
+    out = apply_op("unfold_tensor", [x], {"dimension": int(dimension), "size": int(size), "step": int(step)})
     return views.make(x, out, lay)
