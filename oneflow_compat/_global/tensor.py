@@ -20,6 +20,7 @@ from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat.runtime.graph_trace import LAZY_VALUE_MESSAGE, LazyValue
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import global_mode, printing
+from oneflow_compat._global import grad_zeroing as _grad_zeroing
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global.size import Size
 
@@ -526,19 +527,37 @@ class Tensor:
                                               self._placement, self._sbp, self._device)
 
     def _add_to_grad(self, value):
+        """`.grad` += `value` (already on this tensor's layout). The accumulated gradient of a global leaf takes
+        the leaf's placement and SBP (OneFlow 0.9, oneflow/core/autograd/autograd_engine.cpp:154-175
+        `AccGrad4LeafTensor` boxes it so after every accumulation): a broadcast parameter's gradient that
+        `zero_grad()` left as partial-sum zeros (`_global/grad_zeroing.py`) shows broadcast again and holds the
+        sum; one assigned on another layout is boxed first."""
         own = self._value
-        if self._grad is None or self._grad._value.meta.shape != own.meta.shape:
+        grad = self._grad
+        if grad is None or grad._value.meta.shape != own.meta.shape:
             pieces = [p.copy() for p in value.pieces]  # the gradient may share memory with other values
             self._grad = Tensor._make(global_eager.Value(own.meta, own.placement, own.sbp, pieces),
                                       self._placement, self._sbp, self._device)
-        else:
-            g = self._grad._value
-            if g.placement != own.placement or g.sbp != own.sbp:
-                g = autograd.box(g, own.placement, own.sbp)
-                g = global_eager.Value(g.meta, g.placement, g.sbp, [p.copy() for p in g.pieces])
-                self._grad._set_value(g, self._grad._placement, self._grad._sbp)
-            for p, q in zip(g.pieces, value.pieces):
-                p += q
+            return
+        g = grad._value
+        if g.placement != own.placement or g.sbp != own.sbp:
+            if _grad_zeroing.is_zeroed_partial_of(g, own) and len(g.pieces) == len(value.pieces) and \
+                    all(p.shape == q.shape for p, q in zip(g.pieces, value.pieces)):
+                # zeros summed over the ranks add nothing: the sum is `value` itself, written into the zeroed
+                # gradient's own storage (one copy, as the `+=` below; no collective, no allocation)
+                for p, q in zip(g.pieces, value.pieces):
+                    p[...] = q
+                grad._set_value(global_eager.Value(own.meta, own.placement, own.sbp, g.pieces), self._placement,
+                                self._sbp)
+                return
+            g = autograd.box(g, own.placement, own.sbp)
+            g = global_eager.Value(g.meta, g.placement, g.sbp, [p.copy() for p in g.pieces])
+            grad._set_value(g, self._placement, self._sbp)
+        elif self._placement is not None:
+            _grad_zeroing.forget_zeroed(g)
+            grad._sbp = self._sbp  # (one device: its value was already laid out so; the SBP shown is the leaf's)
+        for p, q in zip(g.pieces, value.pieces):
+            p += q
 
     # --- in-place helpers -----------------------------------------------------------------------------------
     def zero_(self):
@@ -553,6 +572,7 @@ class Tensor:
             value = bf16_k.round_to_bfloat16(np, np.float32(value))[0]
         for p in self._value.pieces:
             p[...] = value
+        _grad_zeroing.forget_zeroed(self._value)
         return self
 
     def _check_inplace(self):
