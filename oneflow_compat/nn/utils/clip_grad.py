@@ -5,7 +5,7 @@ import math
 
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.runtime import autograd
-from oneflow_compat._global import creation, functional as F, inplace
+from oneflow_compat._global import creation, functional as F, grad_zeroing, inplace
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -85,6 +85,7 @@ def _scale_in_place(grad, coef):
         src = layouts.as_layout_of(scaled, grad)._value
     for p, q in zip(grad._value.pieces, src.pieces):
         p[...] = q
+    grad_zeroing.forget_zeroed(grad._value)  # (zeros times a non-finite norm are zeros no more)
 
 
 def clip_grad_value_(parameters, clip_value):
