@@ -23,21 +23,25 @@ def zero_grad_(self, set_to_none=False):
         self.grad = None
         return
     grad.zero_()
-    if not grad.is_global or grad.is_lazy:
+    if grad._placement is None or grad.is_lazy:
         return
     v = grad._value
-    shown = tuple(flow_sbp.partial_sum if s == flow_sbp.broadcast else s for s in grad.sbp)
-    if shown != tuple(grad.sbp):
-        # the same pieces relabelled (a partial sum's piece has the broadcast piece's shape): no allocation
-        sbp = v.sbp if v.placement.parallel_num == 1 else partial_of(v.sbp)  # (one device: shown only)
-        grad._set_value(global_eager.Value(v.meta, v.placement, sbp, v.pieces), grad._placement, shown)
+    if v.placement.parallel_num > 1:
+        sbp = partial_of(v.sbp)
+        if sbp is not v.sbp:
+            # the same pieces relabelled (a partial sum's piece has the broadcast piece's shape): no allocation
+            grad._set_value(global_eager.Value(v.meta, v.placement, sbp, v.pieces), grad._placement, None)
+    else:  # one device: the value stays as it lies (its one piece is the value), only the SBP shown changes
+        shown = tuple(flow_sbp.partial_sum if s == flow_sbp.broadcast else s for s in grad.sbp)
+        if shown != tuple(grad.sbp):
+            grad._sbp = shown
     grad._value.zeroed = True
 
 
 def partial_of(sbp):
     """`sbp` (1-D or n-D, compiler symbols) with broadcast made partial sum: what a zeroed gradient is laid out as."""
     if S.is_nd(sbp):
-        return S.nd([S.P if s == S.B else s for s in sbp.sbps], sbp.mesh)
+        return S.nd([S.P if s == S.B else s for s in sbp.sbps], sbp.mesh) if S.B in sbp.sbps else sbp
     return S.P if sbp == S.B else sbp
 
 
