@@ -30,7 +30,8 @@ def zero_grad_(self, set_to_none=False):
         sbp = partial_of(v.sbp)
         if sbp is not v.sbp:
             # the same pieces relabelled (a partial sum's piece has the broadcast piece's shape): no allocation
-            grad._set_value(global_eager.Value(v.meta, v.placement, sbp, v.pieces), grad._placement, None)
+            # (a global tensor has no views to tell: `_set_value`'s work is not needed)
+            grad._value, grad._sbp = global_eager.Value(v.meta, v.placement, sbp, v.pieces), None
     else:  # one device: the value stays as it lies (its one piece is the value), only the SBP shown changes
         shown = tuple(flow_sbp.partial_sum if s == flow_sbp.broadcast else s for s in grad.sbp)
         if shown != tuple(grad.sbp):
@@ -40,7 +41,7 @@ def zero_grad_(self, set_to_none=False):
 
 def partial_of(sbp):
     """`sbp` (1-D or n-D, compiler symbols) with broadcast made partial sum: what a zeroed gradient is laid out as."""
-    if S.is_nd(sbp):
+    if type(sbp) is S.NdSbp:
         return S.nd([S.P if s == S.B else s for s in sbp.sbps], sbp.mesh) if S.B in sbp.sbps else sbp
     return S.P if sbp == S.B else sbp
 

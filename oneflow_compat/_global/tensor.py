@@ -547,8 +547,9 @@ class Tensor:
                 # gradient's own storage (one copy, as the `+=` below; no collective, no allocation)
                 for p, q in zip(g.pieces, value.pieces):
                     p[...] = q
-                grad._set_value(global_eager.Value(own.meta, own.placement, own.sbp, g.pieces), self._placement,
-                                self._sbp)
+                # (a global tensor has no views to tell: `_set_value`'s work is not needed)
+                grad._value = global_eager.Value(own.meta, own.placement, own.sbp, g.pieces, own.lk)
+                grad._sbp = self._sbp
                 return
             g = autograd.box(g, own.placement, own.sbp)
             g = global_eager.Value(g.meta, g.placement, g.sbp, [p.copy() for p in g.pieces])
