@@ -202,3 +202,41 @@ def test_a_steady_data_parallel_step_boxes_no_gradient():
         assert after == before, transfers[before:after]  # (rank threads share the list: none at all)
         assert sbp == (B,)
         np.testing.assert_allclose(got, w, rtol=1e-5)
+
+
+def test_one_device_and_a_2x2_mesh():
+    """One device: the SBP shown follows the same rule (the one piece is the value). A 2x2 mesh: a (B, B)
+    parameter's gradient from (S(0), B) data shows (B, B) and holds the sum on every rank; zero_grad makes it
+    (P, P) zeros."""
+    one = flow.placement("cpu", [0])
+    w = flow.nn.Parameter(flow.tensor(W0).to_global(placement=one, sbp=B))
+    x = flow.tensor(X).to_global(placement=one, sbp=B)
+    opt = flow.optim.SGD([w], lr=0.1)
+    for _ in range(2):
+        opt.zero_grad()
+        assert w.grad is None or tuple(w.grad.sbp) == (P,)
+        _loss(x, w).backward()
+        assert tuple(w.grad.sbp) == (B,)
+        np.testing.assert_allclose(w.grad.numpy(), grad_of(X, W0), rtol=1e-6)
+
+    def body():
+        mesh = flow.placement("cpu", [[0, 1], [2, 3]])
+        wm = flow.nn.Parameter(flow.tensor(W0).to_global(placement=mesh, sbp=(B, B)))
+        xm = flow.tensor(X).to_global(placement=mesh, sbp=(B, B)).to_global(sbp=(S0, B))
+        sgd = flow.optim.SGD([wm], lr=0.1)
+        seen = []
+        for _ in range(2):
+            sgd.zero_grad()
+            seen.append(None if wm.grad is None else _seen(wm.grad))
+            _loss(xm, wm).backward()
+            seen.append(_seen(wm.grad))
+        return seen
+
+    g = grad_of(X, W0)
+    for seen in on_ranks(4, body):
+        assert seen[0] is None and seen[2][0] == (P, P)
+        np.testing.assert_array_equal(seen[2][2], np.zeros_like(g))
+        for sbp, piece, whole in (seen[1], seen[3]):
+            assert sbp == (B, B)
+            np.testing.assert_allclose(piece, g, rtol=1e-6)
+            np.testing.assert_allclose(whole, g, rtol=1e-6)
