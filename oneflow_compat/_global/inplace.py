@@ -22,16 +22,11 @@ def rebind(self, result):
     v, r = self._value, result._value
     same = (r.meta.shape == v.meta.shape and r.placement == v.placement and r.sbp == v.sbp)
     if result._node is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
-<<<<<<< HEAD
-        for p, q in zip(v.pieces, r.pieces):
-            p[...] = q
-        if getattr(v, "zeroed", False):  # (a gradient zero_grad() zeroed holds zeros no more: grad_zeroing.py)
-            v.zeroed = False
-=======
         with device_keys.of(self):  # (a "cuda:K" tensor: on its GPU)
             for p, q in zip(v.pieces, r.pieces):
                 p[...] = q
->>>>>>> main
+        if getattr(v, "zeroed", False):  # (a gradient zero_grad() zeroed holds zeros no more: grad_zeroing.py)
+            v.zeroed = False
         return self
     if self._view_root is not None or self._views:  # views of local eager tensors: `_global/views.py`
         from oneflow_compat._global import views

@@ -19,12 +19,8 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat.runtime.graph_trace import LAZY_VALUE_MESSAGE, LazyValue
 from oneflow_compat import sbp as flow_sbp
-<<<<<<< HEAD
-from oneflow_compat._global import global_mode, printing
-from oneflow_compat._global import grad_zeroing as _grad_zeroing
-=======
 from oneflow_compat._global import device_keys, global_mode, printing
->>>>>>> main
+from oneflow_compat._global import grad_zeroing as _grad_zeroing
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global.size import Size
 
@@ -574,15 +570,10 @@ class Tensor:
             from oneflow_compat.kernels import bfloat16 as bf16_k
 
             value = bf16_k.round_to_bfloat16(np, np.float32(value))[0]
-<<<<<<< HEAD
-        for p in self._value.pieces:
-            p[...] = value
-        _grad_zeroing.forget_zeroed(self._value)
-=======
         with device_keys.current(self._device if self._placement is None else "cpu"):
             for p in self._value.pieces:
                 p[...] = value
->>>>>>> main
+        _grad_zeroing.forget_zeroed(self._value)
         return self
 
     def _check_inplace(self):
