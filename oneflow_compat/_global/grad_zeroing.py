@@ -13,6 +13,7 @@ ranks add nothing), so a data-parallel step's only collective for its gradients 
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import global_eager
+from oneflow_compat.runtime.graph_trace import LazyValue
 
 
 def zero_grad_(self, set_to_none=False):
@@ -23,7 +24,7 @@ def zero_grad_(self, set_to_none=False):
         self.grad = None
         return
     grad.zero_()
-    if grad._placement is None or grad.is_lazy:
+    if grad._placement is None or type(grad._value) is LazyValue:
         return
     v = grad._value
     if v.placement.parallel_num > 1:
@@ -41,9 +42,12 @@ def zero_grad_(self, set_to_none=False):
 
 def partial_of(sbp):
     """`sbp` (1-D or n-D, compiler symbols) with broadcast made partial sum: what a zeroed gradient is laid out as."""
-    if type(sbp) is S.NdSbp:
-        return S.nd([S.P if s == S.B else s for s in sbp.sbps], sbp.mesh) if S.B in sbp.sbps else sbp
-    return S.P if sbp == S.B else sbp
+    kind = type(sbp)  # (types compared, not symbols: no __eq__ call per parameter per step)
+    if kind is S.Broadcast:
+        return S.P
+    if kind is S.NdSbp and S.B in sbp.sbps:
+        return S.nd([S.P if s == S.B else s for s in sbp.sbps], sbp.mesh)
+    return sbp
 
 
 def forget_zeroed(value):
@@ -55,5 +59,6 @@ def forget_zeroed(value):
 def is_zeroed_partial_of(grad_value, own):
     """Whether `grad_value` is what `zero_grad_` left of a gradient laid out as `own` (a leaf's Value) and still
     holds zeros: the same placement, `own`'s SBP with broadcast made partial sum, nothing written since."""
-    return (getattr(grad_value, "zeroed", False) and grad_value.placement == own.placement
-            and grad_value.sbp == partial_of(own.sbp) and grad_value.meta.dtype == own.meta.dtype)
+    return (getattr(grad_value, "zeroed", False) and grad_value.sbp is partial_of(own.sbp)
+            and (grad_value.placement is own.placement or grad_value.placement == own.placement)
+            and grad_value.meta.dtype == own.meta.dtype)
