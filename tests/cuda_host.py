@@ -7,6 +7,11 @@ header (CUDA's qualifiers made empty, the thread indices made globals, `__umul64
 functions from <cmath>), adds one `emu_<name>(grid, block, args...)` loop per function, compiles it with the C++
 compiler (`-ffp-contract=off`, as the sources are compiled with --fmad=false) and calls it through ctypes.
 
+A cooperative module (its `block` set: reductions whose block of threads sums together through `__shared__`
+memory and `__syncthreads`) runs each block's threads as OS threads meeting at a pthread barrier, the thread
+indices thread-local, the shared arrays static (one block runs at a time, so they are the block's), at the full
+block size it is launched with.
+
 `runner()` is a `strict_device.module(runner=...)` runner: the fake device then runs the real CUDA code instead of
 the twins. `available()` says whether a C++ compiler is there (the tests skip without one).
 """
@@ -38,6 +43,18 @@ static inline int atomicMin(int* p, int v) { int old = *p; if (v < old) *p = v; 
 static inline int atomicMax(int* p, int v) { int old = *p; if (v > old) *p = v; return old; }
 """
 
+# a cooperative module's variant: per-thread indices, a barrier for __syncthreads, shared arrays static
+_COOPERATIVE_HEADER = _HEADER.replace(
+    "static emu_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0}, blockDim",
+    "static thread_local emu_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};\nstatic emu_dim3 blockDim") + r"""
+#include <pthread.h>
+#include <thread>
+#include <vector>
+static pthread_barrier_t emu_barrier;
+static inline void __syncthreads() { pthread_barrier_wait(&emu_barrier); }
+#define __shared__ static
+"""
+
 _CTYPES = {
     np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double, np.dtype(np.int32): ctypes.c_int32,
     np.dtype(np.int64): ctypes.c_int64, np.dtype(np.uint64): ctypes.c_uint64, np.dtype(np.uint32): ctypes.c_uint32,
@@ -66,6 +83,21 @@ def _wrappers(module):
         decl = ", ".join("%s%s%s %s" % ("const " if p.const and p.pointer else "", _C_NAMES[p.dtype],
                                        "*" if p.pointer else "", p.name) for p in params)
         call = ", ".join(p.name for p in params)
+        if module.block is not None:
+            out.append('extern "C" void emu_%s(unsigned int emu_grid, unsigned int emu_block%s) {\n'
+                       '    gridDim.x = emu_grid; blockDim.x = emu_block;\n'
+                       '    pthread_barrier_init(&emu_barrier, nullptr, emu_block);\n'
+                       '    std::vector<std::thread> emu_threads;\n'
+                       '    for (unsigned int emu_t = 0; emu_t < emu_block; ++emu_t)\n'
+                       '        emu_threads.emplace_back([=]() {\n'
+                       '            for (unsigned int emu_b = 0; emu_b < emu_grid; ++emu_b) {\n'
+                       '                blockIdx.x = emu_b; threadIdx.x = emu_t; %s(%s);\n'
+                       '                pthread_barrier_wait(&emu_barrier);\n'
+                       '            }\n        });\n'
+                       '    for (auto& t : emu_threads) t.join();\n'
+                       '    pthread_barrier_destroy(&emu_barrier);\n}\n'
+                       % (name, ", " + decl if decl else "", name, call))
+            continue
         out.append('extern "C" void emu_%s(unsigned int emu_grid, unsigned int emu_block%s) {\n'
                    '    gridDim.x = emu_grid; blockDim.x = emu_block;\n'
                    '    for (unsigned int emu_b = 0; emu_b < emu_grid; ++emu_b)\n'
@@ -77,7 +109,8 @@ def _wrappers(module):
 
 def library(module):
     """The module's source compiled for the host (cached by its text), as a ctypes library."""
-    source = _HEADER + module.code + "\n" + _wrappers(module)
+    header = _HEADER if module.block is None else _COOPERATIVE_HEADER
+    source = header + module.code + "\n" + _wrappers(module)
     digest = hashlib.sha1(source.encode()).hexdigest()[:16]
     lib = _LIBRARIES.get(digest)
     if lib is not None:
@@ -90,7 +123,7 @@ def library(module):
             f.write(source)
         tmp = path + ".%d.tmp" % os.getpid()
         result = subprocess.run([compiler(), "-std=c++17", "-O1", "-ffp-contract=off", "-fno-fast-math", "-shared",
-                                 "-fPIC", "-w", src, "-o", tmp], capture_output=True, text=True)
+                                 "-fPIC", "-pthread", "-w", src, "-o", tmp], capture_output=True, text=True)
         if result.returncode:
             raise RuntimeError("host compile of CUDA module %r failed:\n%s" % (module.name, result.stderr[-4000:]))
         os.replace(tmp, path)
@@ -114,8 +147,10 @@ def run(module, function, grid, block, args):
             converted.append(a.ctypes.data)
         else:
             converted.append(a.item() if hasattr(a, "item") else a)
-    # the emulation runs every thread of the grid: a smaller grid (the loops stride over the rest) is the same
-    getattr(lib, "emu_" + function)(min(int(grid[0]), 4), min(int(block[0]), 64), *converted)
+    # the emulation runs every thread of the grid: a smaller grid (the loops stride over the rest) is the same; a
+    # cooperative module's block keeps its size (its reductions are written for it)
+    block = int(block[0]) if module.block is not None else min(int(block[0]), 64)
+    getattr(lib, "emu_" + function)(min(int(grid[0]), 4), block, *converted)
 
 
 def runner():
