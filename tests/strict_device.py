@@ -998,7 +998,14 @@ def install(monkeypatch, mode="auto", allow_syncs=False, gpus=None):
 # --- as a pytest plugin -----------------------------------------------------------------------------------------
 @pytest.fixture(autouse=True)
 def strict_gpu_everywhere(fresh_session, monkeypatch):
-    """With `-p strict_device`: every test on the fake device, every placement a "gpu" one."""
+    """With `-p strict_device`: every test on the fake device, every placement a "gpu" one. The fake lives in this
+    process only, so the child processes a test starts get the CPU explicitly (ONEFLOW_COMPAT_DEVICE=cpu in the
+    environment they inherit): run as `ONEFLOW_COMPAT_DEVICE=gpu pytest -p strict_device`, they inherited "gpu"
+    without the fake and failed on the machine's unusable CUDA (test_namespace's v0.5 scripts, the MPI ranks of
+    test_optim_adaptive). This process reads its mode from the patched `devices.mode`, not the variable."""
+    from oneflow_compat.backend import devices
+
+    monkeypatch.setenv(devices.MODE_ENV, "cpu")
     install(monkeypatch, "gpu", allow_syncs=os.environ.get("STRICT_DEVICE_SYNCS") == "allow")
 
 
