@@ -19,15 +19,17 @@ first GPU run, 4 per LeNet step): the gradient is the sum of the gradient flowin
 but the bias's, which for a C-contiguous (pre, K, post) array (the bias's axis K between the summed ones: NCHW's
 conv bias has pre = N, post = H·W; a dense bias pre = N, post = 1) is
 
-* `row_sums` (only where post > 1): `out[r] = Σ_j x[r, j]` over the rows of the (pre·K, post) view, one thread per
-  row, summing its contiguous row in order;
-* `colsum_sgd`: `g[c] = Σ_r x[r, c]` over the (pre, K) array (the row sums, or x itself), one thread per column
-  (the threads of a warp read adjacent columns), then the fused branch of `sgd` or `momentum` with that g:
-  `w -= g·(lr·scale)`, or `m = m·β − g·(lr·scale); w += m`.
+* `row_sums` (only where post > 1): `out[r] = Σ_j x[r, j]` over the rows of the (pre·K, post) view;
+* `colsum_sgd`: `g[c] = Σ_r x[r, c]` over the (pre, K) array (the row sums, or x itself), then the fused branch of
+  `sgd` or `momentum` with that g: `w -= g·(lr·scale)`, or `m = m·β − g·(lr·scale); w += m`.
 
-Both accumulate in double in index order (the twins too, so their bits are equal), the gradient rounded to the
-array's dtype once: as close to the exact sum as the CPU's pairwise float32 sums, or closer. One launch for a dense
-bias (its sum and update; it was a reduction and an update), two for a convolution's.
+Both are a block of `LANES` threads per output (the module `REDUCE`, cooperative: kernels/cuda_source.py): lane l
+adds items l, l + LANES, ... in double, in index order (a row's consecutive lanes read consecutive addresses), then
+a fixed tree over the lanes, the gradient rounded to the array's dtype once — the same bits every run, and the
+twins' (`_lane_sums`, the same order): as close to the exact sum as the CPU's pairwise float32 sums, or closer.
+(They were a thread per output summing its row serially: LeNet's conv1 bias left an H100 3,200 threads, each 784
+dependent reads.) One launch for a dense bias (its sum and update; it was a reduction and an update), two for a
+convolution's.
 """
 import numpy
 

@@ -8,9 +8,8 @@ functions from <cmath>), adds one `emu_<name>(grid, block, args...)` loop per fu
 compiler (`-ffp-contract=off`, as the sources are compiled with --fmad=false) and calls it through ctypes.
 
 A cooperative module (its `block` set: reductions whose block of threads sums together through `__shared__`
-memory and `__syncthreads`) runs each block's threads as OS threads meeting at a pthread barrier, the thread
-indices thread-local, the shared arrays static (one block runs at a time, so they are the block's), at the full
-block size it is launched with.
+memory and `__syncthreads`) runs each block's threads as coroutines (ucontext) switched at every barrier, the shared
+arrays static (one block runs at a time, so they are the block's), at the full block size it is launched with.
 
 `runner()` is a `strict_device.module(runner=...)` runner: the fake device then runs the real CUDA code instead of
 the twins. `available()` says whether a C++ compiler is there (the tests skip without one).
@@ -43,15 +42,44 @@ static inline int atomicMin(int* p, int v) { int old = *p; if (v < old) *p = v; 
 static inline int atomicMax(int* p, int v) { int old = *p; if (v > old) *p = v; return old; }
 """
 
-# a cooperative module's variant: per-thread indices, a barrier for __syncthreads, shared arrays static
-_COOPERATIVE_HEADER = _HEADER.replace(
-    "static emu_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0}, blockDim",
-    "static thread_local emu_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};\nstatic emu_dim3 blockDim") + r"""
-#include <pthread.h>
-#include <thread>
+# a cooperative module's variant: a block's threads are coroutines (ucontext) on this one OS thread, switched at
+# each __syncthreads by a round-robin scheduler (a round resumes every thread of the block once: all have reached the
+# barrier before any passes it); shared arrays are static (one block runs at a time), the indices set at each switch
+_COOPERATIVE_HEADER = _HEADER + r"""
+#include <ucontext.h>
+#include <functional>
 #include <vector>
-static pthread_barrier_t emu_barrier;
-static inline void __syncthreads() { pthread_barrier_wait(&emu_barrier); }
+static ucontext_t emu_scheduler;
+static std::vector<ucontext_t> emu_threads;
+static unsigned int emu_current = 0;
+static std::function<void()> emu_body;
+static std::vector<char> emu_done;
+static inline void __syncthreads() { swapcontext(&emu_threads[emu_current], &emu_scheduler); }
+static void emu_trampoline() { emu_body(); emu_done[emu_current] = 1; }
+static void emu_run_blocks(unsigned int grid, unsigned int block) {
+    const size_t stack = 64 * 1024;
+    std::vector<char> stacks(stack * block);
+    emu_threads.assign(block, ucontext_t());
+    for (unsigned int b = 0; b < grid; ++b) {
+        emu_done.assign(block, 0);
+        for (unsigned int t = 0; t < block; ++t) {
+            getcontext(&emu_threads[t]);
+            emu_threads[t].uc_stack.ss_sp = stacks.data() + t * stack;
+            emu_threads[t].uc_stack.ss_size = stack;
+            emu_threads[t].uc_link = &emu_scheduler;
+            makecontext(&emu_threads[t], emu_trampoline, 0);
+        }
+        for (bool alive = true; alive;) {
+            alive = false;
+            for (unsigned int t = 0; t < block; ++t) {
+                if (emu_done[t]) continue;
+                emu_current = t; blockIdx.x = b; threadIdx.x = t;
+                swapcontext(&emu_scheduler, &emu_threads[t]);
+                alive = alive || !emu_done[t];
+            }
+        }
+    }
+}
 #define __shared__ static
 """
 
@@ -86,16 +114,8 @@ def _wrappers(module):
         if module.block is not None:
             out.append('extern "C" void emu_%s(unsigned int emu_grid, unsigned int emu_block%s) {\n'
                        '    gridDim.x = emu_grid; blockDim.x = emu_block;\n'
-                       '    pthread_barrier_init(&emu_barrier, nullptr, emu_block);\n'
-                       '    std::vector<std::thread> emu_threads;\n'
-                       '    for (unsigned int emu_t = 0; emu_t < emu_block; ++emu_t)\n'
-                       '        emu_threads.emplace_back([=]() {\n'
-                       '            for (unsigned int emu_b = 0; emu_b < emu_grid; ++emu_b) {\n'
-                       '                blockIdx.x = emu_b; threadIdx.x = emu_t; %s(%s);\n'
-                       '                pthread_barrier_wait(&emu_barrier);\n'
-                       '            }\n        });\n'
-                       '    for (auto& t : emu_threads) t.join();\n'
-                       '    pthread_barrier_destroy(&emu_barrier);\n}\n'
+                       '    emu_body = [=]() { %s(%s); };\n'
+                       '    emu_run_blocks(emu_grid, emu_block);\n}\n'
                        % (name, ", " + decl if decl else "", name, call))
             continue
         out.append('extern "C" void emu_%s(unsigned int emu_grid, unsigned int emu_block%s) {\n'
@@ -123,7 +143,7 @@ def library(module):
             f.write(source)
         tmp = path + ".%d.tmp" % os.getpid()
         result = subprocess.run([compiler(), "-std=c++17", "-O1", "-ffp-contract=off", "-fno-fast-math", "-shared",
-                                 "-fPIC", "-pthread", "-w", src, "-o", tmp], capture_output=True, text=True)
+                                 "-fPIC", "-w", src, "-o", tmp], capture_output=True, text=True)
         if result.returncode:
             raise RuntimeError("host compile of CUDA module %r failed:\n%s" % (module.name, result.stderr[-4000:]))
         os.replace(tmp, path)

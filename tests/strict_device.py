@@ -974,14 +974,15 @@ def module(runner=None, gpus=None):
     return fake
 
 
-def install(monkeypatch, mode="auto", allow_syncs=False, gpus=None):
+def install(monkeypatch, mode="auto", allow_syncs=False, gpus=None, runner=None):
     """Run "gpu" placements on a fresh fake module, CUDA reported usable, under ONEFLOW_COMPAT_DEVICE=`mode`, in a
     new default session; returns the module. `allow_syncs`: record device -> host synchronisations in
-    `Syncs.seen` instead of refusing them. `gpus`: give the module a fake CUDA runtime with that many GPUs."""
+    `Syncs.seen` instead of refusing them. `gpus`: give the module a fake CUDA runtime with that many GPUs.
+    `runner`: the raw kernels' runner (`module`), e.g. tests/cuda_host.py's: the CUDA sources run on the host."""
     import oneflow_compat as flow
     from oneflow_compat.backend import devices
 
-    fake = module(gpus=gpus)
+    fake = module(runner=runner, gpus=gpus)
     monkeypatch.setattr(Syncs, "allowed", allow_syncs)
     monkeypatch.setattr(Syncs, "seen", [])
     monkeypatch.setattr(Syncs, "gets", 0)
