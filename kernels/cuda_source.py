@@ -22,7 +22,7 @@ exactly that many threads sums one output together (static `__shared__` memory, 
 uniform over the block, a fixed-order tree: the result is the same every run and equals its twin's), the only
 way to keep a reduction's threads many and its reads coalesced in one launch (a thread per output summing a long
 row serially left an H100 with 3,200 threads, each 784 dependent reads). It is launched with its block size
-only; its host emulation (tests/cuda_host.py) runs a block's threads as OS threads meeting at a barrier.
+only; its host emulation (tests/cuda_host.py) runs a block's threads as coroutines switched at each barrier.
 
 Launching (`launch`): the arguments are checked against the C signature (an array's dtype against its pointer
 type, C-contiguity; a scalar converted to the parameter's type), so a wrong argument is an error naming the

@@ -891,7 +891,7 @@ class _RawFunction:
 
     def __call__(self, grid, block, args, shared_mem=0, stream=None):
         if shared_mem:
-            raise ValueError("%s: the project's kernels use no shared memory" % self.name)
+            raise ValueError("%s: the project's kernels use no dynamic shared memory" % self.name)
         raw = [a._data if isinstance(a, StrictArray) else a for a in args]
         if any(isinstance(a, np.ndarray) and not isinstance(b, StrictArray) for a, b in zip(raw, args)):
             raise TypeError("%s: a host array given to a device kernel" % self.name)
