@@ -209,7 +209,7 @@ class FakeCuda:
     or a `with` block). The fake module's launches are counted per current device (`Launches.by_device`)."""
 
     def __init__(self, count):
-        self.count, self.current, self.used = count, 0, []
+        self.count, self.current, self.used, self.synchronized = count, 0, [], []
         self.runtime = types.SimpleNamespace(getDeviceCount=lambda: self.count, getDevice=lambda: self.current,
                                              streamCaptureModeRelaxed=2)
         self._null = FakeStream(self)
@@ -256,6 +256,9 @@ class FakeCuda:
 
             def __exit__(self, *exc):
                 cuda.current = self.previous
+
+            def synchronize(self):  # (nothing runs asynchronously here: which device was waited for is recorded)
+                cuda.synchronized.append(k)
 
         if not 0 <= k < self.count:
             raise ValueError("CUDA device %d of %d" % (k, self.count))

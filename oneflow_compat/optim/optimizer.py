@@ -14,6 +14,7 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import bfloat16 as bf16_k
 from oneflow_compat.runtime import global_eager
+from oneflow_compat._global import device_keys
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -196,11 +197,12 @@ class Optimizer:
                     continue
                 state = self.state.setdefault(p, {})
                 layout = _sharded_state_layout(p, state)
-                if layout is None:
-                    self._update(group, p, state)
-                else:
-                    self._update_sharded(group, p, state, layout)
-                _store_bfloat16(p, state)
+                with device_keys.current(p._device):  # (a parameter on "cuda:K": updated on that GPU)
+                    if layout is None:
+                        self._update(group, p, state)
+                    else:
+                        self._update_sharded(group, p, state, layout)
+                    _store_bfloat16(p, state)
         self._step_count += 1
         return loss
 
