@@ -737,8 +737,25 @@ def one_hot(input, num_classes=-1, on_value=1, off_value=0):  # noqa: A002
 
 
 class SliceStepError(RuntimeError, ValueError):
-    """`x[::-1]`: OneFlow 0.9's RuntimeError and words (core/functional/tensor_index.cpp PrepareSliceIndices); a
-    ValueError too, as this project raised before."""
+    """`x[::-1]` and `x[::0]`: OneFlow 0.9's RuntimeError and words (core/functional/tensor_index.cpp
+    PrepareSliceIndices; api/python/functional/indexing.cpp PySliceUnpack); a ValueError too, as this project (and
+    Python's `slice.indices`) raised before."""
+
+
+class InvalidIndexError(IndexError, TypeError):
+    """`x[0.0]`: OneFlow 0.9's IndexError "Invalid index float" (indexing.cpp UnpackIndexItem); a TypeError too, as
+    this project raised before."""
+
+
+def _slice_indices(k, dim):
+    """`k.indices(dim)` with OneFlow 0.9's checks and words (api/python/functional/indexing.cpp PySliceUnpack): a
+    bound that is no integer is a RuntimeError "Invalid slice ...", a step of 0 "slice step cannot be zero."."""
+    for bound in (k.start, k.stop, k.step):
+        if bound is not None and not hasattr(bound, "__index__"):
+            raise SliceStepError("Invalid slice %r" % (k,))
+    if k.step is not None and k.step.__index__() == 0:
+        raise SliceStepError("slice step cannot be zero.")
+    return k.indices(dim)
 
 
 def index(input, key):  # noqa: A002
@@ -782,13 +799,13 @@ def index(input, key):  # noqa: A002
             i %= dim
             slices.append((i, i + 1, 1))
         elif isinstance(k, slice):
-            start, stop, step = k.indices(dim)
-            if step <= 0:  # (a step of 0: Python's ValueError above, as OneFlow's slice unpacking)
+            start, stop, step = _slice_indices(k, dim)
+            if step <= 0:
                 raise SliceStepError("Step must be greater than zero.")
             slices.append((start, stop, step))
             out_shape.append(len(range(start, stop, step)))
-        else:
-            raise TypeError("invalid index %r" % (k,))
+        else:  # OneFlow 0.9's IndexError and words (api/python/functional/indexing.cpp UnpackIndexItem)
+            raise InvalidIndexError("Invalid index %s" % type(k).__name__)
         axis += 1
     for d in shape[axis:]:
         slices.append((0, d, 1))
