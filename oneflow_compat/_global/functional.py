@@ -420,7 +420,13 @@ def argmax(input, dim=None, keepdim=False):  # noqa: A002
 
 
 def argmin(input, dim=None, keepdim=False):  # noqa: A002
-    return argmax(neg(input), dim, keepdim)
+    """argmax of the negated input in at least float32, as OneFlow 0.9's ArgMinFunctor (core/functional/impl/
+    array_functor.cpp: TensorProcessor to DType::Float, Negative, ArgMax): an integer's negation would wrap (uint8,
+    the least int64) and a bool has none."""
+    x = _check(input, "argmin")
+    if x.dtype not in (dtypes.float32, dtypes.float64):
+        x = cast(x, dtypes.float32)
+    return argmax(neg(x), dim, keepdim)
 
 
 # --- softmax and losses -------------------------------------------------------------------------------------------
