@@ -155,6 +155,14 @@ def log1p(xp, x):
     return xp.log1p(x)
 
 
+def log2(xp, x):
+    return xp.log2(x)
+
+
+def log10(xp, x):
+    return xp.log10(x)
+
+
 def expm1(xp, x):
     return xp.expm1(x)
 

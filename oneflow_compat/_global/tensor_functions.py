@@ -613,7 +613,7 @@ def multinomial(input, num_samples, replacement=False, generator=None):  # noqa:
 
 # --- small arithmetic of the flowvision layers ---------------------------------------------------------------------
 def log2(input):  # noqa: A002
-    return F.mul(F.log(input), 1.0 / math.log(2.0))
+    return F.log2(input)
 
 
 def floor_divide(input, other):  # noqa: A002
