@@ -340,8 +340,19 @@ def _tile(self, *dims):
     return TF.tile(self, dims[0] if len(dims) == 1 else dims)
 
 
-def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-    return creation.new_tensor_like(data, self, dtype=dtype, requires_grad=requires_grad)
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None):
+    """OneFlow 0.9's `Tensor.new_tensor` (python/oneflow/framework/tensor.py): self's dtype, and its device (a
+    local self) or its placement and sbp (a global self) unless given."""
+    if dtype is None:
+        dtype = self.dtype
+    if self.is_local:
+        assert placement is None and sbp is None, \
+            "self is local tensor, placement and sbp are expected to be None."
+        return creation.tensor(data, dtype=dtype, device=self.device if device is None else device,
+                               requires_grad=requires_grad)
+    assert device is None, "self is global tensor, device is expected to be None."
+    return creation.tensor(data, dtype=dtype, placement=self.placement if placement is None else placement,
+                           sbp=self.sbp if sbp is None else sbp, requires_grad=requires_grad)
 
 
 def _element_size(self):
