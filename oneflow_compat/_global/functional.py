@@ -7,6 +7,7 @@ Python numbers mix with tensors (`x + 1`, `2 * x`, `x ** 2`); dtypes are promote
 tensor with a float number or a float tensor becomes floating). Reductions over every axis give 0-d tensors.
 """
 import builtins
+import operator
 import collections
 
 import numpy as np
@@ -547,7 +548,8 @@ def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     x = _check(input, "flatten")
     if x.ndim == 0:
         return reshape(x, (1,))
-    s, e = start_dim % x.ndim, end_dim % x.ndim
+    # (an integer 0-d tensor is an int, as OneFlow 0.9's argument parser reads it: PyUnpackIntegerScalarTensor)
+    s, e = operator.index(start_dim) % x.ndim, operator.index(end_dim) % x.ndim
     if s >= e:
         return x
     out = apply_op("flatten", [x], {"start_dim": s, "end_dim": e})

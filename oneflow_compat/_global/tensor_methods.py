@@ -385,6 +385,10 @@ _METHODS.update({
 # nnextra helper (issue 21): Tensor.cumprod, Tensor.fmod (and fmod_ in place)
 from oneflow_compat._global import math_extra as _math_extra  # noqa: E402
 _METHODS.update({"cumprod": _math_extra.cumprod, "fmod": _math_extra.fmod, "fmod_": _inplace(_math_extra.fmod)})
+# of09 team: `%` and `//`, as OneFlow 0.9's number protocol (api/python/framework/tensor_functions.cpp: nb_remainder
+# is functional::fmod, C's remainder with the dividend's sign; nb_floor_divide is functional::floor_divide). Their
+# yaml signatures take a Tensor first, so `7 % t` / `7 // t` stay TypeErrors there and here.
+_METHODS.update({"__mod__": _math_extra.fmod, "__floordiv__": TF.floor_divide})
 
 # leftovers helper: Tensor.unfold(dimension, size, step) (OneFlow's unfold_tensor; nn.functional.unfold is im2col)
 from oneflow_compat._global import nn_fold as _nn_fold  # noqa: E402
