@@ -195,6 +195,8 @@ def _to(self, *args, **kwargs):
             out = device_moves.moved(self, kind)  # (differentiable: OneFlow 0.9's copy op)
     if dtype is not None:
         out = F.cast(out, dtype)
+    if kwargs.get("copy", False) and out is self:  # OneFlow 0.9's `copy=True`: a new tensor, even where nothing
+        out = self.clone()                         # changes (core/functional/impl/array_functor.cpp ToFunctor)
     return out
 
 
