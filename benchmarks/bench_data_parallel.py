@@ -1,9 +1,10 @@
 """Data-parallel training with global tensors on 2 ranks vs 1 rank, inside one `mpiexec -n 2` run that this script
 launches with the venv's mpiexec: the MLP 784-512-512-10, batch 64 per rank, SGD with momentum,
 
-1. eager: forward, backward (the gradients all-reduced through one gradient bucket), step, loss.numpy()
-   (target: 2 ranks / 1 rank <= 1.25);
-2. nn.Graph: the same step compiled (target <= 1.15);
+1. eager: forward, backward (the gradients all-reduced through one gradient bucket, whose check carries the loss's
+   partial sums), step, loss.numpy() (no collective: the bucket summed it) (target: 2 ranks / 1 rank <= 1.25);
+2. nn.Graph: the same step compiled (target <= 1.15; the call's check, in its bucket's all-reduce, carries the loss:
+   its numpy() sends nothing);
 3. and 4.: the same with the feeds cast with `to_global(..., check_meta=False)` (OneFlow 0.9's promise that every
    rank feeds one shape: no shapes exchanged, no collective for the feeds on 2 ranks);
 5. the floor of this machine, no framework: the same step written in numpy, its gradients and loss summed by one

@@ -97,7 +97,9 @@ def _layer(filename):
 
 def count_calls(step, n=5):
     """Python function calls per step by where the function lives (cProfile's counts): a figure the machine's load
-    does not change, and the host work a step does on any device."""
+    does not change, and the host work a step does on any device. Also, under "made by ...", the calls each layer's
+    functions make (builtins and numpy included: what a layer costs on any device, the fake device's own calls and
+    the kernels' numpy twins, which a GPU does not run, apart)."""
     import cProfile
     import pstats
 
@@ -107,9 +109,13 @@ def count_calls(step, n=5):
         step()
     profile.disable()
     counts = {}
-    for (filename, _, _), (_, calls, _, _, _) in pstats.Stats(profile).stats.items():
+    for (filename, _, _), (_, calls, _, _, callers) in pstats.Stats(profile).stats.items():
         layer = _layer(filename)
         counts[layer] = counts.get(layer, 0) + calls / n
+        for (caller_file, _, caller), made in callers.items():
+            twin = "_twin" in caller or caller == "_ordered_sums"  # (the numpy stand-ins of CUDA kernels)
+            by = "made by " + ("twins" if twin else _layer(caller_file))
+            counts[by] = counts.get(by, 0) + (made[1] if isinstance(made, tuple) else made) / n
     return counts
 
 

@@ -33,6 +33,8 @@ import numpy
 
 # cublasOperation_t
 OP_N, OP_T = 0, 1
+# cublasPointerMode_t: alpha and beta read from host memory (when the call is made) or device memory (when it runs)
+POINTER_HOST, POINTER_DEVICE = 0, 1
 ENV = "ONEFLOW_COMPAT_OWN_CUBLAS"  # "0": every product through xp.matmul (CuPy's own cuBLAS calls; no capture)
 _INT_MAX = 2 ** 31 - 1
 WORKSPACE_BYTES = 32 << 20
@@ -41,6 +43,7 @@ _FUNCTIONS = {  # name: argument types after the handle (ctypes), all returning 
     "cublasCreate_v2": (ctypes.c_void_p,),
     "cublasSetStream_v2": (ctypes.c_void_p, ctypes.c_void_p),
     "cublasSetWorkspace_v2": (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t),
+    "cublasSetPointerMode_v2": (ctypes.c_void_p, ctypes.c_int),
 }
 _GEMM = (ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
@@ -67,10 +70,10 @@ class _Library:
     def __init__(self, functions, xp, where=None):
         self.functions, self.xp = functions, xp
         self.path = None  # the shared library's file, where it is one
-        self.where = where if where is not None else \
-            (lambda: (xp.cuda.runtime.getDevice(), xp.cuda.get_current_stream().ptr))
+        self.where = where if where is not None else _where(xp)
         self.local = threading.local()
         self.scalars = {}  # (ctypes type, value) -> the host scalar alpha or beta points at (kept alive here)
+        self.plans = {}  # a product's operand layouts -> _Plan (see `matmul`)
         for name in _BY_DTYPE.values():
             getattr(functions, name[0]), getattr(functions, name[1])  # noqa: B018 - a missing function fails now
 
@@ -109,6 +112,15 @@ class _Library:
             self.call("cublasSetWorkspace_v2", found[0], workspace.data.ptr, WORKSPACE_BYTES)
             found[1] = stream
         return found[0]
+
+
+def _where(xp):
+    """() -> (the current GPU, the current stream's address) of CuPy: with one GPU visible (the count is fixed for a
+    process's life) the GPU is 0 without asking the runtime at every product."""
+    cuda = xp.cuda
+    if cuda.runtime.getDeviceCount() <= 1:
+        return lambda: (0, cuda.get_current_stream().ptr)
+    return lambda: (cuda.runtime.getDevice(), cuda.get_current_stream().ptr)
 
 
 _LIBRARIES = {}  # id(module) -> (module, _Library or None, why none)
@@ -167,9 +179,24 @@ def _load_cupy_library(xp):
         return None, "%s: %s" % (type(e).__name__, e)
 
 
+def _own_cublas_off():
+    """Whether ONEFLOW_COMPAT_OWN_CUBLAS is "0", read at every product (a test or a user may change it between
+    calls): on POSIX from os.environ's own dict of bytes, one dict lookup instead of `os.environ.get`'s key
+    encoding (a few hundred ns per product, 11 products a LeNet step)."""
+    data = _ENVIRON_BYTES
+    value = data.get(_ENV_BYTES) if data is not None else os.environ.get(ENV)
+    return value is not None and value.strip() in (b"0", "0")
+
+
+_ENV_BYTES = ENV.encode()
+_ENVIRON_BYTES = getattr(os.environ, "_data", None) if os.name == "posix" else None
+if not (isinstance(_ENVIRON_BYTES, dict) and all(isinstance(k, bytes) for k in list(_ENVIRON_BYTES)[:1])):
+    _ENVIRON_BYTES = None
+
+
 def library(xp):
     """The _Library of device module `xp`, or None (numpy; a module without cuBLAS; ONEFLOW_COMPAT_OWN_CUBLAS=0)."""
-    if os.environ.get(ENV, "1").strip() == "0":
+    if _own_cublas_off():
         return None
     found = _LIBRARIES.get(id(xp))
     if found is not None and found[0] is xp:
@@ -185,7 +212,7 @@ def library(xp):
 
 def unavailable_reason(xp):
     """Why the products of `xp` cannot go through the project's cuBLAS handle (None where they can)."""
-    if library(xp) is None and os.environ.get(ENV, "1").strip() == "0":
+    if library(xp) is None and _own_cublas_off():
         return "%s=0" % ENV
     return _LIBRARIES[id(xp)][2]
 
@@ -256,11 +283,44 @@ def _batch_shape(a, b):
         return None
 
 
+class _Plan:
+    """One product's cuBLAS call for operands of given shapes, strides and dtype, used as they are (no copy): the
+    function, its operations, sizes, leading dimensions and batch strides, and the result's shape. Kept per library
+    by the operands' layouts, so that a step's products skip the layout analysis (`_operand`, `_batch_stride`:
+    ~10 µs of host time per product on the first GPU run) after their first call."""
+    __slots__ = ("shape", "function", "name", "fixed_head", "fixed_mid", "fixed_tail", "batched")
+
+    def __init__(self, shape, function, name, head, mid, tail, batched):
+        self.shape, self.function, self.name = shape, function, name
+        self.fixed_head, self.fixed_mid, self.fixed_tail, self.batched = head, mid, tail, batched
+
+    def run(self, handle, a, b, c):
+        if self.batched:
+            ld_b, stride_b, ld_a, stride_a = self.fixed_mid
+            status = self.function(handle, *self.fixed_head, b.data.ptr, ld_b, stride_b, a.data.ptr, ld_a, stride_a,
+                                   self.fixed_tail[0], c.data.ptr, *self.fixed_tail[1:])
+        else:
+            ld_b, ld_a = self.fixed_mid
+            status = self.function(handle, *self.fixed_head, b.data.ptr, ld_b, a.data.ptr, ld_a, self.fixed_tail[0],
+                                   c.data.ptr, *self.fixed_tail[1:])
+        if status != 0:
+            raise CublasError("%s failed: cuBLAS status %d" % (self.name, status))
+
+
+_MAX_PLANS = 512
+
+
 def matmul(xp, a, b, out=None, alpha=1.0):
     """alpha * `xp.matmul(a, b)` (operands of 2 or more axes, batch axes broadcast), into `out` where given (a new
     C-ordered array otherwise): through the project's cuBLAS handle for float32/float64 operands of one dtype (see
     the module docstring), else through `xp.matmul`."""
     lib = library(xp) if xp is not numpy else None
+    if lib is not None and out is None:
+        plan = lib.plans.get((a.shape, a.strides, b.shape, b.strides, a.dtype, b.dtype, alpha))
+        if plan is not None:
+            c = xp.empty(plan.shape, dtype=a.dtype)
+            plan.run(lib.handle(), a, b, c)
+            return c
     names = _BY_DTYPE.get(a.dtype) if lib is not None else None
     batch = _batch_shape(a, b) if names is not None and a.ndim >= 2 and b.ndim >= 2 else None
     if names is None or batch is None or b.dtype != a.dtype or a.shape[-1] != b.shape[-2]:
@@ -280,6 +340,8 @@ def matmul(xp, a, b, out=None, alpha=1.0):
     if k == 0:
         c.fill(0)
         return c
+    key = (a.shape, a.strides, b.shape, b.strides, a.dtype, b.dtype, alpha)
+    a0, b0 = a, b
     a, op_a, ld_a, stride_a = _operand(xp, a, batch)
     b, op_b, ld_b, stride_b = _operand(xp, b, batch)
     if max(m, n, k, count, ld_a, ld_b) > _INT_MAX:  # beyond cuBLAS's 32-bit sizes: CuPy's matmul (its _64 calls)
@@ -289,12 +351,61 @@ def matmul(xp, a, b, out=None, alpha=1.0):
         return c
     one, batched, ctype = names
     alpha_p, beta_p = lib.scalar(ctype, alpha), lib.scalar(ctype, 0.0)
-    handle = lib.handle()
     # C^T (n, m) = op(B^T) (n, k) . op(A^T) (k, m), column-major with ldc = n
+    head = (op_b, op_a, n, m, k, alpha_p)
     if count == 1:
-        lib.call(one, handle, op_b, op_a, n, m, k, alpha_p, b.data.ptr, ld_b, a.data.ptr, ld_a, beta_p,
-                 c.data.ptr, n)
+        plan = _Plan(shape, getattr(lib.functions, one), one, head, (ld_b, ld_a), (beta_p, n), False)
     else:
-        lib.call(batched, handle, op_b, op_a, n, m, k, alpha_p, b.data.ptr, ld_b, stride_b, a.data.ptr, ld_a,
-                 stride_a, beta_p, c.data.ptr, n, m * n, count)
+        plan = _Plan(shape, getattr(lib.functions, batched), batched, head, (ld_b, stride_b, ld_a, stride_a),
+                     (beta_p, n, m * n, count), True)
+    plan.run(lib.handle(), a, b, c)
+    if a is a0 and b is b0:  # (the operands were used as they are: the same layouts take the same call)
+        if len(lib.plans) >= _MAX_PLANS:
+            lib.plans.clear()
+        lib.plans[key] = plan
     return c
+
+
+def _span(x):
+    """[first, last) byte addresses an array's elements occupy."""
+    lo = hi = x.data.ptr
+    for extent, stride in zip(x.shape, x.strides):
+        if stride < 0:
+            lo += (extent - 1) * stride
+        else:
+            hi += (extent - 1) * stride
+    return lo, hi + x.itemsize
+
+
+def _overlap(x, y):
+    (x0, x1), (y0, y1) = _span(x), _span(y)
+    return x0 < y1 and y0 < x1
+
+
+def gemm_update(xp, a, b, c, alpha, beta):
+    """c ← alpha·(a @ b) + beta·c in place, for 2-D float32/float64 operands of c's dtype and C-contiguous c, with
+    `alpha` and `beta` 0-d device arrays of c's dtype read by the GEMM when it runs (cuBLAS's device pointer mode:
+    per-call values such as the learning rate, captured into a CUDA graph by address). Returns False, doing
+    nothing, where it cannot (no own cuBLAS, other dtypes or layouts): the caller computes otherwise."""
+    lib = library(xp) if xp is not numpy else None
+    names = _BY_DTYPE.get(c.dtype) if lib is not None else None
+    if names is None or a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or not a.dtype == b.dtype == c.dtype == \
+            alpha.dtype == beta.dtype or alpha.size != 1 or beta.size != 1 or not c.flags.c_contiguous:
+        return False
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    if b.shape[0] != k or tuple(c.shape) != (m, n) or m == 0 or n == 0 or k == 0 or _overlap(c, a) or \
+            _overlap(c, b):
+        return False  # (an operand in c's memory: the GEMM would read what it writes)
+    a, op_a, ld_a, _ = _operand(xp, a, ())
+    b, op_b, ld_b, _ = _operand(xp, b, ())
+    if max(m, n, k, ld_a, ld_b) > _INT_MAX:
+        return False
+    handle = lib.handle()
+    lib.call("cublasSetPointerMode_v2", handle, POINTER_DEVICE)
+    try:
+        # C^T (n, m) = alpha op(B^T) (n, k) . op(A^T) (k, m) + beta C^T, column-major with ldc = n
+        lib.call(names[0], handle, op_b, op_a, n, m, k, alpha.data.ptr, b.data.ptr, ld_b, a.data.ptr, ld_a,
+                 beta.data.ptr, c.data.ptr, n)
+    finally:
+        lib.call("cublasSetPointerMode_v2", handle, POINTER_HOST)
+    return True

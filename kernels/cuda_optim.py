@@ -13,6 +13,21 @@ gradient's dtype; compiled with --fmad=false, so float32 results equal numpy's b
   `m = m·β − lr·(g·scale); w += m; w −= lr·wd·w_old` (β rounded to float32);
 * `adam`: `m = β1·m + (1−β1)·g; v = β2·v + ((1−β2)·g)·g; w −= lr'·(m / (√v + ε) + wd·w)`
   (g scaled first).
+
+A bias's gradient and its SGD step, without CuPy's reductions (each one cost ~50 µs of host time per call on the
+first GPU run, 4 per LeNet step): the gradient is the sum of the gradient flowing into bias_add over every axis
+but the bias's, which for a C-contiguous (pre, K, post) array (the bias's axis K between the summed ones: NCHW's
+conv bias has pre = N, post = H·W; a dense bias pre = N, post = 1) is
+
+* `row_sums` (only where post > 1): `out[r] = Σ_j x[r, j]` over the rows of the (pre·K, post) view, one thread per
+  row, summing its contiguous row in order;
+* `colsum_sgd`: `g[c] = Σ_r x[r, c]` over the (pre, K) array (the row sums, or x itself), one thread per column
+  (the threads of a warp read adjacent columns), then the fused branch of `sgd` or `momentum` with that g:
+  `w -= g·(lr·scale)`, or `m = m·β − g·(lr·scale); w += m`.
+
+Both accumulate in double in index order (the twins too, so their bits are equal), the gradient rounded to the
+array's dtype once: as close to the exact sum as the CPU's pairwise float32 sums, or closer. One launch for a dense
+bias (its sum and update; it was a reduction and an update), two for a convolution's.
 """
 import numpy
 
@@ -73,15 +88,56 @@ extern "C" __global__ void adam_{S}({T}* w, {T}* m, {T}* v, const {T}* g, const 
         w[i] = w[i] - delta * ({T})rate;
     }
 }
+
+extern "C" __global__ void row_sums_{S}(const {T}* x, {T}* out, long long rows, long long length) {
+    GRID_LOOP(r, rows) {
+        const {T}* row = x + r * length;
+        double acc = 0.0;
+        for (long long j = 0; j < length; ++j) acc += (double)row[j];
+        out[r] = ({T})acc;
+    }
+}
+
+extern "C" __global__ void colsum_sgd_{S}({T}* w, {T}* m, const {T}* x, const float* lr, long long rows,
+                                          long long cols, {T} scale, {T} beta, int momentum) {
+    float rate = lr[0];
+    GRID_LOOP(c, cols) {
+        double acc = 0.0;
+        for (long long r = 0; r < rows; ++r) acc += (double)x[r * cols + c];
+        {T} g = ({T})acc;
+        if (momentum) {
+            {T} mi = m[c] * beta - g * ({T})(rate * (float)scale);
+            m[c] = mi;
+            w[c] = w[c] + mi;
+        } else {
+            w[c] = w[c] - g * ({T})(rate * (float)scale);
+        }
+    }
+}
 """
 
 _SUFFIX = {numpy.dtype(numpy.float32): "f32", numpy.dtype(numpy.float64): "f64"}
 _F32 = numpy.float32
 
 
+_COUNTER = r"""
+extern "C" __global__ void increment_i64(long long* step, long long n) {
+    GRID_LOOP(i, n) step[i] += 1;
+}
+
+extern "C" __global__ void increment_i32(int* step, long long n) {
+    GRID_LOOP(i, n) step[i] += 1;
+}
+"""
+
+
 def _source():
     return _HEADER + "".join(_TEMPLATE.replace("{T}", t).replace("{S}", s)
-                             for t, s in (("float", "f32"), ("double", "f64")))
+                             for t, s in (("float", "f32"), ("double", "f64"))) + _COUNTER
+
+
+def _increment_twin(step, n):
+    step.reshape(-1)[:n] += 1
 
 
 def _sgd_twin(w, g, lr, n, scale, wd, fused):
@@ -122,9 +178,38 @@ def _adam_twin(w, m, v, g, lr, n, scale, beta1, beta2, epsilon, wd):
     w -= delta * t(rate)
 
 
-MODULE = CudaModule("optim", _source(), {"%s_%s" % (name, s): twin for name, twin in
-                                          (("sgd", _sgd_twin), ("momentum", _momentum_twin), ("adam", _adam_twin))
-                                          for s in ("f32", "f64")},
+def _ordered_sums(view, axis):
+    """Σ of `view` along `axis` in float64, in index order (the kernels' per-thread order): numpy's accumulate is
+    sequential (its reductions are pairwise), so the last of the running sums is that sum."""
+    if view.shape[axis] == 0:
+        return numpy.zeros(view.shape[1 - axis])
+    return numpy.cumsum(view, axis=axis, dtype=numpy.float64).take(-1, axis=axis)
+
+
+def _row_sums_twin(x, out, rows, length):
+    view = x.reshape(-1)[:rows * length].reshape(rows, length)
+    out.reshape(-1)[:rows] = _ordered_sums(view, 1).astype(out.dtype)
+
+
+def _colsum_sgd_twin(w, m, x, lr, rows, cols, scale, beta, momentum):
+    rate = _F32(lr.reshape(-1)[0])
+    view = x.reshape(-1)[:rows * cols].reshape(rows, cols)
+    t = w.dtype.type
+    g = _ordered_sums(view, 0).astype(w.dtype)
+    c = t(_F32(rate * _F32(scale)))
+    w1, m1 = w.reshape(-1)[:cols], m.reshape(-1)[:cols]
+    if momentum:
+        m1[...] = m1 * t(beta) - g * c
+        w1 += m1
+    else:
+        w1 -= g * c
+
+
+_TWINS = {"increment_i64": _increment_twin, "increment_i32": _increment_twin}
+MODULE = CudaModule("optim", _source(), {**_TWINS, **{"%s_%s" % (name, s): twin for name, twin in
+                                          (("sgd", _sgd_twin), ("momentum", _momentum_twin), ("adam", _adam_twin),
+                                           ("row_sums", _row_sums_twin), ("colsum_sgd", _colsum_sgd_twin))
+                                          for s in ("f32", "f64")}},
                     options=("--std=c++17", "--fmad=false"))
 
 
@@ -156,3 +241,61 @@ def adam(xp, w, m, v, g, lr, *, beta1, beta2, epsilon, scale=1.0, weight_decay=0
     """`lr` is the rate the step uses: the bias-corrected one when Adam corrects."""
     MODULE.launch(xp, _name("adam", w.dtype), w.size, w, m, v, g, lr, w.size, scale, beta1, beta2, epsilon,
                   weight_decay)
+
+
+_LAYOUTS = {}  # (shape, axis, dtype) -> bias_layout's answer (a step asks the same few every call)
+
+
+def bias_layout(x, axis):
+    """(pre, K, post) when summing C-contiguous `x` over `axis` keeps one contiguous run of axes (K elements, `pre`
+    before it, `post` after it: a bias gradient's layout), else None."""
+    key = (x.shape, tuple(axis), x.dtype)
+    found = _LAYOUTS.get(key, False)
+    if found is False:
+        if len(_LAYOUTS) > 256:
+            _LAYOUTS.clear()
+        found = _LAYOUTS[key] = _bias_layout(x, axis)
+    return found
+
+
+def _bias_layout(x, axis):
+    nd = x.ndim
+    kept = [i for i in range(nd) if i not in set(axis)]
+    if not kept or kept != list(range(kept[0], kept[-1] + 1)) or numpy.dtype(x.dtype) not in _SUFFIX:
+        return None
+    shape = x.shape
+    pre = post = k = 1
+    for i in range(kept[0]):
+        pre *= shape[i]
+    for i in kept:
+        k *= shape[i]
+    for i in range(kept[-1] + 1, nd):
+        post *= shape[i]
+    return pre, k, post
+
+
+def bias_sgd(xp, w, m, x, lr, layout, *, scale=1.0, beta=0.0):
+    """The fused SGD step (momentum with `m` and β > 0) of bias `w` by the sum of `x` over every axis but its run
+    of K (`layout` = (pre, K, post) from `bias_layout`): `row_sums` first where post > 1, then `colsum_sgd`. In
+    place; `lr` a float32 device scalar. β is rounded to float32 (as `momentum`)."""
+    pre, k, post = layout
+    if post > 1:
+        sums = xp.empty(pre * k, dtype=x.dtype)
+        MODULE.launch(xp, _name("row_sums", x.dtype), pre * k, x, sums, pre * k, post)
+        x = sums
+    momentum = m is not None and beta != 0
+    MODULE.launch(xp, _name("colsum_sgd", w.dtype), k, w, m if momentum else w, x, lr, pre, k, scale,
+                  float(numpy.float32(beta)) if momentum else 0.0, 1 if momentum else 0)
+
+
+_COUNTERS = {numpy.dtype(numpy.int64): "increment_i64", numpy.dtype(numpy.int32): "increment_i32"}
+
+
+def increment(xp, step):
+    """The train-step counter one more, in place: one raw launch on a device (a CuPy ufunc with a scalar costs
+    several times its host time), kernels/optim.py's `step += 1` otherwise."""
+    name = _COUNTERS.get(step.dtype) if hasattr(xp, "RawModule") else None
+    if name is None or not step.flags.c_contiguous:
+        step += 1
+        return
+    MODULE.launch(xp, name, step.size, step, step.size)

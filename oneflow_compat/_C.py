@@ -17,10 +17,6 @@ def reshape(x, shape):
     return _F.reshape(x, tuple(shape))
 
 
-def transpose(x, perm):
-    return _F.permute(x, list(perm))
-
-
 def pad(x, pad, mode="constant", value=0):  # noqa: A002
     return _nnF.pad(x, pad, mode=mode, value=value)
 
@@ -42,12 +38,11 @@ def l1_loss(input, target, reduction="mean"):  # noqa: A002
 
 # the names whose OneFlow _C form matches the functional form
 from oneflow_compat._global.functional import (  # noqa: F401,E402
-    add, argmax, cat as concat, clamp, div, exp, log, matmul, mul, relu, sigmoid, softmax, log_softmax, sub, sum,
-    tanh)
+    cat as concat, clamp, div, exp, log, matmul, sigmoid, softmax, log_softmax, sum, tanh)
 from oneflow_compat._global.nn_functional import (  # noqa: F401,E402
-    conv2d, dropout, gelu, interpolate, layer_norm, silu)
+    dropout, gelu, interpolate, silu)
 from oneflow_compat._global.tensor_functions import (  # noqa: F401,E402
-    argsort, cumsum, flip, normalize, roll, sort, split, topk)
+    argsort, cumsum, flip, roll, sort, split, topk)
 del _T
 
 
@@ -72,7 +67,7 @@ def adaptive_max_pool3d(input, output_size):  # noqa: A002
 # hardshrink lambd, softshrink alpha, threshold threshold / value), cumprod, fmod
 from oneflow_compat._global.nn_activations_extra import (  # noqa: F401,E402
     celu, glu, hardshrink, quick_gelu, selu, softshrink, softsign, threshold)
-from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: F401,E402
+from oneflow_compat._global.math_extra import cumprod  # noqa: F401,E402
 
 
 def unfold(x, kernel_size, dilation=1, padding=0, stride=1, data_format="channels_first"):
@@ -105,7 +100,7 @@ def unfold_tensor(x, dimension, size, step):
 from oneflow_compat._global.elementwise_extra import (  # noqa: F401,E402
     addcdiv, addcmul, clamp_max, clamp_min, isclose, log10, logical_xor, trunc)
 from oneflow_compat._global.math_methods import (  # noqa: F401,E402
-    addcdiv_, addcmul_, bernoulli_, clamp_max_, clamp_min_, floor_, sin_)
+    addcdiv_, addcmul_, floor_, sin_)
 from oneflow_compat._global.reductions_extra import hann_window, median  # noqa: F401,E402
 from oneflow_compat._global.reductions_extra import nansum as reduce_nansum  # noqa: F401,E402
 from oneflow_compat._global.nn_activations import mish, softplus  # noqa: F401,E402
@@ -121,7 +116,7 @@ from oneflow_compat._global.nn_quantization import (  # noqa: F401,E402
 # api-data: data pipeline (functional_api.yaml v0.9.0: decode_onerec, image_flip, tensor_buffer_to_tensor,
 # tensor_to_tensor_buffer)
 from oneflow_compat._global.nn_data import (  # noqa: F401,E402
-    decode_onerec, tensor_buffer_to_tensor, tensor_to_tensor_buffer)
+    decode_onerec, tensor_to_tensor_buffer)
 
 
 def image_flip(images, flip_code):
@@ -193,8 +188,7 @@ from oneflow_compat._global.index_extra import (  # noqa: F401,E402
 from oneflow_compat._global.nd_functions import diag, in_top_k  # noqa: F401,E402
 from oneflow_compat._global.index_extra import c_nms as nms  # noqa: F401,E402
 from oneflow_compat._global.products_extra import (  # noqa: F401,E402
-    inv, linalg_cross, matrix_norm, norm, vector_norm)
-from oneflow_compat._global.products_extra import c_tensordot as tensordot  # noqa: F401,E402
+    inv, linalg_cross, matrix_norm, vector_norm)
 from oneflow_compat._global.products_extra import mv as matrix_vector_product  # noqa: F401,E402
 
 
@@ -210,7 +204,6 @@ def broadcast_shapes(shapes):
 # api-misc2: the fused MLP functionals and the local all-reduce (functional_api.yaml v0.9.0, bind_python: True)
 from oneflow_compat._global.nn_fused_mlp import (  # noqa: F401,E402
     fused_matmul_bias_add_relu_dropout, fused_mlp)
-from oneflow_compat._global.nn_model_parallel import local_all_reduce  # noqa: F401,E402
 # acceptance-09: the fused functionals OneFlow 0.9's module tests call (functional_api.yaml v0.9.0), composed from
 # registered ops (_global/fused_functionals.py), and _C.tril
 from oneflow_compat._global.fused_functionals import (  # noqa: F401,E402
@@ -305,8 +298,8 @@ from oneflow_compat._global.c_bindings_math import (  # noqa: F401,E402,A004
     trunc_divide, var)
 from oneflow_compat._global.c_bindings_shape import (  # noqa: F401,E402
     T, amp_black_identity, amp_white_identity, arg_sort, argwhere, baddbmm, batch_matmul, broadcast_like, chunk,
-    contiguous_, dim_gather, dot, einsum, expand, expand_dims, fill_, flatten, gather, gather_nd, identity,
-    index_select, meshgrid, mm, narrow, nonzero, one_hot, permute, reduce_sum_like, repeat, reshape_like,
+    contiguous_, dim_gather, einsum, expand, expand_dims, fill_, flatten, gather, gather_nd, identity,
+    index_select, meshgrid, narrow, nonzero, one_hot, permute, reduce_sum_like, repeat, reshape_like,
     scatter_add, scatternd, scatterndlike, select_top_n, slice, slice_update, slice_view_1d_contiguous,
     split_like, squeeze, stack, t, tensor_scatter_nd_update, tensor_setitem, tile, triu, triu_, unbind, unique,
     unsorted_segment_sum, unsqueeze, view)
@@ -339,11 +332,11 @@ from oneflow_compat._global.c_bindings_one_embedding import (  # noqa: F401,E402
     one_embedding_embedding_put, one_embedding_embedding_shuffle, one_embedding_ftrl_update,
     one_embedding_fused_lookup_grad, one_embedding_id_shuffle, one_embedding_lookup, one_embedding_sgd_update,
     one_embedding_unique_key_value_pair)
-# the `bind_python: true` (lower-case) names, and the yaml's full signatures of add / sub / mul / relu / layer_norm /
-# conv2d / normalize / local_all_reduce (supersets of the forms bound above, which they replace)
+# the `bind_python: true` (lower-case) names, and the yaml's full signatures of sub / mul / relu / layer_norm /
+# conv2d / local_all_reduce (supersets of the forms bound above, which they replace)
 from oneflow_compat._global.c_bindings_yaml_forms import (  # noqa: F401,E402,F811
-    add, broadcast_equal, conv2d, greater, greater_equal, layer_norm, local_all_reduce, logical_and, logical_not,
-    logical_or, masked_fill, mul, mul_, normalize, not_equal, relu, sub, where)
+    broadcast_equal, conv2d, greater, greater_equal, layer_norm, local_all_reduce, logical_and, logical_not,
+    logical_or, masked_fill, mul, mul_, not_equal, relu, sub, where)
 # the yaml's argument names for names bound above under the functional forms' names (the old keywords stay aliases);
 # gelu_with_approximate, eye_, erfinv_, swapaxes, swapdims, inv, cosine_similarity, logaddexp, roi_align, clamp_max_
 # and tensor_to_tensor_buffer keep theirs:
@@ -365,9 +358,10 @@ del _name
 from oneflow_compat._global.c_bindings_tensor_api import (  # noqa: F401,E402
     _legacy_tensor_ctor, assign_local_tensor, from_dlpack, from_numpy, tensor)
 
-# --- modtests team: OneFlow 0.9's checks and words where its own exception tests read them: _C.normalize's
-# l2 kernel axis checks (`_global/l2_normalize.py`), _C.add of three or more tensors / a list as add_n with
-# add_n's checks (`_global/add_forms.py`), _C.mm / _C.dot (`_global/matrix_checks.py`)
-from oneflow_compat._global.l2_normalize import normalize  # noqa: F401,E402,F811
-from oneflow_compat._global.add_forms import add  # noqa: F401,E402,F811
-from oneflow_compat._global.matrix_checks import dot, mm  # noqa: F401,E402,F811
+# bound once each, with OneFlow 0.9's signatures, checks and words (functional_api.yaml @ v0.9.0): _C.add — the
+# yaml's Add / ScalarAdd (alpha, inplace), and add_n of three or more tensors or a list with add_n's checks
+# (`_global/add_forms.py`); _C.normalize with the l2 kernel's axis checks (`_global/l2_normalize.py`); _C.mm and
+# _C.dot (`_global/matrix_checks.py`)
+from oneflow_compat._global.l2_normalize import normalize  # noqa: F401,E402
+from oneflow_compat._global.add_forms import add  # noqa: F401,E402
+from oneflow_compat._global.matrix_checks import dot, mm  # noqa: F401,E402

@@ -61,7 +61,7 @@ from oneflow_compat._global.generators import (  # noqa: F401,E402
 from oneflow_compat._global import generators as _generators  # noqa: E402
 # OneFlow 0.9's `flow.default_generator` is the CPU Generator object itself (framework/generator.py@v0.9.0:
 # `default_generator = _oneflow_internal.default_generator("cpu")`), so `flow.default_generator.manual_seed(1)`
-default_generator = _generators.default_generator()
+default_generator = _generators.DEFAULT  # (the process's, or the simulated rank's that reads it)
 from oneflow_compat._global.functional import (  # noqa: F401,E402
     abs, add, allclose, argmax, argmin, bmm, cat, ceil, clone, cos, div, dot, eq, equal, exp, expm1, floor, ge,
     greater, greater_equal, gt, is_tensor, le, less, less_equal, log, log1p, log_softmax, logical_not, lt,
@@ -243,6 +243,7 @@ from oneflow_compat import multiprocessing  # noqa: F401,E402  (registers the Fo
 from oneflow_compat.ops import polygamma_ops as _polygamma_ops  # noqa: F401,E402 (limits2: digamma/polygamma ops)
 from oneflow_compat.ops import second_order as _second_order  # noqa: F401,E402 (attaches rules; after the op modules)
 from oneflow_compat.ops import random_like_ops as _random_like_ops  # noqa: F401,E402 (uniform_like: noise in graphs)
+from oneflow_compat._global import graph_random as _graph_random  # noqa: F401,E402 (random tensors made in build)
 from oneflow_compat.ops import detach_ops as _detach_ops  # noqa: F401,E402 (stop_gradient: detach inside nn.Graph)
 # --- limits team: flow.bfloat16 (float32 storage holding bfloat16 numbers) and the CPU autocast dtype functions
 from oneflow_compat.ir.dtypes import bfloat16  # noqa: E402,F401

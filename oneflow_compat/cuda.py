@@ -23,10 +23,18 @@ def current_device():
 
 
 def synchronize(device=None):
-    if devices.cuda_usable():
-        import cupy
+    """Waits for every kernel on a CUDA device (OneFlow 0.9, cuda/__init__.py: the device's index, the current
+    device for None; a negative index, or no usable CUDA here, has nothing to wait for). The index is the device's
+    as a local tensor's `cuda:K` names it (`_global/device_keys.py`)."""
+    from oneflow_compat._global import cuda_devices, device_keys
 
-        cupy.cuda.Device().synchronize()
+    index = cuda_devices._device_index(device, optional=True)
+    if index < 0 or not devices.cuda_usable():
+        return
+    physical = device_keys.gpu("cuda:%d" % index)  # (an index the machine lacks: CUDA's invalid device ordinal)
+    cuda = getattr(devices.array_module("gpu"), "cuda", None)
+    if cuda is not None:
+        cuda.Device(physical).synchronize()
 
 
 def manual_seed_all(seed):

@@ -150,6 +150,7 @@ class FakeStream:
     def __init__(self, cuda):
         self.cuda = cuda
         self.ptr = id(self)
+        self.pending = []  # asynchronous copies down, landing at the next synchronize()
 
     def __enter__(self):
         self.cuda._streams.append(self)
@@ -177,6 +178,9 @@ class FakeStream:
         _refuse_in_capture("stream.synchronize()")
         Syncs.gets += 1
         Syncs.at_launch.append(Launches.count)
+        pending, self.pending = self.pending, []
+        for land in pending:
+            land()
 
 
 class FakeGraph:
@@ -205,7 +209,7 @@ class FakeCuda:
     or a `with` block). The fake module's launches are counted per current device (`Launches.by_device`)."""
 
     def __init__(self, count):
-        self.count, self.current, self.used = count, 0, []
+        self.count, self.current, self.used, self.synchronized = count, 0, [], []
         self.runtime = types.SimpleNamespace(getDeviceCount=lambda: self.count, getDevice=lambda: self.current,
                                              streamCaptureModeRelaxed=2)
         self._null = FakeStream(self)
@@ -252,6 +256,9 @@ class FakeCuda:
 
             def __exit__(self, *exc):
                 cuda.current = self.previous
+
+            def synchronize(self):  # (nothing runs asynchronously here: which device was waited for is recorded)
+                cuda.synchronized.append(k)
 
         if not 0 <= k < self.count:
             raise ValueError("CUDA device %d of %d" % (k, self.count))
@@ -395,6 +402,15 @@ def _at(address, dtype, shape, strides, what):
     raise ValueError("cuBLAS %s: no device array holds address 0x%x" % (what, address))
 
 
+def _is_device_address(address):
+    """Whether `address` lies inside a registered device array of the fake."""
+    for start, ref in list(_MEMORY.items()):
+        root = ref()
+        if root is not None and start <= address < start + max(root.nbytes, 1):
+            return True
+    return False
+
+
 class FakeCublas:
     """cuBLAS's C functions that kernels/cuda_blas.py calls, as it calls them through ctypes (addresses as ints, the
     new handle through `ctypes.byref`), on the fake's memory: each GEMM is numpy's product of views made from the
@@ -411,8 +427,18 @@ class FakeCublas:
 
     def cublasCreate_v2(self, ref):
         handle = len(self.handles) + 1
-        self.handles[handle] = {"stream": None, "workspace": None}
+        self.handles[handle] = {"stream": None, "workspace": None, "pointer_mode": 0}
         ref._obj.value = handle
+        return 0
+
+    def cublasSetPointerMode_v2(self, handle, mode):
+        """0: alpha and beta are host addresses, read when the GEMM is called; 1: device addresses, read when it
+        runs (a captured GEMM's replay reads them again)."""
+        if handle not in self.handles:
+            return 1
+        if mode not in (0, 1):
+            return 7
+        self.handles[handle]["pointer_mode"] = mode
         return 0
 
     def cublasSetStream_v2(self, handle, stream):
@@ -451,7 +477,16 @@ class FakeCublas:
             return 0
         e = np.dtype(dtype).itemsize
         c_view = _at(c, dtype, (count, m, n), (sc * e, e, ldc * e), "%s C" % name)
-        al, be = ctype.from_address(alpha).value, ctype.from_address(beta).value
+        on_device = state["pointer_mode"] == 1
+        if on_device:  # device memory: read when the GEMM runs (each replay of a capture reads them again)
+            alpha_view, beta_view = (_at(p, dtype, (), (), "%s %s" % (name, what))
+                                     for p, what in ((alpha, "alpha"), (beta, "beta")))
+        else:
+            for p, what in ((alpha, "alpha"), (beta, "beta")):
+                if _is_device_address(p):
+                    raise ValueError("cuBLAS %s: %s is a device address in host pointer mode (cuBLAS would read "
+                                     "host memory there)" % (name, what))
+            host_al, host_be = ctype.from_address(alpha).value, ctype.from_address(beta).value
         if k:
             a_view = _at(a, dtype, (count, rows_a, cols_a), (sa * e, e, lda * e), "%s A" % name)
             b_view = _at(b, dtype, (count, rows_b, cols_b), (sb * e, e, ldb * e), "%s B" % name)
@@ -466,6 +501,7 @@ class FakeCublas:
 
         def run():  # (the views are read when it runs: a replay reads what the memory holds then)
             # C = alpha op(A) op(B) + beta C, computed as C^T = op(B)^T op(A)^T (the same sums)
+            al, be = (alpha_view.item(), beta_view.item()) if on_device else (host_al, host_be)
             if k:
                 product = np.swapaxes(np.matmul(transposed(b_view, tb, sb), transposed(a_view, ta, sa)), -1, -2)
             else:
@@ -513,7 +549,19 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
 
     # --- the only ways down ---------------------------------------------------------------------------------------
     def get(self, stream=None, out=None, blocking=True):
+        """The way down. `blocking=False` with a pinned `out` (CuPy 13+): an asynchronous copy on `stream` (or the
+        current one) — no synchronisation here; `out` holds the values once that stream is synchronised (until
+        then it keeps what it had, as host memory a copy has not reached yet). Any other call waits: one
+        synchronisation."""
         _refuse_in_capture("a device -> host copy")
+        if not blocking and out is not None and _is_pinned(out) and _GPUS["cuda"] is not None:
+            if out.shape != self._data.shape or out.dtype != self._data.dtype:
+                raise ValueError("get(out=): out is %s %s, the array %s %s" % (
+                    out.shape, out.dtype, self._data.shape, self._data.dtype))
+            on = stream if stream is not None else _GPUS["cuda"].get_current_stream()
+            snapshot = self._data.copy()  # (the values at the copy's place in the stream: now, on the fake)
+            on.pending.append(lambda: np.copyto(out, snapshot))
+            return out
         Syncs.gets += 1
         Syncs.at_launch.append(Launches.count)
         if out is not None:
@@ -606,6 +654,12 @@ class StrictArray(np.lib.mixins.NDArrayOperatorsMixin):
     @property
     def flags(self):
         return StrictFlags(self._data.flags)
+
+    @property
+    def _c_contiguous(self):
+        """CuPy's readonly attribute (cupy/_core/core.pxd, `_ndarray_base`) that `flags` is made from: what
+        kernels/cuda_source.py's launches read without making a Flags object."""
+        return self._data.flags.c_contiguous
 
     def __deepcopy__(self, memo):
         return StrictArray(self._data.copy())

@@ -117,3 +117,31 @@ SIGNATURES = {
 def test_argument_names_and_order_are_the_yamls(name):
     params = list(inspect.signature(getattr(_C, name)).parameters)
     assert params == SIGNATURES[name]
+
+
+def test_each_name_is_bound_once():
+    """Every function of oneflow._C is bound by one statement of `_C.py` (no import or def that a later one
+    replaces: `_C.add`, `normalize`, `mm`, `dot` were bound three times). The only names bound twice are wrappers
+    of their first binding (`name = _yaml_names.renamed(name, ...)`: the yaml's argument names)."""
+    import ast
+
+    tree = ast.parse(open(_C.__file__).read())
+    lines = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            names = [a.asname or a.name for a in node.names]
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            wraps = (isinstance(node.value, ast.Call) and node.value.args and isinstance(node.value.args[0], ast.Name)
+                     and [t.id for t in node.targets if isinstance(t, ast.Name)] == [node.value.args[0].id])
+            names = [] if wraps else [t.id for t in node.targets if isinstance(t, ast.Name)]
+        else:
+            continue
+        for name in names:
+            lines.setdefault(name, []).append(node.lineno)
+    assert {name: at for name, at in lines.items() if len(at) > 1} == {}
+    from oneflow_compat._global import add_forms, l2_normalize, matrix_checks
+
+    assert (_C.add, _C.normalize, _C.mm, _C.dot) == (add_forms.add, l2_normalize.normalize, matrix_checks.mm,
+                                                     matrix_checks.dot)

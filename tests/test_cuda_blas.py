@@ -84,8 +84,13 @@ def test_products_equal_numpy(xp, case, dtype):
     want = np.matmul(a.astype(np.float64), b.astype(np.float64))
     assert got.shape == want.shape and got.dtype == dtype
     k = a.shape[-1]  # (float32 sums of k products of unit normals: absolute errors grow with k)
-    np.testing.assert_allclose(got.get(), want, rtol=1e-5 if dtype == np.float32 else 1e-12,
-                               atol=1e-6 * k if dtype == np.float32 else 1e-12)
+    tolerances = dict(rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6 * k if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(got.get(), want, **tolerances)
+    # the same layouts again: the call planned by the first (kernels/cuda_blas.py's _Plan), on these operands
+    da *= -2  # (in place: the same layouts, new values)
+    again = cuda_blas.matmul(xp, da, db)
+    assert again.shape == want.shape and again is not got
+    np.testing.assert_allclose(again.get(), -2 * want, **tolerances)
 
 
 def test_float_products_go_through_the_handle_and_other_dtypes_through_the_module(monkeypatch):
@@ -164,3 +169,67 @@ def test_a_product_captured_with_the_handle_replays_on_new_operands(xp):
     np.testing.assert_allclose(plain.get(), a2 @ b2[0], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(batched.get(), a2[None] @ b2, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(transposed.get(), b2.transpose(0, 2, 1) @ a2.T[None], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layouts", [("c", "c"), ("t", "c"), ("c", "t")], ids=["plain", "a.T", "b.T"])
+def test_an_update_gemm_reads_alpha_and_beta_from_the_device_when_it_runs(xp, dtype, layouts):
+    """gemm_update: c ← alpha·(a @ b) + beta·c with alpha and beta in device memory (cuBLAS's device pointer
+    mode): the fused SGD step of a dense weight, -lr·g added by the gradient's own GEMM. Captured, each replay reads
+    the values the device scalars hold then (the learning rate of each call)."""
+    a, b, c = _r((7, 5), dtype, 1), _r((5, 3), dtype, 2), _r((7, 3), dtype, 3)
+    make = {"c": _up, "t": _t}
+    da, db, dc = make[layouts[0]](xp, a), make[layouts[1]](xp, b), xp.asarray(c)
+    alpha, beta = xp.asarray(np.array(-0.25, dtype)), xp.asarray(np.array(1.0, dtype))
+    assert cuda_blas.gemm_update(xp, da, db, dc, alpha, beta)
+    want = c.astype(np.float64) - 0.25 * (a.astype(np.float64) @ b)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(dc.get(), want, rtol=rtol, atol=rtol)
+    stream = xp.cuda.Stream(non_blocking=True)
+    with stream:
+        cuda_blas.prepare(xp)
+        stream.begin_capture(xp.cuda.runtime.streamCaptureModeRelaxed)
+        assert cuda_blas.gemm_update(xp, da, db, dc, alpha, beta)
+        graph = stream.end_capture()
+        graph.launch()  # (the fake's first launch replays nothing: its capture ran the GEMM)
+        alpha[...] = -0.5  # a new rate, written on the device (as the step scalars' copy up does)
+        graph.launch()
+        stream.synchronize()
+    want = want - 0.25 * (a.astype(np.float64) @ b) - 0.5 * (a.astype(np.float64) @ b)
+    np.testing.assert_allclose(dc.get(), want, rtol=rtol, atol=rtol)
+
+
+def test_an_update_gemm_declines_what_it_does_not_take(xp):
+    a, b = xp.asarray(_r((4, 3))), xp.asarray(_r((3, 2)))
+    one = xp.asarray(np.array(1.0, np.float32))
+    c = xp.asarray(_r((4, 2)))
+    before = c.get()
+    assert not cuda_blas.gemm_update(xp, a, b, xp.asarray(_r((2, 4))).T, one, one)  # c not C-contiguous
+    assert not cuda_blas.gemm_update(xp, a, b, xp.asarray(_r((4, 2), np.float64)), one, one)  # dtypes differ
+    assert not cuda_blas.gemm_update(xp, a, xp.asarray(_r((3, 5))), c, one, one)  # c's shape is not the product's
+    assert not cuda_blas.gemm_update(xp, a[None], b[None], c[None], one, one)  # batched
+    square = xp.asarray(_r((3, 3)))
+    assert not cuda_blas.gemm_update(xp, square, xp.asarray(_r((3, 3))), square, one, one)  # c is an operand
+    assert not cuda_blas.gemm_update(xp, xp.asarray(_r((3, 3))), square.T, square, one, one)  # or a view of one
+    np.testing.assert_array_equal(c.get(), before)
+
+
+def test_the_fake_cublas_reads_alpha_where_the_pointer_mode_says():
+    xp = strict_device.module(gpus=1)
+    lib = cuda_blas.library(xp)
+    handle = lib.handle()
+    m = xp.asarray(np.ones((2, 2), np.float32))
+    c = xp.empty((2, 2), np.float32)
+    device_one = xp.asarray(np.ones(1, np.float32))
+    host_one = lib.scalar(cuda_blas.ctypes.c_float, 1)
+    # a device address read as a host one (host pointer mode, the default): cuBLAS would read host memory there
+    with pytest.raises(ValueError, match="cublasSgemm_v2: alpha is a device address in host pointer mode"):
+        lib.call("cublasSgemm_v2", handle, 0, 0, 2, 2, 2, device_one.data.ptr, m.data.ptr, 2, m.data.ptr, 2,
+                 host_one, c.data.ptr, 2)
+    lib.call("cublasSetPointerMode_v2", handle, cuda_blas.POINTER_DEVICE)
+    try:  # and a host address in device pointer mode
+        with pytest.raises(ValueError, match="cuBLAS cublasSgemm_v2 beta: no device array holds address"):
+            lib.call("cublasSgemm_v2", handle, 0, 0, 2, 2, 2, device_one.data.ptr, m.data.ptr, 2, m.data.ptr, 2,
+                     host_one, c.data.ptr, 2)
+    finally:
+        lib.call("cublasSetPointerMode_v2", handle, cuda_blas.POINTER_HOST)

@@ -257,6 +257,96 @@ def test_optimizer_updates_equal_the_numpy_updates(dev, case, dtype):
             np.testing.assert_array_equal(_down(d), s)
 
 
+BIAS_LAYOUTS = [  # (gradient shape, summed axes): a dense bias, a conv bias (NCHW, NHWC), a 3-D one, post > 1 only
+    ((7, 5), (0,)), ((3, 4, 5, 6), (0, 2, 3)), ((3, 5, 6, 4), (0, 1, 2)), ((2, 3, 4), (0, 2)), ((1, 4, 9), (0, 2)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BIAS_LAYOUTS)))
+@pytest.mark.parametrize("beta", [0.0, 0.9])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_bias_gradient_and_its_sgd_step_equal_the_numpy_update(dev, case, beta, dtype):
+    """cuda_optim.bias_sgd (row sums where needed, then the column sums with the fused SGD or momentum step)
+    against the numpy kernel of the fused op (kernels/optim.py's reduce_sum_sgd_update), and, on the fake devices,
+    against a reference written here: the sums in float64 in index order, rounded once, then the update kernels'
+    arithmetic (which the twin and the compiled source must give to the bit)."""
+    from oneflow_compat.kernels import cuda_optim
+
+    shape, axis = BIAS_LAYOUTS[case]
+    x = _normal(*shape, dtype=dtype)
+    kept = [i for i in range(len(shape)) if i not in axis]
+    k = int(np.prod([shape[i] for i in kept]))
+    w, m = _normal(k, dtype=dtype), _normal(k, dtype=dtype)
+    lr, scale = np.float32(0.0375), 0.5
+    want_w, want_m = w.copy(), m.copy()
+    for _ in range(2):
+        optim.reduce_sum_sgd_update(np, want_w, want_m if beta else None, [x], lr=float(lr), axis=axis, scale=scale,
+                                    momentum=beta)
+    layout = cuda_optim.bias_layout(x, axis)
+    assert layout[1] == k
+    dw, dm, dx, rate = _up(dev, w), _up(dev, m), _up(dev, x), _up(dev, np.asarray(lr))
+    for _ in range(2):
+        cuda_optim.bias_sgd(dev, dw, dm if beta else None, dx, rate, layout, scale=scale, beta=beta)
+    rtol = 1e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(_down(dw), want_w, rtol=rtol, atol=rtol)
+    if beta:
+        np.testing.assert_allclose(_down(dm), want_m, rtol=rtol, atol=rtol)
+    if dev is CUPY:
+        return
+    # the exact reference: float64 sums in the kernels' order
+    moved = np.moveaxis(x.astype(np.float64), kept, list(range(len(kept)))).reshape(k, -1)
+    g = np.zeros(k)
+    pre, _, post = layout
+    by_row = x.astype(np.float64).reshape(pre, k, post)
+    sums = np.zeros((pre, k))
+    for j in range(post):
+        sums += by_row[:, :, j]
+    if post > 1:
+        sums = sums.astype(dtype).astype(np.float64)  # the row sums are written in the array's dtype
+    for r in range(pre):
+        g += sums[r]
+    rounded = post > 1 and dtype == np.float32  # (the row sums' float32 rounding)
+    np.testing.assert_allclose(g, moved.sum(axis=1), rtol=1e-12, atol=1e-6 * np.abs(x).sum() if rounded else 1e-12)
+    g = g.astype(dtype)
+    t = np.dtype(dtype).type
+    c = t(np.float32(lr * np.float32(scale)))
+    exact_w, exact_m = w.copy(), m.copy()
+    for _ in range(2):
+        if beta:
+            exact_m = exact_m * t(np.float32(beta)) - g * c
+            exact_w = exact_w + exact_m
+        else:
+            exact_w = exact_w - g * c
+    np.testing.assert_array_equal(_down(dw), exact_w)
+    if beta:
+        np.testing.assert_array_equal(_down(dm), exact_m)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_the_step_counter_is_one_more_in_one_launch(dev, dtype):
+    from oneflow_compat.kernels import cuda_optim
+
+    step = _up(dev, np.array([41], dtype))
+    cuda_optim.increment(dev, step)
+    cuda_optim.increment(dev, step)
+    assert _down(step).tolist() == [43] and step.dtype == dtype
+    other = _up(dev, np.array([1.5], np.float32))  # another dtype: the ufunc, the same value
+    cuda_optim.increment(dev, other)
+    assert _down(other).tolist() == [2.5]
+
+
+def test_a_bias_layout_is_one_run_of_kept_axes():
+    from oneflow_compat.kernels import cuda_optim
+
+    x = np.zeros((2, 3, 4, 5), np.float32)
+    assert cuda_optim.bias_layout(x, (0, 2, 3)) == (2, 3, 20)
+    assert cuda_optim.bias_layout(x, (0, 1, 2)) == (24, 5, 1)
+    assert cuda_optim.bias_layout(x, (0, 3)) == (2, 12, 5)
+    assert cuda_optim.bias_layout(x, (1, 2)) is None  # kept axes 0 and 3: not one run
+    assert cuda_optim.bias_layout(x, (0, 1, 2, 3)) is None  # nothing kept
+    assert cuda_optim.bias_layout(x.astype(np.int32), (0, 2, 3)) is None
+
+
 def test_a_wrong_argument_is_refused_naming_the_parameter(dev):
     from oneflow_compat.kernels import cuda_nn
 

@@ -157,7 +157,8 @@ def test_a_small_eager_matmul_runs_numpy_dot_itself_and_shares_its_plan_with_pla
     # the surface's attrs (FrozenAttrs: a cache key found once) and a plain dict with the same items find one plan
     compiled = global_eager.compiled_op("matmul", {"transpose_a": False, "transpose_b": False, "alpha": 1.0},
                                         [x._value, w._value])
-    assert compiled.lock_free and compiled.program.kernel is np.dot
+    # numpy.dot's C function itself (without numpy's __array_function__ dispatcher in front)
+    assert compiled.lock_free and compiled.program.kernel is getattr(np.dot, "_implementation", np.dot)
     assert sum(1 for key in context.get().eager_plans if key[0] == "matmul") == 1
     np.testing.assert_array_equal(flow.matmul(x, w, transpose_b=True).numpy(), np.matmul(a, a))
 

@@ -19,8 +19,12 @@ _LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_
 
 pytestmark = pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside %s" % sys.executable)
 
-CHECKS = ["eager data parallel equals one rank", "eager step makes 4 collectives",
-          "graph data parallel equals one rank", "graph call makes 1 collective", "uneven feed", "5-d feed",
+CHECKS = ["eager data parallel equals one rank", "eager step makes 3 collectives",
+          "the loss's numpy() after backward sends nothing, same bits", "a loss changed after backward is summed again",
+          "a steady step copies each gradient once",
+          "a carried numpy() one rank made",
+          "graph data parallel equals one rank", "graph call makes 1 collective",
+          "the graph's loss numpy() sends nothing, same bits", "uneven feed", "5-d feed",
           "dtypes differ", "check_meta=False feed makes no collective",
           "check_meta=False with differing shapes fails naming both", "numpy of partial sums",
           "a bucket's carried check against numpy()", "a graph call's carried check against numpy()",

@@ -45,10 +45,44 @@ def test_cpu_scalar_tensor_moves_only_where_oneflow_moves_it():
     w /= s  # InplaceDivFunctor moves it too
     assert w.device == flow.device("cuda")
     np.testing.assert_allclose(w.numpy(), ref / 3, rtol=1e-6)
-    # SubFunctor (and the other binary functors) do not: the op is refused
-    assert (DEVICE_WORDS + "cuda:0 (positional 0) and cpu:0 (positional 1)!") in _raised(lambda: y - s)
+    # every functor built on BinaryFunctor / BinaryFloatFunctor / InplaceableBinaryFunctor moves it too
+    # (functional/impl/binary_functor.h @ v0.9.0): sub, pow, atan2, floor division, fmod, comparisons, logical and
+    for out, want in ((y - s, ref - 3), (s - y, 3 - ref), (y ** s, ref ** 3), (flow.atan2(s, y), np.arctan2(3, ref)),
+                      (flow.floor_divide(y, s), np.floor_divide(ref, 3)), (flow.fmod(y, s), np.fmod(ref, 3)),
+                      (y > s, ref > 3), (flow.eq(s, y), ref == 3), (y <= s, ref <= 3),
+                      (flow.logical_and(y, s), np.logical_and(ref, 3))):
+        assert out.device == flow.device("cuda")
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    # other ops do not: the op is refused
+    assert (DEVICE_WORDS + "cuda:0 (positional 0) and cpu:0 (positional 1)!") in _raised(
+        lambda: flow.stack([flow.tensor(1.0, device="cuda"), s]))
     # a CPU tensor with one element is not a scalar tensor
     assert DEVICE_WORDS in _raised(lambda: y + flow.tensor([3.0]))
+
+
+def test_in_place_ops_move_only_the_other_operand():
+    # add_ / sub_ / div_ (inplace=true) move a 0-d CPU `other` onto x's device, never x itself; mul_
+    # (InplaceMulFunctor) moves nothing (functional/impl/binary_functor.cpp @ v0.9.0): refused by the op's check
+    y = flow.tensor([2.0, -4.0, 6.0], device="cuda")
+    s = flow.tensor(3.0)
+    for method, want in (("add_", [5.0, -1.0, 9.0]), ("sub_", [-1.0, -7.0, 3.0]), ("div_", [2 / 3, -4 / 3, 2.0])):
+        w = y.clone()
+        getattr(w, method)(s)
+        assert w.device == flow.device("cuda")
+        np.testing.assert_allclose(w.numpy(), want, rtol=1e-6)
+    w = y.clone()
+    w -= s
+    np.testing.assert_allclose(w.numpy(), [-1.0, -7.0, 3.0])
+    for fn in (lambda: y.clone().mul_(s), lambda: y.clone().__imul__(s)):
+        assert (DEVICE_WORDS + "cuda:0 (positional 0) and cpu:0 (positional 1)!") in _raised(fn)
+    c = flow.tensor(3.0, device="cuda")
+    for method in ("add_", "sub_", "mul_", "div_"):
+        scalar = flow.tensor(1.0)
+        msg = _raised(lambda: getattr(scalar, method)(c))
+        assert (DEVICE_WORDS + "cpu:0 (positional 0) and cuda:0 (positional 1)!") in msg, method
+        assert scalar.device == flow.device("cpu") and scalar.item() == 1.0  # neither moved nor written
+    with pytest.raises(RuntimeError, match="Can not expand origin shape"):  # the shape check comes first
+        flow.tensor(1.0).add_(y)
 
 
 def test_allowed_mixes_still_work():

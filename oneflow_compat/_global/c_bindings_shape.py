@@ -388,14 +388,6 @@ def amp_black_identity(input):  # noqa: A002
 
 
 # --- products -------------------------------------------------------------------------------------------------------
-def mm(input, mat2):  # noqa: A002
-    """MatMulNoBroadCast: both 2-D."""
-    _tensor(input, "mm"), _tensor(mat2, "mm", "mat2")
-    if input.ndim != 2 or mat2.ndim != 2:
-        raise RuntimeError("mm: both arguments must be 2-D matrices, got %dD and %dD" % (input.ndim, mat2.ndim))
-    return _F.matmul(input, mat2)
-
-
 def batch_matmul(a, b, transpose_a=False, transpose_b=False, alpha=1.0):
     """BatchMatMul: 3-D a @ b per batch, either side transposed, scaled by alpha."""
     _tensor(a, "batch_matmul", "a"), _tensor(b, "batch_matmul", "b")
@@ -406,10 +398,6 @@ def batch_matmul(a, b, transpose_a=False, transpose_b=False, alpha=1.0):
 
 def baddbmm(input, batch1, batch2, *, beta=1.0, alpha=1.0):  # noqa: A002
     return _T.baddbmm(input, batch1, batch2, beta=beta, alpha=alpha)
-
-
-def dot(input, other):  # noqa: A002
-    return _F.dot(_tensor(input, "dot"), other)
 
 
 def einsum(equation, operands):

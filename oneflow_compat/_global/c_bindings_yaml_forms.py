@@ -4,7 +4,6 @@ boolean), and the yaml's full signatures of names bound earlier with fewer argum
 epsilon)` (OneFlow's python nn.LayerNorm calls this form), `conv2d(..., channel_pos)`, `normalize(...,
 use_l2_norm_kernel)`, `local_all_reduce(x, inplace)`. Each keeps the form it replaces working (a superset).
 """
-import numbers
 
 from oneflow_compat._global import functional as _F
 from oneflow_compat._global import inplace as _inplace
@@ -128,13 +127,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
         return _channels_last(lambda t: _nnF.conv2d(t, _to_first(weight), bias, stride, padding, dilation, groups),
                               input)
     return _nnF.conv2d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def normalize(input, p=2.0, dim=1, eps=1e-12, use_l2_norm_kernel=True):  # noqa: A002
-    """Normalize: input / max(||input||_p over dim, eps) (use_l2_norm_kernel picks OneFlow's kernel for p = 2 only;
-    the numbers are the same)."""
-    return _T.normalize(_tensor(input, "normalize"), p, int(dim) if isinstance(dim, numbers.Integral) else dim,
-                        eps)
 
 
 def local_all_reduce(x, inplace=False, ranks=None):

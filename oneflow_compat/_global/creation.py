@@ -13,12 +13,13 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import bfloat16 as bf16_k
-from oneflow_compat.runtime import global_eager
+from oneflow_compat.runtime import context, global_eager
 from oneflow_compat._global import default_dtype, generators, global_mode
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import (Tensor, as_dtype, check_placement, device_tag, dtype_of_numpy,
                                            normalize_sbp, parse_device)
 from oneflow_compat._global.tensor import device as tensor_device
+from oneflow_compat._global import device_keys
 
 
 def _size(size, what):
@@ -77,10 +78,12 @@ def _bfloat16_rounded(array, dtype):
 
 def _local(array, dtype, device, requires_grad):
     array = _bfloat16_rounded(array, dtype)
-    kind = parse_device(device)
-    pl = global_eager.local_placement(device_tag(kind))
-    value = global_eager.Value(TensorMeta(array.shape, dtype), pl, S.B, [global_eager.to_device(array, pl)])
-    return _finish(Tensor._make(value, device=kind), requires_grad)
+    key = device_keys.key(device)  # ("cuda:1": its index kept, its arrays on that GPU)
+    pl = global_eager.local_placement(device_tag(device_keys.type_of(key)))
+    with device_keys.current(key):
+        piece = global_eager.to_device(array, pl)
+    value = global_eager.Value(TensorMeta(array.shape, dtype), pl, S.B, [piece])
+    return _finish(Tensor._make(value, device=key), requires_grad)
 
 
 def local_tensor_of_array(array, dtype, device):
@@ -206,18 +209,26 @@ def full_like(input, fill_value, dtype=None, device=None, placement=None, sbp=No
 
 
 # --- random ---------------------------------------------------------------------------------------------------
+# random tensors made inside nn.Graph.build: ops of the job (`random`, `randperm` of _global/graph_random.py, which
+# builds on the functional ops above this module and sets them here when the package is imported)
+IN_GRAPH = {}
+
+
 def _generator(placement, generator):
     if generator is not None:
         return generator
     return generators.global_generator() if placement is not None else generators.default_generator()
 
 
-def _random(draw, size, dtype, default, generator, device, placement, sbp, requires_grad, what, source=True):
+def _random(draw, size, dtype, default, generator, device, placement, sbp, requires_grad, what, source=True,
+            **in_graph):
     shape = _size(size, what)
     dtype = as_dtype(dtype) or default
     if source:  # (flow.normal is not one of OneFlow's global-mode sources)
         placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, len(shape), what)
+    if context.CURRENT.graph_traces:  # inside nn.Graph.build: ops of the job, fresh at every call (graph_random.py)
+        return IN_GRAPH["random"](what, shape, dtype, generator, device, placement, shown, **in_graph)
     full_value = draw(_generator(placement, generator), shape, dtype.np)
     return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
 
@@ -276,7 +287,7 @@ def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, d
     if lo >= hi:
         raise ValueError("randint(): low (%d) must be less than high (%d)" % (lo, hi))
     return _random(lambda g, shape, t: g.integers(lo, hi, shape, t), tuple(size), dtype, dtypes.int64,
-                   generator, device, placement, sbp, requires_grad, "randint")
+                   generator, device, placement, sbp, requires_grad, "randint", low=lo, high=hi)
 
 
 class NormalDtypeError(NotImplementedError, TypeError):
@@ -306,7 +317,7 @@ def normal(mean, std, size, *, out=None, dtype=None, device=None, generator=None
         device = out.device
     shape = (size,) if isinstance(size, int) else tuple(size)
     value = _random(lambda g, shp, t: g.normal(shp, t, mean, std), shape, dtype, _default(), generator, device,
-                    placement, sbp, requires_grad, "normal", source=False)
+                    placement, sbp, requires_grad, "normal", source=False, mean=mean, std=std)
     if out is None:
         return value
     out.copy_(value)
@@ -324,6 +335,8 @@ def randperm(n, generator=None, dtype=None, device=None, placement=None, sbp=Non
     dtype = as_dtype(dtype) or dtypes.int64
     placement, sbp = _in_global_mode(placement, sbp, device)
     placement, ir_sbp, shown = _layout(placement, sbp, 1, "randperm")
+    if context.CURRENT.graph_traces:  # inside nn.Graph.build: an op of the job (graph_random.py)
+        return IN_GRAPH["randperm"](int(n), dtype, generator, device, placement, shown)
     full_value = _generator(placement, generator).permutation(int(n)).astype(dtype.np)
     return _from_full(full_value, dtype, placement, ir_sbp, shown, requires_grad, device)
 
@@ -366,10 +379,21 @@ def local_full(size, value, dtype, device):
 
 
 def tensor(data, dtype=None, device=None, placement=None, sbp=None, requires_grad=False, pin_memory=False):
-    """A tensor holding a copy of `data` (a list, number, numpy array or tensor)."""
+    """A tensor holding a copy of `data` (a list, number, numpy array or tensor). Inside nn.Graph.build it is
+    made eagerly, as OneFlow 0.9's TensorWithData / GlobalTensorWithData functors do (LazyMode::Guard(false),
+    api/python/functional/tensor_api.cpp @ v0.9.0): the job reads it as a constant it captured."""
     placement, sbp = _in_global_mode(placement, sbp, device)
     if placement is None and sbp is None:
         return local_tensor(data, dtype, device, requires_grad)
+    if context.CURRENT.graph_traces:  # (nn.Graph.build being traced in this thread)
+        from oneflow_compat._global import lazy
+
+        with lazy.eager_constants():
+            return _global_tensor(data, dtype, placement, sbp, requires_grad)
+    return _global_tensor(data, dtype, placement, sbp, requires_grad)
+
+
+def _global_tensor(data, dtype, placement, sbp, requires_grad):
     dtype = as_dtype(dtype)
     array = _array_of(data, dtype)
     dt = dtype or dtype_of_numpy(array.dtype)

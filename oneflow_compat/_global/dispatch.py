@@ -10,7 +10,7 @@ this is the one place where eager and graph execution part.
 from oneflow_compat.framework import client_mode
 from oneflow_compat.ops import registry
 from oneflow_compat.runtime import autograd, context, global_eager
-from oneflow_compat._global import autocast_mode, lazy
+from oneflow_compat._global import autocast_mode, device_keys, lazy
 from oneflow_compat._global.op_names import ONEFLOW_OP_NAMES
 from oneflow_compat._global.tensor import Tensor, wrap
 
@@ -49,22 +49,28 @@ class PlacementMixError(RuntimeError, ValueError):
 
 
 # OneFlow 0.9's functors that move a 0-d CPU tensor onto the other operand's device before the op
-# (CastDeviceForCPUScalarTensor: AddFunctor, MulFunctor, InplaceDivFunctor in functional/impl/binary_functor.cpp,
-# MaximumFunctor / MinimumFunctor in math_functor.cpp @ v0.9.0); divide is in the set because the in-place
-# `x /= cpu_scalar` reaches this dispatch as a plain divide. Every other op refuses the mix.
-_CPU_SCALAR_MOVES = frozenset(("add", "multiply", "divide", "maximum", "minimum"))
+# (CastDeviceForCPUScalarTensor, functional/impl/binary_functor.cpp @ v0.9.0): AddFunctor, MulFunctor, DivFunctor and
+# InplaceDivFunctor, and every functor built on BinaryFunctor / BinaryFloatFunctor / InplaceableBinaryFunctor
+# (binary_functor.h): sub, pow, atan2, floor division, fmod, the comparisons, logical and (or / xor / trunc division
+# are composed of these here); and MaximumFunctor / MinimumFunctor (math_functor.cpp). Every other op refuses the
+# mix. The in-place forms that may not move the tensor written (`cpu_scalar.add_(cuda_x)`, `x.mul_(cpu_scalar)`) are refused before they get here
+# (`tensor_methods._inplace_binary`).
+_CPU_SCALAR_MOVES = frozenset(("add", "subtract", "multiply", "divide", "maximum", "minimum", "pow", "atan2",
+                               "floordiv", "broadcast_fmod", "floor_mod", "equal", "not_equal", "greater",
+                               "greater_equal", "less", "less_equal", "logical_and"))
 
 
-def _one_device(op_type, inputs):
-    """Local inputs on two device types (the devices the user named: "cuda" tensors that run on the CPU where no
-    GPU is usable are refused alike). OneFlow 0.9 compares every input's device with input 0's
-    (local_tensor_infer_cache.cpp, CheckInputDeviceIdentical; its words), after a binary op of
-    `_CPU_SCALAR_MOVES` moved a 0-d CPU operand onto the other's device. Returns the inputs to run."""
-    if len(inputs) == 2 and op_type in _CPU_SCALAR_MOVES:
+def _one_device(op_type, inputs, moves=None):
+    """Local inputs on two devices (two types, or two indices of one type: cuda:0 and cuda:1; the devices the user
+    named: "cuda" tensors that run on the CPU where no GPU is usable are refused alike). OneFlow 0.9 compares every
+    input's device with input 0's (local_tensor_infer_cache.cpp, CheckInputDeviceIdentical; its words), after a binary op of
+    `_CPU_SCALAR_MOVES` (`moves`: whether this op is one, where the caller says) moved a 0-d CPU operand onto the
+    other's device. Returns the inputs to run."""
+    if len(inputs) == 2 and (op_type in _CPU_SCALAR_MOVES if moves is None else moves):
         x, y = inputs
-        if y._device == "cpu" and not y._value.meta.shape:
+        if not y._value.meta.shape and device_keys.type_of(y._device) == "cpu":
             return [x, _moved(y, x._device)]
-        if x._device == "cpu" and not x._value.meta.shape:
+        if not x._value.meta.shape and device_keys.type_of(x._device) == "cpu":
             return [_moved(x, y._device), y]
     first = inputs[0]
     for i, t in enumerate(inputs):
@@ -77,6 +83,15 @@ def _one_device(op_type, inputs):
                                    % (lazy.current().job.name, op_type, words))
             raise RuntimeError("%s (op '%s')" % (words, op_type))
     return inputs
+
+
+def binary_operands(op_type, x, y, moves=True):
+    """Two local operands of a binary function before it broadcasts or casts them (`functional._tensor_pair`): a
+    0-d CPU one moved onto the other's device (`moves`: the functors of `_CPU_SCALAR_MOVES`), else two devices
+    refused with the op's words."""
+    if x._device == y._device or x._placement is not None or y._placement is not None:
+        return x, y
+    return _one_device(op_type, [x, y], moves)
 
 
 def _moved(t, device):
@@ -129,8 +144,13 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
     else:
         values = [t._value for t in inputs]
     compiled = global_eager.compiled_op(op_type, attrs, values, plans=ctx.eager_plans)
-    outs = compiled.run_lock_free(values) if compiled.lock_free else global_eager.run_compiled(compiled, values)
     device = first._device
+    if device not in device_keys.PLAIN:  # "cuda:K": another device than the process's own, current while the op runs
+        with device_keys.current(device):
+            outs = compiled.run_lock_free(values) if compiled.lock_free else global_eager.run_compiled(compiled,
+                                                                                                    values)
+    else:
+        outs = compiled.run_lock_free(values) if compiled.lock_free else global_eager.run_compiled(compiled, values)
     if len(outs) == 1:  # (`wrap`, inlined for the common case)
         if ctx.api[0] is not _GLOBAL_API:
             client_mode.use(client_mode.GLOBAL, "creating a flow.Tensor")
@@ -151,14 +171,28 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
                     requires_grad = True
                     break
     if requires_grad and registry.get(op_type).grad is not None:
-        node = autograd.OpNode(op_type, compiled.attrs, values, outs, [t._edge() for t in inputs],
-                               oneflow_backward_name(op_type, values), compiled)
+        node = (autograd.OpNode if device in device_keys.PLAIN else _OnDeviceNode)(
+            op_type, compiled.attrs, values, outs, [t._edge() for t in inputs], oneflow_backward_name(op_type, values),
+            compiled)
+        if device not in device_keys.PLAIN:
+            node.device_key = device
         for k, t in enumerate(tensors):
             if t._value.meta.dtype.is_floating:
                 t.requires_grad_flag, t._node, t._out_index = True, node, k
         if autograd.SAVED_TENSORS_HOOKS:
             _pack_saved(node, inputs)
     return tensors
+
+
+class _OnDeviceNode(autograd.OpNode):
+    """The node of an op on "cuda:K", another device than the process's own: its gradient is computed with that
+    GPU current, where its forward ran and its saved inputs live (`device_keys.current`)."""
+
+    device_key = None
+
+    def backward(self, dys):
+        with device_keys.current(self.device_key):
+            return autograd.OpNode.backward(self, dys)
 
 
 def _pack_saved(node, inputs):
@@ -211,14 +245,18 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
         if g is None:
             if t.numel() != 1:
                 raise RuntimeError("Grad can be implicitly created only for scalar outputs")  # OneFlow 0.9's words
-            gv = autograd.seed_gradient(t._value)
+            with device_keys.current(t._device if t._placement is None else "cpu"):  # (on the tensor's GPU)
+                gv = autograd.seed_gradient(t._value)
         else:
             if tuple(g.shape) != tuple(t.shape):
                 raise RuntimeError("backward: gradient of shape %s does not fit the tensor's shape %s"
                                    % (tuple(g.shape), tuple(t.shape)))
             gv = g._value
         roots.append((t._edge(), gv))
-    autograd.backward(roots, lambda leaf, value: leaf._accumulate_grad(value), retain_graph, _leaf_layout)
+    # one root (a loss): the gradient buckets' check may carry its partial sums, so that its numpy() sends nothing
+    root_value = tensors[0]._value if len(tensors) == 1 and tensors[0]._placement is not None else None
+    autograd.backward(roots, lambda leaf, value: leaf._accumulate_grad(value), retain_graph, _leaf_layout,
+                      root_value)
 
 
 def _leaf_layout(leaf):

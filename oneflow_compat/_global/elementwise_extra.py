@@ -69,7 +69,8 @@ def logical_xor(input, other):  # noqa: A002
 def isclose(input, other, atol=1e-08, rtol=1e-05, equal_nan=False):  # noqa: A002
     """|input - other| <= atol + rtol * |other| elementwise (infinities close only to themselves; NaNs close to
     NaNs with `equal_nan`), a bool tensor."""
-    x, y = F._tensor_pair(F._check(input, "isclose"), other, "isclose")
+    # (IsCloseFunctor moves no CPU scalar: inputs on two devices are refused, functional/impl/math_functor.cpp)
+    x, y = F._tensor_pair(F._check(input, "isclose"), other, "isclose", moves=False)
     if x.dtype is BOOL:
         return F.eq(x, y)
     same = F.eq(x, y)

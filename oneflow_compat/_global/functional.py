@@ -18,7 +18,7 @@ from oneflow_compat.kernels import shape as shape_k
 from oneflow_compat.ops.array_ops import infer_reshape
 from oneflow_compat.runtime import global_eager
 from oneflow_compat._global import creation, lazy, views
-from oneflow_compat._global.dispatch import apply_op, apply_op_list, grad_mode
+from oneflow_compat._global.dispatch import apply_op, apply_op_list, binary_operands, grad_mode
 from oneflow_compat._global.tensor import BOOL, Tensor, as_dtype, wrap
 
 _Number = (int, float, bool, np.number, np.bool_)
@@ -88,13 +88,18 @@ def _same_dtype(x, y):
     return cast(x, dt), cast(y, dt)
 
 
-def _tensor_pair(x, y, what):
+def _tensor_pair(x, y, what, moves=True):
+    """The two operands of a binary function as tensors of one dtype; a 0-d CPU tensor beside a tensor on another
+    device moved there first (`moves`: OneFlow 0.9's binary functors, CastDeviceForCPUScalarTensor), before any
+    broadcast made it a tensor of more elements; other device mixes refused (`dispatch.binary_operands`)."""
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
         raise TypeError("%s(): expected a Tensor argument" % what)
     if not isinstance(x, Tensor):
         x = _const(x, y, _scalar_dtype(y, x))
     if not isinstance(y, Tensor):
         y = _const(y, x, _scalar_dtype(x, y))
+    if x._device != y._device:
+        x, y = binary_operands(what, x, y, moves)
     return _same_dtype(x, y)
 
 

@@ -9,12 +9,16 @@
 * The LOCAL generator of each rank draws local tensors (and module initialisers). Default seeds differ per rank,
   like OneFlow's per-process seeds (with ONEFLOW_COMPAT_SEED set, both default seeds derive from it).
 * `flow.manual_seed(s)` seeds the global generator and every rank's local generator alike.
+
+Both are per process: simulated ranks (threads, each with a context of its own) have a pair each, as N MPI processes
+have (`_pair`).
 """
 import random as _py_random
 
 import numpy as np
 
 from oneflow_compat.kernels import random as random_k
+from oneflow_compat.runtime import context as _CONTEXT
 
 
 def _fresh_seed(shared):
@@ -132,31 +136,92 @@ class Generator:
         return self._next_rng().permutation(n)
 
 
-_GLOBAL = Generator("cpu", seed=DRAWN, shared=True)
-_LOCAL = Generator("cpu", seed=DRAWN)
+def _pair():
+    """(global generator, local generator) of this process, or of the simulated rank running in this thread: each
+    simulated rank (a thread with a context of its own, `runtime/context.py`) has its own pair, seeded and drawn as
+    a separate process's, so that N simulated ranks draw what N MPI ranks draw."""
+    ctx = _CONTEXT.get()
+    own = ctx.generators
+    if own is None:
+        own = ctx.generators = {"pair": (Generator("cpu", seed=DRAWN, shared=True), Generator("cpu", seed=DRAWN))}
+    return own["pair"]
+
+
+def process_generator(name, make):
+    """A generator the process (or simulated rank) keeps under `name`, made by `make()` at first use (the data
+    loaders' shared default generator)."""
+    _pair()
+    own = _CONTEXT.get().generators
+    found = own.get(name)
+    if found is None:
+        found = own[name] = make()
+    return found
 
 
 def global_generator():
-    return _GLOBAL
+    return _pair()[0]
 
 
 def default_generator():
-    """The rank's local generator (`flow.default_generator`)."""
-    return _LOCAL
+    """The rank's local generator (the object `flow.default_generator` stands for)."""
+    return _pair()[1]
+
+
+class DefaultGenerator(Generator):
+    """`flow.default_generator`: OneFlow 0.9's is the process's CPU generator object itself
+    (framework/generator.py @ v0.9.0); here it stands for the default generator of the process or simulated rank
+    that reads it (`default_generator()`): every attribute is that generator's."""
+
+    def __init__(self):  # (no state of its own)
+        pass
+
+    def __getattribute__(self, name):
+        if name in _OWN:
+            return object.__getattribute__(self, name)
+        return getattr(default_generator(), name)
+
+    def manual_seed(self, seed):  # (returns the object seeded: this one)
+        default_generator().manual_seed(seed)
+        return self
+
+    def set_state(self, state):
+        default_generator().set_state(state)
+        return self
+
+    def __setattr__(self, name, value):
+        setattr(default_generator(), name, value)
+
+    def __repr__(self):
+        return repr(default_generator())
+
+    def __eq__(self, other):
+        return default_generator() is (default_generator() if isinstance(other, DefaultGenerator) else other)
+
+    def __hash__(self):
+        return hash(default_generator())
+
+    def __reduce__(self):  # pickled (flow.save, deepcopy) as the generator it stands for
+        return default_generator().__reduce__()
+
+
+_OWN = frozenset(("__class__", "__init__", "__getattribute__", "__setattr__", "__reduce_ex__", "__reduce__",
+                  "manual_seed", "set_state"))
+DEFAULT = DefaultGenerator()
 
 
 def manual_seed(seed):
     """Seeds the global generator and this rank's local generator (every rank calls it alike)."""
-    _GLOBAL.manual_seed(seed)
-    _LOCAL.manual_seed(seed)
-    return _LOCAL
+    g, local = _pair()
+    g.manual_seed(seed)
+    local.manual_seed(seed)
+    return local
 
 
 def initial_seed():
-    return _LOCAL.initial_seed()
+    return default_generator().initial_seed()
 
 
 def seed():
     s = _py_random.SystemRandom().randrange(2 ** 63)
-    _LOCAL.manual_seed(s)
+    default_generator().manual_seed(s)
     return s

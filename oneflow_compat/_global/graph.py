@@ -37,15 +37,17 @@ import collections
 import time
 import warnings
 
+import numpy as np
+
 from oneflow_compat.ir import dtypes as _dtypes
 from oneflow_compat.ir.placement import Placement as IrPlacement
-from oneflow_compat.runtime import activity, agreement, context, global_eager
-from oneflow_compat.runtime.graph_runtime import CompiledGraph
+from oneflow_compat.runtime import activity, agreement, buckets, context, global_eager
+from oneflow_compat.runtime.graph_runtime import CompiledGraph, GraphInputError
 from oneflow_compat.runtime.graph_trace import GraphTrace, layout_of
-from oneflow_compat._global import generators, graph_debug, lazy
+from oneflow_compat._global import device_keys, generators, graph_debug, lazy
 from oneflow_compat._global.graph_block import Block, BlockConfig, GraphModule, indent, tensor_text
 from oneflow_compat._global import graph_optim
-from oneflow_compat._global.graph_optim import GraphOptimizers
+from oneflow_compat._global.graph_optim import GraphOptimizers, check_optimized_parameters
 from oneflow_compat._global.modules import Module
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global.tensor import Tensor
@@ -190,6 +192,18 @@ class Graph:
         if isinstance(value, Block):
             self._blocks[name] = value
             return
+        # OneFlow 0.9's refusals and words (nn/graph/graph.py Graph.__setattr__ @ v0.9.0): a graph holds tensors
+        # through its modules (a tensor of its own would be a free eager tensor of the job: not trainable), and
+        # optimizers through add_optimizer
+        if isinstance(value, Tensor):
+            raise AttributeError("'%s' nn.Graph is not allowed to set Tensor attribute named '%s'. Please use "
+                                 "nn.Module to hold the tensor, then add the nn.Module to nn.Graph."
+                                 % (type(self).__name__, name))
+        from oneflow_compat.optim.optimizer import Optimizer
+
+        if isinstance(value, Optimizer):
+            raise AttributeError("'%s' nn.Graph is not allowed to set Optimizer attribute named '%s'. Please use "
+                                 "add_optimizer(...) instead." % (type(self).__name__, name))
         self._blocks.pop(name, None)
         object.__setattr__(self, name, value)
 
@@ -264,24 +278,45 @@ class Graph:
                 self.__dict__["_calls"] = number
                 raise
         text = "nn.Graph '%s' call #%d" % (self._name, number)
+        pending = None
         with activity.operation(text, name_errors=False) as call:  # build's own errors keep their messages
             if self._spans_ranks(tensors):
                 # after the first call, the check rides in the call's first collective where nothing before it has
-                # an effect (a data-parallel step's gradient bucket: `CompiledGraph.check_rides`)
-                agreement.global_op((agreement.digest(text), text), tuple(range(global_eager.world_size())),
-                                    carry=self._compiled is not None and self._compiled.check_rides)
+                # an effect (a data-parallel step's gradient bucket: `CompiledGraph.check_rides`), and carries
+                # the addends of a loss the call computed before it (`CompiledGraph.carried_output`): the loss's
+                # numpy() afterwards sends nothing
+                carry = self._compiled is not None and self._compiled.check_rides
+                carried = self._compiled.carried_output if carry else None
+                world = tuple(range(global_eager.world_size()))
+                if carried is None:
+                    agreement.global_op((agreement.digest(text), text), world, carry=carry)
+                else:
+                    check = agreement.global_op((agreement.digest(text), text), world,
+                                                payload=np.zeros(int(np.prod(carried[1]))), carry=True)
+                    pending = self._compiled.pending = [check, None]
             self.__dict__["_calls"] = number
+            # local inputs on "cuda:K", another GPU than the process's own: the graph is built and runs with that GPU
+            # current (0.9 places such a graph on that device: its local inputs' placement @rank:K)
+            key = next((t._device for t in tensors if t._placement is None), "cpu")
             if self._compiled is None:
-                self._compile(flat, struct, tensors)
+                with device_keys.current(key):
+                    self._compile(flat, struct, tensors)
                 self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
+                self.__dict__["_in_devices"] = [_input_device(t) for t in tensors]
             call.name_errors = True
             try:
-                outs = self._compiled.run(values)
+                with device_keys.current(key):
+                    outs = self._compiled.run(values)
             except agreement.TurnOfAnother:
                 # the carried check found another thread's turn: this call changed nothing and runs again, as the
                 # same call
                 self.__dict__["_calls"] = number - 1
                 raise
+            finally:
+                if pending is not None:
+                    self._compiled.pending = None
+            if pending is not None and pending[1] is not None and pending[0].result is not None:
+                buckets.remember_sum(outs[carried[0]], pending[1], world, pending[0].result)
         if self._graph_optimizers is not None:
             self._graph_optimizers.after_step()
         it = iter(outs)
@@ -304,6 +339,12 @@ class Graph:
                              "were traced into the graph as constants" % (self._name, constants,
                                                                          self._in_constants))
         self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
+        for t, want in zip(tensors, self.__dict__.get("_in_devices", ())):
+            if _input_device(t) != want:  # OneFlow 0.9's words (RunLazyNNGraph, core/framework/nn_graph.cpp)
+                raise GraphInputDeviceError(
+                    "nn.Graph ONLY accepts static inputs tensor meta, please check whether your input tensor meta "
+                    "each step is the same as the input of first call graph.\nThe excepted tensor meta is: %s, but "
+                    "the actual tensor meta is: %s" % (_meta_string(t, want), _meta_string(t, _input_device(t))))
 
     def _spans_ranks(self, tensors):
         """Whether the graph is global in a world of several ranks (then its calls are global operations)."""
@@ -328,6 +369,7 @@ class Graph:
         # the job's random ops (dropout) draw from streams seeded by the global generator's seed, alike on every rank
         trace.session.root_seed = generators.global_generator().initial_seed()
         scope = self._scope()
+        check_optimized_parameters([opt for opt, _ in self._opts], scope.names)
         out_values, kinds, out_struct = self._trace_build(trace, scope, flat, struct)
         # OneFlow 0.9's words (nn/graph/graph.py build_graph / finish_complie_and_init_runtime)
         self._log(0, "%s building graph Done! Cost time: %ss.\n" % (shallow, round(time.perf_counter() - started, 2)))
@@ -596,6 +638,20 @@ def _same_constants(a, b):
         return len(a) == len(b) and all(x is y or bool(x == y) for x, y in zip(a, b))
     except Exception:  # values without a truth value for ==: only the same objects count as unchanged
         return all(x is y for x, y in zip(a, b))
+
+
+class GraphInputDeviceError(GraphInputError, RuntimeError):
+    """A call's local input on another device than the first call's: a RuntimeError as OneFlow 0.9's, a
+    GraphInputError (ValueError) as this project's other input checks."""
+
+
+def _input_device(t):
+    return None if t._placement is not None else str(t.device)
+
+
+def _meta_string(t, device):
+    """OneFlow 0.9's GetTensorMetaString of a local tensor (core/framework/nn_graph.cpp)."""
+    return "shape=(%s), dtype=oneflow.%s, device=%s" % (",".join(str(d) for d in t.shape), t.dtype.name, device)
 
 
 def _input_layout(t):

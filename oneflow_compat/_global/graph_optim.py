@@ -149,6 +149,29 @@ class GroupLeaf:
         return state[suffix]
 
 
+def check_optimized_parameters(optimizers, names):
+    """OneFlow 0.9's checks of a graph's optimizers before it builds (Optimizer._check_variables_in_graph and
+    _check_variables_optimizer_bound, python/oneflow/optim/optimizer.py, called by nn/graph/optimizer.py
+    generate_optimizer_and_variable_configs @ v0.9.0), optimizer by optimizer: each parameter requiring a gradient
+    is a state of the graph's modules (`names`: {id: variable name}) — a free eager tensor inside build is a
+    constant the job does not train (lazy_op_interpreter.cpp AddFreeEagerTensorToVariableOp: "Free EagerTensor
+    not trainable"), so an optimizer of one would update nothing — and is bound to one optimizer only."""
+    bound = {}
+    for opt in optimizers:
+        for group in opt.param_groups:
+            for param in group["params"]:
+                if param.requires_grad and id(param) not in names:
+                    raise ValueError("Parameter <%s> is not in the corresponding nn.Graph/nn.Module. Please make "
+                                     "sure you call the module's to(..)/to_global(...) method first, then add the "
+                                     "module's parameters into an optimizer." % (param,))
+        for group in opt.param_groups:
+            for param in group["params"]:
+                if not param.requires_grad:
+                    continue
+                if bound.setdefault(id(param), opt) is not opt:
+                    raise ValueError("<%s> is already bound to another optimizer." % names[id(param)])
+
+
 class GraphOptimizers:
     """Every optimizer added to a graph, as one job optimizer (the legacy CombinedOptimizer's role)."""
 

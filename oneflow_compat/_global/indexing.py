@@ -69,6 +69,16 @@ def _expand_key(key, ndim, x=None):
         raise IndexError("an index can only have a single ellipsis ('...')")
     entries = []
     for k in key:
+        if isinstance(k, Tensor) and k.is_lazy:  # an index computed inside nn.Graph.build: gathered in the job
+            if k.dtype is BOOL or k.dtype is dtypes.uint8:
+                raise IndexError("nn.Graph: indexing with a boolean mask computed inside build() is not supported "
+                                 "(the result's shape would depend on the mask's values): use flow.masked_select "
+                                 "outside the graph, or flow.where / a multiplication by the mask inside it")
+            if k.dtype.is_floating:
+                raise IndexError("tensors used as indices must be long, int, uint8 or bool tensors, got %s"
+                                 % k.dtype.name)
+            entries.append(("adv", k))
+            continue
         on_device = _device_index(k, x) if x is not None else None
         if on_device is not None:
             entries.append(("adv", on_device))
@@ -144,11 +154,40 @@ def _scalar_bool_tensors(key):
                  (k.dtype is BOOL or k.dtype in (dtypes.uint8, dtypes.int8)) else k for k in key)
 
 
+def _is_identity(x, key):
+    """Whether `key` (slices and at most one `...`) takes every element of every dim of x in order: OneFlow 0.9's
+    TensorGetItem then returns x itself, the same tensor (`x[:] is x`; is_identity in
+    core/functional/impl/array_functor.cpp TensorGetItemFunctor @ v0.9.0; a 0-d result is never the identity)."""
+    shape = x._value.meta.shape
+    if not shape:
+        return False
+    dims = []
+    for k in key:
+        if k is Ellipsis:
+            continue
+        if k.__class__ is not slice:
+            return False
+        dims.append(k)
+    if len(dims) > len(shape):
+        return False
+    if Ellipsis in key:  # (the slices before `...` are the first dims, those after it the last ones)
+        at = key.index(Ellipsis)
+        pairs = list(zip(shape, key[:at])) + list(zip(shape[len(shape) - (len(key) - at - 1):], key[at + 1:]))
+    else:
+        pairs = list(zip(shape, key))
+    for n, k in pairs:
+        if k.indices(n) != (0, n, 1) or (k.step is not None and k.step != 1):
+            return False
+    return True
+
+
 def getitem(x, key):
     key = _scalar_bool_tensors(as_index_tuple(key))
     if builtins.any(isinstance(k, (bool, np.bool_)) for k in key):
         return _getitem_with_bools(x, key)
     if not builtins.any(_is_advanced(k) for k in key):
+        if _is_identity(x, key):
+            return x
         return F.index(x, key)
     entries = _expand_key(key, x.ndim, x)
     if builtins.any(kind == "mask0" for kind, _ in entries):
@@ -173,7 +212,9 @@ def getitem(x, key):
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes %s"
                          % " ".join(str(a.shape) for a in arrays)) from None
     sizes = [y.shape[p] for p in positions]
-    if builtins.any(devices.is_device_array(a) for a in arrays):
+    if builtins.any(isinstance(a, Tensor) for a in arrays):
+        linear = _linear_in_graph(arrays, shape, sizes, y)
+    elif builtins.any(devices.is_device_array(a) for a in arrays):
         linear = _checked_on_device(arrays, shape, sizes, positions)
     else:
         arrays = np.broadcast_arrays(*arrays)
@@ -192,7 +233,10 @@ def getitem(x, key):
     z = F.permute(y, positions + rest) if positions + rest != list(range(y.ndim)) else y
     merged = int(np.prod(sizes))
     z = F.reshape(z, (merged,) + tuple(z.shape[len(positions):]))
-    idx = _index_tensor(linear.astype(np.int64).reshape(index_shape), z)
+    if isinstance(linear, Tensor):
+        idx = linear
+    else:
+        idx = _index_tensor(linear.astype(np.int64).reshape(index_shape), z)
     out = apply_op("gather", [z, idx], {"axis": 0})
     adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
     if adjacent and positions[0] > 0:
@@ -204,6 +248,30 @@ def getitem(x, key):
 
 
 _OUT_OF_BOUNDS = "index %d is out of bounds for dimension %d with size %d"
+
+
+def _linear_in_graph(arrays, shape, sizes, like):
+    """The linear index (int64, `shape`) of advanced indices of which some are lazy tensors (computed inside
+    nn.Graph.build), as ops of the job: each index wrapped (negative ones from the end) and scaled by its stride,
+    summed. OneFlow 0.9's tensor_getitem in lazy mode likewise gathers with ops of the job
+    (api/python/functional/indexing.cpp, functional::TensorGetItem @ v0.9.0); an index out of range fails when
+    the job runs, in its gather kernel. Host indices beside it are constants of the job."""
+    from oneflow_compat._global import lazy
+
+    linear, stride = None, 1
+    for a, n in reversed(list(zip(arrays, sizes))):
+        if isinstance(a, Tensor):
+            t = F.cast(a, dtypes.int64) if a.dtype is not dtypes.int64 else a
+        else:
+            with lazy.eager_constants():
+                t = _index_tensor(np.asarray(a, dtype=np.int64), like)
+        t = F.where(F.lt(t, 0), F.add(t, n), t)
+        if tuple(t.shape) != tuple(shape):
+            t = t.expand(*shape)
+        term = F.mul(t, stride) if stride != 1 else t
+        linear = term if linear is None else F.add(linear, term)
+        stride *= n
+    return linear
 
 
 def _checked_on_device(arrays, shape, sizes, positions):

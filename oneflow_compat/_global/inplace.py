@@ -1,5 +1,6 @@
 """In-place results: a tensor taking an op's output as its own value (`x.add_(y)`, `slice_update`, dropout's
 `inplace`). Its own module so that functions below the Tensor methods (dropout, the nd functions) can use it."""
+from oneflow_compat._global import device_keys
 
 
 def rebind(self, result):
@@ -21,13 +22,15 @@ def rebind(self, result):
     v, r = self._value, result._value
     same = (r.meta.shape == v.meta.shape and r.placement == v.placement and r.sbp == v.sbp)
     if result._node is None and same and not self.is_lazy:  # (a lazy tensor has no storage: it takes the result)
-        for p, q in zip(v.pieces, r.pieces):
-            p[...] = q
+        with device_keys.of(self):  # (a "cuda:K" tensor: on its GPU)
+            for p, q in zip(v.pieces, r.pieces):
+                p[...] = q
         return self
     if self._view_root is not None or self._views:  # views of local eager tensors: `_global/views.py`
         from oneflow_compat._global import views
 
-        return views.rebind(self, result, same)
+        with device_keys.of(self):  # (a "cuda:K" tensor: on its GPU)
+            return views.rebind(self, result, same)
     self._value, self._placement, self._sbp = r, result._placement, result._sbp
     self._node, self._out_index, self.requires_grad_flag = result._node, result._out_index, \
         result.requires_grad_flag

@@ -14,7 +14,7 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat.kernels import bfloat16 as bf16_k
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import global_eager
-from oneflow_compat._global import generators
+from oneflow_compat._global import device_keys, generators
 
 
 def _fill(tensor, full):
@@ -24,8 +24,9 @@ def _fill(tensor, full):
     if value.meta.dtype is dtypes.bfloat16:  # bfloat16 storage holds bfloat16 numbers
         full = bf16_k.round_to_bfloat16(np, full).reshape(full.shape)
     if tensor.is_local:
-        for piece in value.pieces:
-            piece[...] = global_eager.to_device(full, value.placement)
+        with device_keys.of(tensor):  # (a "cuda:K" tensor: on its GPU)
+            for piece in value.pieces:
+                piece[...] = global_eager.to_device(full, value.placement)
         return tensor
     ranks = [m for m, _ in value.placement.pairs]
     me = global_eager.rank()

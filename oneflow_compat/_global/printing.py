@@ -138,11 +138,9 @@ def tensor_repr(t):
     if t.is_global:
         suffixes.append("placement=%r" % (t.placement,))
         suffixes.append("sbp=%s" % (_tuple_text(t.sbp),))
-    elif t._device == "cuda":
-        # a process's device is cuda:LOCAL_RANK, as OneFlow shows it (a rank's local piece prints its own device)
-        from oneflow_compat import env
-
-        suffixes.append("device='cuda:%d'" % env.get_local_rank())
+    elif t._device != "cpu" and t.device.type == "cuda":
+        # the tensor's device with its index (a plain "cuda" is the process's, cuda:LOCAL_RANK), as OneFlow shows it
+        suffixes.append("device='%s'" % (t.device,))
     if values.size == 0:
         body = "[]"
         if values.shape != (0,):

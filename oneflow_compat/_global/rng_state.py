@@ -33,7 +33,8 @@ def get_rng_state():
     """`flow.get_rng_state()`: the state of this rank's default generator and of the global generator (32 bytes,
     uint8), so that `set_rng_state` replays local and global random tensors alike (OneFlow's covers the default
     generator; this project draws global tensors from a generator of their own)."""
-    return _state_tensor([generators._LOCAL._current_seed(), generators._LOCAL._draws, generators._GLOBAL._current_seed(), generators._GLOBAL._draws])
+    g, local = generators.global_generator(), generators.default_generator()
+    return _state_tensor([local._current_seed(), local._draws, g._current_seed(), g._draws])
 
 
 def set_rng_state(new_state):
@@ -41,18 +42,19 @@ def set_rng_state(new_state):
     (that generator alone)."""
     n = int(np.prod(getattr(new_state, "shape", (len(new_state),))))
     if n == 16:
-        _set_own_state(generators._LOCAL, new_state)
+        _set_own_state(generators.default_generator(), new_state)
         return
     local_seed, local_draws, global_seed, global_draws = _state_values(new_state, 4, "set_rng_state")
-    generators._LOCAL._seed, generators._LOCAL._draws = local_seed, local_draws
-    generators._GLOBAL._seed, generators._GLOBAL._draws = global_seed, global_draws
+    g, local = generators.global_generator(), generators.default_generator()
+    local._seed, local._draws = local_seed, local_draws
+    g._seed, g._draws = global_seed, global_draws
 
 
 def _get_state(self):
     """The state as a uint8 tensor of 16 bytes (the seed and the draw counter), which `set_state` takes back. The
     default generator's is `flow.get_rng_state()`'s (OneFlow 0.9: get_rng_state is default_generator.get_state(),
     python/oneflow/framework/generator.py, v0.9.0), the global generator's state included."""
-    if self is generators._LOCAL:
+    if self is generators.default_generator():
         return get_rng_state()
     return _own_state(self)
 
@@ -62,7 +64,7 @@ def _own_state(self):
 
 
 def _set_state(self, state):
-    if self is generators._LOCAL:  # (what get_state gave: both generators' 32 bytes, or 16 for the default alone)
+    if self is generators.default_generator():  # (what get_state gave: both generators' 32 bytes, or 16 for the default alone)
         set_rng_state(state)
         return self
     return _set_own_state(self, state)

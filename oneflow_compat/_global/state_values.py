@@ -13,6 +13,7 @@ from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.ir import dtypes
 from oneflow_compat.kernels import bfloat16 as bf16_k
 from oneflow_compat.runtime import global_eager
+from oneflow_compat._global import device_keys
 from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import Tensor
 
@@ -70,6 +71,7 @@ def copy_into(target, value):
         array = bf16_k.round_to_bfloat16(np, array)
     if target.is_global:
         return nn_init._fill(target, array)
-    for piece in target._value.pieces:
-        piece[...] = global_eager.to_device(np.asarray(array, dtype=target.dtype.np), target._value.placement)
+    with device_keys.of(target):  # (a "cuda:K" tensor: on its GPU)
+        for piece in target._value.pieces:
+            piece[...] = global_eager.to_device(np.asarray(array, dtype=target.dtype.np), target._value.placement)
     return target

@@ -19,7 +19,7 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat.runtime.graph_trace import LAZY_VALUE_MESSAGE, LazyValue
 from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import global_mode, printing
+from oneflow_compat._global import device_keys, global_mode, printing
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global.size import Size
 
@@ -57,17 +57,7 @@ def device_tag(device_type):
     return devices.resolve_tag("gpu", spelled="cuda") if device_type == "cuda" else "cpu"
 
 
-def parse_device(device):
-    """'cpu' / 'cuda' / 'cuda:0' / flow.device -> device type."""
-    if device is None:
-        return "cpu"
-    kind = getattr(device, "type", device)
-    if not isinstance(kind, str):
-        raise TypeError("device must be a string like 'cpu' or 'cuda:0', got %r" % (device,))
-    kind = kind.split(":")[0]
-    if kind not in ("cpu", "cuda"):
-        raise DeviceStringError("Expected one of cpu, cuda device type at start of device string: %s" % (device,))
-    return kind
+parse_device = device_keys.parse_type  # 'cpu' / 'cuda' / 'cuda:0' / flow.device -> device type
 
 
 class device:  # noqa: N801 - OneFlow's name
@@ -78,11 +68,15 @@ class device:  # noqa: N801 - OneFlow's name
     def __init__(self, type="cpu", index=None):  # noqa: A002
         if isinstance(type, device):
             type, index = type.type, type.index
-        if ":" in type:
-            type, idx = type.split(":", 1)
-            index = int(idx)
+        if not isinstance(type, str):
+            raise TypeError("device must be a string like 'cpu' or 'cuda:0', got %r" % (type,))
+        if ":" in type:  # (ParsingDeviceTag's words and "-1: no index", device_keys.parse_index)
+            type, index = type.split(":", 1)[0], device_keys.parse_index(type)
+        elif index is not None and int(index) < 0:
+            raise ValueError("Device ID should be non-negative")  # Device::New's InvalidValueError
         self.type = parse_device(type)
-        self.index = 0 if index is None else int(index)
+        # no index: the process's own device, index LOCAL_RANK (Device::ParseAndNew / Device::New(type) @ v0.9.0)
+        self.index = _local_rank() if index is None else int(index)
 
     def __repr__(self):
         return "device(type='%s', index=%d)" % (self.type, self.index)
@@ -103,8 +97,7 @@ def _world_size():
     return global_eager.world_size()
 
 
-class DeviceStringError(RuntimeError, ValueError):
-    """An unknown device type: a RuntimeError as OneFlow 0.9's (its words), a ValueError as this project raised."""
+DeviceStringError = device_keys.DeviceStringError
 
 
 class SplitAxisError(RuntimeError, ValueError):
@@ -140,8 +133,7 @@ class Tensor:
     _value = None
     _placement = None
     _sbp = None
-    _device = "cpu"
-    _device_index = 0  # a rank's piece (`to_local`) is on its process's device: index LOCAL_RANK, as OneFlow shows
+    _device = "cpu"  # the device's key: "cpu" / "cuda" (index LOCAL_RANK) or "cuda:K" (`_global/device_keys.py`)
     requires_grad_flag = False
     _node = None  # the recorded op that made this tensor (None: a leaf)
     _acc_node = None  # a leaf's `accumulate_grad` node, once an op recorded it or a hook was registered
@@ -279,13 +271,13 @@ class Tensor:
                 return device(self._placement.type)
             raise RuntimeError("Only local tensors have 'device'; this global tensor has placement %r"
                                % self._placement)
-        return device(self._device, self._device_index)
+        return device(self._device)
 
     @property
     def is_cuda(self):
         if self._placement is not None:
             return self._placement.type == "cuda"
-        return self._device == "cuda"
+        return device_keys.type_of(self._device) == "cuda"
 
     @property
     def grad_fn(self):
@@ -430,8 +422,7 @@ class Tensor:
             piece = global_eager.xp(v.placement).zeros((0,) * max(1, len(v.meta.shape)), dtype=v.meta.dtype.np)
         local = global_eager.Value(TensorMeta(piece.shape, v.meta.dtype), global_eager.local_placement(
             v.placement.device_tag), S.B, [piece])
-        out = Tensor._make(local, device=self._placement.type)
-        out._device_index = _local_rank()
+        out = Tensor._make(local, device=self._placement.type)  # (the process's device: index LOCAL_RANK)
         src = v
         if autograd.is_grad_enabled() and self.requires_grad_flag:
             def to_local_backward(dys):
@@ -517,7 +508,14 @@ class Tensor:
 
     def _accumulate_grad(self, value, run_hooks=True):
         """Adds a gradient (any layout) into `.grad`, boxed to this tensor's own placement and SBP; a leaf's
-        hooks run before (`register_hook`) and after (post-accumulation hooks)."""
+        hooks run before (`register_hook`) and after (post-accumulation hooks). (A tensor on "cuda:K", another GPU
+        than the process's own: with that GPU current, where `.grad` lives.)"""
+        if len(self._device) > 4:
+            with device_keys.current(self._device):
+                return self._accumulate_in_place(value, run_hooks)
+        return self._accumulate_in_place(value, run_hooks)
+
+    def _accumulate_in_place(self, value, run_hooks):
         own = self._value
         value = autograd.box(value, own.placement, own.sbp, label="gradient")  # explain: a gradient boxing
         if run_hooks:
@@ -551,8 +549,9 @@ class Tensor:
 
     # --- in-place helpers -----------------------------------------------------------------------------------
     def zero_(self):
-        for p in self._value.pieces:
-            p[...] = 0
+        with device_keys.current(self._device if self._placement is None else "cpu"):  # (a "cuda:K" tensor's GPU)
+            for p in self._value.pieces:
+                p[...] = 0
         return self
 
     def fill_(self, value):  # (while gradients are recorded: `_global/inplace_fill.py`, installed over this)
@@ -560,8 +559,9 @@ class Tensor:
             from oneflow_compat.kernels import bfloat16 as bf16_k
 
             value = bf16_k.round_to_bfloat16(np, np.float32(value))[0]
-        for p in self._value.pieces:
-            p[...] = value
+        with device_keys.current(self._device if self._placement is None else "cpu"):
+            for p in self._value.pieces:
+                p[...] = value
         return self
 
     def _check_inplace(self):
@@ -610,9 +610,7 @@ def _host(x):
 
 
 def _local_rank():
-    from oneflow_compat.comm import world
-
-    return world.job_local_rank()
+    return device_keys.local_rank()
 
 
 def is_tensor(x):

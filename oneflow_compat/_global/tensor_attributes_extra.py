@@ -17,13 +17,13 @@ contiguous strides of the shape (a global tensor's: of its logical shape, as One
 arrays `pin_memory()` returns a copy marked pinned (`is_pinned()` True), which GPU copies treat as any host array.
 """
 from oneflow_compat.ir import dtypes
-from oneflow_compat._global import functional as F, tensor_types
+from oneflow_compat._global import device_keys, functional as F, tensor_types
 from oneflow_compat._global import tensor_functions as TF
 from oneflow_compat._global.tensor import as_dtype
 
 
 def _device_type(t):
-    return t._placement.type if t.is_global else t._device
+    return t._placement.type if t.is_global else device_keys.type_of(t._device)
 
 
 def tensor_type(self, dtype=None, non_blocking=False):
@@ -65,7 +65,7 @@ def get_device(self):
         from oneflow_compat import env
 
         return env.get_local_rank()
-    return self._device_index or 0
+    return device_keys.index_of(self._device)
 
 
 def stride(self, dim=None):
@@ -96,9 +96,8 @@ def pin_memory(self):
     """A copy of this local CPU tensor in pinned host memory."""
     if self.is_global or self.is_lazy:
         raise RuntimeError("Tensor.pin_memory() only support local tensor for now!")
-    if self._device != "cpu":
-        raise RuntimeError("cannot pin tensor with device: %s:%d, only dense CPU tensors can be pinned."
-                           % (self._device, self._device_index or 0))
+    if device_keys.type_of(self._device) != "cpu":
+        raise RuntimeError("cannot pin tensor with device: %s, only dense CPU tensors can be pinned." % self.device)
     if getattr(self, "_pinned", False):
         return self
     out = _pinned_copy(self.detach())

@@ -6,7 +6,7 @@ import numpy as np
 from oneflow_compat.backend import devices
 from oneflow_compat.ir import dtypes
 from oneflow_compat import sbp as flow_sbp
-from oneflow_compat._global import creation, device_moves, dispatch, functional as F, global_mode, indexing, layouts, lazy
+from oneflow_compat._global import creation, device_keys, device_moves, dispatch, functional as F, global_mode, indexing, layouts, lazy
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global import default_dtype, nn_init, tensor_functions as TF
 from oneflow_compat._global.size import Size
@@ -56,10 +56,11 @@ def _copy_(self, other):
     if tuple(src.shape) != tuple(self.shape):
         src = F.reshape(src, tuple(self.shape)) if src.numel() == self.numel() else src
     bf16 = self.dtype is dtypes.bfloat16
-    for p, q in zip(self._value.pieces, src._value.pieces):
-        if bf16:  # a bfloat16 tensor stores bfloat16 numbers (kernels/bfloat16.py)
-            q = _bf16_k().round_to_bfloat16(devices.module_of(q), q)
-        p[...] = q if devices.is_device_array(p) else devices.to_host(q)  # a host piece takes no device array
+    with device_keys.of(self):  # (a "cuda:K" tensor: on its GPU)
+        for p, q in zip(self._value.pieces, src._value.pieces):
+            if bf16:  # a bfloat16 tensor stores bfloat16 numbers (kernels/bfloat16.py)
+                q = _bf16_k().round_to_bfloat16(devices.module_of(q), q)
+            p[...] = q if devices.is_device_array(p) else devices.to_host(q)  # a host piece takes no device array
     return self
 
 
@@ -135,11 +136,25 @@ def _to_self_dtype(self, other, args, kwargs):
     return F.cast(other, self.dtype), (), kwargs
 
 
-def _inplace_binary(fn, computed_dtype=None):
+def _inplace_device_check(self, other, moves_scalar):
+    """The devices of an in-place binary op on local tensors, as OneFlow 0.9 (functional/impl/binary_functor.cpp
+    @ v0.9.0): add_ / sub_ / div_ (CastDeviceForCPUScalarTensor with inplace=true) move a 0-d CPU `other` onto
+    x's device, never x itself, so `cpu_scalar.add_(cuda_y)` is refused; mul_ (InplaceMulFunctor) moves nothing.
+    The refusal is the op's device check (local_tensor_infer_cache.cpp, CheckInputDeviceIdentical: its words)."""
+    if self._device == other._device or self.is_global or other.is_global or lazy.tracer_active():
+        return
+    if moves_scalar and not other._value.meta.shape and device_keys.type_of(other._device) == "cpu":
+        return
+    raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, %s "
+                       "(positional 0) and %s (positional 1)!" % (self.device, other.device))
+
+
+def _inplace_binary(fn, computed_dtype=None, moves_scalar=True):
     """`x.add_(y)`, `x += y`, ... : OneFlow 0.9's InplaceAdd / InplaceMul / InplaceDiv functors check, before the
     op, that x may be written (a leaf requiring grad may not: `Tensor._check_inplace`, where eager autograd
     records), that the dtype the op computes in is x's (mul_ / div_: CheckInplaceCastValid; add_ / sub_ cast y to
-    x's dtype) and that y broadcasts to x's shape (binary_functor.cpp, in that order; words of common.cpp)."""
+    x's dtype) and that y broadcasts to x's shape (binary_functor.cpp, in that order; words of common.cpp); then
+    the devices (`_inplace_device_check`)."""
     def method(self, other, *args, **kwargs):
         if isinstance(other, Tensor):
             if not self.is_lazy and not other.is_lazy and not lazy.tracer_active():
@@ -150,6 +165,7 @@ def _inplace_binary(fn, computed_dtype=None):
                     raise RuntimeError("result type %r can't be cast to the desired output type %r"
                                        % (result_dtype, self.dtype))
             _check_inplace_broadcast(other.shape, self.shape)
+            _inplace_device_check(self, other, moves_scalar)
             if computed_dtype is None and other.dtype != self.dtype:
                 other, args, kwargs = _to_self_dtype(self, other, args, dict(kwargs))
         return _rebind(self, fn(self, other, *args, **kwargs))
@@ -191,8 +207,8 @@ def _to(self, *args, **kwargs):
                                    "for global tensor, but got %s" % (device,))
             if kind != self._placement.type:
                 out = self.to_global(placement=Placement(kind, self._placement.rank_list, hierarchy=self._placement.hierarchy), sbp=self.sbp)
-        elif kind != self._device:
-            out = device_moves.moved(self, kind)  # (differentiable: OneFlow 0.9's copy op)
+        elif device_keys.key(device) != self._device:  # ("cuda:1": the index too)
+            out = device_moves.moved(self, device_keys.check(device_keys.key(device)))  # (OneFlow 0.9's copy op)
     if dtype is not None:
         out = F.cast(out, dtype)
     if kwargs.get("copy", False) and out is self:  # OneFlow 0.9's `copy=True`: a new tensor, even where nothing
@@ -200,11 +216,27 @@ def _to(self, *args, **kwargs):
     return out
 
 
+def _cuda_device(device):
+    """`Tensor.cuda(device)`'s device (OneFlow 0.9 framework/tensor.py `_cuda`: None is "cuda", an int K
+    "cuda:K")."""
+    if device is None:
+        return "cuda"
+    if isinstance(device, int) and not isinstance(device, bool):
+        return "cuda:%d" % device
+    return device
+
+
 def _getitem(self, key):
+    if len(self._device) > 4:  # "cuda:K": the index arithmetic on that GPU, where the tensor lives
+        with device_keys.current(self._device):
+            return indexing.getitem(self, key)
     return indexing.getitem(self, key)
 
 
 def _setitem(self, key, value):
+    if len(self._device) > 4:
+        with device_keys.current(self._device):
+            return indexing.setitem(self, key, value)
     indexing.setitem(self, key, value)
 
 
@@ -278,7 +310,8 @@ _METHODS = {
     # operators
     "__add__": F.add, "__radd__": _reflected(F.add), "__iadd__": _inplace_binary(F.add),
     "__sub__": F.sub, "__rsub__": _reflected(F.sub), "__isub__": _inplace_binary(F.sub),
-    "__mul__": F.mul, "__rmul__": _reflected(F.mul), "__imul__": _inplace_binary(F.mul, _mul_dtype),
+    "__mul__": F.mul, "__rmul__": _reflected(F.mul),
+    "__imul__": _inplace_binary(F.mul, _mul_dtype, moves_scalar=False),
     "__truediv__": F.div, "__rtruediv__": _reflected(F.div), "__itruediv__": _inplace_binary(F.div, _div_dtype),
     "__pow__": F.pow, "__rpow__": _reflected(F.pow),
     "__matmul__": F.matmul, "__rmatmul__": _reflected(F.matmul),
@@ -287,7 +320,8 @@ _METHODS = {
     "__invert__": F.logical_not,
     # arithmetic
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg, "abs": F.abs,
-    "add_": _inplace_binary(F.add), "sub_": _inplace_binary(F.sub), "mul_": _inplace_binary(F.mul, _mul_dtype),
+    "add_": _inplace_binary(F.add), "sub_": _inplace_binary(F.sub),
+    "mul_": _inplace_binary(F.mul, _mul_dtype, moves_scalar=False),
     "div_": _inplace_binary(F.div, _div_dtype),
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "rsqrt": F.rsqrt, "square": F.square, "sign": F.sign,
     "floor": F.floor, "ceil": F.ceil, "round": F.round, "reciprocal": F.reciprocal, "sin": F.sin, "cos": F.cos,
@@ -312,7 +346,7 @@ _METHODS = {
     "long": lambda self: F.cast(self, dtypes.int64), "bool": lambda self: F.cast(self, BOOL),
     "type_as": lambda self, other: F.cast(self, other.dtype),
     "cpu": lambda self: _to(self, "cpu") if self.is_local else self,
-    "cuda": lambda self, device=None: _to(self, "cuda") if self.is_local else self,
+    "cuda": lambda self, device=None: _to(self, _cuda_device(device)) if self.is_local else self,
     "numel": Tensor.numel, "ndimension": lambda self: self.ndim,
 }
 

@@ -76,10 +76,19 @@ class StepScalars:
         self.slots = []  # (buffer, offset, dtype, value_fn)
         self.buffers = []
         self.after = []  # host actions once a call's steps ran (the host copy of the step counter advancing)
+        self.keyed = {}  # key -> the slot's device array (`add`'s `key`)
 
-    def add(self, dtype, value_fn):
-        """A 0-d device array of `dtype` holding `value_fn()` during every call (evaluated at the call's start)."""
+    def add(self, dtype, value_fn, key=None):
+        """A 0-d device array of `dtype` holding `value_fn()` during every call (evaluated at the call's start).
+        `key`: slots asked with the same key (and dtype) are one slot, its value computed once per call — what
+        every update of a schedule reads (the learning rate of a step: LeNet's 8 updates read one slot)."""
         dtype = np.dtype(dtype)
+        if key is not None:
+            found = self.keyed.get((key, dtype))
+            if found is not None:
+                return found
+            made = self.keyed[(key, dtype)] = self.add(dtype, value_fn)
+            return made
         if dtype.itemsize > SLOT_BYTES:
             raise ValueError("a step scalar holds at most %d bytes, not a %s" % (SLOT_BYTES, dtype))
         k = len(self.slots)

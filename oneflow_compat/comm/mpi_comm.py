@@ -41,7 +41,7 @@ from .environment import comm_timeout_from_env as timeout_from_env
 from .output import unprefixed_stderr, wait_until_output_is_read
 from .process_comm import (CollectiveTimeout, CommError, Pending, ProcessComm, balanced_offsets, balanced_sizes,
                            check_ranks)
-from .shm import CHECK_WORDS, Board, SharedBlock, ShmAllreduce, add_into, reading, signature
+from .shm import CHECK_WORDS, Board, SharedBlock, ShmAllreduce, add_into, copy_into, reading, signature
 
 QUERY_WINDOW_S = 1.0      # how long a timed-out rank waits for the other members to say where they are
 PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act on a failed rank's MPI_Abort
@@ -80,7 +80,7 @@ _LOAD_EVERY_S = 1.0
 
 def _put(slot, array):
     """`array` copied into the start of a shared-memory slot (uint8), in C order (a strided array packed)."""
-    slot[:array.nbytes].view(array.dtype).reshape(array.shape)[...] = array
+    copy_into(slot[:array.nbytes].view(array.dtype).reshape(array.shape), array)
 
 
 class _Subset:
@@ -224,6 +224,16 @@ class _Blocks:
                 out[index] = flat[self.displs[q]:self.displs[q] + self.counts[q]].reshape(self.block_shape(q))
             return out
         return flat, unpack
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_blocks(shape, axis, sizes, dtype):
+    return _Blocks(shape, axis, sizes, dtype)
+
+
+def _blocks(shape, axis, sizes, dtype):
+    """`_Blocks` (read only), made once per layout: a boxing moves the same layout call after call."""
+    return _cached_blocks(tuple(shape), axis, tuple(sizes), np.dtype(dtype))
 
 
 def _address(a):
@@ -687,7 +697,10 @@ class MPIComm(ProcessComm):
             subset, activity = self._begin("identity check", members)
             board = self._board(subset, activity)
             if board is not None:
-                board.exchange(self._waiter(activity, 0), "check", 0, 0, check=check.message, settle=check.settle)
+                # (no bytes to move, no result: the board call of an `exchange` that carries a check, `_shm_exchange`)
+                zeros = [0] * (len(members) + 1)
+                board.exchange(self._waiter(activity, 0), "check", 0, 0, table=zeros, check=check.message,
+                               settle=check.settle, places=zeros)
                 return
         check.run_over_allreduce()
 
@@ -699,12 +712,13 @@ class MPIComm(ProcessComm):
             self._flush_carried()
         return board
 
-    def _exchange(self, board, wait, kind, sig, need, write=None, table=None, result=None, shape=(), places=None):
+    def _exchange(self, board, wait, kind, sig, need, write=None, table=None, result=None, shape=(), places=None,
+                  joined=False):
         """`board.exchange`, carrying the pending identity check (`result`, `shape`: this member's result in its
         arena and the shape it expects of the results, `Board.pushing`)."""
         check, settle = self._take_carried(board)
         return board.exchange(wait, kind, sig, need, write, table, check, settle, result,
-                              signature(tuple(int(d) for d in shape)), places)
+                              signature(tuple(int(d) for d in shape)), places, joined)
 
     # ----- collectives over subsets ----------------------------------------------------------------------
 
@@ -795,7 +809,7 @@ class MPIComm(ProcessComm):
         for slot in slots[1:]:
             add_into(acc, slot[chunk])
         board.publish(wait)
-        (buf if out is None else out)[...] = slots[0].reshape(buf.shape)
+        copy_into(buf if out is None else out, slots[0].reshape(buf.shape))
 
     def shared_buffer(self, shape, dtype, ranks):
         """A zeroed array that `allreduce_` / `iallreduce_` over `ranks` sum in place through memory shared by the
@@ -843,7 +857,7 @@ class MPIComm(ProcessComm):
             raise ValueError("allgatherv on rank %d: sizes %r do not fit %d members and the local size %d"
                              % (self._rank, sizes, len(subset.ranks), local.shape[axis]))
         shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
-        blocks = _Blocks(shape, axis, sizes, local.dtype)
+        blocks = _blocks(shape, axis, sizes, local.dtype)
         board = self._board_for(subset, activity, local.dtype != object)
         if board is not None:
             wait = self._waiter(activity, local.nbytes)
@@ -854,8 +868,8 @@ class MPIComm(ProcessComm):
             own = blocks.index[me]
             if board.pushing():  # every result in its member's arena: this member's block copied straight into each
                 for j in [(me + r) % k for r in range(1, k)]:
-                    board.remote(j, shape, local.dtype)[own] = local
-                out[own] = local
+                    copy_into(board.remote(j, shape, local.dtype)[own], local)
+                copy_into(out[own], local)
                 board.done(wait, [j for j in range(k) if j != me])
                 return out
             # else each member's block copied into its slot, then from every slot into its place
@@ -902,7 +916,7 @@ class MPIComm(ProcessComm):
         if len(sizes) != len(subset.ranks) or sum(sizes) != buf.shape[axis] or min(sizes) < 0:
             raise ValueError("reduce_scatter on rank %d: sizes %r do not split %d rows over %d members"
                              % (self._rank, sizes, buf.shape[axis], len(subset.ranks)))
-        blocks = _Blocks(buf.shape, axis, sizes, buf.dtype)
+        blocks = _blocks(buf.shape, axis, sizes, buf.dtype)
         me = subset.index
         out = np.empty(blocks.block_shape(me), buf.dtype)
         if len(subset.ranks) == 1:
@@ -957,7 +971,7 @@ class MPIComm(ProcessComm):
             recv_sizes = got
         recv_sizes = [int(s) for s in recv_sizes]
         shape = own.shape[:axis] + (sum(recv_sizes),) + own.shape[axis + 1:]
-        blocks = _Blocks(shape, axis, recv_sizes, own.dtype)
+        blocks = _blocks(shape, axis, recv_sizes, own.dtype)
         board = self._board_for(subset, activity, own.dtype != object)
         if concat:  # what arrives lands straight in its place of the joined result (in the arena: pushed there)
             received = board.arena.output(shape, own.dtype) if board is not None else None
@@ -1002,13 +1016,13 @@ class MPIComm(ProcessComm):
                 there = board.remote(j, shape[:axis] + (int(starts[k]),) + shape[axis + 1:], own.dtype)
                 place = there[(slice(None),) * axis + (slice(int(starts[me]), int(starts[me + 1])),)]
                 if place.size == pieces[j].size:  # its bytes in C order, as through a slot (else member j raises)
-                    place[...] = pieces[j].reshape(place.shape)
-            views[me][...] = own
+                    copy_into(place, pieces[j].reshape(place.shape))
+            copy_into(views[me], own)
             board.done(wait, [j for j in range(k) if j != me])
         else:  # what this member sends is written even when what it receives is wrong: the others' calls complete
             board.stream(wait, [(table[j], p) for j, p in enumerate(pieces) if j != me],
                          [reading(j, int(tables[j][me]), view) for j, view in enumerate(views)
-                          if j != me and j not in wrong], meanwhile=lambda: views[me].__setitem__(Ellipsis, own))
+                          if j != me and j not in wrong], meanwhile=lambda: copy_into(views[me], own))
         if wrong:
             j = wrong[0]
             raise ValueError("alltoallv on rank %d: rank %d sends %d bytes, %d expected for %s %s"
@@ -1064,18 +1078,29 @@ class MPIComm(ProcessComm):
                 buf[...] = work
         return buf
 
+    def reduce(self, buf, root, ranks):
+        """(The root's sum a new array, in its arena where there is room: its own addend is read where it lies,
+        summed with the first other one in one pass, never copied first.)"""
+        return self._reduce(buf, root, ranks, fresh=True)
+
     def reduce_(self, buf, root, ranks):
+        return self._reduce(buf, root, ranks, fresh=False)
+
+    def _reduce(self, buf, root, ranks, fresh):
         subset, activity = self._begin("reduce", ranks, carry=True)
         if root not in subset.ranks:
             raise ValueError("reduce_ root %r is not one of the member ranks %r" % (root, subset.ranks))
+        at_root = self._rank == root
         if len(subset.ranks) == 1:
-            return buf
+            return buf.copy() if fresh else buf
         board = self._board_for(subset, activity, isinstance(buf, np.ndarray) and buf.dtype != object)
         if board is not None:
             # every other member's addend copied into its slot, chunk by chunk, while the root sums each chunk in
             # member order as soon as every member wrote it (`Board.reduce_stream`)
             wait = self._waiter(activity, buf.nbytes)
-            at_root = self._rank == root
+            total = None
+            if at_root and fresh:  # (made before the call: a full arena grows at its end, alike on every member)
+                total = board.arena.output(buf.shape, buf.dtype)
             self._exchange(board, wait, "reduce", signature("reduce", root, buf.dtype.str, buf.shape),
                            0 if at_root else buf.nbytes)
             if not at_root:
@@ -1085,16 +1110,20 @@ class MPIComm(ProcessComm):
             parts = [buf if j == me else (j, 0) for j in range(k)]
             if k == 2:  # a + b is b + a, bit for bit: the root's own addend first
                 parts = [buf, (1 - me, 0)]
-            if parts[0] is buf and buf.flags.c_contiguous:  # summed in place
+            if not fresh and parts[0] is buf and buf.flags.c_contiguous:  # summed in place
                 board.reduce_stream(wait, [], parts, buf)
-            else:
+                return buf
+            if total is None:
                 total = np.empty(buf.shape, buf.dtype)
-                board.reduce_stream(wait, [], parts, total)
-                buf[...] = total
+            board.reduce_stream(wait, [], parts, total)
+            if fresh:
+                return total
+            copy_into(buf, total)
             return buf
+        if at_root and fresh:
+            buf = buf.copy()
         work = _contiguous(buf)
         data, op = _reduce_buffer(work)
-        at_root = self._rank == root
         self._complete(subset.comm.Ireduce(MPI.IN_PLACE if at_root else data, data if at_root else None, op=op,
                                            root=subset.ranks.index(root)), activity, nbytes=work.nbytes)
         if at_root and work is not buf:
@@ -1127,7 +1156,7 @@ class MPIComm(ProcessComm):
                            nbytes=local.nbytes)
             return None
         shape = local.shape[:axis] + (sum(sizes),) + local.shape[axis + 1:]
-        blocks = _Blocks(shape, axis, sizes, local.dtype)
+        blocks = _blocks(shape, axis, sizes, local.dtype)
         recv, result = blocks.receiver()
         if len(subset.ranks) == 1:
             return local.copy()
@@ -1159,12 +1188,12 @@ class MPIComm(ProcessComm):
         got = [int(t[0]) for t in tables]
         pushed = board.pushing([index])  # the root's result in its arena, and everyone expects its shape
         if pushed:  # each member's piece copied straight into its place there (in bounds: sizes[me] rows)
-            place = _Blocks(shape, axis, sizes, local.dtype).index[me]
+            place = _blocks(shape, axis, sizes, local.dtype).index[me]
             if at_root:
-                out[place] = local
+                copy_into(out[place], local)
                 board.done(wait, [j for j in range(len(board.ranks)) if j != me])
             else:
-                board.remote(index, shape, local.dtype)[place] = local
+                copy_into(board.remote(index, shape, local.dtype)[place], local)
                 board.done(wait)
         if sizes is not None and got != sizes:
             raise ValueError("gatherv on rank %d: the members hold %r rows along axis %d, not the sizes %r"
@@ -1175,11 +1204,11 @@ class MPIComm(ProcessComm):
             board.stream(wait, [(0, local)], [])
             return None
         shape = local.shape[:axis] + (sum(got),) + local.shape[axis + 1:]
-        blocks = _Blocks(shape, axis, got, local.dtype)
+        blocks = _blocks(shape, axis, got, local.dtype)
         out = np.empty(shape, local.dtype)
         own = blocks.index[me]
         board.stream(wait, [], [reading(q, 0, out[index]) for q, index in enumerate(blocks.index) if q != me],
-                     meanwhile=lambda: out.__setitem__(own, local))
+                     meanwhile=lambda: copy_into(out[own], local))
         return out
 
     # ----- point to point -------------------------------------------------------------------------------------
@@ -1229,8 +1258,95 @@ class MPIComm(ProcessComm):
                 raise ValueError("exchange: rank %d cannot exchange with rank %r (world size %d)"
                                  % (self._rank, peer, self._size))
             peers.add(peer)
-        if self._carried is not None:
+        check = self._carried
+        if check is not None:
+            if self._use_shm and len(check.members) > 1 and self._rank in check.members and \
+                    peers <= set(check.members):
+                # the operation's identity check is over every rank taking part (a slice-boxing's): the exchange
+                # goes on the members' board, carrying the check (members with nothing to move make the check on
+                # its own there at the end of the operation: the same board call)
+                subset, activity = self._begin("identity check", check.members, carry=True)
+                board = self._board(subset, activity)
+                if board is not None:
+                    return self._shm_exchange(board, activity, sends, recvs)
             self._flush_carried()
+        return self._mpi_exchange(sends, recvs, peers)
+
+    def _shm_exchange(self, board, activity, sends, recvs):
+        """`exchange` in one arrival on the board of the members of the operation's identity check, which rides in
+        it: each member publishes the bytes it sends to each member (its table) and, as a receiver, one result in
+        its arena holding what it receives, one sender after the other in member order, and where each sender's
+        bytes start there (its places). Then each sender copies its pieces straight into the receivers' results
+        (one copy, strided pieces read in place, `Board.remote`) and says it is done; a receiver hands its pieces
+        out once its senders are done. Where a receiver's result found no room in its arena (or is small), and
+        where a sender sends to several receivers (they pull from it in parallel over MPI, where pushing would
+        make one rank copy everything), those messages go over MPI after the arrival: every member decides alike,
+        from the headers all of them read."""
+        me, k = board.block.index, board.k
+        index = {r: i for i, r in enumerate(board.ranks)}
+        table, outgoing = [0] * (k + 1), [[] for _ in range(k)]
+        for peer, buf in sends:
+            outgoing[index[int(peer)]].append(np.asarray(buf))
+        for j in range(k):
+            table[j + 1] = table[j] + sum(a.nbytes for a in outgoing[j])
+        incoming = [[] for _ in range(k)]
+        for n, (peer, buf) in enumerate(recvs):
+            incoming[index[int(peer)]].append(n)
+        places = [0] * (k + 1)
+        for j in range(k):
+            places[j + 1] = places[j] + sum(recvs[n][1].nbytes for n in incoming[j])
+        result = board.arena.output((places[k],), np.uint8) \
+            if recvs and not any(buf.dtype.hasobject for _, buf in recvs) else None
+        wait = self._waiter(activity, table[k] + places[k])
+        tables = self._exchange(board, wait, "check", 0, 0, None, table, result=result, places=places, joined=True)
+        # A member whose operation made its check earlier (it communicated before this exchange: a reduce-scatter
+        # over the source ranks first) made it on its own in this same board call, moving nothing: its messages go
+        # over MPI, where it sends or receives them later. Between members that both move data in the call, a
+        # pair's bytes go straight into the receiver's result, unless the receiver's result found no room, or some
+        # sender sends to several receivers (they pull from it over MPI, in parallel, where pushing would make one
+        # rank copy everything). Every member decides alike, on the headers all of them read.
+        joined = board.joined
+        sizes = np.diff(tables, axis=1)  # [sender, receiver]: bytes (zeros for a member that moves nothing here)
+        pushing = (sizes > 0).sum(axis=1).max() <= 1
+        by_board = [[pushing and joined[a] and joined[b] and board.results[b] is not None for b in range(k)]
+                    for a in range(k)]
+        got = [buf for _, buf in recvs]
+        # a sender's bytes must fill what its receiver expects (both moving data here): else the receiver raises,
+        # and nothing moves between them
+        wrong = [j for j in range(k) if j != me and joined[j] and sizes[j, me] != places[j + 1] - places[j]]
+        fits = [j == me or not joined[j] or sizes[me, j] == board.places[j][me + 1] - board.places[j][me]
+                for j in range(k)]
+        pushes = [j for j in range(k) if by_board[me][j] and outgoing[j] and fits[j]]
+        for j in pushes:  # straight into receiver j's result, in the order the pieces are listed
+            there = board.remote_bytes(j, int(board.places[j][k]))
+            at = int(board.places[j][me])
+            for a in outgoing[j]:
+                copy_into(there[at:at + a.nbytes].view(a.dtype).reshape(a.shape), a)
+                at += a.nbytes
+        senders = [j for j in range(k) if by_board[j][me] and incoming[j] and j not in wrong]
+        if pushes or senders:
+            board.done(wait, senders)
+        for j in senders:
+            at = places[j]
+            for n in incoming[j]:
+                buf = recvs[n][1]
+                got[n] = result[at:at + buf.nbytes].view(buf.dtype).reshape(buf.shape)
+                at += buf.nbytes
+        if wrong:
+            j = wrong[0]
+            raise ValueError("exchange on rank %d: expected %d bytes from rank %d, got %d"
+                             % (self._rank, places[j + 1] - places[j], board.ranks[j], sizes[j, me]))
+        # the rest goes over MPI (the same pairs on both sides)
+        mpi_sends = [(p, b) for p, b in sends if not by_board[me][index[int(p)]] and fits[index[int(p)]]]
+        mpi_recvs = [(n, p, b) for n, (p, b) in enumerate(recvs) if not by_board[index[int(p)]][me]]
+        if mpi_sends or mpi_recvs:
+            done = self._mpi_exchange(mpi_sends, [(p, b) for _, p, b in mpi_recvs],
+                                      {int(p) for p, _ in mpi_sends} | {int(p) for _, p, _ in mpi_recvs})
+            for (n, _, _), buf in zip(mpi_recvs, done):
+                got[n] = buf
+        return got
+
+    def _mpi_exchange(self, sends, recvs, peers):
         if not peers:
             return [buf for _, buf in recvs]
         _exit_request.clear()

@@ -24,12 +24,15 @@ of an n-D mesh):
 `allgatherv(local, ranks, axis, sizes)`         every member gets the concatenation of all members' `local`
 `alltoallv(pieces, ranks, axis, recv_sizes)`    `pieces[j]` goes to member j; returns what each member sent here
 `reduce_(buf, root, ranks)`                     the sum lands in the root's `buf` (others' `buf` are unchanged)
+`reduce(buf, root, ranks)`                      the same, the root's `buf` only read: its sum a new array
 `bcast_(buf, root, ranks)`                      the root's `buf` overwrites every member's
 `gatherv(local, root, ranks, axis, sizes)`      the root gets the concatenation (None elsewhere)
 `send(buf, dst)` / `recv(buf_or_shape, src)`    one message; `send` may block until it is received
 `exchange(sends, recvs)`                        many messages at once: every send and receive is posted, then all
                                                 complete (the point-to-point batch of a placement change; a pair's
-                                                messages match in list order)
+                                                messages match in list order); returns the received arrays: the
+                                                given ones filled, or (MPI through shared memory) new arrays of
+                                                their shapes and dtypes the senders wrote into
 `barrier()`, `bcast_object`, `allgather_object`, `check_same`: control over the whole world (small pickled data)
 ==============================================  ====================================================================
 
@@ -242,6 +245,12 @@ class ProcessComm(ABC):
         """The elementwise sum of every member's `buf`, written into the root's `buf` (`root` is a world rank);
         returns `buf` (on the other members unchanged)."""
 
+    def reduce(self, buf, root, ranks):
+        """`reduce_`, except that the root's `buf` is only read and the root gets the sum as a new array (the other
+        members get their `buf` back): what a comm that copies the addends anyway (MPI's shared memory) does without
+        the copy a reduction into a buffer the caller may not overwrite needs first."""
+        return self.reduce_(buf.copy() if self.rank == root else buf, root, ranks)
+
     @abstractmethod
     def gatherv(self, local, root, ranks, axis=0, sizes=None):
         """On the root: the concatenation along `axis` of every member's `local`, in member order (a new array);
@@ -251,8 +260,9 @@ class ProcessComm(ABC):
     def exchange(self, sends, recvs):
         """Point-to-point messages posted together and completed together: `sends` is [(dst rank, array)],
         `recvs` [(src rank, array to fill)]; the messages between two ranks match in the order they are listed.
-        Returns the list of filled arrays. Nothing blocks on the order of the calls, so two ranks may send to
-        each other in one exchange."""
+        Returns the list of received arrays: the given ones, filled, or new arrays of their shapes and dtypes
+        (MPI's shared memory: the senders copied straight into them; the given ones are then left alone). Nothing
+        blocks on the order of the calls, so two ranks may send to each other in one exchange."""
 
     @abstractmethod
     def send(self, buf, dst):

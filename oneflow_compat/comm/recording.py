@@ -95,6 +95,10 @@ class RecordingComm(ProcessComm):
         self._record("reduce", ranks, accounting.reduce(_nbytes(buf), self.rank == root))
         return self.inner.reduce_(buf, root, ranks)
 
+    def reduce(self, buf, root, ranks):
+        self._record("reduce", ranks, accounting.reduce(_nbytes(buf), self.rank == root))
+        return self.inner.reduce(buf, root, ranks)
+
     def bcast_(self, buf, root, ranks):
         self._record("bcast", ranks, accounting.broadcast(_nbytes(buf), len(ranks), self.rank == root))
         return self.inner.bcast_(buf, root, ranks)

@@ -25,7 +25,8 @@ every member's buffer holds the sum in place, with no copy. It is started, then 
 all-reduces in flight side by side never mix.
 
 `Board`: the scratch block of one subset for the collectives that move arrays between members (all-gather,
-all-to-all, reduce-scatter, all-reduce of an ordinary buffer of 256 KB or more, broadcast, reduce, gather). Its
+all-to-all, reduce-scatter, all-reduce of an ordinary buffer of 256 KB or more, broadcast, reduce, gather, and the
+point-to-point exchange of a slice-boxing whose identity check is over the ranks taking part). Its
 slots and the words each call publishes come in two halves that calls use in turn, so that one call is ONE arrival
 (the all-reduce: two): a member writes its data into its half of this call, and its header (the bytes it needs, a
 signature of the call, offsets of its pieces), then arrives; once everyone arrived, every member reads what it
@@ -36,7 +37,9 @@ reading that half: no member overwrites what another still reads.
 
 A call's header also carries an identity check (`runtime/agreement.py`: the message of the members' agreement on
 what they run): every member settles on the same member-wise sums before anything else is compared or read, so
-a `to_global` needs no separate collective for its check (`MPIComm.carry_check`). Streamed calls (`stream`,
+a `to_global` needs no separate collective for its check (`MPIComm.carry_check`; a slice-boxing's point-to-point
+exchange rides in the check's own board call: each sender copies straight into its receiver's result in the
+arena, `MPIComm._shm_exchange`). Streamed calls (`stream`,
 `reduce_stream`) move their data after the arrival in chunks, readers (or the summing member) following the
 writers' progress words: an all-gather, all-to-all, broadcast and gather copy each chunk out as soon as it is
 written, a reduce-scatter and a reduce sum it (in member order: the same bits as whole arrays).
@@ -77,6 +80,10 @@ ARENA_MIN = 1 << 18  # bytes: smaller results stay in private memory (a push sav
 ARENA_FIRST = 16 << 20  # bytes: the least a member's segment of an arena window holds
 SHM_DIR = "/dev/shm"  # where MPICH's shared windows live: an arena grows only while this has room for it
 _PAGE = 4096
+# What the collectives of this module did in this process, for the tests that pin it (tests/test_boxing_passes.py):
+# bytes written by copies of array data ("copied") and by sums ("summed"), and arrivals ("arrivals": meetings of a
+# block's members). Counted per chunk or per call: one dict update per MB moved.
+PASSES = collections.Counter()
 
 
 def _round(nbytes):
@@ -113,6 +120,7 @@ class SharedBlock:
     def arrive(self):
         """Says that this member reached the next meeting (its writes before it are visible to the others)."""
         self.epoch += 1
+        PASSES["arrivals"] += 1
         self.win.Sync()
         self.words[self.index][_EPOCH] = self.epoch
 
@@ -187,6 +195,7 @@ class Arena:
         self.spans = []  # the [start, end) bytes of each segment that blocks are cut from (page-aligned)
         self.free = []  # per window: sorted [start, end) byte ranges of this member's segment that are free
         self.want = 0  # bytes a result did not find room for since the last growth
+        self.handed = None  # (a weak reference to the last result `output` made, its (window, offset))
         # blocks whose arrays are gone, to merge into the free lists: a block comes back from whatever thread drops
         # the last view, at any moment (the garbage collector may run inside `output` itself), so it only queues
         self.returned = collections.deque()
@@ -220,7 +229,9 @@ class Arena:
         # base, so the block is free exactly when no view of it is left
         holder = np.frombuffer(memoryview(self.windows[w].slots[self.index])[start:start + size], np.uint8)
         weakref.finalize(holder, self.returned.append, (w, start, size))
-        return holder[:nbytes].view(dtype).reshape(shape)
+        out = holder[:nbytes].view(dtype).reshape(shape)
+        self.handed = (weakref.ref(out), (w, start))  # `locate` finds it without reading its address
+        return out
 
     def take_back(self):
         """Merges the blocks whose arrays are gone into the free lists (each a sorted list of disjoint ranges)."""
@@ -240,6 +251,8 @@ class Arena:
         """(window, byte offset) of `array` in this member's segments (C-contiguous), or None."""
         if array is None or not array.flags.c_contiguous:
             return None
+        if self.handed is not None and self.handed[0]() is array:
+            return self.handed[1]
         address = array.__array_interface__["data"][0]
         for w, base in enumerate(self.bases):
             if base <= address and address + array.nbytes <= base + self.windows[w].nbytes:
@@ -305,19 +318,25 @@ def sum_into_all(parts):
     acc = parts[0]
     bools = acc.dtype == np.bool_
     for p in parts[1:]:
-        if bools:
-            np.logical_or(acc, p, out=acc)
-        else:
-            acc += p
+        add_into(acc, p)
     for p in parts[1:]:
-        p[...] = acc
+        copy_into(p, acc)
 
 
-def add_into(acc, part):
+def add_into(acc, part, other=None):
+    """acc += part (bools: logical or); with `other`: acc = part + other, in one pass."""
+    a, b = (acc, part) if other is None else (part, other)
     if acc.dtype == np.bool_:
-        np.logical_or(acc, part, out=acc)
+        np.logical_or(a, b, out=acc)
     else:
-        acc += part
+        np.add(a, b, out=acc)
+    PASSES["summed"] += acc.nbytes
+
+
+def copy_into(dst, src):
+    """dst[...] = src (any strides): every copy of array data the shared-memory collectives make goes here."""
+    dst[...] = src
+    PASSES["copied"] += dst.nbytes
 
 
 def signature(*items):
@@ -334,8 +353,9 @@ class Board:
         self.k = len(ranks)
         # need, signature, kind, written, progress, then the table of k + 1 offsets, then a check: a flag and its
         # message, then where this member's result lies in the arena (window or -1, offset, a number naming its
-        # shape), the arena bytes it wants, and a second table of k + 1 (`exchange`'s `places`)
-        self.half_words = _HALF + self.k + 1 + 1 + CHECK_WORDS + 4 + self.k + 1
+        # shape), the arena bytes it wants, a second table of k + 1 (`exchange`'s `places`), and whether it
+        # moves data in the call (`exchange`'s `joined`)
+        self.half_words = _HALF + self.k + 1 + 1 + CHECK_WORDS + 4 + self.k + 1 + 1
         self.calls = 0  # calls on the current block (its halves alternate)
         self.seq = 0  # calls on this board (the same on every member: tags the progress words of streamed calls)
         self.half = 0  # the half the last call used
@@ -344,17 +364,21 @@ class Board:
         self.results = [None] * self.k  # the last call's: where each member's result lies in its arena (or None)
         self.shapes = set()  # the last call's numbers naming the shape each member expects of the results
         self.places = None  # the last call's second tables (a k x (k+1) array, when the call gave one)
+        self.joined = [False] * self.k  # the last call's: which members said they move data in it (`joined`)
 
     def _allocate(self, capacity):
         self.capacity, self.calls = int(capacity), 0
-        return SharedBlock(self.comm, 2 * self.capacity, header_words=_LINE // 8 + 2 * self.half_words)
+        block = SharedBlock(self.comm, 2 * self.capacity, header_words=_LINE // 8 + 2 * self.half_words)
+        # every member's words of each half, as views made once per block (read in the polling loops)
+        self._headers = [[words[_LINE // 8 + half * self.half_words:_LINE // 8 + (half + 1) * self.half_words]
+                          for words in block.words] for half in (0, 1)]
+        return block
 
     def _header(self, j, half):
-        start = _LINE // 8 + half * self.half_words
-        return self.block.words[j][start:start + self.half_words]
+        return self._headers[half][j]
 
     def exchange(self, wait, kind, sig, need, write=None, table=None, check=None, settle=None, result=None,
-                 shape_sig=0, places=None):
+                 shape_sig=0, places=None, joined=False):
         """One call, in one arrival while the slots are large enough: `write(slot)` copies this member's data into
         its slot (uint8, at least `need` bytes) and the header says `need`, the call's kind (one of `KINDS`) and
         signature and an optional table of k + 1 int64 (offsets of this member's pieces); after everyone arrived
@@ -371,6 +395,8 @@ class Board:
         `shape_sig` (a number naming the shape the member expects of the results) and `places` (k + 1 int64: where
         each member's piece goes in it): afterwards `results` and `places` hold every member's, and `pushing(...)`
         says, alike on every member, whether the data may go straight into the results (`remote`, `done`).
+        `joined`: this member moves data in the call (afterwards `joined` holds every member's: an identity check's
+        call may be made on its own by one member while another moves data in it, `MPIComm._shm_exchange`).
 
         Raises `CommError` on every member when they are in different calls (no member reads the others' data).
         When some member's data did not fit, everyone sees it in the headers: the slots grow (a collective: every
@@ -382,30 +408,34 @@ class Board:
             fits = need <= self.capacity
             if fits and need and write is not None:
                 write(block.slots[block.index][half * self.capacity:half * self.capacity + self.capacity])
-            mine = self._header(block.index, half)
-            mine[_NEED], mine[_SIGNATURE], mine[_KIND], mine[_WRITTEN] = need, sig, KINDS.index(kind), int(fits)
-            mine[_PROGRESS] = self.seq << _SEQ_SHIFT
-            if table is not None:
-                mine[_HALF:_HALF + len(table)] = table
-            at = _HALF + self.k + 1
-            mine[at] = check is not None
+            # this member's words, written in one assignment (fields with nothing to say are zeros)
+            k = self.k
+            words = [need, sig, KINDS.index(kind), int(fits), self.seq << _SEQ_SHIFT]
+            words += [int(t) for t in table] if table is not None else [0] * (k + 1)
+            at = _HALF + k + 1
             if check is not None:
-                mine[at + 1:at + 1 + len(check)].view(np.float64)[:] = check
-                mine[at + 1 + len(check):at + 1 + CHECK_WORDS] = 0
+                words.append(1)
+                words += np.asarray(check, np.float64).view(np.int64).tolist()
+                words += [0] * (CHECK_WORDS - len(check))
+            else:
+                words += [0] * (1 + CHECK_WORDS)
             out = at + 1 + CHECK_WORDS
-            mine[out:out + 4] = (-1, 0, shape_sig, self.arena.want) if where is None else \
-                (where[0], where[1], shape_sig, self.arena.want)
-            if places is not None:
-                mine[out + 4:out + 4 + len(places)] = places
+            words += [-1, 0] if where is None else [where[0], where[1]]
+            words += [shape_sig, self.arena.want]
+            words += [int(p) for p in places] if places is not None else [0] * (k + 1)
+            words.append(int(joined))
+            self._headers[half][block.index][:] = words
             block.arrive()
             wait(block.everyone_arrived)
-            headers = [self._header(j, half) for j in range(self.k)]
+            # every member's words, read once (a snapshot: what follows decides on it alike on every member)
+            headers = np.array(self._headers[half])
+            rows = headers.tolist()
             # the call is over for the halves: a collective made in `settle` takes the next one (what it writes
             # there was last read in the call before this one, which everyone has finished: they arrived here)
             self.half = half
             self.calls += 1
             self.seq += 1
-            carried = [bool(w[at]) for w in headers]
+            carried = [bool(w[at]) for w in rows]
             if any(carried):
                 if not all(carried):
                     block.arrive()  # every member saw it; none writes this half again until all have read it
@@ -418,12 +448,12 @@ class Board:
                                                                  "runs inside one")
                                                  for j, c in enumerate(carried) if c != carried[block.index])))
                 sums = np.zeros(CHECK_WORDS, np.float64)
-                for w in headers:
-                    sums += w[at + 1:at + 1 + CHECK_WORDS].view(np.float64)
+                for w in headers[:, at + 1:at + 1 + CHECK_WORDS].view(np.float64):  # (in member order)
+                    sums += w
                 if not settle(sums):
                     continue  # the same call again (the members whose thread has no turn left it in `settle`)
                 check = None  # settled: a call made again on grown slots does not carry it again
-            calls = [(int(w[_KIND]), int(w[_SIGNATURE])) for w in headers]
+            calls = [(w[_KIND], w[_SIGNATURE]) for w in rows]
             if any(c != calls[block.index] for c in calls):
                 # every member saw the difference; none goes on (writing this half again) until all have read it
                 block.arrive()
@@ -437,21 +467,19 @@ class Board:
                                 "the same one with different arguments" % (self.ranks[block.index],
                                                                            text(calls[block.index]), self.ranks,
                                                                            others))
-            if not all(int(w[_WRITTEN]) for w in headers):  # every member saw the same needs: all grow together
-                most = max(int(w[_NEED]) for w in headers)
+            if not all(w[_WRITTEN] for w in rows):  # every member saw the same needs: all grow together
+                most = max(w[_NEED] for w in rows)
                 block.free()
                 self.block = self._allocate(max(most, 2 * self.capacity))
                 continue
-            self.results = [None if w[out] < 0 else (int(w[out]), int(w[out + 1])) for w in headers]
-            self.shapes = {int(w[out + 2]) for w in headers}
-            self.places = np.array([w[out + 4:out + 5 + self.k] for w in headers], np.int64) \
-                if places is not None else None
-            wants = max(int(w[out + 3]) for w in headers)
+            self.results = [None if w[out] < 0 else (w[out], w[out + 1]) for w in rows]
+            self.shapes = {w[out + 2] for w in rows}
+            self.places = headers[:, out + 4:out + 5 + k] if places is not None else None
+            self.joined = [bool(w[-1]) for w in rows]
+            wants = max(w[out + 3] for w in rows)
             if wants:  # every member saw the same wants: all arenas grow together (for the next calls)
                 self.arena.grow(wants)
-            if table is not None:
-                return np.array([w[_HALF:_HALF + self.k + 1] for w in headers], np.int64)
-            return None
+            return headers[:, _HALF:_HALF + k + 1] if table is not None else None
 
     def stream(self, wait, writes, reads, meanwhile=None):
         """The data of the call `exchange` (without `write`) just agreed on, copied in chunks of about `CHUNK` bytes
@@ -477,12 +505,12 @@ class Board:
             for start, stop, rows in _chunks(array):
                 at = base + offset + start
                 written = slot[at:at + stop - start].view(array.dtype).reshape(rows.shape)
-                written[...] = rows
+                copy_into(written, rows)
                 done = offset + stop
                 block.win.Sync()
                 mine[_PROGRESS] = (seq << _SEQ_SHIFT) | done
                 if also is not None:  # another copy, from the chunk just written (still in cache)
-                    also[start // row:stop // row] = written
+                    copy_into(also[start // row:stop // row], written)
                 self._read(reads, seq, base)
         if meanwhile is not None:
             meanwhile()
@@ -530,27 +558,38 @@ class Board:
                 r = todo.pop(0)
                 stop = min(r + step, rows)
                 into = flat[r:stop]
+                first = None
                 for n, p in enumerate(parts):
                     if isinstance(p, np.ndarray):
                         src = local[id(p)][r:stop]
                         if n >= 2 and scratch is not None and not src.flags.c_contiguous:
-                            scratch[:stop - r] = src
+                            copy_into(scratch[:stop - r], src)
                             src = scratch[:stop - r]
                     else:
                         j, offset = p
                         src = self.block.slots[j][base + offset + r * row:base + offset + stop * row].view(
                             out.dtype).reshape(into.shape)
                     if n == 0:
-                        into[...] = src
+                        first = src
+                    elif n == 1 and first is not None and first.flags.c_contiguous and src.flags.c_contiguous:
+                        # the first two addends summed in one pass: a + b as numpy adds them after a copy of a, bit
+                        # for bit (a strided addend is copied first: numpy adds it several times slower)
+                        add_into(into, first, src)
+                        first = None
                     else:
+                        if first is not None:
+                            copy_into(into, first)
+                            first = None
                         add_into(into, src)
+                if first is not None:  # one addend
+                    copy_into(into, first)
                 moved = True
             return moved
 
         for offset, array in writes:
             for start, stop, chunk in _chunks(array):
                 at = base + offset + start
-                slot[at:at + stop - start].view(array.dtype).reshape(chunk.shape)[...] = chunk
+                copy_into(slot[at:at + stop - start].view(array.dtype).reshape(chunk.shape), chunk)
                 block.win.Sync()
                 mine[_PROGRESS] = (seq << _SEQ_SHIFT) | (offset + stop)
                 reduce_ready()
@@ -580,7 +619,7 @@ class Board:
                     source = self.block.slots[j]
                 while chunks and offset + chunks[0][1] <= available:
                     start, stop, rows = chunks.pop(0)
-                    rows[...] = source[at + start:at + stop].view(rows.dtype).reshape(rows.shape)
+                    copy_into(rows, source[at + start:at + stop].view(rows.dtype).reshape(rows.shape))
             moved = True
             if not chunks:
                 reads[:] = [e for e in reads if e is not entry]
@@ -619,7 +658,7 @@ class Board:
         mine = self._header(block.index, self.half)
         flat = into.reshape(-1).view(np.uint8)
         for start, stop, rows in _chunks(array):
-            flat[start:stop].view(array.dtype).reshape(rows.shape)[...] = rows
+            copy_into(flat[start:stop].view(array.dtype).reshape(rows.shape), rows)
             block.win.Sync()
             mine[_PROGRESS] = (seq << _SEQ_SHIFT) | stop
 

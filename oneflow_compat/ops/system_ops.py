@@ -11,7 +11,7 @@ from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import array as array_k
 from oneflow_compat.kernels import elementwise as E
 from oneflow_compat.kernels import norm as norm_k
-from oneflow_compat.kernels import cuda_optim
+from oneflow_compat.kernels import cuda_blas, cuda_optim
 from oneflow_compat.kernels import linalg as linalg_k
 from oneflow_compat.kernels import optim as optim_k
 from oneflow_compat.kernels import reduce as reduce_k
@@ -176,6 +176,11 @@ register(OpDef("add_regularization", infer=_same_meta, kernel=optim_k.add_regula
                kernel_attrs=lambda op: {"l1": op.attrs["l1"], "l2": op.attrs["l2"]}, sbp=_two_same_sbp))
 
 
+def learning_rate_key(schedule, step_blob):
+    """The step-scalar key of a schedule's rate at a step counter: the updates reading it share one slot."""
+    return ("learning rate", id(schedule), step_blob.key())
+
+
 def _lr_build(op, dev):
     sched = op.attrs["scheduler"]
     xp = dev.xp
@@ -186,7 +191,8 @@ def _lr_build(op, dev):
     if scalars is not None and current is not None:
         # on a device: a step scalar, uploaded with the call's other scalars (no copy of its own, not frozen in a
         # CUDA graph); the op's (1,) output is a view of it
-        rate = scalars.add(np.float32, lambda: sched.lr_at(current())).reshape(1)
+        rate = scalars.add(np.float32, lambda: sched.lr_at(current()), key=learning_rate_key(sched, op.inputs[0])
+                           ).reshape(1)
         return lambda step: rate
 
     def lr(step):
@@ -275,7 +281,8 @@ def _device_update(op, dev, opt, wd, scale, owned, n_states):
         t = step_now()
         return opt.device_rate(float(np.float32(opt.lr_scheduler.lr_at(t))), t)
 
-    rate = scalars.add(np.float32, rate_now)
+    # (one slot for every update of this optimizer at this step counter: the rate depends on them alone)
+    rate = scalars.add(np.float32, rate_now, key=("device rate", id(opt), op.inputs[3].key()))
 
     def update(w, g, lr, step, *states):
         if not opt.update_on_device(xp, w, g, list(states), rate, weight_decay=wd, grad_scale=scale,
@@ -375,7 +382,7 @@ def _increment_build(op, dev):
         # on a device the host copy follows after the call's steps ran (a captured CUDA graph runs no Python)
         if follows:
             scalars.after_call(lambda: host_step.advance(spec))
-        return functools.partial(optim_k.increment, dev.xp)
+        return functools.partial(cuda_optim.increment, dev.xp)
 
     def increment(step):
         optim_k.increment(dev.xp, step)
@@ -469,10 +476,39 @@ def _fused_sgd_on_device(op, session, n_operands, gradient, kernel, kernel_attrs
         return None
     momentum, schedule, scale = op.attrs["momentum"], op.attrs["optimizer"].lr_scheduler, op.attrs["scale"]
     attrs = kernel_attrs(op)
-    rate = scalars.add(np.float32, lambda: np.float32(schedule.lr_at(step_now())))
+    rate = scalars.add(np.float32, lambda: np.float32(schedule.lr_at(step_now())),
+                       key=learning_rate_key(schedule, op.inputs[1 + n_operands]))
+    product_update = None
+    dtype = op.inputs[0].dtype.np
+    if gradient is _matmul_gradient and not momentum and dtype in (np.float32, np.float64):
+        # w ← w − c·op(a)·op(b) in ONE GEMM (alpha = −c and beta = 1 read from device memory: cuBLAS's device
+        # pointer mode), as the host's fused update does (kernels/optim.py, blas.gemm with alpha −c, beta 1):
+        # no gradient array, no update launch. c as the update kernel rounds it: float32(lr · float32(scale·alpha))
+        c_scale = np.float32(scale * attrs["alpha"])
+        t = dtype.type
+        minus_c = scalars.add(dtype, lambda: t(-np.float32(np.float32(schedule.lr_at(step_now())) * c_scale)),
+                              key=("minus lr times", float(c_scale)) + learning_rate_key(
+                                  schedule, op.inputs[1 + n_operands]))
+        one = scalars.add(dtype, lambda: t(1), key=("one",))
+        transposes = (attrs["transpose_a"], attrs["transpose_b"])
+
+        def product_update(w, a, b):
+            a = a.T if transposes[0] else a
+            b = b.T if transposes[1] else b
+            return cuda_blas.gemm_update(xp, a, b, w, minus_c, one)
 
     def update_one(w, *rest):
         m = rest[-1] if momentum else None
+        if n_operands == 1 and gradient is _reduce_sum_gradient:
+            # a bias: its sum and update in the kernels of cuda_optim.bias_sgd (no CuPy reduction, no gradient
+            # array: one launch for a dense bias, two for a convolution's), where the layout allows
+            x = rest[0]
+            layout = cuda_optim.bias_layout(x, attrs["axis"]) if x.dtype == w.dtype else None
+            if layout is not None and layout[1] == w.size and cuda_optim.supported(w, x, *([m] if momentum else [])):
+                cuda_optim.bias_sgd(xp, w, m, x, rate, layout, scale=scale, beta=momentum)
+                return
+        if product_update is not None and product_update(w, *rest[:2]):
+            return
         g, alpha = gradient(xp, rest[:n_operands], attrs)
         if not cuda_optim.supported(w, g, *([m] if momentum else [])):
             lr = float(np.float32(schedule.lr_at(step_now())))

@@ -14,6 +14,7 @@ from oneflow_compat.ir import dtypes
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.kernels import bfloat16 as bf16_k
 from oneflow_compat.runtime import global_eager
+from oneflow_compat._global import device_keys
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -196,11 +197,12 @@ class Optimizer:
                     continue
                 state = self.state.setdefault(p, {})
                 layout = _sharded_state_layout(p, state)
-                if layout is None:
-                    self._update(group, p, state)
-                else:
-                    self._update_sharded(group, p, state, layout)
-                _store_bfloat16(p, state)
+                with device_keys.current(p._device):  # (a parameter on "cuda:K": updated on that GPU)
+                    if layout is None:
+                        self._update(group, p, state)
+                    else:
+                        self._update_sharded(group, p, state, layout)
+                    _store_bfloat16(p, state)
         self._step_count += 1
         return loss
 
@@ -247,6 +249,12 @@ class Optimizer:
         another gradient)."""
         g = param.grad
         if g.is_global and (g.placement != param.placement or g.sbp != param.sbp):
+            have, want = g._value, param._value
+            if have.placement == want.placement and have.sbp == want.sbp:
+                # the values lie alike: a zeroed gradient shows partial_sum (OneFlow 0.9's zero_grad) while the
+                # backward accumulated whole (broadcast) sums into it; its pieces are what the update reads, with
+                # no to_global (which would copy them)
+                return pieces(g)
             g = g.to_global(param.placement, param.sbp)
         return pieces(g)
 

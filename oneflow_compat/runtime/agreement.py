@@ -254,7 +254,12 @@ def global_op(identity, members, payload=None, carry=False):
     an all-reduce of its own. Every member decides alike whether it rides (what the comm does is a function of the
     collective and its members); where it cannot, the comm makes the check on its own first. A mismatch then
     surfaces from inside that collective, before any member reads another's data: the same `AgreementError`, or
-    `TurnOfAnother` (the operation has changed nothing yet, and runs again in its turn)."""
+    `TurnOfAnother` (the operation has changed nothing yet, and runs again in its turn).
+
+    `carry` with a `payload` (a gradient bucket's check carrying the partial sums of the backward's root, a loss:
+    `runtime/buckets.py`): the payload's sums are known only once a collective carried the check, so the `Check`
+    itself is returned; its `result` holds the sums after the carrying collective (or after the end of the turn,
+    which makes a check no collective carried), and stays None if the operation failed first."""
     th = _THREAD
     number = th.count + 1
     chain = (th.chain * _P + identity[0]) % _M61
@@ -269,14 +274,14 @@ def global_op(identity, members, payload=None, carry=False):
         return number
     comm = activity.installed_comm()
     check = Check(th, chain, number, identity[1], members, payload, comm)
-    carrier = getattr(comm, "carry_check", None) if carry and payload is None else None
+    carrier = getattr(comm, "carry_check", None) if carry else None
     if carrier is not None:
         # the chain moves on now (a later op of this thread chains on it); `settle` takes it back if the turn is
         # another thread's
         check.rollback = (th.chain, th.count)
         th.chain, th.count = chain, number
         carrier(check)
-        return number
+        return number if payload is None else check
     if frame is not None:
         frame.checking = True
     run = getattr(comm, "run_check", None)
@@ -287,6 +292,8 @@ def global_op(identity, members, payload=None, carry=False):
     if frame is not None:
         frame.checking = False
     th.chain, th.count = chain, number
+    if payload is not None and carry:
+        return check
     return number if payload is None else check.result
 
 
@@ -329,6 +336,17 @@ class Check:
         if self.exact and payload is not None:
             self.message[len(values):len(values) + len(payload)] = payload
         self.result = None
+
+    def fill_payload(self, values):
+        """Writes the payload's values into the message of a check still waiting for the collective that carries
+        it (`global_op(..., payload=placeholder, carry=True)`: numbers the operation knows only once it ran up to
+        that collective, e.g. a loss an nn.Graph call computed before its gradient bucket). False, writing
+        nothing, when the check was made already (with the placeholder: its `result` is then not the values')."""
+        if self.result is not None or not self.exact or self.payload is None or len(values) > len(self.payload):
+            return False
+        at = len(self.parts) * 2
+        self.message[at:at + len(values)] = values
+        return True
 
     def drop(self):
         """The operation failed before any collective carried its check: it stays in the chain, unchecked (the

@@ -291,7 +291,7 @@ def _leaf_uses(roots):
     return uses
 
 
-def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
+def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None, root_value=None):
     """Backpropagates from `roots` = [(edge, gradient value)]; calls `accumulate_leaf(leaf, value)` once per leaf
     reached with its summed gradient (not yet boxed: the surface boxes it to the leaf's layout), as soon as every
     edge reaching the leaf was handled. Output hooks of a node run on its summed output gradients first.
@@ -302,10 +302,13 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
     second step on while the walk goes on (`buckets.OverlappedGradients`: a bucket's all-reduce starts as soon as
     its gradients are complete), else together once it ends; they are accumulated when the walk ends.
 
+    `root_value`: the forward value of the pass's one root (a loss): where it is a small partial sum, the buckets'
+    check carries its addends, so that its `numpy()` afterwards sends nothing (`OverlappedGradients`).
+
     Callbacks queued during the walk (`queue_callback`) run at its end, in order."""
     _CALLBACKS.stack.append([])
     try:
-        _walk(roots, accumulate_leaf, retain_graph, leaf_layout)
+        _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value)
         callbacks = _CALLBACKS.stack[-1]
         while callbacks:  # (a callback may queue another)
             callbacks.pop(0)()
@@ -313,7 +316,7 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None):
         _CALLBACKS.stack.pop()
 
 
-def _walk(roots, accumulate_leaf, retain_graph, leaf_layout):
+def _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value=None):
     pending = {}  # node -> [list of grads per output]
     leaves = {}  # id(leaf) -> (leaf, [grads])
     nodes = {}
@@ -321,7 +324,8 @@ def _walk(roots, accumulate_leaf, retain_graph, leaf_layout):
     deferred = []  # (leaf, gradient) waiting for the buckets
     # from a loop's second step on, the partial sums go into their buckets as they complete and are all-reduced
     # while the walk goes on (`buckets.OverlappedGradients`)
-    overlap = buckets.OverlappedGradients(uses.leaves, _device_value) if leaf_layout is not None else None
+    overlap = buckets.OverlappedGradients(uses.leaves, _device_value, root_value) if leaf_layout is not None \
+        else None
 
     def complete(leaf, value):
         if leaf_layout is not None and buckets.bucketable(value, leaf_layout(leaf)):

@@ -234,9 +234,13 @@ def _reduce(site):
             total, fresh = _summed(pieces, owned)
         else:  # the root holds no addend
             total, fresh = site.xp_comm.zeros(shape, dtype), True
-        if len(procs) > 1:  # the sum lands in the root's buffer; the others' are only read
-            total = site.comm_buffer(total, fresh) if site.me == root else site.to_comm(total)
-            comm.reduce_(total, root, procs)
+        if len(procs) > 1:  # the sum lands in a buffer of the root's; the others' addends are only read
+            host = site.to_comm(total)
+            if site.me == root and site.staged and not fresh and host.dtype == dtype:
+                total = comm.reduce(host, root, procs)  # a new array: the addend is not copied first
+            else:
+                total = site.comm_buffer(total, fresh) if site.me == root else host
+                comm.reduce_(total, root, procs)
         return (site.to_dst(total),) if holds else ()
     return reduce
 

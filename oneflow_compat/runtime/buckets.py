@@ -37,13 +37,18 @@ leaves' partial-sum gradients (data parallelism: S(0) activations give P weight 
 leaves on a placement of several ranks are summed through buckets kept in the process context, keyed by the
 layouts of the gradients (and the thread), so a training loop reuses the same buffers at every step.
 `OverlappedGradients` does the same during the walk: from the second step of a loop on, each gradient goes into its
-bucket as soon as it is complete and full buckets start their all-reduce while backward goes on.
+bucket as soon as it is complete and full buckets start their all-reduce while backward goes on. Its first
+bucket's check also carries the partial sums of the backward's root where that is a small partial sum on the
+whole world (a loss: `GradBuckets.carry_root`), so the loss's `numpy()` afterwards sends nothing
+(`remember_sum` / `carried_sum`): a data-parallel eager step synchronises at its feeds and its
+bucket only.
 """
 import threading
 import weakref
 
 import numpy as np
 
+from oneflow_compat.backend import devices
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.runtime import activity, agreement, boxing_log, context
 
@@ -114,6 +119,15 @@ class GradBuckets:
         self._missing = [len(m) for m in self.members]  # per bucket: entries not complete yet
         self.next_bucket = 0
         self._checked = False
+        self._root = None  # (note, addends) the pass's check carries (`carry_root`)
+        self.root_check = None  # the check that carried them (its `result`: their sums)
+
+    def carry_root(self, note, addends):
+        """This pass's check (the first bucket's) also carries `addends` (float64, at most `agreement.PAYLOAD`: the
+        partial sums of the backward's root, a loss) in its payload, summed over the members as `numpy()`'s own
+        check would sum them; `note` joins the check's identity text (the members compare it: every member
+        carries alike or they fail naming both). After the check, `root_check.result` holds the sums."""
+        self._root = (note, addends)
 
     def ready(self, k):
         """Entry k's gradient (in its view) is complete: starts the all-reduce, in bucket order, of every bucket whose
@@ -141,12 +155,20 @@ class GradBuckets:
         return [b for b, _ in pending]
 
     def describe(self):
-        return "%d gradient(s) %s in %d bucket(s) of %s bytes over ranks %s" % (
-            len(self.shapes), ", ".join("%s %s" % (s, d.name) for s, d in zip(self.shapes, self.dtypes)),
-            len(self.plan), "+".join(str(e * d.itemsize) for d, e in self.plan), list(self.ranks))
+        text = getattr(self, "_description", None)
+        if text is None:  # (made once: the entries never change, and each step's checks and reports name them)
+            text = self._description = "%d gradient(s) %s in %d bucket(s) of %s bytes over ranks %s" % (
+                len(self.shapes), ", ".join("%s %s" % (s, d.name) for s, d in zip(self.shapes, self.dtypes)),
+                len(self.plan), "+".join(str(e * d.itemsize) for d, e in self.plan), list(self.ranks))
+        return text
 
     def _text(self, what=None):
-        return what or self.what or "gradient all-reduce of %s" % self.describe()
+        if what or self.what:
+            return what or self.what
+        text = getattr(self, "_default_text", None)
+        if text is None:
+            text = self._default_text = "gradient all-reduce of %s" % self.describe()
+        return text
 
     def all_reduce(self, arrays, scale=None, what=None):
         """The member-wise sums of `arrays` (see the module docstring); every member rank calls it."""
@@ -207,7 +229,13 @@ class GradBuckets:
         if not self._communicates(comm):
             return
         with activity.operation(text):
-            if check:
+            if check and self._root is not None:
+                # the backward's root (a loss) rides in the same check: its later numpy() sends nothing
+                note, addends = self._root
+                ident = text + note
+                self.root_check = agreement.global_op((agreement.digest(ident), ident), self.ranks,
+                                                      payload=addends.ravel(), carry=True)
+            elif check:
                 # the check rides in the first bucket's all-reduce, in the arrival that says its addends are in
                 # (`comm/mpi_comm.py`; a separate check where no shared-memory board carries it)
                 agreement.global_op((agreement.digest(text), text), self.ranks, carry=True)
@@ -300,7 +328,7 @@ class OverlappedGradients:
     path (`reduce_partial_gradients`); `finish` then records the pass's own list for the next one. Every rank walks
     the same nodes in the same order, so every rank makes the same choices."""
 
-    def __init__(self, leaves, make_value):
+    def __init__(self, leaves, make_value, root=None):
         # the plan is found by the leaves' ids and used only if it was learned over these very objects (weak
         # references): an id reused by a new object after an old one was freed must not make one rank use a plan
         # that another rank, whose memory differs, does not find
@@ -315,8 +343,28 @@ class OverlappedGradients:
         self.seen = []  # (leaf, gradient Value) of every bucketable gradient, in the order they were complete
         self.pos = 0  # entries of the plan taken so far (in its order)
         self.on_plan = self.plan is not None
+        self.root = None  # (Value, addends) of the backward's root whose sums the buckets' check carries
         if self.on_plan:
             self.plan[2].reset()
+            self._carry_root(root)
+
+    def _carry_root(self, root):
+        """The pass's check carries the addends of `root` (the backward's one root, a Value) when its `numpy()`
+        would sum them over the same members: a small floating partial sum (a loss) on the buckets' placement,
+        whose ranks are the whole world (`numpy()` is a collective of the world), on CPU devices (reading a GPU's
+        addends here would add a device sync to steps that never fetch the loss). Every member decides alike (the
+        layouts are the same on every rank)."""
+        pl, _, grad_buckets, _ = self.plan
+        if root is None or root.sbp != S.P or root.placement != pl or pl.device_tag != "cpu" or not root.pieces or \
+                not root.meta.dtype.is_floating or int(np.prod(root.meta.shape)) > agreement.PAYLOAD:
+            return
+        world = _process_comm().size
+        if grad_buckets.ranks != tuple(range(world)):
+            return
+        addends = partial_addends(root)
+        grad_buckets.carry_root(", carrying the sum of the backward's root %s %s" % (
+            tuple(root.meta.shape), root.meta.dtype.name), addends)
+        self.root = (root, addends)
 
     def take(self, leaf, value):
         """A bucketable gradient of `leaf` is complete: True when it went into its bucket (the caller then forgets
@@ -343,6 +391,9 @@ class OverlappedGradients:
         if self.plan is not None:
             pl, _, grad_buckets, _ = self.plan
             grad_buckets.wait()
+            carried = grad_buckets.root_check
+            if self.root is not None and carried is not None and carried.result is not None:
+                remember_sum(self.root[0], self.root[1], grad_buckets.ranks, carried.result)
             started = grad_buckets.next_bucket  # buckets are started in order
             for k in range(self.pos):
                 if grad_buckets.slots[k][0] < started:
@@ -374,6 +425,41 @@ class OverlappedGradients:
                                        first_cap_bytes=first_cap_bytes(pl), placement=pl), refs)
 
 
+# --- the backward's root carried by the buckets' check (a loss whose numpy() then sends nothing) ------------------
+def partial_addends(value):
+    """This rank's addend of a small partial sum, in float64: what `numpy()` sends in its check's payload."""
+    return addends_of(value.meta.shape, value.pieces)
+
+
+def addends_of(shape, pieces):
+    """`partial_addends` of pieces not in a Value yet (an nn.Graph call's fetched output)."""
+    acc = np.zeros(shape, np.float64)
+    for p in pieces:
+        acc += _host(p)
+    return acc
+
+
+def remember_sum(value, addends, members, sums):
+    """`sums`: the member-wise sums of `addends` (this rank's `partial_addends(value)`) over `members`, summed as
+    `numpy()`'s check sums them (float64, in an agreement check's payload: the same bits), by a check the value's
+    backward made anyway (the first gradient bucket's, `OverlappedGradients`). A later `numpy()` of the value over
+    the same members then sends nothing (`carried_sum`)."""
+    value.summed = (list(value.pieces), addends, tuple(members), np.array(sums, np.float64))
+
+
+def carried_sum(value, addends, members):
+    """The sums `remember_sum` kept for `value`, if they still hold: the same pieces holding the same addends (an
+    in-place change since gives other addends: the sums are then made again), over the same members."""
+    kept = getattr(value, "summed", None)
+    if kept is None:
+        return None
+    pieces, old, ranks, sums = kept
+    if ranks != tuple(members) or len(pieces) != len(value.pieces) or \
+            any(a is not b for a, b in zip(pieces, value.pieces)) or old.tobytes() != addends.tobytes():
+        return None
+    return sums
+
+
 def first_cap_bytes(placement):
     """The cap of the first bucket of eager gradients on `placement`. PyTorch's small first bucket is reduced while
     backward goes on — on a GPU, NCCL sums it on its own stream. On CPU devices the ranks sum a bucket themselves
@@ -388,8 +474,6 @@ def _owners(placement):
 
 
 def _host(x):
-    from oneflow_compat.backend import devices
-
     return devices.to_host(x)
 
 
@@ -401,6 +485,7 @@ class _BucketRun:
         self.metas = [None] * count
         self.ranks, self.comm = ranks, comm
         self.buckets = None
+        self.before_reduce = None  # called before the all-reduce (an nn.Graph call fills its carried check there)
 
     def views(self):
         if self.buckets is None:  # (the first member's call: every member rank runs the plan's ops in one order)
@@ -410,6 +495,8 @@ class _BucketRun:
         return self.buckets.views
 
     def reduce(self):
+        if self.before_reduce is not None:
+            self.before_reduce()
         for buf in self.buckets.buffers:
             self.comm.allreduce_(buf, self.ranks)
 

@@ -16,6 +16,9 @@ Simulated ranks (`explain --ranks N` of a global-tensor program: N threads of on
 each run with a context of their own: `bound(ctx)` makes `get()` return `ctx` in the calling thread. Modules that
 keep the context in a name hold `CURRENT`, which stands for whatever `get()` returns in the thread that reads it.
 
+The default random generators of the global-tensor API are here too (one pair per process, or per simulated
+rank), kept across `reset()`.
+
 What is not here, on purpose: per-thread state (gradient mode, the agreement chain of each thread, the frames of
 `activity`), the process comm (one MPI world per process, `comm/world.py`), and registries filled at import
 (ops, dtypes).
@@ -41,6 +44,10 @@ class Context:
 
     def __init__(self):
         self._fresh()
+        # the global-tensor API's default random generators (_global/generators.py makes them on first use): a
+        # process's, so a simulated rank has its own pair as a separate process would; kept by `reset()`, as a
+        # process keeps its generators when its sessions are cleared
+        self.generators = None
 
     def _fresh(self):
         self.session = None  # the legacy default session (framework/session.py creates it on first use)

@@ -26,7 +26,7 @@ import os
 
 from oneflow_compat.kernels import checks
 from oneflow_compat.passes.pipeline import fingerprint
-from oneflow_compat.runtime import activity, boxing, buckets, cuda_graph, watch
+from oneflow_compat.runtime import activity, boxing, buckets, cuda_graph, staged_feed, watch
 from oneflow_compat.runtime.plan import Plan
 
 # collective functions that need the runtime itself, by the `runtime_hook` an op declares; the other collectives
@@ -82,8 +82,10 @@ class Executable:
         # row gradients one_embedding's gradient op sums for the optimizer phase's update): dropped at the end of
         # every call, so that a call that fails or is interrupted between them leaves nothing for the next one
         self.call_ends = []
+        self.bucket_runs = []  # per plan copy: its gradient buckets by number (`buckets._BucketRun`)
         for _ in range(copies):
             shared = {}  # each plan copy has its own gradient buckets (its own registers)
+            self.bucket_runs.append(shared)
 
             def collective(op, shared=shared):
                 return collective_fn(op, session, name_ops, hooks, shared, self.call_ends)
@@ -102,6 +104,9 @@ class Executable:
         self._dynamic_vars = []  # (registers, register, getter) re-read before every call
         # ONEFLOW_COMPAT_CUDA_GRAPH=1: the whole step captured once and replayed (runtime/cuda_graph.py)
         self.captured = cuda_graph.for_executable(self) if not one_device else None
+        # an uncaptured call on one GPU: its fed arrays up in one copy from pinned memory (runtime/staged_feed.py)
+        self.staged = staged_feed.for_executable(self, one_device) if self.captured is None else None
+        self._fed_registers = [r for slots in self.in_regs[0] for r in slots]
 
     # --- variables -------------------------------------------------------------------------------------------------
     def bind_variables(self, getters=None):
@@ -171,7 +176,12 @@ class Executable:
             return self.captured.call(feed)
         self.refresh_variables()
         if n == 1:
-            feed(0, None)
+            if self.staged is not None:
+                with self.session.runtime.host_feeds():
+                    feed(0, None)
+                self.staged.upload(self.plan.regs, self._fed_registers)
+            else:
+                feed(0, None)
             self.plan.scalars.upload()
             self.run()
             self.plan.scalars.finish_call()

@@ -37,7 +37,7 @@ from oneflow_compat.ir.placement import Placement
 from oneflow_compat.kernels import checks
 from oneflow_compat.ops import registry, transitions
 from oneflow_compat.passes import pipeline
-from oneflow_compat.runtime import activity, agreement, context
+from oneflow_compat.runtime import activity, agreement, buckets, context
 from oneflow_compat.runtime import boxing as boxing_exec
 from oneflow_compat.runtime.session import Session
 from oneflow_compat.runtime.boxing_log import BoxingRecord, record_bucket_all_reduce  # noqa: F401 (their home)
@@ -49,9 +49,10 @@ CACHE_SIZE = 4096
 
 class Value:
     """One rank's view of a tensor: logical meta, placement, SBP, and this rank's pieces; `lk` is its layout id
-    (`layout_id`), computed once, what the caches of compiled ops are keyed by."""
+    (`layout_id`), computed once, what the caches of compiled ops are keyed by. `summed` (unset on most values):
+    the member-wise sum of a small partial sum that a gradient bucket's check carried (`buckets.remember_sum`)."""
 
-    __slots__ = ("meta", "placement", "sbp", "pieces", "lk")
+    __slots__ = ("meta", "placement", "sbp", "pieces", "lk", "summed")
 
     def __init__(self, meta, placement, sbp, pieces, lk=None):
         self.meta = meta
@@ -666,10 +667,14 @@ def _full_value(value):
         if identity is not None and value.sbp == S.P and meta.dtype.is_floating and \
                 _np.prod(meta.shape, dtype=_np.int64) <= agreement.PAYLOAD:
             # a small partial sum (a loss): its addends ride in the check's payload (one collective, the check)
-            acc = _np.zeros(meta.shape, _np.float64)
-            for p in value.pieces:
-                acc += _host(p)
-            sums = agreement.global_op(identity, members, acc.ravel())
+            acc = buckets.partial_addends(value)
+            sums = buckets.carried_sum(value, acc, members)
+            if sums is not None:
+                # the backward's gradient bucket carried these very addends to these members (`remember_sum`):
+                # nothing to send; the operation joins the chain, compared at the next check
+                agreement.global_op(identity, None)
+            else:
+                sums = agreement.global_op(identity, members, acc.ravel())
             return _np.asarray(sums.reshape(meta.shape).astype(meta.dtype.np))
         if identity is not None:
             agreement.global_op(identity, members)

@@ -22,11 +22,13 @@ micro-batch stay alive until its backward): the forward steps of micro-batches 0
 0…n-1, then the optimizer once. While a later stage works on micro-batch m, an earlier one already runs m+1, so
 stages overlap; the numbers are those of the sequential schedule, bit for bit.
 """
+import numpy as np
+
 from oneflow_compat.backend import devices
 from oneflow_compat.ir import sbp as S
 from oneflow_compat.ir.graph import TensorMeta
 from oneflow_compat.passes import pipeline
-from oneflow_compat.runtime import executable, global_eager, graph_report
+from oneflow_compat.runtime import agreement, buckets, executable, global_eager, graph_report
 
 
 class GraphInputError(ValueError):
@@ -67,7 +69,56 @@ class CompiledGraph:
         self._getters = {}  # variable name -> () -> this rank's piece of its storage
         self.calls = 0
         self.check_rides = _effect_free_until_first_collective(self.plan)
+        # (output index, shape) of a small partial-sum output (a loss) whose addends ride in the call's carried
+        # check, filled in just before the bucket all-reduce that carries it (`_fill_carried`); `pending`: the
+        # call's [check, addends filled] while it runs
+        self.pending = None
+        self.carried_output = self._carried_output(rt)
         graph_report.remember(self)
+
+    def _carried_output(self, rt):
+        """Where a call's check rides in a gradient bucket's all-reduce over the whole world, and an output is a
+        small floating partial sum on the whole world on CPU devices (a data-parallel loss) fetched before that
+        all-reduce, its addends ride in the check too (the check of its later `numpy()`, whose members are the
+        world: it then sends nothing). Every rank compiled the same plan, so every member decides alike."""
+        if not self.check_rides or self.micro_batches != 1 or self.pipelined or self.exe.captured is not None:
+            return None
+        world = tuple(range(rt.comm.size))
+        plan = self.plan
+        first = None  # the first step that communicates: the last member of a bucket, nothing else before it
+        for op in plan.step_ops:
+            if not (op.defn.collective or op.defn.boxing):
+                continue
+            member = op.attrs.get("bucket")
+            if member is None:
+                return None
+            if member[1] == member[2] - 1:
+                first = op
+                break
+        run = None if first is None else self.exe.bucket_runs[0].get(first.attrs["bucket"][0])
+        if run is None or tuple(run.ranks) != world:
+            return None
+        at = plan.step_ops.index(first)
+        for k, (meta, pl, sbp) in enumerate(self.outputs):
+            blob = self.job.output_blobs[k][0]
+            if sbp != S.P or not meta.dtype.is_floating or pl.device_tag != "cpu" or \
+                    int(np.prod(meta.shape)) > agreement.PAYLOAD or \
+                    tuple(sorted({m for m, _ in pl.pairs})) != world or blob.op not in plan.step_ops[:at]:
+                continue
+            run.before_reduce = self._fill_carried
+            return k, tuple(meta.shape)
+        return None
+
+    def _fill_carried(self):
+        """Before the bucket all-reduce that carries the call's check: the carried output's addends (fetched by
+        now) written into the check's payload."""
+        pending = self.pending
+        if pending is None:
+            return
+        k, shape = self.carried_output
+        addends = buckets.addends_of(shape, self.plan.results[k])
+        if pending[0].fill_payload(addends.ravel()):
+            pending[1] = addends
 
     # --- variables ------------------------------------------------------------------------------------------------
     def variable_specs(self):

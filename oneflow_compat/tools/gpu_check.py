@@ -20,8 +20,11 @@ skipped; every stage runs whatever happened before it:
 * models    the docs' MLP and LeNet train steps (batch 100) on the GPU against the CPU (the losses of 3 steps and
             every variable after the first, rtol 1e-5; dropout masks come from the same Philox bits; the variables
             after 3 steps reported), with and without a CUDA graph; milliseconds
-            per step against torch CUDA eager; kernel launches, host->device and device->host copies per step
-            (torch's profiler: CUPTI sees CuPy's kernels); where the eager step's host time goes (cProfile);
+            per step against torch CUDA eager (its batch resident on the GPU, and fed from the host each step as
+            ours is, timed A B A B); kernel launches, host->device and device->host copies per step and the
+            device time of each kernel by name, ours and torch's (torch's profiler over 5 steps: CUPTI sees CuPy's
+            kernels); where the eager step's host time goes (cProfile: the top functions, and µs per step by
+            category: launches, cuBLAS, CuPy reductions, allocations, uploads, downloads, runtime, ...);
 * graph     the project's GEMMs (kernels/cuda_blas.py) captured and replayed for each layout the models use, CuPy's
             own cuBLAS in a capture (refused, noted), and the MLP and LeNet train steps captured over calls
             whose learning rate changes, against the CPU;
@@ -292,11 +295,15 @@ def headline(summary):
             if r.get("torch_cuda_eager_ms"):
                 parts.append("%.2fx torch eager (%.3f ms)" % (g.get("ms", 0) / r["torch_cuda_eager_ms"],
                                                               r["torch_cuda_eager_ms"]))
+            if r.get("torch_cuda_eager_fed_ms"):  # torch uploading its batch each step, as this step does
+                parts.append("%.2fx torch eager fed from the host (%.3f ms)" % (
+                    g.get("ms", 0) / r["torch_cuda_eager_fed_ms"], r["torch_cuda_eager_fed_ms"]))
             if "per_step" in g:
                 parts.append("per step: %s" % ", ".join("%s %s" % (k, v) for k, v in sorted(g["per_step"].items())))
             lines.append("; ".join(parts))
         if r.get("cpu_ms"):
             lines.append("%s CPU: %.3f ms/step" % (name, r["cpu_ms"]))
+        lines += _where_the_time_goes(name, r)
     for stage in ("graph", "nccl"):
         res = summary.get(stage, {}).get("results", {})
         for k, v in sorted(res.items()):
@@ -305,6 +312,25 @@ def headline(summary):
                                key=lambda item: STAGES.index(item[0])):
         for f in entry.get("failures", [])[:10]:
             lines.append("%s: %s" % (stage, f))
+    return lines
+
+
+def _where_the_time_goes(name, r):
+    """A model's host µs per step by category (cProfile's own times: inflated by the profiler, compare categories
+    with each other) and its device µs per step by kernel against torch's (the longest first)."""
+    lines = []
+    prof = r.get("gpu_host_profile", {})
+    if prof.get("by_category"):
+        lines.append("%s GPU host us/step by category (profiled %.3f ms/step): %s" % (
+            name, prof.get("profiled_ms_per_step", float("nan")),
+            ", ".join("%s %.0f (%g calls)" % (c, us, calls) for c, us, calls in prof["by_category"])))
+    for label, table in (("GPU", r.get("gpu", {}).get("by_kernel")), ("torch", r.get("torch_by_kernel"))):
+        if table:
+            lines.append("%s %s device us/step by kernel: %s" % (
+                name, label, "; ".join("%s x%g %.1f" % (k, n, us) for k, n, us, _ in table[:15])))
+    launches = r.get("gpu", {}).get("launches_by_kernel")
+    if launches:
+        lines.append("%s GPU launches/step by kernel: %s" % (name, ", ".join("%s %d" % tuple(kv) for kv in launches)))
     return lines
 
 

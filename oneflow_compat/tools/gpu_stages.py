@@ -173,7 +173,10 @@ def _variables():
     return {name: s.vars.get_full(spec) for name, spec in s.vars.specs.items()}
 
 
-def _torch_step(model, batch):
+def _torch_step(model, batch, fed=False):
+    """torch's eager train step of `model` on CUDA. `fed`: the batch goes up from host (numpy) memory in every step,
+    as a legacy job's placeholders take it (the oneflow_compat step uploads its images and labels each call: the
+    like-for-like comparison); else it stays on the device from the start (the first runs' comparison)."""
     import torch
     import torch.nn.functional as F
 
@@ -181,8 +184,9 @@ def _torch_step(model, batch):
     from benchmarks import models
 
     dev = "cuda"
-    x, y = models.batch(batch)
-    x, y = torch.from_numpy(x).to(dev), torch.from_numpy(y.astype(np.int64)).to(dev)
+    host_x, host_y = models.batch(batch)
+    host_y = host_y.astype(np.int64)
+    x, y = torch.from_numpy(host_x).to(dev), torch.from_numpy(host_y).to(dev)
     if model == "lenet":
         shapes = [(32, 1, 5, 5), (32,), (64, 32, 5, 5), (64,), (512, 3136), (512,), (10, 512), (10,)]
     else:
@@ -191,6 +195,9 @@ def _torch_step(model, batch):
     opt = torch.optim.SGD(params, lr=0.1)
 
     def step():
+        nonlocal x, y
+        if fed:
+            x, y = torch.from_numpy(host_x).to(dev), torch.from_numpy(host_y).to(dev)
         opt.zero_grad()
         if model == "lenet":
             c1, b1, c2, b2, w1, d1, w2, d2 = params
@@ -208,18 +215,40 @@ def _torch_step(model, batch):
     return step
 
 
-def _profile_counts(fn):
+def _profile_counts(fn, steps=1):
     """Kernels, host->device and device->host copies and memsets of one call of fn (CUPTI sees CuPy's too), and
-    `device_us`: the time the device spent in them (see `count_device_events`)."""
+    `device_us`: the time the device spent in them (see `count_device_events`), per call over `steps` calls; and
+    `by_kernel`: the device time per step of each kernel or copy by name (`device_time_table`)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
+        for _ in range(steps):
+            fn()
         torch.cuda.synchronize()
-    return count_device_events(e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    counts = count_device_events(events)
+    counts = {k: (round(v / steps, 1) if k == "device_us" else round(v / steps, 2) if steps > 1 else v)
+              for k, v in counts.items()}
+    counts["by_kernel"] = device_time_table(events, steps)
+    return counts
+
+
+def device_time_table(events, steps=1, top=30):
+    """[[name, launches per step, device µs per step, µs per launch], ...] of a profile's device events (kernels,
+    copies, memsets) by name, the longest first (`top` of them): which kernels make a step's device time."""
+    table = {}
+    for e in events:
+        time_range = getattr(e, "time_range", None)
+        us = time_range.elapsed_us() if time_range is not None else 0.0
+        row = table.setdefault(e.name, [0, 0.0])
+        row[0] += 1
+        row[1] += us
+    rows = sorted(table.items(), key=lambda item: -item[1][1])[:top]
+    return [[name[:90], round(n / steps, 2), round(us / steps, 1), round(us / n, 1) if n else 0.0]
+            for name, (n, us) in rows]
 
 
 def count_device_events(events):
@@ -262,8 +291,44 @@ def host_profile(step, n, top=25):
         rows.append((own, calls, "%s:%d(%s)" % (where, line, name)))
     rows.sort(reverse=True)
     total = sum(r[0] for r in rows)
+    categories = {}
+    for own, calls, name in rows:
+        c = categories.setdefault(host_category(name), [0.0, 0.0])
+        c[0] += own
+        c[1] += calls
     return {"profiled_ms_per_step": round(total / n * 1e3, 3),
-            "top": [[name, round(calls / n, 1), round(own / n * 1e6, 1)] for own, calls, name in rows[:top]]}
+            "top": [[name, round(calls / n, 1), round(own / n * 1e6, 1)] for own, calls, name in rows[:top]],
+            "by_category": sorted(([c, round(own / n * 1e6, 1), round(calls / n, 1)]
+                                   for c, (own, calls) in categories.items()), key=lambda row: -row[1])}
+
+
+# (category, test on a host profile row's "file:line(function)") in order: the first that matches names the row
+_HOST_CATEGORIES = (
+    ("the fake device (tests/, a dry run)", lambda w: w.startswith("tests/")),
+    ("kernel launches (kernels/cuda_source.py)", lambda w: w.startswith("kernels/cuda_source.py")),
+    ("cuBLAS products (kernels/cuda_blas.py)", lambda w: w.startswith("kernels/cuda_blas.py")),
+    ("CuPy reductions", lambda w: any(("method '%s' of 'cupy." % r) in w or ("(%s)" % r) in w and "cupy/" in w
+                                      for r in ("sum", "mean", "max", "min", "prod", "any", "all", "argmax"))),
+    ("CuPy allocations", lambda w: "cupy/_creation/basic.py" in w or "memory.alloc" in w or "malloc" in w),
+    ("uploads (host -> device)", lambda w: "cupy._core.core.array" in w or "method 'set' of 'cupy." in w
+     or "copy_from_host" in w or "cupy/_creation/from_data.py" in w),
+    ("downloads, syncs (device -> host)", lambda w: "method 'get' of 'cupy." in w or "synchronize" in w
+     or "devices.py" in w and "to_host" in w),
+    ("CuPy other", lambda w: "cupy" in w),
+    ("oneflow_compat/runtime", lambda w: w.startswith("oneflow_compat/runtime/")),
+    ("oneflow_compat/ops", lambda w: w.startswith("oneflow_compat/ops/")),
+    ("oneflow_compat other", lambda w: w.startswith("oneflow_compat/")),
+    ("kernels other", lambda w: w.startswith("kernels/")),
+    ("ctypes", lambda w: "ctypes" in w),
+)
+
+
+def host_category(where):
+    """The category of a host profile row (`file:line(function)`, as `host_profile` names it)."""
+    for name, test in _HOST_CATEGORIES:
+        if test(where):
+            return name
+    return "python, numpy, builtins"
 
 
 def _replay_ms(n):
@@ -318,15 +383,20 @@ def stage_models(out):
                         r["gpu_host_profile"] = prof = host_profile(step, 2 if FAKE else 10)
                         say("ok", "%s gpu host profile" % model, "%s ms/step profiled; top: %s" % (
                             prof["profiled_ms_per_step"], json.dumps(prof["top"][:12])))
+                        say("ok", "%s gpu host us per step by category" % model, json.dumps(prof["by_category"]))
                     if fake is not None:
                         import strict_device
 
                         L, S = strict_device.Launches, strict_device.Syncs
-                        l0, s0, u0 = L.count, S.total(), L.uploads
+                        l0, s0, u0, n0 = L.count, S.total(), L.uploads, dict(L.by_name)
                         step()
                         g["per_step"] = {"launches": L.count - l0, "syncs": S.total() - s0, "uploads": L.uploads - u0}
+                        by = {k: v - n0.get(k, 0) for k, v in L.by_name.items() if v != n0.get(k, 0)}
+                        g["launches_by_kernel"] = sorted(([k, v] for k, v in by.items()), key=lambda kv: -kv[1])
                     else:
-                        g["per_step"] = _profile_counts(step)
+                        g["per_step"] = _profile_counts(step, 5)
+                        g["by_kernel"] = g["per_step"].pop("by_kernel")
+                        say("ok", "%s %s device us per step by kernel" % (model, key), json.dumps(g["by_kernel"]))
                     if graph:
                         g.update(_captured())
                         g["replay_ms"] = _replay_ms(1 if FAKE else reps)
@@ -341,13 +411,23 @@ def stage_models(out):
                 if not torch.cuda.is_available():
                     say("skipped", "%s torch" % model, "torch has no CUDA here")
                     return
-                ts = _torch_step(model, batch)
-                r["torch_cuda_eager_ms"] = _median_ms(ts, 50, warm=5, sync=torch.cuda.synchronize)
-                r["torch_per_step"] = _profile_counts(ts)
+                ts, fed = _torch_step(model, batch), _torch_step(model, batch, fed=True)
+                # resident batch (the first runs' reference) and fed batch (uploaded each step, as ours), A B A B
+                times = {"resident": [], "fed": []}
+                for _ in range(3):
+                    for label, fn in (("resident", ts), ("fed", fed)):
+                        times[label].append(_median_ms(fn, 20, warm=3, sync=torch.cuda.synchronize))
+                r["torch_cuda_eager_ms"] = statistics.median(times["resident"])
+                r["torch_cuda_eager_fed_ms"] = statistics.median(times["fed"])
+                r["torch_per_step"] = _profile_counts(ts, 5)
+                r["torch_by_kernel"] = r["torch_per_step"].pop("by_kernel")
                 for key in ("gpu", "gpu_graph"):
                     if "ms" in r.get(key, {}):
                         r[key]["vs_torch_eager"] = round(r[key]["ms"] / r["torch_cuda_eager_ms"], 3)
-                say("ok", "%s torch" % model, "%s ms, %s" % (r["torch_cuda_eager_ms"], r["torch_per_step"]))
+                        r[key]["vs_torch_eager_fed"] = round(r[key]["ms"] / r["torch_cuda_eager_fed_ms"], 3)
+                say("ok", "%s torch" % model, "%s ms (batch resident), %s ms (batch fed from the host each step), %s"
+                    % (r["torch_cuda_eager_ms"], r["torch_cuda_eager_fed_ms"], r["torch_per_step"]))
+                say("ok", "%s torch device us per step by kernel" % model, json.dumps(r["torch_by_kernel"]))
 
             guarded(r, "torch", torch_part)
         write(out, "models", results)

@@ -2,9 +2,11 @@
 
 * eager: the 784-512-512-10 MLP (the step of oneflow_compat/tools/data_parallel_mlp.py), batch 16 per rank: the weight gradients are all-reduced through gradient buckets
   during backward (one all-reduce per bucket, the first carrying the buckets' check), the feeds' shapes ride in
-  their checks, a scalar loss's numpy() in its check: 4 collectives per step (20 before buckets), and the numbers
+  their checks, the loss's partial sums in the buckets' check (its numpy() then sends nothing): 3 collectives per
+  step (20 before buckets), and the numbers
   equal the same training on one rank;
-* nn.Graph: the same training compiled: 1 collective per call (the bucket, carrying the call's check);
+* nn.Graph: the same training compiled: 1 collective per call (the bucket, carrying the call's check and the loss's
+  partial sums: its numpy() then sends nothing);
 * feeds: uneven local pieces (the balanced split), a 5-d local tensor (its shape does not fit in a check: an
   exchange of its own), ranks holding different dtypes (an error naming both ranks); `check_meta=False`: no
   collective at all, and ranks that fed different shapes after all fail at their next check naming both shapes;
@@ -73,11 +75,70 @@ for p, q in zip(dp2.model.parameters(), dp1.model.parameters()):
 ok("eager data parallel equals one rank")
 # step 0 learns the gradients' order (summed after backward), step 1 allocates the buckets that are summed during
 # backward from then on (their shared memory: one collective per bucket), the steps after make only their own:
-# 2 feed checks, the all-reduce of the one bucket (on CPU devices no small first bucket: `buckets.first_cap_bytes`)
-# carrying the buckets' check, the loss's numpy() in its check
-assert counts2[2:] == [4] * (STEPS - 2), counts2
+# 2 feed checks and the all-reduce of the one bucket (on CPU devices no small first bucket:
+# `buckets.first_cap_bytes`) carrying the buckets' check and the loss's partial sums, so the loss's numpy() sends
+# nothing
+assert counts2[2:] == [3] * (STEPS - 2), counts2
 assert len(next(v for k, v in flow_context().buckets.items() if k[0] == "overlapped gradients")[2].plan) == 1
-ok("eager step makes 4 collectives")
+ok("eager step makes 3 collectives")
+
+# the loss's numpy() after backward: the sums the bucket's check carried, the very bits of numpy()'s own check
+xs, ys = data[0]
+x2, y2 = dp2.feed(rows(xs, P2), rows(ys, P2))
+loss2 = dp2.run(x2, y2)
+before = COMM.collectives_issued()
+carried = loss2.numpy()
+assert COMM.collectives_issued() == before, COMM.collectives_issued() - before
+assert loss2._value.summed is not None
+loss2._value.summed = None  # forgotten: numpy() makes its own check, with the addends in its payload
+again = loss2.numpy()
+assert COMM.collectives_issued() == before + 1, COMM.collectives_issued() - before
+assert carried.dtype == again.dtype == np.float32 and carried.tobytes() == again.tobytes(), (carried, again)
+ok("the loss's numpy() after backward sends nothing, same bits")
+# a loss changed in place after backward holds other addends: its numpy() sums them again
+x2, y2 = dp2.feed(rows(xs, P2), rows(ys, P2))
+loss2 = dp2.run(x2, y2)
+with flow.no_grad():
+    loss2.fill_(0.25 + RANK)
+before = COMM.collectives_issued()
+np.testing.assert_array_equal(loss2.numpy(), np.float32(1.5))  # 0.25 + 1.25
+assert COMM.collectives_issued() == before + 1, COMM.collectives_issued() - before
+ok("a loss changed after backward is summed again")
+# what a steady step copies: each gradient once, into its bucket (as DDP's Reducer), and nothing more; the
+# optimizer reads the summed gradients where the backward put them (no to_global of a zeroed gradient that shows
+# partial_sum while it holds the broadcast sums: it copied every gradient again)
+from oneflow_compat.runtime import buckets as grad_buckets  # noqa: E402
+
+copies = {"transfer": 0, "into a bucket": 0}
+transfer, take = global_eager.transfer, grad_buckets.OverlappedGradients.take
+
+
+def counted_transfer(*args, **kwargs):
+    copies["transfer"] += 1
+    return transfer(*args, **kwargs)
+
+
+def counted_take(self, leaf, value):
+    taken = take(self, leaf, value)
+    copies["into a bucket"] += taken
+    return taken
+
+
+global_eager.transfer, grad_buckets.OverlappedGradients.take = counted_transfer, counted_take
+try:
+    dp2.step(rows(xs, P2), rows(ys, P2))
+finally:
+    global_eager.transfer, grad_buckets.OverlappedGradients.take = transfer, take
+assert copies == {"transfer": 0, "into a bucket": 6}, copies
+ok("a steady step copies each gradient once")
+# ranks of which one fetched the loss (no collective) and the other did not fail at the next check, naming both
+x2, y2 = dp2.feed(rows(xs, P2), rows(ys, P2))
+loss2 = dp2.run(x2, y2)
+probe = flow.tensor(np.full((40,), 1.0, np.float32)).to_global(placement=P2, sbp=PS)
+diverges("a carried numpy() one rank made",
+         [lambda: (loss2.numpy(), probe.numpy()), lambda: probe.numpy()],
+         "before it the ranks ran different global operations", "is numpy() of a global tensor () float32",
+         "is numpy() of a global tensor (40,) float32")
 
 dpg, graph_losses, graph_counts = train(P2, graph=True, count_feeds=False)
 np.testing.assert_allclose(graph_losses, losses1, rtol=1e-5)
@@ -90,6 +151,18 @@ assert dpg.graph._compiled.check_rides
 members = [op for op in dpg.graph._compiled.job.ops if "bucket" in op.attrs]
 assert len(members) == 6 and {op.attrs["bucket"][0] for op in members} == {0}, [op.attrs.get("bucket") for op in members]
 ok("graph call makes 1 collective")
+# the call's check, riding in its bucket's all-reduce, carries the loss it computed before: its numpy() sends nothing
+x3, y3 = dpg.feed(rows(data[0][0], P2), rows(data[0][1], P2))
+loss3 = dpg.run(x3, y3)
+assert dpg.graph._compiled.carried_output == (0, ())
+before = COMM.collectives_issued()
+carried3 = loss3.numpy()
+assert COMM.collectives_issued() == before, COMM.collectives_issued() - before
+loss3._value.summed = None  # forgotten: numpy() makes its own check, with the addends in its payload
+again3 = loss3.numpy()
+assert COMM.collectives_issued() == before + 1, COMM.collectives_issued() - before
+assert carried3.dtype == again3.dtype == np.float32 and carried3.tobytes() == again3.tobytes(), (carried3, again3)
+ok("the graph's loss numpy() sends nothing, same bits")
 
 # --- feeds ------------------------------------------------------------------------------------------------------
 uneven = flow.tensor(np.full((3 - RANK, 2), RANK, np.float32)).to_global(placement=P2, sbp=S0)

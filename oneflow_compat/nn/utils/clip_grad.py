@@ -5,7 +5,7 @@ import math
 
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.runtime import autograd
-from oneflow_compat._global import creation, functional as F, inplace
+from oneflow_compat._global import creation, device_keys, functional as F, inplace
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -83,8 +83,9 @@ def _scale_in_place(grad, coef):
         from oneflow_compat._global import layouts
 
         src = layouts.as_layout_of(scaled, grad)._value
-    for p, q in zip(grad._value.pieces, src.pieces):
-        p[...] = q
+    with device_keys.of(grad):  # (a "cuda:K" gradient: on its GPU)
+        for p, q in zip(grad._value.pieces, src.pieces):
+            p[...] = q
 
 
 def clip_grad_value_(parameters, clip_value):
@@ -96,5 +97,6 @@ def clip_grad_value_(parameters, clip_value):
             if clamped.is_lazy:  # nn.Graph.build (see _scale_in_place)
                 inplace.rebind(p.grad, clamped)
                 continue
-            for a, b in zip(p.grad._value.pieces, clamped._value.pieces):
-                a[...] = b
+            with device_keys.of(p.grad):
+                for a, b in zip(p.grad._value.pieces, clamped._value.pieces):
+                    a[...] = b

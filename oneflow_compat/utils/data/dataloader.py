@@ -97,16 +97,10 @@ def get_worker_info():
     return _worker_info
 
 
-_DEFAULT_GENERATOR = None
-
-
 def _default_generator():
-    # OneFlow's default argument `generator=flow.Generator("cpu")`: one generator shared by the loaders that are
-    # given none, seeded from the system
-    global _DEFAULT_GENERATOR
-    if _DEFAULT_GENERATOR is None:
-        _DEFAULT_GENERATOR = generators.Generator("cpu", seed=generators.DRAWN)
-    return _DEFAULT_GENERATOR
+    # OneFlow's default argument `generator=flow.Generator("cpu")`: one generator of the process shared by the
+    # loaders that are given none, seeded from the system (a simulated rank has its own, as a process)
+    return generators.process_generator("data loaders", lambda: generators.Generator("cpu", seed=generators.DRAWN))
 
 
 class DataLoader:
