@@ -762,7 +762,7 @@ class InvalidIndexError(IndexError, TypeError):
     this project raised before."""
 
 
-def _slice_indices(k, dim):
+def slice_indices(k, dim):
     """`k.indices(dim)` with OneFlow 0.9's checks and words (api/python/functional/indexing.cpp PySliceUnpack): a
     bound that is no integer is a RuntimeError "Invalid slice ...", a step of 0 "slice step cannot be zero."."""
     for bound in (k.start, k.stop, k.step):
@@ -814,7 +814,7 @@ def index(input, key):  # noqa: A002
             i %= dim
             slices.append((i, i + 1, 1))
         elif isinstance(k, slice):
-            start, stop, step = _slice_indices(k, dim)
+            start, stop, step = slice_indices(k, dim)
             if step <= 0:
                 raise SliceStepError("Step must be greater than zero.")
             slices.append((start, stop, step))

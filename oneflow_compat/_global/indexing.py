@@ -176,7 +176,7 @@ def _is_identity(x, key):
     else:
         pairs = list(zip(shape, key))
     for n, k in pairs:
-        if k.indices(n) != (0, n, 1) or (k.step is not None and k.step != 1):
+        if F.slice_indices(k, n) != (0, n, 1) or (k.step is not None and k.step != 1):
             return False
     return True
 
