@@ -254,7 +254,16 @@ class Tensor:
             raise RuntimeError("Only global tensors have sbp; this tensor is local")
         if self._sbp is not None:
             return self._sbp
-        return flow_sbp.symbols_of(self._value.sbp)
+        shown = flow_sbp.symbols_of(self._value.sbp)
+        hierarchy = tuple(self._placement.hierarchy)
+        if len(shown) != len(hierarchy):  # (the compiler drops a placement's size-1 dims: a broadcast there, so
+            it = iter(shown)               # the symbol shown is one per placement dimension, as OneFlow's)
+            kept = [n for n in hierarchy if n != 1]
+            if len(kept) == len(shown):
+                shown = tuple(next(it) if n != 1 else flow_sbp.broadcast for n in hierarchy)
+            else:
+                shown = tuple(shown) + (flow_sbp.broadcast,) * (len(hierarchy) - len(shown))
+        return shown
 
     @property
     def device(self):
