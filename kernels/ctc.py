@@ -199,6 +199,14 @@ def ctc_loss_grad(xp, grad_out, log_probs, targets, input_lengths, target_length
             beta = xp.where(valid, beta, neginf)
             log_ab[t] = alpha[:, t] + beta
             nxt = beta
+        # at t = T_b - 1 OneFlow's kernel (v0.9.0 user/kernels/ctc_loss_kernel_util.cpp, as torch's) WRITES the
+        # blank's cell from s = 2 S_b, then the cell of label l'(2 S_b - 1) from that position: where a target's
+        # last label is the blank itself, the second write replaces the first instead of adding to it
+        overwritten = (il > 0) & (tl > 0) & (ext[xp.arange(n), s1] == blank)
+        if t_max:
+            at_last = log_ab[last_t, xp.arange(n)]  # (N, width)
+            at_last[xp.arange(n), 2 * tl] = xp.where(overwritten, neginf, at_last[xp.arange(n), 2 * tl])
+            log_ab[last_t, xp.arange(n)] = at_last
         # log sum over the positions s with l'(s) = c of alpha beta, per (t, b, c): the exponentials (shifted by
         # each (t, b)'s maximum) added into their class with one bincount, never a (N, 2 S + 1, C) one-hot table
         m = log_ab.max(axis=2, keepdims=True)

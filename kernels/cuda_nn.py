@@ -33,16 +33,27 @@ _HEADER = r"""
 // The window geometry along one axis, written once for every kernel below: stride s, dilation d, `before` cells of
 // padding, `size` input cells, `o` outputs.
 // The input that cell i of output u's window reads, or -1 where that cell is padding.
-__device__ __forceinline__ long long window_cell(long long u, long long i, int s, int d, int before, long long size) {
-    long long t = u * s - before + i * d;
+template <typename I>
+__device__ __forceinline__ I window_cell(I u, I i, int s, int d, int before, I size) {
+    I t = u * s - before + i * d;
     return t >= 0 && t < size ? t : -1;
 }
 
-// The output whose window reads input t through its cell i, or -1 where none does.
-__device__ __forceinline__ long long window_reading(long long t, long long i, int s, int d, int before, long long o) {
-    long long u = t + before - i * d;
-    if (u < 0 || u % s) return -1;
-    u /= s;
+// The output whose window reads input t through its cell i, or -1 where none does. Strides 1 and 2 (LeNet's
+// convolutions and poolings) without a division: the gradient kernels call this kh + kh·kw times per item, and an
+// integer division is a routine of ~20 instructions on a GPU (s is the same for every thread: no divergence).
+template <typename I>
+__device__ __forceinline__ I window_reading(I t, I i, int s, int d, int before, I o) {
+    I u = t + before - i * d;
+    if (u < 0) return -1;
+    if (s == 1) {
+    } else if (s == 2) {
+        if (u & 1) return -1;
+        u >>= 1;
+    } else {
+        if (u % s) return -1;
+        u /= s;
+    }
     return u < o ? u : -1;
 }
 
@@ -52,39 +63,89 @@ __device__ __forceinline__ long long window_count(long long u, int k, int s, int
     return (first + k < size ? first + k : size) - (first > 0 ? first : 0);
 }
 
+// Index arithmetic in 32 bits where every index of the launch fits (`narrow`): a GPU has no integer divider, a
+// 64-bit division is a software routine (at best, where the compiler bypasses it for operands that fit, a run-time
+// check and then the 32-bit routine) and a 64-bit product several instructions, and the kernels below divide their
+// flat index 4 to 6 times per item (LeNet's patches: ~18 M items a step, the index arithmetic rather than the
+// bytes their bound on an H100: to be measured). A kernel's body is a template on its index type I;
+// its extern "C" function runs the int body where `narrow` holds, else the long long one: the same items, the same
+// values.
+__device__ __forceinline__ bool narrow(long long a, long long b) {
+    return a < (1LL << 30) && b < (1LL << 30);
+}
+
+#define GRID_LOOP_I(i, n) \
+    for (I i = (I)(blockIdx.x * blockDim.x + threadIdx.x); i < (n); i += (I)(blockDim.x * gridDim.x))
+
 // The gather of the gradient kernels (a thread per input cell, no atomics): the statement after it runs for every
 // output (oy, ox) whose window reads input (y, xx), through its cell (i, j), in (i, j) order — the order in which
 // the numpy twins add the contributions. Uses the kernel's kh, kw, sh, sw, top, left, oh, ow.
 #define FOR_WINDOWS_READING(y, xx, dh, dw) \
     for (int i = 0; i < kh; ++i) \
-        if (long long oy = window_reading(y, i, sh, dh, top, oh); oy >= 0) \
+        if (I oy = window_reading<I>(y, (I)i, sh, dh, top, oh); oy >= 0) \
             for (int j = 0; j < kw; ++j) \
-                if (long long ox = window_reading(xx, j, sw, dw, left, ow); ox >= 0)
+                if (I ox = window_reading<I>(xx, (I)j, sw, dw, left, ow); ox >= 0)
 
 // The scan of the forward kernels: the statement after it runs for every cell (i, j) of output (oy, ox)'s window
 // (no dilation) that lies inside the input, reading input (y, xx), rows top to bottom, each left to right.
 #define FOR_WINDOW_CELLS(oy, ox, y, xx) \
     for (int i = 0; i < kh; ++i) \
-        if (long long y = window_cell(oy, i, sh, 1, top, h); y >= 0) \
+        if (I y = window_cell<I>(oy, (I)i, sh, 1, top, h); y >= 0) \
             for (int j = 0; j < kw; ++j) \
-                if (long long xx = window_cell(ox, j, sw, 1, left, w); xx >= 0)
+                if (I xx = window_cell<I>(ox, (I)j, sw, 1, left, w); xx >= 0)
 """
 
 _TEMPLATE = r"""
 
+template <typename I>
+__device__ __forceinline__ void im2col_body_{S}(const {T}* x, {T}* cols, I n, I c, I h, I w, int kh, int kw, int sh,
+                                                int sw, int dh, int dw, int top, int left, I oh, I ow) {
+    GRID_LOOP_I(idx, n * c * kh * kw * oh * ow) {
+        I q = idx;
+        I ox = q % ow; q /= ow;
+        I oy = q % oh; q /= oh;
+        I j = q % kw; q /= kw;
+        I i = q % kh; q /= kh;
+        I ch = q % c;
+        I s = q / c;
+        I y = window_cell<I>(oy, i, sh, dh, top, h), xx = window_cell<I>(ox, j, sw, dw, left, w);
+        cols[idx] = (y >= 0 && xx >= 0) ? x[((s * c + ch) * h + y) * w + xx] : ({T})0;
+    }
+}
+
 extern "C" __global__ void im2col_{S}(const {T}* x, {T}* cols, long long n, long long c, long long h, long long w,
                                       int kh, int kw, int sh, int sw, int dh, int dw, int top, int left,
                                       long long oh, long long ow) {
-    GRID_LOOP(idx, n * c * kh * kw * oh * ow) {
-        long long q = idx;
-        long long ox = q % ow; q /= ow;
-        long long oy = q % oh; q /= oh;
-        long long j = q % kw; q /= kw;
-        long long i = q % kh; q /= kh;
-        long long ch = q % c;
-        long long s = q / c;
-        long long y = window_cell(oy, i, sh, dh, top, h), xx = window_cell(ox, j, sw, dw, left, w);
-        cols[idx] = (y >= 0 && xx >= 0) ? x[((s * c + ch) * h + y) * w + xx] : ({T})0;
+    if (narrow(n * c * kh * kw * oh * ow, n * c * h * w))
+        im2col_body_{S}<int>(x, cols, (int)n, (int)c, (int)h, (int)w, kh, kw, sh, sw, dh, dw, top, left, (int)oh,
+                             (int)ow);
+    else
+        im2col_body_{S}<long long>(x, cols, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left, oh, ow);
+}
+
+template <typename I>
+__device__ __forceinline__ void weight_grad_operands_body_{S}(const {T}* x, const {T}* dy, {T}* cols, {T}* dyt, I n,
+                                                              I c, I h, I w, int kh, int kw, int sh, int sw, int dh,
+                                                              int dw, int top, int left, I oh, I ow, I f) {
+    I p = oh * ow, patches = c * kh * kw * n * p;
+    GRID_LOOP_I(idx, patches + f * n * p) {
+        if (idx < patches) {
+            I q = idx;
+            I ox = q % ow; q /= ow;
+            I oy = q % oh; q /= oh;
+            I s = q % n; q /= n;
+            I j = q % kw; q /= kw;
+            I i = q % kh;
+            I ch = q / kh;
+            I y = window_cell<I>(oy, i, sh, dh, top, h), xx = window_cell<I>(ox, j, sw, dw, left, w);
+            cols[idx] = (y >= 0 && xx >= 0) ? x[((s * c + ch) * h + y) * w + xx] : ({T})0;
+        } else {
+            I q = idx - patches;
+            I pos = q % p; q /= p;
+            I s = q % n;
+            I fi = q / n;
+            dyt[idx - patches] = dy[(s * f + fi) * p + pos];
+        }
     }
 }
 
@@ -96,25 +157,27 @@ extern "C" __global__ void weight_grad_operands_{S}(const {T}* x, const {T}* dy,
                                                     long long c, long long h, long long w, int kh, int kw, int sh,
                                                     int sw, int dh, int dw, int top, int left, long long oh,
                                                     long long ow, long long f) {
-    long long p = oh * ow, patches = c * kh * kw * n * p;
-    GRID_LOOP(idx, patches + f * n * p) {
-        if (idx < patches) {
-            long long q = idx;
-            long long ox = q % ow; q /= ow;
-            long long oy = q % oh; q /= oh;
-            long long s = q % n; q /= n;
-            long long j = q % kw; q /= kw;
-            long long i = q % kh;
-            long long ch = q / kh;
-            long long y = window_cell(oy, i, sh, dh, top, h), xx = window_cell(ox, j, sw, dw, left, w);
-            cols[idx] = (y >= 0 && xx >= 0) ? x[((s * c + ch) * h + y) * w + xx] : ({T})0;
-        } else {
-            long long q = idx - patches;
-            long long pos = q % p; q /= p;
-            long long s = q % n;
-            long long fi = q / n;
-            dyt[idx - patches] = dy[(s * f + fi) * p + pos];
-        }
+    if (narrow(c * kh * kw * n * oh * ow + f * n * oh * ow, n * c * h * w))
+        weight_grad_operands_body_{S}<int>(x, dy, cols, dyt, (int)n, (int)c, (int)h, (int)w, kh, kw, sh, sw, dh,
+                                           dw, top, left, (int)oh, (int)ow, (int)f);
+    else
+        weight_grad_operands_body_{S}<long long>(x, dy, cols, dyt, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left,
+                                                 oh, ow, f);
+}
+
+template <typename I>
+__device__ __forceinline__ void col2im_body_{S}(const {T}* dcols, {T}* dx, I n, I c, I h, I w, int kh, int kw,
+                                                int sh, int sw, int dh, int dw, int top, int left, I oh, I ow) {
+    GRID_LOOP_I(idx, n * c * h * w) {
+        I q = idx;
+        I xx = q % w; q /= w;
+        I y = q % h; q /= h;
+        I ch = q % c;
+        I s = q / c;
+        {T} acc = 0;
+        FOR_WINDOWS_READING(y, xx, dh, dw)
+            acc += dcols[(((s * c + ch) * kh + i) * kw + j) * oh * ow + oy * ow + ox];
+        dx[idx] = acc;
     }
 }
 
@@ -123,26 +186,28 @@ extern "C" __global__ void weight_grad_operands_{S}(const {T}* x, const {T}* dy,
 extern "C" __global__ void col2im_{S}(const {T}* dcols, {T}* dx, long long n, long long c, long long h, long long w,
                                       int kh, int kw, int sh, int sw, int dh, int dw, int top, int left,
                                       long long oh, long long ow) {
-    GRID_LOOP(idx, n * c * h * w) {
-        long long q = idx;
-        long long xx = q % w; q /= w;
-        long long y = q % h; q /= h;
-        long long ch = q % c;
-        long long s = q / c;
-        {T} acc = 0;
-        FOR_WINDOWS_READING(y, xx, dh, dw)
-            acc += dcols[(((s * c + ch) * kh + i) * kw + j) * oh * ow + oy * ow + ox];
-        dx[idx] = acc;
+    if (narrow(n * c * kh * kw * oh * ow, n * c * h * w))
+        col2im_body_{S}<int>(dcols, dx, (int)n, (int)c, (int)h, (int)w, kh, kw, sh, sw, dh, dw, top, left, (int)oh,
+                             (int)ow);
+    else
+        col2im_body_{S}<long long>(dcols, dx, n, c, h, w, kh, kw, sh, sw, dh, dw, top, left, oh, ow);
+}
+
+template <typename I>
+__device__ __forceinline__ void bias_act_body_{S}({T}* y, const {T}* b, I rows, I f, I p, int relu) {
+    GRID_LOOP_I(idx, rows * f * p) {
+        {T} v = y[idx] + b[(idx / p) % f];
+        y[idx] = (relu && !(v > ({T})0)) ? (v != v ? v : ({T})0) : v;
     }
 }
 
 // y[s, f, p] = act(y[s, f, p] + b[f]) in place over (rows, f, p): the convolution's (p = OH·OW) and the dense
 // layer's (p = 1) epilogue
 extern "C" __global__ void bias_act_{S}({T}* y, const {T}* b, long long rows, long long f, long long p, int relu) {
-    GRID_LOOP(idx, rows * f * p) {
-        {T} v = y[idx] + b[(idx / p) % f];
-        y[idx] = (relu && !(v > ({T})0)) ? (v != v ? v : ({T})0) : v;
-    }
+    if (narrow(rows * f * p, 0))
+        bias_act_body_{S}<int>(y, b, (int)rows, (int)f, (int)p, relu);
+    else
+        bias_act_body_{S}<long long>(y, b, rows, f, p, relu);
 }
 
 // g = g * (y > 0) in place (relu_grad's formula: a product with the mask)
@@ -160,13 +225,13 @@ extern "C" __global__ void relu_grad_{S}(const {T}* dy, const {T}* y, {T}* dx, l
     }
 }
 
-extern "C" __global__ void max_pool_{S}(const {T}* x, {T}* out, long long n, long long c, long long h, long long w,
-                                        int kh, int kw, int sh, int sw, int top, int left, long long oh,
-                                        long long ow) {
-    GRID_LOOP(idx, n * c * oh * ow) {
-        long long q = idx;
-        long long ox = q % ow; q /= ow;
-        long long oy = q % oh; q /= oh;
+template <typename I>
+__device__ __forceinline__ void max_pool_body_{S}(const {T}* x, {T}* out, I n, I c, I h, I w, int kh, int kw,
+                                                  int sh, int sw, int top, int left, I oh, I ow) {
+    GRID_LOOP_I(idx, n * c * oh * ow) {
+        I q = idx;
+        I ox = q % ow; q /= ow;
+        I oy = q % oh; q /= oh;
         const {T}* plane = x + q * h * w;
         {T} best = -({T})INFINITY;
         bool nan = false;
@@ -179,27 +244,35 @@ extern "C" __global__ void max_pool_{S}(const {T}* x, {T}* out, long long n, lon
     }
 }
 
-// dx[s, ch, y, x] = the sum of dy over the windows whose first maximal cell (window order: rows top to bottom,
-// each left to right) is (y, x); with relu, 0 where x <= 0
-extern "C" __global__ void max_pool_grad_{S}(const {T}* dy, const {T}* x, const {T}* out, {T}* dx, long long n,
-                                             long long c, long long h, long long w, int kh, int kw, int sh, int sw,
-                                             int top, int left, long long oh, long long ow, int relu) {
-    GRID_LOOP(idx, n * c * h * w) {
-        long long q = idx;
-        long long xx = q % w; q /= w;
-        long long y = q % h; q /= h;
+extern "C" __global__ void max_pool_{S}(const {T}* x, {T}* out, long long n, long long c, long long h, long long w,
+                                        int kh, int kw, int sh, int sw, int top, int left, long long oh,
+                                        long long ow) {
+    if (narrow(n * c * oh * ow, n * c * h * w))
+        max_pool_body_{S}<int>(x, out, (int)n, (int)c, (int)h, (int)w, kh, kw, sh, sw, top, left, (int)oh, (int)ow);
+    else
+        max_pool_body_{S}<long long>(x, out, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow);
+}
+
+template <typename I>
+__device__ __forceinline__ void max_pool_grad_body_{S}(const {T}* dy, const {T}* x, const {T}* out, {T}* dx, I n,
+                                                       I c, I h, I w, int kh, int kw, int sh, int sw, int top,
+                                                       int left, I oh, I ow, int relu) {
+    GRID_LOOP_I(idx, n * c * h * w) {
+        I q = idx;
+        I xx = q % w; q /= w;
+        I y = q % h; q /= h;
         const {T}* plane = x + q * h * w;
         {T} acc = 0;
         FOR_WINDOWS_READING(y, xx, 1, 1) {
-            long long o = q * oh * ow + oy * ow + ox;
+            I o = q * oh * ow + oy * ow + ox;
             {T} m = out[o];
             // the window's first cell equal to its maximum (padding never is)
             int first_i = -1, first_j = -1;
             for (int a = 0; a < kh && first_i < 0; ++a) {
-                long long yy = window_cell(oy, a, sh, 1, top, h);
+                I yy = window_cell<I>(oy, (I)a, sh, 1, top, h);
                 if (yy < 0) continue;
                 for (int b = 0; b < kw; ++b) {
-                    long long xb = window_cell(ox, b, sw, 1, left, w);
+                    I xb = window_cell<I>(ox, (I)b, sw, 1, left, w);
                     if (xb >= 0 && plane[yy * w + xb] == m) { first_i = a; first_j = b; break; }
                 }
             }
@@ -210,10 +283,23 @@ extern "C" __global__ void max_pool_grad_{S}(const {T}* dy, const {T}* x, const 
     }
 }
 
+// dx[s, ch, y, x] = the sum of dy over the windows whose first maximal cell (window order: rows top to bottom,
+// each left to right) is (y, x); with relu, 0 where x <= 0
+extern "C" __global__ void max_pool_grad_{S}(const {T}* dy, const {T}* x, const {T}* out, {T}* dx, long long n,
+                                             long long c, long long h, long long w, int kh, int kw, int sh, int sw,
+                                             int top, int left, long long oh, long long ow, int relu) {
+    if (narrow(n * c * h * w, n * c * oh * ow))
+        max_pool_grad_body_{S}<int>(dy, x, out, dx, (int)n, (int)c, (int)h, (int)w, kh, kw, sh, sw, top, left,
+                                    (int)oh, (int)ow, relu);
+    else
+        max_pool_grad_body_{S}<long long>(dy, x, out, dx, n, c, h, w, kh, kw, sh, sw, top, left, oh, ow, relu);
+}
+
 // window sums of the input cells (padding adds nothing), divided by the count of input cells
 extern "C" __global__ void avg_pool_{S}(const {T}* x, {T}* out, long long n, long long c, long long h, long long w,
                                         int kh, int kw, int sh, int sw, int top, int left, long long oh,
                                         long long ow) {
+    typedef long long I;
     GRID_LOOP(idx, n * c * oh * ow) {
         long long q = idx;
         long long ox = q % ow; q /= ow;
@@ -230,6 +316,7 @@ extern "C" __global__ void avg_pool_{S}(const {T}* x, {T}* out, long long n, lon
 extern "C" __global__ void avg_pool_grad_{S}(const {T}* dy, {T}* dx, long long n, long long c, long long h,
                                              long long w, int kh, int kw, int sh, int sw, int top, int left,
                                              long long oh, long long ow) {
+    typedef long long I;
     GRID_LOOP(idx, n * c * h * w) {
         long long q = idx;
         long long xx = q % w; q /= w;

@@ -19,15 +19,17 @@ first GPU run, 4 per LeNet step): the gradient is the sum of the gradient flowin
 but the bias's, which for a C-contiguous (pre, K, post) array (the bias's axis K between the summed ones: NCHW's
 conv bias has pre = N, post = H·W; a dense bias pre = N, post = 1) is
 
-* `row_sums` (only where post > 1): `out[r] = Σ_j x[r, j]` over the rows of the (pre·K, post) view, one thread per
-  row, summing its contiguous row in order;
-* `colsum_sgd`: `g[c] = Σ_r x[r, c]` over the (pre, K) array (the row sums, or x itself), one thread per column
-  (the threads of a warp read adjacent columns), then the fused branch of `sgd` or `momentum` with that g:
-  `w -= g·(lr·scale)`, or `m = m·β − g·(lr·scale); w += m`.
+* `row_sums` (only where post > 1): `out[r] = Σ_j x[r, j]` over the rows of the (pre·K, post) view;
+* `colsum_sgd`: `g[c] = Σ_r x[r, c]` over the (pre, K) array (the row sums, or x itself), then the fused branch of
+  `sgd` or `momentum` with that g: `w -= g·(lr·scale)`, or `m = m·β − g·(lr·scale); w += m`.
 
-Both accumulate in double in index order (the twins too, so their bits are equal), the gradient rounded to the
-array's dtype once: as close to the exact sum as the CPU's pairwise float32 sums, or closer. One launch for a dense
-bias (its sum and update; it was a reduction and an update), two for a convolution's.
+Both are a block of `LANES` threads per output (the module `REDUCE`, cooperative: kernels/cuda_source.py): lane l
+adds items l, l + LANES, ... in double, in index order (a row's consecutive lanes read consecutive addresses), then
+a fixed tree over the lanes, the gradient rounded to the array's dtype once — the same bits every run, and the
+twins' (`_lane_sums`, the same order): as close to the exact sum as the CPU's pairwise float32 sums, or closer.
+(They were a thread per output summing its row serially: LeNet's conv1 bias left an H100 3,200 threads, each 784
+dependent reads.) One launch for a dense bias (its sum and update; it was a reduction and an update), two for a
+convolution's.
 """
 import numpy
 
@@ -38,6 +40,27 @@ _HEADER = r"""
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); \
          i += (long long)blockDim.x * gridDim.x)
 """
+
+# The reductions' module is cooperative (kernels/cuda_source.py): LANES threads per block, exactly, summing one
+# output together. Lane l adds, in double and in index order, the items l, l + LANES, l + 2·LANES, ... (consecutive
+# lanes read consecutive addresses); then a fixed tree over the lanes (lane i += lane i + s for s = LANES/2, ..., 1)
+# gives the sum, the same every run, whatever the grid: the twins (`_lane_sums`) add in this order, to the bit.
+LANES = 256
+_REDUCE_HEADER = r"""
+#define LANES %d
+// Σ over the block's lanes of `acc` in a fixed tree, for every thread of the block (all must call it: barriers)
+__device__ __forceinline__ double block_sum(double* part, double acc) {
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = LANES / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+        __syncthreads();
+    }
+    double total = part[0];
+    __syncthreads();  // (part is written again by the next output's call)
+    return total;
+}
+""" % LANES
 
 _TEMPLATE = r"""
 
@@ -89,28 +112,35 @@ extern "C" __global__ void adam_{S}({T}* w, {T}* m, {T}* v, const {T}* g, const 
     }
 }
 
+"""
+
+_REDUCE_TEMPLATE = r"""
 extern "C" __global__ void row_sums_{S}(const {T}* x, {T}* out, long long rows, long long length) {
-    GRID_LOOP(r, rows) {
+    __shared__ double part[LANES];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {  // a block per row (uniform: barriers are safe)
         const {T}* row = x + r * length;
         double acc = 0.0;
-        for (long long j = 0; j < length; ++j) acc += (double)row[j];
-        out[r] = ({T})acc;
+        for (long long j = threadIdx.x; j < length; j += LANES) acc += (double)row[j];
+        out[r] = ({T})block_sum(part, acc);
     }
 }
 
 extern "C" __global__ void colsum_sgd_{S}({T}* w, {T}* m, const {T}* x, const float* lr, long long rows,
                                           long long cols, {T} scale, {T} beta, int momentum) {
+    __shared__ double part[LANES];
     float rate = lr[0];
-    GRID_LOOP(c, cols) {
+    for (long long c = blockIdx.x; c < cols; c += gridDim.x) {  // a block per column
         double acc = 0.0;
-        for (long long r = 0; r < rows; ++r) acc += (double)x[r * cols + c];
-        {T} g = ({T})acc;
-        if (momentum) {
-            {T} mi = m[c] * beta - g * ({T})(rate * (float)scale);
-            m[c] = mi;
-            w[c] = w[c] + mi;
-        } else {
-            w[c] = w[c] - g * ({T})(rate * (float)scale);
+        for (long long r = threadIdx.x; r < rows; r += LANES) acc += (double)x[r * cols + c];
+        {T} g = ({T})block_sum(part, acc);
+        if (threadIdx.x == 0) {
+            if (momentum) {
+                {T} mi = m[c] * beta - g * ({T})(rate * (float)scale);
+                m[c] = mi;
+                w[c] = w[c] + mi;
+            } else {
+                w[c] = w[c] - g * ({T})(rate * (float)scale);
+            }
         }
     }
 }
@@ -131,9 +161,9 @@ extern "C" __global__ void increment_i32(int* step, long long n) {
 """
 
 
-def _source():
-    return _HEADER + "".join(_TEMPLATE.replace("{T}", t).replace("{S}", s)
-                             for t, s in (("float", "f32"), ("double", "f64"))) + _COUNTER
+def _source(template=_TEMPLATE, header=_HEADER, tail=_COUNTER):
+    return header + "".join(template.replace("{T}", t).replace("{S}", s)
+                            for t, s in (("float", "f32"), ("double", "f64"))) + tail
 
 
 def _increment_twin(step, n):
@@ -178,24 +208,32 @@ def _adam_twin(w, m, v, g, lr, n, scale, beta1, beta2, epsilon, wd):
     w -= delta * t(rate)
 
 
-def _ordered_sums(view, axis):
-    """Σ of `view` along `axis` in float64, in index order (the kernels' per-thread order): numpy's accumulate is
-    sequential (its reductions are pairwise), so the last of the running sums is that sum."""
-    if view.shape[axis] == 0:
-        return numpy.zeros(view.shape[1 - axis])
-    return numpy.cumsum(view, axis=axis, dtype=numpy.float64).take(-1, axis=axis)
+def _lane_sums(view):
+    """Σ along axis 1 of the 2-D `view` in float64, in the reductions' order (`LANES`): lane l adds items l,
+    l + LANES, ... in index order (numpy's accumulate is sequential: the last running sum is that sum), then the
+    lanes' tree. Padding adds +0.0, which changes no sum that starts from +0.0."""
+    outputs, length = view.shape
+    chunks = max(1, -(-length // LANES))
+    lanes = numpy.zeros((outputs, chunks * LANES))
+    lanes[:, :length] = view
+    part = numpy.cumsum(lanes.reshape(outputs, chunks, LANES), axis=1).take(-1, axis=1)
+    s = LANES // 2
+    while s:
+        part[:, :s] += part[:, s:2 * s]
+        s //= 2
+    return part[:, 0]
 
 
 def _row_sums_twin(x, out, rows, length):
     view = x.reshape(-1)[:rows * length].reshape(rows, length)
-    out.reshape(-1)[:rows] = _ordered_sums(view, 1).astype(out.dtype)
+    out.reshape(-1)[:rows] = _lane_sums(view).astype(out.dtype)
 
 
 def _colsum_sgd_twin(w, m, x, lr, rows, cols, scale, beta, momentum):
     rate = _F32(lr.reshape(-1)[0])
     view = x.reshape(-1)[:rows * cols].reshape(rows, cols)
     t = w.dtype.type
-    g = _ordered_sums(view, 0).astype(w.dtype)
+    g = _lane_sums(view.T).astype(w.dtype)
     c = t(_F32(rate * _F32(scale)))
     w1, m1 = w.reshape(-1)[:cols], m.reshape(-1)[:cols]
     if momentum:
@@ -207,10 +245,13 @@ def _colsum_sgd_twin(w, m, x, lr, rows, cols, scale, beta, momentum):
 
 _TWINS = {"increment_i64": _increment_twin, "increment_i32": _increment_twin}
 MODULE = CudaModule("optim", _source(), {**_TWINS, **{"%s_%s" % (name, s): twin for name, twin in
-                                          (("sgd", _sgd_twin), ("momentum", _momentum_twin), ("adam", _adam_twin),
-                                           ("row_sums", _row_sums_twin), ("colsum_sgd", _colsum_sgd_twin))
+                                          (("sgd", _sgd_twin), ("momentum", _momentum_twin), ("adam", _adam_twin))
                                           for s in ("f32", "f64")}},
                     options=("--std=c++17", "--fmad=false"))
+REDUCE = CudaModule("optim_reduce", _source(_REDUCE_TEMPLATE, _HEADER + _REDUCE_HEADER, ""),
+                    {"%s_%s" % (name, s): twin for name, twin in
+                     (("row_sums", _row_sums_twin), ("colsum_sgd", _colsum_sgd_twin)) for s in ("f32", "f64")},
+                    options=("--std=c++17", "--fmad=false"), block=LANES)
 
 
 def supported(*arrays):
@@ -281,11 +322,11 @@ def bias_sgd(xp, w, m, x, lr, layout, *, scale=1.0, beta=0.0):
     pre, k, post = layout
     if post > 1:
         sums = xp.empty(pre * k, dtype=x.dtype)
-        MODULE.launch(xp, _name("row_sums", x.dtype), pre * k, x, sums, pre * k, post)
+        REDUCE.launch(xp, _name("row_sums", x.dtype), pre * k * LANES, x, sums, pre * k, post, block=LANES)
         x = sums
     momentum = m is not None and beta != 0
-    MODULE.launch(xp, _name("colsum_sgd", w.dtype), k, w, m if momentum else w, x, lr, pre, k, scale,
-                  float(numpy.float32(beta)) if momentum else 0.0, 1 if momentum else 0)
+    REDUCE.launch(xp, _name("colsum_sgd", w.dtype), k * LANES, w, m if momentum else w, x, lr, pre, k, scale,
+                  float(numpy.float32(beta)) if momentum else 0.0, 1 if momentum else 0, block=LANES)
 
 
 _COUNTERS = {numpy.dtype(numpy.int64): "increment_i64", numpy.dtype(numpy.int32): "increment_i32"}

@@ -17,6 +17,13 @@ items, and it uses no shared memory and no barrier, so that a launch equals its 
 which is what makes the host emulation exact. Integer atomics (atomicMin/Max on int) are allowed: their result
 does not depend on the order.
 
+The one exception is a *cooperative* module (`block=` given): its functions are reductions where a block of
+exactly that many threads sums one output together (static `__shared__` memory, `__syncthreads` in control flow
+uniform over the block, a fixed-order tree: the result is the same every run and equals its twin's), the only
+way to keep a reduction's threads many and its reads coalesced in one launch (a thread per output summing a long
+row serially left an H100 with 3,200 threads, each 784 dependent reads). It is launched with its block size
+only; its host emulation (tests/cuda_host.py) runs a block's threads as coroutines switched at each barrier.
+
 Launching (`launch`): the arguments are checked against the C signature (an array's dtype against its pointer
 type, C-contiguity; a scalar converted to the parameter's type), so a wrong argument is an error naming the
 function and the parameter, on the fake device as on a GPU.
@@ -65,10 +72,11 @@ def parse_functions(code):
 class CudaModule:
     """One CUDA source and the twins of its functions; see the module docstring."""
 
-    def __init__(self, name, code, twins, options=("--std=c++17",)):
+    def __init__(self, name, code, twins, options=("--std=c++17",), block=None):
         if name in MODULES:
             raise ValueError("CUDA module %r is declared twice" % name)
         self.name, self.code, self.options = name, code, tuple(options)
+        self.block = block  # a cooperative module's block size (the module docstring), else None
         self.functions = parse_functions(code)
         if not self.functions:
             raise ValueError("CUDA module %r declares no extern \"C\" __global__ function" % name)
@@ -115,6 +123,9 @@ class CudaModule:
         the scalars converted by the parameter's numpy type made once. Anything else takes the full check, which
         raises the errors naming the function and the parameter (and launches what is merely unusual: a dtype
         equal to the parameter's but not the same object)."""
+        if self.block is not None and block != self.block:
+            raise ValueError("CUDA module %s is cooperative: %s must be launched with block=%d, got %d"
+                             % (self.name, function, self.block, block))
         key = id(xp)
         reader = _DEVICE_READERS.get(key)
         if reader is None or reader[0] is not xp:

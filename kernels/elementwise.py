@@ -155,6 +155,14 @@ def log1p(xp, x):
     return xp.log1p(x)
 
 
+def log2(xp, x):
+    return xp.log2(x)
+
+
+def log10(xp, x):
+    return xp.log10(x)
+
+
 def expm1(xp, x):
     return xp.expm1(x)
 
@@ -180,6 +188,8 @@ def absolute(xp, x):
 
 
 def sign(xp, x):
+    if x.dtype == bool:  # a bool's sign is itself (0.9's sign kernel over bool; numpy has no bool loop)
+        return x.copy()
     return xp.sign(x)
 
 

@@ -234,6 +234,11 @@ def _guarded_ratio(xp, numerator, denominator, valid, dtype):
     return xp.where(valid, numerator / safe, one)
 
 
+def _in_dtype(norm, dtype):
+    """A norm (a float, or a 0-d array: a device's whole-variable norms stay on the device) in `dtype`."""
+    return norm.astype(dtype, copy=False) if hasattr(norm, "astype") else dtype.type(norm)
+
+
 def lars_update(xp, w, m, g, *, lr, momentum_beta, epsilon, lars_coefficient, weight_decay=0.0, norms=None):
     """LARS (OneFlow v0.4.0 form): `trust = coef·‖w‖/(ε + ‖g‖ + wd·‖w‖)` (1 if either norm is 0),
     `llr = lr·trust; m ← β·m − llr·g; w ← w + m − llr·wd·w`. `norms`: (‖w‖, ‖g‖) of the whole variable when `w`
@@ -242,7 +247,7 @@ def lars_update(xp, w, m, g, *, lr, momentum_beta, epsilon, lars_coefficient, we
         w_norm = xp.sqrt(squared_l2_norm(xp, w))
         g_norm = xp.sqrt(squared_l2_norm(xp, g))
     else:
-        w_norm, g_norm = (w.dtype.type(n) for n in norms)
+        w_norm, g_norm = (_in_dtype(n, w.dtype) for n in norms)
     valid = (w_norm > 0) & (g_norm > 0)
     trust = _guarded_ratio(xp, _f32(lars_coefficient) * w_norm,
                            (_f32(epsilon) + g_norm) + _f32(weight_decay) * w_norm, valid, w.dtype)
@@ -290,7 +295,7 @@ def lamb_direction(xp, m, v, beta1_t, beta2_t, g, *, beta1, beta2, epsilon):
 
 def lamb_apply(xp, w, direction, norms, *, lr, weight_decay=0.0):
     """LAMB's second half: `norms` = (‖w‖, ‖u‖) of the whole variable; `direction` is consumed."""
-    w_norm, u_norm = (w.dtype.type(n) if not hasattr(n, "dtype") else n for n in norms)
+    w_norm, u_norm = (_in_dtype(n, w.dtype) for n in norms)
     trust = _guarded_ratio(xp, w_norm, u_norm, (w_norm > 0) & (u_norm > 0), w.dtype)
     # OneFlow keeps the trust-scaled learning rate in a C++ float.
     local_lr = (_f32(lr) * trust).astype(np.float32)

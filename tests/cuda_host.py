@@ -7,6 +7,10 @@ header (CUDA's qualifiers made empty, the thread indices made globals, `__umul64
 functions from <cmath>), adds one `emu_<name>(grid, block, args...)` loop per function, compiles it with the C++
 compiler (`-ffp-contract=off`, as the sources are compiled with --fmad=false) and calls it through ctypes.
 
+A cooperative module (its `block` set: reductions whose block of threads sums together through `__shared__`
+memory and `__syncthreads`) runs each block's threads as coroutines (ucontext) switched at every barrier, the shared
+arrays static (one block runs at a time, so they are the block's), at the full block size it is launched with.
+
 `runner()` is a `strict_device.module(runner=...)` runner: the fake device then runs the real CUDA code instead of
 the twins. `available()` says whether a C++ compiler is there (the tests skip without one).
 """
@@ -38,6 +42,47 @@ static inline int atomicMin(int* p, int v) { int old = *p; if (v < old) *p = v; 
 static inline int atomicMax(int* p, int v) { int old = *p; if (v > old) *p = v; return old; }
 """
 
+# a cooperative module's variant: a block's threads are coroutines (ucontext) on this one OS thread, switched at
+# each __syncthreads by a round-robin scheduler (a round resumes every thread of the block once: all have reached the
+# barrier before any passes it); shared arrays are static (one block runs at a time), the indices set at each switch
+_COOPERATIVE_HEADER = _HEADER + r"""
+#include <ucontext.h>
+#include <functional>
+#include <vector>
+static ucontext_t emu_scheduler;
+static std::vector<ucontext_t> emu_threads;
+static unsigned int emu_current = 0;
+static std::function<void()> emu_body;
+static std::vector<char> emu_done;
+static inline void __syncthreads() { swapcontext(&emu_threads[emu_current], &emu_scheduler); }
+static void emu_trampoline() { emu_body(); emu_done[emu_current] = 1; }
+static void emu_run_blocks(unsigned int grid, unsigned int block) {
+    const size_t stack = 64 * 1024;
+    std::vector<char> stacks(stack * block);
+    emu_threads.assign(block, ucontext_t());
+    for (unsigned int b = 0; b < grid; ++b) {
+        emu_done.assign(block, 0);
+        for (unsigned int t = 0; t < block; ++t) {
+            getcontext(&emu_threads[t]);
+            emu_threads[t].uc_stack.ss_sp = stacks.data() + t * stack;
+            emu_threads[t].uc_stack.ss_size = stack;
+            emu_threads[t].uc_link = &emu_scheduler;
+            makecontext(&emu_threads[t], emu_trampoline, 0);
+        }
+        for (bool alive = true; alive;) {
+            alive = false;
+            for (unsigned int t = 0; t < block; ++t) {
+                if (emu_done[t]) continue;
+                emu_current = t; blockIdx.x = b; threadIdx.x = t;
+                swapcontext(&emu_scheduler, &emu_threads[t]);
+                alive = alive || !emu_done[t];
+            }
+        }
+    }
+}
+#define __shared__ static
+"""
+
 _CTYPES = {
     np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double, np.dtype(np.int32): ctypes.c_int32,
     np.dtype(np.int64): ctypes.c_int64, np.dtype(np.uint64): ctypes.c_uint64, np.dtype(np.uint32): ctypes.c_uint32,
@@ -66,6 +111,13 @@ def _wrappers(module):
         decl = ", ".join("%s%s%s %s" % ("const " if p.const and p.pointer else "", _C_NAMES[p.dtype],
                                        "*" if p.pointer else "", p.name) for p in params)
         call = ", ".join(p.name for p in params)
+        if module.block is not None:
+            out.append('extern "C" void emu_%s(unsigned int emu_grid, unsigned int emu_block%s) {\n'
+                       '    gridDim.x = emu_grid; blockDim.x = emu_block;\n'
+                       '    emu_body = [=]() { %s(%s); };\n'
+                       '    emu_run_blocks(emu_grid, emu_block);\n}\n'
+                       % (name, ", " + decl if decl else "", name, call))
+            continue
         out.append('extern "C" void emu_%s(unsigned int emu_grid, unsigned int emu_block%s) {\n'
                    '    gridDim.x = emu_grid; blockDim.x = emu_block;\n'
                    '    for (unsigned int emu_b = 0; emu_b < emu_grid; ++emu_b)\n'
@@ -77,7 +129,8 @@ def _wrappers(module):
 
 def library(module):
     """The module's source compiled for the host (cached by its text), as a ctypes library."""
-    source = _HEADER + module.code + "\n" + _wrappers(module)
+    header = _HEADER if module.block is None else _COOPERATIVE_HEADER
+    source = header + module.code + "\n" + _wrappers(module)
     digest = hashlib.sha1(source.encode()).hexdigest()[:16]
     lib = _LIBRARIES.get(digest)
     if lib is not None:
@@ -114,8 +167,10 @@ def run(module, function, grid, block, args):
             converted.append(a.ctypes.data)
         else:
             converted.append(a.item() if hasattr(a, "item") else a)
-    # the emulation runs every thread of the grid: a smaller grid (the loops stride over the rest) is the same
-    getattr(lib, "emu_" + function)(min(int(grid[0]), 4), min(int(block[0]), 64), *converted)
+    # the emulation runs every thread of the grid: a smaller grid (the loops stride over the rest) is the same; a
+    # cooperative module's block keeps its size (its reductions are written for it)
+    block = int(block[0]) if module.block is not None else min(int(block[0]), 64)
+    getattr(lib, "emu_" + function)(min(int(grid[0]), 4), block, *converted)
 
 
 def runner():

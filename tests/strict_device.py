@@ -923,7 +923,7 @@ class _RawFunction:
 
     def __call__(self, grid, block, args, shared_mem=0, stream=None):
         if shared_mem:
-            raise ValueError("%s: the project's kernels use no shared memory" % self.name)
+            raise ValueError("%s: the project's kernels use no dynamic shared memory" % self.name)
         raw = [a._data if isinstance(a, StrictArray) else a for a in args]
         if any(isinstance(a, np.ndarray) and not isinstance(b, StrictArray) for a, b in zip(raw, args)):
             raise TypeError("%s: a host array given to a device kernel" % self.name)
@@ -1007,14 +1007,15 @@ def module(runner=None, gpus=None):
     return fake
 
 
-def install(monkeypatch, mode="auto", allow_syncs=False, gpus=None):
+def install(monkeypatch, mode="auto", allow_syncs=False, gpus=None, runner=None):
     """Run "gpu" placements on a fresh fake module, CUDA reported usable, under ONEFLOW_COMPAT_DEVICE=`mode`, in a
     new default session; returns the module. `allow_syncs`: record device -> host synchronisations in
-    `Syncs.seen` instead of refusing them. `gpus`: give the module a fake CUDA runtime with that many GPUs."""
+    `Syncs.seen` instead of refusing them. `gpus`: give the module a fake CUDA runtime with that many GPUs.
+    `runner`: the raw kernels' runner (`module`), e.g. tests/cuda_host.py's: the CUDA sources run on the host."""
     import oneflow_compat as flow
     from oneflow_compat.backend import devices
 
-    fake = module(gpus=gpus)
+    fake = module(runner=runner, gpus=gpus)
     monkeypatch.setattr(Syncs, "allowed", allow_syncs)
     monkeypatch.setattr(Syncs, "seen", [])
     monkeypatch.setattr(Syncs, "gets", 0)
@@ -1031,7 +1032,14 @@ def install(monkeypatch, mode="auto", allow_syncs=False, gpus=None):
 # --- as a pytest plugin -----------------------------------------------------------------------------------------
 @pytest.fixture(autouse=True)
 def strict_gpu_everywhere(fresh_session, monkeypatch):
-    """With `-p strict_device`: every test on the fake device, every placement a "gpu" one."""
+    """With `-p strict_device`: every test on the fake device, every placement a "gpu" one. The fake lives in this
+    process only, so the child processes a test starts get the CPU explicitly (ONEFLOW_COMPAT_DEVICE=cpu in the
+    environment they inherit): run as `ONEFLOW_COMPAT_DEVICE=gpu pytest -p strict_device`, they inherited "gpu"
+    without the fake and failed on the machine's unusable CUDA (test_namespace's v0.5 scripts, the MPI ranks of
+    test_optim_adaptive). This process reads its mode from the patched `devices.mode`, not the variable."""
+    from oneflow_compat.backend import devices
+
+    monkeypatch.setenv(devices.MODE_ENV, "cpu")
     install(monkeypatch, "gpu", allow_syncs=os.environ.get("STRICT_DEVICE_SYNCS") == "allow")
 
 

@@ -62,8 +62,12 @@ def test_signatures_parse_and_every_function_has_its_twin():
         for name, params in module.functions.items():
             assert callable(module.twins[name])
             assert params, name
-        # the emulation's rules (module docstring): no shared memory, no barriers, no float atomics
-        assert "__shared__" not in module.code and "__syncthreads" not in module.code, module.name
+        # the emulation's rules (module docstring): no shared memory, no barriers, no float atomics, except in a
+        # cooperative module (a block of a fixed size reducing together; emulated with threads at a barrier)
+        if module.block is None:
+            assert "__shared__" not in module.code and "__syncthreads" not in module.code, module.name
+        else:
+            assert "__shared__" in module.code and "__syncthreads" in module.code, module.name
         assert not re.search(r"atomicAdd|atomicExch|atomicCAS", module.code), module.name
 
 
@@ -181,3 +185,19 @@ def test_the_cubin_reader_sees_spills_and_only_entry_functions():
     if report:  # (where NVRTC reports) the same figures
         assert report["squeezed"]["stack"] == entries["squeezed"].frame and report["squeezed"]["spill stores"] > 0
         assert report["plain"]["registers"] == entries["plain"].registers
+
+
+def test_a_cooperative_module_is_launched_with_its_block_size_only():
+    # its reductions are written for exactly `block` threads per output (a fixed tree over that many lanes)
+    import numpy as np
+    import strict_device
+    from oneflow_compat.kernels import cuda_optim
+
+    assert cuda_optim.REDUCE.block == cuda_optim.LANES and cuda_optim.MODULE.block is None
+    dev = strict_device.module()
+    x, out = dev.asarray(np.ones((3, 5), np.float32)), dev.asarray(np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="CUDA module optim_reduce is cooperative: row_sums_f32 must be launched "
+                                         "with block=256, got 128"):
+        cuda_optim.REDUCE.launch(dev, "row_sums_f32", 3 * 128, x, out, 3, 5, block=128)
+    cuda_optim.REDUCE.launch(dev, "row_sums_f32", 3 * 256, x, out, 3, 5, block=256)
+    np.testing.assert_array_equal(out.get() if hasattr(out, "get") else np.asarray(out), [5, 5, 5])

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside 
 
 CHECKS = ["eager data parallel equals one rank", "eager step makes 3 collectives",
           "the loss's numpy() after backward sends nothing, same bits", "a loss changed after backward is summed again",
-          "a steady step copies each gradient once",
+          "a steady step copies each gradient once", "gradients show broadcast and hold the sums",
           "a carried numpy() one rank made",
           "graph data parallel equals one rank", "graph call makes 1 collective",
           "the graph's loss numpy() sends nothing, same bits", "uneven feed", "5-d feed",

@@ -246,10 +246,16 @@ def _size_keyword(size, named, what):
     return size
 
 
+class RandnDtypeError(NotImplementedError, TypeError):
+    """`flow.randn(..., dtype=flow.int32)`: OneFlow 0.9's NotImplementedError; a TypeError too, as this project
+    raised before."""
+
+
 def randn(*size, generator=None, dtype=None, device=None, placement=None, sbp=None, requires_grad=False, **named):
     size = _size_keyword(size, named, "randn")
     if dtype is not None and not as_dtype(dtype).is_floating:
-        raise TypeError("randn(): dtype must be floating, got %s" % as_dtype(dtype).name)
+        # OneFlow 0.9's NotImplementedError and words (core/functional/impl/random_functor.cpp RandNFunctor)
+        raise RandnDtypeError("Only support floating dtype in randn().")
     return _random(lambda g, shape, t: g.normal(shape, t), size, dtype, _default(), generator, device,
                    placement, sbp, requires_grad, "randn")
 

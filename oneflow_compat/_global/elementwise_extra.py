@@ -10,7 +10,6 @@ tensor2, *, value=1)`, clamp_min `(input, min)`, isclose `(input, other, atol=1e
 equal_nan=False)`, logical_xor with a tensor or a scalar on either side, equal returning a Python bool) and
 `python/oneflow/framework/tensor.py` (`is_nonzero`, its messages).
 """
-import math
 
 from oneflow_compat._global import functional as F
 from oneflow_compat._global.tensor import BOOL, Tensor
@@ -38,12 +37,9 @@ def clamp_max(input, max):  # noqa: A002
     return F.clamp(F._check(input, "clamp_max"), max=max)
 
 
-_LN10 = math.log(10.0)
-
-
 def log10(input):  # noqa: A002
     """The base-10 logarithm (floating; integer inputs become float32)."""
-    return F.div(F.log(F._check(input, "log10")), _LN10)
+    return F.log10(input)
 
 
 def trunc(input):  # noqa: A002

@@ -7,6 +7,7 @@ Python numbers mix with tensors (`x + 1`, `2 * x`, `x ** 2`); dtypes are promote
 tensor with a float number or a float tensor becomes floating). Reductions over every axis give 0-d tensors.
 """
 import builtins
+import operator
 import collections
 
 import numpy as np
@@ -188,6 +189,8 @@ reciprocal = _unary("reciprocal", True)
 sin = _unary("sin", True)
 cos = _unary("cos", True)
 log1p = _unary("log1p", True)
+log2 = _unary("log2", True)
+log10 = _unary("log10", True)
 expm1 = _unary("expm1", True)
 relu = _unary("relu")
 sigmoid = _unary("sigmoid", True)
@@ -425,7 +428,13 @@ def argmax(input, dim=None, keepdim=False):  # noqa: A002
 
 
 def argmin(input, dim=None, keepdim=False):  # noqa: A002
-    return argmax(neg(input), dim, keepdim)
+    """argmax of the negated input in at least float32, as OneFlow 0.9's ArgMinFunctor (core/functional/impl/
+    array_functor.cpp: TensorProcessor to DType::Float, Negative, ArgMax): an integer's negation would wrap (uint8,
+    the least int64) and a bool has none."""
+    x = _check(input, "argmin")
+    if x.dtype not in (dtypes.float32, dtypes.float64):
+        x = cast(x, dtypes.float32)
+    return argmax(neg(x), dim, keepdim)
 
 
 # --- softmax and losses -------------------------------------------------------------------------------------------
@@ -544,7 +553,8 @@ def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     x = _check(input, "flatten")
     if x.ndim == 0:
         return reshape(x, (1,))
-    s, e = start_dim % x.ndim, end_dim % x.ndim
+    # (an integer 0-d tensor is an int, as OneFlow 0.9's argument parser reads it: PyUnpackIntegerScalarTensor)
+    s, e = operator.index(start_dim) % x.ndim, operator.index(end_dim) % x.ndim
     if s >= e:
         return x
     out = apply_op("flatten", [x], {"start_dim": s, "end_dim": e})
@@ -756,8 +766,25 @@ def one_hot(input, num_classes=-1, on_value=1, off_value=0):  # noqa: A002
 
 
 class SliceStepError(RuntimeError, ValueError):
-    """`x[::-1]`: OneFlow 0.9's RuntimeError and words (core/functional/tensor_index.cpp PrepareSliceIndices); a
-    ValueError too, as this project raised before."""
+    """`x[::-1]` and `x[::0]`: OneFlow 0.9's RuntimeError and words (core/functional/tensor_index.cpp
+    PrepareSliceIndices; api/python/functional/indexing.cpp PySliceUnpack); a ValueError too, as this project (and
+    Python's `slice.indices`) raised before."""
+
+
+class InvalidIndexError(IndexError, TypeError):
+    """`x[0.0]`: OneFlow 0.9's IndexError "Invalid index float" (indexing.cpp UnpackIndexItem); a TypeError too, as
+    this project raised before."""
+
+
+def slice_indices(k, dim):
+    """`k.indices(dim)` with OneFlow 0.9's checks and words (api/python/functional/indexing.cpp PySliceUnpack): a
+    bound that is no integer is a RuntimeError "Invalid slice ...", a step of 0 "slice step cannot be zero."."""
+    for bound in (k.start, k.stop, k.step):
+        if bound is not None and not hasattr(bound, "__index__"):
+            raise SliceStepError("Invalid slice %r" % (k,))
+    if k.step is not None and k.step.__index__() == 0:
+        raise SliceStepError("slice step cannot be zero.")
+    return k.indices(dim)
 
 
 def index(input, key):  # noqa: A002
@@ -801,13 +828,13 @@ def index(input, key):  # noqa: A002
             i %= dim
             slices.append((i, i + 1, 1))
         elif isinstance(k, slice):
-            start, stop, step = k.indices(dim)
-            if step <= 0:  # (a step of 0: Python's ValueError above, as OneFlow's slice unpacking)
+            start, stop, step = slice_indices(k, dim)
+            if step <= 0:
                 raise SliceStepError("Step must be greater than zero.")
             slices.append((start, stop, step))
             out_shape.append(len(range(start, stop, step)))
-        else:
-            raise TypeError("invalid index %r" % (k,))
+        else:  # OneFlow 0.9's IndexError and words (api/python/functional/indexing.cpp UnpackIndexItem)
+            raise InvalidIndexError("Invalid index %s" % type(k).__name__)
         axis += 1
     for d in shape[axis:]:
         slices.append((0, d, 1))

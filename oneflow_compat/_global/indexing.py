@@ -27,15 +27,20 @@ from oneflow_compat._global.tensor import BOOL, Tensor
 
 
 def _is_advanced(k):
-    return isinstance(k, (Tensor, list, np.ndarray))
+    # (a tuple inside the key is a sequence index, as a list: OneFlow 0.9's UnpackIndexItem)
+    return isinstance(k, (Tensor, list, tuple, np.ndarray))
 
 
 def _host_index(k):
     """An advanced index as a numpy array (bool masks stay bool)."""
     if isinstance(k, Tensor):
         a = np.asarray(k.numpy())
+        if a.dtype in (np.uint8, np.int8):  # OneFlow 0.9 reads an int8 / uint8 index tensor as a mask
+            a = a != 0                      # (core/functional/tensor_index.cpp PrepareSliceIndices)
     else:
         a = np.asarray(k)
+        if a.size == 0 and not isinstance(k, np.ndarray):  # `x[[]]`: an empty list is int64 (OneFlow's
+            a = a.astype(np.int64)                           # InferScalarType), numpy's float64 otherwise
     if a.dtype == np.bool_:
         return a
     if a.dtype.kind not in "iu":
@@ -50,7 +55,7 @@ def _device_index(k, x):
     if not (isinstance(k, Tensor) and k.is_local and x.is_local and k._device == x._device):
         return None
     piece = k._value.pieces[0] if k._value.pieces else None
-    if not devices.is_device_array(piece) or piece.dtype.kind not in "iu":
+    if not devices.is_device_array(piece) or piece.dtype.kind not in "iu" or piece.dtype.itemsize == 1:
         return None
     return piece.astype(np.int64, copy=False)
 
@@ -100,27 +105,53 @@ def _expand_key(key, ndim, x=None):
     return out
 
 
+def as_index_tuple(key):
+    """The key as the tuple of index items OneFlow 0.9 reads (api/python/functional/common.cpp PyUnpackTensorIndex,
+    numpy's pre-1.23 rule): a list (any sequence but a tuple, a tensor or an array) shorter than 32 that holds a
+    sequence, a slice, a tensor, `...` or None is a tuple of indices (`x[[[0, 1], [1, 0]]] == x[[0, 1], [1, 0]]`);
+    any other key is one item."""
+    if isinstance(key, tuple):
+        return key
+    if isinstance(key, list) and len(key) < 32 and builtins.any(
+            isinstance(k, (list, tuple, np.ndarray, Tensor, slice)) or k is Ellipsis or k is None for k in key):
+        return tuple(key)
+    return (key,)
+
+
+def _is_bool(k):
+    return isinstance(k, (bool, np.bool_))
+
+
 def _getitem_with_bools(x, key):
-    """A Python bool in the key is a 0-d mask (numpy's and OneFlow 0.9's reading): True adds an axis of size 1
-    where it stands, False one of size 0."""
-    plain = tuple(None if isinstance(k, (bool, np.bool_)) else k for k in key)
+    """Python bools in the key are read as OneFlow 0.9 reads them (core/functional/tensor_index.cpp
+    PrepareSliceIndices): together they add ONE axis, where the first of them stands, of size 1 if all are True and
+    0 if any is False (numpy's result for its adjacent 0-d masks)."""
+    first = next(i for i, k in enumerate(key) if _is_bool(k))
+    plain = tuple(None if i == first else k for i, k in enumerate(key) if i == first or not _is_bool(k))
     y = getitem(x, plain)
     if builtins.all(bool(k) for k in key if isinstance(k, (bool, np.bool_))):
         return y
     if builtins.any(_is_advanced(k) for k in plain):
         raise IndexError("indexing with False beside tensor or list indices is not supported")
     consumed = builtins.sum(1 for k in plain if k is not None and k is not Ellipsis)
-    out_dim, cut = 0, []
-    for k, original in zip(plain, key):
+    out_dim = 0
+    for i, k in enumerate(plain[:first]):
         if k is Ellipsis:
             out_dim += x.ndim - consumed
-        elif k is None:
-            if isinstance(original, (bool, np.bool_)) and not original:
-                cut.append(out_dim)
+        elif k is None or isinstance(k, slice):
             out_dim += 1
-        elif isinstance(k, slice):
-            out_dim += 1
-    return F.index(y, tuple(slice(0, 0) if d in cut else slice(None) for d in range(y.ndim)))
+    return F.index(y, tuple(slice(0, 0) if d == out_dim else slice(None) for d in range(y.ndim)))
+
+
+def _scalar_bool_tensors(key):
+    """A 0-d bool / uint8 / int8 index tensor is a Python bool in eager mode (OneFlow 0.9's tensor_index.cpp
+    PrepareSliceIndices, IsValidScalarTensorIndex)."""
+    from oneflow_compat._global import lazy
+
+    if lazy.tracer_active() or not builtins.any(isinstance(k, Tensor) and k.ndim == 0 for k in key):
+        return key
+    return tuple(bool(k.item()) if isinstance(k, Tensor) and k.ndim == 0 and
+                 (k.dtype is BOOL or k.dtype in (dtypes.uint8, dtypes.int8)) else k for k in key)
 
 
 def _is_identity(x, key):
@@ -145,14 +176,13 @@ def _is_identity(x, key):
     else:
         pairs = list(zip(shape, key))
     for n, k in pairs:
-        if k.indices(n) != (0, n, 1) or (k.step is not None and k.step != 1):
+        if F.slice_indices(k, n) != (0, n, 1) or (k.step is not None and k.step != 1):
             return False
     return True
 
 
 def getitem(x, key):
-    if not isinstance(key, tuple):
-        key = (key,)
+    key = _scalar_bool_tensors(as_index_tuple(key))
     if builtins.any(isinstance(k, (bool, np.bool_)) for k in key):
         return _getitem_with_bools(x, key)
     if not builtins.any(_is_advanced(k) for k in key):
@@ -191,6 +221,8 @@ def getitem(x, key):
         wrapped = []
         for a, n, p in zip(arrays, sizes, positions):
             if a.size and (a.max() >= n or a.min() < -n):
+                if n == 0:  # OneFlow 0.9's words (user/ops/nd_index_slice_ops.cpp GatherNdOp)
+                    raise IndexError("The index is out of bounds for dimension with size 0")
                 bad = int(a.max() if a.max() >= n else a.min())
                 raise IndexError(_OUT_OF_BOUNDS % (bad, p, n))
             wrapped.append(np.where(a < 0, a + n, a))
@@ -284,10 +316,17 @@ def _host_value(value, dtype):
         from oneflow_compat.kernels import bfloat16 as bf16_k
 
         array = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
-        return bf16_k.round_to_bfloat16(np, array).reshape(array.shape)
+        return _one_element_as_scalar(bf16_k.round_to_bfloat16(np, array).reshape(array.shape))
     if isinstance(value, Tensor):
-        return np.asarray(value.numpy()).astype(dtype.np if dtype is not BOOL else np.bool_)
+        return _one_element_as_scalar(np.asarray(value.numpy()).astype(dtype.np if dtype is not BOOL else np.bool_))
     return value
+
+
+def _one_element_as_scalar(array):
+    """A one-element value fits any target, a single element included (`x[0, 0] = flow.ones(1)`): OneFlow 0.9
+    drops a value's leading size-1 dims before broadcasting it (core/functional/impl/array_functor.cpp
+    TensorSetItemFunctor), where numpy refuses to put shape (1,) into a scalar slot."""
+    return array.reshape(()) if array.ndim and array.size == 1 else array
 
 
 def _records_gradient(x, value):
@@ -459,7 +498,7 @@ def _specified_dims(key):
     slice or index tensor / list, a bool mask's dims; None and Ellipsis none."""
     n = 0
     for k in key if isinstance(key, tuple) else (key,):
-        if k is None or k is Ellipsis:
+        if k is None or k is Ellipsis or _is_bool(k):  # (a Python bool adds an axis, names none)
             continue
         if isinstance(k, Tensor) and k.dtype is BOOL:
             n += k.ndim
@@ -474,6 +513,7 @@ def setitem(x, key, value):
     """`x[key] = value` in place (see the module docstring)."""
     from oneflow_compat._global import lazy
 
+    key = as_index_tuple(key)
     traced = lazy.tracer_active()
     if not traced:  # (inside nn.Graph.build OneFlow 0.9's lazy interpreter makes no leaf check)
         x._check_inplace()

@@ -25,6 +25,8 @@ def rebind(self, result):
         with device_keys.of(self):  # (a "cuda:K" tensor: on its GPU)
             for p, q in zip(v.pieces, r.pieces):
                 p[...] = q
+        if getattr(v, "zeroed", False):  # (a gradient zero_grad() zeroed holds zeros no more: grad_zeroing.py)
+            v.zeroed = False
         return self
     if self._view_root is not None or self._views:  # views of local eager tensors: `_global/views.py`
         from oneflow_compat._global import views

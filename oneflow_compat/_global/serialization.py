@@ -117,7 +117,13 @@ def _flatten(obj):
 
     class _Pickler(pickle.Pickler):
         def persistent_id(self, x):
-            return ("tensor", names[id(x)]) if isinstance(x, Tensor) else None
+            if not isinstance(x, Tensor):
+                return None
+            if id(x) not in names:  # held by an object: its class would have to be unpickled (code) to load it
+                raise TypeError("a tensor is held by an object of another type than dict, list or tuple; save "
+                                "plain containers of tensors, e.g. a Module's state_dict() (flow.load never "
+                                "unpickles code)")
+            return ("tensor", names[id(x)])
 
     buffer = io.BytesIO()
     try:

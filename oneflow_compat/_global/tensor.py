@@ -20,6 +20,7 @@ from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat.runtime.graph_trace import LAZY_VALUE_MESSAGE, LazyValue
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat._global import device_keys, global_mode, printing
+from oneflow_compat._global import grad_zeroing as _grad_zeroing
 from oneflow_compat._global.placement import placement as Placement
 from oneflow_compat._global.size import Size
 
@@ -253,7 +254,16 @@ class Tensor:
             raise RuntimeError("Only global tensors have sbp; this tensor is local")
         if self._sbp is not None:
             return self._sbp
-        return flow_sbp.symbols_of(self._value.sbp)
+        shown = flow_sbp.symbols_of(self._value.sbp)
+        hierarchy = tuple(self._placement.hierarchy)
+        if len(shown) != len(hierarchy):  # (the compiler drops a placement's size-1 dims: a broadcast there, so
+            it = iter(shown)               # the symbol shown is one per placement dimension, as OneFlow's)
+            kept = [n for n in hierarchy if n != 1]
+            if len(kept) == len(shown):
+                shown = tuple(next(it) if n != 1 else flow_sbp.broadcast for n in hierarchy)
+            else:
+                shown = tuple(shown) + (flow_sbp.broadcast,) * (len(hierarchy) - len(shown))
+        return shown
 
     @property
     def device(self):
@@ -524,19 +534,38 @@ class Tensor:
                                               self._placement, self._sbp, self._device)
 
     def _add_to_grad(self, value):
+        """`.grad` += `value` (already on this tensor's layout). The accumulated gradient of a global leaf takes
+        the leaf's placement and SBP (OneFlow 0.9, oneflow/core/autograd/autograd_engine.cpp:154-175
+        `AccGrad4LeafTensor` boxes it so after every accumulation): a broadcast parameter's gradient that
+        `zero_grad()` left as partial-sum zeros (`_global/grad_zeroing.py`) shows broadcast again and holds the
+        sum; one assigned on another layout is boxed first."""
         own = self._value
-        if self._grad is None or self._grad._value.meta.shape != own.meta.shape:
+        grad = self._grad
+        if grad is None or grad._value.meta.shape != own.meta.shape:
             pieces = [p.copy() for p in value.pieces]  # the gradient may share memory with other values
             self._grad = Tensor._make(global_eager.Value(own.meta, own.placement, own.sbp, pieces),
                                       self._placement, self._sbp, self._device)
-        else:
-            g = self._grad._value
-            if g.placement != own.placement or g.sbp != own.sbp:
-                g = autograd.box(g, own.placement, own.sbp)
-                g = global_eager.Value(g.meta, g.placement, g.sbp, [p.copy() for p in g.pieces])
-                self._grad._set_value(g, self._grad._placement, self._grad._sbp)
-            for p, q in zip(g.pieces, value.pieces):
-                p += q
+            return
+        g = grad._value
+        if g.placement != own.placement or g.sbp != own.sbp:
+            if _grad_zeroing.is_zeroed_partial_of(g, own) and len(g.pieces) == len(value.pieces) and \
+                    all(p.shape == q.shape for p, q in zip(g.pieces, value.pieces)):
+                # zeros summed over the ranks add nothing: the sum is `value` itself, written into the zeroed
+                # gradient's own storage (one copy, as the `+=` below; no collective, no allocation)
+                for p, q in zip(g.pieces, value.pieces):
+                    p[...] = q
+                # (a global tensor has no views to tell: `_set_value`'s work is not needed)
+                grad._value = global_eager.Value(own.meta, own.placement, own.sbp, g.pieces, own.lk)
+                grad._sbp = self._sbp
+                return
+            g = autograd.box(g, own.placement, own.sbp)
+            g = global_eager.Value(g.meta, g.placement, g.sbp, [p.copy() for p in g.pieces])
+            grad._set_value(g, self._placement, self._sbp)
+        elif self._placement is not None:
+            _grad_zeroing.forget_zeroed(g)
+            grad._sbp = self._sbp  # (one device: its value was already laid out so; the SBP shown is the leaf's)
+        for p, q in zip(g.pieces, value.pieces):
+            p += q
 
     # --- in-place helpers -----------------------------------------------------------------------------------
     def zero_(self):
@@ -553,6 +582,7 @@ class Tensor:
         with device_keys.current(self._device if self._placement is None else "cpu"):
             for p in self._value.pieces:
                 p[...] = value
+        _grad_zeroing.forget_zeroed(self._value)
         return self
 
     def _check_inplace(self):

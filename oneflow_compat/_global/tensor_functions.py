@@ -613,7 +613,7 @@ def multinomial(input, num_samples, replacement=False, generator=None):  # noqa:
 
 # --- small arithmetic of the flowvision layers ---------------------------------------------------------------------
 def log2(input):  # noqa: A002
-    return F.mul(F.log(input), 1.0 / math.log(2.0))
+    return F.log2(input)
 
 
 def floor_divide(input, other):  # noqa: A002
@@ -630,7 +630,9 @@ def logical_and(input, other):  # noqa: A002
 
 
 def logical_or(input, other):  # noqa: A002
-    return F.logical_not(logical_and(F.logical_not(input), F.logical_not(other)))
+    """Also with a number as `other` (OneFlow 0.9's ScalarLogicalOr)."""
+    x, y = F._tensor_pair(input, other, "logical_or")
+    return F.logical_not(logical_and(F.logical_not(x), F.logical_not(y)))
 
 
 def get_default_dtype():

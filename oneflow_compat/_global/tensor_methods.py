@@ -211,6 +211,8 @@ def _to(self, *args, **kwargs):
             out = device_moves.moved(self, device_keys.check(device_keys.key(device)))  # (OneFlow 0.9's copy op)
     if dtype is not None:
         out = F.cast(out, dtype)
+    if kwargs.get("copy", False) and out is self:  # OneFlow 0.9's `copy=True`: a new tensor, even where nothing
+        out = self.clone()                         # changes (core/functional/impl/array_functor.cpp ToFunctor)
     return out
 
 
@@ -374,8 +376,19 @@ def _tile(self, *dims):
     return TF.tile(self, dims[0] if len(dims) == 1 else dims)
 
 
-def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-    return creation.new_tensor_like(data, self, dtype=dtype, requires_grad=requires_grad)
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None):
+    """OneFlow 0.9's `Tensor.new_tensor` (python/oneflow/framework/tensor.py): self's dtype, and its device (a
+    local self) or its placement and sbp (a global self) unless given."""
+    if dtype is None:
+        dtype = self.dtype
+    if self.is_local:
+        assert placement is None and sbp is None, \
+            "self is local tensor, placement and sbp are expected to be None."
+        return creation.tensor(data, dtype=dtype, device=self.device if device is None else device,
+                               requires_grad=requires_grad)
+    assert device is None, "self is global tensor, device is expected to be None."
+    return creation.tensor(data, dtype=dtype, placement=self.placement if placement is None else placement,
+                           sbp=self.sbp if sbp is None else sbp, requires_grad=requires_grad)
 
 
 def _element_size(self):
@@ -408,6 +421,10 @@ _METHODS.update({
 # nnextra helper (issue 21): Tensor.cumprod, Tensor.fmod (and fmod_ in place)
 from oneflow_compat._global import math_extra as _math_extra  # noqa: E402
 _METHODS.update({"cumprod": _math_extra.cumprod, "fmod": _math_extra.fmod, "fmod_": _inplace(_math_extra.fmod)})
+# of09 team: `%` and `//`, as OneFlow 0.9's number protocol (api/python/framework/tensor_functions.cpp: nb_remainder
+# is functional::fmod, C's remainder with the dividend's sign; nb_floor_divide is functional::floor_divide). Their
+# yaml signatures take a Tensor first, so `7 % t` / `7 // t` stay TypeErrors there and here.
+_METHODS.update({"__mod__": _math_extra.fmod, "__floordiv__": TF.floor_divide})
 
 # leftovers helper: Tensor.unfold(dimension, size, step) (OneFlow's unfold_tensor; nn.functional.unfold is im2col)
 from oneflow_compat._global import nn_fold as _nn_fold  # noqa: E402

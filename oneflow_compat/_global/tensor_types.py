@@ -15,31 +15,36 @@ from oneflow_compat._global.size import Size
 from oneflow_compat._global.tensor import BOOL
 
 
-class TensorType:
-    """A tensor type (`flow.FloatTensor`, `flow.cuda.LongTensor`, ...): calling it builds a tensor as
-    `flow.Tensor(*args)` does (data, or a shape of uninitialised values), of its dtype and device."""
+class TensorType(type):
+    """The metaclass of the tensor types (`flow.FloatTensor`, `flow.cuda.LongTensor`, ...), as OneFlow 0.9's
+    `oneflow.tensortype`: each type is a Python class, so `isinstance(t, flow.LongTensor)` is legal (and False: a
+    tensor's class is `flow.Tensor`, as there); calling one builds a tensor as `flow.Tensor(*args)` does (data, or a
+    shape of uninitialised values), of its dtype and device."""
 
-    def __init__(self, type_name, dtype, device_type):
-        self.__name__ = type_name
-        self.dtype = dtype
-        self.device_type = device_type
-        self.is_cuda = device_type == "cuda"
-        self.name = ("oneflow.cuda." if self.is_cuda else "oneflow.") + type_name
-        self.__doc__ = ("Creates a Tensor with the dtype of oneflow.%s and the device on %s, it has the same "
-                        "parameters as :func:`oneflow.Tensor`" % (dtype.name, device_type))
+    def __new__(mcs, type_name, dtype, device_type):
+        is_cuda = device_type == "cuda"
+        attrs = {"dtype": dtype, "device_type": device_type, "is_cuda": is_cuda,
+                 "name": ("oneflow.cuda." if is_cuda else "oneflow.") + type_name,
+                 "__module__": "oneflow.cuda" if is_cuda else "oneflow",
+                 "__doc__": ("Creates a Tensor with the dtype of oneflow.%s and the device on %s, it has the same "
+                             "parameters as :func:`oneflow.Tensor`" % (dtype.name, device_type))}
+        return super().__new__(mcs, type_name, (), attrs)
 
-    def __repr__(self):
-        return "<class '%s'>" % self.name
+    def __init__(cls, type_name, dtype, device_type):
+        super().__init__(type_name, (), {})
 
-    def __call__(self, *args, **kwargs):
+    def __repr__(cls):
+        return "<class '%s'>" % cls.name
+
+    def __call__(cls, *args, **kwargs):
         if "dtype" in kwargs:
             raise TypeError("%s(): the dtype is the type's own (%s); dtype= is not accepted"
-                            % (self.name, self.dtype))
-        device = kwargs.pop("device", None) or (self.device_type if self.is_cuda else None)
+                            % (cls.name, cls.dtype))
+        device = kwargs.pop("device", None) or (cls.device_type if cls.is_cuda else None)
         if len(args) == 1 and not isinstance(args[0], (int, np.integer, Size)):
-            return creation.tensor(args[0], dtype=self.dtype, device=device, **kwargs)
+            return creation.tensor(args[0], dtype=cls.dtype, device=device, **kwargs)
         shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
-        return creation.zeros(*shape, dtype=self.dtype, device=device, **kwargs)
+        return creation.zeros(*shape, dtype=cls.dtype, device=device, **kwargs)
 
 
 # OneFlow 0.9's table (tensortype.cpp): BFloat16Tensor is listed there but this implementation has no bfloat16

@@ -113,11 +113,12 @@ def layout_of(x):
 
 
 def is_contiguous_layout(shape, stride):
-    """torch's / OneFlow's `is_contiguous`: size-1 dims are free, an empty tensor is contiguous."""
+    """torch's / OneFlow's `is_contiguous`: size-1 dims are free, an empty tensor is contiguous whatever the
+    strides of its other dims (OneFlow 0.9's core/common/tensor_meta.cpp IsContiguous)."""
+    if 0 in shape:
+        return True
     expected = 1
     for n, s in zip(reversed(shape), reversed(stride)):
-        if n == 0:
-            return True
         if n != 1:
             if s != expected:
                 return False

@@ -1649,3 +1649,7 @@ EXAMPLES.update({  # limits2 team: digamma / polygamma (ops/polygamma_ops.py), a
                   Example(inputs(_lgamma_inputs(4, 5, 6)), {"n": 2}, note="3-d, n=2"),
                   Example(inputs(_lgamma_inputs(5, 7)), {"n": 0}, note="n=0: digamma")],
 })
+EXAMPLES.update({  # of09 team: log2 / log10 (ops/math_ops.py), OneFlow 0.9's own unary ops
+    "log2": unary(positive),
+    "log10": unary(positive),
+})

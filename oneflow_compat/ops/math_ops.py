@@ -182,6 +182,9 @@ def _mul(a, b):
     return apply("multiply", [a, b])
 
 
+_LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))
+
+
 _unary("negative", E.negative, lambda op, dys: [apply("negative", [dys[0]])], linear=True)
 _unary("exp", E.exp, lambda op, dys: [_mul(dys[0], op.outputs[0])])
 _unary("log", E.log, lambda op, dys: [apply("divide", [dys[0], op.inputs[0]])])
@@ -204,6 +207,13 @@ _unary("sin", E.sin, lambda op, dys: [_mul(dys[0], apply("cos", [op.inputs[0]]))
 _unary("cos", E.cos, lambda op, dys: [apply("negative", [_mul(dys[0], apply("sin", [op.inputs[0]]))])])
 _unary("log1p", E.log1p,
        lambda op, dys: [apply("divide", [dys[0], apply("scalar_add", [op.inputs[0]], {"value": 1.0})])])
+# OneFlow 0.9's own log2 / log10 ops (user/ops/math_unary_elementwise_seq.h; gradient dy / (x ln b),
+# user/kernels/math_unary_elementwise_func.h): one rounding of the result, where log(x) * (1 / ln b) rounds twice
+# (a bfloat16 log2 then differs from float32's rounded to bfloat16)
+_unary("log2", E.log2, lambda op, dys: [apply("divide", [dys[0], apply("scalar_mul", [op.inputs[0]],
+                                                                         {"value": _LN2})])])
+_unary("log10", E.log10, lambda op, dys: [apply("divide", [dys[0], apply("scalar_mul", [op.inputs[0]],
+                                                                           {"value": _LN10})])])
 _unary("expm1", E.expm1, lambda op, dys: [_mul(dys[0], apply("scalar_add", [op.outputs[0]], {"value": 1.0}))])
 register(OpDef("logical_not", infer=lambda op: [TensorMeta(op.inputs[0].shape, dtypes.int8, op.inputs[0].is_dynamic)],
                kernel=E.logical_not, sbp=sbp_rules.unary))

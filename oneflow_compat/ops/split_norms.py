@@ -7,6 +7,11 @@ norm) among the processes of the placement gives every process every device's te
 whose pieces count once (on a mesh, the replicas along a broadcast axis count at their first coordinate only) are
 summed in parallel order, in float64, so every rank gets the same norms whatever the process layout, and N devices
 equal 1 device up to the order of that sum.
+
+On a device the norms never come to the host: the table is a device array (its rows the pieces' squared norms,
+written by device copies), all-reduced by the device comm (NCCL; comm/nccl_comm.py) and summed there, and the
+norms given back are 0-d device arrays (float64) that the optimizers read in device formulas (the trust ratio as
+a `where`, not a Python branch): a step with LARS or LAMB makes no synchronisation of its own.
 """
 import numpy as np
 
@@ -36,6 +41,9 @@ def whole_norms(comm, placement, sbp, local_indices, local_arrays):
     process, the pieces to measure (the same number for every device); every process of the placement calls it
     at the same point."""
     width = len(local_arrays[0]) if local_arrays else 0
+    xp = array_module(local_arrays[0][0]) if width else np
+    if xp is not np:
+        return _device_norms(xp, comm, placement, sbp, local_indices, local_arrays, width)
     table = np.zeros((placement.parallel_num, width), np.float64)
     for index, arrays in zip(local_indices, local_arrays):
         table[index] = [float(_squared(a)) for a in arrays]
@@ -44,6 +52,37 @@ def whole_norms(comm, placement, sbp, local_indices, local_arrays):
         table = comm.allreduce_(table, ranks)
     rows = table[np.asarray(counted_devices(placement, sbp), bool)]
     return [float(np.sqrt(rows[:, j].sum())) for j in range(width)]
+
+
+def _device_norms(xp, comm, placement, sbp, local_indices, local_arrays, width):
+    """`whole_norms` on a device: the same table and sums, as device arrays (the module docstring)."""
+    table = xp.zeros((placement.parallel_num, width), np.float64)
+    for index, arrays in zip(local_indices, local_arrays):
+        for j, a in enumerate(arrays):
+            table[index, j] = _squared(a)
+    ranks = placement.machines
+    if comm is not None and len(ranks) > 1:
+        if getattr(comm, "xp", None) is not xp:  # (a host comm: the table goes down, explicitly)
+            from oneflow_compat.backend import devices
+
+            table = xp.asarray(comm.allreduce_(np.array(devices.to_host(table)), ranks))
+        else:
+            table = comm.allreduce_(table, ranks)
+    counted = [i for i, c in enumerate(counted_devices(placement, sbp)) if c]
+    total = table[counted[0]]
+    for i in counted[1:]:  # (the rows in parallel order, as numpy adds a column of up to 8)
+        total = total + table[i]
+    norms = xp.sqrt(total)
+    return [norms[j] for j in range(width)]
+
+
+def array_module(a):
+    """numpy for a host array, else the device array module `a` belongs to."""
+    if isinstance(a, (np.ndarray, np.generic)):
+        return np
+    from oneflow_compat.backend import devices
+
+    return devices.module_of(a)
 
 
 def run_updates(runs, norms_of):

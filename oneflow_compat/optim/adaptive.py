@@ -6,7 +6,7 @@ oneflow/user/kernels/model_update_kernel_util.{h,cpp}@v0.9.0). `weight_decay` is
 """
 import math
 
-from oneflow_compat.optim.elementwise import PieceOptimizer, check_common, scalar
+from oneflow_compat.optim.elementwise import PieceOptimizer, check_common, scalar, trust_ratio
 
 
 def _bias_corrections(group, t):
@@ -191,5 +191,6 @@ class LAMB(PieceOptimizer):
         _adam_moments(xp, w, g, m, v, beta1, beta2)
         d = (m / c(bc1)) / (xp.sqrt(v) / c(math.sqrt(bc2)) + c(group["eps"]))
         w_norm, d_norm = yield [w, d]
-        trust = w_norm / d_norm if w_norm > 0 and d_norm > 0 else 1.0
-        w -= c(lr * trust) * (d + c(decoupled) * w)
+        trust = trust_ratio(xp, w_norm, d_norm)
+        # (lr·trust in float64, then in w's dtype: on the host a Python float, on a device a 0-d array)
+        w -= (c(lr * trust) if isinstance(trust, float) else (lr * trust).astype(w.dtype)) * (d + c(decoupled) * w)

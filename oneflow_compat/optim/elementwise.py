@@ -6,6 +6,8 @@ of a parameter and of its states in place. The eager `step()` and nn.Graph's com
 Scalars are cast to the parameter's own dtype before they touch an array, so a float64 parameter is updated in
 float64 throughout (a float32 scalar would round 0.9 to 0.8999999762 and drift from float64 references).
 """
+import numpy as np
+
 from oneflow_compat.ops import split_norms
 from oneflow_compat.optim.optimizer import Optimizer, array_module, pieces, zeros_like
 from oneflow_compat.runtime import global_eager
@@ -31,7 +33,7 @@ class PieceOptimizer(Optimizer):
             raise NotImplementedError
         # the piece is the whole parameter: its own norms
         split_norms.run_updates([self.split_piece_update(xp, w, g, states, lr, t, group)],
-                                lambda arrays: [float(xp.sqrt((a * a).sum())) for a in arrays[0]])
+                                lambda arrays: [own_norm(xp, a) for a in arrays[0]])
 
     def split_piece_update(self, xp, w, g, states, lr, t, group):
         """`piece_update` of an optimizer reading whole-parameter norms, as a generator: it yields the list of
@@ -65,6 +67,22 @@ class PieceOptimizer(Optimizer):
             return
         for w, g, *states in work:
             self.piece_update(array_module(w), w, g, states, group["lr"], t, group)
+
+
+def own_norm(xp, a):
+    """The L2 norm of array `a` as the whole-norm updates receive it: a float on the host; on a device a 0-d
+    float64 device array of the same value (no synchronisation; ops/split_norms.py)."""
+    norm = xp.sqrt((a * a).sum())
+    return float(norm) if xp is np else norm.astype(np.float64)
+
+
+def trust_ratio(xp, numerator, denominator):
+    """numerator / denominator where both are > 0, else 1: a float from floats (the host), a 0-d device array
+    in float64 from device norms (a `where`, not a branch that would read them)."""
+    if isinstance(numerator, float) and isinstance(denominator, float):
+        return numerator / denominator if numerator > 0 and denominator > 0 else 1.0
+    valid = (numerator > 0) & (denominator > 0)
+    return xp.where(valid, numerator / xp.where(valid, denominator, 1.0), 1.0)
 
 
 def scalar(w, value):

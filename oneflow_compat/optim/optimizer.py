@@ -251,9 +251,9 @@ class Optimizer:
         if g.is_global and (g.placement != param.placement or g.sbp != param.sbp):
             have, want = g._value, param._value
             if have.placement == want.placement and have.sbp == want.sbp:
-                # the values lie alike: a zeroed gradient shows partial_sum (OneFlow 0.9's zero_grad) while the
-                # backward accumulated whole (broadcast) sums into it; its pieces are what the update reads, with
-                # no to_global (which would copy them)
+                # the values lie alike (on one device a zeroed gradient shows partial_sum over a broadcast value):
+                # its pieces are what the update reads, with no to_global (which would copy them). After a
+                # backward a gradient shows its parameter's SBP (Tensor._add_to_grad, as OneFlow 0.9)
                 return pieces(g)
             g = g.to_global(param.placement, param.sbp)
         return pieces(g)

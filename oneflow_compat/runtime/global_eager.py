@@ -50,9 +50,11 @@ CACHE_SIZE = 4096
 class Value:
     """One rank's view of a tensor: logical meta, placement, SBP, and this rank's pieces; `lk` is its layout id
     (`layout_id`), computed once, what the caches of compiled ops are keyed by. `summed` (unset on most values):
-    the member-wise sum of a small partial sum that a gradient bucket's check carried (`buckets.remember_sum`)."""
+    the member-wise sum of a small partial sum that a gradient bucket's check carried (`buckets.remember_sum`).
+    `zeroed` (unset on most values): True on a gradient that `zero_grad()` zeroed and nothing wrote since
+    (`_global/grad_zeroing.py`), so that the next backward's sum replaces it with no communication."""
 
-    __slots__ = ("meta", "placement", "sbp", "pieces", "lk", "summed")
+    __slots__ = ("meta", "placement", "sbp", "pieces", "lk", "summed", "zeroed")
 
     def __init__(self, meta, placement, sbp, pieces, lk=None):
         self.meta = meta

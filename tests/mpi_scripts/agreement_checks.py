@@ -38,15 +38,16 @@ class Scale(nn.Graph):
 
     def __init__(self, weight):
         super().__init__()
-        self.weight = weight
+        # (OneFlow 0.9 refuses a Tensor attribute of a graph; the weight is a free eager tensor read in build)
+        self.operands = (weight,)
 
     def build(self, x):
-        return flow.matmul(x, self.weight).to_global(sbp=B)
+        return flow.matmul(x, self.operands[0]).to_global(sbp=B)
 
 
 class Shift(Scale):
     def build(self, x):
-        return (flow.matmul(x, self.weight) + 1.0).to_global(sbp=B)
+        return (flow.matmul(x, self.operands[0]) + 1.0).to_global(sbp=B)
 
 
 x = flow.randn(4, 5, placement=P, sbp=S0)

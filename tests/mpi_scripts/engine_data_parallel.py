@@ -131,6 +131,30 @@ finally:
     global_eager.transfer, grad_buckets.OverlappedGradients.take = transfer, take
 assert copies == {"transfer": 0, "into a bucket": 6}, copies
 ok("a steady step copies each gradient once")
+# the gradients the step left show their parameters' SBP (broadcast) and hold the sums on every rank (OneFlow 0.9:
+# oneflow/core/autograd/autograd_engine.cpp:154-175 boxes a global leaf's gradient to the leaf's SBP); zero_grad
+# makes them partial-sum zeros (oneflow/api/python/framework/tensor.cpp:308-335); a small data-parallel product
+# against numpy: x^T (x w) summed over both ranks' rows, in each rank's piece, steady steps sending only the bucket
+assert all(tuple(p.grad.sbp) == (B,) for p in dp2.model.parameters())
+W = np.array([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]], np.float32)
+X = np.arange(12, dtype=np.float32).reshape(4, 3) / 4 - 1
+w = flow.nn.Parameter(flow.tensor(W).to_global(placement=P2, sbp=B))
+x = flow.tensor(rows(X, P2)).to_global(placement=P2, sbp=S0)
+sgd = flow.optim.SGD([w], lr=0.0)
+counts = []
+for _ in range(4):
+    sgd.zero_grad()
+    assert w.grad is None or tuple(w.grad.sbp) == (PS,)
+    before = COMM.collectives_issued()
+    ((x.matmul(w) ** 2).sum() / 2).backward()
+    sgd.step()
+    counts.append(COMM.collectives_issued() - before)
+    assert tuple(w.grad.sbp) == (B,), w.grad.sbp
+    np.testing.assert_allclose(w.grad.to_local().numpy(), X.T @ (X @ W), rtol=1e-6)
+# (step 0 learns the gradients' order, step 1 allocates the bucket) then the bucket's all-reduce alone, its check
+# carried: nothing for the zeroed gradients
+assert counts[2:] == [1, 1], counts
+ok("gradients show broadcast and hold the sums")
 # ranks of which one fetched the loss (no collective) and the other did not fail at the next check, naming both
 x2, y2 = dp2.feed(rows(xs, P2), rows(ys, P2))
 loss2 = dp2.run(x2, y2)

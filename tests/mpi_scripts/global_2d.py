@@ -223,12 +223,16 @@ def train(placement, layouts, graph):
         gy = flow.tensor(y).to_global(placement, layouts["whole"]).to_global(sbp=layouts["data"])
         losses.append(float(step(gx, gy).numpy()))
     params = [(p.numpy(), p.sbp) for p in m.parameters()]
-    if not graph:  # each gradient has its parameter's own (n-D) layout, the model-parallel split kept, except that
-        # broadcast components are partial sums: opt.zero_grad() turned the zeroed gradient's B into P (OneFlow 0.9's
-        # Tensor._zero_grad_) and the step's gradient accumulated into it
+    if not graph:  # each gradient has its parameter's own (n-D) layout, the model-parallel split kept: opt.zero_grad()
+        # turned the zeroed gradient's B into P (OneFlow 0.9's Tensor._zero_grad_) and the backward gave it its
+        # parameter's layout again (OneFlow 0.9's AccGrad4LeafTensor, core/autograd/autograd_engine.cpp:154-175)
+        for p in m.parameters():
+            assert p.grad.placement == placement and tuple(p.grad.sbp) == tuple(p.sbp), (p.grad.sbp, p.sbp)
+            assert p.grad._value.sbp == p._value.sbp, (p.grad._value.sbp, p._value.sbp)
+        opt.zero_grad()
         for p in m.parameters():
             want = tuple(flow.sbp.partial_sum if s == flow.sbp.broadcast else s for s in p.sbp)
-            assert p.grad.placement == placement and tuple(p.grad.sbp) == want, (p.grad.sbp, p.sbp)
+            assert tuple(p.grad.sbp) == want, (p.grad.sbp, p.sbp)
     return losses, params
 
 

@@ -5,7 +5,7 @@ import math
 
 from oneflow_compat import sbp as flow_sbp
 from oneflow_compat.runtime import autograd
-from oneflow_compat._global import creation, device_keys, functional as F, inplace
+from oneflow_compat._global import creation, device_keys, functional as F, grad_zeroing, inplace
 from oneflow_compat._global.tensor import Tensor
 
 
@@ -86,6 +86,7 @@ def _scale_in_place(grad, coef):
     with device_keys.of(grad):  # (a "cuda:K" gradient: on its GPU)
         for p, q in zip(grad._value.pieces, src.pieces):
             p[...] = q
+    grad_zeroing.forget_zeroed(grad._value)  # (zeros times a non-finite norm are zeros no more)
 
 
 def clip_grad_value_(parameters, clip_value):
