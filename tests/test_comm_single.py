@@ -269,8 +269,16 @@ def test_limit_loaded_blas_threads_reaches_numpys_openblas():
     libs = world.limit_loaded_blas_threads(1)
     try:
         assert libs and all("blas" in p or "mkl" in p for p in libs)
-        lib = ctypes.CDLL(libs[0])
-        get = getattr(lib, "scipy_openblas_get_num_threads64_", None) or getattr(lib, "openblas_get_num_threads")
-        assert get() == 1
+        # each OpenBLAS loaded (numpy's, and scipy's where torch or scipy brought it), under the name its build
+        # exports (scipy-openblas prefixes it, and its 64-bit-integer build suffixes it)
+        names = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+                 "openblas_get_num_threads64_", "openblas_get_num_threads")
+        counts = {}
+        for path in libs:
+            lib = ctypes.CDLL(path)
+            get = next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
+            if get is not None:
+                counts[path] = get()
+        assert counts and set(counts.values()) == {1}, counts
     finally:
         world.limit_loaded_blas_threads(world.usable_cores())

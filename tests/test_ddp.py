@@ -2,6 +2,7 @@
 1-rank training on the mean gradient (numpy reference written here), parameters are broadcast from rank 0 and
 buffers before each forward; on one process DDP changes nothing."""
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -35,8 +36,15 @@ def reference(ranks):
 
 
 @pytest.mark.skipif(not MPIEXEC.exists(), reason="no mpiexec beside %s" % sys.executable)
-def test_ddp_page_program_on_two_ranks_equals_the_mean_gradient_training():
-    done = mpi(2, SCRIPT, timeout=120, ONEFLOW_COMPAT_OUTPUT="raw")
+@pytest.mark.parametrize("device", ["host", "fake_gpu"])
+def test_ddp_page_program_on_two_ranks_equals_the_mean_gradient_training(device):
+    # fake_gpu: the page's "cuda" tensors are device arrays of the strict fake device in each rank (a GPU's gradients
+    # accumulate on the device, never into the host buckets: mixing them failed on the first GPU run)
+    if device == "host":
+        done = mpi(2, SCRIPT, timeout=120, ONEFLOW_COMPAT_OUTPUT="raw")
+    else:
+        done = mpi(2, ROOT / "tests" / "mpi_scripts" / "on_fake_device.py", SCRIPT, timeout=120,
+                   ONEFLOW_COMPAT_OUTPUT="raw", PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]))
     assert done.returncode == 0, done.stdout + done.stderr
     rows = sorted((json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")),
                   key=lambda r: r["rank"])

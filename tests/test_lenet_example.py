@@ -29,7 +29,8 @@ def _run(prefix, extra, device_env):
     out = subprocess.run(prefix + [EXAMPLE] + SHORT + extra, capture_output=True, text=True, timeout=300,
                          cwd=ROOT, env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-    found = re.findall(r"^epoch 0 loss (\S+) test accuracy (\S+) \(", out.stdout, re.M)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout)  # (the GPU machine's ranks printed a colour reset at exit)
+    found = re.findall(r"^epoch 0 loss (\S+) test accuracy (\S+) \(", text, re.M)
     assert len(found) == 1, out.stdout  # printed once, by rank 0
     return tuple(float(v) for v in found[0])
 

@@ -54,7 +54,12 @@ def DistributedDataParallel(module, *, broadcast_buffers=True, broadcast_paramet
         [tuple(p.shape) for p in reversed_params], [np.float32] * len(reversed_params), ranks,
         cap_bytes=float("inf"), per_bucket=bucket_size, placement=Placement(tag, [(r, 0) for r in ranks]),
         what="DistributedDataParallel gradient all-reduce")
-    state = _State(grad_buckets, 1.0 / comm.size)
+    # parameters on a GPU: their gradients stay device arrays (`.grad` cannot be a view of the host buckets, where
+    # the backward's device gradients could not accumulate); each complete one is copied into its bucket slot, and
+    # the reduced slots are copied back when the pass waits (staged through the host, as boxing between processes
+    # sharing a GPU is)
+    on_device = bool(params) and devices.is_device_array(params[0]._value.pieces[0])
+    state = _State(grad_buckets, 1.0 / comm.size, on_device)
     for k, p in enumerate(reversed_params):
         p.register_hook(_grad_setting(state, p, k))
         p._register_post_grad_accumulation_hook(_scale_and_reduce(state, k))
@@ -90,18 +95,26 @@ def broadcast_(arrays, root=0):
 class _State:
     """The DDP module's buckets, its gradient factor, and whether this backward pass queued its final wait."""
 
-    def __init__(self, grad_buckets, factor):
+    def __init__(self, grad_buckets, factor, on_device=False):
         self.buckets, self.factor, self.waiting = grad_buckets, factor, False
+        self.on_device = on_device
+        self.device_grads = {}  # entry: the device array of its `.grad` (parameters on a GPU), set by the hook
 
     def wait(self):
         self.waiting = False
         self.buckets.wait()
+        if self.on_device:
+            grads, self.device_grads = self.device_grads, {}
+            for k, g in grads.items():
+                g[...] = devices.array_module("gpu").asarray(self.buckets.view(k))
 
 
 def _grad_setting(state, param, k):
     """Before an accumulation, the parameter's `.grad` becomes its view of the bucket (OneFlow's grad_setting_fn;
     a gradient accumulated before without zero_grad is kept)."""
     def grad_setting(grad):
+        if state.on_device:
+            return None
         g = param.grad
         view = state.buckets.view(k)
         if g is None or not _is_view(g, view):
@@ -130,6 +143,10 @@ def _scale_and_reduce(state, k):
         if state.factor != 1.0:
             for a in grad._value.pieces:
                 a *= np.float32(state.factor)
+        if state.on_device:
+            piece = grad._value.pieces[0]
+            state.buckets.view(k)[...] = devices.to_host(piece)
+            state.device_grads[k] = piece
         if state.buckets.ready(k) and not state.waiting:
             state.waiting = True
             autograd.queue_callback(state.wait)
