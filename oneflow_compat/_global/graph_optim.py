@@ -11,6 +11,8 @@ eager steps and compiled steps alike. The state variables (momentum, Adam moment
 optimizer's state tensors, so the graph and eager steps continue each other's state; Adam's bias correction
 counts the optimizer's steps (`_step_count`, advanced after every graph call like `step()` advances it).
 """
+import numpy as np
+
 from oneflow_compat.optim import adam as adam_mod
 from oneflow_compat.optim import sgd as sgd_mod
 from oneflow_compat.optim.elementwise import PieceOptimizer
@@ -35,13 +37,22 @@ def supports_sparse(optim):
 
 
 class _GroupRate:
-    """The learning-rate schedule the job's `learning_rate` op reads: the group's current `lr`."""
+    """The learning-rate schedule the job's `learning_rate` op reads: the group's current `lr`, times the group's
+    `lr_scale` where it has one. OneFlow 0.9's graph copies a group's "lr_scale" into its optimizer conf
+    (Optimizer._generate_lr_scale_for_optim_conf, python/oneflow/optim/optimizer.py:437@v0.9.0), which becomes
+    the update op's `learning_rate_scale` attr (job_rewriter/sgd_optm.cpp:35 and the other *_optm.cpp); the
+    kernel multiplies its float32 rate by it before anything else (`learning_rate_val *= lr_scale`,
+    user/kernels/model_update_kernel_util.cpp:59). Eager `optimizer.step()` ignores the key (0.9 does too)."""
 
     def __init__(self, group):
         self.group = group
 
     def lr_at(self, step):
-        return float(self.group["lr"])
+        lr = float(self.group["lr"])
+        scale = self.group.get("lr_scale")
+        if scale is None:
+            return lr
+        return float(np.float32(lr) * np.float32(float(scale)))
 
 
 class GroupLeaf:

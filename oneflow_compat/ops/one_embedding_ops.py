@@ -202,7 +202,7 @@ class EmbeddingStore:
         block = self.lines[rows]
         w = block[:, :d].copy()
         states = [block[:, d * (i + 1):d * (i + 2)].copy() for i in range(len(leaf.states))]
-        leaf.update_scaled(np, w, grads.astype(t.dtype), states, lr=float(leaf.group["lr"]), step=None,
+        leaf.update_scaled(np, w, grads.astype(t.dtype), states, lr=leaf.lr_scheduler.lr_at(None), step=None,
                            weight_decay=0.0)
         block[:, :d] = w
         for i, st in enumerate(states):
