@@ -123,6 +123,26 @@ def to_global(t, placement, ir_sbp, shown, grad_sbp=None):
     return result
 
 
+def to_device(t, key):
+    """`local_tensor.to("cuda")` (or any other device) inside build: OneFlow 0.9's To functor adds its `copy` op to
+    the job (core/functional/impl/array_functor.cpp ToFunctor -> CopyFunctor at v0.9.0; test/graph/test_graph_copy.py
+    moves the graph's input so). Here an identity pinned to the same devices of the other type, broadcast, for which
+    the boxing pass inserts the transfer; the result is a local lazy tensor on device `key`."""
+    from oneflow_compat.backend import devices
+    from oneflow_compat.ir.placement import Placement as IrPlacement
+
+    trace, scope = _CTX.graph_traces[-1]
+    value = _lazy_value(trace, scope, t)
+    kind = key.split(":")[0]
+    here = value.placement
+    tag = devices.resolve_tag("gpu" if kind == "cuda" else "cpu", spelled=kind)
+    there = IrPlacement(tag, here.pairs, requested_tag="gpu" if kind == "cuda" else "cpu", hierarchy=here.hierarchy)
+    out = trace.to_global(value, there, S.B)
+    result = Tensor._make(out, None, None, key)
+    result.requires_grad_flag = _requires_grad(trace, t)
+    return result
+
+
 def backward(t, gradient=None, retain_graph=False):
     """`loss.backward()` inside build: marks the loss of the graph's training step."""
     if not is_lazy(t):

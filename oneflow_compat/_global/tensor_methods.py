@@ -208,7 +208,10 @@ def _to(self, *args, **kwargs):
             if kind != self._placement.type:
                 out = self.to_global(placement=Placement(kind, self._placement.rank_list, hierarchy=self._placement.hierarchy), sbp=self.sbp)
         elif device_keys.key(device) != self._device:  # ("cuda:1": the index too)
-            out = device_moves.moved(self, device_keys.check(device_keys.key(device)))  # (OneFlow 0.9's copy op)
+            if lazy.current() is not None:  # inside nn.Graph.build (a captured eager tensor is read as a variable)
+                out = lazy.to_device(self, device_keys.check(device_keys.key(device)))  # (the job's copy op)
+            else:
+                out = device_moves.moved(self, device_keys.check(device_keys.key(device)))  # (0.9's copy op)
     if dtype is not None:
         out = F.cast(out, dtype)
     if kwargs.get("copy", False) and out is self:  # OneFlow 0.9's `copy=True`: a new tensor, even where nothing
