@@ -148,13 +148,13 @@ def test_shard_min_size_keeps_small_tensors_whole():
     def body():
         pl, model, opt, graph = _setup(2, "momentum", dict(stage=2, shard_min_size=32))
         _train(pl, graph, _data(1))
-        return {k: tuple(v.sbp) for k, v in graph.state_dict().items() if k.endswith("momentum_buf")}
+        return {k: tuple(v.sbp) for k, v in graph.state_dict().items() if k.endswith("-momentum")}
 
     got = on_ranks(2, body)[0]
     s0, b = (flow.sbp.split(0),), (flow.sbp.broadcast,)
     # pieces on 2 ranks: 0.weight 8x8=64, 0.bias 8, 2.weight 2x16=32, 2.bias 2
-    assert got == {"model.0.weight-momentum_buf": s0, "model.0.bias-momentum_buf": b,
-                   "model.2.weight-momentum_buf": s0, "model.2.bias-momentum_buf": b}
+    assert got == {"model.0.weight-momentum": s0, "model.0.bias-momentum": b,
+                   "model.2.weight-momentum": s0, "model.2.bias-momentum": b}
 
 
 def _explained(n, zero):
@@ -270,7 +270,7 @@ def test_stage_flags_and_stage_3_stops_sharing_one_gather_between_consumers():
 def test_checkpoint_of_a_zero_graph_is_whole_and_continues_without_zero(tmp_path, kind):
     path, back = str(tmp_path / "ckpt"), str(tmp_path / "plain")
     data = _data(5)
-    state_name = "model.0.weight-" + ("exp_avg" if kind == "adam" else "momentum_buf")
+    state_name = "model.0.weight-" + ("m" if kind == "adam" else "momentum")
 
     def body():
         pl, model, opt, graph = _setup(2, kind, dict(stage=3, shard_min_size=1))
@@ -462,7 +462,7 @@ def test_auto_parallel_ignoring_user_sbp_ignores_zero_with_oneflows_warning():
 
         graph = Train()
         graph(flow.ones(4, 8, placement=pl, sbp=flow.sbp.split(0)))
-        return tuple(graph.state_dict()["model.weight-momentum_buf"].sbp)
+        return tuple(graph.state_dict()["model.weight-momentum"].sbp)
 
     # (caught around the simulated ranks: the warnings module's state is the process's, shared by its threads)
     with pytest.warns(UserWarning, match="^ZeRO optimization will be ignored when enabling AutoParallel to "

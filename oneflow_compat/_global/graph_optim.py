@@ -36,6 +36,14 @@ def supports_sparse(optim):
     return isinstance(optim, (sgd_mod.SGD, adam_mod.Adam, AdamW))
 
 
+# eager state name -> the name OneFlow 0.9's optimizer passes give the state variable ("<variable>-<name>"):
+# job_rewriter/momentum_optm.cpp:29 "-momentum", adam_optm.cpp:119-123 and lamb_optm.cpp:92-93 "m" / "v" / "max_v",
+# rmsprop_optm.cpp:45,70 "mean_square" / "mean_gradient"; Adagrad's "sum" and Adadelta's "square_avgs" /
+# "acc_deltas" are the eager names already (adagrad_optm.cpp:67, adadelta_optim.cpp:65-66), all at v0.9.0
+_JOB_STATE_NAMES = {"momentum_buf": "momentum", "exp_avg": "m", "exp_avg_sq": "v", "max_exp_avg_sq": "max_v",
+                    "square_avg": "mean_square", "grad_avg": "mean_gradient"}
+
+
 class _GroupRate:
     """The learning-rate schedule the job's `learning_rate` op reads: the group's current `lr`, times the group's
     `lr_scale` where it has one. OneFlow 0.9's graph copies a group's "lr_scale" into its optimizer conf
@@ -94,6 +102,10 @@ class GroupLeaf:
         else:
             raise NotImplementedError("nn.Graph.add_optimizer: %s is not supported in a graph (SGD, Adam, AdamW, "
                                       "RMSprop, Adagrad, Adadelta and LAMB are)" % type(optimizer).__name__)
+        # the job's state variables are "<variable>-<name>" by OneFlow 0.9's names, the graph's state_dict keys
+        # (a graph checkpoint of 0.9 loads by them); the eager optimizer's state keeps its own names
+        self.job_states = tuple(_JOB_STATE_NAMES.get(s, s) for s in self.states)
+        self._eager_state = dict(zip(self.job_states, self.states))
 
     def custom_update(self, name):
         """(op type, attrs) of the update of variable `name` when it is not the dense update: a one_embedding's
@@ -109,8 +121,8 @@ class GroupLeaf:
 
     def state_specs(self, var_name, shape, np_dtype):
         if self.kind == "piece":
-            return [(s, float(self.optimizer.state_init(self.group, s))) for s in self.states]
-        return [(s, 0.0) for s in self.states]
+            return [(j, float(self.optimizer.state_init(self.group, s))) for j, s in zip(self.job_states, self.states)]
+        return [(j, 0.0) for j in self.job_states]
 
     def state_shape(self, suffix, var_shape):
         return tuple(var_shape)
@@ -151,6 +163,7 @@ class GroupLeaf:
     def state_tensor(self, var_name, suffix):
         """The eager optimizer's state tensor `suffix` of the parameter named `var_name` (made if missing)."""
         p = self.params[var_name]
+        suffix = self._eager_state.get(suffix, suffix)
         state = self.optimizer.state.setdefault(p, {})
         if suffix not in state:
             if self.kind == "piece":
@@ -202,7 +215,7 @@ class GraphOptimizers:
         out = {}
         for leaf in self.leaves:
             for var_name in leaf.params:
-                for suffix in leaf.states:
+                for suffix in leaf.job_states:
                     out["%s-%s" % (var_name, suffix)] = _state_getter(leaf, var_name, suffix)
         return out
 
