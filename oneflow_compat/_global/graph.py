@@ -134,6 +134,11 @@ class GraphConfig:
     enable_straighten_algorithm = _switch("enable_straighten_algorithm")
     enable_compress_memory = _switch("enable_compress_memory")
     set_outputs_buffer_size = _switch("set_outputs_buffer_size")
+    # OneFlow 0.9's MultiTensorUpdate pass merges small update kernels into one launch; fused_model_update_cast
+    # (AMP) also writes the half copy of each weight in the update kernel (graph_config.py:393-403@v0.9.0): the
+    # same numbers as separate updates and casts, which is what runs here
+    enable_multi_tensor_update = _switch("enable_multi_tensor_update")
+    enable_fused_model_update_cast = _switch("enable_fused_model_update_cast")
     del _switch
 
     def __repr__(self):
