@@ -58,11 +58,26 @@ class GraphModule:
 
     @property
     def name(self):
-        return self._block._name
+        """The module's attribute name ("conv1"); `name_prefix` is the path of its parents ("m.layer."), as OneFlow
+        0.9's GraphBlock.name / name_prefix (nn/graph/graph_block.py:57-63@v0.9.0)."""
+        return self._block._name.rsplit(".", 1)[-1]
+
+    @property
+    def name_prefix(self):
+        path = self._block._name
+        return path[:len(path) - len(self.name)]
+
+    @property
+    def type(self):
+        return "MODULE"  # GraphBlockType.MODULE (graph_block.py:30-35@v0.9.0)
 
     @property
     def stage_id(self):
         return self._block._config.stage_id
+
+    @property
+    def stage_placement(self):
+        return self._block._config.stage_placement
 
     @stage_id.setter
     def stage_id(self, value):
@@ -80,7 +95,7 @@ class GraphModule:
         self._block._config.activation_checkpointing = bool(value)
 
     def __repr__(self):
-        return "GraphModule(%s%s)" % (self.name, (", " + repr(self._block._config)) if repr(self._block._config)
+        return "GraphModule(%s%s)" % (self._block._name, (", " + repr(self._block._config)) if repr(self._block._config)
                                       else "")
 
 

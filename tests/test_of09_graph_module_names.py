@@ -1,0 +1,38 @@
+"""`graph.m.layer.conv1.to(nn.graph.GraphModule)`: OneFlow 0.9's GraphBlock.name is the attribute name ("conv1"),
+name_prefix the parents' path ("m.layer."), type "MODULE" (nn/graph/graph_block.py:30-67@v0.9.0;
+test/graph/test_graph.py test_add_nested_module). `name` gave the whole path here."""
+import oneflow as flow
+from oneflow.nn.graph import GraphModule
+
+
+class _Inner(flow.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = flow.nn.Conv2d(1, 1, 1)
+
+
+class _Outer(flow.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = _Inner()
+
+
+class _G(flow.nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.m = _Outer()
+
+    def build(self, x):
+        return self.m.layer.conv1(x)
+
+
+def test_names_prefixes_and_type_of_nested_graph_modules():
+    g = _G()
+    top, inner, leaf = (g.m.to(GraphModule), g.m.layer.to(GraphModule), g.m.layer.conv1.to(GraphModule))
+    assert (top.name, top.name_prefix, top.type) == ("m", "", "MODULE")
+    assert (inner.name, inner.name_prefix) == ("layer", "m.")
+    assert (leaf.name, leaf.name_prefix, leaf.type) == ("conv1", "m.layer.", "MODULE")
+    assert leaf.stage_id is None and leaf.stage_placement is None
+    p = flow.placement("cpu", [0])
+    leaf.set_stage(0, p)
+    assert leaf.stage_id == 0 and leaf.stage_placement == p
