@@ -36,3 +36,37 @@ def test_names_prefixes_and_type_of_nested_graph_modules():
     p = flow.placement("cpu", [0])
     leaf.set_stage(0, p)
     assert leaf.stage_id == 0 and leaf.stage_placement == p
+
+
+def test_a_module_called_in_build_but_not_registered_warns_with_0_9s_words():
+    """OneFlow 0.9's Module.__call__ in lazy mode (nn/modules/module.py:150-155@v0.9.0; test/graph/
+    test_graph_block.py test_block_with_not_registered_module): the module runs, with one warning naming it."""
+    import warnings
+
+    import numpy as np
+
+    lin = flow.nn.Linear(3, 2)
+    holder = {"lin": lin}
+
+    class G(flow.nn.Graph):
+        def __init__(self, registered):
+            super().__init__()
+            if registered:
+                self.lin = lin
+
+        def build(self, x):
+            return holder["lin"](x)
+
+    x = np.ones((4, 3), np.float32)
+    want = x @ lin.weight.numpy().T + lin.bias.numpy()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = G(registered=False)(flow.tensor(x))
+    msgs = [str(m.message) for m in w if "nn.Graph" in str(m.message)]
+    assert msgs == ["Linear(in_features=3, out_features=2, bias=True) is called in a nn.Graph, but not registered "
+                    "into a nn.Graph."]
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        G(registered=True)(flow.tensor(x))
+    assert not [m for m in w if "nn.Graph" in str(m.message)]
