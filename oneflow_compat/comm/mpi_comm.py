@@ -822,8 +822,8 @@ class MPIComm(ProcessComm):
     def reads_between(self, ranks):
         """Whether the shared-memory collectives over `ranks` read each other's memory in one copy where that moves
         less or spreads the copying (`cross_memory`; decided once per board, alike on every member). For tests."""
-        subset = self._subset(tuple(ranks))
-        board = subset.board if subset.board is not _UNSET else None
+        subset = self._subsets.get(tuple(int(r) for r in ranks))  # (None: no collective over them yet here)
+        board = subset.board if subset is not None and subset.board is not _UNSET else None
         return bool(board is not None and board.reads)
 
     def _waiter(self, activity, nbytes):
