@@ -955,14 +955,12 @@ class MPIComm(ProcessComm):
                              % (self._rank, sizes, buf.shape[axis], len(subset.ranks)))
         blocks = _blocks(buf.shape, axis, sizes, buf.dtype)
         me = subset.index
-        out = np.empty(blocks.block_shape(me), buf.dtype)
         if len(subset.ranks) == 1:
-            out[...] = buf
-            return out
+            return buf.copy()
         board = self._board_for(subset, activity, buf.dtype != object)
         if board is not None:
-            self._shm_reduce_scatter(board, activity, buf, blocks, out)
-            return out
+            return self._shm_reduce_scatter(board, activity, buf, blocks)
+        out = np.empty(blocks.block_shape(me), buf.dtype)
         # along another axis the addend is packed (one strided copy) for MPI's reduce-scatter: measured faster than
         # each member's rows coming straight from their strided places (MPI_Alltoallw) and summed here (3x on 4 ranks)
         send, op = _reduce_buffer(blocks.pack(buf))
@@ -970,8 +968,15 @@ class MPIComm(ProcessComm):
         self._complete(subset.comm.Ireduce_scatter(send, recv, blocks.counts, op=op), activity, nbytes=buf.nbytes)
         return out
 
-    def _shm_reduce_scatter(self, board, activity, buf, blocks, out):
-        """Each member copies the other members' blocks of its addend into its slot (packing strided blocks in that
+    def _shm_reduce_scatter(self, board, activity, buf, blocks):
+        """Two members, blocks along another axis than the first (P -> S(1)): each member's block of its addend
+        is strided, which numpy adds several times slower as the first operand of a sum than copied first, and
+        copying it costs a pass of its own. Instead each member copies the other's block of its addend straight into
+        the other's result (in its arena: `Board.pushing`), and once the other has done the same, adds its own block
+        into its result in place: a1 + a0 is a0 + a1 bit for bit (one addition: commutative), so the bits are the
+        same; each byte is copied once and summed once (the copy of the own block is gone).
+
+        Else each member copies the other members' blocks of its addend into its slot (packing strided blocks in that
         copy), next member's first (member j's slot holds the blocks of members j + 1, j + 2, ... mod k), chunk by
         chunk, saying how far it got; meanwhile it sums its own block over every member's, chunk by chunk, in member
         order (the same additions in the same order as summing whole blocks: the same bits), as far as the others
@@ -983,11 +988,25 @@ class MPIComm(ProcessComm):
 
         need = (blocks.total - blocks.counts[me]) * itemsize
         wait = self._waiter(activity, buf.nbytes)
+        # (every member decides alike: the call's signature holds the axis and shape, and `pushing` what all of
+        # them published)
+        swap = k == 2 and blocks.axis != 0
+        out = board.arena.output(blocks.block_shape(me), buf.dtype) if swap else None
         self._exchange(board, wait, "reduce_scatter", signature("reduce_scatter", blocks.axis, buf.dtype.str,
-                                                                buf.shape, blocks.sizes), need)
+                                                                buf.shape, blocks.sizes), need,
+                       result=out, shape=buf.shape)
+        if swap and board.pushing():
+            other = 1 - me
+            copy_into(board.remote(other, blocks.block_shape(other), buf.dtype), buf[blocks.index[other]])
+            board.done(wait, [other])
+            add_into(out, buf[blocks.index[me]])
+            return out
+        if out is None:
+            out = np.empty(blocks.block_shape(me), buf.dtype)
         writes = [(start(me, q), buf[blocks.index[q]]) for q in ((me + r) % k for r in range(1, k))]
         parts = [buf[blocks.index[me]] if j == me else (j, start(j, me)) for j in range(k)]
         board.reduce_stream(wait, writes, parts, out)
+        return out
 
     def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         subset, activity = self._begin("alltoallv", ranks, carry=recv_sizes is not None)

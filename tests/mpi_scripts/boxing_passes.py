@@ -61,8 +61,10 @@ def expected(name, reads):
     rows = {
         "P -> B": lambda r: (2 * B, (k - 1) * piece, 2, 1),  # addend into the slot, the sum back; one chunk each
         "P -> S0": lambda r: ((k - 1) * piece, (k - 1) * piece, 1, 1),
-        # (the own block is strided: copied first, a strided addend numpy adds several times slower)
-        "P -> S1": lambda r: (B, (k - 1) * piece, 1, 1),
+        # (the own block is strided, a strided addend numpy adds several times slower as a sum's first operand: on
+        # 4 ranks copied first; on 2 the other's block is pushed into the result and the own one added to it in
+        # place, a1 + a0 being a0 + a1 bit for bit: each byte copied once)
+        "P -> S1": lambda r: (B if k > 2 else piece, (k - 1) * piece, 1, 1),
         "S0 -> B": lambda r: (B, 0, 1, 1),
         "S1 -> B": lambda r: (B, 0, 1, 1),
         "S0 -> S1": lambda r: (piece, 0, 1, 1),
@@ -105,7 +107,8 @@ def allocated(name):
         "P -> B": lambda r: B,  # the sum, out of place (the all-reduce's slots are shared)
         "P -> S0": lambda r: piece,
         # (a strided addend after the first two is copied into a scratch chunk: here one chunk is the block)
-        "P -> S1": lambda r: piece * (2 if r >= 2 else 1),
+        # (2 ranks: the result in the arena)
+        "P -> S1": lambda r: piece * (2 if r >= 2 else 1) if k > 2 else 0,
         "1 -> k B": lambda r: 0 if r == 0 else B,  # (the root's copy lies in its arena, the others read it there)
         # the root keeps its own piece as a copy (a to_global's result owns its storage); a receiver's buffer the
         # exchange did not need (its result lies in its arena; never touched: no page is faulted in)
