@@ -50,6 +50,8 @@ sizes copy each member's piece straight into its place in the receivers' results
 read or written in place), and a broadcast's root makes its own copy there while the others read it behind it
 (`Board.serve`). Measured on 2 ranks of the CI machine (bench_boxing, 16 MB): S(0) -> B 3.2 -> 2.4 ms, S(0) -> S(1)
 2.3 -> 1.3 ms.
+A slice-boxing's receiver may instead read its piece straight out of its sender's memory, where the members may
+(`cross_memory.py`: the header then carries each member's process id and the addresses it offers, `sources`).
 A member hands its result out, or lets its caller change what the others read, only once every member is through
 with the call's data (`Board.done`), so no member ever touches a result that its owner may use or reuse. Whether a
 call pushes rests on what every member published before the arrival (each result's place, the shape each member
@@ -82,7 +84,7 @@ SHM_DIR = "/dev/shm"  # where MPICH's shared windows live: an arena grows only w
 _PAGE = 4096
 # What the collectives of this module did in this process, for the tests that pin it (tests/test_boxing_passes.py):
 # bytes written by copies of array data ("copied") and by sums ("summed"), and arrivals ("arrivals": meetings of a
-# block's members). Counted per chunk or per call: one dict update per MB moved.
+# block's members); "read": the bytes of "copied" read out of another process's memory (`cross_memory.read`). Counted per chunk or per call: one dict update per MB moved.
 PASSES = collections.Counter()
 
 
