@@ -1400,7 +1400,7 @@ class MPIComm(ProcessComm):
             nbytes = int(sizes[j, me])
             only = recvs[incoming[j][0]][1] if len(incoming[j]) == 1 else None
             in_place = result is None and isinstance(only, np.ndarray) and only.flags.c_contiguous and \
-                only.flags.writeable
+                only.flags.writeable and not only.dtype.hasobject
             if result is not None:
                 into = result[places[j]:places[j + 1]]
             elif in_place:
