@@ -70,3 +70,31 @@ def test_a_module_called_in_build_but_not_registered_warns_with_0_9s_words():
         warnings.simplefilter("always")
         G(registered=True)(flow.tensor(x))
     assert not [m for m in w if "nn.Graph" in str(m.message)]
+
+
+def test_module_to_graph_module_inside_its_forward():
+    """OneFlow 0.9 calls a registered module's forward through its proxy, so `self.to(nn.graph.GraphModule)` works
+    there (test/graph/test_graph_block.py test_module_has_special_attr); outside a build it is refused."""
+    import numpy as np
+    import pytest
+
+    seen = []
+
+    class M(flow.nn.Module):
+        def forward(self, x):
+            seen.append((self.to(GraphModule).name, self.to(GraphModule).name_prefix))
+            return x * 2
+
+    class G(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.outer = flow.nn.Sequential(M())
+
+        def build(self, x):
+            return self.outer(x)
+
+    out = G()(flow.ones(2))
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0])
+    assert seen == [("0", "outer.")]
+    with pytest.raises(ValueError, match="Unsupported parameters in module.to"):
+        M().to(GraphModule)

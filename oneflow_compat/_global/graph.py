@@ -493,11 +493,12 @@ class Graph:
         return out_values, kinds, out_struct
 
     def _scope(self):
-        modules, names, checkpointing = {}, {}, {}
+        modules, names, checkpointing, blocks = {}, {}, {}, {}
         for top, block in self._blocks.items():
             for b in block._blocks():
                 cfg = b._config
                 if id(b._module) not in modules:
+                    blocks[id(b._module)] = b
                     modules[id(b._module)] = (b._name, cfg.stage_id, cfg.stage_placement)
                     if cfg.activation_checkpointing is not None:
                         checkpointing[id(b._module)] = cfg.activation_checkpointing
@@ -507,7 +508,7 @@ class Graph:
                 names.setdefault(id(buf), bname)
         trainable = {id(p) for opt, _ in self._opts for g in opt.param_groups for p in g["params"]
                      if p.requires_grad}
-        return lazy.GraphScope(modules, names, trainable, checkpointing)
+        return lazy.GraphScope(modules, names, trainable, checkpointing, blocks)
 
     # --- state -----------------------------------------------------------------------------------------------
     def state_dict(self, destination=None):

@@ -23,8 +23,9 @@ class GraphScope:
     """What the tracing graph knows of the modules it holds: {id(module): (path, stage id, placement)} and
     {id(tensor): variable name} of their parameters and buffers."""
 
-    def __init__(self, modules, names, trainable, checkpointing=None):
+    def __init__(self, modules, names, trainable, checkpointing=None, blocks=None):
         self.modules = modules
+        self.blocks = blocks or {}  # {id(module): its graph Block}: `module.to(GraphModule)` inside build
         self.names = names
         self.trainable = trainable  # ids of the parameters the graph's optimizers update
         # {id(module): True/False} of the modules whose activation_checkpointing was set (None: inherited)
@@ -53,6 +54,14 @@ def context_entry():
 def current():
     """The GraphTrace of the build being traced, or None."""
     return _CTX.graph_traces[-1][0] if _CTX.graph_traces else None
+
+
+def block_of(module):
+    """The Block of a module registered into the graph being traced (its `to(GraphModule)` inside forward, as
+    OneFlow 0.9's proxy answers it: nn/graph/proxy.py), or None."""
+    if not _CTX.graph_traces:
+        return None
+    return _CTX.graph_traces[-1][1].blocks.get(id(module))
 
 
 def is_lazy(t):

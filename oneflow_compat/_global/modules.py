@@ -414,6 +414,12 @@ class Module:
         from oneflow_compat.ir import dtypes
         from oneflow_compat._global.tensor import Tensor
 
+        if len(args) == 1 and not kwargs and isinstance(args[0], type) and args[0].__name__ == "GraphModule":
+            block = lazy.block_of(self)  # inside build, `self.to(nn.graph.GraphModule)` of a registered module
+            if block is None:
+                raise ValueError("Unsupported parameters in module.to: %s (only a module of an nn.Graph, inside its "
+                                 "build, has a GraphModule)" % (args[0],))
+            return block.to(args[0])
         device = dtype = None
         if len(args) + len(kwargs) == 2:
             device = kwargs.pop("device", None) or args[0]
