@@ -518,7 +518,17 @@ class Tensor:
 
     def _accumulate_in_place(self, value, run_hooks):
         own = self._value
+        folded = None
+        if self._grad is not None and self._placement is not None and not getattr(value, "folded", False) and \
+                not (run_hooks and self._grad_hooks):
+            # a partial-sum `.grad` (after zero_grad) and a gradient no bucket summed: added first, then boxed once
+            # (a leaf's hooks see the new gradient alone: then the old one is boxed on its own, `_add_to_grad`)
+            folded = _grad_zeroing.fold_into_old(self, value)
+            if folded is not None:
+                value = folded
         value = autograd.box(value, own.placement, own.sbp, label="gradient")  # explain: a gradient boxing
+        if folded is not None:
+            value.folded = True
         if run_hooks:
             for hook in self._grad_hooks:
                 changed = hook(self._grad_like(value))
@@ -538,7 +548,8 @@ class Tensor:
         the leaf's placement and SBP (OneFlow 0.9, oneflow/core/autograd/autograd_engine.cpp:154-175
         `AccGrad4LeafTensor` boxes it so after every accumulation): a broadcast parameter's gradient that
         `zero_grad()` left as partial-sum zeros (`_global/grad_zeroing.py`) shows broadcast again and holds the
-        sum; one assigned on another layout is boxed first."""
+        old plus the new sum (the bucket's sum already holds the old pieces where `value.folded`); one on another
+        layout is boxed first."""
         own = self._value
         grad = self._grad
         if grad is None or grad._value.meta.shape != own.meta.shape:
@@ -548,10 +559,13 @@ class Tensor:
             return
         g = grad._value
         if g.placement != own.placement or g.sbp != own.sbp:
-            if _grad_zeroing.is_zeroed_partial_of(g, own) and len(g.pieces) == len(value.pieces) and \
-                    all(p.shape == q.shape for p, q in zip(g.pieces, value.pieces)):
-                # zeros summed over the ranks add nothing: the sum is `value` itself, written into the zeroed
-                # gradient's own storage (one copy, as the `+=` below; no collective, no allocation)
+            if getattr(value, "folded", False) and _grad_zeroing.is_partial_of(g, own) and \
+                    len(g.pieces) == len(value.pieces) and all(p.shape == q.shape for p, q in zip(g.pieces,
+                                                                                               value.pieces)):
+                # a bucket's sum that already holds this partial-sum gradient (its pieces were added into the
+                # bucket before the all-reduce: `grad_zeroing.old_partial`): it is the new `.grad`, written into the
+                # old gradient's own storage (one copy, as the `+=` below; no collective, no allocation). Every
+                # rank takes this branch alike (`folded` is decided from layouts and hooks only).
                 for p, q in zip(g.pieces, value.pieces):
                     p[...] = q
                 # (a global tensor has no views to tell: `_set_value`'s work is not needed)

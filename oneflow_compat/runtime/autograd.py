@@ -291,7 +291,7 @@ def _leaf_uses(roots):
     return uses
 
 
-def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None, root_value=None):
+def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None, root_value=None, old_partial=None):
     """Backpropagates from `roots` = [(edge, gradient value)]; calls `accumulate_leaf(leaf, value)` once per leaf
     reached with its summed gradient (not yet boxed: the surface boxes it to the leaf's layout), as soon as every
     edge reaching the leaf was handled. Output hooks of a node run on its summed output gradients first.
@@ -305,10 +305,18 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None, root_
     `root_value`: the forward value of the pass's one root (a loss): where it is a small partial sum, the buckets'
     check carries its addends, so that its `numpy()` afterwards sends nothing (`OverlappedGradients`).
 
+    `old_partial(leaf)`: this rank's pieces (a list, empty on a rank outside the placement) of the leaf's current
+    `.grad` where that is a partial sum on the leaf's placement that the bucketed sum may carry (what `zero_grad()`
+    leaves: zeros, or whatever was written into them since), else None; every rank answers alike but for the
+    pieces (the answer decides whether the leaf's accumulation communicates). Such a piece is added into the leaf's bucket contribution before the all-reduce (OneFlow
+    0.9 adds the new gradient to the old one: the old partial sum's pieces summed over the ranks plus the new sum,
+    in the same all-reduce), and the summed value handed to `accumulate_leaf` is marked `folded = True`: it already
+    holds the old gradient, which it replaces.
+
     Callbacks queued during the walk (`queue_callback`) run at its end, in order."""
     _CALLBACKS.stack.append([])
     try:
-        _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value)
+        _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value, old_partial)
         callbacks = _CALLBACKS.stack[-1]
         while callbacks:  # (a callback may queue another)
             callbacks.pop(0)()
@@ -316,7 +324,7 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None, root_
         _CALLBACKS.stack.pop()
 
 
-def _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value=None):
+def _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value=None, old_partial=None):
     pending = {}  # node -> [list of grads per output]
     leaves = {}  # id(leaf) -> (leaf, [grads])
     nodes = {}
@@ -324,8 +332,8 @@ def _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value=None):
     deferred = []  # (leaf, gradient) waiting for the buckets
     # from a loop's second step on, the partial sums go into their buckets as they complete and are all-reduced
     # while the walk goes on (`buckets.OverlappedGradients`)
-    overlap = buckets.OverlappedGradients(uses.leaves, _device_value, root_value) if leaf_layout is not None \
-        else None
+    overlap = buckets.OverlappedGradients(uses.leaves, _device_value, root_value, old_partial) \
+        if leaf_layout is not None else None
 
     def complete(leaf, value):
         if leaf_layout is not None and buckets.bucketable(value, leaf_layout(leaf)):
@@ -391,7 +399,8 @@ def _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value=None):
         for leaf, g in summed:
             accumulate_leaf(leaf, g)
     if deferred:
-        summed = buckets.reduce_partial_gradients([(g, leaf_layout(leaf)) for leaf, g in deferred], _device_value)
+        summed = buckets.reduce_partial_gradients([(g, leaf_layout(leaf)) for leaf, g in deferred], _device_value,
+                                                  [old_partial(leaf) if old_partial else None for leaf, _ in deferred])
         for (leaf, _), g in zip(deferred, summed):
             accumulate_leaf(leaf, g)
 

@@ -170,15 +170,16 @@ class GradBuckets:
             text = self._default_text = "gradient all-reduce of %s" % self.describe()
         return text
 
-    def all_reduce(self, arrays, scale=None, what=None):
-        """The member-wise sums of `arrays` (see the module docstring); every member rank calls it."""
+    def all_reduce(self, arrays, scale=None, what=None, extra=None):
+        """The member-wise sums of `arrays` (see the module docstring); every member rank calls it. `extra`: arrays
+        (or None) added to `arrays` entry by entry before the sum (an old partial-sum gradient)."""
         if len(arrays) != len(self.shapes):
             raise ValueError("GradBuckets.all_reduce: %d arrays for %d gradients" % (len(arrays), len(self.shapes)))
         for a, shape in zip(arrays, self.shapes):
             if a is not None and tuple(a.shape) != shape:
                 raise ValueError("GradBuckets.all_reduce: a gradient of shape %s for the entry of shape %s"
                                  % (tuple(a.shape), shape))
-        agreement.in_turn(self._all_reduce_in_turn, self._text(what), arrays)
+        agreement.in_turn(self._all_reduce_in_turn, self._text(what), arrays, extra)
         if scale is not None:
             for buf in self.buffers:
                 buf *= buf.dtype.type(scale)
@@ -201,28 +202,25 @@ class GradBuckets:
     def _communicates(self, comm):
         return len(self.ranks) >= 2 and comm.size > 1
 
-    def _all_reduce_in_turn(self, text, arrays):
+    def _all_reduce_in_turn(self, text, arrays, extra=None):
         comm = _comm()
         if not self._communicates(comm):
             self._allocate(None)
-            self._fill(arrays)
+            self._fill(arrays, extra)
             return
         with activity.operation(text):
             # the check rides in the first bucket's all-reduce (`carry`: nothing before it has an effect)
             agreement.global_op((agreement.digest(text), text), self.ranks, carry=True)
             self._allocate(comm)
-            self._fill(arrays)
+            self._fill(arrays, extra)
             started = [(b, comm.iallreduce_(buf, self.ranks)) for b, buf in enumerate(self.buffers)]
             for b, pending in started:
                 pending.wait()
                 self._record(b, comm)
 
-    def _fill(self, arrays):
-        for view, a in zip(self.views, arrays):
-            if a is None:
-                view[...] = 0
-            else:
-                view[...] = a
+    def _fill(self, arrays, extra=None):
+        for view, a, e in zip(self.views, arrays, extra or [None] * len(arrays)):
+            fill_slot(view, a, e)
 
     def _start_in_turn(self, text, numbers, check):
         comm = _comm()
@@ -282,12 +280,15 @@ def bucketable(g, layout):
             and g.meta.dtype.is_floating)
 
 
-def reduce_partial_gradients(items, make_value):
+def reduce_partial_gradients(items, make_value, olds=None):
     """`items` = [(gradient Value, (placement, sbp) of its leaf)]: returns the gradients with every one that is a
     partial sum (P) going to a broadcast (B) leaf on the same placement of several ranks replaced by its sum (B),
     reduced together through gradient buckets (one check and one all-reduce per bucket for all of them).
-    `make_value(meta, placement, sbp, pieces)` makes a Value (the caller's type)."""
+    `make_value(meta, placement, sbp, pieces)` makes a Value (the caller's type). `olds[k]`: None, or this rank's
+    pieces of the leaf's old partial-sum gradient (`autograd.backward`'s `old_partial`), added into the bucket
+    with the new gradient; the sum returned for it is then marked `folded` (it holds the old gradient too)."""
     out = [g for g, _ in items]
+    olds = olds or [None] * len(items)
     groups = {}
     for k, (g, layout) in enumerate(items):
         if bucketable(g, layout):
@@ -301,7 +302,7 @@ def reduce_partial_gradients(items, make_value):
         ranks = _owners(pl)
         if me not in ranks:  # nothing here: a rank outside the placement holds no piece of the sums
             for k, g in zip(ks, grads):
-                out[k] = make_value(g.meta, pl, S.B, [])
+                out[k] = _summed(make_value(g.meta, pl, S.B, []), olds[k])
             continue
         # per thread: threads' backward passes run side by side, each fills and reads its own buffers
         key = ("eager gradients", threading.get_ident(), pl, tuple(g.lk for g in grads))
@@ -310,10 +311,37 @@ def reduce_partial_gradients(items, make_value):
             buckets = ctx.buckets[key] = GradBuckets([g.meta.shape for g in grads],
                                                      [g.meta.dtype.np for g in grads], ranks, placement=pl)
         what = "eager gradient all-reduce of %s" % buckets.describe()
-        reduced = buckets.all_reduce([_host(g.pieces[0]) if g.pieces else None for g in grads], what=what)
+        reduced = buckets.all_reduce([_host(g.pieces[0]) if g.pieces else None for g in grads], what=what,
+                                     extra=[_old_piece(olds[k]) for k in ks])
         for k, g, r in zip(ks, grads, reduced):
-            out[k] = make_value(g.meta, pl, S.B, [r])
+            out[k] = _summed(make_value(g.meta, pl, S.B, [r]), olds[k])
     return out
+
+
+def _old_piece(old):
+    """The host array of this rank's piece of an old partial-sum gradient to add into a bucket (or None)."""
+    return _host(old[0]) if old else None
+
+
+def _summed(value, old):
+    """`value` (a bucket's sum) marked as holding the old gradient when one was added into the bucket."""
+    if old is not None:
+        value.folded = True
+    return value
+
+
+def fill_slot(view, new, old):
+    """A bucket slot's contribution: this rank's new gradient (None: zero) plus the old partial-sum gradient's
+    piece (None: none), in one pass."""
+    if old is None:
+        if new is None:
+            view[...] = 0
+        else:
+            view[...] = new
+    elif new is None:
+        view[...] = old
+    else:
+        np.add(new, old, out=view)
 
 
 class OverlappedGradients:
@@ -328,7 +356,7 @@ class OverlappedGradients:
     path (`reduce_partial_gradients`); `finish` then records the pass's own list for the next one. Every rank walks
     the same nodes in the same order, so every rank makes the same choices."""
 
-    def __init__(self, leaves, make_value, root=None):
+    def __init__(self, leaves, make_value, root=None, old_partial=None):
         # the plan is found by the leaves' ids and used only if it was learned over these very objects (weak
         # references): an id reused by a new object after an old one was freed must not make one rank use a plan
         # that another rank, whose memory differs, does not find
@@ -336,6 +364,8 @@ class OverlappedGradients:
         self.key = ("overlapped gradients", threading.get_ident(), tuple(id(leaf) for leaf in leaves))
         self.leaves = leaves
         self.make_value = make_value
+        self.old_partial = old_partial  # `autograd.backward`'s: an old partial-sum gradient to add into the bucket
+        self.folded = set()  # entries whose bucket contribution holds their leaf's old gradient
         plan = context.get().buckets.get(self.key)  # (placement, [(leaf id, layout id)], GradBuckets, refs) or None
         if plan is not None and (len(plan[3]) != len(leaves) or any(r() is not x for r, x in zip(plan[3], leaves))):
             plan = None
@@ -378,7 +408,10 @@ class OverlappedGradients:
             return False
         k = self.pos
         view = grad_buckets.view(k)
-        view[...] = _host(value.pieces[0])
+        old = self.old_partial(leaf) if self.old_partial is not None else None
+        fill_slot(view, _host(value.pieces[0]), _old_piece(old))
+        if old is not None:
+            self.folded.add(k)
         self.pos += 1
         grad_buckets.ready(k)
         return True
@@ -398,7 +431,10 @@ class OverlappedGradients:
             for k in range(self.pos):
                 if grad_buckets.slots[k][0] < started:
                     leaf, g = self.seen[k]
-                    summed_at[k] = (leaf, self.make_value(g.meta, pl, S.B, [grad_buckets.view(k)]))
+                    summed = self.make_value(g.meta, pl, S.B, [grad_buckets.view(k)])
+                    if k in self.folded:
+                        summed.folded = True
+                    summed_at[k] = (leaf, summed)
         # (a bucket that never filled up was not reduced: its gradients are summed with the rest)
         given_back = [item for k, item in enumerate(self.seen) if k not in summed_at]
         if self.plan is None or given_back:
