@@ -257,7 +257,7 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
     # one root (a loss): the gradient buckets' check may carry its partial sums, so that its numpy() sends nothing
     root_value = tensors[0]._value if len(tensors) == 1 and tensors[0]._placement is not None else None
     autograd.backward(roots, lambda leaf, value: leaf._accumulate_grad(value), retain_graph, _leaf_layout,
-                      root_value, _grad_zeroing.old_partial)
+                      root_value, _grad_zeroing.leaf_gradient)
 
 
 def _leaf_layout(leaf):

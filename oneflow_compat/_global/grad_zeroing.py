@@ -10,7 +10,7 @@ global leaf's accumulated gradient to the leaf's placement and SBP after each ac
 gradient shows broadcast again and holds the old gradient plus the new, summed, on every rank. Whatever the
 partial-sum gradient holds by then (zeros; or what was written into it: `add_`, `fill_`, a write into
 `to_local()` on some ranks only) is added into the bucket contribution of the new gradient before its all-reduce
-(`old_partial`, `runtime/buckets.py`), so a data-parallel step's only collective for its gradients stays the
+(`leaf_gradient`, `runtime/buckets.py`), so a data-parallel step's only collective for its gradients stays the
 bucket's all-reduce and nothing written is lost; the bucket's sum then replaces the old gradient
 (`Tensor._add_to_grad`, `Value.folded`). A gradient that comes in another way (a broadcast gradient, a hook on the
 leaf) is added to the old one boxed to the leaf's SBP (a collective, as OneFlow 0.9's add then boxing).
@@ -72,21 +72,22 @@ def is_partial_of(grad_value, own):
             and grad_value.meta.dtype == own.meta.dtype and grad_value.meta.shape == own.meta.shape)
 
 
-def old_partial(leaf):
-    """`runtime.autograd.backward`'s `old_partial`: this rank's pieces of `leaf`'s `.grad` when the next bucketed sum
-    of its gradient may carry them — a partial sum on the leaf's placement (`is_partial_of`: after `zero_grad()`),
-    and no hook that must see the new gradient alone (OneFlow 0.9 runs a leaf's hooks on the new gradient, before
-    it is added to `.grad`). OneFlow 0.9 adds the new gradient to the old one (the old partial sum's pieces summed
-    over the ranks, plus the new sum): adding this rank's old piece into its bucket contribution gives that sum in
-    the one all-reduce the step makes anyway, for pieces of any content, equal or different per rank. Every rank
-    answers alike (the layouts and hooks are the same everywhere), so every rank then accumulates alike."""
+def leaf_gradient(leaf):
+    """`runtime.autograd.backward`'s `leaf_gradient`: (this rank's pieces of `leaf`'s `.grad` or None, whether the
+    next bucketed sum of its gradient may carry them) — it may where `.grad` is a partial sum on the leaf's
+    placement (`is_partial_of`: after `zero_grad()`) and no hook must see the new gradient alone (OneFlow 0.9 runs a
+    leaf's hooks on the new gradient, before it is added to `.grad`). OneFlow 0.9 adds the new gradient to the old
+    one (the old partial sum's pieces summed over the ranks, plus the new sum): adding this rank's old piece into
+    its bucket contribution gives that sum in the one all-reduce the step makes anyway, for pieces of any content,
+    equal or different per rank. Every rank answers the second alike (the layouts and hooks are the same
+    everywhere), so every rank then accumulates alike."""
     grad = leaf._grad
-    if grad is None or leaf._grad_hooks:
-        return None
+    if grad is None:
+        return None, False
     g = grad._value
-    if type(g) is LazyValue or not is_partial_of(g, leaf._value):
-        return None
-    return g.pieces
+    if type(g) is LazyValue:
+        return None, False
+    return g.pieces, not leaf._grad_hooks and is_partial_of(g, leaf._value)
 
 
 def fold_into_old(leaf, value):

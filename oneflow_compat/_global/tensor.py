@@ -562,14 +562,21 @@ class Tensor:
             if getattr(value, "folded", False) and _grad_zeroing.is_partial_of(g, own) and \
                     len(g.pieces) == len(value.pieces) and all(p.shape == q.shape for p, q in zip(g.pieces,
                                                                                                value.pieces)):
-                # a bucket's sum that already holds this partial-sum gradient (its pieces were added into the
-                # bucket before the all-reduce: `grad_zeroing.old_partial`): it is the new `.grad`, written into the
-                # old gradient's own storage (one copy, as the `+=` below; no collective, no allocation). Every
-                # rank takes this branch alike (`folded` is decided from layouts and hooks only).
-                for p, q in zip(g.pieces, value.pieces):
-                    p[...] = q
+                # a sum that already holds this partial-sum gradient (its pieces were added into the bucket before
+                # the all-reduce: `grad_zeroing.leaf_gradient`): it is the new `.grad`. Every rank takes this branch
+                # alike (`folded` is decided from layouts and hooks only). A leaf's own bucket slot becomes `.grad`'s
+                # storage (`bucket_slot`: DDP's gradient-as-bucket-view; from the next step on the backward writes
+                # into it and nothing is copied back: `buckets.OverlappedGradients`, as OneFlow 0.9's boxed sum is
+                # a new tensor); another sum is written into the old gradient's storage (one copy, as the `+=` below).
+                # No collective, no allocation.
+                pieces = g.pieces
+                if getattr(value, "bucket_slot", False):
+                    pieces = value.pieces
+                else:
+                    for p, q in zip(pieces, value.pieces):
+                        p[...] = q
                 # (a global tensor has no views to tell: `_set_value`'s work is not needed)
-                grad._value = global_eager.Value(own.meta, own.placement, own.sbp, g.pieces, own.lk)
+                grad._value = global_eager.Value(own.meta, own.placement, own.sbp, pieces, own.lk)
                 grad._sbp = self._sbp
                 return
             g = autograd.box(g, own.placement, own.sbp)

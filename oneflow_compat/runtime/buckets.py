@@ -91,6 +91,8 @@ class GradBuckets:
         self.reset()
         self.calls = 0
         self._pending = []  # (bucket, Pending) started and not yet waited for
+        self.before_start = None  # called with a bucket's number just before its all-reduce starts (`ready`)
+        self.given = [False] * len(self.shapes)  # entries whose slot was handed out as a gradient's storage
 
     def _allocate(self, comm):
         """The persistent buffers (a collective of the members when they are several: the comm's shared buffers)."""
@@ -140,6 +142,8 @@ class GradBuckets:
         done = []
         while self.next_bucket < len(self.plan) and not self._missing[self.next_bucket]:
             b = self.next_bucket
+            if self.before_start is not None:
+                self.before_start(b)
             agreement.in_turn(self._start_in_turn, self._text(), [b], not self._checked)
             self._checked = True
             self.next_bucket += 1
@@ -356,7 +360,7 @@ class OverlappedGradients:
     path (`reduce_partial_gradients`); `finish` then records the pass's own list for the next one. Every rank walks
     the same nodes in the same order, so every rank makes the same choices."""
 
-    def __init__(self, leaves, make_value, root=None, old_partial=None):
+    def __init__(self, leaves, make_value, root=None, leaf_gradient=None):
         # the plan is found by the leaves' ids and used only if it was learned over these very objects (weak
         # references): an id reused by a new object after an old one was freed must not make one rank use a plan
         # that another rank, whose memory differs, does not find
@@ -364,8 +368,10 @@ class OverlappedGradients:
         self.key = ("overlapped gradients", threading.get_ident(), tuple(id(leaf) for leaf in leaves))
         self.leaves = leaves
         self.make_value = make_value
-        self.old_partial = old_partial  # `autograd.backward`'s: an old partial-sum gradient to add into the bucket
+        self.leaf_gradient = leaf_gradient  # `autograd.backward`'s: a leaf's `.grad` pieces, and whether to carry them
         self.folded = set()  # entries whose bucket contribution holds their leaf's old gradient
+        self.in_place = {}  # entry: (new gradient, carried) for a slot that is its leaf's `.grad` (`_write_in_place`)
+        self.saved = {}  # entry: its leaf's `.grad` (a copy) while the slot holds the new gradient alone
         plan = context.get().buckets.get(self.key)  # (placement, [(leaf id, layout id)], GradBuckets, refs) or None
         if plan is not None and (len(plan[3]) != len(leaves) or any(r() is not x for r, x in zip(plan[3], leaves))):
             plan = None
@@ -376,6 +382,7 @@ class OverlappedGradients:
         self.root = None  # (Value, addends) of the backward's root whose sums the buckets' check carries
         if self.on_plan:
             self.plan[2].reset()
+            self.plan[2].before_start = self._write_in_place
             self._carry_root(root)
 
     def _carry_root(self, root):
@@ -398,7 +405,16 @@ class OverlappedGradients:
 
     def take(self, leaf, value):
         """A bucketable gradient of `leaf` is complete: True when it went into its bucket (the caller then forgets
-        it), False when the caller must sum it at the end of the walk."""
+        it), False when the caller must sum it at the end of the walk.
+
+        The leaf's old `.grad` pieces, where they may be carried (`leaf_gradient`), are added into the slot with the
+        new gradient. A slot may be the leaf's `.grad` itself (DDP's gradient-as-bucket-view: `finish` hands the
+        slot out as the sum that replaces the old gradient, `Tensor._add_to_grad` keeps it as `.grad`'s storage, and
+        from then on the backward adds the new gradient straight into `.grad` and its all-reduce needs no copy
+        back). The write into such a slot waits until its bucket starts (`_write_in_place`), so that a bucket
+        given back leaves `.grad` as it was. A slot handed out as a `.grad` that is not the leaf's any more (set to
+        None, assigned, replaced) is not written (what held it may still read it): this pass goes off the plan and
+        the next pass gets new buckets (every rank alike, where every rank handles its gradients alike)."""
         self.seen.append((leaf, value))
         if not self.on_plan:
             return False
@@ -408,13 +424,38 @@ class OverlappedGradients:
             return False
         k = self.pos
         view = grad_buckets.view(k)
-        old = self.old_partial(leaf) if self.old_partial is not None else None
-        fill_slot(view, _host(value.pieces[0]), _old_piece(old))
-        if old is not None:
+        pieces, carried = self.leaf_gradient(leaf) if self.leaf_gradient is not None else (None, False)
+        in_slot = bool(pieces) and pieces[0] is view
+        if grad_buckets.given[k] and not in_slot:
+            self.on_plan = False
+            return False
+        new = _host(value.pieces[0])
+        if in_slot:
+            self.in_place[k] = (new, carried)
+        else:
+            fill_slot(view, new, _host(pieces[0]) if carried and pieces else None)
+        if carried:
             self.folded.add(k)
         self.pos += 1
         grad_buckets.ready(k)
         return True
+
+    def _write_in_place(self, b):
+        """Bucket b starts its all-reduce: the new gradients of its slots that are their leaves' `.grad` go in now —
+        added to the old gradient where it is carried (it is the slot's content), else the old gradient set aside
+        (`saved`: put back by `finish`) and the slot given the new gradient alone."""
+        grad_buckets = self.plan[2]
+        for k in grad_buckets.members[b]:
+            write = self.in_place.pop(k, None)
+            if write is None:
+                continue
+            new, carried = write
+            view = grad_buckets.views[k]
+            if carried:
+                view += new
+            else:
+                self.saved[k] = view.copy()
+                view[...] = new
 
     def finish(self):
         """Waits for the all-reduces started; returns ([(leaf, summed Value)], [(leaf, gradient)] given back to the
@@ -424,17 +465,29 @@ class OverlappedGradients:
         if self.plan is not None:
             pl, _, grad_buckets, _ = self.plan
             grad_buckets.wait()
+            grad_buckets.before_start = None
             carried = grad_buckets.root_check
             if self.root is not None and carried is not None and carried.result is not None:
                 remember_sum(self.root[0], self.root[1], grad_buckets.ranks, carried.result)
             started = grad_buckets.next_bucket  # buckets are started in order
+            # a slot that may become its leaf's `.grad` (host memory: a GPU's gradient stays on the device)
+            keep = pl.device_tag == "cpu"
             for k in range(self.pos):
                 if grad_buckets.slots[k][0] < started:
                     leaf, g = self.seen[k]
-                    summed = self.make_value(g.meta, pl, S.B, [grad_buckets.view(k)])
+                    view = grad_buckets.view(k)
+                    if k in self.saved:  # the slot is `.grad`, which the sum does not replace: the sum apart, `.grad` back
+                        summed = self.make_value(g.meta, pl, S.B, [view.copy()])
+                        view[...] = self.saved.pop(k)
+                    else:
+                        summed = self.make_value(g.meta, pl, S.B, [view])
                     if k in self.folded:
                         summed.folded = True
+                        if keep:
+                            summed.bucket_slot = True  # it replaces `.grad`: its storage from now on
+                            grad_buckets.given[k] = True
                     summed_at[k] = (leaf, summed)
+            self.in_place.clear()  # (writes of buckets given back: `.grad` stays as it was)
         # (a bucket that never filled up was not reduced: its gradients are summed with the rest)
         given_back = [item for k, item in enumerate(self.seen) if k not in summed_at]
         if self.plan is None or given_back:
