@@ -272,4 +272,129 @@ def test_over_mpi_on_2_ranks():
         prefix = "[rank %d] " % rank
         lines = [line[len(prefix):] for line in done.stdout.splitlines() if line.startswith(prefix)]
         assert [line for line in lines if line.startswith("CHECK ")] == [
-            "CHECK writes summed ok", "CHECK steady step collectives ok", "CHECK common path bits ok"], lines
+            "CHECK writes summed ok", "CHECK steady step collectives ok", "CHECK gradient in its shared bucket slot ok",
+            "CHECK common path bits ok"], lines
+
+
+# --- the gradient as its bucket slot (DDP's gradient-as-bucket-view) -----------------------------------------------
+def _in_its_slot(w):
+    """Whether w.grad's storage is a slot of the step's gradient buckets (the backward writes there)."""
+    from oneflow_compat.runtime import context
+
+    plans = [v for k, v in context.get().buckets.items() if k[0] == "overlapped gradients"]
+    piece = w.grad._value.pieces[0]
+    return any(piece is view for plan in plans for view in plan[2].views)
+
+
+def test_a_steady_gradient_is_its_bucket_slot_and_nothing_is_copied_back():
+    """From the step after the buckets exist, `.grad`'s storage is the parameter's bucket slot: the backward adds the
+    new gradient into it once (the old partial-sum zeros, or what was written, are its content) and the
+    all-reduce's sum is `.grad` (no copy back, nothing copied into the bucket from elsewhere)."""
+    from oneflow_compat.runtime import buckets
+
+    counts = collections.Counter()
+    fill, write = buckets.fill_slot, buckets.OverlappedGradients._write_in_place
+
+    def counted_fill(view, new, old):
+        counts["copied into a bucket"] += 1
+        return fill(view, new, old)
+
+    def counted_write(self, b):
+        counts["added into .grad in its slot"] += sum(k in self.in_place for k in self.plan[2].members[b])
+        return write(self, b)
+
+    def body():
+        pl = flow.placement("cpu", [0, 1])
+        w = flow.nn.Parameter(flow.tensor(W0).to_global(placement=pl, sbp=B))
+        x = flow.tensor(X).to_global(placement=pl, sbp=B).to_global(sbp=S0)
+        opt = flow.optim.SGD([w], lr=0.0)
+        rows = []
+        for step in range(5):
+            opt.zero_grad()
+            if step == 4:
+                w.grad.to_local()[...] = flow.env.get_rank() + 1.0  # written into the slot: summed, 3 in all
+            ((x.matmul(w) ** 2).sum() / 2).backward()
+            rows.append((_in_its_slot(w), w.grad.numpy().copy()))
+        return rows
+
+    buckets.fill_slot, buckets.OverlappedGradients._write_in_place = counted_fill, counted_write
+    try:
+        results = on_ranks(2, body)
+    finally:
+        buckets.fill_slot, buckets.OverlappedGradients._write_in_place = fill, write
+    g = grad_of(X, W0)
+    for rows in results:
+        # step 0: no gradient (summed after backward), step 1: the buckets made (the sum becomes .grad), then in place
+        assert [slot for slot, _ in rows] == [False, True, True, True, True]
+        for _, whole in rows[:4]:
+            np.testing.assert_allclose(whole, g, rtol=1e-6)
+        np.testing.assert_allclose(rows[4][1], g + 3, rtol=1e-6)
+    # per rank (2 ranks): steps 0 and 1 copy into a bucket (the end-of-backward one, then the new one), steps 2-4
+    # add into .grad in its slot
+    assert counts == {"copied into a bucket": 4, "added into .grad in its slot": 6}, counts
+
+
+def test_a_gradient_in_its_slot_keeps_every_meaning():
+    """Accumulating without zero_grad, a gradient held after zero_grad(set_to_none=True) or after `w.grad = ...`
+    (its slot is not written again: new buckets), a hook registered after the gradient went into its slot (it sees
+    the new gradient alone): the numbers of OneFlow 0.9, on every rank."""
+    def body():
+        pl = flow.placement("cpu", [0, 1])
+        w = flow.nn.Parameter(flow.tensor(W0).to_global(placement=pl, sbp=B))
+        x = flow.tensor(X).to_global(placement=pl, sbp=B).to_global(sbp=S0)
+        opt = flow.optim.SGD([w], lr=0.0)
+
+        def backward():
+            ((x.matmul(w) ** 2).sum() / 2).backward()
+
+        out = {}
+        for _ in range(3):
+            opt.zero_grad()
+            backward()
+        assert _in_its_slot(w)
+        backward()  # no zero_grad: the broadcast gradient in its slot is set aside and the sum added to it
+        out["accumulated"] = (_in_its_slot(w), w.grad.numpy().copy())
+        opt.zero_grad()
+        backward()
+        held = w.grad
+        kept = held.to_local().numpy().copy()
+        opt.zero_grad(set_to_none=True)
+        backward()
+        out["held after set_to_none"] = (held.to_local().numpy().copy(), kept, w.grad.numpy().copy())
+        held = w.grad
+        kept = held.to_local().numpy().copy()
+        w.grad = flow.tensor(M).to_global(placement=pl, sbp=B)
+        backward()
+        out["held after assignment"] = (held.to_local().numpy().copy(), kept, w.grad.numpy().copy())
+        for _ in range(3):  # new buckets, and the gradient back in a slot
+            opt.zero_grad()
+            backward()
+        out["back in a slot"] = (_in_its_slot(w), w.grad.numpy().copy())
+        seen = []
+        w.register_hook(lambda grad: seen.append(grad.numpy().copy()))
+        opt.zero_grad()
+        w.grad.to_local()[...] = 1.0
+        backward()
+        out["hooked"] = (seen[-1], w.grad.numpy().copy())
+        backward()
+        out["hooked, accumulated"] = (seen[-1], w.grad.numpy().copy())
+        return out
+
+    g = grad_of(X, W0)
+    for out in on_ranks(2, body):
+        slot, whole = out["accumulated"]
+        assert slot
+        np.testing.assert_allclose(whole, 2 * g, rtol=1e-6)
+        for case, extra in (("held after set_to_none", 0), ("held after assignment", M)):
+            now, kept, whole = out[case]
+            np.testing.assert_array_equal(now, kept)  # what the user holds is not written
+            np.testing.assert_allclose(whole, g + extra, rtol=1e-6)
+        slot, whole = out["back in a slot"]
+        assert slot
+        np.testing.assert_allclose(whole, g, rtol=1e-6)
+        seen, whole = out["hooked"]
+        np.testing.assert_allclose(seen, g, rtol=1e-6)
+        np.testing.assert_allclose(whole, g + 2, rtol=1e-6)
+        seen, whole = out["hooked, accumulated"]
+        np.testing.assert_allclose(seen, g, rtol=1e-6)
+        np.testing.assert_allclose(whole, 2 * g + 2, rtol=1e-6)

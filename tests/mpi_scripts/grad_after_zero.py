@@ -5,6 +5,7 @@ partial-sum pieces ride in their all-reduce.
 * writes of every kind (to_local on one rank, different per rank, add_ of a partial sum, fill_) give OneFlow 0.9's
   sum: the old partial sum's pieces summed over the ranks plus the new gradient (numpy reference);
 * a steady step makes one collective (the bucket's all-reduce, its check carried), with writes or without;
+* the gradient is its slot in the shared bucket;
 * a step without writes gives the bits of a backward into no gradient (zero_grad(set_to_none=True)).
 
 Every rank prints `CHECK <name> ok` per check and `DONE <count>`."""
@@ -83,6 +84,21 @@ ok("writes summed")
 # carried, with the old pieces in it or not
 assert all(c[2:] == [1, 1] for c in counts.values()), counts
 ok("steady step collectives")
+# the gradient is its slot in the bucket the ranks share (DDP's gradient-as-bucket-view): written by the backward,
+# summed in place, read by the optimizer
+from oneflow_compat.runtime.context import get as flow_context  # noqa: E402
+
+w = flow.nn.Parameter(flow.tensor(W0).to_global(placement=PL, sbp=B))
+x = flow.tensor(np.array_split(X, 2)[RANK]).to_global(placement=PL, sbp=S0)
+sgd = flow.optim.SGD([w], lr=0.0)
+for _ in range(3):
+    sgd.zero_grad()
+    ((x.matmul(w) ** 2).sum() / 2).backward()
+plan = next(v for k, v in flow_context().buckets.items()
+            if k[0] == "overlapped gradients" and any(r() is w for r in v[3]))[2]
+assert np.shares_memory(w.grad.to_local().numpy(), plan.buffers[0])
+np.testing.assert_allclose(w.grad.to_local().numpy(), G, rtol=1e-6)
+ok("gradient in its shared bucket slot")
 kept = train(None, lr=0.01)
 fresh = train(None, lr=0.01, set_to_none=True)
 assert kept[1] == fresh[1]
