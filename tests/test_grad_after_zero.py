@@ -407,3 +407,26 @@ def test_a_gradient_in_its_slot_keeps_every_meaning():
         seen, whole = out["hooked, accumulated"]
         np.testing.assert_allclose(seen, g, rtol=1e-6)
         np.testing.assert_allclose(whole, 2 * g + 2, rtol=1e-6)
+
+
+@pytest.mark.cpu_only(SLOTS)
+def test_ranks_that_drop_their_gradient_differently_fail_naming_both():
+    """A gradient in its slot dropped on one rank only (zero_grad(set_to_none=True) there, zero_grad() on the other):
+    the slot is not written again on that rank (the gradient it held may still be read), so its step sums through
+    new buckets while the other's uses its slot: the ranks fail at once, naming both operations (no hang)."""
+    from oneflow_compat.runtime.agreement import AgreementError
+
+    def body():
+        pl = flow.placement("cpu", [0, 1])
+        w = flow.nn.Parameter(flow.tensor(W0).to_global(placement=pl, sbp=B))
+        x = flow.tensor(X).to_global(placement=pl, sbp=B).to_global(sbp=S0)
+        opt = flow.optim.SGD([w], lr=0.0)
+        for step in range(4):
+            opt.zero_grad(set_to_none=step == 3 and flow.env.get_rank() == 0)
+            ((x.matmul(w) ** 2).sum() / 2).backward()
+
+    with pytest.raises(AgreementError) as failed:
+        on_ranks(2, body, timeout=30)
+    text = str(failed.value)
+    assert "rank 0 runs eager gradient all-reduce of 1 gradient(s) (3, 2) float32" in text, text
+    assert "rank 1 runs gradient all-reduce of 1 gradient(s) (3, 2) float32" in text, text
