@@ -178,8 +178,8 @@ def test_a_2x2_mesh(kind):
 
 @pytest.mark.parametrize("kind", ["to_local on rank 0 only", "to_local different per rank"])
 def test_a_broadcast_gradient_into_written_partial_sum_zeros(kind):
-    """Broadcast data on 2 ranks: the new gradient is broadcast (no bucket); the written partial sum is added and
-    the sum boxed to broadcast once (as OneFlow 0.9's add and boxing)."""
+    """Broadcast data on 2 ranks: the new gradient is broadcast; with the written partial sum it is summed over the
+    ranks (OneFlow 0.9's add and boxing; here through the buckets)."""
     write, old = WRITES[kind]
     g = grad_of(X, W0)
     for rows, _ in _train(2, write, data_sbp=(B,)):
@@ -430,3 +430,40 @@ def test_ranks_that_drop_their_gradient_differently_fail_naming_both():
     text = str(failed.value)
     assert "rank 0 runs eager gradient all-reduce of 1 gradient(s) (3, 2) float32" in text, text
     assert "rank 1 runs gradient all-reduce of 1 gradient(s) (3, 2) float32" in text, text
+
+
+def test_broadcast_gradients_into_partial_sum_zeros_share_one_all_reduce():
+    """Broadcast data on 2 ranks (every rank the whole batch): the gradients come broadcast; into the partial-sum
+    `.grad`s zero_grad() left (written on rank 0 only here) they are added as partial sums through the buckets: one
+    check and one all-reduce per step for both parameters (OneFlow 0.9 adds and boxes each: one all-reduce each)."""
+    bias = np.array([1.0, -2.0], np.float32)
+
+    def body():
+        with Meetings() as meetings:
+            pl = flow.placement("cpu", [0, 1])
+            w = flow.nn.Parameter(flow.tensor(W0).to_global(placement=pl, sbp=B))
+            b = flow.nn.Parameter(flow.tensor(bias).to_global(placement=pl, sbp=B))
+            x = flow.tensor(X).to_global(placement=pl, sbp=B)
+            opt = flow.optim.SGD([w, b], lr=0.0)
+            rows = []
+            for step in range(4):
+                if step:
+                    opt.zero_grad()
+                    if flow.env.get_rank() == 0:
+                        b.grad.to_local()[...] = 1.0
+                before = meetings.of_me()
+                ((x.matmul(w) + b) ** 2).sum().div(2).backward()
+                rows.append((meetings.of_me() - before, tuple(w.grad.sbp), w.grad.numpy().copy(),
+                             b.grad.to_local().numpy().copy()))
+            return rows
+
+    y = X @ W0 + bias
+    gw, gb = X.T @ y, y.sum(axis=0)
+    for rows in on_ranks(2, body):
+        assert [c for c, _, _, _ in rows] == [0, 2, 2, 2]  # (step 0: no old gradient, nothing to sum)
+        for c, sbp, w_grad, b_piece in rows:
+            assert sbp == (B,)
+            np.testing.assert_allclose(w_grad, gw, rtol=1e-6)
+        np.testing.assert_allclose(rows[0][3], gb, rtol=1e-6)
+        for _, _, _, b_piece in rows[1:]:
+            np.testing.assert_allclose(b_piece, gb + 1, rtol=1e-6)

@@ -12,8 +12,10 @@ partial-sum gradient holds by then (zeros; or what was written into it: `add_`, 
 `to_local()` on some ranks only) is added into the bucket contribution of the new gradient before its all-reduce
 (`leaf_gradient`, `runtime/buckets.py`), so a data-parallel step's only collective for its gradients stays the
 bucket's all-reduce and nothing written is lost; the bucket's sum then replaces the old gradient
-(`Tensor._add_to_grad`, `Value.folded`). A gradient that comes in another way (a broadcast gradient, a hook on the
-leaf) is added to the old one boxed to the leaf's SBP (a collective, as OneFlow 0.9's add then boxing).
+(`Tensor._add_to_grad`, `Value.folded`). A broadcast gradient (every rank the whole batch) joins the buckets as a
+partial sum (`runtime/autograd.py`: one all-reduce for all of them, where OneFlow 0.9 adds and boxes each); one on
+a mesh is added to the old pieces and the sum boxed once (`fold_into_old`); with a hook on the leaf the old
+gradient is boxed on its own and added (a collective, as OneFlow 0.9's add then boxing).
 The zeros left here are marked (`Value.zeroed`, for readers: no decision depends on it, since a write through
 `to_local()` on one rank cannot clear it on the others)."""
 from oneflow_compat import sbp as flow_sbp

@@ -338,6 +338,14 @@ def _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value=None, le
         if leaf_layout is not None else None
 
     def complete(leaf, value):
+        if leaf_layout is not None and type(value.sbp) is S.Broadcast:
+            layout = leaf_layout(leaf)
+            if buckets.bucketable_as_partial(value, layout) and _old_partial(leaf_gradient, leaf) is not None:
+                # a broadcast gradient going to a partial-sum `.grad` (after zero_grad): OneFlow 0.9 adds them and
+                # boxes the sum to the leaf's broadcast (an all-reduce); as a partial sum (no communication: the
+                # first rank's piece, zeros elsewhere) it joins the buckets with the old pieces, one all-reduce
+                # for all such gradients instead of one per leaf
+                value = box(value, layout[0], S.P, label="gradient")
         if leaf_layout is not None and buckets.bucketable(value, leaf_layout(leaf)):
             if not overlap.take(leaf, value):
                 deferred.append((leaf, value))

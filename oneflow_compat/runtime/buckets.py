@@ -284,6 +284,13 @@ def bucketable(g, layout):
             and g.meta.dtype.is_floating)
 
 
+def bucketable_as_partial(g, layout):
+    """Whether a broadcast gradient `g` would be `bucketable` once made a partial sum (no communication)."""
+    pl, sbp = layout
+    return (g.sbp == S.B and sbp == S.B and g.placement == pl and len(_owners(pl)) > 1
+            and g.meta.dtype.is_floating)
+
+
 def reduce_partial_gradients(items, make_value, olds=None):
     """`items` = [(gradient Value, (placement, sbp) of its leaf)]: returns the gradients with every one that is a
     partial sum (P) going to a broadcast (B) leaf on the same placement of several ranks replaced by its sum (B),
