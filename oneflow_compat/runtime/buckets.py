@@ -483,7 +483,8 @@ class OverlappedGradients:
                 if grad_buckets.slots[k][0] < started:
                     leaf, g = self.seen[k]
                     view = grad_buckets.view(k)
-                    if k in self.saved:  # the slot is `.grad`, which the sum does not replace: the sum apart, `.grad` back
+                    if k in self.saved:  # the slot is `.grad`, which this sum does not replace: the sum apart,
+                        # `.grad` put back
                         summed = self.make_value(g.meta, pl, S.B, [view.copy()])
                         view[...] = self.saved.pop(k)
                     else:
