@@ -89,7 +89,14 @@ def leaf_gradient(leaf):
     g = grad._value
     if type(g) is LazyValue:
         return None, False
-    return g.pieces, not leaf._grad_hooks and is_partial_of(g, leaf._value)
+    if leaf._grad_hooks:
+        return g.pieces, False
+    own = leaf._value
+    if type(g.sbp) is S.PartialSum and type(own.sbp) is S.Broadcast:  # (1-D, every step of data parallelism: inline)
+        return g.pieces, ((g.placement is own.placement or g.placement == own.placement)
+                          and (g.meta.dtype is own.meta.dtype or g.meta.dtype == own.meta.dtype)
+                          and g.meta.shape == own.meta.shape)
+    return g.pieces, is_partial_of(g, own)
 
 
 def fold_into_old(leaf, value):
