@@ -473,15 +473,23 @@ class Tensor:
         self._retaining = True
         me = self
 
-        def keep(value):
-            me._accumulate_grad(value, run_hooks=False)
+        def keep(value):  # after the tensor's hooks (terminal), then its post-accumulation hooks as 0.9's
+            me._accumulate_grad(value, run_hooks="post")  # CopyOrAccGrad runs them (autograd_engine.cpp:83-103)
 
-        self._node.add_output_hook(self._out_index, keep)
+        self._node.add_output_hook(self._out_index, keep, terminal=True)
 
     def register_hook(self, hook):
         """`hook(grad)` runs when this tensor's gradient is computed; a tensor it returns replaces the gradient
         (for a leaf, before it is accumulated into `.grad`). Returns None, as OneFlow 0.9's (tensor.cpp:
-        PyTensorObject_register_hook; there is no handle to remove a hook)."""
+        PyTensorObject_register_hook; there is no handle to remove a hook).
+
+        As OneFlow v0.9.0 (core/autograd/autograd_meta.cpp:77-84 `current_grad_value`, tensor_arg.cpp:28-43): a
+        hook sees the gradient SUMMED over every path that reaches the tensor, once per backward pass, hooks in
+        the order registered, each given the previous one's result; what the last returns is what flows on
+        (a non-leaf: into its op's backward and into `.grad` under `retain_grad`, whichever was called first;
+        a leaf: into `.grad`, and `autograd.grad`'s result for an input). (0.9's engine reads
+        `current_grad_value()` twice for a leaf, in its accumulate node's `Apply` and in `CopyOrAccGrad`, so its
+        hooks run twice there, the first result unused: that repetition is not reproduced.)"""
         if not self.requires_grad_flag:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         me = self
@@ -498,11 +506,21 @@ class Tensor:
         return None
 
     def _register_post_grad_accumulation_hook(self, hook):
-        """`hook(grad)` runs on a leaf's `.grad` after each accumulation into it (OneFlow's DDP uses it)."""
-        if self._node is not None:
-            raise RuntimeError("post accumulation hooks can only be registered on leaf tensors")
-        self._leaf_node()
+        """`hook(grad)` runs on `.grad` after each accumulation into it, a tensor it returns becoming `.grad`
+        (OneFlow's DDP uses it): a leaf's at every backward pass, a non-leaf's where it retains its gradient
+        (OneFlow v0.9.0 api/python/utils/tensor_utils.cpp:112-117 takes either; autograd_engine.cpp:83-103
+        `CopyOrAccGrad` runs them for leaves and retained non-leaves alike)."""
+        if self._node is None:
+            self._leaf_node()
         self._post_acc_hooks = tuple(self._post_acc_hooks) + (hook,)
+
+    def _hooked_grad(self, value):
+        """A leaf's gradient Value through its `register_hook` hooks (autograd.grad's result for an input)."""
+        for hook in self._grad_hooks:
+            changed = hook(self._grad_like(value))
+            if changed is not None:
+                value = changed._value
+        return value
 
     def _grad_like(self, value):
         return Tensor._make(value, self._placement, self._sbp, self._device)
@@ -519,7 +537,7 @@ class Tensor:
     def _accumulate_in_place(self, value, run_hooks):
         own = self._value
         value = autograd.box(value, own.placement, own.sbp, label="gradient")  # explain: a gradient boxing
-        if run_hooks:
+        if run_hooks is True:  # (run_hooks="post": a retained non-leaf's, its hooks ran on its node's output)
             for hook in self._grad_hooks:
                 changed = hook(self._grad_like(value))
                 if changed is not None:
