@@ -6,6 +6,8 @@ take it from the full logical value (random numbers, `generators.py`); ranks out
 empty piece and know the meta. `flow.tensor(data, placement=, sbp=)` treats each rank's `data` as the whole
 logical value and keeps the placement's first rank's (as a local -> global broadcast does).
 """
+import weakref
+
 import numpy as np
 
 from oneflow_compat import sbp as flow_sbp
@@ -83,7 +85,10 @@ def _local(array, dtype, device, requires_grad):
     with device_keys.current(key):
         piece = global_eager.to_device(array, pl)
     value = global_eager.Value(TensorMeta(array.shape, dtype), pl, S.B, [piece])
-    return _finish(Tensor._make(value, device=key), requires_grad)
+    t = Tensor._make(value, device=key)
+    if not getattr(piece, "flags", None) or not piece.flags.c_contiguous:
+        t._foreign_layout = True  # (an array handed in as is: never re-laid out, `views.settle`)
+    return _finish(t, requires_grad)
 
 
 def local_tensor_of_array(array, dtype, device):
@@ -450,6 +455,7 @@ def _sharing(array, dtype, device):
     lay = (tuple(array.shape), stride, 0)
     t = Tensor._make(views.view_value(root, lay, TensorMeta(tuple(array.shape), dtype)), device=root._device)
     views.register(root, t, lay)
+    root._storage_owner = weakref.ref(t)  # (for the leaf check of in-place ops on its views: views.rebind)
     return t
 
 

@@ -149,6 +149,11 @@ class Tensor:
     _view_layout = None
     _view_differentiable = True
     _views = None
+    # a tensor over memory it does not own in C order (an array received from another process, one the framework
+    # hands in as is): its array is kept, never re-laid out (`views.settle`)
+    _foreign_layout = False
+    # a storage made for a strided array given to from_numpy / from_dlpack: the tensor the user sees (a view of it)
+    _storage_owner = None
 
     # --- construction (`__init__`, `flow.Tensor(data)` / `flow.Tensor(*shape)`, is installed by
     # `_global/tensor_methods.py` together with the methods built on ops) --------------------------------------
@@ -360,6 +365,10 @@ class Tensor:
         if isinstance(self._value, LazyValue):
             raise RuntimeError(LAZY_VALUE_MESSAGE % "numpy()")
         if self._placement is None:
+            if self._view_root is None and not self._foreign_layout:
+                from oneflow_compat._global import views
+
+                views.settle(self)  # (the array over the tensor's memory with its strides, as 0.9's)
             return _host(self._value.pieces[0])
         return global_eager.full_value(self._value)
 
