@@ -435,3 +435,76 @@ def test_hooks_on_global_tensors_see_the_summed_logical_gradient():
         np.testing.assert_array_equal(seen[0], w_full + 20 + 3)
         np.testing.assert_array_equal(grad, w_full + 23)
         assert sbp == (flow.sbp.broadcast,)
+
+
+# --- 4. the same on a GPU (CuPy on a GPU run, the strict fake device here): each program runs on "cpu" and "cuda" --
+@pytest.fixture
+def device(monkeypatch):
+    import strict_device
+
+    return strict_device.suite_gpu_or_fake(monkeypatch)
+
+
+def _hooks_program(on):
+    x = flow.tensor([1.0, -2.0, 3.0], device=on, requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.numpy().copy()))
+    h = x * 2
+    h.retain_grad()
+    h.register_hook(lambda g: g * 10)
+    (h * 1 + h * x + x * 3).sum().backward()
+    (gx,) = flow.autograd.grad((x * 5).sum(), x)
+    return seen + [h.grad.numpy(), x.grad.numpy(), gx.numpy()]
+
+
+def test_hooks_on_cuda_tensors_as_on_the_cpu(device):
+    cpu, gpu = _hooks_program("cpu"), _hooks_program("cuda")
+    assert len(cpu) == len(gpu) == 5  # the leaf hook: once per pass (backward, then autograd.grad)
+    for a, b in zip(cpu, gpu):
+        np.testing.assert_array_equal(b, a)
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(cpu[2], 10 * (1 + x))  # h.grad: hooked (h * 1 + h * x)
+    np.testing.assert_array_equal(cpu[3], 2 * 10 * (1 + x) + 2 * x + 3)
+
+
+def test_a_kernels_strided_result_on_cuda_is_laid_out_as_on_the_cpu(device):
+    def run(on):
+        x = flow.tensor(A[0], device=on)
+        y = x.T * 2  # the elementwise result of a transposed input: C order before its first view
+        y[0].fill_(-1)
+        y.narrow(1, 1, 2).mul_(3)
+        return tuple(y.stride()), y.numpy().copy(), y.numpy().strides
+
+    cpu, gpu = run("cpu"), run("cuda")
+    expected = A[0].T * 2
+    expected[0] = -1
+    expected[:, 1:3] *= 3
+    np.testing.assert_array_equal(cpu[1], expected)
+    assert cpu[0] == gpu[0] == (3, 1) and cpu[2] == (12, 4)
+    np.testing.assert_array_equal(gpu[1], expected)
+
+
+def test_from_dlpack_of_a_strided_cuda_array_keeps_its_strides(device, monkeypatch):
+    """A transposed device array handed in through DLPack (its module's `from_dlpack` stands for the capsule's
+    import): a view of the device memory with the array's strides, as on the CPU."""
+    base = device.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    arr = base.T
+
+    class Capsule:
+        def __dlpack_device__(self):
+            return (2, 0)  # kDLCUDA
+
+        def __dlpack__(self, stream=None):
+            raise AssertionError("read through from_dlpack")
+
+    monkeypatch.setattr(device, "from_dlpack", lambda obj: arr, raising=False)
+    t = flow.from_dlpack(Capsule())
+    assert t.device.type == "cuda" and tuple(t.stride()) == (1, 4) and not t.is_contiguous()
+    t[1, 2] = -1.0
+    row = t[2]  # a view of the same device memory
+    row.fill_(7.0)
+    got = flow.from_dlpack(Capsule()).numpy()
+    expected = np.arange(12, dtype=np.float32).reshape(3, 4).T.copy()
+    expected[1, 2] = -1.0
+    expected[2] = 7.0
+    np.testing.assert_array_equal(got, expected)
