@@ -36,8 +36,14 @@ How the view ops use this module: each runs its op as before (the op records its
 second derivatives included, is that of the op) and `make(x, out, layout)` then puts the view of x's storage in
 place of the kernel's result; basic indexing without gradients builds the view without an op (`view_value`).
 `as_strided` reads its input's storage (the root), as OneFlow's and torch's do; `tensor_split`/`hsplit`/`vsplit`
-slice without views (OneFlow's `enable_view_slice=false`). Not views here: tensors whose root array is not C-ordered
-(a strided array given to `from_numpy`, which keeps sharing it; a kernel's strided output): their view ops copy.
+slice without views (OneFlow's `enable_view_slice=false`).
+
+Strided memory: a strided array given to `from_numpy` / `from_dlpack` makes a tensor that is a view, with the
+array's strides, of a hidden root whose storage is the memory the array spans (`creation._sharing`; OneFlow 0.9's
+LocalTensorSharedNumpyDataFunctor keeps the strides), so its `stride()`, its views and its writes are the array's.
+A kernel's strided result (numpy and CuPy give `x.T * 2` a transposed layout) is put in C order before its first
+view or `numpy()` (`settle`): OneFlow's outputs are contiguous. Not views here: tensors over foreign memory in
+another order (`_foreign_layout`: an array received from another process): their view ops copy.
 
 Tensors on a GPU have views as CPU ones do (0.9's view ops are device-agnostic): a CuPy array is a strided view of
 device memory as a numpy array is of host memory, and `strided` makes one through the array's own module
