@@ -280,6 +280,26 @@ def test_flatten_refuses_start_after_end_and_dims_out_of_range():
         x.flatten(5)
 
 
+def test_expand_checks_in_oneflow_09s_words_and_same_shape_is_a_new_view():
+    # core/functional/impl/array_functor.cpp:857-895 (ExpandFunctor)
+    x = flow.zeros(2, 3, 4)
+    with pytest.raises(RuntimeError, match=r"^expand\(tensor\{\(2,3,4\)\}, size=3\): the number of sizes provided \(2\) "
+                                           r"must be greater or equal to the number of dimensions in the tensor \(3\)$"):
+        x.expand(3, 4)
+    with pytest.raises(RuntimeError, match=r"^Trying to create tensor with negative dimension -2$"):
+        x.expand(-2, 3, 4)
+    with pytest.raises(RuntimeError, match=r"^The expanded size of the tensor \(-1\) isn't allowed in a leading, "
+                                           r"non-existing dimension 0$"):
+        x.expand(-1, 2, 3, 4)
+    with pytest.raises(RuntimeError, match=r"^The expanded size of the tensor \(5\) must match the existing size "
+                                           r"\(3\) at non-singleton dimension 1. Target sizes: \(2,5,4\). Tensor "
+                                           r"sizes: \(2,3,4\)$"):
+        x.expand(2, 5, 4)
+    w = flow.tensor(A, requires_grad=True)
+    y = w.expand(2, -1, 4)
+    assert y is not w and not y.is_leaf and tuple(y.stride()) == (12, 4, 1)
+
+
 def test_in_place_op_on_a_view_of_strided_storage_reaches_the_base_gradient():
     """An in-place op with gradients on a view: the base's gradient sees it (torch's CopySlices, the numpy
     derivative written here: d/dw sum(base) where base[0] *= w is sum of base[0] = the original row)."""
