@@ -300,6 +300,31 @@ def test_expand_checks_in_oneflow_09s_words_and_same_shape_is_a_new_view():
     assert y is not w and not y.is_leaf and tuple(y.stride()) == (12, 4, 1)
 
 
+def test_a_kernels_strided_result_is_laid_out_in_c_order_and_its_views_share_it():
+    """numpy gives `x.T * 2` a transposed layout; 0.9's output is contiguous: stride() says so, numpy() has those
+    strides, a view's writes reach it (before, the views of such a result were silent copies)."""
+    x = flow.tensor(A[0])
+    y = x.T * 2
+    y[0].fill_(-1)
+    expected = A[0].T * 2
+    expected[0] = -1
+    np.testing.assert_array_equal(y.numpy(), expected)
+    assert tuple(y.stride()) == (3, 1) and y.numpy().strides == (12, 4)
+    d = (x.T * 3).detach()  # a detached twin follows
+    n = d.numpy()
+    d.view(12)[0] = 5.0
+    assert n[0, 0] == 5.0 and n.strides == (12, 4)
+    # a global tensor's strided piece: its local tensor (which shares it) laid out so, and still shared
+    g = flow.tensor(A[0], placement=flow.placement("cpu", [0]), sbp=flow.sbp.broadcast)
+    h = g.T * 2
+    local = h.to_local()
+    local[1].fill_(7.0)
+    assert tuple(local.stride()) == (3, 1) and local.numpy().strides == (12, 4)
+    expected = A[0].T * 2
+    expected[1] = 7.0
+    np.testing.assert_array_equal(h.numpy(), expected)
+
+
 def test_in_place_op_on_a_view_of_strided_storage_reaches_the_base_gradient():
     """An in-place op with gradients on a view: the base's gradient sees it (torch's CopySlices, the numpy
     derivative written here: d/dw sum(base) where base[0] *= w is sum of base[0] = the original row)."""

@@ -426,6 +426,11 @@ class Tensor:
         if self._placement is None:
             raise RuntimeError("Expected global tensor for to_local but got local tensor!")
         v = self._value
+        if v.pieces and not copy and getattr(v.pieces[0], "flags", None) is not None \
+                and not v.pieces[0].flags.c_contiguous:
+            # a kernel's strided result: put in C order (OneFlow's layout) here, in the global tensor too, so
+            # that the local tensor, which shares it, is laid out as 0.9's and stays shared (`views.settle`)
+            v.pieces[0] = global_eager.xp(v.placement).ascontiguousarray(v.pieces[0])
         if v.pieces:
             piece = v.pieces[0].copy() if copy else v.pieces[0]
         else:
