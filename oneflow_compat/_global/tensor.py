@@ -426,10 +426,11 @@ class Tensor:
         if self._placement is None:
             raise RuntimeError("Expected global tensor for to_local but got local tensor!")
         v = self._value
-        if v.pieces and not copy and getattr(v.pieces[0], "flags", None) is not None \
+        if v.pieces and not copy and not self._foreign_layout and getattr(v.pieces[0], "flags", None) is not None \
                 and not v.pieces[0].flags.c_contiguous:
             # a kernel's strided result: put in C order (OneFlow's layout) here, in the global tensor too, so
-            # that the local tensor, which shares it, is laid out as 0.9's and stays shared (`views.settle`)
+            # that the local tensor, which shares it, is laid out as 0.9's and stays shared (`views.settle`); a
+            # global made of a local view (`_foreign_layout`, 0.9's LocalToGlobal shares it) keeps that memory
             v.pieces[0] = global_eager.xp(v.placement).ascontiguousarray(v.pieces[0])
         if v.pieces:
             piece = v.pieces[0].copy() if copy else v.pieces[0]
@@ -438,6 +439,8 @@ class Tensor:
         local = global_eager.Value(TensorMeta(piece.shape, v.meta.dtype), global_eager.local_placement(
             v.placement.device_tag), S.B, [piece])
         out = Tensor._make(local, device=self._placement.type)  # (the process's device: index LOCAL_RANK)
+        if self._foreign_layout:
+            out._foreign_layout = True
         src = v
         if autograd.is_grad_enabled() and self.requires_grad_flag:
             def to_local_backward(dys):
