@@ -149,6 +149,11 @@ class Tensor:
     _view_layout = None
     _view_differentiable = True
     _views = None
+    # a tensor over memory it does not own in C order (an array received from another process, one the framework
+    # hands in as is): its array is kept, never re-laid out (`views.settle`)
+    _foreign_layout = False
+    # a storage made for a strided array given to from_numpy / from_dlpack: the tensor the user sees (a view of it)
+    _storage_owner = None
 
     # --- construction (`__init__`, `flow.Tensor(data)` / `flow.Tensor(*shape)`, is installed by
     # `_global/tensor_methods.py` together with the methods built on ops) --------------------------------------
@@ -360,6 +365,10 @@ class Tensor:
         if isinstance(self._value, LazyValue):
             raise RuntimeError(LAZY_VALUE_MESSAGE % "numpy()")
         if self._placement is None:
+            if self._view_root is None and not self._foreign_layout:
+                from oneflow_compat._global import views
+
+                views.settle(self)  # (the array over the tensor's memory with its strides, as 0.9's)
             return _host(self._value.pieces[0])
         return global_eager.full_value(self._value)
 
@@ -417,6 +426,12 @@ class Tensor:
         if self._placement is None:
             raise RuntimeError("Expected global tensor for to_local but got local tensor!")
         v = self._value
+        if v.pieces and not copy and not self._foreign_layout and getattr(v.pieces[0], "flags", None) is not None \
+                and not v.pieces[0].flags.c_contiguous:
+            # a kernel's strided result: put in C order (OneFlow's layout) here, in the global tensor too, so
+            # that the local tensor, which shares it, is laid out as 0.9's and stays shared (`views.settle`); a
+            # global made of a local view (`_foreign_layout`, 0.9's LocalToGlobal shares it) keeps that memory
+            v.pieces[0] = global_eager.xp(v.placement).ascontiguousarray(v.pieces[0])
         if v.pieces:
             piece = v.pieces[0].copy() if copy else v.pieces[0]
         else:
@@ -424,6 +439,8 @@ class Tensor:
         local = global_eager.Value(TensorMeta(piece.shape, v.meta.dtype), global_eager.local_placement(
             v.placement.device_tag), S.B, [piece])
         out = Tensor._make(local, device=self._placement.type)  # (the process's device: index LOCAL_RANK)
+        if self._foreign_layout:
+            out._foreign_layout = True
         src = v
         if autograd.is_grad_enabled() and self.requires_grad_flag:
             def to_local_backward(dys):
@@ -473,15 +490,23 @@ class Tensor:
         self._retaining = True
         me = self
 
-        def keep(value):
-            me._accumulate_grad(value, run_hooks=False)
+        def keep(value):  # after the tensor's hooks (terminal), then its post-accumulation hooks as 0.9's
+            me._accumulate_grad(value, run_hooks="post")  # CopyOrAccGrad runs them (autograd_engine.cpp:83-103)
 
-        self._node.add_output_hook(self._out_index, keep)
+        self._node.add_output_hook(self._out_index, keep, terminal=True)
 
     def register_hook(self, hook):
         """`hook(grad)` runs when this tensor's gradient is computed; a tensor it returns replaces the gradient
         (for a leaf, before it is accumulated into `.grad`). Returns None, as OneFlow 0.9's (tensor.cpp:
-        PyTensorObject_register_hook; there is no handle to remove a hook)."""
+        PyTensorObject_register_hook; there is no handle to remove a hook).
+
+        As OneFlow v0.9.0 (core/autograd/autograd_meta.cpp:77-84 `current_grad_value`, tensor_arg.cpp:28-43): a
+        hook sees the gradient SUMMED over every path that reaches the tensor, once per backward pass, hooks in
+        the order registered, each given the previous one's result; what the last returns is what flows on
+        (a non-leaf: into its op's backward and into `.grad` under `retain_grad`, whichever was called first;
+        a leaf: into `.grad`, and `autograd.grad`'s result for an input). (0.9's engine reads
+        `current_grad_value()` twice for a leaf, in its accumulate node's `Apply` and in `CopyOrAccGrad`, so its
+        hooks run twice there, the first result unused: that repetition is not reproduced.)"""
         if not self.requires_grad_flag:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         me = self
@@ -498,11 +523,21 @@ class Tensor:
         return None
 
     def _register_post_grad_accumulation_hook(self, hook):
-        """`hook(grad)` runs on a leaf's `.grad` after each accumulation into it (OneFlow's DDP uses it)."""
-        if self._node is not None:
-            raise RuntimeError("post accumulation hooks can only be registered on leaf tensors")
-        self._leaf_node()
+        """`hook(grad)` runs on `.grad` after each accumulation into it, a tensor it returns becoming `.grad`
+        (OneFlow's DDP uses it): a leaf's at every backward pass, a non-leaf's where it retains its gradient
+        (OneFlow v0.9.0 api/python/utils/tensor_utils.cpp:112-117 takes either; autograd_engine.cpp:83-103
+        `CopyOrAccGrad` runs them for leaves and retained non-leaves alike)."""
+        if self._node is None:
+            self._leaf_node()
         self._post_acc_hooks = tuple(self._post_acc_hooks) + (hook,)
+
+    def _hooked_grad(self, value):
+        """A leaf's gradient Value through its `register_hook` hooks (autograd.grad's result for an input)."""
+        for hook in self._grad_hooks:
+            changed = hook(self._grad_like(value))
+            if changed is not None:
+                value = changed._value
+        return value
 
     def _grad_like(self, value):
         return Tensor._make(value, self._placement, self._sbp, self._device)
@@ -529,7 +564,7 @@ class Tensor:
         value = autograd.box(value, own.placement, own.sbp, label="gradient")  # explain: a gradient boxing
         if folded is not None:
             value.folded = True
-        if run_hooks:
+        if run_hooks is True:  # (run_hooks="post": a retained non-leaf's, its hooks ran on its node's output)
             for hook in self._grad_hooks:
                 changed = hook(self._grad_like(value))
                 if changed is not None:

@@ -149,10 +149,19 @@ class Node:
     def name(self):
         return self._name
 
-    def add_output_hook(self, index, fn):
+    def add_output_hook(self, index, fn, terminal=False):
+        """`terminal`: `fn` reads the gradient after every hook, whenever these are registered (`retain_grad`'s
+        keeper, `autograd.grad`'s catcher: OneFlow 0.9 reads a tensor's gradient through `current_grad_value()`,
+        which applies all of its hooks, core/autograd/autograd_meta.cpp:77-84); other hooks run before those."""
         if self.output_hooks is Node._NO_HOOKS:
             self.output_hooks = {}
-        self.output_hooks.setdefault(index, []).append(fn)
+        fns = self.output_hooks.setdefault(index, [])
+        if terminal:
+            fn._terminal = True
+            fns.append(fn)
+            return
+        at = next((i for i, f in enumerate(fns) if getattr(f, "_terminal", False)), len(fns))
+        fns.insert(at, fn)
 
     def backward(self, dys):
         raise NotImplementedError
