@@ -84,3 +84,4 @@ def test_save_of_a_graph_is_refused_as_a_build_without_mlir_and_writes_nothing(t
     flow.save(graph.state_dict(), str(target))
     loaded = flow.load(str(target))
     np.testing.assert_array_equal(loaded["model"]["weight"].numpy(), model.weight.numpy())
+
