@@ -106,7 +106,7 @@ class _State:
         if self.on_device:
             grads, self.device_grads = self.device_grads, {}
             for k, g in grads.items():
-                g[...] = devices.array_module("gpu").asarray(self.buckets.view(k))
+                g[...] = self.buckets.view(k)  # (an upload into the gradient's own memory, on its own GPU)
 
 
 def _grad_setting(state, param, k):
