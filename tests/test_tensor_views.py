@@ -401,14 +401,16 @@ def test_ops_on_non_contiguous_views_give_the_values_of_their_copies():
     np.testing.assert_array_equal(x.numpy(), a)  # and none wrote its input
 
 
-def test_a_strided_array_given_to_from_numpy_stays_shared_and_its_views_copy():
+def test_a_strided_array_given_to_from_numpy_keeps_its_strides_and_its_views_share_it():
+    # OneFlow v0.9.0 tensor_api.cpp:268-330: the tensor takes the array's strides (in elements), offset 0
     f = np.asfortranarray(A[0])
     t = flow.from_numpy(f)
-    row = t[1]  # t's array is not in OneFlow's (C) layout: a copy here, and t keeps sharing f
+    assert t.stride() == (1, f.shape[0]) and not t.is_contiguous() and t.storage_offset() == 0
+    row = t[1]  # a view of the array's memory: writes reach it
     row.fill_(-1)
     f[0, 0] = 50
-    assert t.numpy()[0, 0] == 50 and (t.numpy()[1] == A[0, 1]).all()
-    assert t.stride() == (4, 1) and row.stride() == (1,)
+    assert t.numpy()[0, 0] == 50 and (f[1] == -1).all() and (t.numpy()[1] == -1).all()
+    assert row.stride() == (f.shape[0],) and row.storage_offset() == 1
 
 
 @needs_torch

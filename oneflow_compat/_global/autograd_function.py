@@ -393,11 +393,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
         else:  # a non-leaf: its gradient is caught on its node's output, while this pass runs
             node, index = x._node, x._out_index
             hook = _catcher(captured[i])
-            node.add_output_hook(index, hook)
+            node.add_output_hook(index, hook, terminal=True)
             hooks.append((node, index, hook))
 
     def accumulate_leaf(leaf, value):  # leaves are not accumulated into: only the inputs' gradients are kept
-        for i in leaf_slot.get(id(leaf), ()):
+        slots = leaf_slot.get(id(leaf), ())
+        if slots:
+            # an input leaf's gradient as its hooks leave it (OneFlow 0.9 captures `current_grad_value()`, which
+            # applies the tensor's hooks: core/autograd/autograd_engine.cpp:417-423, autograd_meta.cpp:77-84)
+            value = leaf._hooked_grad(value)
+        for i in slots:
             captured[i].append(value)
 
     try:

@@ -6,6 +6,8 @@ take it from the full logical value (random numbers, `generators.py`); ranks out
 empty piece and know the meta. `flow.tensor(data, placement=, sbp=)` treats each rank's `data` as the whole
 logical value and keeps the placement's first rank's (as a local -> global broadcast does).
 """
+import weakref
+
 import numpy as np
 
 from oneflow_compat import sbp as flow_sbp
@@ -83,7 +85,10 @@ def _local(array, dtype, device, requires_grad):
     with device_keys.current(key):
         piece = global_eager.to_device(array, pl)
     value = global_eager.Value(TensorMeta(array.shape, dtype), pl, S.B, [piece])
-    return _finish(Tensor._make(value, device=key), requires_grad)
+    t = Tensor._make(value, device=key)
+    if not getattr(piece, "flags", None) or not piece.flags.c_contiguous:
+        t._foreign_layout = True  # (an array handed in as is: never re-laid out, `views.settle`)
+    return _finish(t, requires_grad)
 
 
 def local_tensor_of_array(array, dtype, device):
@@ -406,10 +411,52 @@ def _global_tensor(data, dtype, placement, sbp, requires_grad):
 
 
 def from_numpy(array):
-    """A local tensor sharing `array`'s memory."""
+    """A local CPU tensor sharing `array`'s memory, with its strides (OneFlow v0.9.0
+    oneflow/api/python/functional/tensor_api.cpp:268-330 `LocalTensorSharedNumpyDataFunctor`): the tensor's storage
+    starts at the array's first element, its `stride()` is the array's strides in elements and its storage offset
+    0, so a Fortran-ordered or sliced array gives a non-contiguous tensor whose writes (and its views', and those
+    of `numpy()`) reach the array; strides that are not a multiple of the item size, negative strides and a
+    non-native byte order are refused with 0.9's messages (its InvalidValueError: ValueError here)."""
     if not isinstance(array, np.ndarray):
-        raise TypeError("from_numpy() expects a numpy array, got %s" % type(array).__name__)
-    return _local(array, dtype_of_numpy(array.dtype), "cpu", False)
+        raise TypeError("expected np.ndarray, but got %s" % type(array).__name__)
+    item = array.dtype.itemsize
+    if any(s % item for s in array.strides):  # tensor_api.cpp:284-288
+        raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array "
+                         "to reallocate the memory.")
+    if any(s < 0 for s in array.strides):  # tensor_api.cpp:291-298
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a copy "
+                         "of your array  with array.copy().) ")
+    if not array.dtype.isnative:  # tensor_api.cpp:300-304
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported.")
+    return _sharing(array, dtype_of_numpy(array.dtype), "cpu")
+
+
+def _sharing(array, dtype, device):
+    """A local tensor on `device` over `array`'s memory with its strides (from_numpy, from_dlpack). A C-ordered
+    array is the tensor's storage; a strided one (Fortran order, a slice, a broadcast) makes the tensor a view
+    (`_global/views.py`) of a storage that is the memory from the array's first element to its last (a 1-D array
+    over that span: the array's own memory, no copy), with the array's strides and storage offset 0."""
+    if array.flags.c_contiguous or array.size == 0:
+        return _local(array, dtype, device, False)
+    from oneflow_compat._global import views
+
+    item = array.dtype.itemsize
+    stride = tuple(s // item for s in array.strides)
+    span = 1 + sum((n - 1) * s for n, s in zip(array.shape, stride))
+    if isinstance(array, np.ndarray):
+        flat = np.lib.stride_tricks.as_strided(array, shape=(span,), strides=(item,))
+    else:  # a device array: its module's as_strided over the same device memory
+        from oneflow_compat.backend import devices
+
+        flat = devices.module_of(array).lib.stride_tricks.as_strided(array, (span,), (item,))
+    root = _local(flat, dtype, device, False)
+    lay = (tuple(array.shape), stride, 0)
+    t = Tensor._make(views.view_value(root, lay, TensorMeta(tuple(array.shape), dtype)), device=root._device)
+    views.register(root, t, lay)
+    root._storage_owner = weakref.ref(t)  # (for the leaf check of in-place ops on its views: views.rebind)
+    return t
 
 
 def from_dlpack(obj):
@@ -420,13 +467,14 @@ def from_dlpack(obj):
         raise TypeError("from_dlpack(): expected an object with __dlpack__ (a torch, numpy or CuPy array), got %s; "
                         "a bare DLPack capsule does not say its device: pass the array itself" % type(obj).__name__)
     kind, _ = obj.__dlpack_device__()
+    # the strides kept, as OneFlow v0.9.0's fromDLPack keeps the capsule's (api/python/dlpack/converter.cpp:91-97)
     if int(kind) == 1:  # kDLCPU
         array = np.from_dlpack(obj)
-        return _local(array, dtype_of_numpy(array.dtype), "cpu", False)
+        return _sharing(array, dtype_of_numpy(array.dtype), "cpu")
     from oneflow_compat.backend import devices
 
     array = devices.array_module("gpu").from_dlpack(obj)
-    return _local(array, dtype_of_numpy(array.dtype), "cuda", False)
+    return _sharing(array, dtype_of_numpy(array.dtype), "cuda")
 
 
 def to_dlpack(input):  # noqa: A002

@@ -11,6 +11,7 @@ from oneflow_compat.framework import client_mode
 from oneflow_compat.ops import registry
 from oneflow_compat.runtime import autograd, context, global_eager
 from oneflow_compat._global import autocast_mode, device_keys, lazy
+from oneflow_compat._global import grad_zeroing as _grad_zeroing
 from oneflow_compat._global.op_names import ONEFLOW_OP_NAMES
 from oneflow_compat._global.tensor import Tensor, wrap
 
@@ -256,7 +257,7 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
     # one root (a loss): the gradient buckets' check may carry its partial sums, so that its numpy() sends nothing
     root_value = tensors[0]._value if len(tensors) == 1 and tensors[0]._placement is not None else None
     autograd.backward(roots, lambda leaf, value: leaf._accumulate_grad(value), retain_graph, _leaf_layout,
-                      root_value)
+                      root_value, _grad_zeroing.leaf_gradient)
 
 
 def _leaf_layout(leaf):

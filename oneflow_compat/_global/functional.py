@@ -502,8 +502,10 @@ def reshape(input, *shape, **kwargs):  # noqa: A002
         shape = (tuple(kwargs["shape"]),)
     x = _check(input, "reshape")
     target = infer_reshape(tuple(x.shape), _shape_arg(shape), "reshape")
-    if target == tuple(x.shape):
+    if target == tuple(x.shape) and not views.applicable(x):
         return x
+    # (a local eager tensor: a new view even of the same shape, as OneFlow v0.9.0's ReshapeFunctor makes one,
+    # core/functional/impl/array_functor.cpp:1404-1422: another tensor, a non-leaf where x records gradients)
     return _reshape_view(x, apply_op("reshape", [x], {"shape": target}), target, strict=False)
 
 
@@ -520,8 +522,8 @@ def view(input, *shape, **kwargs):  # noqa: A002
         shape = (tuple(kwargs["size"]),)
     x = _check(input, "view")
     target = infer_reshape(tuple(x.shape), _shape_arg(shape), "view")
-    if target == tuple(x.shape):
-        return x
+    if target == tuple(x.shape) and not views.applicable(x):
+        return x  # (a local eager tensor gets a new view, as 0.9's ViewFunctor gives: array_functor.cpp:1428-1445)
     if views.applicable(x):
         lay = views.layout_of(x)
         if views.reshape_strides(lay[0], lay[1], target) is None:
@@ -554,8 +556,16 @@ def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     if x.ndim == 0:
         return reshape(x, (1,))
     # (an integer 0-d tensor is an int, as OneFlow 0.9's argument parser reads it: PyUnpackIntegerScalarTensor)
-    s, e = operator.index(start_dim) % x.ndim, operator.index(end_dim) % x.ndim
-    if s >= e:
+    s, e = operator.index(start_dim), operator.index(end_dim)
+    for d in (s, e):
+        if d < -x.ndim or d >= x.ndim:  # (array_functor.cpp:346-354)
+            raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got %d)"
+                             % (-x.ndim, x.ndim - 1, d))
+    s, e = s % x.ndim, e % x.ndim
+    if s > e:  # OneFlow v0.9.0 array_functor.cpp:361-364 (FlattenFunctor); s == e is x itself (:366-367)
+        raise RuntimeError("flatten() has invalid args: start_dim (%d) cannot come after end_dim (%d)"
+                           % (start_dim, end_dim))
+    if s == e:
         return x
     out = apply_op("flatten", [x], {"start_dim": s, "end_dim": e})
     return _reshape_view(x, out, tuple(out._value.meta.shape), strict=False)
@@ -566,8 +576,8 @@ def permute(input, *dims):  # noqa: A002
     perm = tuple(d % x.ndim for d in _shape_arg(dims))
     if sorted(perm) != list(range(x.ndim)):
         raise ValueError("permute(): %s is not a permutation of %d dims" % (perm, x.ndim))
-    if perm == tuple(range(x.ndim)):
-        return x
+    if perm == tuple(range(x.ndim)) and not views.applicable(x):
+        return x  # (a local eager tensor gets a new view: 0.9's TransposeFunctor, math_functor.cpp:1005-1027)
     lay = views.permute_layout(views.layout_of(x), perm) if views.applicable(x) else None
     out = free_view(x, lay)
     if out is not None:

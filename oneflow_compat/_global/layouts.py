@@ -80,6 +80,9 @@ def _local_to_global(t, placement, sbp, grad_sbp, check_meta=True):
     local = t._value
     out = global_eager.from_local(local, placement.ir(), ir_sbp, what, check_meta)
     result = Tensor._make(out, placement, flow_sbp.symbols_of(ir_sbp))
+    if out.pieces and local.pieces and out.pieces[0] is local.pieces[0] \
+            and not getattr(out.pieces[0], "flags", None) is None and not out.pieces[0].flags.c_contiguous:
+        result._foreign_layout = True  # its piece is a local view's memory: to_local shares it as it is
     if autograd.is_grad_enabled() and t.requires_grad_flag:
         back = ir_sbp if grad_sbp is None else _sbp_arg(grad_sbp, t.ndim, what + ": grad_sbp", placement)
         back = _partial_as_broadcast(back)

@@ -149,6 +149,11 @@ class Tensor:
     _view_layout = None
     _view_differentiable = True
     _views = None
+    # a tensor over memory it does not own in C order (an array received from another process, one the framework
+    # hands in as is): its array is kept, never re-laid out (`views.settle`)
+    _foreign_layout = False
+    # a storage made for a strided array given to from_numpy / from_dlpack: the tensor the user sees (a view of it)
+    _storage_owner = None
 
     # --- construction (`__init__`, `flow.Tensor(data)` / `flow.Tensor(*shape)`, is installed by
     # `_global/tensor_methods.py` together with the methods built on ops) --------------------------------------
@@ -360,6 +365,10 @@ class Tensor:
         if isinstance(self._value, LazyValue):
             raise RuntimeError(LAZY_VALUE_MESSAGE % "numpy()")
         if self._placement is None:
+            if self._view_root is None and not self._foreign_layout:
+                from oneflow_compat._global import views
+
+                views.settle(self)  # (the array over the tensor's memory with its strides, as 0.9's)
             return _host(self._value.pieces[0])
         return global_eager.full_value(self._value)
 
@@ -417,6 +426,12 @@ class Tensor:
         if self._placement is None:
             raise RuntimeError("Expected global tensor for to_local but got local tensor!")
         v = self._value
+        if v.pieces and not copy and not self._foreign_layout and getattr(v.pieces[0], "flags", None) is not None \
+                and not v.pieces[0].flags.c_contiguous:
+            # a kernel's strided result: put in C order (OneFlow's layout) here, in the global tensor too, so
+            # that the local tensor, which shares it, is laid out as 0.9's and stays shared (`views.settle`); a
+            # global made of a local view (`_foreign_layout`, 0.9's LocalToGlobal shares it) keeps that memory
+            v.pieces[0] = global_eager.xp(v.placement).ascontiguousarray(v.pieces[0])
         if v.pieces:
             piece = v.pieces[0].copy() if copy else v.pieces[0]
         else:
@@ -424,6 +439,8 @@ class Tensor:
         local = global_eager.Value(TensorMeta(piece.shape, v.meta.dtype), global_eager.local_placement(
             v.placement.device_tag), S.B, [piece])
         out = Tensor._make(local, device=self._placement.type)  # (the process's device: index LOCAL_RANK)
+        if self._foreign_layout:
+            out._foreign_layout = True
         src = v
         if autograd.is_grad_enabled() and self.requires_grad_flag:
             def to_local_backward(dys):
@@ -473,15 +490,23 @@ class Tensor:
         self._retaining = True
         me = self
 
-        def keep(value):
-            me._accumulate_grad(value, run_hooks=False)
+        def keep(value):  # after the tensor's hooks (terminal), then its post-accumulation hooks as 0.9's
+            me._accumulate_grad(value, run_hooks="post")  # CopyOrAccGrad runs them (autograd_engine.cpp:83-103)
 
-        self._node.add_output_hook(self._out_index, keep)
+        self._node.add_output_hook(self._out_index, keep, terminal=True)
 
     def register_hook(self, hook):
         """`hook(grad)` runs when this tensor's gradient is computed; a tensor it returns replaces the gradient
         (for a leaf, before it is accumulated into `.grad`). Returns None, as OneFlow 0.9's (tensor.cpp:
-        PyTensorObject_register_hook; there is no handle to remove a hook)."""
+        PyTensorObject_register_hook; there is no handle to remove a hook).
+
+        As OneFlow v0.9.0 (core/autograd/autograd_meta.cpp:77-84 `current_grad_value`, tensor_arg.cpp:28-43): a
+        hook sees the gradient SUMMED over every path that reaches the tensor, once per backward pass, hooks in
+        the order registered, each given the previous one's result; what the last returns is what flows on
+        (a non-leaf: into its op's backward and into `.grad` under `retain_grad`, whichever was called first;
+        a leaf: into `.grad`, and `autograd.grad`'s result for an input). (0.9's engine reads
+        `current_grad_value()` twice for a leaf, in its accumulate node's `Apply` and in `CopyOrAccGrad`, so its
+        hooks run twice there, the first result unused: that repetition is not reproduced.)"""
         if not self.requires_grad_flag:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         me = self
@@ -498,11 +523,21 @@ class Tensor:
         return None
 
     def _register_post_grad_accumulation_hook(self, hook):
-        """`hook(grad)` runs on a leaf's `.grad` after each accumulation into it (OneFlow's DDP uses it)."""
-        if self._node is not None:
-            raise RuntimeError("post accumulation hooks can only be registered on leaf tensors")
-        self._leaf_node()
+        """`hook(grad)` runs on `.grad` after each accumulation into it, a tensor it returns becoming `.grad`
+        (OneFlow's DDP uses it): a leaf's at every backward pass, a non-leaf's where it retains its gradient
+        (OneFlow v0.9.0 api/python/utils/tensor_utils.cpp:112-117 takes either; autograd_engine.cpp:83-103
+        `CopyOrAccGrad` runs them for leaves and retained non-leaves alike)."""
+        if self._node is None:
+            self._leaf_node()
         self._post_acc_hooks = tuple(self._post_acc_hooks) + (hook,)
+
+    def _hooked_grad(self, value):
+        """A leaf's gradient Value through its `register_hook` hooks (autograd.grad's result for an input)."""
+        for hook in self._grad_hooks:
+            changed = hook(self._grad_like(value))
+            if changed is not None:
+                value = changed._value
+        return value
 
     def _grad_like(self, value):
         return Tensor._make(value, self._placement, self._sbp, self._device)
@@ -518,8 +553,18 @@ class Tensor:
 
     def _accumulate_in_place(self, value, run_hooks):
         own = self._value
+        folded = None
+        if self._grad is not None and self._placement is not None and not getattr(value, "folded", False) and \
+                not (run_hooks and self._grad_hooks):
+            # a partial-sum `.grad` (after zero_grad) and a gradient no bucket summed: added first, then boxed once
+            # (a leaf's hooks see the new gradient alone: then the old one is boxed on its own, `_add_to_grad`)
+            folded = _grad_zeroing.fold_into_old(self, value)
+            if folded is not None:
+                value = folded
         value = autograd.box(value, own.placement, own.sbp, label="gradient")  # explain: a gradient boxing
-        if run_hooks:
+        if folded is not None:
+            value.folded = True
+        if run_hooks is True:  # (run_hooks="post": a retained non-leaf's, its hooks ran on its node's output)
             for hook in self._grad_hooks:
                 changed = hook(self._grad_like(value))
                 if changed is not None:
@@ -538,7 +583,8 @@ class Tensor:
         the leaf's placement and SBP (OneFlow 0.9, oneflow/core/autograd/autograd_engine.cpp:154-175
         `AccGrad4LeafTensor` boxes it so after every accumulation): a broadcast parameter's gradient that
         `zero_grad()` left as partial-sum zeros (`_global/grad_zeroing.py`) shows broadcast again and holds the
-        sum; one assigned on another layout is boxed first."""
+        old plus the new sum (the bucket's sum already holds the old pieces where `value.folded`); one on another
+        layout is boxed first."""
         own = self._value
         grad = self._grad
         if grad is None or grad._value.meta.shape != own.meta.shape:
@@ -548,14 +594,24 @@ class Tensor:
             return
         g = grad._value
         if g.placement != own.placement or g.sbp != own.sbp:
-            if _grad_zeroing.is_zeroed_partial_of(g, own) and len(g.pieces) == len(value.pieces) and \
-                    all(p.shape == q.shape for p, q in zip(g.pieces, value.pieces)):
-                # zeros summed over the ranks add nothing: the sum is `value` itself, written into the zeroed
-                # gradient's own storage (one copy, as the `+=` below; no collective, no allocation)
-                for p, q in zip(g.pieces, value.pieces):
-                    p[...] = q
+            if getattr(value, "folded", False) and _grad_zeroing.is_partial_of(g, own) and \
+                    len(g.pieces) == len(value.pieces) and all(p.shape == q.shape for p, q in zip(g.pieces,
+                                                                                               value.pieces)):
+                # a sum that already holds this partial-sum gradient (its pieces were added into the bucket before
+                # the all-reduce: `grad_zeroing.leaf_gradient`): it is the new `.grad`. Every rank takes this branch
+                # alike (`folded` is decided from layouts and hooks only). A leaf's own bucket slot becomes `.grad`'s
+                # storage (`bucket_slot`: DDP's gradient-as-bucket-view; from the next step on the backward writes
+                # into it and nothing is copied back: `buckets.OverlappedGradients`, as OneFlow 0.9's boxed sum is
+                # a new tensor); another sum is written into the old gradient's storage (one copy, as the `+=` below).
+                # No collective, no allocation.
+                pieces = g.pieces
+                if getattr(value, "bucket_slot", False):
+                    pieces = value.pieces
+                else:
+                    for p, q in zip(pieces, value.pieces):
+                        p[...] = q
                 # (a global tensor has no views to tell: `_set_value`'s work is not needed)
-                grad._value = global_eager.Value(own.meta, own.placement, own.sbp, g.pieces, own.lk)
+                grad._value = global_eager.Value(own.meta, own.placement, own.sbp, pieces, own.lk)
                 grad._sbp = self._sbp
                 return
             g = autograd.box(g, own.placement, own.sbp)

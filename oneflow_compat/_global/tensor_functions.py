@@ -166,15 +166,20 @@ def expand(x, *sizes):
     """x broadcast to `sizes` (-1 keeps a dim): a view of a local eager tensor, as in OneFlow."""
     sizes = _size_list(sizes)
     lead = len(sizes) - x.ndim
+    # OneFlow v0.9.0's checks and words (core/functional/impl/array_functor.cpp:857-892 ExpandFunctor)
     if lead < 0:
-        raise RuntimeError("expand(): the number of sizes provided (%d) must be greater or equal to the number of "
-                           "dimensions in the tensor (%d)" % (len(sizes), x.ndim))
+        raise RuntimeError("expand(tensor{%s}, size=%d): the number of sizes provided (%d) must be greater or equal "
+                           "to the number of dimensions in the tensor (%d)"
+                           % (_shape_text(x.shape), x.ndim, len(sizes), x.ndim))
     target = []
     for j, s in enumerate(sizes):
         own = x.shape[j - lead] if j >= lead else None
+        if s < -1:
+            raise RuntimeError("Trying to create tensor with negative dimension %d" % s)
         if s == -1:
             if own is None:
-                raise RuntimeError("expand(): -1 is not allowed in a leading, non-existing dimension")
+                raise RuntimeError("The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
+                                   "dimension %d" % j)
             s = own
         if own is not None and own != 1 and own != s:
             # OneFlow 0.9's words (core/functional/impl/array_functor.cpp ExpandFunctor)
@@ -182,8 +187,8 @@ def expand(x, *sizes):
                                "non-singleton dimension %d. Target sizes: %s. Tensor sizes: %s"
                                % (s, own, j, _shape_text(sizes), _shape_text(x.shape)))
         target.append(s)
-    if tuple(target) == tuple(x.shape):
-        return x
+    if tuple(target) == tuple(x.shape) and not views.applicable(x):
+        return x  # (a local eager tensor gets a new view whatever the shape: 0.9's view::Expand, :893-895)
     out = apply_op("expand", [x], {"shape": tuple(target)})
     # a view (OneFlow's `view::Expand`: stride 0 on the expanded dims; writable, as OneFlow's)
     return views.make(x, out, views.expand_layout(views.layout_of(x), tuple(target)) if views.applicable(x) else None)

@@ -36,8 +36,14 @@ How the view ops use this module: each runs its op as before (the op records its
 second derivatives included, is that of the op) and `make(x, out, layout)` then puts the view of x's storage in
 place of the kernel's result; basic indexing without gradients builds the view without an op (`view_value`).
 `as_strided` reads its input's storage (the root), as OneFlow's and torch's do; `tensor_split`/`hsplit`/`vsplit`
-slice without views (OneFlow's `enable_view_slice=false`). Not views here: tensors whose root array is not C-ordered
-(a strided array given to `from_numpy`, which keeps sharing it; a kernel's strided output): their view ops copy.
+slice without views (OneFlow's `enable_view_slice=false`).
+
+Strided memory: a strided array given to `from_numpy` / `from_dlpack` makes a tensor that is a view, with the
+array's strides, of a hidden root whose storage is the memory the array spans (`creation._sharing`; OneFlow 0.9's
+LocalTensorSharedNumpyDataFunctor keeps the strides), so its `stride()`, its views and its writes are the array's.
+A kernel's strided result (numpy and CuPy give `x.T * 2` a transposed layout) is put in C order before its first
+view or `numpy()` (`settle`): OneFlow's outputs are contiguous. Not views here: tensors over foreign memory in
+another order (`_foreign_layout`: an array received from another process): their view ops copy.
 
 Tensors on a GPU have views as CPU ones do (0.9's view ops are device-agnostic): a CuPy array is a strided view of
 device memory as a numpy array is of host memory, and `strided` makes one through the array's own module
@@ -81,12 +87,30 @@ def applicable(x):
     for d in v.meta.shape:
         if d == 0:
             return False
-    # the root's array must be its storage in OneFlow's layout (C order): a kernel's strided output or a strided
-    # array given to from_numpy (which shares it) gets copies from view ops instead. Host (numpy) and device (CuPy)
-    # arrays alike: a CuPy array is a strided view of device memory as a numpy array is of host memory
+    # the root's array must be its storage in OneFlow's layout (C order): a kernel's strided output is re-laid out
+    # first (`settle`); a tensor over foreign memory in another order gets copies from view ops instead. Host
+    # (numpy) and device (CuPy) arrays alike: a CuPy array is a strided view of device memory as a numpy array is
+    # of host memory
     root = x._view_root if x._view_root is not None else x
-    piece = root._value.pieces[0]
+    piece = settle(root)
     return (isinstance(piece, np.ndarray) or devices.is_device_array(piece)) and piece.flags.c_contiguous
+
+
+def settle(root):
+    """The array of local eager tensor `root` (not a view), first put in C order where it is a kernel's strided
+    result (numpy and CuPy give an elementwise op on transposed inputs a transposed result: `x.T * 2`), which is
+    not OneFlow's layout: in 0.9 every op's output is contiguous, `stride()` says so, its views share it and
+    `numpy()` is an array over it with those strides (api/python/utils/tensor_utils.h:64-92). The Value's array is
+    replaced (a `detach()`ed twin, which holds the same Value, follows); a tensor over foreign memory
+    (`_foreign_layout`: an array received from another process) keeps its array."""
+    pieces = root._value.pieces
+    piece = pieces[0]
+    if root._foreign_layout or root._views or getattr(piece, "flags", None) is None or piece.flags.c_contiguous:
+        return piece
+    if not (isinstance(piece, np.ndarray) or devices.is_device_array(piece)):
+        return piece
+    piece = pieces[0] = devices.module_of(piece).ascontiguousarray(piece)
+    return piece
 
 
 def _tracing():
@@ -381,7 +405,9 @@ def rebind(self, result, same):
         remake(self)
         return self
     diff = self._view_differentiable
-    if diff and autograd.is_grad_enabled() and root.requires_grad_flag and root._node is None:
+    base = root._storage_owner() if root._storage_owner is not None else None  # (from_numpy of a strided array)
+    base = root if base is None or base is self else base
+    if diff and autograd.is_grad_enabled() and base.requires_grad_flag and base._node is None:
         raise RuntimeError(LEAF_VIEW_MESSAGE)
     rv = root._value
     new = rv.pieces[0].copy()  # new storage: the old one may be saved for a backward pass

@@ -41,7 +41,8 @@ from .environment import comm_timeout_from_env as timeout_from_env
 from .output import unprefixed_stderr, wait_until_output_is_read
 from .process_comm import (CollectiveTimeout, CommError, Pending, ProcessComm, balanced_offsets, balanced_sizes,
                            check_ranks)
-from .shm import CHECK_WORDS, Board, SharedBlock, ShmAllreduce, add_into, copy_into, reading, signature
+from . import cross_memory
+from .shm import CHECK_WORDS, PASSES, Board, SharedBlock, ShmAllreduce, add_into, copy_into, reading, signature
 
 QUERY_WINDOW_S = 1.0      # how long a timed-out rank waits for the other members to say where they are
 PEER_FAILURE_GRACE_S = 3.0  # how long the other ranks leave the launcher to act on a failed rank's MPI_Abort
@@ -379,6 +380,7 @@ class MPIComm(ProcessComm):
         self._shared = {}  # address of a buffer `shared_buffer` handed out: its SharedBlock
         self._use_shm = os.environ.get(SHM_ENV, "1").strip() not in ("0", "false", "no", "off")
         self._carried = None  # an identity check waiting for the next collective to carry it (`carry_check`)
+        self._probes = []  # the words other members read to learn whether they may read this process (`_probe_reads`)
 
     # ----- basics -------------------------------------------------------------------------------------------
 
@@ -713,12 +715,12 @@ class MPIComm(ProcessComm):
         return board
 
     def _exchange(self, board, wait, kind, sig, need, write=None, table=None, result=None, shape=(), places=None,
-                  joined=False):
+                  joined=False, sources=None):
         """`board.exchange`, carrying the pending identity check (`result`, `shape`: this member's result in its
         arena and the shape it expects of the results, `Board.pushing`)."""
         check, settle = self._take_carried(board)
         return board.exchange(wait, kind, sig, need, write, table, check, settle, result,
-                              signature(tuple(int(d) for d in shape)), places, joined)
+                              signature(tuple(int(d) for d in shape)), places, joined, sources)
 
     # ----- collectives over subsets ----------------------------------------------------------------------
 
@@ -787,7 +789,42 @@ class MPIComm(ProcessComm):
                 # process's MPI_COMM_WORLD do (every member sees the same: the subset is in one world or not)
                 if (hosts == hosts[0]).all() and _one_world(subset.comm):
                     subset.board = Board(subset.comm, subset.ranks)
+                    subset.board.reads = self._probe_reads(subset, activity)
         return subset.board
+
+    def _probe_reads(self, subset, activity):
+        """Whether every member of `subset` may read every other member's memory (`cross_memory`): each member
+        offers a word of its own (its process id) and tries to read every other's; all of them read what the others
+        found, so every member decides alike (two gathers, once per board). The word stays alive with the comm."""
+        probe = np.array([os.getpid()], np.int64)
+        self._probes.append(probe)
+        mine = np.array([os.getpid(), cross_memory.address(probe), int(cross_memory.wanted())], np.int64)
+        everyone = np.empty((len(subset.ranks), 3), np.int64)
+        self._complete(subset.comm.Iallgather(mine, everyone), activity)
+        ok = bool(everyone[:, 2].all())
+        if ok:
+            seen = np.zeros(1, np.int64)
+            for j, (pid, where, _) in enumerate(everyone.tolist()):
+                if j == subset.index:
+                    continue
+                try:
+                    cross_memory.read(pid, where, seen)
+                except OSError:
+                    ok = False
+                    break
+                if int(seen[0]) != pid:
+                    ok = False
+                    break
+        verdicts = np.empty(len(subset.ranks), np.int64)
+        self._complete(subset.comm.Iallgather(np.array([int(ok)], np.int64), verdicts), activity)
+        return bool(verdicts.all())
+
+    def reads_between(self, ranks):
+        """Whether the shared-memory collectives over `ranks` read each other's memory in one copy where that moves
+        less or spreads the copying (`cross_memory`; decided once per board, alike on every member). For tests."""
+        subset = self._subsets.get(tuple(int(r) for r in ranks))  # (None: no collective over them yet here)
+        board = subset.board if subset is not None and subset.board is not _UNSET else None
+        return bool(board is not None and board.reads)
 
     def _waiter(self, activity, nbytes):
         return functools.partial(self._complete, activity=activity, nbytes=nbytes)
@@ -918,14 +955,12 @@ class MPIComm(ProcessComm):
                              % (self._rank, sizes, buf.shape[axis], len(subset.ranks)))
         blocks = _blocks(buf.shape, axis, sizes, buf.dtype)
         me = subset.index
-        out = np.empty(blocks.block_shape(me), buf.dtype)
         if len(subset.ranks) == 1:
-            out[...] = buf
-            return out
+            return buf.copy()
         board = self._board_for(subset, activity, buf.dtype != object)
         if board is not None:
-            self._shm_reduce_scatter(board, activity, buf, blocks, out)
-            return out
+            return self._shm_reduce_scatter(board, activity, buf, blocks)
+        out = np.empty(blocks.block_shape(me), buf.dtype)
         # along another axis the addend is packed (one strided copy) for MPI's reduce-scatter: measured faster than
         # each member's rows coming straight from their strided places (MPI_Alltoallw) and summed here (3x on 4 ranks)
         send, op = _reduce_buffer(blocks.pack(buf))
@@ -933,8 +968,15 @@ class MPIComm(ProcessComm):
         self._complete(subset.comm.Ireduce_scatter(send, recv, blocks.counts, op=op), activity, nbytes=buf.nbytes)
         return out
 
-    def _shm_reduce_scatter(self, board, activity, buf, blocks, out):
-        """Each member copies the other members' blocks of its addend into its slot (packing strided blocks in that
+    def _shm_reduce_scatter(self, board, activity, buf, blocks):
+        """Two members, blocks along another axis than the first (P -> S(1)): each member's block of its addend
+        is strided, which numpy adds several times slower as the first operand of a sum than copied first, and
+        copying it costs a pass of its own. Instead each member copies the other's block of its addend straight into
+        the other's result (in its arena: `Board.pushing`), and once the other has done the same, adds its own block
+        into its result in place: a1 + a0 is a0 + a1 bit for bit (one addition: commutative), so the bits are the
+        same; each byte is copied once and summed once (the copy of the own block is gone).
+
+        Else each member copies the other members' blocks of its addend into its slot (packing strided blocks in that
         copy), next member's first (member j's slot holds the blocks of members j + 1, j + 2, ... mod k), chunk by
         chunk, saying how far it got; meanwhile it sums its own block over every member's, chunk by chunk, in member
         order (the same additions in the same order as summing whole blocks: the same bits), as far as the others
@@ -946,11 +988,25 @@ class MPIComm(ProcessComm):
 
         need = (blocks.total - blocks.counts[me]) * itemsize
         wait = self._waiter(activity, buf.nbytes)
+        # (every member decides alike: the call's signature holds the axis and shape, and `pushing` what all of
+        # them published)
+        swap = k == 2 and blocks.axis != 0
+        out = board.arena.output(blocks.block_shape(me), buf.dtype) if swap else None
         self._exchange(board, wait, "reduce_scatter", signature("reduce_scatter", blocks.axis, buf.dtype.str,
-                                                                buf.shape, blocks.sizes), need)
+                                                                buf.shape, blocks.sizes), need,
+                       result=out, shape=buf.shape)
+        if swap and board.pushing():
+            other = 1 - me
+            copy_into(board.remote(other, blocks.block_shape(other), buf.dtype), buf[blocks.index[other]])
+            board.done(wait, [other])
+            add_into(out, buf[blocks.index[me]])
+            return out
+        if out is None:
+            out = np.empty(blocks.block_shape(me), buf.dtype)
         writes = [(start(me, q), buf[blocks.index[q]]) for q in ((me + r) % k for r in range(1, k))]
         parts = [buf[blocks.index[me]] if j == me else (j, start(j, me)) for j in range(k)]
         board.reduce_stream(wait, writes, parts, out)
+        return out
 
     def alltoallv(self, pieces, ranks, axis=0, recv_sizes=None, concat=False):
         subset, activity = self._begin("alltoallv", ranks, carry=recv_sizes is not None)
@@ -1276,12 +1332,17 @@ class MPIComm(ProcessComm):
         """`exchange` in one arrival on the board of the members of the operation's identity check, which rides in
         it: each member publishes the bytes it sends to each member (its table) and, as a receiver, one result in
         its arena holding what it receives, one sender after the other in member order, and where each sender's
-        bytes start there (its places). Then each sender copies its pieces straight into the receivers' results
-        (one copy, strided pieces read in place, `Board.remote`) and says it is done; a receiver hands its pieces
-        out once its senders are done. Where a receiver's result found no room in its arena (or is small), and
-        where a sender sends to several receivers (they pull from it in parallel over MPI, where pushing would
-        make one rank copy everything), those messages go over MPI after the arrival: every member decides alike,
-        from the headers all of them read."""
+        bytes start there (its places); where the members may read each other's memory (`board.reads`,
+        `cross_memory`), also the address of each piece it sends that is one contiguous run. Then each byte moves in
+        one copy: a receiver reads a piece offered that way straight out of its sender's memory (the receivers of
+        one sender all at once, the sender copying nothing: a 1 -> k split no longer makes its sender copy every
+        piece in turn); else each sender copies its pieces straight into the receivers' results (strided pieces
+        read in place, `Board.remote`). Each says when it is done, and a member hands its result out, or lets its
+        caller change what it sent, only once the members that read from it or wrote into it are done. Where a
+        receiver's result found no room in its arena (or is small) and nothing may be read, and where a sender sends
+        to several receivers that may not read it (they pull from it in parallel over MPI, where pushing would make
+        one rank copy everything), those messages go over MPI after the arrival: every member decides alike, from
+        the headers all of them read."""
         me, k = board.block.index, board.k
         index = {r: i for i, r in enumerate(board.ranks)}
         table, outgoing = [0] * (k + 1), [[] for _ in range(k)]
@@ -1297,25 +1358,35 @@ class MPIComm(ProcessComm):
             places[j + 1] = places[j] + sum(recvs[n][1].nbytes for n in incoming[j])
         result = board.arena.output((places[k],), np.uint8) \
             if recvs and not any(buf.dtype.hasobject for _, buf in recvs) else None
+        sources = None
+        if board.reads:  # (the same on every member: decided once per board)
+            sources = [os.getpid()] + [cross_memory.address(out[0]) if len(out) == 1 and out[0].nbytes and
+                                       out[0].flags.c_contiguous and not out[0].dtype.hasobject else 0
+                                       for out in outgoing]
         wait = self._waiter(activity, table[k] + places[k])
-        tables = self._exchange(board, wait, "check", 0, 0, None, table, result=result, places=places, joined=True)
+        tables = self._exchange(board, wait, "check", 0, 0, None, table, result=result, places=places, joined=True,
+                                sources=sources)
         # A member whose operation made its check earlier (it communicated before this exchange: a reduce-scatter
         # over the source ranks first) made it on its own in this same board call, moving nothing: its messages go
         # over MPI, where it sends or receives them later. Between members that both move data in the call, a
-        # pair's bytes go straight into the receiver's result, unless the receiver's result found no room, or some
-        # sender sends to several receivers (they pull from it over MPI, in parallel, where pushing would make one
-        # rank copy everything). Every member decides alike, on the headers all of them read.
+        # receiver reads a pair's bytes where its sender offered them, else they go straight into the receiver's
+        # result, unless the receiver's result found no room, or some sender sends to several receivers (they pull
+        # from it over MPI, in parallel, where pushing would make one rank copy everything). Every member decides
+        # alike, on the headers all of them read.
         joined = board.joined
         sizes = np.diff(tables, axis=1)  # [sender, receiver]: bytes (zeros for a member that moves nothing here)
-        pushing = (sizes > 0).sum(axis=1).max() <= 1
-        by_board = [[pushing and joined[a] and joined[b] and board.results[b] is not None for b in range(k)]
-                    for a in range(k)]
-        got = [buf for _, buf in recvs]
+        offered = board.sources
         # a sender's bytes must fill what its receiver expects (both moving data here): else the receiver raises,
         # and nothing moves between them
+        expects = [[int(board.places[b][a + 1] - board.places[b][a]) for b in range(k)] for a in range(k)]
+        reads = [[offered is not None and a != b and joined[a] and joined[b] and int(offered[a][1 + b]) != 0 and
+                  sizes[a, b] > 0 and sizes[a, b] == expects[a][b] for b in range(k)] for a in range(k)]
+        pushing = max(sum(1 for b in range(k) if sizes[a, b] > 0 and not reads[a][b]) for a in range(k)) <= 1
+        by_board = [[not reads[a][b] and pushing and joined[a] and joined[b] and board.results[b] is not None
+                     for b in range(k)] for a in range(k)]
+        got = [buf for _, buf in recvs]
         wrong = [j for j in range(k) if j != me and joined[j] and sizes[j, me] != places[j + 1] - places[j]]
-        fits = [j == me or not joined[j] or sizes[me, j] == board.places[j][me + 1] - board.places[j][me]
-                for j in range(k)]
+        fits = [j == me or not joined[j] or sizes[me, j] == expects[me][j] for j in range(k)]
         pushes = [j for j in range(k) if by_board[me][j] and outgoing[j] and fits[j]]
         for j in pushes:  # straight into receiver j's result, in the order the pieces are listed
             there = board.remote_bytes(j, int(board.places[j][k]))
@@ -1323,9 +1394,41 @@ class MPIComm(ProcessComm):
             for a in outgoing[j]:
                 copy_into(there[at:at + a.nbytes].view(a.dtype).reshape(a.shape), a)
                 at += a.nbytes
+        failed = None
+        pulled = [j for j in range(k) if reads[j][me] and incoming[j]]
+        for j in pulled:  # read out of sender j's memory: into this member's result, or the caller's buffer
+            nbytes = int(sizes[j, me])
+            only = recvs[incoming[j][0]][1] if len(incoming[j]) == 1 else None
+            in_place = result is None and isinstance(only, np.ndarray) and only.flags.c_contiguous and \
+                only.flags.writeable and not only.dtype.hasobject
+            if result is not None:
+                into = result[places[j]:places[j + 1]]
+            elif in_place:
+                into = only.reshape(-1).view(np.uint8)
+            else:
+                into = np.empty(nbytes, np.uint8)
+            try:
+                cross_memory.read(int(offered[j][0]), int(offered[j][1 + me]), into)
+            except OSError as e:
+                failed = (j, e)
+                break
+            PASSES["copied"] += nbytes
+            PASSES["read"] += nbytes
+            at = 0
+            for n in incoming[j]:
+                buf = recvs[n][1]
+                if not in_place:
+                    got[n] = into[at:at + buf.nbytes].view(buf.dtype).reshape(buf.shape)
+                at += buf.nbytes
         senders = [j for j in range(k) if by_board[j][me] and incoming[j] and j not in wrong]
-        if pushes or senders:
-            board.done(wait, senders)
+        readers = [b for b in range(k) if reads[me][b] and outgoing[b]]
+        if pushes or senders or pulled or readers:
+            board.done(wait, senders + readers)  # (a member that failed to read says so too: its sender goes on)
+        if failed is not None:
+            j, e = failed
+            raise CommError("exchange on rank %d: reading the %d bytes rank %d offers failed (%s): the ranks may not "
+                            "read each other's memory (set %s=0)" % (self._rank, int(sizes[j, me]), board.ranks[j], e,
+                                                                    cross_memory.READ_ENV))
         for j in senders:
             at = places[j]
             for n in incoming[j]:
@@ -1337,8 +1440,10 @@ class MPIComm(ProcessComm):
             raise ValueError("exchange on rank %d: expected %d bytes from rank %d, got %d"
                              % (self._rank, places[j + 1] - places[j], board.ranks[j], sizes[j, me]))
         # the rest goes over MPI (the same pairs on both sides)
-        mpi_sends = [(p, b) for p, b in sends if not by_board[me][index[int(p)]] and fits[index[int(p)]]]
-        mpi_recvs = [(n, p, b) for n, (p, b) in enumerate(recvs) if not by_board[index[int(p)]][me]]
+        mpi_sends = [(p, b) for p, b in sends if not by_board[me][index[int(p)]] and not reads[me][index[int(p)]]
+                     and fits[index[int(p)]]]
+        mpi_recvs = [(n, p, b) for n, (p, b) in enumerate(recvs) if not by_board[index[int(p)]][me]
+                     and not reads[index[int(p)]][me]]
         if mpi_sends or mpi_recvs:
             done = self._mpi_exchange(mpi_sends, [(p, b) for _, p, b in mpi_recvs],
                                       {int(p) for p, _ in mpi_sends} | {int(p) for _, p, _ in mpi_recvs})

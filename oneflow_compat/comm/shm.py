@@ -50,6 +50,8 @@ sizes copy each member's piece straight into its place in the receivers' results
 read or written in place), and a broadcast's root makes its own copy there while the others read it behind it
 (`Board.serve`). Measured on 2 ranks of the CI machine (bench_boxing, 16 MB): S(0) -> B 3.2 -> 2.4 ms, S(0) -> S(1)
 2.3 -> 1.3 ms.
+A slice-boxing's receiver may instead read its piece straight out of its sender's memory, where the members may
+(`cross_memory.py`: the header then carries each member's process id and the addresses it offers, `sources`).
 A member hands its result out, or lets its caller change what the others read, only once every member is through
 with the call's data (`Board.done`), so no member ever touches a result that its owner may use or reuse. Whether a
 call pushes rests on what every member published before the arrival (each result's place, the shape each member
@@ -82,7 +84,7 @@ SHM_DIR = "/dev/shm"  # where MPICH's shared windows live: an arena grows only w
 _PAGE = 4096
 # What the collectives of this module did in this process, for the tests that pin it (tests/test_boxing_passes.py):
 # bytes written by copies of array data ("copied") and by sums ("summed"), and arrivals ("arrivals": meetings of a
-# block's members). Counted per chunk or per call: one dict update per MB moved.
+# block's members); "read": the bytes of "copied" read out of another process's memory (`cross_memory.read`). Counted per chunk or per call: one dict update per MB moved.
 PASSES = collections.Counter()
 
 
@@ -355,7 +357,9 @@ class Board:
         # message, then where this member's result lies in the arena (window or -1, offset, a number naming its
         # shape), the arena bytes it wants, a second table of k + 1 (`exchange`'s `places`), and whether it
         # moves data in the call (`exchange`'s `joined`)
-        self.half_words = _HALF + self.k + 1 + 1 + CHECK_WORDS + 4 + self.k + 1 + 1
+        # moves data in the call (`exchange`'s `joined`), then its process id and, per member, the address of the
+        # one contiguous run of its memory that member may read (`exchange`'s `sources`: 0 where there is none)
+        self.half_words = _HALF + self.k + 1 + 1 + CHECK_WORDS + 4 + self.k + 1 + 1 + 1 + self.k
         self.calls = 0  # calls on the current block (its halves alternate)
         self.seq = 0  # calls on this board (the same on every member: tags the progress words of streamed calls)
         self.half = 0  # the half the last call used
@@ -365,6 +369,8 @@ class Board:
         self.shapes = set()  # the last call's numbers naming the shape each member expects of the results
         self.places = None  # the last call's second tables (a k x (k+1) array, when the call gave one)
         self.joined = [False] * self.k  # the last call's: which members said they move data in it (`joined`)
+        self.sources = None  # the last call's: every member's process id and the addresses it offers (`sources`)
+        self.reads = False  # whether every member may read every other's memory (`cross_memory`; `MPIComm._board`)
 
     def _allocate(self, capacity):
         self.capacity, self.calls = int(capacity), 0
@@ -378,7 +384,7 @@ class Board:
         return self._headers[half][j]
 
     def exchange(self, wait, kind, sig, need, write=None, table=None, check=None, settle=None, result=None,
-                 shape_sig=0, places=None, joined=False):
+                 shape_sig=0, places=None, joined=False, sources=None):
         """One call, in one arrival while the slots are large enough: `write(slot)` copies this member's data into
         its slot (uint8, at least `need` bytes) and the header says `need`, the call's kind (one of `KINDS`) and
         signature and an optional table of k + 1 int64 (offsets of this member's pieces); after everyone arrived
@@ -397,6 +403,9 @@ class Board:
         says, alike on every member, whether the data may go straight into the results (`remote`, `done`).
         `joined`: this member moves data in the call (afterwards `joined` holds every member's: an identity check's
         call may be made on its own by one member while another moves data in it, `MPIComm._shm_exchange`).
+        `sources`: k + 1 int64, this member's process id and, for each member, the address of the one contiguous
+        run of this member's memory it may read in this call (0: none; `cross_memory.read`): afterwards `sources`
+        holds every member's (a k x (k+1) array).
 
         Raises `CommError` on every member when they are in different calls (no member reads the others' data).
         When some member's data did not fit, everyone sees it in the headers: the slots grow (a collective: every
@@ -424,6 +433,7 @@ class Board:
             words += [shape_sig, self.arena.want]
             words += [int(p) for p in places] if places is not None else [0] * (k + 1)
             words.append(int(joined))
+            words += [int(a) for a in sources] if sources is not None else [0] * (k + 1)
             self._headers[half][block.index][:] = words
             block.arrive()
             wait(block.everyone_arrived)
@@ -475,7 +485,8 @@ class Board:
             self.results = [None if w[out] < 0 else (w[out], w[out + 1]) for w in rows]
             self.shapes = {w[out + 2] for w in rows}
             self.places = headers[:, out + 4:out + 5 + k] if places is not None else None
-            self.joined = [bool(w[-1]) for w in rows]
+            self.joined = [bool(w[-(k + 2)]) for w in rows]
+            self.sources = headers[:, -(k + 1):] if sources is not None else None
             wants = max(w[out + 3] for w in rows)
             if wants:  # every member saw the same wants: all arenas grow together (for the next calls)
                 self.arena.grow(wants)

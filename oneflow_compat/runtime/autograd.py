@@ -149,10 +149,19 @@ class Node:
     def name(self):
         return self._name
 
-    def add_output_hook(self, index, fn):
+    def add_output_hook(self, index, fn, terminal=False):
+        """`terminal`: `fn` reads the gradient after every hook, whenever these are registered (`retain_grad`'s
+        keeper, `autograd.grad`'s catcher: OneFlow 0.9 reads a tensor's gradient through `current_grad_value()`,
+        which applies all of its hooks, core/autograd/autograd_meta.cpp:77-84); other hooks run before those."""
         if self.output_hooks is Node._NO_HOOKS:
             self.output_hooks = {}
-        self.output_hooks.setdefault(index, []).append(fn)
+        fns = self.output_hooks.setdefault(index, [])
+        if terminal:
+            fn._terminal = True
+            fns.append(fn)
+            return
+        at = next((i for i, f in enumerate(fns) if getattr(f, "_terminal", False)), len(fns))
+        fns.insert(at, fn)
 
     def backward(self, dys):
         raise NotImplementedError
@@ -291,7 +300,7 @@ def _leaf_uses(roots):
     return uses
 
 
-def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None, root_value=None):
+def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None, root_value=None, leaf_gradient=None):
     """Backpropagates from `roots` = [(edge, gradient value)]; calls `accumulate_leaf(leaf, value)` once per leaf
     reached with its summed gradient (not yet boxed: the surface boxes it to the leaf's layout), as soon as every
     edge reaching the leaf was handled. Output hooks of a node run on its summed output gradients first.
@@ -305,10 +314,20 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None, root_
     `root_value`: the forward value of the pass's one root (a loss): where it is a small partial sum, the buckets'
     check carries its addends, so that its `numpy()` afterwards sends nothing (`OverlappedGradients`).
 
+    `leaf_gradient(leaf)` = (this rank's pieces of the leaf's current `.grad`, or None; whether the bucketed sum may
+    carry them): they may where `.grad` is a partial sum on the leaf's placement (what `zero_grad()` leaves: zeros,
+    or whatever was written into them since) and no hook must see the new gradient alone; every rank answers the
+    second alike (the answer decides whether the leaf's accumulation communicates). Such pieces are added into the
+    leaf's bucket contribution before the all-reduce (OneFlow 0.9 adds the new gradient to the old one: the old
+    partial sum's pieces summed over the ranks plus the new sum, in the same all-reduce), and the summed value
+    handed to `accumulate_leaf` is marked `folded = True`: it already holds the old gradient, which it replaces.
+    From a loop's second step on the replaced gradient's storage is the leaf's bucket slot itself
+    (`buckets.OverlappedGradients`: the backward writes into `.grad`, as DDP's gradient-as-bucket-view).
+
     Callbacks queued during the walk (`queue_callback`) run at its end, in order."""
     _CALLBACKS.stack.append([])
     try:
-        _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value)
+        _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value, leaf_gradient)
         callbacks = _CALLBACKS.stack[-1]
         while callbacks:  # (a callback may queue another)
             callbacks.pop(0)()
@@ -316,7 +335,7 @@ def backward(roots, accumulate_leaf, retain_graph=False, leaf_layout=None, root_
         _CALLBACKS.stack.pop()
 
 
-def _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value=None):
+def _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value=None, leaf_gradient=None):
     pending = {}  # node -> [list of grads per output]
     leaves = {}  # id(leaf) -> (leaf, [grads])
     nodes = {}
@@ -324,10 +343,18 @@ def _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value=None):
     deferred = []  # (leaf, gradient) waiting for the buckets
     # from a loop's second step on, the partial sums go into their buckets as they complete and are all-reduced
     # while the walk goes on (`buckets.OverlappedGradients`)
-    overlap = buckets.OverlappedGradients(uses.leaves, _device_value, root_value) if leaf_layout is not None \
-        else None
+    overlap = buckets.OverlappedGradients(uses.leaves, _device_value, root_value, leaf_gradient) \
+        if leaf_layout is not None else None
 
     def complete(leaf, value):
+        if leaf_layout is not None and type(value.sbp) is S.Broadcast:
+            layout = leaf_layout(leaf)
+            if buckets.bucketable_as_partial(value, layout) and _old_partial(leaf_gradient, leaf) is not None:
+                # a broadcast gradient going to a partial-sum `.grad` (after zero_grad): OneFlow 0.9 adds them and
+                # boxes the sum to the leaf's broadcast (an all-reduce); as a partial sum (no communication: the
+                # first rank's piece, zeros elsewhere) it joins the buckets with the old pieces, one all-reduce
+                # for all such gradients instead of one per leaf
+                value = box(value, layout[0], S.P, label="gradient")
         if leaf_layout is not None and buckets.bucketable(value, leaf_layout(leaf)):
             if not overlap.take(leaf, value):
                 deferred.append((leaf, value))
@@ -391,9 +418,18 @@ def _walk(roots, accumulate_leaf, retain_graph, leaf_layout, root_value=None):
         for leaf, g in summed:
             accumulate_leaf(leaf, g)
     if deferred:
-        summed = buckets.reduce_partial_gradients([(g, leaf_layout(leaf)) for leaf, g in deferred], _device_value)
+        summed = buckets.reduce_partial_gradients([(g, leaf_layout(leaf)) for leaf, g in deferred], _device_value,
+                                                  [_old_partial(leaf_gradient, leaf) for leaf, _ in deferred])
         for (leaf, _), g in zip(deferred, summed):
             accumulate_leaf(leaf, g)
+
+
+def _old_partial(leaf_gradient, leaf):
+    """The pieces of `leaf`'s `.grad` that its bucketed sum carries, or None."""
+    if leaf_gradient is None:
+        return None
+    pieces, foldable = leaf_gradient(leaf)
+    return pieces if foldable else None
 
 
 def _device_value(meta, placement, sbp, pieces):

@@ -91,6 +91,8 @@ class GradBuckets:
         self.reset()
         self.calls = 0
         self._pending = []  # (bucket, Pending) started and not yet waited for
+        self.before_start = None  # called with a bucket's number just before its all-reduce starts (`ready`)
+        self.given = [False] * len(self.shapes)  # entries whose slot was handed out as a gradient's storage
 
     def _allocate(self, comm):
         """The persistent buffers (a collective of the members when they are several: the comm's shared buffers)."""
@@ -140,6 +142,8 @@ class GradBuckets:
         done = []
         while self.next_bucket < len(self.plan) and not self._missing[self.next_bucket]:
             b = self.next_bucket
+            if self.before_start is not None:
+                self.before_start(b)
             agreement.in_turn(self._start_in_turn, self._text(), [b], not self._checked)
             self._checked = True
             self.next_bucket += 1
@@ -170,15 +174,16 @@ class GradBuckets:
             text = self._default_text = "gradient all-reduce of %s" % self.describe()
         return text
 
-    def all_reduce(self, arrays, scale=None, what=None):
-        """The member-wise sums of `arrays` (see the module docstring); every member rank calls it."""
+    def all_reduce(self, arrays, scale=None, what=None, extra=None):
+        """The member-wise sums of `arrays` (see the module docstring); every member rank calls it. `extra`: arrays
+        (or None) added to `arrays` entry by entry before the sum (an old partial-sum gradient)."""
         if len(arrays) != len(self.shapes):
             raise ValueError("GradBuckets.all_reduce: %d arrays for %d gradients" % (len(arrays), len(self.shapes)))
         for a, shape in zip(arrays, self.shapes):
             if a is not None and tuple(a.shape) != shape:
                 raise ValueError("GradBuckets.all_reduce: a gradient of shape %s for the entry of shape %s"
                                  % (tuple(a.shape), shape))
-        agreement.in_turn(self._all_reduce_in_turn, self._text(what), arrays)
+        agreement.in_turn(self._all_reduce_in_turn, self._text(what), arrays, extra)
         if scale is not None:
             for buf in self.buffers:
                 buf *= buf.dtype.type(scale)
@@ -201,28 +206,25 @@ class GradBuckets:
     def _communicates(self, comm):
         return len(self.ranks) >= 2 and comm.size > 1
 
-    def _all_reduce_in_turn(self, text, arrays):
+    def _all_reduce_in_turn(self, text, arrays, extra=None):
         comm = _comm()
         if not self._communicates(comm):
             self._allocate(None)
-            self._fill(arrays)
+            self._fill(arrays, extra)
             return
         with activity.operation(text):
             # the check rides in the first bucket's all-reduce (`carry`: nothing before it has an effect)
             agreement.global_op((agreement.digest(text), text), self.ranks, carry=True)
             self._allocate(comm)
-            self._fill(arrays)
+            self._fill(arrays, extra)
             started = [(b, comm.iallreduce_(buf, self.ranks)) for b, buf in enumerate(self.buffers)]
             for b, pending in started:
                 pending.wait()
                 self._record(b, comm)
 
-    def _fill(self, arrays):
-        for view, a in zip(self.views, arrays):
-            if a is None:
-                view[...] = 0
-            else:
-                view[...] = a
+    def _fill(self, arrays, extra=None):
+        for view, a, e in zip(self.views, arrays, extra or [None] * len(arrays)):
+            fill_slot(view, a, e)
 
     def _start_in_turn(self, text, numbers, check):
         comm = _comm()
@@ -282,12 +284,22 @@ def bucketable(g, layout):
             and g.meta.dtype.is_floating)
 
 
-def reduce_partial_gradients(items, make_value):
+def bucketable_as_partial(g, layout):
+    """Whether a broadcast gradient `g` would be `bucketable` once made a partial sum (no communication)."""
+    pl, sbp = layout
+    return (g.sbp == S.B and sbp == S.B and g.placement == pl and len(_owners(pl)) > 1
+            and g.meta.dtype.is_floating)
+
+
+def reduce_partial_gradients(items, make_value, olds=None):
     """`items` = [(gradient Value, (placement, sbp) of its leaf)]: returns the gradients with every one that is a
     partial sum (P) going to a broadcast (B) leaf on the same placement of several ranks replaced by its sum (B),
     reduced together through gradient buckets (one check and one all-reduce per bucket for all of them).
-    `make_value(meta, placement, sbp, pieces)` makes a Value (the caller's type)."""
+    `make_value(meta, placement, sbp, pieces)` makes a Value (the caller's type). `olds[k]`: None, or this rank's
+    pieces of the leaf's old partial-sum gradient (`autograd.backward`'s `old_partial`), added into the bucket
+    with the new gradient; the sum returned for it is then marked `folded` (it holds the old gradient too)."""
     out = [g for g, _ in items]
+    olds = olds or [None] * len(items)
     groups = {}
     for k, (g, layout) in enumerate(items):
         if bucketable(g, layout):
@@ -301,7 +313,7 @@ def reduce_partial_gradients(items, make_value):
         ranks = _owners(pl)
         if me not in ranks:  # nothing here: a rank outside the placement holds no piece of the sums
             for k, g in zip(ks, grads):
-                out[k] = make_value(g.meta, pl, S.B, [])
+                out[k] = _summed(make_value(g.meta, pl, S.B, []), olds[k])
             continue
         # per thread: threads' backward passes run side by side, each fills and reads its own buffers
         key = ("eager gradients", threading.get_ident(), pl, tuple(g.lk for g in grads))
@@ -310,10 +322,37 @@ def reduce_partial_gradients(items, make_value):
             buckets = ctx.buckets[key] = GradBuckets([g.meta.shape for g in grads],
                                                      [g.meta.dtype.np for g in grads], ranks, placement=pl)
         what = "eager gradient all-reduce of %s" % buckets.describe()
-        reduced = buckets.all_reduce([_host(g.pieces[0]) if g.pieces else None for g in grads], what=what)
+        reduced = buckets.all_reduce([_host(g.pieces[0]) if g.pieces else None for g in grads], what=what,
+                                     extra=[_old_piece(olds[k]) for k in ks])
         for k, g, r in zip(ks, grads, reduced):
-            out[k] = make_value(g.meta, pl, S.B, [r])
+            out[k] = _summed(make_value(g.meta, pl, S.B, [r]), olds[k])
     return out
+
+
+def _old_piece(old):
+    """The host array of this rank's piece of an old partial-sum gradient to add into a bucket (or None)."""
+    return _host(old[0]) if old else None
+
+
+def _summed(value, old):
+    """`value` (a bucket's sum) marked as holding the old gradient when one was added into the bucket."""
+    if old is not None:
+        value.folded = True
+    return value
+
+
+def fill_slot(view, new, old):
+    """A bucket slot's contribution: this rank's new gradient (None: zero) plus the old partial-sum gradient's
+    piece (None: none), in one pass."""
+    if old is None:
+        if new is None:
+            view[...] = 0
+        else:
+            view[...] = new
+    elif new is None:
+        view[...] = old
+    else:
+        np.add(new, old, out=view)
 
 
 class OverlappedGradients:
@@ -328,7 +367,7 @@ class OverlappedGradients:
     path (`reduce_partial_gradients`); `finish` then records the pass's own list for the next one. Every rank walks
     the same nodes in the same order, so every rank makes the same choices."""
 
-    def __init__(self, leaves, make_value, root=None):
+    def __init__(self, leaves, make_value, root=None, leaf_gradient=None):
         # the plan is found by the leaves' ids and used only if it was learned over these very objects (weak
         # references): an id reused by a new object after an old one was freed must not make one rank use a plan
         # that another rank, whose memory differs, does not find
@@ -336,6 +375,10 @@ class OverlappedGradients:
         self.key = ("overlapped gradients", threading.get_ident(), tuple(id(leaf) for leaf in leaves))
         self.leaves = leaves
         self.make_value = make_value
+        self.leaf_gradient = leaf_gradient  # `autograd.backward`'s: a leaf's `.grad` pieces, and whether to carry them
+        self.folded = set()  # entries whose bucket contribution holds their leaf's old gradient
+        self.in_place = {}  # entry: (new gradient, carried) for a slot that is its leaf's `.grad` (`_write_in_place`)
+        self.saved = {}  # entry: its leaf's `.grad` (a copy) while the slot holds the new gradient alone
         plan = context.get().buckets.get(self.key)  # (placement, [(leaf id, layout id)], GradBuckets, refs) or None
         if plan is not None and (len(plan[3]) != len(leaves) or any(r() is not x for r, x in zip(plan[3], leaves))):
             plan = None
@@ -346,6 +389,7 @@ class OverlappedGradients:
         self.root = None  # (Value, addends) of the backward's root whose sums the buckets' check carries
         if self.on_plan:
             self.plan[2].reset()
+            self.plan[2].before_start = self._write_in_place
             self._carry_root(root)
 
     def _carry_root(self, root):
@@ -368,7 +412,16 @@ class OverlappedGradients:
 
     def take(self, leaf, value):
         """A bucketable gradient of `leaf` is complete: True when it went into its bucket (the caller then forgets
-        it), False when the caller must sum it at the end of the walk."""
+        it), False when the caller must sum it at the end of the walk.
+
+        The leaf's old `.grad` pieces, where they may be carried (`leaf_gradient`), are added into the slot with the
+        new gradient. A slot may be the leaf's `.grad` itself (DDP's gradient-as-bucket-view: `finish` hands the
+        slot out as the sum that replaces the old gradient, `Tensor._add_to_grad` keeps it as `.grad`'s storage, and
+        from then on the backward adds the new gradient straight into `.grad` and its all-reduce needs no copy
+        back). The write into such a slot waits until its bucket starts (`_write_in_place`), so that a bucket
+        given back leaves `.grad` as it was. A slot handed out as a `.grad` that is not the leaf's any more (set to
+        None, assigned, replaced) is not written (what held it may still read it): this pass goes off the plan and
+        the next pass gets new buckets (every rank alike, where every rank handles its gradients alike)."""
         self.seen.append((leaf, value))
         if not self.on_plan:
             return False
@@ -378,10 +431,38 @@ class OverlappedGradients:
             return False
         k = self.pos
         view = grad_buckets.view(k)
-        view[...] = _host(value.pieces[0])
+        pieces, carried = self.leaf_gradient(leaf) if self.leaf_gradient is not None else (None, False)
+        in_slot = bool(pieces) and pieces[0] is view
+        if grad_buckets.given[k] and not in_slot:
+            self.on_plan = False
+            return False
+        new = _host(value.pieces[0])
+        if in_slot:
+            self.in_place[k] = (new, carried)
+        else:
+            fill_slot(view, new, _host(pieces[0]) if carried and pieces else None)
+        if carried:
+            self.folded.add(k)
         self.pos += 1
         grad_buckets.ready(k)
         return True
+
+    def _write_in_place(self, b):
+        """Bucket b starts its all-reduce: the new gradients of its slots that are their leaves' `.grad` go in now —
+        added to the old gradient where it is carried (it is the slot's content), else the old gradient set aside
+        (`saved`: put back by `finish`) and the slot given the new gradient alone."""
+        grad_buckets = self.plan[2]
+        for k in grad_buckets.members[b]:
+            write = self.in_place.pop(k, None)
+            if write is None:
+                continue
+            new, carried = write
+            view = grad_buckets.views[k]
+            if carried:
+                view += new
+            else:
+                self.saved[k] = view.copy()
+                view[...] = new
 
     def finish(self):
         """Waits for the all-reduces started; returns ([(leaf, summed Value)], [(leaf, gradient)] given back to the
@@ -391,14 +472,30 @@ class OverlappedGradients:
         if self.plan is not None:
             pl, _, grad_buckets, _ = self.plan
             grad_buckets.wait()
+            grad_buckets.before_start = None
             carried = grad_buckets.root_check
             if self.root is not None and carried is not None and carried.result is not None:
                 remember_sum(self.root[0], self.root[1], grad_buckets.ranks, carried.result)
             started = grad_buckets.next_bucket  # buckets are started in order
+            # a slot that may become its leaf's `.grad` (host memory: a GPU's gradient stays on the device)
+            keep = pl.device_tag == "cpu"
             for k in range(self.pos):
                 if grad_buckets.slots[k][0] < started:
                     leaf, g = self.seen[k]
-                    summed_at[k] = (leaf, self.make_value(g.meta, pl, S.B, [grad_buckets.view(k)]))
+                    view = grad_buckets.view(k)
+                    if k in self.saved:  # the slot is `.grad`, which this sum does not replace: the sum apart,
+                        # `.grad` put back
+                        summed = self.make_value(g.meta, pl, S.B, [view.copy()])
+                        view[...] = self.saved.pop(k)
+                    else:
+                        summed = self.make_value(g.meta, pl, S.B, [view])
+                    if k in self.folded:
+                        summed.folded = True
+                        if keep:
+                            summed.bucket_slot = True  # it replaces `.grad`: its storage from now on
+                            grad_buckets.given[k] = True
+                    summed_at[k] = (leaf, summed)
+            self.in_place.clear()  # (writes of buckets given back: `.grad` stays as it was)
         # (a bucket that never filled up was not reduced: its gradients are summed with the rest)
         given_back = [item for k, item in enumerate(self.seen) if k not in summed_at]
         if self.plan is None or given_back:

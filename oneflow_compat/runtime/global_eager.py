@@ -52,9 +52,12 @@ class Value:
     (`layout_id`), computed once, what the caches of compiled ops are keyed by. `summed` (unset on most values):
     the member-wise sum of a small partial sum that a gradient bucket's check carried (`buckets.remember_sum`).
     `zeroed` (unset on most values): True on a gradient that `zero_grad()` zeroed and nothing wrote since
-    (`_global/grad_zeroing.py`), so that the next backward's sum replaces it with no communication."""
+    (`_global/grad_zeroing.py`). `folded` (unset on most values): True on a bucket's sum of a leaf's gradient that
+    also holds the leaf's old partial-sum gradient (`runtime/buckets.py`), so that it replaces that gradient with
+    no communication; `bucket_slot` (with `folded`): its piece is the leaf's own slot in a persistent gradient bucket,
+    which becomes the leaf's `.grad` storage (DDP's gradient-as-bucket-view)."""
 
-    __slots__ = ("meta", "placement", "sbp", "pieces", "lk", "summed", "zeroed")
+    __slots__ = ("meta", "placement", "sbp", "pieces", "lk", "summed", "zeroed", "folded", "bucket_slot")
 
     def __init__(self, meta, placement, sbp, pieces, lk=None):
         self.meta = meta

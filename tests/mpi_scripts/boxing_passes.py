@@ -24,14 +24,18 @@ Run as `mpiexec -n N python -m mpi4py tests/mpi_scripts/boxing_passes.py` (N = 2
 `passes OK: <rows> rows over <N> ranks` (13 rows on 2 ranks, 14 on 4).
 """
 import functools
+import os
 import tracemalloc
 
 import numpy as np
 
 import oneflow_compat as flow
-from oneflow_compat.comm import shm
+from oneflow_compat.comm import cross_memory, shm
 from oneflow_compat.runtime import global_eager
 
+if os.environ.get("ONE_RANK_REFUSES_READS") == "1" and int(os.environ.get("PMI_RANK", "0")) == 1:
+    # one member alone may not read (as if its platform refused): every member learns it in the probe and none reads
+    os.environ[cross_memory.READ_ENV] = "0"
 comm = global_eager.comm()
 rank, k = comm.rank, comm.size
 SHAPE = (1024, 1024)  # float32, 4 MB: every piece (B / k) is large enough for the arenas (shm.ARENA_MIN)
@@ -49,14 +53,21 @@ def addend(r):
 LOGICAL = np.random.default_rng(99).integers(-8, 8, SHAPE).astype(np.float32)
 
 
-def expected(name):
-    """{rank: (copied, summed, arrivals, calls)} of one warm call of the row, for this world of k ranks."""
+def expected(name, reads):
+    """{rank: (copied, summed, arrivals, calls)} of one warm call of the row, for this world of k ranks; `reads`:
+    the members read each other's memory (`comm/cross_memory.py`: where the platform allows it, and
+    ONEFLOW_COMPAT_SHM_READ is not 0)."""
     piece = B // k
+    if reads and name in READ_ROWS:
+        return {r: (read_bytes(name)[r], 0, 1, 1) if name != "rank -> rank" or r in (0, k - 1) else (0, 0, 0, 0)
+                for r in range(k)}
     rows = {
         "P -> B": lambda r: (2 * B, (k - 1) * piece, 2, 1),  # addend into the slot, the sum back; one chunk each
         "P -> S0": lambda r: ((k - 1) * piece, (k - 1) * piece, 1, 1),
-        # (the own block is strided: copied first, a strided addend numpy adds several times slower)
-        "P -> S1": lambda r: (B, (k - 1) * piece, 1, 1),
+        # (the own block is strided, a strided addend numpy adds several times slower as a sum's first operand: on
+        # 4 ranks copied first; on 2 the other's block is pushed into the result and the own one added to it in
+        # place, a1 + a0 being a0 + a1 bit for bit: each byte copied once)
+        "P -> S1": lambda r: (B if k > 2 else piece, (k - 1) * piece, 1, 1),
         "S0 -> B": lambda r: (B, 0, 1, 1),
         "S1 -> B": lambda r: (B, 0, 1, 1),
         "S0 -> S1": lambda r: (piece, 0, 1, 1),
@@ -74,6 +85,23 @@ def expected(name):
     return {r: rows[name](r) for r in range(k)}
 
 
+# slice-boxing rows whose receivers read their pieces out of the senders' memory (each piece one contiguous run)
+# where the members may read each other's: one copy of each byte, made by its receiver, the receivers of one sender
+# all at once (1 -> k S0: the root copies nothing for the others, where it pushed every piece in turn, or sent
+# them over MPI on 4 ranks: 2 calls), 1 call, no MPI message
+READ_ROWS = ("1 -> k S0", "stage", "rank -> rank")
+
+
+def read_bytes(name):
+    """{rank: bytes it reads out of another rank's memory} of one warm call of a row of `READ_ROWS`."""
+    rows = {
+        "1 -> k S0": lambda r: 0 if r == 0 else B // k,
+        "stage": lambda r: B // len(other) if r in other else 0,
+        "rank -> rank": lambda r: B if r == k - 1 else 0,
+    }
+    return {r: rows[name](r) if name in rows else 0 for r in range(k)}
+
+
 def allocated(name):
     """{rank: bytes of private (numpy) memory one warm call of the row allocates}: results in the members' arenas
     (shared memory) allocate none."""
@@ -82,7 +110,8 @@ def allocated(name):
         "P -> B": lambda r: B,  # the sum, out of place (the all-reduce's slots are shared)
         "P -> S0": lambda r: piece,
         # (a strided addend after the first two is copied into a scratch chunk: here one chunk is the block)
-        "P -> S1": lambda r: piece * (2 if r >= 2 else 1),
+        # (2 ranks: the result in the arena)
+        "P -> S1": lambda r: piece * (2 if r >= 2 else 1) if k > 2 else 0,
         "1 -> k B": lambda r: 0 if r == 0 else B,  # (the root's copy lies in its arena, the others read it there)
         # the root keeps its own piece as a copy (a to_global's result owns its storage); a receiver's buffer the
         # exchange did not need (its result lies in its arena; never touched: no page is faulted in)
@@ -121,6 +150,9 @@ def local_of(value, ranks, sbp):
     return value if sbp == "B" else np.array_split(value, len(ranks), axis=int(sbp[1]))[ranks.index(rank)]
 
 
+# whether the members read each other's memory: where the platform allows it (probed once per board, alike on every
+# member) unless the environment turns it off; the test runs this script both ways where it is allowed
+READS = os.environ.get("EXPECT_READS", "1" if cross_memory.wanted() else "0") == "1"
 rows = 0
 for name, (src_ranks, src), (dst_ranks, dst) in CASES:
     x, value = source(src_ranks, src)
@@ -134,15 +166,27 @@ for name, (src_ranks, src), (dst_ranks, dst) in CASES:
         peak = tracemalloc.get_traced_memory()[1] - start
         tracemalloc.stop()
         got = (shm.PASSES["copied"], shm.PASSES["summed"], shm.PASSES["arrivals"], comm.collectives_issued() - before)
+        read = shm.PASSES["read"]
         want = local_of(value, dst_ranks, dst)
         if want is not None:
             have = y.to_local().numpy()
             assert have.dtype == want.dtype and np.array_equal(have, want), "rank %d %s: wrong values" % (rank, name)
         del y
+    members = sorted(set(src_ranks) | set(dst_ranks))
+    if rank in members and len(members) > 1 and comm.reads_between(members) != READS:
+        raise AssertionError("rank %d: reads between ranks %s: %s, expected %s"
+                             % (rank, members, comm.reads_between(members), READS))
+    reads = READS
     counts = comm.allgather_object(got)
-    if counts != [expected(name)[r] for r in range(k)]:
+    want = [expected(name, reads)[r] for r in range(k)]
+    if counts != want:
         raise AssertionError("%s on %d ranks: (copied, summed, arrivals, calls) per rank %s, the least it needs %s"
-                             % (name, k, counts, [expected(name)[r] for r in range(k)]))
+                             % (name, k, counts, want))
+    read = comm.allgather_object(read)
+    want = [read_bytes(name)[r] if reads else 0 for r in range(k)]
+    if read != want:
+        raise AssertionError("%s on %d ranks: bytes read out of other ranks' memory per rank %s, expected %s"
+                             % (name, k, read, want))
     memory = comm.allgather_object(peak)
     want = allocated(name)
     if any(abs(memory[r] - want[r]) > B // 64 for r in range(k)):  # (the Python objects of a call: kilobytes)

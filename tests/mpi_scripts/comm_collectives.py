@@ -300,6 +300,22 @@ def main(comm):
               total[:, balanced_offsets(500, size)[rank]:balanced_offsets(500, size)[rank + 1]],
               "large reduce-scatter along axis 1")
         check(comm.allreduce_(data(rank, (600, 500), np.float64, tag + 2), everyone), total, "large all-reduce")
+        # reduce-scatters of two members along axis 1 (on shared memory each pushes the other's block into its
+        # result and adds its own in place): uneven columns, floats (the sum in member order, bit for bit), ints and
+        # bools (logical or), over the first two ranks and over the last two
+        for pair in sorted({(0, 1), (size - 2, size - 1)}) if size >= 2 else ():
+            if rank not in pair:
+                continue
+            for dtype, cols in ((np.float32, 401), (np.int32, 357), (np.bool_, 1001)):
+                shape = (600 if dtype == np.bool_ else 400, cols)
+                total = data(pair[0], shape, dtype, tag + 3)
+                total = (total | data(pair[1], shape, dtype, tag + 3)) if dtype == np.bool_ else \
+                    total + data(pair[1], shape, dtype, tag + 3)
+                bounds = balanced_offsets(cols, 2)
+                me = pair.index(rank)
+                got = comm.reduce_scatter(data(rank, shape, dtype, tag + 3), pair, axis=1)
+                check(got, total[:, bounds[me]:bounds[me + 1]], "large %s reduce-scatter of ranks %s along axis 1"
+                      % (np.dtype(dtype).name, pair))
 
     # Control data over the world.
     check(np.array(comm.bcast_object({"from": size - 1, "list": [1, 2]} if rank == size - 1 else None,

@@ -104,13 +104,16 @@ before = COMM.collectives_issued()
 np.testing.assert_array_equal(loss2.numpy(), np.float32(1.5))  # 0.25 + 1.25
 assert COMM.collectives_issued() == before + 1, COMM.collectives_issued() - before
 ok("a loss changed after backward is summed again")
-# what a steady step copies: each gradient once, into its bucket (as DDP's Reducer), and nothing more; the
-# optimizer reads the summed gradients where the backward put them (no to_global of a zeroed gradient that shows
-# partial_sum while it holds the broadcast sums: it copied every gradient again)
+# what a steady step copies (DDP's gradient-as-bucket-view): each parameter's `.grad` IS its slot in the bucket
+# (`runtime/buckets.py` OverlappedGradients), so the backward adds each new gradient once, straight into `.grad`
+# (zero_grad left partial-sum zeros there), the all-reduce sums in place, and nothing is copied back; the optimizer
+# reads the summed gradients where the backward put them (no to_global of a zeroed gradient). Before the view: 6
+# copies into the bucket and 6 copies back into `.grad` per step, twice the gradients' bytes (2 x 2,678,824 here)
 from oneflow_compat.runtime import buckets as grad_buckets  # noqa: E402
 
-copies = {"transfer": 0, "into a bucket": 0}
-transfer, take = global_eager.transfer, grad_buckets.OverlappedGradients.take
+copies = {"transfer": 0, "into a bucket": 0, "added into .grad in its slot": 0, "bytes": 0}
+transfer, fill = global_eager.transfer, grad_buckets.fill_slot
+write_in_place = grad_buckets.OverlappedGradients._write_in_place
 
 
 def counted_transfer(*args, **kwargs):
@@ -118,18 +121,33 @@ def counted_transfer(*args, **kwargs):
     return transfer(*args, **kwargs)
 
 
-def counted_take(self, leaf, value):
-    taken = take(self, leaf, value)
-    copies["into a bucket"] += taken
-    return taken
+def counted_fill(view, new, old):
+    copies["into a bucket"] += 1
+    copies["bytes"] += view.nbytes
+    return fill(view, new, old)
 
 
-global_eager.transfer, grad_buckets.OverlappedGradients.take = counted_transfer, counted_take
+def counted_write(self, b):
+    for k in self.plan[2].members[b]:
+        if k in self.in_place:
+            copies["added into .grad in its slot"] += 1
+            copies["bytes"] += self.plan[2].views[k].nbytes
+    return write_in_place(self, b)
+
+
+global_eager.transfer, grad_buckets.fill_slot = counted_transfer, counted_fill
+grad_buckets.OverlappedGradients._write_in_place = counted_write
 try:
     dp2.step(rows(xs, P2), rows(ys, P2))
 finally:
-    global_eager.transfer, grad_buckets.OverlappedGradients.take = transfer, take
-assert copies == {"transfer": 0, "into a bucket": 6}, copies
+    global_eager.transfer, grad_buckets.fill_slot = transfer, fill
+    grad_buckets.OverlappedGradients._write_in_place = write_in_place
+grad_bytes = sum(p.numel() * 4 for p in dp2.model.parameters())
+assert copies == {"transfer": 0, "into a bucket": 0, "added into .grad in its slot": 6, "bytes": grad_bytes}, copies
+first = next(dp2.model.parameters())
+plan = next(v for k, v in flow_context().buckets.items()
+            if k[0] == "overlapped gradients" and any(r() is first for r in v[3]))[2]
+assert all(np.shares_memory(p.grad.to_local().numpy(), plan.buffers[0]) for p in dp2.model.parameters())
 ok("a steady step copies each gradient once")
 # the gradients the step left show their parameters' SBP (broadcast) and hold the sums on every rank (OneFlow 0.9:
 # oneflow/core/autograd/autograd_engine.cpp:154-175 boxes a global leaf's gradient to the leaf's SBP); zero_grad
