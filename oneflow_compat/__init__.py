@@ -87,6 +87,8 @@ from oneflow_compat import compatible  # noqa: E402,F401
 # --- global API (issue 21): flow.dtype, flow.jit, flow.utils.data, oneflow.framework.tensor/dtype, creation ops
 from oneflow_compat.ir.dtypes import DType as dtype  # noqa: E402,F401
 from oneflow_compat import amp, backends, distributions, jit, utils  # noqa: E402,F401
+# `flow._oneflow_internal.Tensor` and the other classes 0.9 defines in its extension (flowvision's Resize asks)
+from oneflow_compat import _oneflow_internal  # noqa: E402,F401
 from oneflow_compat._global.autocast_mode import (  # noqa: E402,F401  (OneFlow 0.9 binds them at the top too)
     autocast, clear_autocast_cache, get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_enabled,
     set_autocast_cache_enabled, set_autocast_enabled, set_autocast_gpu_dtype)

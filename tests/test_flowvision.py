@@ -86,3 +86,17 @@ def test_data_parallel_on_two_ranks_equals_one_rank():
     for a, b in zip(one, two):  # "LOSS <model> <mode> <step> <value>", "PARAMS <model> <mode> <sum|p|> <sum p^2>"
         np.testing.assert_allclose([float(v) for v in b.split()[-2:]], [float(v) for v in a.split()[-2:]],
                                    rtol=1e-9, err_msg="%s / %s" % (a, b))
+
+
+def test_resize_transform_of_an_image_equals_pillows_resize():
+    """flowvision's `transforms.Resize` asks `isinstance(img, (flow.Tensor, flow._oneflow_internal.Tensor))` (the
+    documentation's cookies/transfer_learning.md resizes CIFAR-10 images to 224): it then resizes through Pillow."""
+    from PIL import Image
+    import flowvision.transforms as transforms
+
+    rng = np.random.default_rng(0)
+    img = Image.fromarray(rng.integers(0, 256, (32, 48, 3), dtype=np.uint8))
+    out = transforms.Compose([transforms.Resize(64), transforms.ToTensor()])(img)
+    want = np.asarray(img.resize((96, 64), Image.BILINEAR), dtype=np.float32).transpose(2, 0, 1) / 255
+    assert isinstance(out, flow.Tensor) and tuple(out.shape) == (3, 64, 96)
+    np.testing.assert_allclose(out.numpy(), want, rtol=0, atol=1e-6)

@@ -69,3 +69,33 @@ def test_the_module_command_puts_a_torch_on_pythonpath():
                    "print(torch.__file__)", env=dict(os.environ, PYTHONPATH=shim))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == os.path.join(ROOT, "oneflow_compat", "__init__.py")
+
+
+def test_the_console_script_oneflow_09_installs():
+    """OneFlow 0.9.0's python/setup.py installs `oneflow-mock-torch` (entry point oneflow.mock_torch.__main__:main);
+    the documentation page cookies/oneflow_torch.md tells users `eval $(oneflow-mock-torch)`."""
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(ROOT, "setup.cfg"))
+    scripts = dict(line.split(" = ") for line in cfg["options.entry_points"]["console_scripts"].strip().splitlines()
+                   if not line.lstrip().startswith("#"))
+    assert scripts["oneflow-mock-torch"] == "oneflow_compat.mock_torch.__main__:main"
+    shim = os.path.join(ROOT, "oneflow_compat", "mock_torch", "shim")
+    # what the installed script runs: the entry point's target with argv[0] the script's name
+    run = ("import sys; sys.argv = ['/usr/bin/oneflow-mock-torch'] + sys.argv[1:]\n"
+           "from oneflow_compat.mock_torch.__main__ import main; main()")
+    on = subprocess.run([sys.executable, "-c", run], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                        env=dict(os.environ, PYTHONPATH="/some/where"))
+    assert on.stdout.strip() == "export PYTHONPATH=%s:/some/where" % shim, on.stdout + on.stderr
+    off = subprocess.run([sys.executable, "-c", run, "disable"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ, PYTHONPATH=shim + ":/some/where"))
+    assert off.stdout.strip() == "export PYTHONPATH=/some/where", off.stdout + off.stderr
+    bad = subprocess.run([sys.executable, "-c", run, "--lazy"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines()[0] == "usage: oneflow-mock-torch [-h] [{enable,disable}]", bad.stderr
+    installed = os.path.join(os.path.dirname(sys.executable), "oneflow-mock-torch")
+    if os.path.exists(installed):  # an environment installed from this checkout after the script was added
+        got = subprocess.run([installed], capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ, PYTHONPATH="/some/where"))
+        assert got.stdout.strip() == "export PYTHONPATH=%s:/some/where" % shim, got.stdout + got.stderr

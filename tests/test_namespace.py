@@ -278,3 +278,16 @@ def test_backends_cudnn_setters_take_oneflows_types():
     with pytest.raises(AssertionError, match=r"^Attribute \['cudnn_conf', 'cudnn_conv_heuristic_search_algo'\] type "
                                              r"unmatched! Expected: <class 'bool'> but get: <class 'int'>$"):
         cudnn.enable_conv_heuristic_search_algo(1)
+
+
+def test_oneflow_internal_holds_the_classes_oneflow_09_defines_there():
+    """OneFlow 0.9 defines flow.Tensor, Size, device, placement, dtype and the dtypes in its extension module
+    `oneflow._oneflow_internal`; libraries test against them there (flowvision's Resize)."""
+    import importlib
+
+    internal = importlib.import_module("oneflow._oneflow_internal")
+    assert flow._oneflow_internal is internal
+    for name in ("Tensor", "Size", "device", "placement", "dtype", "bool", "float16", "float32", "float", "double",
+                 "float64", "int8", "int32", "int64", "uint8", "record", "tensor_buffer", "bfloat16"):
+        assert getattr(internal, name) is getattr(flow, name), name
+    assert isinstance(flow.ones(2), internal.Tensor) and not isinstance(np.ones(2), internal.Tensor)

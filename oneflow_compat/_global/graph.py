@@ -304,10 +304,7 @@ class Graph:
             # current (0.9 places such a graph on that device: its local inputs' placement @rank:K)
             key = next((t._device for t in tensors if t._placement is None), "cpu")
             if self._compiled is None:
-                with device_keys.current(key):
-                    self._compile(flat, struct, tensors)
-                self._compiled.check_inputs(values, [_input_layout(t) for t in tensors])
-                self.__dict__["_in_devices"] = [_input_device(t) for t in tensors]
+                self._compile_for(flat, struct, tensors, key)
             call.name_errors = True
             try:
                 with device_keys.current(key):
@@ -333,6 +330,34 @@ class Graph:
             else:
                 results.append(info)
         return _unflatten(self._out_struct[1], iter(results))
+
+    def _compile(self, *args, **kwargs):
+        """OneFlow 0.9's `Graph._compile(*args, **kwargs)`: what the first call does before it runs — build traced on
+        these arguments and the plan compiled — without running the graph; what tools call to have a compiled graph
+        to export (the documentation's cookies/oneflow2onnnx.md: `graph._compile(flow.randn(1, 3, 224, 224))`). The
+        first call afterwards runs the plan compiled here, and must pass arguments of the same layout. A graph
+        compiles once (0.9's assertion). OneFlow returns its output buffers, which hold no values until a call
+        runs; here nothing is returned: the outputs are the calls'."""
+        assert self._compiled is None, "nn.Graph " + self._name + " has already been compiled."
+        flat, struct = _flatten((args, kwargs))
+        tensors = [x for x in flat if isinstance(x, Tensor)]
+        for t in tensors:
+            if t.is_lazy:
+                raise RuntimeError("nn.Graph '%s' was compiled with a lazy tensor: graphs cannot be nested"
+                                   % self._name)
+        key = next((t._device for t in tensors if t._placement is None), "cpu")
+        agreement.in_turn(self._compile_for, flat, struct, tensors, key)
+
+    @property
+    def _is_compiled(self):
+        """OneFlow 0.9's attribute (`flow.save(graph)` and `load_state_dict` read it)."""
+        return self._compiled is not None
+
+    def _compile_for(self, flat, struct, tensors, key):
+        with device_keys.current(key):
+            self._build_and_compile(flat, struct, tensors)
+        self._compiled.check_inputs([t._value for t in tensors], [_input_layout(t) for t in tensors])
+        self.__dict__["_in_devices"] = [_input_device(t) for t in tensors]
 
     def _check_arguments(self, flat, struct, tensors, values):
         if struct != self._in_struct:
@@ -360,7 +385,7 @@ class Graph:
                 self.__dict__["_spans"] = spans
         return spans
 
-    def _compile(self, flat, struct, tensors):
+    def _build_and_compile(self, flat, struct, tensors):
         started = time.perf_counter()
         self._args_repr.clear()
         self._outs_repr.clear()

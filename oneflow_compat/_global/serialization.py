@@ -49,6 +49,7 @@ def save(obj=None, path=None, var_dict=None, global_dst_rank=None):
         return checkpoint.save(target, variables)
     if path is None:
         raise TypeError("flow.save(obj, path): path is missing")
+    _refuse_graph(obj, path)
     comm = global_eager.comm()
     if global_dst_rank is not None:
         assert isinstance(global_dst_rank, int), \
@@ -67,6 +68,24 @@ def save(obj=None, path=None, var_dict=None, global_dst_rank=None):
         return
     writer = 0 if global_dst_rank is None else global_dst_rank
     fmt.write_on_rank0(comm, path, lambda: _write(os.fspath(path), arrays, extra), writer=writer)
+
+
+def _refuse_graph(obj, path):
+    """`flow.save(graph, path)`: OneFlow 0.9 exports a compiled nn.Graph for serving — its job as MLIR
+    (`SaveJobToIR`) and its state tensors — and a build without MLIR answers `SaveJobToIR is only supported
+    WITH_MLIR` as a NotImplementedError (oneflow/core/job/job_ir.cpp, nn/graph/graph.py @ v0.9.0). Nothing here
+    compiles to OneFlow's MLIR dialect, so this is that build's answer, with what saves the graph's state instead;
+    nothing is written (OneFlow's refusal left an empty folder)."""
+    from oneflow_compat._global.graph import Graph
+
+    if not isinstance(obj, Graph):
+        return
+    if not obj._is_compiled:  # OneFlow 0.9's check and words, before anything else
+        raise RuntimeError("graph must be compiled first.")
+    raise NotImplementedError(
+        "flow.save(%s, %r): exporting an nn.Graph for deployment writes its job as OneFlow MLIR (SaveJobToIR), "
+        "and SaveJobToIR is only supported WITH_MLIR: oneflow_compat has no MLIR. flow.save(graph.state_dict(), "
+        "path) saves the graph's parameters, buffers and optimizer states." % (obj.name, os.fspath(path)))
 
 
 def _stored(t):
