@@ -126,9 +126,12 @@ for _name in ("split", "chunk", "narrow", "unbind", "flip", "roll", "rot90", "me
               "sinh", "cosh", "asinh", "acosh", "atanh", "atan2"):
     globals()[_name] = _modern_or_legacy(_name, getattr(_tensor_functions, _name))
 del _name
+from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespace, as flowvision calls it)
+# OneFlow 0.9's flow.bernoulli is oneflow._C.bernoulli (python/oneflow/__init__.py:172 at v0.9.0): dtype (float32 by
+# default), generator, inplace keywords
+bernoulli = _modern_or_legacy("bernoulli", _C.bernoulli)
 from oneflow_compat._global.tensor_functions import (  # noqa: E402,F401
     DoubleTensor, FloatTensor, IntTensor, LongTensor, get_default_dtype)
-from oneflow_compat import _C  # noqa: E402,F401  (OneFlow's functional namespace, as flowvision calls it)
 # nnextra helper (issue 21): flow.cumprod, flow.fmod (no legacy name to share)
 from oneflow_compat._global.math_extra import cumprod, fmod  # noqa: E402,F401
 from oneflow_compat._global.rng_state import get_rng_state, set_rng_state  # noqa: E402,F401

@@ -438,8 +438,13 @@ def baddbmm(input, batch1, batch2, beta=1.0, alpha=1.0):  # noqa: A002
     return prod if beta == 0 else F.add(F.mul(input, beta) if beta != 1 else input, prod)
 
 
-def addmm(input, mat1, mat2, beta=1.0, alpha=1.0):  # noqa: A002
-    return baddbmm(input, mat1, mat2, beta, alpha)
+def addmm(input, mat1, mat2, alpha=1, beta=1):  # noqa: A002
+    """beta * input + alpha * (mat1 @ mat2) on matrices. OneFlow 0.9 takes alpha before beta (positionally too)
+    and always scales input, so beta=0 still carries input's nan/inf (python/oneflow/nn/modules/math_ops.py:195-199
+    at v0.9.0); torch's order (beta first) differs."""
+    if len(input.shape) > 2 or len(mat1.shape) > 2 or len(mat2.shape) > 2:
+        raise ValueError("input matrixes shape can not be greater than 2")  # (OneFlow 0.9's words)
+    return F.add(F.mul(input, beta), F.matmul(mat1, mat2, alpha=alpha))
 
 
 def _einsum_reduce(x, term, keep):
