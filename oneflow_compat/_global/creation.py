@@ -153,8 +153,13 @@ def empty(*size, dtype=None, device=None, placement=None, sbp=None, requires_gra
 
 
 def full(size, fill_value, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
+    if isinstance(fill_value, np.generic):
+        fill_value = fill_value.item()  # (a numpy scalar counts as the Python scalar it holds: full_op)
+    if dtype is None and hasattr(fill_value, "dtype") and hasattr(fill_value, "numpy"):
+        dtype = fill_value.dtype  # (a tensor: flow.tensor(fill_value).dtype is its own dtype)
     if dtype is None:
-        # (OneFlow 0.9 full_op: the dtype of flow.tensor(fill_value), which follows the default dtype)
+        # (OneFlow 0.9 full_op: the dtype of flow.tensor(fill_value), which follows the default dtype;
+        # python/oneflow/nn/modules/constant.py:396-405 at v0.9.0)
         dtype = default_dtype.sequence_float_dtype() if isinstance(fill_value, float) else (
             tensor_bool() if isinstance(fill_value, bool) else dtypes.int64)
     return _constant((size,) if isinstance(size, int) else tuple(size), fill_value, dtype, device, placement, sbp,

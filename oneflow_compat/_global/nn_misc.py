@@ -220,9 +220,10 @@ def _crop_negative(x, pad):
         if before < 0 or after < 0:
             n = x.shape[axis]
             start, stop = max(0, -before), n - max(0, -after)
-            if stop <= start:
-                raise RuntimeError("pad: the pads (%d, %d) crop dim %d of size %d to nothing" % (before, after,
-                                                                                                 axis, n))
+            if stop < start:  # (cropping to size 0 is legal: OneFlow 0.9's pad infers x + before + after,
+                # user/ops/pad_op.cpp:33-44 at v0.9.0, as torch's constant pad does)
+                raise RuntimeError("pad: the pads (%d, %d) crop dim %d of size %d below nothing" % (before, after,
+                                                                                                  axis, n))
             index[axis] = slice(start, stop)
             cropped = True
     if cropped:
