@@ -61,6 +61,9 @@ def test_small_float16_matmul_takes_the_float32_dot(monkeypatch):
 
 
 def test_float16_conv2d_and_its_gradients_use_float32_products(monkeypatch):
+    rounded = []
+    real_narrow = half_products.narrow
+    monkeypatch.setattr(half_products, "narrow", lambda r: rounded.append(r.dtype) or real_narrow(r))
     x, w = _half((2, 3, 12, 12), 5), _half((4, 3, 3, 3), 6)
     attrs = dict(strides=1, pads=((1, 1), (1, 1)))
     for kernel, args, kw in ((nn.conv2d, (x, w), {}),
@@ -70,6 +73,8 @@ def test_float16_conv2d_and_its_gradients_use_float32_products(monkeypatch):
         expected = kernel(np, *[a.astype(F32) for a in args], **kw, **attrs).astype(F16)
         assert y.dtype == F16
         np.testing.assert_array_equal(y, expected)
+    # each kernel computed in float32 and rounded once (the expected values' float32 calls do not round)
+    assert rounded == [np.dtype(F32)] * 3
 
 
 def test_float16_conv3d_rounds_the_float32_result_once():
