@@ -183,3 +183,23 @@ def test_mixed_dtypes_and_other_floats_keep_their_kernel():
     y = linalg.matmul(np, a32, b16)
     assert y.dtype == F32
     np.testing.assert_array_equal(y, a32 @ b16)
+
+
+def test_float16_matmul_sgd_update_takes_the_float32_product(monkeypatch):
+    calls = _count_gemm(monkeypatch)
+    from oneflow_compat.kernels import optim
+    w0, m0 = _half((128, 160), 28), _half((128, 160), 29)
+    pairs = [(_half((64, 128), 30), _half((64, 160), 31)), (_half((64, 128), 32), _half((64, 160), 33))]
+    w, m = w0.copy(), m0.copy()
+    optim.matmul_sgd_update(np, w, m, pairs, lr=0.1, momentum=0.9, transpose_a=True)
+    assert calls == [(np.dtype(F32),) * 3] * 2
+    # what blas.gemm did for float16 (the product rounded, scaled, added in float16), the product from float32
+    c = F16(-float(F32(0.1) * F32(1.0)))
+    expected_m = m0.copy()
+    expected_m *= F16(float(F32(0.9)))
+    for a, b in pairs:
+        product = (a.astype(F32).T @ b.astype(F32)).astype(F16)
+        product *= c
+        expected_m += product
+    np.testing.assert_array_equal(m, expected_m)
+    np.testing.assert_array_equal(w, w0 + expected_m)
