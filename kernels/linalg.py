@@ -3,19 +3,24 @@ kernels (bias and activation epilogue, relu gradient) at the end."""
 import numpy
 
 from . import blas, cuda_blas, cuda_nn, dense_jit
-from .half_products import all_half, through_float32
+from .half_products import all_half, narrow, through_float32, widen
+
+_HALF = numpy.dtype(numpy.float16)
 
 
 _SMALL_PRODUCT_FLOPS = 1 << 16
 
 
-@through_float32  # float16 on the CPU: float32 BLAS, rounded once (kernels/half_products.py)
 def matmul(xp, a, b, *, transpose_a=False, transpose_b=False, alpha=1.0):
     """alpha * op(a) @ op(b), op = transpose of the last two axes when requested.
 
     Inputs are 2-D, or batched with equal leading dimensions (no broadcasting of
-    batch dims, as in the legacy batch_matmul).
+    batch dims, as in the legacy batch_matmul). float16 on the CPU: on float32 copies through the float32 BLAS,
+    rounded once (kernels/half_products.py; checked here by dtype identity, not by the generic wrapper, which would
+    cost an eager float32 product ~1 µs).
     """
+    if a.dtype is _HALF and b.dtype is _HALF and xp is numpy:
+        return narrow(matmul(xp, widen(a), widen(b), transpose_a=transpose_a, transpose_b=transpose_b, alpha=alpha))
     if a.ndim == 2 and xp is numpy and b.ndim == 2 and alpha == 1.0:
         op_a, op_b = (a.T if transpose_a else a), (b.T if transpose_b else b)
         if op_a.shape[1] == op_b.shape[0] and 2 * op_a.shape[0] * op_a.shape[1] * op_b.shape[1] < _SMALL_PRODUCT_FLOPS:
