@@ -1,9 +1,9 @@
 """float16 products on the CPU through float32 BLAS: the operands widened to float32 (exact), the product made by the
 float32 GEMM, the result rounded to float16 once.
 
-numpy has no float16 BLAS: `numpy.matmul` on float16 runs its own loop, which sums in float16 (an error growing with
-the inner dimension) and runs at a few hundredth of sgemm's speed (OneFlow 0.9's test_fused_glu and
-test_grouped_matmul_bias time out on it). OneFlow 0.9 computes half products in float32: its CUDA BroadcastMatmul
+numpy has no float16 BLAS: `numpy.matmul` on float16 runs its own C loop, a float32 sum over k in order rounded once
+(bit for bit: tests/test_half_products.py), ~50x slower than sgemm at one thread (benchmarks/bench_half_products.py;
+OneFlow 0.9's test_grouped_matmul_bias took 91 s against 8 s with this path on a loaded 2-core machine). OneFlow 0.9 computes half products in float32: its CUDA BroadcastMatmul
 asks cuBLAS for CUDA_R_32F compute on kFloat16 operands unless ONEFLOW_MATMUL_ALLOW_HALF_PRECISION_ACCUMULATION is
 set (oneflow/core/ep/cuda/primitive/broadcast_matmul.cpp:77-95 @ v0.9.0); its CPU primitive has float and double
 only (oneflow/core/ep/cpu/primitive/broadcast_matmul.cpp:94-103, 117 @ v0.9.0: other dtypes UNIMPLEMENTED / no
