@@ -225,3 +225,19 @@ def uniform_piece(xp, seed, logical_shape, index_slices, dtype):
         return numpy.zeros(flat.shape, dtype=dtype)
     low, high = int(flat.min()), int(flat.max()) + 1
     return uniform_slice(numpy, seed, logical_shape, low, high)[flat - low].astype(dtype)
+
+
+# --- a generator's normal draw (flow.normal / flow.randn eagerly, and their ops inside nn.Graph) ------------------
+def generator_normal(key, logical_shape, np_dtype, mean=0.0, std=1.0):
+    """N(mean, std^2) draws of a whole logical tensor from numpy's Philox keyed `key` (a host array): what an eager
+    generator's draw number n gives (`key = call_key(seed, n)`, _global/generators.py), and what the job's
+    `normal_like` op gives at the first call of a graph traced with the generator at that draw."""
+    rng = numpy.random.Generator(numpy.random.Philox(key=key))
+    kind = numpy.dtype(np_dtype)
+    if kind == numpy.float32:
+        out = rng.standard_normal(tuple(logical_shape), dtype=numpy.float32)
+    else:
+        out = rng.standard_normal(tuple(logical_shape)).astype(kind, copy=False)
+    if std != 1.0 or mean != 0.0:
+        out = (out * kind.type(std) + kind.type(mean)).astype(kind, copy=False)
+    return out

@@ -8,9 +8,10 @@ traced once into a constant of the job instead.
 
 Here each is built on the job's `uniform_like` op (ops/random_like_ops.py: U[0, 1) of a shape, a function of the
 op's seed, the call index and the logical shape, each device keeping its piece, so N devices draw 1 device's
-numbers): `rand` is it, `randn` / `normal` its Box-Muller transform (two draws), `randint` its scaled floor,
-`randperm` the argsort of one draw. The numbers are the job's, not the eager generator's (OneFlow's graph ops draw
-their own streams too); a generator given seeds the draws.
+numbers): `rand` is it, `randint` its scaled floor, `randperm` the argsort of one draw; their numbers are the
+job's, not the eager generator's; a generator given seeds the draws. `randn` / `normal` are the job's `normal_like`
+op given the generator's state at the trace (OneFlow 0.9's lazy random ops take it as their seed attr): the first
+call of the graph draws what the eager op would have drawn from that state, later calls fresh numbers.
 """
 import math
 
@@ -35,11 +36,17 @@ def _uniform(like, generator, stream):
     return dispatch.apply_op("uniform_like", [like], {"seed": seed})
 
 
-def _standard_normal(like, generator):
-    u1 = _uniform(like, generator, 0)
-    u2 = _uniform(like, generator, 1)
-    radius = F.sqrt(F.mul(F.log(F.sub(1.0, u1)), -2.0))  # (1 - u1 in (0, 1]: no log 0)
-    return F.mul(radius, F.cos(F.mul(u2, 2.0 * math.pi)))
+def _generator_normal(like, generator, placement, mean, std):
+    """The job's `normal_like` op (ops/random_like_ops.py) given the generator's state at the trace, which it
+    advances by one draw, as OneFlow 0.9's GlobalNormalFunctor takes (and advances) its default generator's state
+    for the lazy op's seed (core/functional/impl/random_functor.cpp:435-441 @ v0.9.0): the graph's first call draws
+    the numbers the eager op would draw from that state (`flow.manual_seed(s)` in build and eagerly: the same)."""
+    gen = creation._generator(placement, generator)
+    seed = int(gen.initial_seed())
+    draw = int(gen._draws)
+    gen._next_key()  # (the draw is the graph's: the generator moves on, as an eager draw moves it)
+    return dispatch.apply_op("normal_like", [like], {"seed": seed, "draw": draw, "mean": float(mean),
+                                                     "std": float(std)})
 
 
 def random(kind, shape, dtype, generator, device, placement, sbp, low=0, high=1, mean=0.0, std=1.0):
@@ -49,10 +56,7 @@ def random(kind, shape, dtype, generator, device, placement, sbp, low=0, high=1,
     if kind == "rand":
         return _uniform(like, generator, 0)
     if kind in ("randn", "normal"):
-        z = _standard_normal(like, generator)
-        if std != 1.0 or mean != 0.0:
-            z = F.add(F.mul(z, float(std)), float(mean))
-        return z
+        return _generator_normal(like, generator, placement, mean, std)
     if kind == "randint":
         u = _uniform(like, generator, 0)
         drawn = F.add(F.floor(F.mul(u, float(high - low))), float(low))

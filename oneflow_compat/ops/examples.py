@@ -1653,3 +1653,9 @@ EXAMPLES.update({  # of09 team: log2 / log10 (ops/math_ops.py), OneFlow 0.9's ow
     "log2": unary(positive),
     "log10": unary(positive),
 })
+EXAMPLES.update({  # grad-layout team: normal_like (ops/random_like_ops.py), flow.normal / randn inside nn.Graph
+    "normal_like": [Example(inputs(normal(5, 7)), {"seed": 11, "draw": 0, "mean": 0.0, "std": 1.0}, grad=False,
+                            note="the generator's draw"),
+                    Example(inputs(normal(4, 5, 6, dtype=np.float32)), {"seed": 233, "draw": 3, "mean": 1.5,
+                                                                       "std": 0.5}, grad=False, note="mean, std")],
+})

@@ -51,3 +51,58 @@ def _sbp(op):
 
 
 register(OpDef("uniform_like", infer=_meta, build=_build, sbp=_sbp))
+
+
+# --- normal_like: a generator's normal draw, made by the job -------------------------------------------------------
+# OneFlow 0.9 gives a random op traced in nn.Graph.build the generator's state as its `seed` attr
+# (core/functional/impl/random_functor.cpp @ v0.9.0: GlobalNormalFunctor:435-441 takes `engine()()` of the default
+# generator, advancing it, as the eager path does; NormalFunctor:357-359 `gen->current_seed()`), and the graph's
+# kernel, seeded with it, draws the numbers the eager op would have drawn from that state: after
+# `flow.manual_seed(s)` the graph's first call and the eager draw agree (test/graph/test_graph_normal_inplace.py).
+# Here the `seed` and `draw` attrs are the generator's seed and its draw counter at the trace: the first call draws
+# exactly the eager draw of that state (kernels/random.py `generator_normal`, the one function both use), later
+# calls a fresh stream each. The whole logical tensor is drawn and each device keeps its piece, as the eager global
+# draw does: N devices give 1 device's numbers.
+def _normal_meta(op):
+    x = op.inputs[0]
+    if not x.dtype.is_floating:
+        raise TypeError("normal_like '%s': input must be floating, got %s" % (op.name, x.dtype.name))
+    if op.attrs.get("seed") is None:
+        raise ValueError("normal_like '%s': attr 'seed' (the generator's seed) is required" % op.name)
+    return [TensorMeta(x.shape, x.dtype, x.is_dynamic)]
+
+
+def normal_like_key(seed, draw, call):
+    """The Philox key of call `call` of a normal_like op traced at draw `draw` of a generator seeded `seed`: the
+    generator's own key for that draw at the first call (its eager draw), then a stream of the op's own."""
+    if call == 0:
+        return random_k.call_key(seed, draw)
+    return random_k.call_key(random_k.derived_seed(seed, "nn.Graph normal_like at draw %d" % draw), call)
+
+
+def _normal_build(op, dev):
+    xp = dev.xp
+    seed, draw = int(op.attrs["seed"]), int(op.attrs.get("draw", 0))
+    mean, std = float(op.attrs.get("mean", 0.0)), float(op.attrs.get("std", 1.0))
+    logical = tuple(op.inputs[0].shape)
+    mirrored = dev.sbp_in[0] == S.M
+    piece = () if mirrored else S.local_slices(logical, dev.sbp_in[0], dev.index, dev.parallel_num)
+    calls = nn_ops._call_counters(dev.session)
+    counter = (op.job.name, op.name, dev.index)
+    dtype = op.inputs[0].dtype.np
+
+    def run(like):
+        call = calls.get(counter, 0)
+        calls[counter] = call + 1
+        key = normal_like_key(seed, draw, call)
+        if mirrored:  # each device an independent tensor: its own stream (device 0 the generator's)
+            if dev.index:
+                key = random_k.call_key(key, 0, dev.index)
+            return xp.asarray(random_k.generator_normal(key, tuple(like.shape), dtype, mean, std))
+        full = random_k.generator_normal(key, logical, dtype, mean, std)
+        return xp.asarray(full[piece] if piece else full)
+
+    return run
+
+
+register(OpDef("normal_like", infer=_normal_meta, build=_normal_build, sbp=_sbp))

@@ -1,0 +1,122 @@
+"""Random draws inside nn.Graph.build take the generator's state, as OneFlow 0.9's do.
+
+OneFlow v0.9.0 (core/functional/impl/random_functor.cpp:435-441, GlobalNormalFunctor) gives the lazy `normal` op the
+default generator's next engine output as its `seed` attr, the value the eager path derives its draw from; the
+graph's kernel seeded with it draws what the eager op draws from the same state. So `flow.manual_seed(233)` inside
+build then `flow.normal(..., out=data)` gives, at the graph's first call, the numbers of `flow.manual_seed(233)`
+then the same eager draw (test/graph/test_graph_normal_inplace.py asserts it for every placement and SBP). Here the
+job's `normal_like` op takes the generator's seed and draw counter at the trace (ops/random_like_ops.py).
+"""
+import numpy as np
+
+import oneflow_compat as flow
+from simulated_ranks import on_ranks
+
+
+def _normal(data, placement=None, sbp=None):
+    if placement is None:
+        return flow.normal(size=data.shape, mean=0.0, std=1.0, out=data)
+    return flow.normal(size=data.shape, mean=0.0, std=1.0, out=data, placement=placement, sbp=sbp)
+
+
+def _graph_vs_eager(placement, sbp, shape=(8, 6, 5)):
+    data_1 = flow.empty(*shape).to_global(placement=placement, sbp=sbp)
+    data_2 = flow.empty(*shape).to_global(placement=placement, sbp=sbp)
+
+    class GlobalNormalGraph(flow.nn.Graph):
+        def build(self):
+            flow.manual_seed(233)
+            _normal(data_1, placement, sbp)
+            return data_1
+
+    graph = GlobalNormalGraph()
+    lazy_first = graph()
+    lazy_second = graph()
+    flow.manual_seed(233)
+    _normal(data_2, placement, sbp)
+    # (a local tensor made global with split(k) on N ranks is N pieces: the logical shape grows, as in 0.9)
+    return lazy_first.numpy(), lazy_second.numpy(), data_2.numpy(), lazy_first.to_local().numpy(), \
+        data_2.to_local().numpy()
+
+
+def _reference(shape, seed=233, draw=0):
+    # the eager global draw: a seeded generator's normal draw number `draw`, the whole logical tensor
+    gen = flow.Generator()
+    gen.manual_seed(seed)
+    for _ in range(draw):
+        gen.normal((1,), np.float32)
+    return gen.normal(shape, np.float32)
+
+
+def test_global_normal_in_graph_equals_eager_draw_of_the_same_seed_every_sbp():
+    want = _reference((8, 6, 5))
+    placement = flow.placement("cpu", [0])
+    for sbp in (flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1), flow.sbp.split(2)):
+        first, second, eager, first_local, eager_local = _graph_vs_eager(placement, sbp)
+        np.testing.assert_array_equal(first_local, eager_local)
+        np.testing.assert_array_equal(first, eager)
+        np.testing.assert_array_equal(first, want)
+        assert (second != first).all() and abs(second.mean()) < 0.3  # the next call: fresh draws
+    assert abs(want.mean()) < 0.3 and 0.8 < want.std() < 1.2
+
+
+def test_global_normal_in_graph_on_two_ranks_equals_one_rank_and_eager():
+    def run():
+        placement = flow.placement("cpu", [0, 1])
+        out = []
+        for sbp in (flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)):
+            first, second, eager, first_local, eager_local = _graph_vs_eager(placement, sbp)
+            np.testing.assert_array_equal(first_local, eager_local)  # each rank's piece
+            out.append((first, second, eager))
+        return out
+
+    def one_rank(shape):
+        first, second, eager, _, _ = _graph_vs_eager(flow.placement("cpu", [0]), flow.sbp.broadcast, shape)
+        return first, second, eager
+
+    (ones,) = on_ranks(1, lambda: [one_rank(s) for s in ((8, 6, 5), (16, 6, 5), (8, 12, 5))])
+    for got in on_ranks(2, run):
+        for (first, second, eager), (one_first, one_second, _) in zip(got, ones):
+            np.testing.assert_array_equal(first, _reference(first.shape))
+            np.testing.assert_array_equal(eager, first)
+            np.testing.assert_array_equal(first, one_first)
+            np.testing.assert_array_equal(second, one_second)  # later calls too: N devices == 1 device
+
+
+def test_the_trace_takes_one_draw_of_the_generator():
+    # 0.9's `engine()()` advances the generator: an eager draw after the build is the generator's second draw
+    placement = flow.placement("cpu", [0])
+
+    class G(flow.nn.Graph):
+        def build(self):
+            return flow.randn(3, 4, placement=placement, sbp=flow.sbp.broadcast)
+
+    flow.manual_seed(7)
+    graph = G()
+    lazy = graph().numpy()
+    after = flow.randn(3, 4, placement=placement, sbp=flow.sbp.broadcast).numpy()
+    np.testing.assert_array_equal(lazy, _reference((3, 4), seed=7, draw=0))
+    # (the reference's first draw is of shape (1,): the key depends on the draw number alone)
+    np.testing.assert_array_equal(after, _reference((3, 4), seed=7, draw=1))
+
+
+def test_local_normal_inplace_in_graph_draws_and_given_generator_seeds_it():
+    # test_graph_normal_inplace.py's local case: the graph's draw into a captured eager tensor is not zeros
+    for device in ("cpu", "cuda"):
+        data_1 = flow.zeros(16, 8).to(device)
+
+        class NormalGraph(flow.nn.Graph):
+            def build(self):
+                _normal(data_1).to(device)
+                return data_1
+
+        lazy_x = NormalGraph()()
+        assert lazy_x.numpy().sum() != 0 and lazy_x.numpy().std() > 0.5
+    gen = flow.Generator()
+    gen.manual_seed(99)
+
+    class Seeded(flow.nn.Graph):
+        def build(self):
+            return flow.randn(5, 6, generator=gen)
+
+    np.testing.assert_array_equal(Seeded()().numpy(), _reference((5, 6), seed=99))
