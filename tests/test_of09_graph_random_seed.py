@@ -120,3 +120,24 @@ def test_local_normal_inplace_in_graph_draws_and_given_generator_seeds_it():
             return flow.randn(5, 6, generator=gen)
 
     np.testing.assert_array_equal(Seeded()().numpy(), _reference((5, 6), seed=99))
+
+
+def test_graph_normal_on_the_device_equals_eager(monkeypatch):
+    # the job's normal_like draws on the host and copies the piece up, as the eager draw does (fake device or GPU)
+    import strict_device
+
+    strict_device.suite_gpu_or_fake(monkeypatch)
+    placement = flow.placement("cuda", [0])
+
+    class G(flow.nn.Graph):
+        def build(self):
+            flow.manual_seed(3)
+            return (flow.randn(4, 5, placement=placement, sbp=flow.sbp.split(0)),
+                    flow.normal(1.0, 2.0, (6,), device="cuda"))
+
+    lazy, local = G()()
+    flow.manual_seed(3)
+    eager = flow.randn(4, 5, placement=placement, sbp=flow.sbp.split(0))
+    np.testing.assert_array_equal(lazy.numpy(), eager.numpy())
+    np.testing.assert_array_equal(lazy.numpy(), _reference((4, 5), seed=3))
+    assert local.device.type == "cuda" and local.numpy().std() > 0.5
