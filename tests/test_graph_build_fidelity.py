@@ -231,7 +231,7 @@ def test_random_tensors_in_build_are_ops_of_the_job_drawn_at_every_call():
     assert perm.dtype == np.int64 and sorted(perm) == list(range(8))
     assert local.shape == (2, 3)
     # a generator given seeds the job's draws: two graphs traced from one generator state draw alike (the trace
-    # takes the state and advances it, as OneFlow 0.9's GlobalNormalFunctor does: random_functor.cpp:435-441)
+    # takes the state and advances it, as OneFlow 0.9's GlobalNormalFunctor does: random_functor.cpp:429-441)
     gen = flow.Generator()
     gen.manual_seed(21)
     one = _random_graph(placement, flow.sbp.broadcast, gen)(x)[0].numpy()

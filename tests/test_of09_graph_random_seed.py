@@ -1,6 +1,6 @@
 """Random draws inside nn.Graph.build take the generator's state, as OneFlow 0.9's do.
 
-OneFlow v0.9.0 (core/functional/impl/random_functor.cpp:435-441, GlobalNormalFunctor) gives the lazy `normal` op the
+OneFlow v0.9.0 (core/functional/impl/random_functor.cpp:429-441, GlobalNormalFunctor) gives the lazy `normal` op the
 default generator's next engine output as its `seed` attr, the value the eager path derives its draw from; the
 graph's kernel seeded with it draws what the eager op draws from the same state. So `flow.manual_seed(233)` inside
 build then `flow.normal(..., out=data)` gives, at the graph's first call, the numbers of `flow.manual_seed(233)`

@@ -39,7 +39,7 @@ def _uniform(like, generator, stream):
 def _generator_normal(like, generator, placement, mean, std):
     """The job's `normal_like` op (ops/random_like_ops.py) given the generator's state at the trace, which it
     advances by one draw, as OneFlow 0.9's GlobalNormalFunctor takes (and advances) its default generator's state
-    for the lazy op's seed (core/functional/impl/random_functor.cpp:435-441 @ v0.9.0): the graph's first call draws
+    for the lazy op's seed (core/functional/impl/random_functor.cpp:429-441 @ v0.9.0): the graph's first call draws
     the numbers the eager op would draw from that state (`flow.manual_seed(s)` in build and eagerly: the same)."""
     gen = creation._generator(placement, generator)
     seed = int(gen.initial_seed())

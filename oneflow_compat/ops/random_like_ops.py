@@ -55,14 +55,16 @@ register(OpDef("uniform_like", infer=_meta, build=_build, sbp=_sbp))
 
 # --- normal_like: a generator's normal draw, made by the job -------------------------------------------------------
 # OneFlow 0.9 gives a random op traced in nn.Graph.build the generator's state as its `seed` attr
-# (core/functional/impl/random_functor.cpp @ v0.9.0: GlobalNormalFunctor:435-441 takes `engine()()` of the default
-# generator, advancing it, as the eager path does; NormalFunctor:357-359 `gen->current_seed()`), and the graph's
-# kernel, seeded with it, draws the numbers the eager op would have drawn from that state: after
-# `flow.manual_seed(s)` the graph's first call and the eager draw agree (test/graph/test_graph_normal_inplace.py).
-# Here the `seed` and `draw` attrs are the generator's seed and its draw counter at the trace: the first call draws
-# exactly the eager draw of that state (kernels/random.py `generator_normal`, the one function both use), later
-# calls a fresh stream each. The whole logical tensor is drawn and each device keeps its piece, as the eager global
-# draw does: N devices give 1 device's numbers.
+# (core/functional/impl/random_functor.cpp @ v0.9.0: GlobalNormalFunctor:429-441 takes `engine()()` of the default
+# generator, advancing it, as the eager path does), and the graph's kernel, seeded with it, draws the numbers the
+# eager op would have drawn from that state: after `flow.manual_seed(s)` the graph's first call and the eager draw
+# agree (test/graph/test_graph_normal_inplace.py). Here the `seed` and `draw` attrs are the generator's seed and its
+# draw counter at the trace: the first call draws exactly the eager draw of that state (kernels/random.py
+# `generator_normal`, the one function both use), later calls a fresh stream each. The whole logical tensor is
+# drawn and each device keeps its piece, as the eager global draw does: N devices give 1 device's numbers.
+# Local tensors take the state the same way. (0.9's local NormalFunctor gives the lazy op the generator's seed
+# alone, `gen->current_seed()` at :358-359, without advancing it, so two local normal ops of one graph draw the
+# same numbers there; that is not copied.)
 def _normal_meta(op):
     x = op.inputs[0]
     if not x.dtype.is_floating:
