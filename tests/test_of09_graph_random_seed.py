@@ -141,3 +141,24 @@ def test_graph_normal_on_the_device_equals_eager(monkeypatch):
     np.testing.assert_array_equal(lazy.numpy(), eager.numpy())
     np.testing.assert_array_equal(lazy.numpy(), _reference((4, 5), seed=3))
     assert local.device.type == "cuda" and local.numpy().std() > 0.5
+
+
+def test_tensor_normal_inplace_in_graph_equals_eager_local_and_global():
+    # Tensor.normal_ is nn.init.normal_, i.e. flow.normal(..., out=tensor) (0.9 framework/tensor.py:276-277)
+    placement = flow.placement("cpu", [0])
+    for make_global in (True, False):
+        d1, d2 = flow.zeros(4, 5), flow.zeros(4, 5)
+        if make_global:
+            d1, d2 = (d.to_global(placement, flow.sbp.split(1)) for d in (d1, d2))
+
+        class G(flow.nn.Graph):
+            def build(self):
+                flow.manual_seed(233)
+                d1.normal_(0, 1)
+                return d1
+
+        lazy = G()().numpy()
+        flow.manual_seed(233)
+        d2.normal_(0, 1)
+        np.testing.assert_array_equal(lazy, d2.numpy())
+        np.testing.assert_array_equal(lazy, _reference((4, 5)))
