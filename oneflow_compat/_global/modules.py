@@ -494,6 +494,18 @@ class Module:
     def extra_repr(self):
         return ""
 
+    def _shallow_repr(self):
+        """OneFlow 0.9's Module._shallow_repr (nn/modules/module.py:1360-1373@v0.9.0): `Name(extra_repr)`, a
+        multi-line extra_repr indented (what a GraphModule's repr and the unregistered-module warning print)."""
+        extra = self.extra_repr()
+        lines = extra.split("\n") if extra else []
+        text = self._get_name() + "("
+        if len(lines) == 1:
+            text += lines[0]
+        elif lines:
+            text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"
+
     def _get_name(self):
         return type(self).__name__
 
