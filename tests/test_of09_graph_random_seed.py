@@ -5,7 +5,7 @@ default generator's next engine output as its `seed` attr, the value the eager p
 graph's kernel seeded with it draws what the eager op draws from the same state. So `flow.manual_seed(233)` inside
 build then `flow.normal(..., out=data)` gives, at the graph's first call, the numbers of `flow.manual_seed(233)`
 then the same eager draw (test/graph/test_graph_normal_inplace.py asserts it for every placement and SBP). Here the
-job's `normal_like` op takes the generator's seed and draw counter at the trace (ops/random_like_ops.py).
+job's `generator_draw_like` op takes the generator's seed and draw counter at the trace (ops/random_like_ops.py).
 """
 import numpy as np
 
@@ -123,7 +123,7 @@ def test_local_normal_inplace_in_graph_draws_and_given_generator_seeds_it():
 
 
 def test_graph_normal_on_the_device_equals_eager(monkeypatch):
-    # the job's normal_like draws on the host and copies the piece up, as the eager draw does (fake device or GPU)
+    # the job's generator_draw_like draws on the host and copies the piece up, as the eager draw does (fake device or GPU)
     import strict_device
 
     strict_device.suite_gpu_or_fake(monkeypatch)
@@ -162,3 +162,38 @@ def test_tensor_normal_inplace_in_graph_equals_eager_local_and_global():
         d2.normal_(0, 1)
         np.testing.assert_array_equal(lazy, d2.numpy())
         np.testing.assert_array_equal(lazy, _reference((4, 5)))
+
+
+def test_rand_randint_randperm_in_graph_equal_eager_draws_and_two_ranks_equal_one():
+    # 0.9's GlobalRand / GlobalRandInt functors take the generator state too (random_functor.cpp:253-258, 593-596)
+    def draws(n):
+        placement = flow.placement("cpu", list(range(n)))
+        sbp = flow.sbp.split(0) if n > 1 else flow.sbp.broadcast
+        kw = dict(placement=placement, sbp=sbp)
+
+        class G(flow.nn.Graph):
+            def build(self):
+                flow.manual_seed(17)
+                return (flow.rand(6, 3, **kw), flow.randint(2, 9, (6, 3), **kw), flow.randperm(10, **kw),
+                        flow.randn(4, **kw))
+
+        graph = G()
+        lazy = [t.numpy() for t in graph()]
+        second = [t.numpy() for t in graph()]
+        flow.manual_seed(17)
+        eager = [flow.rand(6, 3, **kw).numpy(), flow.randint(2, 9, (6, 3), **kw).numpy(),
+                 flow.randperm(10, **kw).numpy(), flow.randn(4, **kw).numpy()]
+        return lazy, second, eager
+
+    (one,) = on_ranks(1, lambda: draws(1))
+    lazy, second, eager = one
+    for a, b in zip(lazy, eager):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    assert lazy[0].dtype == np.float32 and 0 <= lazy[0].min() and lazy[0].max() < 1
+    assert lazy[1].dtype == np.int64 and set(np.unique(lazy[1])) <= set(range(2, 9))
+    assert sorted(lazy[2]) == list(range(10))
+    assert (second[0] != lazy[0]).all()  # the next call: fresh draws
+    for lazy2, second2, eager2 in on_ranks(2, lambda: draws(2)):
+        for a, b in zip(lazy2 + second2 + eager2, lazy + second + eager):
+            np.testing.assert_array_equal(a, b)
