@@ -78,6 +78,14 @@ def _lazy_value(trace, scope, t):
     renamed = trace.renamed.get(id(t))
     if renamed is not None:  # an in-place op in build gave this captured eager tensor a new value (`rename_captured`)
         return renamed[0]
+    if t._view_root is not None:
+        # a free eager tensor that is a non-contiguous view is made contiguous in place as the graph captures it
+        # (OneFlow 0.9 AddFreeEagerTensorToVariableOp: oneflow/core/framework/op_interpreter/
+        # lazy_op_interpreter.cpp:204-208 @ v0.9.0)
+        from oneflow_compat._global import views
+
+        if not views.is_contiguous(t):
+            views.contiguous_(t)
     name = scope.names.get(id(t))
     trainable = id(t) in scope.trainable
     return trace.variable_for(t, name, trainable)
