@@ -1,7 +1,7 @@
 """Runs every benchmark and prints one table of ratios (each benchmark also runs alone: python benchmarks/X.py).
 
     python -m benchmarks [--rounds 7] [--threads 1 2] [--quick] [--dtensor]
-                         [--only mlp lenet conv parallel resnet50 memory mpi eager dp boxing]
+                         [--only mlp lenet conv half parallel resnet50 memory mpi eager dp boxing]
 
 Every comparison times its sides in turn inside one process (benchmarks/harness.py), at 1 thread and at the
 machine's threads; the memory benchmark runs each side in fresh processes (peak RSS is per process), the MPI and
@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_boxing  # noqa: E402
 import bench_data_parallel  # noqa: E402
 import bench_eager  # noqa: E402
+import bench_half_products  # noqa: E402
 import bench_kernels_conv  # noqa: E402
 import bench_lenet  # noqa: E402
 import bench_memory  # noqa: E402
@@ -27,8 +28,8 @@ import bench_resnet50  # noqa: E402
 import harness  # noqa: E402
 
 TIMED = {"mlp": bench_mlp, "lenet": bench_lenet, "conv": bench_kernels_conv, "parallel": bench_parallel,
-         "resnet50": bench_resnet50}
-ALL = ["mlp", "lenet", "conv", "parallel", "resnet50", "memory", "mpi", "eager", "dp", "boxing"]
+         "resnet50": bench_resnet50, "half": bench_half_products}
+ALL = ["mlp", "lenet", "conv", "half", "parallel", "resnet50", "memory", "mpi", "eager", "dp", "boxing"]
 
 
 def main():

@@ -12,6 +12,7 @@ Weights: (F, C/groups, *kernel) channels first, (F, *kernel, C/groups) channels 
 import itertools
 
 from . import nn as nn2d
+from .half_products import through_float32
 
 _FIRST = {"NCW": 1, "NCHW": 2, "NCDHW": 3}
 _LAST = {"NWC": 1, "NHWC": 2, "NDHWC": 3}
@@ -194,6 +195,7 @@ def _conv_nd_grad_weight(xp, dy, x, weight_shape, strides, pads, dilations, grou
 
 
 # --- public kernels ---------------------------------------------------------------------------------------------
+@through_float32  # float16 on the CPU: float32 products, rounded once (kernels/half_products.py)
 def conv_nd(xp, x, w, *, strides, pads, dilations, groups=1, data_format):
     """Cross-correlation of 1, 2 or 3 spatial dimensions."""
     nd = spatial_dims(data_format)
@@ -209,6 +211,7 @@ def conv_nd(xp, x, w, *, strides, pads, dilations, groups=1, data_format):
     return _conv_nd(xp, x, w, strides, pads, dilations, groups, first)
 
 
+@through_float32  # float16 on the CPU: float32 products, rounded once (kernels/half_products.py)
 def conv_nd_grad_input(xp, dy, w, *, input_shape, strides, pads, dilations, groups=1, data_format):
     """d input of `conv_nd`, shaped `input_shape` with dy's batch size."""
     nd = spatial_dims(data_format)
@@ -228,6 +231,7 @@ def conv_nd_grad_input(xp, dy, w, *, input_shape, strides, pads, dilations, grou
     return _conv_nd_grad_input(xp, dy, w, input_shape, strides, pads, dilations, groups, first)
 
 
+@through_float32  # float16 on the CPU: float32 products, rounded once (kernels/half_products.py)
 def conv_nd_grad_weight(xp, dy, x, *, weight_shape, strides, pads, dilations, groups=1, data_format):
     """d weight of `conv_nd`, shaped `weight_shape`."""
     nd = spatial_dims(data_format)

@@ -3,6 +3,9 @@ kernels (bias and activation epilogue, relu gradient) at the end."""
 import numpy
 
 from . import blas, cuda_blas, cuda_nn, dense_jit
+from .half_products import all_half, narrow, through_float32, widen
+
+_HALF = numpy.dtype(numpy.float16)
 
 
 _SMALL_PRODUCT_FLOPS = 1 << 16
@@ -12,8 +15,12 @@ def matmul(xp, a, b, *, transpose_a=False, transpose_b=False, alpha=1.0):
     """alpha * op(a) @ op(b), op = transpose of the last two axes when requested.
 
     Inputs are 2-D, or batched with equal leading dimensions (no broadcasting of
-    batch dims, as in the legacy batch_matmul).
+    batch dims, as in the legacy batch_matmul). float16 on the CPU: on float32 copies through the float32 BLAS,
+    rounded once (kernels/half_products.py; checked here by dtype identity, not by the generic wrapper, which would
+    cost an eager float32 product ~1 µs).
     """
+    if a.dtype is _HALF and b.dtype is _HALF and xp is numpy:
+        return narrow(matmul(xp, widen(a), widen(b), transpose_a=transpose_a, transpose_b=transpose_b, alpha=alpha))
     if a.ndim == 2 and xp is numpy and b.ndim == 2 and alpha == 1.0:
         op_a, op_b = (a.T if transpose_a else a), (b.T if transpose_b else b)
         if op_a.shape[1] == op_b.shape[0] and 2 * op_a.shape[0] * op_a.shape[1] * op_b.shape[1] < _SMALL_PRODUCT_FLOPS:
@@ -48,7 +55,8 @@ def _small_product(a, b):
     return numpy.matmul(a, b)
 
 
-# float16 is not among them: numpy.dot sums float16 products in float32, numpy.matmul in float16
+# float16 is not among them: numpy has no float16 BLAS (numpy.dot and numpy.matmul loop over float16 in C, summing
+# in float32); matmul sends float16 through the float32 BLAS instead (kernels/half_products.py)
 _DOT_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
 # numpy.dot's own C function, without the __array_function__ dispatch in front of it (numpy >= 1.25 runs a Python
 # dispatcher per call: ~0.4 µs of an 8x8 product's ~1 µs). The planned kernels get plain ndarray pieces, for which
@@ -82,7 +90,7 @@ def _specialize_matmul(xp, in_shapes, in_dtypes, transpose_a=False, transpose_b=
     return lambda a, b: dot(a, b.T)
 
 
-matmul.specialize = _specialize_matmul
+matmul.specialize = _specialize_matmul  # (None for float16: the wrapper's float32 path)
 
 
 # --- the dense layer's fused kernels (passes/fusion.py) ------------------------------------------------------------
@@ -118,6 +126,14 @@ def matmul_bias_act(xp, a, b, bias, *, transpose_a=False, transpose_b=False, alp
     GEMM adds the product onto it (beta = 1); relu is applied in place."""
     if activation not in (None, "relu"):
         raise ValueError("matmul_bias_act: activation must be None or 'relu', got %r" % (activation,))
+    if all_half(xp, (a, b, bias)):
+        # the product through float32 BLAS rounded to float16, then bias and relu in float16: the values of the
+        # unfused matmul, bias_add and relu (each rounds its float16 result)
+        out = matmul(xp, a, b, transpose_a=transpose_a, transpose_b=transpose_b, alpha=alpha)
+        out += bias
+        if activation == "relu":
+            xp.maximum(out, out.dtype.type(0), out=out)
+        return out
     m = a.shape[1] if transpose_a else a.shape[0]
     n = b.shape[0] if transpose_b else b.shape[1]
     if _device_epilogue(xp, a, b, bias):
@@ -136,6 +152,7 @@ def matmul_bias_act(xp, a, b, bias, *, transpose_a=False, transpose_b=False, alp
     return out
 
 
+@through_float32  # the mask is exact: widening the product only removes its float16 sums
 def matmul_relu_grad(xp, a, b, y, *, transpose_a=False, transpose_b=False, alpha=1.0):
     """relu_grad(matmul(a, b), y): the product where the relu's output y is positive, else 0 — the gradient
     reaching a dense layer's relu, masked in place on the product (laid out like y)."""
@@ -152,6 +169,7 @@ def matmul_relu_grad(xp, a, b, y, *, transpose_a=False, transpose_b=False, alpha
 
 
 # --- broadcast_matmul (OneFlow v0.4.0 user/ops/matmul_op.cpp; the model zoo's GPT) ------------------------------------
+@through_float32
 def broadcast_matmul(xp, a, b, *, transpose_b=False, alpha=1.0):
     """alpha * a @ op(b) for a of any rank >= 3 and a 2-D b: every leading row of a times b."""
     lead = a.shape[:-1]
@@ -159,6 +177,7 @@ def broadcast_matmul(xp, a, b, *, transpose_b=False, alpha=1.0):
     return out.reshape(lead + (out.shape[-1],))
 
 
+@through_float32
 def broadcast_matmul_grad_b(xp, a, b, *, alpha=1.0):
     """alpha * a.T @ b over the flattened leading axes of a (.., k) and b (.., n): the (k, n) weight gradient."""
     a2 = xp.ascontiguousarray(a).reshape(-1, a.shape[-1])

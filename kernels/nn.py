@@ -21,6 +21,7 @@ import threading
 import numpy as np
 
 from . import blas, cpu_threads, cuda_blas, cuda_nn, nn_jit, vector_gemm
+from .half_products import all_half, through_float32
 
 _FORMATS = ("NCHW", "NHWC")
 
@@ -600,6 +601,7 @@ def _epilogue(xp, out3, b, activation, jit):
     return out3
 
 
+@through_float32  # float16 on the CPU: float32 GEMMs, rounded once (kernels/half_products.py)
 def conv2d(xp, x, w, *, strides=1, pads=((0, 0), (0, 0)), dilations=1, groups=1, data_format="NCHW"):
     """Cross-correlation. Weight layout: NCHW (F, C/groups, kh, kw); NHWC (F, kh, kw, C/groups)."""
     return _conv_forward(xp, x, w, None, None, strides, pads, dilations, groups, data_format)
@@ -609,9 +611,18 @@ def conv2d_bias_act(xp, x, w, b, *, activation=None, strides=1, pads=((0, 0), (0
                     data_format="NCHW"):
     """conv2d, + b per output channel, then `activation` (None | "relu"): the values of conv2d, bias_add and relu
     one after the other, with the bias and the activation applied while each chunk of the output is in cache."""
+    if activation in (None, "relu") and all_half(xp, (x, w, b)):
+        # float16: the convolution through float32 GEMMs rounded to float16, then bias and relu in float16 — the
+        # values of the unfused conv2d, bias_add and relu (each rounds its float16 result)
+        y = conv2d(xp, x, w, strides=strides, pads=pads, dilations=dilations, groups=groups, data_format=data_format)
+        y += b.reshape((1, -1, 1, 1) if data_format == "NCHW" else (1, 1, 1, -1))
+        if activation == "relu":
+            xp.maximum(y, y.dtype.type(0), out=y)
+        return y
     return _conv_forward(xp, x, w, b, activation, strides, pads, dilations, groups, data_format)
 
 
+@through_float32  # float16 on the CPU: float32 GEMMs, rounded once (kernels/half_products.py)
 def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 0)), dilations=1,
                        groups=1, data_format="NCHW"):
     """d weight of `conv2d`, in `weight_shape` (the caller's weight layout): patches recomputed chunk by chunk
@@ -696,6 +707,7 @@ def conv2d_grad_weight(xp, dy, x, *, weight_shape, strides=1, pads=((0, 0), (0, 
     return xp.ascontiguousarray(dw)
 
 
+@through_float32  # float16 on the CPU: float32 GEMMs, rounded once (kernels/half_products.py)
 def conv2d_grad_input(xp, dy, w, *, input_shape, strides=1, pads=((0, 0), (0, 0)), dilations=1,
                       groups=1, data_format="NCHW"):
     """d input of `conv2d`, in `input_shape` with dy's batch size (a dynamic batch may hold fewer rows than the

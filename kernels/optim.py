@@ -14,6 +14,7 @@ operations are the same. Host-side scalars are plain numpy float32 values, which
 import numpy as np
 
 from . import blas
+from .half_products import all_half, narrow
 
 _ONE = np.float32(1)
 
@@ -114,9 +115,24 @@ def matmul_sgd_update(xp, w, m, pairs, *, lr, scale=1.0, momentum=0.0, transpose
     c = float(_f32(lr) * _f32(scale)) * alpha
     target, beta = _sgd_target(w, m, momentum)
     for k, (a, b) in enumerate(pairs):
+        if all_half(xp, (a, b, target)):
+            _add_half_product(a, b, target, -c, beta if k == 0 else 1.0, transpose_a, transpose_b)
+            continue
         blas.gemm(a, b, target, alpha=-c, beta=beta if k == 0 else 1.0, trans_a=transpose_a, trans_b=transpose_b)
     if momentum != 0:
         w += m
+
+
+def _add_half_product(a, b, target, alpha, beta, trans_a, trans_b):
+    """target ← beta·target + alpha·op(a)·op(b) for float16 numpy arrays as blas.gemm makes it for float16 (the
+    product rounded to float16, scaled, added in float16), the product on the float32 BLAS rounded once
+    (kernels/half_products.py) instead of numpy's float16 loop."""
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    product = narrow(blas.gemm(a32, b32, np.empty(target.shape, dtype=np.float32), trans_a=trans_a, trans_b=trans_b))
+    product *= target.dtype.type(alpha)
+    if beta != 1.0:
+        target *= target.dtype.type(beta)
+    target += product
 
 
 def reduce_sum_sgd_update(xp, w, m, parts, *, lr, axis, scale=1.0, momentum=0.0):

@@ -225,3 +225,48 @@ def uniform_piece(xp, seed, logical_shape, index_slices, dtype):
         return numpy.zeros(flat.shape, dtype=dtype)
     low, high = int(flat.min()), int(flat.max()) + 1
     return uniform_slice(numpy, seed, logical_shape, low, high)[flat - low].astype(dtype)
+
+
+# --- a generator's draws (flow.randn / normal / rand / randint / randperm eagerly, and their ops inside nn.Graph) ---
+# Each is a whole logical tensor drawn from numpy's Philox keyed `key` (a host array): what an eager generator's draw
+# number n gives (`key = call_key(seed, n)`, _global/generators.py), and what the job's `generator_draw_like` op
+# (ops/random_like_ops.py) gives at the first call of a graph traced with the generator at that draw.
+def _philox(key):
+    return numpy.random.Generator(numpy.random.Philox(key=key))
+
+
+def generator_normal(key, logical_shape, np_dtype, mean=0.0, std=1.0):
+    """N(mean, std^2) draws."""
+    rng = _philox(key)
+    kind = numpy.dtype(np_dtype)
+    if kind == numpy.float32:
+        out = rng.standard_normal(tuple(logical_shape), dtype=numpy.float32)
+    else:
+        out = rng.standard_normal(tuple(logical_shape)).astype(kind, copy=False)
+    if std != 1.0 or mean != 0.0:
+        out = (out * kind.type(std) + kind.type(mean)).astype(kind, copy=False)
+    return out
+
+
+def generator_uniform(key, logical_shape, np_dtype, low=0.0, high=1.0):
+    """U[low, high) draws."""
+    rng = _philox(key)
+    kind = numpy.dtype(np_dtype)
+    if kind == numpy.float32:
+        out = rng.random(tuple(logical_shape), dtype=numpy.float32)
+    else:
+        out = rng.random(tuple(logical_shape)).astype(kind, copy=False)
+    if low != 0.0 or high != 1.0:
+        out = (out * kind.type(high - low) + kind.type(low)).astype(kind, copy=False)
+    return out
+
+
+def generator_integers(key, low, high, logical_shape, np_dtype):
+    """Integers of [low, high)."""
+    return _philox(key).integers(low, high, size=tuple(logical_shape), dtype=numpy.int64).astype(np_dtype,
+                                                                                                 copy=False)
+
+
+def generator_permutation(key, n):
+    """A permutation of range(n) (int64)."""
+    return _philox(key).permutation(n)

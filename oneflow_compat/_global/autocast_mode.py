@@ -1,7 +1,10 @@
 """`flow.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)` (OneFlow 0.9's
 `python/oneflow/amp/autocast_mode.py`; also `flow.amp.autocast`, and as a decorator) with OneFlow 0.9's rules.
 
-* CPU autocast is not supported ("Disabling autocast", a warning), nor inside an nn.Graph build (lazy mode).
+* CPU autocast is not supported ("Disabling autocast", a warning), nor a scope opened inside an nn.Graph build
+  (lazy mode). A scope opened eagerly stays on while a graph traces its build in it: the build's ops are cast as
+  eager ones are (0.9's TensorAutoCastProcessor checks the autocast state alone, lazy ops included:
+  functional/tensor_processor.cpp:182-243 @ v0.9.0; test/tensor/test_autocast.py test_autocast_graph).
 * A scope sets, per thread, whether autocast is on, its device type and its dtype (the scope's dtype becomes the
   GPU dtype inside it) and restores the previous values when it ends (0.9's `AutoCastMode`,
   `oneflow/api/python/framework/autocast.cpp`).
@@ -21,10 +24,7 @@
 * `get_autocast_cpu_dtype` / `set_autocast_cpu_dtype` keep the CPU scope's dtype (bfloat16 by default, 0.9's
   core/framework/autocast.cpp; flow.bfloat16 is float32 storage holding bfloat16 numbers here, ir/dtypes.py).
 
-Not carried over: 0.9 also autocasts while an nn.Graph traces (its lazy interpreter dispatches through the same
-processor when `set_autocast_enabled(True)` was called by hand); here graph builds are never autocast (an autocast
-scope inside a build disables itself as 0.9's does). `cache_enabled` is kept and reported; nothing is cached (0.9's
-`clear_cache` is empty too).
+`cache_enabled` is kept and reported; nothing is cached (0.9's `clear_cache` is empty too).
 """
 import functools
 import threading

@@ -133,11 +133,13 @@ def apply_op_list(op_type, inputs, attrs=None, requires_grad=None):
             inputs = _one_device(op_type, inputs)
             first = inputs[0]
     ctx = _BOUND.context or _PROCESS
-    if ctx.graph_traces:
-        return lazy.apply(op_type, inputs, attrs)
-    if _AUTOCAST.enabled:  # flow.autocast("cuda"): CUDA inputs cast as OneFlow 0.9's rules say (autocast_mode.py)
+    if _AUTOCAST.enabled:  # flow.autocast("cuda"): CUDA inputs cast as OneFlow 0.9's rules say (autocast_mode.py);
+        # also while an nn.Graph traces its build inside a scope opened eagerly (0.9's TensorAutoCastProcessor runs
+        # for lazy ops too: functional/tensor_processor.cpp:182-243 @ v0.9.0 checks the autocast state alone)
         inputs = autocast_mode.cast_inputs(op_type, inputs, _autocast_cast)
         first = inputs[0]
+    if ctx.graph_traces:
+        return lazy.apply(op_type, inputs, attrs)
     if n == 2:  # (no list comprehension for the commonest arities: it is a call of its own)
         values = [first._value, inputs[1]._value]
     elif n == 1:

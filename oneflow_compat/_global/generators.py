@@ -100,40 +100,27 @@ class Generator:
     # get_state / set_state: installed by _global/rng_state.py (their uint8 tensors need `creation`, which imports
     # this module)
 
-    def _next_rng(self):
+    def _next_key(self):
+        """The Philox key of the next draw (and the draw counted)."""
         key = random_k.call_key(self._current_seed(), self._draws)
         self._draws += 1
-        return np.random.Generator(np.random.Philox(key=key))
+        return key
+
+    def _next_rng(self):
+        return np.random.Generator(np.random.Philox(key=self._next_key()))
 
     # --- draws (full logical values, host arrays) ----------------------------------------------------------
     def normal(self, shape, np_dtype, mean=0.0, std=1.0):
-        rng = self._next_rng()
-        kind = np.dtype(np_dtype)
-        if kind == np.float32:
-            out = rng.standard_normal(shape, dtype=np.float32)
-        else:
-            out = rng.standard_normal(shape).astype(kind, copy=False)
-        if std != 1.0 or mean != 0.0:
-            out = (out * kind.type(std) + kind.type(mean)).astype(kind, copy=False)
-        return out
+        return random_k.generator_normal(self._next_key(), shape, np_dtype, mean, std)
 
     def uniform(self, shape, np_dtype, low=0.0, high=1.0):
-        rng = self._next_rng()
-        kind = np.dtype(np_dtype)
-        if kind == np.float32:
-            out = rng.random(shape, dtype=np.float32)
-        else:
-            out = rng.random(shape).astype(kind, copy=False)
-        if low != 0.0 or high != 1.0:
-            out = (out * kind.type(high - low) + kind.type(low)).astype(kind, copy=False)
-        return out
+        return random_k.generator_uniform(self._next_key(), shape, np_dtype, low, high)
 
     def integers(self, low, high, shape, np_dtype):
-        rng = self._next_rng()
-        return rng.integers(low, high, size=shape, dtype=np.int64).astype(np_dtype, copy=False)
+        return random_k.generator_integers(self._next_key(), low, high, shape, np_dtype)
 
     def permutation(self, n):
-        return self._next_rng().permutation(n)
+        return random_k.generator_permutation(self._next_key(), n)
 
 
 def _pair():

@@ -272,6 +272,7 @@ class Graph:
         return agreement.in_turn(self._call, flat, struct, tensors)
 
     def _call(self, flat, struct, tensors):
+        _make_contiguous(tensors)
         number = self._calls + 1
         values = [t._value for t in tensors]
         if self._compiled is not None:
@@ -345,6 +346,7 @@ class Graph:
             if t.is_lazy:
                 raise RuntimeError("nn.Graph '%s' was compiled with a lazy tensor: graphs cannot be nested"
                                    % self._name)
+        _make_contiguous(tensors)
         key = next((t._device for t in tensors if t._placement is None), "cpu")
         agreement.in_turn(self._compile_for, flat, struct, tensors, key)
 
@@ -399,6 +401,9 @@ class Graph:
         # the job's random ops (dropout) draw from streams seeded by the global generator's seed, alike on every rank
         trace.session.root_seed = generators.global_generator().initial_seed()
         scope = self._scope()
+        # OneFlow 0.9 makes every state tensor (parameters and buffers) contiguous in place before it builds
+        # (nn/graph/graph.py:660-664, 888 @ v0.9.0 `__ensure_state_tensors_contiguous`)
+        _make_contiguous(self._state_tensors())
         check_optimized_parameters([opt for opt, _ in self._opts], scope.names)
         out_values, kinds, out_struct = self._trace_build(trace, scope, flat, struct)
         # OneFlow 0.9's words (nn/graph/graph.py build_graph / finish_complie_and_init_runtime)
@@ -516,6 +521,14 @@ class Graph:
             raise RuntimeError("nn.Graph '%s' has an optimizer but build() called no loss.backward()" % self._name)
         trace.job.variable_grads = lazy.variable_gradients(trace)
         return out_values, kinds, out_struct
+
+    def _state_tensors(self):
+        states = {}
+        for block in self._blocks.values():
+            for t in list(block._module.parameters()) + list(block._module.buffers()):
+                if t is not None:
+                    states.setdefault(id(t), t)
+        return list(states.values())
 
     def _scope(self):
         modules, names, checkpointing, blocks = {}, {}, {}, {}
@@ -653,6 +666,17 @@ class Graph:
         lines.extend(self._outs_repr)
         head = "(GRAPH:%s:%s)" % (self._name, type(self).__name__)
         return head + ": (\n" + "\n".join(indent(line, 2) for line in lines) + "\n)"
+
+
+def _make_contiguous(tensors):
+    """OneFlow 0.9's `__ensure_input_tensors_contiguous` / `__ensure_state_tensors_contiguous` (nn/graph/graph.py
+    :660-664, :1441-1448 @ v0.9.0): a non-contiguous local tensor (a view with strides of its own) is made
+    contiguous IN PLACE (`contiguous_()`: the caller's tensor is changed, as in 0.9) before the graph reads it."""
+    from oneflow_compat._global import views
+
+    for t in tensors:
+        if t._placement is None and not t.is_lazy and not views.is_contiguous(t):
+            views.contiguous_(t)
 
 
 def _lazy_text(t):

@@ -179,7 +179,7 @@ class Block:
         # OneFlow 0.9's ProxyModule.__repr__ (proxy.py v0.9.0): the head shows the module as its own first line
         # prints (Module._shallow_repr: its name and extra_repr), the last line is its GraphModule, with the ops
         # of the module's own scope once the graph is compiled
-        head = "(MODULE:%s:%s)" % (self._name, _shallow_repr(self._module))
+        head = "(MODULE:%s:%s)" % (self._name, self._module._shallow_repr())
         records = getattr(self._graph, "_op_records", None)
         inputs, outputs = records.module_io.get(self._name, ([], [])) if records is not None else ([], [])
         lines = list(inputs)
@@ -196,18 +196,6 @@ class Block:
         lines.append(self._graph_module_line()
                      + (": (\n" + "\n".join(indent(op, 2) for op in ops) + "\n)" if ops else ": ()"))
         return head + ": (\n" + "\n".join(indent(line, 2) for line in lines) + "\n)"
-
-
-def _shallow_repr(module):
-    """OneFlow 0.9's Module._shallow_repr (module.py v0.9.0): `Name(extra_repr)`, a multi-line extra_repr indented."""
-    extra = module.extra_repr()
-    lines = extra.split("\n") if extra else []
-    text = module._get_name() + "("
-    if len(lines) == 1:
-        text += lines[0]
-    elif lines:
-        text += "\n  " + "\n  ".join(lines) + "\n"
-    return text + ")"
 
 
 def tensor_text(t):

@@ -6,17 +6,15 @@ op: inside a graph's build it becomes an op of the job, so every call of the gra
 tensor constructors, `flow.tensor` & co., are made eagerly there). Values made in Python during the build would be
 traced once into a constant of the job instead.
 
-Here each is built on the job's `uniform_like` op (ops/random_like_ops.py: U[0, 1) of a shape, a function of the
-op's seed, the call index and the logical shape, each device keeping its piece, so N devices draw 1 device's
-numbers): `rand` is it, `randn` / `normal` its Box-Muller transform (two draws), `randint` its scaled floor,
-`randperm` the argsort of one draw. The numbers are the job's, not the eager generator's (OneFlow's graph ops draw
-their own streams too); a generator given seeds the draws.
+Here each is the job's `generator_draw_like` op (ops/random_like_ops.py) given the generator's state at the trace,
+which the trace advances by one draw, as OneFlow 0.9's Global random functors take (and advance) their default
+generator's state for the lazy op's seed (core/functional/impl/random_functor.cpp:253-258, 429-441, 593-596 @
+v0.9.0): the graph's first call draws the numbers the eager op would have drawn from that state (`flow.manual_seed`
+in build and eagerly: the same), later calls fresh numbers. The whole logical tensor is drawn and each device
+keeps its piece, so N devices draw 1 device's numbers.
 """
-import math
-
 from oneflow_compat.ir import dtypes
 from oneflow_compat._global import creation, dispatch, functional as F, lazy
-from oneflow_compat._global import tensor_functions as TF
 
 
 def _shape_of_noise(shape, dtype, device, placement, sbp):
@@ -30,40 +28,35 @@ def _shape_of_noise(shape, dtype, device, placement, sbp):
         return creation.zeros(*shape, dtype=dtype, placement=placement, sbp=sbp)
 
 
-def _uniform(like, generator, stream):
-    seed = None if generator is None else int(generator.initial_seed()) + stream  # (two draws of one generator)
-    return dispatch.apply_op("uniform_like", [like], {"seed": seed})
-
-
-def _standard_normal(like, generator):
-    u1 = _uniform(like, generator, 0)
-    u2 = _uniform(like, generator, 1)
-    radius = F.sqrt(F.mul(F.log(F.sub(1.0, u1)), -2.0))  # (1 - u1 in (0, 1]: no log 0)
-    return F.mul(radius, F.cos(F.mul(u2, 2.0 * math.pi)))
+def _draw(like, generator, placement, kind, **attrs):
+    """The job's `generator_draw_like` op of `kind` given the generator's (seed, draw counter) now; the generator
+    moves on by one draw, as an eager draw moves it."""
+    gen = creation._generator(placement, generator)
+    seed = int(gen.initial_seed())
+    draw = int(gen._draws)
+    gen._next_key()
+    attrs.update(kind=kind, seed=seed, draw=draw)
+    return dispatch.apply_op("generator_draw_like", [like], attrs)
 
 
 def random(kind, shape, dtype, generator, device, placement, sbp, low=0, high=1, mean=0.0, std=1.0):
     """A random tensor of `kind` ("rand", "randn", "normal", "randint") as ops of the job being traced."""
-    floating = dtype if dtype.is_floating else dtypes.float64  # (randint: draws fine enough for any range)
+    floating = dtype if dtype.is_floating else dtypes.float64  # (randint: integer values, exact in float64)
     like = _shape_of_noise(shape, floating, device, placement, sbp)
     if kind == "rand":
-        return _uniform(like, generator, 0)
+        return _draw(like, generator, placement, "uniform", low=0.0, high=1.0)
     if kind in ("randn", "normal"):
-        z = _standard_normal(like, generator)
-        if std != 1.0 or mean != 0.0:
-            z = F.add(F.mul(z, float(std)), float(mean))
-        return z
+        return _draw(like, generator, placement, "normal", mean=float(mean), std=float(std))
     if kind == "randint":
-        u = _uniform(like, generator, 0)
-        drawn = F.add(F.floor(F.mul(u, float(high - low))), float(low))
-        return F.cast(drawn, dtype)
+        drawn = _draw(like, generator, placement, "integers", low=int(low), high=int(high))
+        return F.cast(drawn, dtype) if drawn.dtype != dtype else drawn
     raise ValueError("graph_random.random: unknown kind %r" % kind)
 
 
 def randperm(n, dtype, generator, device, placement, sbp):
-    """A permutation of range(n): the argsort of n fresh uniform draws (every call of the graph a new one)."""
+    """A permutation of range(n), the generator's draw."""
     like = _shape_of_noise((n,), dtypes.float64, device, placement, sbp)
-    order = TF.argsort(_uniform(like, generator, 0))
+    order = _draw(like, generator, placement, "permutation")
     return F.cast(order, dtype) if order.dtype != dtype else order
 
 

@@ -78,6 +78,14 @@ def _lazy_value(trace, scope, t):
     renamed = trace.renamed.get(id(t))
     if renamed is not None:  # an in-place op in build gave this captured eager tensor a new value (`rename_captured`)
         return renamed[0]
+    if t._view_root is not None:
+        # a free eager tensor that is a non-contiguous view is made contiguous in place as the graph captures it
+        # (OneFlow 0.9 AddFreeEagerTensorToVariableOp: oneflow/core/framework/op_interpreter/
+        # lazy_op_interpreter.cpp:204-208 @ v0.9.0)
+        from oneflow_compat._global import views
+
+        if not views.is_contiguous(t):
+            views.contiguous_(t)
     name = scope.names.get(id(t))
     trainable = id(t) in scope.trainable
     return trace.variable_for(t, name, trainable)
@@ -226,17 +234,6 @@ _tensor.LAZY_GRADS.update(grad_of=grad_of, retain_grad=retain_grad)
 
 
 # --- module calls inside build ------------------------------------------------------------------------------------
-def _shallow_repr(module):
-    """OneFlow 0.9's Module._shallow_repr (nn/modules/module.py:1360-1373@v0.9.0): its name and extra_repr."""
-    lines = module.extra_repr().split("\n") if module.extra_repr() else []
-    text = module._get_name() + "("
-    if len(lines) == 1:
-        text += lines[0]
-    elif lines:
-        text += "\n  " + "\n  ".join(lines) + "\n"
-    return text + ")"
-
-
 def module_call(module, call, args, kwargs):
     """How `Module.__call__` runs while a graph traces: `call(args, kwargs)` inside the module's scope (its path
     names the ops, its stage is recorded; `set_stage(i, placement)` moves tensor inputs onto the placement)."""
@@ -246,7 +243,7 @@ def module_call(module, call, args, kwargs):
     if id(module) not in scope.modules:
         # OneFlow 0.9's Module.__call__ in lazy mode (nn/modules/module.py:150-155@v0.9.0; a registered module is
         # called through its graph proxy instead): the module runs, with this warning
-        warnings.warn(_shallow_repr(module) + " is called in a nn.Graph, but not registered into a nn.Graph.")
+        warnings.warn(module._shallow_repr() + " is called in a nn.Graph, but not registered into a nn.Graph.")
     path, stage, placement = scope.modules.get(id(module), ("", None, None))
     if placement is not None:
         args = tuple(_onto(a, placement) for a in args)

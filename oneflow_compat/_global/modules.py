@@ -43,6 +43,14 @@ class Parameter(Tensor):
         self._out_index = 0
         self._grad = None
         self.requires_grad_flag = False
+        # OneFlow 0.9 wraps `data->detach()` (core/framework/tensor.h:447-460 @ v0.9.0, Parameter::MakeTensor): a
+        # local view keeps its storage, strides and offset, so a Parameter of `x.transpose(0, 1)` is not contiguous
+        # (nn.Graph makes it contiguous in place before its first build: graph.py)
+        if data._placement is None and data._view_root is not None:
+            from oneflow_compat._global import views
+
+            if views.applicable(data):
+                views.register(views.root_of(data), self, views.layout_of(data), differentiable=False)
         # OneFlow 0.9 (core/framework/tensor.h, Parameter's constructor) ignores the failed check of a non-floating
         # tensor's set_requires_grad: an integer Parameter is made, and does not require a gradient
         if requires_grad and data.dtype.is_floating:
@@ -485,6 +493,18 @@ class Module:
     # --- printing ------------------------------------------------------------------------------------------
     def extra_repr(self):
         return ""
+
+    def _shallow_repr(self):
+        """OneFlow 0.9's Module._shallow_repr (nn/modules/module.py:1360-1373@v0.9.0): `Name(extra_repr)`, a
+        multi-line extra_repr indented (what a GraphModule's repr and the unregistered-module warning print)."""
+        extra = self.extra_repr()
+        lines = extra.split("\n") if extra else []
+        text = self._get_name() + "("
+        if len(lines) == 1:
+            text += lines[0]
+        elif lines:
+            text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"
 
     def _get_name(self):
         return type(self).__name__

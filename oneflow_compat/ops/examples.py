@@ -1653,3 +1653,15 @@ EXAMPLES.update({  # of09 team: log2 / log10 (ops/math_ops.py), OneFlow 0.9's ow
     "log2": unary(positive),
     "log10": unary(positive),
 })
+EXAMPLES.update({  # grad-layout team: generator_draw_like (ops/random_like_ops.py), random ops inside nn.Graph
+    "generator_draw_like": [
+        Example(inputs(normal(5, 7)), {"kind": "normal", "seed": 11, "draw": 0, "mean": 0.0, "std": 1.0},
+                grad=False, note="the generator's normal draw"),
+        Example(inputs(normal(4, 5, 6, dtype=np.float32)), {"kind": "normal", "seed": 233, "draw": 3, "mean": 1.5,
+                                                           "std": 0.5}, grad=False, note="mean, std"),
+        Example(inputs(normal(4, 6, dtype=np.float32)), {"kind": "uniform", "seed": 5, "draw": 1, "low": 0.0,
+                                                        "high": 1.0}, grad=False, note="rand"),
+        Example(inputs(normal(6, 4)), {"kind": "integers", "seed": 5, "draw": 2, "low": 2, "high": 7},
+                grad=False, note="randint"),
+        Example(inputs(normal(8)), {"kind": "permutation", "seed": 5, "draw": 0}, grad=False, note="randperm")],
+})
