@@ -4,8 +4,8 @@ and vs PyTorch's CPU float16 matmul.
 Shapes from OneFlow 0.9's own float16 tests (python/oneflow/test/modules/test_grouped_matmul_bias.py @ v0.9.0:
 problems (2*77, 768, k) — x (m, k) @ w (n, k)^T + b, k 320 here to keep the old side's loop to about a second) and
 a small float16 conv2d forward + both gradients (new vs torch; vs old where the old path runs: with numba
-installed it raised, its compiled patch loops having no float16). Sides run in turn in one process (benchmarks/harness.py); ratios
-new / old and new / torch (lower is better).
+installed it raised, its compiled patch loops having no float16). Sides run in turn in one process
+(benchmarks/harness.py); ratios new / old and new / torch (lower is better).
 
 Run: python benchmarks/bench_half_products.py [--rounds 7] [--threads 1 2] [--quick]
 """

@@ -3,7 +3,8 @@ float32 GEMM, the result rounded to float16 once.
 
 numpy has no float16 BLAS: `numpy.matmul` on float16 runs its own C loop, a float32 sum over k in order rounded once
 (bit for bit: tests/test_half_products.py), ~50x slower than sgemm at one thread (benchmarks/bench_half_products.py;
-OneFlow 0.9's test_grouped_matmul_bias took 91 s against 8 s with this path on a loaded 2-core machine). OneFlow 0.9 computes half products in float32: its CUDA BroadcastMatmul
+OneFlow 0.9's test_grouped_matmul_bias took 91 s against 8 s with this path on a loaded 2-core machine). OneFlow 0.9
+computes half products in float32: its CUDA BroadcastMatmul
 asks cuBLAS for CUDA_R_32F compute on kFloat16 operands unless ONEFLOW_MATMUL_ALLOW_HALF_PRECISION_ACCUMULATION is
 set (oneflow/core/ep/cuda/primitive/broadcast_matmul.cpp:77-95 @ v0.9.0); its CPU primitive has float and double
 only (oneflow/core/ep/cpu/primitive/broadcast_matmul.cpp:94-103, 117 @ v0.9.0: other dtypes UNIMPLEMENTED / no

@@ -57,7 +57,8 @@ def _copy_(self, other):
         src = F.reshape(src, tuple(self.shape)) if src.numel() == self.numel() else src
     if lazy.current() is not None and (lazy.is_lazy(src) or lazy.is_lazy(self)):
         # inside nn.Graph.build: the copy is an op of the job whose output the tensor reads from now on, as any
-        # in-place op there (`inplace.rebind`; flow.normal(..., out=t) in build: test/graph/test_graph_normal_inplace.py)
+        # in-place op there (`inplace.rebind`; flow.normal(..., out=t) in build:
+        # test/graph/test_graph_normal_inplace.py)
         if src.dtype != self.dtype:
             src = F.cast(src, self.dtype)
         return _rebind(self, F.clone(src) if src is other else src)

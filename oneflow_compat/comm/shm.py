@@ -84,7 +84,8 @@ SHM_DIR = "/dev/shm"  # where MPICH's shared windows live: an arena grows only w
 _PAGE = 4096
 # What the collectives of this module did in this process, for the tests that pin it (tests/test_boxing_passes.py):
 # bytes written by copies of array data ("copied") and by sums ("summed"), and arrivals ("arrivals": meetings of a
-# block's members); "read": the bytes of "copied" read out of another process's memory (`cross_memory.read`). Counted per chunk or per call: one dict update per MB moved.
+# block's members); "read": the bytes of "copied" read out of another process's memory (`cross_memory.read`).
+# Counted per chunk or per call: one dict update per MB moved.
 PASSES = collections.Counter()
 
 
