@@ -235,30 +235,27 @@ def _philox(key):
     return numpy.random.Generator(numpy.random.Philox(key=key))
 
 
-def generator_normal(key, logical_shape, np_dtype, mean=0.0, std=1.0):
-    """N(mean, std^2) draws."""
-    rng = _philox(key)
+def _scaled_draws(draw, logical_shape, np_dtype, scale, shift):
+    """`draw(shape[, dtype])` (a Generator's standard_normal or random) in `np_dtype` (float32 drawn as float32,
+    others drawn in float64 and cast), then times `scale` plus `shift` in that dtype."""
     kind = numpy.dtype(np_dtype)
     if kind == numpy.float32:
-        out = rng.standard_normal(tuple(logical_shape), dtype=numpy.float32)
+        out = draw(tuple(logical_shape), dtype=numpy.float32)
     else:
-        out = rng.standard_normal(tuple(logical_shape)).astype(kind, copy=False)
-    if std != 1.0 or mean != 0.0:
-        out = (out * kind.type(std) + kind.type(mean)).astype(kind, copy=False)
+        out = draw(tuple(logical_shape)).astype(kind, copy=False)
+    if scale != 1.0 or shift != 0.0:
+        out = (out * kind.type(scale) + kind.type(shift)).astype(kind, copy=False)
     return out
+
+
+def generator_normal(key, logical_shape, np_dtype, mean=0.0, std=1.0):
+    """N(mean, std^2) draws."""
+    return _scaled_draws(_philox(key).standard_normal, logical_shape, np_dtype, std, mean)
 
 
 def generator_uniform(key, logical_shape, np_dtype, low=0.0, high=1.0):
     """U[low, high) draws."""
-    rng = _philox(key)
-    kind = numpy.dtype(np_dtype)
-    if kind == numpy.float32:
-        out = rng.random(tuple(logical_shape), dtype=numpy.float32)
-    else:
-        out = rng.random(tuple(logical_shape)).astype(kind, copy=False)
-    if low != 0.0 or high != 1.0:
-        out = (out * kind.type(high - low) + kind.type(low)).astype(kind, copy=False)
-    return out
+    return _scaled_draws(_philox(key).random, logical_shape, np_dtype, high - low, low)
 
 
 def generator_integers(key, low, high, logical_shape, np_dtype):

@@ -27,19 +27,32 @@ def _meta(op):
     return [TensorMeta(x.shape, x.dtype, x.is_dynamic)]
 
 
-def _build(op, dev):
-    xp = dev.xp
-    seed = nn_ops.dropout_seed(op, dev.session)
+def _device_draws(op, dev):
+    """What a random *_like op's device needs for its draws: the logical shape, whether the input is mirrored (each
+    device an independent tensor), this device's piece of the logical tensor, and `next_call()`, the op's call
+    number on this device (a new stream per call)."""
     logical = tuple(op.inputs[0].shape)
     mirrored = dev.sbp_in[0] == S.M
     piece = () if mirrored else S.local_slices(logical, dev.sbp_in[0], dev.index, dev.parallel_num)
     calls = nn_ops._call_counters(dev.session)
     counter = (op.job.name, op.name, dev.index)
+
+    def next_call():
+        call = calls.get(counter, 0)
+        calls[counter] = call + 1
+        return call
+
+    return logical, mirrored, piece, next_call
+
+
+def _build(op, dev):
+    xp = dev.xp
+    seed = nn_ops.dropout_seed(op, dev.session)
+    logical, mirrored, piece, next_call = _device_draws(op, dev)
     dtype = op.inputs[0].dtype.np
 
     def run(like):
-        call = calls.get(counter, 0)
-        calls[counter] = call + 1
+        call = next_call()
         if mirrored:  # each device an independent tensor: its own stream
             return random_k.uniform_piece(xp, random_k.call_key(seed, call, dev.index), tuple(like.shape), (), dtype)
         return random_k.uniform_piece(xp, random_k.call_key(seed, call), logical, piece, dtype)
@@ -111,17 +124,11 @@ def _draw_build(op, dev):
     xp = dev.xp
     seed, draw = int(op.attrs["seed"]), int(op.attrs.get("draw", 0))
     kind = op.attrs.get("kind", "normal")
-    logical = tuple(op.inputs[0].shape)
-    mirrored = dev.sbp_in[0] == S.M
-    piece = () if mirrored else S.local_slices(logical, dev.sbp_in[0], dev.index, dev.parallel_num)
-    calls = nn_ops._call_counters(dev.session)
-    counter = (op.job.name, op.name, dev.index)
+    logical, mirrored, piece, next_call = _device_draws(op, dev)
     dtype = op.inputs[0].dtype.np
 
     def run(like):
-        call = calls.get(counter, 0)
-        calls[counter] = call + 1
-        key = draw_key(seed, draw, call)
+        key = draw_key(seed, draw, next_call())
         if mirrored:  # each device an independent tensor: its own stream (device 0 the generator's)
             if dev.index:
                 key = random_k.call_key(key, 0, dev.index)
